@@ -1,0 +1,67 @@
+# kapi: the two-command quick start (`make demo`, `make test`) and the steps behind them.
+# Each step is idempotent and fast when its work is already done.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BUILD ?= build
+JOBS ?= $(shell nproc)
+APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-venv python3-dev \
+  llvm-15-dev libllvmspirvlib-15-dev llvm-spirv-15 clang-15 spirv-tools libze-dev libze1 \
+  valgrind clang-format
+
+.PHONY: all setup deps venv build demo test test-c test-py lint format clean
+
+all: build
+
+setup: deps venv
+
+# System packages: installed only when one is missing.
+deps: .stamps/deps
+.stamps/deps: Makefile
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	  | grep -q "install ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	@mkdir -p .stamps && touch $@
+
+# Python environment with pinned packages; kapi and pyfront installed in editable mode.
+venv: .stamps/venv
+.stamps/venv: requirements.txt pyproject.toml | .stamps/deps
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	@mkdir -p .stamps && touch $@
+
+build: setup
+	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja \
+	  -DPython3_EXECUTABLE=$(abspath $(PY)) > /dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(PY) samples/pairwise_distance.py
+
+test: build
+	$(MAKE) --no-print-directory test-c test-py
+
+test-c:
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+test-py:
+	$(PY) -m pytest -q tests
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	git ls-files '*.c' '*.h' '*.cpp' | xargs clang-format --dry-run --Werror
+
+format:
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+	git ls-files '*.c' '*.h' '*.cpp' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) kapi/_lib .stamps

@@ -1,0 +1,29 @@
+/* The C wall around SPIRV-LLVM-Translator's C++ API (translator.cpp is the only C++ in the
+ * compiler). No C++ type or exception crosses it. Private to compiler/: not part of compiler.h.
+ */
+#ifndef KAPI_COMPILER_TRANSLATOR_H
+#define KAPI_COMPILER_TRANSLATOR_H
+
+#include <llvm-c/Core.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* LLVM module (typed pointers, spir64 triple) -> SPIR-V, capped at version 1.2, with the float
+ * atomic extensions enabled. On success returns 1 and *spirv and *nbytes (malloc'd, caller frees
+ * with free()); on failure returns 0 and *err (malloc'd). */
+int kc_tr_write_spirv(LLVMModuleRef module, void **spirv, size_t *nbytes, char **err);
+
+/* SPIR-V -> LLVM module in ctx (which must use typed pointers), with SPIR-V-friendly builtin
+ * names (`__spirv_*`). The caller must have validated the binary first: the translator asserts
+ * on input it does not expect. Returns 1 and *module, or 0 and *err (malloc'd). */
+int kc_tr_read_spirv(LLVMContextRef ctx, const void *spirv, size_t nbytes, LLVMModuleRef *module,
+                     char **err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
