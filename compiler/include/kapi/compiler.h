@@ -78,8 +78,60 @@ kc_status_t kc_spirv_disassemble(const void *spirv, size_t nbytes, char **text, 
 /* ---------------------------------------------------------------------------------------- */
 /* Finaliser (for kapi's Level Zero drivers): SPIR-V -> native                              */
 /* ---------------------------------------------------------------------------------------- */
-/* Declared by the driver work (issues 3 and 5); each function validates the SPIR-V first, so
- * malformed input is KC_ERR_SPIRV, never a translator assertion. */
+/* Each finaliser validates the SPIR-V first, so malformed input is KC_ERR_SPIRV, never a
+ * translator assertion. Every failure fills *log with the reason (a Level Zero build log). */
+
+/* --- Host CPU (x86-64, ORC LLJIT) --- */
+
+/* What a driver hands a finalised kernel to run ONE work-group. Ids are per dimension, dim 0
+ * fastest-varying. The kernel runs every work-item of the group before returning, barriers
+ * included (the finaliser owns the barrier scheme). */
+typedef struct kc_host_group {
+  uint64_t group_id[3];
+  uint64_t group_range[3];  /* number of groups per dimension */
+  uint64_t local_range[3];  /* work-group size per dimension */
+  uint64_t global_offset[3];
+  /* args[i] points at the bytes of kernel argument i as set by zeKernelSetArgumentValue. For
+   * a local-memory argument, args[i] points at a `void *` holding this group's local buffer
+   * (the driver allocates one per concurrently running group, kc_host_arg_t.size bytes). */
+  void *const *args;
+} kc_host_group_t;
+
+typedef void (*kc_host_group_fn)(const kc_host_group_t *group);
+
+typedef enum kc_arg_kind {
+  KC_ARG_VALUE = 0,  /* scalar or pointer passed by value; size = its byte size */
+  KC_ARG_LOCAL = 1,  /* local memory: size chosen at launch (zeKernelSetArgumentValue(NULL)) */
+} kc_arg_kind_t;
+
+typedef struct kc_host_arg {
+  kc_arg_kind_t kind;
+  uint32_t size; /* bytes of the value for KC_ARG_VALUE; 0 for KC_ARG_LOCAL */
+} kc_host_arg_t;
+
+typedef struct kc_host_kernel {
+  const char *name;        /* owned by the module */
+  kc_host_group_fn run;    /* valid while the module lives */
+  uint32_t num_args;
+  const kc_host_arg_t *args; /* num_args entries, owned by the module */
+  uint32_t uses_barrier;   /* 1 if the kernel synchronises work-items */
+  uint32_t required_local_size[3]; /* reqd_work_group_size, or zeros */
+} kc_host_kernel_t;
+
+typedef struct kc_host_module kc_host_module_t;
+
+/* SPIR-V -> validated -> LLVM (SPIR-V-friendly builtins, typed pointers) -> host builtins
+ * library linked -> O3 -> ORC LLJIT. Thread-safe; the module may be used from many threads. */
+kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out,
+                             char **log);
+void kc_host_module_destroy(kc_host_module_t *mod);
+uint32_t kc_host_module_kernel_count(const kc_host_module_t *mod);
+/* i in [0, count); the pointer stays valid while the module lives. */
+const kc_host_kernel_t *kc_host_module_kernel(const kc_host_module_t *mod, uint32_t i);
+/* NULL when no kernel has that name. */
+const kc_host_kernel_t *kc_host_module_find(const kc_host_module_t *mod, const char *name);
+
+/* --- NVIDIA (NVPTX) --- declared by the CUDA driver work (issue 5). */
 
 #ifdef __cplusplus
 }
