@@ -13,13 +13,13 @@ static int loaded;
 static char load_error[256] = "not loaded";
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-#define SYM(field, name)                                                                         \
-  do {                                                                                           \
-    *(void **)&cuda.field = dlsym(lib, name);                                                    \
-    if (!cuda.field) {                                                                           \
-      snprintf(load_error, sizeof load_error, "libcuda lacks %s", name);                         \
-      return 0;                                                                                  \
-    }                                                                                            \
+#define SYM(field, name)                                                                           \
+  do {                                                                                             \
+    *(void **)&cuda.field = dlsym(lib, name);                                                      \
+    if (!cuda.field) {                                                                             \
+      snprintf(load_error, sizeof load_error, "libcuda lacks %s", name);                           \
+      return 0;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 static int resolve(void *lib) {
@@ -86,7 +86,9 @@ int cuda_api_load(void) {
   return loaded;
 }
 
-const char *cuda_api_error(void) { return load_error; }
+const char *cuda_api_error(void) {
+  return load_error;
+}
 
 const char *cuda_result_name(CUresult r) {
   const char *s = NULL;

@@ -12,17 +12,23 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 ze_result_t cuda_to_ze(CUresult r) {
   switch (r) {
-  case CUDA_SUCCESS: return ZE_RESULT_SUCCESS;
-  case CUDA_ERROR_OUT_OF_MEMORY: return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
-  case CUDA_ERROR_NOT_READY: return ZE_RESULT_NOT_READY;
-  case 1: return ZE_RESULT_ERROR_INVALID_ARGUMENT; /* CUDA_ERROR_INVALID_VALUE */
+  case CUDA_SUCCESS:
+    return ZE_RESULT_SUCCESS;
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
+  case CUDA_ERROR_NOT_READY:
+    return ZE_RESULT_NOT_READY;
+  case 1:
+    return ZE_RESULT_ERROR_INVALID_ARGUMENT; /* CUDA_ERROR_INVALID_VALUE */
   }
   /* 700-799: faults in a kernel (illegal address, trap, misaligned...); the context is gone. */
   if (r >= 700 && r < 800) return ZE_RESULT_ERROR_DEVICE_LOST;
   return ZE_RESULT_ERROR_UNKNOWN;
 }
 
-ze_result_t cuda_use(cuda_device_t *d) { return cuda_to_ze(cuda.cuCtxSetCurrent(d->ctx)); }
+ze_result_t cuda_use(cuda_device_t *d) {
+  return cuda_to_ze(cuda.cuCtxSetCurrent(d->ctx));
+}
 
 static int attr(CUdevice d, int a) {
   int v = 0;
@@ -40,7 +46,8 @@ static void fill_properties(cuda_device_t *d, uint32_t ordinal) {
   p->maxHardwareContexts = 1;
   p->numThreadsPerEU = 1;
   p->physicalEUSimdWidth = 32;
-  p->numEUsPerSubslice = (uint32_t)attr(d->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) / 32;
+  p->numEUsPerSubslice =
+      (uint32_t)attr(d->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) / 32;
   p->numSubslicesPerSlice = (uint32_t)attr(d->dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   p->numSlices = 1;
   p->timerResolution = 1;
@@ -89,7 +96,9 @@ static void init_devices(void) {
   if (the_driver.count) zed_object_init(&the_driver.obj, ZED_KIND_DRIVER);
 }
 
-cuda_driver_t *cuda_driver(void) { return the_driver.count ? &the_driver : NULL; }
+cuda_driver_t *cuda_driver(void) {
+  return the_driver.count ? &the_driver : NULL;
+}
 
 /* Only GPU drivers are asked for by flags that include GPU_ONLY or none; VPU_ONLY excludes us.
  * Success even without devices: zeDriverGet then reports none. */
@@ -151,7 +160,8 @@ ze_result_t cuda_device_get(ze_driver_handle_t h, uint32_t *count, ze_device_han
     return ZE_RESULT_SUCCESS;
   }
   uint32_t n = *count < the_driver.count ? *count : the_driver.count;
-  for (uint32_t i = 0; i < n; ++i) devices[i] = (ze_device_handle_t)&the_driver.devices[i];
+  for (uint32_t i = 0; i < n; ++i)
+    devices[i] = (ze_device_handle_t)&the_driver.devices[i];
   *count = n;
   return ZE_RESULT_SUCCESS;
 }
@@ -166,13 +176,13 @@ ze_result_t cuda_device_get_sub_devices(ze_device_handle_t h, uint32_t *count,
 }
 
 /* Copies the fixed part of a properties struct, keeping the caller's stype and pNext. */
-#define COPY_PROPS(dst, src)                                                                     \
-  do {                                                                                           \
-    void *next_ = (dst)->pNext;                                                                  \
-    __typeof__((dst)->stype) stype_ = (dst)->stype;                                              \
-    *(dst) = (src);                                                                              \
-    (dst)->pNext = next_;                                                                        \
-    (dst)->stype = stype_;                                                                       \
+#define COPY_PROPS(dst, src)                                                                       \
+  do {                                                                                             \
+    void *next_ = (dst)->pNext;                                                                    \
+    __typeof__((dst)->stype) stype_ = (dst)->stype;                                                \
+    *(dst) = (src);                                                                                \
+    (dst)->pNext = next_;                                                                          \
+    (dst)->stype = stype_;                                                                         \
   } while (0)
 
 ze_result_t cuda_device_get_properties(ze_device_handle_t h, ze_device_properties_t *p) {
@@ -195,8 +205,8 @@ ze_result_t cuda_device_get_module_properties(ze_device_handle_t h,
   ZED_CHECK(h, ZED_KIND_DEVICE);
   ZED_CHECK_PTR(p);
   p->spirvVersionSupported = ZE_MAKE_VERSION(1, 2);
-  p->flags = ZE_DEVICE_MODULE_FLAG_FP16 | ZE_DEVICE_MODULE_FLAG_FP64 |
-             ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS;
+  p->flags =
+      ZE_DEVICE_MODULE_FLAG_FP16 | ZE_DEVICE_MODULE_FLAG_FP64 | ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS;
   ze_device_fp_flags_t fp = ZE_DEVICE_FP_FLAG_DENORM | ZE_DEVICE_FP_FLAG_INF_NAN |
                             ZE_DEVICE_FP_FLAG_ROUND_TO_NEAREST | ZE_DEVICE_FP_FLAG_ROUND_TO_ZERO |
                             ZE_DEVICE_FP_FLAG_ROUND_TO_INF | ZE_DEVICE_FP_FLAG_FMA;
@@ -218,7 +228,8 @@ ze_result_t cuda_device_get_queue_group_properties(ze_device_handle_t h, uint32_
     return ZE_RESULT_SUCCESS;
   }
   *count = 1;
-  p->flags = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
+  p->flags =
+      ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
   p->maxMemoryFillPatternSize = 4;
   p->numQueues = 64;
   return ZE_RESULT_SUCCESS;

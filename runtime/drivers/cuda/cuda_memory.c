@@ -47,8 +47,10 @@ ze_result_t cuda_mem_alloc_device(ze_context_handle_t ch, const ze_device_mem_al
   r = cuda_to_ze(cuda.cuMemAlloc(&p, size));
   if (r != ZE_RESULT_SUCCESS) return r;
   r = record((cuda_context_t *)ch, (void *)(uintptr_t)p, size, ZE_MEMORY_TYPE_DEVICE, d);
-  if (r != ZE_RESULT_SUCCESS) cuda.cuMemFree(p);
-  else *out = (void *)(uintptr_t)p;
+  if (r != ZE_RESULT_SUCCESS)
+    cuda.cuMemFree(p);
+  else
+    *out = (void *)(uintptr_t)p;
   return r;
 }
 
@@ -68,8 +70,10 @@ ze_result_t cuda_mem_alloc_host(ze_context_handle_t ch, const ze_host_mem_alloc_
   if (r == ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY) r = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   if (r != ZE_RESULT_SUCCESS) return r;
   r = record((cuda_context_t *)ch, p, size, ZE_MEMORY_TYPE_HOST, NULL);
-  if (r != ZE_RESULT_SUCCESS) cuda.cuMemFreeHost(p);
-  else *out = p;
+  if (r != ZE_RESULT_SUCCESS)
+    cuda.cuMemFreeHost(p);
+  else
+    *out = p;
   return r;
 }
 
@@ -95,8 +99,10 @@ ze_result_t cuda_mem_alloc_shared(ze_context_handle_t ch, const ze_device_mem_al
   r = cuda_to_ze(cuda.cuMemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL));
   if (r != ZE_RESULT_SUCCESS) return r;
   r = record((cuda_context_t *)ch, (void *)(uintptr_t)p, size, ZE_MEMORY_TYPE_SHARED, d);
-  if (r != ZE_RESULT_SUCCESS) cuda.cuMemFree(p);
-  else *out = (void *)(uintptr_t)p;
+  if (r != ZE_RESULT_SUCCESS)
+    cuda.cuMemFree(p);
+  else
+    *out = (void *)(uintptr_t)p;
   return r;
 }
 

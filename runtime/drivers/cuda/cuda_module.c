@@ -25,8 +25,10 @@ static const char *libdevice_path(char *buf, size_t cap) {
 
 static void give_log(char *text, ze_module_build_log_handle_t *out) {
   zed_build_log_t *log = zed_build_log_create(text);
-  if (log) zed_build_log_give(log, out);
-  else if (out) *out = NULL;
+  if (log)
+    zed_build_log_give(log, out);
+  else if (out)
+    *out = NULL;
 }
 
 static ze_result_t load_ptx(cuda_module_t *m, ze_module_build_log_handle_t *log) {
@@ -64,8 +66,10 @@ ze_result_t cuda_module_create(ze_context_handle_t c, ze_device_handle_t d,
   char *text = NULL;
   kc_status_t st = kc_nvptx_finalise(desc->pInputModule, desc->inputSize, &o, &m->nv, &text);
   ze_result_t r = st == KC_OK ? cuda_use(m->device) : ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
-  if (st != KC_OK) give_log(text, log);
-  else free(text);
+  if (st != KC_OK)
+    give_log(text, log);
+  else
+    free(text);
   if (r == ZE_RESULT_SUCCESS) r = load_ptx(m, log);
   if (r != ZE_RESULT_SUCCESS) {
     kc_nvptx_module_destroy(m->nv);
@@ -99,7 +103,8 @@ ze_result_t cuda_module_get_kernel_names(ze_module_handle_t h, uint32_t *count, 
     return ZE_RESULT_SUCCESS;
   }
   if (*count > have) *count = have;
-  for (uint32_t i = 0; i < *count; ++i) n[i] = kc_nvptx_module_kernel(m->nv, i)->name;
+  for (uint32_t i = 0; i < *count; ++i)
+    n[i] = kc_nvptx_module_kernel(m->nv, i)->name;
   return ZE_RESULT_SUCCESS;
 }
 
@@ -117,8 +122,8 @@ ze_result_t cuda_kernel_create(ze_module_handle_t mh, const ze_kernel_desc_t *de
   size_t n = info->num_args ? info->num_args : 1;
   k->values = calloc(n, sizeof *k->values);
   k->local_bytes = calloc(n, sizeof *k->local_bytes);
-  ze_result_t r = k->values && k->local_bytes ? cuda_use(m->device)
-                                              : ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  ze_result_t r =
+      k->values && k->local_bytes ? cuda_use(m->device) : ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   if (r == ZE_RESULT_SUCCESS) r = cuda_to_ze(cuda.cuModuleGetFunction(&k->fn, m->mod, info->name));
   if (r != ZE_RESULT_SUCCESS) {
     free(k->values);
@@ -188,7 +193,8 @@ ze_result_t cuda_kernel_set_argument(ze_kernel_handle_t h, uint32_t i, size_t si
     k->local_bytes[i] = (uint32_t)size;
     return ZE_RESULT_SUCCESS;
   }
-  if (size != a->size || size > sizeof(uint64_t)) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+  if (size != a->size || size > sizeof(uint64_t))
+    return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
   k->values[i] = 0;
   if (value) memcpy(&k->values[i], value, size);
   return ZE_RESULT_SUCCESS;
@@ -266,7 +272,8 @@ ze_result_t cuda_launch(const cuda_cmd_t *c, CUstream s) {
   uint32_t n = c->kernel->info->num_args;
   void *params[256];
   if (n > 256) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-  for (uint32_t i = 0; i < n; ++i) params[i] = &c->values[i];
+  for (uint32_t i = 0; i < n; ++i)
+    params[i] = &c->values[i];
   return cuda_to_ze(cuda.cuLaunchKernel(c->kernel->fn, c->grid[0], c->grid[1], c->grid[2],
                                         c->block[0], c->block[1], c->block[2], c->pattern, s,
                                         params, NULL));

@@ -78,8 +78,7 @@ ze_result_t cuda_queue_execute(ze_command_queue_handle_t h, uint32_t n,
     r = cuda_to_ze(cuda.cuEventRecord(f->ev, q->stream));
     if (r == ZE_RESULT_SUCCESS) f->state = CUDA_EV_RECORDED;
   }
-  if (r == ZE_RESULT_SUCCESS && q->synchronous)
-    r = cuda_to_ze(cuda.cuStreamSynchronize(q->stream));
+  if (r == ZE_RESULT_SUCCESS && q->synchronous) r = cuda_to_ze(cuda.cuStreamSynchronize(q->stream));
   return r;
 }
 
@@ -124,7 +123,8 @@ void cuda_cmd_free(cuda_cmd_t *c) {
 ze_result_t cuda_list_reset(ze_command_list_handle_t h) {
   ZED_CHECK(h, ZED_KIND_LIST);
   cuda_list_t *l = (cuda_list_t *)h;
-  for (size_t i = 0; i < l->count; ++i) cuda_cmd_free(&l->cmds[i]);
+  for (size_t i = 0; i < l->count; ++i)
+    cuda_cmd_free(&l->cmds[i]);
   l->count = 0;
   return ZE_RESULT_SUCCESS;
 }
@@ -236,7 +236,8 @@ ze_result_t cuda_list_append_fill(ze_command_list_handle_t h, void *p, const voi
   const unsigned char *b = pattern;
   size_t ps = pattern_size;
   int uniform = 1;
-  for (size_t i = 1; i < ps; ++i) uniform &= b[i] == b[0];
+  for (size_t i = 1; i < ps; ++i)
+    uniform &= b[i] == b[0];
   if (uniform) ps = 1;
   if (ps != 1 && ps != 2 && ps != 4) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
   if (size % ps || (uintptr_t)p % ps) return ZE_RESULT_ERROR_INVALID_SIZE;
@@ -271,10 +272,12 @@ ze_result_t cuda_list_append_reset(ze_command_list_handle_t h, ze_event_handle_t
 
 static ze_result_t run_fill(const cuda_cmd_t *c, CUstream s) {
   switch (c->pattern_size) {
-  case 1: return cuda_to_ze(cuda.cuMemsetD8Async(c->dst, (unsigned char)c->pattern, c->size, s));
+  case 1:
+    return cuda_to_ze(cuda.cuMemsetD8Async(c->dst, (unsigned char)c->pattern, c->size, s));
   case 2:
     return cuda_to_ze(cuda.cuMemsetD16Async(c->dst, (unsigned short)c->pattern, c->size / 2, s));
-  default: return cuda_to_ze(cuda.cuMemsetD32Async(c->dst, c->pattern, c->size / 4, s));
+  default:
+    return cuda_to_ze(cuda.cuMemsetD32Async(c->dst, c->pattern, c->size / 4, s));
   }
 }
 
@@ -285,11 +288,20 @@ ze_result_t cuda_cmd_run(const cuda_cmd_t *c, CUstream s) {
       r = cuda_to_ze(cuda.cuStreamWaitEvent(s, c->waits[i]->ev, 0));
   if (r != ZE_RESULT_SUCCESS) return r;
   switch (c->kind) {
-  case CUDA_CMD_COPY: r = cuda_to_ze(cuda.cuMemcpyAsync(c->dst, c->src, c->size, s)); break;
-  case CUDA_CMD_FILL: r = run_fill(c, s); break;
-  case CUDA_CMD_LAUNCH: r = cuda_launch(c, s); break;
-  case CUDA_CMD_RESET_EVENT: c->signal->state = CUDA_EV_RESET; return ZE_RESULT_SUCCESS;
-  case CUDA_CMD_BARRIER: break; /* a stream is in order */
+  case CUDA_CMD_COPY:
+    r = cuda_to_ze(cuda.cuMemcpyAsync(c->dst, c->src, c->size, s));
+    break;
+  case CUDA_CMD_FILL:
+    r = run_fill(c, s);
+    break;
+  case CUDA_CMD_LAUNCH:
+    r = cuda_launch(c, s);
+    break;
+  case CUDA_CMD_RESET_EVENT:
+    c->signal->state = CUDA_EV_RESET;
+    return ZE_RESULT_SUCCESS;
+  case CUDA_CMD_BARRIER:
+    break; /* a stream is in order */
   }
   if (r == ZE_RESULT_SUCCESS && c->signal) {
     r = cuda_to_ze(cuda.cuEventRecord(c->signal->ev, s));

@@ -102,4 +102,6 @@ static const ze_dditable_t cuda_tables = {
         },
 };
 
-const ze_dditable_t *zed_driver_tables(void) { return &cuda_tables; }
+const ze_dditable_t *zed_driver_tables(void) {
+  return &cuda_tables;
+}
