@@ -12,7 +12,6 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
-#include <spirv-tools/libspirv.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,57 +51,6 @@ static void nvptx_init_target(void) {
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetMC();
   LLVMInitializeNVPTXAsmPrinter();
-}
-
-/* SPIRV-Tools accepts alignments that are not powers of two; the translator asserts on them.
- * Checks OpDecorate/OpMemberDecorate Alignment and the Aligned operand of OpLoad/OpStore. */
-static int pow2_ok(uint32_t v) {
-  return v != 0 && (v & (v - 1)) == 0;
-}
-
-static kc_status_t nvptx_prescan(const uint32_t *w, size_t nwords, char **log) {
-  enum { OP_LOAD = 61, OP_STORE = 62, OP_DECORATE = 71, OP_MEMBER_DECORATE = 72 };
-  enum { DEC_ALIGNMENT = 44, MEM_ALIGNED = 0x2 };
-  for (size_t i = 5; i < nwords;) {
-    uint32_t count = w[i] >> 16, op = w[i] & 0xffff;
-    if (count == 0 || i + count > nwords) break; /* the validator has judged the layout */
-    uint32_t bad = 0;
-    if (op == OP_DECORATE && count >= 4 && w[i + 2] == DEC_ALIGNMENT) bad = !pow2_ok(w[i + 3]);
-    if (op == OP_MEMBER_DECORATE && count >= 5 && w[i + 3] == DEC_ALIGNMENT)
-      bad = !pow2_ok(w[i + 4]);
-    if (op == OP_LOAD && count >= 6 && (w[i + 4] & MEM_ALIGNED)) bad = !pow2_ok(w[i + 5]);
-    if (op == OP_STORE && count >= 5 && (w[i + 3] & MEM_ALIGNED)) bad = !pow2_ok(w[i + 4]);
-    if (bad) {
-      *log = kc_nvptx_msg("SPIR-V validation failed: word %zu: alignment is not a power of two", i);
-      return KC_ERR_SPIRV;
-    }
-    i += count;
-  }
-  return KC_OK;
-}
-
-/* The translator asserts on SPIR-V it does not expect: SPIRV-Tools sees the bytes first. The
- * universal 1.2 rules, not OpenCL 2.0's profile: that profile forbids Int64Atomics, which
- * 64-bit atomics need and every NVIDIA GPU supports. */
-static kc_status_t nvptx_validate(const void *spirv, size_t nbytes, char **log) {
-  if (nbytes % 4 != 0 || nbytes < 20) {
-    *log = kc_nvptx_msg("SPIR-V validation failed: %zu bytes is not a SPIR-V module", nbytes);
-    return KC_ERR_SPIRV;
-  }
-  spv_context ctx = spvContextCreate(SPV_ENV_UNIVERSAL_1_2);
-  spv_diagnostic diag = NULL;
-  spv_const_binary_t bin = {(const uint32_t *)spirv, nbytes / 4};
-  spv_result_t r = spvValidate(ctx, &bin, &diag);
-  kc_status_t st = KC_OK;
-  if (r != SPV_SUCCESS) {
-    *log = kc_nvptx_msg("SPIR-V validation failed: %s",
-                        diag && diag->error ? diag->error : "invalid module");
-    st = KC_ERR_SPIRV;
-  }
-  spvDiagnosticDestroy(diag);
-  spvContextDestroy(ctx);
-  if (st == KC_OK) st = nvptx_prescan(bin.code, bin.wordCount, log);
-  return st;
 }
 
 /* SPIR generic (4) is NVPTX's const space and NVPTX generic is 0; SPIR constant (2) data lives
@@ -158,6 +106,28 @@ static kc_status_t nvptx_link_libdevice(LLVMContextRef ctx, LLVMModuleRef mod, c
   return KC_OK;
 }
 
+/* PTX identifiers are [A-Za-z_$][A-Za-z0-9_$]*; LLVM's NVPTX printer aborts on other names
+ * (its own clean-up only replaces '.' and '@'), so internal symbols are renamed. LLVM keeps
+ * names unique by appending a number on collision. */
+static void nvptx_clean_name(LLVMValueRef v) {
+  size_t n;
+  const char *name = LLVMGetValueName2(v, &n);
+  char *clean = malloc(n + 2);
+  if (!clean) return;
+  size_t j = 0;
+  if (n == 0 || (name[0] >= '0' && name[0] <= '9')) clean[j++] = '_';
+  int changed = j > 0;
+  for (size_t i = 0; i < n; ++i) {
+    char c = name[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_' || c == '$';
+    clean[j++] = ok ? c : '_';
+    changed |= !ok;
+  }
+  if (changed) LLVMSetValueName2(v, clean, j);
+  free(clean);
+}
+
 /* Everything but the kernels becomes internal, so unused libdevice code is dropped and the
  * builtins inline; a declaration left over (not an intrinsic) would fail at module load. */
 static kc_status_t nvptx_internalise(LLVMModuleRef mod, const kc_nvptx_kernel_list_t *ks) {
@@ -168,10 +138,15 @@ static kc_status_t nvptx_internalise(LLVMModuleRef mod, const kc_nvptx_kernel_li
     int kernel = 0;
     for (uint32_t i = 0; i < ks->count && !kernel; ++i)
       kernel = strcmp(ks->items[i].name, name) == 0;
-    if (!kernel) LLVMSetLinkage(f, LLVMInternalLinkage);
+    if (kernel) continue;
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    nvptx_clean_name(f);
   }
   for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
-    if (!LLVMIsDeclaration(g)) LLVMSetLinkage(g, LLVMInternalLinkage);
+    if (!LLVMIsDeclaration(g)) {
+      LLVMSetLinkage(g, LLVMInternalLinkage);
+      nvptx_clean_name(g);
+    }
   return KC_OK;
 }
 
@@ -286,7 +261,7 @@ kc_status_t kc_nvptx_finalise(const void *spirv, size_t nbytes, const kc_nvptx_o
   kc_nvptx_options_t defaults;
   kc_nvptx_options_init(&defaults);
   if (!opts) opts = &defaults;
-  kc_status_t st = nvptx_validate(spirv, nbytes, log);
+  kc_status_t st = kc_nvptx_validate(spirv, nbytes, log);
   if (st != KC_OK) goto done;
   pthread_once(&nvptx_once, nvptx_init_target);
   kc_nvptx_module_t *m = calloc(1, sizeof *m);
