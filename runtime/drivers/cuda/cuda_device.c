@@ -4,6 +4,7 @@
 #include "cuda_driver.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,8 +148,14 @@ ze_result_t cuda_driver_get_extension_properties(ze_driver_handle_t h, uint32_t 
                                                  ze_driver_extension_properties_t *p) {
   ZED_CHECK(h, ZED_KIND_DRIVER);
   ZED_CHECK_PTR(count);
-  (void)p;
-  *count = 0;
+  /* kapi's runtime names its own drivers by this extension ("kapi-cuda"). */
+  if (*count == 0 || !p) {
+    *count = 1;
+    return ZE_RESULT_SUCCESS;
+  }
+  *count = 1;
+  snprintf(p->name, ZE_MAX_EXTENSION_NAME, "kapi_driver_cuda");
+  p->version = 1;
   return ZE_RESULT_SUCCESS;
 }
 
@@ -230,7 +237,7 @@ ze_result_t cuda_device_get_queue_group_properties(ze_device_handle_t h, uint32_
   *count = 1;
   p->flags =
       ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
-  p->maxMemoryFillPatternSize = 4;
+  p->maxMemoryFillPatternSize = 128;
   p->numQueues = 64;
   return ZE_RESULT_SUCCESS;
 }
@@ -266,10 +273,23 @@ ze_result_t cuda_context_create(ze_driver_handle_t h, const ze_context_desc_t *d
   return ZE_RESULT_SUCCESS;
 }
 
+/* Allocations still live when their context goes are freed with it. */
+static void free_alloc(const zed_range_t *r, void *arg) {
+  (void)arg;
+  cuda_alloc_t *a = r->value;
+  if (a->type == ZE_MEMORY_TYPE_HOST)
+    cuda.cuMemFreeHost((void *)r->base);
+  else
+    cuda.cuMemFree((CUdeviceptr)r->base);
+  free(a);
+}
+
 ze_result_t cuda_context_destroy(ze_context_handle_t h) {
   ZED_CHECK(h, ZED_KIND_CONTEXT);
   cuda_context_t *c = (cuda_context_t *)h;
   zed_object_retire(&c->obj);
+  if (the_driver.count) cuda_use(&the_driver.devices[0]);
+  zed_range_map_drain(&c->allocs, free_alloc, NULL);
   zed_range_map_fini(&c->allocs);
   free(c);
   return ZE_RESULT_SUCCESS;
