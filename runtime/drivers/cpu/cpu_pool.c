@@ -78,17 +78,19 @@ static bool grow(void **buf, uint32_t *cap, uint32_t n, size_t sz) {
   return true;
 }
 
-/* The argument array this participant passes to the kernel: the launch's own when there is no
- * local memory, otherwise a copy whose local-memory entries point at this participant's slots.
- * NULL when out of memory. */
-static void *const *scratch_args(cpu_scratch_t *s, const cpu_launch_t *l) {
-  if (l->num_local == 0) return l->args;
+/* The argument array this participant passes to the kernel (*out): the launch's own when there
+ * is no local memory, otherwise a copy whose local-memory entries point at this participant's
+ * slots. false when out of memory. */
+static bool scratch_args(cpu_scratch_t *s, const cpu_launch_t *l, void *const **out) {
+  *out = l->args;
+  if (l->num_local == 0)
+    return true;
   if (!grow((void **)&s->args, &s->args_cap, l->num_args, sizeof(void *)) ||
       !grow((void **)&s->slots, &s->slots_cap, l->num_local, sizeof(void *)))
-    return NULL;
+    return false;
   if (l->local_bytes > s->local_cap) {
     void *p = NULL;
-    if (posix_memalign(&p, CPU_LOCAL_ALIGN, l->local_bytes) != 0) return NULL;
+    if (posix_memalign(&p, CPU_LOCAL_ALIGN, l->local_bytes) != 0) return false;
     free(s->local);
     s->local = p;
     s->local_cap = l->local_bytes;
@@ -98,7 +100,8 @@ static void *const *scratch_args(cpu_scratch_t *s, const cpu_launch_t *l) {
     s->slots[j] = s->local + l->local_offset[j];
     s->args[l->local_index[j]] = &s->slots[j];
   }
-  return s->args;
+  *out = s->args;
+  return true;
 }
 
 /* Runs groups [first, last) of the launch in linear order (dimension 0 fastest). */
@@ -125,8 +128,8 @@ static void run_groups(const cpu_launch_t *l, void *const *args, uint64_t first,
 /* A participant's share: chunks of groups until none are left. */
 static void participate(cpu_pool_t *pool, cpu_scratch_t *s) {
   const cpu_launch_t *l = pool->launch;
-  void *const *args = scratch_args(s, l);
-  if (!args) {
+  void *const *args;
+  if (!scratch_args(s, l, &args)) {
     atomic_store(&pool->failed, 1);
     return; /* the others finish the groups */
   }

@@ -38,7 +38,7 @@ typedef struct ze_test_env {
 
 /* Loads our driver (and only it) and opens a context and an immediate list; exits the test
  * with a message if the driver cannot be found. */
-static void ze_test_open(ze_test_env_t *env) {
+static inline void ze_test_open(ze_test_env_t *env) {
   setenv("ZE_ENABLE_ALT_DRIVERS", KAPI_CPU_DRIVER_PATH, 1);
   if (zeInit(0) != ZE_RESULT_SUCCESS) {
     fprintf(stderr, "zeInit failed with driver %s\n", KAPI_CPU_DRIVER_PATH);
@@ -59,12 +59,12 @@ static void ze_test_open(ze_test_env_t *env) {
   OK(zeCommandListCreateImmediate(env->context, env->device, &qd, &env->list));
 }
 
-static void ze_test_close(ze_test_env_t *env) {
+static inline void ze_test_close(ze_test_env_t *env) {
   OK(zeCommandListDestroy(env->list));
   OK(zeContextDestroy(env->context));
 }
 
-static int ze_test_result(const char *name) {
+static inline int ze_test_result(const char *name) {
   if (ze_test_failures)
     fprintf(stderr, "%s: %d failure(s)\n", name, ze_test_failures);
   else
