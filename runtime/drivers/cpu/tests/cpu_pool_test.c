@@ -20,8 +20,8 @@ static _Atomic uint32_t hits[GZ][GY][GX];
 static _Atomic uint32_t clobbered;
 static void group_fn(const kc_host_group_t *g) {
   uint64_t x = g->group_id[0], y = g->group_id[1], z = g->group_id[2];
-  if (g->group_range[0] != GX || g->group_range[1] != GY || g->group_range[2] != GZ ||
-      x >= GX || y >= GY || z >= GZ)
+  if (g->group_range[0] != GX || g->group_range[1] != GY || g->group_range[2] != GZ || x >= GX ||
+      y >= GY || z >= GZ)
     return;
   atomic_fetch_add(&hits[z][y][x], 1);
   uint32_t *local = *(uint32_t *const *)g->args[1];
@@ -31,8 +31,7 @@ static void group_fn(const kc_host_group_t *g) {
   for (volatile int spin = 0; spin < 20000; spin++)
     ;
   for (int i = 0; i < 64; i++)
-    if (local[i] != id)
-      atomic_fetch_add(&clobbered, 1);
+    if (local[i] != id) atomic_fetch_add(&clobbered, 1);
   uint32_t *out = *(uint32_t *const *)g->args[0];
   out[id - 1] = id * (uint32_t)g->local_range[0];
 }
@@ -65,8 +64,7 @@ static void test_all_groups(cpu_pool_t *pool) {
     for (uint32_t i = 0; i < GX * GY * GZ; i++)
       wrong += out[i] != (i + 1) * 16;
     EXPECT(wrong == 0);
-    if (round == 1)
-      usleep(20000); /* let the workers fall asleep before the next launch */
+    if (round == 1) usleep(20000); /* let the workers fall asleep before the next launch */
   }
   EXPECT(atomic_load(&clobbered) == 0);
   EXPECT(slot == NULL); /* the launch's own slot is never used: each runner has its own */
@@ -76,8 +74,7 @@ static _Atomic int inline_ran;
 static pthread_t launcher;
 static void inline_fn(const kc_host_group_t *g) {
   (void)g;
-  if (pthread_equal(pthread_self(), launcher))
-    atomic_fetch_add(&inline_ran, 1);
+  if (pthread_equal(pthread_self(), launcher)) atomic_fetch_add(&inline_ran, 1);
 }
 
 static void test_inline(cpu_pool_t *pool) {
