@@ -273,6 +273,14 @@ int main(int argc, char **argv) {
   uint32_t count = 0;
   OK(zeModuleGetKernelNames(module, &count, NULL));
   EXPECT(count == 8);
+  const char *names[16];
+  count = count > 16 ? 16 : count;
+  OK(zeModuleGetKernelNames(module, &count, names));
+  for (uint32_t i = 0; i < count; i++)
+    EXPECT(strcmp(names[i], "") != 0);
+  if (ze_test_failures)
+    for (uint32_t i = 0; i < count; i++)
+      fprintf(stderr, "kernel %u: %s\n", i, names[i]);
   test_vadd_1d();
   test_fill_2d();
   test_ids_3d();
