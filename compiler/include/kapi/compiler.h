@@ -82,6 +82,8 @@ kc_status_t kc_spirv_disassemble(const void *spirv, size_t nbytes, char **text, 
  * translator assertion. Every failure fills *log with the reason (a Level Zero build log). */
 
 /* --- Host CPU (x86-64, ORC LLJIT) --- */
+/* Exported from libkapi_compiler, which is built with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
 
 /* What a driver hands a finalised kernel to run ONE work-group. Ids are per dimension, dim 0
  * fastest-varying. The kernel runs every work-item of the group before returning, barriers
@@ -130,6 +132,9 @@ uint32_t kc_host_module_kernel_count(const kc_host_module_t *mod);
 const kc_host_kernel_t *kc_host_module_kernel(const kc_host_module_t *mod, uint32_t i);
 /* NULL when no kernel has that name. */
 const kc_host_kernel_t *kc_host_module_find(const kc_host_module_t *mod, const char *name);
+/* The optimised LLVM IR the module was compiled from (for tests and tuning). Owned by mod. */
+const char *kc_host_module_llvm_ir(const kc_host_module_t *mod);
+#pragma GCC visibility pop
 
 /* --- NVIDIA (NVPTX) --- declared by the CUDA driver work (issue 5). */
 
