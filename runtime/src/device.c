@@ -37,6 +37,16 @@ void kr_driver_name(kr_driver_t *drv, const ze_device_properties_t *props) {
     free(ext);
   }
   if (drv->name[0]) return;
+  /* Fallback for kapi drivers without the extension: a driver UUID starting "kapi-<name>". */
+  ze_driver_properties_t dp = {.stype = ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES};
+  if (zeDriverGetProperties(drv->h, &dp) == ZE_RESULT_SUCCESS && !memcmp(dp.uuid.id, "kapi-", 5)) {
+    size_t n = 0;
+    while (n < sizeof dp.uuid.id && n + 1 < sizeof drv->name &&
+           ((dp.uuid.id[n] >= 'a' && dp.uuid.id[n] <= 'z') || dp.uuid.id[n] == '-'))
+      drv->name[n] = (char)dp.uuid.id[n], n++;
+    drv->name[n] = '\0';
+    return;
+  }
   if (props && props->vendorId == 0x8086 && props->type == ZE_DEVICE_TYPE_GPU)
     snprintf(drv->name, sizeof drv->name, "intel-gpu");
   else

@@ -127,6 +127,7 @@ static kr_status_t list_devices(kr_driver_t *drv, kr_error_t *err) {
     dev->drv = drv;
     dev->info.index = kr_rt.num_devices;
     pthread_mutex_init(&dev->lock, NULL);
+    pthread_mutex_init(&dev->modules_lock, NULL);
     kr_rt.devices[kr_rt.num_devices++] = dev;
     drv->num_devices++;
     kr_status_t st = kr_device_fill(dev, err);
@@ -208,6 +209,7 @@ static void release_all(void) {
     kr_queue_free(dev->default_queue);
     kr_device_modules_destroy(dev);
     pthread_mutex_destroy(&dev->lock);
+    pthread_mutex_destroy(&dev->modules_lock);
     free(dev);
   }
   for (uint32_t i = 0; i < kr_rt.num_drivers; i++) {

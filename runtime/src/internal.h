@@ -59,8 +59,9 @@ struct kr_device {
   kr_driver_t *drv;
   kr_device_info_t info;
   uint32_t compute_ordinal; /* command queue group used for compute */
-  pthread_mutex_t lock;     /* guards default_queue and modules */
+  pthread_mutex_t lock;     /* guards default_queue */
   kr_queue_t *default_queue;
+  pthread_mutex_t modules_lock; /* guards modules; held while one builds */
   kr_cached_module_t *modules;
 };
 
@@ -76,6 +77,10 @@ struct kr_queue {
   ze_command_list_handle_t cl;
   pthread_mutex_t lock; /* guards appends to cl and `held` */
   bool is_default;
+  /* Whether the driver runs an immediate list's commands in order (kapi's drivers do). For
+   * others the runtime chains each command to the previous one's event (`last`). */
+  bool driver_in_order;
+  kr_event_t *last;
   kr_held_wait_t *held;
 };
 
@@ -148,6 +153,7 @@ void kr_driver_events_destroy(kr_driver_t *drv);
 kr_status_t kr_wait_list(kr_queue_t *q, uint32_t nwait, kr_event_t *const *wait,
                          ze_event_handle_t *buf, uint32_t nbuf, ze_event_handle_t **out,
                          uint32_t *n_out, kr_error_t *err);
+/* (The list has room for one more entry: the queue's previous command, see kr_queue.) */
 /* The command-appending protocol shared by launches, copies and fills. begin: takes the
  * signal event (a new one, returned to the caller later or waited on for synchronous calls)
  * and builds the wait list; finish: after the append, holds cross-queue waits, waits for

@@ -156,7 +156,7 @@ static uint64_t spirv_hash(const void *data, size_t n) {
   return h ^ (h >> 29);
 }
 
-/* The cached module for these bytes on dev, built on first use. Called under dev->lock. */
+/* The cached module for these bytes on dev, built on first use. Called under dev->modules_lock. */
 static kr_module_t *cached_module(kr_device_t *dev, const void *spirv, size_t nbytes,
                                   kr_error_t *err) {
   uint64_t h = spirv_hash(spirv, nbytes);
@@ -192,9 +192,9 @@ kr_kernel_t *kr_kernel_get(kr_device_t *dev, const void *spirv, size_t nbytes, c
             !dev ? "NULL device" : (!name ? "NULL kernel name" : "empty SPIR-V module"));
     return NULL;
   }
-  pthread_mutex_lock(&dev->lock);
+  pthread_mutex_lock(&dev->modules_lock);
   kr_module_t *mod = cached_module(dev, spirv, nbytes, err);
-  pthread_mutex_unlock(&dev->lock);
+  pthread_mutex_unlock(&dev->modules_lock);
   return mod ? kr_module_kernel(mod, name, err) : NULL;
 }
 

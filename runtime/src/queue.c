@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static kr_queue_t *queue_new(kr_device_t *dev, bool is_default, kr_error_t *err) {
   kr_queue_t *q = calloc(1, sizeof *q);
@@ -24,6 +25,7 @@ static kr_queue_t *queue_new(kr_device_t *dev, bool is_default, kr_error_t *err)
   }
   q->dev = dev;
   q->is_default = is_default;
+  q->driver_in_order = !strncmp(dev->drv->name, "kapi-", 5);
   pthread_mutex_init(&q->lock, NULL);
   return q;
 }
@@ -72,6 +74,7 @@ void kr_queue_free(kr_queue_t *q) {
   if (!q) return;
   kr_queue_synchronize(q, NULL);
   sweep_held(q, true);
+  kr_event_release(q->last);
   zeCommandListDestroy(q->cl);
   pthread_mutex_destroy(&q->lock);
   free(q);
@@ -88,8 +91,8 @@ kr_status_t kr_wait_list(kr_queue_t *q, uint32_t nwait, kr_event_t *const *wait,
   *n_out = 0;
   if (nwait == 0) return KR_OK;
   if (!wait) return kr_fail(err, KR_ERR_INVALID_ARGUMENT, "wait list: NULL with %u events", nwait);
-  if (nwait > nbuf) {
-    *out = malloc(nwait * sizeof **out);
+  if (nwait + 1 > nbuf) {
+    *out = malloc((nwait + 1) * sizeof **out);
     if (!*out) return kr_fail(err, KR_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   for (uint32_t i = 0; i < nwait; i++) {
@@ -121,6 +124,7 @@ kr_status_t kr_cmd_begin(kr_cmd_t *c, kr_queue_t *q, uint32_t nwait, kr_event_t 
   }
   pthread_mutex_lock(&q->lock);
   if (q->held) sweep_held(q, false);
+  if (q->last) c->waits[c->nwaits++] = q->last->h; /* in order on any driver */
   return KR_OK;
 }
 
@@ -139,6 +143,10 @@ static void hold_waits(kr_cmd_t *c) {
 
 kr_status_t kr_cmd_finish(kr_cmd_t *c, kr_status_t st, kr_event_t **out_event, kr_error_t *err) {
   if (!st && out_event) hold_waits(c);
+  if (!st && !c->q->driver_in_order) {
+    kr_event_release(c->q->last);
+    c->q->last = kr_event_retain(c->ev);
+  }
   pthread_mutex_unlock(&c->q->lock);
   if (c->waits != c->wbuf) free(c->waits);
   if (st) {

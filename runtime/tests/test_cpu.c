@@ -5,6 +5,7 @@
  * when the CPU driver has not been built. */
 #include "check.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <unistd.h>
 
@@ -212,6 +213,47 @@ static void test_async(void) {
   kr_free(a, NULL);
 }
 
+/* Two threads launch one cached kernel on one queue, each on its own array: launches of a
+ * kernel and appends to a queue are serialised, and each launch keeps its own arguments. */
+static void *add_many(void *arg) {
+  int *a = arg;
+  kr_kernel_t *k = kernel("add_one");
+  size_t n = 1000;
+  kr_arg_t args[] = {{8, &a}};
+  kr_error_t e;
+  for (int i = 0; i < 200; i++) {
+    kr_event_t *ev = NULL;
+    if (kr_launch(q, k, 1, &n, NULL, 1, args, 0, NULL, i % 2 ? &ev : NULL, &e)) {
+      fprintf(stderr, "thread launch: %s\n", e.message);
+      return (void *)1;
+    }
+    kr_event_release(ev);
+  }
+  return NULL;
+}
+
+static void test_threads(void) {
+  int *a[2];
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) {
+    a[i] = kr_malloc(dev, KR_MEM_SHARED, 1000 * 4, 0, &err);
+    CHECK(a[i] != NULL);
+    memset(a[i], 0, 1000 * 4);
+  }
+  for (int i = 0; i < 2; i++)
+    CHECK(pthread_create(&t[i], NULL, add_many, a[i]) == 0);
+  for (int i = 0; i < 2; i++) {
+    void *r;
+    CHECK(pthread_join(t[i], &r) == 0 && r == NULL);
+  }
+  CHECK_OK(kr_queue_synchronize(q, &err), &err);
+  for (int i = 0; i < 2; i++) {
+    for (int j = 0; j < 1000; j++)
+      CHECK(a[i][j] == 200);
+    kr_free(a[i], NULL);
+  }
+}
+
 static void test_errors(void) {
   /* A module that is not SPIR-V, and one that is cut short. */
   uint32_t junk[16] = {0x07230203, 0x00010000, 0, 100, 0, 0xdeadbeef};
@@ -277,6 +319,7 @@ int main(int argc, char **argv) {
   if (all || !strcmp(part, "memory")) test_memory();
   if (all || !strcmp(part, "launch")) test_launches();
   if (all || !strcmp(part, "async")) test_async();
+  if (all || !strcmp(part, "threads")) test_threads();
   if (all || !strcmp(part, "errors")) test_errors();
   free(spv);
   kr_shutdown();
