@@ -7,7 +7,7 @@ inference -> phi stripping. Numba's lowering is never used.
 
 import warnings
 
-from numba.core import bytecode, target_extension, errors, interpreter, ir, postproc, types
+from numba.core import bytecode, errors, interpreter, ir, postproc, target_extension, types
 from numba.core.analysis import dead_branch_prune, rewrite_semantic_constants
 from numba.core.extending import typeof_impl
 from numba.core.ir_utils import build_definitions
@@ -134,7 +134,7 @@ class LeanContext(BaseContext):
         if not isinstance(at, _JITTED_TEMPLATES):
             super().insert_attributes(at)
 
-    def insert_global(self, gv, gty):
+    def _insert_global(self, gv, gty):
         if isinstance(gty, types.Function):
             kept = [t for t in gty.templates if not _is_jitted(t)]
             if not kept:
@@ -143,4 +143,4 @@ class LeanContext(BaseContext):
                 gty = types.Function(kept[0])
                 for t in kept[1:]:
                     gty = gty.augment(types.Function(t))
-        super().insert_global(gv, gty)
+        super()._insert_global(gv, gty)
