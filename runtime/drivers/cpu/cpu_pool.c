@@ -83,8 +83,7 @@ static bool grow(void **buf, uint32_t *cap, uint32_t n, size_t sz) {
  * slots. false when out of memory. */
 static bool scratch_args(cpu_scratch_t *s, const cpu_launch_t *l, void *const **out) {
   *out = l->args;
-  if (l->num_local == 0)
-    return true;
+  if (l->num_local == 0) return true;
   if (!grow((void **)&s->args, &s->args_cap, l->num_args, sizeof(void *)) ||
       !grow((void **)&s->slots, &s->slots_cap, l->num_local, sizeof(void *)))
     return false;
