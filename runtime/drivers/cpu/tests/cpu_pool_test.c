@@ -84,6 +84,25 @@ static void test_inline(cpu_pool_t *pool) {
   EXPECT(atomic_load(&inline_ran) == 4); /* 32 work-items: all on the calling thread */
 }
 
+/* Many back-to-back small launches: workers join late or not at all, and every group of every
+ * launch must still run exactly once (the launcher closes each launch only when it is done). */
+static _Atomic uint64_t small_hits[3];
+static void small_fn(const kc_host_group_t *g) {
+  atomic_fetch_add(&small_hits[g->group_id[0]], 1);
+}
+
+static void test_many_small(cpu_pool_t *pool) {
+  enum { LAUNCHES = 3000 };
+  cpu_launch_t l = {.run = small_fn, .group_count = {3, 1, 1}, .local_size = {128, 1, 1}};
+  memset(small_hits, 0, sizeof small_hits);
+  int failed = 0;
+  for (int i = 0; i < LAUNCHES; i++)
+    failed += cpu_pool_run(pool, &l) != ZE_RESULT_SUCCESS;
+  EXPECT(failed == 0);
+  for (int g = 0; g < 3; g++)
+    EXPECT(atomic_load(&small_hits[g]) == LAUNCHES);
+}
+
 int main(void) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   cpu_pool_t *pool = cpu_pool_create(cores > 1 ? (uint32_t)cores - 1 : 1);
@@ -91,6 +110,7 @@ int main(void) {
   if (pool) {
     test_all_groups(pool);
     test_inline(pool);
+    test_many_small(pool);
     cpu_pool_destroy(pool);
   }
   cpu_pool_t *none = cpu_pool_create(0); /* no workers: the caller does it all */
