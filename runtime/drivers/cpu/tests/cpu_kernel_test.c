@@ -186,6 +186,39 @@ static void test_regular_snapshot(void) {
   OK(zeKernelDestroy(k));
 }
 
+/* An indirect launch reads its group count when it runs, not when it is appended. */
+static void test_indirect(void) {
+  float *x = alloc(64 * 4);
+  ze_group_count_t *gc = alloc(sizeof *gc);
+  for (int i = 0; i < 64; i++)
+    x[i] = 1.0f;
+  ze_kernel_handle_t k = kernel("scale");
+  float three = 3.0f;
+  OK(zeKernelSetGroupSize(k, 16, 1, 1));
+  OK(zeKernelSetArgumentValue(k, 0, sizeof x, &x));
+  OK(zeKernelSetArgumentValue(k, 1, sizeof three, &three));
+  ze_command_list_desc_t ld = {ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, NULL, 0, 0};
+  ze_command_list_handle_t list;
+  OK(zeCommandListCreate(env.context, env.device, &ld, &list));
+  *gc = (ze_group_count_t){1, 1, 1};
+  OK(zeCommandListAppendLaunchKernelIndirect(list, k, gc, NULL, 0, NULL));
+  OK(zeCommandListClose(list));
+  gc->groupCountX = 4;
+  ze_command_queue_desc_t qd = {
+      ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, 0, 0, 0, ZE_COMMAND_QUEUE_MODE_DEFAULT,
+      ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
+  ze_command_queue_handle_t q;
+  OK(zeCommandQueueCreate(env.context, env.device, &qd, &q));
+  OK(zeCommandQueueExecuteCommandLists(q, 1, &list, NULL));
+  int bad = 0;
+  for (int i = 0; i < 64; i++)
+    bad += x[i] != 3.0f;
+  EXPECT(bad == 0);
+  OK(zeCommandQueueDestroy(q));
+  OK(zeCommandListDestroy(list));
+  OK(zeKernelDestroy(k));
+}
+
 static void test_kernel_errors(void) {
   ze_kernel_desc_t kd = {ZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, "no_such_kernel"};
   ze_kernel_handle_t k;
@@ -314,6 +347,7 @@ int main(int argc, char **argv) {
   test_reduce("reduce_static", 0);
   test_atomics();
   test_regular_snapshot();
+  test_indirect();
   test_kernel_errors();
   test_bad_spirv(spv, size);
   test_empty_launch_cost();

@@ -1,8 +1,11 @@
 /* USM, copies, fills, command lists and queues, events and fences through the real loader. */
 #include "ze_test.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static void test_alloc(ze_test_env_t *e) {
   ze_device_mem_alloc_desc_t dd = {ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, NULL, 0, 0};
@@ -64,6 +67,15 @@ static void test_copy_fill(ze_test_env_t *e) {
   ze_copy_region_t sr = {2, 1, 0, 4, 3, 1}, dr = {0, 0, 0, 4, 3, 1};
   OK(zeCommandListAppendMemoryCopyRegion(e->list, dst, &dr, 4, 0, src, &sr, 10, 0, NULL, 0, NULL));
   EXPECT(dst[0] == 12 && dst[3] == 15 && dst[4] == 22 && dst[11] == 35);
+  /* Between contexts: memory of one context copied by a list of another. */
+  ze_context_desc_t cd = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, NULL, 0};
+  ze_context_handle_t other;
+  OK(zeContextCreate(e->driver, &cd, &other));
+  uint32_t *o = NULL;
+  OK(zeMemAllocDevice(other, &dd, 16, 0, e->device, (void **)&o));
+  OK(zeCommandListAppendMemoryCopyFromContext(e->list, o, e->context, a, 16, NULL, 0, NULL));
+  EXPECT(o[0] == 0xdeadbeef && o[3] == 0xdeadbeef);
+  OK(zeContextDestroy(other)); /* frees o */
   OK(zeMemFree(e->context, a));
   OK(zeMemFree(e->context, b));
 }
@@ -101,6 +113,46 @@ static void test_events(ze_test_env_t *e) {
   EXPECT_ZE(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, zeEventHostSignal(NULL));
   OK(zeEventDestroy(ev));
   OK(zeEventDestroy(ev2));
+  OK(zeEventPoolDestroy(pool));
+}
+
+static void *signal_later(void *ev) {
+  usleep(30000);
+  zeEventHostSignal((ze_event_handle_t)ev);
+  return NULL;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A wait in a command list sleeps until another thread signals the event; the command after it
+ * runs only then. */
+static void test_cross_thread_wait(ze_test_env_t *e) {
+  ze_event_pool_desc_t pd = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL,
+                             ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1};
+  ze_event_pool_handle_t pool;
+  OK(zeEventPoolCreate(e->context, &pd, 0, NULL, &pool));
+  ze_event_desc_t ed = {ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, 0, 0, 0};
+  ze_event_handle_t ev;
+  OK(zeEventCreate(pool, &ed, &ev));
+  pthread_t t;
+  pthread_create(&t, NULL, signal_later, ev);
+  double t0 = now_ms();
+  int x = 0, one = 1;
+  OK(zeCommandListAppendMemoryCopy(e->list, &x, &one, sizeof x, NULL, 1, &ev));
+  double waited = now_ms() - t0;
+  EXPECT(x == 1);
+  EXPECT(waited >= 20.0);
+  pthread_join(t, NULL);
+  OK(zeEventHostReset(ev));
+  pthread_create(&t, NULL, signal_later, ev);
+  OK(zeEventHostSynchronize(ev, UINT64_MAX)); /* the host waits on the same futex path */
+  OK(zeEventQueryStatus(ev));
+  pthread_join(t, NULL);
+  OK(zeEventDestroy(ev));
   OK(zeEventPoolDestroy(pool));
 }
 
@@ -167,6 +219,7 @@ int main(void) {
   test_copy_fill(&env);
   test_events(&env);
   test_regular_list(&env);
+  test_cross_thread_wait(&env);
   test_module_errors(&env);
   ze_test_close(&env);
   return ze_test_result("cpu_memory_test");
