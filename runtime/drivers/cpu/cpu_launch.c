@@ -23,6 +23,13 @@ ze_result_t cpu_launch_prepare(const cpu_kernel_t *k, const ze_group_count_t *co
     bytes += (k->local_size[k->local_index[j]] + CPU_LOCAL_ALIGN - 1) & ~(CPU_LOCAL_ALIGN - 1);
   }
   if (bytes > CPU_LOCAL_MEM_SIZE) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+  /* Group and work-item counts must fit 64 bits: the pool indexes groups linearly. */
+  uint64_t groups, items;
+  uint64_t group_items = (uint64_t)k->group_size[0] * k->group_size[1] * k->group_size[2];
+  if (__builtin_mul_overflow((uint64_t)count->groupCountX, count->groupCountY, &groups) ||
+      __builtin_mul_overflow(groups, count->groupCountZ, &groups) ||
+      __builtin_mul_overflow(groups, group_items, &items))
+    return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   *out = (cpu_launch_t){
       .run = k->k->run,
       .group_count = {count->groupCountX, count->groupCountY, count->groupCountZ},
