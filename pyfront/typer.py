@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from . import _numba as nb
 from .errors import KernelError, KernelTypingError, UnsupportedConstructError
-from .typing_registry import KapiTypingContext
+from .typing_registry import MARK, KapiTypingContext
 
 
 @dataclass
@@ -43,20 +43,20 @@ _UNSUPPORTED_PATTERNS = (
 
 def _short_message(err):
     """The useful first lines of a Numba error message, without its source excerpt."""
-    msg = str(getattr(err, "msg", err))
+    msg = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # Numba colours its messages
+    if MARK in msg:
+        return msg.rsplit(MARK, 1)[1].splitlines()[0].strip()
     lines = []
     for line in msg.splitlines():
         s = line.strip()
-        if not s:
+        if not s or s.startswith("- Resolution failure"):
             if lines:
                 break
             continue
-        if s.startswith(("File ", "During:", "<source", "^", "- Resolution failure")):
+        if s.startswith(("File ", "During:", "<source", "^")):
             break
         lines.append(s)
-    text = " ".join(lines) or type(err).__name__
-    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # Numba colours its messages
-    return text[:400]
+    return (" ".join(lines) or type(err).__name__)[:400]
 
 
 class Typer:

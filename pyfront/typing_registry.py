@@ -36,11 +36,14 @@ def bind(pyfunc, args, kws, skip_self=False):
     try:
         return dict(sig.bind(*args, **dict(kws)).arguments)
     except TypeError as e:
-        raise nb.TypingError(f"{pyfunc.__qualname__}(): {e}") from None
+        raise nb.TypingError(f"{MARK}{pyfunc.__qualname__}(): {e}") from None
+
+
+MARK = "kapi-typing: "  # lets the typer find our message inside Numba's nested report
 
 
 def _fail(msg):
-    raise nb.TypingError(msg)
+    raise nb.TypingError(MARK + msg)
 
 
 def _sig_of(ret, bound):
