@@ -87,13 +87,16 @@ def _untyped_ir(pyfunc, argtypes):
     return func_ir
 
 
-def front_end(pyfunc, argtypes, typingctx):
+def front_end(pyfunc, argtypes, typingctx, screen=None):
     """Numba IR and typing of `pyfunc` for `argtypes`: (func_ir, typemap, restype, calltypes).
 
-    Raises Numba's own errors; the caller translates them.
+    `screen(func_ir)` may reject the untyped IR before typing. Raises Numba's own errors; the
+    caller translates them.
     """
     argtypes = tuple(argtypes)
     func_ir = _untyped_ir(pyfunc, argtypes)
+    if screen is not None:
+        screen(func_ir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = type_inference_stage(typingctx, _TargetStub, func_ir, argtypes, None)

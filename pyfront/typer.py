@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from . import _numba as nb
 from .errors import KernelError, KernelTypingError, UnsupportedConstructError
+from .screen import screen
 from .typing_registry import MARK, KapiTypingContext
 
 
@@ -110,7 +111,9 @@ class Typer:
             )
         fname, fline = code.co_filename, code.co_firstlineno
         try:
-            func_ir, typemap, restype, calltypes = nb.front_end(pyfunc, argtypes, self.context())
+            func_ir, typemap, restype, calltypes = nb.front_end(
+                pyfunc, argtypes, self.context(), screen
+            )
         except KernelError as e:
             raise e.located(fname, fline) from None
         except nb.NumbaError as e:
@@ -135,9 +138,17 @@ def _translate(err, fname, fline):
         return UnsupportedConstructError(
             "generators are not supported in kernels", filename, lineno, construct="generator"
         )
-    if "try" in low and "except" in low or "exception" in low and "unsupported" in low:
+    if "try_block" in low or "try" in low and "except" in low:
         return UnsupportedConstructError(
             "try/except is not supported in kernels", filename, lineno, construct="try"
+        )
+    if "unsupported numpy function" in low:
+        return UnsupportedConstructError(
+            f"{text}; kernels may call math functions, numpy scalar types, the kapi API and "
+            "device functions",
+            filename,
+            lineno,
+            construct="call",
         )
     if isinstance(err, nb.UnsupportedError):
         return UnsupportedConstructError(

@@ -291,7 +291,8 @@ class AtomicRefAttributes(nb.AttributeTemplate):
         exp = b["expected"]
         if not isinstance(exp, KArray) or exp.dtype != ty.dtype:
             _fail(
-                f"AtomicRef.compare_exchange(expected, ...): expected must be an array of {ty.dtype}"
+                "AtomicRef.compare_exchange(expected, ...): expected must be an array of "
+                f"{ty.dtype}"
             )
         if types.unliteral(b["desired"]) != ty.dtype:
             _fail(

@@ -76,8 +76,30 @@ def test_array_slicing_is_rejected():
     assert "slic" in str(ei.value)
 
 
-UNARY = ["sqrt", "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin",
-         "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "fabs", "erf", "erfc"]
+UNARY = [
+    "sqrt",
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "fabs",
+    "erf",
+    "erfc",
+]
 
 
 @pytest.mark.parametrize("name", UNARY)

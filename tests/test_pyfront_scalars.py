@@ -41,7 +41,7 @@ def test_saxpy_module_shape():
     assert not find(m.text, "wrapidx")
     # every instruction carries the source line
     line = saxpy.__code__.co_firstlineno + 2
-    assert f"astore %y" in m.text and re.search(rf"astore %y .*#{line}", m.text)
+    assert "astore %y" in m.text and re.search(rf"astore %y .*#{line}", m.text)
 
 
 def test_mixed_int_float_casts_follow_numba():
