@@ -367,10 +367,11 @@ class KapiTypingContext(nb.LeanContext):
     def _get_global_type(self, gv):
         ty = super()._get_global_type(gv)
         if ty is None and device_pyfunc(gv) is not None:
-            ty = self._device_types.get(id(gv))
-            if ty is None:
+            # Keyed by id, holding the object so the id cannot be reused by another one.
+            obj, ty = self._device_types.get(id(gv), (None, None))
+            if obj is not gv:
                 ty = nb.make_function_type(self._device_template(gv))
-                self._device_types[id(gv)] = ty
+                self._device_types[id(gv)] = (gv, ty)
         return ty
 
     def _device_template(self, value):
