@@ -153,6 +153,11 @@ class FunctionEmitter(CallEmitter):
                     self.stmt(st)
                 except KernelError as e:
                     raise e.located(self.tf.filename, self.line) from None
+                except Exception as e:  # never let an internal error escape unlocated
+                    raise self.unsupported(
+                        "statement",
+                        f"pyfront cannot compile this statement ({type(e).__name__}: {e})",
+                    ) from None
             if not self.b.terminated:
                 self.b.emit("unreachable")
         return self.b

@@ -118,7 +118,7 @@ class Typer:
             raise e.located(fname, fline) from None
         except nb.NumbaError as e:
             raise _translate(e, fname, fline) from None
-        except (TypeError, ValueError, NotImplementedError, AssertionError, KeyError) as e:
+        except Exception as e:  # Numba internals: never let them escape
             raise UnsupportedConstructError(
                 f"Numba's front end cannot analyse this function ({type(e).__name__}: {e})",
                 fname,

@@ -202,3 +202,21 @@ def test_local_accessor_must_be_c_layout():
 
     err = compile_err(k, ("array(f32,1,F,local)",), index=("nditem", 1), cls=KernelTypingError)
     assert "argument 'loc'" in str(err)
+
+
+def test_bad_index_argument_and_non_function():
+    def k(item, x):
+        x[0] = 1
+
+    with pytest.raises(ValueError):
+        pyfront.compile_kernel(k, [A1], index=("item", 4))
+    with pytest.raises(UnsupportedConstructError):
+        pyfront.compile_kernel(len, [A1])
+
+
+def test_dimension_out_of_range():
+    def k(item, x):
+        x[0] = item.get_id(1)
+
+    err = compile_err(k, cls=KernelTypingError)
+    assert "dimension 1" in str(err) and err.lineno == line_of(k, "get_id(1)")
