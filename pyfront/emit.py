@@ -421,7 +421,8 @@ class FunctionEmitter(CallEmitter):
         a, b = self.scalar(lhs, ret), self.scalar(rhs, ret)
         if kop == "div" and not isinstance(ret, types.Float):
             raise self.unsupported("operator", f"true division giving {ret}")
-        return V.Scalar(self.b.op(f"{kop} {self.kty(ret)} {a} {b}", self.line), ret)
+        nonneg = kop in ("add", "mul") and _nonneg(lhs) and _nonneg(rhs)
+        return V.Scalar(self.b.op(f"{kop} {self.kty(ret)} {a} {b}", self.line), ret, nonneg)
 
     def _unify(self, a, b):
         from .typer import Typer
@@ -465,7 +466,7 @@ class FunctionEmitter(CallEmitter):
             if isinstance(val.step, V.Const)
             else V.Scalar(self.scalar(val.step, val.ty), val.ty)
         )
-        return V.RangeIter(cur, stop, step, val.ty)
+        return V.RangeIter(cur, stop, step, val.ty, _nonneg(val.start))
 
     def iternext(self, it):
         if not isinstance(it, V.RangeIter):
@@ -487,7 +488,9 @@ class FunctionEmitter(CallEmitter):
         step = self.scalar(it.step)
         nxt = self.b.op(f"add {kty} {cur} {step}", self.line)
         self.b.emit(f"store_var {it.cur} {nxt}", self.line)
-        return V.Pair(V.Scalar(cur, it.ty), V.Scalar(ok, types.boolean))
+        # Counting up from a non-negative start never goes negative: no index wraparound.
+        up = isinstance(it.step, V.Const) and it.step.value > 0
+        return V.Pair(V.Scalar(cur, it.ty, up and it.nonneg), V.Scalar(ok, types.boolean))
 
     # ---- arrays and tuples ----------------------------------------------------------------
 
@@ -613,6 +616,12 @@ class FunctionEmitter(CallEmitter):
 
     def dim(self, arr, d):
         return V.Scalar(self.b.op(f"dim i64 {arr.ref} {d}", self.line), types.int64)
+
+
+def _nonneg(val):
+    if isinstance(val, V.Const):
+        return isinstance(val.value, int | bool) and val.value >= 0
+    return isinstance(val, V.Scalar) and (val.nonneg or isinstance(val.ty, types.Boolean))
 
 
 def _is_num(ty):

@@ -171,6 +171,32 @@ class CallEmitter:
         step = args[2] if len(args) == 3 else V.Const(1, ty)
         return V.RangeVal(args[0], args[1], step, ty)
 
+    def rint(self, val, fty):
+        """Round half to even (Python's round) from floor: KIR has no rint."""
+        k, ln = self.kty(fty), self.line
+        x = self.scalar(val, fty)
+        fl = self.b.op(f"math {k} floor {x}", ln)
+        d = self.b.op(f"sub {k} {x} {fl}", ln)
+        half = self.scalar(V.Const(0.5, fty))
+        two, zero, one = (self.scalar(V.Const(c, fty)) for c in (2.0, 0.0, 1.0))
+        gt = self.b.op(f"cmp bool gt {d} {half}", ln)
+        eq = self.b.op(f"cmp bool eq {d} {half}", ln)
+        rem = self.b.op(f"mod {k} {fl} {two}", ln)
+        odd = self.b.op(f"cmp bool ne {rem} {zero}", ln)
+        tie = self.b.op(f"and bool {eq} {odd}", ln)
+        up = self.b.op(f"or bool {gt} {tie}", ln)
+        fl1 = self.b.op(f"add {k} {fl} {one}", ln)
+        return V.Scalar(self.b.op(f"select {k} {up} {fl1} {fl}", ln), fty)
+
+    def _round(self, args, kws, sig):
+        fty = _unlit(sig.args[0])
+        if len(args) == 1:
+            return self.convert(self.rint(args[0], fty), sig.return_type)
+        nd = self.const_value(args[1], "round() ndigits")
+        scale = V.Const(10.0 ** abs(nd), fty)
+        y = self.bin_op("mul" if nd >= 0 else "div", args[0], scale, fty)
+        return self.bin_op("div" if nd >= 0 else "mul", self.rint(y, fty), scale, fty)
+
     def _len(self, args, kws, sig):
         (a,) = args
         if isinstance(a, V.Tuple):
@@ -411,6 +437,7 @@ _BUILTINS = {
     pow: CallEmitter._pow,
     range: CallEmitter._range,
     len: CallEmitter._len,
+    round: CallEmitter._round,
     math.degrees: CallEmitter._degrees(None, 180.0 / math.pi),
     math.radians: CallEmitter._degrees(None, math.pi / 180.0),
     math.exp2: CallEmitter._exp2,

@@ -63,6 +63,7 @@ class RangeIter:
     stop: object
     step: object
     ty: object
+    nonneg: bool = False  # the start is known >= 0
 
 
 @dataclass

@@ -154,3 +154,14 @@ def test_predicates_and_constants():
         assert find(t, rf"= math bool {n} %x$")
     assert find(t, r"= const f64 0x1\.921fb54442d18p\+1$")  # pi
     assert find(t, r"= const f64 inf$") and find(t, r"= const f64 nan$")
+
+
+def test_counting_up_loops_index_without_wraparound():
+    def k(item, a, n):
+        for j in range(n):
+            a[j] = 0
+        for j in range(n, -1, -1):
+            a[j] = 1
+
+    t = kir(k, ["array(f32,1,C,global)", "i64"])
+    assert len(find(t, r"= wrapidx i64 %a 0 ")) == 1  # only the counting-down loop
