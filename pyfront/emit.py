@@ -145,7 +145,9 @@ class FunctionEmitter(CallEmitter):
                     "or nothing",
                 )
         blocks = self.tf.func_ir.blocks
+        self.entry_label = min(blocks)
         for label in self._rpo(blocks):
+            self.label = label
             self.b.block(f"b{label}")
             for st in blocks[label].body:
                 self.line = st.loc.line if st.loc and st.loc.line else self.line

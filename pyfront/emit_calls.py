@@ -384,9 +384,43 @@ class CallEmitter:
         ty = sig.return_type
         kty = f"array({self.kty(ty.dtype)},{len(shape)},C,private)"
         dims = " ".join(str(s) for s in shape)
-        fill_kw = "zero" if fill else "undef"
+        # The storage is allocated once, in the entry block; an array created further on
+        # (in a loop, say) is zeroed where it is created, as numba-dpex's alloca+memset is.
+        in_entry = self.label == self.entry_label
+        fill_kw = "zero" if fill and in_entry else "undef"
         ref = self.b.hoist(f"private_array {kty} {fill_kw} {dims}", self.line)
+        if fill and not in_entry:
+            self.zero_fill(ref, shape, self.kty(ty.dtype))
         return V.Array(ref, ty)
+
+    def zero_fill(self, ref, shape, kty):
+        """A loop storing zero into every element of private array `ref`."""
+        ln, n = self.line, self.b.value()[1:]
+        total = 1
+        for s in shape:
+            total *= s
+        lin = self.b.slot(f"zero.{n}", "i64")
+        self.b.emit(f"store_var {lin} {self.b.op('const i64 0', ln)}", ln)
+        self.b.emit(f"br ^zero.{n}.head", ln)
+        self.b.block(f"zero.{n}.head")
+        cur = self.b.op(f"load_var i64 {lin}", ln)
+        more = self.b.op(f"cmp bool lt {cur} {self.b.op(f'const i64 {total}', ln)}", ln)
+        self.b.emit(f"cbr {more} ^zero.{n}.body ^zero.{n}.done", ln)
+        self.b.block(f"zero.{n}.body")
+        idx, rest = [], cur
+        for d in range(len(shape)):
+            inner = 1
+            for s in shape[d + 1 :]:
+                inner *= s
+            k = self.b.op(f"const i64 {inner}", ln)
+            idx.append(self.b.op(f"floordiv i64 {rest} {k}", ln))
+            rest = self.b.op(f"mod i64 {rest} {k}", ln)
+        zero = self.b.op(f"const {kty} {format_const(kty, 0)}", ln)
+        self.b.emit(f"astore {ref} {zero} {' '.join(idx)}", ln)
+        one = self.b.op("const i64 1", ln)
+        self.b.emit(f"store_var {lin} {self.b.op(f'add i64 {cur} {one}', ln)}", ln)
+        self.b.emit(f"br ^zero.{n}.head", ln)
+        self.b.block(f"zero.{n}.done")
 
     # ---- device functions -----------------------------------------------------------------
 

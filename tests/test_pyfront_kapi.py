@@ -246,3 +246,17 @@ def test_atomic_address_space_mismatch_rejected():
     with pytest.raises(pyfront.KernelTypingError) as ei:
         kir(k, ["array(f32,1,C,global)"])
     assert "address space" in str(ei.value)
+
+
+def test_private_array_zeroed_where_created_inside_a_loop():
+    def k(item, out, n):
+        for j in range(n):
+            p = PrivateArray((2, 2), np.float64, fill_zeros=True)
+            p[j % 2, 0] += 1.0
+            out[j] = p[0, 0]
+
+    t = kir(k, ["array(f64,1,C,global)", "i64"])
+    assert find(t, r"= private_array array\(f64,2,C,private\) undef 2 2$")
+    assert re.search(r"^\^zero\.\d+\.body:", t, re.M)
+    assert find(t, r"^astore %\d+ %\d+ %\d+ %\d+$")
+    assert find(t, r"= const i64 4$")  # 2*2 elements
