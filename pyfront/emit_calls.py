@@ -14,6 +14,7 @@ from kapi import kernel_api as K
 from . import values as V
 from ._numba import types
 from .kir import format_const
+from .ktypes import kir_scalar
 from .typing_registry import device_pyfunc
 
 MATH1 = {
@@ -425,6 +426,13 @@ class CallEmitter:
     # ---- device functions -----------------------------------------------------------------
 
     def device_call(self, pyfunc, args, sig):
+        ret = sig.return_type
+        if ret != types.none and kir_scalar(ret) is None:
+            raise self.unsupported(
+                "return type",
+                f"device function '{pyfunc.__name__}' returns {ret}; device functions return "
+                "a scalar or nothing (write other results into an array argument)",
+            )
         name, tf = self.module.device_function(pyfunc, tuple(sig.args))
         refs = []
         for a, ty in zip(args, sig.args, strict=True):

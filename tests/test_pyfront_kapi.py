@@ -260,3 +260,33 @@ def test_private_array_zeroed_where_created_inside_a_loop():
     assert re.search(r"^\^zero\.\d+\.body:", t, re.M)
     assert find(t, r"^astore %\d+ %\d+ %\d+ %\d+$")
     assert find(t, r"= const i64 4$")  # 2*2 elements
+
+
+@device
+def _dev_sum2(t):
+    return t[0] + t[1]
+
+
+@device
+def _dev_pair(a):
+    return a, a
+
+
+def test_device_function_tuple_parameter_is_scalarised():
+    def k(item, x, flag):
+        x[0] = _dev_sum2((x[1], 2.0)) if flag else 0.0
+
+    t = kir(k, ["array(f32,1,C,global)", "bool"])
+    assert "%flag: bool" in t
+    assert re.search(r"^func @_dev_sum2\(%t\.0: f32, %t\.1: f64\) -> f64", t, re.M)
+    assert find(t, r"= call f64 @_dev_sum2 %\d+ %\d+$")
+
+
+def test_device_function_returning_a_tuple_is_rejected():
+    def k(item, x):
+        a, b = _dev_pair(x[0])
+        x[0] = a + b
+
+    with pytest.raises(pyfront.UnsupportedConstructError) as ei:
+        kir(k, ["array(f32,1,C,global)"])
+    assert "_dev_pair" in str(ei.value) or "return" in str(ei.value)
