@@ -220,3 +220,18 @@ def test_dimension_out_of_range():
 
     err = compile_err(k, cls=KernelTypingError)
     assert "dimension 1" in str(err) and err.lineno == line_of(k, "get_id(1)")
+
+
+def _bad_device(v):
+    return v + (1, 2)
+
+
+_bad_device.__kapi_device_func__ = True
+
+
+def test_typing_error_inside_a_device_function_points_into_it():
+    def k(item, x):
+        x[0] = _bad_device(x[0])
+
+    err = compile_err(k, cls=KernelTypingError)
+    assert err.filename == HERE and err.lineno == line_of(_bad_device, "v + (1, 2)")
