@@ -54,19 +54,61 @@ def _local(nd, a, loc):
     AtomicRef(a, 0).fetch_add(p[0])
 
 
+def _dev_scale(a, x, i):
+    return a * x[i]
+
+
+_dev_scale.__kapi_device_func__ = True
+
+
+def _device_and_index(nd, x, out):
+    g = nd.get_group()
+    i = nd.get_global_id(0)
+    out[i, 0] = _dev_scale(2.0, x, i) + g.get_group_linear_id() + nd.get_local_linear_id()
+    out[i, 1] = nd.get_global_range(1) if g.leader else nd.get_local_range(0)
+
+
+def _atomics(item, a, f, e):
+    i = item.get_id(0)
+    r = AtomicRef(a, 0)
+    old = r.fetch_max(a.dtype.type(i)) + r.load()
+    r.store(old)
+    if AtomicRef(a, 1).compare_exchange(e, a.dtype.type(3)):
+        AtomicRef(f, (0, 1)).fetch_sub(f.dtype.type(1.5))
+
+
+def _tuples_private_round(item, x):
+    t = (x[0], 2)
+    a, b = t
+    p = PrivateArray((2, 2), np.float64)
+    for k in range(2):
+        q = PrivateArray(3, np.int32, fill_zeros=True)
+        q[k] += 1
+        p[k, 0] = q[k] + round(a * b)
+    x[1] = p[1, 0]
+
+
 KERNELS = [
     (_saxpy, ["f32", "array(f32,1,C,global)", "array(f32,1,C,global)"], ("item", 1)),
     (_scalars, ["f64", "i64", "array(f64,1,C,global)"], ("item", 1)),
     (_arrays, ["array(f64,2,F,global)", "array(f64,3,A,global)"], ("item", 1)),
     (_math, ["array(f32,1,C,global)"], ("item", 1)),
     (_local, ["array(f32,1,C,global)", "array(f32,1,C,local)"], ("nditem", 1)),
+    (_device_and_index, ["array(f32,1,C,global)", "array(f64,2,C,global)"], ("nditem", 2)),
+    (
+        _atomics,
+        ["array(i64,1,C,global)", "array(f32,2,C,global)", "array(i64,1,C,global)"],
+        ("item", 1),
+    ),
+    (_tuples_private_round, ["array(f64,1,C,global)"], ("item", 1)),
 ]
 
 
 @pytest.mark.parametrize("fn,args,index", KERNELS, ids=[k[0].__name__ for k in KERNELS])
-def test_kernel_compiles_to_valid_spirv(fn, args, index):
+@pytest.mark.parametrize("opt", [0, 2])
+def test_kernel_compiles_to_valid_spirv(fn, args, index, opt):
     m = pyfront.compile_kernel(fn, args, index=index)
-    entry, llvm_ir, spirv = _kapi.compile_kir(m.text, 2)
+    entry, llvm_ir, spirv = _kapi.compile_kir(m.text, opt)
     assert entry == m.entry
     assert spirv[:4] == b"\x03\x02\x23\x07"  # SPIR-V magic, little endian
     _kapi.spirv_validate(spirv)
