@@ -358,11 +358,30 @@ class KapiTypingContext(nb.LeanContext):
     def __init__(self, typer):
         self._typer = typer  # callable(pyfunc, argtypes) -> return type; types device functions
         self._device_types = {}
+        self._call_cache = {}
         super().__init__()
 
     def load_additional_registries(self):
         super().load_additional_registries()
         self.install_registry(registry)
+
+    def resolve_function_type(self, func, args, kws):
+        # Call typing is a pure function of the types for every template kapi installs, except
+        # device functions (their typing also records them for emission): memoise the rest.
+        # It is most of the typing time of a small kernel.
+        if _is_device_function_type(func):
+            return super().resolve_function_type(func, args, kws)
+        try:
+            key = (func, tuple(args), tuple(sorted(kws.items())) if kws else ())
+            hash(key)
+        except TypeError:
+            return super().resolve_function_type(func, args, kws)
+        sig = self._call_cache.get(key)
+        if sig is None:
+            sig = super().resolve_function_type(func, args, kws)
+            if sig is not None:
+                self._call_cache[key] = sig
+        return sig
 
     def _get_global_type(self, gv):
         ty = super()._get_global_type(gv)
@@ -380,6 +399,7 @@ class KapiTypingContext(nb.LeanContext):
 
         class DeviceFunction(nb.AbstractTemplate):
             key = value
+            kapi_device_function = True
 
             def generic(self, args, kws):
                 b = bind(pyfunc, args, kws)
@@ -393,6 +413,11 @@ class KapiTypingContext(nb.LeanContext):
                 return nb.signature(typer(pyfunc, argtys), *argtys)
 
         return DeviceFunction
+
+
+def _is_device_function_type(func):
+    templates = getattr(func, "templates", ())
+    return any(getattr(t, "kapi_device_function", False) for t in templates)
 
 
 def is_index_space(ty):
