@@ -9,6 +9,8 @@ import inspect
 import math
 import operator
 
+import numpy as np
+
 from kapi import kernel_api as K
 
 from . import values as V
@@ -31,6 +33,29 @@ PREDICATES = {
     math.isinf: ("isinf", False),
     math.isfinite: ("isfinite", True),
 }
+# NumPy ufuncs on scalars (numba-dpex maps dpnp/NumPy ufuncs to the same device math).
+_NP_MATH1 = {
+    "sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p",
+    "log2": "log2", "log10": "log10", "sin": "sin", "cos": "cos", "tan": "tan",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+    "fabs": "fabs", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+}  # fmt: skip
+_NP_MATH2 = {"arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod"}
+_NP_OPS = {
+    "add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "div", "divide": "div",
+    "floor_divide": "floordiv", "remainder": "mod", "mod": "mod", "power": "pow",
+    "negative": "neg", "absolute": "abs",
+}  # fmt: skip
+NP_UFUNCS = {}
+for _tbl, _kind in ((_NP_MATH1, "math"), (_NP_MATH2, "math"), (_NP_OPS, "op")):
+    for _np_name, _kir in _tbl.items():
+        NP_UFUNCS[getattr(np, _np_name)] = (_kind, _kir)
+for _np_name in ("isnan", "isinf", "isfinite"):
+    NP_UFUNCS[getattr(np, _np_name)] = ("predicate", _np_name)
+NP_UFUNCS[np.minimum] = ("minmax", "lt")
+NP_UFUNCS[np.maximum] = ("minmax", "gt")
+
 ORDERS = {0: "relaxed", 1: "acquire", 3: "release", 4: "acq_rel", 5: "seq_cst"}
 SCOPES = {0: "work_item", 1: "sub_group", 2: "work_group", 3: "device", 4: "system"}
 ATOMIC_RMW = {
@@ -106,6 +131,8 @@ class CallEmitter:
             return self.rounding(ROUNDING[pyf], args[0], sig)
         if pyf in PREDICATES:
             return self.predicate(*PREDICATES[pyf], args[0], sig)
+        if _hashable(pyf) and pyf in NP_UFUNCS:
+            return self.ufunc_call(*NP_UFUNCS[pyf], args, sig)
         name = getattr(pyf, "__qualname__", None) or getattr(pyf, "__name__", None) or str(fnty)
         raise self.unsupported(
             "call",
@@ -120,6 +147,33 @@ class CallEmitter:
         kty = self.kty(ret)
         ops = " ".join(self.scalar(a, ret) for a in args)
         return V.Scalar(self.b.op(f"math {kty} {name} {ops}", self.line), ret)
+
+    def ufunc_call(self, kind, name, args, sig):
+        ret = _unlit(sig.return_type)
+        if not all(isinstance(a, V.Scalar | V.Const) for a in args):
+            raise self.unsupported("call", "NumPy functions are supported on scalars only")
+        if kind == "predicate":
+            return self.predicate(name, name == "isfinite", args[0], sig)
+        if kind == "math":
+            if not isinstance(ret, types.Float):
+                raise self.unsupported("call", f"numpy {name} on integers")
+            return self.math_call(name, args, sig)
+        if kind == "minmax":
+            if not isinstance(ret, types.Float):
+                return self.bin_op("min" if name == "lt" else "max", args[0], args[1], ret)
+            # NumPy's minimum/maximum propagate NaN: pick a if a wins or a is NaN.
+            a, b = self.scalar(args[0], ret), self.scalar(args[1], ret)
+            wins = self.b.op(f"cmp bool {name} {a} {b}", self.line)
+            nan = self.b.op(f"math bool isnan {a}", self.line)
+            pick = self.b.op(f"or bool {wins} {nan}", self.line)
+            return V.Scalar(self.b.op(f"select {self.kty(ret)} {pick} {a} {b}", self.line), ret)
+        if name in ("neg", "abs"):
+            if name == "abs" and isinstance(ret, types.Integer) and not ret.signed:
+                return self.convert(args[0], ret)
+            return self.unary_op(name, args[0], ret)
+        if name == "div" and not isinstance(ret, types.Float):
+            raise self.unsupported("call", "numpy true division giving an integer")
+        return self.bin_op(name, args[0], args[1], ret)
 
     def rounding(self, name, arg, sig):
         src = _unlit(sig.args[0])

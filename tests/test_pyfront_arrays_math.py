@@ -165,3 +165,20 @@ def test_counting_up_loops_index_without_wraparound():
 
     t = kir(k, ["array(f32,1,C,global)", "i64"])
     assert len(find(t, r"= wrapidx i64 %a 0 ")) == 1  # only the counting-down loop
+
+
+def test_numpy_ufuncs_on_scalars():
+    import numpy as np
+
+    def k(item, x, n):
+        a = x[0]
+        x[1] = np.sqrt(a) + np.arcsin(a) + np.floor(a) + np.arctan2(a, a)
+        x[2] = np.minimum(a, x[1]) + np.power(a, 2) + np.abs(n) + np.negative(a)
+        x[3] = np.isnan(a) or np.isfinite(n)
+
+    t = kir(k, ["array(f32,1,C,global)", "i64"])
+    for name in ("sqrt", "asin", "floor", "atan2"):
+        assert find(t, rf"= math f32 {name} "), name
+    assert find(t, r"= select f32 ") and find(t, r"= math bool isnan ")  # NaN-propagating min
+    assert find(t, r"= pow f32 ") and find(t, r"= abs i64 %n$") and find(t, r"= neg f32 ")
+    assert find(t, r"= const bool 1$")  # isfinite of an integer
