@@ -496,22 +496,23 @@ class FunctionEmitter(CallEmitter):
 
     # ---- arrays and tuples ----------------------------------------------------------------
 
-    def array_indices(self, arr, idxval, idxty):
-        """i64 index refs for arr[idx], with Numba's wraparound for signed indices."""
+    def array_indices(self, arr, idxval, idxty, allow_view=False):
+        """i64 index refs of the underlying array for arr[idx], with Numba's wraparound for
+        signed indices. With allow_view, fewer indices than dimensions fix a leading prefix."""
         if isinstance(idxval, V.Tuple):
             items = idxval.items
             tys = list(idxty) if isinstance(idxty, types.BaseTuple) else [None] * len(items)
         else:
             items, tys = [idxval], [idxty]
-        if len(items) != arr.ty.ndim:
+        if len(items) > arr.ty.ndim or (len(items) < arr.ty.ndim and not allow_view):
             raise self.unsupported(
                 "slicing",
                 f"{len(items)} indices for a {arr.ty.ndim}-D array; kernels index arrays "
-                "element by element (no slices or sub-array views)",
+                "element by element or take rows (a[i]) of them",
             )
-        out = []
-        for d, (v, t) in enumerate(zip(items, tys, strict=True)):
-            out.append(self.index_ref(arr, d, v, t))
+        out = list(arr.prefix)
+        for v, t in zip(items, tys, strict=True):
+            out.append(self.index_ref(arr, len(out), v, t))
         return out
 
     def index_ref(self, arr, d, v, t):
@@ -538,7 +539,10 @@ class FunctionEmitter(CallEmitter):
         if isinstance(val, V.Array):
             if isinstance(e.index, slice) or isinstance(self.typemap[idxvar.name], types.SliceType):
                 raise self.unsupported("slicing", "array slicing is not supported in kernels")
-            idx = self.array_indices(val, self.get(idxvar), self.typemap[idxvar.name])
+            idx = self.array_indices(val, self.get(idxvar), self.typemap[idxvar.name], True)
+            tty = self.typemap[target.name]
+            if isinstance(tty, KArray):  # a[i] of an N-D array: a view of the rest
+                return V.Array(val.ref, tty, tuple(idx))
             kty = self.kty(val.ty.dtype)
             ref = self.b.op(f"aload {kty} {val.ref} {' '.join(idx)}", self.line)
             return V.Scalar(ref, val.ty.dtype)
@@ -599,7 +603,10 @@ class FunctionEmitter(CallEmitter):
         if attr == "strides":
             return V.Tuple(
                 [
-                    V.Scalar(self.b.op(f"stride i64 {arr.ref} {d}", self.line), types.int64)
+                    V.Scalar(
+                        self.b.op(f"stride i64 {arr.ref} {d + len(arr.prefix)}", self.line),
+                        types.int64,
+                    )
                     for d in range(n)
                 ]
             )
@@ -617,6 +624,7 @@ class FunctionEmitter(CallEmitter):
         raise self.unsupported("attribute", f"array attribute '{attr}' is not supported in kernels")
 
     def dim(self, arr, d):
+        d += len(arr.prefix)
         return V.Scalar(self.b.op(f"dim i64 {arr.ref} {d}", self.line), types.int64)
 
 

@@ -503,6 +503,12 @@ class CallEmitter:
         if isinstance(a, V.IndexSpace):
             return []
         if isinstance(a, V.Array):
+            if a.prefix:
+                raise self.unsupported(
+                    "argument",
+                    "passing an array row (a[i]) to a device function; pass the "
+                    "array and the index",
+                )
             return [a.ref]
         if isinstance(a, V.Tuple):
             out = []

@@ -24,7 +24,8 @@ class Const:
 @dataclass
 class Array:
     ref: str
-    ty: object  # KArray
+    ty: object  # KArray (of the view, when prefix is set)
+    prefix: tuple = ()  # i64 refs fixing the leading dimensions: a[i] of a 2-D a is a row view
 
 
 @dataclass

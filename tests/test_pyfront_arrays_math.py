@@ -182,3 +182,19 @@ def test_numpy_ufuncs_on_scalars():
     assert find(t, r"= select f32 ") and find(t, r"= math bool isnan ")  # NaN-propagating min
     assert find(t, r"= pow f32 ") and find(t, r"= abs i64 %n$") and find(t, r"= neg f32 ")
     assert find(t, r"= const bool 1$")  # isfinite of an integer
+
+
+def test_row_views_index_the_underlying_array():
+    def k(item, train, out):
+        j = item.get_id(0)
+        row = train[j]
+        s = 0.0
+        for c in range(row.shape[0]):
+            s += row[c] * row.strides[0]
+        out[j] = s + train[j, 1]
+        train[j][0] = s
+
+    t = kir(k, ["array(f32,2,C,global)", "array(f64,1,C,global)"])
+    assert find(t, r"= dim i64 %train 1$") and find(t, r"= stride i64 %train 1$")
+    assert find(t, r"= aload f32 %train %0 %\d+$")
+    assert find(t, r"^astore %train %\d+ %0 %\d+$")
