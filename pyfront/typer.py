@@ -5,11 +5,13 @@ typed here too and remembered per compilation, so emission finds their typed IR.
 exceptions are turned into KernelErrors at the kernel's file:line.
 """
 
+import linecache
 import re
 from dataclasses import dataclass
 
 from . import _numba as nb
 from .errors import KernelError, KernelTypingError, UnsupportedConstructError
+from .ktypes import IndexSpaceType
 from .screen import screen
 from .typing_registry import MARK, KapiTypingContext
 
@@ -47,6 +49,9 @@ def _short_message(err):
     msg = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # Numba colours its messages
     if MARK in msg:
         return msg.rsplit(MARK, 1)[1].splitlines()[0].strip()
+    m = re.search(r"No implementation of function .*? found for signature:\s*>>> ([^\n]+)", msg)
+    if m:
+        return f"{m.group(1).strip()} is not supported for these argument types"
     lines = []
     for line in msg.splitlines():
         s = line.strip()
@@ -117,7 +122,10 @@ class Typer:
         except KernelError as e:
             raise e.located(fname, fline) from None
         except nb.NumbaError as e:
-            raise _translate(e, fname, fline) from None
+            err = _translate(e, fname, fline)
+            if isinstance(err, KernelTypingError):
+                err.message += _arguments_on_line(pyfunc, argtypes, err)
+            raise err from None
         except Exception as e:  # Numba internals: never let them escape
             raise UnsupportedConstructError(
                 f"Numba's front end cannot analyse this function ({type(e).__name__}: {e})",
@@ -126,6 +134,21 @@ class Typer:
                 construct="python",
             ) from None
         return TypedFunction(pyfunc, tuple(argtypes), func_ir, typemap, restype, calltypes)
+
+
+def _arguments_on_line(pyfunc, argtypes, err):
+    """'; argument 'x' is float32' for the parameters the failing source line mentions."""
+    if err.filename != pyfunc.__code__.co_filename or not err.lineno:
+        return ""
+    line = linecache.getline(err.filename, err.lineno)
+    names = set(re.findall(r"[A-Za-z_]\w*", line))
+    params = pyfunc.__code__.co_varnames[: pyfunc.__code__.co_argcount]
+    used = [
+        f"'{p}' is {t}"
+        for p, t in zip(params, argtypes, strict=False)
+        if p in names and not isinstance(t, IndexSpaceType)
+    ]
+    return f" (argument {', '.join(used)})" if used else ""
 
 
 def _translate(err, fname, fline):

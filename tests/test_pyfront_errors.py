@@ -235,3 +235,12 @@ def test_typing_error_inside_a_device_function_points_into_it():
 
     err = compile_err(k, cls=KernelTypingError)
     assert err.filename == HERE and err.lineno == line_of(_bad_device, "v + (1, 2)")
+
+
+def test_type_error_on_an_argument_names_it():
+    def k(item, x, y):
+        y[0] = x[0]  # x is a scalar
+
+    err = compile_err(k, ("f32", A1), cls=KernelTypingError)
+    assert "getitem(float32" in str(err) and "argument 'x' is float32" in str(err)
+    assert err.lineno == line_of(k, "y[0] = x[0]")
