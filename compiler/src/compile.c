@@ -118,7 +118,8 @@ static kc_status_t run_llvm(void *arg) {
 kc_status_t kc_compile(const char *kir, size_t kir_len, const kc_options_t *opts,
                        kc_program_t **out, char **err) {
   if (err) *err = NULL;
-  if (!kir || !out) return kc_set_error(err, "kir and out must not be NULL"), KC_ERR_INVALID_ARGUMENT;
+  if (!kir || !out)
+    return kc_set_error(err, "kir and out must not be NULL"), KC_ERR_INVALID_ARGUMENT;
   *out = NULL;
   kc_options_t o;
   kc_options_init(&o);
@@ -153,8 +154,12 @@ void kc_program_destroy(kc_program_t *prog) {
   free(prog);
 }
 
-const char *kc_program_entry(const kc_program_t *prog) { return prog ? prog->entry : NULL; }
-const char *kc_program_llvm_ir(const kc_program_t *prog) { return prog ? prog->llvm_ir : NULL; }
+const char *kc_program_entry(const kc_program_t *prog) {
+  return prog ? prog->entry : NULL;
+}
+const char *kc_program_llvm_ir(const kc_program_t *prog) {
+  return prog ? prog->llvm_ir : NULL;
+}
 
 const void *kc_program_spirv(const kc_program_t *prog, size_t *nbytes) {
   if (nbytes) *nbytes = prog ? prog->nbytes : 0;

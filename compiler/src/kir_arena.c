@@ -15,7 +15,9 @@ struct kir_arena {
   kir_chunk_t *head;
 };
 
-kir_arena_t *kir_arena_create(void) { return calloc(1, sizeof(kir_arena_t)); }
+kir_arena_t *kir_arena_create(void) {
+  return calloc(1, sizeof(kir_arena_t));
+}
 
 void kir_arena_destroy(kir_arena_t *a) {
   if (!a) return;

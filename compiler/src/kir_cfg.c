@@ -54,8 +54,10 @@ int kir_cfg_reachable(const kir_func_t *f, char *reachable) {
 
 static int intersect(const int *idom, const int *po_num, int a, int b) {
   while (a != b) {
-    while (po_num[a] < po_num[b]) a = idom[a];
-    while (po_num[b] < po_num[a]) b = idom[b];
+    while (po_num[a] < po_num[b])
+      a = idom[a];
+    while (po_num[b] < po_num[a])
+      b = idom[b];
   }
   return a;
 }
@@ -77,8 +79,10 @@ int kir_cfg_idoms(const kir_func_t *f, int *idom) {
   char *seen = malloc((size_t)n);
   if (!order || !po_num || !seen) return free(order), free(po_num), free(seen), -1;
   int count = postorder(f, seen, order);
-  for (int b = 0; b < n; b++) idom[b] = -1, po_num[b] = -1;
-  for (int k = 0; k < count; k++) po_num[order[k]] = k;
+  for (int b = 0; b < n; b++)
+    idom[b] = -1, po_num[b] = -1;
+  for (int k = 0; k < count; k++)
+    po_num[order[k]] = k;
   idom[0] = 0;
   for (int changed = 1; changed;) {
     changed = 0;

@@ -28,8 +28,7 @@ void kir_error(kir_diag_t *d, const char *file, int line, int text_line, const c
   va_end(ap);
 }
 
-int kir_inst_error(kir_diag_t *d, const kir_func_t *f, const kir_inst_t *in, const char *fmt,
-                   ...) {
+int kir_inst_error(kir_diag_t *d, const kir_func_t *f, const kir_inst_t *in, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   verror(d, f->file, in->line ? in->line : f->line, in->text_line, fmt, ap);

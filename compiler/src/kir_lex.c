@@ -5,10 +5,14 @@
 #include <ctype.h>
 #include <string.h>
 
-static int is_name_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '.'; }
+static int is_name_char(char c) {
+  return isalnum((unsigned char)c) || c == '_' || c == '.';
+}
 
 /* Bare words also cover numbers: -1, 0x1.8p+0, -inf. */
-static int is_word_char(char c) { return is_name_char(c) || c == '+' || c == '-'; }
+static int is_word_char(char c) {
+  return is_name_char(c) || c == '+' || c == '-';
+}
 
 static int lex_string(kir_arena_t *a, const char *s, size_t len, size_t *pos, kir_tok_t *t,
                       const char **bad) {
@@ -46,7 +50,8 @@ static int lex_one(kir_arena_t *a, const char *s, size_t len, size_t *pos, kir_t
   const char *sigils = "%$^@#";
   const char *sg = strchr(sigils, c);
   size_t start = sg ? i + 1 : i, j = start;
-  while (j < len && (sg ? is_name_char(s[j]) : is_word_char(s[j]))) j++;
+  while (j < len && (sg ? is_name_char(s[j]) : is_word_char(s[j])))
+    j++;
   if (j == start) return *bad = sg ? "a name must follow the sigil" : "unexpected character", -1;
   static const kir_tok_kind_t kinds[] = {KIR_TOK_VALUE, KIR_TOK_VAR, KIR_TOK_BLOCK, KIR_TOK_FUNC,
                                          KIR_TOK_LINE};

@@ -14,12 +14,12 @@ typedef struct parser {
   kir_module_t *m;
   kir_arena_t *a;
   kir_diag_t *d;
-  kir_func_t *f;   /* current function, or NULL between functions */
-  int block;       /* current block index, or -1 */
-  int text_line;   /* line in the KIR text */
-  int src_line;    /* #N of the current line, or 0 */
-  kir_tok_t *t;    /* tokens of the current line */
-  int n, i;        /* token count and cursor */
+  kir_func_t *f; /* current function, or NULL between functions */
+  int block;     /* current block index, or -1 */
+  int text_line; /* line in the KIR text */
+  int src_line;  /* #N of the current line, or 0 */
+  kir_tok_t *t;  /* tokens of the current line */
+  int n, i;      /* token count and cursor */
 } parser_t;
 
 static int perr(parser_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -39,7 +39,9 @@ static int perr(parser_t *p, const char *fmt, ...) {
   return -1;
 }
 
-static kir_tok_t *peek(parser_t *p) { return p->i < p->n ? &p->t[p->i] : NULL; }
+static kir_tok_t *peek(parser_t *p) {
+  return p->i < p->n ? &p->t[p->i] : NULL;
+}
 
 static const char *tok_desc(parser_t *p) {
   kir_tok_t *t = peek(p);
@@ -90,8 +92,8 @@ static int parse_array_type(parser_t *p, kir_type_t *t) {
   static const char *const spaces[] = {"global", "local", "private", NULL};
   int space = kir_word_lookup(spaces, w[3]);
   if (space < 0) return perr(p, "array address space must be global, local or private");
-  *t = (kir_type_t){KIR_ARRAY, (uint8_t)elem, (uint8_t)(w[1][0] - '0'),
-                    (uint8_t)(lay - "CFA"), (uint8_t)space};
+  *t = (kir_type_t){KIR_ARRAY, (uint8_t)elem, (uint8_t)(w[1][0] - '0'), (uint8_t)(lay - "CFA"),
+                    (uint8_t)space};
   return 0;
 }
 
@@ -117,11 +119,14 @@ static int find_value(kir_func_t *f, const char *name) {
 static int value_ref(parser_t *p, const char *name) {
   int v = find_value(p->f, name);
   if (v >= 0) return v;
-  kir_value_t *val = kir_push(p->a, &p->f->values, &p->f->nvalues, &p->f->values_cap,
-                              sizeof *val);
+  kir_value_t *val = kir_push(p->a, &p->f->values, &p->f->nvalues, &p->f->values_cap, sizeof *val);
   if (!val) return perr(p, "out of memory");
-  *val = (kir_value_t){.name = name, .param = -1, .block = -1, .inst = -1,
-                       .use_line = p->src_line, .use_text_line = p->text_line};
+  *val = (kir_value_t){.name = name,
+                       .param = -1,
+                       .block = -1,
+                       .inst = -1,
+                       .use_line = p->src_line,
+                       .use_text_line = p->text_line};
   return p->f->nvalues - 1;
 }
 
@@ -241,21 +246,36 @@ static int parse_block_operand(parser_t *p, kir_inst_t *in, int *ntargets) {
 static int parse_operand(parser_t *p, kir_inst_t *in, char c, int *cap, int *ntargets) {
   const char *w;
   switch (c) {
-  case 'T': return parse_type(p, &in->type);
-  case 'L': return (w = expect(p, KIR_TOK_WORD, "a constant")) ? parse_const(p, in, w) : -1;
-  case 'v': return parse_value_arg(p, in, cap);
-  case 'V': return parse_slot_operand(p, in);
-  case 'd': return parse_literals(p, in, 0);
-  case 'D': return parse_literals(p, in, 1);
-  case 'b': return parse_block_operand(p, in, ntargets);
-  case 'p': return parse_keyword(p, kir_pred_names, "predicate", &in->sub);
-  case 'm': return parse_keyword(p, kir_math_names, "math function", &in->sub);
-  case 'o': return parse_keyword(p, kir_rmw_names, "atomic operation", &in->sub);
-  case 'O': return parse_keyword(p, kir_order_names, "memory order", &in->order);
-  case 'S': return parse_keyword(p, kir_scope_names, "memory scope", &in->scope);
-  case 'f': return parse_keyword(p, kir_fill_names, "fill", &in->sub);
-  case '@': return (in->callee_name = expect(p, KIR_TOK_FUNC, "a @function")) ? 0 : -1;
-  case '?': return peek(p) ? parse_value_arg(p, in, cap) : 0;
+  case 'T':
+    return parse_type(p, &in->type);
+  case 'L':
+    return (w = expect(p, KIR_TOK_WORD, "a constant")) ? parse_const(p, in, w) : -1;
+  case 'v':
+    return parse_value_arg(p, in, cap);
+  case 'V':
+    return parse_slot_operand(p, in);
+  case 'd':
+    return parse_literals(p, in, 0);
+  case 'D':
+    return parse_literals(p, in, 1);
+  case 'b':
+    return parse_block_operand(p, in, ntargets);
+  case 'p':
+    return parse_keyword(p, kir_pred_names, "predicate", &in->sub);
+  case 'm':
+    return parse_keyword(p, kir_math_names, "math function", &in->sub);
+  case 'o':
+    return parse_keyword(p, kir_rmw_names, "atomic operation", &in->sub);
+  case 'O':
+    return parse_keyword(p, kir_order_names, "memory order", &in->order);
+  case 'S':
+    return parse_keyword(p, kir_scope_names, "memory scope", &in->scope);
+  case 'f':
+    return parse_keyword(p, kir_fill_names, "fill", &in->sub);
+  case '@':
+    return (in->callee_name = expect(p, KIR_TOK_FUNC, "a @function")) ? 0 : -1;
+  case '?':
+    return peek(p) ? parse_value_arg(p, in, cap) : 0;
   case '*':
     while (peek(p))
       if (parse_value_arg(p, in, cap)) return -1;
@@ -268,8 +288,8 @@ static int parse_operands(parser_t *p, kir_inst_t *in) {
   int cap = 0, ntargets = 0;
   for (const char *s = kir_op_spec(in->op); *s; s++)
     if (parse_operand(p, in, *s, &cap, &ntargets)) return -1;
-  if (peek(p)) return perr(p, "unexpected '%s' after the operands of %s", tok_desc(p),
-                           kir_op_name(in->op));
+  if (peek(p))
+    return perr(p, "unexpected '%s' after the operands of %s", tok_desc(p), kir_op_name(in->op));
   return 0;
 }
 
@@ -285,8 +305,13 @@ static int parse_inst(parser_t *p) {
   if (!opname) return -1;
   int op = kir_op_lookup(opname);
   if (op < 0) return perr(p, "unknown operation '%s'", opname);
-  kir_inst_t in = {.op = op, .result = -1, .var = -1, .callee = -1, .targets = {-1, -1},
-                   .line = p->src_line, .text_line = p->text_line};
+  kir_inst_t in = {.op = op,
+                   .result = -1,
+                   .var = -1,
+                   .callee = -1,
+                   .targets = {-1, -1},
+                   .line = p->src_line,
+                   .text_line = p->text_line};
   if (parse_operands(p, &in)) return -1;
   int typed = kir_op_spec(op)[0] == 'T';
   if (result && (!typed || (op == KIR_OP_CALL && in.type.kind == KIR_VOID)))

@@ -14,10 +14,18 @@ int kir_type_eq(kir_type_t a, kir_type_t b) {
   return a.elem == b.elem && a.ndim == b.ndim && a.layout == b.layout && a.space == b.space;
 }
 
-int kir_is_int(kir_kind_t k) { return k >= KIR_I8 && k <= KIR_U64; }
-int kir_is_signed(kir_kind_t k) { return k >= KIR_I8 && k <= KIR_I64; }
-int kir_is_float(kir_kind_t k) { return k == KIR_F32 || k == KIR_F64; }
-int kir_is_scalar(kir_kind_t k) { return k >= KIR_BOOL && k <= KIR_F64; }
+int kir_is_int(kir_kind_t k) {
+  return k >= KIR_I8 && k <= KIR_U64;
+}
+int kir_is_signed(kir_kind_t k) {
+  return k >= KIR_I8 && k <= KIR_I64;
+}
+int kir_is_float(kir_kind_t k) {
+  return k == KIR_F32 || k == KIR_F64;
+}
+int kir_is_scalar(kir_kind_t k) {
+  return k >= KIR_BOOL && k <= KIR_F64;
+}
 
 int kir_bits(kir_kind_t k) {
   static const int bits[] = {0, 1, 8, 16, 32, 64, 8, 16, 32, 64, 32, 64, 64};
@@ -50,8 +58,12 @@ static const char *const op_specs[] = {
 #undef KIR_OP_SPEC
 };
 
-const char *kir_op_name(kir_op_t op) { return op_names[op]; }
-const char *kir_op_spec(kir_op_t op) { return op_specs[op]; }
+const char *kir_op_name(kir_op_t op) {
+  return op_names[op];
+}
+const char *kir_op_spec(kir_op_t op) {
+  return op_specs[op];
+}
 
 int kir_op_lookup(const char *name) {
   for (int i = 0; i < KIR_OP_COUNT; i++)
@@ -68,14 +80,15 @@ const char *const kir_math_names[] = {
     KIR_MATH_FUNCS(KIR_MATH_NAME)
 #undef KIR_MATH_NAME
         NULL};
-const char *kir_math_name(kir_math_t m) { return kir_math_names[m]; }
+const char *kir_math_name(kir_math_t m) {
+  return kir_math_names[m];
+}
 
 const char *const kir_pred_names[] = {"eq", "ne", "lt", "le", "gt", "ge", NULL};
 const char *const kir_rmw_names[] = {"add", "sub", "min", "max", "and", "or", "xor", "xchg", NULL};
-const char *const kir_order_names[] = {"relaxed", "acquire", "release", "acq_rel", "seq_cst",
-                                       NULL};
-const char *const kir_scope_names[] = {"work_item", "sub_group", "work_group", "device",
-                                       "system",    NULL};
+const char *const kir_order_names[] = {"relaxed", "acquire", "release", "acq_rel", "seq_cst", NULL};
+const char *const kir_scope_names[] = {"work_item", "sub_group", "work_group",
+                                       "device",    "system",    NULL};
 const char *const kir_fill_names[] = {"zero", "undef", NULL};
 
 int kir_word_lookup(const char *const *table, const char *word) {

@@ -55,8 +55,8 @@ static int check_dominance(kir_diag_t *d, const kir_func_t *f, const int *idom) 
       for (int k = 0; k < in->nargs; k++) {
         const kir_value_t *v = &f->values[in->args[k]];
         if (v->param >= 0) continue;
-        int ok = v->block == b ? v->inst < i
-                               : idom[b] < 0 || kir_cfg_dominates(f, idom, v->block, b);
+        int ok =
+            v->block == b ? v->inst < i : idom[b] < 0 || kir_cfg_dominates(f, idom, v->block, b);
         if (!ok)
           return kir_inst_error(d, f, in,
                                 "%%%s is used where its definition does not dominate the use "

@@ -11,9 +11,15 @@ typedef struct vctx {
 
 #define FAIL(...) return kir_inst_error(c->d, c->f, c->in, __VA_ARGS__)
 
-static kir_type_t arg(const vctx_t *c, int k) { return c->f->values[c->in->args[k]].type; }
-static kir_type_t scalar(kir_kind_t k) { return (kir_type_t){.kind = (uint8_t)k}; }
-static const char *opname(const vctx_t *c) { return kir_op_name(c->in->op); }
+static kir_type_t arg(const vctx_t *c, int k) {
+  return c->f->values[c->in->args[k]].type;
+}
+static kir_type_t scalar(kir_kind_t k) {
+  return (kir_type_t){.kind = (uint8_t)k};
+}
+static const char *opname(const vctx_t *c) {
+  return kir_op_name(c->in->op);
+}
 
 static int nargs(const vctx_t *c, int n) {
   if (c->in->nargs != n) FAIL("%s takes %d value operand(s), got %d", opname(c), n, c->in->nargs);
@@ -63,8 +69,8 @@ static int check_indices(const vctx_t *c, int first, int ndim) {
 }
 
 static int check_dim_literal(const vctx_t *c, kir_type_t a, int64_t d) {
-  if (d < 0 || d >= a.ndim) FAIL("%s: dimension %lld out of range for rank %d", opname(c),
-                                 (long long)d, a.ndim);
+  if (d < 0 || d >= a.ndim)
+    FAIL("%s: dimension %lld out of range for rank %d", opname(c), (long long)d, a.ndim);
   return 0;
 }
 
@@ -115,8 +121,8 @@ static int check_atomic(const vctx_t *c, int nvalues) {
   char b[40];
   if (check_array(c, 0, &a)) return -1;
   if (!is_atomic_kind(a.elem) || a.space == KIR_PRIVATE)
-    FAIL("%s needs a global or local array of i32, u32, i64, u64, f32 or f64, not %s",
-         opname(c), kir_type_str(a, b));
+    FAIL("%s needs a global or local array of i32, u32, i64, u64, f32 or f64, not %s", opname(c),
+         kir_type_str(a, b));
   if (c->in->op != KIR_OP_ATOMIC_STORE &&
       type_ok(c, c->in->type.kind == a.elem, "the array's element type"))
     return -1;
@@ -168,7 +174,8 @@ static int check_ret(const vctx_t *c) {
 
 static int check_var(const vctx_t *c) {
   kir_type_t t = c->f->vars[c->in->var].type;
-  if (c->in->op == KIR_OP_LOAD_VAR) return type_ok(c, kir_type_eq(c->in->type, t), "the slot's type");
+  if (c->in->op == KIR_OP_LOAD_VAR)
+    return type_ok(c, kir_type_eq(c->in->type, t), "the slot's type");
   return nargs(c, 1) ? -1 : arg_is(c, 0, t);
 }
 
@@ -182,8 +189,7 @@ static int check_select(const vctx_t *c) {
 
 static int check_index_space(const vctx_t *c) {
   if (type_ok(c, c->in->type.kind == KIR_I64, "i64")) return -1;
-  if (c->in->lits[0] < 0 || c->in->lits[0] > 2)
-    FAIL("%s dimension must be 0, 1 or 2", opname(c));
+  if (c->in->lits[0] < 0 || c->in->lits[0] > 2) FAIL("%s dimension must be 0, 1 or 2", opname(c));
   return 0;
 }
 
@@ -193,14 +199,17 @@ int kir_verify_inst(const kir_module_t *m, const kir_func_t *f, const kir_inst_t
   kir_kind_t k = in->type.kind;
   int num = kir_is_int(k) || kir_is_float(k), logic = kir_is_int(k) || k == KIR_BOOL;
   switch (in->op) {
-  case KIR_OP_CONST: return type_ok(c, kir_is_scalar(k), "a scalar type");
+  case KIR_OP_CONST:
+    return type_ok(c, kir_is_scalar(k), "a scalar type");
   case KIR_OP_LOAD_VAR:
-  case KIR_OP_STORE_VAR: return check_var(c);
+  case KIR_OP_STORE_VAR:
+    return check_var(c);
   case KIR_OP_CAST:
     if (type_ok(c, kir_is_scalar(k), "a scalar type") || nargs(c, 1)) return -1;
     if (!kir_is_scalar(arg(c, 0).kind)) FAIL("cast needs a scalar operand");
     return 0;
-  case KIR_OP_SELECT: return check_select(c);
+  case KIR_OP_SELECT:
+    return check_select(c);
   case KIR_OP_ADD:
   case KIR_OP_SUB:
   case KIR_OP_MUL:
@@ -208,42 +217,61 @@ int kir_verify_inst(const kir_module_t *m, const kir_func_t *f, const kir_inst_t
   case KIR_OP_MOD:
   case KIR_OP_POW:
   case KIR_OP_MIN:
-  case KIR_OP_MAX: return same_typed(c, 2, num, "an integer or float type");
-  case KIR_OP_DIV: return same_typed(c, 2, kir_is_float(k), "f32 or f64");
+  case KIR_OP_MAX:
+    return same_typed(c, 2, num, "an integer or float type");
+  case KIR_OP_DIV:
+    return same_typed(c, 2, kir_is_float(k), "f32 or f64");
   case KIR_OP_NEG:
-  case KIR_OP_ABS: return same_typed(c, 1, num, "an integer or float type");
+  case KIR_OP_ABS:
+    return same_typed(c, 1, num, "an integer or float type");
   case KIR_OP_AND:
   case KIR_OP_OR:
-  case KIR_OP_XOR: return same_typed(c, 2, logic, "an integer or bool type");
-  case KIR_OP_NOT: return same_typed(c, 1, logic, "an integer or bool type");
+  case KIR_OP_XOR:
+    return same_typed(c, 2, logic, "an integer or bool type");
+  case KIR_OP_NOT:
+    return same_typed(c, 1, logic, "an integer or bool type");
   case KIR_OP_SHL:
-  case KIR_OP_SHR: return same_typed(c, 2, kir_is_int(k), "an integer type");
-  case KIR_OP_CMP: return check_cmp(c);
-  case KIR_OP_MATH: return check_math(c);
+  case KIR_OP_SHR:
+    return same_typed(c, 2, kir_is_int(k), "an integer type");
+  case KIR_OP_CMP:
+    return check_cmp(c);
+  case KIR_OP_MATH:
+    return check_math(c);
   case KIR_OP_ALOAD:
-  case KIR_OP_ASTORE: return check_aload_astore(c);
+  case KIR_OP_ASTORE:
+    return check_aload_astore(c);
   case KIR_OP_DIM:
   case KIR_OP_STRIDE:
-  case KIR_OP_WRAPIDX: return check_dim_stride(c);
-  case KIR_OP_PRIVATE_ARRAY: return check_private_array(c);
+  case KIR_OP_WRAPIDX:
+    return check_dim_stride(c);
+  case KIR_OP_PRIVATE_ARRAY:
+    return check_private_array(c);
   case KIR_OP_ATOMIC_RMW:
-  case KIR_OP_ATOMIC_STORE: return check_atomic(c, 1);
-  case KIR_OP_ATOMIC_CMPXCHG: return check_atomic(c, 2);
-  case KIR_OP_ATOMIC_LOAD: return check_atomic(c, 0);
+  case KIR_OP_ATOMIC_STORE:
+    return check_atomic(c, 1);
+  case KIR_OP_ATOMIC_CMPXCHG:
+    return check_atomic(c, 2);
+  case KIR_OP_ATOMIC_LOAD:
+    return check_atomic(c, 0);
   case KIR_OP_GLOBAL_ID:
   case KIR_OP_GLOBAL_RANGE:
   case KIR_OP_LOCAL_ID:
   case KIR_OP_LOCAL_RANGE:
   case KIR_OP_GROUP_ID:
-  case KIR_OP_GROUP_RANGE: return check_index_space(c);
-  case KIR_OP_CBR: return nargs(c, 1) ? -1 : arg_is(c, 0, scalar(KIR_BOOL));
-  case KIR_OP_RET: return check_ret(c);
-  case KIR_OP_CALL: return check_call(c);
+  case KIR_OP_GROUP_RANGE:
+    return check_index_space(c);
+  case KIR_OP_CBR:
+    return nargs(c, 1) ? -1 : arg_is(c, 0, scalar(KIR_BOOL));
+  case KIR_OP_RET:
+    return check_ret(c);
+  case KIR_OP_CALL:
+    return check_call(c);
   case KIR_OP_FENCE:
   case KIR_OP_BARRIER:
   case KIR_OP_BR:
   case KIR_OP_UNREACHABLE:
-  case KIR_OP_COUNT: return 0;
+  case KIR_OP_COUNT:
+    return 0;
   }
   return 0;
 }

@@ -18,7 +18,9 @@ static void on_fatal(const char *reason) {
   longjmp(*guard_jmp, 1);
 }
 
-static void install(void) { LLVMInstallFatalErrorHandler(on_fatal); }
+static void install(void) {
+  LLVMInstallFatalErrorHandler(on_fatal);
+}
 
 kc_status_t kc_llvm_guarded(kc_status_t (*fn)(void *arg), void *arg, char **err) {
   pthread_once(&install_once, install);

@@ -14,17 +14,25 @@ static const char *const spir64_layout =
 
 LLVMTypeRef kc_scalar_type(kc_lower_t *L, kir_kind_t k) {
   switch (k) {
-  case KIR_VOID: return L->void_t;
-  case KIR_BOOL: return L->i1;
+  case KIR_VOID:
+    return L->void_t;
+  case KIR_BOOL:
+    return L->i1;
   case KIR_I8:
-  case KIR_U8: return L->i8;
+  case KIR_U8:
+    return L->i8;
   case KIR_I16:
-  case KIR_U16: return LLVMInt16TypeInContext(L->ctx);
+  case KIR_U16:
+    return LLVMInt16TypeInContext(L->ctx);
   case KIR_I32:
-  case KIR_U32: return L->i32;
-  case KIR_F32: return L->f32;
-  case KIR_F64: return L->f64;
-  default: return L->i64;
+  case KIR_U32:
+    return L->i32;
+  case KIR_F32:
+    return L->f32;
+  case KIR_F64:
+    return L->f64;
+  default:
+    return L->i64;
   }
 }
 
@@ -39,7 +47,9 @@ unsigned kc_addrspace(kir_space_t s) {
 kc_val_t *kc_arg_val(kc_lower_t *L, const kir_inst_t *in, int k) {
   return &L->vals[in->args[k]];
 }
-LLVMValueRef kc_arg(kc_lower_t *L, const kir_inst_t *in, int k) { return L->vals[in->args[k]].v; }
+LLVMValueRef kc_arg(kc_lower_t *L, const kir_inst_t *in, int k) {
+  return L->vals[in->args[k]].v;
+}
 kir_type_t kc_arg_type(kc_lower_t *L, const kir_inst_t *in, int k) {
   return L->f->values[in->args[k]].type;
 }
@@ -57,8 +67,7 @@ LLVMBasicBlockRef kc_new_block(kc_lower_t *L, const char *name) {
 
 static void add_fn_attr(kc_lower_t *L, LLVMValueRef fn, const char *name) {
   unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                          LLVMCreateEnumAttribute(L->ctx, kind, 0));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(L->ctx, kind, 0));
 }
 
 /* no-builtins keeps LLVM from turning code into libm/libc calls no device can link. Every
@@ -87,40 +96,56 @@ static LLVMValueRef declare_func(kc_lower_t *L, const kir_func_t *f) {
 
 static int lower_inst(kc_lower_t *L, const kir_inst_t *in) {
   switch (in->op) {
-  case KIR_OP_CONST: return kc_lower_const(L, in);
+  case KIR_OP_CONST:
+    return kc_lower_const(L, in);
   case KIR_OP_LOAD_VAR:
-  case KIR_OP_STORE_VAR: return kc_lower_var(L, in);
-  case KIR_OP_CAST: return kc_lower_cast(L, in);
-  case KIR_OP_SELECT: return kc_lower_select(L, in);
+  case KIR_OP_STORE_VAR:
+    return kc_lower_var(L, in);
+  case KIR_OP_CAST:
+    return kc_lower_cast(L, in);
+  case KIR_OP_SELECT:
+    return kc_lower_select(L, in);
   case KIR_OP_NEG:
   case KIR_OP_ABS:
-  case KIR_OP_NOT: return kc_lower_unary(L, in);
-  case KIR_OP_CMP: return kc_lower_cmp(L, in);
-  case KIR_OP_MATH: return kc_lower_math(L, in);
+  case KIR_OP_NOT:
+    return kc_lower_unary(L, in);
+  case KIR_OP_CMP:
+    return kc_lower_cmp(L, in);
+  case KIR_OP_MATH:
+    return kc_lower_math(L, in);
   case KIR_OP_ALOAD:
   case KIR_OP_ASTORE:
   case KIR_OP_DIM:
   case KIR_OP_STRIDE:
-  case KIR_OP_WRAPIDX: return kc_lower_array_op(L, in);
-  case KIR_OP_PRIVATE_ARRAY: return kc_lower_private_array(L, in);
+  case KIR_OP_WRAPIDX:
+    return kc_lower_array_op(L, in);
+  case KIR_OP_PRIVATE_ARRAY:
+    return kc_lower_private_array(L, in);
   case KIR_OP_ATOMIC_RMW:
   case KIR_OP_ATOMIC_CMPXCHG:
   case KIR_OP_ATOMIC_LOAD:
-  case KIR_OP_ATOMIC_STORE: return kc_lower_atomic(L, in);
-  case KIR_OP_FENCE: return kc_lower_fence(L, in);
+  case KIR_OP_ATOMIC_STORE:
+    return kc_lower_atomic(L, in);
+  case KIR_OP_FENCE:
+    return kc_lower_fence(L, in);
   case KIR_OP_GLOBAL_ID:
   case KIR_OP_GLOBAL_RANGE:
   case KIR_OP_LOCAL_ID:
   case KIR_OP_LOCAL_RANGE:
   case KIR_OP_GROUP_ID:
-  case KIR_OP_GROUP_RANGE: return kc_lower_index_space(L, in);
-  case KIR_OP_BARRIER: return kc_lower_barrier(L, in);
+  case KIR_OP_GROUP_RANGE:
+    return kc_lower_index_space(L, in);
+  case KIR_OP_BARRIER:
+    return kc_lower_barrier(L, in);
   case KIR_OP_BR:
   case KIR_OP_CBR:
   case KIR_OP_RET:
-  case KIR_OP_UNREACHABLE: return kc_lower_control(L, in);
-  case KIR_OP_CALL: return kc_lower_call(L, in);
-  default: return kc_lower_binary(L, in);
+  case KIR_OP_UNREACHABLE:
+    return kc_lower_control(L, in);
+  case KIR_OP_CALL:
+    return kc_lower_call(L, in);
+  default:
+    return kc_lower_binary(L, in);
   }
 }
 
@@ -171,8 +196,7 @@ static void add_metadata(kc_lower_t *L) {
   LLVMValueRef ver[2] = {LLVMConstInt(L->i32, 2, 0), LLVMConstInt(L->i32, 0, 0)};
   LLVMAddNamedMetadataOperand(L->mod, "opencl.ocl.version", LLVMMDNodeInContext(L->ctx, ver, 2));
   LLVMValueRef spir[2] = {LLVMConstInt(L->i32, 1, 0), LLVMConstInt(L->i32, 2, 0)};
-  LLVMAddNamedMetadataOperand(L->mod, "opencl.spir.version",
-                              LLVMMDNodeInContext(L->ctx, spir, 2));
+  LLVMAddNamedMetadataOperand(L->mod, "opencl.spir.version", LLVMMDNodeInContext(L->ctx, spir, 2));
 }
 
 static void init_types(kc_lower_t *L) {
@@ -197,7 +221,8 @@ int kc_lower_module(LLVMContextRef ctx, const kir_module_t *m, LLVMModuleRef *ou
   int rc = L.fns ? 0 : -1;
   for (int i = 0; i < m->nfuncs && !rc; i++)
     rc = (L.fns[i] = declare_func(&L, &m->funcs[i])) ? 0 : -1;
-  for (int i = 0; i < m->nfuncs && !rc; i++) rc = lower_func(&L, i);
+  for (int i = 0; i < m->nfuncs && !rc; i++)
+    rc = lower_func(&L, i);
   free(L.fns);
   LLVMDisposeBuilder(L.b);
   if (rc) {

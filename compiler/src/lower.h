@@ -43,10 +43,10 @@ typedef struct kc_lower {
   /* the function being lowered */
   const kir_func_t *f;
   LLVMValueRef fn;
-  kc_val_t *vals;             /* per KIR value */
-  LLVMValueRef *slots;        /* per variable slot: its alloca */
-  LLVMBasicBlockRef *blocks;  /* per KIR block; NULL when unreachable */
-  LLVMBasicBlockRef entry;    /* allocas and parameter unpacking */
+  kc_val_t *vals;            /* per KIR value */
+  LLVMValueRef *slots;       /* per variable slot: its alloca */
+  LLVMBasicBlockRef *blocks; /* per KIR block; NULL when unreachable */
+  LLVMBasicBlockRef entry;   /* allocas and parameter unpacking */
   LLVMTypeRef i1, i8, i32, i64, f32, f64, void_t;
 } kc_lower_t;
 

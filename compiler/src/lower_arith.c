@@ -38,8 +38,8 @@ int kc_lower_cast(kc_lower_t *L, const kir_inst_t *in) {
 }
 
 int kc_lower_select(kc_lower_t *L, const kir_inst_t *in) {
-  kc_set_result(L, in, LLVMBuildSelect(L->b, kc_arg(L, in, 0), kc_arg(L, in, 1),
-                                       kc_arg(L, in, 2), ""));
+  kc_set_result(L, in,
+                LLVMBuildSelect(L->b, kc_arg(L, in, 0), kc_arg(L, in, 1), kc_arg(L, in, 2), ""));
   return 0;
 }
 
@@ -73,31 +73,46 @@ static LLVMValueRef min_max(kc_lower_t *L, kir_kind_t k, int is_min, LLVMValueRe
 static LLVMValueRef float_binary(kc_lower_t *L, kir_op_t op, kir_kind_t k, LLVMValueRef a,
                                  LLVMValueRef b) {
   switch (op) {
-  case KIR_OP_ADD: return LLVMBuildFAdd(L->b, a, b, "");
-  case KIR_OP_SUB: return LLVMBuildFSub(L->b, a, b, "");
-  case KIR_OP_MUL: return LLVMBuildFMul(L->b, a, b, "");
-  case KIR_OP_DIV: return LLVMBuildFDiv(L->b, a, b, "");
+  case KIR_OP_ADD:
+    return LLVMBuildFAdd(L->b, a, b, "");
+  case KIR_OP_SUB:
+    return LLVMBuildFSub(L->b, a, b, "");
+  case KIR_OP_MUL:
+    return LLVMBuildFMul(L->b, a, b, "");
+  case KIR_OP_DIV:
+    return LLVMBuildFDiv(L->b, a, b, "");
   case KIR_OP_POW: {
     LLVMValueRef args[2] = {a, b};
     return kc_ocl_call(L, "pow", k, args, 2);
   }
-  default: return NULL;
+  default:
+    return NULL;
   }
 }
 
 static LLVMValueRef int_binary(kc_lower_t *L, kir_op_t op, kir_kind_t k, LLVMValueRef a,
                                LLVMValueRef b) {
   switch (op) {
-  case KIR_OP_ADD: return LLVMBuildAdd(L->b, a, b, "");
-  case KIR_OP_SUB: return LLVMBuildSub(L->b, a, b, "");
-  case KIR_OP_MUL: return LLVMBuildMul(L->b, a, b, "");
-  case KIR_OP_AND: return LLVMBuildAnd(L->b, a, b, "");
-  case KIR_OP_OR: return LLVMBuildOr(L->b, a, b, "");
-  case KIR_OP_XOR: return LLVMBuildXor(L->b, a, b, "");
-  case KIR_OP_SHL: return shift(L, k, 1, a, b);
-  case KIR_OP_SHR: return shift(L, k, 0, a, b);
-  case KIR_OP_POW: return kc_ipow(L, k, a, b);
-  default: return NULL;
+  case KIR_OP_ADD:
+    return LLVMBuildAdd(L->b, a, b, "");
+  case KIR_OP_SUB:
+    return LLVMBuildSub(L->b, a, b, "");
+  case KIR_OP_MUL:
+    return LLVMBuildMul(L->b, a, b, "");
+  case KIR_OP_AND:
+    return LLVMBuildAnd(L->b, a, b, "");
+  case KIR_OP_OR:
+    return LLVMBuildOr(L->b, a, b, "");
+  case KIR_OP_XOR:
+    return LLVMBuildXor(L->b, a, b, "");
+  case KIR_OP_SHL:
+    return shift(L, k, 1, a, b);
+  case KIR_OP_SHR:
+    return shift(L, k, 0, a, b);
+  case KIR_OP_POW:
+    return kc_ipow(L, k, a, b);
+  default:
+    return NULL;
   }
 }
 

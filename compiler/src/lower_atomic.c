@@ -14,8 +14,7 @@ static unsigned spirv_scope(int s) {
 }
 
 static unsigned order_bits(int order) {
-  static const unsigned map[] = {0, KC_SEM_ACQUIRE, KC_SEM_RELEASE, KC_SEM_ACQ_REL,
-                                 KC_SEM_SEQ_CST};
+  static const unsigned map[] = {0, KC_SEM_ACQUIRE, KC_SEM_RELEASE, KC_SEM_ACQ_REL, KC_SEM_SEQ_CST};
   return map[order];
 }
 
@@ -50,7 +49,8 @@ static LLVMValueRef spirv_atomic(kc_lower_t *L, const atomic_site_t *s, const ch
   else
     snprintf(ptrcode, sizeof ptrcode, "P%s", kc_mangle_code(s->k));
   int n = snprintf(mangled, sizeof mangled, "_Z%zu%s%s", strlen(base), base, ptrcode);
-  for (unsigned i = 0; i < nconst; i++) n += snprintf(mangled + n, sizeof mangled - n, "i");
+  for (unsigned i = 0; i < nconst; i++)
+    n += snprintf(mangled + n, sizeof mangled - n, "i");
   for (unsigned i = 0; i < nvals; i++)
     n += snprintf(mangled + n, sizeof mangled - n, "%s", kc_mangle_code(s->k));
   LLVMTypeRef t = kc_scalar_type(L, s->k), params[8];
@@ -59,7 +59,8 @@ static LLVMValueRef spirv_atomic(kc_lower_t *L, const atomic_site_t *s, const ch
   params[np] = LLVMTypeOf(s->ptr), args[np++] = s->ptr;
   for (unsigned i = 0; i < nconst; i++)
     params[np] = L->i32, args[np++] = LLVMConstInt(L->i32, consts[i], 0);
-  for (unsigned i = 0; i < nvals; i++) params[np] = t, args[np++] = vals[i];
+  for (unsigned i = 0; i < nvals; i++)
+    params[np] = t, args[np++] = vals[i];
   LLVMValueRef fn = kc_declare(L, mangled, returns ? t : L->void_t, params, np, 0);
   return kc_call(L, fn, args, np);
 }
@@ -124,10 +125,14 @@ static LLVMValueRef rmw(kc_lower_t *L, const kir_inst_t *in) {
   if (!kir_is_float(s.k))
     return spirv_atomic(L, &s, int_rmw_name(in->sub, kir_is_signed(s.k)), c, 2, &val, 1, 1);
   switch (in->sub) {
-  case KIR_RMW_SUB: val = LLVMBuildFNeg(L->b, val, ""); /* fall through */
-  case KIR_RMW_ADD: return spirv_atomic(L, &s, "AtomicFAddEXT", c, 2, &val, 1, 1);
-  case KIR_RMW_XCHG: return spirv_atomic(L, &s, "AtomicExchange", c, 2, &val, 1, 1);
-  default: return float_min_max(L, in, s, val);
+  case KIR_RMW_SUB:
+    val = LLVMBuildFNeg(L->b, val, ""); /* fall through */
+  case KIR_RMW_ADD:
+    return spirv_atomic(L, &s, "AtomicFAddEXT", c, 2, &val, 1, 1);
+  case KIR_RMW_XCHG:
+    return spirv_atomic(L, &s, "AtomicExchange", c, 2, &val, 1, 1);
+  default:
+    return float_min_max(L, in, s, val);
   }
 }
 

@@ -24,15 +24,13 @@ LLVMValueRef kc_declare(kc_lower_t *L, const char *name, LLVMTypeRef ret, LLVMTy
 }
 
 LLVMValueRef kc_call(kc_lower_t *L, LLVMValueRef fn, LLVMValueRef *args, unsigned n) {
-  LLVMValueRef call =
-      LLVMBuildCall2(L->b, LLVMGlobalGetValueType(fn), fn, args, n, "");
+  LLVMValueRef call = LLVMBuildCall2(L->b, LLVMGlobalGetValueType(fn), fn, args, n, "");
   LLVMSetInstructionCallConv(call, LLVMGetFunctionCallConv(fn));
   return call;
 }
 
 const char *kc_mangle_code(kir_kind_t k) {
-  static const char *const codes[] = {"v", "b", "c", "s", "i", "l", "h",
-                                      "t", "j", "m", "f", "d"};
+  static const char *const codes[] = {"v", "b", "c", "s", "i", "l", "h", "t", "j", "m", "f", "d"};
   return k <= KIR_F64 ? codes[k] : "l";
 }
 

@@ -6,7 +6,9 @@
 
 int kc_lower_control(kc_lower_t *L, const kir_inst_t *in) {
   switch (in->op) {
-  case KIR_OP_BR: LLVMBuildBr(L->b, L->blocks[in->targets[0]]); break;
+  case KIR_OP_BR:
+    LLVMBuildBr(L->b, L->blocks[in->targets[0]]);
+    break;
   case KIR_OP_CBR:
     LLVMBuildCondBr(L->b, kc_arg(L, in, 0), L->blocks[in->targets[0]], L->blocks[in->targets[1]]);
     break;
@@ -16,7 +18,9 @@ int kc_lower_control(kc_lower_t *L, const kir_inst_t *in) {
     else
       LLVMBuildRetVoid(L->b);
     break;
-  default: LLVMBuildUnreachable(L->b); break;
+  default:
+    LLVMBuildUnreachable(L->b);
+    break;
   }
   return 0;
 }

@@ -12,7 +12,9 @@ static LLVMTypeRef ptr_type(kc_lower_t *L, kir_type_t t) {
 
 /* Kernels: local arrays carry no strides (they are C-contiguous by construction). Device
  * functions: every array carries strides, whatever its space. */
-static int has_stride_args(kir_type_t t, int kernel) { return !kernel || t.space != KIR_LOCAL; }
+static int has_stride_args(kir_type_t t, int kernel) {
+  return !kernel || t.space != KIR_LOCAL;
+}
 
 unsigned kc_param_types(kc_lower_t *L, kir_type_t t, int kernel, LLVMTypeRef *out) {
   if (t.kind != KIR_ARRAY) {
@@ -21,9 +23,11 @@ unsigned kc_param_types(kc_lower_t *L, kir_type_t t, int kernel, LLVMTypeRef *ou
   }
   unsigned n = 0;
   out[n++] = ptr_type(L, t);
-  for (int k = 0; k < t.ndim; k++) out[n++] = L->i64;
+  for (int k = 0; k < t.ndim; k++)
+    out[n++] = L->i64;
   if (has_stride_args(t, kernel))
-    for (int k = 0; k < t.ndim; k++) out[n++] = L->i64;
+    for (int k = 0; k < t.ndim; k++)
+      out[n++] = L->i64;
   return n;
 }
 
@@ -47,7 +51,8 @@ static unsigned unpack_array(kc_lower_t *L, kc_val_t *a, kir_type_t t, const cha
                              unsigned idx) {
   a->v = LLVMGetParam(L->fn, idx++);
   name_param(a->v, name, NULL, 0);
-  for (int k = 0; k < t.ndim; k++) name_param(a->ext[k] = LLVMGetParam(L->fn, idx++), name, "dim", k);
+  for (int k = 0; k < t.ndim; k++)
+    name_param(a->ext[k] = LLVMGetParam(L->fn, idx++), name, "dim", k);
   if (has_stride_args(t, L->f->is_kernel))
     for (int k = 0; k < t.ndim; k++)
       name_param(a->str[k] = LLVMGetParam(L->fn, idx++), name, "stride", k);
@@ -77,8 +82,8 @@ void kc_unpack_params(kc_lower_t *L) {
 
 void kc_create_slots(kc_lower_t *L) {
   for (int i = 0; i < L->f->nvars; i++)
-    L->slots[i] = LLVMBuildAlloca(L->b, kc_scalar_type(L, L->f->vars[i].type.kind),
-                                  L->f->vars[i].name);
+    L->slots[i] =
+        LLVMBuildAlloca(L->b, kc_scalar_type(L, L->f->vars[i].type.kind), L->f->vars[i].name);
 }
 
 int kc_lower_var(kc_lower_t *L, const kir_inst_t *in) {
@@ -115,7 +120,8 @@ LLVMValueRef kc_element_ptr(kc_lower_t *L, const kir_inst_t *in, int first) {
   const kc_val_t *a = kc_arg_val(L, in, 0);
   kir_type_t t = kc_arg_type(L, in, 0);
   LLVMValueRef idx[3] = {NULL, NULL, NULL};
-  for (int k = 0; k < t.ndim; k++) idx[k] = kc_arg(L, in, first + k);
+  for (int k = 0; k < t.ndim; k++)
+    idx[k] = kc_arg(L, in, first + k);
   LLVMValueRef lin = linear_index(L, a, t, idx);
   return LLVMBuildInBoundsGEP2(L->b, kc_mem_type(L, t.elem), a->v, &lin, 1, "");
 }
@@ -139,11 +145,18 @@ int kc_lower_array_op(kc_lower_t *L, const kir_inst_t *in) {
   const kc_val_t *a = kc_arg_val(L, in, 0);
   int d = (int)in->lits[0];
   switch (in->op) {
-  case KIR_OP_ALOAD: return lower_aload(L, in);
-  case KIR_OP_ASTORE: return lower_astore(L, in);
-  case KIR_OP_DIM: kc_set_result(L, in, a->ext[d]); return 0;
-  case KIR_OP_STRIDE: kc_set_result(L, in, a->str[d]); return 0;
-  default: break;
+  case KIR_OP_ALOAD:
+    return lower_aload(L, in);
+  case KIR_OP_ASTORE:
+    return lower_astore(L, in);
+  case KIR_OP_DIM:
+    kc_set_result(L, in, a->ext[d]);
+    return 0;
+  case KIR_OP_STRIDE:
+    kc_set_result(L, in, a->str[d]);
+    return 0;
+  default:
+    break;
   }
   LLVMValueRef i = kc_arg(L, in, 1);
   LLVMValueRef neg = LLVMBuildICmp(L->b, LLVMIntSLT, i, LLVMConstInt(L->i64, 0, 0), "");
@@ -183,7 +196,9 @@ unsigned kc_array_call_args(kc_lower_t *L, const kc_val_t *a, kir_type_t t, LLVM
   (void)L;
   unsigned n = 0;
   out[n++] = a->v;
-  for (int k = 0; k < t.ndim; k++) out[n++] = a->ext[k];
-  for (int k = 0; k < t.ndim; k++) out[n++] = a->str[k];
+  for (int k = 0; k < t.ndim; k++)
+    out[n++] = a->ext[k];
+  for (int k = 0; k < t.ndim; k++)
+    out[n++] = a->str[k];
   return n;
 }

@@ -11,7 +11,9 @@ static spv_context spv_ctx;
 static pthread_once_t spv_once = PTHREAD_ONCE_INIT;
 
 /* One context for the process: it holds only immutable grammar tables. */
-static void create_context(void) { spv_ctx = spvContextCreate(SPV_ENV_OPENCL_2_0); }
+static void create_context(void) {
+  spv_ctx = spvContextCreate(SPV_ENV_OPENCL_2_0);
+}
 
 static kc_status_t check_input(const void *spirv, size_t nbytes, char **err) {
   pthread_once(&spv_once, create_context);
