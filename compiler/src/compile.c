@@ -103,6 +103,7 @@ static kc_status_t run_llvm(void *arg) {
   LLVMModuleRef mod = NULL;
   kc_status_t st = lower_and_check(ctx, j, &mod);
   if (st == KC_OK) st = kc_optimise(mod, j->opt_level, j->err);
+  if (st == KC_OK) st = kc_spirv_prepare(mod, j->err);
   if (st == KC_OK) {
     char *ir = LLVMPrintModuleToString(mod);
     j->prog->llvm_ir = dup_str(ir);

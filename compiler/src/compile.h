@@ -13,6 +13,10 @@ void kc_set_error(char **err, const char *fmt, ...) __attribute__((format(printf
 /* optimise.c: runs the default pipeline of the level (0..3). */
 kc_status_t kc_optimise(LLVMModuleRef mod, int level, char **err);
 
+/* spirv_prepare.c: makes optimised IR safe for the translator (which exits on IR it cannot
+ * express): drops freeze, expands overflow intrinsics, rejects other unknown intrinsics. */
+kc_status_t kc_spirv_prepare(LLVMModuleRef mod, char **err);
+
 /* spirv_emit.c: LLVM module -> validated SPIR-V with no imported functions. */
 kc_status_t kc_emit_spirv(LLVMModuleRef mod, void **spirv, size_t *nbytes, char **err);
 /* KC_ERR_SPIRV when a function has Import linkage (a driver could not link it). */

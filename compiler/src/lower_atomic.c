@@ -80,6 +80,15 @@ static atomic_site_t site_of(kc_lower_t *L, const kir_inst_t *in, int first_inde
   return s;
 }
 
+/* The same site seen as an integer of the element's width (compare-exchange is integer-only). */
+static atomic_site_t int_site(kc_lower_t *L, const atomic_site_t *s) {
+  kir_kind_t ik = s->k == KIR_F32 ? KIR_I32 : KIR_I64;
+  LLVMTypeRef it = kc_scalar_type(L, ik);
+  atomic_site_t is = {LLVMBuildBitCast(L->b, s->ptr, LLVMPointerType(it, s->as), ""), s->as, ik,
+                      s->scope};
+  return is;
+}
+
 static LLVMValueRef cmpxchg(kc_lower_t *L, const atomic_site_t *s, int order, LLVMValueRef expected,
                             LLVMValueRef desired) {
   unsigned st = storage_bits(s->as);
@@ -92,10 +101,8 @@ static LLVMValueRef cmpxchg(kc_lower_t *L, const atomic_site_t *s, int order, LL
  * value already is the result. Returns the old value. */
 static LLVMValueRef float_min_max(kc_lower_t *L, const kir_inst_t *in, atomic_site_t s,
                                   LLVMValueRef val) {
-  kir_kind_t ik = s.k == KIR_F32 ? KIR_I32 : KIR_I64;
-  LLVMTypeRef it = kc_scalar_type(L, ik), ft = kc_scalar_type(L, s.k);
-  atomic_site_t is = {LLVMBuildBitCast(L->b, s.ptr, LLVMPointerType(it, s.as), ""), s.as, ik,
-                      s.scope};
+  atomic_site_t is = int_site(L, &s);
+  LLVMTypeRef it = kc_scalar_type(L, is.k), ft = kc_scalar_type(L, s.k);
   unsigned c[2] = {s.scope, storage_bits(s.as)};
   LLVMValueRef init = spirv_atomic(L, &is, "AtomicLoad", c, 2, NULL, 0, 1);
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), loop = kc_new_block(L, "atomic.loop");
@@ -136,13 +143,23 @@ static LLVMValueRef rmw(kc_lower_t *L, const kir_inst_t *in) {
   }
 }
 
+static LLVMValueRef float_aware_cmpxchg(kc_lower_t *L, const kir_inst_t *in) {
+  atomic_site_t s = site_of(L, in, 3);
+  LLVMValueRef expected = kc_arg(L, in, 1), desired = kc_arg(L, in, 2);
+  if (!kir_is_float(s.k)) return cmpxchg(L, &s, in->order, expected, desired);
+  atomic_site_t is = int_site(L, &s);
+  LLVMTypeRef it = kc_scalar_type(L, is.k);
+  LLVMValueRef found = cmpxchg(L, &is, in->order, LLVMBuildBitCast(L->b, expected, it, ""),
+                               LLVMBuildBitCast(L->b, desired, it, ""));
+  return LLVMBuildBitCast(L->b, found, kc_scalar_type(L, s.k), "");
+}
+
 int kc_lower_atomic(kc_lower_t *L, const kir_inst_t *in) {
   LLVMValueRef r = NULL;
   if (in->op == KIR_OP_ATOMIC_RMW) {
     r = rmw(L, in);
   } else if (in->op == KIR_OP_ATOMIC_CMPXCHG) {
-    atomic_site_t s = site_of(L, in, 3);
-    r = cmpxchg(L, &s, in->order, kc_arg(L, in, 1), kc_arg(L, in, 2));
+    r = float_aware_cmpxchg(L, in);
   } else if (in->op == KIR_OP_ATOMIC_LOAD) {
     atomic_site_t s = site_of(L, in, 1);
     unsigned c[2] = {s.scope, order_bits(read_order(in->order)) | storage_bits(s.as)};
