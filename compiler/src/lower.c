@@ -165,8 +165,8 @@ static int lower_body(kc_lower_t *L) {
   const kir_func_t *f = L->f;
   L->entry = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "entry");
   LLVMPositionBuilderAtEnd(L->b, L->entry);
+  kc_create_slots(L); /* allocas first: SPIR-V wants every OpVariable at the top */
   kc_unpack_params(L);
-  kc_create_slots(L);
   if (create_blocks(L)) return -1;
   LLVMBuildBr(L->b, L->blocks[0]);
   for (int b = 0; b < f->nblocks; b++) {
