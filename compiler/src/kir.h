@@ -65,14 +65,14 @@ int kir_scalar_kind(const char *name);
 #define KIR_OPS(X)                                                                                 \
   X(CONST, "const", "TL")                                                                          \
   X(LOAD_VAR, "load_var", "TV")                                                                    \
-  X(STORE_VAR, "store_var", "Vv") X(CAST, "cast", "Tv") X(SELECT, "select", "Tvvv") X(             \
-      ADD, "add", "Tvv") X(SUB, "sub", "Tvv") X(MUL, "mul", "Tvv") X(DIV, "div", "Tvv")            \
-      X(FLOORDIV, "floordiv", "Tvv") X(MOD, "mod", "Tvv") X(POW, "pow", "Tvv") X(NEG, "neg", "Tv") \
-          X(ABS, "abs", "Tv") X(MIN, "min", "Tvv") X(MAX, "max", "Tvv") X(AND, "and", "Tvv")       \
-              X(OR, "or", "Tvv") X(XOR, "xor", "Tvv") X(NOT, "not", "Tv") X(SHL, "shl", "Tvv")     \
-                  X(SHR, "shr", "Tvv") X(CMP, "cmp", "Tpvv") X(MATH, "math",                       \
-                                                               "Tm*") X(ALOAD, "aload", "Tv*")     \
-                      X(ASTORE, "astore", "vv*") X(DIM, "dim", "Tvd") X(STRIDE, "stride", "Tvd")   \
+  X(STORE_VAR, "store_var", "Vv")                                                                  \
+  X(CAST, "cast", "Tv") X(SELECT, "select", "Tvvv") X(ADD, "add", "Tvv") X(SUB, "sub", "Tvv") X(   \
+      MUL, "mul", "Tvv") X(DIV, "div", "Tvv") X(FLOORDIV, "floordiv", "Tvv") X(MOD, "mod", "Tvv")  \
+      X(POW, "pow", "Tvv") X(NEG, "neg", "Tv") X(ABS, "abs", "Tv") X(MIN, "min", "Tvv")            \
+          X(MAX, "max", "Tvv") X(AND, "and", "Tvv") X(OR, "or", "Tvv") X(XOR, "xor", "Tvv")        \
+              X(NOT, "not", "Tv") X(SHL, "shl", "Tvv") X(SHR, "shr", "Tvv") X(CMP, "cmp", "Tpvv")  \
+                  X(MATH, "math", "Tm*") X(ALOAD, "aload", "Tv*") X(ASTORE, "astore", "vv*")       \
+                      X(DIM, "dim", "Tvd") X(STRIDE, "stride", "Tvd")                              \
                           X(WRAPIDX, "wrapidx", "Tvdv") X(PRIVATE_ARRAY, "private_array", "TfD")   \
                               X(ATOMIC_RMW, "atomic_rmw",                                          \
                                 "ToOSvv*") X(ATOMIC_CMPXCHG, "atomic_cmpxchg",                     \
@@ -135,12 +135,13 @@ typedef enum kir_fill { KIR_FILL_ZERO, KIR_FILL_UNDEF } kir_fill_t;
 #define KIR_MATH_FUNCS(X)                                                                          \
   X(SQRT, "sqrt")                                                                                  \
   X(EXP, "exp")                                                                                    \
-  X(EXPM1, "expm1") X(LOG, "log") X(LOG1P, "log1p") X(LOG2, "log2") X(LOG10, "log10")              \
-      X(SIN, "sin") X(COS, "cos") X(TAN, "tan") X(ASIN, "asin") X(ACOS, "acos") X(ATAN, "atan")    \
-          X(SINH, "sinh") X(COSH, "cosh") X(TANH, "tanh") X(ASINH, "asinh") X(ACOSH, "acosh")      \
-              X(ATANH, "atanh") X(FABS, "fabs") X(FLOOR, "floor") X(CEIL, "ceil")                  \
-                  X(TRUNC, "trunc") X(ERF, "erf") X(ERFC, "erfc") X(ATAN2, "atan2") X(POW, "pow")  \
-                      X(FMOD, "fmod") X(HYPOT, "hypot") X(COPYSIGN, "copysign") X(ISNAN, "isnan")  \
+  X(EXPM1, "expm1")                                                                                \
+  X(LOG, "log") X(LOG1P, "log1p") X(LOG2, "log2") X(LOG10, "log10") X(SIN, "sin") X(COS, "cos")    \
+      X(TAN, "tan") X(ASIN, "asin") X(ACOS, "acos") X(ATAN, "atan") X(SINH, "sinh")                \
+          X(COSH, "cosh") X(TANH, "tanh") X(ASINH, "asinh") X(ACOSH, "acosh") X(ATANH, "atanh")    \
+              X(FABS, "fabs") X(FLOOR, "floor") X(CEIL, "ceil") X(TRUNC, "trunc") X(ERF, "erf")    \
+                  X(ERFC, "erfc") X(ATAN2, "atan2") X(POW, "pow") X(FMOD, "fmod")                  \
+                      X(HYPOT, "hypot") X(COPYSIGN, "copysign") X(ISNAN, "isnan")                  \
                           X(ISINF, "isinf") X(ISFINITE, "isfinite")
 
 typedef enum kir_math {

@@ -178,7 +178,8 @@ int kc_lower_private_array(kc_lower_t *L, const kir_inst_t *in) {
   LLVMTypeRef elem = kc_mem_type(L, t.elem), arr = LLVMArrayType(elem, (unsigned)total);
   LLVMBasicBlockRef here = LLVMGetInsertBlock(L->b);
   LLVMValueRef first = LLVMGetFirstInstruction(L->entry); /* after the other allocas */
-  while (LLVMGetInstructionOpcode(first) == LLVMAlloca) first = LLVMGetNextInstruction(first);
+  while (LLVMGetInstructionOpcode(first) == LLVMAlloca)
+    first = LLVMGetNextInstruction(first);
   LLVMPositionBuilderBefore(L->b, first);
   LLVMValueRef storage = LLVMBuildAlloca(L->b, arr, "private");
   LLVMValueRef zero = LLVMConstInt(L->i64, 0, 0), idx[2] = {zero, zero};
