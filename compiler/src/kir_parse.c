@@ -1,9 +1,12 @@
 /* KIR parser: text -> kir_module_t, line by line (one item per line). It checks only the
  * grammar and resolves names; types and control flow are kir_verify.c's business. Operands
  * follow each op's spec string from kir.h, so adding an op is one table row. */
+#define _GNU_SOURCE /* strtod_l: literals must not depend on the host process's locale */
 #include "kir.h"
 
 #include <errno.h>
+#include <locale.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -175,6 +178,16 @@ static int parse_int_const(parser_t *p, kir_kind_t k, const char *s, int64_t *ou
   return 0;
 }
 
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+static void make_c_locale(void) { c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0); }
+
+/* strtod in the C locale: Python may have set LC_NUMERIC to one with a decimal comma. */
+static double c_strtod(const char *s, char **end) {
+  pthread_once(&c_locale_once, make_c_locale);
+  return c_locale ? strtod_l(s, end, c_locale) : strtod(s, end);
+}
+
 static int parse_const(parser_t *p, kir_inst_t *in, const char *s) {
   kir_kind_t k = in->type.kind;
   if (k == KIR_BOOL) {
@@ -190,7 +203,7 @@ static int parse_const(parser_t *p, kir_inst_t *in, const char *s) {
   if (!strcmp(s, "-inf")) return in->cval.f = -INFINITY, 0;
   if (!strcmp(s, "nan")) return in->cval.f = NAN, 0;
   char *end;
-  in->cval.f = strtod(s, &end);
+  in->cval.f = c_strtod(s, &end);
   if (*s == '\0' || *end) return perr(p, "bad float constant '%s'", s);
   return 0;
 }

@@ -100,10 +100,21 @@ static int resolve_calls(kir_module_t *m, kir_func_t *f, kir_diag_t *d) {
   return 0;
 }
 
+/* Names the lowering gives its own declarations (builtins, helpers): a KIR function with one
+ * of them would be confused with them. */
+static int reserved_name(const char *name) {
+  static const char *const prefixes[] = {"_Z", "llvm.", "kapi.", "__spirv", NULL};
+  for (int i = 0; prefixes[i]; i++)
+    if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return 1;
+  return 0;
+}
+
 static int verify_module(kir_module_t *m, kir_diag_t *d) {
   m->kernel = -1;
   for (int i = 0; i < m->nfuncs; i++) {
     kir_func_t *f = &m->funcs[i];
+    if (reserved_name(f->name))
+      return ferr(d, f, "function names starting with _Z, llvm., kapi. or __spirv are reserved");
     if (find_func(m, f->name) != i) return ferr(d, f, "function defined twice");
     if (f->is_kernel && m->kernel >= 0) return ferr(d, f, "a module holds exactly one kernel");
     if (f->is_kernel) m->kernel = i;

@@ -72,7 +72,7 @@ static void add_fn_attr(kc_lower_t *L, LLVMValueRef fn, const char *name) {
 
 /* no-builtins keeps LLVM from turning code into libm/libc calls no device can link. Every
  * function is convergent, as in OpenCL C, so barriers never move across control flow. */
-static void set_fn_attrs(kc_lower_t *L, LLVMValueRef fn) {
+void kc_set_fn_attrs(kc_lower_t *L, LLVMValueRef fn) {
   add_fn_attr(L, fn, "nounwind");
   add_fn_attr(L, fn, "convergent");
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
@@ -90,7 +90,7 @@ static LLVMValueRef declare_func(kc_lower_t *L, const kir_func_t *f) {
   LLVMValueRef fn = LLVMAddFunction(L->mod, f->name, fty);
   LLVMSetFunctionCallConv(fn, f->is_kernel ? SPIR_KERNEL_CC : SPIR_FUNC_CC);
   if (!f->is_kernel) LLVMSetLinkage(fn, LLVMInternalLinkage);
-  set_fn_attrs(L, fn);
+  kc_set_fn_attrs(L, fn);
   return fn;
 }
 

@@ -59,6 +59,8 @@ LLVMValueRef kc_arg(kc_lower_t *L, const kir_inst_t *in, int k);
 kc_val_t *kc_arg_val(kc_lower_t *L, const kir_inst_t *in, int k);
 kir_type_t kc_arg_type(kc_lower_t *L, const kir_inst_t *in, int k);
 void kc_set_result(kc_lower_t *L, const kir_inst_t *in, LLVMValueRef v);
+/* Attributes of every function we define (nounwind, convergent, no-builtins). */
+void kc_set_fn_attrs(kc_lower_t *L, LLVMValueRef fn);
 /* A new block in the current function, placed after the builder's current block. */
 LLVMBasicBlockRef kc_new_block(kc_lower_t *L, const char *name);
 

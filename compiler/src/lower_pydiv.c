@@ -111,6 +111,7 @@ static LLVMValueRef ipow_helper(kc_lower_t *L, kir_kind_t k) {
   fn = LLVMAddFunction(L->mod, name, LLVMFunctionType(t, params, 2, 0));
   LLVMSetLinkage(fn, LLVMInternalLinkage);
   LLVMSetFunctionCallConv(fn, 75);
+  kc_set_fn_attrs(L, fn);
   LLVMBuilderRef b = LLVMCreateBuilderInContext(L->ctx);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(L->ctx, fn, "entry");
   LLVMPositionBuilderAtEnd(b, entry);
