@@ -49,7 +49,48 @@ def host_ir(llvm_ir):
         call = f"  %r = call {ret} @{libm}({args})\n  ret {ret} %r"
         defs.append(f"define {ret} @{name}({args}) {{\n{call}\n}}")
     ir = re.sub(r"^declare .*@_Z\d+__spirv_ocl_.*$", "", ir, flags=re.M)
+    for m in re.finditer(r"^declare (\w+) @(_Z\d+__spirv_Atomic(\w+?)P\w*)\((.*?)\).*$", ir, re.M):
+        defs.append(host_atomic(*m.groups()))
+    ir = re.sub(r"^declare .*@_Z\d+__spirv_Atomic.*$", "", ir, flags=re.M)
     return ir + "\n" + "\n".join(defs) + "\n"
+
+
+ATOMIC_OPS = {
+    "IAdd": "add",
+    "ISub": "sub",
+    "And": "and",
+    "Or": "or",
+    "Xor": "xor",
+    "FAddEXT": "fadd",
+}
+ATOMIC_PICKS = {"SMin": "slt", "SMax": "sgt", "UMin": "ult", "UMax": "ugt"}
+
+
+def host_atomic(ret, name, op, params):
+    """A single-threaded definition of a __spirv_Atomic* builtin (work-items run one by one)."""
+    ptr = params.split(",")[0].strip()
+    t = ptr.rstrip("*").replace(" addrspace(1)", "").replace(" addrspace(3)", "")
+    ptr = t + "*"
+    head = f"define {ret} @{name}({ptr} %p, i32 %s, i32 %m"
+    old = f"  %old = load {t}, {ptr} %p"
+    if op == "Load":
+        return f"{head}) {{\n{old}\n  ret {t} %old\n}}"
+    if op == "Store":
+        return f"{head}, {t} %v) {{\n  store {t} %v, {ptr} %p\n  ret void\n}}"
+    if op == "CompareExchange":
+        return (
+            f"{head}, i32 %u, {t} %v, {t} %c) {{\n{old}\n  %eq = icmp eq {t} %old, %c\n"
+            f"  %new = select i1 %eq, {t} %v, {t} %old\n"
+            f"  store {t} %new, {ptr} %p\n  ret {t} %old\n}}"
+        )
+    if op == "Exchange":
+        new = f"  %new = add {t} %v, 0" if t.startswith("i") else f"  %new = fadd {t} %v, 0.0"
+    elif op in ATOMIC_PICKS:
+        pick = f"  %lt = icmp {ATOMIC_PICKS[op]} {t} %old, %v\n"
+        new = pick + f"  %new = select i1 %lt, {t} %old, {t} %v"
+    else:
+        new = f"  %new = {ATOMIC_OPS[op]} {t} %old, %v"
+    return f"{head}, {t} %v) {{\n{old}\n{new}\n  store {t} %new, {ptr} %p\n  ret {t} %old\n}}"
 
 
 def llvm_const(t, v):
@@ -256,3 +297,37 @@ def test_cast_semantics():
             int(a != 0),
         ]
         assert row == want, (a, row)
+
+
+def test_atomics_semantics():
+    """Float min/max (compare-exchange loops), float add/sub (FAddEXT), integer min and
+    compare-exchange: every work-item updates one shared element; old values come back."""
+    xs = [3.5, -1.25, 8.0, 0.5, -7.0]
+    kir = (
+        "kir 1\n"
+        "kernel @k(%x: array(f64,1,C,global), %o: array(f64,2,C,global)) -> void "
+        'file "a.py" line 1 {\n'
+        "^entry:\n  %g = global_id i64 0  #2\n  %v = aload f64 %x %g  #3\n"
+        "  %z = const i64 0  #4\n  %c1 = const i64 1  #4\n  %c2 = const i64 2  #4\n"
+        "  %c3 = const i64 3  #4\n  %c4 = const i64 4  #4\n"
+        "  %a = atomic_rmw f64 min relaxed device %o %v %z %z  #5\n"
+        "  %b = atomic_rmw f64 max seq_cst device %o %v %z %c1  #6\n"
+        "  %c = atomic_rmw f64 add relaxed device %o %v %z %c2  #7\n"
+        "  %d = atomic_rmw f64 sub acq_rel work_group %o %v %z %c3  #8\n"
+        "  %e = atomic_cmpxchg f64 seq_cst device %o %a %v %z %c4  #9\n"
+        "  astore %o %a %c1 %g  #10\n  ret  #10\n}\n"
+    )
+    n = len(xs)
+    # out is [n, n] here: row 0 holds the shared cells, row 1 the old values of the min
+    rows = run(kir, "k", [("f64", xs)], "f64", n)
+    shared = rows[0]
+    assert shared[0] == min(xs) and shared[1] == max(xs)
+    assert shared[2] == sum(xs) and shared[3] == -sum(xs)
+    # cmpxchg stores x[g] when the cell equals the old min: only g = 0 sees 0.0 == 0.0
+    assert shared[4] == xs[0]
+    olds = rows[1]
+    running, want = 0.0, []
+    for v in xs:
+        want.append(running)
+        running = min(running, v)
+    assert olds == want
