@@ -12,7 +12,7 @@
 #include <llvm-c/ErrorHandling.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include "spirv_check.h"
+#include "kapi/compiler.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +67,7 @@ static kc_status_t validate(const void *spirv, size_t nbytes, char **log) {
                      nbytes);
     return KC_ERR_SPIRV;
   }
-  kc_status_t st = kc_spirv_validate_universal(spirv, nbytes, log);
+  kc_status_t st = kc_spirv_validate(spirv, nbytes, log);
   if (st != KC_OK) return st;
   uint32_t *w = malloc(nbytes);
   if (!w) return KC_ERR_OUT_OF_MEMORY;
