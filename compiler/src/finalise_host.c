@@ -145,12 +145,12 @@ typedef struct {
 static kc_status_t lower(work_t *w, char **log) {
   LLVMModuleRef m = w->m;
   kc_hf_jit_prepare(w->jit, m);
-  to_c_calling_convention(m);
   if (!kc_hf_lower_math(m, log) || !kc_hf_lower_atomics(m, log)) return KC_ERR_UNSUPPORTED;
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
   if (!kc_hf_layout_locals(m, td, &w->locals, log)) return KC_ERR_UNSUPPORTED;
   if (!kc_hf_collect_kernels(m, td, &w->ks, &w->n, log)) return KC_ERR_UNSUPPORTED;
   if (!kc_hf_make_entries(m, w->ks, w->n, &w->locals, log)) return KC_ERR_OUT_OF_MEMORY;
+  to_c_calling_convention(m); /* after kernels were found by their SPIR_KERNEL convention */
   if (!verify(m, "after entry generation", log)) return KC_ERR_LLVM;
   if (!kc_hf_jit_passes(w->jit, m, "always-inline,globaldce", log)) return KC_ERR_LLVM;
   if (!check_inlined(m, w->ks, w->n, log)) return KC_ERR_UNSUPPORTED;
