@@ -120,6 +120,21 @@ static LLVMValueRef libm_decl(LLVMModuleRef m, const char *dname, LLVMTypeRef re
   return LLVMAddFunction(m, name, fty);
 }
 
+/* glibc's double cbrt can be 4 ulp off, OpenCL allows 2: compute it in x87 long double
+ * (cbrtl) and round once, which is within 0.5 ulp plus a negligible error. */
+static int wide_for_double(const char *dname) { return !strcmp(dname, "cbrt"); }
+
+static LLVMValueRef call_wide(LLVMModuleRef m, LLVMBuilderRef b, const char *dname,
+                              LLVMValueRef x) {
+  LLVMTypeRef f80 = LLVMX86FP80TypeInContext(LLVMGetModuleContext(m));
+  char name[64];
+  snprintf(name, sizeof name, "%sl", dname);
+  LLVMValueRef fn = LLVMGetNamedFunction(m, name);
+  if (!fn) fn = LLVMAddFunction(m, name, LLVMFunctionType(f80, &f80, 1, 0));
+  LLVMValueRef wx = LLVMBuildFPExt(b, x, f80, "");
+  return LLVMBuildFPTrunc(b, kc_hf_call(b, fn, &wx, 1), LLVMTypeOf(x), "");
+}
+
 /* A libm call per vector lane; pointer operands are per-lane pointers into the vector. */
 static LLVMValueRef by_libm(LLVMModuleRef m, LLVMBuilderRef b, const char *dname,
                             LLVMValueRef *a, unsigned n, LLVMTypeRef ret) {
@@ -136,6 +151,7 @@ static LLVMValueRef by_libm(LLVMModuleRef m, LLVMBuilderRef b, const char *dname
   if (k0 != LLVMFloatTypeKind && k0 != LLVMDoubleTypeKind) return NULL;
   LLVMValueRef fn = libm_decl(m, dname, scalar_of(ret), ps, n);
   if (!fn) return NULL;
+  int wide = k0 == LLVMDoubleTypeKind && n == 1 && wide_for_double(dname);
   LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(ret));
   LLVMValueRef out = vec ? LLVMGetUndef(ret) : NULL;
   for (unsigned l = 0; l < lanes; l++) {
@@ -150,7 +166,7 @@ static LLVMValueRef by_libm(LLVMModuleRef m, LLVMBuilderRef b, const char *dname
         args[i] = vec ? LLVMBuildExtractElement(b, a[i], idx, "") : a[i];
       }
     }
-    LLVMValueRef r = kc_hf_call(b, fn, args, n);
+    LLVMValueRef r = wide ? call_wide(m, b, dname, args[0]) : kc_hf_call(b, fn, args, n);
     out = vec ? LLVMBuildInsertElement(b, out, r, idx, "") : r;
   }
   return out;
