@@ -114,10 +114,12 @@ static int check_inlined(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n, 
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
     if (LLVMIsDeclaration(f)) continue;
     int entry = 0;
-    for (uint32_t i = 0; i < n && !entry; i++) entry = f == ks[i].run || f == ks[i].body;
+    for (uint32_t i = 0; i < n && !entry; i++)
+      entry = f == ks[i].run || f == ks[i].body;
     if (!entry) {
       *log = kc_hf_msg("function %s cannot be inlined into its kernel (recursion is not "
-                       "supported)", LLVMGetValueName(f));
+                       "supported)",
+                       LLVMGetValueName(f));
       return 0;
     }
   }
@@ -188,8 +190,7 @@ static kc_status_t publish(work_t *w, kc_host_module_t *mod, char **log) {
   return KC_OK;
 }
 
-static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *mod,
-                            char **log) {
+static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *mod, char **log) {
   kc_status_t st = validate(spirv, nbytes, log);
   if (st != KC_OK) return st;
   if (!kc_hf_jit_create(&mod->jit, log)) return KC_ERR_TARGET;
@@ -218,8 +219,7 @@ static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *
   return st;
 }
 
-kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out,
-                             char **log) {
+kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out, char **log) {
   char *volatile msg = NULL;
   if (log) *log = NULL;
   if (!spirv || !out) {
@@ -249,8 +249,10 @@ kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t 
   } else {
     *out = mod;
   }
-  if (log) *log = msg;
-  else free(msg);
+  if (log)
+    *log = msg;
+  else
+    free(msg);
   return st;
 }
 
@@ -266,7 +268,9 @@ void kc_host_module_destroy(kc_host_module_t *mod) {
   free(mod);
 }
 
-uint32_t kc_host_module_kernel_count(const kc_host_module_t *mod) { return mod ? mod->count : 0; }
+uint32_t kc_host_module_kernel_count(const kc_host_module_t *mod) {
+  return mod ? mod->count : 0;
+}
 
 const kc_host_kernel_t *kc_host_module_kernel(const kc_host_module_t *mod, uint32_t i) {
   return mod && i < mod->count ? &mod->kernels[i] : NULL;
@@ -278,4 +282,6 @@ const kc_host_kernel_t *kc_host_module_find(const kc_host_module_t *mod, const c
   return NULL;
 }
 
-const char *kc_host_module_llvm_ir(const kc_host_module_t *mod) { return mod ? mod->ir : NULL; }
+const char *kc_host_module_llvm_ir(const kc_host_module_t *mod) {
+  return mod ? mod->ir : NULL;
+}

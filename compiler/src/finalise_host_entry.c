@@ -27,17 +27,19 @@ static int is_byval(LLVMValueRef f, unsigned i) {
 static void read_reqd(LLVMValueRef f, uint32_t reqd[3]) {
   size_t n = 0;
   LLVMValueMetadataEntry *md = LLVMGlobalCopyAllMetadata(f, &n);
-  unsigned want = LLVMGetMDKindIDInContext(LLVMGetTypeContext(LLVMTypeOf(f)),
-                                           "reqd_work_group_size", 20);
+  unsigned want =
+      LLVMGetMDKindIDInContext(LLVMGetTypeContext(LLVMTypeOf(f)), "reqd_work_group_size", 20);
   for (size_t i = 0; i < n; i++) {
     if (LLVMValueMetadataEntriesGetKind(md, (unsigned)i) != want) continue;
     LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(f));
-    LLVMValueRef node = LLVMMetadataAsValue(c, LLVMValueMetadataEntriesGetMetadata(md, (unsigned)i));
+    LLVMValueRef node =
+        LLVMMetadataAsValue(c, LLVMValueMetadataEntriesGetMetadata(md, (unsigned)i));
     if (LLVMGetMDNodeNumOperands(node) != 3) continue;
     LLVMValueRef ops[3];
     LLVMGetMDNodeOperands(node, ops);
     for (int d = 0; d < 3; d++)
-      if (ops[d] && LLVMIsAConstantInt(ops[d])) reqd[d] = (uint32_t)LLVMConstIntGetZExtValue(ops[d]);
+      if (ops[d] && LLVMIsAConstantInt(ops[d]))
+        reqd[d] = (uint32_t)LLVMConstIntGetZExtValue(ops[d]);
   }
   if (md) LLVMDisposeValueMetadataEntries(md);
 }
@@ -77,7 +79,8 @@ static void mark_barrier_users(LLVMModuleRef m, LLVMValueRef *fns, char *marked,
           if (!LLVMIsACallInst(in)) continue;
           LLVMValueRef callee = LLVMGetCalledValue(in);
           int hit = kc_hf_kernel_calls_barrier(in);
-          for (size_t j = 0; j < nf && !hit; j++) hit = marked[j] && fns[j] == callee;
+          for (size_t j = 0; j < nf && !hit; j++)
+            hit = marked[j] && fns[j] == callee;
           if (hit) {
             marked[i] = 1;
             changed = 1;
@@ -92,7 +95,8 @@ static void mark_barrier_users(LLVMModuleRef m, LLVMValueRef *fns, char *marked,
 int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t **out,
                           uint32_t *count, char **log) {
   size_t nf = 0;
-  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) nf++;
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    nf++;
   LLVMValueRef *fns = calloc(nf + 1, sizeof *fns);
   char *marked = calloc(nf + 1, 1);
   kc_hf_kernel_t *ks = calloc(nf + 1, sizeof *ks);
@@ -101,7 +105,8 @@ int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t 
     return *log = kc_hf_msg("out of memory"), 0;
   }
   nf = 0;
-  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) fns[nf++] = f;
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    fns[nf++] = f;
   mark_barrier_users(m, fns, marked, nf);
   uint32_t n = 0;
   int ok = 1;
@@ -309,7 +314,8 @@ static void internalise(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
     if (LLVMIsDeclaration(f)) continue;
     int entry = 0;
-    for (uint32_t i = 0; i < n && !entry; i++) entry = f == ks[i].run || f == ks[i].body;
+    for (uint32_t i = 0; i < n && !entry; i++)
+      entry = f == ks[i].run || f == ks[i].body;
     if (entry) continue;
     LLVMSetLinkage(f, LLVMInternalLinkage);
     LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, attr_kind("noinline"));

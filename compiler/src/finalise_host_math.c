@@ -12,61 +12,110 @@
 typedef enum { M_INTRIN, M_LIBM, M_IR } how_t;
 
 typedef struct {
-  const char *ocl;  /* after `__spirv_ocl_` */
+  const char *ocl; /* after `__spirv_ocl_` */
   how_t how;
   const char *what; /* intrinsic name, libm double name, or formula tag */
 } math_t;
 
 static const math_t MATH[] = {
-    {"sqrt", M_INTRIN, "llvm.sqrt"},        {"native_sqrt", M_INTRIN, "llvm.sqrt"},
-    {"half_sqrt", M_INTRIN, "llvm.sqrt"},   {"fabs", M_INTRIN, "llvm.fabs"},
-    {"floor", M_INTRIN, "llvm.floor"},      {"ceil", M_INTRIN, "llvm.ceil"},
-    {"trunc", M_INTRIN, "llvm.trunc"},      {"rint", M_INTRIN, "llvm.rint"},
-    {"round", M_INTRIN, "llvm.round"},      {"copysign", M_INTRIN, "llvm.copysign"},
-    {"fma", M_INTRIN, "llvm.fma"},          {"mad", M_INTRIN, "llvm.fmuladd"},
-    {"fmin", M_INTRIN, "llvm.minnum"},      {"fmax", M_INTRIN, "llvm.maxnum"},
-    {"fmin_common", M_INTRIN, "llvm.minnum"}, {"fmax_common", M_INTRIN, "llvm.maxnum"},
-    {"sin", M_INTRIN, "llvm.sin"},          {"cos", M_INTRIN, "llvm.cos"},
-    {"exp", M_INTRIN, "llvm.exp"},          {"exp2", M_INTRIN, "llvm.exp2"},
-    {"log", M_INTRIN, "llvm.log"},          {"log2", M_INTRIN, "llvm.log2"},
-    {"log10", M_INTRIN, "llvm.log10"},      {"pow", M_INTRIN, "llvm.pow"},
-    {"powr", M_INTRIN, "llvm.pow"},         {"native_sin", M_INTRIN, "llvm.sin"},
-    {"native_cos", M_INTRIN, "llvm.cos"},   {"native_exp", M_INTRIN, "llvm.exp"},
-    {"native_exp2", M_INTRIN, "llvm.exp2"}, {"native_log", M_INTRIN, "llvm.log"},
-    {"native_log2", M_INTRIN, "llvm.log2"}, {"native_log10", M_INTRIN, "llvm.log10"},
-    {"native_powr", M_INTRIN, "llvm.pow"},  {"half_sin", M_INTRIN, "llvm.sin"},
-    {"half_cos", M_INTRIN, "llvm.cos"},     {"half_exp", M_INTRIN, "llvm.exp"},
-    {"half_log", M_INTRIN, "llvm.log"},     {"half_powr", M_INTRIN, "llvm.pow"},
-    {"clz", M_INTRIN, "llvm.ctlz"},         {"ctz", M_INTRIN, "llvm.cttz"},
-    {"popcount", M_INTRIN, "llvm.ctpop"},   {"s_abs", M_INTRIN, "llvm.abs"},
-    {"tan", M_LIBM, "tan"},                 {"native_tan", M_LIBM, "tan"},
-    {"asin", M_LIBM, "asin"},               {"acos", M_LIBM, "acos"},
-    {"atan", M_LIBM, "atan"},               {"atan2", M_LIBM, "atan2"},
-    {"sinh", M_LIBM, "sinh"},               {"cosh", M_LIBM, "cosh"},
-    {"tanh", M_LIBM, "tanh"},               {"asinh", M_LIBM, "asinh"},
-    {"acosh", M_LIBM, "acosh"},             {"atanh", M_LIBM, "atanh"},
-    {"exp10", M_LIBM, "exp10"},             {"native_exp10", M_LIBM, "exp10"},
-    {"expm1", M_LIBM, "expm1"},             {"log1p", M_LIBM, "log1p"},
-    {"cbrt", M_LIBM, "cbrt"},               {"erf", M_LIBM, "erf"},
-    {"erfc", M_LIBM, "erfc"},               {"tgamma", M_LIBM, "tgamma"},
-    {"lgamma", M_LIBM, "lgamma"},           {"lgamma_r", M_LIBM, "lgamma_r"},
-    {"hypot", M_LIBM, "hypot"},             {"fmod", M_LIBM, "fmod"},
-    {"remainder", M_LIBM, "remainder"},     {"remquo", M_LIBM, "remquo"},
-    {"fdim", M_LIBM, "fdim"},               {"logb", M_LIBM, "logb"},
-    {"nextafter", M_LIBM, "nextafter"},     {"ldexp", M_LIBM, "ldexp"},
-    {"frexp", M_LIBM, "frexp"},             {"modf", M_LIBM, "modf"},
-    {"ilogb", M_LIBM, "ilogb"},             {"rsqrt", M_IR, "rsqrt"},
-    {"native_rsqrt", M_IR, "rsqrt"},        {"half_rsqrt", M_IR, "rsqrt"},
-    {"native_recip", M_IR, "recip"},        {"half_recip", M_IR, "recip"},
-    {"native_divide", M_IR, "divide"},      {"half_divide", M_IR, "divide"},
-    {"fclamp", M_IR, "fclamp"},             {"s_min", M_IR, "s_min"},
-    {"s_max", M_IR, "s_max"},               {"u_min", M_IR, "u_min"},
-    {"u_max", M_IR, "u_max"},               {"s_clamp", M_IR, "s_clamp"},
-    {"u_clamp", M_IR, "u_clamp"},           {"u_abs", M_IR, "u_abs"},
-    {"mix", M_IR, "mix"},                   {"step", M_IR, "step"},
-    {"degrees", M_IR, "degrees"},           {"radians", M_IR, "radians"},
-    {"sign", M_IR, "sign"},                 {"pown", M_IR, "pown"},
-    {"sincos", M_IR, "sincos"},             {"fract", M_IR, "fract"},
+    {"sqrt", M_INTRIN, "llvm.sqrt"},
+    {"native_sqrt", M_INTRIN, "llvm.sqrt"},
+    {"half_sqrt", M_INTRIN, "llvm.sqrt"},
+    {"fabs", M_INTRIN, "llvm.fabs"},
+    {"floor", M_INTRIN, "llvm.floor"},
+    {"ceil", M_INTRIN, "llvm.ceil"},
+    {"trunc", M_INTRIN, "llvm.trunc"},
+    {"rint", M_INTRIN, "llvm.rint"},
+    {"round", M_INTRIN, "llvm.round"},
+    {"copysign", M_INTRIN, "llvm.copysign"},
+    {"fma", M_INTRIN, "llvm.fma"},
+    {"mad", M_INTRIN, "llvm.fmuladd"},
+    {"fmin", M_INTRIN, "llvm.minnum"},
+    {"fmax", M_INTRIN, "llvm.maxnum"},
+    {"fmin_common", M_INTRIN, "llvm.minnum"},
+    {"fmax_common", M_INTRIN, "llvm.maxnum"},
+    {"sin", M_INTRIN, "llvm.sin"},
+    {"cos", M_INTRIN, "llvm.cos"},
+    {"exp", M_INTRIN, "llvm.exp"},
+    {"exp2", M_INTRIN, "llvm.exp2"},
+    {"log", M_INTRIN, "llvm.log"},
+    {"log2", M_INTRIN, "llvm.log2"},
+    {"log10", M_INTRIN, "llvm.log10"},
+    {"pow", M_INTRIN, "llvm.pow"},
+    {"powr", M_INTRIN, "llvm.pow"},
+    {"native_sin", M_INTRIN, "llvm.sin"},
+    {"native_cos", M_INTRIN, "llvm.cos"},
+    {"native_exp", M_INTRIN, "llvm.exp"},
+    {"native_exp2", M_INTRIN, "llvm.exp2"},
+    {"native_log", M_INTRIN, "llvm.log"},
+    {"native_log2", M_INTRIN, "llvm.log2"},
+    {"native_log10", M_INTRIN, "llvm.log10"},
+    {"native_powr", M_INTRIN, "llvm.pow"},
+    {"half_sin", M_INTRIN, "llvm.sin"},
+    {"half_cos", M_INTRIN, "llvm.cos"},
+    {"half_exp", M_INTRIN, "llvm.exp"},
+    {"half_log", M_INTRIN, "llvm.log"},
+    {"half_powr", M_INTRIN, "llvm.pow"},
+    {"clz", M_INTRIN, "llvm.ctlz"},
+    {"ctz", M_INTRIN, "llvm.cttz"},
+    {"popcount", M_INTRIN, "llvm.ctpop"},
+    {"s_abs", M_INTRIN, "llvm.abs"},
+    {"tan", M_LIBM, "tan"},
+    {"native_tan", M_LIBM, "tan"},
+    {"asin", M_LIBM, "asin"},
+    {"acos", M_LIBM, "acos"},
+    {"atan", M_LIBM, "atan"},
+    {"atan2", M_LIBM, "atan2"},
+    {"sinh", M_LIBM, "sinh"},
+    {"cosh", M_LIBM, "cosh"},
+    {"tanh", M_LIBM, "tanh"},
+    {"asinh", M_LIBM, "asinh"},
+    {"acosh", M_LIBM, "acosh"},
+    {"atanh", M_LIBM, "atanh"},
+    {"exp10", M_LIBM, "exp10"},
+    {"native_exp10", M_LIBM, "exp10"},
+    {"expm1", M_LIBM, "expm1"},
+    {"log1p", M_LIBM, "log1p"},
+    {"cbrt", M_LIBM, "cbrt"},
+    {"erf", M_LIBM, "erf"},
+    {"erfc", M_LIBM, "erfc"},
+    {"tgamma", M_LIBM, "tgamma"},
+    {"lgamma", M_LIBM, "lgamma"},
+    {"lgamma_r", M_LIBM, "lgamma_r"},
+    {"hypot", M_LIBM, "hypot"},
+    {"fmod", M_LIBM, "fmod"},
+    {"remainder", M_LIBM, "remainder"},
+    {"remquo", M_LIBM, "remquo"},
+    {"fdim", M_LIBM, "fdim"},
+    {"logb", M_LIBM, "logb"},
+    {"nextafter", M_LIBM, "nextafter"},
+    {"ldexp", M_LIBM, "ldexp"},
+    {"frexp", M_LIBM, "frexp"},
+    {"modf", M_LIBM, "modf"},
+    {"ilogb", M_LIBM, "ilogb"},
+    {"rsqrt", M_IR, "rsqrt"},
+    {"native_rsqrt", M_IR, "rsqrt"},
+    {"half_rsqrt", M_IR, "rsqrt"},
+    {"native_recip", M_IR, "recip"},
+    {"half_recip", M_IR, "recip"},
+    {"native_divide", M_IR, "divide"},
+    {"half_divide", M_IR, "divide"},
+    {"fclamp", M_IR, "fclamp"},
+    {"s_min", M_IR, "s_min"},
+    {"s_max", M_IR, "s_max"},
+    {"u_min", M_IR, "u_min"},
+    {"u_max", M_IR, "u_max"},
+    {"s_clamp", M_IR, "s_clamp"},
+    {"u_clamp", M_IR, "u_clamp"},
+    {"u_abs", M_IR, "u_abs"},
+    {"mix", M_IR, "mix"},
+    {"step", M_IR, "step"},
+    {"degrees", M_IR, "degrees"},
+    {"radians", M_IR, "radians"},
+    {"sign", M_IR, "sign"},
+    {"pown", M_IR, "pown"},
+    {"sincos", M_IR, "sincos"},
+    {"fract", M_IR, "fract"},
 };
 
 static const math_t *lookup(const char *ocl) {
@@ -83,7 +132,8 @@ static LLVMValueRef splat(LLVMTypeRef ty, LLVMValueRef scalar) {
   if (LLVMGetTypeKind(ty) != LLVMVectorTypeKind) return scalar;
   unsigned n = LLVMGetVectorSize(ty);
   LLVMValueRef e[16];
-  for (unsigned i = 0; i < n && i < 16; i++) e[i] = scalar;
+  for (unsigned i = 0; i < n && i < 16; i++)
+    e[i] = scalar;
   return LLVMConstVector(e, n);
 }
 
@@ -97,7 +147,8 @@ static LLVMValueRef by_intrinsic(LLVMModuleRef m, LLVMBuilderRef b, const char *
   LLVMTypeRef ty = ret;
   LLVMValueRef args[4];
   unsigned na = n;
-  for (unsigned i = 0; i < n; i++) args[i] = a[i];
+  for (unsigned i = 0; i < n; i++)
+    args[i] = a[i];
   LLVMContextRef c = LLVMGetTypeContext(ret);
   if (!strcmp(name, "llvm.ctlz") || !strcmp(name, "llvm.cttz") || !strcmp(name, "llvm.abs"))
     args[na++] = LLVMConstInt(LLVMInt1TypeInContext(c), 0, 0);
@@ -122,7 +173,9 @@ static LLVMValueRef libm_decl(LLVMModuleRef m, const char *dname, LLVMTypeRef re
 
 /* glibc's double cbrt can be 4 ulp off, OpenCL allows 2: compute it in x87 long double
  * (cbrtl) and round once, which is within 0.5 ulp plus a negligible error. */
-static int wide_for_double(const char *dname) { return !strcmp(dname, "cbrt"); }
+static int wide_for_double(const char *dname) {
+  return !strcmp(dname, "cbrt");
+}
 
 static LLVMValueRef call_wide(LLVMModuleRef m, LLVMBuilderRef b, const char *dname,
                               LLVMValueRef x) {
@@ -136,8 +189,8 @@ static LLVMValueRef call_wide(LLVMModuleRef m, LLVMBuilderRef b, const char *dna
 }
 
 /* A libm call per vector lane; pointer operands are per-lane pointers into the vector. */
-static LLVMValueRef by_libm(LLVMModuleRef m, LLVMBuilderRef b, const char *dname,
-                            LLVMValueRef *a, unsigned n, LLVMTypeRef ret) {
+static LLVMValueRef by_libm(LLVMModuleRef m, LLVMBuilderRef b, const char *dname, LLVMValueRef *a,
+                            unsigned n, LLVMTypeRef ret) {
   int vec = LLVMGetTypeKind(ret) == LLVMVectorTypeKind;
   unsigned lanes = vec ? LLVMGetVectorSize(ret) : 1;
   LLVMTypeRef ps[4], pe[4];
@@ -224,12 +277,18 @@ static LLVMValueRef by_ir(LLVMModuleRef m, LLVMBuilderRef b, const char *w, LLVM
   }
   if (!strcmp(w, "sincos")) {
     LLVMValueRef c = by_intrinsic(m, b, "llvm.cos", a, 1, ty);
-    LLVMBuildStore(b, c, LLVMBuildPointerCast(b, a[1], LLVMPointerType(ty, LLVMGetPointerAddressSpace(LLVMTypeOf(a[1]))), ""));
+    LLVMBuildStore(
+        b, c,
+        LLVMBuildPointerCast(
+            b, a[1], LLVMPointerType(ty, LLVMGetPointerAddressSpace(LLVMTypeOf(a[1]))), ""));
     return by_intrinsic(m, b, "llvm.sin", a, 1, ty);
   }
   if (!strcmp(w, "fract")) {
     LLVMValueRef fl = by_intrinsic(m, b, "llvm.floor", a, 1, ty);
-    LLVMBuildStore(b, fl, LLVMBuildPointerCast(b, a[1], LLVMPointerType(ty, LLVMGetPointerAddressSpace(LLVMTypeOf(a[1]))), ""));
+    LLVMBuildStore(
+        b, fl,
+        LLVMBuildPointerCast(
+            b, a[1], LLVMPointerType(ty, LLVMGetPointerAddressSpace(LLVMTypeOf(a[1]))), ""));
     int is_f = LLVMGetTypeKind(scalar_of(ty)) == LLVMFloatTypeKind;
     LLVMValueRef args[2] = {LLVMBuildFSub(b, a[0], fl, ""),
                             fconst(ty, is_f ? 0x1.fffffep-1 : 0x1.fffffffffffffp-1)};
@@ -248,12 +307,14 @@ static LLVMValueRef vload_store(LLVMBuilderRef b, const char *op, LLVMValueRef *
   unsigned as = LLVMGetPointerAddressSpace(LLVMTypeOf(p));
   LLVMTypeRef ety = LLVMGetElementType(vty);
   LLVMValueRef ep = LLVMBuildPointerCast(b, p, LLVMPointerType(ety, as), "");
-  LLVMValueRef idx = LLVMBuildMul(b, off, LLVMConstInt(LLVMTypeOf(off), LLVMGetVectorSize(vty), 0), "");
+  LLVMValueRef idx =
+      LLVMBuildMul(b, off, LLVMConstInt(LLVMTypeOf(off), LLVMGetVectorSize(vty), 0), "");
   ep = LLVMBuildGEP2(b, ety, ep, &idx, 1, "");
   LLVMValueRef vp = LLVMBuildPointerCast(b, ep, LLVMPointerType(vty, as), "");
   LLVMValueRef x = load ? LLVMBuildLoad2(b, vty, vp, "") : LLVMBuildStore(b, a[0], vp);
-  unsigned esz = LLVMGetTypeKind(ety) == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(ety) / 8
-                 : LLVMGetTypeKind(ety) == LLVMDoubleTypeKind ? 8 : 4;
+  unsigned esz = LLVMGetTypeKind(ety) == LLVMIntegerTypeKind  ? LLVMGetIntTypeWidth(ety) / 8
+                 : LLVMGetTypeKind(ety) == LLVMDoubleTypeKind ? 8
+                                                              : 4;
   LLVMSetAlignment(x, esz);
   return x;
 }
@@ -264,9 +325,12 @@ static LLVMValueRef lower_one(LLVMModuleRef m, LLVMBuilderRef b, const char *op,
   const math_t *e = lookup(op);
   if (!e) return NULL;
   switch (e->how) {
-  case M_INTRIN: return by_intrinsic(m, b, e->what, a, n, ret);
-  case M_LIBM: return by_libm(m, b, e->what, a, n, ret);
-  case M_IR: return by_ir(m, b, e->what, a, ret);
+  case M_INTRIN:
+    return by_intrinsic(m, b, e->what, a, n, ret);
+  case M_LIBM:
+    return by_libm(m, b, e->what, a, n, ret);
+  case M_IR:
+    return by_ir(m, b, e->what, a, ret);
   }
   return NULL;
 }
@@ -282,10 +346,12 @@ int kc_hf_lower_math(LLVMModuleRef m, char **log) {
     char base[256];
     kc_hf_base_name(LLVMGetValueName(LLVMGetCalledValue(call)), base, sizeof base);
     unsigned na = LLVMGetNumArgOperands(call);
-    for (unsigned j = 0; j < na && j < 4; j++) a[j] = LLVMGetOperand(call, j);
+    for (unsigned j = 0; j < na && j < 4; j++)
+      a[j] = LLVMGetOperand(call, j);
     LLVMPositionBuilderBefore(b, call);
     LLVMTypeRef ret = LLVMTypeOf(call);
-    LLVMValueRef r = na >= 1 && na <= 4 ? lower_one(m, b, base + strlen("__spirv_ocl_"), a, na, ret) : NULL;
+    LLVMValueRef r =
+        na >= 1 && na <= 4 ? lower_one(m, b, base + strlen("__spirv_ocl_"), a, na, ret) : NULL;
     if (!r) {
       *log = kc_hf_msg("unsupported OpenCL.std builtin %s (%s)", base + strlen("__spirv_ocl_"),
                        LLVMGetValueName(LLVMGetCalledValue(call)));

@@ -25,8 +25,9 @@
 
 /* kc_status_name is not exported by the library yet (only the Host CPU section is). */
 static const char *status_name(kc_status_t s) {
-  static const char *const names[] = {"KC_OK", "KC_ERR_INVALID_ARGUMENT", "KC_ERR_KIR",
-                                      "KC_ERR_UNSUPPORTED", "KC_ERR_LLVM", "KC_ERR_SPIRV",
+  static const char *const names[] = {"KC_OK",         "KC_ERR_INVALID_ARGUMENT",
+                                      "KC_ERR_KIR",    "KC_ERR_UNSUPPORTED",
+                                      "KC_ERR_LLVM",   "KC_ERR_SPIRV",
                                       "KC_ERR_TARGET", "KC_ERR_OUT_OF_MEMORY"};
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
 }
@@ -96,7 +97,8 @@ static void *worker(void *p) {
     g.group_id[2] = i / (l->groups[0] * l->groups[1]);
     l->k->run(&g);
   }
-  for (uint32_t i = 0; i < na; i++) free(bufs[i]);
+  for (uint32_t i = 0; i < na; i++)
+    free(bufs[i]);
   free(bufs);
   free(args);
   return NULL;
@@ -105,13 +107,18 @@ static void *worker(void *p) {
 static void launch(launch_t *l, int threads) {
   pthread_t t[16];
   atomic_store(&l->next, 0);
-  for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, l);
-  for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < threads; i++)
+    pthread_create(&t[i], NULL, worker, l);
+  for (int i = 0; i < threads; i++)
+    pthread_join(t[i], NULL);
 }
 
 static void launch1d(const kc_host_kernel_t *k, uint64_t groups, uint64_t local, void **args,
                      size_t *local_bytes, int threads) {
-  launch_t l = {.k = k, .groups = {groups, 1, 1}, .local = {local, 1, 1}, .args = args,
+  launch_t l = {.k = k,
+                .groups = {groups, 1, 1},
+                .local = {local, 1, 1},
+                .args = args,
                 .local_bytes = local_bytes};
   launch(&l, threads);
 }
@@ -135,8 +142,8 @@ static void test_ids_shape(kc_host_module_t *m, const uint64_t gr[3], const uint
       for (uint64_t x = 0; x < gs[0]; x++) {
         uint64_t *o = out + ((z * gs[1] + y) * gs[0] + x) * 21, id[3] = {x, y, z};
         for (int d = 0; d < 3; d++) {
-          uint64_t want[7] = {id[d] + off[d], id[d] % lr[d], id[d] / lr[d], lr[d], gr[d], gs[d],
-                              off[d]};
+          uint64_t want[7] = {id[d] + off[d], id[d] % lr[d], id[d] / lr[d], lr[d],
+                              gr[d],          gs[d],         off[d]};
           for (int q = 0; q < 7; q++)
             CHECK(o[q * 3 + d] == want[q], "item (%lu,%lu,%lu) value %d dim %d: %lu != %lu",
                   (unsigned long)x, (unsigned long)y, (unsigned long)z, q, d,
@@ -175,7 +182,8 @@ static void test_saxpy_vectorised(void) {
   CHECK(!k->uses_barrier && k->num_args == 3 && k->args[2].size == 4, "saxpy signature");
   size_t n = 1 << 16;
   float *y = malloc(n * 4), *x = malloc(n * 4), a = 2.5f;
-  for (size_t i = 0; i < n; i++) y[i] = (float)i, x[i] = (float)(i % 13);
+  for (size_t i = 0; i < n; i++)
+    y[i] = (float)i, x[i] = (float)(i % 13);
   void *args[3] = {&y, &x, &a};
   launch1d(k, n / 256, 256, args, NULL, 2);
   for (size_t i = 0; i < n; i++)
@@ -183,9 +191,9 @@ static void test_saxpy_vectorised(void) {
   char *ir = run_ir(m, "saxpy");
   int vec = strstr(ir, "x float>") != NULL;
   CHECK(vec, "saxpy's work-item loop is not vectorised:\n%s", ir);
-  printf("saxpy run function vectorised: %s\n", strstr(ir, "<16 x float>") ? "<16 x float>"
-                                                 : strstr(ir, "<8 x float>") ? "<8 x float>"
-                                                                             : "<4 x float>");
+  printf("saxpy run function vectorised: %s\n", strstr(ir, "<16 x float>")  ? "<16 x float>"
+                                                : strstr(ir, "<8 x float>") ? "<8 x float>"
+                                                                            : "<4 x float>");
   free(ir);
   free(y), free(x);
   kc_host_module_destroy(m);
@@ -204,10 +212,12 @@ static void test_triad(void) {
   const kc_host_kernel_t *k = kernel(m, "triad");
   size_t n = 1 << 21, local = 1024;
   double *a = malloc(n * 8), *b = malloc(n * 8), *c = malloc(n * 8), s = 3.0;
-  for (size_t i = 0; i < n; i++) a[i] = 0, b[i] = (double)i, c[i] = (double)(i % 5);
+  for (size_t i = 0; i < n; i++)
+    a[i] = 0, b[i] = (double)i, c[i] = (double)(i % 5);
   void *args[4] = {&a, &b, &c, &s};
   launch1d(k, n / local, local, args, NULL, 1);
-  for (size_t i = 0; i < n; i++) CHECK(a[i] == (double)i + 3.0 * (double)(i % 5), "a[%zu]", i);
+  for (size_t i = 0; i < n; i++)
+    CHECK(a[i] == (double)i + 3.0 * (double)(i % 5), "a[%zu]", i);
   char *ir = run_ir(m, "triad");
   CHECK(strstr(ir, "x double>"), "triad's work-item loop is not vectorised:\n%s", ir);
   free(ir);
@@ -216,7 +226,8 @@ static void test_triad(void) {
     double t0 = now();
     launch1d(k, n / local, local, args, NULL, 1);
     double t1 = now();
-    for (size_t i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+    for (size_t i = 0; i < n; i++)
+      a[i] = b[i] + s * c[i];
     double t2 = now();
     best_k = fmin(best_k, t1 - t0), best_c = fmin(best_c, t2 - t1);
   }
@@ -235,15 +246,17 @@ static void test_barrier_reduce(void) {
   for (int si = 0; si < 4; si++) {
     uint64_t local = sizes[si], groups = 37, n = local * groups;
     float *in = malloc(n * 4), *out = calloc(groups, 4);
-    for (uint64_t i = 0; i < n; i++) in[i] = (float)(i % 7);
+    for (uint64_t i = 0; i < n; i++)
+      in[i] = (float)(i % 7);
     size_t lb[3] = {0, 0, local * 4};
     void *args[3] = {&out, &in, NULL};
     launch1d(k, groups, local, args, lb, 4);
     for (uint64_t g = 0; g < groups; g++) {
       float want = 0;
-      for (uint64_t i = 0; i < local; i++) want += (float)((g * local + i) % 7);
-      CHECK(out[g] == want, "local %lu group %lu: %g != %g", (unsigned long)local,
-            (unsigned long)g, out[g], want);
+      for (uint64_t i = 0; i < local; i++)
+        want += (float)((g * local + i) % 7);
+      CHECK(out[g] == want, "local %lu group %lu: %g != %g", (unsigned long)local, (unsigned long)g,
+            out[g], want);
     }
     free(in), free(out);
   }
@@ -256,7 +269,8 @@ static void test_barrier_reverse(void) {
   CHECK(k->uses_barrier && k->num_args == 2, "reverse: barrier, module-level local");
   uint64_t local = 256, groups = 40, n = local * groups;
   int *in = malloc(n * 4), *out = calloc(n, 4);
-  for (uint64_t i = 0; i < n; i++) in[i] = (int)(i % 1000);
+  for (uint64_t i = 0; i < n; i++)
+    in[i] = (int)(i % 1000);
   void *args[2] = {&out, &in};
   launch1d(k, groups, local, args, NULL, 4);
   for (uint64_t i = 0; i < n; i++) {
@@ -275,7 +289,8 @@ static void test_local_concurrent(void) {
   uint64_t local = 64, groups = 512, n = local * groups;
   int *in = malloc(n * 4), *out = calloc(n, 4);
   for (int rep = 0; rep < 3; rep++) {
-    for (uint64_t i = 0; i < n; i++) in[i] = (int)(i * 7 + (uint64_t)rep);
+    for (uint64_t i = 0; i < n; i++)
+      in[i] = (int)(i * 7 + (uint64_t)rep);
     void *args[2] = {&out, &in};
     launch1d(k, groups, local, args, NULL, 4);
     for (uint64_t i = 0; i < n; i++)
@@ -306,7 +321,7 @@ static void check_exchange(const char *name, const uint64_t *vals) {
   free(v);
 }
 
-#define RUN_ATOMIC(T, NAME, INIT_MIN, INIT_MAX, INIT_AND)                                                    \
+#define RUN_ATOMIC(T, NAME, INIT_MIN, INIT_MAX, INIT_AND)                                          \
   do {                                                                                             \
     const kc_host_kernel_t *k = kernel(m, NAME);                                                   \
     T c[11] = {0}, *out = calloc(AT_N, sizeof(T));                                                 \
@@ -316,7 +331,8 @@ static void check_exchange(const char *name, const uint64_t *vals) {
     void *args[3] = {&cp, &out, NULL};                                                             \
     launch1d(k, AT_GROUPS, AT_LOCAL, args, lb, 4);                                                 \
     uint64_t ex[AT_N + 1];                                                                         \
-    for (int i = 0; i < AT_N; i++) ex[i] = (uint64_t)out[i];                                       \
+    for (int i = 0; i < AT_N; i++)                                                                 \
+      ex[i] = (uint64_t)out[i];                                                                    \
     ex[AT_N] = (uint64_t)c[7];                                                                     \
     check_exchange(NAME, ex);                                                                      \
     free(out);                                                                                     \
@@ -326,25 +342,35 @@ static void check_exchange(const char *name, const uint64_t *vals) {
 #define INT_CASE(T, NAME, SIGNED, TMIN, TMAX)                                                      \
   do {                                                                                             \
     T got[11];                                                                                     \
-    RUN_ATOMIC(T, NAME, (SIGNED ? TMIN : 0), TMAX, (T) ~(T)0);                                                \
+    RUN_ATOMIC(T, NAME, (SIGNED ? TMIN : 0), TMAX, (T) ~(T)0);                                     \
     T x = 0;                                                                                       \
-    for (uint64_t g = 0; g < AT_N; g++) x ^= (T)(g * g);                                           \
-    T want[11] = {(T)AT_N, (T)(0 - (T)AT_N), SIGNED ? (T)-1000 : 0,                              \
-                  SIGNED ? (T)(AT_N - 1001) : (T)-1, (T)0xffffffffu, (T)~(T)0xffffffffu, x, 0,     \
-                  (T)AT_N, (T)AT_N, (T)(2 * AT_N)};                                                \
+    for (uint64_t g = 0; g < AT_N; g++)                                                            \
+      x ^= (T)(g * g);                                                                             \
+    T want[11] = {(T)AT_N,                                                                         \
+                  (T)(0 - (T)AT_N),                                                                \
+                  SIGNED ? (T)-1000 : 0,                                                           \
+                  SIGNED ? (T)(AT_N - 1001) : (T)-1,                                               \
+                  (T)0xffffffffu,                                                                  \
+                  (T) ~(T)0xffffffffu,                                                             \
+                  x,                                                                               \
+                  0,                                                                               \
+                  (T)AT_N,                                                                         \
+                  (T)AT_N,                                                                         \
+                  (T)(2 * AT_N)};                                                                  \
     for (int q = 0; q < 11; q++)                                                                   \
       if (q != 7)                                                                                  \
-        CHECK(got[q] == want[q], "%s slot %d: %llu != %llu", NAME, q,                              \
-              (unsigned long long)got[q], (unsigned long long)want[q]);                            \
+        CHECK(got[q] == want[q], "%s slot %d: %llu != %llu", NAME, q, (unsigned long long)got[q],  \
+              (unsigned long long)want[q]);                                                        \
   } while (0)
 
 #define FP_CASE(T, NAME)                                                                           \
   do {                                                                                             \
     T got[11];                                                                                     \
-    RUN_ATOMIC(T, NAME, (T)-1e30, (T)1e30, 0);                                                        \
+    RUN_ATOMIC(T, NAME, (T)-1e30, (T)1e30, 0);                                                     \
     T want[4] = {(T)AT_N, (T)-AT_N, (T)-1000, (T)(AT_N - 1001)};                                   \
-    for (int q = 0; q < 4; q++) CHECK(got[q] == want[q], "%s slot %d: %g", NAME, q, (double)got[q]); \
-    CHECK(got[8] == (T)AT_N && got[9] == (T)AT_N, "%s cas/local: %g %g", NAME, (double)got[8],    \
+    for (int q = 0; q < 4; q++)                                                                    \
+      CHECK(got[q] == want[q], "%s slot %d: %g", NAME, q, (double)got[q]);                         \
+    CHECK(got[8] == (T)AT_N && got[9] == (T)AT_N, "%s cas/local: %g %g", NAME, (double)got[8],     \
           (double)got[9]);                                                                         \
   } while (0)
 
@@ -367,43 +393,71 @@ static const struct {
   const char *name;
   double ulp;
 } MATH_F[MATH_FNS] = {
-    {"sin", 4},   {"cos", 4},    {"tan", 5},   {"exp", 3},      {"exp2", 3},  {"log", 3},
-    {"log2", 3},  {"log10", 3},  {"sqrt", 3},  {"pow", 16},     {"atan2", 6}, {"asin", 4},
-    {"acos", 4},  {"atan", 5},   {"sinh", 4},  {"cosh", 4},     {"tanh", 5},  {"cbrt", 2},
-    {"expm1", 3}, {"log1p", 2},  {"hypot", 4}, {"erf", 16},     {"fma", 0},   {"fmod", 0},
+    {"sin", 4},   {"cos", 4},        {"tan", 5},       {"exp", 3},  {"exp2", 3},  {"log", 3},
+    {"log2", 3},  {"log10", 3},      {"sqrt", 3},      {"pow", 16}, {"atan2", 6}, {"asin", 4},
+    {"acos", 4},  {"atan", 5},       {"sinh", 4},      {"cosh", 4}, {"tanh", 5},  {"cbrt", 2},
+    {"expm1", 3}, {"log1p", 2},      {"hypot", 4},     {"erf", 16}, {"fma", 0},   {"fmod", 0},
     {"rsqrt", 2}, {"floor+ceil", 0}, {"fmin-fmax", 0}, {"fabs", 0},
 };
 
 static long double ref(int k, long double a, long double p, long double u, long double b) {
   switch (k) {
-  case 0: return sinl(a);
-  case 1: return cosl(a);
-  case 2: return tanl(a);
-  case 3: return expl(a);
-  case 4: return exp2l(a);
-  case 5: return logl(p);
-  case 6: return log2l(p);
-  case 7: return log10l(p);
-  case 8: return sqrtl(p);
-  case 9: return powl(p, b);
-  case 10: return atan2l(a, b);
-  case 11: return asinl(u);
-  case 12: return acosl(u);
-  case 13: return atanl(a);
-  case 14: return sinhl(u);
-  case 15: return coshl(u);
-  case 16: return tanhl(a);
-  case 17: return cbrtl(a);
-  case 18: return expm1l(u);
-  case 19: return log1pl(p);
-  case 20: return hypotl(a, b);
-  case 21: return erfl(a);
-  case 22: return fmal(a, b, u);
-  case 23: return fmodl(a, b);
-  case 24: return 1.0L / sqrtl(p);
-  case 25: return floorl(a) + ceill(b);
-  case 26: return fminl(a, b) - fmaxl(a, b);
-  default: return fabsl(a);
+  case 0:
+    return sinl(a);
+  case 1:
+    return cosl(a);
+  case 2:
+    return tanl(a);
+  case 3:
+    return expl(a);
+  case 4:
+    return exp2l(a);
+  case 5:
+    return logl(p);
+  case 6:
+    return log2l(p);
+  case 7:
+    return log10l(p);
+  case 8:
+    return sqrtl(p);
+  case 9:
+    return powl(p, b);
+  case 10:
+    return atan2l(a, b);
+  case 11:
+    return asinl(u);
+  case 12:
+    return acosl(u);
+  case 13:
+    return atanl(a);
+  case 14:
+    return sinhl(u);
+  case 15:
+    return coshl(u);
+  case 16:
+    return tanhl(a);
+  case 17:
+    return cbrtl(a);
+  case 18:
+    return expm1l(u);
+  case 19:
+    return log1pl(p);
+  case 20:
+    return hypotl(a, b);
+  case 21:
+    return erfl(a);
+  case 22:
+    return fmal(a, b, u);
+  case 23:
+    return fmodl(a, b);
+  case 24:
+    return 1.0L / sqrtl(p);
+  case 25:
+    return floorl(a) + ceill(b);
+  case 26:
+    return fminl(a, b) - fmaxl(a, b);
+  default:
+    return fabsl(a);
   }
 }
 
@@ -425,11 +479,12 @@ static double frand(unsigned *s, double lo, double hi) {
   do {                                                                                             \
     const kc_host_kernel_t *k = kernel(m, NAME);                                                   \
     T *in[4], *out = malloc(sizeof(T) * MATH_N * MATH_FNS);                                        \
-    for (int j = 0; j < 4; j++) in[j] = malloc(sizeof(T) * MATH_N);                                \
+    for (int j = 0; j < 4; j++)                                                                    \
+      in[j] = malloc(sizeof(T) * MATH_N);                                                          \
     unsigned seed = 7;                                                                             \
     for (int i = 0; i < MATH_N; i++) {                                                             \
-      in[0][i] = (T)frand(&seed, -10, 10), in[1][i] = (T)frand(&seed, 0.01, 100);                 \
-      in[2][i] = (T)frand(&seed, -1, 1), in[3][i] = (T)frand(&seed, -3, 3);                      \
+      in[0][i] = (T)frand(&seed, -10, 10), in[1][i] = (T)frand(&seed, 0.01, 100);                  \
+      in[2][i] = (T)frand(&seed, -1, 1), in[3][i] = (T)frand(&seed, -3, 3);                        \
     }                                                                                              \
     int n = MATH_N;                                                                                \
     void *args[6] = {&out, &in[0], &in[1], &in[2], &in[3], &n};                                    \
@@ -438,18 +493,21 @@ static double frand(unsigned *s, double lo, double hi) {
       double worst = 0;                                                                            \
       for (int i = 0; i < MATH_N; i++) {                                                           \
         long double want = ref(f, in[0][i], in[1][i], in[2][i], in[3][i]);                         \
-        if (f == 22) /* fma is correctly rounded: compare with the C library's */              \
-          want = sizeof(T) == 4 ? (long double)fmaf((float)in[0][i], (float)in[3][i], (float)in[2][i]) \
-                                : (long double)fma(in[0][i], in[3][i], in[2][i]);                 \
+        if (f == 22) /* fma is correctly rounded: compare with the C library's */                  \
+          want = sizeof(T) == 4                                                                    \
+                     ? (long double)fmaf((float)in[0][i], (float)in[3][i], (float)in[2][i])        \
+                     : (long double)fma(in[0][i], in[3][i], in[2][i]);                             \
         double e = ulps(out[f * MATH_N + i], want, MANT, MINEXP);                                  \
         if (e > worst) worst = e;                                                                  \
-        CHECK(e <= fmax(MATH_F[f].ulp, 0.5), "%s %s(%g, %g, %g, %g) = %.17g, want %.17Lg: %.2f ulp",   \
-              NAME, MATH_F[f].name, (double)in[0][i], (double)in[1][i], (double)in[2][i],          \
-              (double)in[3][i], (double)out[f * MATH_N + i], want, e);                             \
+        CHECK(e <= fmax(MATH_F[f].ulp, 0.5),                                                       \
+              "%s %s(%g, %g, %g, %g) = %.17g, want %.17Lg: %.2f ulp", NAME, MATH_F[f].name,        \
+              (double)in[0][i], (double)in[1][i], (double)in[2][i], (double)in[3][i],              \
+              (double)out[f * MATH_N + i], want, e);                                               \
       }                                                                                            \
-      printf("%s %-10s max %.2f ulp (bound %g)\n", NAME, MATH_F[f].name, worst, MATH_F[f].ulp);   \
+      printf("%s %-10s max %.2f ulp (bound %g)\n", NAME, MATH_F[f].name, worst, MATH_F[f].ulp);    \
     }                                                                                              \
-    for (int j = 0; j < 4; j++) free(in[j]);                                                       \
+    for (int j = 0; j < 4; j++)                                                                    \
+      free(in[j]);                                                                                 \
     free(out);                                                                                     \
   } while (0)
 
@@ -460,7 +518,8 @@ static void test_math(void) {
   /* Vector overloads: scalarised libm calls and vloadn. */
   const kc_host_kernel_t *k = kernel(m, "math_vec");
   float *a = malloc(64 * 16), *o = malloc(64 * 16);
-  for (int i = 0; i < 256; i++) a[i] = (float)i * 0.37f - 40.0f;
+  for (int i = 0; i < 256; i++)
+    a[i] = (float)i * 0.37f - 40.0f;
   void *args[2] = {&o, &a};
   launch1d(k, 4, 16, args, NULL, 1);
   for (int i = 0; i < 256; i++)
@@ -488,7 +547,8 @@ static void test_malformed(void) {
   unsigned char *spv = read_file("kernels.spv", &n);
   unsigned char *junk = malloc(n);
   unsigned s = 1;
-  for (size_t i = 0; i < n; i++) s = s * 1103515245u + 12345u, junk[i] = (unsigned char)(s >> 16);
+  for (size_t i = 0; i < n; i++)
+    s = s * 1103515245u + 12345u, junk[i] = (unsigned char)(s >> 16);
   expect_fail(junk, n, KC_ERR_SPIRV, "random bytes", NULL);
   memcpy(junk, spv, 20); /* a valid header followed by garbage */
   expect_fail(junk, n, KC_ERR_SPIRV, "valid header, random body", NULL);
@@ -496,7 +556,8 @@ static void test_malformed(void) {
   expect_fail(spv, 7, KC_ERR_SPIRV, "7 bytes", NULL);
   expect_fail(spv, 0, KC_ERR_SPIRV, "empty", NULL);
   memcpy(junk, spv, n);
-  for (size_t i = 24; i < n; i += 97) junk[i] ^= 0x5a; /* scattered bit flips */
+  for (size_t i = 24; i < n; i += 97)
+    junk[i] ^= 0x5a; /* scattered bit flips */
   expect_fail(junk, n, KC_ERR_SPIRV, "bit flips", NULL);
   CHECK(kc_host_finalise(NULL, 0, NULL, NULL) == KC_ERR_INVALID_ARGUMENT, "NULL arguments");
   free(junk), free(spv);
@@ -514,19 +575,23 @@ static void test_valgrind(void) {
   kc_host_module_t *m = finalise("small.spv");
   const kc_host_kernel_t *k = kernel(m, "scale");
   float y[64], a = 2;
-  for (int i = 0; i < 64; i++) y[i] = (float)i;
+  for (int i = 0; i < 64; i++)
+    y[i] = (float)i;
   float *yp = y;
   void *args[2] = {&yp, &a};
   launch1d(k, 4, 16, args, NULL, 2);
-  for (int i = 0; i < 64; i++) CHECK(y[i] == 2.0f * (float)i, "scale %d", i);
+  for (int i = 0; i < 64; i++)
+    CHECK(y[i] == 2.0f * (float)i, "scale %d", i);
   k = kernel(m, "group_sum");
   int in[256], out[4], *ip = in, *op = out;
-  for (int i = 0; i < 256; i++) in[i] = i;
+  for (int i = 0; i < 256; i++)
+    in[i] = i;
   void *args2[2] = {&op, &ip};
   launch1d(k, 4, 64, args2, NULL, 2);
   for (int g = 0; g < 4; g++) {
     int want = 0;
-    for (int l = 0; l < 64; l++) want += in[g * 64 + l] + l % 4;
+    for (int l = 0; l < 64; l++)
+      want += in[g * 64 + l] + l % 4;
     CHECK(out[g] == want, "group_sum %d: %d != %d", g, out[g], want);
   }
   kc_host_module_destroy(m);
