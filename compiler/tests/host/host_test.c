@@ -550,6 +550,68 @@ static void test_math(void) {
   kc_host_module_destroy(m);
 }
 
+/* Pairwise distance (dpbench's kernel): correctness, and single-thread time (printed) against
+ * the same loops compiled by the C compiler. */
+static void test_pairwise(void) {
+  kc_host_module_t *m = finalise("kernels.spv");
+  const kc_host_kernel_t *k = kernel(m, "pairwise");
+  long n = 1024, d = 3;
+  double *x1 = malloc(sizeof(double) * (size_t)(n * d)),
+         *dist = malloc(sizeof(double) * (size_t)(n * n));
+  double *ref = malloc(sizeof(double) * (size_t)(n * n));
+  unsigned seed = 3;
+  for (long i = 0; i < n * d; i++)
+    x1[i] = frand(&seed, -1, 1);
+  void *args[5] = {&x1, &x1, &dist, &n, &d};
+  double tk = time_on_this_thread(k, (uint64_t)n / 64, 64, args, NULL);
+  double t0 = now();
+  for (long i = 0; i < n; i++)
+    for (long j = 0; j < n; j++) {
+      double s = 0;
+      for (long q = 0; q < d; q++) {
+        double t = x1[i * d + q] - x1[j * d + q];
+        s += t * t;
+      }
+      ref[i * n + j] = sqrt(s);
+    }
+  double tc = now() - t0;
+  for (long i = 0; i < n * n; i++)
+    CHECK(dist[i] == ref[i], "dist[%ld] %g != %g", i, dist[i], ref[i]);
+  printf("pairwise n=%ld d=%ld, 1 thread: kernel %.2f ms, C loops %.2f ms (ratio %.2f)\n", n, d,
+         tk * 1e3, tc * 1e3, tc / tk);
+  free(x1), free(dist), free(ref);
+  kc_host_module_destroy(m);
+}
+
+/* kc_host_finalise from several threads at once (each call has its own LLVM context and JIT),
+ * then the modules used from other threads than the one that built them. */
+static void *finalise_and_saxpy(void *p) {
+  kc_host_module_t **out = p;
+  *out = finalise("kernels.spv");
+  return NULL;
+}
+
+static void test_finalise_concurrent(void) {
+  pthread_t t[3];
+  kc_host_module_t *m[3];
+  for (int i = 0; i < 3; i++)
+    pthread_create(&t[i], NULL, finalise_and_saxpy, &m[i]);
+  for (int i = 0; i < 3; i++)
+    pthread_join(t[i], NULL);
+  for (int i = 0; i < 3; i++) {
+    const kc_host_kernel_t *k = kernel(m[i], "saxpy");
+    float y[256], x[256], a = (float)i, *yp = y, *xp = x;
+    for (int j = 0; j < 256; j++)
+      y[j] = 1.0f, x[j] = (float)j;
+    void *args[3] = {&yp, &xp, &a};
+    launch1d(k, 4, 64, args, NULL, 2);
+    for (int j = 0; j < 256; j++)
+      CHECK(y[j] == (float)i * (float)j + 1.0f, "module %d y[%d]", i, j);
+  }
+  for (int i = 0; i < 3; i++)
+    kc_host_module_destroy(m[i]);
+}
+
 /* ---- Bad input: a status and a log, never a crash ---------------------------------------- */
 
 static void expect_fail(const void *p, size_t n, kc_status_t want, const char *what,
@@ -632,6 +694,8 @@ int main(int argc, char **argv) {
       {"local_concurrent", test_local_concurrent},
       {"atomics", test_atomics},
       {"math", test_math},
+      {"pairwise", test_pairwise},
+      {"finalise_concurrent", test_finalise_concurrent},
       {"malformed", test_malformed},
       {"unresolved", test_unresolved},
       {"valgrind", test_valgrind},

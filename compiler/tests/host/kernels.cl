@@ -179,3 +179,17 @@ kernel void math_vec(global float4 *out, global const float4 *a) {
   size_t i = get_global_id(0);
   out[i] = sin(a[i]) + atan(a[i]) * 0.0f + vload4(i, (global const float *)a) * 0.0f;
 }
+
+// Pairwise distance as numba-dpex users write it (dpbench): one work-item per row of D.
+kernel void pairwise(global const double *x1, global const double *x2, global double *dist,
+                     long n, long d) {
+  size_t i = get_global_id(0);
+  for (long j = 0; j < n; j++) {
+    double s = 0;
+    for (long k = 0; k < d; k++) {
+      double t = x1[i * d + k] - x2[j * d + k];
+      s += t * t;
+    }
+    dist[i * n + j] = sqrt(s);
+  }
+}
