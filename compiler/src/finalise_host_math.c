@@ -5,6 +5,7 @@
  */
 #include "finalise_host.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,23 @@ static const math_t MATH[] = {
     {"pown", M_IR, "pown"},
     {"sincos", M_IR, "sincos"},
     {"fract", M_IR, "fract"},
+    {"s_mul_hi", M_IR, "s_mul_hi"},
+    {"u_mul_hi", M_IR, "u_mul_hi"},
+    {"rotate", M_IR, "rotate"},
+    {"s_mad24", M_IR, "mad24"},
+    {"u_mad24", M_IR, "mad24"},
+    {"s_mul24", M_IR, "mul24"},
+    {"u_mul24", M_IR, "mul24"},
+    {"s_add_sat", M_INTRIN, "llvm.sadd.sat"},
+    {"u_add_sat", M_INTRIN, "llvm.uadd.sat"},
+    {"s_sub_sat", M_INTRIN, "llvm.ssub.sat"},
+    {"u_sub_sat", M_INTRIN, "llvm.usub.sat"},
+    {"s_abs_diff", M_IR, "s_abs_diff"},
+    {"u_abs_diff", M_IR, "u_abs_diff"},
+    {"select", M_IR, "select"},
+    {"smoothstep", M_IR, "smoothstep"},
+    {"maxmag", M_IR, "maxmag"},
+    {"minmag", M_IR, "minmag"},
 };
 
 static const math_t *lookup(const char *ocl) {
@@ -240,6 +258,25 @@ static LLVMValueRef by_ir_int(LLVMBuilderRef b, const char *w, LLVMValueRef *a) 
   if (!strcmp(w, "u_clamp"))
     return icmp_select(b, LLVMIntULT, icmp_select(b, LLVMIntUGT, a[0], a[1]), a[2]);
   if (!strcmp(w, "u_abs")) return a[0];
+  if (!strcmp(w, "mad24")) return LLVMBuildAdd(b, LLVMBuildMul(b, a[0], a[1], ""), a[2], "");
+  if (!strcmp(w, "mul24")) return LLVMBuildMul(b, a[0], a[1], "");
+  if (!strcmp(w, "s_abs_diff") || !strcmp(w, "u_abs_diff")) {
+    LLVMValueRef gt = LLVMBuildICmp(b, w[0] == 's' ? LLVMIntSGT : LLVMIntUGT, a[0], a[1], "");
+    return LLVMBuildSelect(b, gt, LLVMBuildSub(b, a[0], a[1], ""), LLVMBuildSub(b, a[1], a[0], ""),
+                           "");
+  }
+  if (!strcmp(w, "s_mul_hi") || !strcmp(w, "u_mul_hi")) {
+    LLVMTypeRef t = LLVMTypeOf(a[0]), st = scalar_of(t);
+    unsigned bits = LLVMGetIntTypeWidth(st);
+    LLVMTypeRef wide = LLVMIntTypeInContext(LLVMGetTypeContext(t), 2 * bits);
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) wide = LLVMVectorType(wide, LLVMGetVectorSize(t));
+    LLVMValueRef x =
+        w[0] == 's' ? LLVMBuildSExt(b, a[0], wide, "") : LLVMBuildZExt(b, a[0], wide, "");
+    LLVMValueRef y =
+        w[0] == 's' ? LLVMBuildSExt(b, a[1], wide, "") : LLVMBuildZExt(b, a[1], wide, "");
+    LLVMValueRef sh = splat(wide, LLVMConstInt(scalar_of(wide), bits, 0));
+    return LLVMBuildTrunc(b, LLVMBuildLShr(b, LLVMBuildMul(b, x, y, ""), sh, ""), t, "");
+  }
   return NULL;
 }
 
@@ -247,6 +284,19 @@ static LLVMValueRef by_ir(LLVMModuleRef m, LLVMBuilderRef b, const char *w, LLVM
                           LLVMTypeRef ret) {
   LLVMValueRef r = by_ir_int(b, w, a);
   if (r) return r;
+  if (!strcmp(w, "rotate")) {
+    LLVMValueRef args[3] = {a[0], a[0], a[1]};
+    LLVMTypeRef t = LLVMTypeOf(a[0]);
+    return kc_hf_call(b, kc_hf_intrinsic(m, "llvm.fshl", &t, 1), args, 3);
+  }
+  if (!strcmp(w, "select")) {
+    /* Scalars: c != 0 picks b; vectors: the most significant bit of each lane of c does. */
+    LLVMTypeRef ct = LLVMTypeOf(a[2]);
+    LLVMValueRef cond = LLVMGetTypeKind(ct) == LLVMVectorTypeKind
+                            ? LLVMBuildICmp(b, LLVMIntSLT, a[2], LLVMConstNull(ct), "")
+                            : LLVMBuildICmp(b, LLVMIntNE, a[2], LLVMConstNull(ct), "");
+    return LLVMBuildSelect(b, cond, a[1], a[0], "");
+  }
   LLVMTypeRef ty = ret;
   LLVMValueRef one = fconst(ty, 1.0), zero = fconst(ty, 0.0);
   if (!strcmp(w, "rsqrt"))
@@ -270,6 +320,25 @@ static LLVMValueRef by_ir(LLVMModuleRef m, LLVMBuilderRef b, const char *w, LLVM
     LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], "");
     LLVMValueRef r0 = LLVMBuildSelect(b, nan, zero, a[0], "");
     return LLVMBuildSelect(b, pos, one, LLVMBuildSelect(b, neg, fconst(ty, -1.0), r0, ""), "");
+  }
+  if (!strcmp(w, "smoothstep")) {
+    LLVMValueRef t =
+        LLVMBuildFDiv(b, LLVMBuildFSub(b, a[2], a[0], ""), LLVMBuildFSub(b, a[1], a[0], ""), "");
+    LLVMValueRef lo[2] = {t, zero};
+    LLVMValueRef hi[2] = {by_intrinsic(m, b, "llvm.maxnum", lo, 2, ty), one};
+    t = by_intrinsic(m, b, "llvm.minnum", hi, 2, ty);
+    LLVMValueRef k =
+        LLVMBuildFSub(b, fconst(ty, 3.0), LLVMBuildFMul(b, fconst(ty, 2.0), t, ""), "");
+    return LLVMBuildFMul(b, LLVMBuildFMul(b, t, t, ""), k, "");
+  }
+  if (!strcmp(w, "maxmag") || !strcmp(w, "minmag")) {
+    int mx = w[1] == 'a';
+    LLVMValueRef ax = by_intrinsic(m, b, "llvm.fabs", a, 1, ty);
+    LLVMValueRef ay = by_intrinsic(m, b, "llvm.fabs", a + 1, 1, ty);
+    LLVMValueRef xw = LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, ax, ay, "");
+    LLVMValueRef yw = LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, ay, ax, "");
+    LLVMValueRef tie = by_intrinsic(m, b, mx ? "llvm.maxnum" : "llvm.minnum", a, 2, ty);
+    return LLVMBuildSelect(b, xw, a[0], LLVMBuildSelect(b, yw, a[1], tie, ""), "");
   }
   if (!strcmp(w, "pown")) {
     LLVMValueRef args[2] = {a[0], LLVMBuildSIToFP(b, a[1], ty, "")};
@@ -319,6 +388,61 @@ static LLVMValueRef vload_store(LLVMBuilderRef b, const char *op, LLVMValueRef *
   return x;
 }
 
+/* SPIR-V core instructions the reader leaves as calls (OpIsNan, OpAny, OpDot, ...). The
+ * result is a bool (or bool vector) unless the call says otherwise: then 1 for scalars and -1
+ * per lane for vectors, as OpenCL C's relational functions return. */
+static LLVMValueRef relational(LLVMModuleRef m, LLVMBuilderRef b, const char *op, LLVMValueRef *a,
+                               unsigned n) {
+  LLVMTypeRef t = LLVMTypeOf(a[0]);
+  if (n == 2 && !strcmp(op, "Ordered")) return LLVMBuildFCmp(b, LLVMRealORD, a[0], a[1], "");
+  if (n == 2 && !strcmp(op, "Unordered")) return LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[1], "");
+  if (n == 2 && !strcmp(op, "LessOrGreater")) return LLVMBuildFCmp(b, LLVMRealONE, a[0], a[1], "");
+  if (n != 1) return NULL;
+  LLVMTypeKind k = LLVMGetTypeKind(scalar_of(t));
+  if (!strcmp(op, "Any") || !strcmp(op, "All")) {
+    if (LLVMGetTypeKind(t) != LLVMVectorTypeKind)
+      return LLVMBuildICmp(b, LLVMIntNE, a[0], LLVMConstNull(t), "");
+    LLVMValueRef ne = LLVMBuildICmp(b, LLVMIntNE, a[0], LLVMConstNull(t), "");
+    LLVMTypeRef nt = LLVMTypeOf(ne);
+    const char *red = op[1] == 'n' ? "llvm.vector.reduce.or" : "llvm.vector.reduce.and";
+    return kc_hf_call(b, kc_hf_intrinsic(m, red, &nt, 1), &ne, 1);
+  }
+  if (!strcmp(op, "BitCount")) return by_intrinsic(m, b, "llvm.ctpop", a, 1, t);
+  if (k != LLVMFloatTypeKind && k != LLVMDoubleTypeKind) return NULL;
+  if (!strcmp(op, "IsNan")) return LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], "");
+  LLVMValueRef abs = by_intrinsic(m, b, "llvm.fabs", a, 1, t), inf = fconst(t, INFINITY);
+  if (!strcmp(op, "IsInf")) return LLVMBuildFCmp(b, LLVMRealOEQ, abs, inf, "");
+  if (!strcmp(op, "IsFinite")) return LLVMBuildFCmp(b, LLVMRealONE, abs, inf, "");
+  if (!strcmp(op, "IsNormal")) {
+    LLVMValueRef lo = fconst(t, k == LLVMFloatTypeKind ? 0x1p-126 : 0x1p-1022);
+    return LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealOGE, abs, lo, ""),
+                        LLVMBuildFCmp(b, LLVMRealOLT, abs, inf, ""), "");
+  }
+  if (!strcmp(op, "SignBitSet")) {
+    unsigned bits = k == LLVMFloatTypeKind ? 32 : 64;
+    LLVMTypeRef it = LLVMIntTypeInContext(LLVMGetTypeContext(t), bits);
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) it = LLVMVectorType(it, LLVMGetVectorSize(t));
+    LLVMValueRef i = LLVMBuildBitCast(b, a[0], it, "");
+    return LLVMBuildICmp(b, LLVMIntSLT, i, LLVMConstNull(it), "");
+  }
+  return NULL;
+}
+
+static LLVMValueRef lower_core(LLVMModuleRef m, LLVMBuilderRef b, const char *op, LLVMValueRef *a,
+                               unsigned n, LLVMTypeRef ret) {
+  if (n == 2 && !strcmp(op, "Dot")) {
+    LLVMTypeRef t = LLVMTypeOf(a[0]);
+    if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return LLVMBuildFMul(b, a[0], a[1], "");
+    LLVMValueRef args[2] = {LLVMConstReal(scalar_of(t), -0.0), LLVMBuildFMul(b, a[0], a[1], "")};
+    return kc_hf_call(b, kc_hf_intrinsic(m, "llvm.vector.reduce.fadd", &t, 1), args, 2);
+  }
+  LLVMValueRef r = relational(m, b, op, a, n);
+  if (!r || LLVMTypeOf(r) == ret || !strcmp(op, "BitCount")) return r;
+  if (LLVMGetTypeKind(ret) != LLVMGetTypeKind(LLVMTypeOf(r))) return NULL;
+  return LLVMGetTypeKind(ret) == LLVMVectorTypeKind ? LLVMBuildSExt(b, r, ret, "")
+                                                    : LLVMBuildZExt(b, r, ret, "");
+}
+
 static LLVMValueRef lower_one(LLVMModuleRef m, LLVMBuilderRef b, const char *op, LLVMValueRef *a,
                               unsigned n, LLVMTypeRef ret) {
   if (!strncmp(op, "vloadn", 6) || !strncmp(op, "vstoren", 7)) return vload_store(b, op, a, ret);
@@ -335,9 +459,20 @@ static LLVMValueRef lower_one(LLVMModuleRef m, LLVMBuilderRef b, const char *op,
   return NULL;
 }
 
+/* Core operations handled here; other `__spirv_*` calls are left to the atomics and ids
+ * phases. */
+static int is_core(const char *op) {
+  static const char *const ops[] = {"Ordered",  "Unordered", "LessOrGreater", "Any",
+                                    "All",      "BitCount",  "IsNan",         "IsInf",
+                                    "IsFinite", "IsNormal",  "SignBitSet",    "Dot"};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(op, ops[i])) return 1;
+  return 0;
+}
+
 int kc_hf_lower_math(LLVMModuleRef m, char **log) {
   size_t n;
-  LLVMValueRef *calls = kc_hf_find_calls(m, NULL, "__spirv_ocl_", &n);
+  LLVMValueRef *calls = kc_hf_find_calls(m, NULL, "__spirv_", &n);
   if (n == (size_t)-1) return *log = kc_hf_msg("out of memory"), 0;
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
   int ok = 1;
@@ -345,15 +480,18 @@ int kc_hf_lower_math(LLVMModuleRef m, char **log) {
     LLVMValueRef call = calls[i], a[4];
     char base[256];
     kc_hf_base_name(LLVMGetValueName(LLVMGetCalledValue(call)), base, sizeof base);
+    int ocl = !strncmp(base, "__spirv_ocl_", 12);
+    if (!ocl && !is_core(base + 8)) continue;
     unsigned na = LLVMGetNumArgOperands(call);
     for (unsigned j = 0; j < na && j < 4; j++)
       a[j] = LLVMGetOperand(call, j);
     LLVMPositionBuilderBefore(b, call);
     LLVMTypeRef ret = LLVMTypeOf(call);
-    LLVMValueRef r =
-        na >= 1 && na <= 4 ? lower_one(m, b, base + strlen("__spirv_ocl_"), a, na, ret) : NULL;
+    LLVMValueRef r = NULL;
+    if (na >= 1 && na <= 4)
+      r = ocl ? lower_one(m, b, base + 12, a, na, ret) : lower_core(m, b, base + 8, a, na, ret);
     if (!r) {
-      *log = kc_hf_msg("unsupported OpenCL.std builtin %s (%s)", base + strlen("__spirv_ocl_"),
+      *log = kc_hf_msg("unsupported SPIR-V builtin %s (%s)", base + (ocl ? 12 : 8),
                        LLVMGetValueName(LLVMGetCalledValue(call)));
       ok = 0;
       break;

@@ -550,6 +550,90 @@ static void test_math(void) {
   kc_host_module_destroy(m);
 }
 
+/* Relational, integer, geometric and other builtins: exact results (libm-backed ones within
+ * a few ulp) against the C library and C operators on the host. */
+static int32_t sat32(int64_t v) {
+  return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
+static void expect_f(int i, int k, float got, float want, float tol) {
+  int ok = (isnan(want) && isnan(got)) || got == want || fabsf(got - want) <= tol * fabsf(want);
+  CHECK(ok, "input %d float result %d: %.9g != %.9g", i, k, got, want);
+}
+
+static void check_builtins_one(int i, float x, float y, int32_t a, int32_t b, const float *o,
+                               const int32_t *io) {
+  float ip, want[24];
+  int e, k = 0;
+  want[k++] = isnan(x) != 0, want[k++] = isinf(x) != 0, want[k++] = isfinite(x) != 0;
+  want[k++] = isnormal(x) != 0;
+  want[k++] = signbit(x) != 0;
+  want[k++] = fminf(x - floorf(x), 0x1.fffffep-1f), want[k++] = floorf(x);
+  want[k] = frexpf(x, &e), want[k] += (float)e * 1000.0f, k++;
+  want[k] = modff(x, &ip), want[k] += ip * 1000.0f, k++;
+  want[k++] = sinf(x) + cosf(x) * 1000.0f;
+  want[k++] = ldexpf(x, 3), want[k++] = powf(y, 3.0f), want[k++] = copysignf(x, y);
+  want[k++] = fdimf(x, y), want[k++] = fminf(fmaxf(x, -1.0f), 1.0f);
+  want[k++] = x > 0 ? 1.0f : x < 0 ? -1.0f : isnan(x) ? 0.0f : x;
+  want[k++] = x < y ? 0.0f : 1.0f;
+  float t = fminf(fmaxf((x + 2.0f) / 4.0f, 0.0f), 1.0f);
+  want[k++] = t * t * (3.0f - 2.0f * t);
+  want[k++] = fabsf(x) > fabsf(y) ? x : fabsf(y) > fabsf(x) ? y : fmaxf(x, y);
+  want[k++] = truncf(x) + roundf(y) * 1000.0f;
+  want[k++] = x * y + y * x + 3.0f + 8.0f;
+  want[k++] = a > b ? y : x;
+  want[k++] = asinhf(x) + atanhf(y / 8.0f);
+  want[k++] = exp10f(y);
+  static const float tol[24] = {[5] = 1e-6f,  [9] = 1e-6f,  [11] = 1e-6f, [17] = 1e-6f,
+                                [20] = 1e-6f, [22] = 1e-6f, [23] = 1e-6f};
+  for (int q = 0; q < 24; q++)
+    expect_f(i, q, o[q], want[q], tol[q]);
+  uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
+  int32_t wi[16] = {(int32_t)(((int64_t)a * b) >> 32),
+                    (int32_t)(((uint64_t)ua * ub) >> 32),
+                    (int32_t)((ua << (ub & 31)) | (ua >> ((32 - (ub & 31)) & 31))),
+                    sat32((int64_t)a + b),
+                    sat32((int64_t)a - b),
+                    (int32_t)(a > b ? (uint32_t)((int64_t)a - b) : (uint32_t)((int64_t)b - a)),
+                    (int32_t)((ua & 0xffff) * (ub & 0xffff) + ua),
+                    __builtin_popcount(ua),
+                    ua ? __builtin_clz(ua) : 32,
+                    ua ? __builtin_ctz(ua) : 32,
+                    (int32_t)((uint32_t)(a < b ? a : b) * 3u + (uint32_t)(a > b ? a : b)),
+                    (a > b || 0 > b) + 2 * (a >= b),
+                    (int32_t)(a < 0 ? 0u - ua : ua),
+                    ilogbf(x),
+                    isnan(y) + 2 * (isnan(x) || isnan(y)) + 4 * (x < y || x > y),
+                    (int32_t)(ua > ub ? ua : ub)};
+  for (int q = 0; q < 16; q++)
+    CHECK(io[q] == wi[q], "input %d (a=%d b=%d x=%g) int result %d: %d != %d", i, a, b, x, q, io[q],
+          wi[q]);
+}
+
+static void test_builtins(void) {
+  kc_host_module_t *m = finalise("kernels.spv");
+  const kc_host_kernel_t *k = kernel(m, "builtins");
+  enum { N = 256 };
+  float in[2 * N], *out = calloc(N * 24, 4);
+  int32_t iin[2 * N], *iout = calloc(N * 16, 4);
+  unsigned seed = 11;
+  const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, 2.5f, -2.5f, 0.5f, -7.0f};
+  for (int i = 0; i < 2 * N; i++) {
+    in[i] = i % 17 < 10 ? special[i % 17] : (float)frand(&seed, -6, 6);
+    seed = seed * 1103515245u + 12345u;
+    iin[i] = i % 5 == 0 ? (i % 2 ? INT32_MAX - i : INT32_MIN + i) : (int32_t)seed;
+  }
+  int n = N;
+  float *op = out, *inp = in;
+  int32_t *iop = iout, *iinp = iin;
+  void *args[5] = {&op, &inp, &iop, &iinp, &n};
+  launch1d(k, N / 32, 32, args, NULL, 2);
+  for (int i = 0; i < N; i++)
+    check_builtins_one(i, in[i], in[i + N], iin[i], iin[i + N], out + i * 24, iout + i * 16);
+  free(out), free(iout);
+  kc_host_module_destroy(m);
+}
+
 /* Pairwise distance (dpbench's kernel): correctness, and single-thread time (printed) against
  * the same loops compiled by the C compiler. */
 static void test_pairwise(void) {
@@ -694,6 +778,7 @@ int main(int argc, char **argv) {
       {"local_concurrent", test_local_concurrent},
       {"atomics", test_atomics},
       {"math", test_math},
+      {"builtins", test_builtins},
       {"pairwise", test_pairwise},
       {"finalise_concurrent", test_finalise_concurrent},
       {"malformed", test_malformed},

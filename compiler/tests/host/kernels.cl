@@ -193,3 +193,54 @@ kernel void pairwise(global const double *x1, global const double *x2, global do
     dist[i * n + j] = sqrt(s);
   }
 }
+
+// Builtins beyond the math test, each result checked against C on the host (host_test.c
+// test_builtins, same order). One work-item per input x = in[i], y = in[i + n].
+kernel void builtins(global float *out, global const float *in, global int *iout,
+                     global const int *iin, int n) {
+  int i = get_global_id(0), k = 0, q = 0;
+  float x = in[i], y = in[i + n], ip;
+  int e, a = iin[i], b = iin[i + n];
+  global float *o = out + i * 24;
+  global int *io = iout + i * 16;
+  o[k++] = isnan(x) ? 1.0f : 0.0f;
+  o[k++] = isinf(x) ? 1.0f : 0.0f;
+  o[k++] = isfinite(x) ? 1.0f : 0.0f;
+  o[k++] = isnormal(x) ? 1.0f : 0.0f;
+  o[k++] = signbit(x) ? 1.0f : 0.0f;
+  o[k++] = fract(x, &ip);
+  o[k++] = ip;
+  o[k++] = frexp(x, &e) + (float)e * 1000.0f;
+  o[k++] = modf(x, &ip) + ip * 1000.0f;
+  o[k++] = sincos(x, &ip) + ip * 1000.0f;
+  o[k++] = ldexp(x, 3);
+  o[k++] = pown(y, 3);
+  o[k++] = copysign(x, y);
+  o[k++] = fdim(x, y);
+  o[k++] = clamp(x, -1.0f, 1.0f);
+  o[k++] = sign(x);
+  o[k++] = step(y, x);
+  o[k++] = smoothstep(-2.0f, 2.0f, x);
+  o[k++] = maxmag(x, y);
+  o[k++] = trunc(x) + round(y) * 1000.0f;
+  o[k++] = dot((float4)(x, y, 1.0f, 2.0f), (float4)(y, x, 3.0f, 4.0f));
+  o[k++] = select(x, y, a > b);
+  o[k++] = asinh(x) + atanh(y / 8.0f);
+  o[k++] = exp10(y);
+  io[q++] = mul_hi(a, b);
+  io[q++] = (int)mul_hi((uint)a, (uint)b);
+  io[q++] = rotate(a, b);
+  io[q++] = add_sat(a, b);
+  io[q++] = sub_sat(a, b);
+  io[q++] = abs_diff(a, b);
+  io[q++] = mad24(a & 0xffff, b & 0xffff, a);
+  io[q++] = popcount(a);
+  io[q++] = clz(a);
+  io[q++] = ctz(a);
+  io[q++] = min(a, b) * 3 + max(a, b);
+  io[q++] = any((int4)(a, 0, 0, 0) > (int4)(b)) + 2 * all((int4)(a) >= (int4)(b));
+  io[q++] = abs(a);
+  io[q++] = ilogb(x);
+  io[q++] = isnan(y) + 2 * isunordered(x, y) + 4 * islessgreater(x, y);
+  io[q++] = (int)(uint)max((uint)a, (uint)b);
+}
