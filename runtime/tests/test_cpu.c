@@ -1,8 +1,8 @@
 /* The runtime against kapi's CPU Level Zero driver through the real loader: devices, memory
  * and copies, SPIR-V fixtures (OpenCL C -> clang-15 -> llvm-spirv-15), 1-3D Range and NdRange
  * launches, asynchronous launches with events and waits, and the error paths. Parts can be
- * run alone (argv[1]) so a slow tool such as valgrind runs only what it needs. Skips (77)
- * when the CPU driver has not been built. */
+ * run alone (named as arguments) so a slow tool such as valgrind runs only what it needs. Skips
+ * (77) when the CPU driver has not been built. */
 #include "check.h"
 
 #include <pthread.h>
@@ -312,15 +312,17 @@ int main(int argc, char **argv) {
     printf("skipped: %s not built\n", drv);
     return TEST_SKIP;
   }
-  const char *part = argc > 1 ? argv[1] : "all";
   setup();
-  bool all = !strcmp(part, "all");
-  if (all || !strcmp(part, "devices")) test_devices();
-  if (all || !strcmp(part, "memory")) test_memory();
-  if (all || !strcmp(part, "launch")) test_launches();
-  if (all || !strcmp(part, "async")) test_async();
-  if (all || !strcmp(part, "threads")) test_threads();
-  if (all || !strcmp(part, "errors")) test_errors();
+  for (int i = 1; i < (argc > 1 ? argc : 2); i++) {
+    const char *part = argc > 1 ? argv[i] : "all";
+    bool all = !strcmp(part, "all");
+    if (all || !strcmp(part, "devices")) test_devices();
+    if (all || !strcmp(part, "memory")) test_memory();
+    if (all || !strcmp(part, "launch")) test_launches();
+    if (all || !strcmp(part, "async")) test_async();
+    if (all || !strcmp(part, "threads")) test_threads();
+    if (all || !strcmp(part, "errors")) test_errors();
+  }
   free(spv);
   kr_shutdown();
   /* The runtime starts again after a shutdown. */
