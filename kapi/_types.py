@@ -73,6 +73,16 @@ def array(dtype, ndim: int, layout: str = "C") -> str:
     return array_kir(dtype, ndim, layout)
 
 
+def _scalar_name(s: str) -> str | None:
+    """KIR scalar name for a KIR or NumPy scalar name ("f32", "float32"), else None."""
+    if s in SCALAR_KIR:
+        return s
+    try:
+        return DTYPE_TO_KIR.get(np.dtype(s))
+    except (TypeError, ValueError):
+        return None
+
+
 def normalize_type(t) -> str:
     """One signature entry (KIR string, NumPy dtype or scalar type, Python type) -> KIR."""
     if isinstance(t, str):
@@ -80,14 +90,14 @@ def normalize_type(t) -> str:
         if s in SCALAR_KIR or _INDEX_RE.match(s):
             return s
         m = _ARRAY_RE.match(s)
-        if m and m.group(1) in SCALAR_KIR:
+        elem = _scalar_name(m.group(1)) if m else None
+        if elem is not None:
             layout = m.group(3) or "C"
             space = m.group(4) or "global"
-            return f"array({m.group(1)},{m.group(2)},{layout},{space})"
-        try:
-            return kir_scalar(np.dtype(s))
-        except (TypeError, UnsupportedDtypeError):
-            pass
+            return f"array({elem},{m.group(2)},{layout},{space})"
+        elem = _scalar_name(s)
+        if elem is not None:
+            return elem
         raise InvalidKernelSpecializationError(
             f"unknown type {t!r} in a kernel signature; use KIR types such as 'f32', 'i64', "
             f"'array(f32,2,C)' or 'item(1)' (see docs/kir.md), or NumPy dtypes"
