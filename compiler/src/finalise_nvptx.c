@@ -12,7 +12,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
-#include <spirv-tools/libspirv.h>
+#include "spirv_check.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,19 +89,8 @@ static kc_status_t nvptx_validate(const void *spirv, size_t nbytes, char **log) 
     *log = kc_nvptx_msg("SPIR-V validation failed: %zu bytes is not a SPIR-V module", nbytes);
     return KC_ERR_SPIRV;
   }
-  spv_context ctx = spvContextCreate(SPV_ENV_UNIVERSAL_1_2);
-  spv_diagnostic diag = NULL;
-  spv_const_binary_t bin = {(const uint32_t *)spirv, nbytes / 4};
-  spv_result_t r = spvValidate(ctx, &bin, &diag);
-  kc_status_t st = KC_OK;
-  if (r != SPV_SUCCESS) {
-    *log = kc_nvptx_msg("SPIR-V validation failed: %s",
-                        diag && diag->error ? diag->error : "invalid module");
-    st = KC_ERR_SPIRV;
-  }
-  spvDiagnosticDestroy(diag);
-  spvContextDestroy(ctx);
-  if (st == KC_OK) st = nvptx_prescan(bin.code, bin.wordCount, log);
+  kc_status_t st = kc_spirv_validate_universal(spirv, nbytes, log);
+  if (st == KC_OK) st = nvptx_prescan((const uint32_t *)spirv, nbytes / 4, log);
   return st;
 }
 
