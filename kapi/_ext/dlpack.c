@@ -51,8 +51,7 @@ static void export_capsule_free(PyObject *cap) {
   /* Only an unconsumed capsule still owns the tensor; a consumer renames it. */
   if (PyCapsule_IsValid(cap, "dltensor")) {
     DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
-    if (m && m->deleter)
-      m->deleter(m);
+    if (m && m->deleter) m->deleter(m);
   }
 }
 
@@ -70,8 +69,7 @@ static PyObject *py_export(PyObject *self, PyObject *args) {
     return NULL;
   }
   kx_export *x = PyMem_Calloc(1, sizeof *x);
-  if (!x)
-    return PyErr_NoMemory();
+  if (!x) return PyErr_NoMemory();
   x->m.dl_tensor.data = PyLong_AsVoidPtr(ptr);
   for (Py_ssize_t i = 0; i < nd; i++) {
     x->shape[i] = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
@@ -91,15 +89,13 @@ static PyObject *py_export(PyObject *self, PyObject *args) {
   Py_INCREF(owner);
   x->owner = owner;
   PyObject *cap = PyCapsule_New(&x->m, "dltensor", export_capsule_free);
-  if (!cap)
-    export_deleter(&x->m);
+  if (!cap) export_deleter(&x->m);
   return cap;
 }
 
 static void holder_free(PyObject *cap) {
   DLManagedTensor *m = PyCapsule_GetPointer(cap, "kapi.dlpack_holder");
-  if (m && m->deleter)
-    m->deleter(m);
+  if (m && m->deleter) m->deleter(m);
 }
 
 /* rt_dlpack_import(capsule) -> (ptr, shape, strides|None, code, bits, lanes, device_type,
@@ -122,19 +118,17 @@ static PyObject *py_import(PyObject *self, PyObject *cap) {
   PyObject *strides = t->strides ? PyTuple_New(t->ndim) : (Py_INCREF(Py_None), Py_None);
   for (int i = 0; shape && strides && i < t->ndim; i++) {
     PyTuple_SetItem(shape, i, PyLong_FromLongLong(t->shape[i]));
-    if (t->strides)
-      PyTuple_SetItem(strides, i, PyLong_FromLongLong(t->strides[i]));
+    if (t->strides) PyTuple_SetItem(strides, i, PyLong_FromLongLong(t->strides[i]));
   }
   PyObject *holder = PyCapsule_New(m, "kapi.dlpack_holder", holder_free);
   if (!shape || !strides || !holder || PyCapsule_SetName(cap, "used_dltensor") < 0) {
-    if (holder)
-      PyCapsule_SetDestructor(holder, NULL);
+    if (holder) PyCapsule_SetDestructor(holder, NULL);
     Py_XDECREF(shape), Py_XDECREF(strides), Py_XDECREF(holder);
     return NULL;
   }
-  return Py_BuildValue("(NNNiiiiiN)", PyLong_FromVoidPtr((char *)t->data + t->byte_offset),
-                       shape, strides, t->dtype.code, t->dtype.bits, t->dtype.lanes,
-                       t->device.device_type, t->device.device_id, holder);
+  return Py_BuildValue("(NNNiiiiiN)", PyLong_FromVoidPtr((char *)t->data + t->byte_offset), shape,
+                       strides, t->dtype.code, t->dtype.bits, t->dtype.lanes, t->device.device_type,
+                       t->device.device_id, holder);
 }
 
 static PyMethodDef methods[] = {
@@ -143,4 +137,6 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int kx_dlpack_register(PyObject *m) { return PyModule_AddFunctions(m, methods); }
+int kx_dlpack_register(PyObject *m) {
+  return PyModule_AddFunctions(m, methods);
+}

@@ -36,15 +36,15 @@ int kx_dlpack_register(PyObject *m);
 
 /* --- queues (rt_queue.c) --- */
 extern PyObject *kx_queue_type;
-kr_queue_t *kx_queue_handle(PyObject *q);           /* NULL + TypeError if not a queue */
-int kx_queue_track(PyObject *q, PyObject *event);    /* keeps an async launch's event alive */
+kr_queue_t *kx_queue_handle(PyObject *q);         /* NULL + TypeError if not a queue */
+int kx_queue_track(PyObject *q, PyObject *event); /* keeps an async launch's event alive */
 
 /* --- events (rt_event.c) --- */
 extern PyObject *kx_event_type;
 /* Wraps ev (taking its reference); keep is held until the event is known complete. */
 PyObject *kx_event_new(kr_event_t *ev, PyObject *keep);
-kr_event_t *kx_event_handle(PyObject *e);           /* NULL + TypeError if not an event */
-int kx_event_done(PyObject *e);                     /* 1 complete (keep dropped), 0 pending */
+kr_event_t *kx_event_handle(PyObject *e); /* NULL + TypeError if not an event */
+int kx_event_done(PyObject *e);           /* 1 complete (keep dropped), 0 pending */
 
 /* --- devices (rt_device.c) --- */
 kr_device_t *kx_device(long index); /* NULL + exception when out of range */

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #define KX_MAX_DEVICES 64
-#define KX_MAX_ARGS 64    /* Python-level kernel arguments */
-#define KX_MAX_KARGS 448  /* Level Zero arguments: 1 + 2*3 per array at most */
+#define KX_MAX_ARGS 64   /* Python-level kernel arguments */
+#define KX_MAX_KARGS 448 /* Level Zero arguments: 1 + 2*3 per array at most */
 
 /* Set once by kapi/_launch.py through rt_launch_configure. */
 static PyObject *g_array_type, *g_ndrange_type, *g_arg_desc, *g_host_queue;
@@ -40,14 +40,13 @@ typedef struct {
   uint64_t ptr;
   int ndim;
   int64_t shape[3], strides[3];
-  size_t nbytes;   /* 'L': bytes of local memory; 'S': value size */
-  uint64_t value;  /* 'S': the value's bytes */
+  size_t nbytes;  /* 'L': bytes of local memory; 'S': value size */
+  uint64_t value; /* 'S': the value's bytes */
 } kx_arg;
 
 static void entry_free(PyObject *cap) {
   kx_entry *e = PyCapsule_GetPointer(cap, "kapi.entry");
-  if (!e)
-    return;
+  if (!e) return;
   Py_XDECREF(e->compiled);
   Py_XDECREF(e->spirv);
   Py_XDECREF(e->entry);
@@ -57,8 +56,7 @@ static void entry_free(PyObject *cap) {
 static int read_i64_tuple(PyObject *t, int n, int64_t *out) {
   for (int i = 0; i < n; i++) {
     out[i] = PyLong_AsLongLong(PyTuple_GetItem(t, i));
-    if (out[i] == -1 && PyErr_Occurred())
-      return -1;
+    if (out[i] == -1 && PyErr_Occurred()) return -1;
   }
   return 0;
 }
@@ -71,15 +69,13 @@ static int parse_desc(PyObject *desc, kx_arg *a) {
     return -1;
   }
   const char *k = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(desc, 0), NULL);
-  if (!k)
-    return -1;
+  if (!k) return -1;
   a->kind = k[0];
   a->typekey = PyTuple_GetItem(desc, 1);
   if (a->kind == 'S') {
     char *buf;
     Py_ssize_t n;
-    if (PyBytes_AsStringAndSize(PyTuple_GetItem(desc, 2), &buf, &n) < 0 || n > 8)
-      return -1;
+    if (PyBytes_AsStringAndSize(PyTuple_GetItem(desc, 2), &buf, &n) < 0 || n > 8) return -1;
     a->value = 0;
     memcpy(&a->value, buf, (size_t)n);
     a->nbytes = (size_t)n;
@@ -151,14 +147,12 @@ static PyObject *classify(PyObject *arg, Py_ssize_t pos, kx_arg *a) {
 static const char *param_name(kx_launcher *self, Py_ssize_t i) {
   PyObject *n = PyTuple_GetItem(self->names, i);
   const char *s = n ? PyUnicode_AsUTF8AndSize(n, NULL) : NULL;
-  if (!s)
-    PyErr_Clear();
+  if (!s) PyErr_Clear();
   return s ? s : "?";
 }
 
 static const char *device_name(long d) {
-  if (d < 0)
-    return "host memory (a NumPy array)";
+  if (d < 0) return "host memory (a NumPy array)";
   return kr_device_info(kr_device_get((uint32_t)d))->name;
 }
 
@@ -166,8 +160,7 @@ static const char *device_name(long d) {
 static PyObject *pick_queue(kx_launcher *self, kx_arg *a, Py_ssize_t n, long *device) {
   Py_ssize_t first = -1;
   for (Py_ssize_t i = 0; i < n; i++) {
-    if (a[i].kind != 'A' || a[i].device < 0)
-      continue;
+    if (a[i].kind != 'A' || a[i].device < 0) continue;
     if (first < 0) {
       first = i;
       continue;
@@ -196,8 +189,7 @@ static PyObject *pick_queue(kx_launcher *self, kx_arg *a, Py_ssize_t n, long *de
   }
   /* No device array: host arrays need a CPU device; otherwise the default device. */
   PyObject *r = PyObject_CallFunction(g_host_queue, "i", host_arrays);
-  if (!r)
-    return NULL;
+  if (!r) return NULL;
   PyObject *q = PyTuple_GetItem(r, 0);
   *device = PyLong_AsLong(PyTuple_GetItem(r, 1));
   Py_XINCREF(q);
@@ -206,7 +198,7 @@ static PyObject *pick_queue(kx_launcher *self, kx_arg *a, Py_ssize_t n, long *de
 }
 
 typedef struct {
-  int nd;    /* NdRange launch */
+  int nd; /* NdRange launch */
   int ndim;
   size_t global[3], local[3];
 } kx_space;
@@ -223,8 +215,7 @@ static int read_extents(PyObject *t, size_t *out, const char *what) {
     if (x <= 0) {
       PyErr_Clear();
       kx_raise_class("InvalidRangeError",
-                     "the %s extent %zd must be a positive integer; use kapi.Range(...)", what,
-                     i);
+                     "the %s extent %zd must be a positive integer; use kapi.Range(...)", what, i);
       return -1;
     }
     out[i] = (size_t)x;
@@ -241,8 +232,7 @@ static int parse_space(PyObject *space, kx_space *s) {
     int nl = ng > 0 ? read_extents(l, s->local, "NdRange local size") : -1;
     Py_XDECREF(g);
     Py_XDECREF(l);
-    if (ng < 0 || nl < 0)
-      return -1;
+    if (ng < 0 || nl < 0) return -1;
     s->nd = 1, s->ndim = ng;
     return 0;
   }
@@ -272,8 +262,7 @@ static PyObject *S_ITEM, *S_NDITEM;
 /* (index kind or None, ndim, typekeys...) */
 static PyObject *make_key(const kx_space *s, int with_item, kx_arg *a, Py_ssize_t n) {
   PyObject *key = PyTuple_New(n + 2);
-  if (!key)
-    return NULL;
+  if (!key) return NULL;
   PyObject *kind = with_item ? (s->nd ? S_NDITEM : S_ITEM) : Py_None;
   Py_INCREF(kind);
   PyTuple_SetItem(key, 0, kind);
@@ -292,14 +281,12 @@ static kx_entry *specialize(kx_launcher *self, PyObject *key) {
   PyObject *kind = PyTuple_GetItem(key, 0);
   PyObject *index = kind == Py_None ? (Py_INCREF(Py_None), Py_None)
                                     : PyTuple_Pack(2, kind, PyTuple_GetItem(key, 1));
-  PyObject *ck = argtypes && index ? PyObject_CallMethodObjArgs(self->dispatcher,
-                                                                g_specialize_name, index,
-                                                                argtypes, NULL)
+  PyObject *ck = argtypes && index ? PyObject_CallMethodObjArgs(self->dispatcher, g_specialize_name,
+                                                                index, argtypes, NULL)
                                    : NULL;
   Py_XDECREF(argtypes);
   Py_XDECREF(index);
-  if (!ck)
-    return NULL;
+  if (!ck) return NULL;
   kx_entry *e = PyMem_Calloc(1, sizeof *e);
   if (!e) {
     Py_DECREF(ck);
@@ -330,20 +317,17 @@ static kr_kernel_t *device_kernel(kx_entry *e, long device) {
     PyErr_SetString(PyExc_SystemError, "kapi: device index out of range");
     return NULL;
   }
-  if (e->kernels[device])
-    return e->kernels[device];
+  if (e->kernels[device]) return e->kernels[device];
   char *bytes;
   Py_ssize_t nbytes;
   const char *name = PyUnicode_AsUTF8AndSize(e->entry, NULL);
-  if (!name || PyBytes_AsStringAndSize(e->spirv, &bytes, &nbytes) < 0)
-    return NULL;
+  if (!name || PyBytes_AsStringAndSize(e->spirv, &bytes, &nbytes) < 0) return NULL;
   kr_error_t err;
   PyThreadState *ts = PyEval_SaveThread();
-  kr_kernel_t *k = kr_kernel_get(kr_device_get((uint32_t)device), bytes, (size_t)nbytes, name,
-                                 &err);
+  kr_kernel_t *k =
+      kr_kernel_get(kr_device_get((uint32_t)device), bytes, (size_t)nbytes, name, &err);
   PyEval_RestoreThread(ts);
-  if (!k)
-    return kx_raise(&err), NULL;
+  if (!k) return kx_raise(&err), NULL;
   return e->kernels[device] = k;
 }
 
@@ -352,8 +336,7 @@ static int pack(kx_arg *a, Py_ssize_t n, kr_arg_t *k, uint32_t *nk) {
   uint32_t j = 0;
   for (Py_ssize_t i = 0; i < n; i++) {
     kx_arg *x = &a[i];
-    if (j + 7 > KX_MAX_KARGS)
-      return -1;
+    if (j + 7 > KX_MAX_KARGS) return -1;
     if (x->kind == 'S') {
       k[j++] = (kr_arg_t){x->nbytes, &x->value};
       continue;
@@ -382,8 +365,7 @@ static int check_arity(kx_launcher *self, Py_ssize_t n, int *with_item) {
     if (!self->warned_no_item) {
       self->warned_no_item = 1;
       return PyErr_WarnEx(PyExc_DeprecationWarning,
-                          "Kernels without item/nd_item will be not supported in the future",
-                          2);
+                          "Kernels without item/nd_item will be not supported in the future", 2);
     }
     return 0;
   }
@@ -401,8 +383,7 @@ static int gather_events(PyObject *deps, kr_event_t **evs, uint32_t *n) {
     return -1;
   }
   for (Py_ssize_t i = 0; i < m; i++)
-    if (!(evs[i] = kx_event_handle(PyTuple_GetItem(deps, i))))
-      return -1;
+    if (!(evs[i] = kx_event_handle(PyTuple_GetItem(deps, i)))) return -1;
   *n = (uint32_t)m;
   return 0;
 }
@@ -410,21 +391,17 @@ static int gather_events(PyObject *deps, kr_event_t **evs, uint32_t *n) {
 static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_ssize_t n,
                            PyObject *args, PyObject *deps) {
   int with_item = 0;
-  if (check_arity(self, n, &with_item) < 0)
-    return NULL;
+  if (check_arity(self, n, &with_item) < 0) return NULL;
   PyObject *key = make_key(s, with_item, a, n);
-  if (!key)
-    return NULL;
+  if (!key) return NULL;
   PyObject *cap = PyDict_GetItemWithError(self->cache, key);
   kx_entry *e = cap ? PyCapsule_GetPointer(cap, "kapi.entry")
                     : (PyErr_Occurred() ? NULL : specialize(self, key));
   Py_DECREF(key);
-  if (!e)
-    return NULL;
+  if (!e) return NULL;
   long device = -1;
   PyObject *queue = pick_queue(self, a, n, &device);
-  if (!queue)
-    return NULL;
+  if (!queue) return NULL;
   kr_kernel_t *k = device_kernel(e, device);
   kr_queue_t *q = k ? kx_queue_handle(queue) : NULL;
   kr_arg_t kargs[KX_MAX_KARGS];
@@ -441,8 +418,8 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
   kr_error_t err;
   kr_event_t *ev = NULL;
   PyThreadState *ts = PyEval_SaveThread();
-  kr_status_t st = kr_launch(q, k, (uint32_t)s->ndim, s->global, s->nd ? s->local : NULL, nk,
-                             kargs, nwait, wait, deps != Py_None ? &ev : NULL, &err);
+  kr_status_t st = kr_launch(q, k, (uint32_t)s->ndim, s->global, s->nd ? s->local : NULL, nk, kargs,
+                             nwait, wait, deps != Py_None ? &ev : NULL, &err);
   PyEval_RestoreThread(ts);
   if (st != KR_OK) {
     Py_DECREF(queue);
@@ -453,8 +430,7 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
     Py_RETURN_NONE;
   }
   PyObject *event = kx_event_new(ev, args);
-  if (event && kx_queue_track(queue, event) < 0)
-    Py_CLEAR(event);
+  if (event && kx_queue_track(queue, event) < 0) Py_CLEAR(event);
   Py_DECREF(queue);
   return event;
 }
@@ -467,8 +443,7 @@ static PyObject *launcher_launch(PyObject *o, PyObject *const *argv, Py_ssize_t 
     return NULL;
   }
   kx_space s;
-  if (parse_space(argv[0], &s) < 0)
-    return NULL;
+  if (parse_space(argv[0], &s) < 0) return NULL;
   PyObject *args = argv[1];
   Py_ssize_t n = PyTuple_Size(args);
   if (n > KX_MAX_ARGS)
@@ -480,8 +455,7 @@ static PyObject *launcher_launch(PyObject *o, PyObject *const *argv, Py_ssize_t 
   PyObject *result = NULL;
   for (; got < n; got++) {
     descs[got] = classify(PyTuple_GetItem(args, got), got, &a[got]);
-    if (!descs[got])
-      goto done;
+    if (!descs[got]) goto done;
     if (a[got].kind == 'L' && !s.nd) {
       kx_raise_class("UnsupportedKernelArgumentError",
                      "argument '%s' is a LocalAccessor, which needs work-groups: launch with "
@@ -505,8 +479,7 @@ static int launcher_init(PyObject *o, PyObject *args, PyObject *kw) {
     PyErr_SetString(PyExc_TypeError, "Launcher(dispatcher, nparams, names)");
     return -1;
   }
-  if (!PyArg_ParseTuple(args, "OnO!", &disp, &nparams, &PyTuple_Type, &names))
-    return -1;
+  if (!PyArg_ParseTuple(args, "OnO!", &disp, &nparams, &PyTuple_Type, &names)) return -1;
   Py_INCREF(disp);
   Py_INCREF(names);
   self->dispatcher = disp;
@@ -556,8 +529,7 @@ static PyType_Spec launcher_spec = {"kapi._lib._kapi.Launcher", sizeof(kx_launch
 static PyObject *py_configure(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *at, *nt, *desc, *hq;
-  if (!PyArg_ParseTuple(args, "OOOO", &at, &nt, &desc, &hq))
-    return NULL;
+  if (!PyArg_ParseTuple(args, "OOOO", &at, &nt, &desc, &hq)) return NULL;
   Py_INCREF(at), Py_INCREF(nt), Py_INCREF(desc), Py_INCREF(hq);
   Py_XDECREF(g_array_type), g_array_type = at;
   Py_XDECREF(g_ndrange_type), g_ndrange_type = nt;
@@ -583,8 +555,7 @@ int kx_launch_register(PyObject *m) {
       !(S_NDITEM = PyUnicode_InternFromString("nditem")))
     return -1;
   PyObject *t = PyType_FromSpec(&launcher_spec);
-  if (!t || PyModule_AddObject(m, "Launcher", t) < 0)
-    return -1;
+  if (!t || PyModule_AddObject(m, "Launcher", t) < 0) return -1;
   return PyModule_AddFunctions(m, methods);
 }
 

@@ -20,8 +20,7 @@ static PyObject *py_init(PyObject *self, PyObject *noargs) {
   PyThreadState *ts = PyEval_SaveThread();
   st = kr_init(&err);
   PyEval_RestoreThread(ts);
-  if (st != KR_OK && st != KR_ERR_NO_DEVICE)
-    return kx_raise(&err);
+  if (st != KR_OK && st != KR_ERR_NO_DEVICE) return kx_raise(&err);
   Py_RETURN_NONE;
 }
 
@@ -45,8 +44,7 @@ static PyObject *u32_tuple(const uint32_t *v, unsigned n) {
 }
 
 static int set_item(PyObject *d, const char *key, PyObject *v) {
-  if (!v)
-    return -1;
+  if (!v) return -1;
   int rc = PyDict_SetItemString(d, key, v);
   Py_DECREF(v);
   return rc;
@@ -54,8 +52,7 @@ static int set_item(PyObject *d, const char *key, PyObject *v) {
 
 static PyObject *info_dict(const kr_device_info_t *in) {
   PyObject *d = PyDict_New();
-  if (!d)
-    return NULL;
+  if (!d) return NULL;
   unsigned nsg = in->num_sub_group_sizes > 8 ? 8 : in->num_sub_group_sizes;
   if (set_item(d, "index", PyLong_FromUnsignedLong(in->index)) ||
       set_item(d, "name", PyUnicode_FromString(in->name)) ||
@@ -90,11 +87,9 @@ static PyObject *info_dict(const kr_device_info_t *in) {
 static PyObject *py_device_info(PyObject *self, PyObject *arg) {
   (void)self;
   long i = PyLong_AsLong(arg);
-  if (i == -1 && PyErr_Occurred())
-    return NULL;
+  if (i == -1 && PyErr_Occurred()) return NULL;
   kr_device_t *dev = kx_device(i);
-  if (!dev)
-    return NULL;
+  if (!dev) return NULL;
   return info_dict(kr_device_info(dev));
 }
 
@@ -106,4 +101,6 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int kx_device_register(PyObject *m) { return PyModule_AddFunctions(m, methods); }
+int kx_device_register(PyObject *m) {
+  return PyModule_AddFunctions(m, methods);
+}

@@ -10,14 +10,12 @@
 
 static PyObject *errors_module(void) {
   static PyObject *mod; /* kept for the process's life, as imported modules are */
-  if (!mod)
-    mod = PyImport_ImportModule("kapi._errors");
+  if (!mod) mod = PyImport_ImportModule("kapi._errors");
   return mod;
 }
 
 static PyObject *raise_built(PyObject *exc) {
-  if (!exc)
-    return NULL;
+  if (!exc) return NULL;
   PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
   Py_DECREF(exc);
   return NULL;
@@ -25,8 +23,7 @@ static PyObject *raise_built(PyObject *exc) {
 
 static PyObject *raise_status(const char *status, const char *message) {
   PyObject *mod = errors_module();
-  if (!mod)
-    return NULL;
+  if (!mod) return NULL;
   PyObject *exc = PyObject_CallMethod(mod, "from_status", "ss", status, message);
   return raise_built(exc);
 }
@@ -56,11 +53,9 @@ PyObject *kx_raise_class(const char *cls, const char *fmt, ...) {
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   PyObject *mod = errors_module();
-  if (!mod)
-    return NULL;
+  if (!mod) return NULL;
   PyObject *type = PyObject_GetAttrString(mod, cls);
-  if (!type)
-    return NULL;
+  if (!type) return NULL;
   PyObject *exc = PyObject_CallFunction(type, "s", buf);
   Py_DECREF(type);
   return raise_built(exc);

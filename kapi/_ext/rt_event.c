@@ -27,7 +27,8 @@ PyObject *kx_event_new(kr_event_t *ev, PyObject *keep) {
 
 kr_event_t *kx_event_handle(PyObject *e) {
   if (!e || !PyObject_TypeCheck(e, (PyTypeObject *)kx_event_type)) {
-    PyErr_Format(PyExc_TypeError, "expected a kapi.Event, got %R", e ? (PyObject *)Py_TYPE(e) : Py_None);
+    PyErr_Format(PyExc_TypeError, "expected a kapi.Event, got %R",
+                 e ? (PyObject *)Py_TYPE(e) : Py_None);
     return NULL;
   }
   return ((kx_event *)e)->ev;
@@ -35,10 +36,8 @@ kr_event_t *kx_event_handle(PyObject *e) {
 
 int kx_event_done(PyObject *e) {
   kx_event *self = (kx_event *)e;
-  if (!self->keep)
-    return 1;
-  if (kr_event_is_complete(self->ev) == 0)
-    return 0;
+  if (!self->keep) return 1;
+  if (kr_event_is_complete(self->ev) == 0) return 0;
   Py_CLEAR(self->keep);
   return 1;
 }
@@ -51,8 +50,7 @@ static PyObject *event_wait(PyObject *o, PyObject *noargs) {
   kr_status_t st = kr_event_wait(self->ev, &err);
   PyEval_RestoreThread(ts);
   Py_CLEAR(self->keep);
-  if (st != KR_OK)
-    return kx_raise(&err);
+  if (st != KR_OK) return kx_raise(&err);
   Py_RETURN_NONE;
 }
 
@@ -60,10 +58,8 @@ static PyObject *event_complete(PyObject *o, void *closure) {
   (void)closure;
   kx_event *self = (kx_event *)o;
   int c = kr_event_is_complete(self->ev);
-  if (c < 0)
-    return kx_raise_msg("KR_ERR_DEVICE_LOST", "the command of this event failed");
-  if (c)
-    Py_CLEAR(self->keep);
+  if (c < 0) return kx_raise_msg("KR_ERR_DEVICE_LOST", "the command of this event failed");
+  if (c) Py_CLEAR(self->keep);
   return PyBool_FromLong(c);
 }
 
@@ -96,8 +92,10 @@ static PyGetSetDef event_getset[] = {
 };
 
 static PyType_Slot event_slots[] = {
-    {Py_tp_dealloc, event_dealloc}, {Py_tp_methods, event_methods},
-    {Py_tp_getset, event_getset},   {Py_tp_new, event_new_refused},
+    {Py_tp_dealloc, event_dealloc},
+    {Py_tp_methods, event_methods},
+    {Py_tp_getset, event_getset},
+    {Py_tp_new, event_new_refused},
     {Py_tp_doc, "The completion of an asynchronous kapi command; wait() blocks on it."},
     {0, NULL},
 };
@@ -108,8 +106,7 @@ static PyType_Spec event_spec = {"kapi.Event", sizeof(kx_event), 0, Py_TPFLAGS_D
 static PyObject *py_wait_all(PyObject *self, PyObject *seq) {
   (void)self;
   PyObject *fast = PySequence_Tuple(seq);
-  if (!fast)
-    return NULL;
+  if (!fast) return NULL;
   Py_ssize_t n = PyTuple_Size(fast);
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *e = PyTuple_GetItem(fast, i);
@@ -131,10 +128,8 @@ static PyMethodDef methods[] = {
 
 int kx_event_register(PyObject *m) {
   kx_event_type = PyType_FromSpec(&event_spec);
-  if (!kx_event_type)
-    return -1;
+  if (!kx_event_type) return -1;
   Py_INCREF(kx_event_type);
-  if (PyModule_AddObject(m, "Event", kx_event_type) < 0)
-    return -1;
+  if (PyModule_AddObject(m, "Event", kx_event_type) < 0) return -1;
   return PyModule_AddFunctions(m, methods);
 }

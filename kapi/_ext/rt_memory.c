@@ -26,12 +26,10 @@ static int buffer_init(PyObject *o, PyObject *args, PyObject *kw) {
     return -1;
   }
   kr_device_t *dev = kx_device(device);
-  if (!dev)
-    return -1;
+  if (!dev) return -1;
   kr_error_t err;
   /* The runtime wants size > 0; an empty array still gets a distinct, valid pointer. */
-  void *p = kr_malloc(dev, (kr_mem_kind_t)kind, nbytes ? (size_t)nbytes : 1, (size_t)align,
-                      &err);
+  void *p = kr_malloc(dev, (kr_mem_kind_t)kind, nbytes ? (size_t)nbytes : 1, (size_t)align, &err);
   if (!p) {
     kx_raise(&err);
     return -1;
@@ -46,8 +44,7 @@ static int buffer_init(PyObject *o, PyObject *args, PyObject *kw) {
 
 static void buffer_dealloc(PyObject *o) {
   kx_buffer *self = (kx_buffer *)o;
-  if (self->ptr)
-    kr_free(self->ptr, NULL);
+  if (self->ptr) kr_free(self->ptr, NULL);
   PyTypeObject *tp = Py_TYPE(o);
   freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
   f(o);
@@ -96,35 +93,32 @@ static PyGetSetDef buffer_getset[] = {
 };
 
 static PyType_Slot buffer_slots[] = {
-    {Py_tp_init, buffer_init},     {Py_tp_dealloc, buffer_dealloc},
-    {Py_bf_getbuffer, buffer_get}, {Py_tp_getset, buffer_getset},
-    {Py_tp_new, PyType_GenericNew}, {0, NULL},
+    {Py_tp_init, buffer_init},     {Py_tp_dealloc, buffer_dealloc}, {Py_bf_getbuffer, buffer_get},
+    {Py_tp_getset, buffer_getset}, {Py_tp_new, PyType_GenericNew},  {0, NULL},
 };
 
 static PyType_Spec buffer_spec = {"kapi._lib._kapi.Buffer", sizeof(kx_buffer), 0,
                                   Py_TPFLAGS_DEFAULT, buffer_slots};
 
-static void *as_ptr(PyObject *v) { return PyLong_AsVoidPtr(v); }
+static void *as_ptr(PyObject *v) {
+  return PyLong_AsVoidPtr(v);
+}
 
 /* rt_memcpy(queue, dst, src, n): synchronous copy between USM and/or host addresses. */
 static PyObject *py_memcpy(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *q, *dst, *src;
   Py_ssize_t n;
-  if (!PyArg_ParseTuple(args, "OOOn", &q, &dst, &src, &n))
-    return NULL;
+  if (!PyArg_ParseTuple(args, "OOOn", &q, &dst, &src, &n)) return NULL;
   kr_queue_t *queue = kx_queue_handle(q);
   void *d = as_ptr(dst), *s = as_ptr(src);
-  if (!queue || PyErr_Occurred())
-    return NULL;
-  if (n <= 0)
-    Py_RETURN_NONE;
+  if (!queue || PyErr_Occurred()) return NULL;
+  if (n <= 0) Py_RETURN_NONE;
   kr_error_t err;
   PyThreadState *ts = PyEval_SaveThread();
   kr_status_t st = kr_memcpy(queue, d, s, (size_t)n, 0, NULL, NULL, &err);
   PyEval_RestoreThread(ts);
-  if (st != KR_OK)
-    return kx_raise(&err);
+  if (st != KR_OK) return kx_raise(&err);
   Py_RETURN_NONE;
 }
 
@@ -134,20 +128,16 @@ static PyObject *py_fill(PyObject *self, PyObject *args) {
   PyObject *q, *dst;
   const char *pat;
   Py_ssize_t plen, n;
-  if (!PyArg_ParseTuple(args, "OOy#n", &q, &dst, &pat, &plen, &n))
-    return NULL;
+  if (!PyArg_ParseTuple(args, "OOy#n", &q, &dst, &pat, &plen, &n)) return NULL;
   kr_queue_t *queue = kx_queue_handle(q);
   void *d = as_ptr(dst);
-  if (!queue || PyErr_Occurred())
-    return NULL;
-  if (n <= 0)
-    Py_RETURN_NONE;
+  if (!queue || PyErr_Occurred()) return NULL;
+  if (n <= 0) Py_RETURN_NONE;
   kr_error_t err;
   PyThreadState *ts = PyEval_SaveThread();
   kr_status_t st = kr_fill(queue, d, pat, (size_t)plen, (size_t)n, 0, NULL, NULL, &err);
   PyEval_RestoreThread(ts);
-  if (st != KR_OK)
-    return kx_raise(&err);
+  if (st != KR_OK) return kx_raise(&err);
   Py_RETURN_NONE;
 }
 
@@ -155,12 +145,10 @@ static PyObject *py_fill(PyObject *self, PyObject *args) {
 static PyObject *py_pointer_info(PyObject *self, PyObject *arg) {
   (void)self;
   void *p = as_ptr(arg);
-  if (PyErr_Occurred())
-    return NULL;
+  if (PyErr_Occurred()) return NULL;
   kr_pointer_info_t info;
   kr_error_t err;
-  if (kr_pointer_info(p, &info, &err) != KR_OK)
-    return kx_raise(&err);
+  if (kr_pointer_info(p, &info, &err) != KR_OK) return kx_raise(&err);
   long dev = info.device ? (long)kr_device_info(info.device)->index : -1;
   return Py_BuildValue("(ilNn)", (int)info.kind, dev, PyLong_FromVoidPtr(info.base),
                        (Py_ssize_t)info.size);
@@ -175,7 +163,6 @@ static PyMethodDef methods[] = {
 
 int kx_memory_register(PyObject *m) {
   PyObject *t = PyType_FromSpec(&buffer_spec);
-  if (!t || PyModule_AddObject(m, "Buffer", t) < 0)
-    return -1;
+  if (!t || PyModule_AddObject(m, "Buffer", t) < 0) return -1;
   return PyModule_AddFunctions(m, methods);
 }

@@ -31,8 +31,7 @@ static int prune(kx_queue *self) {
 
 int kx_queue_track(PyObject *q, PyObject *event) {
   kx_queue *self = (kx_queue *)q;
-  if (prune(self) < 0)
-    return -1;
+  if (prune(self) < 0) return -1;
   return PyList_Append(self->pending, event);
 }
 
@@ -41,11 +40,9 @@ static int queue_init(PyObject *o, PyObject *args, PyObject *kw) {
   long device;
   int own = 0;
   static char *kwlist[] = {"device", "own", NULL};
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "l|p", kwlist, &device, &own))
-    return -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "l|p", kwlist, &device, &own)) return -1;
   kr_device_t *dev = kx_device(device);
-  if (!dev)
-    return -1;
+  if (!dev) return -1;
   kr_error_t err;
   self->q = own ? kr_queue_create(dev, &err) : kr_device_queue(dev, &err);
   if (!self->q) {
@@ -65,10 +62,8 @@ static PyObject *queue_synchronize(PyObject *o, PyObject *noargs) {
   PyThreadState *ts = PyEval_SaveThread();
   kr_status_t st = kr_queue_synchronize(self->q, &err);
   PyEval_RestoreThread(ts);
-  if (st != KR_OK)
-    return kx_raise(&err);
-  if (prune(self) < 0)
-    return NULL;
+  if (st != KR_OK) return kx_raise(&err);
+  if (prune(self) < 0) return NULL;
   Py_RETURN_NONE;
 }
 
@@ -108,18 +103,16 @@ static PyGetSetDef queue_getset[] = {
 };
 
 static PyType_Slot queue_slots[] = {
-    {Py_tp_init, queue_init},       {Py_tp_dealloc, queue_dealloc},
-    {Py_tp_methods, queue_methods}, {Py_tp_getset, queue_getset},
-    {Py_tp_new, PyType_GenericNew}, {0, NULL},
+    {Py_tp_init, queue_init},     {Py_tp_dealloc, queue_dealloc}, {Py_tp_methods, queue_methods},
+    {Py_tp_getset, queue_getset}, {Py_tp_new, PyType_GenericNew}, {0, NULL},
 };
 
-static PyType_Spec queue_spec = {"kapi._lib._kapi.RtQueue", sizeof(kx_queue), 0,
-                                 Py_TPFLAGS_DEFAULT, queue_slots};
+static PyType_Spec queue_spec = {"kapi._lib._kapi.RtQueue", sizeof(kx_queue), 0, Py_TPFLAGS_DEFAULT,
+                                 queue_slots};
 
 int kx_queue_register(PyObject *m) {
   kx_queue_type = PyType_FromSpec(&queue_spec);
-  if (!kx_queue_type)
-    return -1;
+  if (!kx_queue_type) return -1;
   Py_INCREF(kx_queue_type);
   return PyModule_AddObject(m, "RtQueue", kx_queue_type) < 0 ? -1 : 0;
 }
