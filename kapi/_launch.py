@@ -16,7 +16,12 @@ import numpy as np
 from . import _native
 from ._array import Array
 from ._device import default_device, devices
-from ._errors import DeviceNotFoundError, KapiError, UnsupportedKernelArgumentError
+from ._errors import (
+    DeviceNotFoundError,
+    KapiError,
+    UnsupportedDtypeError,
+    UnsupportedKernelArgumentError,
+)
 from ._kernel import KernelDispatcher
 from ._ranges import NdRange
 from ._types import DTYPE_TO_KIR, kir_scalar
@@ -77,7 +82,7 @@ def _arg_desc(obj, pos: int):
         return _numpy_desc(obj, pos)
     if isinstance(obj, np.generic):
         if obj.dtype not in DTYPE_TO_KIR:
-            raise UnsupportedKernelArgumentError(
+            raise UnsupportedDtypeError(
                 f"kernel argument {pos}: scalars of dtype {obj.dtype} are not supported; "
                 f"use one of {', '.join(str(d) for d in DTYPE_TO_KIR)}"
             )
