@@ -25,7 +25,7 @@ def reduce_sum(nditem: kapi.NdItem, a, result, slm):
         kapi.AtomicRef(result, 0).fetch_add(slm[0])
 
 
-def main(n=1 << 20):
+def main(n=1 << 18):
     h = (np.arange(n) % 10).astype(np.float32)
     a = dpex.asarray(h)
     result = dpex.zeros(1, dtype=np.float32)
