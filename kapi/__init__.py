@@ -38,7 +38,7 @@ from ._errors import (
     UnsupportedKernelArgumentError,
 )
 from ._interop import from_dlpack
-from ._kernel import KernelDispatcher, device_func, kernel
+from ._kernel import KernelDispatcher, device_func, dpjit, kernel
 from ._launch import call_kernel, call_kernel_async, wait_all
 from ._ranges import NdRange, Range
 from ._types import array as array_type
@@ -57,6 +57,8 @@ float32, float64 = _np.float32, _np.float64
 i4, i8, u4, u8, f4, f8 = int32, int64, uint32, uint64, float32, float64
 float_, double = float32, float64
 
+prange = range  # numba.prange, re-exported by numba-dpex; plain range outside dpjit
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -72,6 +74,7 @@ __all__ = [
     "call_kernel_async",
     "default_device",
     "device_func",
+    "dpjit",
     "devices",
     "empty",
     "empty_like",

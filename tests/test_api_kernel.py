@@ -147,3 +147,39 @@ def test_device_func_marks_and_returns_the_function():
 
 def test_scalar_aliases():
     assert kapi.int32(3).dtype == np.int32 and kapi.float_ is np.float32
+
+
+def test_dpjit_is_refused_with_advice():
+    with pytest.raises(NotImplementedError, match="kapi.kernel"):
+        kapi.dpjit(lambda: None)
+
+
+def test_kernel_api_namespace_matches_numba_dpex():
+    from kapi import kernel_api
+
+    want = {
+        "call_kernel",
+        "group_barrier",
+        "AddressSpace",
+        "atomic_fence",
+        "AtomicRef",
+        "Group",
+        "Item",
+        "LocalAccessor",
+        "MemoryOrder",
+        "MemoryScope",
+        "NdItem",
+        "NdRange",
+        "Range",
+        "PrivateArray",
+    }
+    assert want <= set(kernel_api.__all__)
+    assert all(hasattr(kernel_api, n) for n in want)
+    assert kernel_api.Range is kapi.Range and kernel_api.call_kernel is kapi.call_kernel
+
+
+def test_top_level_names_match_numba_dpex():
+    for n in ("kernel", "device_func", "call_kernel", "call_kernel_async", "Range", "NdRange"):
+        assert hasattr(kapi, n)
+    for n in ("int32", "int64", "uint32", "uint64", "float32", "float64", "b1", "i4", "f8"):
+        assert hasattr(kapi, n)
