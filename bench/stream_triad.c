@@ -2,7 +2,11 @@
  * OpenMP (-O3 -fopenmp -march=native) against the same kernel compiled by kapi (KIR ->
  * SPIR-V, or the OpenCL C fixture when the compiler cannot yet) run by kapi's CPU driver
  * through the runtime. Runs alternate in one process; prints median GB/s and the ratio.
- * Usage: stream_triad [n_elements (default 2^25)] [repetitions (default 15)] */
+ * Usage: stream_triad [n_elements (default 2^25)] [repetitions (default 15)]
+ * Run it with OMP_WAIT_POLICY=passive (run_cpu.sh does): spinning OpenMP workers would take
+ * the cores from the CPU driver's threads during the kapi runs.
+ * Environment (for diagnosis): KAPI_TRIAD_MEM=device|shared|host (USM kind, default device),
+ * KAPI_TRIAD_WG=<work-group size> (an NdRange launch instead of a Range launch). */
 #include "bench_common.h"
 
 #include <omp.h>
@@ -44,11 +48,18 @@ typedef struct kapi_triad {
   uint32_t nargs;
   kr_arg_t args[10];
   const char *source;
+  kr_mem_kind_t kind;
+  size_t wg; /* 0: Range launch */
 } kapi_triad_t;
 
 static int kapi_setup(kapi_triad_t *t, size_t n, kr_error_t *err) {
   kr_device_t *dev = cpu_device();
   if (!dev) return 1;
+  const char *mem = getenv("KAPI_TRIAD_MEM"), *wg = getenv("KAPI_TRIAD_WG");
+  t->kind = !mem || !strcmp(mem, "device") ? KR_MEM_DEVICE
+            : !strcmp(mem, "shared")       ? KR_MEM_SHARED
+                                           : KR_MEM_HOST;
+  t->wg = wg ? strtoull(wg, NULL, 0) : 0;
   char why[512];
   size_t nbytes = 0;
   void *spv = spirv_from_kir(kir_triad, &nbytes, why, sizeof why);
@@ -62,7 +73,7 @@ static int kapi_setup(kapi_triad_t *t, size_t n, kr_error_t *err) {
   if (!t->k || !t->q) return fprintf(stderr, "kapi triad: %s\n", err->message), 1;
   float v[3] = {0, 1, 2};
   for (int i = 0; i < 3; i++) {
-    t->arr[i] = kr_malloc(dev, KR_MEM_DEVICE, n * 4, 64, err);
+    t->arr[i] = kr_malloc(dev, t->kind, n * 4, 64, err);
     if (!t->arr[i] || kr_fill(t->q, t->arr[i], &v[i], 4, n * 4, 0, NULL, NULL, err))
       return fprintf(stderr, "kapi arrays: %s\n", err->message), 1;
   }
@@ -96,7 +107,7 @@ int main(int argc, char **argv) {
     double t0 = now_s();
     triad_omp(a, b, c, 3.0f, n);
     double t1 = now_s();
-    if (kr_launch(t.q, t.k, 1, &n, NULL, t.nargs, t.args, 0, NULL, NULL, &err))
+    if (kr_launch(t.q, t.k, 1, &n, t.wg ? &t.wg : NULL, t.nargs, t.args, 0, NULL, NULL, &err))
       return fprintf(stderr, "kr_launch: %s\n", err.message), 1;
     double t2 = now_s();
     if (r >= 0) c_gbs[r] = bytes / (t1 - t0) / 1e9, k_gbs[r] = bytes / (t2 - t1) / 1e9;
@@ -106,9 +117,17 @@ int main(int argc, char **argv) {
       a[n - 1] != 7.0f)
     return fprintf(stderr, "wrong result: kapi %g, C %g (want 7)\n", check, a[n - 1]), 1;
   double cm = median(c_gbs, reps), km = median(k_gbs, reps);
-  printf("stream triad, float32, n = %zu (%.0f MiB per array), %d runs, %d OpenMP threads\n", n,
-         n * 4.0 / (1 << 20), reps, omp_get_max_threads());
-  printf("  kapi kernel from: %s\n", t.source);
+  const char *wait = getenv("OMP_WAIT_POLICY");
+  printf("stream triad, float32, n = %zu (%.0f MiB per array), %d runs, %d OpenMP threads, "
+         "OMP_WAIT_POLICY=%s\n",
+         n, n * 4.0 / (1 << 20), reps, omp_get_max_threads(), wait ? wait : "(unset)");
+  size_t local[3] = {t.wg, 1, 1};
+  if (!t.wg) kr_range_group_size(t.k, 1, &n, local, NULL);
+  printf("  kapi kernel from: %s; %s memory; work-group %zu (%s)\n", t.source,
+         t.kind == KR_MEM_DEVICE   ? "device"
+         : t.kind == KR_MEM_SHARED ? "shared"
+                                   : "host",
+         local[0], t.wg ? "given" : "Range choice");
   printf("  C/OpenMP (-O3 -march=native)  median %7.2f GB/s\n", cm);
   printf("  kapi on the CPU driver         median %7.2f GB/s\n", km);
   printf("  ratio kapi / C = %.2f\n", km / cm);

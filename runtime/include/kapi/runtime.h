@@ -94,8 +94,10 @@ kr_status_t kr_init(kr_error_t *err);
  * before kr_init. Owned by the runtime. */
 const char *kr_driver_list(void);
 
-/* Releases every runtime object (queues, kernels, modules, event pools, contexts). Any
- * handle obtained before is invalid afterwards; memory from kr_malloc must be freed first.
+/* Releases every object the runtime owns (default queues, cached kernels and modules, event
+ * pools, contexts). Any handle obtained before is invalid afterwards. Free memory from
+ * kr_malloc, destroy queues from kr_queue_create and modules from kr_module_create, and
+ * release events first.
  * After it, kr_init may be called again. Not thread-safe with any other call. Optional:
  * useful for leak checkers and tests. */
 void kr_shutdown(void);
@@ -124,7 +126,8 @@ typedef struct kr_device_info {
   uint32_t device_id;
   char vendor_name[64]; /* "Intel", "NVIDIA", "AMD", or "vendor 0x...." */
   /* The driver's short name: "kapi-cpu" / "kapi-cuda" for kapi's drivers (which advertise a
-   * driver extension "kapi_driver_<name>"), "intel-gpu" for Intel's, else "ze-driver-<i>". */
+   * driver extension "kapi_driver_<name>" or have a driver UUID starting "kapi-<name>"),
+   * "intel-gpu" for Intel's, else "ze-driver-<i>". */
   char driver_name[64];
   uint32_t driver_index;             /* which Level Zero driver (order of zeDriverGet) */
   uint32_t driver_version;           /* ze_driver_properties_t.driverVersion */

@@ -1,8 +1,9 @@
-/* The runtime against kapi's CPU Level Zero driver through the real loader: devices, memory
+/* The runtime against one of kapi's Level Zero drivers (KAPI_TEST_DRIVER: kapi-cpu, the
+ * default, or kapi-cuda) through the real loader: devices, memory
  * and copies, SPIR-V fixtures (OpenCL C -> clang-15 -> llvm-spirv-15), 1-3D Range and NdRange
  * launches, asynchronous launches with events and waits, and the error paths. Parts can be
- * run alone (argv[1]) so a slow tool such as valgrind runs only what it needs. Skips (77)
- * when the CPU driver has not been built. */
+ * run alone (named as arguments) so a slow tool such as valgrind runs only what it needs. Skips
+ * (77) when the CPU driver has not been built. */
 #include "check.h"
 
 #include <pthread.h>
@@ -14,6 +15,7 @@ static kr_queue_t *q;
 static void *spv;
 static size_t spv_size;
 static kr_error_t err;
+static const char *driver; /* the driver under test, as kr_device_info_t.driver_name */
 
 static void *read_file(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
@@ -29,8 +31,8 @@ static void *read_file(const char *path, size_t *n) {
 
 static void setup(void) {
   CHECK_OK(kr_init(&err), &err);
-  for (uint32_t i = 0; i < kr_device_count(); i++)
-    if (!strcmp(kr_device_info(kr_device_get(i))->driver_name, "kapi-cpu")) dev = kr_device_get(i);
+  for (uint32_t i = 0; i < kr_device_count() && !dev; i++)
+    if (!strcmp(kr_device_info(kr_device_get(i))->driver_name, driver)) dev = kr_device_get(i);
   CHECK(dev != NULL);
   q = kr_device_queue(dev, &err);
   CHECK(q != NULL && kr_device_queue(dev, &err) == q && kr_queue_device(q) == dev);
@@ -45,11 +47,13 @@ static void test_devices(void) {
          in->driver_version, in->compute_units, in->max_work_group_size, in->max_group_size[0],
          in->max_group_size[1], in->max_group_size[2], (unsigned long long)in->local_mem_size,
          (unsigned long long)(in->global_mem_size >> 20), in->fp16, in->fp64);
-  CHECK(in->type == KR_DEVICE_CPU && in->name[0]);
+  CHECK(in->name[0]);
+  if (!strcmp(driver, "kapi-cpu"))
+    CHECK(in->type == KR_DEVICE_CPU && !memcmp(in->uuid, "kapi-cpu", 8));
+  if (!strcmp(driver, "kapi-cuda")) CHECK(in->type == KR_DEVICE_GPU && in->vendor_id == 0x10de);
   CHECK(in->compute_units >= 1 && in->max_work_group_size >= 1);
   CHECK(in->max_group_size[0] >= 1 && in->max_group_count[0] >= 1);
   CHECK(in->global_mem_size > 0 && in->max_alloc_size > 0 && in->local_mem_size > 0);
-  CHECK(!memcmp(in->uuid, "kapi-cpu", 8));
   CHECK(kr_device_get(in->index) == dev && kr_device_get(kr_device_count()) == NULL);
 }
 
@@ -306,21 +310,30 @@ static void test_errors(void) {
 }
 
 int main(int argc, char **argv) {
-  char drv[4096];
-  snprintf(drv, sizeof drv, "%s/libze_kapi_cpu.so", KAPI_LIB_DIR);
-  if (access(drv, R_OK)) {
-    printf("skipped: %s not built\n", drv);
+  driver = getenv("KAPI_TEST_DRIVER") ? getenv("KAPI_TEST_DRIVER") : "kapi-cpu";
+  char lib[4096], *c;
+  snprintf(lib, sizeof lib, "%s/libze_%s.so", KAPI_LIB_DIR, driver);
+  for (c = strrchr(lib, '/'); *c; c++)
+    if (*c == '-') *c = '_';
+  if (access(lib, R_OK)) {
+    printf("skipped: %s not built\n", lib);
     return TEST_SKIP;
   }
-  const char *part = argc > 1 ? argv[1] : "all";
+  if (kr_init(&err) == KR_ERR_NO_DEVICE) {
+    printf("skipped: %s has no device: %s\n", driver, err.message);
+    return TEST_SKIP;
+  }
   setup();
-  bool all = !strcmp(part, "all");
-  if (all || !strcmp(part, "devices")) test_devices();
-  if (all || !strcmp(part, "memory")) test_memory();
-  if (all || !strcmp(part, "launch")) test_launches();
-  if (all || !strcmp(part, "async")) test_async();
-  if (all || !strcmp(part, "threads")) test_threads();
-  if (all || !strcmp(part, "errors")) test_errors();
+  for (int i = 1; i < (argc > 1 ? argc : 2); i++) {
+    const char *part = argc > 1 ? argv[i] : "all";
+    bool all = !strcmp(part, "all");
+    if (all || !strcmp(part, "devices")) test_devices();
+    if (all || !strcmp(part, "memory")) test_memory();
+    if (all || !strcmp(part, "launch")) test_launches();
+    if (all || !strcmp(part, "async")) test_async();
+    if (all || !strcmp(part, "threads")) test_threads();
+    if (all || !strcmp(part, "errors")) test_errors();
+  }
   free(spv);
   kr_shutdown();
   /* The runtime starts again after a shutdown. */
