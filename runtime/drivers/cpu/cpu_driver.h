@@ -141,6 +141,8 @@ ze_result_t cpu_launch_prepare(const cpu_kernel_t *kernel, const ze_group_count_
 cpu_pool_t *cpu_pool_create(uint32_t threads);
 /* Stops and joins the workers and frees the pool; no launch may be running. */
 void cpu_pool_destroy(cpu_pool_t *pool);
+/* Frees a pool inherited by a forked child, whose workers never existed in this process. */
+void cpu_pool_free_orphan(cpu_pool_t *pool);
 /* Runs every group of the launch before returning: on the caller alone when it is tiny,
  * otherwise spread over the workers. OUT_OF_HOST_MEMORY if local memory cannot be had. */
 ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *launch);

@@ -231,6 +231,14 @@ static void publish(cpu_pool_t *pool, uint32_t gen, bool closed) {
   if (atomic_load(&pool->sleepers)) futex_wake_all(&pool->wake);
 }
 
+void cpu_pool_free_orphan(cpu_pool_t *pool) {
+  for (uint32_t i = 0; i <= pool->threads; i++)
+    scratch_free(&pool->scratch[i]);
+  free(pool->workers);
+  free(pool->scratch);
+  free(pool);
+}
+
 void cpu_pool_destroy(cpu_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
   pool->stop = true;
@@ -238,12 +246,8 @@ void cpu_pool_destroy(cpu_pool_t *pool) {
   pthread_mutex_unlock(&pool->lock);
   for (uint32_t i = 0; i < pool->threads; i++)
     pthread_join(pool->workers[i].thread, NULL);
-  for (uint32_t i = 0; i <= pool->threads; i++)
-    scratch_free(&pool->scratch[i]);
   pthread_mutex_destroy(&pool->lock);
-  free(pool->workers);
-  free(pool->scratch);
-  free(pool);
+  cpu_pool_free_orphan(pool); /* the memory, now that no worker uses it */
 }
 
 /* Closes the current launch once no joined worker is busy; after that no worker reads the
