@@ -76,8 +76,10 @@ static inline void *spirv_from_file(const char *path, size_t *n) {
   return p;
 }
 
-/* The first device of kapi's CPU driver, or NULL with a message on stderr. */
-static inline kr_device_t *cpu_device(void) {
+/* The first device of the driver named by KAPI_BENCH_DRIVER (default kapi-cpu, the CPU
+ * driver; kapi-cuda for the GPU), or NULL with a message on stderr. */
+static inline kr_device_t *bench_device(void) {
+  const char *want = getenv("KAPI_BENCH_DRIVER") ? getenv("KAPI_BENCH_DRIVER") : "kapi-cpu";
   kr_error_t err;
   if (kr_init(&err)) {
     fprintf(stderr, "kr_init: %s\n", err.message);
