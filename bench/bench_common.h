@@ -86,8 +86,8 @@ static inline kr_device_t *bench_device(void) {
     return NULL;
   }
   for (uint32_t i = 0; i < kr_device_count(); i++)
-    if (!strcmp(kr_device_info(kr_device_get(i))->driver_name, "kapi-cpu")) return kr_device_get(i);
-  fprintf(stderr, "no kapi-cpu device (drivers: %s)\n", kr_driver_list());
+    if (!strcmp(kr_device_info(kr_device_get(i))->driver_name, want)) return kr_device_get(i);
+  fprintf(stderr, "no %s device (drivers: %s)\n", want, kr_driver_list());
   return NULL;
 }
 
