@@ -311,3 +311,11 @@ class PrivateArray:
 
     def __setitem__(self, idx, val):
         self._data[idx] = val
+
+
+# The launch API under numba-dpex's kernel_api names (kapi/_ranges.py, kapi/_launch.py).
+# Here call_kernel compiles and runs the kernel on a device, plain functions included.
+from ._launch import call_kernel  # noqa: E402
+from ._ranges import NdRange, Range  # noqa: E402
+
+__all__ += ["NdRange", "Range", "call_kernel"]

@@ -8,6 +8,7 @@ Numba IR; pyfront walks it and writes KIR. Numba's lowering is never used.
 """
 
 import inspect
+import threading
 from dataclasses import dataclass
 
 from .errors import KernelError, KernelTypingError, UnsupportedConstructError
@@ -69,8 +70,21 @@ def _check_signature(pyfunc, argtypes, index):
     return [p.name for p in params[1 if index is not None else 0 :]]
 
 
+# Numba's typing machinery and pyfront's typing context are shared, process-wide state.
+_lock = threading.RLock()
+
+
 def compile_kernel(pyfunc, argtypes, *, index=None):
-    """Compile `pyfunc` for `argtypes` (KIR type strings, without the index parameter)."""
+    """Compile `pyfunc` for `argtypes` (KIR type strings, without the index parameter).
+
+    Thread-safe (compilations are serialised). Raises KernelError subclasses for bad kernels
+    and ValueError for a malformed `index`.
+    """
+    with _lock:
+        return _compile(pyfunc, argtypes, index)
+
+
+def _compile(pyfunc, argtypes, index):
     from .ktypes import parse_type
     from .module import ModuleEmitter
 

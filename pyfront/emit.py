@@ -145,7 +145,9 @@ class FunctionEmitter(CallEmitter):
                     "or nothing",
                 )
         blocks = self.tf.func_ir.blocks
+        self.entry_label = min(blocks)
         for label in self._rpo(blocks):
+            self.label = label
             self.b.block(f"b{label}")
             for st in blocks[label].body:
                 self.line = st.loc.line if st.loc and st.loc.line else self.line
@@ -153,6 +155,11 @@ class FunctionEmitter(CallEmitter):
                     self.stmt(st)
                 except KernelError as e:
                     raise e.located(self.tf.filename, self.line) from None
+                except Exception as e:  # never let an internal error escape unlocated
+                    raise self.unsupported(
+                        "statement",
+                        f"pyfront cannot compile this statement ({type(e).__name__}: {e})",
+                    ) from None
             if not self.b.terminated:
                 self.b.emit("unreachable")
         return self.b
@@ -416,7 +423,8 @@ class FunctionEmitter(CallEmitter):
         a, b = self.scalar(lhs, ret), self.scalar(rhs, ret)
         if kop == "div" and not isinstance(ret, types.Float):
             raise self.unsupported("operator", f"true division giving {ret}")
-        return V.Scalar(self.b.op(f"{kop} {self.kty(ret)} {a} {b}", self.line), ret)
+        nonneg = kop in ("add", "mul") and _nonneg(lhs) and _nonneg(rhs)
+        return V.Scalar(self.b.op(f"{kop} {self.kty(ret)} {a} {b}", self.line), ret, nonneg)
 
     def _unify(self, a, b):
         from .typer import Typer
@@ -460,7 +468,7 @@ class FunctionEmitter(CallEmitter):
             if isinstance(val.step, V.Const)
             else V.Scalar(self.scalar(val.step, val.ty), val.ty)
         )
-        return V.RangeIter(cur, stop, step, val.ty)
+        return V.RangeIter(cur, stop, step, val.ty, _nonneg(val.start))
 
     def iternext(self, it):
         if not isinstance(it, V.RangeIter):
@@ -482,26 +490,29 @@ class FunctionEmitter(CallEmitter):
         step = self.scalar(it.step)
         nxt = self.b.op(f"add {kty} {cur} {step}", self.line)
         self.b.emit(f"store_var {it.cur} {nxt}", self.line)
-        return V.Pair(V.Scalar(cur, it.ty), V.Scalar(ok, types.boolean))
+        # Counting up from a non-negative start never goes negative: no index wraparound.
+        up = isinstance(it.step, V.Const) and it.step.value > 0
+        return V.Pair(V.Scalar(cur, it.ty, up and it.nonneg), V.Scalar(ok, types.boolean))
 
     # ---- arrays and tuples ----------------------------------------------------------------
 
-    def array_indices(self, arr, idxval, idxty):
-        """i64 index refs for arr[idx], with Numba's wraparound for signed indices."""
+    def array_indices(self, arr, idxval, idxty, allow_view=False):
+        """i64 index refs of the underlying array for arr[idx], with Numba's wraparound for
+        signed indices. With allow_view, fewer indices than dimensions fix a leading prefix."""
         if isinstance(idxval, V.Tuple):
             items = idxval.items
             tys = list(idxty) if isinstance(idxty, types.BaseTuple) else [None] * len(items)
         else:
             items, tys = [idxval], [idxty]
-        if len(items) != arr.ty.ndim:
+        if len(items) > arr.ty.ndim or (len(items) < arr.ty.ndim and not allow_view):
             raise self.unsupported(
                 "slicing",
                 f"{len(items)} indices for a {arr.ty.ndim}-D array; kernels index arrays "
-                "element by element (no slices or sub-array views)",
+                "element by element or take rows (a[i]) of them",
             )
-        out = []
-        for d, (v, t) in enumerate(zip(items, tys, strict=True)):
-            out.append(self.index_ref(arr, d, v, t))
+        out = list(arr.prefix)
+        for v, t in zip(items, tys, strict=True):
+            out.append(self.index_ref(arr, len(out), v, t))
         return out
 
     def index_ref(self, arr, d, v, t):
@@ -528,7 +539,10 @@ class FunctionEmitter(CallEmitter):
         if isinstance(val, V.Array):
             if isinstance(e.index, slice) or isinstance(self.typemap[idxvar.name], types.SliceType):
                 raise self.unsupported("slicing", "array slicing is not supported in kernels")
-            idx = self.array_indices(val, self.get(idxvar), self.typemap[idxvar.name])
+            idx = self.array_indices(val, self.get(idxvar), self.typemap[idxvar.name], True)
+            tty = self.typemap[target.name]
+            if isinstance(tty, KArray):  # a[i] of an N-D array: a view of the rest
+                return V.Array(val.ref, tty, tuple(idx))
             kty = self.kty(val.ty.dtype)
             ref = self.b.op(f"aload {kty} {val.ref} {' '.join(idx)}", self.line)
             return V.Scalar(ref, val.ty.dtype)
@@ -589,7 +603,10 @@ class FunctionEmitter(CallEmitter):
         if attr == "strides":
             return V.Tuple(
                 [
-                    V.Scalar(self.b.op(f"stride i64 {arr.ref} {d}", self.line), types.int64)
+                    V.Scalar(
+                        self.b.op(f"stride i64 {arr.ref} {d + len(arr.prefix)}", self.line),
+                        types.int64,
+                    )
                     for d in range(n)
                 ]
             )
@@ -607,7 +624,14 @@ class FunctionEmitter(CallEmitter):
         raise self.unsupported("attribute", f"array attribute '{attr}' is not supported in kernels")
 
     def dim(self, arr, d):
+        d += len(arr.prefix)
         return V.Scalar(self.b.op(f"dim i64 {arr.ref} {d}", self.line), types.int64)
+
+
+def _nonneg(val):
+    if isinstance(val, V.Const):
+        return isinstance(val.value, int | bool) and val.value >= 0
+    return isinstance(val, V.Scalar) and (val.nonneg or isinstance(val.ty, types.Boolean))
 
 
 def _is_num(ty):

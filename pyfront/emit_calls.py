@@ -9,11 +9,14 @@ import inspect
 import math
 import operator
 
+import numpy as np
+
 from kapi import kernel_api as K
 
 from . import values as V
 from ._numba import types
 from .kir import format_const
+from .ktypes import kir_scalar
 from .typing_registry import device_pyfunc
 
 MATH1 = {
@@ -30,6 +33,29 @@ PREDICATES = {
     math.isinf: ("isinf", False),
     math.isfinite: ("isfinite", True),
 }
+# NumPy ufuncs on scalars (numba-dpex maps dpnp/NumPy ufuncs to the same device math).
+_NP_MATH1 = {
+    "sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p",
+    "log2": "log2", "log10": "log10", "sin": "sin", "cos": "cos", "tan": "tan",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+    "fabs": "fabs", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+}  # fmt: skip
+_NP_MATH2 = {"arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod"}
+_NP_OPS = {
+    "add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "div", "divide": "div",
+    "floor_divide": "floordiv", "remainder": "mod", "mod": "mod", "power": "pow",
+    "negative": "neg", "absolute": "abs",
+}  # fmt: skip
+NP_UFUNCS = {}
+for _tbl, _kind in ((_NP_MATH1, "math"), (_NP_MATH2, "math"), (_NP_OPS, "op")):
+    for _np_name, _kir in _tbl.items():
+        NP_UFUNCS[getattr(np, _np_name)] = (_kind, _kir)
+for _np_name in ("isnan", "isinf", "isfinite"):
+    NP_UFUNCS[getattr(np, _np_name)] = ("predicate", _np_name)
+NP_UFUNCS[np.minimum] = ("minmax", "lt")
+NP_UFUNCS[np.maximum] = ("minmax", "gt")
+
 ORDERS = {0: "relaxed", 1: "acquire", 3: "release", 4: "acq_rel", 5: "seq_cst"}
 SCOPES = {0: "work_item", 1: "sub_group", 2: "work_group", 3: "device", 4: "system"}
 ATOMIC_RMW = {
@@ -105,6 +131,8 @@ class CallEmitter:
             return self.rounding(ROUNDING[pyf], args[0], sig)
         if pyf in PREDICATES:
             return self.predicate(*PREDICATES[pyf], args[0], sig)
+        if _hashable(pyf) and pyf in NP_UFUNCS:
+            return self.ufunc_call(*NP_UFUNCS[pyf], args, sig)
         name = getattr(pyf, "__qualname__", None) or getattr(pyf, "__name__", None) or str(fnty)
         raise self.unsupported(
             "call",
@@ -119,6 +147,33 @@ class CallEmitter:
         kty = self.kty(ret)
         ops = " ".join(self.scalar(a, ret) for a in args)
         return V.Scalar(self.b.op(f"math {kty} {name} {ops}", self.line), ret)
+
+    def ufunc_call(self, kind, name, args, sig):
+        ret = _unlit(sig.return_type)
+        if not all(isinstance(a, V.Scalar | V.Const) for a in args):
+            raise self.unsupported("call", "NumPy functions are supported on scalars only")
+        if kind == "predicate":
+            return self.predicate(name, name == "isfinite", args[0], sig)
+        if kind == "math":
+            if not isinstance(ret, types.Float):
+                raise self.unsupported("call", f"numpy {name} on integers")
+            return self.math_call(name, args, sig)
+        if kind == "minmax":
+            if not isinstance(ret, types.Float):
+                return self.bin_op("min" if name == "lt" else "max", args[0], args[1], ret)
+            # NumPy's minimum/maximum propagate NaN: pick a if a wins or a is NaN.
+            a, b = self.scalar(args[0], ret), self.scalar(args[1], ret)
+            wins = self.b.op(f"cmp bool {name} {a} {b}", self.line)
+            nan = self.b.op(f"math bool isnan {a}", self.line)
+            pick = self.b.op(f"or bool {wins} {nan}", self.line)
+            return V.Scalar(self.b.op(f"select {self.kty(ret)} {pick} {a} {b}", self.line), ret)
+        if name in ("neg", "abs"):
+            if name == "abs" and isinstance(ret, types.Integer) and not ret.signed:
+                return self.convert(args[0], ret)
+            return self.unary_op(name, args[0], ret)
+        if name == "div" and not isinstance(ret, types.Float):
+            raise self.unsupported("call", "numpy true division giving an integer")
+        return self.bin_op(name, args[0], args[1], ret)
 
     def rounding(self, name, arg, sig):
         src = _unlit(sig.args[0])
@@ -170,6 +225,32 @@ class CallEmitter:
             return V.RangeVal(V.Const(0, ty), args[0], V.Const(1, ty), ty)
         step = args[2] if len(args) == 3 else V.Const(1, ty)
         return V.RangeVal(args[0], args[1], step, ty)
+
+    def rint(self, val, fty):
+        """Round half to even (Python's round) from floor: KIR has no rint."""
+        k, ln = self.kty(fty), self.line
+        x = self.scalar(val, fty)
+        fl = self.b.op(f"math {k} floor {x}", ln)
+        d = self.b.op(f"sub {k} {x} {fl}", ln)
+        half = self.scalar(V.Const(0.5, fty))
+        two, zero, one = (self.scalar(V.Const(c, fty)) for c in (2.0, 0.0, 1.0))
+        gt = self.b.op(f"cmp bool gt {d} {half}", ln)
+        eq = self.b.op(f"cmp bool eq {d} {half}", ln)
+        rem = self.b.op(f"mod {k} {fl} {two}", ln)
+        odd = self.b.op(f"cmp bool ne {rem} {zero}", ln)
+        tie = self.b.op(f"and bool {eq} {odd}", ln)
+        up = self.b.op(f"or bool {gt} {tie}", ln)
+        fl1 = self.b.op(f"add {k} {fl} {one}", ln)
+        return V.Scalar(self.b.op(f"select {k} {up} {fl1} {fl}", ln), fty)
+
+    def _round(self, args, kws, sig):
+        fty = _unlit(sig.args[0])
+        if len(args) == 1:
+            return self.convert(self.rint(args[0], fty), sig.return_type)
+        nd = self.const_value(args[1], "round() ndigits")
+        scale = V.Const(10.0 ** abs(nd), fty)
+        y = self.bin_op("mul" if nd >= 0 else "div", args[0], scale, fty)
+        return self.bin_op("div" if nd >= 0 else "mul", self.rint(y, fty), scale, fty)
 
     def _len(self, args, kws, sig):
         (a,) = args
@@ -358,13 +439,54 @@ class CallEmitter:
         ty = sig.return_type
         kty = f"array({self.kty(ty.dtype)},{len(shape)},C,private)"
         dims = " ".join(str(s) for s in shape)
-        fill_kw = "zero" if fill else "undef"
+        # The storage is allocated once, in the entry block; an array created further on
+        # (in a loop, say) is zeroed where it is created, as numba-dpex's alloca+memset is.
+        in_entry = self.label == self.entry_label
+        fill_kw = "zero" if fill and in_entry else "undef"
         ref = self.b.hoist(f"private_array {kty} {fill_kw} {dims}", self.line)
+        if fill and not in_entry:
+            self.zero_fill(ref, shape, self.kty(ty.dtype))
         return V.Array(ref, ty)
+
+    def zero_fill(self, ref, shape, kty):
+        """A loop storing zero into every element of private array `ref`."""
+        ln, n = self.line, self.b.value()[1:]
+        total = 1
+        for s in shape:
+            total *= s
+        lin = self.b.slot(f"zero.{n}", "i64")
+        self.b.emit(f"store_var {lin} {self.b.op('const i64 0', ln)}", ln)
+        self.b.emit(f"br ^zero.{n}.head", ln)
+        self.b.block(f"zero.{n}.head")
+        cur = self.b.op(f"load_var i64 {lin}", ln)
+        more = self.b.op(f"cmp bool lt {cur} {self.b.op(f'const i64 {total}', ln)}", ln)
+        self.b.emit(f"cbr {more} ^zero.{n}.body ^zero.{n}.done", ln)
+        self.b.block(f"zero.{n}.body")
+        idx, rest = [], cur
+        for d in range(len(shape)):
+            inner = 1
+            for s in shape[d + 1 :]:
+                inner *= s
+            k = self.b.op(f"const i64 {inner}", ln)
+            idx.append(self.b.op(f"floordiv i64 {rest} {k}", ln))
+            rest = self.b.op(f"mod i64 {rest} {k}", ln)
+        zero = self.b.op(f"const {kty} {format_const(kty, 0)}", ln)
+        self.b.emit(f"astore {ref} {zero} {' '.join(idx)}", ln)
+        one = self.b.op("const i64 1", ln)
+        self.b.emit(f"store_var {lin} {self.b.op(f'add i64 {cur} {one}', ln)}", ln)
+        self.b.emit(f"br ^zero.{n}.head", ln)
+        self.b.block(f"zero.{n}.done")
 
     # ---- device functions -----------------------------------------------------------------
 
     def device_call(self, pyfunc, args, sig):
+        ret = sig.return_type
+        if ret != types.none and kir_scalar(ret) is None:
+            raise self.unsupported(
+                "return type",
+                f"device function '{pyfunc.__name__}' returns {ret}; device functions return "
+                "a scalar or nothing (write other results into an array argument)",
+            )
         name, tf = self.module.device_function(pyfunc, tuple(sig.args))
         refs = []
         for a, ty in zip(args, sig.args, strict=True):
@@ -381,6 +503,12 @@ class CallEmitter:
         if isinstance(a, V.IndexSpace):
             return []
         if isinstance(a, V.Array):
+            if a.prefix:
+                raise self.unsupported(
+                    "argument",
+                    "passing an array row (a[i]) to a device function; pass the "
+                    "array and the index",
+                )
             return [a.ref]
         if isinstance(a, V.Tuple):
             out = []
@@ -411,6 +539,7 @@ _BUILTINS = {
     pow: CallEmitter._pow,
     range: CallEmitter._range,
     len: CallEmitter._len,
+    round: CallEmitter._round,
     math.degrees: CallEmitter._degrees(None, 180.0 / math.pi),
     math.radians: CallEmitter._degrees(None, math.pi / 180.0),
     math.exp2: CallEmitter._exp2,

@@ -7,8 +7,25 @@ import re
 
 _DEF = re.compile(r"^(%[\w.]+) = (\w+)(.*)$")
 _TERMS = ("br", "cbr", "ret", "unreachable")
-_SAME_TYPE_OPS = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and",
-                  "or", "xor", "shl", "shr", "neg", "abs", "not"}
+_SAME_TYPE_OPS = {
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "floordiv",
+    "mod",
+    "pow",
+    "min",
+    "max",
+    "and",
+    "or",
+    "xor",
+    "shl",
+    "shr",
+    "neg",
+    "abs",
+    "not",
+}
 
 
 class KirCheckError(AssertionError):

@@ -5,12 +5,15 @@ typed here too and remembered per compilation, so emission finds their typed IR.
 exceptions are turned into KernelErrors at the kernel's file:line.
 """
 
+import linecache
 import re
 from dataclasses import dataclass
 
 from . import _numba as nb
 from .errors import KernelError, KernelTypingError, UnsupportedConstructError
-from .typing_registry import KapiTypingContext
+from .ktypes import IndexSpaceType
+from .screen import screen
+from .typing_registry import MARK, KapiTypingContext
 
 
 @dataclass
@@ -43,20 +46,23 @@ _UNSUPPORTED_PATTERNS = (
 
 def _short_message(err):
     """The useful first lines of a Numba error message, without its source excerpt."""
-    msg = str(getattr(err, "msg", err))
+    msg = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # Numba colours its messages
+    if MARK in msg:
+        return msg.rsplit(MARK, 1)[1].splitlines()[0].strip()
+    m = re.search(r"No implementation of function .*? found for signature:\s*>>> ([^\n]+)", msg)
+    if m:
+        return f"{m.group(1).strip()} is not supported for these argument types"
     lines = []
     for line in msg.splitlines():
         s = line.strip()
-        if not s:
+        if not s or s.startswith("- Resolution failure"):
             if lines:
                 break
             continue
-        if s.startswith(("File ", "During:", "<source", "^", "- Resolution failure")):
+        if s.startswith(("File ", "During:", "<source", "^")):
             break
         lines.append(s)
-    text = " ".join(lines) or type(err).__name__
-    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # Numba colours its messages
-    return text[:400]
+    return (" ".join(lines) or type(err).__name__)[:400]
 
 
 class Typer:
@@ -110,12 +116,17 @@ class Typer:
             )
         fname, fline = code.co_filename, code.co_firstlineno
         try:
-            func_ir, typemap, restype, calltypes = nb.front_end(pyfunc, argtypes, self.context())
+            func_ir, typemap, restype, calltypes = nb.front_end(
+                pyfunc, argtypes, self.context(), screen
+            )
         except KernelError as e:
             raise e.located(fname, fline) from None
         except nb.NumbaError as e:
-            raise _translate(e, fname, fline) from None
-        except (TypeError, ValueError, NotImplementedError, AssertionError, KeyError) as e:
+            err = _translate(e, fname, fline)
+            if isinstance(err, KernelTypingError):
+                err.message += _arguments_on_line(pyfunc, argtypes, err)
+            raise err from None
+        except Exception as e:  # Numba internals: never let them escape
             raise UnsupportedConstructError(
                 f"Numba's front end cannot analyse this function ({type(e).__name__}: {e})",
                 fname,
@@ -123,6 +134,21 @@ class Typer:
                 construct="python",
             ) from None
         return TypedFunction(pyfunc, tuple(argtypes), func_ir, typemap, restype, calltypes)
+
+
+def _arguments_on_line(pyfunc, argtypes, err):
+    """'; argument 'x' is float32' for the parameters the failing source line mentions."""
+    if err.filename != pyfunc.__code__.co_filename or not err.lineno:
+        return ""
+    line = linecache.getline(err.filename, err.lineno)
+    names = set(re.findall(r"[A-Za-z_]\w*", line))
+    params = pyfunc.__code__.co_varnames[: pyfunc.__code__.co_argcount]
+    used = [
+        f"'{p}' is {t}"
+        for p, t in zip(params, argtypes, strict=False)
+        if p in names and not isinstance(t, IndexSpaceType)
+    ]
+    return f" (argument {', '.join(used)})" if used else ""
 
 
 def _translate(err, fname, fline):
@@ -135,9 +161,17 @@ def _translate(err, fname, fline):
         return UnsupportedConstructError(
             "generators are not supported in kernels", filename, lineno, construct="generator"
         )
-    if "try" in low and "except" in low or "exception" in low and "unsupported" in low:
+    if "try_block" in low or "try" in low and "except" in low:
         return UnsupportedConstructError(
             "try/except is not supported in kernels", filename, lineno, construct="try"
+        )
+    if "unsupported numpy function" in low:
+        return UnsupportedConstructError(
+            f"{text}; kernels may call math functions, numpy scalar types, the kapi API and "
+            "device functions",
+            filename,
+            lineno,
+            construct="call",
         )
     if isinstance(err, nb.UnsupportedError):
         return UnsupportedConstructError(

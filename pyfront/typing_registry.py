@@ -36,11 +36,14 @@ def bind(pyfunc, args, kws, skip_self=False):
     try:
         return dict(sig.bind(*args, **dict(kws)).arguments)
     except TypeError as e:
-        raise nb.TypingError(f"{pyfunc.__qualname__}(): {e}") from None
+        raise nb.TypingError(f"{MARK}{pyfunc.__qualname__}(): {e}") from None
+
+
+MARK = "kapi-typing: "  # lets the typer find our message inside Numba's nested report
 
 
 def _fail(msg):
-    raise nb.TypingError(msg)
+    raise nb.TypingError(MARK + msg)
 
 
 def _sig_of(ret, bound):
@@ -288,7 +291,8 @@ class AtomicRefAttributes(nb.AttributeTemplate):
         exp = b["expected"]
         if not isinstance(exp, KArray) or exp.dtype != ty.dtype:
             _fail(
-                f"AtomicRef.compare_exchange(expected, ...): expected must be an array of {ty.dtype}"
+                "AtomicRef.compare_exchange(expected, ...): expected must be an array of "
+                f"{ty.dtype}"
             )
         if types.unliteral(b["desired"]) != ty.dtype:
             _fail(
@@ -354,19 +358,39 @@ class KapiTypingContext(nb.LeanContext):
     def __init__(self, typer):
         self._typer = typer  # callable(pyfunc, argtypes) -> return type; types device functions
         self._device_types = {}
+        self._call_cache = {}
         super().__init__()
 
     def load_additional_registries(self):
         super().load_additional_registries()
         self.install_registry(registry)
 
+    def resolve_function_type(self, func, args, kws):
+        # Call typing is a pure function of the types for every template kapi installs, except
+        # device functions (their typing also records them for emission): memoise the rest.
+        # It is most of the typing time of a small kernel.
+        if _is_device_function_type(func):
+            return super().resolve_function_type(func, args, kws)
+        try:
+            key = (func, tuple(args), tuple(sorted(kws.items())) if kws else ())
+            hash(key)
+        except TypeError:
+            return super().resolve_function_type(func, args, kws)
+        sig = self._call_cache.get(key)
+        if sig is None:
+            sig = super().resolve_function_type(func, args, kws)
+            if sig is not None:
+                self._call_cache[key] = sig
+        return sig
+
     def _get_global_type(self, gv):
         ty = super()._get_global_type(gv)
         if ty is None and device_pyfunc(gv) is not None:
-            ty = self._device_types.get(id(gv))
-            if ty is None:
+            # Keyed by id, holding the object so the id cannot be reused by another one.
+            obj, ty = self._device_types.get(id(gv), (None, None))
+            if obj is not gv:
                 ty = nb.make_function_type(self._device_template(gv))
-                self._device_types[id(gv)] = ty
+                self._device_types[id(gv)] = (gv, ty)
         return ty
 
     def _device_template(self, value):
@@ -375,6 +399,7 @@ class KapiTypingContext(nb.LeanContext):
 
         class DeviceFunction(nb.AbstractTemplate):
             key = value
+            kapi_device_function = True
 
             def generic(self, args, kws):
                 b = bind(pyfunc, args, kws)
@@ -388,6 +413,11 @@ class KapiTypingContext(nb.LeanContext):
                 return nb.signature(typer(pyfunc, argtys), *argtys)
 
         return DeviceFunction
+
+
+def _is_device_function_type(func):
+    templates = getattr(func, "templates", ())
+    return any(getattr(t, "kapi_device_function", False) for t in templates)
 
 
 def is_index_space(ty):

@@ -24,7 +24,8 @@ class Const:
 @dataclass
 class Array:
     ref: str
-    ty: object  # KArray
+    ty: object  # KArray (of the view, when prefix is set)
+    prefix: tuple = ()  # i64 refs fixing the leading dimensions: a[i] of a 2-D a is a row view
 
 
 @dataclass
@@ -63,6 +64,7 @@ class RangeIter:
     stop: object
     step: object
     ty: object
+    nonneg: bool = False  # the start is known >= 0
 
 
 @dataclass

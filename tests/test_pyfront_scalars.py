@@ -41,7 +41,7 @@ def test_saxpy_module_shape():
     assert not find(m.text, "wrapidx")
     # every instruction carries the source line
     line = saxpy.__code__.co_firstlineno + 2
-    assert f"astore %y" in m.text and re.search(rf"astore %y .*#{line}", m.text)
+    assert "astore %y" in m.text and re.search(rf"astore %y .*#{line}", m.text)
 
 
 def test_mixed_int_float_casts_follow_numba():
@@ -212,3 +212,14 @@ def test_no_index_parameter():
     m = pyfront.compile_kernel(k, [I1, "i64"], index=None)
     check(m.text)
     assert "kernel @k(%x: array(i64,1,C,global), %n: i64)" in m.text
+
+
+def test_round_half_even_and_ndigits():
+    def k(item, x, out):
+        out[0] = round(x)
+        out[1] = round(x, 2)
+
+    t = kir(k, ["f32", "array(f64,1,C,global)"])
+    assert find(t, r"= math f32 floor %") and find(t, r"= select f32 ")
+    assert find(t, r"= cast i64 ")  # round(x) is an int
+    assert find(t, r"= const f32 0x1\.90*p\+6$")  # 100.0 scale for 2 digits

@@ -12,7 +12,7 @@
 #include <llvm-c/ErrorHandling.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include "spirv_check.h"
+#include "kapi/compiler.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +67,7 @@ static kc_status_t validate(const void *spirv, size_t nbytes, char **log) {
                      nbytes);
     return KC_ERR_SPIRV;
   }
-  kc_status_t st = kc_spirv_validate_universal(spirv, nbytes, log);
+  kc_status_t st = kc_spirv_validate(spirv, nbytes, log);
   if (st != KC_OK) return st;
   uint32_t *w = malloc(nbytes);
   if (!w) return KC_ERR_OUT_OF_MEMORY;
@@ -105,10 +105,12 @@ static int check_inlined(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n, 
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
     if (LLVMIsDeclaration(f)) continue;
     int entry = 0;
-    for (uint32_t i = 0; i < n && !entry; i++) entry = f == ks[i].run || f == ks[i].body;
+    for (uint32_t i = 0; i < n && !entry; i++)
+      entry = f == ks[i].run || f == ks[i].body;
     if (!entry) {
       *log = kc_hf_msg("function %s cannot be inlined into its kernel (recursion is not "
-                       "supported)", LLVMGetValueName(f));
+                       "supported)",
+                       LLVMGetValueName(f));
       return 0;
     }
   }
@@ -136,12 +138,12 @@ typedef struct {
 static kc_status_t lower(work_t *w, char **log) {
   LLVMModuleRef m = w->m;
   kc_hf_jit_prepare(w->jit, m);
-  to_c_calling_convention(m);
   if (!kc_hf_lower_math(m, log) || !kc_hf_lower_atomics(m, log)) return KC_ERR_UNSUPPORTED;
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
   if (!kc_hf_layout_locals(m, td, &w->locals, log)) return KC_ERR_UNSUPPORTED;
   if (!kc_hf_collect_kernels(m, td, &w->ks, &w->n, log)) return KC_ERR_UNSUPPORTED;
   if (!kc_hf_make_entries(m, w->ks, w->n, &w->locals, log)) return KC_ERR_OUT_OF_MEMORY;
+  to_c_calling_convention(m); /* after kernels were found by their SPIR_KERNEL convention */
   if (!verify(m, "after entry generation", log)) return KC_ERR_LLVM;
   if (!kc_hf_jit_passes(w->jit, m, "always-inline,globaldce", log)) return KC_ERR_LLVM;
   if (!check_inlined(m, w->ks, w->n, log)) return KC_ERR_UNSUPPORTED;
@@ -179,8 +181,7 @@ static kc_status_t publish(work_t *w, kc_host_module_t *mod, char **log) {
   return KC_OK;
 }
 
-static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *mod,
-                            char **log) {
+static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *mod, char **log) {
   kc_status_t st = validate(spirv, nbytes, log);
   if (st != KC_OK) return st;
   if (!kc_hf_jit_create(&mod->jit, log)) return KC_ERR_TARGET;
@@ -209,8 +210,7 @@ static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *
   return st;
 }
 
-kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out,
-                             char **log) {
+kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out, char **log) {
   char *volatile msg = NULL;
   if (log) *log = NULL;
   if (!spirv || !out) {
@@ -240,8 +240,10 @@ kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t 
   } else {
     *out = mod;
   }
-  if (log) *log = msg;
-  else free(msg);
+  if (log)
+    *log = msg;
+  else
+    free(msg);
   return st;
 }
 
@@ -257,7 +259,9 @@ void kc_host_module_destroy(kc_host_module_t *mod) {
   free(mod);
 }
 
-uint32_t kc_host_module_kernel_count(const kc_host_module_t *mod) { return mod ? mod->count : 0; }
+uint32_t kc_host_module_kernel_count(const kc_host_module_t *mod) {
+  return mod ? mod->count : 0;
+}
 
 const kc_host_kernel_t *kc_host_module_kernel(const kc_host_module_t *mod, uint32_t i) {
   return mod && i < mod->count ? &mod->kernels[i] : NULL;
@@ -269,4 +273,6 @@ const kc_host_kernel_t *kc_host_module_find(const kc_host_module_t *mod, const c
   return NULL;
 }
 
-const char *kc_host_module_llvm_ir(const kc_host_module_t *mod) { return mod ? mod->ir : NULL; }
+const char *kc_host_module_llvm_ir(const kc_host_module_t *mod) {
+  return mod ? mod->ir : NULL;
+}

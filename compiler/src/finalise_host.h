@@ -16,11 +16,11 @@ enum { KC_HG_GROUP_ID, KC_HG_GROUP_RANGE, KC_HG_LOCAL_RANGE, KC_HG_OFFSET, KC_HG
 
 /* One kernel while it is being finalised. */
 typedef struct kc_hf_kernel {
-  char *name;             /* the SPIR-V entry point's name */
-  LLVMValueRef kernel;    /* the kernel as read back (internal after entry generation) */
-  LLVMValueRef run;       /* generated `void NAME.kapi.run(const kc_host_group_t *)` */
-  LLVMValueRef body;      /* function the kernel is inlined into: run, or the fiber's wi */
-  int uses_barrier;       /* 1: per-work-item fibers; 0: a loop over work-items */
+  char *name;          /* the SPIR-V entry point's name */
+  LLVMValueRef kernel; /* the kernel as read back (internal after entry generation) */
+  LLVMValueRef run;    /* generated `void NAME.kapi.run(const kc_host_group_t *)` */
+  LLVMValueRef body;   /* function the kernel is inlined into: run, or the fiber's wi */
+  int uses_barrier;    /* 1: per-work-item fibers; 0: a loop over work-items */
   uint32_t num_args;
   kc_host_arg_t *args;
   uint32_t reqd[3];

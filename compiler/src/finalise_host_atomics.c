@@ -25,12 +25,17 @@ static LLVMAtomicOrdering order_of(LLVMValueRef sem) {
 
 static int strength(LLVMAtomicOrdering o) {
   switch (o) {
-  case LLVMAtomicOrderingMonotonic: return 1;
+  case LLVMAtomicOrderingMonotonic:
+    return 1;
   case LLVMAtomicOrderingAcquire:
-  case LLVMAtomicOrderingRelease: return 2;
-  case LLVMAtomicOrderingAcquireRelease: return 3;
-  case LLVMAtomicOrderingSequentiallyConsistent: return 4;
-  default: return 0;
+  case LLVMAtomicOrderingRelease:
+    return 2;
+  case LLVMAtomicOrderingAcquireRelease:
+    return 3;
+  case LLVMAtomicOrderingSequentiallyConsistent:
+    return 4;
+  default:
+    return 0;
   }
 }
 
@@ -54,15 +59,19 @@ static LLVMValueRef ptr_to(LLVMBuilderRef b, LLVMValueRef ptr, LLVMTypeRef ty) {
 
 static unsigned natural_align(LLVMTypeRef ty) {
   switch (LLVMGetTypeKind(ty)) {
-  case LLVMIntegerTypeKind: return LLVMGetIntTypeWidth(ty) / 8;
-  case LLVMFloatTypeKind: return 4;
-  case LLVMHalfTypeKind: return 2;
-  default: return 8;
+  case LLVMIntegerTypeKind:
+    return LLVMGetIntTypeWidth(ty) / 8;
+  case LLVMFloatTypeKind:
+    return 4;
+  case LLVMHalfTypeKind:
+    return 2;
+  default:
+    return 8;
   }
 }
 
-static LLVMValueRef rmw(LLVMBuilderRef b, LLVMAtomicRMWBinOp op, LLVMValueRef ptr,
-                        LLVMValueRef val, LLVMValueRef sem) {
+static LLVMValueRef rmw(LLVMBuilderRef b, LLVMAtomicRMWBinOp op, LLVMValueRef ptr, LLVMValueRef val,
+                        LLVMValueRef sem) {
   LLVMValueRef p = ptr_to(b, ptr, LLVMTypeOf(val));
   return LLVMBuildAtomicRMW(b, op, p, val, order_of(sem), 0);
 }
@@ -79,9 +88,9 @@ static LLVMValueRef cmpxchg(LLVMBuilderRef b, LLVMValueRef *a, int weak, LLVMTyp
   LLVMAtomicOrdering succ = order_of(a[2]), fail = order_of(a[3]);
   if (fail == LLVMAtomicOrderingRelease) fail = LLVMAtomicOrderingMonotonic;
   if (fail == LLVMAtomicOrderingAcquireRelease) fail = LLVMAtomicOrderingAcquire;
-  if (strength(fail) > strength(succ)) succ = fail == LLVMAtomicOrderingAcquire
-                                                  ? LLVMAtomicOrderingAcquire
-                                                  : LLVMAtomicOrderingSequentiallyConsistent;
+  if (strength(fail) > strength(succ))
+    succ = fail == LLVMAtomicOrderingAcquire ? LLVMAtomicOrderingAcquire
+                                             : LLVMAtomicOrderingSequentiallyConsistent;
   LLVMValueRef x = LLVMBuildAtomicCmpXchg(b, ptr_to(b, a[0], ity), cmp, val, succ, fail, 0);
   LLVMSetWeak(x, weak);
   LLVMValueRef old = LLVMBuildExtractValue(b, x, 0, "");
@@ -152,7 +161,8 @@ int kc_hf_lower_atomics(LLVMModuleRef m, char **log) {
     char base[256];
     kc_hf_base_name(LLVMGetValueName(LLVMGetCalledValue(call)), base, sizeof base);
     unsigned na = LLVMGetNumArgOperands(call);
-    for (unsigned j = 0; j < na && j < 6; j++) a[j] = LLVMGetOperand(call, j);
+    for (unsigned j = 0; j < na && j < 6; j++)
+      a[j] = LLVMGetOperand(call, j);
     LLVMPositionBuilderBefore(b, call);
     LLVMTypeRef ret = LLVMTypeOf(call);
     LLVMValueRef r = na <= 6 ? lower_one(b, base + strlen("__spirv_Atomic"), a, na, ret) : NULL;

@@ -27,17 +27,19 @@ static int is_byval(LLVMValueRef f, unsigned i) {
 static void read_reqd(LLVMValueRef f, uint32_t reqd[3]) {
   size_t n = 0;
   LLVMValueMetadataEntry *md = LLVMGlobalCopyAllMetadata(f, &n);
-  unsigned want = LLVMGetMDKindIDInContext(LLVMGetTypeContext(LLVMTypeOf(f)),
-                                           "reqd_work_group_size", 20);
+  unsigned want =
+      LLVMGetMDKindIDInContext(LLVMGetTypeContext(LLVMTypeOf(f)), "reqd_work_group_size", 20);
   for (size_t i = 0; i < n; i++) {
     if (LLVMValueMetadataEntriesGetKind(md, (unsigned)i) != want) continue;
     LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(f));
-    LLVMValueRef node = LLVMMetadataAsValue(c, LLVMValueMetadataEntriesGetMetadata(md, (unsigned)i));
+    LLVMValueRef node =
+        LLVMMetadataAsValue(c, LLVMValueMetadataEntriesGetMetadata(md, (unsigned)i));
     if (LLVMGetMDNodeNumOperands(node) != 3) continue;
     LLVMValueRef ops[3];
     LLVMGetMDNodeOperands(node, ops);
     for (int d = 0; d < 3; d++)
-      if (ops[d] && LLVMIsAConstantInt(ops[d])) reqd[d] = (uint32_t)LLVMConstIntGetZExtValue(ops[d]);
+      if (ops[d] && LLVMIsAConstantInt(ops[d]))
+        reqd[d] = (uint32_t)LLVMConstIntGetZExtValue(ops[d]);
   }
   if (md) LLVMDisposeValueMetadataEntries(md);
 }
@@ -77,7 +79,8 @@ static void mark_barrier_users(LLVMModuleRef m, LLVMValueRef *fns, char *marked,
           if (!LLVMIsACallInst(in)) continue;
           LLVMValueRef callee = LLVMGetCalledValue(in);
           int hit = kc_hf_kernel_calls_barrier(in);
-          for (size_t j = 0; j < nf && !hit; j++) hit = marked[j] && fns[j] == callee;
+          for (size_t j = 0; j < nf && !hit; j++)
+            hit = marked[j] && fns[j] == callee;
           if (hit) {
             marked[i] = 1;
             changed = 1;
@@ -92,7 +95,8 @@ static void mark_barrier_users(LLVMModuleRef m, LLVMValueRef *fns, char *marked,
 int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t **out,
                           uint32_t *count, char **log) {
   size_t nf = 0;
-  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) nf++;
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    nf++;
   LLVMValueRef *fns = calloc(nf + 1, sizeof *fns);
   char *marked = calloc(nf + 1, 1);
   kc_hf_kernel_t *ks = calloc(nf + 1, sizeof *ks);
@@ -101,7 +105,8 @@ int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t 
     return *log = kc_hf_msg("out of memory"), 0;
   }
   nf = 0;
-  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) fns[nf++] = f;
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    fns[nf++] = f;
   mark_barrier_users(m, fns, marked, nf);
   uint32_t n = 0;
   int ok = 1;
@@ -164,8 +169,10 @@ static void load_group(LLVMBuilderRef b, LLVMValueRef g, kc_hf_kernel_t *k) {
   }
 }
 
-/* Loads the kernel's arguments from group->args (byte pointers of any alignment) and calls it. */
-static void call_kernel(LLVMBuilderRef b, LLVMValueRef g, const kc_hf_kernel_t *k) {
+/* Loads the kernel's arguments from group->args (byte pointers of any alignment). Done once
+ * per group, before any loop, so that stores through kernel pointers cannot force reloads.
+ * Returns a malloc'd array of num_args values (NULL when out of memory). */
+static LLVMValueRef *unpack_args(LLVMBuilderRef b, LLVMValueRef g, const kc_hf_kernel_t *k) {
   LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(g));
   LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0), i32 = LLVMInt32TypeInContext(c);
   LLVMValueRef idx[2] = {LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, KC_HG_ARGS, 0)};
@@ -185,8 +192,7 @@ static void call_kernel(LLVMBuilderRef b, LLVMValueRef g, const kc_hf_kernel_t *
     LLVMSetAlignment(v, 1);
     vals[i] = v;
   }
-  if (vals) kc_hf_call(b, k->kernel, vals, k->num_args);
-  free(vals);
+  return vals;
 }
 
 static LLVMValueRef local_buffer(LLVMBuilderRef b, LLVMContextRef c, uint64_t size) {
@@ -233,9 +239,8 @@ static void loop_close(LLVMBuilderRef b, loop_t *l, LLVMValueRef count, LLVMBasi
   LLVMPositionBuilderAtEnd(b, exit);
 }
 
-static void make_loop_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, uint64_t lsize) {
+static int make_loop_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, uint64_t lsize) {
   LLVMContextRef c = LLVMGetModuleContext(m);
-  LLVMTypeRef gp = LLVMPointerType(group_type(c), 0);
   LLVMValueRef fn = k->run;
   LLVMValueRef g = LLVMGetParam(fn, 0);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, fn, "entry");
@@ -243,6 +248,8 @@ static void make_loop_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, 
   LLVMPositionBuilderAtEnd(b, entry);
   k->local_base = local_buffer(b, c, lsize);
   load_group(b, g, k);
+  LLVMValueRef *vals = unpack_args(b, g, k);
+  if (!vals) return 0;
   LLVMValueRef zero = LLVMConstInt(LLVMInt64TypeInContext(c), 0, 0), empty = NULL;
   for (int d = 0; d < 3; d++) {
     LLVMValueRef z = LLVMBuildICmp(b, LLVMIntEQ, k->local_range[d], zero, "");
@@ -255,17 +262,18 @@ static void make_loop_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, 
   loop_t ly = loop_open(b, fn, lz.head, "wi.y");
   loop_t lx = loop_open(b, fn, ly.head, "wi.x");
   k->local_id[0] = lx.iv, k->local_id[1] = ly.iv, k->local_id[2] = lz.iv;
-  call_kernel(b, g, k);
+  kc_hf_call(b, k->kernel, vals, k->num_args);
+  free(vals);
   LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, fn, "x.done");
   loop_close(b, &lx, k->local_range[0], ex);
   LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, fn, "y.done");
   loop_close(b, &ly, k->local_range[1], ey);
   loop_close(b, &lz, k->local_range[2], done);
   LLVMBuildRetVoid(b);
-  (void)gp;
+  return 1;
 }
 
-static void make_fiber_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, uint64_t lsize) {
+static int make_fiber_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, uint64_t lsize) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
   LLVMTypeRef gp = LLVMPointerType(group_type(c), 0);
@@ -281,7 +289,10 @@ static void make_fiber_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k,
     k->local_id[d] = LLVMBuildLoad2(b, i64, LLVMBuildInBoundsGEP2(b, i64, lid, &ix, 1, ""), "");
   }
   k->local_base = LLVMGetParam(wi, 2);
-  call_kernel(b, g, k);
+  LLVMValueRef *vals = unpack_args(b, g, k);
+  if (!vals) return 0;
+  kc_hf_call(b, k->kernel, vals, k->num_args);
+  free(vals);
   LLVMBuildRetVoid(b);
   k->body = wi;
   /* run: the group's local buffer, then every work-item on its fiber. */
@@ -293,6 +304,7 @@ static void make_fiber_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k,
   LLVMValueRef args[3] = {LLVMGetParam(k->run, 0), wi, local_buffer(b, c, lsize)};
   kc_hf_call(b, fr, args, 3);
   LLVMBuildRetVoid(b);
+  return 1;
 }
 
 /* Every function but the generated entries is inlined into them and then deleted. */
@@ -302,7 +314,8 @@ static void internalise(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
     if (LLVMIsDeclaration(f)) continue;
     int entry = 0;
-    for (uint32_t i = 0; i < n && !entry; i++) entry = f == ks[i].run || f == ks[i].body;
+    for (uint32_t i = 0; i < n && !entry; i++)
+      entry = f == ks[i].run || f == ks[i].body;
     if (entry) continue;
     LLVMSetLinkage(f, LLVMInternalLinkage);
     LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, attr_kind("noinline"));
@@ -325,10 +338,12 @@ int kc_hf_make_entries(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n,
       return *log = kc_hf_msg("out of memory"), 0;
     }
     k->body = k->run;
-    if (k->uses_barrier)
-      make_fiber_run(m, b, k, locals->size);
-    else
-      make_loop_run(m, b, k, locals->size);
+    int ok = k->uses_barrier ? make_fiber_run(m, b, k, locals->size)
+                             : make_loop_run(m, b, k, locals->size);
+    if (!ok) {
+      LLVMDisposeBuilder(b);
+      return *log = kc_hf_msg("out of memory"), 0;
+    }
   }
   LLVMDisposeBuilder(b);
   internalise(m, ks, n);

@@ -16,10 +16,14 @@ static const struct {
   const char *name;
   wi_id_t id;
 } PER_DIM[] = {
-    {"GlobalInvocationId", ID_GLOBAL}, {"LocalInvocationId", ID_LOCAL},
-    {"WorkgroupId", ID_GROUP},         {"WorkgroupSize", ID_LSIZE},
-    {"EnqueuedWorkgroupSize", ID_LSIZE}, {"NumWorkgroups", ID_NGROUPS},
-    {"GlobalSize", ID_GSIZE},          {"GlobalOffset", ID_OFFSET},
+    {"GlobalInvocationId", ID_GLOBAL},
+    {"LocalInvocationId", ID_LOCAL},
+    {"WorkgroupId", ID_GROUP},
+    {"WorkgroupSize", ID_LSIZE},
+    {"EnqueuedWorkgroupSize", ID_LSIZE},
+    {"NumWorkgroups", ID_NGROUPS},
+    {"GlobalSize", ID_GSIZE},
+    {"GlobalOffset", ID_OFFSET},
 };
 
 static LLVMValueRef one_dim(LLVMBuilderRef b, const kc_hf_kernel_t *k, wi_id_t id, int d) {
@@ -28,12 +32,18 @@ static LLVMValueRef one_dim(LLVMBuilderRef b, const kc_hf_kernel_t *k, wi_id_t i
     LLVMValueRef base = LLVMBuildMul(b, k->group_id[d], k->local_range[d], "");
     return LLVMBuildAdd(b, LLVMBuildAdd(b, base, k->offset[d], ""), k->local_id[d], "");
   }
-  case ID_LOCAL: return k->local_id[d];
-  case ID_GROUP: return k->group_id[d];
-  case ID_LSIZE: return k->local_range[d];
-  case ID_NGROUPS: return k->group_range[d];
-  case ID_GSIZE: return LLVMBuildMul(b, k->group_range[d], k->local_range[d], "");
-  case ID_OFFSET: return k->offset[d];
+  case ID_LOCAL:
+    return k->local_id[d];
+  case ID_GROUP:
+    return k->group_id[d];
+  case ID_LSIZE:
+    return k->local_range[d];
+  case ID_NGROUPS:
+    return k->group_range[d];
+  case ID_GSIZE:
+    return LLVMBuildMul(b, k->group_range[d], k->local_range[d], "");
+  case ID_OFFSET:
+    return k->offset[d];
   }
   return NULL;
 }
@@ -67,8 +77,8 @@ static LLVMValueRef scalar_builtin(LLVMBuilderRef b, const kc_hf_kernel_t *k, co
   if (!strcmp(n, "GlobalLinearId")) {
     LLVMValueRef g[3], e[3];
     for (int d = 0; d < 3; d++) {
-      g[d] = LLVMBuildAdd(b, LLVMBuildMul(b, k->group_id[d], k->local_range[d], ""),
-                          k->local_id[d], "");
+      g[d] = LLVMBuildAdd(b, LLVMBuildMul(b, k->group_id[d], k->local_range[d], ""), k->local_id[d],
+                          "");
       e[d] = LLVMBuildMul(b, k->group_range[d], k->local_range[d], "");
     }
     return linear(b, g, e);
@@ -78,8 +88,7 @@ static LLVMValueRef scalar_builtin(LLVMBuilderRef b, const kc_hf_kernel_t *k, co
   if (!strcmp(n, "NumSubgroups") || !strcmp(n, "NumEnqueuedSubgroups"))
     return LLVMBuildMul(b, LLVMBuildMul(b, k->local_range[0], k->local_range[1], ""),
                         k->local_range[2], "");
-  if (!strcmp(n, "SubgroupSize") || !strcmp(n, "SubgroupMaxSize"))
-    return LLVMConstInt(i64, 1, 0);
+  if (!strcmp(n, "SubgroupSize") || !strcmp(n, "SubgroupMaxSize")) return LLVMConstInt(i64, 1, 0);
   if (!strcmp(n, "SubgroupLocalInvocationId")) return LLVMConstInt(i64, 0, 0);
   if (!strcmp(n, "WorkDim")) {
     /* Not in kc_host_group_t: the highest dimension with more than one work-item. */
@@ -88,8 +97,8 @@ static LLVMValueRef scalar_builtin(LLVMBuilderRef b, const kc_hf_kernel_t *k, co
     LLVMValueRef s2 = LLVMBuildMul(b, k->group_range[2], k->local_range[2], "");
     LLVMValueRef d = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, s1, one, ""),
                                      LLVMConstInt(i64, 2, 0), one, "");
-    return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, s2, one, ""), LLVMConstInt(i64, 3, 0),
-                           d, "");
+    return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, s2, one, ""), LLVMConstInt(i64, 3, 0), d,
+                           "");
   }
   return NULL;
 }

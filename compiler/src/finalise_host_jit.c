@@ -36,8 +36,8 @@ static LLVMTargetMachineRef host_machine(char **log) {
     *log = kc_hf_msg("no LLVM target for the host (%s): %s", triple, err ? err : "");
   } else {
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
-    tm = LLVMCreateTargetMachine(t, triple, cpu, features, LLVMCodeGenLevelAggressive,
-                                 LLVMRelocPIC, LLVMCodeModelJITDefault);
+    tm = LLVMCreateTargetMachine(t, triple, cpu, features, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                 LLVMCodeModelJITDefault);
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(features);
     if (!tm) *log = kc_hf_msg("cannot create a target machine for %s", triple);
@@ -63,7 +63,8 @@ static int allow_symbol(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym) {
 
 static int define_runtime(kc_hf_jit_t *j, char **log) {
   LLVMOrcExecutionSessionRef es = LLVMOrcLLJITGetExecutionSession(j->jit);
-  LLVMJITSymbolFlags flags = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
+  LLVMJITSymbolFlags flags = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable,
+                              0};
   LLVMOrcCSymbolMapPair syms[2] = {
       {LLVMOrcExecutionSessionIntern(es, "__kapi_host_fiber_run"),
        {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_fiber_run, flags}},
@@ -145,8 +146,8 @@ int kc_hf_jit_lookup(kc_hf_jit_t *j, const char *name, void **addr, char **log) 
   LLVMErrorRef e = LLVMOrcLLJITLookup(j->jit, &a, name);
   if (e) {
     char *m = LLVMGetErrorMessage(e);
-    *log = kc_hf_msg("code generation for %s failed: %s%s%s", name, m,
-                     j->session_error ? "; " : "", j->session_error ? j->session_error : "");
+    *log = kc_hf_msg("code generation for %s failed: %s%s%s", name, m, j->session_error ? "; " : "",
+                     j->session_error ? j->session_error : "");
     LLVMDisposeErrorMessage(m);
     return 0;
   }

@@ -89,7 +89,8 @@ static LLVMValueRef materialise(rewrite_t *r, LLVMValueRef v) {
   int n = LLVMGetNumOperands(v);
   LLVMValueRef ops[16];
   if (n > 16) return r->unsupported = 1, v;
-  for (int i = 0; i < n; i++) ops[i] = materialise(r, LLVMGetOperand(v, i));
+  for (int i = 0; i < n; i++)
+    ops[i] = materialise(r, LLVMGetOperand(v, i));
   LLVMOpcode op = LLVMGetConstOpcode(v);
   switch (op) {
   case LLVMGetElementPtr: {
@@ -100,8 +101,11 @@ static LLVMValueRef materialise(rewrite_t *r, LLVMValueRef v) {
   case LLVMBitCast:
   case LLVMAddrSpaceCast:
   case LLVMPtrToInt:
-  case LLVMIntToPtr: return LLVMBuildCast(r->b, op, ops[0], LLVMTypeOf(v), "");
-  default: r->unsupported = 1; return v;
+  case LLVMIntToPtr:
+    return LLVMBuildCast(r->b, op, ops[0], LLVMTypeOf(v), "");
+  default:
+    r->unsupported = 1;
+    return v;
   }
 }
 
@@ -138,7 +142,8 @@ static int rewrite_body(const kc_hf_kernel_t *k, const kc_hf_locals_t *l, char *
   free(r.ptrs);
   if (r.unsupported)
     *log = kc_hf_msg("kernel %s: a __local variable is used in a constant expression the host "
-                     "finaliser cannot rewrite", k->name);
+                     "finaliser cannot rewrite",
+                     k->name);
   return !r.unsupported;
 }
 

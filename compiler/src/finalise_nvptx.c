@@ -12,7 +12,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
-#include "spirv_check.h"
+#include "kapi/compiler.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +89,7 @@ static kc_status_t nvptx_validate(const void *spirv, size_t nbytes, char **log) 
     *log = kc_nvptx_msg("SPIR-V validation failed: %zu bytes is not a SPIR-V module", nbytes);
     return KC_ERR_SPIRV;
   }
-  kc_status_t st = kc_spirv_validate_universal(spirv, nbytes, log);
+  kc_status_t st = kc_spirv_validate(spirv, nbytes, log);
   if (st == KC_OK) st = nvptx_prescan((const uint32_t *)spirv, nbytes / 4, log);
   return st;
 }

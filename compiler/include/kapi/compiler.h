@@ -51,7 +51,10 @@ void kc_options_init(kc_options_t *opts);
 typedef struct kc_program kc_program_t;
 
 /* Parses, verifies, lowers, optimises and emits SPIR-V (validated with SPIRV-Tools in the
- * OpenCL environment). opts may be NULL for defaults. On success *out owns the result. */
+ * OpenCL environment; no function has Import linkage). opts may be NULL for defaults. On
+ * success *out owns the result (free with kc_program_destroy). Errors: KC_ERR_INVALID_ARGUMENT,
+ * KC_ERR_KIR ("file:line: error: ..." at the instruction's source line), and, for compiler
+ * bugs only, KC_ERR_UNSUPPORTED / KC_ERR_LLVM / KC_ERR_SPIRV. Thread-safe. */
 kc_status_t kc_compile(const char *kir, size_t kir_len, const kc_options_t *opts,
                        kc_program_t **out, char **err);
 
@@ -69,7 +72,10 @@ const void *kc_program_spirv(const kc_program_t *prog, size_t *nbytes);
 /* Only parses and verifies KIR (used by tests and tools). */
 kc_status_t kc_kir_check(const char *kir, size_t kir_len, char **err);
 
-/* SPIRV-Tools validation, OpenCL 2.0 environment. KC_ERR_SPIRV with the validator's message. */
+/* SPIRV-Tools validation, OpenCL 2.0 environment. KC_ERR_SPIRV with the validator's message.
+ * spirv-val's OpenCL environments reject Int64Atomics (an OpenCL extension capability, needed
+ * for 64-bit atomics): a module declaring it is validated in the universal SPIR-V 1.2
+ * environment and its capabilities are checked against the OpenCL 2.0 set plus Int64Atomics. */
 kc_status_t kc_spirv_validate(const void *spirv, size_t nbytes, char **err);
 
 /* SPIRV-Tools disassembly; *text is freed with kc_free. */

@@ -67,6 +67,8 @@ __typeof__(zeCommandListAppendEventReset) cpu_command_list_append_event_reset;
 
 /* cpu_copy.c */
 __typeof__(zeCommandListAppendMemoryCopy) cpu_command_list_append_memory_copy;
+__typeof__(zeCommandListAppendMemoryCopyFromContext)
+    cpu_command_list_append_memory_copy_from_context;
 __typeof__(zeCommandListAppendMemoryFill) cpu_command_list_append_memory_fill;
 __typeof__(zeCommandListAppendMemoryCopyRegion) cpu_command_list_append_memory_copy_region;
 __typeof__(zeCommandListAppendMemoryPrefetch) cpu_command_list_append_memory_prefetch;
@@ -76,6 +78,7 @@ __typeof__(zeCommandListAppendMemAdvise) cpu_command_list_append_mem_advise;
 __typeof__(zeCommandListAppendLaunchKernel) cpu_command_list_append_launch_kernel;
 __typeof__(zeCommandListAppendLaunchCooperativeKernel)
     cpu_command_list_append_launch_cooperative_kernel;
+__typeof__(zeCommandListAppendLaunchKernelIndirect) cpu_command_list_append_launch_kernel_indirect;
 
 /* cpu_event.c */
 __typeof__(zeEventPoolCreate) cpu_event_pool_create;

@@ -43,6 +43,14 @@ ze_result_t cpu_command_list_append_memory_copy(ze_command_list_handle_t h, void
   return cpu_list_append(LIST(h), &cmd, signal, num_wait, wait);
 }
 
+/* Every context's memory is this process's memory: a copy between contexts is a copy. */
+ze_result_t cpu_command_list_append_memory_copy_from_context(
+    ze_command_list_handle_t h, void *dst, ze_context_handle_t src_ctx, const void *src,
+    size_t size, ze_event_handle_t signal, uint32_t num_wait, ze_event_handle_t *wait) {
+  ZED_CHECK(src_ctx, ZED_KIND_CONTEXT);
+  return cpu_command_list_append_memory_copy(h, dst, src, size, signal, num_wait, wait);
+}
+
 /* The caller may reuse the pattern's buffer once the append returns. */
 ze_result_t cpu_command_list_append_memory_fill(ze_command_list_handle_t h, void *dst,
                                                 const void *pattern, size_t pattern_size,

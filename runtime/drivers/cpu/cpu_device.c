@@ -114,6 +114,14 @@ static void read_vector_unit(cpu_device_t *d) {
   d->has_fma = __builtin_cpu_supports("fma");
 }
 
+/* A forked child has none of the parent's pool threads: forget the pool (its memory is the
+ * parent's copy, abandoned) so the child's first launch starts a fresh one instead of waiting
+ * for workers that do not exist. The lock may have been held by another parent thread. */
+static void forget_pool_in_child(void) {
+  atomic_store(&the_driver.device.pool, NULL);
+  pthread_mutex_init(&the_driver.device.pool_lock, NULL);
+}
+
 static void driver_setup(void) {
   cpu_driver_t *drv = &the_driver;
   zed_object_init(&drv->obj, ZED_KIND_DRIVER);
@@ -126,6 +134,7 @@ static void driver_setup(void) {
   read_vector_unit(d);
   pthread_mutex_init(&d->pool_lock, NULL);
   d->pool = NULL;
+  pthread_atfork(NULL, NULL, forget_pool_in_child);
   the_driver_ready = true;
 }
 

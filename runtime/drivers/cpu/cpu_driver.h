@@ -163,7 +163,8 @@ typedef struct cpu_cmd {
   union {
     struct {
       cpu_launch_t launch;
-      void *owned; /* the snapshot's storage */
+      void *owned;                      /* the snapshot's storage */
+      const ze_group_count_t *indirect; /* group count read when the command runs, or NULL */
     } launch;
     struct {
       void *dst;

@@ -70,10 +70,11 @@ static ze_result_t snapshot(const cpu_kernel_t *k, cpu_cmd_t *cmd) {
   return ZE_RESULT_SUCCESS;
 }
 
-ze_result_t cpu_command_list_append_launch_kernel(ze_command_list_handle_t h, ze_kernel_handle_t hk,
-                                                  const ze_group_count_t *count,
-                                                  ze_event_handle_t signal, uint32_t num_wait,
-                                                  ze_event_handle_t *wait) {
+/* The launch behind both direct and indirect appends; indirect is NULL for a direct one. */
+static ze_result_t append_launch(ze_command_list_handle_t h, ze_kernel_handle_t hk,
+                                 const ze_group_count_t *count, const ze_group_count_t *indirect,
+                                 ze_event_handle_t signal, uint32_t num_wait,
+                                 ze_event_handle_t *wait) {
   ZED_CHECK(h, ZED_KIND_LIST);
   ZED_CHECK(hk, ZED_KIND_KERNEL);
   ZED_CHECK_PTR(count);
@@ -84,12 +85,27 @@ ze_result_t cpu_command_list_append_launch_kernel(ze_command_list_handle_t h, ze
   uint32_t *offsets = stack_offsets;
   if (k->num_local > STACK_LOCALS && !(offsets = malloc(k->num_local * sizeof(uint32_t))))
     return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-  cpu_cmd_t cmd = {.kind = CPU_CMD_LAUNCH};
+  cpu_cmd_t cmd = {.kind = CPU_CMD_LAUNCH, .u.launch.indirect = indirect};
   r = cpu_launch_prepare(k, count, offsets, &cmd.u.launch.launch);
   if (r == ZE_RESULT_SUCCESS && !LIST(h)->immediate) r = snapshot(k, &cmd);
   if (r == ZE_RESULT_SUCCESS) r = cpu_list_append(LIST(h), &cmd, signal, num_wait, wait);
   if (offsets != stack_offsets) free(offsets);
   return r;
+}
+
+ze_result_t cpu_command_list_append_launch_kernel(ze_command_list_handle_t h, ze_kernel_handle_t hk,
+                                                  const ze_group_count_t *count,
+                                                  ze_event_handle_t signal, uint32_t num_wait,
+                                                  ze_event_handle_t *wait) {
+  return append_launch(h, hk, count, NULL, signal, num_wait, wait);
+}
+
+/* The group count lives in memory the caller may still write until the command runs (all USM
+ * is host memory, so it is read then). */
+ze_result_t cpu_command_list_append_launch_kernel_indirect(
+    ze_command_list_handle_t h, ze_kernel_handle_t hk, const ze_group_count_t *count,
+    ze_event_handle_t signal, uint32_t num_wait, ze_event_handle_t *wait) {
+  return append_launch(h, hk, count, count, signal, num_wait, wait);
 }
 
 /* A cooperative launch differs only in allowing grid-wide synchronisation, which SPIR-V

@@ -83,6 +83,12 @@ ze_result_t cpu_cmd_run(cpu_device_t *dev, cpu_cmd_t *cmd) {
   ze_result_t r = ZE_RESULT_SUCCESS;
   switch (cmd->kind) {
   case CPU_CMD_LAUNCH:
+    if (cmd->u.launch.indirect) {
+      const ze_group_count_t *c = cmd->u.launch.indirect;
+      cmd->u.launch.launch.group_count[0] = c->groupCountX;
+      cmd->u.launch.launch.group_count[1] = c->groupCountY;
+      cmd->u.launch.launch.group_count[2] = c->groupCountZ;
+    }
     r = cpu_launch_run(dev, &cmd->u.launch.launch);
     break;
   case CPU_CMD_COPY:

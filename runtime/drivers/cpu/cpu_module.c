@@ -32,7 +32,7 @@ static ze_result_t finalise(const ze_module_desc_t *desc, kc_host_module_t **hos
   char *kc_log = NULL;
   kc_status_t s = kc_host_finalise(desc->pInputModule, desc->inputSize, host, &kc_log);
   if (s != KC_OK) {
-    const char *why = kc_log && *kc_log ? kc_log : "the finaliser gave no reason";
+    const char *why = kc_log && *kc_log ? kc_log : kc_status_name(s);
     size_t n = strlen(why) + 64;
     *log = malloc(n);
     if (*log) snprintf(*log, n, "kapi cpu driver: SPIR-V module did not build: %s", why);

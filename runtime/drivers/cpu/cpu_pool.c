@@ -1,9 +1,11 @@
 /* The persistent thread pool that runs a launch's work-groups: cores-1 workers plus the thread
- * that launches. Workers take chunks of group indices from an atomic counter; each has its own
- * scratch (argument array and local-memory buffer) so concurrently running groups never share
- * local memory. Waking is cheap: a short spin, then a futex that is only touched when a worker
- * really sleeps. Tiny launches run on the caller alone, with no wake-up at all. Nothing on the
- * launch path allocates once the scratch buffers have grown to the largest launch seen. */
+ * that launches. Participants take chunks of group indices from an atomic counter; each has its
+ * own scratch (argument array and local-memory buffer) so concurrently running groups never
+ * share local memory. The launcher never waits for a worker that has not joined: it runs what
+ * is left itself, then closes the launch once no joined worker is still busy (so a tiny launch
+ * costs at most one futex wake, and a late worker just finds the launch closed). Launches with
+ * few work-items run on the caller alone. Nothing on the launch path allocates once the scratch
+ * buffers have grown to the largest launch seen. */
 #define _GNU_SOURCE
 #include "cpu_driver.h"
 
@@ -37,17 +39,27 @@ typedef struct cpu_worker {
   uint32_t index;
 } cpu_worker_t;
 
+/* pool->state packs the launch generation (high 32 bits), the number of workers that joined it
+ * and are still working (bits 1..31) and a "closed" bit (bit 0). Workers join with a CAS that
+ * fails once the launch is closed or replaced, so the launch fields below are only rewritten
+ * while no worker can be reading them. */
+#define STATE_GEN(s) ((uint32_t)((s) >> 32))
+#define STATE_ACTIVE(s) ((uint32_t)((s) >> 1) & 0x7fffffffu)
+#define STATE_CLOSED 1ull
+#define STATE_ONE_ACTIVE 2ull
+
 struct cpu_pool {
   uint32_t threads;
   cpu_worker_t *workers;
-  cpu_scratch_t *scratch;      /* threads + 1: the last is the launcher's */
-  pthread_mutex_t lock;        /* one launch at a time */
-  _Atomic uint32_t generation; /* bumped per launch; workers sleep on it */
+  cpu_scratch_t *scratch; /* threads + 1: the last is the launcher's */
+  pthread_mutex_t lock;   /* one launch at a time */
+  _Atomic uint64_t state; /* generation | active workers | closed */
+  _Atomic uint32_t wake;  /* the generation again, as a futex word for sleeping workers */
   _Atomic uint32_t sleepers;
-  _Atomic uint32_t remaining; /* workers yet to finish this launch */
-  uint32_t done;              /* zed flag: the last worker sets it */
-  _Atomic uint64_t next;      /* next group index to hand out */
-  _Atomic uint32_t failed;    /* a participant could not get scratch memory */
+  uint32_t idle;           /* zed flag: set when the last joined worker leaves */
+  _Atomic uint64_t next;   /* next group index to hand out */
+  _Atomic uint32_t failed; /* a participant could not get scratch memory */
+  /* The launch: written by the launcher while the state is closed. */
   const cpu_launch_t *launch;
   uint64_t total, chunk;
   bool stop;
@@ -78,17 +90,18 @@ static bool grow(void **buf, uint32_t *cap, uint32_t n, size_t sz) {
   return true;
 }
 
-/* The argument array this participant passes to the kernel: the launch's own when there is no
- * local memory, otherwise a copy whose local-memory entries point at this participant's slots.
- * NULL when out of memory. */
-static void *const *scratch_args(cpu_scratch_t *s, const cpu_launch_t *l) {
-  if (l->num_local == 0) return l->args;
+/* The argument array this participant passes to the kernel (*out): the launch's own when there
+ * is no local memory, otherwise a copy whose local-memory entries point at this participant's
+ * slots. false when out of memory. */
+static bool scratch_args(cpu_scratch_t *s, const cpu_launch_t *l, void *const **out) {
+  *out = l->args;
+  if (l->num_local == 0) return true;
   if (!grow((void **)&s->args, &s->args_cap, l->num_args, sizeof(void *)) ||
       !grow((void **)&s->slots, &s->slots_cap, l->num_local, sizeof(void *)))
-    return NULL;
+    return false;
   if (l->local_bytes > s->local_cap) {
     void *p = NULL;
-    if (posix_memalign(&p, CPU_LOCAL_ALIGN, l->local_bytes) != 0) return NULL;
+    if (posix_memalign(&p, CPU_LOCAL_ALIGN, l->local_bytes) != 0) return false;
     free(s->local);
     s->local = p;
     s->local_cap = l->local_bytes;
@@ -98,7 +111,8 @@ static void *const *scratch_args(cpu_scratch_t *s, const cpu_launch_t *l) {
     s->slots[j] = s->local + l->local_offset[j];
     s->args[l->local_index[j]] = &s->slots[j];
   }
-  return s->args;
+  *out = s->args;
+  return true;
 }
 
 /* Runs groups [first, last) of the launch in linear order (dimension 0 fastest). */
@@ -125,8 +139,8 @@ static void run_groups(const cpu_launch_t *l, void *const *args, uint64_t first,
 /* A participant's share: chunks of groups until none are left. */
 static void participate(cpu_pool_t *pool, cpu_scratch_t *s) {
   const cpu_launch_t *l = pool->launch;
-  void *const *args = scratch_args(s, l);
-  if (!args) {
+  void *const *args;
+  if (!scratch_args(s, l, &args)) {
     atomic_store(&pool->failed, 1);
     return; /* the others finish the groups */
   }
@@ -138,21 +152,30 @@ static void participate(cpu_pool_t *pool, cpu_scratch_t *s) {
   }
 }
 
-/* Returns the new generation once it differs from seen. */
-static uint32_t await_launch(cpu_pool_t *pool, uint32_t seen) {
+/* Returns once the generation differs from seen: a short spin, then sleep on the futex. */
+static void await_generation(cpu_pool_t *pool, uint32_t seen) {
   for (int i = 0; i < SPIN_POLLS; i++) {
-    uint32_t g = atomic_load_explicit(&pool->generation, memory_order_acquire);
-    if (g != seen) return g;
+    if (STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire)) != seen) return;
     cpu_relax();
   }
-  for (;;) {
+  while (STATE_GEN(atomic_load(&pool->state)) == seen) {
     atomic_fetch_add(&pool->sleepers, 1);
-    uint32_t g = atomic_load(&pool->generation);
-    if (g == seen) futex_wait(&pool->generation, seen);
+    if (atomic_load(&pool->wake) == seen) futex_wait(&pool->wake, seen);
     atomic_fetch_sub(&pool->sleepers, 1);
-    g = atomic_load_explicit(&pool->generation, memory_order_acquire);
-    if (g != seen) return g;
   }
+}
+
+/* Joins launch gen unless it is closed or already replaced. */
+static bool join(cpu_pool_t *pool, uint32_t gen) {
+  uint64_t s = atomic_load(&pool->state);
+  while (STATE_GEN(s) == gen && !(s & STATE_CLOSED))
+    if (atomic_compare_exchange_weak(&pool->state, &s, s + STATE_ONE_ACTIVE)) return true;
+  return false;
+}
+
+static void leave(cpu_pool_t *pool) {
+  uint64_t s = atomic_fetch_sub(&pool->state, STATE_ONE_ACTIVE) - STATE_ONE_ACTIVE;
+  if (STATE_ACTIVE(s) == 0) zed_set_flag(&pool->idle);
 }
 
 static void *worker_main(void *arg) {
@@ -160,11 +183,12 @@ static void *worker_main(void *arg) {
   cpu_pool_t *pool = w->pool;
   uint32_t seen = 0;
   for (;;) {
-    seen = await_launch(pool, seen);
+    await_generation(pool, seen);
+    seen = STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire));
     if (pool->stop) break;
+    if (!join(pool, seen)) continue; /* the launcher finished without us */
     participate(pool, &pool->scratch[w->index]);
-    if (atomic_fetch_sub_explicit(&pool->remaining, 1, memory_order_acq_rel) == 1)
-      zed_set_flag(&pool->done);
+    leave(pool);
   }
   return NULL;
 }
@@ -188,6 +212,7 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
     return NULL;
   }
   pthread_mutex_init(&pool->lock, NULL);
+  atomic_store(&pool->state, STATE_CLOSED); /* generation 0: no launch yet */
   for (uint32_t i = 0; i < threads; i++) {
     cpu_worker_t *w = &pool->workers[i];
     w->pool = pool;
@@ -199,11 +224,17 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   return pool;
 }
 
+/* Publishes generation gen (open or closed) and wakes sleeping workers. */
+static void publish(cpu_pool_t *pool, uint32_t gen, bool closed) {
+  atomic_store(&pool->state, ((uint64_t)gen << 32) | (closed ? STATE_CLOSED : 0));
+  atomic_store(&pool->wake, gen); /* seq_cst: pairs with the sleepers count */
+  if (atomic_load(&pool->sleepers)) futex_wake_all(&pool->wake);
+}
+
 void cpu_pool_destroy(cpu_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
   pool->stop = true;
-  atomic_fetch_add(&pool->generation, 1);
-  futex_wake_all(&pool->generation);
+  publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, true);
   pthread_mutex_unlock(&pool->lock);
   for (uint32_t i = 0; i < pool->threads; i++)
     pthread_join(pool->workers[i].thread, NULL);
@@ -215,13 +246,22 @@ void cpu_pool_destroy(cpu_pool_t *pool) {
   free(pool);
 }
 
-/* Waits for the workers of the current launch: a short spin, then sleep. */
-static void await_workers(cpu_pool_t *pool) {
-  for (int i = 0; i < SPIN_POLLS; i++) {
-    if (zed_flag_is_set(&pool->done)) return;
-    cpu_relax();
+/* Closes the current launch once no joined worker is busy; after that no worker reads the
+ * launch fields. All groups have been handed out by then, so all have run. */
+static void close_launch(cpu_pool_t *pool) {
+  for (int polls = 0;; polls++) {
+    uint64_t s = atomic_load(&pool->state);
+    if (STATE_ACTIVE(s) == 0) {
+      if (atomic_compare_exchange_weak(&pool->state, &s, s | STATE_CLOSED)) return;
+      continue;
+    }
+    if (polls < SPIN_POLLS) {
+      cpu_relax();
+      continue;
+    }
+    zed_wait_flag(&pool->idle, UINT64_MAX);
+    zed_clear_flag(&pool->idle); /* re-checked above before sleeping again */
   }
-  zed_wait_flag(&pool->done, UINT64_MAX);
 }
 
 ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
@@ -236,15 +276,13 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
   atomic_store_explicit(&pool->failed, 0, memory_order_relaxed);
   if (!alone) {
-    atomic_store_explicit(&pool->remaining, pool->threads, memory_order_relaxed);
-    zed_clear_flag(&pool->done);
-    atomic_fetch_add(&pool->generation, 1); /* seq_cst: pairs with the sleepers count */
-    if (atomic_load(&pool->sleepers)) futex_wake_all(&pool->generation);
+    zed_clear_flag(&pool->idle);
+    publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false);
   }
   participate(pool, &pool->scratch[pool->threads]);
-  if (!alone) await_workers(pool);
+  if (!alone) close_launch(pool);
   bool failed =
-      atomic_load(&pool->failed) && atomic_load_explicit(&pool->next, memory_order_relaxed) < total;
+      atomic_load_explicit(&pool->next, memory_order_relaxed) < total && atomic_load(&pool->failed);
   pthread_mutex_unlock(&pool->lock);
   return failed ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY : ZE_RESULT_SUCCESS;
 }

@@ -66,12 +66,14 @@ static const ze_dditable_t cpu_tables = {
             .pfnAppendWaitOnEvents = cpu_command_list_append_wait_on_events,
             .pfnAppendEventReset = cpu_command_list_append_event_reset,
             .pfnAppendMemoryCopy = cpu_command_list_append_memory_copy,
+            .pfnAppendMemoryCopyFromContext = cpu_command_list_append_memory_copy_from_context,
             .pfnAppendMemoryFill = cpu_command_list_append_memory_fill,
             .pfnAppendMemoryCopyRegion = cpu_command_list_append_memory_copy_region,
             .pfnAppendMemoryPrefetch = cpu_command_list_append_memory_prefetch,
             .pfnAppendMemAdvise = cpu_command_list_append_mem_advise,
             .pfnAppendLaunchKernel = cpu_command_list_append_launch_kernel,
             .pfnAppendLaunchCooperativeKernel = cpu_command_list_append_launch_cooperative_kernel,
+            .pfnAppendLaunchKernelIndirect = cpu_command_list_append_launch_kernel_indirect,
         },
     .Fence =
         {
