@@ -5,7 +5,8 @@
  *   ; expect-no-spirv: text              (must not occur in the disassembly)
  *   ; expect-llvm: text / expect-no-llvm: text   (optimised LLVM IR)
  *   ; opt-levels: 0 2                    (default "0 2": each is compiled and checked)
- * Every successful compile is also re-validated and checked for Import linkage here, apart
+ * Every successful compile is also re-validated and checked for Import linkage and Generic
+ * pointers here, apart
  * from the compiler's own checks, so a regression in those checks cannot hide a bad module. */
 #include "kapi/compiler.h"
 
@@ -80,6 +81,8 @@ static int check_success(const char *kir, kc_program_t *prog, int level) {
     kc_free(err);
     return 1;
   }
+  if (strstr(dis, "OpTypePointer Generic")) /* every pointer has a known address space */
+    fprintf(stderr, "O%d: a Generic pointer in SPIR-V\n", level), bad = 1;
   bad |= check_texts(kir, "expect-spirv", dis, 1, level);
   bad |= check_texts(kir, "expect-no-spirv", dis, 0, level);
   bad |= check_texts(kir, "expect-llvm", kc_program_llvm_ir(prog), 1, level);
