@@ -88,6 +88,8 @@ kc_status_t kc_spirv_disassemble(const void *spirv, size_t nbytes, char **text, 
  * translator assertion. Every failure fills *log with the reason (a Level Zero build log). */
 
 /* --- Host CPU (x86-64, ORC LLJIT) --- */
+/* Exported from libkapi_compiler, which is built with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
 
 /* What a driver hands a finalised kernel to run ONE work-group. Ids are per dimension, dim 0
  * fastest-varying. The kernel runs every work-item of the group before returning, barriers
@@ -136,8 +138,50 @@ uint32_t kc_host_module_kernel_count(const kc_host_module_t *mod);
 const kc_host_kernel_t *kc_host_module_kernel(const kc_host_module_t *mod, uint32_t i);
 /* NULL when no kernel has that name. */
 const kc_host_kernel_t *kc_host_module_find(const kc_host_module_t *mod, const char *name);
+/* The optimised LLVM IR the module was compiled from (for tests and tuning). Owned by mod. */
+const char *kc_host_module_llvm_ir(const kc_host_module_t *mod);
+#pragma GCC visibility pop
 
-/* --- NVIDIA (NVPTX) --- declared by the CUDA driver work (issue 5). */
+/* --- NVIDIA (NVPTX) --- */
+#pragma GCC visibility push(default)
+
+typedef struct kc_nvptx_options {
+  /* CUDA's libdevice (nvvm/libdevice/libdevice.10.bc). NULL: math functions without an exact
+   * LLVM intrinsic (sin, exp, pow, ...) fail with KC_ERR_UNSUPPORTED. */
+  const char *libdevice_path;
+  uint32_t sm;   /* target sm_XY as XY; 0 means 86. Values above 86 (LLVM 15's newest) give
+                    sm_86 PTX 7.5, which the CUDA driver compiles for newer GPUs. */
+  int opt_level; /* 0..3; default 3 */
+} kc_nvptx_options_t;
+
+void kc_nvptx_options_init(kc_nvptx_options_t *opts);
+
+/* One kernel of a finalised module, as the driver launches it with cuLaunchKernel: one
+ * parameter per SPIR-V argument. A KC_ARG_LOCAL argument is passed as a 64-bit byte offset
+ * into the launch's dynamic shared memory (the driver places each local buffer there); its
+ * size here is 0, as for the host. */
+typedef struct kc_nvptx_kernel {
+  const char *name;                /* owned by the module */
+  uint32_t num_args;
+  const kc_host_arg_t *args;       /* num_args entries, owned by the module */
+  uint32_t required_local_size[3]; /* reqd_work_group_size, or zeros */
+} kc_nvptx_kernel_t;
+
+typedef struct kc_nvptx_module kc_nvptx_module_t;
+
+/* SPIR-V -> validated -> LLVM (typed pointers) -> address spaces remapped to NVPTX's -> builtins
+ * lowered -> libdevice linked and internalised -> optimised -> PTX. Thread-safe (own context
+ * per call). On failure *log says why; *out is set only on success. */
+kc_status_t kc_nvptx_finalise(const void *spirv, size_t nbytes, const kc_nvptx_options_t *opts,
+                              kc_nvptx_module_t **out, char **log);
+void kc_nvptx_module_destroy(kc_nvptx_module_t *mod);
+/* NUL-terminated PTX text, owned by the module; *len (if not NULL) gets its length. */
+const char *kc_nvptx_module_ptx(const kc_nvptx_module_t *mod, size_t *len);
+uint32_t kc_nvptx_module_kernel_count(const kc_nvptx_module_t *mod);
+const kc_nvptx_kernel_t *kc_nvptx_module_kernel(const kc_nvptx_module_t *mod, uint32_t i);
+/* NULL when no kernel has that name. */
+const kc_nvptx_kernel_t *kc_nvptx_module_find(const kc_nvptx_module_t *mod, const char *name);
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
