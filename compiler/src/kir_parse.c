@@ -6,8 +6,8 @@
 
 #include <errno.h>
 #include <locale.h>
-#include <pthread.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,7 +180,9 @@ static int parse_int_const(parser_t *p, kir_kind_t k, const char *s, int64_t *ou
 
 static locale_t c_locale;
 static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
-static void make_c_locale(void) { c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0); }
+static void make_c_locale(void) {
+  c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
 
 /* strtod in the C locale: Python may have set LC_NUMERIC to one with a decimal comma. */
 static double c_strtod(const char *s, char **end) {
