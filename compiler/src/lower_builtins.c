@@ -20,8 +20,7 @@ LLVMValueRef kc_declare(kc_lower_t *L, const char *name, LLVMTypeRef ret, LLVMTy
                                                          : NULL};
   for (unsigned i = 0; i < 3 && attrs[i]; i++) {
     unsigned ak = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                            LLVMCreateEnumAttribute(L->ctx, ak, 0));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(L->ctx, ak, 0));
   }
   return fn;
 }
