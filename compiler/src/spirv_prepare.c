@@ -2,11 +2,10 @@
  * cannot express. The optimiser may create such IR from valid kernels: `freeze` is dropped
  * (it only pins poison, which we never rely on), overflow intrinsics the translator lacks are
  * expanded, and any other intrinsic outside the list checked to translate is a clean
- * KC_ERR_LLVM instead of a dead process. Blocks are put in reverse postorder: SPIR-V wants
- * every block after its dominators, and the optimiser's layout does not promise that. */
+ * KC_ERR_LLVM instead of a dead process. (Block order and integer widths: spirv_block_order.c
+ * and spirv_legal.c, run by kc_emit_spirv.) */
 #include "compile.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* Intrinsics the translator 15 turns into SPIR-V (checked with llvm-spirv-15 + spirv-val). */
@@ -82,30 +81,6 @@ static LLVMValueRef expand_overflow(LLVMBuilderRef b, LLVMValueRef call, const c
   return LLVMBuildInsertValue(b, agg, ov, 1, "");
 }
 
-/* Integers the translator can express (it exits on others, e.g. the i65 of SCEV's closed forms). */
-static int odd_int_type(LLVMTypeRef t) {
-  if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) t = LLVMGetElementType(t);
-  if (LLVMGetTypeKind(t) != LLVMIntegerTypeKind) return 0;
-  unsigned w = LLVMGetIntTypeWidth(t);
-  return w != 1 && w != 8 && w != 16 && w != 32 && w != 64;
-}
-
-static int check_widths(LLVMValueRef inst, char **err) {
-  LLVMTypeRef t = LLVMTypeOf(inst);
-  for (int k = -1; k < LLVMGetNumOperands(inst); k++) {
-    if (k >= 0) t = LLVMTypeOf(LLVMGetOperand(inst, (unsigned)k));
-    if (odd_int_type(t)) {
-      kc_set_error(err,
-                   "internal: the optimiser produced a %u-bit integer, which SPIR-V cannot "
-                   "express (try opt_level=0 and report this kernel)",
-                   LLVMGetIntTypeWidth(
-                       LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t));
-      return -1;
-    }
-  }
-  return 0;
-}
-
 /* Returns 1 if inst was replaced (and erased), 0 if kept, -1 on an untranslatable call. */
 static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   LLVMOpcode op = LLVMGetInstructionOpcode(inst);
@@ -114,7 +89,6 @@ static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
     LLVMInstructionEraseFromParent(inst);
     return 1;
   }
-  if (check_widths(inst, err)) return -1;
   const char *name = op == LLVMCall ? callee_name(inst) : NULL;
   if (!name || strncmp(name, "llvm.", 5) || is_translatable(name)) return 0;
   LLVMPositionBuilderBefore(b, inst);
@@ -131,48 +105,7 @@ static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   return 1;
 }
 
-/* Reverse postorder of fn's blocks from the entry (iterative DFS); unreachable blocks keep
- * their place after the reachable ones. Returns -1 when out of memory. */
-static int order_blocks(LLVMValueRef fn) {
-  unsigned n = LLVMCountBasicBlocks(fn);
-  if (n < 2) return 0;
-  LLVMBasicBlockRef *all = malloc(sizeof *all * n), *post = malloc(sizeof *post * n);
-  LLVMBasicBlockRef *stack = malloc(sizeof *stack * n);
-  unsigned *next = calloc(n, sizeof *next), npost = 0, sp = 0;
-  char *seen = calloc(n, 1);
-  if (!all || !post || !stack || !next || !seen) {
-    free(all), free(post), free(stack), free(next), free(seen);
-    return -1;
-  }
-  LLVMGetBasicBlocks(fn, all);
-  stack[sp++] = all[0];
-  seen[0] = 1;
-  while (sp) {
-    LLVMBasicBlockRef b = stack[sp - 1];
-    LLVMValueRef term = LLVMGetBasicBlockTerminator(b);
-    unsigned bi = 0;
-    while (all[bi] != b)
-      bi++;
-    if (term && next[bi] < LLVMGetNumSuccessors(term)) {
-      LLVMBasicBlockRef s = LLVMGetSuccessor(term, next[bi]++);
-      unsigned si = 0;
-      while (all[si] != s)
-        si++;
-      if (!seen[si]) seen[si] = 1, stack[sp++] = s;
-    } else {
-      post[npost++] = b;
-      sp--;
-    }
-  }
-  /* entry stays first; each later block moves right after the previous one in RPO */
-  for (unsigned k = npost - 1; k > 0; k--)
-    LLVMMoveBasicBlockAfter(post[k - 1], post[k]);
-  free(all), free(post), free(stack), free(next), free(seen);
-  return 0;
-}
-
 static kc_status_t prepare_function(LLVMBuilderRef b, LLVMValueRef fn, char **err) {
-  if (order_blocks(fn)) return KC_ERR_OUT_OF_MEMORY;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef inst = LLVMGetFirstInstruction(bb), next; inst; inst = next) {
       next = LLVMGetNextInstruction(inst);
