@@ -12,7 +12,7 @@
 #include <llvm-c/ErrorHandling.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include <spirv-tools/libspirv.h>
+#include "kapi/compiler.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,21 +67,12 @@ static kc_status_t validate(const void *spirv, size_t nbytes, char **log) {
                      nbytes);
     return KC_ERR_SPIRV;
   }
+  kc_status_t st = kc_spirv_validate(spirv, nbytes, log);
+  if (st != KC_OK) return st;
   uint32_t *w = malloc(nbytes);
   if (!w) return KC_ERR_OUT_OF_MEMORY;
   memcpy(w, spirv, nbytes);
-  spv_context c = spvContextCreate(SPV_ENV_UNIVERSAL_1_2);
-  spv_diagnostic d = NULL;
-  spv_result_t r = spvValidateBinary(c, w, nbytes / 4, &d);
-  kc_status_t st = KC_OK;
-  if (r != SPV_SUCCESS) {
-    *log = kc_hf_msg("invalid SPIR-V: %s", d && d->error ? d->error : "validation failed");
-    st = KC_ERR_SPIRV;
-  } else if (!check_memory_model(w, nbytes / 4, log)) {
-    st = KC_ERR_SPIRV;
-  }
-  spvDiagnosticDestroy(d);
-  spvContextDestroy(c);
+  if (!check_memory_model(w, nbytes / 4, log)) st = KC_ERR_SPIRV;
   free(w);
   return st;
 }

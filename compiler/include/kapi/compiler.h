@@ -51,7 +51,10 @@ void kc_options_init(kc_options_t *opts);
 typedef struct kc_program kc_program_t;
 
 /* Parses, verifies, lowers, optimises and emits SPIR-V (validated with SPIRV-Tools in the
- * OpenCL environment). opts may be NULL for defaults. On success *out owns the result. */
+ * OpenCL environment; no function has Import linkage). opts may be NULL for defaults. On
+ * success *out owns the result (free with kc_program_destroy). Errors: KC_ERR_INVALID_ARGUMENT,
+ * KC_ERR_KIR ("file:line: error: ..." at the instruction's source line), and, for compiler
+ * bugs only, KC_ERR_UNSUPPORTED / KC_ERR_LLVM / KC_ERR_SPIRV. Thread-safe. */
 kc_status_t kc_compile(const char *kir, size_t kir_len, const kc_options_t *opts,
                        kc_program_t **out, char **err);
 
@@ -69,7 +72,10 @@ const void *kc_program_spirv(const kc_program_t *prog, size_t *nbytes);
 /* Only parses and verifies KIR (used by tests and tools). */
 kc_status_t kc_kir_check(const char *kir, size_t kir_len, char **err);
 
-/* SPIRV-Tools validation, OpenCL 2.0 environment. KC_ERR_SPIRV with the validator's message. */
+/* SPIRV-Tools validation, OpenCL 2.0 environment. KC_ERR_SPIRV with the validator's message.
+ * spirv-val's OpenCL environments reject Int64Atomics (an OpenCL extension capability, needed
+ * for 64-bit atomics): a module declaring it is validated in the universal SPIR-V 1.2
+ * environment and its capabilities are checked against the OpenCL 2.0 set plus Int64Atomics. */
 kc_status_t kc_spirv_validate(const void *spirv, size_t nbytes, char **err);
 
 /* SPIRV-Tools disassembly; *text is freed with kc_free. */
@@ -142,7 +148,46 @@ const kc_host_kernel_t *kc_host_module_find(const kc_host_module_t *mod, const c
 const char *kc_host_module_llvm_ir(const kc_host_module_t *mod);
 #pragma GCC visibility pop
 
-/* --- NVIDIA (NVPTX) --- declared by the CUDA driver work (issue 5). */
+/* --- NVIDIA (NVPTX) --- */
+#pragma GCC visibility push(default)
+
+typedef struct kc_nvptx_options {
+  /* CUDA's libdevice (nvvm/libdevice/libdevice.10.bc). NULL: math functions without an exact
+   * LLVM intrinsic (sin, exp, pow, ...) fail with KC_ERR_UNSUPPORTED. */
+  const char *libdevice_path;
+  uint32_t sm;   /* target sm_XY as XY; 0 means 86. Values above 86 (LLVM 15's newest) give
+                    sm_86 PTX 7.5, which the CUDA driver compiles for newer GPUs. */
+  int opt_level; /* 0..3; default 3 */
+} kc_nvptx_options_t;
+
+void kc_nvptx_options_init(kc_nvptx_options_t *opts);
+
+/* One kernel of a finalised module, as the driver launches it with cuLaunchKernel: one
+ * parameter per SPIR-V argument. A KC_ARG_LOCAL argument is passed as a 64-bit byte offset
+ * into the launch's dynamic shared memory (the driver places each local buffer there); its
+ * size here is 0, as for the host. */
+typedef struct kc_nvptx_kernel {
+  const char *name;                /* owned by the module */
+  uint32_t num_args;
+  const kc_host_arg_t *args;       /* num_args entries, owned by the module */
+  uint32_t required_local_size[3]; /* reqd_work_group_size, or zeros */
+} kc_nvptx_kernel_t;
+
+typedef struct kc_nvptx_module kc_nvptx_module_t;
+
+/* SPIR-V -> validated -> LLVM (typed pointers) -> address spaces remapped to NVPTX's -> builtins
+ * lowered -> libdevice linked and internalised -> optimised -> PTX. Thread-safe (own context
+ * per call). On failure *log says why; *out is set only on success. */
+kc_status_t kc_nvptx_finalise(const void *spirv, size_t nbytes, const kc_nvptx_options_t *opts,
+                              kc_nvptx_module_t **out, char **log);
+void kc_nvptx_module_destroy(kc_nvptx_module_t *mod);
+/* NUL-terminated PTX text, owned by the module; *len (if not NULL) gets its length. */
+const char *kc_nvptx_module_ptx(const kc_nvptx_module_t *mod, size_t *len);
+uint32_t kc_nvptx_module_kernel_count(const kc_nvptx_module_t *mod);
+const kc_nvptx_kernel_t *kc_nvptx_module_kernel(const kc_nvptx_module_t *mod, uint32_t i);
+/* NULL when no kernel has that name. */
+const kc_nvptx_kernel_t *kc_nvptx_module_find(const kc_nvptx_module_t *mod, const char *name);
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,327 @@
+/* NVPTX finaliser: SPIR-V -> PTX for kapi's CUDA driver. This file chains the steps
+ * (validate, read, remap address spaces, lower builtins, link libdevice, optimise, emit) and
+ * owns the resulting module; the builtins and kernel preparation live beside it.
+ */
+#include "finalise_nvptx.h"
+#include "translator.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include "kapi/compiler.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NVPTX_TRIPLE "nvptx64-nvidia-cuda"
+#define NVPTX_MAX_SM 86
+
+struct kc_nvptx_module {
+  char *ptx;
+  size_t ptx_len;
+  kc_nvptx_kernel_list_t kernels;
+};
+
+char *kc_nvptx_msg(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *s = malloc((size_t)n + 1);
+  if (!s) return NULL;
+  va_start(ap, fmt);
+  vsnprintf(s, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+void kc_nvptx_options_init(kc_nvptx_options_t *opts) {
+  opts->libdevice_path = NULL;
+  opts->sm = NVPTX_MAX_SM;
+  opts->opt_level = 3;
+}
+
+static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
+static void nvptx_init_target(void) {
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+}
+
+/* SPIRV-Tools accepts alignments that are not powers of two; the translator asserts on them.
+ * Checks OpDecorate/OpMemberDecorate Alignment and the Aligned operand of OpLoad/OpStore. */
+static int pow2_ok(uint32_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
+
+static kc_status_t nvptx_prescan(const uint32_t *w, size_t nwords, char **log) {
+  enum { OP_LOAD = 61, OP_STORE = 62, OP_DECORATE = 71, OP_MEMBER_DECORATE = 72 };
+  enum { DEC_ALIGNMENT = 44, MEM_ALIGNED = 0x2 };
+  for (size_t i = 5; i < nwords;) {
+    uint32_t count = w[i] >> 16, op = w[i] & 0xffff;
+    if (count == 0 || i + count > nwords) break; /* the validator has judged the layout */
+    uint32_t bad = 0;
+    if (op == OP_DECORATE && count >= 4 && w[i + 2] == DEC_ALIGNMENT) bad = !pow2_ok(w[i + 3]);
+    if (op == OP_MEMBER_DECORATE && count >= 5 && w[i + 3] == DEC_ALIGNMENT)
+      bad = !pow2_ok(w[i + 4]);
+    if (op == OP_LOAD && count >= 6 && (w[i + 4] & MEM_ALIGNED)) bad = !pow2_ok(w[i + 5]);
+    if (op == OP_STORE && count >= 5 && (w[i + 3] & MEM_ALIGNED)) bad = !pow2_ok(w[i + 4]);
+    if (bad) {
+      *log = kc_nvptx_msg("SPIR-V validation failed: word %zu: alignment is not a power of two", i);
+      return KC_ERR_SPIRV;
+    }
+    i += count;
+  }
+  return KC_OK;
+}
+
+/* The translator asserts on SPIR-V it does not expect: SPIRV-Tools sees the bytes first. The
+ * universal 1.2 rules, not OpenCL 2.0's profile: that profile forbids Int64Atomics, which
+ * 64-bit atomics need and every NVIDIA GPU supports. */
+static kc_status_t nvptx_validate(const void *spirv, size_t nbytes, char **log) {
+  if (nbytes % 4 != 0 || nbytes < 20) {
+    *log = kc_nvptx_msg("SPIR-V validation failed: %zu bytes is not a SPIR-V module", nbytes);
+    return KC_ERR_SPIRV;
+  }
+  kc_status_t st = kc_spirv_validate(spirv, nbytes, log);
+  if (st == KC_OK) st = nvptx_prescan((const uint32_t *)spirv, nbytes / 4, log);
+  return st;
+}
+
+/* SPIR generic (4) is NVPTX's const space and NVPTX generic is 0; SPIR constant (2) data lives
+ * in global memory (1). Private 0, global 1 and local 3 keep their numbers. */
+static kc_status_t nvptx_read(LLVMContextRef ctx, const void *spirv, size_t nbytes,
+                              LLVMModuleRef *out, char **log) {
+  LLVMModuleRef spir = NULL;
+  char *err = NULL;
+  if (!kc_tr_read_spirv(ctx, spirv, nbytes, &spir, &err)) {
+    *log = err;
+    return KC_ERR_SPIRV;
+  }
+  static const unsigned map[] = {0, 1, 1, 3, 0};
+  int ok = kc_tr_remap_address_spaces(spir, map, 5, out, &err);
+  LLVMDisposeModule(spir);
+  if (!ok) {
+    *log = err;
+    return KC_ERR_UNSUPPORTED;
+  }
+  return KC_OK;
+}
+
+static int has_libdevice_calls(LLVMModuleRef mod) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+    size_t n;
+    if (LLVMIsDeclaration(f) && strncmp(LLVMGetValueName2(f, &n), "__nv_", 5) == 0) return 1;
+  }
+  return 0;
+}
+
+static kc_status_t nvptx_link_libdevice(LLVMContextRef ctx, LLVMModuleRef mod, const char *path,
+                                        char **log) {
+  LLVMMemoryBufferRef buf = NULL;
+  char *err = NULL;
+  if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err)) {
+    *log = kc_nvptx_msg("cannot read libdevice '%s': %s", path, err ? err : "?");
+    LLVMDisposeMessage(err);
+    return KC_ERR_TARGET;
+  }
+  LLVMModuleRef lib = NULL;
+  LLVMBool bad = LLVMParseBitcodeInContext2(ctx, buf, &lib);
+  LLVMDisposeMemoryBuffer(buf);
+  if (bad) {
+    *log = kc_nvptx_msg("libdevice '%s' is not LLVM bitcode this LLVM can read", path);
+    return KC_ERR_TARGET;
+  }
+  LLVMSetTarget(lib, NVPTX_TRIPLE);
+  LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(mod));
+  if (LLVMLinkModules2(mod, lib)) { /* consumes lib */
+    *log = kc_nvptx_msg("linking libdevice '%s' failed", path);
+    return KC_ERR_TARGET;
+  }
+  return KC_OK;
+}
+
+/* Everything but the kernels becomes internal, so unused libdevice code is dropped and the
+ * builtins inline; a declaration left over (not an intrinsic) would fail at module load. */
+static kc_status_t nvptx_internalise(LLVMModuleRef mod, const kc_nvptx_kernel_list_t *ks) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+    size_t n;
+    const char *name = LLVMGetValueName2(f, &n);
+    if (LLVMIsDeclaration(f)) continue;
+    int kernel = 0;
+    for (uint32_t i = 0; i < ks->count && !kernel; ++i)
+      kernel = strcmp(ks->items[i].name, name) == 0;
+    if (!kernel) LLVMSetLinkage(f, LLVMInternalLinkage);
+  }
+  for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
+    if (!LLVMIsDeclaration(g)) LLVMSetLinkage(g, LLVMInternalLinkage);
+  return KC_OK;
+}
+
+/* After optimisation only intrinsics may stay declared: anything else would fail at load. */
+static kc_status_t nvptx_check_resolved(LLVMModuleRef mod, char **log) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+    size_t n;
+    const char *name = LLVMGetValueName2(f, &n);
+    if (LLVMIsDeclaration(f) && strncmp(name, "llvm.", 5) != 0 && LLVMGetFirstUse(f)) {
+      *log = kc_nvptx_msg("unresolved function '%s' (not provided for NVIDIA GPUs)", name);
+      return KC_ERR_UNSUPPORTED;
+    }
+  }
+  return KC_OK;
+}
+
+static LLVMTargetMachineRef nvptx_machine(const kc_nvptx_options_t *o, char **log) {
+  char *err = NULL;
+  LLVMTargetRef target;
+  if (LLVMGetTargetFromTriple(NVPTX_TRIPLE, &target, &err)) {
+    *log = kc_nvptx_msg("NVPTX target unavailable: %s", err ? err : "?");
+    LLVMDisposeMessage(err);
+    return NULL;
+  }
+  unsigned sm = o->sm == 0 || o->sm > NVPTX_MAX_SM ? NVPTX_MAX_SM : o->sm;
+  char cpu[16];
+  snprintf(cpu, sizeof cpu, "sm_%u", sm);
+  LLVMCodeGenOptLevel lvl = o->opt_level <= 0   ? LLVMCodeGenLevelNone
+                            : o->opt_level >= 3 ? LLVMCodeGenLevelAggressive
+                                                : LLVMCodeGenLevelDefault;
+  return LLVMCreateTargetMachine(target, NVPTX_TRIPLE, cpu, "+ptx75", lvl, LLVMRelocDefault,
+                                 LLVMCodeModelDefault);
+}
+
+static kc_status_t nvptx_optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int level,
+                                  char **log) {
+  char passes[64];
+  snprintf(passes, sizeof passes, "function(nvvm-reflect),default<O%d>",
+           level < 0   ? 0
+           : level > 3 ? 3
+                       : level);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef e = LLVMRunPasses(mod, passes, tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e) {
+    char *m = LLVMGetErrorMessage(e);
+    *log = kc_nvptx_msg("optimisation failed: %s", m);
+    LLVMDisposeErrorMessage(m);
+    return KC_ERR_LLVM;
+  }
+  return KC_OK;
+}
+
+static kc_status_t nvptx_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, kc_nvptx_module_t *out,
+                              char **log) {
+  char *err = NULL;
+  if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &err)) {
+    *log = kc_nvptx_msg("internal error, invalid NVPTX module: %s", err);
+    LLVMDisposeMessage(err);
+    return KC_ERR_LLVM;
+  }
+  LLVMDisposeMessage(err);
+  LLVMMemoryBufferRef buf = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
+    *log = kc_nvptx_msg("PTX emission failed: %s", err ? err : "?");
+    LLVMDisposeMessage(err);
+    return KC_ERR_TARGET;
+  }
+  size_t n = LLVMGetBufferSize(buf);
+  out->ptx = malloc(n + 1);
+  if (out->ptx) {
+    memcpy(out->ptx, LLVMGetBufferStart(buf), n);
+    out->ptx[n] = 0;
+    out->ptx_len = strlen(out->ptx);
+  }
+  LLVMDisposeMemoryBuffer(buf);
+  return out->ptx ? KC_OK : KC_ERR_OUT_OF_MEMORY;
+}
+
+/* Steps after reading, on the NVPTX module. */
+static kc_status_t nvptx_lower(LLVMContextRef ctx, LLVMModuleRef mod, const kc_nvptx_options_t *o,
+                               kc_nvptx_module_t *out, char **log) {
+  LLVMTargetMachineRef tm = nvptx_machine(o, log);
+  if (!tm) return KC_ERR_TARGET;
+  LLVMSetTarget(mod, NVPTX_TRIPLE);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  char *dl = LLVMCopyStringRepOfTargetData(td);
+  LLVMSetDataLayout(mod, dl);
+  LLVMDisposeMessage(dl);
+  LLVMDisposeTargetData(td);
+  kc_status_t st = kc_nvptx_prepare_kernels(mod, &out->kernels, log);
+  if (st == KC_OK) st = kc_nvptx_lower_builtins(mod, o->libdevice_path != NULL, log);
+  if (st == KC_OK && has_libdevice_calls(mod))
+    st = nvptx_link_libdevice(ctx, mod, o->libdevice_path, log);
+  if (st == KC_OK) st = nvptx_internalise(mod, &out->kernels);
+  if (st == KC_OK) st = nvptx_optimise(mod, tm, o->opt_level, log);
+  if (st == KC_OK) st = nvptx_check_resolved(mod, log);
+  if (st == KC_OK) st = nvptx_emit(mod, tm, out, log);
+  LLVMDisposeTargetMachine(tm);
+  return st;
+}
+
+kc_status_t kc_nvptx_finalise(const void *spirv, size_t nbytes, const kc_nvptx_options_t *opts,
+                              kc_nvptx_module_t **out, char **log) {
+  char *dummy = NULL;
+  if (!log) log = &dummy;
+  *log = NULL;
+  if (!spirv || !out) {
+    *log = kc_nvptx_msg("kc_nvptx_finalise: NULL argument");
+    return KC_ERR_INVALID_ARGUMENT;
+  }
+  kc_nvptx_options_t defaults;
+  kc_nvptx_options_init(&defaults);
+  if (!opts) opts = &defaults;
+  kc_status_t st = nvptx_validate(spirv, nbytes, log);
+  if (st != KC_OK) goto done;
+  pthread_once(&nvptx_once, nvptx_init_target);
+  kc_nvptx_module_t *m = calloc(1, sizeof *m);
+  if (!m) {
+    st = KC_ERR_OUT_OF_MEMORY;
+    goto done;
+  }
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMContextSetOpaquePointers(ctx, 0);
+  LLVMModuleRef mod = NULL;
+  st = nvptx_read(ctx, spirv, nbytes, &mod, log);
+  if (st == KC_OK) st = nvptx_lower(ctx, mod, opts, m, log);
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  if (st == KC_OK)
+    *out = m;
+  else
+    kc_nvptx_module_destroy(m);
+done:
+  if (st != KC_OK && !*log) *log = kc_nvptx_msg("%s", kc_status_name(st));
+  if (log == &dummy) free(dummy);
+  return st;
+}
+
+void kc_nvptx_module_destroy(kc_nvptx_module_t *mod) {
+  if (!mod) return;
+  free(mod->ptx);
+  kc_nvptx_kernel_list_free(&mod->kernels);
+  free(mod);
+}
+
+const char *kc_nvptx_module_ptx(const kc_nvptx_module_t *mod, size_t *len) {
+  if (len) *len = mod->ptx_len;
+  return mod->ptx;
+}
+
+uint32_t kc_nvptx_module_kernel_count(const kc_nvptx_module_t *mod) {
+  return mod->kernels.count;
+}
+
+const kc_nvptx_kernel_t *kc_nvptx_module_kernel(const kc_nvptx_module_t *mod, uint32_t i) {
+  return i < mod->kernels.count ? &mod->kernels.items[i] : NULL;
+}
+
+const kc_nvptx_kernel_t *kc_nvptx_module_find(const kc_nvptx_module_t *mod, const char *name) {
+  for (uint32_t i = 0; i < mod->kernels.count; ++i)
+    if (strcmp(mod->kernels.items[i].name, name) == 0) return &mod->kernels.items[i];
+  return NULL;
+}

@@ -1,0 +1,29 @@
+/* Private to the NVPTX finaliser (finalise_nvptx*.c): the steps finalise_nvptx.c chains.
+ * Each step works on one module in place and reports failure as a status plus a message.
+ */
+#ifndef KAPI_COMPILER_FINALISE_NVPTX_H
+#define KAPI_COMPILER_FINALISE_NVPTX_H
+
+#include "kapi/compiler.h"
+
+#include <llvm-c/Core.h>
+
+/* Replaces every call to a `__spirv_*` function with NVPTX code (special registers, barriers,
+ * atomics) or a call to a libdevice `__nv_*` function. have_libdevice says whether `__nv_*`
+ * calls will be resolved; without it only math with an exact LLVM intrinsic is accepted. */
+kc_status_t kc_nvptx_lower_builtins(LLVMModuleRef mod, int have_libdevice, char **log);
+
+/* Kernels: SPIR calling conventions -> C, local-memory pointer arguments rebased on the
+ * dynamic shared-memory block, !nvvm.annotations, and the kernel table for the driver. */
+typedef struct kc_nvptx_kernel_list {
+  kc_nvptx_kernel_t *items;
+  uint32_t count;
+} kc_nvptx_kernel_list_t;
+
+kc_status_t kc_nvptx_prepare_kernels(LLVMModuleRef mod, kc_nvptx_kernel_list_t *out, char **log);
+void kc_nvptx_kernel_list_free(kc_nvptx_kernel_list_t *list);
+
+/* printf-style message into a fresh malloc'd string (for *log). */
+char *kc_nvptx_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

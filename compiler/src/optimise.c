@@ -1,0 +1,19 @@
+/* The optimiser: LLVM's new pass manager default pipelines, without a target machine (there is
+ * no SPIR backend). Level 0 still promotes variable slots so the SPIR-V stays readable. */
+#include "compile.h"
+
+#include <llvm-c/Error.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+kc_status_t kc_optimise(LLVMModuleRef mod, int level, char **err) {
+  static const char *const pipelines[] = {"function(mem2reg)", "default<O1>", "default<O2>",
+                                          "default<O3>"};
+  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef e = LLVMRunPasses(mod, pipelines[level], NULL, opts);
+  LLVMDisposePassBuilderOptions(opts);
+  if (!e) return KC_OK;
+  char *msg = LLVMGetErrorMessage(e);
+  kc_set_error(err, "optimisation failed: %s", msg);
+  LLVMDisposeErrorMessage(msg);
+  return KC_ERR_LLVM;
+}

@@ -1,0 +1,193 @@
+/* Unit tests of the NVPTX finaliser's contract: malformed SPIR-V is an error (never an abort),
+ * kernel tables describe how the driver passes arguments, and the PTX uses the address spaces
+ * and instructions the kernels need. Usage: nvptx_finalise_test FIXTURE_DIR [LIBDEVICE]
+ * Exits 77 (skip) only when everything else passed and libdevice is missing.
+ */
+#include "kapi/compiler.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                         \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+static const char *fixture_dir;
+
+static void *load(const char *name, size_t *n) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.spv", fixture_dir, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "cannot open %s\n", path);
+    exit(2);
+  }
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  void *buf = malloc((size_t)len);
+  *n = fread(buf, 1, (size_t)len, f);
+  fclose(f);
+  return buf;
+}
+
+static kc_nvptx_module_t *finalise(const char *name, const char *libdevice, kc_status_t want,
+                                   const char *log_has) {
+  size_t n;
+  void *spv = load(name, &n);
+  kc_nvptx_options_t o;
+  kc_nvptx_options_init(&o);
+  o.libdevice_path = libdevice;
+  kc_nvptx_module_t *m = NULL;
+  char *log = NULL;
+  kc_status_t st = kc_nvptx_finalise(spv, n, &o, &m, &log);
+  CHECK(st == want, "%s: status %d, want %d (%s)", name, st, want, log ? log : "");
+  if (log_has) CHECK(log && strstr(log, log_has), "%s: log '%s' lacks '%s'", name, log, log_has);
+  if (st != KC_OK)
+    CHECK(m == NULL && log && *log, "%s: failure without log or with a module", name);
+  free(log);
+  free(spv);
+  return m;
+}
+
+static void expect_ptx(const kc_nvptx_module_t *m, const char *what, int present) {
+  const char *ptx = kc_nvptx_module_ptx(m, NULL);
+  CHECK((strstr(ptx, what) != NULL) == present, "PTX %s '%s'", present ? "lacks" : "has", what);
+}
+
+static void expect_args(const kc_nvptx_module_t *m, const char *kernel, const char *sig) {
+  const kc_nvptx_kernel_t *k = kc_nvptx_module_find(m, kernel);
+  CHECK(k != NULL, "no kernel %s", kernel);
+  if (!k) return;
+  char got[256] = "";
+  for (uint32_t i = 0; i < k->num_args; ++i) {
+    char one[32];
+    snprintf(one, sizeof one, "%s%s%u", i ? " " : "", k->args[i].kind == KC_ARG_LOCAL ? "L" : "v",
+             k->args[i].size);
+    strcat(got, one);
+  }
+  CHECK(strcmp(got, sig) == 0, "kernel %s args '%s', want '%s'", kernel, got, sig);
+}
+
+static void test_malformed(void) {
+  size_t n;
+  unsigned char *spv = load("saxpy", &n);
+  kc_nvptx_module_t *m = NULL;
+  char *log = NULL;
+  CHECK(kc_nvptx_finalise(NULL, 4, NULL, &m, &log) == KC_ERR_INVALID_ARGUMENT, "NULL input");
+  free(log);
+  const char junk[] = "this is not SPIR-V at all, just text.";
+  size_t cuts[] = {0, 3, 20, n / 2, n - 4};
+  CHECK(kc_nvptx_finalise(junk, 36, NULL, &m, &log) == KC_ERR_SPIRV && log, "junk: %s", log);
+  free(log);
+  for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; ++i) {
+    log = NULL;
+    kc_status_t st = kc_nvptx_finalise(spv, cuts[i], NULL, &m, &log);
+    CHECK(st == KC_ERR_SPIRV && log, "truncated to %zu: status %d", cuts[i], st);
+    free(log);
+  }
+  /* Corrupt every word of the body in turn (a wrong id or opcode): never an abort. */
+  for (size_t w = 5; w < n / 4; w += 3) {
+    unsigned char *bad = malloc(n);
+    memcpy(bad, spv, n);
+    bad[w * 4 + 1] ^= 0x5a;
+    log = NULL;
+    m = NULL;
+    kc_status_t st = kc_nvptx_finalise(bad, n, NULL, &m, &log);
+    CHECK(st == KC_OK || (log && *log), "corrupt word %zu: status %d without log", w, st);
+    kc_nvptx_module_destroy(m);
+    free(log);
+    free(bad);
+  }
+  free(spv);
+}
+
+static void test_saxpy(void) {
+  kc_nvptx_module_t *m = finalise("saxpy", NULL, KC_OK, NULL);
+  if (!m) return;
+  CHECK(kc_nvptx_module_kernel_count(m) == 1, "saxpy: one kernel");
+  expect_args(m, "saxpy", "v8 v8 v4 v4");
+  expect_ptx(m, ".version 7.5", 1);
+  expect_ptx(m, ".target sm_86", 1);
+  expect_ptx(m, ".entry saxpy", 1);
+  expect_ptx(m, "ld.global.nc.f32", 1); /* restrict + const: read-only cache path */
+  expect_ptx(m, "mul.wide.u32", 1);     /* 32-bit id math widened once */
+  expect_ptx(m, "ld.f32", 0);           /* no generic-pointer loads */
+  expect_ptx(m, "cvta", 0);
+  CHECK(kc_nvptx_module_find(m, "nope") == NULL, "find unknown kernel");
+  kc_nvptx_module_destroy(m);
+}
+
+static void test_reduce(void) {
+  kc_nvptx_module_t *m = finalise("reduce", NULL, KC_OK, NULL);
+  if (!m) return;
+  CHECK(kc_nvptx_module_kernel_count(m) == 3, "reduce: three kernels");
+  expect_args(m, "reduce_arg", "v8 v8 L0");
+  expect_args(m, "reduce_fixed", "v8 v8");
+  expect_ptx(m, "bar.sync", 1);
+  expect_ptx(m, ".extern .shared .align 16 .b8 __kapi_dynamic_local[]", 1);
+  expect_ptx(m, ".shared .align 4 .b8 reduce_fixed", 1);
+  expect_ptx(m, "ld.shared.f32", 1);
+  expect_ptx(m, "%ctaid.y", 1);
+  kc_nvptx_module_destroy(m);
+}
+
+static void test_atomics(void) {
+  kc_nvptx_module_t *m = finalise("atomics", NULL, KC_OK, NULL);
+  if (!m) return;
+  expect_args(m, "fadd", "v8 v8 v8 v8");
+  expect_ptx(m, "atom.global.add.u32", 1);
+  expect_ptx(m, "atom.global.max.u32", 1);
+  expect_ptx(m, "atom.global.add.u64", 1);
+  expect_ptx(m, "atom.global.add.f32", 1);
+  expect_ptx(m, "atom.global.add.f64", 1);
+  expect_ptx(m, "atom.global.cas.b32", 1); /* float min/max and the lock */
+  expect_ptx(m, "membar.gl", 1);           /* acquire/release of the lock */
+  kc_nvptx_module_destroy(m);
+}
+
+static int test_math(const char *libdevice) {
+  finalise("math", NULL, KC_ERR_UNSUPPORTED, "libdevice");
+  finalise("math", "/nonexistent/libdevice.10.bc", KC_ERR_TARGET, "libdevice");
+  FILE *f = libdevice ? fopen(libdevice, "rb") : NULL;
+  if (!f) {
+    printf("SKIP part: libdevice not found at '%s'\n", libdevice ? libdevice : "(none)");
+    return 0;
+  }
+  fclose(f);
+  kc_nvptx_module_t *m = finalise("math", libdevice, KC_OK, NULL);
+  if (!m) return 1;
+  expect_ptx(m, ".extern", 0); /* all of libdevice resolved and inlined */
+  expect_ptx(m, "__nv_", 0);
+  expect_ptx(m, "sqrt.rn.f32", 1);
+  expect_ptx(m, "sqrt.rn.f64", 1);
+  kc_nvptx_module_destroy(m);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s FIXTURE_DIR [LIBDEVICE]\n", argv[0]);
+    return 2;
+  }
+  fixture_dir = argv[1];
+  test_malformed();
+  test_saxpy();
+  test_reduce();
+  test_atomics();
+  int had_libdevice = test_math(argc > 2 ? argv[2] : NULL);
+  if (failures) {
+    fprintf(stderr, "%d failure(s)\n", failures);
+    return 1;
+  }
+  printf("all NVPTX finaliser checks passed%s\n", had_libdevice ? "" : " except libdevice math");
+  return had_libdevice ? 0 : 77;
+}

@@ -1,0 +1,280 @@
+/* Modules and kernels: SPIR-V through kapi's NVPTX finaliser to PTX, loaded with
+ * cuModuleLoadDataEx (the driver JIT compiles PTX for the GPU at hand); the finaliser's or
+ * the JIT's messages come back as the build log. Launches map group counts to the grid and
+ * the group size to the block; local-memory arguments share the dynamic shared memory.
+ */
+#include "cuda_driver.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* KAPI_CUDA_LIBDEVICE, else $CUDA_HOME or /usr/local/cuda's nvvm/libdevice/libdevice.10.bc. */
+static const char *libdevice_path(char *buf, size_t cap) {
+  const char *env = getenv("KAPI_CUDA_LIBDEVICE");
+  if (env && *env) return env;
+  const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+  for (size_t i = 0; i < 3; ++i) {
+    if (!homes[i] || !*homes[i]) continue;
+    snprintf(buf, cap, "%s/nvvm/libdevice/libdevice.10.bc", homes[i]);
+    if (access(buf, R_OK) == 0) return buf;
+  }
+  return NULL;
+}
+
+static void give_log(char *text, ze_module_build_log_handle_t *out) {
+  zed_build_log_t *log = zed_build_log_create(text);
+  if (log)
+    zed_build_log_give(log, out);
+  else if (out)
+    *out = NULL;
+}
+
+static ze_result_t load_ptx(cuda_module_t *m, ze_module_build_log_handle_t *log) {
+  char err[8192] = "";
+  int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[2] = {err, (void *)(uintptr_t)sizeof err};
+  CUresult cr = cuda.cuModuleLoadDataEx(&m->mod, kc_nvptx_module_ptx(m->nv, NULL), 2, opts, vals);
+  if (cr == CUDA_SUCCESS) return ZE_RESULT_SUCCESS;
+  size_t n = strlen(err) + 64;
+  char *text = malloc(n);
+  if (text) snprintf(text, n, "CUDA JIT (%s): %s", cuda_result_name(cr), err);
+  give_log(text, log);
+  ze_result_t r = cuda_to_ze(cr);
+  return r == ZE_RESULT_ERROR_UNKNOWN ? ZE_RESULT_ERROR_MODULE_BUILD_FAILURE : r;
+}
+
+ze_result_t cuda_module_create(ze_context_handle_t c, ze_device_handle_t d,
+                               const ze_module_desc_t *desc, ze_module_handle_t *out,
+                               ze_module_build_log_handle_t *log) {
+  ZED_CHECK(c, ZED_KIND_CONTEXT);
+  ZED_CHECK(d, ZED_KIND_DEVICE);
+  ZED_CHECK_PTR(desc);
+  ZED_CHECK_PTR(out);
+  if (log) *log = NULL;
+  if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+  ZED_CHECK_PTR(desc->pInputModule);
+  cuda_module_t *m = calloc(1, sizeof *m);
+  if (!m) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  m->device = (cuda_device_t *)d;
+  char buf[1024];
+  kc_nvptx_options_t o;
+  kc_nvptx_options_init(&o);
+  o.libdevice_path = libdevice_path(buf, sizeof buf);
+  o.sm = (uint32_t)(m->device->sm_major * 10 + m->device->sm_minor);
+  char *text = NULL;
+  kc_status_t st = kc_nvptx_finalise(desc->pInputModule, desc->inputSize, &o, &m->nv, &text);
+  ze_result_t r = st == KC_OK ? cuda_use(m->device) : ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+  if (st != KC_OK)
+    give_log(text, log);
+  else
+    free(text);
+  if (r == ZE_RESULT_SUCCESS) r = load_ptx(m, log);
+  if (r != ZE_RESULT_SUCCESS) {
+    kc_nvptx_module_destroy(m->nv);
+    free(m);
+    return r;
+  }
+  if (log && !*log) give_log(NULL, log);
+  zed_object_init(&m->obj, ZED_KIND_MODULE);
+  *out = (ze_module_handle_t)m;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_module_destroy(ze_module_handle_t h) {
+  ZED_CHECK(h, ZED_KIND_MODULE);
+  cuda_module_t *m = (cuda_module_t *)h;
+  cuda_use(m->device);
+  cuda.cuModuleUnload(m->mod);
+  kc_nvptx_module_destroy(m->nv);
+  zed_object_retire(&m->obj);
+  free(m);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_module_get_kernel_names(ze_module_handle_t h, uint32_t *count, const char **n) {
+  ZED_CHECK(h, ZED_KIND_MODULE);
+  ZED_CHECK_PTR(count);
+  cuda_module_t *m = (cuda_module_t *)h;
+  uint32_t have = kc_nvptx_module_kernel_count(m->nv);
+  if (*count == 0 || !n) {
+    *count = have;
+    return ZE_RESULT_SUCCESS;
+  }
+  if (*count > have) *count = have;
+  for (uint32_t i = 0; i < *count; ++i)
+    n[i] = kc_nvptx_module_kernel(m->nv, i)->name;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_kernel_create(ze_module_handle_t mh, const ze_kernel_desc_t *desc,
+                               ze_kernel_handle_t *out) {
+  ZED_CHECK(mh, ZED_KIND_MODULE);
+  ZED_CHECK_PTR(desc);
+  ZED_CHECK_PTR(desc->pKernelName);
+  ZED_CHECK_PTR(out);
+  cuda_module_t *m = (cuda_module_t *)mh;
+  const kc_nvptx_kernel_t *info = kc_nvptx_module_find(m->nv, desc->pKernelName);
+  if (!info) return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
+  cuda_kernel_t *k = calloc(1, sizeof *k);
+  if (!k) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  size_t n = info->num_args ? info->num_args : 1;
+  k->values = calloc(n, sizeof *k->values);
+  k->local_bytes = calloc(n, sizeof *k->local_bytes);
+  ze_result_t r =
+      k->values && k->local_bytes ? cuda_use(m->device) : ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  if (r == ZE_RESULT_SUCCESS) r = cuda_to_ze(cuda.cuModuleGetFunction(&k->fn, m->mod, info->name));
+  if (r != ZE_RESULT_SUCCESS) {
+    free(k->values);
+    free(k->local_bytes);
+    free(k);
+    return r == ZE_RESULT_ERROR_INVALID_ARGUMENT ? ZE_RESULT_ERROR_INVALID_KERNEL_NAME : r;
+  }
+  k->module = m;
+  k->info = info;
+  for (int i = 0; i < 3; ++i)
+    k->group[i] = info->required_local_size[i] ? info->required_local_size[i] : 1;
+  zed_object_init(&k->obj, ZED_KIND_KERNEL);
+  *out = (ze_kernel_handle_t)k;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_kernel_destroy(ze_kernel_handle_t h) {
+  ZED_CHECK(h, ZED_KIND_KERNEL);
+  cuda_kernel_t *k = (cuda_kernel_t *)h;
+  zed_object_retire(&k->obj);
+  free(k->values);
+  free(k->local_bytes);
+  free(k);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_kernel_set_group_size(ze_kernel_handle_t h, uint32_t x, uint32_t y, uint32_t z) {
+  ZED_CHECK(h, ZED_KIND_KERNEL);
+  cuda_kernel_t *k = (cuda_kernel_t *)h;
+  const ze_device_compute_properties_t *c = &k->module->device->compute;
+  if (!x || !y || !z || x > c->maxGroupSizeX || y > c->maxGroupSizeY || z > c->maxGroupSizeZ ||
+      (uint64_t)x * y * z > c->maxTotalGroupSize)
+    return ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION;
+  k->group[0] = x;
+  k->group[1] = y;
+  k->group[2] = z;
+  return ZE_RESULT_SUCCESS;
+}
+
+/* Largest divisor of n not above cap. */
+static uint32_t divisor_up_to(uint32_t n, uint32_t cap) {
+  for (uint32_t d = cap < n ? cap : n; d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+ze_result_t cuda_kernel_suggest_group_size(ze_kernel_handle_t h, uint32_t gx, uint32_t gy,
+                                           uint32_t gz, uint32_t *x, uint32_t *y, uint32_t *z) {
+  ZED_CHECK(h, ZED_KIND_KERNEL);
+  ZED_CHECK_PTR(x);
+  ZED_CHECK_PTR(y);
+  ZED_CHECK_PTR(z);
+  *x = divisor_up_to(gx ? gx : 1, 256);
+  *y = divisor_up_to(gy ? gy : 1, 256 / *x);
+  *z = divisor_up_to(gz ? gz : 1, 256 / (*x * *y));
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_kernel_set_argument(ze_kernel_handle_t h, uint32_t i, size_t size,
+                                     const void *value) {
+  ZED_CHECK(h, ZED_KIND_KERNEL);
+  cuda_kernel_t *k = (cuda_kernel_t *)h;
+  if (i >= k->info->num_args) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
+  const kc_host_arg_t *a = &k->info->args[i];
+  if (a->kind == KC_ARG_LOCAL) {
+    if (value) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    k->local_bytes[i] = (uint32_t)size;
+    return ZE_RESULT_SUCCESS;
+  }
+  if (size != a->size || size > sizeof(uint64_t))
+    return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+  k->values[i] = 0;
+  if (value) memcpy(&k->values[i], value, size);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_kernel_get_properties(ze_kernel_handle_t h, ze_kernel_properties_t *p) {
+  ZED_CHECK(h, ZED_KIND_KERNEL);
+  ZED_CHECK_PTR(p);
+  cuda_kernel_t *k = (cuda_kernel_t *)h;
+  p->numKernelArgs = k->info->num_args;
+  p->requiredGroupSizeX = k->info->required_local_size[0];
+  p->requiredGroupSizeY = k->info->required_local_size[1];
+  p->requiredGroupSizeZ = k->info->required_local_size[2];
+  p->requiredNumSubGroups = 0;
+  p->requiredSubgroupSize = 0;
+  p->maxSubgroupSize = 32;
+  p->maxNumSubgroups = k->module->device->compute.maxTotalGroupSize / 32;
+  p->localMemSize = 0;
+  p->privateMemSize = 0;
+  p->spillMemSize = 0;
+  memset(&p->uuid, 0, sizeof p->uuid);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_kernel_get_name(ze_kernel_handle_t h, size_t *size, char *name) {
+  ZED_CHECK(h, ZED_KIND_KERNEL);
+  ZED_CHECK_PTR(size);
+  const char *n = ((cuda_kernel_t *)h)->info->name;
+  size_t need = strlen(n) + 1;
+  if (*size == 0 || !name) {
+    *size = need;
+    return ZE_RESULT_SUCCESS;
+  }
+  if (*size < need) return ZE_RESULT_ERROR_INVALID_SIZE;
+  memcpy(name, n, need);
+  return ZE_RESULT_SUCCESS;
+}
+
+/* Local buffers are laid out one after another (16-byte aligned) in the dynamic shared memory;
+ * each local argument's value is its offset there. */
+ze_result_t cuda_list_append_launch(ze_command_list_handle_t h, ze_kernel_handle_t kh,
+                                    const ze_group_count_t *groups, ze_event_handle_t sig,
+                                    uint32_t nwait, ze_event_handle_t *waits) {
+  ZED_CHECK(kh, ZED_KIND_KERNEL);
+  ZED_CHECK_PTR(groups);
+  cuda_kernel_t *k = (cuda_kernel_t *)kh;
+  uint32_t n = k->info->num_args;
+  uint64_t *values = malloc((n ? n : 1) * sizeof *values);
+  if (!values) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  memcpy(values, k->values, n * sizeof *values);
+  uint64_t shared = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    if (k->info->args[i].kind == KC_ARG_LOCAL) {
+      values[i] = shared;
+      shared = (shared + k->local_bytes[i] + 15) & ~(uint64_t)15;
+    }
+  if (shared > (uint64_t)k->module->device->max_shared_optin) {
+    free(values);
+    return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
+  }
+  if ((int)shared > k->dyn_shared_limit) {
+    cuda_use(k->module->device);
+    CUresult cr = cuda.cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          (int)shared);
+    if (cr != CUDA_SUCCESS) {
+      free(values);
+      return cuda_to_ze(cr);
+    }
+    k->dyn_shared_limit = (int)shared;
+  }
+  return cuda_list_submit_launch(h, k, groups, values, (uint32_t)shared, sig, nwait, waits);
+}
+
+ze_result_t cuda_launch(const cuda_cmd_t *c, CUstream s) {
+  uint32_t n = c->kernel->info->num_args;
+  void *params[256];
+  if (n > 256) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  for (uint32_t i = 0; i < n; ++i)
+    params[i] = &c->values[i];
+  return cuda_to_ze(cuda.cuLaunchKernel(c->kernel->fn, c->grid[0], c->grid[1], c->grid[2],
+                                        c->block[0], c->block[1], c->block[2], c->pattern, s,
+                                        params, NULL));
+}

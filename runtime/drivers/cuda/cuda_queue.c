@@ -1,0 +1,337 @@
+/* Command queues and command lists. A queue is a CUDA stream; a regular list records commands
+ * (kernel arguments copied at append, as Level Zero requires) and replays them on a queue's
+ * stream at execute; an immediate list runs each command on its own stream as it is appended.
+ */
+#include "cuda_driver.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static ze_result_t stream_create(cuda_device_t *d, CUstream *s) {
+  ze_result_t r = cuda_use(d);
+  return r != ZE_RESULT_SUCCESS ? r : cuda_to_ze(cuda.cuStreamCreate(s, CU_STREAM_NON_BLOCKING));
+}
+
+ze_result_t cuda_queue_create(ze_context_handle_t c, ze_device_handle_t dh,
+                              const ze_command_queue_desc_t *desc, ze_command_queue_handle_t *out) {
+  ZED_CHECK(c, ZED_KIND_CONTEXT);
+  ZED_CHECK(dh, ZED_KIND_DEVICE);
+  ZED_CHECK_PTR(desc);
+  ZED_CHECK_PTR(out);
+  cuda_queue_t *q = calloc(1, sizeof *q);
+  if (!q) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  q->device = (cuda_device_t *)dh;
+  q->synchronous = desc->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+  ze_result_t r = stream_create(q->device, &q->stream);
+  if (r != ZE_RESULT_SUCCESS) {
+    free(q);
+    return r;
+  }
+  zed_object_init(&q->obj, ZED_KIND_QUEUE);
+  *out = (ze_command_queue_handle_t)q;
+  return ZE_RESULT_SUCCESS;
+}
+
+static void queue_free(cuda_queue_t *q) {
+  cuda_use(q->device);
+  cuda.cuStreamSynchronize(q->stream);
+  cuda.cuStreamDestroy(q->stream);
+  zed_object_retire(&q->obj);
+  free(q);
+}
+
+ze_result_t cuda_queue_destroy(ze_command_queue_handle_t h) {
+  ZED_CHECK(h, ZED_KIND_QUEUE);
+  queue_free((cuda_queue_t *)h);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_queue_synchronize(ze_command_queue_handle_t h, uint64_t timeout) {
+  ZED_CHECK(h, ZED_KIND_QUEUE);
+  cuda_queue_t *q = (cuda_queue_t *)h;
+  cuda_use(q->device);
+  if (timeout == UINT64_MAX) return cuda_to_ze(cuda.cuStreamSynchronize(q->stream));
+  ze_result_t r = cuda_to_ze(cuda.cuStreamQuery(q->stream));
+  if (r == ZE_RESULT_NOT_READY && timeout > 0) {
+    /* Bounded waits are rare; wait fully rather than spin (the result is then exact). */
+    r = cuda_to_ze(cuda.cuStreamSynchronize(q->stream));
+  }
+  return r;
+}
+
+ze_result_t cuda_queue_execute(ze_command_queue_handle_t h, uint32_t n,
+                               ze_command_list_handle_t *lists, ze_fence_handle_t fence) {
+  ZED_CHECK(h, ZED_KIND_QUEUE);
+  ZED_CHECK_PTR(lists);
+  cuda_queue_t *q = (cuda_queue_t *)h;
+  ze_result_t r = cuda_use(q->device);
+  for (uint32_t i = 0; i < n && r == ZE_RESULT_SUCCESS; ++i) {
+    ZED_CHECK(lists[i], ZED_KIND_LIST);
+    cuda_list_t *l = (cuda_list_t *)lists[i];
+    if (l->immediate) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    for (size_t c = 0; c < l->count && r == ZE_RESULT_SUCCESS; ++c)
+      r = cuda_cmd_run(&l->cmds[c], q->stream);
+  }
+  if (r == ZE_RESULT_SUCCESS && fence) {
+    ZED_CHECK(fence, ZED_KIND_FENCE);
+    cuda_fence_t *f = (cuda_fence_t *)fence;
+    r = cuda_to_ze(cuda.cuEventRecord(f->ev, q->stream));
+    if (r == ZE_RESULT_SUCCESS) f->state = CUDA_EV_RECORDED;
+  }
+  if (r == ZE_RESULT_SUCCESS && q->synchronous) r = cuda_to_ze(cuda.cuStreamSynchronize(q->stream));
+  return r;
+}
+
+ze_result_t cuda_list_create(ze_context_handle_t c, ze_device_handle_t d,
+                             const ze_command_list_desc_t *desc, ze_command_list_handle_t *out) {
+  ZED_CHECK(c, ZED_KIND_CONTEXT);
+  ZED_CHECK(d, ZED_KIND_DEVICE);
+  ZED_CHECK_PTR(desc);
+  ZED_CHECK_PTR(out);
+  cuda_list_t *l = calloc(1, sizeof *l);
+  if (!l) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  l->device = (cuda_device_t *)d;
+  zed_object_init(&l->obj, ZED_KIND_LIST);
+  *out = (ze_command_list_handle_t)l;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_list_create_immediate(ze_context_handle_t c, ze_device_handle_t d,
+                                       const ze_command_queue_desc_t *desc,
+                                       ze_command_list_handle_t *out) {
+  ZED_CHECK_PTR(out);
+  ze_command_queue_handle_t q;
+  ze_result_t r = cuda_queue_create(c, d, desc, &q);
+  if (r != ZE_RESULT_SUCCESS) return r;
+  cuda_list_t *l = calloc(1, sizeof *l);
+  if (!l) {
+    queue_free((cuda_queue_t *)q);
+    return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  }
+  l->device = (cuda_device_t *)d;
+  l->immediate = (cuda_queue_t *)q;
+  zed_object_init(&l->obj, ZED_KIND_LIST);
+  *out = (ze_command_list_handle_t)l;
+  return ZE_RESULT_SUCCESS;
+}
+
+void cuda_cmd_free(cuda_cmd_t *c) {
+  free(c->waits);
+  free(c->values);
+}
+
+ze_result_t cuda_list_reset(ze_command_list_handle_t h) {
+  ZED_CHECK(h, ZED_KIND_LIST);
+  cuda_list_t *l = (cuda_list_t *)h;
+  for (size_t i = 0; i < l->count; ++i)
+    cuda_cmd_free(&l->cmds[i]);
+  l->count = 0;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_list_destroy(ze_command_list_handle_t h) {
+  ze_result_t r = cuda_list_reset(h);
+  if (r != ZE_RESULT_SUCCESS) return r;
+  cuda_list_t *l = (cuda_list_t *)h;
+  if (l->immediate) queue_free(l->immediate);
+  free(l->cmds);
+  zed_object_retire(&l->obj);
+  free(l);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_list_close(ze_command_list_handle_t h) {
+  ZED_CHECK(h, ZED_KIND_LIST);
+  return ZE_RESULT_SUCCESS;
+}
+
+/* Fills the common part of a command; the caller sets the operation. */
+static ze_result_t cmd_init(cuda_cmd_t *c, cuda_cmd_kind_t kind, ze_event_handle_t sig,
+                            uint32_t nwait, ze_event_handle_t *waits) {
+  memset(c, 0, sizeof *c);
+  c->kind = kind;
+  if (sig) ZED_CHECK(sig, ZED_KIND_EVENT);
+  c->signal = (cuda_event_t *)sig;
+  if (nwait) {
+    ZED_CHECK_PTR(waits);
+    c->waits = malloc(nwait * sizeof *c->waits);
+    if (!c->waits) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    for (uint32_t i = 0; i < nwait; ++i) {
+      if (zed_check(waits[i], ZED_KIND_EVENT) != ZE_RESULT_SUCCESS) {
+        free(c->waits);
+        return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+      }
+      c->waits[i] = (cuda_event_t *)waits[i];
+    }
+  }
+  c->nwait = nwait;
+  return ZE_RESULT_SUCCESS;
+}
+
+/* Runs now on an immediate list, else keeps the command for execute. Takes c's storage. */
+static ze_result_t submit(cuda_list_t *l, cuda_cmd_t *c) {
+  if (l->immediate) {
+    ze_result_t r = cuda_use(l->device);
+    if (r == ZE_RESULT_SUCCESS) r = cuda_cmd_run(c, l->immediate->stream);
+    if (r == ZE_RESULT_SUCCESS && l->immediate->synchronous)
+      r = cuda_to_ze(cuda.cuStreamSynchronize(l->immediate->stream));
+    cuda_cmd_free(c);
+    return r;
+  }
+  if (l->count == l->capacity) {
+    size_t cap = l->capacity ? 2 * l->capacity : 16;
+    cuda_cmd_t *cmds = realloc(l->cmds, cap * sizeof *cmds);
+    if (!cmds) {
+      cuda_cmd_free(c);
+      return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    l->cmds = cmds;
+    l->capacity = cap;
+  }
+  l->cmds[l->count++] = *c;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_list_append_barrier(ze_command_list_handle_t h, ze_event_handle_t sig,
+                                     uint32_t nwait, ze_event_handle_t *waits) {
+  ZED_CHECK(h, ZED_KIND_LIST);
+  cuda_cmd_t c;
+  ze_result_t r = cmd_init(&c, CUDA_CMD_BARRIER, sig, nwait, waits);
+  return r != ZE_RESULT_SUCCESS ? r : submit((cuda_list_t *)h, &c);
+}
+
+ze_result_t cuda_list_append_memory_ranges_barrier(ze_command_list_handle_t h, uint32_t n,
+                                                   const size_t *sizes, const void **ranges,
+                                                   ze_event_handle_t sig, uint32_t nwait,
+                                                   ze_event_handle_t *waits) {
+  (void)n;
+  (void)sizes;
+  (void)ranges;
+  return cuda_list_append_barrier(h, sig, nwait, waits);
+}
+
+ze_result_t cuda_list_append_copy(ze_command_list_handle_t h, void *dst, const void *src,
+                                  size_t size, ze_event_handle_t sig, uint32_t nwait,
+                                  ze_event_handle_t *waits) {
+  ZED_CHECK(h, ZED_KIND_LIST);
+  ZED_CHECK_PTR(dst);
+  ZED_CHECK_PTR(src);
+  cuda_cmd_t c;
+  ze_result_t r = cmd_init(&c, CUDA_CMD_COPY, sig, nwait, waits);
+  if (r != ZE_RESULT_SUCCESS) return r;
+  c.dst = (CUdeviceptr)(uintptr_t)dst;
+  c.src = (CUdeviceptr)(uintptr_t)src;
+  c.size = size;
+  return submit((cuda_list_t *)h, &c);
+}
+
+/* Patterns of 1, 2 and 4 bytes map to cuMemsetD8/16/32; a longer pattern of one repeated
+ * byte too. Other patterns are refused (the device reports maxMemoryFillPatternSize 4). */
+ze_result_t cuda_list_append_fill(ze_command_list_handle_t h, void *p, const void *pattern,
+                                  size_t pattern_size, size_t size, ze_event_handle_t sig,
+                                  uint32_t nwait, ze_event_handle_t *waits) {
+  ZED_CHECK(h, ZED_KIND_LIST);
+  ZED_CHECK_PTR(p);
+  ZED_CHECK_PTR(pattern);
+  const unsigned char *b = pattern;
+  size_t ps = pattern_size;
+  int uniform = 1;
+  for (size_t i = 1; i < ps; ++i)
+    uniform &= b[i] == b[0];
+  if (uniform) ps = 1;
+  if (ps != 1 && ps != 2 && ps != 4) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+  if (size % ps || (uintptr_t)p % ps) return ZE_RESULT_ERROR_INVALID_SIZE;
+  cuda_cmd_t c;
+  ze_result_t r = cmd_init(&c, CUDA_CMD_FILL, sig, nwait, waits);
+  if (r != ZE_RESULT_SUCCESS) return r;
+  c.dst = (CUdeviceptr)(uintptr_t)p;
+  c.size = size;
+  c.pattern_size = (uint32_t)ps;
+  memcpy(&c.pattern, b, ps);
+  return submit((cuda_list_t *)h, &c);
+}
+
+ze_result_t cuda_list_append_signal(ze_command_list_handle_t h, ze_event_handle_t ev) {
+  ZED_CHECK(ev, ZED_KIND_EVENT);
+  return cuda_list_append_barrier(h, ev, 0, NULL);
+}
+
+ze_result_t cuda_list_append_wait(ze_command_list_handle_t h, uint32_t n, ze_event_handle_t *evs) {
+  return cuda_list_append_barrier(h, NULL, n, evs);
+}
+
+ze_result_t cuda_list_append_reset(ze_command_list_handle_t h, ze_event_handle_t ev) {
+  ZED_CHECK(h, ZED_KIND_LIST);
+  ZED_CHECK(ev, ZED_KIND_EVENT);
+  cuda_cmd_t c;
+  ze_result_t r = cmd_init(&c, CUDA_CMD_RESET_EVENT, NULL, 0, NULL);
+  if (r != ZE_RESULT_SUCCESS) return r;
+  c.signal = (cuda_event_t *)ev;
+  return submit((cuda_list_t *)h, &c);
+}
+
+static ze_result_t run_fill(const cuda_cmd_t *c, CUstream s) {
+  switch (c->pattern_size) {
+  case 1:
+    return cuda_to_ze(cuda.cuMemsetD8Async(c->dst, (unsigned char)c->pattern, c->size, s));
+  case 2:
+    return cuda_to_ze(cuda.cuMemsetD16Async(c->dst, (unsigned short)c->pattern, c->size / 2, s));
+  default:
+    return cuda_to_ze(cuda.cuMemsetD32Async(c->dst, c->pattern, c->size / 4, s));
+  }
+}
+
+ze_result_t cuda_cmd_run(const cuda_cmd_t *c, CUstream s) {
+  ze_result_t r = ZE_RESULT_SUCCESS;
+  for (uint32_t i = 0; i < c->nwait && r == ZE_RESULT_SUCCESS; ++i)
+    if (c->waits[i]->state == CUDA_EV_RECORDED)
+      r = cuda_to_ze(cuda.cuStreamWaitEvent(s, c->waits[i]->ev, 0));
+  if (r != ZE_RESULT_SUCCESS) return r;
+  switch (c->kind) {
+  case CUDA_CMD_COPY:
+    r = cuda_to_ze(cuda.cuMemcpyAsync(c->dst, c->src, c->size, s));
+    break;
+  case CUDA_CMD_FILL:
+    r = run_fill(c, s);
+    break;
+  case CUDA_CMD_LAUNCH:
+    r = cuda_launch(c, s);
+    break;
+  case CUDA_CMD_RESET_EVENT:
+    c->signal->state = CUDA_EV_RESET;
+    return ZE_RESULT_SUCCESS;
+  case CUDA_CMD_BARRIER:
+    break; /* a stream is in order */
+  }
+  if (r == ZE_RESULT_SUCCESS && c->signal) {
+    r = cuda_to_ze(cuda.cuEventRecord(c->signal->ev, s));
+    if (r == ZE_RESULT_SUCCESS) c->signal->state = CUDA_EV_RECORDED;
+  }
+  return r;
+}
+
+/* The command for a launch prepared by cuda_list_append_launch (cuda_module.c); takes values.
+ * The dynamic shared-memory size travels in the pattern field. */
+ze_result_t cuda_list_submit_launch(ze_command_list_handle_t h, cuda_kernel_t *k,
+                                    const ze_group_count_t *groups, uint64_t *values,
+                                    uint32_t shared, ze_event_handle_t sig, uint32_t nwait,
+                                    ze_event_handle_t *waits) {
+  if (zed_check(h, ZED_KIND_LIST) != ZE_RESULT_SUCCESS) {
+    free(values);
+    return zed_check(h, ZED_KIND_LIST);
+  }
+  cuda_cmd_t c;
+  ze_result_t r = cmd_init(&c, CUDA_CMD_LAUNCH, sig, nwait, waits);
+  if (r != ZE_RESULT_SUCCESS) {
+    free(values);
+    return r;
+  }
+  c.kernel = k;
+  c.values = values;
+  c.pattern = shared;
+  c.grid[0] = groups->groupCountX;
+  c.grid[1] = groups->groupCountY;
+  c.grid[2] = groups->groupCountZ;
+  memcpy(c.block, k->group, sizeof c.block);
+  return submit((cuda_list_t *)h, &c);
+}
