@@ -6,8 +6,8 @@
  */
 #include "finalise_host.h"
 
-#include "finalise_host_jit.h"
 #include "compile.h"
+#include "finalise_host_jit.h"
 #include "translator.h"
 
 #include <llvm-c/Analysis.h>
@@ -215,8 +215,7 @@ static kc_status_t finalise_guarded(void *p) {
   return st;
 }
 
-kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out,
-                             char **log) {
+kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out, char **log) {
   if (log) *log = NULL;
   if (!spirv || !out) {
     if (log) *log = kc_hf_msg("kc_host_finalise: spirv and out must not be NULL");
