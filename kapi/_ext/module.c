@@ -1,6 +1,7 @@
 /* The _kapi module: creates it and lets each binding file register its functions and types
  * (see ext.h). Adding a binding file means one line here. */
 #include "ext.h"
+#include "kx.h" /* the runtime half: devices, queues, memory, events, launches */
 
 static struct PyModuleDef kapi_module = {
     PyModuleDef_HEAD_INIT,
@@ -12,7 +13,7 @@ static struct PyModuleDef kapi_module = {
 PyMODINIT_FUNC PyInit__kapi(void) {
   PyObject *m = PyModule_Create(&kapi_module);
   if (!m) return NULL;
-  if (kapi_ext_add_errors(m) || kapi_ext_add_compile(m)) {
+  if (kapi_ext_add_errors(m) || kapi_ext_add_compile(m) || kx_runtime_register(m)) {
     Py_DECREF(m);
     return NULL;
   }
