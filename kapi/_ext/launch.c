@@ -14,7 +14,7 @@
 
 /* Set once by kapi/_launch.py through rt_launch_configure. */
 static PyObject *g_array_type, *g_ndrange_type, *g_arg_desc, *g_host_queue;
-static PyObject *g_kdesc_name, *g_global_name, *g_local_name, *g_specialize_name;
+static PyObject *g_kd_name, *g_kdesc_name, *g_global_name, *g_local_name, *g_specialize_name;
 
 typedef struct {
   PyObject *compiled; /* kapi._kernel.CompiledKernel */
@@ -29,6 +29,8 @@ typedef struct {
   PyObject *cache; /* key tuple -> capsule(kx_entry) */
   Py_ssize_t nparams;
   int warned_no_item;
+  PyObject *last_key; /* the key of the previous launch, and its entry: the common case of */
+  kx_entry *last;     /* a loop launching with the same argument types skips the dict */
 } kx_launcher;
 
 /* One argument after classification. */
@@ -105,7 +107,12 @@ static PyObject *S_BOOL, *S_I64, *S_F64;
 /* Fast paths for kapi arrays and Python scalars; everything else goes through Python. */
 static PyObject *classify(PyObject *arg, Py_ssize_t pos, kx_arg *a) {
   if (PyObject_TypeCheck(arg, (PyTypeObject *)g_array_type)) {
-    PyObject *desc = PyObject_GetAttr(arg, g_kdesc_name);
+    /* The cached descriptor (a slot) first; the property computes and caches it. */
+    PyObject *desc = PyObject_GetAttr(arg, g_kd_name);
+    if (desc == Py_None) {
+      Py_DECREF(desc);
+      desc = PyObject_GetAttr(arg, g_kdesc_name);
+    }
     if (!desc || parse_desc(desc, a) < 0) {
       Py_XDECREF(desc);
       return NULL;
@@ -274,6 +281,29 @@ static PyObject *make_key(const kx_space *s, int with_item, kx_arg *a, Py_ssize_
   return key;
 }
 
+#define Py_XSETREF_(dst, src)                                                                      \
+  do {                                                                                             \
+    PyObject *old_ = (dst);                                                                        \
+    (dst) = (src);                                                                                 \
+    Py_XDECREF(old_);                                                                              \
+  } while (0)
+
+static int same_str(PyObject *x, PyObject *y) {
+  return x == y || PyUnicode_Compare(x, y) == 0; /* both are str: no error possible */
+}
+
+/* Does this launch have the key of the previous one? Compares in place, allocating nothing. */
+static int same_as_last(kx_launcher *self, const kx_space *s, int with_item, kx_arg *a,
+                        Py_ssize_t n) {
+  PyObject *k = self->last_key;
+  if (!k || PyTuple_Size(k) != n + 2) return 0;
+  PyObject *kind = with_item ? (s->nd ? S_NDITEM : S_ITEM) : Py_None;
+  if (PyTuple_GetItem(k, 0) != kind || PyLong_AsLong(PyTuple_GetItem(k, 1)) != s->ndim) return 0;
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (!same_str(PyTuple_GetItem(k, i + 2), a[i].typekey)) return 0;
+  return 1;
+}
+
 /* Cache miss: dispatcher._specialize(index, argtypes) compiles (or reuses) the kernel. */
 static kx_entry *specialize(kx_launcher *self, PyObject *key) {
   Py_ssize_t n = PyTuple_Size(key);
@@ -392,13 +422,20 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
                            PyObject *args, PyObject *deps) {
   int with_item = 0;
   if (check_arity(self, n, &with_item) < 0) return NULL;
-  PyObject *key = make_key(s, with_item, a, n);
-  if (!key) return NULL;
-  PyObject *cap = PyDict_GetItemWithError(self->cache, key);
-  kx_entry *e = cap ? PyCapsule_GetPointer(cap, "kapi.entry")
-                    : (PyErr_Occurred() ? NULL : specialize(self, key));
-  Py_DECREF(key);
-  if (!e) return NULL;
+  kx_entry *e = same_as_last(self, s, with_item, a, n) ? self->last : NULL;
+  if (!e) {
+    PyObject *key = make_key(s, with_item, a, n);
+    if (!key) return NULL;
+    PyObject *cap = PyDict_GetItemWithError(self->cache, key);
+    e = cap ? PyCapsule_GetPointer(cap, "kapi.entry")
+            : (PyErr_Occurred() ? NULL : specialize(self, key));
+    if (!e) {
+      Py_DECREF(key);
+      return NULL;
+    }
+    Py_XSETREF_(self->last_key, key);
+    self->last = e;
+  }
   long device = -1;
   PyObject *queue = pick_queue(self, a, n, &device);
   if (!queue) return NULL;
@@ -494,6 +531,7 @@ static void launcher_dealloc(PyObject *o) {
   Py_XDECREF(self->dispatcher);
   Py_XDECREF(self->names);
   Py_XDECREF(self->cache);
+  Py_XDECREF(self->last_key);
   PyTypeObject *tp = Py_TYPE(o);
   freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
   f(o);
@@ -544,7 +582,8 @@ static PyMethodDef methods[] = {
 };
 
 int kx_launch_register(PyObject *m) {
-  if (!(g_kdesc_name = PyUnicode_InternFromString("_kdesc")) ||
+  if (!(g_kd_name = PyUnicode_InternFromString("_kd")) ||
+      !(g_kdesc_name = PyUnicode_InternFromString("_kdesc")) ||
       !(g_global_name = PyUnicode_InternFromString("_global_range")) ||
       !(g_local_name = PyUnicode_InternFromString("_local_range")) ||
       !(g_specialize_name = PyUnicode_InternFromString("_specialize")) ||
