@@ -229,7 +229,7 @@ def _parse_filter(text: str):
             if ordinal is not None:
                 raise DeviceNotFoundError(f"two ordinals in device filter string {text!r}")
             ordinal = int(p)
-        elif p in _DEVICE_TYPES:
+        elif p in _DEVICE_TYPES and dtype is None and ordinal is None:
             dtype = "gpu" if p == "accelerator" else p
         elif dtype is None and ordinal is None and backend is None:
             backend = _BACKEND_ALIASES.get(p, p)
