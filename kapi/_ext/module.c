@@ -1,7 +1,7 @@
 /* The _kapi module: creates it and lets each binding file register its functions and types
  * (see ext.h). Adding a binding file means one line here. */
 #include "ext.h"
-#include "kx.h" /* the runtime half: devices, queues, memory, events, launches */
+#include "kx.h"
 
 static struct PyModuleDef kapi_module = {
     PyModuleDef_HEAD_INIT,
