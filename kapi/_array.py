@@ -432,6 +432,7 @@ class Array:
     def __cuda_array_interface__(self) -> dict:
         if self.device.backend != "cuda":
             raise AttributeError("__cuda_array_interface__ exists only for CUDA-device arrays")
+        self._queue.wait()  # "stream": None promises the data is ready
         return {
             "shape": self._shape,
             "typestr": self._dtype.str,
