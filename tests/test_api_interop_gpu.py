@@ -28,7 +28,7 @@ def test_export_dlpack_device_and_cai():
     cai = a.__cuda_array_interface__
     assert cai["data"][0] == a.data_ptr and cai["shape"] == (8,) and cai["typestr"] == "<f4"
     with pytest.raises(AttributeError):
-        kapi.zeros(2, device="cpu").__cuda_array_interface__
+        _ = kapi.zeros(2, device="cpu").__cuda_array_interface__
 
 
 def test_cupy_round_trip():
