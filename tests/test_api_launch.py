@@ -312,3 +312,27 @@ def test_dump_env(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "---- KIR k(item(1)" in r.stderr and "---- LLVM IR" in r.stderr
     assert "OpEntryPoint" in r.stderr
+
+
+def test_launches_from_several_threads(dev):
+    import threading
+
+    n = 512
+    errors = []
+
+    def work(k):
+        try:
+            a = kapi.full(n, k, dtype="i4", device=dev)
+            c = kapi.empty(n, dtype="i4", device=dev)
+            for _ in range(20):
+                kapi.call_kernel(vadd, kapi.Range(n), a, a, c)
+            np.testing.assert_array_equal(c.asnumpy(), 2 * k)
+        except Exception as e:  # collected and re-raised in the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
