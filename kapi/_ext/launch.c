@@ -317,6 +317,13 @@ static kx_entry *specialize(kx_launcher *self, PyObject *key) {
   Py_XDECREF(argtypes);
   Py_XDECREF(index);
   if (!ck) return NULL;
+  /* Another thread may have filled this key while the compile let go of the GIL: keep the
+   * entry already cached, which running launches may be using. */
+  PyObject *had = PyDict_GetItemWithError(self->cache, key);
+  if (had || PyErr_Occurred()) {
+    Py_DECREF(ck);
+    return had ? PyCapsule_GetPointer(had, "kapi.entry") : NULL;
+  }
   kx_entry *e = PyMem_Calloc(1, sizeof *e);
   if (!e) {
     Py_DECREF(ck);
