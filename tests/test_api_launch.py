@@ -297,7 +297,7 @@ def test_kernel_error_points_at_user_line(tmp_path):
     )
     assert r.returncode != 0
     assert f"{f}:7" in r.stderr
-    assert "pyfront/" not in r.stderr  # no internal traceback
+    assert "pyfront/" not in r.stderr and "kapi/" not in r.stderr  # no internal traceback
 
 
 def test_dump_env(tmp_path):

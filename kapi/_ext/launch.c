@@ -480,15 +480,16 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
 }
 
 /* launch(index_space, args: tuple, deps: tuple | None) -> None (sync) or Event (async). */
-static PyObject *launcher_launch(PyObject *o, PyObject *const *argv, Py_ssize_t argc) {
+static PyObject *launcher_type;
+
+int kx_is_launcher(PyObject *o) {
+  return PyObject_TypeCheck(o, (PyTypeObject *)launcher_type);
+}
+
+PyObject *kx_launch(PyObject *o, PyObject *space, PyObject *args, PyObject *deps) {
   kx_launcher *self = (kx_launcher *)o;
-  if (argc != 3 || !PyTuple_Check(argv[1]) || (argv[2] != Py_None && !PyTuple_Check(argv[2]))) {
-    PyErr_SetString(PyExc_TypeError, "launch(index_space, args: tuple, deps: tuple | None)");
-    return NULL;
-  }
   kx_space s;
-  if (parse_space(argv[0], &s) < 0) return NULL;
-  PyObject *args = argv[1];
+  if (parse_space(space, &s) < 0) return NULL;
   Py_ssize_t n = PyTuple_Size(args);
   if (n > KX_MAX_ARGS)
     return kx_raise_class("UnsupportedKernelArgumentError", "at most %d kernel arguments",
@@ -508,11 +509,19 @@ static PyObject *launcher_launch(PyObject *o, PyObject *const *argv, Py_ssize_t 
       goto done;
     }
   }
-  result = do_launch(self, &s, a, n, args, argv[2]);
+  result = do_launch(self, &s, a, n, args, deps);
 done:
   for (Py_ssize_t i = 0; i < got; i++)
     Py_DECREF(descs[i]);
   return result;
+}
+
+static PyObject *launcher_launch(PyObject *o, PyObject *const *argv, Py_ssize_t argc) {
+  if (argc != 3 || !PyTuple_Check(argv[1]) || (argv[2] != Py_None && !PyTuple_Check(argv[2]))) {
+    PyErr_SetString(PyExc_TypeError, "launch(index_space, args: tuple, deps: tuple | None)");
+    return NULL;
+  }
+  return kx_launch(o, argv[0], argv[1], argv[2]);
 }
 
 static int launcher_init(PyObject *o, PyObject *args, PyObject *kw) {
@@ -601,13 +610,15 @@ int kx_launch_register(PyObject *m) {
       !(S_NDITEM = PyUnicode_InternFromString("nditem")))
     return -1;
   PyObject *t = PyType_FromSpec(&launcher_spec);
+  launcher_type = t;
+  Py_XINCREF(t);
   if (!t || PyModule_AddObject(m, "Launcher", t) < 0) return -1;
   return PyModule_AddFunctions(m, methods);
 }
 
 int kx_runtime_register(PyObject *m) {
   if (kx_device_register(m) || kx_queue_register(m) || kx_memory_register(m) ||
-      kx_event_register(m) || kx_launch_register(m) || kx_dlpack_register(m))
+      kx_event_register(m) || kx_launch_register(m) || kx_call_register(m) || kx_dlpack_register(m))
     return -1;
   return 0;
 }
