@@ -403,6 +403,20 @@ class Array:
             self._host_ok,
         )
 
+    def _scalar(self):
+        if self.size != 1:
+            raise TypeError("only size-1 kapi arrays can be converted to Python scalars")
+        return self.asnumpy().reshape(())[()]
+
+    def __float__(self) -> float:
+        return float(self._scalar())
+
+    def __int__(self) -> int:
+        return int(self._scalar())
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar())
+
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
