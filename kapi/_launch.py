@@ -143,7 +143,7 @@ def _make_launcher(kernel):
     lau = kernel._launcher
     if lau is None:
         params = list(inspect.signature(kernel.py_func).parameters)
-        lau = kernel._launcher = _native.ext().Launcher(kernel, len(params), tuple(params[1:]))
+        lau = kernel._launcher = _native.ext().Launcher(kernel, len(params), tuple(params))
     return lau
 
 

@@ -25,7 +25,8 @@ typedef struct {
 
 typedef struct {
   PyObject_HEAD PyObject *dispatcher;
-  PyObject *names; /* parameter names after the item, for messages */
+  PyObject *names; /* parameter names (the item's included), for messages */
+  int name_offset; /* 1 when this launch's kernel takes an item first */
   PyObject *cache; /* key tuple -> capsule(kx_entry) */
   Py_ssize_t nparams;
   int warned_no_item;
@@ -152,7 +153,7 @@ static PyObject *classify(PyObject *arg, Py_ssize_t pos, kx_arg *a) {
 }
 
 static const char *param_name(kx_launcher *self, Py_ssize_t i) {
-  PyObject *n = PyTuple_GetItem(self->names, i);
+  PyObject *n = PyTuple_GetItem(self->names, i + self->name_offset);
   const char *s = n ? PyUnicode_AsUTF8AndSize(n, NULL) : NULL;
   if (!s) PyErr_Clear();
   return s ? s : "?";
@@ -491,6 +492,7 @@ PyObject *kx_launch(PyObject *o, PyObject *space, PyObject *args, PyObject *deps
   kx_space s;
   if (parse_space(space, &s) < 0) return NULL;
   Py_ssize_t n = PyTuple_Size(args);
+  self->name_offset = self->nparams == n + 1;
   if (n > KX_MAX_ARGS)
     return kx_raise_class("UnsupportedKernelArgumentError", "at most %d kernel arguments",
                           KX_MAX_ARGS);
