@@ -22,6 +22,13 @@ kc_status_t kc_emit_spirv(LLVMModuleRef mod, void **spirv, size_t *nbytes, char 
 /* KC_ERR_SPIRV when a function has Import linkage (a driver could not link it). */
 kc_status_t kc_spirv_check_no_imports(const void *spirv, size_t nbytes, char **err);
 
+/* Puts every function's blocks in reverse post-order (SPIR-V's dominance rule). */
+void kc_order_blocks(LLVMModuleRef mod);
+
+/* KC_ERR_LLVM if the module holds an integer type SPIR-V cannot express (the translator would
+ * exit the process on it). */
+kc_status_t kc_check_spirv_types(LLVMModuleRef mod, char **err);
+
 /* llvm_guard.c: runs fn(arg) with LLVM's fatal errors turned into KC_ERR_LLVM (the process
  * survives; the LLVM context of the failed call is leaked, since LLVM's state is unknown). */
 kc_status_t kc_llvm_guarded(kc_status_t (*fn)(void *arg), void *arg, char **err);

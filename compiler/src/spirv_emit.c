@@ -67,6 +67,9 @@ kc_status_t kc_spirv_check_no_imports(const void *spirv, size_t nbytes, char **e
 
 kc_status_t kc_emit_spirv(LLVMModuleRef mod, void **spirv, size_t *nbytes, char **err) {
   char *msg = NULL;
+  kc_order_blocks(mod);
+  kc_status_t legal = kc_check_spirv_types(mod, err);
+  if (legal != KC_OK) return legal;
   if (!kc_tr_write_spirv(mod, spirv, nbytes, &msg)) {
     kc_set_error(err, "%s", msg ? msg : "SPIR-V emission failed");
     free(msg);
