@@ -244,6 +244,8 @@ class Array:
             return np.array(self._host_view(), copy=True, order="K")
         host, lo = self._read_span()
         view = np.ndarray(self._shape, self._dtype, host, -lo, self._strides)
+        if self.layout != "A" and lo == 0:
+            return view  # the fresh host buffer is already a contiguous copy
         return np.array(view, copy=True, order="K")
 
     def __array__(self, dtype=None, copy=None):
