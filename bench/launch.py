@@ -59,8 +59,14 @@ def main():
     dev.default_queue.wait()
     print(f"kapi.call_kernel_async (submit only):       median {med_a:.2f} us per call")
     print("numba-dpex 0.23 call_kernel (published):    140-270 us per call")
-    target = 5.0
-    print(f"target < {target:.0f} us: {'met' if med < target else 'NOT met'}")
+    if dev.is_cpu:
+        target = 5.0
+        print(f"target < {target:.0f} us on the CPU device: {'met' if med < target else 'NOT met'}")
+    else:
+        print(
+            "(a synchronous launch here includes the device round trip; the <5 us target is "
+            "for the CPU device)"
+        )
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from ._interop import from_dlpack
 from ._kernel import KernelDispatcher, device_func, dpjit, kernel
 from ._launch import call_kernel, call_kernel_async, wait_all
 from ._ranges import NdRange, Range
+from ._types import DpnpNdArray, ItemType, NdItemType, USMNdArray, usm_ndarray
 from ._types import array as array_type
 
 try:  # the in-kernel classes (Item, NdItem, AtomicRef, ...) live in kapi/kernel_api.py
@@ -56,6 +57,7 @@ uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
 float32, float64 = _np.float32, _np.float64
 i4, i8, u4, u8, f4, f8 = int32, int64, uint32, uint64, float32, float64
 float_, double = float32, float64
+none = void = None  # kernels return nothing
 
 prange = range  # numba.prange, re-exported by numba-dpex; plain range outside dpjit
 
@@ -63,6 +65,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Array",
+    "DpnpNdArray",
+    "ItemType",
+    "NdItemType",
+    "USMNdArray",
+    "usm_ndarray",
     "Device",
     "NdRange",
     "Queue",

@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from . import _native
 from ._device import Queue, as_queue
-from ._errors import UnsupportedDtypeError, UnsupportedKernelArgumentError
+from ._errors import DeviceError, UnsupportedDtypeError, UnsupportedKernelArgumentError
 from ._types import DTYPE_TO_KIR, SUPPORTED_DTYPES
 
 _USM_KINDS = {"host": 1, "device": 2, "shared": 3}
@@ -85,6 +85,14 @@ def _span(shape, strides, itemsize: int) -> tuple[int, int]:
         else:
             hi += (n - 1) * st
     return lo, hi + itemsize
+
+
+def _shortest_pattern(b: bytes) -> bytes:
+    """The shortest power-of-two prefix whose repetition is b (drivers prefer small fills)."""
+    n = len(b)
+    while n > 1 and b[: n // 2] * 2 == b[:n]:
+        n //= 2
+    return b[:n]
 
 
 def _host_buffer(ptr: int, nbytes: int, keep):
@@ -236,6 +244,8 @@ class Array:
             return np.array(self._host_view(), copy=True, order="K")
         host, lo = self._read_span()
         view = np.ndarray(self._shape, self._dtype, host, -lo, self._strides)
+        if self.layout != "A" and lo == 0:
+            return view  # the fresh host buffer is already a contiguous copy
         return np.array(view, copy=True, order="K")
 
     def __array__(self, dtype=None, copy=None):
@@ -281,11 +291,14 @@ class Array:
         item = np.asarray(value).astype(self._dtype)
         if item.ndim != 0:
             raise ValueError("fill takes a scalar")
-        isz = self.itemsize
-        if self.layout != "A" and isz & (isz - 1) == 0 and self.size:
-            _native.ext().rt_fill(self._queue._native, self._ptr, item.tobytes(), self.nbytes)
-        else:
-            self._assign(item)
+        pattern = _shortest_pattern(item.tobytes())
+        if self.layout != "A" and self.size:
+            try:
+                _native.ext().rt_fill(self._queue._native, self._ptr, pattern, self.nbytes)
+                return
+            except DeviceError:
+                pass  # a driver without this pattern size: write from the host instead
+        self._assign(item)
 
     def copy(self, order: str = "C") -> Array:
         out = Array._allocate(self._shape, self._dtype, self._queue, self._usm_type, order)
@@ -392,6 +405,20 @@ class Array:
             self._host_ok,
         )
 
+    def _scalar(self):
+        if self.size != 1:
+            raise TypeError("only size-1 kapi arrays can be converted to Python scalars")
+        return self.asnumpy().reshape(())[()]
+
+    def __float__(self) -> float:
+        return float(self._scalar())
+
+    def __int__(self) -> int:
+        return int(self._scalar())
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar())
+
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
@@ -421,6 +448,7 @@ class Array:
     def __cuda_array_interface__(self) -> dict:
         if self.device.backend != "cuda":
             raise AttributeError("__cuda_array_interface__ exists only for CUDA-device arrays")
+        self._queue.wait()  # "stream": None promises the data is ready
         return {
             "shape": self._shape,
             "typestr": self._dtype.str,

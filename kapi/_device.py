@@ -17,8 +17,10 @@ _TYPE_NAMES = {1: "gpu", 2: "cpu", 3: "fpga", 4: "mca", 5: "vpu"}
 _DEVICE_TYPES = frozenset(_TYPE_NAMES.values()) | {"accelerator"}
 # Backend of a device by its driver; "level_zero" is every driver that is not CUDA-backed.
 _DRIVER_BACKEND = {"kapi-cuda": "cuda"}
-# Backend tokens accepted in filter strings for code written for dpctl.
-_BACKEND_ALIASES = {"opencl": None, "sycl": None, "ze": "level_zero", "host": None}
+# Backend tokens of filter strings that match every device: each kapi device is a Level Zero
+# device, so "level_zero:gpu:0" (common in numba-dpex code) finds an NVIDIA GPU too; the
+# others are dpctl spellings that code written for it may carry.
+_ANY_BACKEND = frozenset({"level_zero", "ze", "opencl", "sycl", "host"})
 # DLPack device type per backend/driver (kDLCPU=1, kDLCUDA=2, kDLOneAPI=14).
 _DLPACK_CPU, _DLPACK_CUDA, _DLPACK_ONEAPI = 1, 2, 14
 
@@ -125,9 +127,13 @@ class Device:
 
     @property
     def filter_string(self) -> str:
-        """A filter string selecting exactly this device: backend:type:ordinal."""
+        """A filter string selecting exactly this device: backend:type:ordinal. "level_zero"
+        matches every device, so its ordinal counts all devices of the type; "cuda" counts the
+        CUDA driver's."""
         same = [
-            d for d in devices() if d.backend == self.backend and d.device_type == self.device_type
+            d
+            for d in devices()
+            if d.device_type == self.device_type and (self.backend != "cuda" or d.backend == "cuda")
         ]
         return f"{self.backend}:{self.device_type}:{same.index(self)}"
 
@@ -229,12 +235,10 @@ def _parse_filter(text: str):
             if ordinal is not None:
                 raise DeviceNotFoundError(f"two ordinals in device filter string {text!r}")
             ordinal = int(p)
-        elif p in _DEVICE_TYPES:
+        elif p in _DEVICE_TYPES and dtype is None and ordinal is None:
             dtype = "gpu" if p == "accelerator" else p
         elif dtype is None and ordinal is None and backend is None:
-            backend = _BACKEND_ALIASES.get(p, p)
-            if p in _BACKEND_ALIASES and backend is None:
-                backend = "*"
+            backend = "*" if p in _ANY_BACKEND else p
         else:
             raise DeviceNotFoundError(f"malformed device filter string {text!r}")
     return backend, dtype, ordinal

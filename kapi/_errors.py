@@ -114,3 +114,10 @@ def from_status(status: str, message: str) -> Exception:
     if issubclass(cls, (KernelCompileError, DeviceError)):
         return cls(message, status)
     return cls(message)
+
+
+# Shown as kapi.<Name> in tracebacks: the public names live in the kapi namespace.
+for _cls in list(globals().values()):
+    if isinstance(_cls, type) and issubclass(_cls, KapiError):
+        _cls.__module__ = "kapi"
+del _cls

@@ -45,6 +45,7 @@ def to_dlpack(a: Array, dl_device=None, copy=None):
         raise BufferError(f"cannot export this array to DLPack device {tuple(dl_device)}")
     if copy is True:
         a = a.copy()
+    a.sycl_queue.wait()  # the consumer's stream knows nothing of kapi's pending commands
     kind = a.dtype.kind
     dev_type, dev_id = dlpack_device(a.device)
     i = a.itemsize

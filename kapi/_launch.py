@@ -44,10 +44,6 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return (KapiError, *extra)
 
 
-_USER_ERRORS: tuple = (KapiError,)
-_FULL_TRACEBACK = bool(os.environ.get("KAPI_TRACEBACK"))
-
-
 def _numpy_desc(a: np.ndarray, pos: int):
     if not 1 <= a.ndim <= 3:
         raise UnsupportedKernelArgumentError(
@@ -122,13 +118,14 @@ def _host_queue(host_arrays: int):
 
 
 def _configure() -> None:
-    global _configured, _USER_ERRORS
+    global _configured
     _native.ext().rt_launch_configure(Array, NdRange, _arg_desc, _host_queue)
-    _USER_ERRORS = _user_errors()
     _configured = True
 
 
-def _launcher(kernel):
+def _make_launcher(kernel):
+    """The native launcher of a kernel (created once and kept on it); plain functions are
+    decorated on the fly, as numba-dpex's kernel_api.call_kernel takes them undecorated."""
     if not isinstance(kernel, KernelDispatcher):
         if inspect.isfunction(kernel):
             k = _auto_kernels.get(kernel)
@@ -146,52 +143,23 @@ def _launcher(kernel):
     lau = kernel._launcher
     if lau is None:
         params = list(inspect.signature(kernel.py_func).parameters)
-        lau = kernel._launcher = _native.ext().Launcher(kernel, len(params), tuple(params[1:]))
+        lau = kernel._launcher = _native.ext().Launcher(kernel, len(params), tuple(params))
     return lau
 
 
-def call_kernel(kernel_fn, index_space, *kernel_args) -> None:
-    """Compiles (once per argument types), launches kernel_fn over index_space and waits.
-
-    index_space is a kapi.Range (work-items) or kapi.NdRange (work-groups). The launch runs on
-    the device where the array arguments live.
-    """
-    try:
-        lau = kernel_fn._launcher
-        if lau is None:
-            lau = _launcher(kernel_fn)
-    except AttributeError:
-        lau = _launcher(kernel_fn)
-    try:
-        lau.launch(index_space, kernel_args, None)
-    except _USER_ERRORS as e:
-        if _FULL_TRACEBACK:
-            raise
-        e.__traceback__ = None
-        raise e from None
+def _missing(*args, **kwargs):
+    _native.ext()  # raises NativeMissingError with what to do
 
 
-def call_kernel_async(kernel_fn, index_space, dependent_events, *kernel_args):
-    """Submits without waiting; returns (host_event, kernel_event). The launch starts after
-    every event in dependent_events (a tuple or list). The arguments stay alive until the
-    kernel has completed."""
-    lau = _launcher(kernel_fn)
-    if dependent_events is None:
-        deps = ()
-    elif isinstance(dependent_events, (tuple, list)):
-        deps = tuple(dependent_events)
-    else:
-        raise TypeError(
-            f"dependent_events must be a tuple of events, not {type(dependent_events).__name__}"
-        )
-    try:
-        ev = lau.launch(index_space, kernel_args, deps)
-    except _USER_ERRORS as e:
-        if _FULL_TRACEBACK:
-            raise
-        e.__traceback__ = None
-        raise e from None
-    return ev, ev
+try:
+    _ext = _native.ext()
+except ImportError:  # pure-Python use (no build): launching says how to build
+    call_kernel = call_kernel_async = _missing
+else:
+    _ext.rt_call_configure(_make_launcher, _user_errors(), bool(os.environ.get("KAPI_TRACEBACK")))
+    # C functions (kapi/_ext/call.c): one call per launch, no Python frame in tracebacks.
+    call_kernel = _ext.call_kernel
+    call_kernel_async = _ext.call_kernel_async
 
 
 def wait_all(events) -> None:

@@ -165,3 +165,21 @@ def parse_signature(sig) -> tuple[tuple[str, int] | None, tuple[str, ...]]:
 def format_signature(index, argtypes) -> str:
     head = [f"{index[0]}({index[1]})"] if index else []
     return "(" + ", ".join(head + list(argtypes)) + ")"
+
+
+# numba-dpex's signature type constructors, so eager signatures port unchanged:
+#   kapi.kernel((ItemType(1), DpnpNdArray(ndim=1, dtype=kapi.int64, layout="C"), ...))
+def DpnpNdArray(ndim, dtype, layout="C", **ignored) -> str:  # noqa: N802 - numba-dpex's name
+    """A global array argument type (usm_type, device and queue are not part of kapi's key)."""
+    return array(dtype, ndim, layout)
+
+
+USMNdArray = usm_ndarray = DpnpNdArray
+
+
+def ItemType(ndim) -> str:  # noqa: N802 - numba-dpex's name
+    return f"item({int(ndim)})"
+
+
+def NdItemType(ndim) -> str:  # noqa: N802 - numba-dpex's name
+    return f"nditem({int(ndim)})"

@@ -209,3 +209,10 @@ def test_repr_and_len(dev):
 def test_arrays_cannot_be_constructed_directly():
     with pytest.raises(TypeError, match="kapi.empty"):
         kapi.Array((3,))
+
+
+def test_scalar_conversions(dev):
+    a = kapi.full(1, 3, dtype="i4", device=dev)
+    assert int(a) == 3 and float(a) == 3.0 and bool(a)
+    with pytest.raises(TypeError):
+        float(kapi.zeros(2, device=dev))

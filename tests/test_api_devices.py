@@ -96,7 +96,16 @@ def test_python_m_kapi_lists_devices():
     assert "*" in out
 
 
+def test_level_zero_matches_every_device():
+    # numba-dpex code often says "level_zero:gpu:0": every kapi device is a Level Zero device
+    gpus = kapi.devices("gpu")
+    if gpus:
+        assert kapi.Device("level_zero:gpu:0") is gpus[0]
+    assert kapi.Device("level_zero:0") is DEVICES[0]
+
+
 def test_parse_filter():
-    assert _device._parse_filter("level_zero:gpu:1") == ("level_zero", "gpu", 1)
+    assert _device._parse_filter("level_zero:gpu:1") == ("*", "gpu", 1)
+    assert _device._parse_filter("kapi-cpu:cpu") == ("kapi-cpu", "cpu", None)
     assert _device._parse_filter("cuda:0") == ("cuda", None, 0)
     assert _device._parse_filter("gpu") == (None, "gpu", None)

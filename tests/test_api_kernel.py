@@ -183,3 +183,11 @@ def test_top_level_names_match_numba_dpex():
         assert hasattr(kapi, n)
     for n in ("int32", "int64", "uint32", "uint64", "float32", "float64", "b1", "i4", "f8"):
         assert hasattr(kapi, n)
+
+
+def test_numba_dpex_signature_types(fake_compile):
+    sig = (kapi.ItemType(1), kapi.DpnpNdArray(ndim=1, dtype=kapi.int64, layout="C"), kapi.f4)
+    kapi.kernel(sig)(lambda item, a, x: None)
+    assert fake_compile[0][1:] == (("array(i64,1,C,global)", "f32"), ("item", 1))
+    assert kapi.USMNdArray(2, np.float32, "F") == "array(f32,2,F,global)"
+    assert kapi.NdItemType(3) == "nditem(3)"

@@ -34,6 +34,7 @@ int kx_queue_register(PyObject *m);
 int kx_memory_register(PyObject *m);
 int kx_event_register(PyObject *m);
 int kx_launch_register(PyObject *m);
+int kx_call_register(PyObject *m);
 int kx_dlpack_register(PyObject *m);
 
 /* --- queues (rt_queue.c) --- */
@@ -47,6 +48,12 @@ extern PyObject *kx_event_type;
 PyObject *kx_event_new(kr_event_t *ev, PyObject *keep);
 kr_event_t *kx_event_handle(PyObject *e); /* NULL + TypeError if not an event */
 int kx_event_done(PyObject *e);           /* 1 complete (keep dropped), 0 pending */
+
+/* --- launches (launch.c) --- */
+int kx_is_launcher(PyObject *o);
+/* One launch: deps is a tuple of events (asynchronous, returns an Event) or None
+ * (synchronous, returns None). */
+PyObject *kx_launch(PyObject *launcher, PyObject *space, PyObject *args, PyObject *deps);
 
 /* --- devices (rt_device.c) --- */
 kr_device_t *kx_device(long index); /* NULL + exception when out of range */

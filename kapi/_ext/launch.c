@@ -14,7 +14,7 @@
 
 /* Set once by kapi/_launch.py through rt_launch_configure. */
 static PyObject *g_array_type, *g_ndrange_type, *g_arg_desc, *g_host_queue;
-static PyObject *g_kdesc_name, *g_global_name, *g_local_name, *g_specialize_name;
+static PyObject *g_kd_name, *g_kdesc_name, *g_global_name, *g_local_name, *g_specialize_name;
 
 typedef struct {
   PyObject *compiled; /* kapi._kernel.CompiledKernel */
@@ -25,10 +25,13 @@ typedef struct {
 
 typedef struct {
   PyObject_HEAD PyObject *dispatcher;
-  PyObject *names; /* parameter names after the item, for messages */
+  PyObject *names; /* parameter names (the item's included), for messages */
+  int name_offset; /* 1 when this launch's kernel takes an item first */
   PyObject *cache; /* key tuple -> capsule(kx_entry) */
   Py_ssize_t nparams;
   int warned_no_item;
+  PyObject *last_key; /* the key of the previous launch, and its entry: the common case of */
+  kx_entry *last;     /* a loop launching with the same argument types skips the dict */
 } kx_launcher;
 
 /* One argument after classification. */
@@ -105,7 +108,12 @@ static PyObject *S_BOOL, *S_I64, *S_F64;
 /* Fast paths for kapi arrays and Python scalars; everything else goes through Python. */
 static PyObject *classify(PyObject *arg, Py_ssize_t pos, kx_arg *a) {
   if (PyObject_TypeCheck(arg, (PyTypeObject *)g_array_type)) {
-    PyObject *desc = PyObject_GetAttr(arg, g_kdesc_name);
+    /* The cached descriptor (a slot) first; the property computes and caches it. */
+    PyObject *desc = PyObject_GetAttr(arg, g_kd_name);
+    if (desc == Py_None) {
+      Py_DECREF(desc);
+      desc = PyObject_GetAttr(arg, g_kdesc_name);
+    }
     if (!desc || parse_desc(desc, a) < 0) {
       Py_XDECREF(desc);
       return NULL;
@@ -145,7 +153,7 @@ static PyObject *classify(PyObject *arg, Py_ssize_t pos, kx_arg *a) {
 }
 
 static const char *param_name(kx_launcher *self, Py_ssize_t i) {
-  PyObject *n = PyTuple_GetItem(self->names, i);
+  PyObject *n = PyTuple_GetItem(self->names, i + self->name_offset);
   const char *s = n ? PyUnicode_AsUTF8AndSize(n, NULL) : NULL;
   if (!s) PyErr_Clear();
   return s ? s : "?";
@@ -274,6 +282,29 @@ static PyObject *make_key(const kx_space *s, int with_item, kx_arg *a, Py_ssize_
   return key;
 }
 
+#define Py_XSETREF_(dst, src)                                                                      \
+  do {                                                                                             \
+    PyObject *old_ = (dst);                                                                        \
+    (dst) = (src);                                                                                 \
+    Py_XDECREF(old_);                                                                              \
+  } while (0)
+
+static int same_str(PyObject *x, PyObject *y) {
+  return x == y || PyUnicode_Compare(x, y) == 0; /* both are str: no error possible */
+}
+
+/* Does this launch have the key of the previous one? Compares in place, allocating nothing. */
+static int same_as_last(kx_launcher *self, const kx_space *s, int with_item, kx_arg *a,
+                        Py_ssize_t n) {
+  PyObject *k = self->last_key;
+  if (!k || PyTuple_Size(k) != n + 2) return 0;
+  PyObject *kind = with_item ? (s->nd ? S_NDITEM : S_ITEM) : Py_None;
+  if (PyTuple_GetItem(k, 0) != kind || PyLong_AsLong(PyTuple_GetItem(k, 1)) != s->ndim) return 0;
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (!same_str(PyTuple_GetItem(k, i + 2), a[i].typekey)) return 0;
+  return 1;
+}
+
 /* Cache miss: dispatcher._specialize(index, argtypes) compiles (or reuses) the kernel. */
 static kx_entry *specialize(kx_launcher *self, PyObject *key) {
   Py_ssize_t n = PyTuple_Size(key);
@@ -287,6 +318,13 @@ static kx_entry *specialize(kx_launcher *self, PyObject *key) {
   Py_XDECREF(argtypes);
   Py_XDECREF(index);
   if (!ck) return NULL;
+  /* Another thread may have filled this key while the compile let go of the GIL: keep the
+   * entry already cached, which running launches may be using. */
+  PyObject *had = PyDict_GetItemWithError(self->cache, key);
+  if (had || PyErr_Occurred()) {
+    Py_DECREF(ck);
+    return had ? PyCapsule_GetPointer(had, "kapi.entry") : NULL;
+  }
   kx_entry *e = PyMem_Calloc(1, sizeof *e);
   if (!e) {
     Py_DECREF(ck);
@@ -392,13 +430,20 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
                            PyObject *args, PyObject *deps) {
   int with_item = 0;
   if (check_arity(self, n, &with_item) < 0) return NULL;
-  PyObject *key = make_key(s, with_item, a, n);
-  if (!key) return NULL;
-  PyObject *cap = PyDict_GetItemWithError(self->cache, key);
-  kx_entry *e = cap ? PyCapsule_GetPointer(cap, "kapi.entry")
-                    : (PyErr_Occurred() ? NULL : specialize(self, key));
-  Py_DECREF(key);
-  if (!e) return NULL;
+  kx_entry *e = same_as_last(self, s, with_item, a, n) ? self->last : NULL;
+  if (!e) {
+    PyObject *key = make_key(s, with_item, a, n);
+    if (!key) return NULL;
+    PyObject *cap = PyDict_GetItemWithError(self->cache, key);
+    e = cap ? PyCapsule_GetPointer(cap, "kapi.entry")
+            : (PyErr_Occurred() ? NULL : specialize(self, key));
+    if (!e) {
+      Py_DECREF(key);
+      return NULL;
+    }
+    Py_XSETREF_(self->last_key, key);
+    self->last = e;
+  }
   long device = -1;
   PyObject *queue = pick_queue(self, a, n, &device);
   if (!queue) return NULL;
@@ -436,16 +481,18 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
 }
 
 /* launch(index_space, args: tuple, deps: tuple | None) -> None (sync) or Event (async). */
-static PyObject *launcher_launch(PyObject *o, PyObject *const *argv, Py_ssize_t argc) {
+static PyObject *launcher_type;
+
+int kx_is_launcher(PyObject *o) {
+  return PyObject_TypeCheck(o, (PyTypeObject *)launcher_type);
+}
+
+PyObject *kx_launch(PyObject *o, PyObject *space, PyObject *args, PyObject *deps) {
   kx_launcher *self = (kx_launcher *)o;
-  if (argc != 3 || !PyTuple_Check(argv[1]) || (argv[2] != Py_None && !PyTuple_Check(argv[2]))) {
-    PyErr_SetString(PyExc_TypeError, "launch(index_space, args: tuple, deps: tuple | None)");
-    return NULL;
-  }
   kx_space s;
-  if (parse_space(argv[0], &s) < 0) return NULL;
-  PyObject *args = argv[1];
+  if (parse_space(space, &s) < 0) return NULL;
   Py_ssize_t n = PyTuple_Size(args);
+  self->name_offset = self->nparams == n + 1;
   if (n > KX_MAX_ARGS)
     return kx_raise_class("UnsupportedKernelArgumentError", "at most %d kernel arguments",
                           KX_MAX_ARGS);
@@ -464,11 +511,19 @@ static PyObject *launcher_launch(PyObject *o, PyObject *const *argv, Py_ssize_t 
       goto done;
     }
   }
-  result = do_launch(self, &s, a, n, args, argv[2]);
+  result = do_launch(self, &s, a, n, args, deps);
 done:
   for (Py_ssize_t i = 0; i < got; i++)
     Py_DECREF(descs[i]);
   return result;
+}
+
+static PyObject *launcher_launch(PyObject *o, PyObject *const *argv, Py_ssize_t argc) {
+  if (argc != 3 || !PyTuple_Check(argv[1]) || (argv[2] != Py_None && !PyTuple_Check(argv[2]))) {
+    PyErr_SetString(PyExc_TypeError, "launch(index_space, args: tuple, deps: tuple | None)");
+    return NULL;
+  }
+  return kx_launch(o, argv[0], argv[1], argv[2]);
 }
 
 static int launcher_init(PyObject *o, PyObject *args, PyObject *kw) {
@@ -494,6 +549,7 @@ static void launcher_dealloc(PyObject *o) {
   Py_XDECREF(self->dispatcher);
   Py_XDECREF(self->names);
   Py_XDECREF(self->cache);
+  Py_XDECREF(self->last_key);
   PyTypeObject *tp = Py_TYPE(o);
   freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
   f(o);
@@ -544,7 +600,8 @@ static PyMethodDef methods[] = {
 };
 
 int kx_launch_register(PyObject *m) {
-  if (!(g_kdesc_name = PyUnicode_InternFromString("_kdesc")) ||
+  if (!(g_kd_name = PyUnicode_InternFromString("_kd")) ||
+      !(g_kdesc_name = PyUnicode_InternFromString("_kdesc")) ||
       !(g_global_name = PyUnicode_InternFromString("_global_range")) ||
       !(g_local_name = PyUnicode_InternFromString("_local_range")) ||
       !(g_specialize_name = PyUnicode_InternFromString("_specialize")) ||
@@ -555,13 +612,15 @@ int kx_launch_register(PyObject *m) {
       !(S_NDITEM = PyUnicode_InternFromString("nditem")))
     return -1;
   PyObject *t = PyType_FromSpec(&launcher_spec);
+  launcher_type = t;
+  Py_XINCREF(t);
   if (!t || PyModule_AddObject(m, "Launcher", t) < 0) return -1;
   return PyModule_AddFunctions(m, methods);
 }
 
 int kx_runtime_register(PyObject *m) {
   if (kx_device_register(m) || kx_queue_register(m) || kx_memory_register(m) ||
-      kx_event_register(m) || kx_launch_register(m) || kx_dlpack_register(m))
+      kx_event_register(m) || kx_launch_register(m) || kx_call_register(m) || kx_dlpack_register(m))
     return -1;
   return 0;
 }
