@@ -127,6 +127,7 @@ static kc_status_t lower(work_t *w, char **log) {
   LLVMModuleRef m = w->m;
   kc_hf_jit_prepare(w->jit, m);
   if (!kc_hf_lower_math(m, log) || !kc_hf_lower_atomics(m, log)) return KC_ERR_UNSUPPORTED;
+  if (!kc_hf_vec_keep(m, log)) return KC_ERR_OUT_OF_MEMORY;
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
   if (!kc_hf_layout_locals(m, td, &w->locals, log)) return KC_ERR_UNSUPPORTED;
   if (!kc_hf_collect_kernels(m, td, &w->ks, &w->n, log)) return KC_ERR_UNSUPPORTED;
@@ -140,6 +141,7 @@ static kc_status_t lower(work_t *w, char **log) {
   if (!kc_hf_rewrite_locals(m, w->ks, w->n, &w->locals, log)) return KC_ERR_UNSUPPORTED;
   if (!verify(m, "after builtin lowering", log)) return KC_ERR_LLVM;
   if (!kc_hf_jit_passes(w->jit, m, "default<O3>", log)) return KC_ERR_LLVM;
+  kc_hf_vec_release(m);
   if (!check_locals_gone(m, log)) return KC_ERR_UNSUPPORTED;
   w->ir = LLVMPrintModuleToString(m);
   return KC_OK;

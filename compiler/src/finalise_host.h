@@ -47,6 +47,16 @@ void kc_hf_base_name(const char *name, char *buf, size_t cap);
 /* finalise_host_math.c: rewrites `__spirv_ocl_*` calls to LLVM intrinsics, IR, or libm calls. */
 int kc_hf_lower_math(LLVMModuleRef m, char **log);
 
+/* finalise_host_vecmath.c: scalar libm calls the loop vectoriser may turn into glibc libmvec
+ * calls. kc_hf_vectorisable: 1 when libmvec is loaded and has `dname` (double name: "sin").
+ * kc_hf_vec_libm_call: the annotated scalar call (float/double scalars), or NULL. keep/release
+ * bracket optimisation (they add and remove @llvm.compiler.used for the variants). */
+int kc_hf_vectorisable(const char *dname, int is_double);
+LLVMValueRef kc_hf_vec_libm_call(LLVMModuleRef m, LLVMBuilderRef b, const char *dname,
+                                 LLVMValueRef *a, unsigned n);
+int kc_hf_vec_keep(LLVMModuleRef m, char **log);
+void kc_hf_vec_release(LLVMModuleRef m);
+
 /* finalise_host_atomics.c: rewrites `__spirv_Atomic*` calls to atomicrmw / cmpxchg / atomic
  * loads and stores, with the requested ordering (scope is strengthened to system). */
 int kc_hf_lower_atomics(LLVMModuleRef m, char **log);

@@ -47,18 +47,23 @@ static LLVMTargetMachineRef host_machine(char **log) {
   return tm;
 }
 
-/* Process symbols a kernel may bind to: the C math library and memory intrinsics. */
+/* Process symbols a kernel may bind to: the C math library (and its vector twin, libmvec) and
+ * memory intrinsics. glibc defines a few math functions in libc too (frexp, ldexp, modf...),
+ * and the search may find libc's copy first: those are allowed by name. */
 static int allow_symbol(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym) {
   (void)ctx;
   const char *name = LLVMOrcSymbolStringPoolEntryStr(sym);
-  static const char *const extra[] = {"memcpy", "memmove", "memset", "__powisf2", "__powidf2"};
+  static const char *const extra[] = {"memcpy",  "memmove",  "memset",   "frexp", "frexpf",
+                                      "ldexp",   "ldexpf",   "modf",     "modff", "scalbn",
+                                      "scalbnf", "copysign", "copysignf"};
   for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
     if (!strcmp(name, extra[i])) return 1;
   void *addr = dlsym(RTLD_DEFAULT, name);
   Dl_info info;
   if (!addr || !dladdr(addr, &info) || !info.dli_fname) return 0;
   const char *base = strrchr(info.dli_fname, '/');
-  return !strncmp(base ? base + 1 : info.dli_fname, "libm.so", 7);
+  base = base ? base + 1 : info.dli_fname;
+  return !strncmp(base, "libm.so", 7) || !strncmp(base, "libmvec.so", 10);
 }
 
 static int define_runtime(kc_hf_jit_t *j, char **log) {
