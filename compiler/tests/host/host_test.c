@@ -798,6 +798,13 @@ static void test_unresolved(void) {
   free(spv);
 }
 
+static void test_unsupported(void) {
+  size_t n;
+  void *spv = read_file("unsupported.spv", &n);
+  expect_fail(spv, n, KC_ERR_UNSUPPORTED, "printf", "printf");
+  free(spv);
+}
+
 /* Both execution schemes (loop, fibers with a __local array and private array) under valgrind. */
 static void test_valgrind(void) {
   kc_host_module_t *m = finalise("small.spv");
@@ -844,6 +851,7 @@ int main(int argc, char **argv) {
       {"finalise_concurrent", test_finalise_concurrent},
       {"malformed", test_malformed},
       {"unresolved", test_unresolved},
+      {"unsupported", test_unsupported},
       {"valgrind", test_valgrind},
   };
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
