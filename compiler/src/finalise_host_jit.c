@@ -110,6 +110,18 @@ int kc_hf_jit_create(kc_hf_jit_t *j, char **log) {
   return 1;
 }
 
+static void on_diagnostic(LLVMDiagnosticInfoRef di, void *ctx) {
+  kc_hf_jit_t *j = ctx;
+  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || j->diagnostic) return;
+  char *d = LLVMGetDiagInfoDescription(di);
+  j->diagnostic = kc_hf_msg("%s", d ? d : "LLVM error");
+  LLVMDisposeMessage(d);
+}
+
+void kc_hf_jit_capture_diagnostics(kc_hf_jit_t *j, LLVMContextRef ctx) {
+  LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, j);
+}
+
 void kc_hf_jit_dispose(kc_hf_jit_t *j) {
   if (j->jit) {
     LLVMErrorRef e = LLVMOrcDisposeLLJIT(j->jit);
@@ -117,6 +129,7 @@ void kc_hf_jit_dispose(kc_hf_jit_t *j) {
   }
   if (j->tm) LLVMDisposeTargetMachine(j->tm);
   free(j->session_error);
+  free(j->diagnostic);
   memset(j, 0, sizeof *j);
 }
 
@@ -151,8 +164,9 @@ int kc_hf_jit_lookup(kc_hf_jit_t *j, const char *name, void **addr, char **log) 
   LLVMErrorRef e = LLVMOrcLLJITLookup(j->jit, &a, name);
   if (e) {
     char *m = LLVMGetErrorMessage(e);
-    *log = kc_hf_msg("code generation for %s failed: %s%s%s", name, m, j->session_error ? "; " : "",
-                     j->session_error ? j->session_error : "");
+    const char *more = j->session_error ? j->session_error : j->diagnostic;
+    *log = kc_hf_msg("code generation for %s failed: %s%s%s", name, m, more ? "; " : "",
+                     more ? more : "");
     LLVMDisposeErrorMessage(m);
     return 0;
   }

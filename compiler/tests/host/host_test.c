@@ -791,6 +791,68 @@ static void test_malformed(void) {
   free(junk), free(spv);
 }
 
+/* Word index of the first instruction with opcode op (and, if want2 >= 0, word 2 == want2). */
+static size_t find_inst(const uint32_t *w, size_t n, uint32_t op, int64_t want2) {
+  for (size_t i = 5; i < n && (w[i] >> 16);) {
+    if ((w[i] & 0xffff) == op && (want2 < 0 || ((w[i] >> 16) > 2 && w[i + 2] == want2))) return i;
+    i += w[i] >> 16;
+  }
+  CHECK(0, "instruction %u not found in the fixture", op);
+  return 0;
+}
+
+/* Valid SPIR-V (as SPIRV-Tools sees it) that the translator would abort on: each found by
+ * mutation, each must come back as a status (or, for lifetimes, finalise fine). */
+static void test_reader_traps(void) {
+  size_t n;
+  uint32_t *spv = read_file("small.spv", &n), *w = malloc(n);
+  size_t nw = n / 4, i;
+  memcpy(w, spv, n);
+  i = find_inst(w, nw, 71 /* OpDecorate */, 44 /* Alignment */);
+  w[i + 3] = 6;
+  expect_fail(w, n, KC_ERR_SPIRV, "Alignment 6", "power of two");
+  memcpy(w, spv, n);
+  i = find_inst(w, nw, 71, 38 /* FuncParamAttr */);
+  w[i + 3] = 7; /* NoReadWrite */
+  expect_fail(w, n, KC_ERR_SPIRV, "FuncParamAttr NoReadWrite", "decoration");
+  memcpy(w, spv, n);
+  i = find_inst(w, nw, 71, -1);
+  w[i + 1] = w[find_inst(w, nw, 11 /* OpExtInstImport */, -1) + 1];
+  expect_fail(w, n, KC_ERR_SPIRV, "decorated OpExtInstImport", "decoration");
+  memcpy(w, spv, n);
+  i = find_inst(w, nw, 256 /* OpLifetimeStart */, -1);
+  w[i + 2] = 3; /* a size the reader would reject for this pointer type */
+  kc_host_module_t *m;
+  char *log = NULL;
+  CHECK(kc_host_finalise(w, n, &m, &log) == KC_OK, "odd lifetime size: %s", log);
+  kc_host_module_destroy(m);
+  free(w), free(spv);
+}
+
+/* Random one-word mutations of a valid module: a status every time, never an abort. */
+static void test_mutations(void) {
+  size_t n;
+  uint32_t *spv = read_file("small.spv", &n), *w = malloc(n);
+  unsigned s = 12345, ok = 0;
+  for (int it = 0; it < 120; it++) {
+    memcpy(w, spv, n);
+    s = s * 1103515245u + 12345u;
+    size_t at = 5 + (s >> 8) % (n / 4 - 5);
+    s = s * 1103515245u + 12345u;
+    w[at] = (s >> 8) % 3 == 0   ? w[at] ^ (1u << (s >> 12) % 32)
+            : (s >> 8) % 3 == 1 ? (s >> 4) % 64
+                                : w[at] + 1;
+    kc_host_module_t *m;
+    char *log = NULL;
+    kc_status_t st = kc_host_finalise(w, n, &m, &log);
+    CHECK(st == KC_OK || (log && *log), "mutation %d: status %d without a log", it, st);
+    if (st == KC_OK) ok++, kc_host_module_destroy(m);
+    free(log);
+  }
+  printf("120 mutations: %u finalised, %u rejected with a log\n", ok, 120 - ok);
+  free(w), free(spv);
+}
+
 static void test_unresolved(void) {
   size_t n;
   void *spv = read_file("unresolved.spv", &n);
@@ -852,6 +914,8 @@ int main(int argc, char **argv) {
       {"malformed", test_malformed},
       {"unresolved", test_unresolved},
       {"unsupported", test_unsupported},
+      {"reader_traps", test_reader_traps},
+      {"mutations", test_mutations},
       {"valgrind", test_valgrind},
   };
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
