@@ -1,0 +1,114 @@
+"""kapi: Python kernels compiled to SPIR-V and run through Level Zero on CPUs and GPUs.
+
+numba-dpex's kernel API: code written for numba-dpex runs after changing its imports to
+`import kapi as dpex; from kapi import kernel_api as kapi`.
+"""
+
+import numpy as _np
+
+from ._array import (
+    Array,
+    arange,
+    asarray,
+    empty,
+    empty_like,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
+from ._device import Device, Queue, default_device, devices
+from ._errors import (
+    DeviceError,
+    DeviceNotFoundError,
+    ExecutionQueueInferenceError,
+    InvalidKernelSpecializationError,
+    InvalidRangeError,
+    KapiError,
+    KernelCallError,
+    KernelCompileError,
+    KernelHasReturnValueError,
+    LaunchError,
+    OutOfDeviceMemoryError,
+    UnmatchedNumberOfRangeDimsError,
+    UnsupportedDtypeError,
+    UnsupportedGroupWorkItemSizeError,
+    UnsupportedKernelArgumentError,
+)
+from ._interop import from_dlpack
+from ._kernel import KernelDispatcher, device_func, dpjit, kernel
+from ._launch import call_kernel, call_kernel_async, wait_all
+from ._ranges import NdRange, Range
+from ._types import DpnpNdArray, ItemType, NdItemType, USMNdArray, usm_ndarray
+from ._types import array as array_type
+
+try:  # the in-kernel classes (Item, NdItem, AtomicRef, ...) live in kapi/kernel_api.py
+    from . import kernel_api
+except ImportError:  # pragma: no cover - only while the kernel_api module is being written
+    kernel_api = None
+
+# Scalar types, as numba-dpex exports them (NumPy scalar types here: usable both as
+# signature entries and as conversions, e.g. kapi.int32(0)).
+bool_ = boolean = b1 = _np.bool_
+int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
+uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
+float32, float64 = _np.float32, _np.float64
+i4, i8, u4, u8, f4, f8 = int32, int64, uint32, uint64, float32, float64
+float_, double = float32, float64
+none = void = None  # kernels return nothing
+
+prange = range  # numba.prange, re-exported by numba-dpex; plain range outside dpjit
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array",
+    "DpnpNdArray",
+    "ItemType",
+    "NdItemType",
+    "USMNdArray",
+    "usm_ndarray",
+    "Device",
+    "NdRange",
+    "Queue",
+    "Range",
+    "arange",
+    "array_type",
+    "asarray",
+    "call_kernel",
+    "call_kernel_async",
+    "default_device",
+    "device_func",
+    "dpjit",
+    "devices",
+    "empty",
+    "empty_like",
+    "from_dlpack",
+    "full",
+    "full_like",
+    "kernel",
+    "kernel_api",
+    "ones",
+    "ones_like",
+    "wait_all",
+    "zeros",
+    "zeros_like",
+    "DeviceError",
+    "DeviceNotFoundError",
+    "ExecutionQueueInferenceError",
+    "InvalidKernelSpecializationError",
+    "InvalidRangeError",
+    "KapiError",
+    "KernelCallError",
+    "KernelCompileError",
+    "KernelDispatcher",
+    "KernelHasReturnValueError",
+    "LaunchError",
+    "OutOfDeviceMemoryError",
+    "UnmatchedNumberOfRangeDimsError",
+    "UnsupportedDtypeError",
+    "UnsupportedGroupWorkItemSizeError",
+    "UnsupportedKernelArgumentError",
+]

@@ -3,6 +3,7 @@
  * owns the resulting module; the builtins and kernel preparation live beside it.
  */
 #include "finalise_nvptx.h"
+#include "compile.h"
 #include "translator.h"
 
 #include <llvm-c/Analysis.h>
@@ -249,6 +250,44 @@ static kc_status_t nvptx_lower(LLVMContextRef ctx, LLVMModuleRef mod, const kc_n
   return st;
 }
 
+/* Read, lower and emit, in a context of its own (so calls on many threads are independent). */
+static kc_status_t nvptx_finalise_words(const uint32_t *words, size_t nbytes,
+                                        const kc_nvptx_options_t *opts, kc_nvptx_module_t **out,
+                                        char **log) {
+  pthread_once(&nvptx_once, nvptx_init_target);
+  kc_nvptx_module_t *m = calloc(1, sizeof *m);
+  if (!m) return KC_ERR_OUT_OF_MEMORY;
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMContextSetOpaquePointers(ctx, 0);
+  LLVMModuleRef mod = NULL;
+  kc_status_t st = nvptx_read(ctx, words, nbytes, &mod, log);
+  if (st == KC_OK) st = nvptx_lower(ctx, mod, opts, m, log);
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  if (st == KC_OK)
+    *out = m;
+  else
+    kc_nvptx_module_destroy(m);
+  return st;
+}
+
+/* kc_llvm_guarded's calling shape: LLVM's fatal errors (a finaliser bug, never expected from
+ * validated input) become a status instead of ending the process. */
+typedef struct nvptx_job {
+  const uint32_t *words;
+  size_t nbytes;
+  const kc_nvptx_options_t *opts;
+  kc_nvptx_module_t **out;
+  char **log;
+  kc_status_t status;
+} nvptx_job_t;
+
+static kc_status_t nvptx_job(void *arg) {
+  nvptx_job_t *j = arg;
+  j->status = nvptx_finalise_words(j->words, j->nbytes, j->opts, j->out, j->log);
+  return KC_OK;
+}
+
 kc_status_t kc_nvptx_finalise(const void *spirv, size_t nbytes, const kc_nvptx_options_t *opts,
                               kc_nvptx_module_t **out, char **log) {
   char *dummy = NULL;
@@ -261,26 +300,19 @@ kc_status_t kc_nvptx_finalise(const void *spirv, size_t nbytes, const kc_nvptx_o
   kc_nvptx_options_t defaults;
   kc_nvptx_options_init(&defaults);
   if (!opts) opts = &defaults;
-  kc_status_t st = kc_nvptx_validate(spirv, nbytes, log);
-  if (st != KC_OK) goto done;
-  pthread_once(&nvptx_once, nvptx_init_target);
-  kc_nvptx_module_t *m = calloc(1, sizeof *m);
-  if (!m) {
-    st = KC_ERR_OUT_OF_MEMORY;
-    goto done;
+  uint32_t *words = NULL;
+  kc_status_t st = kc_nvptx_validate(spirv, nbytes, &words, log);
+  if (st == KC_OK) {
+    nvptx_job_t job = {words, nbytes, opts, out, log, KC_OK};
+    char *fatal = NULL;
+    st = kc_llvm_guarded(nvptx_job, &job, &fatal);
+    if (st == KC_OK)
+      st = job.status;
+    else if (!*log)
+      *log = fatal, fatal = NULL; /* an LLVM fatal error, caught */
+    free(fatal);
   }
-  LLVMContextRef ctx = LLVMContextCreate();
-  LLVMContextSetOpaquePointers(ctx, 0);
-  LLVMModuleRef mod = NULL;
-  st = nvptx_read(ctx, spirv, nbytes, &mod, log);
-  if (st == KC_OK) st = nvptx_lower(ctx, mod, opts, m, log);
-  if (mod) LLVMDisposeModule(mod);
-  LLVMContextDispose(ctx);
-  if (st == KC_OK)
-    *out = m;
-  else
-    kc_nvptx_module_destroy(m);
-done:
+  free(words);
   if (st != KC_OK && !*log) *log = kc_nvptx_msg("%s", kc_status_name(st));
   if (log == &dummy) free(dummy);
   return st;

@@ -51,7 +51,10 @@ void kc_options_init(kc_options_t *opts);
 typedef struct kc_program kc_program_t;
 
 /* Parses, verifies, lowers, optimises and emits SPIR-V (validated with SPIRV-Tools in the
- * OpenCL environment). opts may be NULL for defaults. On success *out owns the result. */
+ * OpenCL environment; no function has Import linkage). opts may be NULL for defaults. On
+ * success *out owns the result (free with kc_program_destroy). Errors: KC_ERR_INVALID_ARGUMENT,
+ * KC_ERR_KIR ("file:line: error: ..." at the instruction's source line), and, for compiler
+ * bugs only, KC_ERR_UNSUPPORTED / KC_ERR_LLVM / KC_ERR_SPIRV. Thread-safe. */
 kc_status_t kc_compile(const char *kir, size_t kir_len, const kc_options_t *opts,
                        kc_program_t **out, char **err);
 
@@ -69,7 +72,10 @@ const void *kc_program_spirv(const kc_program_t *prog, size_t *nbytes);
 /* Only parses and verifies KIR (used by tests and tools). */
 kc_status_t kc_kir_check(const char *kir, size_t kir_len, char **err);
 
-/* SPIRV-Tools validation, OpenCL 2.0 environment. KC_ERR_SPIRV with the validator's message. */
+/* SPIRV-Tools validation, OpenCL 2.0 environment. KC_ERR_SPIRV with the validator's message.
+ * spirv-val's OpenCL environments reject Int64Atomics (an OpenCL extension capability, needed
+ * for 64-bit atomics): a module declaring it is validated in the universal SPIR-V 1.2
+ * environment and its capabilities are checked against the OpenCL 2.0 set plus Int64Atomics. */
 kc_status_t kc_spirv_validate(const void *spirv, size_t nbytes, char **err);
 
 /* SPIRV-Tools disassembly; *text is freed with kc_free. */
@@ -82,10 +88,18 @@ kc_status_t kc_spirv_disassemble(const void *spirv, size_t nbytes, char **text, 
  * translator assertion. Every failure fills *log with the reason (a Level Zero build log). */
 
 /* --- Host CPU (x86-64, ORC LLJIT) --- */
+/* Exported from libkapi_compiler, which is built with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
 
 /* What a driver hands a finalised kernel to run ONE work-group. Ids are per dimension, dim 0
  * fastest-varying. The kernel runs every work-item of the group before returning, barriers
- * included (the finaliser owns the barrier scheme). */
+ * included (the finaliser owns the barrier scheme), on the calling thread; any number of
+ * threads may run groups of the same kernel at once.
+ * Memory a driver should know about: module-level __local variables are placed by run itself
+ * in its own stack frame (one copy per running group), so worker threads need that much stack
+ * on top of their own (default 8 MiB pthread stacks are ample). Kernels with barriers run each
+ * work-item on a fiber with a 256 KiB stack (private arrays included), kept per thread and
+ * reused across groups; they are freed when the thread exits. */
 typedef struct kc_host_group {
   uint64_t group_id[3];
   uint64_t group_range[3];  /* number of groups per dimension */
@@ -120,8 +134,13 @@ typedef struct kc_host_kernel {
 
 typedef struct kc_host_module kc_host_module_t;
 
-/* SPIR-V -> validated -> LLVM (SPIR-V-friendly builtins, typed pointers) -> host builtins
- * library linked -> O3 -> ORC LLJIT. Thread-safe; the module may be used from many threads. */
+/* SPIR-V -> validated -> LLVM (SPIR-V-friendly builtins, typed pointers) -> builtins lowered
+ * to LLVM IR (ids, barriers, atomics, math) -> O3 -> ORC LLJIT for the host CPU. Thread-safe;
+ * the module may be used from many threads. Failures: KC_ERR_SPIRV (invalid or unreadable
+ * SPIR-V), KC_ERR_UNSUPPORTED (a builtin or construct the host cannot run, e.g. recursion),
+ * KC_ERR_TARGET (code generation, unresolved symbols), KC_ERR_LLVM (an LLVM fatal error; the
+ * call's LLVM state is leaked, the process lives). Kernels may call only libm (and libmvec,
+ * which is loaded for vectorised math unless KAPI_HOST_NO_LIBMVEC is set). */
 kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out,
                              char **log);
 void kc_host_module_destroy(kc_host_module_t *mod);
@@ -130,6 +149,9 @@ uint32_t kc_host_module_kernel_count(const kc_host_module_t *mod);
 const kc_host_kernel_t *kc_host_module_kernel(const kc_host_module_t *mod, uint32_t i);
 /* NULL when no kernel has that name. */
 const kc_host_kernel_t *kc_host_module_find(const kc_host_module_t *mod, const char *name);
+/* The optimised LLVM IR the module was compiled from (for tests and tuning). Owned by mod. */
+const char *kc_host_module_llvm_ir(const kc_host_module_t *mod);
+#pragma GCC visibility pop
 
 /* --- NVIDIA (NVPTX) --- */
 #pragma GCC visibility push(default)

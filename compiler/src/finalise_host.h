@@ -1,0 +1,108 @@
+/* Private to the host CPU finaliser (finalise_host*.c): the phases kc_host_finalise runs, in
+ * order, and the few types they share. Each phase returns 1 on success or 0 with *log set
+ * (malloc'd). Not part of compiler.h.
+ */
+#ifndef KAPI_COMPILER_FINALISE_HOST_H
+#define KAPI_COMPILER_FINALISE_HOST_H
+
+#include "kapi/compiler.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <stdint.h>
+
+/* Field indices of %kapi.group, the IR view of kc_host_group_t. */
+enum { KC_HG_GROUP_ID, KC_HG_GROUP_RANGE, KC_HG_LOCAL_RANGE, KC_HG_OFFSET, KC_HG_ARGS };
+
+/* One kernel while it is being finalised. */
+typedef struct kc_hf_kernel {
+  char *name;          /* the SPIR-V entry point's name */
+  LLVMValueRef kernel; /* the kernel as read back (internal after entry generation) */
+  LLVMValueRef run;    /* generated `void NAME.kapi.run(const kc_host_group_t *)` */
+  LLVMValueRef body;   /* function the kernel is inlined into: run, or the fiber's wi */
+  int uses_barrier;    /* 1: per-work-item fibers; 0: a loop over work-items */
+  uint32_t num_args;
+  kc_host_arg_t *args;
+  uint32_t reqd[3];
+  /* SSA values in `body` that the id builtins are rewritten to (filled by entry generation). */
+  LLVMValueRef group_id[3], group_range[3], local_range[3], offset[3], local_id[3];
+  LLVMValueRef local_base; /* i8*: this group's buffer for module-level __local variables */
+} kc_hf_kernel_t;
+
+/* Per-group layout of the module's addrspace(3) globals (OpenCL `__local` variables). */
+typedef struct kc_hf_locals {
+  uint32_t count;
+  LLVMValueRef *globals;
+  uint64_t *offsets;
+  uint64_t size; /* bytes of one group's buffer, 0 when the module has none */
+} kc_hf_locals_t;
+
+/* Formats a malloc'd message; never NULL unless out of memory. */
+char *kc_hf_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Base name of an Itanium-mangled function name (`_Z16__spirv_ocl_sqrtf` -> `__spirv_ocl_sqrt`)
+ * copied into buf; the name itself when it is not mangled. */
+void kc_hf_base_name(const char *name, char *buf, size_t cap);
+
+/* finalise_host_check.c: rejects (with *log) valid SPIR-V the translator would abort on. */
+int kc_hf_check_spirv(const uint32_t *words, size_t n, char **log);
+/* Rewrites, in a copy the reader gets, what it would abort on but can safely lose. */
+void kc_hf_sanitise_spirv(uint32_t *words, size_t n);
+
+/* finalise_host_math.c: rewrites `__spirv_ocl_*` calls to LLVM intrinsics, IR, or libm calls. */
+int kc_hf_lower_math(LLVMModuleRef m, char **log);
+
+/* finalise_host_vecmath.c: scalar libm calls the loop vectoriser may turn into glibc libmvec
+ * calls. kc_hf_vectorisable: 1 when libmvec is loaded and has `dname` (double name: "sin").
+ * kc_hf_vec_libm_call: the annotated scalar call (float/double scalars), or NULL. keep/release
+ * bracket optimisation (they add and remove @llvm.compiler.used for the variants). */
+int kc_hf_vectorisable(const char *dname, int is_double);
+LLVMValueRef kc_hf_vec_libm_call(LLVMModuleRef m, LLVMBuilderRef b, const char *dname,
+                                 LLVMValueRef *a, unsigned n);
+int kc_hf_vec_keep(LLVMModuleRef m, char **log);
+void kc_hf_vec_release(LLVMModuleRef m);
+
+/* finalise_host_atomics.c: rewrites `__spirv_Atomic*` calls to atomicrmw / cmpxchg / atomic
+ * loads and stores, with the requested ordering (scope is strengthened to system). */
+int kc_hf_lower_atomics(LLVMModuleRef m, char **log);
+
+/* finalise_host_entry.c: collects kernels, and generates each kernel's run function (and wi
+ * function for kernels with barriers). */
+int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t **out,
+                          uint32_t *count, char **log);
+int kc_hf_make_entries(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n,
+                       const kc_hf_locals_t *locals, char **log);
+void kc_hf_kernels_free(kc_hf_kernel_t *ks, uint32_t n);
+
+/* finalise_host_locals.c: layout of __local globals, and their rewrite into per-group buffers. */
+int kc_hf_layout_locals(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_locals_t *out, char **log);
+int kc_hf_rewrite_locals(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n,
+                         const kc_hf_locals_t *locals, char **log);
+void kc_hf_locals_free(kc_hf_locals_t *l);
+
+/* finalise_host_ids.c: rewrites id builtins and barriers inside each kernel's body. */
+int kc_hf_lower_ids(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
+/* 1 when call is a work-group control barrier (one that needs the fiber scheme). */
+int kc_hf_kernel_calls_barrier(LLVMValueRef call);
+
+/* Stack of one work-item's fiber (barrier kernels), and the most private memory a kernel may
+ * use in it (the rest is for calls into libm and the switch itself). A barrier-free kernel
+ * runs on the driver's thread stack: its private and __local memory together get KC_HF_FRAME. */
+#define KC_HF_FIBER_STACK (256u * 1024u)
+#define KC_HF_FIBER_PRIVATE (192u * 1024u)
+#define KC_HF_FRAME (4u * 1024u * 1024u)
+
+/* finalise_host_fiber.c: the barrier scheme, called from JIT code. Runs wi once per work-item
+ * of the group on per-work-item fibers; kc_host_fiber_barrier switches to the next one. */
+typedef void (*kc_hf_wi_fn)(const kc_host_group_t *g, const uint64_t *local_id, void *local);
+void kc_host_fiber_run(const kc_host_group_t *g, kc_hf_wi_fn wi, void *local);
+void kc_host_fiber_barrier(void);
+
+/* LLVM helpers shared by the phases. */
+LLVMValueRef kc_hf_intrinsic(LLVMModuleRef m, const char *name, LLVMTypeRef *types, size_t n);
+LLVMValueRef kc_hf_call(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef *args, unsigned n);
+/* Calls to declared functions whose base name starts with prefix, in module order. */
+LLVMValueRef *kc_hf_find_calls(LLVMModuleRef m, LLVMValueRef only_in, const char *prefix,
+                               size_t *count);
+
+#endif

@@ -1,0 +1,38 @@
+/* Math as OpenCL.std extended instructions through `__spirv_ocl_*` calls, in the operand's own
+ * precision (an f32 kernel never gets a double from here); isnan/isinf/isfinite are plain
+ * float comparisons. */
+#include "lower.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+LLVMValueRef kc_ocl_call(kc_lower_t *L, const char *name, kir_kind_t k, LLVMValueRef *args,
+                         unsigned n) {
+  char base[48], mangled[80];
+  snprintf(base, sizeof base, "__spirv_ocl_%s", name);
+  snprintf(mangled, sizeof mangled, "_Z%zu%s%s%s", strlen(base), base, kc_mangle_code(k),
+           n == 2 ? kc_mangle_code(k) : "");
+  LLVMTypeRef t = kc_scalar_type(L, k), params[2] = {t, t};
+  return kc_call(L, kc_declare(L, mangled, t, params, n, KC_BUILTIN_PURE), args, n);
+}
+
+static LLVMValueRef predicate(kc_lower_t *L, kir_math_t m, kir_kind_t k, LLVMValueRef a) {
+  if (m == KIR_MATH_ISNAN) return LLVMBuildFCmp(L->b, LLVMRealUNO, a, a, "isnan");
+  LLVMValueRef mag = kc_ocl_call(L, "fabs", k, &a, 1);
+  LLVMValueRef inf = LLVMConstReal(kc_scalar_type(L, k), INFINITY);
+  if (m == KIR_MATH_ISINF) return LLVMBuildFCmp(L->b, LLVMRealOEQ, mag, inf, "isinf");
+  return LLVMBuildFCmp(L->b, LLVMRealOLT, mag, inf, "isfinite");
+}
+
+int kc_lower_math(kc_lower_t *L, const kir_inst_t *in) {
+  kir_math_t m = (kir_math_t)in->sub;
+  kir_kind_t k = kc_arg_type(L, in, 0).kind;
+  LLVMValueRef args[2] = {kc_arg(L, in, 0), in->nargs > 1 ? kc_arg(L, in, 1) : NULL}, r;
+  if (m >= KIR_MATH_PREDICATE_FIRST)
+    r = predicate(L, m, k, args[0]);
+  else
+    r = kc_ocl_call(L, kir_math_name(m), k, args, (unsigned)in->nargs);
+  kc_set_result(L, in, r);
+  return 0;
+}

@@ -1,0 +1,124 @@
+/* The last step before the translator, which exits the process (not returns) on LLVM IR it
+ * cannot express. The optimiser may create such IR from valid kernels: `freeze` is dropped
+ * (it only pins poison, which we never rely on), overflow intrinsics the translator lacks are
+ * expanded, and any other intrinsic outside the list checked to translate is a clean
+ * KC_ERR_LLVM instead of a dead process. (Block order and integer widths: spirv_block_order.c
+ * and spirv_legal.c, run by kc_emit_spirv.) */
+#include "compile.h"
+
+#include <string.h>
+
+/* Intrinsics the translator 15 turns into SPIR-V (checked with llvm-spirv-15 + spirv-val). */
+static const char *const translatable[] = {"llvm.memset.",
+                                           "llvm.memcpy.",
+                                           "llvm.lifetime.",
+                                           "llvm.smax.",
+                                           "llvm.smin.",
+                                           "llvm.umax.",
+                                           "llvm.umin.",
+                                           "llvm.abs.",
+                                           "llvm.fabs.",
+                                           "llvm.fmuladd.",
+                                           "llvm.fma.",
+                                           "llvm.ctpop.",
+                                           "llvm.ctlz.",
+                                           "llvm.cttz.",
+                                           "llvm.assume",
+                                           "llvm.expect.",
+                                           "llvm.fshl.",
+                                           "llvm.fshr.",
+                                           "llvm.copysign.",
+                                           "llvm.minnum.",
+                                           "llvm.maxnum.",
+                                           "llvm.minimum.",
+                                           "llvm.maximum.",
+                                           "llvm.floor.",
+                                           "llvm.ceil.",
+                                           "llvm.trunc.",
+                                           "llvm.sqrt.",
+                                           "llvm.bswap.",
+                                           "llvm.usub.sat.",
+                                           "llvm.sadd.sat.",
+                                           "llvm.umul.with.overflow.",
+                                           "llvm.sadd.with.overflow.",
+                                           "llvm.roundeven.",
+                                           "llvm.rint.",
+                                           "llvm.round.",
+                                           "llvm.nearbyint.",
+                                           NULL};
+
+static int is_translatable(const char *name) {
+  for (int i = 0; translatable[i]; i++)
+    if (!strncmp(name, translatable[i], strlen(translatable[i]))) return 1;
+  return 0;
+}
+
+static const char *callee_name(LLVMValueRef call) {
+  LLVMValueRef fn = LLVMGetCalledValue(call);
+  if (!fn || LLVMGetValueKind(fn) != LLVMFunctionValueKind) return NULL;
+  size_t len;
+  return LLVMGetValueName2(fn, &len);
+}
+
+/* {iN, i1} result of an overflow intrinsic, rebuilt from plain arithmetic. */
+static LLVMValueRef expand_overflow(LLVMBuilderRef b, LLVMValueRef call, const char *name) {
+  LLVMValueRef x = LLVMGetOperand(call, 0), y = LLVMGetOperand(call, 1), r, ov;
+  if (!strncmp(name, "llvm.uadd.with.overflow.", 24)) {
+    r = LLVMBuildAdd(b, x, y, "");
+    ov = LLVMBuildICmp(b, LLVMIntULT, r, x, "");
+  } else if (!strncmp(name, "llvm.usub.with.overflow.", 24)) {
+    r = LLVMBuildSub(b, x, y, "");
+    ov = LLVMBuildICmp(b, LLVMIntULT, x, y, "");
+  } else if (!strncmp(name, "llvm.ssub.with.overflow.", 24)) {
+    r = LLVMBuildSub(b, x, y, "");
+    LLVMValueRef s = LLVMBuildAnd(b, LLVMBuildXor(b, x, y, ""), LLVMBuildXor(b, x, r, ""), "");
+    ov = LLVMBuildICmp(b, LLVMIntSLT, s, LLVMConstNull(LLVMTypeOf(x)), "");
+  } else {
+    return NULL;
+  }
+  LLVMValueRef agg = LLVMGetUndef(LLVMTypeOf(call));
+  agg = LLVMBuildInsertValue(b, agg, r, 0, "");
+  return LLVMBuildInsertValue(b, agg, ov, 1, "");
+}
+
+/* Returns 1 if inst was replaced (and erased), 0 if kept, -1 on an untranslatable call. */
+static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
+  LLVMOpcode op = LLVMGetInstructionOpcode(inst);
+  if (op == LLVMFreeze) {
+    LLVMReplaceAllUsesWith(inst, LLVMGetOperand(inst, 0));
+    LLVMInstructionEraseFromParent(inst);
+    return 1;
+  }
+  const char *name = op == LLVMCall ? callee_name(inst) : NULL;
+  if (!name || strncmp(name, "llvm.", 5) || is_translatable(name)) return 0;
+  LLVMPositionBuilderBefore(b, inst);
+  LLVMValueRef repl = expand_overflow(b, inst, name);
+  if (!repl) {
+    kc_set_error(err,
+                 "internal: the optimiser produced %s, which SPIR-V cannot express "
+                 "(try opt_level=0 and report this kernel)",
+                 name);
+    return -1;
+  }
+  LLVMReplaceAllUsesWith(inst, repl);
+  LLVMInstructionEraseFromParent(inst);
+  return 1;
+}
+
+static kc_status_t prepare_function(LLVMBuilderRef b, LLVMValueRef fn, char **err) {
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef inst = LLVMGetFirstInstruction(bb), next; inst; inst = next) {
+      next = LLVMGetNextInstruction(inst);
+      if (prepare_inst(b, inst, err) < 0) return KC_ERR_LLVM;
+    }
+  return KC_OK;
+}
+
+kc_status_t kc_spirv_prepare(LLVMModuleRef mod, char **err) {
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
+  kc_status_t st = KC_OK;
+  for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn && st == KC_OK; fn = LLVMGetNextFunction(fn))
+    st = prepare_function(b, fn, err);
+  LLVMDisposeBuilder(b);
+  return st;
+}

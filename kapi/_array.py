@@ -1,0 +1,635 @@
+"""kapi.Array: an N-dimensional array in USM memory of one device, with NumPy-style metadata.
+
+Memory belongs to an owner object (a runtime Buffer, or a foreign producer's holder for
+zero-copy imports) that every view, DLPack capsule and pending launch keeps alive. Strides
+are in bytes, as in NumPy. Where the host can address the memory (kapi's CPU driver, host or
+shared USM), reads and writes go through a NumPy view of it; elsewhere through queue copies.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from . import _native
+from ._device import Queue, as_queue
+from ._errors import DeviceError, UnsupportedDtypeError, UnsupportedKernelArgumentError
+from ._types import DTYPE_TO_KIR, SUPPORTED_DTYPES
+
+_USM_KINDS = {"host": 1, "device": 2, "shared": 3}
+_USM_NAMES = {v: k for k, v in _USM_KINDS.items()}
+
+
+def _check_dtype(dtype) -> np.dtype:
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt not in DTYPE_TO_KIR:
+        names = ", ".join(str(d) for d in SUPPORTED_DTYPES)
+        raise UnsupportedDtypeError(
+            f"kapi arrays do not support dtype {dtype!r}; use one of {names}"
+        )
+    return dt
+
+
+def _default_dtype(queue: Queue, kind: str = "f") -> np.dtype:
+    if kind == "i":
+        return np.dtype(np.int64)
+    if kind == "b":
+        return np.dtype(np.bool_)
+    return np.dtype(np.float64 if queue.device.has_aspect_fp64 else np.float32)
+
+
+def _shape_tuple(shape) -> tuple[int, ...]:
+    if isinstance(shape, (tuple, list)):
+        dims = tuple(operator.index(s) for s in shape)
+    else:
+        dims = (operator.index(shape),)
+    if any(d < 0 for d in dims):
+        raise ValueError(f"array dimensions must be non-negative, got {dims}")
+    return dims
+
+
+def _contiguous_strides(shape, itemsize: int, order: str) -> tuple[int, ...]:
+    strides = [0] * len(shape)
+    acc = itemsize
+    dims = range(len(shape) - 1, -1, -1) if order == "C" else range(len(shape))
+    for d in dims:
+        strides[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def _is_contiguous(shape, strides, itemsize: int, order: str) -> bool:
+    acc = itemsize
+    dims = range(len(shape) - 1, -1, -1) if order == "C" else range(len(shape))
+    for d in dims:
+        if shape[d] != 1 and strides[d] != acc:
+            return False
+        acc *= shape[d]
+    return True
+
+
+def _span(shape, strides, itemsize: int) -> tuple[int, int]:
+    """[lo, hi) byte offsets, relative to element 0, that the array touches."""
+    if any(s == 0 for s in shape):
+        return 0, 0
+    lo = hi = 0
+    for n, st in zip(shape, strides, strict=True):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + itemsize
+
+
+def _shortest_pattern(b: bytes) -> bytes:
+    """The shortest power-of-two prefix whose repetition is b (drivers prefer small fills)."""
+    n = len(b)
+    while n > 1 and b[: n // 2] * 2 == b[:n]:
+        n //= 2
+    return b[:n]
+
+
+def _host_buffer(ptr: int, nbytes: int, keep):
+    buf = (ctypes.c_char * max(nbytes, 1)).from_address(ptr)
+    buf._kapi_keep = keep  # the NumPy view keeps the memory's owner alive
+    return buf
+
+
+class Array:
+    """A USM array of one device: `kapi.empty/zeros/ones/full/arange/asarray(...)`."""
+
+    __slots__ = (
+        "_owner",
+        "_ptr",
+        "_shape",
+        "_strides",
+        "_dtype",
+        "_queue",
+        "_usm_type",
+        "_host_ok",
+        "_kd",
+        "__weakref__",
+    )
+
+    @classmethod
+    def _make(cls, owner, ptr, shape, strides, dtype, queue, usm_type, host_ok) -> Array:
+        self = object.__new__(cls)
+        self._owner = owner
+        self._ptr = ptr
+        self._shape = tuple(shape)
+        self._strides = tuple(strides)
+        self._dtype = dtype
+        self._queue = queue
+        self._usm_type = usm_type
+        self._host_ok = host_ok
+        self._kd = None
+        return self
+
+    @classmethod
+    def _allocate(cls, shape, dtype, queue: Queue, usm_type: str, order: str = "C") -> Array:
+        if usm_type not in _USM_KINDS:
+            raise ValueError(f"usm_type must be 'device', 'shared' or 'host', not {usm_type!r}")
+        if order not in ("C", "F"):
+            raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+        shape = _shape_tuple(shape)
+        n = 1
+        for d in shape:
+            n *= d
+        buf = _native.ext().Buffer(queue.device.index, _USM_KINDS[usm_type], n * dtype.itemsize)
+        strides = _contiguous_strides(shape, dtype.itemsize, order)
+        return cls._make(buf, buf.ptr, shape, strides, dtype, queue, usm_type, buf.host_accessible)
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("create kapi arrays with kapi.empty/zeros/ones/full/arange/asarray")
+
+    # -- metadata ------------------------------------------------------------------------
+
+    shape = property(lambda self: self._shape)
+    strides = property(lambda self: self._strides, doc="Strides in bytes, as in NumPy.")
+    dtype = property(lambda self: self._dtype)
+    ndim = property(lambda self: len(self._shape))
+    itemsize = property(lambda self: self._dtype.itemsize)
+    usm_type = property(lambda self: self._usm_type)
+    sycl_queue = property(lambda self: self._queue)
+    queue = sycl_queue
+    device = property(lambda self: self._queue.device)
+    sycl_device = device
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self._shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self._dtype.itemsize
+
+    @property
+    def data_ptr(self) -> int:
+        return self._ptr
+
+    @property
+    def base(self):
+        return self._owner
+
+    @property
+    def flags(self) -> dict:
+        s, st, i = self._shape, self._strides, self.itemsize
+        return {
+            "C_CONTIGUOUS": _is_contiguous(s, st, i, "C"),
+            "F_CONTIGUOUS": _is_contiguous(s, st, i, "F"),
+        }
+
+    @property
+    def layout(self) -> str:
+        """'C', 'F' or 'A': how kernels specialise on this array."""
+        f = self.flags
+        return "C" if f["C_CONTIGUOUS"] else ("F" if f["F_CONTIGUOUS"] else "A")
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d kapi array")
+        return self._shape[0]
+
+    @property
+    def _kdesc(self):
+        """The launcher's descriptor (see kapi/_ext/launch.c), computed once per array."""
+        kd = self._kd
+        if kd is None:
+            nd = len(self._shape)
+            if not 1 <= nd <= 3:
+                raise UnsupportedKernelArgumentError(
+                    f"kernels take arrays of 1 to 3 dimensions; this one has {nd}"
+                )
+            i = self.itemsize
+            key = f"array({DTYPE_TO_KIR[self._dtype]},{nd},{self.layout},global)"
+            kd = self._kd = (
+                "A",
+                key,
+                self._queue.device.index,
+                self._queue._native,
+                self._ptr,
+                self._shape,
+                tuple(s // i for s in self._strides),
+            )
+        return kd
+
+    # -- host transfer -------------------------------------------------------------------
+
+    def _host_view(self) -> np.ndarray:
+        """A NumPy view of host-addressable memory (after the queue's pending work)."""
+        self._queue.wait()
+        lo, hi = _span(self._shape, self._strides, self.itemsize)
+        buf = _host_buffer(self._ptr + lo, hi - lo, self)
+        return np.ndarray(self._shape, self._dtype, buf, -lo, self._strides)
+
+    def _read_span(self) -> tuple[np.ndarray, int]:
+        lo, hi = _span(self._shape, self._strides, self.itemsize)
+        host = np.empty(max(hi - lo, 1), np.uint8)
+        if hi > lo:
+            _native.ext().rt_memcpy(self._queue._native, host.ctypes.data, self._ptr + lo, hi - lo)
+        return host, lo
+
+    def asnumpy(self) -> np.ndarray:
+        """A NumPy copy of the array (C order for contiguous arrays, the same strides else)."""
+        if self._host_ok:
+            return np.array(self._host_view(), copy=True, order="K")
+        host, lo = self._read_span()
+        view = np.ndarray(self._shape, self._dtype, host, -lo, self._strides)
+        if self.layout != "A" and lo == 0:
+            return view  # the fresh host buffer is already a contiguous copy
+        return np.array(view, copy=True, order="K")
+
+    def __array__(self, dtype=None, copy=None):
+        if self._host_ok and copy is not True:
+            a = self._host_view()
+        else:
+            a = self.asnumpy()
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError("a dtype conversion needs a copy")
+            a = a.astype(dtype)
+        return a
+
+    def _assign(self, value) -> None:
+        """self[...] = value, with NumPy broadcasting and casting."""
+        if isinstance(value, Array):
+            if (
+                value.device == self.device
+                and value._dtype == self._dtype
+                and value._shape == self._shape
+                and value.layout == "C"
+                and self.layout == "C"
+            ):
+                _native.ext().rt_memcpy(self._queue._native, self._ptr, value._ptr, self.nbytes)
+                return
+            value = value.asnumpy()
+        src = np.broadcast_to(np.asarray(value).astype(self._dtype, copy=False), self._shape)
+        if self.size == 0:
+            return
+        if self._host_ok:
+            self._host_view()[...] = src
+            return
+        if self.layout == "C":
+            src = np.ascontiguousarray(src)
+            _native.ext().rt_memcpy(self._queue._native, self._ptr, src.ctypes.data, self.nbytes)
+            return
+        host, lo = self._read_span()
+        np.ndarray(self._shape, self._dtype, host, -lo, self._strides)[...] = src
+        _native.ext().rt_memcpy(self._queue._native, self._ptr + lo, host.ctypes.data, host.nbytes)
+
+    def fill(self, value) -> None:
+        """Sets every element to value (converted to the array's dtype)."""
+        item = np.asarray(value).astype(self._dtype)
+        if item.ndim != 0:
+            raise ValueError("fill takes a scalar")
+        pattern = _shortest_pattern(item.tobytes())
+        if self.layout != "A" and self.size:
+            try:
+                _native.ext().rt_fill(self._queue._native, self._ptr, pattern, self.nbytes)
+                return
+            except DeviceError:
+                pass  # a driver without this pattern size: write from the host instead
+        self._assign(item)
+
+    def copy(self, order: str = "C") -> Array:
+        out = Array._allocate(self._shape, self._dtype, self._queue, self._usm_type, order)
+        out._assign(self)
+        return out
+
+    def astype(self, dtype, copy: bool = True) -> Array:
+        dt = _check_dtype(dtype)
+        if dt == self._dtype and not copy:
+            return self
+        out = Array._allocate(self._shape, dt, self._queue, self._usm_type)
+        out._assign(self.asnumpy())
+        return out
+
+    def to_device(self, device, stream=None) -> Array:
+        """This array on another device (a copy), or itself if it is already there."""
+        q = device if isinstance(device, Queue) else as_queue(device)
+        if q.device == self.device:
+            if q is self._queue:
+                return self
+            return Array._make(
+                self._owner,
+                self._ptr,
+                self._shape,
+                self._strides,
+                self._dtype,
+                q,
+                self._usm_type,
+                self._host_ok,
+            )
+        out = Array._allocate(self._shape, self._dtype, q, self._usm_type)
+        out._assign(self.asnumpy())
+        return out
+
+    # -- indexing ------------------------------------------------------------------------
+
+    def _view(self, key) -> Array:
+        if not isinstance(key, tuple):
+            key = (key,)
+        for k in key:
+            if not (k is None or k is Ellipsis or isinstance(k, slice)):
+                try:
+                    operator.index(k)
+                except TypeError:
+                    raise IndexError(
+                        "kapi arrays support basic indexing (integers, slices, None, ...) "
+                        f"only, not {type(k).__name__}; use .asnumpy() for advanced indexing"
+                    ) from None
+        if Ellipsis not in key:
+            key = key + (Ellipsis,)
+        fake = as_strided(np.zeros(1, self._dtype), self._shape, self._strides, writeable=False)
+        sub = fake[key]
+        off = sub.__array_interface__["data"][0] - fake.__array_interface__["data"][0]
+        return Array._make(
+            self._owner,
+            self._ptr + off,
+            sub.shape,
+            sub.strides,
+            self._dtype,
+            self._queue,
+            self._usm_type,
+            self._host_ok,
+        )
+
+    def __getitem__(self, key):
+        v = self._view(key)
+        if v.ndim == 0:
+            return v.asnumpy()[()]
+        return v
+
+    def __setitem__(self, key, value) -> None:
+        self._view(key)._assign(value)
+
+    @property
+    def T(self) -> Array:
+        return Array._make(
+            self._owner,
+            self._ptr,
+            self._shape[::-1],
+            self._strides[::-1],
+            self._dtype,
+            self._queue,
+            self._usm_type,
+            self._host_ok,
+        )
+
+    def reshape(self, *shape, order: str = "C") -> Array:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if self.layout != order and self.ndim > 1:
+            raise ValueError(
+                f"reshape without a copy needs a {order}-contiguous array; call .copy() first"
+            )
+        fake = as_strided(np.zeros(1, self._dtype), self._shape, self._strides, writeable=False)
+        new = fake.reshape(shape, order=order)
+        return Array._make(
+            self._owner,
+            self._ptr,
+            new.shape,
+            new.strides,
+            self._dtype,
+            self._queue,
+            self._usm_type,
+            self._host_ok,
+        )
+
+    def _scalar(self):
+        if self.size != 1:
+            raise TypeError("only size-1 kapi arrays can be converted to Python scalars")
+        return self.asnumpy().reshape(())[()]
+
+    def __float__(self) -> float:
+        return float(self._scalar())
+
+    def __int__(self) -> int:
+        return int(self._scalar())
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar())
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.asnumpy(), separator=", ", prefix="kapi.Array(")
+        return f"kapi.Array({body}, dtype={self._dtype}, device='{self.device.filter_string}')"
+
+    def __str__(self) -> str:
+        return str(self.asnumpy())
+
+    # -- interop -------------------------------------------------------------------------
+
+    @property
+    def __sycl_usm_array_interface__(self) -> dict:
+        i = self.itemsize
+        return {
+            "data": (self._ptr, False),
+            "shape": self._shape,
+            "strides": None if self.layout == "C" else tuple(s // i for s in self._strides),
+            "typestr": self._dtype.str,
+            "version": 1,
+            "syclobj": self._queue,
+        }
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        if self.device.backend != "cuda":
+            raise AttributeError("__cuda_array_interface__ exists only for CUDA-device arrays")
+        self._queue.wait()  # "stream": None promises the data is ready
+        return {
+            "shape": self._shape,
+            "typestr": self._dtype.str,
+            "data": (self._ptr, False),
+            "version": 3,
+            "strides": None if self.layout == "C" else self._strides,
+            "stream": None,
+        }
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from ._interop import dlpack_device
+
+        return dlpack_device(self.device)
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        from ._interop import to_dlpack
+
+        return to_dlpack(self, dl_device=dl_device, copy=copy)
+
+
+Array.__module__ = "kapi"
+
+
+def _queue_for(device, sycl_queue, queue) -> Queue:
+    return as_queue(device, queue if queue is not None else sycl_queue)
+
+
+def empty(
+    shape, dtype=None, order="C", *, device=None, usm_type="device", sycl_queue=None, queue=None
+) -> Array:
+    q = _queue_for(device, sycl_queue, queue)
+    dt = _check_dtype(dtype) if dtype is not None else _default_dtype(q)
+    return Array._allocate(shape, dt, q, usm_type, order)
+
+
+def full(
+    shape,
+    fill_value,
+    dtype=None,
+    order="C",
+    *,
+    device=None,
+    usm_type="device",
+    sycl_queue=None,
+    queue=None,
+) -> Array:
+    q = _queue_for(device, sycl_queue, queue)
+    if dtype is None:
+        v = np.asarray(fill_value)
+        kind = "b" if v.dtype == np.bool_ else ("i" if v.dtype.kind in "iu" else "f")
+        dt = v.dtype if v.dtype in DTYPE_TO_KIR and kind != "f" else _default_dtype(q, kind)
+    else:
+        dt = _check_dtype(dtype)
+    a = Array._allocate(shape, dt, q, usm_type, order)
+    a.fill(fill_value)
+    return a
+
+
+def zeros(
+    shape, dtype=None, order="C", *, device=None, usm_type="device", sycl_queue=None, queue=None
+) -> Array:
+    q = _queue_for(device, sycl_queue, queue)
+    dt = _check_dtype(dtype) if dtype is not None else _default_dtype(q)
+    return full(shape, 0, dt, order, queue=q, usm_type=usm_type)
+
+
+def ones(
+    shape, dtype=None, order="C", *, device=None, usm_type="device", sycl_queue=None, queue=None
+) -> Array:
+    q = _queue_for(device, sycl_queue, queue)
+    dt = _check_dtype(dtype) if dtype is not None else _default_dtype(q)
+    return full(shape, 1, dt, order, queue=q, usm_type=usm_type)
+
+
+def arange(
+    start,
+    stop=None,
+    step=1,
+    dtype=None,
+    *,
+    device=None,
+    usm_type="device",
+    sycl_queue=None,
+    queue=None,
+) -> Array:
+    q = _queue_for(device, sycl_queue, queue)
+    host = np.arange(start, stop, step, dtype=dtype)
+    if dtype is None and host.dtype.kind == "f":
+        host = host.astype(_default_dtype(q))
+    return asarray(host, queue=q, usm_type=usm_type)
+
+
+def _like(a, dtype, order, device, usm_type, sycl_queue, queue):
+    if device is None and sycl_queue is None and queue is None and isinstance(a, Array):
+        q = a.sycl_queue
+    else:
+        q = _queue_for(device, sycl_queue, queue)
+    dt = _check_dtype(dtype if dtype is not None else a.dtype)
+    ut = usm_type or (a.usm_type if isinstance(a, Array) else "device")
+    return q, dt, ut, order if order in ("C", "F") else "C"
+
+
+def empty_like(
+    a, dtype=None, order="C", *, device=None, usm_type=None, sycl_queue=None, queue=None
+) -> Array:
+    q, dt, ut, order = _like(a, dtype, order, device, usm_type, sycl_queue, queue)
+    return Array._allocate(a.shape, dt, q, ut, order)
+
+
+def zeros_like(
+    a, dtype=None, order="C", *, device=None, usm_type=None, sycl_queue=None, queue=None
+) -> Array:
+    q, dt, ut, order = _like(a, dtype, order, device, usm_type, sycl_queue, queue)
+    return full(a.shape, 0, dt, order, queue=q, usm_type=ut)
+
+
+def ones_like(
+    a, dtype=None, order="C", *, device=None, usm_type=None, sycl_queue=None, queue=None
+) -> Array:
+    q, dt, ut, order = _like(a, dtype, order, device, usm_type, sycl_queue, queue)
+    return full(a.shape, 1, dt, order, queue=q, usm_type=ut)
+
+
+def full_like(
+    a, fill_value, dtype=None, order="C", *, device=None, usm_type=None, sycl_queue=None, queue=None
+) -> Array:
+    q, dt, ut, order = _like(a, dtype, order, device, usm_type, sycl_queue, queue)
+    return full(a.shape, fill_value, dt, order, queue=q, usm_type=ut)
+
+
+def asarray(
+    obj,
+    dtype=None,
+    order="K",
+    *,
+    device=None,
+    usm_type=None,
+    sycl_queue=None,
+    queue=None,
+    copy=None,
+) -> Array:
+    """A kapi array from a kapi array, a USM/CUDA/DLPack producer, or anything NumPy reads.
+
+    Device memory of another library is wrapped without a copy when it is on the requested
+    device (or no device is requested); host data (NumPy, lists, buffers) is copied into USM.
+    """
+    from ._interop import import_foreign
+
+    explicit = device is not None or sycl_queue is not None or queue is not None
+    if isinstance(obj, Array):
+        a = obj
+    else:
+        a = import_foreign(obj) if copy is not True else None
+    if a is not None:
+        if explicit:
+            a = a.to_device(_queue_for(device, sycl_queue, queue))
+        if dtype is not None and _check_dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError("asarray(copy=False) cannot change the dtype")
+            a = a.astype(dtype)
+        elif copy is True:
+            a = a.copy()
+        if usm_type is not None and usm_type != a.usm_type:
+            b = Array._allocate(a.shape, a.dtype, a.sycl_queue, usm_type)
+            b._assign(a)
+            a = b
+        return a
+    if copy is False:
+        raise ValueError("asarray(copy=False): this object can only be copied into USM")
+    q = _queue_for(device, sycl_queue, queue)
+    host = np.asarray(obj, dtype=dtype)
+    if dtype is None and host.dtype.kind == "f" and host.dtype != np.float32:
+        if not q.device.has_aspect_fp64:
+            host = host.astype(np.float32)
+    dt = _check_dtype(host.dtype)
+    order = (
+        "F"
+        if order == "F"
+        or (order in ("K", "A") and host.flags.f_contiguous and not host.flags.c_contiguous)
+        else "C"
+    )
+    out = Array._allocate(host.shape, dt, q, usm_type or "device", order)
+    out._assign(host)
+    return out

@@ -1,0 +1,626 @@
+/* kapi extension: the launch path of call_kernel. One Launcher per kernel object checks the
+ * index space and arguments, finds the specialisation in its dispatch cache (keyed by index
+ * kind, range rank and argument KIR types), packs the kernel ABI of docs/kir.md and launches
+ * on the queue the array arguments live on. Python only runs on a cache miss (to compile) and
+ * for argument kinds without a fast path here (NumPy arrays and scalars, interop objects).
+ */
+#include "kx.h"
+
+#include <string.h>
+
+#define KX_MAX_DEVICES 64
+#define KX_MAX_ARGS 64   /* Python-level kernel arguments */
+#define KX_MAX_KARGS 448 /* Level Zero arguments: 1 + 2*3 per array at most */
+
+/* Set once by kapi/_launch.py through rt_launch_configure. */
+static PyObject *g_array_type, *g_ndrange_type, *g_arg_desc, *g_host_queue;
+static PyObject *g_kd_name, *g_kdesc_name, *g_global_name, *g_local_name, *g_specialize_name;
+
+typedef struct {
+  PyObject *compiled; /* kapi._kernel.CompiledKernel */
+  PyObject *spirv;    /* bytes */
+  PyObject *entry;    /* str */
+  kr_kernel_t *kernels[KX_MAX_DEVICES];
+} kx_entry;
+
+typedef struct {
+  PyObject_HEAD PyObject *dispatcher;
+  PyObject *names; /* parameter names (the item's included), for messages */
+  int name_offset; /* 1 when this launch's kernel takes an item first */
+  PyObject *cache; /* key tuple -> capsule(kx_entry) */
+  Py_ssize_t nparams;
+  int warned_no_item;
+  PyObject *last_key; /* the key of the previous launch, and its entry: the common case of */
+  kx_entry *last;     /* a loop launching with the same argument types skips the dict */
+} kx_launcher;
+
+/* One argument after classification. */
+typedef struct {
+  char kind; /* 'A' global array, 'L' local accessor, 'S' scalar */
+  PyObject *typekey;
+  long device;     /* 'A': runtime device index, -1 for plain host memory */
+  PyObject *queue; /* 'A': the array's queue (borrowed from desc) or NULL */
+  uint64_t ptr;
+  int ndim;
+  int64_t shape[3], strides[3];
+  size_t nbytes;  /* 'L': bytes of local memory; 'S': value size */
+  uint64_t value; /* 'S': the value's bytes */
+} kx_arg;
+
+static void entry_free(PyObject *cap) {
+  kx_entry *e = PyCapsule_GetPointer(cap, "kapi.entry");
+  if (!e) return;
+  Py_XDECREF(e->compiled);
+  Py_XDECREF(e->spirv);
+  Py_XDECREF(e->entry);
+  PyMem_Free(e);
+}
+
+static int read_i64_tuple(PyObject *t, int n, int64_t *out) {
+  for (int i = 0; i < n; i++) {
+    out[i] = PyLong_AsLongLong(PyTuple_GetItem(t, i));
+    if (out[i] == -1 && PyErr_Occurred()) return -1;
+  }
+  return 0;
+}
+
+/* desc: ("A", key, device, queue|None, ptr, shape, strides) | ("L", key, nbytes, shape) |
+ *       ("S", key, bytes). Items are borrowed from desc, which the caller keeps alive. */
+static int parse_desc(PyObject *desc, kx_arg *a) {
+  if (!PyTuple_Check(desc) || PyTuple_Size(desc) < 3) {
+    PyErr_SetString(PyExc_SystemError, "kapi: malformed argument descriptor");
+    return -1;
+  }
+  const char *k = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(desc, 0), NULL);
+  if (!k) return -1;
+  a->kind = k[0];
+  a->typekey = PyTuple_GetItem(desc, 1);
+  if (a->kind == 'S') {
+    char *buf;
+    Py_ssize_t n;
+    if (PyBytes_AsStringAndSize(PyTuple_GetItem(desc, 2), &buf, &n) < 0 || n > 8) return -1;
+    a->value = 0;
+    memcpy(&a->value, buf, (size_t)n);
+    a->nbytes = (size_t)n;
+    return 0;
+  }
+  if (a->kind == 'L') {
+    PyObject *shape = PyTuple_GetItem(desc, 3);
+    a->nbytes = PyLong_AsSize_t(PyTuple_GetItem(desc, 2));
+    a->ndim = (int)PyTuple_Size(shape);
+    return PyErr_Occurred() ? -1 : read_i64_tuple(shape, a->ndim, a->shape);
+  }
+  PyObject *shape = PyTuple_GetItem(desc, 5), *strides = PyTuple_GetItem(desc, 6);
+  a->device = PyLong_AsLong(PyTuple_GetItem(desc, 2));
+  PyObject *q = PyTuple_GetItem(desc, 3);
+  a->queue = q == Py_None ? NULL : q;
+  a->ptr = PyLong_AsUnsignedLongLong(PyTuple_GetItem(desc, 4));
+  a->ndim = (int)PyTuple_Size(shape);
+  if (PyErr_Occurred() || a->ndim < 1 || a->ndim > 3)
+    return PyErr_Occurred() ? -1 : (PyErr_SetString(PyExc_SystemError, "kapi: bad ndim"), -1);
+  if (read_i64_tuple(shape, a->ndim, a->shape) || read_i64_tuple(strides, a->ndim, a->strides))
+    return -1;
+  return 0;
+}
+
+static PyObject *S_BOOL, *S_I64, *S_F64;
+
+/* Fast paths for kapi arrays and Python scalars; everything else goes through Python. */
+static PyObject *classify(PyObject *arg, Py_ssize_t pos, kx_arg *a) {
+  if (PyObject_TypeCheck(arg, (PyTypeObject *)g_array_type)) {
+    /* The cached descriptor (a slot) first; the property computes and caches it. */
+    PyObject *desc = PyObject_GetAttr(arg, g_kd_name);
+    if (desc == Py_None) {
+      Py_DECREF(desc);
+      desc = PyObject_GetAttr(arg, g_kdesc_name);
+    }
+    if (!desc || parse_desc(desc, a) < 0) {
+      Py_XDECREF(desc);
+      return NULL;
+    }
+    return desc;
+  }
+  if (PyBool_Check(arg) || PyFloat_CheckExact(arg) || PyLong_CheckExact(arg)) {
+    a->kind = 'S';
+    a->value = 0;
+    if (PyBool_Check(arg)) {
+      a->typekey = S_BOOL, a->nbytes = 1, a->value = arg == Py_True;
+    } else if (PyFloat_CheckExact(arg)) {
+      double d = PyFloat_AsDouble(arg);
+      a->typekey = S_F64, a->nbytes = 8;
+      memcpy(&a->value, &d, 8);
+    } else {
+      long long v = PyLong_AsLongLong(arg);
+      if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return kx_raise_class("UnsupportedKernelArgumentError",
+                              "kernel argument %zd: the integer does not fit in int64; pass "
+                              "numpy.uint64(x) for unsigned values",
+                              pos);
+      }
+      a->typekey = S_I64, a->nbytes = 8;
+      memcpy(&a->value, &v, 8);
+    }
+    Py_INCREF(Py_None);
+    return Py_None;
+  }
+  PyObject *desc = PyObject_CallFunction(g_arg_desc, "On", arg, pos);
+  if (!desc || parse_desc(desc, a) < 0) {
+    Py_XDECREF(desc);
+    return NULL;
+  }
+  return desc;
+}
+
+static const char *param_name(kx_launcher *self, Py_ssize_t i) {
+  PyObject *n = PyTuple_GetItem(self->names, i + self->name_offset);
+  const char *s = n ? PyUnicode_AsUTF8AndSize(n, NULL) : NULL;
+  if (!s) PyErr_Clear();
+  return s ? s : "?";
+}
+
+static const char *device_name(long d) {
+  if (d < 0) return "host memory (a NumPy array)";
+  return kr_device_info(kr_device_get((uint32_t)d))->name;
+}
+
+/* The queue and device of the launch: compute follows data. */
+static PyObject *pick_queue(kx_launcher *self, kx_arg *a, Py_ssize_t n, long *device) {
+  Py_ssize_t first = -1;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    if (a[i].kind != 'A' || a[i].device < 0) continue;
+    if (first < 0) {
+      first = i;
+      continue;
+    }
+    if (a[i].device != a[first].device)
+      return kx_raise_class(
+          "ExecutionQueueInferenceError",
+          "arguments '%s' and '%s' live on different devices ('%s' and '%s'); a launch runs "
+          "where its arrays are: move one with .to_device(...) or kapi.asarray(x, device=...)",
+          param_name(self, first), param_name(self, i), device_name(a[first].device),
+          device_name(a[i].device));
+  }
+  int host_arrays = 0;
+  for (Py_ssize_t i = 0; i < n; i++)
+    host_arrays |= a[i].kind == 'A' && a[i].device < 0;
+  if (first >= 0) {
+    *device = a[first].device;
+    if (host_arrays && kr_device_info(kr_device_get((uint32_t)*device))->type != KR_DEVICE_CPU)
+      return kx_raise_class("UnsupportedKernelArgumentError",
+                            "NumPy arrays can only be passed to kernels running on a CPU "
+                            "device, and this launch runs on '%s'; copy them with "
+                            "kapi.asarray(x, device=...) first",
+                            device_name(*device));
+    Py_INCREF(a[first].queue);
+    return a[first].queue;
+  }
+  /* No device array: host arrays need a CPU device; otherwise the default device. */
+  PyObject *r = PyObject_CallFunction(g_host_queue, "i", host_arrays);
+  if (!r) return NULL;
+  PyObject *q = PyTuple_GetItem(r, 0);
+  *device = PyLong_AsLong(PyTuple_GetItem(r, 1));
+  Py_XINCREF(q);
+  Py_DECREF(r);
+  return q;
+}
+
+typedef struct {
+  int nd; /* NdRange launch */
+  int ndim;
+  size_t global[3], local[3];
+} kx_space;
+
+static int read_extents(PyObject *t, size_t *out, const char *what) {
+  Py_ssize_t n = PyTuple_Check(t) ? PyTuple_Size(t) : -1;
+  if (n < 1 || n > 3) {
+    kx_raise_class("InvalidRangeError", "the %s must have 1 to 3 dimensions", what);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *v = PyTuple_GetItem(t, i);
+    long long x = PyLong_Check(v) && !PyBool_Check(v) ? PyLong_AsLongLong(v) : -1;
+    if (x <= 0) {
+      PyErr_Clear();
+      kx_raise_class("InvalidRangeError",
+                     "the %s extent %zd must be a positive integer; use kapi.Range(...)", what, i);
+      return -1;
+    }
+    out[i] = (size_t)x;
+  }
+  return (int)n;
+}
+
+static int parse_space(PyObject *space, kx_space *s) {
+  memset(s, 0, sizeof *s);
+  if (PyObject_TypeCheck(space, (PyTypeObject *)g_ndrange_type)) {
+    PyObject *g = PyObject_GetAttr(space, g_global_name);
+    PyObject *l = g ? PyObject_GetAttr(space, g_local_name) : NULL;
+    int ng = l ? read_extents(g, s->global, "NdRange global size") : -1;
+    int nl = ng > 0 ? read_extents(l, s->local, "NdRange local size") : -1;
+    Py_XDECREF(g);
+    Py_XDECREF(l);
+    if (ng < 0 || nl < 0) return -1;
+    s->nd = 1, s->ndim = ng;
+    return 0;
+  }
+  if (PyLong_Check(space) && !PyBool_Check(space)) {
+    PyObject *t = PyTuple_Pack(1, space);
+    int n = t ? read_extents(t, s->global, "Range") : -1;
+    Py_XDECREF(t);
+    s->ndim = n;
+    return n < 0 ? -1 : 0;
+  }
+  if (!PyTuple_Check(space)) {
+    PyObject *tn = PyType_GetName(Py_TYPE(space));
+    const char *name = tn ? PyUnicode_AsUTF8AndSize(tn, NULL) : NULL;
+    PyErr_Clear();
+    kx_raise_class("InvalidRangeError",
+                   "the index space must be a kapi.Range or kapi.NdRange, not %s",
+                   name ? name : "this object");
+    Py_XDECREF(tn);
+    return -1;
+  }
+  s->ndim = read_extents(space, s->global, "Range");
+  return s->ndim < 0 ? -1 : 0;
+}
+
+static PyObject *S_ITEM, *S_NDITEM;
+
+/* (index kind or None, ndim, typekeys...) */
+static PyObject *make_key(const kx_space *s, int with_item, kx_arg *a, Py_ssize_t n) {
+  PyObject *key = PyTuple_New(n + 2);
+  if (!key) return NULL;
+  PyObject *kind = with_item ? (s->nd ? S_NDITEM : S_ITEM) : Py_None;
+  Py_INCREF(kind);
+  PyTuple_SetItem(key, 0, kind);
+  PyTuple_SetItem(key, 1, PyLong_FromLong(s->ndim));
+  for (Py_ssize_t i = 0; i < n; i++) {
+    Py_INCREF(a[i].typekey);
+    PyTuple_SetItem(key, i + 2, a[i].typekey);
+  }
+  return key;
+}
+
+#define Py_XSETREF_(dst, src)                                                                      \
+  do {                                                                                             \
+    PyObject *old_ = (dst);                                                                        \
+    (dst) = (src);                                                                                 \
+    Py_XDECREF(old_);                                                                              \
+  } while (0)
+
+static int same_str(PyObject *x, PyObject *y) {
+  return x == y || PyUnicode_Compare(x, y) == 0; /* both are str: no error possible */
+}
+
+/* Does this launch have the key of the previous one? Compares in place, allocating nothing. */
+static int same_as_last(kx_launcher *self, const kx_space *s, int with_item, kx_arg *a,
+                        Py_ssize_t n) {
+  PyObject *k = self->last_key;
+  if (!k || PyTuple_Size(k) != n + 2) return 0;
+  PyObject *kind = with_item ? (s->nd ? S_NDITEM : S_ITEM) : Py_None;
+  if (PyTuple_GetItem(k, 0) != kind || PyLong_AsLong(PyTuple_GetItem(k, 1)) != s->ndim) return 0;
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (!same_str(PyTuple_GetItem(k, i + 2), a[i].typekey)) return 0;
+  return 1;
+}
+
+/* Cache miss: dispatcher._specialize(index, argtypes) compiles (or reuses) the kernel. */
+static kx_entry *specialize(kx_launcher *self, PyObject *key) {
+  Py_ssize_t n = PyTuple_Size(key);
+  PyObject *argtypes = PyTuple_GetSlice(key, 2, n);
+  PyObject *kind = PyTuple_GetItem(key, 0);
+  PyObject *index = kind == Py_None ? (Py_INCREF(Py_None), Py_None)
+                                    : PyTuple_Pack(2, kind, PyTuple_GetItem(key, 1));
+  PyObject *ck = argtypes && index ? PyObject_CallMethodObjArgs(self->dispatcher, g_specialize_name,
+                                                                index, argtypes, NULL)
+                                   : NULL;
+  Py_XDECREF(argtypes);
+  Py_XDECREF(index);
+  if (!ck) return NULL;
+  /* Another thread may have filled this key while the compile let go of the GIL: keep the
+   * entry already cached, which running launches may be using. */
+  PyObject *had = PyDict_GetItemWithError(self->cache, key);
+  if (had || PyErr_Occurred()) {
+    Py_DECREF(ck);
+    return had ? PyCapsule_GetPointer(had, "kapi.entry") : NULL;
+  }
+  kx_entry *e = PyMem_Calloc(1, sizeof *e);
+  if (!e) {
+    Py_DECREF(ck);
+    PyErr_NoMemory();
+    return NULL;
+  }
+  e->compiled = ck;
+  e->spirv = PyObject_GetAttrString(ck, "spirv");
+  e->entry = e->spirv ? PyObject_GetAttrString(ck, "entry") : NULL;
+  PyObject *cap = PyCapsule_New(e, "kapi.entry", entry_free);
+  if (!cap) {
+    Py_XDECREF(e->compiled), Py_XDECREF(e->spirv), Py_XDECREF(e->entry);
+    PyMem_Free(e);
+    return NULL;
+  }
+  if (!e->entry || !PyBytes_Check(e->spirv) || PyDict_SetItem(self->cache, key, cap) < 0) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_SystemError, "kapi: compiled kernel without SPIR-V");
+    Py_DECREF(cap);
+    return NULL;
+  }
+  Py_DECREF(cap); /* the cache holds it */
+  return e;
+}
+
+static kr_kernel_t *device_kernel(kx_entry *e, long device) {
+  if (device < 0 || device >= KX_MAX_DEVICES) {
+    PyErr_SetString(PyExc_SystemError, "kapi: device index out of range");
+    return NULL;
+  }
+  if (e->kernels[device]) return e->kernels[device];
+  char *bytes;
+  Py_ssize_t nbytes;
+  const char *name = PyUnicode_AsUTF8AndSize(e->entry, NULL);
+  if (!name || PyBytes_AsStringAndSize(e->spirv, &bytes, &nbytes) < 0) return NULL;
+  kr_error_t err;
+  PyThreadState *ts = PyEval_SaveThread();
+  kr_kernel_t *k =
+      kr_kernel_get(kr_device_get((uint32_t)device), bytes, (size_t)nbytes, name, &err);
+  PyEval_RestoreThread(ts);
+  if (!k) return kx_raise(&err), NULL;
+  return e->kernels[device] = k;
+}
+
+/* Flattens the arguments into Level Zero arguments (docs/kir.md, "Kernel ABI"). */
+static int pack(kx_arg *a, Py_ssize_t n, kr_arg_t *k, uint32_t *nk) {
+  uint32_t j = 0;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    kx_arg *x = &a[i];
+    if (j + 7 > KX_MAX_KARGS) return -1;
+    if (x->kind == 'S') {
+      k[j++] = (kr_arg_t){x->nbytes, &x->value};
+      continue;
+    }
+    if (x->kind == 'L')
+      k[j++] = (kr_arg_t){x->nbytes, NULL};
+    else
+      k[j++] = (kr_arg_t){8, &x->ptr};
+    for (int d = 0; d < x->ndim; d++)
+      k[j++] = (kr_arg_t){8, &x->shape[d]};
+    if (x->kind == 'A')
+      for (int d = 0; d < x->ndim; d++)
+        k[j++] = (kr_arg_t){8, &x->strides[d]};
+  }
+  *nk = j;
+  return 0;
+}
+
+static int check_arity(kx_launcher *self, Py_ssize_t n, int *with_item) {
+  if (self->nparams == n + 1) {
+    *with_item = 1;
+    return 0;
+  }
+  if (self->nparams == n) {
+    *with_item = 0;
+    if (!self->warned_no_item) {
+      self->warned_no_item = 1;
+      return PyErr_WarnEx(PyExc_DeprecationWarning,
+                          "Kernels without item/nd_item will be not supported in the future", 2);
+    }
+    return 0;
+  }
+  kx_raise_class("InvalidKernelSpecializationError",
+                 "the kernel takes %zd argument(s) after its item/nd_item argument, but %zd "
+                 "were given to call_kernel",
+                 self->nparams - 1, n);
+  return -1;
+}
+
+static int gather_events(PyObject *deps, kr_event_t **evs, uint32_t *n) {
+  Py_ssize_t m = PyTuple_Size(deps);
+  if (m > KX_MAX_ARGS) {
+    PyErr_SetString(PyExc_ValueError, "too many dependent events (at most 64)");
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < m; i++)
+    if (!(evs[i] = kx_event_handle(PyTuple_GetItem(deps, i)))) return -1;
+  *n = (uint32_t)m;
+  return 0;
+}
+
+static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_ssize_t n,
+                           PyObject *args, PyObject *deps) {
+  int with_item = 0;
+  if (check_arity(self, n, &with_item) < 0) return NULL;
+  kx_entry *e = same_as_last(self, s, with_item, a, n) ? self->last : NULL;
+  if (!e) {
+    PyObject *key = make_key(s, with_item, a, n);
+    if (!key) return NULL;
+    PyObject *cap = PyDict_GetItemWithError(self->cache, key);
+    e = cap ? PyCapsule_GetPointer(cap, "kapi.entry")
+            : (PyErr_Occurred() ? NULL : specialize(self, key));
+    if (!e) {
+      Py_DECREF(key);
+      return NULL;
+    }
+    Py_XSETREF_(self->last_key, key);
+    self->last = e;
+  }
+  long device = -1;
+  PyObject *queue = pick_queue(self, a, n, &device);
+  if (!queue) return NULL;
+  kr_kernel_t *k = device_kernel(e, device);
+  kr_queue_t *q = k ? kx_queue_handle(queue) : NULL;
+  kr_arg_t kargs[KX_MAX_KARGS];
+  kr_event_t *wait[KX_MAX_ARGS];
+  uint32_t nk = 0, nwait = 0;
+  if (!q || (deps != Py_None && gather_events(deps, wait, &nwait) < 0)) {
+    Py_DECREF(queue);
+    return NULL;
+  }
+  if (pack(a, n, kargs, &nk) < 0) {
+    Py_DECREF(queue);
+    return kx_raise_class("UnsupportedKernelArgumentError", "too many kernel arguments");
+  }
+  kr_error_t err;
+  kr_event_t *ev = NULL;
+  PyThreadState *ts = PyEval_SaveThread();
+  kr_status_t st = kr_launch(q, k, (uint32_t)s->ndim, s->global, s->nd ? s->local : NULL, nk, kargs,
+                             nwait, wait, deps != Py_None ? &ev : NULL, &err);
+  PyEval_RestoreThread(ts);
+  if (st != KR_OK) {
+    Py_DECREF(queue);
+    return kx_raise(&err);
+  }
+  if (deps == Py_None) {
+    Py_DECREF(queue);
+    Py_RETURN_NONE;
+  }
+  PyObject *event = kx_event_new(ev, args);
+  if (event && kx_queue_track(queue, event) < 0) Py_CLEAR(event);
+  Py_DECREF(queue);
+  return event;
+}
+
+/* launch(index_space, args: tuple, deps: tuple | None) -> None (sync) or Event (async). */
+static PyObject *launcher_type;
+
+int kx_is_launcher(PyObject *o) {
+  return PyObject_TypeCheck(o, (PyTypeObject *)launcher_type);
+}
+
+PyObject *kx_launch(PyObject *o, PyObject *space, PyObject *args, PyObject *deps) {
+  kx_launcher *self = (kx_launcher *)o;
+  kx_space s;
+  if (parse_space(space, &s) < 0) return NULL;
+  Py_ssize_t n = PyTuple_Size(args);
+  self->name_offset = self->nparams == n + 1;
+  if (n > KX_MAX_ARGS)
+    return kx_raise_class("UnsupportedKernelArgumentError", "at most %d kernel arguments",
+                          KX_MAX_ARGS);
+  kx_arg a[KX_MAX_ARGS];
+  PyObject *descs[KX_MAX_ARGS];
+  Py_ssize_t got = 0;
+  PyObject *result = NULL;
+  for (; got < n; got++) {
+    descs[got] = classify(PyTuple_GetItem(args, got), got, &a[got]);
+    if (!descs[got]) goto done;
+    if (a[got].kind == 'L' && !s.nd) {
+      kx_raise_class("UnsupportedKernelArgumentError",
+                     "argument '%s' is a LocalAccessor, which needs work-groups: launch with "
+                     "kapi.NdRange(global_size, local_size) instead of kapi.Range",
+                     param_name(self, got));
+      goto done;
+    }
+  }
+  result = do_launch(self, &s, a, n, args, deps);
+done:
+  for (Py_ssize_t i = 0; i < got; i++)
+    Py_DECREF(descs[i]);
+  return result;
+}
+
+static PyObject *launcher_launch(PyObject *o, PyObject *const *argv, Py_ssize_t argc) {
+  if (argc != 3 || !PyTuple_Check(argv[1]) || (argv[2] != Py_None && !PyTuple_Check(argv[2]))) {
+    PyErr_SetString(PyExc_TypeError, "launch(index_space, args: tuple, deps: tuple | None)");
+    return NULL;
+  }
+  return kx_launch(o, argv[0], argv[1], argv[2]);
+}
+
+static int launcher_init(PyObject *o, PyObject *args, PyObject *kw) {
+  kx_launcher *self = (kx_launcher *)o;
+  PyObject *disp, *names;
+  Py_ssize_t nparams;
+  if (kw && PyDict_Size(kw)) {
+    PyErr_SetString(PyExc_TypeError, "Launcher(dispatcher, nparams, names)");
+    return -1;
+  }
+  if (!PyArg_ParseTuple(args, "OnO!", &disp, &nparams, &PyTuple_Type, &names)) return -1;
+  Py_INCREF(disp);
+  Py_INCREF(names);
+  self->dispatcher = disp;
+  self->names = names;
+  self->nparams = nparams;
+  self->cache = PyDict_New();
+  return self->cache ? 0 : -1;
+}
+
+static void launcher_dealloc(PyObject *o) {
+  kx_launcher *self = (kx_launcher *)o;
+  Py_XDECREF(self->dispatcher);
+  Py_XDECREF(self->names);
+  Py_XDECREF(self->cache);
+  Py_XDECREF(self->last_key);
+  PyTypeObject *tp = Py_TYPE(o);
+  freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+  f(o);
+  Py_DECREF(tp);
+}
+
+static PyObject *launcher_cache_size(PyObject *o, void *c) {
+  (void)c;
+  return PyLong_FromSsize_t(PyDict_Size(((kx_launcher *)o)->cache));
+}
+
+static PyMethodDef launcher_methods[] = {
+    {"launch", (PyCFunction)(void (*)(void))launcher_launch, METH_FASTCALL,
+     "launch(index_space, args, deps) -> None or Event."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef launcher_getset[] = {
+    {"cache_size", launcher_cache_size, NULL, "Entries in the dispatch cache.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot launcher_slots[] = {
+    {Py_tp_init, launcher_init},       {Py_tp_dealloc, launcher_dealloc},
+    {Py_tp_methods, launcher_methods}, {Py_tp_getset, launcher_getset},
+    {Py_tp_new, PyType_GenericNew},    {0, NULL},
+};
+
+static PyType_Spec launcher_spec = {"kapi._lib._kapi.Launcher", sizeof(kx_launcher), 0,
+                                    Py_TPFLAGS_DEFAULT, launcher_slots};
+
+/* rt_launch_configure(Array, NdRange, arg_desc, host_queue): the Python pieces of the path. */
+static PyObject *py_configure(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *at, *nt, *desc, *hq;
+  if (!PyArg_ParseTuple(args, "OOOO", &at, &nt, &desc, &hq)) return NULL;
+  Py_INCREF(at), Py_INCREF(nt), Py_INCREF(desc), Py_INCREF(hq);
+  Py_XDECREF(g_array_type), g_array_type = at;
+  Py_XDECREF(g_ndrange_type), g_ndrange_type = nt;
+  Py_XDECREF(g_arg_desc), g_arg_desc = desc;
+  Py_XDECREF(g_host_queue), g_host_queue = hq;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"rt_launch_configure", py_configure, METH_VARARGS, "Registers the Python launch helpers."},
+    {NULL, NULL, 0, NULL},
+};
+
+int kx_launch_register(PyObject *m) {
+  if (!(g_kd_name = PyUnicode_InternFromString("_kd")) ||
+      !(g_kdesc_name = PyUnicode_InternFromString("_kdesc")) ||
+      !(g_global_name = PyUnicode_InternFromString("_global_range")) ||
+      !(g_local_name = PyUnicode_InternFromString("_local_range")) ||
+      !(g_specialize_name = PyUnicode_InternFromString("_specialize")) ||
+      !(S_BOOL = PyUnicode_InternFromString("bool")) ||
+      !(S_I64 = PyUnicode_InternFromString("i64")) ||
+      !(S_F64 = PyUnicode_InternFromString("f64")) ||
+      !(S_ITEM = PyUnicode_InternFromString("item")) ||
+      !(S_NDITEM = PyUnicode_InternFromString("nditem")))
+    return -1;
+  PyObject *t = PyType_FromSpec(&launcher_spec);
+  launcher_type = t;
+  Py_XINCREF(t);
+  if (!t || PyModule_AddObject(m, "Launcher", t) < 0) return -1;
+  return PyModule_AddFunctions(m, methods);
+}
+
+int kx_runtime_register(PyObject *m) {
+  if (kx_device_register(m) || kx_queue_register(m) || kx_memory_register(m) ||
+      kx_event_register(m) || kx_launch_register(m) || kx_call_register(m) || kx_dlpack_register(m))
+    return -1;
+  return 0;
+}

@@ -1,0 +1,319 @@
+"""@kernel and @device_func: the kernel dispatcher, its specialisations and their inspection.
+
+A KernelDispatcher owns one Python function and a cache of CompiledKernel objects keyed by
+(index space kind, argument KIR types). A new key compiles once: pyfront -> KIR -> compiler
+(C) -> LLVM IR + SPIR-V. Device programs built from the SPIR-V are cached per device inside
+each CompiledKernel by the launch path.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import warnings
+
+from . import _native
+from ._errors import (
+    InvalidKernelSpecializationError,
+    KernelCallError,
+    from_status,
+)
+from ._types import format_signature, parse_signature
+
+_DEFAULT_OPT = 2
+
+
+def _dump_flags() -> frozenset[str]:
+    v = os.environ.get("KAPI_DUMP", "")
+    return frozenset(p.strip().lower() for p in v.split(",") if p.strip())
+
+
+class CompiledKernel:
+    """One specialisation: its KIR, LLVM IR and SPIR-V, and per-device native kernels."""
+
+    __slots__ = (
+        "dispatcher",
+        "index",
+        "argtypes",
+        "entry",
+        "kir",
+        "llvm_ir",
+        "spirv",
+        "device_kernels",
+        "__weakref__",
+    )
+
+    def __init__(self, dispatcher, index, argtypes, entry, kir, llvm_ir, spirv):
+        self.dispatcher = dispatcher
+        self.index = index
+        self.argtypes = argtypes
+        self.entry = entry
+        self.kir = kir
+        self.llvm_ir = llvm_ir
+        self.spirv = spirv
+        self.device_kernels = {}  # device key -> native kernel handle (filled by the launcher)
+
+    @property
+    def signature(self) -> str:
+        return format_signature(self.index, self.argtypes)
+
+    def disassemble(self) -> str:
+        return _native.ext().spirv_disassemble(self.spirv)
+
+    def __repr__(self) -> str:
+        return f"<CompiledKernel {self.dispatcher.__name__}{self.signature}>"
+
+
+def _compile_kir(text: str, opt_level: int):
+    native = _native.ext()
+    try:
+        return native.compile_kir(text, opt_level)
+    except native.CompileError as e:
+        status = _native.compile_status_name(getattr(e, "status", None))
+        raise from_status(status, str(e)) from None
+
+
+def _pyfront_compile(pyfunc, argtypes, index):
+    import pyfront
+
+    return pyfront.compile_kernel(pyfunc, list(argtypes), index=index)
+
+
+class KernelDispatcher:
+    """What @kapi.kernel returns. Launch it with kapi.call_kernel(kernel, range, *args)."""
+
+    def __init__(self, pyfunc, signatures=None, options=None):
+        if not inspect.isfunction(pyfunc):
+            raise ValueError(
+                f"@kapi.kernel decorates a Python function, not {type(pyfunc).__name__}"
+            )
+        self.py_func = pyfunc
+        self.__name__ = pyfunc.__name__
+        self.__qualname__ = pyfunc.__qualname__
+        self.__doc__ = pyfunc.__doc__
+        self.__module__ = pyfunc.__module__
+        self.__wrapped__ = pyfunc
+        self.options = dict(options or {})
+        if "_compilation_mode" in self.options:
+            warnings.warn(
+                "the _compilation_mode option is internal and ignored", UserWarning, stacklevel=3
+            )
+            self.options.pop("_compilation_mode")
+        opt = self.options.get("opt_level")
+        if opt is None:
+            opt = int(os.environ.get("KAPI_OPT", _DEFAULT_OPT))
+        if self.options.get("debug"):
+            opt = 0
+        if not 0 <= int(opt) <= 3:
+            raise ValueError(f"opt_level must be 0..3, got {opt}")
+        self.opt_level = int(opt)
+        params = inspect.signature(pyfunc).parameters.values()
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
+            raise InvalidKernelSpecializationError(
+                f"kernel {pyfunc.__name__} must take positional parameters only"
+            )
+        self.nparams = len(inspect.signature(pyfunc).parameters)
+        self.overloads: dict[tuple, CompiledKernel] = {}
+        self._launcher = None  # the native launcher (kapi/_launch.py creates it)
+        self._signatures = None
+        if signatures is not None:
+            self._set_signatures(signatures)
+
+    # -- signatures and compilation ------------------------------------------------------
+
+    def _set_signatures(self, signatures):
+        if isinstance(signatures, list):
+            sigs = [parse_signature(s) for s in signatures]
+        else:
+            sigs = [parse_signature(signatures)]
+        self._signatures = frozenset(argtypes for _, argtypes in sigs)
+        for index, argtypes in sigs:
+            self._check_arity(len(argtypes), index is not None)
+            if index is not None:
+                self.compile(argtypes, index)
+
+    def _check_arity(self, nargs: int, with_index: bool) -> None:
+        want = nargs + (1 if with_index else 0)
+        if self.nparams != want:
+            raise InvalidKernelSpecializationError(
+                f"kernel {self.__name__} takes {self.nparams} parameter(s) but the signature "
+                f"gives {want}"
+            )
+
+    @property
+    def compile_enabled(self) -> bool:
+        return self._signatures is None
+
+    def compile(self, argtypes, index=None) -> CompiledKernel:
+        """Compiles (once) the specialisation for KIR argument types and index space.
+
+        `index` is ("item", ndim), ("nditem", ndim) or None (kernel without an item argument).
+        """
+        argtypes = tuple(argtypes)
+        key = (index, argtypes)
+        ck = self.overloads.get(key)
+        if ck is not None:
+            return ck
+        if self._signatures is not None and argtypes not in self._signatures:
+            known = ", ".join(sorted(format_signature(None, s) for s in self._signatures))
+            raise InvalidKernelSpecializationError(
+                f"kernel {self.__name__} was declared with signatures {known}; it cannot be "
+                f"called with {format_signature(None, argtypes)}. Add that signature to "
+                f"@kapi.kernel or convert the arguments"
+            )
+        mod = _pyfront_compile(self.py_func, argtypes, index)
+        entry, llvm_ir, spirv = _compile_kir(mod.text, self.opt_level)
+        ck = CompiledKernel(self, index, argtypes, entry, mod.text, llvm_ir, spirv)
+        self.overloads[key] = ck
+        _dump(ck)
+        return ck
+
+    def _specialize(self, index, argtypes) -> CompiledKernel:
+        """Called by the native launcher on a dispatch-cache miss."""
+        return self.compile(argtypes, tuple(index) if index is not None else None)
+
+    # -- inspection (as Numba's dispatchers: a dict without a signature) -------------------
+
+    def _find(self, signature) -> CompiledKernel:
+        if isinstance(signature, CompiledKernel):
+            return signature
+        index, argtypes = parse_signature(signature)
+        for (idx, at), ck in self.overloads.items():
+            if at == argtypes and (index is None or idx == index):
+                return ck
+        if index is not None or self.nparams == len(argtypes):
+            return self.compile(argtypes, index)
+        known = ", ".join(ck.signature for ck in self.overloads.values()) or "none yet"
+        raise KeyError(
+            f"kernel {self.__name__} has no specialisation {format_signature(index, argtypes)} "
+            f"(compiled: {known}); give the index space as the first entry, e.g. 'item(1)'"
+        )
+
+    def _inspect(self, what, signature):
+        if signature is not None:
+            return what(self._find(signature))
+        return {ck.signature: what(ck) for ck in self.overloads.values()}
+
+    def inspect_kir(self, signature=None):
+        """KIR text of one specialisation, or {signature: text} of all compiled ones."""
+        return self._inspect(lambda ck: ck.kir, signature)
+
+    def inspect_llvm(self, signature=None):
+        """Optimised LLVM IR (text) before SPIR-V emission."""
+        return self._inspect(lambda ck: ck.llvm_ir, signature)
+
+    def inspect_spirv(self, signature=None):
+        """The SPIR-V module (bytes) handed to the devices."""
+        return self._inspect(lambda ck: ck.spirv, signature)
+
+    def inspect_asm(self, signature=None):
+        """SPIR-V disassembly (SPIRV-Tools) as text."""
+        return self._inspect(lambda ck: ck.disassemble(), signature)
+
+    inspect_spirv_asm = inspect_asm
+
+    @property
+    def signatures(self) -> list[str]:
+        return [ck.signature for ck in self.overloads.values()]
+
+    # -- what numba-dpex forbids -------------------------------------------------------------
+
+    def __call__(self, *args, **kwargs):
+        raise KernelCallError(
+            f"kernel {self.__name__} cannot be called like a Python function; launch it with "
+            f"kapi.call_kernel({self.__name__}, kapi.Range(...), *args) "
+            f"(or kapi.NdRange(global, local) for work-groups)"
+        )
+
+    def __getitem__(self, index_space):
+        raise KernelCallError(
+            f"kernel {self.__name__}[...](...) is numba-dpex's removed launch syntax; use "
+            f"kapi.call_kernel({self.__name__}, {index_space!r}, *args)"
+        )
+
+    def __repr__(self) -> str:
+        return f"<kapi kernel {self.__qualname__}>"
+
+
+def _dump(ck: CompiledKernel) -> None:
+    flags = _dump_flags()
+    if not flags:
+        return
+    name = f"{ck.dispatcher.__name__}{ck.signature}"
+    out = sys.stderr
+    if "kir" in flags or "all" in flags:
+        out.write(f"---- KIR {name} ----\n{ck.kir}\n")
+    if "llvm" in flags or "all" in flags:
+        out.write(f"---- LLVM IR {name} ----\n{ck.llvm_ir}\n")
+    if "spirv" in flags or "all" in flags:
+        out.write(f"---- SPIR-V {name} ----\n{ck.disassemble()}\n")
+    out.flush()
+
+
+def kernel(function_or_signature=None, **options):
+    """Decorator: compile a Python function as a kernel.
+
+    Forms: `@kernel`, `@kernel(opt_level=3)`, `@kernel(signature)` and
+    `@kernel([signature, ...], **options)`. A signature is a tuple of KIR types or NumPy
+    dtypes, optionally led by the index space ("item(1)", "nditem(2)"), or a string such as
+    "(item(1), array(f32,1), f32)". With signatures the kernel compiles eagerly where the index
+    space is given, and calls with other argument types are errors.
+    """
+    if inspect.isfunction(function_or_signature):
+        return KernelDispatcher(function_or_signature, None, options)
+    if function_or_signature is not None and not isinstance(
+        function_or_signature, (str, tuple, list)
+    ):
+        raise ValueError(
+            f"@kapi.kernel takes a function or a signature, not "
+            f"{type(function_or_signature).__name__}"
+        )
+    signatures = function_or_signature
+
+    def wrap(pyfunc):
+        return KernelDispatcher(pyfunc, signatures, options)
+
+    return wrap
+
+
+def device_func(function_or_signature=None, **options):
+    """Decorator: a function callable from kernels (and from other device functions).
+
+    The function itself is returned, marked for pyfront, so it stays callable from Python.
+    Signatures are accepted for numba-dpex compatibility; device functions are specialised
+    (and inlined) at each call site anyway.
+    """
+
+    def mark(pyfunc):
+        if not inspect.isfunction(pyfunc):
+            raise ValueError(
+                f"@kapi.device_func decorates a Python function, not {type(pyfunc).__name__}"
+            )
+        pyfunc.__kapi_device_func__ = True
+        pyfunc.__kapi_device_options__ = dict(options)
+        if function_or_signature is not None:
+            sigs = function_or_signature
+            sigs = sigs if isinstance(sigs, list) else [sigs]
+            pyfunc.__kapi_device_signatures__ = [parse_signature(s)[1] for s in sigs]
+        return pyfunc
+
+    if inspect.isfunction(function_or_signature):
+        f, function_or_signature = function_or_signature, None
+        return mark(f)
+    if function_or_signature is not None and not isinstance(
+        function_or_signature, (str, tuple, list)
+    ):
+        raise ValueError(
+            f"@kapi.device_func takes a function or a signature, not "
+            f"{type(function_or_signature).__name__}"
+        )
+    return mark
+
+
+def dpjit(*args, **kwargs):
+    """numba-dpex's dpjit (prange/array-expression offload) is not part of kapi."""
+    raise NotImplementedError(
+        "kapi implements numba-dpex's kernel API (@kapi.kernel + kapi.call_kernel), not dpjit; "
+        "write the loop body as a @kapi.kernel and launch it over a kapi.Range"
+    )

@@ -1,0 +1,167 @@
+"""call_kernel and call_kernel_async: the Python face of the native launch path.
+
+The per-call work is one C call (kapi/_ext/launch.c). Python helpers here only describe
+argument kinds the C fast path does not handle (NumPy arrays and scalars, LocalAccessor,
+interop objects) and pick a queue when no argument lives on a device.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import weakref
+
+import numpy as np
+
+from . import _native
+from ._array import Array
+from ._device import default_device, devices
+from ._errors import (
+    DeviceNotFoundError,
+    KapiError,
+    UnsupportedDtypeError,
+    UnsupportedKernelArgumentError,
+)
+from ._kernel import KernelDispatcher
+from ._ranges import NdRange
+from ._types import DTYPE_TO_KIR, kir_scalar
+
+_configured = False
+_auto_kernels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    try:
+        import pyfront
+
+        extra = tuple(
+            c
+            for c in (getattr(pyfront, "KernelError", None),)
+            if isinstance(c, type) and issubclass(c, BaseException)
+        )
+    except ImportError:
+        extra = ()
+    return (KapiError, *extra)
+
+
+def _numpy_desc(a: np.ndarray, pos: int):
+    if not 1 <= a.ndim <= 3:
+        raise UnsupportedKernelArgumentError(
+            f"kernel argument {pos}: kernels take arrays of 1 to 3 dimensions, not {a.ndim}"
+        )
+    if a.dtype not in DTYPE_TO_KIR:
+        kir_scalar(a.dtype)  # raises with the list of supported dtypes
+    i = a.itemsize
+    if any(s % i for s in a.strides):
+        raise UnsupportedKernelArgumentError(
+            f"kernel argument {pos}: strides {a.strides} are not multiples of the item size"
+        )
+    layout = "C" if a.flags.c_contiguous else ("F" if a.flags.f_contiguous else "A")
+    key = f"array({DTYPE_TO_KIR[a.dtype]},{a.ndim},{layout},global)"
+    return ("A", key, -1, None, a.ctypes.data, a.shape, tuple(s // i for s in a.strides))
+
+
+def _local_desc(acc):
+    shape = getattr(acc, "shape", None) or acc._shape
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    dtype = np.dtype(getattr(acc, "dtype", None) or acc._dtype)
+    n = 1
+    for d in shape:
+        n *= d
+    key = f"array({kir_scalar(dtype)},{len(shape)},C,local)"
+    return ("L", key, n * dtype.itemsize, shape)
+
+
+def _arg_desc(obj, pos: int):
+    """Descriptor of an argument the C fast path does not know (format: launch.c)."""
+    if isinstance(obj, np.ndarray):
+        return _numpy_desc(obj, pos)
+    if isinstance(obj, np.generic):
+        if obj.dtype not in DTYPE_TO_KIR:
+            raise UnsupportedDtypeError(
+                f"kernel argument {pos}: scalars of dtype {obj.dtype} are not supported; "
+                f"use one of {', '.join(str(d) for d in DTYPE_TO_KIR)}"
+            )
+        return ("S", DTYPE_TO_KIR[obj.dtype], obj.tobytes())
+    if type(obj).__name__ == "LocalAccessor":
+        return _local_desc(obj)
+    if isinstance(obj, (int, float, bool)):  # subclasses of Python scalars
+        return _arg_desc(np.asarray(obj)[()], pos)
+    if isinstance(obj, complex):
+        raise UnsupportedKernelArgumentError(
+            f"kernel argument {pos}: complex numbers are not supported in kernels yet; pass "
+            f"the real and imaginary parts as two float arguments"
+        )
+    from ._interop import import_foreign
+
+    a = import_foreign(obj)
+    if a is not None:
+        return a._kdesc
+    raise UnsupportedKernelArgumentError(
+        f"kernel argument {pos} has type {type(obj).__name__}; kernels take kapi arrays "
+        f"(kapi.asarray(x)), NumPy arrays on the CPU device, LocalAccessor and scalars"
+    )
+
+
+def _host_queue(host_arrays: int):
+    if host_arrays:
+        cpus = devices("cpu")
+        if not cpus:
+            raise DeviceNotFoundError(
+                "NumPy array arguments need kapi's CPU device, which is not loaded; copy them "
+                "with kapi.asarray(x, device=...)"
+            )
+        dev = cpus[0]
+    else:
+        dev = default_device()
+    return dev.default_queue._native, dev.index
+
+
+def _configure() -> None:
+    global _configured
+    _native.ext().rt_launch_configure(Array, NdRange, _arg_desc, _host_queue)
+    _configured = True
+
+
+def _make_launcher(kernel):
+    """The native launcher of a kernel (created once and kept on it); plain functions are
+    decorated on the fly, as numba-dpex's kernel_api.call_kernel takes them undecorated."""
+    if not isinstance(kernel, KernelDispatcher):
+        if inspect.isfunction(kernel):
+            k = _auto_kernels.get(kernel)
+            if k is None:
+                from ._kernel import kernel as decorate
+
+                k = _auto_kernels[kernel] = decorate(kernel)
+            kernel = k
+        else:
+            raise TypeError(
+                f"call_kernel takes a @kapi.kernel function, not {type(kernel).__name__}"
+            )
+    if not _configured:
+        _configure()
+    lau = kernel._launcher
+    if lau is None:
+        params = list(inspect.signature(kernel.py_func).parameters)
+        lau = kernel._launcher = _native.ext().Launcher(kernel, len(params), tuple(params))
+    return lau
+
+
+def _missing(*args, **kwargs):
+    _native.ext()  # raises NativeMissingError with what to do
+
+
+try:
+    _ext = _native.ext()
+except ImportError:  # pure-Python use (no build): launching says how to build
+    call_kernel = call_kernel_async = _missing
+else:
+    _ext.rt_call_configure(_make_launcher, _user_errors(), bool(os.environ.get("KAPI_TRACEBACK")))
+    # C functions (kapi/_ext/call.c): one call per launch, no Python frame in tracebacks.
+    call_kernel = _ext.call_kernel
+    call_kernel_async = _ext.call_kernel_async
+
+
+def wait_all(events) -> None:
+    """Blocks until every event has completed."""
+    _native.ext().rt_wait_all(tuple(events))

@@ -1,0 +1,662 @@
+"""Typed Numba IR -> KIR for one function: statements, expressions, control flow, casts.
+
+Variables defined once (Numba's SSA) map straight to values; the few defined more than once
+(phi copies) live in KIR variable slots. Blocks are emitted in reverse post-order, so every
+definition is seen before its uses. Calls are in emit_calls.py.
+"""
+
+import operator
+
+from . import values as V
+from ._numba import ir, types
+from .emit_calls import CallEmitter
+from .errors import KernelError, KernelTypingError, UnsupportedConstructError
+from .kir import FunctionBuilder, format_const, kir_name
+from .ktypes import IndexSpaceType, KArray, kir_array, kir_scalar
+
+BINOPS = {
+    operator.add: "add",
+    operator.iadd: "add",
+    operator.sub: "sub",
+    operator.isub: "sub",
+    operator.mul: "mul",
+    operator.imul: "mul",
+    operator.truediv: "div",
+    operator.itruediv: "div",
+    operator.floordiv: "floordiv",
+    operator.ifloordiv: "floordiv",
+    operator.mod: "mod",
+    operator.imod: "mod",
+    operator.pow: "pow",
+    operator.ipow: "pow",
+    operator.and_: "and",
+    operator.iand: "and",
+    operator.or_: "or",
+    operator.ior: "or",
+    operator.xor: "xor",
+    operator.ixor: "xor",
+    operator.lshift: "shl",
+    operator.ilshift: "shl",
+    operator.rshift: "shr",
+    operator.irshift: "shr",
+}
+CMPOPS = {
+    operator.eq: "eq",
+    operator.ne: "ne",
+    operator.lt: "lt",
+    operator.le: "le",
+    operator.gt: "gt",
+    operator.ge: "ge",
+}
+_UNSUPPORTED_EXPRS = {
+    "build_list": ("list", "lists are not supported in kernels; use a PrivateArray"),
+    "build_set": ("set", "sets are not supported in kernels"),
+    "build_map": ("dict", "dicts are not supported in kernels"),
+    "make_function": ("closure", "functions defined inside kernels are not supported"),
+    "list_comprehension": ("list", "list comprehensions are not supported in kernels"),
+    "yield": ("generator", "generators are not supported in kernels"),
+}
+
+
+def _unlit(ty):
+    return types.unliteral(ty)
+
+
+class FunctionEmitter(CallEmitter):
+    """Emits one typed function (kernel or device function) into a FunctionBuilder."""
+
+    def __init__(self, tf, module, kind, name, index=None):
+        self.tf = tf
+        self.module = module  # the ModuleEmitter: device functions and their names
+        self.typemap = tf.typemap
+        self.calltypes = tf.calltypes
+        self.env = {}
+        self.line = tf.lineno
+        self.index = index  # ("Item"/"NdItem", ndim) for kernels with an index parameter
+        self.kind = kind
+        self._count_defs()
+        self.b = FunctionBuilder(kind, name, [], "void", tf.filename, tf.lineno)
+        self._params()
+
+    # ---- errors ---------------------------------------------------------------------------
+
+    def unsupported(self, construct, message):
+        return UnsupportedConstructError(message, self.tf.filename, self.line, construct)
+
+    def typing_error(self, message):
+        return KernelTypingError(message, self.tf.filename, self.line, construct="typing")
+
+    # ---- set-up ---------------------------------------------------------------------------
+
+    def _count_defs(self):
+        self.ndefs = {}
+        for blk in self.tf.func_ir.blocks.values():
+            for st in blk.body:
+                if isinstance(st, ir.Assign):
+                    self.ndefs[st.target.name] = self.ndefs.get(st.target.name, 0) + 1
+
+    def _params(self):
+        params = []
+        self.args = []
+        names = self.tf.func_ir.arg_names
+        for pname, ty in zip(names, self.tf.argtypes, strict=True):
+            if isinstance(ty, IndexSpaceType):
+                self.args.append(V.IndexSpace(ty.kind, ty.ndim))
+                continue
+            name = kir_name(pname)
+            if isinstance(ty, KArray):
+                params.append((name, kir_array(ty)))
+                self.args.append(V.Array("%" + name, ty))
+            elif kir_scalar(ty) is not None:
+                params.append((name, kir_scalar(ty)))
+                self.args.append(V.Scalar("%" + name, _unlit(ty)))
+            elif isinstance(ty, types.BaseTuple) and all(kir_scalar(t) for t in ty):
+                items = []
+                for j, t in enumerate(ty):
+                    params.append((f"{name}.{j}", kir_scalar(t)))
+                    items.append(V.Scalar(f"%{name}.{j}", _unlit(t)))
+                self.args.append(V.Tuple(items))
+            else:
+                self.line = self.tf.lineno
+                raise self.typing_error(
+                    f"parameter '{pname}' has type {ty}, which a kernel cannot take; use "
+                    "scalars, arrays or tuples of scalars"
+                )
+        self.b.params = params
+
+    # ---- driving --------------------------------------------------------------------------
+
+    def run(self):
+        restype = self.tf.restype
+        if self.kind == "kernel":
+            if restype not in (types.none,):
+                self.line = self.tf.lineno
+                raise self.typing_error(
+                    f"a kernel cannot return a value (it returns {restype}); write results "
+                    "into an array argument"
+                )
+            self.b.restype = "void"
+        else:
+            self.b.restype = "void" if restype == types.none else kir_scalar(restype)
+            if self.b.restype is None:
+                raise self.unsupported(
+                    "return type",
+                    f"device function returns {restype}; device functions return a scalar "
+                    "or nothing",
+                )
+        blocks = self.tf.func_ir.blocks
+        self.entry_label = min(blocks)
+        for label in self._rpo(blocks):
+            self.label = label
+            self.b.block(f"b{label}")
+            for st in blocks[label].body:
+                self.line = st.loc.line if st.loc and st.loc.line else self.line
+                try:
+                    self.stmt(st)
+                except KernelError as e:
+                    raise e.located(self.tf.filename, self.line) from None
+                except Exception as e:  # never let an internal error escape unlocated
+                    raise self.unsupported(
+                        "statement",
+                        f"pyfront cannot compile this statement ({type(e).__name__}: {e})",
+                    ) from None
+            if not self.b.terminated:
+                self.b.emit("unreachable")
+        return self.b
+
+    @staticmethod
+    def _rpo(blocks):
+        entry = min(blocks)
+        seen, order = set(), []
+
+        def succs(label):
+            term = blocks[label].terminator
+            if isinstance(term, ir.Branch):
+                return [term.truebr, term.falsebr]
+            if isinstance(term, ir.Jump):
+                return [term.target]
+            return []
+
+        stack = [(entry, iter(succs(entry)))]
+        seen.add(entry)
+        while stack:
+            label, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                order.append(label)
+                stack.pop()
+            elif nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, iter(succs(nxt))))
+        return order[::-1]
+
+    # ---- statements -----------------------------------------------------------------------
+
+    def stmt(self, st):
+        if isinstance(st, ir.Assign):
+            self.define(st.target, self.rvalue(st.value, st.target))
+        elif isinstance(st, ir.SetItem | ir.StaticSetItem):
+            idx = st.index if isinstance(st, ir.SetItem) else st.index_var
+            self.setitem(st.target, idx, st.value, st)
+        elif isinstance(st, ir.Branch):
+            c = self.scalar(self.get(st.cond), types.boolean)
+            self.b.emit(f"cbr {c} ^b{st.truebr} ^b{st.falsebr}", self.line)
+        elif isinstance(st, ir.Jump):
+            self.b.emit(f"br ^b{st.target}", self.line)
+        elif isinstance(st, ir.Return):
+            self.ret(st.value)
+        elif isinstance(st, ir.Del):
+            pass
+        elif isinstance(st, ir.Print):
+            raise self.unsupported("print", "print is not supported in kernels")
+        elif isinstance(st, ir.Raise | ir.StaticRaise | ir.DynamicRaise):
+            raise self.unsupported(
+                "raise", "raise and assert are not supported in kernels (no exceptions on devices)"
+            )
+        elif isinstance(st, ir.TryRaise | ir.StaticTryRaise | ir.DynamicTryRaise):
+            raise self.unsupported("try", "try/except is not supported in kernels")
+        elif isinstance(st, ir.EnterWith | ir.PopBlock):
+            raise self.unsupported("with", "'with' blocks are not supported in kernels")
+        else:
+            raise self.unsupported(
+                type(st).__name__, f"'{st}' ({type(st).__name__}) is not supported in kernels"
+            )
+
+    def ret(self, var):
+        if self.b.restype == "void":
+            self.b.emit("ret", self.line)
+        else:
+            v = self.scalar(self.get(var), self.tf.restype)
+            self.b.emit(f"ret {v}", self.line)
+
+    # ---- variables ------------------------------------------------------------------------
+
+    def get(self, var):
+        name = var.name
+        if self.ndefs.get(name, 0) > 1:
+            return self._load_slots(name, self.typemap[name])
+        try:
+            return self.env[name]
+        except KeyError:
+            raise self.unsupported(
+                "variable", f"variable '{var.name}' may be used before it is defined"
+            ) from None
+
+    def _load_slots(self, name, ty):
+        kty = kir_scalar(ty)
+        if kty is not None:
+            ref = self.b.slot(name, kty)
+            return V.Scalar(self.b.op(f"load_var {kty} {ref}", self.line), _unlit(ty))
+        if isinstance(ty, types.BaseTuple):
+            return V.Tuple([self._load_slots(f"{name}.{i}", t) for i, t in enumerate(ty)])
+        if name in self.env:
+            return self.env[name]
+        raise self.unsupported(
+            "variable",
+            f"variable '{name}' of type {ty} is assigned on several paths; only scalars and "
+            "tuples of scalars may be",
+        )
+
+    def define(self, target, val):
+        name = target.name
+        ty = self.typemap[name]
+        if self.ndefs.get(name, 0) > 1:
+            self._store_slots(name, ty, val)
+        elif isinstance(val, V.Scalar | V.Const) and kir_scalar(ty) is not None:
+            self.env[name] = self.convert(val, ty)
+        else:
+            self.env[name] = val
+
+    def _store_slots(self, name, ty, val):
+        kty = kir_scalar(ty)
+        if kty is not None:
+            ref = self.b.slot(name, kty)
+            self.b.emit(f"store_var {ref} {self.scalar(val, ty)}", self.line)
+        elif isinstance(ty, types.BaseTuple) and isinstance(val, V.Tuple):
+            for i, (t, item) in enumerate(zip(ty, val.items, strict=True)):
+                self._store_slots(f"{name}.{i}", t, item)
+        else:
+            prev = self.env.setdefault(name, val)
+            if prev != val:
+                raise self.unsupported(
+                    "variable",
+                    f"variable '{name}' of type {ty} refers to different objects on different "
+                    "paths; only scalars and tuples of scalars may",
+                )
+
+    # ---- scalars and casts ----------------------------------------------------------------
+
+    def kty(self, ty):
+        k = kir_scalar(ty)
+        if k is None:
+            raise self.unsupported("type", f"values of type {ty} are not supported in kernels")
+        return k
+
+    def convert(self, val, ty):
+        """`val` as a Scalar/Const of Numba type `ty` (Numba's cast rules)."""
+        ty = _unlit(ty)
+        if isinstance(ty, types.IntEnumMember):
+            ty = ty.dtype
+        if isinstance(val, V.Const):
+            return V.Const(_py_cast(val.value, ty), ty)
+        if isinstance(val, V.Scalar):
+            src, dst = self.kty(val.ty), self.kty(ty)
+            if src == dst:
+                return V.Scalar(val.ref, ty, val.nonneg)
+            return V.Scalar(self.b.op(f"cast {dst} {val.ref}", self.line), ty)
+        raise self.unsupported("value", f"{_describe(val)} used where a number is needed")
+
+    def scalar(self, val, ty=None):
+        """The KIR value ref of `val`, converted to `ty` if given."""
+        if ty is not None:
+            val = self.convert(val, ty)
+        if isinstance(val, V.Const):
+            kty = self.kty(val.ty)
+            return self.b.op(f"const {kty} {format_const(kty, val.value)}", self.line)
+        if isinstance(val, V.Scalar):
+            return val.ref
+        raise self.unsupported("value", f"{_describe(val)} used where a number is needed")
+
+    def const_value(self, val, what):
+        """The Python value of a compile-time constant, or a KernelTypingError."""
+        if isinstance(val, V.Const):
+            return val.value
+        if isinstance(val, V.Tuple):
+            return tuple(self.const_value(v, what) for v in val.items)
+        raise self.typing_error(f"{what} must be a compile-time constant")
+
+    # ---- right-hand sides -----------------------------------------------------------------
+
+    def rvalue(self, value, target):
+        if isinstance(value, ir.Var):
+            return self.get(value)
+        if isinstance(value, ir.Arg):
+            return self.args[value.index]
+        if isinstance(value, ir.Const):
+            return self.python_value(value.value, self.typemap[target.name])
+        if isinstance(value, ir.Global | ir.FreeVar):
+            return self.python_value(value.value, self.typemap[target.name])
+        if isinstance(value, ir.Expr):
+            return self.expr(value, target)
+        raise self.unsupported(type(value).__name__, f"'{value}' is not supported in kernels")
+
+    def python_value(self, pv, ty):
+        if isinstance(ty, types.IntEnumMember):
+            return V.Const(int(pv), ty.dtype)
+        if isinstance(pv, bool | int | float) or hasattr(pv, "dtype") and not callable(pv):
+            if isinstance(pv, complex):
+                raise self.unsupported("complex", "complex numbers are not supported in kernels")
+            uty = _unlit(ty)
+            if isinstance(uty, types.Number | types.Boolean):
+                return V.Const(_py_cast(pv, uty), uty)
+        if isinstance(pv, str):
+            raise self.unsupported("string", "strings are not supported in kernels")
+        if isinstance(pv, tuple) and isinstance(ty, types.BaseTuple):
+            return V.Tuple([self.python_value(v, t) for v, t in zip(pv, ty, strict=True)])
+        if isinstance(pv, complex):
+            raise self.unsupported("complex", "complex numbers are not supported in kernels")
+        if isinstance(pv, list | dict | set):
+            kind = type(pv).__name__
+            raise self.unsupported(kind, f"{kind}s are not supported in kernels")
+        return V.Static(pv)
+
+    def expr(self, e, target):
+        op = e.op
+        if op in ("binop", "inplace_binop"):
+            return self.binop(e)
+        if op == "unary":
+            return self.unary(e)
+        if op == "call":
+            return self.call(e, target)
+        if op == "getattr":
+            return self.getattr(self.get(e.value), e.value, e.attr, target)
+        if op in ("getitem", "static_getitem"):
+            idx = e.index if op == "getitem" else e.index_var
+            return self.getitem(e.value, idx, e, target)
+        if op == "build_tuple":
+            return V.Tuple([self.get(v) for v in e.items])
+        if op == "exhaust_iter":
+            val = self.get(e.value)
+            if isinstance(val, V.Tuple) and len(val.items) == e.count:
+                return val
+            raise self.unsupported("unpacking", "only tuples can be unpacked in kernels")
+        if op == "getiter":
+            return self.getiter(self.get(e.value))
+        if op == "iternext":
+            return self.iternext(self.get(e.value))
+        if op == "pair_first":
+            return self.get(e.value).first
+        if op == "pair_second":
+            return self.get(e.value).second
+        if op == "cast":
+            return self.get(e.value)
+        if op in _UNSUPPORTED_EXPRS:
+            construct, msg = _UNSUPPORTED_EXPRS[op]
+            raise self.unsupported(construct, msg)
+        raise self.unsupported(op, f"the operation '{op}' is not supported in kernels")
+
+    # ---- operators ------------------------------------------------------------------------
+
+    def binop(self, e):
+        sig = self.calltypes[e]
+        fn = e.fn
+        lhs, rhs = self.get(e.lhs), self.get(e.rhs)
+        if fn in CMPOPS:
+            a0, a1 = _unlit(sig.args[0]), _unlit(sig.args[1])
+            if not _is_num(a0) or not _is_num(a1):
+                raise self.unsupported(
+                    "comparison", f"comparing {a0} with {a1} is not supported in kernels"
+                )
+            common = a0 if a0 == a1 else self._unify(a0, a1)
+            a, b = self.scalar(lhs, common), self.scalar(rhs, common)
+            return V.Scalar(self.b.op(f"cmp bool {CMPOPS[fn]} {a} {b}", self.line), types.boolean)
+        kop = BINOPS.get(fn)
+        if kop is None:
+            raise self.unsupported("operator", f"the operator {fn.__name__} is not supported")
+        ret = _unlit(sig.return_type)
+        if not _is_num(ret):
+            raise self.unsupported(
+                "operator", f"'{fn.__name__}' on {sig.args} is not supported in kernels"
+            )
+        # KIR wants both operands of the result type (Numba computes in it too; `/` on ints
+        # and float ** int convert to the float result first, as Numba's lowering does).
+        a, b = self.scalar(lhs, ret), self.scalar(rhs, ret)
+        if kop == "div" and not isinstance(ret, types.Float):
+            raise self.unsupported("operator", f"true division giving {ret}")
+        nonneg = kop in ("add", "mul") and _nonneg(lhs) and _nonneg(rhs)
+        return V.Scalar(self.b.op(f"{kop} {self.kty(ret)} {a} {b}", self.line), ret, nonneg)
+
+    def _unify(self, a, b):
+        from .typer import Typer
+
+        u = Typer.context().unify_types(a, b)
+        if u is None:
+            raise self.typing_error(f"cannot compare {a} with {b}")
+        return u
+
+    def unary(self, e):
+        sig = self.calltypes[e]
+        val = self.get(e.value)
+        ret = _unlit(sig.return_type)
+        fn = e.fn
+        if fn is operator.pos:
+            return self.convert(val, ret)
+        if fn is operator.neg:
+            v = self.scalar(val, ret)
+            return V.Scalar(self.b.op(f"neg {self.kty(ret)} {v}", self.line), ret)
+        if fn is operator.not_:
+            v = self.scalar(val, types.boolean)
+            return V.Scalar(self.b.op(f"not bool {v}", self.line), types.boolean)
+        if fn is operator.invert:
+            v = self.scalar(val, ret)
+            return V.Scalar(self.b.op(f"not {self.kty(ret)} {v}", self.line), ret)
+        raise self.unsupported("operator", f"the unary operator {fn} is not supported")
+
+    # ---- loops over range -----------------------------------------------------------------
+
+    def getiter(self, val):
+        if not isinstance(val, V.RangeVal):
+            raise self.unsupported(
+                "iteration", "kernels can only loop over range(...); use an index loop"
+            )
+        kty = self.kty(val.ty)
+        cur = self.b.slot(f"iter.{self.b.value()[1:]}", kty)
+        self.b.emit(f"store_var {cur} {self.scalar(val.start, val.ty)}", self.line)
+        stop = V.Scalar(self.scalar(val.stop, val.ty), val.ty)
+        step = (
+            val.step
+            if isinstance(val.step, V.Const)
+            else V.Scalar(self.scalar(val.step, val.ty), val.ty)
+        )
+        return V.RangeIter(cur, stop, step, val.ty, _nonneg(val.start))
+
+    def iternext(self, it):
+        if not isinstance(it, V.RangeIter):
+            raise self.unsupported("iteration", "kernels can only loop over range(...)")
+        kty = self.kty(it.ty)
+        cur = self.b.op(f"load_var {kty} {it.cur}", self.line)
+        stop = it.stop.ref
+        if isinstance(it.step, V.Const):
+            if it.step.value == 0:
+                raise self.typing_error("range() step must not be zero")
+            pred = "lt" if it.step.value > 0 else "gt"
+            ok = self.b.op(f"cmp bool {pred} {cur} {stop}", self.line)
+        else:
+            zero = self.b.op(f"const {kty} 0", self.line)
+            pos = self.b.op(f"cmp bool gt {it.step.ref} {zero}", self.line)
+            up = self.b.op(f"cmp bool lt {cur} {stop}", self.line)
+            down = self.b.op(f"cmp bool gt {cur} {stop}", self.line)
+            ok = self.b.op(f"select bool {pos} {up} {down}", self.line)
+        step = self.scalar(it.step)
+        nxt = self.b.op(f"add {kty} {cur} {step}", self.line)
+        self.b.emit(f"store_var {it.cur} {nxt}", self.line)
+        # Counting up from a non-negative start never goes negative: no index wraparound.
+        up = isinstance(it.step, V.Const) and it.step.value > 0
+        return V.Pair(V.Scalar(cur, it.ty, up and it.nonneg), V.Scalar(ok, types.boolean))
+
+    # ---- arrays and tuples ----------------------------------------------------------------
+
+    def array_indices(self, arr, idxval, idxty, allow_view=False):
+        """i64 index refs of the underlying array for arr[idx], with Numba's wraparound for
+        signed indices. With allow_view, fewer indices than dimensions fix a leading prefix."""
+        if isinstance(idxval, V.Tuple):
+            items = idxval.items
+            tys = list(idxty) if isinstance(idxty, types.BaseTuple) else [None] * len(items)
+        else:
+            items, tys = [idxval], [idxty]
+        if len(items) > arr.ty.ndim or (len(items) < arr.ty.ndim and not allow_view):
+            raise self.unsupported(
+                "slicing",
+                f"{len(items)} indices for a {arr.ty.ndim}-D array; kernels index arrays "
+                "element by element or take rows (a[i]) of them",
+            )
+        out = list(arr.prefix)
+        for v, t in zip(items, tys, strict=True):
+            out.append(self.index_ref(arr, len(out), v, t))
+        return out
+
+    def index_ref(self, arr, d, v, t):
+        ty = _unlit(t) if t is not None else getattr(v, "ty", None)
+        if isinstance(v, V.Const) and isinstance(v.value, int | bool):
+            if v.value >= 0:
+                return self.scalar(V.Const(int(v.value), types.int64))
+            i = self.scalar(V.Const(int(v.value), types.int64))
+            return self.b.op(f"wrapidx i64 {arr.ref} {d} {i}", self.line)
+        if not isinstance(ty, types.Integer | types.Boolean) or not isinstance(
+            v, V.Scalar | V.Const
+        ):
+            raise self.unsupported(
+                "slicing", f"index of type {t} (kernels index arrays with integers only)"
+            )
+        i = self.scalar(v, types.int64)
+        if isinstance(ty, types.Integer) and ty.signed and not getattr(v, "nonneg", False):
+            i = self.b.op(f"wrapidx i64 {arr.ref} {d} {i}", self.line)
+        return i
+
+    def getitem(self, var, idxvar, e, target):
+        val = self.get(var)
+        ty = self.typemap[var.name]
+        if isinstance(val, V.Array):
+            if isinstance(e.index, slice) or isinstance(self.typemap[idxvar.name], types.SliceType):
+                raise self.unsupported("slicing", "array slicing is not supported in kernels")
+            idx = self.array_indices(val, self.get(idxvar), self.typemap[idxvar.name], True)
+            tty = self.typemap[target.name]
+            if isinstance(tty, KArray):  # a[i] of an N-D array: a view of the rest
+                return V.Array(val.ref, tty, tuple(idx))
+            kty = self.kty(val.ty.dtype)
+            ref = self.b.op(f"aload {kty} {val.ref} {' '.join(idx)}", self.line)
+            return V.Scalar(ref, val.ty.dtype)
+        if isinstance(val, V.Tuple):
+            i = e.index if e.op == "static_getitem" else None
+            if i is None:
+                iv = self.get(idxvar)
+                if not isinstance(iv, V.Const):
+                    raise self.unsupported(
+                        "tuple indexing", "tuples can only be indexed by constants in kernels"
+                    )
+                i = iv.value
+            if isinstance(i, slice):
+                return V.Tuple(val.items[i])
+            if not isinstance(i, int) or not -len(val.items) <= i < len(val.items):
+                raise self.typing_error(f"tuple index {i} out of range")
+            return val.items[i]
+        raise self.unsupported("indexing", f"indexing a {ty} is not supported in kernels")
+
+    def setitem(self, target, idxvar, valvar, st):
+        arr = self.get(target)
+        if not isinstance(arr, V.Array):
+            ty = self.typemap[target.name]
+            raise self.unsupported("item assignment", f"assigning items of {ty} in a kernel")
+        ity = self.typemap[idxvar.name]
+        if isinstance(ity, types.SliceType) or (
+            isinstance(ity, types.BaseTuple) and any(isinstance(t, types.SliceType) for t in ity)
+        ):
+            raise self.unsupported("slicing", "array slicing is not supported in kernels")
+        idx = self.array_indices(arr, self.get(idxvar), ity)
+        v = self.scalar(self.get(valvar), arr.ty.dtype)
+        self.b.emit(f"astore {arr.ref} {v} {' '.join(idx)}", self.line)
+
+    def getattr(self, val, var, attr, target):
+        tty = self.typemap[target.name]
+        if isinstance(tty, types.BoundFunction):
+            return V.Bound(val, attr)
+        if isinstance(tty, types.NumberClass | types.DType):
+            return V.Static(tty)
+        if isinstance(val, V.Static):
+            try:
+                pv = getattr(val.value, attr)
+            except AttributeError:
+                raise self.unsupported("attribute", f"'{attr}' is not supported here") from None
+            return self.python_value(pv, tty)
+        if isinstance(val, V.Array):
+            return self.array_attr(val, attr)
+        if isinstance(val, V.IndexSpace):
+            return self.index_attr(val, attr)
+        raise self.unsupported(
+            "attribute", f"attribute '{attr}' of {self.typemap[var.name]} is not supported"
+        )
+
+    def array_attr(self, arr, attr):
+        n = arr.ty.ndim
+        if attr == "shape":
+            return V.Tuple([self.dim(arr, d) for d in range(n)])
+        if attr == "strides":
+            return V.Tuple(
+                [
+                    V.Scalar(
+                        self.b.op(f"stride i64 {arr.ref} {d + len(arr.prefix)}", self.line),
+                        types.int64,
+                    )
+                    for d in range(n)
+                ]
+            )
+        if attr == "ndim":
+            return V.Const(n, types.int64)
+        if attr == "size":
+            size = self.dim(arr, 0)
+            for d in range(1, n):
+                size = V.Scalar(
+                    self.b.op(f"mul i64 {size.ref} {self.dim(arr, d).ref}", self.line), types.int64
+                )
+            return size
+        if attr == "dtype":
+            return V.Static(types.DType(arr.ty.dtype))
+        raise self.unsupported("attribute", f"array attribute '{attr}' is not supported in kernels")
+
+    def dim(self, arr, d):
+        d += len(arr.prefix)
+        return V.Scalar(self.b.op(f"dim i64 {arr.ref} {d}", self.line), types.int64)
+
+
+def _nonneg(val):
+    if isinstance(val, V.Const):
+        return isinstance(val.value, int | bool) and val.value >= 0
+    return isinstance(val, V.Scalar) and (val.nonneg or isinstance(val.ty, types.Boolean))
+
+
+def _is_num(ty):
+    return isinstance(ty, types.Number | types.Boolean) and not isinstance(ty, types.Complex)
+
+
+def _py_cast(value, ty):
+    """Python-side constant conversion following Numba's cast rules."""
+    if isinstance(ty, types.Boolean):
+        return bool(value)
+    if isinstance(ty, types.Integer):
+        if isinstance(value, float) and value != value:
+            return 0
+        v = int(value)
+        bits = ty.bitwidth
+        v %= 1 << bits
+        if ty.signed and v >= 1 << (bits - 1):
+            v -= 1 << bits
+        return v
+    if isinstance(ty, types.Float):
+        return float(value)
+    return value
+
+
+def _describe(val):
+    if isinstance(val, V.Static):
+        return f"'{getattr(val.value, '__name__', val.value)}'"
+    return type(val).__name__.lower()

@@ -1,0 +1,134 @@
+"""Numba types for kapi objects, and the mapping between KIR type strings and Numba types.
+
+Arrays carry their address space in the type (KArray) so typing can check AtomicRef and
+LocalAccessor rules; Item/NdItem/Group are opaque types that never become KIR values.
+"""
+
+import re
+
+from ._numba import types
+
+SCALARS = {
+    "bool": types.boolean,
+    "i8": types.int8,
+    "i16": types.int16,
+    "i32": types.int32,
+    "i64": types.int64,
+    "u8": types.uint8,
+    "u16": types.uint16,
+    "u32": types.uint32,
+    "u64": types.uint64,
+    "f32": types.float32,
+    "f64": types.float64,
+}
+_KIR_OF = {v: k for k, v in SCALARS.items()}
+ADDRSPACES = ("global", "local", "private")
+_ARRAY_RE = re.compile(r"^array\(\s*(\w+)\s*,\s*(\d)\s*,\s*([CFA])\s*,\s*(\w+)\s*\)$")
+
+
+class KArray(types.Array):
+    """A Numba array type that also records the KIR address space."""
+
+    def __init__(self, dtype, ndim, layout, addrspace="global", readonly=False, aligned=True):
+        self.addrspace = addrspace
+        name = f"array({dtype}, {ndim}d, {layout}, {addrspace})"
+        super().__init__(dtype, ndim, layout, readonly=readonly, name=name, aligned=aligned)
+
+    def copy(self, dtype=None, ndim=None, layout=None, readonly=None):
+        return KArray(
+            self.dtype if dtype is None else dtype,
+            self.ndim if ndim is None else ndim,
+            self.layout if layout is None else layout,
+            self.addrspace,
+            readonly=(not self.mutable) if readonly is None else readonly,
+            aligned=self.aligned,
+        )
+
+    @property
+    def key(self):
+        return super().key + (self.addrspace,)
+
+    def unify(self, typingctx, other):
+        if isinstance(other, KArray) and other.addrspace != self.addrspace:
+            return None
+        res = super().unify(typingctx, other)
+        if res is not None:
+            res = KArray(res.dtype, res.ndim, res.layout, self.addrspace, not res.mutable)
+        return res
+
+    def can_convert_to(self, typingctx, other):
+        if isinstance(other, KArray) and other.addrspace != self.addrspace:
+            return None
+        return super().can_convert_to(typingctx, other)
+
+
+class IndexSpaceType(types.Opaque):
+    """Item, NdItem or Group of a given dimensionality (no run-time value)."""
+
+    kind = ""
+
+    def __init__(self, ndim):
+        self.ndim = ndim
+        super().__init__(name=f"{self.kind}<{ndim}>")
+
+    @property
+    def key(self):
+        return self.ndim
+
+
+class ItemType(IndexSpaceType):
+    kind = "Item"
+
+
+class NdItemType(IndexSpaceType):
+    kind = "NdItem"
+
+
+class GroupType(IndexSpaceType):
+    kind = "Group"
+
+
+class AtomicRefType(types.Opaque):
+    """An AtomicRef over one element of an array; order/scope are resolved at emission."""
+
+    def __init__(self, array):
+        self.array = array
+        self.dtype = array.dtype
+        super().__init__(name=f"AtomicRef({array})")
+
+    @property
+    def key(self):
+        return self.array
+
+
+def kir_scalar(ty):
+    """KIR name of a Numba scalar type, or None if it has none."""
+    if isinstance(ty, types.Literal):
+        ty = ty.literal_type if not isinstance(ty, types.BooleanLiteral) else types.boolean
+    if isinstance(ty, types.IntEnumMember):
+        ty = ty.dtype
+    return _KIR_OF.get(ty)
+
+
+def kir_array(ty):
+    return f"array({kir_scalar(ty.dtype)},{ty.ndim},{ty.layout},{ty.addrspace})"
+
+
+def parse_type(text):
+    """Numba type of a KIR type string; ValueError with a short reason if malformed."""
+    text = text.strip()
+    if text in SCALARS:
+        return SCALARS[text]
+    m = _ARRAY_RE.match(text)
+    if not m:
+        raise ValueError(f"'{text}' is not a KIR argument type (a scalar or array(T,N,L,S))")
+    dtype, ndim, layout, space = m.groups()
+    if dtype not in SCALARS:
+        raise ValueError(f"'{dtype}' is not a KIR scalar type")
+    if not 1 <= int(ndim) <= 3:
+        raise ValueError("arrays have 1 to 3 dimensions")
+    if space not in ADDRSPACES or space == "private":
+        raise ValueError(f"array arguments live in 'global' or 'local' memory, not '{space}'")
+    if space == "local" and layout != "C":
+        raise ValueError("local arrays (LocalAccessor) have layout C")
+    return KArray(SCALARS[dtype], int(ndim), layout, space)

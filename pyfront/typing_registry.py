@@ -1,0 +1,427 @@
+"""kapi's typing registry and typing context.
+
+The context is a LeanContext (Numba's declarative typing, no @overload) plus this registry:
+the kapi kernel API (index space, barriers, atomics, private arrays), the few Python builtins
+Numba types through @overload (int, min, max, truth) and math.fmod. Device functions are typed
+on demand by running the front end on them. Nothing here is installed into Numba's CPU context.
+"""
+
+import inspect
+import math
+import operator
+
+from kapi import kernel_api as K
+
+from . import _numba as nb
+from .errors import KernelError, UnsupportedConstructError
+from .ktypes import AtomicRefType, GroupType, IndexSpaceType, ItemType, KArray, NdItemType
+
+types = nb.types
+registry = nb.Registry()
+_global = registry.register_global
+_attr = registry.register_attr
+
+ATOMIC_DTYPES = (types.int32, types.uint32, types.int64, types.uint64, types.float32, types.float64)
+SCALAR_DTYPES = (types.boolean,) + tuple(types.integer_domain) + (types.float32, types.float64)
+
+
+def bind(pyfunc, args, kws, skip_self=False):
+    """Bind call arguments to `pyfunc`'s parameters: {name: value}, defaults left out.
+
+    Raises a TypingError naming the function if the arguments do not fit.
+    """
+    sig = inspect.signature(pyfunc)
+    if skip_self:
+        sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+    try:
+        return dict(sig.bind(*args, **dict(kws)).arguments)
+    except TypeError as e:
+        raise nb.TypingError(f"{MARK}{pyfunc.__qualname__}(): {e}") from None
+
+
+MARK = "kapi-typing: "  # lets the typer find our message inside Numba's nested report
+
+
+def _fail(msg):
+    raise nb.TypingError(MARK + msg)
+
+
+def _sig_of(ret, bound):
+    return nb.signature(ret, *bound.values())
+
+
+# ---- Python builtins that Numba types with @overload ------------------------------------------
+
+
+def _is_scalar(ty):
+    return isinstance(ty, types.Number | types.Boolean)
+
+
+@_global(int)
+class IntBuiltin(nb.AbstractTemplate):
+    def generic(self, args, kws):
+        if kws or len(args) != 1:
+            return None
+        (x,) = args
+        if isinstance(x, types.Integer):
+            return nb.signature(x, x)
+        if isinstance(x, types.Boolean | types.Float):
+            return nb.signature(types.intp, x)
+        return None
+
+
+class _MinMax(nb.AbstractTemplate):
+    def generic(self, args, kws):
+        if kws or not args:
+            return None
+        tys = args
+        if len(args) == 1 and isinstance(args[0], types.BaseTuple):
+            tys = tuple(args[0])
+        if not tys or not all(_is_scalar(t) for t in tys):
+            return None
+        ret = self.context.unify_types(*tys)
+        return nb.signature(ret, *args) if ret is not None else None
+
+
+@_global(min)
+class MinBuiltin(_MinMax):
+    pass
+
+
+@_global(max)
+class MaxBuiltin(_MinMax):
+    pass
+
+
+@_global(operator.truth)
+class TruthBuiltin(nb.AbstractTemplate):
+    def generic(self, args, kws):
+        if len(args) == 1 and _is_scalar(args[0]):
+            return nb.signature(types.boolean, args[0])
+        return None
+
+
+@_global(math.fmod)
+class MathFmod(nb.ConcreteTemplate):
+    cases = [
+        nb.signature(types.float64, types.int64, types.int64),
+        nb.signature(types.float64, types.uint64, types.uint64),
+        nb.signature(types.float32, types.float32, types.float32),
+        nb.signature(types.float64, types.float64, types.float64),
+    ]
+
+
+# ---- index space ------------------------------------------------------------------------------
+
+
+def _dim_method(kind, name, nargs):
+    """A bound-method resolver for Item/NdItem/Group `name`, taking `nargs` (0/1) dims."""
+
+    @nb.bound_function(f"{kind}.{name}")
+    def resolve(self, ty, args, kws):
+        if kws or len(args) != nargs:
+            _fail(f"{kind}.{name}() takes {nargs} argument{'s' if nargs != 1 else ''}")
+        if nargs:
+            d = args[0]
+            if not isinstance(d, types.Integer):
+                _fail(f"{kind}.{name}(dim): dim must be an integer, not {d}")
+            if isinstance(d, types.IntegerLiteral) and not 0 <= d.literal_value < ty.ndim:
+                _fail(f"{kind}.{name}({d.literal_value}): dimension out of range for {ty}")
+        return nb.signature(types.int64, *args)
+
+    return resolve
+
+
+_METHODS = {
+    ItemType: {"get_id": 1, "get_range": 1, "get_linear_id": 0, "get_linear_range": 0},
+    NdItemType: {
+        "get_global_id": 1,
+        "get_local_id": 1,
+        "get_global_range": 1,
+        "get_local_range": 1,
+        "get_global_linear_id": 0,
+        "get_local_linear_id": 0,
+        "get_global_linear_range": 0,
+        "get_local_linear_range": 0,
+    },
+    GroupType: {
+        "get_group_id": 1,
+        "get_group_range": 1,
+        "get_local_range": 1,
+        "get_group_linear_id": 0,
+        "get_group_linear_range": 0,
+        "get_local_linear_range": 0,
+    },
+}
+
+
+def _index_space_template(tycls, methods):
+    body = {"key": tycls}
+    for name, nargs in methods.items():
+        body[f"resolve_{name}"] = _dim_method(tycls.kind, name, nargs)
+
+    def resolve_dimensions(self, ty):
+        return types.IntegerLiteral(ty.ndim)
+
+    body["resolve_dimensions"] = resolve_dimensions
+    if tycls is NdItemType:
+
+        @nb.bound_function("NdItem.get_group")
+        def resolve_get_group(self, ty, args, kws):
+            if args or kws:
+                _fail("NdItem.get_group() takes no arguments")
+            return nb.signature(GroupType(ty.ndim))
+
+        body["resolve_get_group"] = resolve_get_group
+    if tycls is GroupType:
+        body["resolve_leader"] = lambda self, ty: types.boolean
+    return _attr(type(f"{tycls.kind}Attributes", (nb.AttributeTemplate,), body))
+
+
+for _cls, _methods in _METHODS.items():
+    _index_space_template(_cls, _methods)
+
+
+def _is_enum(ty, enum_cls):
+    return isinstance(ty, types.IntEnumMember) and ty.instance_class is enum_cls
+
+
+@_global(K.group_barrier)
+class GroupBarrier(nb.AbstractTemplate):
+    def generic(self, args, kws):
+        b = bind(K.group_barrier, args, kws)
+        if not isinstance(b["group"], GroupType):
+            _fail(f"group_barrier(group, ...): group must be a Group, not {b['group']}")
+        if "fence_scope" in b and not _is_enum(b["fence_scope"], K.MemoryScope):
+            _fail("group_barrier(group, fence_scope): fence_scope must be a MemoryScope")
+        return _sig_of(types.none, b)
+
+
+@_global(K.atomic_fence)
+class AtomicFence(nb.AbstractTemplate):
+    def generic(self, args, kws):
+        b = bind(K.atomic_fence, args, kws)
+        if not _is_enum(b["memory_order"], K.MemoryOrder):
+            _fail("atomic_fence(memory_order, memory_scope): memory_order must be a MemoryOrder")
+        if not _is_enum(b["memory_scope"], K.MemoryScope):
+            _fail("atomic_fence(memory_order, memory_scope): memory_scope must be a MemoryScope")
+        return _sig_of(types.none, b)
+
+
+# ---- AtomicRef --------------------------------------------------------------------------------
+
+
+def _check_index(arr, index, what):
+    if isinstance(index, types.Integer):
+        if arr.ndim != 1:
+            _fail(f"{what}: a {arr.ndim}-D array needs a tuple of {arr.ndim} indices")
+        return
+    if isinstance(index, types.BaseTuple) and all(isinstance(t, types.Integer) for t in index):
+        if len(index) != arr.ndim:
+            _fail(f"{what}: {len(index)} indices for a {arr.ndim}-D array")
+        return
+    _fail(f"{what}: the index must be an integer or a tuple of integers, not {index}")
+
+
+@_global(K.AtomicRef)
+class AtomicRefCtor(nb.AbstractTemplate):
+    def generic(self, args, kws):
+        b = bind(K.AtomicRef.__init__, args, kws, skip_self=True)
+        ref = b["ref"]
+        if not isinstance(ref, KArray):
+            _fail(f"AtomicRef(ref, ...): ref must be an array, not {ref}")
+        if ref.addrspace == "private":
+            _fail("AtomicRef cannot refer to a private array (PrivateArray)")
+        if ref.dtype not in ATOMIC_DTYPES:
+            _fail(
+                f"AtomicRef does not support {ref.dtype} arrays: use int32, uint32, int64, "
+                "uint64, float32 or float64"
+            )
+        _check_index(ref, b["index"], "AtomicRef(ref, index)")
+        for name, enum in (
+            ("memory_order", K.MemoryOrder),
+            ("memory_scope", K.MemoryScope),
+            ("address_space", K.AddressSpace),
+        ):
+            if name in b and not _is_enum(b[name], enum):
+                _fail(f"AtomicRef(..., {name}=...) must be a {enum.__name__} member")
+        return _sig_of(AtomicRefType(ref), b)
+
+
+def _atomic_value_method(name, ints_only=False, returns_old=True):
+    @nb.bound_function(f"AtomicRef.{name}")
+    def resolve(self, ty, args, kws):
+        if kws or len(args) != 1:
+            _fail(f"AtomicRef.{name}(val) takes one argument")
+        if ints_only and not isinstance(ty.dtype, types.Integer):
+            _fail(f"AtomicRef.{name} is defined for integer arrays only, not {ty.dtype}")
+        val = types.unliteral(args[0])
+        if val != ty.dtype:
+            _fail(
+                f"AtomicRef.{name}(val): val has type {val} but the array holds {ty.dtype}; "
+                f"convert it, e.g. with arr.dtype.type(val)"
+            )
+        return nb.signature(ty.dtype if returns_old else types.none, *args)
+
+    return resolve
+
+
+class AtomicRefAttributes(nb.AttributeTemplate):
+    key = AtomicRefType
+
+    resolve_fetch_add = _atomic_value_method("fetch_add")
+    resolve_fetch_sub = _atomic_value_method("fetch_sub")
+    resolve_fetch_min = _atomic_value_method("fetch_min")
+    resolve_fetch_max = _atomic_value_method("fetch_max")
+    resolve_fetch_and = _atomic_value_method("fetch_and", ints_only=True)
+    resolve_fetch_or = _atomic_value_method("fetch_or", ints_only=True)
+    resolve_fetch_xor = _atomic_value_method("fetch_xor", ints_only=True)
+    resolve_exchange = _atomic_value_method("exchange")
+    resolve_store = _atomic_value_method("store", returns_old=False)
+
+    @nb.bound_function("AtomicRef.load")
+    def resolve_load(self, ty, args, kws):
+        if args or kws:
+            _fail("AtomicRef.load() takes no arguments")
+        return nb.signature(ty.dtype)
+
+    @nb.bound_function("AtomicRef.compare_exchange")
+    def resolve_compare_exchange(self, ty, args, kws):
+        b = bind(K.AtomicRef.compare_exchange, args, kws, skip_self=True)
+        exp = b["expected"]
+        if not isinstance(exp, KArray) or exp.dtype != ty.dtype:
+            _fail(
+                "AtomicRef.compare_exchange(expected, ...): expected must be an array of "
+                f"{ty.dtype}"
+            )
+        if types.unliteral(b["desired"]) != ty.dtype:
+            _fail(
+                f"AtomicRef.compare_exchange(expected, desired): desired has type "
+                f"{types.unliteral(b['desired'])} but the array holds {ty.dtype}"
+            )
+        if "expected_idx" in b:
+            _check_index(exp, b["expected_idx"], "compare_exchange(..., expected_idx)")
+        return _sig_of(types.boolean, b)
+
+
+_attr(AtomicRefAttributes)
+
+
+# ---- PrivateArray -----------------------------------------------------------------------------
+
+
+def dtype_of(ty):
+    """The scalar type a dtype argument (np.float32, a.dtype, a.dtype.type) denotes, or None."""
+    if isinstance(ty, types.NumberClass):
+        return ty.instance_type
+    if isinstance(ty, types.DType):
+        return ty.dtype
+    return None
+
+
+@_global(K.PrivateArray)
+class PrivateArrayCtor(nb.AbstractTemplate):
+    def generic(self, args, kws):
+        b = bind(K.PrivateArray.__init__, args, kws, skip_self=True)
+        shape = b["shape"]
+        if isinstance(shape, types.Integer):
+            ndim = 1
+        elif isinstance(shape, types.BaseTuple) and all(
+            isinstance(t, types.Integer) for t in shape
+        ):
+            ndim = len(shape)
+        else:
+            _fail("PrivateArray(shape, ...): shape must be an int or a tuple of ints")
+        if not 1 <= ndim <= 3:
+            _fail("PrivateArray(shape, ...): 1 to 3 dimensions")
+        dtype = dtype_of(b["dtype"])
+        if dtype not in SCALAR_DTYPES:
+            _fail(f"PrivateArray(shape, dtype): unsupported dtype {b['dtype']}")
+        if "fill_zeros" in b and not isinstance(b["fill_zeros"], types.Boolean):
+            _fail("PrivateArray(..., fill_zeros): fill_zeros must be a bool")
+        return _sig_of(KArray(dtype, ndim, "C", "private"), b)
+
+
+# ---- device functions and the context ---------------------------------------------------------
+
+
+def device_pyfunc(value):
+    """The Python function behind a kapi device function, or None if `value` is not one."""
+    if getattr(value, "__kapi_device_func__", False) is not True:
+        return None
+    return getattr(value, "py_func", value)
+
+
+class KapiTypingContext(nb.LeanContext):
+    """Numba typing context for kernels: Numba's generic typing plus kapi's registry."""
+
+    def __init__(self, typer):
+        self._typer = typer  # callable(pyfunc, argtypes) -> return type; types device functions
+        self._device_types = {}
+        self._call_cache = {}
+        super().__init__()
+
+    def load_additional_registries(self):
+        super().load_additional_registries()
+        self.install_registry(registry)
+
+    def resolve_function_type(self, func, args, kws):
+        # Call typing is a pure function of the types for every template kapi installs, except
+        # device functions (their typing also records them for emission): memoise the rest.
+        # It is most of the typing time of a small kernel.
+        if _is_device_function_type(func):
+            return super().resolve_function_type(func, args, kws)
+        try:
+            key = (func, tuple(args), tuple(sorted(kws.items())) if kws else ())
+            hash(key)
+        except TypeError:
+            return super().resolve_function_type(func, args, kws)
+        sig = self._call_cache.get(key)
+        if sig is None:
+            sig = super().resolve_function_type(func, args, kws)
+            if sig is not None:
+                self._call_cache[key] = sig
+        return sig
+
+    def _get_global_type(self, gv):
+        ty = super()._get_global_type(gv)
+        if ty is None and device_pyfunc(gv) is not None:
+            # Keyed by id, holding the object so the id cannot be reused by another one.
+            obj, ty = self._device_types.get(id(gv), (None, None))
+            if obj is not gv:
+                ty = nb.make_function_type(self._device_template(gv))
+                self._device_types[id(gv)] = (gv, ty)
+        return ty
+
+    def _device_template(self, value):
+        pyfunc = device_pyfunc(value)
+        typer = self._typer
+
+        class DeviceFunction(nb.AbstractTemplate):
+            key = value
+            kapi_device_function = True
+
+            def generic(self, args, kws):
+                b = bind(pyfunc, args, kws)
+                if len(b) != len(inspect.signature(pyfunc).parameters):
+                    raise UnsupportedConstructError(
+                        f"call to device function '{pyfunc.__name__}' leaves out arguments; "
+                        "pass every argument",
+                        construct="default argument",
+                    )
+                argtys = tuple(types.unliteral(t) for t in b.values())
+                return nb.signature(typer(pyfunc, argtys), *argtys)
+
+        return DeviceFunction
+
+
+def _is_device_function_type(func):
+    templates = getattr(func, "templates", ())
+    return any(getattr(t, "kapi_device_function", False) for t in templates)
+
+
+def is_index_space(ty):
+    return isinstance(ty, IndexSpaceType)
+
+
+__all__ = ["KapiTypingContext", "KernelError", "bind", "device_pyfunc", "dtype_of", "registry"]

@@ -1,0 +1,119 @@
+/* USM for the host CPU: host, device and shared allocations are all aligned host memory. The
+ * context's range map remembers each one (its type and a unique id) so that any pointer inside
+ * an allocation can be traced back to it (zeMemGetAllocProperties, zeMemGetAddressRange). */
+#include "cpu_api.h"
+#include "cpu_driver.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static _Atomic uint64_t next_alloc_id = 1;
+
+/* The range map's value packs the memory type (low 2 bits) and the allocation id. */
+static void *pack(ze_memory_type_t type, uint64_t id) {
+  return (void *)(uintptr_t)((id << 2) | (uint64_t)type);
+}
+static ze_memory_type_t unpack_type(void *v) {
+  return (ze_memory_type_t)((uintptr_t)v & 3u);
+}
+static uint64_t unpack_id(void *v) {
+  return (uint64_t)(uintptr_t)v >> 2;
+}
+
+/* Alignment 0 means "driver's choice"; otherwise it must be a power of two. A zero size still
+ * gets a distinct pointer so it can be freed and looked up like any other. */
+static ze_result_t allocate(ze_context_handle_t h, size_t size, size_t alignment,
+                            ze_memory_type_t type, void **out) {
+  ZED_CHECK(h, ZED_KIND_CONTEXT);
+  ZED_CHECK_PTR(out);
+  if (alignment & (alignment - 1)) return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
+  cpu_context_t *ctx = (cpu_context_t *)h;
+  if (size > ctx->driver->device.mem_total) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+  if (alignment < CPU_MEM_ALIGN) alignment = CPU_MEM_ALIGN;
+  void *p = NULL;
+  if (posix_memalign(&p, alignment, size ? size : 1) != 0)
+    return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
+  uint64_t id = atomic_fetch_add(&next_alloc_id, 1);
+  if (!zed_range_map_insert(&ctx->allocs, (uintptr_t)p, size, pack(type, id))) {
+    free(p);
+    return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  }
+  *out = p;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cpu_mem_alloc_shared(ze_context_handle_t h, const ze_device_mem_alloc_desc_t *ddesc,
+                                 const ze_host_mem_alloc_desc_t *hdesc, size_t size,
+                                 size_t alignment, ze_device_handle_t dev, void **out) {
+  ZED_CHECK_PTR(ddesc);
+  ZED_CHECK_PTR(hdesc);
+  if (dev) ZED_CHECK(dev, ZED_KIND_DEVICE);
+  return allocate(h, size, alignment, ZE_MEMORY_TYPE_SHARED, out);
+}
+
+ze_result_t cpu_mem_alloc_device(ze_context_handle_t h, const ze_device_mem_alloc_desc_t *desc,
+                                 size_t size, size_t alignment, ze_device_handle_t dev,
+                                 void **out) {
+  ZED_CHECK_PTR(desc);
+  ZED_CHECK(dev, ZED_KIND_DEVICE);
+  return allocate(h, size, alignment, ZE_MEMORY_TYPE_DEVICE, out);
+}
+
+ze_result_t cpu_mem_alloc_host(ze_context_handle_t h, const ze_host_mem_alloc_desc_t *desc,
+                               size_t size, size_t alignment, void **out) {
+  ZED_CHECK_PTR(desc);
+  return allocate(h, size, alignment, ZE_MEMORY_TYPE_HOST, out);
+}
+
+/* Only the base pointer of an allocation of this context may be freed. */
+ze_result_t cpu_mem_free(ze_context_handle_t h, void *ptr) {
+  ZED_CHECK(h, ZED_KIND_CONTEXT);
+  ZED_CHECK_PTR(ptr);
+  cpu_context_t *ctx = (cpu_context_t *)h;
+  if (!zed_range_map_remove(&ctx->allocs, (uintptr_t)ptr, NULL))
+    return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  free(ptr);
+  return ZE_RESULT_SUCCESS;
+}
+
+/* A pointer this context did not allocate is ZE_MEMORY_TYPE_UNKNOWN, as the API asks. */
+ze_result_t cpu_mem_get_alloc_properties(ze_context_handle_t h, const void *ptr,
+                                         ze_memory_allocation_properties_t *props,
+                                         ze_device_handle_t *dev) {
+  ZED_CHECK(h, ZED_KIND_CONTEXT);
+  ZED_CHECK_PTR(ptr);
+  ZED_CHECK_PTR(props);
+  cpu_context_t *ctx = (cpu_context_t *)h;
+  zed_range_t r;
+  bool found = zed_range_map_find(&ctx->allocs, (uintptr_t)ptr, &r);
+  props->type = found ? unpack_type(r.value) : ZE_MEMORY_TYPE_UNKNOWN;
+  props->id = found ? unpack_id(r.value) : 0;
+  props->pageSize = found ? (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+  if (dev) {
+    bool on_device = found && props->type != ZE_MEMORY_TYPE_HOST;
+    *dev = on_device ? (ze_device_handle_t)&ctx->driver->device : NULL;
+  }
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cpu_mem_get_address_range(ze_context_handle_t h, const void *ptr, void **base,
+                                      size_t *size) {
+  ZED_CHECK(h, ZED_KIND_CONTEXT);
+  ZED_CHECK_PTR(ptr);
+  zed_range_t r;
+  if (!zed_range_map_find(&((cpu_context_t *)h)->allocs, (uintptr_t)ptr, &r))
+    return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  if (base) *base = (void *)r.base;
+  if (size) *size = r.size;
+  return ZE_RESULT_SUCCESS;
+}
+
+static void free_range(const zed_range_t *r, void *arg) {
+  (void)arg;
+  free((void *)r->base);
+}
+
+void cpu_memory_release_all(cpu_context_t *ctx) {
+  zed_range_map_drain(&ctx->allocs, free_range, NULL);
+}

@@ -1,0 +1,340 @@
+/* The persistent thread pool that runs a launch's work-groups: cores-1 workers plus the thread
+ * that launches. Participants take chunks of group indices from an atomic counter; each has its
+ * own scratch (argument array and local-memory buffer) so concurrently running groups never
+ * share local memory. The launcher never waits for a worker that has not joined: it runs what
+ * is left itself, then closes the launch once no joined worker is still busy (so a tiny launch
+ * costs at most one futex wake, and a late worker just finds the launch closed). Launches with
+ * few work-items run on the caller alone. Nothing on the launch path allocates once the scratch
+ * buffers have grown to the largest launch seen. */
+#define _GNU_SOURCE
+#include "cpu_driver.h"
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Launches with at most this many work-items, or one group, run on the caller: waking a
+ * worker costs more than they take. */
+#define INLINE_ITEMS 256u
+/* Once a launch site's cost is known: launches expected to take less than INLINE_NS run on the
+ * caller, and no chunk handed to a worker is expected to take less than CHUNK_NS. */
+#define INLINE_NS 4000u
+#define CHUNK_NS 8000u
+/* Polls before a worker or the launcher goes to sleep on a futex. */
+#define SPIN_POLLS 2000
+#define CACHE_LINE 64
+
+/* A participant's private buffers for the groups it runs, a cache line apart from the next
+ * participant's. */
+typedef struct cpu_scratch {
+  _Alignas(CACHE_LINE) void **args;
+  uint32_t args_cap;
+  void **slots; /* slots[j] holds the local buffer of local-memory argument j */
+  uint32_t slots_cap;
+  uint8_t *local;
+  size_t local_cap;
+} cpu_scratch_t;
+
+typedef struct cpu_worker {
+  struct cpu_pool *pool;
+  pthread_t thread;
+  uint32_t index;
+} cpu_worker_t;
+
+/* pool->state packs the launch generation (high 32 bits), the number of workers that joined it
+ * and are still working (bits 1..31) and a "closed" bit (bit 0). Workers join with a CAS that
+ * fails once the launch is closed or replaced, so the launch fields below are only rewritten
+ * while no worker can be reading them. */
+#define STATE_GEN(s) ((uint32_t)((s) >> 32))
+#define STATE_ACTIVE(s) ((uint32_t)((s) >> 1) & 0x7fffffffu)
+#define STATE_CLOSED 1ull
+#define STATE_ONE_ACTIVE 2ull
+
+/* Fields that different threads write often sit on cache lines of their own, so workers
+ * spinning on the state do not slow down the group counter and the other way round. */
+
+struct cpu_pool {
+  uint32_t threads;
+  cpu_worker_t *workers;
+  cpu_scratch_t *scratch; /* threads + 1: the last is the launcher's */
+  pthread_mutex_t lock;   /* one launch at a time */
+  /* The launch: written by the launcher while the state is closed. */
+  const cpu_launch_t *launch;
+  uint64_t total, chunk;
+  _Atomic uint32_t max_join; /* workers that may join: one per chunk beyond the launcher's */
+  bool stop;
+  _Alignas(CACHE_LINE) _Atomic uint64_t state; /* generation | active workers | closed */
+  _Alignas(CACHE_LINE) _Atomic uint32_t wake;  /* the generation, as a futex word */
+  _Atomic uint32_t sleepers;
+  _Alignas(CACHE_LINE) _Atomic uint64_t next; /* next group index to hand out */
+  _Alignas(CACHE_LINE) uint32_t idle;         /* zed flag: the last joined worker left */
+  _Atomic uint32_t failed;                    /* a participant had no scratch memory */
+};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t expect) {
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expect, NULL, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *word) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Grows buf to hold n items of size sz; false when out of memory. Only the first launches of
+ * a given size get here. */
+static bool grow(void **buf, uint32_t *cap, uint32_t n, size_t sz) {
+  if (n <= *cap) return true;
+  void *p = realloc(*buf, n * sz);
+  if (!p) return false;
+  *buf = p;
+  *cap = n;
+  return true;
+}
+
+/* The argument array this participant passes to the kernel (*out): the launch's own when there
+ * is no local memory, otherwise a copy whose local-memory entries point at this participant's
+ * slots. false when out of memory. */
+static bool scratch_args(cpu_scratch_t *s, const cpu_launch_t *l, void *const **out) {
+  *out = l->args;
+  if (l->num_local == 0) return true;
+  if (!grow((void **)&s->args, &s->args_cap, l->num_args, sizeof(void *)) ||
+      !grow((void **)&s->slots, &s->slots_cap, l->num_local, sizeof(void *)))
+    return false;
+  if (l->local_bytes > s->local_cap) {
+    void *p = NULL;
+    if (posix_memalign(&p, CPU_LOCAL_ALIGN, l->local_bytes) != 0) return false;
+    free(s->local);
+    s->local = p;
+    s->local_cap = l->local_bytes;
+  }
+  memcpy(s->args, l->args, l->num_args * sizeof(void *));
+  for (uint32_t j = 0; j < l->num_local; j++) {
+    s->slots[j] = s->local + l->local_offset[j];
+    s->args[l->local_index[j]] = &s->slots[j];
+  }
+  *out = s->args;
+  return true;
+}
+
+/* Runs groups [first, last) of the launch in linear order (dimension 0 fastest). */
+static void run_groups(const cpu_launch_t *l, void *const *args, uint64_t first, uint64_t last) {
+  kc_host_group_t g = {.args = args};
+  memcpy(g.group_range, l->group_count, sizeof g.group_range);
+  memcpy(g.local_range, l->local_size, sizeof g.local_range);
+  uint64_t nx = l->group_count[0], ny = l->group_count[1];
+  g.group_id[0] = first % nx;
+  g.group_id[1] = (first / nx) % ny;
+  g.group_id[2] = first / (nx * ny);
+  for (uint64_t i = first; i < last; i++) {
+    l->run(&g);
+    if (++g.group_id[0] == nx) {
+      g.group_id[0] = 0;
+      if (++g.group_id[1] == ny) {
+        g.group_id[1] = 0;
+        g.group_id[2]++;
+      }
+    }
+  }
+}
+
+/* A participant's share: chunks of groups until none are left. */
+static void participate(cpu_pool_t *pool, cpu_scratch_t *s) {
+  const cpu_launch_t *l = pool->launch;
+  void *const *args;
+  if (!scratch_args(s, l, &args)) {
+    atomic_store(&pool->failed, 1);
+    return; /* the others finish the groups */
+  }
+  for (;;) {
+    uint64_t first = atomic_fetch_add_explicit(&pool->next, pool->chunk, memory_order_relaxed);
+    if (first >= pool->total) break;
+    uint64_t last = first + pool->chunk < pool->total ? first + pool->chunk : pool->total;
+    run_groups(l, args, first, last);
+  }
+}
+
+/* Returns once the generation differs from seen: a short spin, then sleep on the futex. */
+static void await_generation(cpu_pool_t *pool, uint32_t seen) {
+  for (int i = 0; i < SPIN_POLLS; i++) {
+    if (STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire)) != seen) return;
+    cpu_relax();
+  }
+  while (STATE_GEN(atomic_load(&pool->state)) == seen) {
+    atomic_fetch_add(&pool->sleepers, 1);
+    if (atomic_load(&pool->wake) == seen) futex_wait(&pool->wake, seen);
+    atomic_fetch_sub(&pool->sleepers, 1);
+  }
+}
+
+/* Joins launch gen unless it is closed or already replaced. */
+static bool join(cpu_pool_t *pool, uint32_t gen) {
+  uint64_t s = atomic_load(&pool->state);
+  /* max_join may belong to a newer launch by now; the CAS then fails on the generation. */
+  uint32_t cap = atomic_load_explicit(&pool->max_join, memory_order_relaxed);
+  while (STATE_GEN(s) == gen && !(s & STATE_CLOSED) && STATE_ACTIVE(s) < cap)
+    if (atomic_compare_exchange_weak(&pool->state, &s, s + STATE_ONE_ACTIVE)) return true;
+  return false;
+}
+
+static void leave(cpu_pool_t *pool) {
+  uint64_t s = atomic_fetch_sub(&pool->state, STATE_ONE_ACTIVE) - STATE_ONE_ACTIVE;
+  if (STATE_ACTIVE(s) == 0) zed_set_flag(&pool->idle);
+}
+
+static void *worker_main(void *arg) {
+  cpu_worker_t *w = arg;
+  cpu_pool_t *pool = w->pool;
+  uint32_t seen = 0;
+  for (;;) {
+    await_generation(pool, seen);
+    seen = STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire));
+    if (pool->stop) break;
+    if (!join(pool, seen)) continue; /* the launcher finished without us */
+    participate(pool, &pool->scratch[w->index]);
+    leave(pool);
+  }
+  return NULL;
+}
+
+static void scratch_free(cpu_scratch_t *s) {
+  free(s->args);
+  free(s->slots);
+  free(s->local);
+}
+
+/* Starts as many workers as the system allows, up to threads. */
+cpu_pool_t *cpu_pool_create(uint32_t threads) {
+  cpu_pool_t *pool = aligned_alloc(CACHE_LINE, sizeof(*pool));
+  if (!pool) return NULL;
+  memset(pool, 0, sizeof(*pool));
+  pool->workers = calloc(threads ? threads : 1, sizeof(*pool->workers));
+  /* Cache-line aligned, as the type asks (its size is a multiple of the line). */
+  pool->scratch = aligned_alloc(CACHE_LINE, (threads + 1) * sizeof(*pool->scratch));
+  if (pool->scratch) memset(pool->scratch, 0, (threads + 1) * sizeof(*pool->scratch));
+  if (!pool->workers || !pool->scratch) {
+    free(pool->workers);
+    free(pool->scratch);
+    free(pool);
+    return NULL;
+  }
+  pthread_mutex_init(&pool->lock, NULL);
+  atomic_store(&pool->state, STATE_CLOSED); /* generation 0: no launch yet */
+  for (uint32_t i = 0; i < threads; i++) {
+    cpu_worker_t *w = &pool->workers[i];
+    w->pool = pool;
+    w->index = i;
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) break;
+    pool->threads++;
+  }
+  /* The launcher's scratch is the one after the last started worker's. */
+  return pool;
+}
+
+/* Publishes generation gen (open or closed) and wakes sleeping workers. */
+static void publish(cpu_pool_t *pool, uint32_t gen, bool closed) {
+  atomic_store(&pool->state, ((uint64_t)gen << 32) | (closed ? STATE_CLOSED : 0));
+  atomic_store(&pool->wake, gen); /* seq_cst: pairs with the sleepers count */
+  if (atomic_load(&pool->sleepers)) futex_wake_all(&pool->wake);
+}
+
+void cpu_pool_free_orphan(cpu_pool_t *pool) {
+  for (uint32_t i = 0; i <= pool->threads; i++)
+    scratch_free(&pool->scratch[i]);
+  free(pool->workers);
+  free(pool->scratch);
+  free(pool);
+}
+
+void cpu_pool_destroy(cpu_pool_t *pool) {
+  pthread_mutex_lock(&pool->lock);
+  pool->stop = true;
+  publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, true);
+  pthread_mutex_unlock(&pool->lock);
+  for (uint32_t i = 0; i < pool->threads; i++)
+    pthread_join(pool->workers[i].thread, NULL);
+  pthread_mutex_destroy(&pool->lock);
+  cpu_pool_free_orphan(pool); /* the memory, now that no worker uses it */
+}
+
+/* Closes the current launch once no joined worker is busy; after that no worker reads the
+ * launch fields. All groups have been handed out by then, so all have run. */
+static void close_launch(cpu_pool_t *pool) {
+  for (int polls = 0;; polls++) {
+    uint64_t s = atomic_load(&pool->state);
+    if (STATE_ACTIVE(s) == 0) {
+      if (atomic_compare_exchange_weak(&pool->state, &s, s | STATE_CLOSED)) return;
+      continue;
+    }
+    if (polls < SPIN_POLLS) {
+      cpu_relax();
+      continue;
+    }
+    zed_wait_flag(&pool->idle, UINT64_MAX);
+    zed_clear_flag(&pool->idle); /* re-checked above before sleeping again */
+  }
+}
+
+/* How a launch is shared: chunk size and how many workers may join (0: the caller runs it
+ * alone). Without a known cost: alone when tiny, else about eight chunks per participant.
+ * With one: alone when expected to be quick, and chunks no cheaper than CHUNK_NS. */
+static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, uint64_t items) {
+  uint64_t p = (uint64_t)pool->threads + 1;
+  uint64_t cost = l->cost ? atomic_load_explicit(l->cost, memory_order_relaxed) : 0;
+  uint64_t est_ns = UINT64_MAX;
+  if (cost && !__builtin_mul_overflow(cost, items, &est_ns)) est_ns >>= 4;
+  bool alone =
+      pool->threads == 0 || total == 1 || (cost ? est_ns < INLINE_NS : items <= INLINE_ITEMS);
+  uint64_t chunk = total / (p * 8);
+  if (cost) {
+    uint64_t group_ns = est_ns / total ? est_ns / total : 1;
+    if (chunk < CHUNK_NS / group_ns) chunk = CHUNK_NS / group_ns;
+  }
+  if (chunk == 0) chunk = 1;
+  uint64_t extra = (total + chunk - 1) / chunk - 1; /* chunks beyond the launcher's first */
+  pool->chunk = alone ? total : chunk;
+  return alone ? 0 : extra < pool->threads ? (uint32_t)extra : pool->threads;
+}
+
+/* Folds the measured time of a run into the launch site's cost (a moving average). */
+static void learn(const cpu_launch_t *l, uint64_t ns, uint64_t items, uint32_t participants) {
+  if (!l->cost || items == 0) return;
+  uint64_t c = ns * participants * 16 / items;
+  if (c == 0) c = 1;
+  if (c > UINT32_MAX) c = UINT32_MAX;
+  uint64_t old = atomic_load_explicit(l->cost, memory_order_relaxed);
+  atomic_store_explicit(l->cost, (uint32_t)(old ? (3 * old + c) / 4 : c), memory_order_relaxed);
+}
+
+ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
+  uint64_t total = l->group_count[0] * l->group_count[1] * l->group_count[2];
+  uint64_t items = total * l->local_size[0] * l->local_size[1] * l->local_size[2];
+  pthread_mutex_lock(&pool->lock);
+  uint64_t start = l->cost ? zed_now_ns() : 0;
+  uint32_t joiners = plan(pool, l, total, items);
+  bool alone = joiners == 0;
+  pool->launch = l;
+  pool->total = total;
+  atomic_store_explicit(&pool->max_join, joiners, memory_order_relaxed);
+  atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
+  atomic_store_explicit(&pool->failed, 0, memory_order_relaxed);
+  if (!alone) {
+    zed_clear_flag(&pool->idle);
+    publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false);
+  }
+  participate(pool, &pool->scratch[pool->threads]);
+  if (!alone) close_launch(pool);
+  if (l->cost) learn(l, zed_now_ns() - start, items, joiners + 1);
+  bool failed =
+      atomic_load_explicit(&pool->next, memory_order_relaxed) < total && atomic_load(&pool->failed);
+  pthread_mutex_unlock(&pool->lock);
+  return failed ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY : ZE_RESULT_SUCCESS;
+}

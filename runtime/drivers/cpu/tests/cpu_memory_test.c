@@ -1,0 +1,226 @@
+/* USM, copies, fills, command lists and queues, events and fences through the real loader. */
+#include "ze_test.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void test_alloc(ze_test_env_t *e) {
+  ze_device_mem_alloc_desc_t dd = {ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, NULL, 0, 0};
+  ze_host_mem_alloc_desc_t hd = {ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC, NULL, 0};
+  void *d = NULL, *h = NULL, *s = NULL;
+  OK(zeMemAllocDevice(e->context, &dd, 4096, 256, e->device, &d));
+  OK(zeMemAllocHost(e->context, &hd, 1000, 0, &h));
+  OK(zeMemAllocShared(e->context, &dd, &hd, 64, 64, e->device, &s));
+  EXPECT(d && ((uintptr_t)d % 256) == 0 && h && s);
+  EXPECT_ZE(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT,
+            zeMemAllocHost(e->context, &hd, 16, 3, &h)); /* not a power of two */
+
+  ze_memory_allocation_properties_t p = {.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES};
+  ze_device_handle_t owner = NULL;
+  OK(zeMemGetAllocProperties(e->context, (char *)d + 100, &p, &owner));
+  EXPECT(p.type == ZE_MEMORY_TYPE_DEVICE && owner == e->device);
+  uint64_t id_d = p.id;
+  OK(zeMemGetAllocProperties(e->context, h, &p, &owner));
+  EXPECT(p.type == ZE_MEMORY_TYPE_HOST && owner == NULL && p.id != id_d);
+  OK(zeMemGetAllocProperties(e->context, s, &p, NULL));
+  EXPECT(p.type == ZE_MEMORY_TYPE_SHARED);
+  int local = 0;
+  OK(zeMemGetAllocProperties(e->context, &local, &p, NULL));
+  EXPECT(p.type == ZE_MEMORY_TYPE_UNKNOWN);
+
+  void *base = NULL;
+  size_t size = 0;
+  OK(zeMemGetAddressRange(e->context, (char *)d + 4095, &base, &size));
+  EXPECT(base == d && size == 4096);
+  EXPECT_ZE(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            zeMemGetAddressRange(e->context, &local, &base, &size));
+  EXPECT_ZE(ZE_RESULT_ERROR_INVALID_ARGUMENT, zeMemFree(e->context, (char *)d + 8));
+  OK(zeMemFree(e->context, d));
+  OK(zeMemFree(e->context, h));
+  EXPECT_ZE(ZE_RESULT_ERROR_INVALID_ARGUMENT, zeMemFree(e->context, h)); /* twice */
+  (void)s; /* left for zeContextDestroy to free */
+}
+
+static void test_copy_fill(ze_test_env_t *e) {
+  ze_device_mem_alloc_desc_t dd = {ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, NULL, 0, 0};
+  uint32_t *a = NULL, *b = NULL;
+  OK(zeMemAllocDevice(e->context, &dd, 1000 * 4, 0, e->device, (void **)&a));
+  OK(zeMemAllocDevice(e->context, &dd, 1000 * 4, 0, e->device, (void **)&b));
+  uint32_t pattern = 0xdeadbeef;
+  OK(zeCommandListAppendMemoryFill(e->list, a, &pattern, 4, 999 * 4, NULL, 0, NULL));
+  uint8_t byte = 7;
+  OK(zeCommandListAppendMemoryFill(e->list, a + 999, &byte, 1, 4, NULL, 0, NULL));
+  OK(zeCommandListAppendMemoryCopy(e->list, b, a, 1000 * 4, NULL, 0, NULL));
+  int bad = 0;
+  for (int i = 0; i < 999; i++)
+    bad += b[i] != 0xdeadbeef;
+  EXPECT(bad == 0 && b[999] == 0x07070707);
+  EXPECT_ZE(ZE_RESULT_ERROR_INVALID_SIZE,
+            zeCommandListAppendMemoryFill(e->list, a, &pattern, 3, 12, NULL, 0, NULL));
+  /* A 2D region: column block 2..5 of rows 1..3 of a 10-wide byte matrix. */
+  uint8_t src[40], dst[40] = {0};
+  for (int i = 0; i < 40; i++)
+    src[i] = (uint8_t)i;
+  ze_copy_region_t sr = {2, 1, 0, 4, 3, 1}, dr = {0, 0, 0, 4, 3, 1};
+  OK(zeCommandListAppendMemoryCopyRegion(e->list, dst, &dr, 4, 0, src, &sr, 10, 0, NULL, 0, NULL));
+  EXPECT(dst[0] == 12 && dst[3] == 15 && dst[4] == 22 && dst[11] == 35);
+  /* Between contexts: memory of one context copied by a list of another. */
+  ze_context_desc_t cd = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, NULL, 0};
+  ze_context_handle_t other;
+  OK(zeContextCreate(e->driver, &cd, &other));
+  uint32_t *o = NULL;
+  OK(zeMemAllocDevice(other, &dd, 16, 0, e->device, (void **)&o));
+  OK(zeCommandListAppendMemoryCopyFromContext(e->list, o, e->context, a, 16, NULL, 0, NULL));
+  EXPECT(o[0] == 0xdeadbeef && o[3] == 0xdeadbeef);
+  OK(zeContextDestroy(other)); /* frees o */
+  OK(zeMemFree(e->context, a));
+  OK(zeMemFree(e->context, b));
+}
+
+static void test_events(ze_test_env_t *e) {
+  ze_event_pool_desc_t pd = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL,
+                             ZE_EVENT_POOL_FLAG_HOST_VISIBLE | ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP,
+                             2};
+  ze_event_pool_handle_t pool;
+  OK(zeEventPoolCreate(e->context, &pd, 1, &e->device, &pool));
+  ze_event_desc_t ed = {ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, 0, 0, 0};
+  ze_event_handle_t ev, ev2, dup;
+  OK(zeEventCreate(pool, &ed, &ev));
+  EXPECT_ZE(ZE_RESULT_ERROR_INVALID_ARGUMENT, zeEventCreate(pool, &ed, &dup)); /* index in use */
+  ed.index = 1;
+  OK(zeEventCreate(pool, &ed, &ev2));
+  ed.index = 2;
+  EXPECT_ZE(ZE_RESULT_ERROR_INVALID_ARGUMENT, zeEventCreate(pool, &ed, &dup));
+  EXPECT_ZE(ZE_RESULT_NOT_READY, zeEventQueryStatus(ev));
+  EXPECT_ZE(ZE_RESULT_NOT_READY, zeEventHostSynchronize(ev, 1000));
+  char buf[64];
+  OK(zeCommandListAppendMemoryFill(e->list, buf, "x", 1, sizeof buf, ev, 0, NULL));
+  OK(zeEventHostSynchronize(ev, UINT64_MAX));
+  ze_kernel_timestamp_result_t ts;
+  OK(zeEventQueryKernelTimestamp(ev, &ts));
+  EXPECT(ts.global.kernelEnd >= ts.global.kernelStart && ts.global.kernelStart > 0);
+  OK(zeEventHostReset(ev));
+  EXPECT_ZE(ZE_RESULT_NOT_READY, zeEventQueryStatus(ev));
+  OK(zeEventHostSignal(ev2));
+  /* A wait on a signalled event passes; the signal event of a barrier gets set. */
+  OK(zeCommandListAppendBarrier(e->list, ev, 1, &ev2));
+  OK(zeEventQueryStatus(ev));
+  OK(zeCommandListAppendEventReset(e->list, ev));
+  EXPECT_ZE(ZE_RESULT_NOT_READY, zeEventQueryStatus(ev));
+  EXPECT_ZE(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, zeEventHostSignal(NULL));
+  OK(zeEventDestroy(ev));
+  OK(zeEventDestroy(ev2));
+  OK(zeEventPoolDestroy(pool));
+}
+
+static void *signal_later(void *ev) {
+  usleep(30000);
+  zeEventHostSignal((ze_event_handle_t)ev);
+  return NULL;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A wait in a command list sleeps until another thread signals the event; the command after it
+ * runs only then. */
+static void test_cross_thread_wait(ze_test_env_t *e) {
+  ze_event_pool_desc_t pd = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL,
+                             ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1};
+  ze_event_pool_handle_t pool;
+  OK(zeEventPoolCreate(e->context, &pd, 0, NULL, &pool));
+  ze_event_desc_t ed = {ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, 0, 0, 0};
+  ze_event_handle_t ev;
+  OK(zeEventCreate(pool, &ed, &ev));
+  pthread_t t;
+  pthread_create(&t, NULL, signal_later, ev);
+  double t0 = now_ms();
+  int x = 0, one = 1;
+  OK(zeCommandListAppendMemoryCopy(e->list, &x, &one, sizeof x, NULL, 1, &ev));
+  double waited = now_ms() - t0;
+  EXPECT(x == 1);
+  EXPECT(waited >= 20.0);
+  pthread_join(t, NULL);
+  OK(zeEventHostReset(ev));
+  pthread_create(&t, NULL, signal_later, ev);
+  OK(zeEventHostSynchronize(ev, UINT64_MAX)); /* the host waits on the same futex path */
+  OK(zeEventQueryStatus(ev));
+  pthread_join(t, NULL);
+  OK(zeEventDestroy(ev));
+  OK(zeEventPoolDestroy(pool));
+}
+
+/* A regular list records; nothing happens until a queue executes it, then the fence is set. */
+static void test_regular_list(ze_test_env_t *e) {
+  ze_command_list_desc_t ld = {ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, NULL, 0, 0};
+  ze_command_list_handle_t list;
+  OK(zeCommandListCreate(e->context, e->device, &ld, &list));
+  ze_command_queue_desc_t qd = {
+      ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, 0, 0, 0, ZE_COMMAND_QUEUE_MODE_DEFAULT,
+      ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
+  ze_command_queue_handle_t q;
+  OK(zeCommandQueueCreate(e->context, e->device, &qd, &q));
+  ze_fence_desc_t fd = {ZE_STRUCTURE_TYPE_FENCE_DESC, NULL, 0};
+  ze_fence_handle_t fence;
+  OK(zeFenceCreate(q, &fd, &fence));
+  uint64_t pat = 0x0102030405060708ull, out[4] = {0};
+  OK(zeCommandListAppendMemoryFill(list, out, &pat, 8, sizeof out, NULL, 0, NULL));
+  pat = 0; /* the list keeps its own copy of the pattern */
+  EXPECT(out[0] == 0);
+  EXPECT_ZE(ZE_RESULT_ERROR_INVALID_ARGUMENT, zeCommandQueueExecuteCommandLists(q, 1, &list, NULL));
+  OK(zeCommandListClose(list));
+  EXPECT_ZE(ZE_RESULT_NOT_READY, zeFenceQueryStatus(fence));
+  OK(zeCommandQueueExecuteCommandLists(q, 1, &list, fence));
+  OK(zeFenceHostSynchronize(fence, UINT64_MAX));
+  OK(zeCommandQueueSynchronize(q, UINT64_MAX));
+  EXPECT(out[0] == 0x0102030405060708ull && out[3] == 0x0102030405060708ull);
+  OK(zeFenceReset(fence));
+  EXPECT_ZE(ZE_RESULT_NOT_READY, zeFenceQueryStatus(fence));
+  OK(zeCommandListReset(list));
+  OK(zeFenceDestroy(fence));
+  OK(zeCommandQueueDestroy(q));
+  OK(zeCommandListDestroy(list));
+}
+
+/* Native binaries are refused with a build log that says why (no finaliser involved). */
+static void test_module_errors(ze_test_env_t *e) {
+  uint8_t junk[16] = {1, 2, 3};
+  ze_module_desc_t md = {
+      ZE_STRUCTURE_TYPE_MODULE_DESC, NULL, ZE_MODULE_FORMAT_NATIVE, sizeof junk, junk, NULL, NULL};
+  ze_module_handle_t mod = NULL;
+  ze_module_build_log_handle_t log = NULL;
+  EXPECT_ZE(ZE_RESULT_ERROR_INVALID_NATIVE_BINARY,
+            zeModuleCreate(e->context, e->device, &md, &mod, &log));
+  EXPECT(log != NULL);
+  size_t n = 0;
+  OK(zeModuleBuildLogGetString(log, &n, NULL));
+  EXPECT(n > 10);
+  char text[256];
+  n = sizeof text;
+  OK(zeModuleBuildLogGetString(log, &n, text));
+  EXPECT(strstr(text, "SPIR-V") != NULL);
+  OK(zeModuleBuildLogDestroy(log));
+  md.format = ZE_MODULE_FORMAT_IL_SPIRV;
+  md.inputSize = 0;
+  EXPECT_ZE(ZE_RESULT_ERROR_INVALID_SIZE, zeModuleCreate(e->context, e->device, &md, &mod, NULL));
+  EXPECT_ZE(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, zeModuleCreate(e->context, NULL, &md, &mod, NULL));
+}
+
+int main(void) {
+  ze_test_env_t env;
+  ze_test_open(&env);
+  test_alloc(&env);
+  test_copy_fill(&env);
+  test_events(&env);
+  test_regular_list(&env);
+  test_cross_thread_wait(&env);
+  test_module_errors(&env);
+  ze_test_close(&env);
+  return ze_test_result("cpu_memory_test");
+}

@@ -1,0 +1,158 @@
+/* The thread pool on its own, with hand-written group functions standing in for finalised
+ * kernels: every group runs exactly once with the right ids, concurrently running groups never
+ * share local memory, tiny launches run inline, and a launch after a pause wakes the workers. */
+#include "cpu_driver.h"
+#include "ze_test.h"
+
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GX 7
+#define GY 5
+#define GZ 3
+
+static _Atomic uint32_t hits[GZ][GY][GX];
+
+/* args[0]: a uint32_t output array; args[1]: local buffer slot. Each group writes its linear
+ * id into its local buffer, spins briefly, and checks no other group overwrote it. */
+static _Atomic uint32_t clobbered;
+static void group_fn(const kc_host_group_t *g) {
+  uint64_t x = g->group_id[0], y = g->group_id[1], z = g->group_id[2];
+  if (g->group_range[0] != GX || g->group_range[1] != GY || g->group_range[2] != GZ || x >= GX ||
+      y >= GY || z >= GZ)
+    return;
+  atomic_fetch_add(&hits[z][y][x], 1);
+  uint32_t *local = *(uint32_t *const *)g->args[1];
+  uint32_t id = (uint32_t)(x + GX * (y + GY * z)) + 1;
+  for (int i = 0; i < 64; i++)
+    local[i] = id;
+  for (volatile int spin = 0; spin < 20000; spin++)
+    ;
+  for (int i = 0; i < 64; i++)
+    if (local[i] != id) atomic_fetch_add(&clobbered, 1);
+  uint32_t *out = *(uint32_t *const *)g->args[0];
+  out[id - 1] = id * (uint32_t)g->local_range[0];
+}
+
+static void test_all_groups(cpu_pool_t *pool) {
+  static uint32_t out[GX * GY * GZ];
+  uint32_t *outp = out;
+  void *slot = NULL;
+  void *args[2] = {&outp, &slot};
+  uint32_t index[1] = {1}, offset[1] = {0};
+  cpu_launch_t l = {.run = group_fn,
+                    .group_count = {GX, GY, GZ},
+                    .local_size = {16, 2, 1},
+                    .args = args,
+                    .num_args = 2,
+                    .num_local = 1,
+                    .local_index = index,
+                    .local_offset = offset,
+                    .local_bytes = 256};
+  for (int round = 0; round < 3; round++) {
+    memset(hits, 0, sizeof hits);
+    memset(out, 0, sizeof out);
+    EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+    int wrong = 0;
+    for (int z = 0; z < GZ; z++)
+      for (int y = 0; y < GY; y++)
+        for (int x = 0; x < GX; x++)
+          wrong += atomic_load(&hits[z][y][x]) != 1;
+    EXPECT(wrong == 0);
+    for (uint32_t i = 0; i < GX * GY * GZ; i++)
+      wrong += out[i] != (i + 1) * 16;
+    EXPECT(wrong == 0);
+    if (round == 1) usleep(20000); /* let the workers fall asleep before the next launch */
+  }
+  EXPECT(atomic_load(&clobbered) == 0);
+  EXPECT(slot == NULL); /* the launch's own slot is never used: each runner has its own */
+}
+
+static _Atomic int inline_ran;
+static pthread_t launcher;
+static void inline_fn(const kc_host_group_t *g) {
+  (void)g;
+  if (pthread_equal(pthread_self(), launcher)) atomic_fetch_add(&inline_ran, 1);
+}
+
+static void test_inline(cpu_pool_t *pool) {
+  launcher = pthread_self();
+  cpu_launch_t l = {.run = inline_fn, .group_count = {4, 1, 1}, .local_size = {8, 1, 1}};
+  EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+  EXPECT(atomic_load(&inline_ran) == 4); /* 32 work-items: all on the calling thread */
+}
+
+/* Many back-to-back small launches: workers join late or not at all, and every group of every
+ * launch must still run exactly once (the launcher closes each launch only when it is done). */
+static _Atomic uint64_t small_hits[3];
+static void small_fn(const kc_host_group_t *g) {
+  atomic_fetch_add(&small_hits[g->group_id[0]], 1);
+}
+
+static void test_many_small(cpu_pool_t *pool) {
+  enum { LAUNCHES = 3000 };
+  cpu_launch_t l = {.run = small_fn, .group_count = {3, 1, 1}, .local_size = {128, 1, 1}};
+  memset(small_hits, 0, sizeof small_hits);
+  int failed = 0;
+  for (int i = 0; i < LAUNCHES; i++)
+    failed += cpu_pool_run(pool, &l) != ZE_RESULT_SUCCESS;
+  EXPECT(failed == 0);
+  for (int g = 0; g < 3; g++)
+    EXPECT(atomic_load(&small_hits[g]) == LAUNCHES);
+}
+
+/* With a cost slot the pool learns: an empty kernel ends up inline on the caller, while a
+ * heavy one keeps being shared with the workers. */
+static _Atomic int on_worker;
+static void where_fn(const kc_host_group_t *g) {
+  (void)g;
+  if (!pthread_equal(pthread_self(), launcher)) atomic_store(&on_worker, 1);
+}
+static void heavy_fn(const kc_host_group_t *g) {
+  where_fn(g);
+  for (volatile int spin = 0; spin < 200000; spin++)
+    ;
+}
+
+static void test_learning(cpu_pool_t *pool) {
+  launcher = pthread_self();
+  _Atomic uint32_t cost = 0;
+  cpu_launch_t l = {
+      .run = where_fn, .group_count = {64, 1, 1}, .local_size = {64, 1, 1}, .cost = &cost};
+  for (int i = 0; i < 50; i++)
+    EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+  atomic_store(&on_worker, 0);
+  EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+  EXPECT(atomic_load(&cost) != 0 && atomic_load(&on_worker) == 0);
+  _Atomic uint32_t heavy_cost = 0;
+  cpu_launch_t h = {
+      .run = heavy_fn, .group_count = {32, 1, 1}, .local_size = {4, 1, 1}, .cost = &heavy_cost};
+  int shared = 0;
+  for (int i = 0; i < 6; i++) {
+    atomic_store(&on_worker, 0);
+    EXPECT(cpu_pool_run(pool, &h) == ZE_RESULT_SUCCESS);
+    shared += i > 0 && atomic_load(&on_worker); /* after the first run the cost is known */
+  }
+  EXPECT(shared > 0);
+}
+
+int main(void) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_pool_t *pool = cpu_pool_create(cores > 1 ? (uint32_t)cores - 1 : 1);
+  EXPECT(pool != NULL);
+  if (pool) {
+    test_all_groups(pool);
+    test_inline(pool);
+    test_many_small(pool);
+    test_learning(pool);
+    cpu_pool_destroy(pool);
+  }
+  cpu_pool_t *none = cpu_pool_create(0); /* no workers: the caller does it all */
+  if (none) {
+    test_all_groups(none);
+    cpu_pool_destroy(none);
+  }
+  return ze_test_result("cpu_pool_test");
+}
