@@ -186,6 +186,10 @@ static int test_math(const char *libdevice) {
   return 1;
 }
 
+static void test_unsupported(void) {
+  finalise("unsupported", NULL, KC_ERR_UNSUPPORTED, "__spirv_BuiltInWorkDim");
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s FIXTURE_DIR [LIBDEVICE]\n", argv[0]);
@@ -198,6 +202,7 @@ int main(int argc, char **argv) {
   test_saxpy();
   test_reduce();
   test_atomics();
+  test_unsupported();
   int had_libdevice = test_math(argc > 2 ? argv[2] : NULL);
   if (failures) {
     fprintf(stderr, "%d failure(s)\n", failures);

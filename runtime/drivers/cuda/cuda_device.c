@@ -37,7 +37,7 @@ static int attr(CUdevice d, int a) {
   return v;
 }
 
-static void fill_properties(cuda_device_t *d, uint32_t ordinal) {
+static void fill_properties(cuda_device_t *d) {
   ze_device_properties_t *p = &d->props;
   p->type = ZE_DEVICE_TYPE_GPU;
   p->vendorId = 0x10de;
@@ -56,7 +56,6 @@ static void fill_properties(cuda_device_t *d, uint32_t ordinal) {
   p->kernelTimestampValidBits = 64;
   cuda.cuDeviceGetUuid(p->uuid.id, d->dev);
   cuda.cuDeviceGetName(p->name, ZE_MAX_DEVICE_NAME, d->dev);
-  (void)ordinal;
   ze_device_compute_properties_t *c = &d->compute;
   c->maxTotalGroupSize = (uint32_t)attr(d->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   c->maxGroupSizeX = (uint32_t)attr(d->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
@@ -83,7 +82,7 @@ static int open_device(cuda_device_t *d, int ordinal) {
   cuda.cuDeviceTotalMem(&total, d->dev);
   d->total_mem = total;
   zed_object_init(&d->obj, ZED_KIND_DEVICE);
-  fill_properties(d, (uint32_t)ordinal);
+  fill_properties(d);
   return 1;
 }
 
@@ -140,7 +139,7 @@ ze_result_t cuda_driver_get_properties(ze_driver_handle_t h, ze_driver_propertie
 ze_result_t cuda_driver_get_ipc_properties(ze_driver_handle_t h, ze_driver_ipc_properties_t *p) {
   ZED_CHECK(h, ZED_KIND_DRIVER);
   ZED_CHECK_PTR(p);
-  p->flags = ZE_IPC_PROPERTY_FLAG_FORCE_UINT32 & 0;
+  p->flags = 0; /* no IPC */
   return ZE_RESULT_SUCCESS;
 }
 
