@@ -12,11 +12,11 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT" /tmp/deps
 for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
-export PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive
+export PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi -L
 python3 -m kapi 2>&1 | tee "$OUT/devices.txt"
 step() { echo "== $1"; shift; "$@"; echo "== exit $?"; }
-step pytest timeout "${PYTEST_TIMEOUT:-270}" python3 -m pytest -q -p no:cacheprovider \
+[ "${SKIP_PYTEST:-0}" = 1 ] || step pytest timeout "${PYTEST_TIMEOUT:-270}" python3 -m pytest -q -p no:cacheprovider \
   --maxfail=40 -rfEs tests 2>&1 | tee "$OUT/pytest.log" | tail -60
 step gpu-bench timeout 200 python3 bench/gpu.py 2>&1 | tee "$OUT/gpu_bench.log"
 if [ -x .carry/bin/stream_triad ]; then
