@@ -33,6 +33,7 @@ enum {
   OP_COPY_MEMORY_SIZED = 64,
   OP_DECORATE = 71,
   OP_MEMBER_DECORATE = 72,
+  OP_DECORATION_GROUP = 73,
   OP_MODULE_PROCESSED = 330,
   OP_DECORATE_STRING = 5632,
   OP_MEMBER_DECORATE_STRING = 5633,
@@ -124,16 +125,17 @@ static int param_attr_ok(const uint32_t *in, uint32_t count) {
   return 1;
 }
 
-/* Ids defined before the annotations (OpString, OpExtInstImport) cannot be decorated: the
- * translator only accepts annotations on ids it has not seen yet. */
+/* Ids defined before the debug names and annotations (OpString, OpExtInstImport,
+ * OpDecorationGroup) cannot be named or decorated: the translator only accepts those on ids it
+ * has not seen yet, and asserts otherwise. */
 static int targets_ok(const uint32_t *in, uint32_t count, const unsigned char *early,
                       uint32_t bound) {
   uint32_t op = in[0] & 0xffff, from = 1, step = 1, to = 2;
   if (op == OP_GROUP_DECORATE) from = 2, to = count;
   if (op == OP_GROUP_MEMBER_DECORATE) from = 2, step = 2, to = count;
-  if (op != OP_DECORATE && op != OP_MEMBER_DECORATE && op != OP_DECORATE_ID &&
-      op != OP_DECORATE_STRING && op != OP_MEMBER_DECORATE_STRING && op != OP_GROUP_DECORATE &&
-      op != OP_GROUP_MEMBER_DECORATE)
+  if (op != OP_NAME && op != OP_MEMBER_NAME && op != OP_DECORATE && op != OP_MEMBER_DECORATE &&
+      op != OP_DECORATE_ID && op != OP_DECORATE_STRING && op != OP_MEMBER_DECORATE_STRING &&
+      op != OP_GROUP_DECORATE && op != OP_GROUP_MEMBER_DECORATE)
     return 1;
   for (uint32_t k = from; k < to && k < count; k += step)
     if (in[k] < bound && early[in[k]]) return 0;
@@ -142,7 +144,8 @@ static int targets_ok(const uint32_t *in, uint32_t count, const unsigned char *e
 
 static void mark_early(const uint32_t *in, uint32_t count, unsigned char *early, uint32_t bound) {
   uint32_t op = in[0] & 0xffff;
-  if ((op == OP_STRING || op == OP_EXT_INST_IMPORT) && count > 1 && in[1] < bound) early[in[1]] = 1;
+  int defines = op == OP_STRING || op == OP_EXT_INST_IMPORT || op == OP_DECORATION_GROUP;
+  if (defines && count > 1 && in[1] < bound) early[in[1]] = 1;
 }
 
 static int check_words(const uint32_t *words, size_t n, unsigned char *early, uint32_t bound,
@@ -159,7 +162,7 @@ static int check_words(const uint32_t *words, size_t n, unsigned char *early, ui
       return 0;
     }
     if (!param_attr_ok(words + i, count) || !targets_ok(words + i, count, early, bound)) {
-      *log = kc_hf_msg("SPIR-V: decoration at word %zu is not accepted by the reader", i);
+      *log = kc_hf_msg("SPIR-V: name or decoration at word %zu is not accepted by the reader", i);
       return 0;
     }
     mark_early(words + i, count, early, bound);

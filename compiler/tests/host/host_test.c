@@ -820,6 +820,10 @@ static void test_reader_traps(void) {
   w[i + 1] = w[find_inst(w, nw, 11 /* OpExtInstImport */, -1) + 1];
   expect_fail(w, n, KC_ERR_SPIRV, "decorated OpExtInstImport", "decoration");
   memcpy(w, spv, n);
+  i = find_inst(w, nw, 5 /* OpName */, -1); /* found by the NVPTX corruption sweep */
+  w[i + 1] = w[find_inst(w, nw, 11 /* OpExtInstImport */, -1) + 1];
+  expect_fail(w, n, KC_ERR_SPIRV, "named OpExtInstImport", "name or decoration");
+  memcpy(w, spv, n);
   i = find_inst(w, nw, 256 /* OpLifetimeStart */, -1);
   w[i + 2] = 3; /* a size the reader would reject for this pointer type */
   kc_host_module_t *m;
