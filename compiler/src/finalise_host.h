@@ -95,7 +95,7 @@ int kc_hf_kernel_calls_barrier(LLVMValueRef call);
 /* finalise_host_fiber.c: the barrier scheme, called from JIT code. Runs wi once per work-item
  * of the group on per-work-item fibers; kc_host_fiber_barrier switches to the next one. */
 typedef void (*kc_hf_wi_fn)(const kc_host_group_t *g, const uint64_t *local_id, void *local);
-void kc_host_fiber_run(const kc_host_group_t *g, kc_hf_wi_fn wi, void *local);
+kc_status_t kc_host_fiber_run(const kc_host_group_t *g, kc_hf_wi_fn wi, void *local);
 void kc_host_fiber_barrier(void);
 
 /* LLVM helpers shared by the phases. */

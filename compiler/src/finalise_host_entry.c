@@ -269,7 +269,7 @@ static int make_loop_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, u
   LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, fn, "y.done");
   loop_close(b, &ly, k->local_range[1], ey);
   loop_close(b, &lz, k->local_range[2], done);
-  LLVMBuildRetVoid(b);
+  LLVMBuildRet(b, LLVMConstInt(LLVMInt32TypeInContext(c), KC_OK, 0));
   return 1;
 }
 
@@ -297,13 +297,12 @@ static int make_fiber_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, 
   k->body = wi;
   /* run: the group's local buffer, then every work-item on its fiber. */
   LLVMTypeRef rparams[3] = {gp, LLVMPointerType(wty, 0), i8p};
-  LLVMTypeRef rty = LLVMFunctionType(LLVMVoidTypeInContext(c), rparams, 3, 0);
+  LLVMTypeRef rty = LLVMFunctionType(LLVMInt32TypeInContext(c), rparams, 3, 0);
   LLVMValueRef fr = LLVMGetNamedFunction(m, "__kapi_host_fiber_run");
   if (!fr) fr = LLVMAddFunction(m, "__kapi_host_fiber_run", rty);
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c, k->run, "entry"));
   LLVMValueRef args[3] = {LLVMGetParam(k->run, 0), wi, local_buffer(b, c, lsize)};
-  kc_hf_call(b, fr, args, 3);
-  LLVMBuildRetVoid(b);
+  LLVMBuildRet(b, kc_hf_call(b, fr, args, 3));
   return 1;
 }
 
@@ -328,7 +327,7 @@ int kc_hf_make_entries(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n,
                        const kc_hf_locals_t *locals, char **log) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef gp = LLVMPointerType(group_type(c), 0);
-  LLVMTypeRef rty = LLVMFunctionType(LLVMVoidTypeInContext(c), &gp, 1, 0);
+  LLVMTypeRef rty = LLVMFunctionType(LLVMInt32TypeInContext(c), &gp, 1, 0);
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
   for (uint32_t i = 0; i < n; i++) {
     kc_hf_kernel_t *k = &ks[i];

@@ -150,12 +150,12 @@ void kc_host_fiber_barrier(void) {
   kc_hf_switch(&s->fibers[s->cur].sp, s->main_sp);
 }
 
-void kc_host_fiber_run(const kc_host_group_t *g, kc_hf_wi_fn wi, void *local) {
+kc_status_t kc_host_fiber_run(const kc_host_group_t *g, kc_hf_wi_fn wi, void *local) {
   size_t lx = g->local_range[0], ly = g->local_range[1], lz = g->local_range[2];
   size_t n = lx * ly * lz;
-  if (n == 0) return;
+  if (n == 0) return KC_OK;
   sched_t *volatile s = sched_get(n);
-  if (!s) abort(); /* no memory for stacks: nothing sensible to return to from a kernel */
+  if (!s) return KC_ERR_OUT_OF_MEMORY; /* no memory for the stacks: the launch fails */
   s->wi = wi, s->group = g, s->local = local;
   size_t slot = s->page + FIBER_STACK;
   for (size_t i = 0; i < n; i++) {
@@ -174,4 +174,5 @@ void kc_host_fiber_run(const kc_host_group_t *g, kc_hf_wi_fn wi, void *local) {
       left += !s->fibers[i].done;
     }
   }
+  return KC_OK;
 }

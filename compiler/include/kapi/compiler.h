@@ -111,7 +111,9 @@ typedef struct kc_host_group {
   void *const *args;
 } kc_host_group_t;
 
-typedef void (*kc_host_group_fn)(const kc_host_group_t *group);
+/* Returns KC_OK, or KC_ERR_OUT_OF_MEMORY when the group could not run (a kernel with barriers
+ * needs a fiber stack per work-item; they are allocated on first use per thread). */
+typedef kc_status_t (*kc_host_group_fn)(const kc_host_group_t *group);
 
 typedef enum kc_arg_kind {
   KC_ARG_VALUE = 0,  /* scalar or pointer passed by value; size = its byte size */

@@ -48,7 +48,10 @@ static void *worker(void *v) {
     uint64_t hi = p->groups * (uint64_t)(w->id + 1) / (uint64_t)p->threads;
     for (uint64_t i = lo; i < hi; i++) {
       g.group_id[0] = i;
-      p->k->run(&g);
+      if (p->k->run(&g) != KC_OK) {
+        fprintf(stderr, "host_bench: a group could not run (out of memory)\n");
+        exit(1);
+      }
     }
     pthread_barrier_wait(&p->end);
   }

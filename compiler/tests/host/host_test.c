@@ -24,15 +24,6 @@
     }                                                                                              \
   } while (0)
 
-/* kc_status_name is not exported by the library yet (only the Host CPU section is). */
-static const char *status_name(kc_status_t s) {
-  static const char *const names[] = {"KC_OK",         "KC_ERR_INVALID_ARGUMENT",
-                                      "KC_ERR_KIR",    "KC_ERR_UNSUPPORTED",
-                                      "KC_ERR_LLVM",   "KC_ERR_SPIRV",
-                                      "KC_ERR_TARGET", "KC_ERR_OUT_OF_MEMORY"};
-  return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
-}
-
 static void *read_file(const char *name, size_t *n) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", KAPI_HOST_FIXTURES, name);
@@ -53,7 +44,7 @@ static kc_host_module_t *finalise(const char *fixture) {
   kc_host_module_t *m = NULL;
   char *log = NULL;
   kc_status_t st = kc_host_finalise(spv, n, &m, &log);
-  CHECK(st == KC_OK, "%s: %s", status_name(st), log ? log : "(no log)");
+  CHECK(st == KC_OK, "%s: %s", kc_status_name(st), log ? log : "(no log)");
   free(log);
   free(spv);
   return m;
@@ -102,7 +93,8 @@ static void *worker(void *p) {
     g.group_id[0] = i % l->groups[0];
     g.group_id[1] = i / l->groups[0] % l->groups[1];
     g.group_id[2] = i / (l->groups[0] * l->groups[1]);
-    l->k->run(&g);
+    kc_status_t st = l->k->run(&g);
+    CHECK(st == KC_OK, "group %llu could not run: %s", (unsigned long long)i, kc_status_name(st));
   }
   for (uint32_t i = 0; i < na; i++)
     free(bufs[i]);
@@ -763,10 +755,10 @@ static void expect_fail(const void *p, size_t n, kc_status_t want, const char *w
   kc_host_module_t *m = (kc_host_module_t *)1;
   char *log = NULL;
   kc_status_t st = kc_host_finalise(p, n, &m, &log);
-  CHECK(st == want, "%s: got %s (%s)", what, status_name(st), log ? log : "");
+  CHECK(st == want, "%s: got %s (%s)", what, kc_status_name(st), log ? log : "");
   CHECK(m == NULL && log && *log, "%s: no log or module set", what);
   CHECK(!in_log || strstr(log, in_log), "%s: log lacks '%s': %s", what, in_log, log);
-  printf("%s -> %s: %s\n", what, status_name(st), log);
+  printf("%s -> %s: %s\n", what, kc_status_name(st), log);
   free(log);
 }
 

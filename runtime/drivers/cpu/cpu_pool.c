@@ -73,6 +73,7 @@ struct cpu_pool {
   _Alignas(CACHE_LINE) _Atomic uint64_t next; /* next group index to hand out */
   _Alignas(CACHE_LINE) uint32_t idle;         /* zed flag: the last joined worker left */
   _Atomic uint32_t failed;                    /* a participant had no scratch memory */
+  _Atomic uint32_t group_failed;              /* a group could not run (no fiber stacks) */
 };
 
 static inline void cpu_relax(void) {
@@ -125,8 +126,9 @@ static bool scratch_args(cpu_scratch_t *s, const cpu_launch_t *l, void *const **
   return true;
 }
 
-/* Runs groups [first, last) of the launch in linear order (dimension 0 fastest). */
-static void run_groups(const cpu_launch_t *l, void *const *args, uint64_t first, uint64_t last) {
+/* Runs groups [first, last) of the launch in linear order (dimension 0 fastest). False when a
+ * group could not run (the finaliser had no memory for its fiber stacks). */
+static bool run_groups(const cpu_launch_t *l, void *const *args, uint64_t first, uint64_t last) {
   kc_host_group_t g = {.args = args};
   memcpy(g.group_range, l->group_count, sizeof g.group_range);
   memcpy(g.local_range, l->local_size, sizeof g.local_range);
@@ -135,7 +137,7 @@ static void run_groups(const cpu_launch_t *l, void *const *args, uint64_t first,
   g.group_id[1] = (first / nx) % ny;
   g.group_id[2] = first / (nx * ny);
   for (uint64_t i = first; i < last; i++) {
-    l->run(&g);
+    if (l->run(&g) != KC_OK) return false;
     if (++g.group_id[0] == nx) {
       g.group_id[0] = 0;
       if (++g.group_id[1] == ny) {
@@ -144,6 +146,7 @@ static void run_groups(const cpu_launch_t *l, void *const *args, uint64_t first,
       }
     }
   }
+  return true;
 }
 
 /* A participant's share: chunks of groups until none are left. */
@@ -158,7 +161,10 @@ static void participate(cpu_pool_t *pool, cpu_scratch_t *s) {
     uint64_t first = atomic_fetch_add_explicit(&pool->next, pool->chunk, memory_order_relaxed);
     if (first >= pool->total) break;
     uint64_t last = first + pool->chunk < pool->total ? first + pool->chunk : pool->total;
-    run_groups(l, args, first, last);
+    if (!run_groups(l, args, first, last)) {
+      atomic_store(&pool->group_failed, 1);
+      return;
+    }
   }
 }
 
@@ -326,6 +332,7 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   atomic_store_explicit(&pool->max_join, joiners, memory_order_relaxed);
   atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
   atomic_store_explicit(&pool->failed, 0, memory_order_relaxed);
+  atomic_store_explicit(&pool->group_failed, 0, memory_order_relaxed);
   if (!alone) {
     zed_clear_flag(&pool->idle);
     publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false);
@@ -333,8 +340,9 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   participate(pool, &pool->scratch[pool->threads]);
   if (!alone) close_launch(pool);
   if (l->cost) learn(l, zed_now_ns() - start, items, joiners + 1);
-  bool failed =
-      atomic_load_explicit(&pool->next, memory_order_relaxed) < total && atomic_load(&pool->failed);
+  bool failed = (atomic_load_explicit(&pool->next, memory_order_relaxed) < total &&
+                 atomic_load(&pool->failed)) ||
+                atomic_load(&pool->group_failed);
   pthread_mutex_unlock(&pool->lock);
   return failed ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY : ZE_RESULT_SUCCESS;
 }

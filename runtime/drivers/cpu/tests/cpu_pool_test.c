@@ -18,11 +18,11 @@ static _Atomic uint32_t hits[GZ][GY][GX];
 /* args[0]: a uint32_t output array; args[1]: local buffer slot. Each group writes its linear
  * id into its local buffer, spins briefly, and checks no other group overwrote it. */
 static _Atomic uint32_t clobbered;
-static void group_fn(const kc_host_group_t *g) {
+static kc_status_t group_fn(const kc_host_group_t *g) {
   uint64_t x = g->group_id[0], y = g->group_id[1], z = g->group_id[2];
   if (g->group_range[0] != GX || g->group_range[1] != GY || g->group_range[2] != GZ || x >= GX ||
       y >= GY || z >= GZ)
-    return;
+    return KC_OK;
   atomic_fetch_add(&hits[z][y][x], 1);
   uint32_t *local = *(uint32_t *const *)g->args[1];
   uint32_t id = (uint32_t)(x + GX * (y + GY * z)) + 1;
@@ -34,6 +34,7 @@ static void group_fn(const kc_host_group_t *g) {
     if (local[i] != id) atomic_fetch_add(&clobbered, 1);
   uint32_t *out = *(uint32_t *const *)g->args[0];
   out[id - 1] = id * (uint32_t)g->local_range[0];
+  return KC_OK;
 }
 
 static void test_all_groups(cpu_pool_t *pool) {
@@ -72,9 +73,10 @@ static void test_all_groups(cpu_pool_t *pool) {
 
 static _Atomic int inline_ran;
 static pthread_t launcher;
-static void inline_fn(const kc_host_group_t *g) {
+static kc_status_t inline_fn(const kc_host_group_t *g) {
   (void)g;
   if (pthread_equal(pthread_self(), launcher)) atomic_fetch_add(&inline_ran, 1);
+  return KC_OK;
 }
 
 static void test_inline(cpu_pool_t *pool) {
@@ -87,8 +89,9 @@ static void test_inline(cpu_pool_t *pool) {
 /* Many back-to-back small launches: workers join late or not at all, and every group of every
  * launch must still run exactly once (the launcher closes each launch only when it is done). */
 static _Atomic uint64_t small_hits[3];
-static void small_fn(const kc_host_group_t *g) {
+static kc_status_t small_fn(const kc_host_group_t *g) {
   atomic_fetch_add(&small_hits[g->group_id[0]], 1);
+  return KC_OK;
 }
 
 static void test_many_small(cpu_pool_t *pool) {
@@ -106,14 +109,30 @@ static void test_many_small(cpu_pool_t *pool) {
 /* With a cost slot the pool learns: an empty kernel ends up inline on the caller, while a
  * heavy one keeps being shared with the workers. */
 static _Atomic int on_worker;
-static void where_fn(const kc_host_group_t *g) {
+static kc_status_t where_fn(const kc_host_group_t *g) {
   (void)g;
   if (!pthread_equal(pthread_self(), launcher)) atomic_store(&on_worker, 1);
+  return KC_OK;
 }
-static void heavy_fn(const kc_host_group_t *g) {
-  where_fn(g);
+static kc_status_t heavy_fn(const kc_host_group_t *g) {
   for (volatile int spin = 0; spin < 200000; spin++)
     ;
+  return where_fn(g);
+}
+
+/* A group the finaliser cannot run (no memory for fiber stacks) fails the whole launch with
+ * OUT_OF_HOST_MEMORY, on the caller or on a worker, instead of ending the process. */
+static kc_status_t failing_fn(const kc_host_group_t *g) {
+  for (volatile int spin = 0; spin < 20000; spin++)
+    ;
+  return g->group_id[0] == 37 ? KC_ERR_OUT_OF_MEMORY : KC_OK;
+}
+
+static void test_group_failure(cpu_pool_t *pool) {
+  cpu_launch_t l = {.run = failing_fn, .group_count = {64, 1, 1}, .local_size = {64, 1, 1}};
+  EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
+  cpu_launch_t ok = {.run = small_fn, .group_count = {3, 1, 1}, .local_size = {128, 1, 1}};
+  EXPECT(cpu_pool_run(pool, &ok) == ZE_RESULT_SUCCESS); /* the next launch is unaffected */
 }
 
 static void test_learning(cpu_pool_t *pool) {
@@ -147,11 +166,13 @@ int main(void) {
     test_inline(pool);
     test_many_small(pool);
     test_learning(pool);
+    test_group_failure(pool);
     cpu_pool_destroy(pool);
   }
   cpu_pool_t *none = cpu_pool_create(0); /* no workers: the caller does it all */
   if (none) {
     test_all_groups(none);
+    test_group_failure(none);
     cpu_pool_destroy(none);
   }
   return ze_test_result("cpu_pool_test");
