@@ -76,16 +76,18 @@ static inline void *spirv_from_file(const char *path, size_t *n) {
   return p;
 }
 
-/* The first device of kapi's CPU driver, or NULL with a message on stderr. */
-static inline kr_device_t *cpu_device(void) {
+/* The first device of the driver named by KAPI_BENCH_DRIVER (default kapi-cpu, the CPU
+ * driver; kapi-cuda for the GPU), or NULL with a message on stderr. */
+static inline kr_device_t *bench_device(void) {
+  const char *want = getenv("KAPI_BENCH_DRIVER") ? getenv("KAPI_BENCH_DRIVER") : "kapi-cpu";
   kr_error_t err;
   if (kr_init(&err)) {
     fprintf(stderr, "kr_init: %s\n", err.message);
     return NULL;
   }
   for (uint32_t i = 0; i < kr_device_count(); i++)
-    if (!strcmp(kr_device_info(kr_device_get(i))->driver_name, "kapi-cpu")) return kr_device_get(i);
-  fprintf(stderr, "no kapi-cpu device (drivers: %s)\n", kr_driver_list());
+    if (!strcmp(kr_device_info(kr_device_get(i))->driver_name, want)) return kr_device_get(i);
+  fprintf(stderr, "no %s device (drivers: %s)\n", want, kr_driver_list());
   return NULL;
 }
 

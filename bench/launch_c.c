@@ -1,8 +1,9 @@
 /* Host time per launch of an empty kernel (one work-item) through the runtime from C, on
- * kapi's CPU driver: synchronous launches (return after completion), and asynchronous ones
- * (appended with an event that is released at once; the queue is drained per batch).
- * Prints the median over batches of the time per call. Target: under 3 microseconds.
- * Usage: launch_c [calls per batch (default 2000)] [batches (default 25)] */
+ * kapi's CPU driver (or the driver KAPI_BENCH_DRIVER names, e.g. kapi-cuda): synchronous launches
+ * (return after completion), and asynchronous ones (appended with an event that is released at
+ * once; the queue is drained per batch). Prints the median over batches of the time per call.
+ * Target: under 3 microseconds. Usage: launch_c [calls per batch (default 2000)] [batches (default
+ * 25)] */
 #include "bench_common.h"
 
 static const char *kir_empty = "kir 1\n"
@@ -14,7 +15,8 @@ static const char *kir_empty = "kir 1\n"
 typedef enum { SYNC, ASYNC_EVENT } launch_mode_t;
 
 /* Median microseconds per call over `batches` batches of `calls` launches. */
-static double per_call_us(kr_queue_t *q, kr_kernel_t *k, launch_mode_t mode, int calls, int batches) {
+static double per_call_us(kr_queue_t *q, kr_kernel_t *k, launch_mode_t mode, int calls,
+                          int batches) {
   kr_error_t err;
   size_t one = 1;
   double *us = calloc(batches, sizeof *us);
@@ -42,7 +44,7 @@ static double per_call_us(kr_queue_t *q, kr_kernel_t *k, launch_mode_t mode, int
 int main(int argc, char **argv) {
   int calls = argc > 1 ? atoi(argv[1]) : 2000, batches = argc > 2 ? atoi(argv[2]) : 25;
   if (calls < 1 || batches < 1) return fprintf(stderr, "usage: launch_c [calls] [batches]\n"), 2;
-  kr_device_t *dev = cpu_device();
+  kr_device_t *dev = bench_device();
   if (!dev) return 1;
   char why[512];
   size_t n = 0;
@@ -59,8 +61,8 @@ int main(int argc, char **argv) {
   if (!k || !q) return fprintf(stderr, "empty kernel: %s\n", err.message), 1;
   double sync_us = per_call_us(q, k, SYNC, calls, batches);
   double async_us = per_call_us(q, k, ASYNC_EVENT, calls, batches);
-  printf("empty-kernel launch through the runtime (C), device '%s', kernel from %s\n",
-         kr_device_info(dev)->name, source);
+  printf("empty-kernel launch through the runtime (C), device '%s' (%s), kernel from %s\n",
+         kr_device_info(dev)->name, kr_device_info(dev)->driver_name, source);
   printf("  %d batches of %d calls, median host time per call:\n", batches, calls);
   printf("  synchronous (launch + wait)        %7.2f us\n", sync_us);
   printf("  asynchronous (launch, event freed) %7.2f us\n", async_us);

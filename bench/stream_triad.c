@@ -53,7 +53,7 @@ typedef struct kapi_triad {
 } kapi_triad_t;
 
 static int kapi_setup(kapi_triad_t *t, size_t n, kr_error_t *err) {
-  kr_device_t *dev = cpu_device();
+  kr_device_t *dev = bench_device();
   if (!dev) return 1;
   const char *mem = getenv("KAPI_TRIAD_MEM"), *wg = getenv("KAPI_TRIAD_WG");
   t->kind = !mem || !strcmp(mem, "device") ? KR_MEM_DEVICE

@@ -1,18 +1,17 @@
 /* Host CPU finaliser (compiler.h, "Host CPU"): SPIR-V -> validated -> LLVM (SPIR-V-friendly
  * builtins, typed pointers) -> builtins lowered -> per-work-group entries -> inlined -> O3 ->
  * ORC LLJIT. This file holds the public API and the order of the phases; each phase lives in
- * its own finalise_host_*.c. LLVM fatal errors during our LLVM work jump back here as a status.
+ * its own finalise_host_*.c. LLVM fatal errors during our LLVM work come back as KC_ERR_LLVM
+ * through the compiler's one guard (llvm_guard.c).
  */
 #include "finalise_host.h"
 
+#include "compile.h"
 #include "finalise_host_jit.h"
 #include "translator.h"
 
 #include <llvm-c/Analysis.h>
-#include <llvm-c/ErrorHandling.h>
 #include <pthread.h>
-#include <setjmp.h>
-#include "kapi/compiler.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,28 +23,17 @@ struct kc_host_module {
   char *ir;
 };
 
-/* ---- LLVM fatal errors: a thread inside kc_host_finalise jumps back with the reason. ---- */
-
-static __thread jmp_buf *tls_fatal_jmp;
-static __thread char tls_fatal_reason[512];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-
-static void on_fatal(const char *reason) {
-  if (!tls_fatal_jmp) return; /* not ours: LLVM's default (exit) follows */
-  snprintf(tls_fatal_reason, sizeof tls_fatal_reason, "%s", reason);
-  longjmp(*tls_fatal_jmp, 1);
-}
 
 static void init_llvm(void) {
   LLVMInitializeNativeTarget();
   LLVMInitializeNativeAsmPrinter();
-  LLVMInstallFatalErrorHandler(on_fatal);
 }
 
 /* ---- Validation ---------------------------------------------------------------------- */
 
-/* The validator's OpenCL environments reject Int64Atomics, which our kernels use, so we
- * validate against SPIR-V 1.2 and check the OpenCL memory model ourselves. */
+/* kc_spirv_validate checks the module against OpenCL's rules; the translator also needs the
+ * OpenCL memory model with 64-bit physical addressing, which we check here. */
 static int check_memory_model(const uint32_t *w, size_t n, char **log) {
   for (size_t i = 5; i < n;) {
     uint32_t count = w[i] >> 16, op = w[i] & 0xffff;
@@ -210,8 +198,24 @@ static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *
   return st;
 }
 
+/* kc_llvm_guarded's view of one finalisation. `returned` tells a normal return (the module can
+ * be destroyed) from an LLVM fatal error (its JIT is in an unknown state and is leaked). */
+typedef struct {
+  const void *spirv;
+  size_t nbytes;
+  kc_host_module_t *mod;
+  char *msg;
+  int returned;
+} guarded_t;
+
+static kc_status_t finalise_guarded(void *p) {
+  guarded_t *g = p;
+  kc_status_t st = finalise(g->spirv, g->nbytes, g->mod, &g->msg);
+  g->returned = 1;
+  return st;
+}
+
 kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out, char **log) {
-  char *volatile msg = NULL;
   if (log) *log = NULL;
   if (!spirv || !out) {
     if (log) *log = kc_hf_msg("kc_host_finalise: spirv and out must not be NULL");
@@ -219,31 +223,27 @@ kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t 
   }
   *out = NULL;
   pthread_once(&init_once, init_llvm);
-  kc_host_module_t *mod = calloc(1, sizeof *mod);
-  if (!mod) return KC_ERR_OUT_OF_MEMORY;
-  jmp_buf jb;
-  volatile kc_status_t st;
-  tls_fatal_jmp = &jb;
-  if (setjmp(jb) == 0) {
-    st = finalise(spirv, nbytes, mod, (char **)&msg);
+  guarded_t g = {.spirv = spirv, .nbytes = nbytes, .mod = calloc(1, sizeof(kc_host_module_t))};
+  if (!g.mod) return KC_ERR_OUT_OF_MEMORY;
+  char *fatal = NULL;
+  kc_status_t st = kc_llvm_guarded(finalise_guarded, &g, &fatal);
+  if (!g.returned) { /* LLVM fatal error: fatal holds the reason */
+    free(g.msg);
+    g.msg = fatal;
+    g.mod = NULL;
   } else {
-    /* LLVM state of this call is abandoned (leaked), but the process lives on. */
-    free(msg);
-    msg = kc_hf_msg("LLVM fatal error: %s", tls_fatal_reason);
-    st = KC_ERR_LLVM;
-    mod = NULL;
+    free(fatal);
   }
-  tls_fatal_jmp = NULL;
   if (st != KC_OK) {
-    kc_host_module_destroy(mod);
-    if (!msg) msg = kc_hf_msg("%s", st == KC_ERR_OUT_OF_MEMORY ? "out of memory" : "failed");
+    kc_host_module_destroy(g.mod);
+    if (!g.msg) g.msg = kc_hf_msg("%s", st == KC_ERR_OUT_OF_MEMORY ? "out of memory" : "failed");
   } else {
-    *out = mod;
+    *out = g.mod;
   }
   if (log)
-    *log = msg;
+    *log = g.msg;
   else
-    free(msg);
+    free(g.msg);
   return st;
 }
 

@@ -62,32 +62,57 @@ int kir_scalar_kind(const char *name);
 
 /* ---- instructions -------------------------------------------------------------------- */
 
-#define KIR_OPS(X)                                                                                 \
-  X(CONST, "const", "TL")                                                                          \
-  X(LOAD_VAR, "load_var", "TV")                                                                    \
-  X(STORE_VAR, "store_var", "Vv")                                                                  \
-  X(CAST, "cast", "Tv") X(SELECT, "select", "Tvvv") X(ADD, "add", "Tvv") X(SUB, "sub", "Tvv") X(   \
-      MUL, "mul", "Tvv") X(DIV, "div", "Tvv") X(FLOORDIV, "floordiv", "Tvv") X(MOD, "mod", "Tvv")  \
-      X(POW, "pow", "Tvv") X(NEG, "neg", "Tv") X(ABS, "abs", "Tv") X(MIN, "min", "Tvv")            \
-          X(MAX, "max", "Tvv") X(AND, "and", "Tvv") X(OR, "or", "Tvv") X(XOR, "xor", "Tvv")        \
-              X(NOT, "not", "Tv") X(SHL, "shl", "Tvv") X(SHR, "shr", "Tvv") X(CMP, "cmp", "Tpvv")  \
-                  X(MATH, "math", "Tm*") X(ALOAD, "aload", "Tv*") X(ASTORE, "astore", "vv*")       \
-                      X(DIM, "dim", "Tvd") X(STRIDE, "stride", "Tvd")                              \
-                          X(WRAPIDX, "wrapidx", "Tvdv") X(PRIVATE_ARRAY, "private_array", "TfD")   \
-                              X(ATOMIC_RMW, "atomic_rmw",                                          \
-                                "ToOSvv*") X(ATOMIC_CMPXCHG, "atomic_cmpxchg",                     \
-                                             "TOSvvv*") X(ATOMIC_LOAD, "atomic_load", "TOSv*")     \
-                                  X(ATOMIC_STORE, "atomic_store", "OSvv*") X(FENCE, "fence", "OS") \
-                                      X(GLOBAL_ID, "global_id",                                    \
-                                        "Td") X(GLOBAL_RANGE, "global_range", "Td")                \
-                                          X(LOCAL_ID, "local_id", "Td") X(LOCAL_RANGE,             \
-                                                                          "local_range", "Td")     \
-                                              X(GROUP_ID, "group_id", "Td")                        \
-                                                  X(GROUP_RANGE, "group_range", "Td")              \
-                                                      X(BARRIER, "barrier", "S") X(BR, "br", "b")  \
-                                                          X(CBR, "cbr", "vbb") X(RET, "ret", "?")  \
-                                                              X(UNREACHABLE, "unreachable", "")    \
-                                                                  X(CALL, "call", "T@*")
+/* One row per op, as a table. */
+/* clang-format off */
+#define KIR_OPS(X) \
+  X(CONST, "const", "TL")                        \
+  X(LOAD_VAR, "load_var", "TV")                  \
+  X(STORE_VAR, "store_var", "Vv")                \
+  X(CAST, "cast", "Tv")                          \
+  X(SELECT, "select", "Tvvv")                    \
+  X(ADD, "add", "Tvv")                           \
+  X(SUB, "sub", "Tvv")                           \
+  X(MUL, "mul", "Tvv")                           \
+  X(DIV, "div", "Tvv")                           \
+  X(FLOORDIV, "floordiv", "Tvv")                 \
+  X(MOD, "mod", "Tvv")                           \
+  X(POW, "pow", "Tvv")                           \
+  X(NEG, "neg", "Tv")                            \
+  X(ABS, "abs", "Tv")                            \
+  X(MIN, "min", "Tvv")                           \
+  X(MAX, "max", "Tvv")                           \
+  X(AND, "and", "Tvv")                           \
+  X(OR, "or", "Tvv")                             \
+  X(XOR, "xor", "Tvv")                           \
+  X(NOT, "not", "Tv")                            \
+  X(SHL, "shl", "Tvv")                           \
+  X(SHR, "shr", "Tvv")                           \
+  X(CMP, "cmp", "Tpvv")                          \
+  X(MATH, "math", "Tm*")                         \
+  X(ALOAD, "aload", "Tv*")                       \
+  X(ASTORE, "astore", "vv*")                     \
+  X(DIM, "dim", "Tvd")                           \
+  X(STRIDE, "stride", "Tvd")                     \
+  X(WRAPIDX, "wrapidx", "Tvdv")                  \
+  X(PRIVATE_ARRAY, "private_array", "TfD")       \
+  X(ATOMIC_RMW, "atomic_rmw", "ToOSvv*")         \
+  X(ATOMIC_CMPXCHG, "atomic_cmpxchg", "TOSvvv*") \
+  X(ATOMIC_LOAD, "atomic_load", "TOSv*")         \
+  X(ATOMIC_STORE, "atomic_store", "OSvv*")       \
+  X(FENCE, "fence", "OS")                        \
+  X(GLOBAL_ID, "global_id", "Td")                \
+  X(GLOBAL_RANGE, "global_range", "Td")          \
+  X(LOCAL_ID, "local_id", "Td")                  \
+  X(LOCAL_RANGE, "local_range", "Td")            \
+  X(GROUP_ID, "group_id", "Td")                  \
+  X(GROUP_RANGE, "group_range", "Td")            \
+  X(BARRIER, "barrier", "S")                     \
+  X(BR, "br", "b")                               \
+  X(CBR, "cbr", "vbb")                           \
+  X(RET, "ret", "?")                             \
+  X(UNREACHABLE, "unreachable", "")              \
+  X(CALL, "call", "T@*")
+/* clang-format on */
 
 typedef enum kir_op {
 #define KIR_OP_ENUM(e, name, spec) KIR_OP_##e,
@@ -132,17 +157,15 @@ typedef enum kir_scope {
 typedef enum kir_fill { KIR_FILL_ZERO, KIR_FILL_UNDEF } kir_fill_t;
 
 /* Math functions: the first KIR_MATH_BINARY_FIRST are unary, then binary, then predicates. */
-#define KIR_MATH_FUNCS(X)                                                                          \
-  X(SQRT, "sqrt")                                                                                  \
-  X(EXP, "exp")                                                                                    \
-  X(EXPM1, "expm1")                                                                                \
-  X(LOG, "log") X(LOG1P, "log1p") X(LOG2, "log2") X(LOG10, "log10") X(SIN, "sin") X(COS, "cos")    \
-      X(TAN, "tan") X(ASIN, "asin") X(ACOS, "acos") X(ATAN, "atan") X(SINH, "sinh")                \
-          X(COSH, "cosh") X(TANH, "tanh") X(ASINH, "asinh") X(ACOSH, "acosh") X(ATANH, "atanh")    \
-              X(FABS, "fabs") X(FLOOR, "floor") X(CEIL, "ceil") X(TRUNC, "trunc") X(ERF, "erf")    \
-                  X(ERFC, "erfc") X(ATAN2, "atan2") X(POW, "pow") X(FMOD, "fmod")                  \
-                      X(HYPOT, "hypot") X(COPYSIGN, "copysign") X(ISNAN, "isnan")                  \
-                          X(ISINF, "isinf") X(ISFINITE, "isfinite")
+/* clang-format off */
+#define KIR_MATH_FUNCS(X) \
+  X(SQRT, "sqrt") X(EXP, "exp") X(EXPM1, "expm1") X(LOG, "log") X(LOG1P, "log1p") X(LOG2, "log2")           \
+  X(LOG10, "log10") X(SIN, "sin") X(COS, "cos") X(TAN, "tan") X(ASIN, "asin") X(ACOS, "acos")               \
+  X(ATAN, "atan") X(SINH, "sinh") X(COSH, "cosh") X(TANH, "tanh") X(ASINH, "asinh") X(ACOSH, "acosh")       \
+  X(ATANH, "atanh") X(FABS, "fabs") X(FLOOR, "floor") X(CEIL, "ceil") X(TRUNC, "trunc") X(ERF, "erf")       \
+  X(ERFC, "erfc") X(ATAN2, "atan2") X(POW, "pow") X(FMOD, "fmod") X(HYPOT, "hypot") X(COPYSIGN, "copysign") \
+  X(ISNAN, "isnan") X(ISINF, "isinf") X(ISFINITE, "isfinite")
+/* clang-format on */
 
 typedef enum kir_math {
 #define KIR_MATH_ENUM(e, name) KIR_MATH_##e,

@@ -6,8 +6,8 @@
 
 #include <errno.h>
 #include <locale.h>
-#include <pthread.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +23,8 @@ typedef struct parser {
   int src_line;  /* #N of the current line, or 0 */
   kir_tok_t *t;  /* tokens of the current line */
   int n, i;      /* token count and cursor */
+  int *vhash;    /* value name -> index + 1 (0 empty), open addressing; per function */
+  int vhash_cap; /* a power of two, at least twice the number of values */
 } parser_t;
 
 static int perr(parser_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -112,18 +114,47 @@ static int parse_type(parser_t *p, kir_type_t *t) {
 
 /* ---- names ---- */
 
-static int find_value(kir_func_t *f, const char *name) {
-  for (int i = 0; i < f->nvalues; i++)
-    if (!strcmp(f->values[i].name, name)) return i;
-  return -1;
+static unsigned name_hash(const char *s) {
+  unsigned h = 2166136261u; /* FNV-1a */
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+/* The slot of name in the value table: its entry, or the empty one where it would go. */
+static int *value_slot(parser_t *p, const char *name) {
+  unsigned mask = (unsigned)p->vhash_cap - 1;
+  for (unsigned h = name_hash(name) & mask;; h = (h + 1) & mask) {
+    int *e = &p->vhash[h];
+    if (!*e || !strcmp(p->f->values[*e - 1].name, name)) return e;
+  }
+}
+
+/* Keeps the table at most half full (lookups stay O(1) in large kernels). */
+static int grow_values(parser_t *p) {
+  if (p->vhash && 2 * (p->f->nvalues + 1) <= p->vhash_cap) return 0;
+  int cap = p->vhash_cap ? 2 * p->vhash_cap : 256;
+  int *old = p->vhash;
+  if (!(p->vhash = kir_alloc(p->a, sizeof(int) * (size_t)cap))) return -1;
+  p->vhash_cap = cap;
+  for (int i = 0; old && i < p->f->nvalues; i++)
+    *value_slot(p, p->f->values[i].name) = i + 1;
+  return 0;
+}
+
+static int find_value(parser_t *p, const char *name) {
+  if (!p->vhash) return -1;
+  return *value_slot(p, name) - 1;
 }
 
 /* The value called name, created (undefined) on first sight. */
 static int value_ref(parser_t *p, const char *name) {
-  int v = find_value(p->f, name);
+  int v = find_value(p, name);
   if (v >= 0) return v;
+  if (grow_values(p)) return perr(p, "out of memory");
   kir_value_t *val = kir_push(p->a, &p->f->values, &p->f->nvalues, &p->f->values_cap, sizeof *val);
   if (!val) return perr(p, "out of memory");
+  *value_slot(p, name) = p->f->nvalues;
   *val = (kir_value_t){.name = name,
                        .param = -1,
                        .block = -1,
@@ -180,7 +211,9 @@ static int parse_int_const(parser_t *p, kir_kind_t k, const char *s, int64_t *ou
 
 static locale_t c_locale;
 static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
-static void make_c_locale(void) { c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0); }
+static void make_c_locale(void) {
+  c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
 
 /* strtod in the C locale: Python may have set LC_NUMERIC to one with a decimal comma. */
 static double c_strtod(const char *s, char **end) {
@@ -387,6 +420,8 @@ static int parse_func_header(parser_t *p) {
   f->line = p->text_line;
   f->text_line = p->text_line;
   p->f = f;
+  p->vhash = NULL;
+  p->vhash_cap = 0;
   p->block = -1;
   p->i = 1;
   if (!(f->name = expect(p, KIR_TOK_FUNC, "a @function name"))) return -1;

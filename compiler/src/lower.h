@@ -65,9 +65,17 @@ void kc_set_fn_attrs(kc_lower_t *L, LLVMValueRef fn);
 LLVMBasicBlockRef kc_new_block(kc_lower_t *L, const char *name);
 
 /* lower_builtins.c: declarations of builtins and the index space, barrier */
-/* Declares (once) a readnone-or-not builtin with the given signature. */
+/* What a builtin may do, for the optimiser: nothing but compute (index queries, math), touch
+ * memory (atomics, fences), or synchronise work-items (barriers: never made control-dependent
+ * on anything new). */
+typedef enum kc_builtin_kind {
+  KC_BUILTIN_PURE,
+  KC_BUILTIN_MEMORY,
+  KC_BUILTIN_CONVERGENT
+} kc_builtin_kind_t;
+/* Declares (once) a builtin with the given signature. */
 LLVMValueRef kc_declare(kc_lower_t *L, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
-                        unsigned n, int pure);
+                        unsigned n, kc_builtin_kind_t kind);
 LLVMValueRef kc_call(kc_lower_t *L, LLVMValueRef fn, LLVMValueRef *args, unsigned n);
 /* Itanium code of a scalar kind for mangling (i, j, l, m, f, d...). */
 const char *kc_mangle_code(kir_kind_t k);

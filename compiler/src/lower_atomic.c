@@ -61,7 +61,7 @@ static LLVMValueRef spirv_atomic(kc_lower_t *L, const atomic_site_t *s, const ch
     params[np] = L->i32, args[np++] = LLVMConstInt(L->i32, consts[i], 0);
   for (unsigned i = 0; i < nvals; i++)
     params[np] = t, args[np++] = vals[i];
-  LLVMValueRef fn = kc_declare(L, mangled, returns ? t : L->void_t, params, np, 0);
+  LLVMValueRef fn = kc_declare(L, mangled, returns ? t : L->void_t, params, np, KC_BUILTIN_MEMORY);
   return kc_call(L, fn, args, np);
 }
 
@@ -177,7 +177,8 @@ int kc_lower_atomic(kc_lower_t *L, const kir_inst_t *in) {
 /* atomic_fence: orders both local and global memory, at the given scope. */
 int kc_lower_fence(kc_lower_t *L, const kir_inst_t *in) {
   LLVMTypeRef params[2] = {L->i32, L->i32};
-  LLVMValueRef fn = kc_declare(L, "_Z21__spirv_MemoryBarrierii", L->void_t, params, 2, 0);
+  LLVMValueRef fn =
+      kc_declare(L, "_Z21__spirv_MemoryBarrierii", L->void_t, params, 2, KC_BUILTIN_MEMORY);
   unsigned sem = order_bits(in->order) | KC_SEM_WORKGROUP_MEMORY | KC_SEM_CROSS_WORKGROUP_MEMORY;
   LLVMValueRef args[2] = {LLVMConstInt(L->i32, spirv_scope(in->scope), 0),
                           LLVMConstInt(L->i32, sem, 0)};

@@ -9,16 +9,18 @@
 #define SPIR_FUNC_CC 75
 
 LLVMValueRef kc_declare(kc_lower_t *L, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
-                        unsigned n, int pure) {
+                        unsigned n, kc_builtin_kind_t kind) {
   LLVMValueRef fn = LLVMGetNamedFunction(L->mod, name);
   if (fn) return fn;
   fn = LLVMAddFunction(L->mod, name, LLVMFunctionType(ret, params, n, 0));
   LLVMSetFunctionCallConv(fn, SPIR_FUNC_CC);
-  const char *attrs[] = {"nounwind", "willreturn", pure ? "readnone" : "convergent"};
-  for (unsigned i = 0; i < 3; i++) {
-    unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                            LLVMCreateEnumAttribute(L->ctx, kind, 0));
+  const char *attrs[] = {"nounwind", "willreturn",
+                         kind == KC_BUILTIN_PURE         ? "readnone"
+                         : kind == KC_BUILTIN_CONVERGENT ? "convergent"
+                                                         : NULL};
+  for (unsigned i = 0; i < 3 && attrs[i]; i++) {
+    unsigned ak = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(L->ctx, ak, 0));
   }
   return fn;
 }
@@ -49,7 +51,7 @@ int kc_lower_index_space(kc_lower_t *L, const kir_inst_t *in) {
   const char *base = index_space_names[in->op];
   char name[96];
   snprintf(name, sizeof name, "_Z%zu%si", strlen(base), base);
-  LLVMValueRef fn = kc_declare(L, name, L->i64, &L->i32, 1, 1);
+  LLVMValueRef fn = kc_declare(L, name, L->i64, &L->i32, 1, KC_BUILTIN_PURE);
   LLVMValueRef dim = LLVMConstInt(L->i32, (uint64_t)in->lits[0], 0);
   kc_set_result(L, in, kc_call(L, fn, &dim, 1));
   return 0;
@@ -59,7 +61,8 @@ int kc_lower_index_space(kc_lower_t *L, const kir_inst_t *in) {
  * global memory too for device/system scope. */
 int kc_lower_barrier(kc_lower_t *L, const kir_inst_t *in) {
   LLVMTypeRef params[3] = {L->i32, L->i32, L->i32};
-  LLVMValueRef fn = kc_declare(L, "_Z22__spirv_ControlBarrieriii", L->void_t, params, 3, 0);
+  LLVMValueRef fn =
+      kc_declare(L, "_Z22__spirv_ControlBarrieriii", L->void_t, params, 3, KC_BUILTIN_CONVERGENT);
   unsigned mem_scope = KC_SCOPE_WORKGROUP, sem = KC_SEM_ACQ_REL | KC_SEM_WORKGROUP_MEMORY;
   if (in->scope == KIR_DEVICE || in->scope == KIR_SYSTEM) {
     mem_scope = in->scope == KIR_DEVICE ? KC_SCOPE_DEVICE : KC_SCOPE_CROSS_DEVICE;

@@ -14,7 +14,7 @@ LLVMValueRef kc_ocl_call(kc_lower_t *L, const char *name, kir_kind_t k, LLVMValu
   snprintf(mangled, sizeof mangled, "_Z%zu%s%s%s", strlen(base), base, kc_mangle_code(k),
            n == 2 ? kc_mangle_code(k) : "");
   LLVMTypeRef t = kc_scalar_type(L, k), params[2] = {t, t};
-  return kc_call(L, kc_declare(L, mangled, t, params, n, 1), args, n);
+  return kc_call(L, kc_declare(L, mangled, t, params, n, KC_BUILTIN_PURE), args, n);
 }
 
 static LLVMValueRef predicate(kc_lower_t *L, kir_math_t m, kir_kind_t k, LLVMValueRef a) {

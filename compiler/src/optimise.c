@@ -5,21 +5,19 @@
 #include <llvm-c/Error.h>
 #include <llvm-c/Support.h>
 #include <llvm-c/Transforms/PassBuilder.h>
-#include <pthread.h>
 
-/* IndVarSimplify rewrites a loop's exit values into closed forms, and SCEV computes those in
- * integers one bit wider than the loop's (i65 for `s += i` over an i64 range). SPIR-V has no
- * such types: the translator exits on them. Keeping exit values as computed avoids them. */
-static void set_llvm_options(void) {
+/* IndVarSimplify replaces a loop's exit value by its closed form (a sum of i over a range
+ * becomes n*(n-1)/2), computed in a 65-bit integer the translator cannot express. Never
+ * doing that costs little on devices. This is libLLVM-15's process-wide option registry: it is
+ * set when this library loads, before any thread can be running a pipeline. */
+__attribute__((constructor)) static void set_llvm_options(void) {
   const char *argv[] = {"kapi", "-replexitval=never"};
-  LLVMParseCommandLineOptions(2, argv, NULL);
+  LLVMParseCommandLineOptions(2, argv, "kapi compiler");
 }
 
 kc_status_t kc_optimise(LLVMModuleRef mod, int level, char **err) {
   static const char *const pipelines[] = {"function(mem2reg)", "default<O1>", "default<O2>",
                                           "default<O3>"};
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, set_llvm_options);
   LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
   LLVMErrorRef e = LLVMRunPasses(mod, pipelines[level], NULL, opts);
   LLVMDisposePassBuilderOptions(opts);

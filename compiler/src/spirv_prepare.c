@@ -2,7 +2,8 @@
  * cannot express. The optimiser may create such IR from valid kernels: `freeze` is dropped
  * (it only pins poison, which we never rely on), overflow intrinsics the translator lacks are
  * expanded, and any other intrinsic outside the list checked to translate is a clean
- * KC_ERR_LLVM instead of a dead process. */
+ * KC_ERR_LLVM instead of a dead process. (Block order and integer widths: spirv_block_order.c
+ * and spirv_legal.c, run by kc_emit_spirv.) */
 #include "compile.h"
 
 #include <string.h>
@@ -104,19 +105,20 @@ static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   return 1;
 }
 
+static kc_status_t prepare_function(LLVMBuilderRef b, LLVMValueRef fn, char **err) {
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef inst = LLVMGetFirstInstruction(bb), next; inst; inst = next) {
+      next = LLVMGetNextInstruction(inst);
+      if (prepare_inst(b, inst, err) < 0) return KC_ERR_LLVM;
+    }
+  return KC_OK;
+}
+
 kc_status_t kc_spirv_prepare(LLVMModuleRef mod, char **err) {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
   kc_status_t st = KC_OK;
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn && st == KC_OK; fn = LLVMGetNextFunction(fn))
-    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb && st == KC_OK;
-         bb = LLVMGetNextBasicBlock(bb))
-      for (LLVMValueRef inst = LLVMGetFirstInstruction(bb), next; inst; inst = next) {
-        next = LLVMGetNextInstruction(inst);
-        if (prepare_inst(b, inst, err) < 0) {
-          st = KC_ERR_LLVM;
-          break;
-        }
-      }
+    st = prepare_function(b, fn, err);
   LLVMDisposeBuilder(b);
   return st;
 }

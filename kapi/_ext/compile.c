@@ -31,9 +31,10 @@ static PyObject *compile_kir(PyObject *self, PyObject *args, PyObject *kwargs) {
   opts.opt_level = opt_level;
   kc_program_t *prog = NULL;
   char *err = NULL;
-  kc_status_t st;
-  Py_BEGIN_ALLOW_THREADS st = kc_compile(text, (size_t)len, &opts, &prog, &err);
-  Py_END_ALLOW_THREADS if (st != KC_OK) return fail(st, err);
+  PyThreadState *ts = PyEval_SaveThread(); /* native work runs without the GIL */
+  kc_status_t st = kc_compile(text, (size_t)len, &opts, &prog, &err);
+  PyEval_RestoreThread(ts);
+  if (st != KC_OK) return fail(st, err);
   PyObject *r = result_tuple(prog);
   kc_program_destroy(prog);
   return r;
@@ -45,9 +46,10 @@ static PyObject *kir_check(PyObject *self, PyObject *arg) {
   const char *text = PyUnicode_AsUTF8AndSize(arg, &len);
   if (!text) return NULL;
   char *err = NULL;
-  kc_status_t st;
-  Py_BEGIN_ALLOW_THREADS st = kc_kir_check(text, (size_t)len, &err);
-  Py_END_ALLOW_THREADS if (st != KC_OK) return fail(st, err);
+  PyThreadState *ts = PyEval_SaveThread(); /* native work runs without the GIL */
+  kc_status_t st = kc_kir_check(text, (size_t)len, &err);
+  PyEval_RestoreThread(ts);
+  if (st != KC_OK) return fail(st, err);
   Py_RETURN_NONE;
 }
 
@@ -57,9 +59,10 @@ static PyObject *spirv_validate(PyObject *self, PyObject *args) {
   Py_ssize_t n;
   if (!PyArg_ParseTuple(args, "y#:spirv_validate", &spv, &n)) return NULL;
   char *err = NULL;
-  kc_status_t st;
-  Py_BEGIN_ALLOW_THREADS st = kc_spirv_validate(spv, (size_t)n, &err);
-  Py_END_ALLOW_THREADS if (st != KC_OK) return fail(st, err);
+  PyThreadState *ts = PyEval_SaveThread(); /* native work runs without the GIL */
+  kc_status_t st = kc_spirv_validate(spv, (size_t)n, &err);
+  PyEval_RestoreThread(ts);
+  if (st != KC_OK) return fail(st, err);
   Py_RETURN_NONE;
 }
 
@@ -69,9 +72,10 @@ static PyObject *spirv_disassemble(PyObject *self, PyObject *args) {
   Py_ssize_t n;
   if (!PyArg_ParseTuple(args, "y#:spirv_disassemble", &spv, &n)) return NULL;
   char *text = NULL, *err = NULL;
-  kc_status_t st;
-  Py_BEGIN_ALLOW_THREADS st = kc_spirv_disassemble(spv, (size_t)n, &text, &err);
-  Py_END_ALLOW_THREADS if (st != KC_OK) return fail(st, err);
+  PyThreadState *ts = PyEval_SaveThread(); /* native work runs without the GIL */
+  kc_status_t st = kc_spirv_disassemble(spv, (size_t)n, &text, &err);
+  PyEval_RestoreThread(ts);
+  if (st != KC_OK) return fail(st, err);
   PyObject *r = PyUnicode_FromString(text);
   kc_free(text);
   return r;

@@ -12,6 +12,7 @@
 /* Each returns 0, or -1 with a Python exception set. */
 int kapi_ext_add_errors(PyObject *module);  /* errors.c: exception classes */
 int kapi_ext_add_compile(PyObject *module); /* compile.c: compile_kir, spirv_validate, ... */
+/* The runtime half (devices, queues, memory, launches) registers through kx.h. */
 
 /* Raises CompileError(message) with .status = kc_status_name(st); returns NULL. msg may be NULL
  * (the status name is used); it is not freed here. */

@@ -41,18 +41,27 @@ static kr_status_t grow(kr_driver_t *drv, kr_error_t *err) {
   return KR_OK;
 }
 
-/* Moves retired events that have signalled back to the free list, reset. */
+/* Moves retired events that have signalled back to the free list, reset, oldest first.
+ * Queues are in order, so pending events mostly mean newer ones are pending too: a pending
+ * one goes to the back, and a few of them end the sweep (one that never signals, from a
+ * failed command, then costs a query now and then instead of blocking every other). */
 static void reclaim(kr_driver_t *drv) {
-  kr_event_t **link = &drv->retired;
-  while (*link) {
-    kr_event_t *ev = *link;
+  for (int pending = 0; drv->retired && pending < 4;) {
+    kr_event_t *ev = drv->retired;
+    drv->retired = ev->next;
+    if (!drv->retired) drv->retired_tail = NULL;
+    ev->next = NULL;
     if (zeEventQueryStatus(ev->h) == ZE_RESULT_SUCCESS && zeEventHostReset(ev->h) == 0) {
-      *link = ev->next;
       ev->next = drv->free;
       drv->free = ev;
-    } else {
-      link = &ev->next;
+      continue;
     }
+    pending++;
+    if (drv->retired_tail)
+      drv->retired_tail->next = ev;
+    else
+      drv->retired = ev;
+    drv->retired_tail = ev;
   }
 }
 
@@ -79,14 +88,27 @@ kr_event_t *kr_event_retain(kr_event_t *ev) {
 void kr_event_release(kr_event_t *ev) {
   if (!ev || atomic_fetch_sub_explicit(&ev->refs, 1, memory_order_acq_rel) != 1) return;
   kr_driver_t *drv = ev->drv;
+  ev->next = NULL;
   pthread_mutex_lock(&drv->event_lock);
-  if (zeEventQueryStatus(ev->h) == ZE_RESULT_SUCCESS && zeEventHostReset(ev->h) == 0) {
-    ev->next = drv->free;
-    drv->free = ev;
-  } else {
-    ev->next = drv->retired;
+  if (drv->retired_tail)
+    drv->retired_tail->next = ev;
+  else
     drv->retired = ev;
+  drv->retired_tail = ev;
+  pthread_mutex_unlock(&drv->event_lock);
+}
+
+void kr_event_recycle(kr_event_t *ev) {
+  if (atomic_fetch_sub_explicit(&ev->refs, 1, memory_order_acq_rel) != 1) return;
+  if (zeEventHostReset(ev->h)) {
+    atomic_store(&ev->refs, 1);
+    kr_event_release(ev); /* could not reset: let reclaim try later */
+    return;
   }
+  kr_driver_t *drv = ev->drv;
+  pthread_mutex_lock(&drv->event_lock);
+  ev->next = drv->free;
+  drv->free = ev;
   pthread_mutex_unlock(&drv->event_lock);
 }
 
@@ -131,5 +153,5 @@ void kr_driver_events_destroy(kr_driver_t *drv) {
     b = next;
   }
   drv->blocks = NULL;
-  drv->free = drv->retired = NULL;
+  drv->free = drv->retired = drv->retired_tail = NULL;
 }

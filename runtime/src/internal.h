@@ -37,12 +37,14 @@ struct kr_driver {
   char name[64];
   uint32_t first_device; /* index of its first device in the runtime's list */
   uint32_t num_devices;
-  /* Event pools: `free` events are reset and ready; `retired` ones were released while
-   * (possibly) pending and are reset once they have signalled. */
+  /* Event pools: `free` events are reset and ready; `retired` ones (a FIFO, oldest first)
+   * were released by their last user and are reset once they have signalled. Releasing
+   * does not ask the driver whether the event has signalled (on a GPU that costs as much as
+   * a launch); reclaiming does, oldest first, stopping at the first one still pending. */
   pthread_mutex_t event_lock;
   kr_event_block_t *blocks;
   struct kr_event *free;
-  struct kr_event *retired;
+  struct kr_event *retired, *retired_tail;
 };
 
 /* A cached SPIR-V module of one device. */
@@ -144,6 +146,8 @@ void kr_driver_name(kr_driver_t *drv, const ze_device_properties_t *first_dev_pr
 
 /* --- events (event.c) --- */
 kr_event_t *kr_event_acquire(kr_driver_t *drv, kr_error_t *err);
+/* Returns an event known to have signalled (or never used) to the free list, reset. */
+void kr_event_recycle(kr_event_t *ev);
 void kr_driver_events_destroy(kr_driver_t *drv);
 
 /* --- queues (queue.c) --- */

@@ -119,7 +119,7 @@ kr_status_t kr_cmd_begin(kr_cmd_t *c, kr_queue_t *q, uint32_t nwait, kr_event_t 
   kr_status_t st = kr_wait_list(q, nwait, wait, c->wbuf, 8, &c->waits, &c->nwaits, err);
   if (st) {
     if (c->waits != c->wbuf) free(c->waits);
-    kr_event_release(c->ev);
+    kr_event_recycle(c->ev);
     return st;
   }
   pthread_mutex_lock(&q->lock);
@@ -150,8 +150,7 @@ kr_status_t kr_cmd_finish(kr_cmd_t *c, kr_status_t st, kr_event_t **out_event, k
   pthread_mutex_unlock(&c->q->lock);
   if (c->waits != c->wbuf) free(c->waits);
   if (st) {
-    zeEventHostSignal(c->ev->h); /* never appended: let the pool reuse it */
-    kr_event_release(c->ev);
+    kr_event_recycle(c->ev); /* never appended */
     return st;
   }
   if (out_event) {
@@ -159,7 +158,10 @@ kr_status_t kr_cmd_finish(kr_cmd_t *c, kr_status_t st, kr_event_t **out_event, k
     return KR_OK;
   }
   ze_result_t r = zeEventHostSynchronize(c->ev->h, UINT64_MAX);
-  kr_event_release(c->ev);
+  if (r == ZE_RESULT_SUCCESS)
+    kr_event_recycle(c->ev);
+  else
+    kr_event_release(c->ev);
   if (r) return kr_ze_fail(err, r, "zeEventHostSynchronize", c->q->dev, NULL);
   return KR_OK;
 }

@@ -1,7 +1,8 @@
 /* kapi's own pipeline end to end in C: KIR text -> kc_compile -> SPIR-V -> the runtime ->
  * the CPU driver, with arguments packed by the kernel ABI of docs/kir.md (arrays as data
- * pointer, extents, strides; local arrays as a local-memory size and extents). Skips (77)
- * when the CPU driver has not been built. */
+ * pointer, extents, strides; local arrays as a local-memory size and extents), on the driver
+ * KAPI_TEST_DRIVER names (kapi-cpu by default, or kapi-cuda). Skips (77) when that driver has
+ * not been built or has no device. */
 #include "check.h"
 #include "kapi/compiler.h"
 
@@ -161,13 +162,22 @@ static void test_group_sum(void) {
 }
 
 int main(void) {
-  if (access(KAPI_LIB_DIR "/libze_kapi_cpu.so", R_OK)) {
-    printf("skipped: the CPU driver is not built\n");
+  const char *driver = getenv("KAPI_TEST_DRIVER") ? getenv("KAPI_TEST_DRIVER") : "kapi-cpu";
+  char lib[4096], *c;
+  snprintf(lib, sizeof lib, "%s/libze_%s.so", KAPI_LIB_DIR, driver);
+  for (c = strrchr(lib, '/'); *c; c++)
+    if (*c == '-') *c = '_';
+  if (access(lib, R_OK)) {
+    printf("skipped: %s is not built\n", lib);
+    return TEST_SKIP;
+  }
+  if (kr_init(&err) == KR_ERR_NO_DEVICE) {
+    printf("skipped: %s has no device: %s\n", driver, err.message);
     return TEST_SKIP;
   }
   CHECK_OK(kr_init(&err), &err);
-  for (uint32_t i = 0; i < kr_device_count(); i++)
-    if (!strcmp(kr_device_info(kr_device_get(i))->driver_name, "kapi-cpu")) dev = kr_device_get(i);
+  for (uint32_t i = 0; i < kr_device_count() && !dev; i++)
+    if (!strcmp(kr_device_info(kr_device_get(i))->driver_name, driver)) dev = kr_device_get(i);
   CHECK(dev && (q = kr_device_queue(dev, &err)));
   test_triad();
   test_index2(NULL);

@@ -93,7 +93,13 @@ kc_status_t kc_spirv_disassemble(const void *spirv, size_t nbytes, char **text, 
 
 /* What a driver hands a finalised kernel to run ONE work-group. Ids are per dimension, dim 0
  * fastest-varying. The kernel runs every work-item of the group before returning, barriers
- * included (the finaliser owns the barrier scheme). */
+ * included (the finaliser owns the barrier scheme), on the calling thread; any number of
+ * threads may run groups of the same kernel at once.
+ * Memory a driver should know about: module-level __local variables are placed by run itself
+ * in its own stack frame (one copy per running group), so worker threads need that much stack
+ * on top of their own (default 8 MiB pthread stacks are ample). Kernels with barriers run each
+ * work-item on a fiber with a 256 KiB stack (private arrays included), kept per thread and
+ * reused across groups; they are freed when the thread exits. */
 typedef struct kc_host_group {
   uint64_t group_id[3];
   uint64_t group_range[3];  /* number of groups per dimension */

@@ -5,7 +5,10 @@
  *   ; expect-no-spirv: text              (must not occur in the disassembly)
  *   ; expect-llvm: text / expect-no-llvm: text   (optimised LLVM IR)
  *   ; opt-levels: 0 2                    (default "0 2": each is compiled and checked)
- * Every successful compile is also re-validated and checked for Import linkage here, apart
+ * With --host, every successful compile is also finalised for the host CPU (kc_host_finalise):
+ * what the forward compiler emits must be consumable by our own drivers.
+ * Every successful compile is also re-validated and checked for Import linkage and Generic
+ * pointers here, apart
  * from the compiler's own checks, so a regression in those checks cannot hide a bad module. */
 #include "kapi/compiler.h"
 
@@ -68,6 +71,19 @@ static int check_import_free(const void *spv, size_t n) {
   return 0;
 }
 
+static int host_finalise = 0; /* --host */
+
+static int check_host(const void *spv, size_t n, int level) {
+  kc_host_module_t *m = NULL;
+  char *log = NULL;
+  kc_status_t st = kc_host_finalise(spv, n, &m, &log);
+  if (st != KC_OK) fprintf(stderr, "O%d: host finaliser: %s: %s\n", level, kc_status_name(st), log);
+  int bad = st != KC_OK || kc_host_module_kernel_count(m) != 1;
+  kc_host_module_destroy(m);
+  kc_free(log);
+  return bad;
+}
+
 static int check_success(const char *kir, kc_program_t *prog, int level) {
   size_t n;
   const void *spv = kc_program_spirv(prog, &n);
@@ -75,11 +91,14 @@ static int check_success(const char *kir, kc_program_t *prog, int level) {
   int bad = 0;
   if (kc_spirv_validate(spv, n, &err) != KC_OK) fprintf(stderr, "invalid: %s\n", err), bad = 1;
   if (check_import_free(spv, n)) fprintf(stderr, "O%d: Import linkage in SPIR-V\n", level), bad = 1;
+  if (host_finalise) bad |= check_host(spv, n, level);
   if (kc_spirv_disassemble(spv, n, &dis, &err) != KC_OK) {
     fprintf(stderr, "disassembly failed: %s\n", err);
     kc_free(err);
     return 1;
   }
+  if (strstr(dis, "OpTypePointer Generic")) /* every pointer has a known address space */
+    fprintf(stderr, "O%d: a Generic pointer in SPIR-V\n", level), bad = 1;
   bad |= check_texts(kir, "expect-spirv", dis, 1, level);
   bad |= check_texts(kir, "expect-no-spirv", dis, 0, level);
   bad |= check_texts(kir, "expect-llvm", kc_program_llvm_ir(prog), 1, level);
@@ -117,7 +136,9 @@ static int run_level(const char *kir, size_t len, int level) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) return fprintf(stderr, "usage: run_fixture FILE.kir\n"), 2;
+  host_finalise = argc == 3 && !strcmp(argv[2], "--host");
+  if (argc != 2 && !host_finalise)
+    return fprintf(stderr, "usage: run_fixture FILE.kir [--host]\n"), 2;
   size_t len;
   char *kir = read_file(argv[1], &len);
   if (!kir) return fprintf(stderr, "cannot read %s\n", argv[1]), 2;

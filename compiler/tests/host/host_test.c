@@ -634,6 +634,33 @@ static void test_builtins(void) {
   kc_host_module_destroy(m);
 }
 
+/* By-value arguments: a struct (SPIR-V byval pointer), char, short and long; sizes reported
+ * in kc_host_arg_t must match what the driver copies. */
+static void test_byval_args(void) {
+  kc_host_module_t *m = finalise("kernels.spv");
+  const kc_host_kernel_t *k = kernel(m, "byval");
+  struct {
+    float scale;
+    int32_t shift;
+    int64_t big;
+  } p = {2.0f, -3, 1LL << 40};
+  int8_t c = -5;
+  int16_t s = 7;
+  int64_t l = 123456789012LL;
+  CHECK(k->num_args == 5 && k->args[1].size == sizeof p && k->args[2].size == 1 &&
+            k->args[3].size == 2 && k->args[4].size == 8,
+        "argument sizes %u %u %u %u", k->args[1].size, k->args[2].size, k->args[3].size,
+        k->args[4].size);
+  int64_t out[64], *op = out;
+  void *args[5] = {&op, &p, &c, &s, &l};
+  launch1d(k, 2, 32, args, NULL, 1);
+  for (int64_t i = 0; i < 64; i++) {
+    int64_t want = (int64_t)(2.0f * (float)i) - 3 + (1LL << 40) - 5000 + 700000 + l;
+    CHECK(out[i] == want, "out[%ld] = %ld, want %ld", (long)i, (long)out[i], (long)want);
+  }
+  kc_host_module_destroy(m);
+}
+
 /* Pairwise distance (dpbench's kernel): correctness, and single-thread time (printed) against
  * the same loops compiled by the C compiler. */
 static void test_pairwise(void) {
@@ -779,6 +806,7 @@ int main(int argc, char **argv) {
       {"atomics", test_atomics},
       {"math", test_math},
       {"builtins", test_builtins},
+      {"byval_args", test_byval_args},
       {"pairwise", test_pairwise},
       {"finalise_concurrent", test_finalise_concurrent},
       {"malformed", test_malformed},

@@ -244,3 +244,15 @@ kernel void builtins(global float *out, global const float *in, global int *iout
   io[q++] = isnan(y) + 2 * isunordered(x, y) + 4 * islessgreater(x, y);
   io[q++] = (int)(uint)max((uint)a, (uint)b);
 }
+
+// Arguments of every size the driver passes by value: a struct (byval), char, short, long.
+typedef struct {
+  float scale;
+  int shift;
+  long big;
+} params_t;
+
+kernel void byval(global long *out, params_t p, char c, short s, long l) {
+  size_t i = get_global_id(0);
+  out[i] = (long)(p.scale * (float)i) + p.shift + p.big + c * 1000 + s * 100000 + l;
+}

@@ -20,9 +20,10 @@ const ze_dditable_t *zed_driver_tables(void);
 
 /* ---- Handles ----------------------------------------------------------------------------- */
 
-/* Every handle a kapi driver returns points at a struct that starts with zed_object_t. The tag
- * says which kind of object it is, so a handle of the wrong kind (or one already destroyed:
- * destroy clears the tag) is refused with a status instead of being used. */
+/* Every handle a kapi driver returns (build logs aside: zed_build_log.c says why) points at a
+ * struct that starts with zed_object_t. The tag says which kind of object it is, so a handle
+ * of the wrong kind (or one already destroyed: destroy clears the tag) is refused with a
+ * status instead of being used. */
 typedef enum zed_kind {
   ZED_KIND_NONE = 0,
   ZED_KIND_DRIVER = 0x7a640001,

@@ -114,11 +114,12 @@ static void read_vector_unit(cpu_device_t *d) {
   d->has_fma = __builtin_cpu_supports("fma");
 }
 
-/* A forked child has none of the parent's pool threads: forget the pool (its memory is the
- * parent's copy, abandoned) so the child's first launch starts a fresh one instead of waiting
+/* A forked child has none of the parent's pool threads: free the parent's pool (memory only,
+ * there is nothing to join) so the child's first launch starts a fresh one instead of waiting
  * for workers that do not exist. The lock may have been held by another parent thread. */
 static void forget_pool_in_child(void) {
-  atomic_store(&the_driver.device.pool, NULL);
+  cpu_pool_t *pool = atomic_exchange(&the_driver.device.pool, NULL);
+  if (pool) cpu_pool_free_orphan(pool);
   pthread_mutex_init(&the_driver.device.pool_lock, NULL);
 }
 

@@ -106,8 +106,9 @@ typedef struct cpu_kernel {
   uint32_t *local_size;  /* bytes asked for each local-memory argument, 0 for values */
   uint32_t *local_index; /* indices of local-memory arguments */
   uint32_t num_local;
-  uint32_t args_unset; /* arguments never set (a launch needs 0) */
-  uint8_t *arg_is_set; /* k->num_args flags */
+  uint32_t args_unset;   /* arguments never set (a launch needs 0) */
+  uint8_t *arg_is_set;   /* k->num_args flags */
+  _Atomic uint32_t cost; /* cpu_launch_t.cost of launches from this kernel */
 } cpu_kernel_t;
 
 /* ---- launches (cpu_launch.c) and the pool (cpu_pool.c) ---- */
@@ -124,6 +125,10 @@ typedef struct cpu_launch {
   const uint32_t *local_index;  /* their indices */
   const uint32_t *local_offset; /* each one's offset in a group's local buffer */
   uint32_t local_bytes;         /* a group's local buffer size */
+  /* What this launch site has cost so far, in 1/16 ns per work-item (0: not known yet). The
+   * pool reads it to run cheap launches inline and to size chunks, and updates it after each
+   * run. NULL: nothing is learned (the pool's defaults apply). */
+  _Atomic uint32_t *cost;
 } cpu_launch_t;
 
 /* Runs every group of the launch before returning. ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY if
@@ -141,6 +146,8 @@ ze_result_t cpu_launch_prepare(const cpu_kernel_t *kernel, const ze_group_count_
 cpu_pool_t *cpu_pool_create(uint32_t threads);
 /* Stops and joins the workers and frees the pool; no launch may be running. */
 void cpu_pool_destroy(cpu_pool_t *pool);
+/* Frees a pool inherited by a forked child, whose workers never existed in this process. */
+void cpu_pool_free_orphan(cpu_pool_t *pool);
 /* Runs every group of the launch before returning: on the caller alone when it is tiny,
  * otherwise spread over the workers. OUT_OF_HOST_MEMORY if local memory cannot be had. */
 ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *launch);

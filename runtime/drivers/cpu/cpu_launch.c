@@ -4,6 +4,7 @@
 #include "cpu_api.h"
 #include "cpu_driver.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,13 @@ ze_result_t cpu_launch_prepare(const cpu_kernel_t *k, const ze_group_count_t *co
     bytes += (k->local_size[k->local_index[j]] + CPU_LOCAL_ALIGN - 1) & ~(CPU_LOCAL_ALIGN - 1);
   }
   if (bytes > CPU_LOCAL_MEM_SIZE) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+  /* Group and work-item counts must fit 64 bits: the pool indexes groups linearly. */
+  uint64_t groups, items;
+  uint64_t group_items = (uint64_t)k->group_size[0] * k->group_size[1] * k->group_size[2];
+  if (__builtin_mul_overflow((uint64_t)count->groupCountX, count->groupCountY, &groups) ||
+      __builtin_mul_overflow(groups, count->groupCountZ, &groups) ||
+      __builtin_mul_overflow(groups, group_items, &items))
+    return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   *out = (cpu_launch_t){
       .run = k->k->run,
       .group_count = {count->groupCountX, count->groupCountY, count->groupCountZ},
@@ -33,6 +41,8 @@ ze_result_t cpu_launch_prepare(const cpu_kernel_t *k, const ze_group_count_t *co
       .local_index = k->local_index,
       .local_offset = offsets,
       .local_bytes = (uint32_t)bytes,
+      /* A cache of the kernel's cost, written at run time even through a const kernel. */
+      .cost = (_Atomic uint32_t *)&k->cost,
   };
   return ZE_RESULT_SUCCESS;
 }
@@ -51,7 +61,7 @@ static ze_result_t snapshot(const cpu_kernel_t *k, cpu_cmd_t *cmd) {
   size_t nargs = l->num_args, nloc = l->num_local;
   size_t values = k->values_size;
   size_t head = nargs * sizeof(void *) + 2 * nloc * sizeof(uint32_t);
-  head = (head + 7) & ~(size_t)7;
+  head = ((head + 7) & ~(size_t)7) + 8; /* then the command's own cost estimate */
   uint8_t *block = malloc(head + values + 1);
   if (!block) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   void **args = (void **)block;
@@ -66,6 +76,9 @@ static ze_result_t snapshot(const cpu_kernel_t *k, cpu_cmd_t *cmd) {
   l->args = args;
   l->local_index = index;
   l->local_offset = offset;
+  /* The command learns its own cost (the kernel may be gone by the time the list runs). */
+  l->cost = (_Atomic uint32_t *)(block + head - 8);
+  atomic_init(l->cost, atomic_load_explicit(&k->cost, memory_order_relaxed));
   cmd->u.launch.owned = block;
   return ZE_RESULT_SUCCESS;
 }

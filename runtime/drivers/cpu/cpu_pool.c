@@ -20,12 +20,18 @@
 /* Launches with at most this many work-items, or one group, run on the caller: waking a
  * worker costs more than they take. */
 #define INLINE_ITEMS 256u
+/* Once a launch site's cost is known: launches expected to take less than INLINE_NS run on the
+ * caller, and no chunk handed to a worker is expected to take less than CHUNK_NS. */
+#define INLINE_NS 4000u
+#define CHUNK_NS 8000u
 /* Polls before a worker or the launcher goes to sleep on a futex. */
 #define SPIN_POLLS 2000
+#define CACHE_LINE 64
 
-/* A participant's private buffers for the groups it runs. */
+/* A participant's private buffers for the groups it runs, a cache line apart from the next
+ * participant's. */
 typedef struct cpu_scratch {
-  void **args;
+  _Alignas(CACHE_LINE) void **args;
   uint32_t args_cap;
   void **slots; /* slots[j] holds the local buffer of local-memory argument j */
   uint32_t slots_cap;
@@ -48,21 +54,25 @@ typedef struct cpu_worker {
 #define STATE_CLOSED 1ull
 #define STATE_ONE_ACTIVE 2ull
 
+/* Fields that different threads write often sit on cache lines of their own, so workers
+ * spinning on the state do not slow down the group counter and the other way round. */
+
 struct cpu_pool {
   uint32_t threads;
   cpu_worker_t *workers;
   cpu_scratch_t *scratch; /* threads + 1: the last is the launcher's */
   pthread_mutex_t lock;   /* one launch at a time */
-  _Atomic uint64_t state; /* generation | active workers | closed */
-  _Atomic uint32_t wake;  /* the generation again, as a futex word for sleeping workers */
-  _Atomic uint32_t sleepers;
-  uint32_t idle;           /* zed flag: set when the last joined worker leaves */
-  _Atomic uint64_t next;   /* next group index to hand out */
-  _Atomic uint32_t failed; /* a participant could not get scratch memory */
   /* The launch: written by the launcher while the state is closed. */
   const cpu_launch_t *launch;
   uint64_t total, chunk;
+  _Atomic uint32_t max_join; /* workers that may join: one per chunk beyond the launcher's */
   bool stop;
+  _Alignas(CACHE_LINE) _Atomic uint64_t state; /* generation | active workers | closed */
+  _Alignas(CACHE_LINE) _Atomic uint32_t wake;  /* the generation, as a futex word */
+  _Atomic uint32_t sleepers;
+  _Alignas(CACHE_LINE) _Atomic uint64_t next; /* next group index to hand out */
+  _Alignas(CACHE_LINE) uint32_t idle;         /* zed flag: the last joined worker left */
+  _Atomic uint32_t failed;                    /* a participant had no scratch memory */
 };
 
 static inline void cpu_relax(void) {
@@ -168,7 +178,9 @@ static void await_generation(cpu_pool_t *pool, uint32_t seen) {
 /* Joins launch gen unless it is closed or already replaced. */
 static bool join(cpu_pool_t *pool, uint32_t gen) {
   uint64_t s = atomic_load(&pool->state);
-  while (STATE_GEN(s) == gen && !(s & STATE_CLOSED))
+  /* max_join may belong to a newer launch by now; the CAS then fails on the generation. */
+  uint32_t cap = atomic_load_explicit(&pool->max_join, memory_order_relaxed);
+  while (STATE_GEN(s) == gen && !(s & STATE_CLOSED) && STATE_ACTIVE(s) < cap)
     if (atomic_compare_exchange_weak(&pool->state, &s, s + STATE_ONE_ACTIVE)) return true;
   return false;
 }
@@ -201,8 +213,9 @@ static void scratch_free(cpu_scratch_t *s) {
 
 /* Starts as many workers as the system allows, up to threads. */
 cpu_pool_t *cpu_pool_create(uint32_t threads) {
-  cpu_pool_t *pool = calloc(1, sizeof(*pool));
+  cpu_pool_t *pool = aligned_alloc(CACHE_LINE, sizeof(*pool));
   if (!pool) return NULL;
+  memset(pool, 0, sizeof(*pool));
   pool->workers = calloc(threads ? threads : 1, sizeof(*pool->workers));
   pool->scratch = calloc(threads + 1, sizeof(*pool->scratch));
   if (!pool->workers || !pool->scratch) {
@@ -231,6 +244,14 @@ static void publish(cpu_pool_t *pool, uint32_t gen, bool closed) {
   if (atomic_load(&pool->sleepers)) futex_wake_all(&pool->wake);
 }
 
+void cpu_pool_free_orphan(cpu_pool_t *pool) {
+  for (uint32_t i = 0; i <= pool->threads; i++)
+    scratch_free(&pool->scratch[i]);
+  free(pool->workers);
+  free(pool->scratch);
+  free(pool);
+}
+
 void cpu_pool_destroy(cpu_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
   pool->stop = true;
@@ -238,12 +259,8 @@ void cpu_pool_destroy(cpu_pool_t *pool) {
   pthread_mutex_unlock(&pool->lock);
   for (uint32_t i = 0; i < pool->threads; i++)
     pthread_join(pool->workers[i].thread, NULL);
-  for (uint32_t i = 0; i <= pool->threads; i++)
-    scratch_free(&pool->scratch[i]);
   pthread_mutex_destroy(&pool->lock);
-  free(pool->workers);
-  free(pool->scratch);
-  free(pool);
+  cpu_pool_free_orphan(pool); /* the memory, now that no worker uses it */
 }
 
 /* Closes the current launch once no joined worker is busy; after that no worker reads the
@@ -264,15 +281,47 @@ static void close_launch(cpu_pool_t *pool) {
   }
 }
 
+/* How a launch is shared: chunk size and how many workers may join (0: the caller runs it
+ * alone). Without a known cost: alone when tiny, else about eight chunks per participant.
+ * With one: alone when expected to be quick, and chunks no cheaper than CHUNK_NS. */
+static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, uint64_t items) {
+  uint64_t p = (uint64_t)pool->threads + 1;
+  uint64_t cost = l->cost ? atomic_load_explicit(l->cost, memory_order_relaxed) : 0;
+  uint64_t est_ns = UINT64_MAX;
+  if (cost && !__builtin_mul_overflow(cost, items, &est_ns)) est_ns >>= 4;
+  bool alone =
+      pool->threads == 0 || total == 1 || (cost ? est_ns < INLINE_NS : items <= INLINE_ITEMS);
+  uint64_t chunk = total / (p * 8);
+  if (cost) {
+    uint64_t group_ns = est_ns / total ? est_ns / total : 1;
+    if (chunk < CHUNK_NS / group_ns) chunk = CHUNK_NS / group_ns;
+  }
+  if (chunk == 0) chunk = 1;
+  uint64_t extra = (total + chunk - 1) / chunk - 1; /* chunks beyond the launcher's first */
+  pool->chunk = alone ? total : chunk;
+  return alone ? 0 : extra < pool->threads ? (uint32_t)extra : pool->threads;
+}
+
+/* Folds the measured time of a run into the launch site's cost (a moving average). */
+static void learn(const cpu_launch_t *l, uint64_t ns, uint64_t items, uint32_t participants) {
+  if (!l->cost || items == 0) return;
+  uint64_t c = ns * participants * 16 / items;
+  if (c == 0) c = 1;
+  if (c > UINT32_MAX) c = UINT32_MAX;
+  uint64_t old = atomic_load_explicit(l->cost, memory_order_relaxed);
+  atomic_store_explicit(l->cost, (uint32_t)(old ? (3 * old + c) / 4 : c), memory_order_relaxed);
+}
+
 ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   uint64_t total = l->group_count[0] * l->group_count[1] * l->group_count[2];
   uint64_t items = total * l->local_size[0] * l->local_size[1] * l->local_size[2];
-  bool alone = pool->threads == 0 || total == 1 || items <= INLINE_ITEMS;
   pthread_mutex_lock(&pool->lock);
+  uint64_t start = l->cost ? zed_now_ns() : 0;
+  uint32_t joiners = plan(pool, l, total, items);
+  bool alone = joiners == 0;
   pool->launch = l;
   pool->total = total;
-  pool->chunk = alone ? total : total / ((uint64_t)(pool->threads + 1) * 8);
-  if (pool->chunk == 0) pool->chunk = 1;
+  atomic_store_explicit(&pool->max_join, joiners, memory_order_relaxed);
   atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
   atomic_store_explicit(&pool->failed, 0, memory_order_relaxed);
   if (!alone) {
@@ -281,6 +330,7 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   }
   participate(pool, &pool->scratch[pool->threads]);
   if (!alone) close_launch(pool);
+  if (l->cost) learn(l, zed_now_ns() - start, items, joiners + 1);
   bool failed =
       atomic_load_explicit(&pool->next, memory_order_relaxed) < total && atomic_load(&pool->failed);
   pthread_mutex_unlock(&pool->lock);

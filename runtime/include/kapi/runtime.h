@@ -82,7 +82,9 @@ const char *kr_result_name(int32_t ze_result);
  * - Else, when ZE_ENABLE_ALT_DRIVERS is set, it is respected unchanged.
  * - Else it is set to "all": our drivers found beside this library plus libze_intel_gpu.so.1,
  *   so a real Intel GPU is still found.
- * Setting either variable after kr_init has no effect on this process. */
+ * Setting either variable after kr_init has no effect on this process, and neither has any
+ * when something else in the process called zeInit first (the loader reads the list once).
+ * kr_init calls setenv: call it before starting threads that read the environment. */
 
 /* Sets up the driver list, calls zeInit and lists every device of every driver. Runs once:
  * later calls (from any thread) return the first call's result and message. Returns

@@ -87,6 +87,10 @@ static void test_fill_2d(void) {
     for (int x = 0; x < W; x++)
       bad += out[y * W + x] != x * 1000 + y;
   EXPECT(bad == 0);
+  /* 2^96 groups cannot be indexed: refused, not run. */
+  ze_group_count_t huge = {UINT32_MAX, UINT32_MAX, UINT32_MAX};
+  EXPECT_ZE(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            zeCommandListAppendLaunchKernel(env.list, k, &huge, NULL, 0, NULL));
   OK(zeKernelDestroy(k));
 }
 

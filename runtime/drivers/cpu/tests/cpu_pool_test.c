@@ -103,6 +103,41 @@ static void test_many_small(cpu_pool_t *pool) {
     EXPECT(atomic_load(&small_hits[g]) == LAUNCHES);
 }
 
+/* With a cost slot the pool learns: an empty kernel ends up inline on the caller, while a
+ * heavy one keeps being shared with the workers. */
+static _Atomic int on_worker;
+static void where_fn(const kc_host_group_t *g) {
+  (void)g;
+  if (!pthread_equal(pthread_self(), launcher)) atomic_store(&on_worker, 1);
+}
+static void heavy_fn(const kc_host_group_t *g) {
+  where_fn(g);
+  for (volatile int spin = 0; spin < 200000; spin++)
+    ;
+}
+
+static void test_learning(cpu_pool_t *pool) {
+  launcher = pthread_self();
+  _Atomic uint32_t cost = 0;
+  cpu_launch_t l = {
+      .run = where_fn, .group_count = {64, 1, 1}, .local_size = {64, 1, 1}, .cost = &cost};
+  for (int i = 0; i < 50; i++)
+    EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+  atomic_store(&on_worker, 0);
+  EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+  EXPECT(atomic_load(&cost) != 0 && atomic_load(&on_worker) == 0);
+  _Atomic uint32_t heavy_cost = 0;
+  cpu_launch_t h = {
+      .run = heavy_fn, .group_count = {32, 1, 1}, .local_size = {4, 1, 1}, .cost = &heavy_cost};
+  int shared = 0;
+  for (int i = 0; i < 6; i++) {
+    atomic_store(&on_worker, 0);
+    EXPECT(cpu_pool_run(pool, &h) == ZE_RESULT_SUCCESS);
+    shared += i > 0 && atomic_load(&on_worker); /* after the first run the cost is known */
+  }
+  EXPECT(shared > 0);
+}
+
 int main(void) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   cpu_pool_t *pool = cpu_pool_create(cores > 1 ? (uint32_t)cores - 1 : 1);
@@ -111,6 +146,7 @@ int main(void) {
     test_all_groups(pool);
     test_inline(pool);
     test_many_small(pool);
+    test_learning(pool);
     cpu_pool_destroy(pool);
   }
   cpu_pool_t *none = cpu_pool_create(0); /* no workers: the caller does it all */
