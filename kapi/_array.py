@@ -466,7 +466,7 @@ class Array:
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
         from ._interop import to_dlpack
 
-        return to_dlpack(self, dl_device=dl_device, copy=copy)
+        return to_dlpack(self, dl_device=dl_device, copy=copy, max_version=max_version)
 
 
 Array.__module__ = "kapi"

@@ -38,7 +38,7 @@ def _device_for_dlpack(dtype: int, did: int) -> Device:
     return same[did]
 
 
-def to_dlpack(a: Array, dl_device=None, copy=None):
+def to_dlpack(a: Array, dl_device=None, copy=None, max_version=None):
     if dl_device is not None and tuple(dl_device) != dlpack_device(a.device):
         if tuple(dl_device)[0] == KDL_CPU and copy is not False:
             return a.asnumpy().__dlpack__()
@@ -49,6 +49,7 @@ def to_dlpack(a: Array, dl_device=None, copy=None):
     kind = a.dtype.kind
     dev_type, dev_id = dlpack_device(a.device)
     i = a.itemsize
+    versioned = max_version is not None and tuple(max_version)[0] >= 1
     return _native.ext().rt_dlpack_export(
         a,
         a.data_ptr,
@@ -58,6 +59,7 @@ def to_dlpack(a: Array, dl_device=None, copy=None):
         i * 8,
         dev_type,
         dev_id,
+        versioned,
     )
 
 
@@ -76,7 +78,7 @@ def _wrap(owner, ptr, shape, strides_bytes, dtype, dev: Device, usm_type: str) -
 
 def _from_capsule(capsule) -> Array:
     ext = _native.ext()
-    ptr, shape, strides, code, bits, lanes, dtype, did, holder = ext.rt_dlpack_import(capsule)
+    ptr, shape, strides, code, bits, lanes, dtype, did, holder, _ro = ext.rt_dlpack_import(capsule)
     dt = _dtype_from_dl(code, bits, lanes)
     if strides is None:
         from ._array import _contiguous_strides
@@ -100,9 +102,12 @@ def from_dlpack(x, /, *, device=None, copy=None) -> Array:
     """A kapi array sharing the memory of a DLPack producer (NumPy, PyTorch, CuPy, ...)."""
     if hasattr(x, "__dlpack__"):
         try:
-            cap = x.__dlpack__(stream=None)
-        except TypeError:
-            cap = x.__dlpack__()
+            cap = x.__dlpack__(stream=None, max_version=(1, 0))
+        except TypeError:  # a producer older than DLPack 1.0
+            try:
+                cap = x.__dlpack__(stream=None)
+            except TypeError:
+                cap = x.__dlpack__()
     else:
         cap = x
     a = _from_capsule(cap)

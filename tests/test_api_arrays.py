@@ -178,8 +178,12 @@ def test_dlpack_export_to_numpy(dev):
     np.testing.assert_array_equal(n, ref((3, 4), np.float64)[:, ::-2])
     a[0, 3] = 123  # shares memory
     assert n[0, 0] == 123
+    n[0, 0] = 7  # a versioned (DLPack 1.0) capsule: NumPy's array is writable
+    assert a[0, 3] == 7
+    assert "dltensor_versioned" in repr(a.__dlpack__(max_version=(1, 0)))
+    assert "dltensor_versioned" not in repr(a.__dlpack__())
     del a
-    assert n[0, 0] == 123  # the capsule kept the buffer alive
+    assert n[0, 0] == 7  # the capsule kept the buffer alive
 
 
 def test_dlpack_import_from_numpy():
@@ -194,10 +198,10 @@ def test_dlpack_import_from_numpy():
     assert h[0, 0] == 77
     b = kapi.from_dlpack(h.T)
     np.testing.assert_array_equal(b.asnumpy(), h.T)
-    cap = h.__dlpack__()
-    kapi.from_dlpack(cap)
-    with pytest.raises(TypeError, match="consumed"):
+    for cap in (h.__dlpack__(), h.__dlpack__(max_version=(1, 0))):
         kapi.from_dlpack(cap)
+        with pytest.raises(TypeError, match="consumed"):
+            kapi.from_dlpack(cap)
 
 
 def test_repr_and_len(dev):

@@ -336,3 +336,23 @@ def test_launches_from_several_threads(dev):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_compiler_errors_map_to_kernel_compile_error():
+    from kapi import _kernel
+
+    with pytest.raises(kapi.KernelCompileError, match="expected 'kernel'") as info:
+        _kernel._compile_kir("kir 1\nnonsense\n", 2)
+    assert info.value.status == "KC_ERR_KIR"
+
+
+def test_runtime_errors_name_device_and_limit(dev):
+    big = dev.max_work_group_size * 2
+    with pytest.raises(kapi.DeviceError, match="work-group size"):
+        kapi.call_kernel(
+            group_sum,
+            kapi.NdRange(big, big),
+            kapi.zeros(big, dtype="f4", device=dev),
+            kapi.zeros(1, dtype="f4", device=dev),
+            kapi_api.LocalAccessor((big,), np.float32),
+        )
