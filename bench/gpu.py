@@ -34,8 +34,11 @@ ROWS = []
 def report(name, kapi_value, peer_name, peer_value, unit, higher_is_better=True):
     ratio = kapi_value / peer_value if higher_is_better else peer_value / kapi_value
     ROWS.append((name, kapi_value, peer_name, peer_value, unit, ratio))
-    print(f"{name:<34} kapi {kapi_value:10.2f} {unit:<6} {peer_name:<16} {peer_value:10.2f}"
-          f"  ratio {ratio:5.2f}x", flush=True)
+    print(
+        f"{name:<34} kapi {kapi_value:10.2f} {unit:<6} {peer_name:<16} {peer_value:10.2f}"
+        f"  ratio {ratio:5.2f}x",
+        flush=True,
+    )
 
 
 def median_batch(launch, sync, reps, batches=7):
@@ -363,14 +366,19 @@ def bench_first_call():
     res = {}
     for name, src in FIRST_CALL.items():
         out = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(src)], capture_output=True, text=True,
-            env=os.environ, check=True,
+            [sys.executable, "-c", textwrap.dedent(src)],
+            capture_output=True,
+            text=True,
+            env=os.environ,
+            check=True,
         ).stdout.split()
         res[name] = (float(out[0]), float(out[1]))
-    report("first call (new kernel) s", res["kapi"][0], "numba-cuda", res["numba-cuda"][0], "s",
-           False)
-    report("first call incl. import s", res["kapi"][1], "numba-cuda", res["numba-cuda"][1], "s",
-           False)
+    report(
+        "first call (new kernel) s", res["kapi"][0], "numba-cuda", res["numba-cuda"][0], "s", False
+    )
+    report(
+        "first call incl. import s", res["kapi"][1], "numba-cuda", res["numba-cuda"][1], "s", False
+    )
 
 
 def main():

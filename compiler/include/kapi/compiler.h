@@ -102,8 +102,8 @@ kc_status_t kc_spirv_disassemble(const void *spirv, size_t nbytes, char **text, 
  * reused across groups; they are freed when the thread exits. */
 typedef struct kc_host_group {
   uint64_t group_id[3];
-  uint64_t group_range[3];  /* number of groups per dimension */
-  uint64_t local_range[3];  /* work-group size per dimension */
+  uint64_t group_range[3]; /* number of groups per dimension */
+  uint64_t local_range[3]; /* work-group size per dimension */
   uint64_t global_offset[3];
   /* args[i] points at the bytes of kernel argument i as set by zeKernelSetArgumentValue. For
    * a local-memory argument, args[i] points at a `void *` holding this group's local buffer
@@ -116,8 +116,8 @@ typedef struct kc_host_group {
 typedef kc_status_t (*kc_host_group_fn)(const kc_host_group_t *group);
 
 typedef enum kc_arg_kind {
-  KC_ARG_VALUE = 0,  /* scalar or pointer passed by value; size = its byte size */
-  KC_ARG_LOCAL = 1,  /* local memory: size chosen at launch (zeKernelSetArgumentValue(NULL)) */
+  KC_ARG_VALUE = 0, /* scalar or pointer passed by value; size = its byte size */
+  KC_ARG_LOCAL = 1, /* local memory: size chosen at launch (zeKernelSetArgumentValue(NULL)) */
 } kc_arg_kind_t;
 
 typedef struct kc_host_arg {
@@ -126,11 +126,11 @@ typedef struct kc_host_arg {
 } kc_host_arg_t;
 
 typedef struct kc_host_kernel {
-  const char *name;        /* owned by the module */
-  kc_host_group_fn run;    /* valid while the module lives */
+  const char *name;     /* owned by the module */
+  kc_host_group_fn run; /* valid while the module lives */
   uint32_t num_args;
-  const kc_host_arg_t *args; /* num_args entries, owned by the module */
-  uint32_t uses_barrier;   /* 1 if the kernel synchronises work-items */
+  const kc_host_arg_t *args;       /* num_args entries, owned by the module */
+  uint32_t uses_barrier;           /* 1 if the kernel synchronises work-items */
   uint32_t required_local_size[3]; /* reqd_work_group_size, or zeros */
 } kc_host_kernel_t;
 
@@ -143,8 +143,7 @@ typedef struct kc_host_module kc_host_module_t;
  * KC_ERR_TARGET (code generation, unresolved symbols), KC_ERR_LLVM (an LLVM fatal error; the
  * call's LLVM state is leaked, the process lives). Kernels may call only libm (and libmvec,
  * which is loaded for vectorised math unless KAPI_HOST_NO_LIBMVEC is set). */
-kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out,
-                             char **log);
+kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out, char **log);
 void kc_host_module_destroy(kc_host_module_t *mod);
 uint32_t kc_host_module_kernel_count(const kc_host_module_t *mod);
 /* i in [0, count); the pointer stays valid while the module lives. */
@@ -174,7 +173,7 @@ void kc_nvptx_options_init(kc_nvptx_options_t *opts);
  * into the launch's dynamic shared memory (the driver places each local buffer there); its
  * size here is 0, as for the host. */
 typedef struct kc_nvptx_kernel {
-  const char *name;                /* owned by the module */
+  const char *name; /* owned by the module */
   uint32_t num_args;
   const kc_host_arg_t *args;       /* num_args entries, owned by the module */
   uint32_t required_local_size[3]; /* reqd_work_group_size, or zeros */
