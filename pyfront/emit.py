@@ -551,9 +551,7 @@ class FunctionEmitter(CallEmitter):
             if i is None:
                 iv = self.get(idxvar)
                 if not isinstance(iv, V.Const):
-                    raise self.unsupported(
-                        "tuple indexing", "tuples can only be indexed by constants in kernels"
-                    )
+                    return self.tuple_runtime_item(val, ty, iv, self.typemap[idxvar.name])
                 i = iv.value
             if isinstance(i, slice):
                 return V.Tuple(val.items[i])
@@ -561,6 +559,30 @@ class FunctionEmitter(CallEmitter):
                 raise self.typing_error(f"tuple index {i} out of range")
             return val.items[i]
         raise self.unsupported("indexing", f"indexing a {ty} is not supported in kernels")
+
+    def tuple_runtime_item(self, tup, tty, iv, ity):
+        """t[i] with a run-time i, as Numba allows for tuples of one scalar type: a select
+        chain over the items (negative i wraps around; out-of-range i gives the last item,
+        where Numba would raise IndexError)."""
+        etys = {types.unliteral(t) for t in tty} if isinstance(tty, types.BaseTuple) else ()
+        ety = next(iter(etys)) if len(etys) == 1 else None
+        if not isinstance(ety, types.Number | types.Boolean) or not isinstance(ity, types.Integer):
+            raise self.unsupported(
+                "tuple indexing",
+                "tuples of mixed types can only be indexed by constants in kernels",
+            )
+        n = len(tup.items)
+        i = self.scalar(iv, types.int64)
+        if ity.signed and not getattr(iv, "nonneg", False):
+            neg = self.b.op(f"cmp bool lt {i} {self.scalar(V.Const(0, types.int64))}", self.line)
+            up = self.b.op(f"add i64 {i} {self.scalar(V.Const(n, types.int64))}", self.line)
+            i = self.b.op(f"select i64 {neg} {up} {i}", self.line)
+        kty = self.kty(ety)
+        acc = self.scalar(tup.items[n - 1], ety)
+        for k in range(n - 2, -1, -1):
+            hit = self.b.op(f"cmp bool eq {i} {self.scalar(V.Const(k, types.int64))}", self.line)
+            acc = self.b.op(f"select {kty} {hit} {self.scalar(tup.items[k], ety)} {acc}", self.line)
+        return V.Scalar(acc, ety)
 
     def setitem(self, target, idxvar, valvar, st):
         arr = self.get(target)

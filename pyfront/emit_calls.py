@@ -26,6 +26,8 @@ MATH1 = {
         "asinh acosh atanh fabs erf erfc"
     ).split()
 }
+MATH1[math.lgamma] = "lgamma"
+MATH1[math.gamma] = "tgamma"  # numba-dpex lowers math.gamma to OpenCL tgamma
 MATH2 = {getattr(math, n): n for n in "atan2 pow fmod hypot copysign".split()}
 ROUNDING = {math.floor: "floor", math.ceil: "ceil", math.trunc: "trunc"}
 PREDICATES = {
