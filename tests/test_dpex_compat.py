@@ -1333,7 +1333,8 @@ def no_item_kernel(a, v):
 
 def test_kernel_without_item_argument():
     a = dpex.zeros(3, dtype=np.int64)
-    dpex.call_kernel(no_item_kernel, kapi.Range(1), a, 42)
+    with pytest.warns(DeprecationWarning, match="item"):
+        dpex.call_kernel(no_item_kernel, kapi.Range(1), a, 42)
     assert list(a.asnumpy()) == [42, 0, 0]
 
 
@@ -1455,8 +1456,7 @@ def test_error_wrong_argument_count():
     a = dpex.zeros(8, dtype=np.float32)
     with pytest.raises(dpex.KapiError) as ei:
         dpex.call_kernel(axpy_strided, kapi.Range(8), np.float32(1), a)
-    msg = str(ei.value)
-    assert "axpy_strided" in msg and ("argument" in msg or "parameter" in msg)
+    assert "takes 3 argument(s)" in str(ei.value) and "2 were given" in str(ei.value)
 
 
 def test_error_kernel_called_directly():
