@@ -58,6 +58,11 @@ _UNSUPPORTED_EXPRS = {
 }
 
 
+def _scalar_tuple(ty):
+    """True for a tuple of scalars (a device function may return one)."""
+    return isinstance(ty, types.BaseTuple) and all(kir_scalar(t) is not None for t in ty)
+
+
 def _unlit(ty):
     return types.unliteral(ty)
 
@@ -136,6 +141,12 @@ class FunctionEmitter(CallEmitter):
                     "into an array argument"
                 )
             self.b.restype = "void"
+        elif _scalar_tuple(restype):
+            # a tuple result travels back through one-element private arrays the caller
+            # passes after the arguments (KIR functions return one scalar at most)
+            self.b.restype = "void"
+            for j, t in enumerate(restype):
+                self.b.params.append((f"ret.{j}", f"array({kir_scalar(t)},1,C,private)"))
         else:
             self.b.restype = "void" if restype == types.none else kir_scalar(restype)
             if self.b.restype is None:
@@ -223,7 +234,14 @@ class FunctionEmitter(CallEmitter):
             )
 
     def ret(self, var):
-        if self.b.restype == "void":
+        if self.kind != "kernel" and _scalar_tuple(self.tf.restype):
+            val = self.get(var)
+            zero = self.scalar(V.Const(0, types.int64))
+            for j, (item, t) in enumerate(zip(val.items, self.tf.restype, strict=True)):
+                v = self.scalar(item, _unlit(t))
+                self.b.emit(f"astore %ret.{j} {v} {zero}", self.line)
+            self.b.emit("ret", self.line)
+        elif self.b.restype == "void":
             self.b.emit("ret", self.line)
         else:
             v = self.scalar(self.get(var), self.tf.restype)

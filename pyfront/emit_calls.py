@@ -483,7 +483,8 @@ class CallEmitter:
 
     def device_call(self, pyfunc, args, sig):
         ret = sig.return_type
-        if ret != types.none and kir_scalar(ret) is None:
+        tuple_ret = isinstance(ret, types.BaseTuple) and all(kir_scalar(t) for t in ret)
+        if ret != types.none and kir_scalar(ret) is None and not tuple_ret:
             raise self.unsupported(
                 "return type",
                 f"device function '{pyfunc.__name__}' returns {ret}; device functions return "
@@ -494,6 +495,21 @@ class CallEmitter:
         for a, ty in zip(args, sig.args, strict=True):
             refs += self.flatten_arg(a, ty)
         ret = tf.restype
+        if tuple_ret:  # results come back through one-element private arrays
+            outs = []
+            for t in ret:
+                k = kir_scalar(t)
+                outs.append(
+                    (self.b.op(f"private_array array({k},1,C,private) undef 1", self.line), k, t)
+                )
+            ops = " ".join(refs + [o for o, _, _ in outs])
+            self.b.emit(f"call void @{name} {ops}", self.line)
+            zero = self.scalar(V.Const(0, types.int64))
+            items = [
+                V.Scalar(self.b.op(f"aload {k} {o} {zero}", self.line), _unlit(t))
+                for o, k, t in outs
+            ]
+            return V.Tuple(items)
         ops = " ".join(refs)
         if ret == types.none:
             self.b.emit(f"call void @{name} {ops}".rstrip(), self.line)

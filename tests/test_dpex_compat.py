@@ -1543,3 +1543,55 @@ def test_error_message_points_at_kernel_line():
     with pytest.raises(dpex.KapiError) as ei:
         dpex.call_kernel(bad, kapi.Range(1), dpex.zeros(1, dtype=np.int32))
     assert "test_dpex_compat.py" in str(ei.value) and "undefined_name" in str(ei.value)
+
+
+@dpex.device_func
+def divmod_sign(a, b):
+    if b == 0:
+        return 0, 0, False
+    return a // b, a % b, a < 0
+
+
+@dpex.kernel
+def divmod_loop(item, a, out):
+    i = item.get_id(0)
+    acc_q = 0
+    acc_r = 0
+    negs = 0
+    for b in range(4):  # a tuple-returning device function called in a loop
+        q, r, neg = divmod_sign(a[i], b)
+        acc_q += q
+        acc_r += r
+        negs += int(neg)
+    out[i, 0] = acc_q
+    out[i, 1] = acc_r
+    out[i, 2] = negs
+
+
+def test_device_func_tuple_return_in_loop():
+    h = np.arange(-10, 10, dtype=np.int64)
+    out = dpex.zeros((20, 3), dtype=np.int64)
+    dpex.call_kernel(divmod_loop, kapi.Range(20), dpex.asarray(h), out)
+    bs = np.arange(1, 4)
+    np.testing.assert_array_equal(out.asnumpy()[:, 0], (h[:, None] // bs).sum(1))
+    np.testing.assert_array_equal(out.asnumpy()[:, 1], (h[:, None] % bs).sum(1))
+    np.testing.assert_array_equal(out.asnumpy()[:, 2], (h < 0) * 3)
+
+
+@dpex.kernel
+def flat_index_of_shape(item, a, out):
+    # a.shape[d] and a.strides-free flattening with a run-time dimension index
+    i = item.get_id(0)
+    j = item.get_id(1)
+    k = item.get_id(2)
+    idx = (i, j, k)
+    lin = 0
+    for d in range(a.ndim):
+        lin = lin * a.shape[d] + idx[d]
+    out[i, j, k] = lin + a.shape[-1] * 0 + idx[-1] * 0
+
+
+def test_runtime_index_into_shape_and_index_tuples():
+    a = dpex.zeros((3, 4, 5), dtype=np.int64)
+    dpex.call_kernel(flat_index_of_shape, kapi.Range(3, 4, 5), a, a)
+    np.testing.assert_array_equal(a.asnumpy(), np.arange(60).reshape(3, 4, 5))
