@@ -70,8 +70,9 @@ def _unlit(ty):
 class FunctionEmitter(CallEmitter):
     """Emits one typed function (kernel or device function) into a FunctionBuilder."""
 
-    def __init__(self, tf, module, kind, name, index=None):
+    def __init__(self, tf, module, kind, name, index=None, views=None):
         self.tf = tf
+        self.views = views  # per parameter: None, or (base KArray, prefix length) for a view
         self.module = module  # the ModuleEmitter: device functions and their names
         self.typemap = tf.typemap
         self.calltypes = tf.calltypes
@@ -104,12 +105,20 @@ class FunctionEmitter(CallEmitter):
         params = []
         self.args = []
         names = self.tf.func_ir.arg_names
-        for pname, ty in zip(names, self.tf.argtypes, strict=True):
+        for j, (pname, ty) in enumerate(zip(names, self.tf.argtypes, strict=True)):
             if isinstance(ty, IndexSpaceType):
                 self.args.append(V.IndexSpace(ty.kind, ty.ndim))
                 continue
             name = kir_name(pname)
-            if isinstance(ty, KArray):
+            view = self.views[j] if self.views else None
+            if isinstance(ty, KArray) and view is not None:
+                # a row view a[i] passed by the caller: the whole array plus the fixed indices
+                base, nfixed = view
+                params.append((name, kir_array(base)))
+                prefix = tuple(f"%{name}.p{k}" for k in range(nfixed))
+                params += [(p[1:], "i64") for p in prefix]
+                self.args.append(V.Array("%" + name, ty, prefix, base))
+            elif isinstance(ty, KArray):
                 params.append((name, kir_array(ty)))
                 self.args.append(V.Array("%" + name, ty))
             elif kir_scalar(ty) is not None:
@@ -560,7 +569,7 @@ class FunctionEmitter(CallEmitter):
             idx = self.array_indices(val, self.get(idxvar), self.typemap[idxvar.name], True)
             tty = self.typemap[target.name]
             if isinstance(tty, KArray):  # a[i] of an N-D array: a view of the rest
-                return V.Array(val.ref, tty, tuple(idx))
+                return V.Array(val.ref, tty, tuple(idx), val.base or val.ty)
             kty = self.kty(val.ty.dtype)
             ref = self.b.op(f"aload {kty} {val.ref} {' '.join(idx)}", self.line)
             return V.Scalar(ref, val.ty.dtype)

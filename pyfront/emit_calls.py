@@ -490,9 +490,17 @@ class CallEmitter:
                 f"device function '{pyfunc.__name__}' returns {ret}; device functions return "
                 "a scalar or nothing (write other results into an array argument)",
             )
-        name, tf = self.module.device_function(pyfunc, tuple(sig.args))
+        views = tuple(
+            (a.base, len(a.prefix)) if isinstance(a, V.Array) and a.prefix else None for a in args
+        )
+        name, tf = self.module.device_function(
+            pyfunc, tuple(sig.args), views if any(views) else None
+        )
         refs = []
         for a, ty in zip(args, sig.args, strict=True):
+            if isinstance(a, V.Array) and a.prefix:  # a row view: the array and fixed indices
+                refs += [a.ref, *a.prefix]
+                continue
             refs += self.flatten_arg(a, ty)
         ret = tf.restype
         if tuple_ret:  # results come back through one-element private arrays

@@ -1595,3 +1595,186 @@ def test_runtime_index_into_shape_and_index_tuples():
     a = dpex.zeros((3, 4, 5), dtype=np.int64)
     dpex.call_kernel(flat_index_of_shape, kapi.Range(3, 4, 5), a, a)
     np.testing.assert_array_equal(a.asnumpy(), np.arange(60).reshape(3, 4, 5))
+
+
+# ---------------------------------------------------------------------------------------------
+# More of what numba-dpex code does: options, grid-stride loops, atomics on views/negatives
+# ---------------------------------------------------------------------------------------------
+
+
+@dpex.kernel(debug=True, inline_threshold=2, release_gil=False)
+def with_options(item, a):
+    i = item.get_id(0)
+    a[i] = i * 2
+
+
+def test_kernel_decorator_options_accepted():
+    a = dpex.zeros(8, dtype=np.int64)
+    dpex.call_kernel(with_options, kapi.Range(8), a)
+    np.testing.assert_array_equal(a.asnumpy(), np.arange(8) * 2)
+
+
+@dpex.kernel
+def grid_stride_saxpy(nditem, n, alpha, x, y):
+    i = nditem.get_global_id(0)
+    stride = nditem.get_global_range(0)
+    while i < n:
+        y[i] = alpha * x[i] + y[i]
+        i += stride
+
+
+def test_grid_stride_loop_nd_range():
+    n = 10007
+    hx = rng(21).random(n).astype(np.float32)
+    hy = rng(22).random(n).astype(np.float32)
+    y = dpex.asarray(hy)
+    dpex.call_kernel(
+        grid_stride_saxpy, kapi.NdRange((256,), (64,)), n, np.float32(2.0), dpex.asarray(hx), y
+    )
+    np.testing.assert_allclose(y.asnumpy(), 2 * hx + hy, rtol=1e-6)
+
+
+@dpex.kernel
+def atomic_minmax_signed(item, vals, res):
+    v = vals[item.get_id(0)]
+    kapi.AtomicRef(res, 0, memory_order=kapi.MemoryOrder.SEQ_CST).fetch_min(v)
+    kapi.AtomicRef(res, 1, memory_order=kapi.MemoryOrder.ACQ_REL).fetch_max(v)
+    kapi.AtomicRef(res, 2, memory_scope=kapi.MemoryScope.SYSTEM).fetch_add(v)
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [np.int32, np.int64, np.float32] + ([np.float64] * FP64),
+    ids=lambda d: np.dtype(d).name,
+)
+def test_atomic_min_max_with_negative_values(dtype):
+    h = rng(23).integers(-1000, 1000, 777).astype(dtype)
+    res = dpex.asarray(np.array([0, 0, 0], dtype=dtype))
+    dpex.call_kernel(atomic_minmax_signed, kapi.Range(777), dpex.asarray(h), res)
+    out = res.asnumpy()
+    assert out[0] == min(h.min(), 0) and out[1] == max(h.max(), 0)
+    assert out[2] == h.sum(dtype=dtype)
+
+
+@dpex.kernel
+def atomic_on_views(item, every_other, fgrid):
+    i = item.get_id(0)
+    kapi.AtomicRef(every_other, i % every_other.shape[0]).fetch_add(every_other.dtype.type(1))
+    kapi.AtomicRef(fgrid, (i % 3, i % 2)).fetch_add(fgrid.dtype.type(i))
+
+
+def test_atomic_ref_on_strided_and_f_order_arrays():
+    base = dpex.zeros(10, dtype=np.int32)
+    fgrid = dpex.asarray(np.zeros((3, 2), dtype=np.int64, order="F"))
+    dpex.call_kernel(atomic_on_views, kapi.Range(60), base[::2], fgrid)
+    np.testing.assert_array_equal(base.asnumpy(), np.tile([12, 0], 5))
+    ref = np.zeros((3, 2), dtype=np.int64)
+    for i in range(60):
+        ref[i % 3, i % 2] += i
+    np.testing.assert_array_equal(fgrid.asnumpy(), ref)
+
+
+@dpex.kernel
+def atomic_int64_python_literal(item, counts):
+    # a Python int is int64: no cast needed for int64 arrays (as in numba-dpex)
+    kapi.AtomicRef(counts, item.get_id(0) % 4).fetch_add(1)
+
+
+def test_atomic_python_int_on_int64_array():
+    c = dpex.zeros(4, dtype=np.int64)
+    dpex.call_kernel(atomic_int64_python_literal, kapi.Range(100), c)
+    np.testing.assert_array_equal(c.asnumpy(), [25, 25, 25, 25])
+
+
+@dpex.kernel
+def local_2d_atomic_hist(nditem, data, out, slm):
+    li = nditem.get_local_id(0)
+    lj = nditem.get_local_id(1)
+    if li < 2 and lj < 2:
+        slm[li, lj] = 0
+    kapi.group_barrier(nditem.get_group())
+    v = data[nditem.get_global_id(0), nditem.get_global_id(1)]
+    kapi.AtomicRef(slm, (v % 2, (v // 2) % 2), memory_scope=kapi.MemoryScope.WORK_GROUP).fetch_add(
+        np.int32(1)
+    )
+    kapi.group_barrier(nditem.get_group())
+    if li < 2 and lj < 2:
+        kapi.AtomicRef(out, (li, lj)).fetch_add(slm[li, lj])
+
+
+def test_atomic_ref_tuple_index_on_2d_local_accessor():
+    h = rng(24).integers(0, 100, (16, 16)).astype(np.int32)
+    out = dpex.zeros((2, 2), dtype=np.int32)
+    dpex.call_kernel(
+        local_2d_atomic_hist,
+        kapi.NdRange((16, 16), (4, 8)),
+        dpex.asarray(h),
+        out,
+        kapi.LocalAccessor((2, 2), np.int32),
+    )
+    ref = np.zeros((2, 2), dtype=np.int32)
+    np.add.at(ref, (h % 2, (h // 2) % 2), 1)
+    np.testing.assert_array_equal(out.asnumpy(), ref)
+
+
+@dpex.kernel
+def scalar_promotions(item, a, f, u, out):
+    i = item.get_id(0)
+    out[i, 0] = a[i] * f  # float32 array * Python float (float64)
+    out[i, 1] = a[i] + u  # float32 + uint32 scalar
+    out[i, 2] = a[i] / 3  # true division by an int literal
+
+
+@needs_fp64
+def test_scalar_argument_promotions():
+    h = np.linspace(1, 5, 9).astype(np.float32)
+    out = dpex.zeros((9, 3), dtype=np.float64)
+    dpex.call_kernel(scalar_promotions, kapi.Range(9), dpex.asarray(h), 0.1, np.uint32(7), out)
+    o = out.asnumpy()
+    np.testing.assert_allclose(o[:, 0], h.astype(np.float64) * 0.1, rtol=1e-12)
+    np.testing.assert_allclose(o[:, 1], h.astype(np.float64) + 7, rtol=1e-12)
+    np.testing.assert_allclose(o[:, 2], h.astype(np.float64) / 3, rtol=1e-12)
+
+
+@dpex.device_func
+def row_sum(row):
+    s = 0.0
+    for k in range(row.shape[0]):
+        s += row[k]
+    return s
+
+
+@dpex.kernel
+def row_sums_via_device_func(item, a, out):
+    i = item.get_id(0)
+    out[i] = row_sum(a[i])
+
+
+def test_row_view_passed_to_device_func():
+    h = rng(25).random((12, 5))
+    out = dpex.zeros(12, dtype=np.float64)
+    dpex.call_kernel(row_sums_via_device_func, kapi.Range(12), dpex.asarray(h), out)
+    np.testing.assert_allclose(out.asnumpy(), h.sum(1))
+
+
+@dpex.device_func
+def scale_row(row, s):
+    for k in range(row.shape[0]):
+        row[k] = row[k] * s
+    return row_sum(row)  # the view travels on into a nested device function
+
+
+@dpex.kernel
+def scale_planes(item, a, sums):
+    i = item.get_id(0)
+    j = item.get_id(1)
+    sums[i, j] = scale_row(a[i, j], 2.0) + scale_row(a[i][j], 0.5) * 0
+
+
+def test_row_views_of_3d_array_through_nested_device_funcs():
+    h = rng(26).random((3, 4, 6))
+    a = dpex.asarray(h)
+    sums = dpex.zeros((3, 4), dtype=np.float64)
+    dpex.call_kernel(scale_planes, kapi.Range(3, 4), a, sums)
+    np.testing.assert_allclose(a.asnumpy(), h)  # *2 then *0.5
+    np.testing.assert_allclose(sums.asnumpy(), (h * 2).sum(-1))
