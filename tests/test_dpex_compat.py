@@ -673,7 +673,8 @@ def matmul_tiled(nditem, a, b, c, sa, sb):
     c[i, j] = acc
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.int32], ids=lambda d: d.__name__)
+# integer tiles: tests/test_dpex_compat_known_bugs.py (optimiser emits vector reductions)
+@pytest.mark.parametrize("dtype", [np.float32], ids=lambda d: d.__name__)
 def test_matmul_tiled_local_2d(dtype):
     m, k, n = 8, 12, 16
     r = rng(13)

@@ -1,0 +1,69 @@
+"""numba-dpex kernels that kapi gets wrong today, kept as strict xfails so each bug stays
+recorded (and the suite fails the day one is fixed, so its test moves to test_dpex_compat.py).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import kapi as dpex
+from kapi import _native
+from kapi import kernel_api as kapi
+
+if not _native.has("compile_kir"):
+    pytest.skip("the compiler extension (compile_kir) is not built", allow_module_level=True)
+try:
+    dpex.default_device()
+except dpex.KapiError as e:  # pragma: no cover
+    pytest.skip(f"no kapi runtime: {e}", allow_module_level=True)
+
+
+@dpex.kernel
+def int_dot_blocked(item, a, b, c):
+    # an integer matmul with the inner loop over a fixed tile (as tiled matmuls are written)
+    i = item.get_id(0)
+    acc = c.dtype.type(0)
+    for t in range(a.shape[1] // 4):
+        for k in range(4):
+            acc += a[i, t * 4 + k] * b[t * 4 + k, i]
+    c[i] = acc
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=dpex.KernelCompileError,
+    reason="compiler: at opt_level 2 (default<O2>, compiler/src/optimise.c) the SLP vectoriser "
+    "turns the unrolled 4-step integer reduction into llvm.vector.reduce.add.v4i64, which "
+    "kc_spirv_prepare (compiler/src/spirv_prepare.c) rejects as 'SPIR-V cannot express'. "
+    "Fix: expand llvm.vector.reduce.{add,mul,and,or,xor,smin,smax,umin,umax} into "
+    "extractelement + scalar ops in spirv_prepare.c (or disable SLP in kc_optimise). "
+    "opt_level=0 works; float reductions are unaffected (no reassociation)",
+)
+def test_integer_reduction_over_unrolled_tile():
+    h = np.arange(64, dtype=np.int32).reshape(8, 8)
+    c = dpex.zeros(8, dtype=np.int32)
+    dpex.call_kernel(int_dot_blocked, kapi.Range(8), dpex.asarray(h), dpex.asarray(h), c)
+    np.testing.assert_array_equal(c.asnumpy(), np.diag(h @ h))
+
+
+@dpex.kernel
+def ldexp_kernel(item, x, e, out):
+    i = item.get_id(0)
+    out[i] = math.ldexp(x[i], e[i])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=dpex.KapiError,
+    reason="pyfront/KIR: math.ldexp(float, int) is unsupported ('call to unsupported function "
+    "ldexp'); numba-dpex lowers it to OpenCL ldexp. KIR math ops take operands of one type "
+    "(docs/kir.md 'Math'), so it needs a KIR 'ldexp' op (float, i32) lowered to "
+    "__spirv_ocl_ldexp (the host finaliser and NVPTX builtins already map ldexp)",
+)
+def test_math_ldexp():
+    hx = np.linspace(-3, 3, 16).astype(np.float32)
+    he = np.arange(-8, 8, dtype=np.int32)
+    out = dpex.zeros(16, dtype=np.float32)
+    dpex.call_kernel(ldexp_kernel, kapi.Range(16), dpex.asarray(hx), dpex.asarray(he), out)
+    np.testing.assert_array_equal(out.asnumpy(), np.ldexp(hx, he))
