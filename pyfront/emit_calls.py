@@ -127,6 +127,10 @@ class CallEmitter:
         handler = _BUILTINS.get(pyf) if _hashable(pyf) else None
         if handler is not None:
             return handler(self, args, kws, sig)
+        if pyf is math.ldexp:  # x * 2**n; the exponent is an i32 as in OpenCL
+            ret = _unlit(sig.return_type)
+            x, n = self.scalar(args[0], ret), self.scalar(args[1], types.int32)
+            return V.Scalar(self.b.op(f"math {self.kty(ret)} ldexp {x} {n}", self.line), ret)
         if pyf in MATH1 or pyf in MATH2:
             return self.math_call(MATH1.get(pyf) or MATH2[pyf], args, sig)
         if pyf in ROUNDING:

@@ -1779,3 +1779,16 @@ def test_row_views_of_3d_array_through_nested_device_funcs():
     dpex.call_kernel(scale_planes, kapi.Range(3, 4), a, sums)
     np.testing.assert_allclose(a.asnumpy(), h)  # *2 then *0.5
     np.testing.assert_allclose(sums.asnumpy(), (h * 2).sum(-1))
+
+
+@dpex.kernel
+def ldexp_compiles(item, x, e, out):
+    i = item.get_id(0)
+    out[i] = math.ldexp(x[i], e[i])
+
+
+def test_math_ldexp_compiles_to_opencl_ldexp():
+    # running it on the CPU device: tests/test_dpex_compat_known_bugs.py (driver bug)
+    sig = "(item(1), array(f32,1,C,global), array(i32,1,C,global), array(f32,1,C,global))"
+    asm = ldexp_compiles.inspect_asm(sig)
+    assert any("ldexp" in ln and "ExtInst" in ln for ln in asm.splitlines())
