@@ -191,7 +191,10 @@ class GroupBarrier(nb.AbstractTemplate):
     def generic(self, args, kws):
         b = bind(K.group_barrier, args, kws)
         if not isinstance(b["group"], GroupType):
-            _fail(f"group_barrier(group, ...): group must be a Group, not {b['group']}")
+            _fail(
+                f"group_barrier(group, ...): group must be a Group, not {b['group']}; pass "
+                "nd_item.get_group() (barriers need an NdRange launch)"
+            )
         if "fence_scope" in b and not _is_enum(b["fence_scope"], K.MemoryScope):
             _fail("group_barrier(group, fence_scope): fence_scope must be a MemoryScope")
         return _sig_of(types.none, b)

@@ -1792,3 +1792,125 @@ def test_math_ldexp_compiles_to_opencl_ldexp():
     sig = "(item(1), array(f32,1,C,global), array(i32,1,C,global), array(f32,1,C,global))"
     asm = ldexp_compiles.inspect_asm(sig)
     assert any("ldexp" in ln and "ExtInst" in ln for ln in asm.splitlines())
+
+
+# ---------------------------------------------------------------------------------------------
+# More misuse numba-dpex users run into
+# ---------------------------------------------------------------------------------------------
+
+
+@dpex.kernel
+def atomic_wrong_space(item, a):
+    kapi.AtomicRef(a, 0, address_space=kapi.AddressSpace.LOCAL).fetch_add(a.dtype.type(1))
+
+
+@dpex.kernel
+def atomic_explicit_global(item, a):
+    kapi.AtomicRef(a, 0, address_space=kapi.AddressSpace.GLOBAL).fetch_add(a.dtype.type(1))
+
+
+def test_atomic_ref_address_space_must_match():
+    a = dpex.zeros(1, dtype=np.int32)
+    dpex.call_kernel(atomic_explicit_global, kapi.Range(10), a)
+    assert a.asnumpy()[0] == 10
+    with pytest.raises(dpex.KapiError, match="(?i)address.space|global|local"):
+        dpex.call_kernel(atomic_wrong_space, kapi.Range(1), a)
+
+
+@dpex.kernel
+def atomic_on_private(item, a):
+    p = kapi.PrivateArray(4, np.int32, fill_zeros=True)
+    kapi.AtomicRef(p, 0).fetch_add(np.int32(1))
+    a[0] = p[0]
+
+
+def test_atomic_ref_on_private_array_rejected():
+    with pytest.raises(dpex.KapiError, match="(?i)private"):
+        dpex.call_kernel(atomic_on_private, kapi.Range(1), dpex.zeros(1, dtype=np.int32))
+
+
+@dpex.kernel
+def barrier_on_item(nditem, a):
+    kapi.group_barrier(nditem)
+    a[nditem.get_global_id(0)] = 1
+
+
+def test_group_barrier_needs_the_group():
+    with pytest.raises(dpex.KapiError, match="get_group"):
+        dpex.call_kernel(barrier_on_item, kapi.NdRange((4,), (4,)), dpex.zeros(4, dtype=np.int32))
+
+
+@dpex.kernel
+def barrier_in_range_kernel(item, a):
+    a[item.get_id(0)] = 1
+    kapi.group_barrier(item.get_group())
+
+
+def test_item_has_no_group():
+    # Item (Range launch) has no work-group: numba-dpex has no get_group on Item either
+    with pytest.raises(dpex.KapiError, match="NdRange|get_group"):
+        dpex.call_kernel(barrier_in_range_kernel, kapi.Range(4), dpex.zeros(4, dtype=np.int32))
+
+
+@dpex.kernel
+def nd_kernel_ids(nditem, a):
+    a[nditem.get_global_id(0)] = nditem.get_local_id(0)
+
+
+def test_nd_kernel_launched_with_range_is_an_error():
+    a = dpex.zeros(8, dtype=np.int64)
+    with pytest.raises(dpex.KapiError, match="NdRange|get_local_id|Item"):
+        dpex.call_kernel(nd_kernel_ids, kapi.Range(8), a)
+    dpex.call_kernel(nd_kernel_ids, kapi.NdRange((8,), (4,)), a)
+    np.testing.assert_array_equal(a.asnumpy(), np.arange(8) % 4)
+
+
+@dpex.kernel
+def private_array_runtime_shape(item, a, n):
+    p = kapi.PrivateArray(n, np.float32)
+    p[0] = 1
+    a[0] = p[0]
+
+
+def test_private_array_shape_must_be_constant():
+    with pytest.raises(dpex.KapiError, match="(?i)constant|literal"):
+        dpex.call_kernel(
+            private_array_runtime_shape, kapi.Range(1), dpex.zeros(1, dtype=np.float32), 4
+        )
+
+
+def test_local_accessor_shape_as_list_and_int_dtype_names():
+    out = dpex.zeros(4, dtype=np.int64)
+    dpex.call_kernel(
+        local_shape_query,
+        kapi.NdRange((8,), (8,)),
+        out,
+        kapi.LocalAccessor([3, 5], dtype=np.float32),
+    )
+    assert list(out.asnumpy()) == [3, 5, 15, 2]
+
+
+@dpex.kernel
+def small_int_wrap(item, a, b):
+    i = item.get_id(0)
+    b[i] = a[i] * a.dtype.type(3) + a.dtype.type(200)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.uint16])
+def test_small_integer_arrays_wrap_like_numpy(dtype):
+    h = np.arange(0, 120, dtype=dtype)
+    b = dpex.zeros(120, dtype=dtype)
+    dpex.call_kernel(small_int_wrap, kapi.Range(120), dpex.asarray(h), b)
+    with np.errstate(over="ignore"):
+        ref = (h.astype(np.int64) * 3 + np.array(200).astype(dtype).astype(np.int64)).astype(dtype)
+    np.testing.assert_array_equal(b.asnumpy(), ref)
+
+
+@needs_cpu
+def test_mixing_numpy_and_kapi_arrays_on_cpu():
+    if not dpex.default_device().is_cpu:
+        pytest.skip("kapi arrays live on a GPU here")
+    h = np.arange(10, dtype=np.float32)
+    out = dpex.zeros(10, dtype=np.float32)
+    dpex.call_kernel(axpy_strided, kapi.Range(10), np.float32(2.0), h, out)
+    np.testing.assert_array_equal(out.asnumpy(), 2 * h)
