@@ -7,6 +7,8 @@ definition is seen before its uses. Calls are in emit_calls.py.
 
 import operator
 
+import numpy as np
+
 from . import values as V
 from ._numba import ir, types
 from .emit_calls import CallEmitter
@@ -585,7 +587,41 @@ class FunctionEmitter(CallEmitter):
             if not isinstance(i, int) or not -len(val.items) <= i < len(val.items):
                 raise self.typing_error(f"tuple index {i} out of range")
             return val.items[i]
+        if isinstance(val, V.Static) and isinstance(val.value, np.ndarray):
+            return self.constant_array_item(val.value, e, idxvar, target)
         raise self.unsupported("indexing", f"indexing a {ty} is not supported in kernels")
+
+    def constant_array_item(self, arr, e, idxvar, target):
+        """An element of a module-level NumPy array (Numba freezes it as a constant): a
+        constant for constant indices, a select chain over a small 1-D array otherwise."""
+        ety = _unlit(self.typemap[target.name])
+        if not isinstance(ety, types.Number | types.Boolean):
+            raise self.unsupported(
+                "indexing", "constant (global) NumPy arrays are indexed element by element"
+            )
+        idx = e.index if e.op == "static_getitem" else None
+        if idx is None:
+            iv = self.get(idxvar)
+            if isinstance(iv, V.Const | V.Tuple):
+                try:
+                    idx = self.const_value(iv, "index")
+                except KernelError:
+                    idx = None
+        if isinstance(idx, int | tuple):
+            return V.Const(_py_cast(arr[idx].item(), ety), ety)
+        if arr.ndim != 1 or arr.size > 64:
+            raise self.unsupported(
+                "indexing",
+                f"a global NumPy array of shape {arr.shape} indexed at run time; pass it to "
+                "the kernel as an array argument (kapi.asarray(...)) instead",
+            )
+        items = [V.Const(_py_cast(v.item(), ety), ety) for v in arr]
+        return self.tuple_runtime_item(
+            V.Tuple(items),
+            types.UniTuple(ety, len(items)),
+            self.get(idxvar),
+            self.typemap[idxvar.name],
+        )
 
     def tuple_runtime_item(self, tup, tty, iv, ity):
         """t[i] with a run-time i, as Numba allows for tuples of one scalar type: a select

@@ -1914,3 +1914,160 @@ def test_mixing_numpy_and_kapi_arrays_on_cpu():
     out = dpex.zeros(10, dtype=np.float32)
     dpex.call_kernel(axpy_strided, kapi.Range(10), np.float32(2.0), h, out)
     np.testing.assert_array_equal(out.asnumpy(), 2 * h)
+
+
+# ---------------------------------------------------------------------------------------------
+# gpairs, Python semantics details, constants
+# ---------------------------------------------------------------------------------------------
+
+
+@dpex.kernel
+def gpairs_kernel(nditem, x1, y1, z1, w1, x2, y2, z2, w2, rbins_squared, result):
+    # dpbench gpairs style: per-pair squared distance, bin search, float atomics
+    i = nditem.get_global_id(0)
+    n2 = x2.shape[0]
+    nbins = rbins_squared.shape[0]
+    px = x1[i]
+    py = y1[i]
+    pz = z1[i]
+    pw = w1[i]
+    for j in range(n2):
+        dx = px - x2[j]
+        dy = py - y2[j]
+        dz = pz - z2[j]
+        wprod = pw * w2[j]
+        dsq = dx * dx + dy * dy + dz * dz
+        k = nbins - 1
+        while dsq <= rbins_squared[k]:
+            kapi.AtomicRef(result, k - 1).fetch_add(wprod)
+            k = k - 1
+            if k <= 0:
+                break
+
+
+@needs_fp64
+def test_gpairs_float64_atomics():
+    r = rng(27)
+    n = 128
+    pts = [r.random(n) for _ in range(8)]
+    rbins = np.linspace(0.1, 1.2, 10)
+    rbins_sq = rbins**2
+    result = dpex.zeros(10, dtype=np.float64)
+    dpex.call_kernel(
+        gpairs_kernel,
+        kapi.NdRange((n,), (32,)),
+        *[dpex.asarray(p) for p in pts],
+        dpex.asarray(rbins_sq),
+        result,
+    )
+    x1, y1, z1, w1, x2, y2, z2, w2 = pts
+    dsq = (x1[:, None] - x2) ** 2 + (y1[:, None] - y2) ** 2 + (z1[:, None] - z2) ** 2
+    wp = w1[:, None] * w2
+    ref = np.zeros(10)
+    for k in range(9, 0, -1):
+        ref[k - 1] = wp[dsq <= rbins_sq[k]].sum()
+    np.testing.assert_allclose(result.asnumpy(), ref, rtol=1e-10)
+
+
+@dpex.kernel
+def python_semantics(item, a, out):
+    i = item.get_id(0)
+    x = a[i]
+    n, m = out.shape  # tuple unpacking of shape
+    out[i, 0] = x % 3.0  # float modulo takes the sign of the divisor
+    out[i, 1] = x // 2.0
+    out[i, 2] = 1.0 if -2.0 <= x < 2.0 else 0.0  # chained comparison
+    out[i, 3] = 1.0 if (x > 0 and x < 3) or not (x > -1) else 0.0
+    out[i, 4] = m * 10 + n * 0
+    s = 0.0
+    for k in range(5, 0, -2):  # negative step
+        s = s * 10 + k
+    out[i, 5] = s
+    best = -math.inf
+    if x > best:
+        best = x
+    out[i, 6] = best + (np.inf if x > 100 else 0.0)
+
+
+@needs_fp64
+def test_python_semantics_details():
+    h = np.linspace(-4.5, 4.5, 19)
+    out = dpex.zeros((19, 7), dtype=np.float64)
+    dpex.call_kernel(python_semantics, kapi.Range(19), dpex.asarray(h), out)
+    o = out.asnumpy()
+    np.testing.assert_allclose(o[:, 0], np.mod(h, 3.0))
+    np.testing.assert_allclose(o[:, 1], np.floor_divide(h, 2.0))
+    np.testing.assert_array_equal(o[:, 2], ((-2 <= h) & (h < 2)).astype(float))
+    np.testing.assert_array_equal(o[:, 3], (((h > 0) & (h < 3)) | ~(h > -1)).astype(float))
+    assert (o[:, 4] == 70).all() and (o[:, 5] == 531).all()
+    np.testing.assert_array_equal(o[:, 6], h)
+
+
+@dpex.kernel
+def int_semantics(item, a, out):
+    i = item.get_id(0)
+    x = a[i]
+    out[i, 0] = x // 3
+    out[i, 1] = x % 3
+    out[i, 2] = x >> 1
+    out[i, 3] = abs(x)
+    out[i, 4] = -x if x < 0 else x * 2
+    out[i, 5] = x**2
+    out[i, 6] = np.uint64(7) >> np.uint64(1)
+    out[i, 7] = max(x, 0) - min(x, 0)
+
+
+def test_integer_semantics_negative_operands():
+    h = np.arange(-9, 10, dtype=np.int64)
+    out = dpex.zeros((19, 8), dtype=np.int64)
+    dpex.call_kernel(int_semantics, kapi.Range(19), dpex.asarray(h), out)
+    o = out.asnumpy()
+    np.testing.assert_array_equal(o[:, 0], h // 3)
+    np.testing.assert_array_equal(o[:, 1], h % 3)
+    np.testing.assert_array_equal(o[:, 2], h >> 1)
+    np.testing.assert_array_equal(o[:, 3], np.abs(h))
+    np.testing.assert_array_equal(o[:, 4], np.where(h < 0, -h, 2 * h))
+    np.testing.assert_array_equal(o[:, 5], h**2)
+    assert (o[:, 6] == 3).all()
+    np.testing.assert_array_equal(o[:, 7], np.abs(h))
+
+
+WEIGHTS = np.array([0.25, 0.5, 0.25], dtype=np.float32)
+
+
+@dpex.kernel
+def stencil_global_weights(item, a, b):
+    i = item.get_id(0) + 1
+    b[i] = WEIGHTS[0] * a[i - 1] + WEIGHTS[1] * a[i] + WEIGHTS[2] * a[i + 1]
+
+
+@dpex.kernel
+def stencil_global_weights_loop(item, a, b):
+    i = item.get_id(0) + 1
+    s = np.float32(0)
+    for k in range(WEIGHTS.shape[0]):  # run-time index into a global constant array
+        s += WEIGHTS[k] * a[i + k - 1]
+    b[i] = s
+
+
+BIG_TABLE = np.arange(100, dtype=np.int64)
+
+
+@dpex.kernel
+def big_table_runtime_index(item, a):
+    a[item.get_id(0)] = BIG_TABLE[item.get_id(0)]
+
+
+@pytest.mark.parametrize("kern", [stencil_global_weights, stencil_global_weights_loop])
+def test_module_level_numpy_array_constant(kern):
+    h = np.arange(12, dtype=np.float32) ** 2
+    b = dpex.zeros(12, dtype=np.float32)
+    dpex.call_kernel(kern, kapi.Range(10), dpex.asarray(h), b)
+    ref = np.zeros(12, dtype=np.float32)
+    ref[1:-1] = 0.25 * h[:-2] + 0.5 * h[1:-1] + 0.25 * h[2:]
+    np.testing.assert_allclose(b.asnumpy(), ref, rtol=1e-6)
+
+
+def test_large_global_array_runtime_index_says_what_to_do():
+    with pytest.raises(dpex.KapiError, match="array argument"):
+        dpex.call_kernel(big_table_runtime_index, kapi.Range(4), dpex.zeros(4, dtype=np.int64))
