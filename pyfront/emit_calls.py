@@ -123,7 +123,17 @@ class CallEmitter:
         if isinstance(pyf, types.DType | types.NumberClass):
             return self.convert(args[0], pyf.dtype)
         if device_pyfunc(pyf) is not None:
-            return self.device_call(device_pyfunc(pyf), args, sig)
+            pyfunc = device_pyfunc(pyf)
+            if kws or len(args) < len(sig.args):  # keywords and defaults, in parameter order
+                bound = inspect.signature(pyfunc).bind(*args, **kws)
+                bound.apply_defaults()
+                args = [
+                    v
+                    if isinstance(v, V.Scalar | V.Const | V.Array | V.Tuple | V.IndexSpace)
+                    else self.python_value(v, t)
+                    for v, t in zip(bound.arguments.values(), sig.args, strict=True)
+                ]
+            return self.device_call(pyfunc, args, sig)
         handler = _BUILTINS.get(pyf) if _hashable(pyf) else None
         if handler is not None:
             return handler(self, args, kws, sig)

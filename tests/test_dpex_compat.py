@@ -2071,3 +2071,60 @@ def test_module_level_numpy_array_constant(kern):
 def test_large_global_array_runtime_index_says_what_to_do():
     with pytest.raises(dpex.KapiError, match="array argument"):
         dpex.call_kernel(big_table_runtime_index, kapi.Range(4), dpex.zeros(4, dtype=np.int64))
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers: register_jitable functions, device functions with defaults and keywords
+# ---------------------------------------------------------------------------------------------
+
+from numba.extending import register_jitable  # noqa: E402
+
+
+@register_jitable
+def clamp(x, lo, hi):
+    return min(max(x, lo), hi)
+
+
+@dpex.device_func
+def affine(x, a=2.0, b=1.0):
+    return a * x + b
+
+
+def undecorated_helper(x):
+    return x + 1
+
+
+@dpex.kernel
+def use_jitable(item, a):
+    i = item.get_id(0)
+    a[i] = clamp(a[i], 1.0, 5.0)
+
+
+@dpex.kernel
+def use_defaults_and_keywords(item, a):
+    i = item.get_id(0)
+    a[i] = affine(a[i]) * 100 + affine(a[i], b=3.0) * 10 + affine(b=0.0, x=a[i], a=1.0)
+
+
+@dpex.kernel
+def use_undecorated(item, a):
+    a[item.get_id(0)] = undecorated_helper(a[0])
+
+
+def test_register_jitable_function_in_kernel():
+    h = np.arange(8, dtype=np.float64)
+    a = dpex.asarray(h)
+    dpex.call_kernel(use_jitable, kapi.Range(8), a)
+    np.testing.assert_array_equal(a.asnumpy(), np.clip(h, 1, 5))
+
+
+def test_device_func_defaults_and_keyword_arguments():
+    h = np.arange(8, dtype=np.float64)
+    a = dpex.asarray(h)
+    dpex.call_kernel(use_defaults_and_keywords, kapi.Range(8), a)
+    np.testing.assert_array_equal(a.asnumpy(), (2 * h + 1) * 100 + (2 * h + 3) * 10 + h)
+
+
+def test_undecorated_helper_error_says_to_decorate():
+    with pytest.raises(dpex.KapiError, match="device_func"):
+        dpex.call_kernel(use_undecorated, kapi.Range(2), dpex.zeros(2, dtype=np.float64))
