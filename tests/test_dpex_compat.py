@@ -2128,3 +2128,52 @@ def test_device_func_defaults_and_keyword_arguments():
 def test_undecorated_helper_error_says_to_decorate():
     with pytest.raises(dpex.KapiError, match="device_func"):
         dpex.call_kernel(use_undecorated, kapi.Range(2), dpex.zeros(2, dtype=np.float64))
+
+
+@dpex.kernel
+def local_bit_atomics(nditem, vals, out, slm):
+    lid = nditem.get_local_id(0)
+    g = nditem.get_group()
+    if lid == 0:
+        slm[0] = slm.dtype.type(0x7FFFFFFF)
+        slm[1] = 0
+        slm[2] = 0
+        slm[3] = 0
+    kapi.group_barrier(g)
+    v = vals[nditem.get_global_id(0)]
+    sc = kapi.MemoryScope.WORK_GROUP
+    kapi.AtomicRef(slm, 0, memory_scope=sc).fetch_and(v)
+    kapi.AtomicRef(slm, 1, memory_scope=sc).fetch_or(v)
+    kapi.AtomicRef(slm, 2, memory_scope=sc).fetch_xor(v)
+    if lid == 3:
+        kapi.AtomicRef(slm, 3, memory_scope=sc).store(v)
+    kapi.group_barrier(g)
+    old = kapi.AtomicRef(slm, 3, memory_scope=sc).exchange(v) if lid == 5 else v
+    kapi.group_barrier(g)
+    if lid == 0:
+        gid = g.get_group_id(0)
+        for k in range(4):
+            out[gid, k] = slm[k]
+    if lid == 5:
+        out[g.get_group_id(0), 4] = old
+
+
+@pytest.mark.parametrize("dtype", INT_ATOMIC, ids=lambda d: np.dtype(d).name)
+def test_bitwise_exchange_store_atomics_on_local_memory(dtype):
+    n, wg = 128, 32
+    h = rng(28).integers(0, 1 << 30, n).astype(dtype)
+    out = dpex.zeros((n // wg, 5), dtype=dtype)
+    dpex.call_kernel(
+        local_bit_atomics,
+        kapi.NdRange((n,), (wg,)),
+        dpex.asarray(h),
+        out,
+        kapi.LocalAccessor(4, dtype),
+    )
+    b = h.reshape(-1, wg)
+    o = out.asnumpy()
+    np.testing.assert_array_equal(o[:, 0], np.bitwise_and.reduce(b, axis=1) & 0x7FFFFFFF)
+    np.testing.assert_array_equal(o[:, 1], np.bitwise_or.reduce(b, axis=1))
+    np.testing.assert_array_equal(o[:, 2], np.bitwise_xor.reduce(b, axis=1))
+    np.testing.assert_array_equal(o[:, 3], b[:, 5])
+    np.testing.assert_array_equal(o[:, 4], b[:, 3])
