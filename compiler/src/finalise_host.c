@@ -60,7 +60,8 @@ static kc_status_t validate(const void *spirv, size_t nbytes, char **log) {
   uint32_t *w = malloc(nbytes);
   if (!w) return KC_ERR_OUT_OF_MEMORY;
   memcpy(w, spirv, nbytes);
-  if (!check_memory_model(w, nbytes / 4, log)) st = KC_ERR_SPIRV;
+  if (!check_memory_model(w, nbytes / 4, log) || !kc_hf_check_spirv(w, nbytes / 4, log))
+    st = KC_ERR_SPIRV;
   free(w);
   return st;
 }
@@ -105,6 +106,37 @@ static int check_inlined(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n, 
   return 1;
 }
 
+/* Bytes of the function's fixed-size allocas (private arrays; in run, the __local buffer). */
+static uint64_t frame_bytes(LLVMValueRef f, LLVMTargetDataRef td) {
+  uint64_t total = 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+      if (!LLVMIsAAllocaInst(i)) continue;
+      LLVMValueRef count = LLVMGetOperand(i, 0);
+      uint64_t c = LLVMIsAConstantInt(count) ? LLVMConstIntGetZExtValue(count) : UINT32_MAX;
+      uint64_t one = LLVMABISizeOfType(td, LLVMGetAllocatedType(i));
+      total += one && c > UINT64_MAX / 4 / one ? UINT64_MAX / 4 : one * c;
+    }
+  return total;
+}
+
+/* Private memory must fit the stacks work-items run on (see KC_HF_FIBER_STACK). */
+static int check_frames(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n, char **log) {
+  LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
+  for (uint32_t i = 0; i < n; i++) {
+    int fiber = ks[i].body != ks[i].run;
+    uint64_t bytes = frame_bytes(ks[i].body, td);
+    unsigned limit = fiber ? KC_HF_FIBER_PRIVATE : KC_HF_FRAME;
+    if (bytes > limit) {
+      *log = kc_hf_msg("kernel %s needs %llu bytes of %s memory; the host CPU device supports %u",
+                       ks[i].name, (unsigned long long)bytes,
+                       fiber ? "private (per work-item)" : "private and __local", limit);
+      return 0;
+    }
+  }
+  return 1;
+}
+
 static int check_locals_gone(LLVMModuleRef m, char **log) {
   for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
     if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) == 3) {
@@ -127,6 +159,7 @@ static kc_status_t lower(work_t *w, char **log) {
   LLVMModuleRef m = w->m;
   kc_hf_jit_prepare(w->jit, m);
   if (!kc_hf_lower_math(m, log) || !kc_hf_lower_atomics(m, log)) return KC_ERR_UNSUPPORTED;
+  if (!kc_hf_vec_keep(m, log)) return KC_ERR_OUT_OF_MEMORY;
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
   if (!kc_hf_layout_locals(m, td, &w->locals, log)) return KC_ERR_UNSUPPORTED;
   if (!kc_hf_collect_kernels(m, td, &w->ks, &w->n, log)) return KC_ERR_UNSUPPORTED;
@@ -140,7 +173,8 @@ static kc_status_t lower(work_t *w, char **log) {
   if (!kc_hf_rewrite_locals(m, w->ks, w->n, &w->locals, log)) return KC_ERR_UNSUPPORTED;
   if (!verify(m, "after builtin lowering", log)) return KC_ERR_LLVM;
   if (!kc_hf_jit_passes(w->jit, m, "default<O3>", log)) return KC_ERR_LLVM;
-  if (!check_locals_gone(m, log)) return KC_ERR_UNSUPPORTED;
+  kc_hf_vec_release(m);
+  if (!check_locals_gone(m, log) || !check_frames(m, w->ks, w->n, log)) return KC_ERR_UNSUPPORTED;
   w->ir = LLVMPrintModuleToString(m);
   return KC_OK;
 }
@@ -176,9 +210,19 @@ static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsc);
   LLVMContextSetOpaquePointers(ctx, 0);
+  kc_hf_jit_capture_diagnostics(&mod->jit, ctx);
   work_t w = {.jit = &mod->jit};
   char *err = NULL;
-  if (!kc_tr_read_spirv(ctx, spirv, nbytes, &w.m, &err)) {
+  uint32_t *words = malloc(nbytes);
+  if (!words) {
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    return KC_ERR_OUT_OF_MEMORY;
+  }
+  memcpy(words, spirv, nbytes);
+  kc_hf_sanitise_spirv(words, nbytes / 4);
+  int read = kc_tr_read_spirv(ctx, words, nbytes, &w.m, &err);
+  free(words);
+  if (!read) {
     *log = err;
     LLVMOrcDisposeThreadSafeContext(tsc);
     return KC_ERR_SPIRV;

@@ -44,8 +44,23 @@ char *kc_hf_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * copied into buf; the name itself when it is not mangled. */
 void kc_hf_base_name(const char *name, char *buf, size_t cap);
 
+/* finalise_host_check.c: rejects (with *log) valid SPIR-V the translator would abort on. */
+int kc_hf_check_spirv(const uint32_t *words, size_t n, char **log);
+/* Rewrites, in a copy the reader gets, what it would abort on but can safely lose. */
+void kc_hf_sanitise_spirv(uint32_t *words, size_t n);
+
 /* finalise_host_math.c: rewrites `__spirv_ocl_*` calls to LLVM intrinsics, IR, or libm calls. */
 int kc_hf_lower_math(LLVMModuleRef m, char **log);
+
+/* finalise_host_vecmath.c: scalar libm calls the loop vectoriser may turn into glibc libmvec
+ * calls. kc_hf_vectorisable: 1 when libmvec is loaded and has `dname` (double name: "sin").
+ * kc_hf_vec_libm_call: the annotated scalar call (float/double scalars), or NULL. keep/release
+ * bracket optimisation (they add and remove @llvm.compiler.used for the variants). */
+int kc_hf_vectorisable(const char *dname, int is_double);
+LLVMValueRef kc_hf_vec_libm_call(LLVMModuleRef m, LLVMBuilderRef b, const char *dname,
+                                 LLVMValueRef *a, unsigned n);
+int kc_hf_vec_keep(LLVMModuleRef m, char **log);
+void kc_hf_vec_release(LLVMModuleRef m);
 
 /* finalise_host_atomics.c: rewrites `__spirv_Atomic*` calls to atomicrmw / cmpxchg / atomic
  * loads and stores, with the requested ordering (scope is strengthened to system). */
@@ -69,6 +84,13 @@ void kc_hf_locals_free(kc_hf_locals_t *l);
 int kc_hf_lower_ids(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
 /* 1 when call is a work-group control barrier (one that needs the fiber scheme). */
 int kc_hf_kernel_calls_barrier(LLVMValueRef call);
+
+/* Stack of one work-item's fiber (barrier kernels), and the most private memory a kernel may
+ * use in it (the rest is for calls into libm and the switch itself). A barrier-free kernel
+ * runs on the driver's thread stack: its private and __local memory together get KC_HF_FRAME. */
+#define KC_HF_FIBER_STACK (256u * 1024u)
+#define KC_HF_FIBER_PRIVATE (192u * 1024u)
+#define KC_HF_FRAME (4u * 1024u * 1024u)
 
 /* finalise_host_fiber.c: the barrier scheme, called from JIT code. Runs wi once per work-item
  * of the group on per-work-item fibers; kc_host_fiber_barrier switches to the next one. */

@@ -29,7 +29,7 @@
 #endif
 
 /* Per work-item stack: room for private arrays; the pages are only touched when used. */
-#define FIBER_STACK (256u * 1024u)
+#define FIBER_STACK KC_HF_FIBER_STACK
 
 /* Saves the callee-saved registers and the SSE/x87 control words on the current stack, stores
  * the stack pointer in *save, and resumes the context whose stack pointer is `to`. */

@@ -47,18 +47,23 @@ static LLVMTargetMachineRef host_machine(char **log) {
   return tm;
 }
 
-/* Process symbols a kernel may bind to: the C math library and memory intrinsics. */
+/* Process symbols a kernel may bind to: the C math library (and its vector twin, libmvec) and
+ * memory intrinsics. glibc defines a few math functions in libc too (frexp, ldexp, modf...),
+ * and the search may find libc's copy first: those are allowed by name. */
 static int allow_symbol(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym) {
   (void)ctx;
   const char *name = LLVMOrcSymbolStringPoolEntryStr(sym);
-  static const char *const extra[] = {"memcpy", "memmove", "memset", "__powisf2", "__powidf2"};
+  static const char *const extra[] = {"memcpy",  "memmove",  "memset",   "frexp", "frexpf",
+                                      "ldexp",   "ldexpf",   "modf",     "modff", "scalbn",
+                                      "scalbnf", "copysign", "copysignf"};
   for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
     if (!strcmp(name, extra[i])) return 1;
   void *addr = dlsym(RTLD_DEFAULT, name);
   Dl_info info;
   if (!addr || !dladdr(addr, &info) || !info.dli_fname) return 0;
   const char *base = strrchr(info.dli_fname, '/');
-  return !strncmp(base ? base + 1 : info.dli_fname, "libm.so", 7);
+  base = base ? base + 1 : info.dli_fname;
+  return !strncmp(base, "libm.so", 7) || !strncmp(base, "libmvec.so", 10);
 }
 
 static int define_runtime(kc_hf_jit_t *j, char **log) {
@@ -105,6 +110,18 @@ int kc_hf_jit_create(kc_hf_jit_t *j, char **log) {
   return 1;
 }
 
+static void on_diagnostic(LLVMDiagnosticInfoRef di, void *ctx) {
+  kc_hf_jit_t *j = ctx;
+  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || j->diagnostic) return;
+  char *d = LLVMGetDiagInfoDescription(di);
+  j->diagnostic = kc_hf_msg("%s", d ? d : "LLVM error");
+  LLVMDisposeMessage(d);
+}
+
+void kc_hf_jit_capture_diagnostics(kc_hf_jit_t *j, LLVMContextRef ctx) {
+  LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, j);
+}
+
 void kc_hf_jit_dispose(kc_hf_jit_t *j) {
   if (j->jit) {
     LLVMErrorRef e = LLVMOrcDisposeLLJIT(j->jit);
@@ -112,6 +129,7 @@ void kc_hf_jit_dispose(kc_hf_jit_t *j) {
   }
   if (j->tm) LLVMDisposeTargetMachine(j->tm);
   free(j->session_error);
+  free(j->diagnostic);
   memset(j, 0, sizeof *j);
 }
 
@@ -146,8 +164,9 @@ int kc_hf_jit_lookup(kc_hf_jit_t *j, const char *name, void **addr, char **log) 
   LLVMErrorRef e = LLVMOrcLLJITLookup(j->jit, &a, name);
   if (e) {
     char *m = LLVMGetErrorMessage(e);
-    *log = kc_hf_msg("code generation for %s failed: %s%s%s", name, m, j->session_error ? "; " : "",
-                     j->session_error ? j->session_error : "");
+    const char *more = j->session_error ? j->session_error : j->diagnostic;
+    *log = kc_hf_msg("code generation for %s failed: %s%s%s", name, m, more ? "; " : "",
+                     more ? more : "");
     LLVMDisposeErrorMessage(m);
     return 0;
   }

@@ -12,8 +12,12 @@ typedef struct kc_hf_jit {
   LLVMOrcLLJITRef jit;
   LLVMTargetMachineRef tm; /* the host, for the optimisation pipeline */
   char *session_error;     /* first error ORC reported asynchronously, if any */
+  char *diagnostic;        /* first error LLVM reported through the context's handler */
 } kc_hf_jit_t;
 
+/* Routes ctx's diagnostics into j (errors kept for the log, warnings dropped): the library
+ * never prints. */
+void kc_hf_jit_capture_diagnostics(kc_hf_jit_t *j, LLVMContextRef ctx);
 /* A JIT for the host CPU with the fiber runtime and libm visible. */
 int kc_hf_jit_create(kc_hf_jit_t *j, char **log);
 void kc_hf_jit_dispose(kc_hf_jit_t *j);

@@ -84,7 +84,7 @@ static const math_t MATH[] = {
     {"lgamma", M_LIBM, "lgamma"},
     {"lgamma_r", M_LIBM, "lgamma_r"},
     {"hypot", M_LIBM, "hypot"},
-    {"fmod", M_LIBM, "fmod"},
+    {"fmod", M_IR, "fmod"},
     {"remainder", M_LIBM, "remainder"},
     {"remquo", M_LIBM, "remquo"},
     {"fdim", M_LIBM, "fdim"},
@@ -303,6 +303,7 @@ static LLVMValueRef by_ir(LLVMModuleRef m, LLVMBuilderRef b, const char *w, LLVM
     return LLVMBuildFDiv(b, one, by_intrinsic(m, b, "llvm.sqrt", a, 1, ty), "");
   if (!strcmp(w, "recip")) return LLVMBuildFDiv(b, one, a[0], "");
   if (!strcmp(w, "divide")) return LLVMBuildFDiv(b, a[0], a[1], "");
+  if (!strcmp(w, "fmod")) return LLVMBuildFRem(b, a[0], a[1], ""); /* frem is C's fmod */
   if (!strcmp(w, "fclamp")) {
     LLVMValueRef mx = by_intrinsic(m, b, "llvm.maxnum", a, 2, ty);
     LLVMValueRef args[2] = {mx, a[2]};
@@ -448,6 +449,16 @@ static LLVMValueRef lower_one(LLVMModuleRef m, LLVMBuilderRef b, const char *op,
   if (!strncmp(op, "vloadn", 6) || !strncmp(op, "vstoren", 7)) return vload_store(b, op, a, ret);
   const math_t *e = lookup(op);
   if (!e) return NULL;
+  /* Scalar float/double calls libmvec can vectorise (cbrt in double keeps its x87 path). */
+  const char *libm = e->how == M_LIBM                                      ? e->what
+                     : e->how == M_INTRIN && !strncmp(e->what, "llvm.", 5) ? e->what + 5
+                                                                           : NULL;
+  int dbl = LLVMGetTypeKind(ret) == LLVMDoubleTypeKind;
+  if (libm && LLVMGetTypeKind(ret) != LLVMVectorTypeKind && !(dbl && wide_for_double(libm)) &&
+      kc_hf_vectorisable(libm, dbl)) {
+    LLVMValueRef r = kc_hf_vec_libm_call(m, b, libm, a, n);
+    if (r) return r;
+  }
   switch (e->how) {
   case M_INTRIN:
     return by_intrinsic(m, b, e->what, a, n, ret);

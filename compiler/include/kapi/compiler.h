@@ -134,8 +134,13 @@ typedef struct kc_host_kernel {
 
 typedef struct kc_host_module kc_host_module_t;
 
-/* SPIR-V -> validated -> LLVM (SPIR-V-friendly builtins, typed pointers) -> host builtins
- * library linked -> O3 -> ORC LLJIT. Thread-safe; the module may be used from many threads. */
+/* SPIR-V -> validated -> LLVM (SPIR-V-friendly builtins, typed pointers) -> builtins lowered
+ * to LLVM IR (ids, barriers, atomics, math) -> O3 -> ORC LLJIT for the host CPU. Thread-safe;
+ * the module may be used from many threads. Failures: KC_ERR_SPIRV (invalid or unreadable
+ * SPIR-V), KC_ERR_UNSUPPORTED (a builtin or construct the host cannot run, e.g. recursion),
+ * KC_ERR_TARGET (code generation, unresolved symbols), KC_ERR_LLVM (an LLVM fatal error; the
+ * call's LLVM state is leaked, the process lives). Kernels may call only libm (and libmvec,
+ * which is loaded for vectorised math unless KAPI_HOST_NO_LIBMVEC is set). */
 kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out,
                              char **log);
 void kc_host_module_destroy(kc_host_module_t *mod);

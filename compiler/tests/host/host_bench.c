@@ -1,8 +1,9 @@
 /* Quick benchmark of finalised kernels against their C/OpenMP equivalents, run the way the CPU
  * driver runs groups: a persistent pool of T threads, each taking a contiguous share of the
  * groups (as OpenMP's static schedule does, so first-touch pages are local to the same thread).
- * Not a ctest: `host_bench [threads]` prints best-of-10 figures. STREAM triad counts 24 bytes
- * per element (two reads, one write), as STREAM does.
+ * Not a ctest: `OMP_WAIT_POLICY=passive host_bench [threads]` prints best-of-10 figures (spinning
+ * OpenMP workers would take the cores from the pool's threads between the alternating runs). STREAM
+ * triad counts 24 bytes per element (two reads, one write), as STREAM does.
  */
 #define _GNU_SOURCE
 #include "kapi/compiler.h"

@@ -138,42 +138,51 @@ ATOM_INT(ulong, atomic_ulong)
 ATOM_FP(float, atomic_float, uint, atomic_uint, as_float, as_uint)
 ATOM_FP(double, atomic_double, ulong, atomic_ulong, as_double, as_ulong)
 
-// Math: out[k * n + i] = function k applied to the inputs (order matches host_test.c MATH_F).
-#define MATH_KERNEL(T, NAME)                                                                       \
-  kernel void NAME(global T *out, global const T *a, global const T *p, global const T *u,        \
-                   global const T *b, int n) {                                                     \
-    int i = get_global_id(0), k = 0;                                                               \
-    out[k++ * n + i] = sin(a[i]);                                                                  \
-    out[k++ * n + i] = cos(a[i]);                                                                  \
-    out[k++ * n + i] = tan(a[i]);                                                                  \
-    out[k++ * n + i] = exp(a[i]);                                                                  \
-    out[k++ * n + i] = exp2(a[i]);                                                                 \
-    out[k++ * n + i] = log(p[i]);                                                                  \
-    out[k++ * n + i] = log2(p[i]);                                                                 \
-    out[k++ * n + i] = log10(p[i]);                                                                \
-    out[k++ * n + i] = sqrt(p[i]);                                                                 \
-    out[k++ * n + i] = pow(p[i], b[i]);                                                            \
-    out[k++ * n + i] = atan2(a[i], b[i]);                                                          \
-    out[k++ * n + i] = asin(u[i]);                                                                 \
-    out[k++ * n + i] = acos(u[i]);                                                                 \
-    out[k++ * n + i] = atan(a[i]);                                                                 \
-    out[k++ * n + i] = sinh(u[i]);                                                                 \
-    out[k++ * n + i] = cosh(u[i]);                                                                 \
-    out[k++ * n + i] = tanh(a[i]);                                                                 \
-    out[k++ * n + i] = cbrt(a[i]);                                                                 \
-    out[k++ * n + i] = expm1(u[i]);                                                                \
-    out[k++ * n + i] = log1p(p[i]);                                                                \
-    out[k++ * n + i] = hypot(a[i], b[i]);                                                          \
-    out[k++ * n + i] = erf(a[i]);                                                                  \
-    out[k++ * n + i] = fma(a[i], b[i], u[i]);                                                      \
-    out[k++ * n + i] = fmod(a[i], b[i]);                                                           \
-    out[k++ * n + i] = rsqrt(p[i]);                                                                \
-    out[k++ * n + i] = floor(a[i]) + ceil(b[i]);                                                   \
-    out[k++ * n + i] = fmin(a[i], b[i]) - fmax(a[i], b[i]);                                        \
-    out[k++ * n + i] = fabs(a[i]);                                                                 \
+// Math: one kernel per function and type, m_NAME_f / m_NAME_d, out[i] = function of the inputs
+// (order and names match host_test.c MATH_F). One function per kernel, as in real kernels, so
+// each work-item loop can be vectorised on its own (with libmvec where available).
+#define M(T, S, NAME, EXPR)                                                                       \
+  kernel void m_##NAME##_##S(global T *out, global const T *a, global const T *p,                 \
+                             global const T *u, global const T *b) {                              \
+    size_t i = get_global_id(0);                                                                   \
+    out[i] = EXPR;                                                                                 \
   }
-MATH_KERNEL(float, math_f)
-MATH_KERNEL(double, math_d)
+#define MATH_KERNELS(T, S)                                                                         \
+  M(T, S, sin, sin(a[i]))                                                                          \
+  M(T, S, cos, cos(a[i]))                                                                          \
+  M(T, S, tan, tan(a[i]))                                                                          \
+  M(T, S, exp, exp(a[i]))                                                                          \
+  M(T, S, exp2, exp2(a[i]))                                                                        \
+  M(T, S, log, log(p[i]))                                                                          \
+  M(T, S, log2, log2(p[i]))                                                                        \
+  M(T, S, log10, log10(p[i]))                                                                      \
+  M(T, S, sqrt, sqrt(p[i]))                                                                        \
+  M(T, S, pow, pow(p[i], b[i]))                                                                    \
+  M(T, S, atan2, atan2(a[i], b[i]))                                                                \
+  M(T, S, asin, asin(u[i]))                                                                        \
+  M(T, S, acos, acos(u[i]))                                                                        \
+  M(T, S, atan, atan(a[i]))                                                                        \
+  M(T, S, sinh, sinh(u[i]))                                                                        \
+  M(T, S, cosh, cosh(u[i]))                                                                        \
+  M(T, S, tanh, tanh(a[i]))                                                                        \
+  M(T, S, cbrt, cbrt(a[i]))                                                                        \
+  M(T, S, expm1, expm1(u[i]))                                                                      \
+  M(T, S, log1p, log1p(p[i]))                                                                      \
+  M(T, S, hypot, hypot(a[i], b[i]))                                                                \
+  M(T, S, erf, erf(a[i]))                                                                          \
+  M(T, S, fma, fma(a[i], b[i], u[i]))                                                              \
+  M(T, S, fmod, fmod(a[i], b[i]))                                                                  \
+  M(T, S, rsqrt, rsqrt(p[i]))                                                                      \
+  M(T, S, floorceil, floor(a[i]) + ceil(b[i]))                                                     \
+  M(T, S, fminmax, fmin(a[i], b[i]) - fmax(a[i], b[i]))                                            \
+  M(T, S, fabs, fabs(a[i]))                                                                        \
+  M(T, S, erfc, erfc(a[i]))                                                                        \
+  M(T, S, exp10, exp10(u[i]))                                                                      \
+  M(T, S, asinh, asinh(a[i]))                                                                      \
+  M(T, S, acosh, acosh(p[i]))                                                                       \
+  M(T, S, atanh, atanh(u[i]))
+MATH_KERNELS(float, f)
+MATH_KERNELS(double, d)
 
 kernel void math_vec(global float4 *out, global const float4 *a) {
   size_t i = get_global_id(0);

@@ -109,7 +109,9 @@ ze_result_t cpu_cmd_run(cpu_device_t *dev, cpu_cmd_t *cmd) {
     *cmd->u.timestamp.dst = zed_now_ns();
     break;
   }
-  if (cmd->event && r == ZE_RESULT_SUCCESS) cpu_event_signal(cmd->event, start, zed_now_ns());
+  /* Signalled even when the command failed: the failure is returned to whoever submitted it,
+   * and a thread waiting on the event must not wait forever. */
+  if (cmd->event) cpu_event_signal(cmd->event, start, zed_now_ns());
   return r;
 }
 

@@ -217,7 +217,9 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   if (!pool) return NULL;
   memset(pool, 0, sizeof(*pool));
   pool->workers = calloc(threads ? threads : 1, sizeof(*pool->workers));
-  pool->scratch = calloc(threads + 1, sizeof(*pool->scratch));
+  /* Cache-line aligned, as the type asks (its size is a multiple of the line). */
+  pool->scratch = aligned_alloc(CACHE_LINE, (threads + 1) * sizeof(*pool->scratch));
+  if (pool->scratch) memset(pool->scratch, 0, (threads + 1) * sizeof(*pool->scratch));
   if (!pool->workers || !pool->scratch) {
     free(pool->workers);
     free(pool->scratch);
