@@ -1787,11 +1787,15 @@ def ldexp_compiles(item, x, e, out):
     out[i] = math.ldexp(x[i], e[i])
 
 
-def test_math_ldexp_compiles_to_opencl_ldexp():
-    # running it on the CPU device: tests/test_dpex_compat_known_bugs.py (driver bug)
+def test_math_ldexp():
     sig = "(item(1), array(f32,1,C,global), array(i32,1,C,global), array(f32,1,C,global))"
     asm = ldexp_compiles.inspect_asm(sig)
     assert any("ldexp" in ln and "ExtInst" in ln for ln in asm.splitlines())
+    hx = np.linspace(-3, 3, 16).astype(np.float32)
+    he = np.arange(-8, 8, dtype=np.int32)
+    out = dpex.zeros(16, dtype=np.float32)
+    dpex.call_kernel(ldexp_compiles, kapi.Range(16), dpex.asarray(hx), dpex.asarray(he), out)
+    np.testing.assert_array_equal(out.asnumpy(), np.ldexp(hx, he))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,8 +2,6 @@
 recorded (and the suite fails the day one is fixed, so its test moves to test_dpex_compat.py).
 """
 
-import math
-
 import numpy as np
 import pytest
 
@@ -14,7 +12,7 @@ from kapi import kernel_api as kapi
 if not _native.has("compile_kir"):
     pytest.skip("the compiler extension (compile_kir) is not built", allow_module_level=True)
 try:
-    ON_CPU = dpex.default_device().is_cpu
+    dpex.default_device()
 except dpex.KapiError as e:  # pragma: no cover
     pytest.skip(f"no kapi runtime: {e}", allow_module_level=True)
 
@@ -45,28 +43,3 @@ def test_integer_reduction_over_unrolled_tile():
     c = dpex.zeros(8, dtype=np.int32)
     dpex.call_kernel(int_dot_blocked, kapi.Range(8), dpex.asarray(h), dpex.asarray(h), c)
     np.testing.assert_array_equal(c.asnumpy(), np.diag(h @ h))
-
-
-@dpex.kernel
-def ldexp_kernel(item, x, e, out):
-    i = item.get_id(0)
-    out[i] = math.ldexp(x[i], e[i])
-
-
-@pytest.mark.xfail(
-    ON_CPU,
-    strict=True,
-    raises=dpex.KernelCompileError,
-    reason="CPU driver: the kernel compiles (KIR 'math ldexp' -> OpenCL.std ldexp, valid "
-    "SPIR-V), but the host finaliser's JIT symbol filter allow_symbol() in "
-    "compiler/src/finalise_host_jit.c only binds symbols whose dladdr() file is libm.so, and "
-    "glibc resolves ldexp/ldexpf (also exported by libc.so.6) to libc first: 'Symbols not "
-    "found: [ ldexpf ]'. Fix: also accept libc.so for the math names finalise_host_math.c "
-    "maps (ldexp, ldexpf; likewise frexp/scalbn if added)",
-)
-def test_math_ldexp():
-    hx = np.linspace(-3, 3, 16).astype(np.float32)
-    he = np.arange(-8, 8, dtype=np.int32)
-    out = dpex.zeros(16, dtype=np.float32)
-    dpex.call_kernel(ldexp_kernel, kapi.Range(16), dpex.asarray(hx), dpex.asarray(he), out)
-    np.testing.assert_array_equal(out.asnumpy(), np.ldexp(hx, he))
