@@ -2181,3 +2181,111 @@ def test_bitwise_exchange_store_atomics_on_local_memory(dtype):
     np.testing.assert_array_equal(o[:, 2], np.bitwise_xor.reduce(b, axis=1))
     np.testing.assert_array_equal(o[:, 3], b[:, 5])
     np.testing.assert_array_equal(o[:, 4], b[:, 3])
+
+
+@needs_cpu
+def test_simulator_style_call_with_numpy_arrays_and_local_accessor():
+    # numba-dpex tests call kernel_api.call_kernel on undecorated functions and NumPy arrays
+    # (its pure-Python simulator); kapi compiles the function and runs it on the CPU device
+    def block_sum(nditem, a, out, slm):
+        lid = nditem.get_local_id(0)
+        slm[lid] = a[nditem.get_global_id(0)]
+        kapi.group_barrier(nditem.get_group())
+        if lid == 0:
+            s = 0
+            for k in range(nditem.get_local_range(0)):
+                s += slm[k]
+            out[nditem.get_group().get_group_id(0)] = s
+
+    h = np.arange(64, dtype=np.int64)
+    out = np.zeros(4, dtype=np.int64)
+    kapi.call_kernel(
+        block_sum, kapi.NdRange((64,), (16,)), h, out, kapi.LocalAccessor(16, np.int64)
+    )
+    np.testing.assert_array_equal(out, h.reshape(4, 16).sum(1))
+
+
+@dpex.kernel
+def mandelbrot(item, xmin, ymin, dx, dy, max_iter, out):
+    j = item.get_id(0)  # contiguous index on dimension 0, as numba-dpex code does
+    i = item.get_id(1)
+    cr = xmin + j * dx
+    ci = ymin + i * dy
+    zr = 0.0
+    zi = 0.0
+    n = 0
+    while n < max_iter and zr * zr + zi * zi <= 4.0:
+        zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci  # tuple swap
+        n += 1
+    out[i, j] = n
+
+
+@needs_fp64
+def test_mandelbrot_tuple_swap_while():
+    w, h, it = 48, 32, 50
+    out = dpex.zeros((h, w), dtype=np.int32)
+    dpex.call_kernel(mandelbrot, kapi.Range(w, h), -2.0, -1.0, 3.0 / w, 2.0 / h, it, out)
+    ref = np.zeros((h, w), dtype=np.int32)
+    for i in range(h):
+        for j in range(w):
+            cr, ci = -2.0 + j * (3.0 / w), -1.0 + i * (2.0 / h)
+            zr = zi = 0.0
+            n = 0
+            while n < it and zr * zr + zi * zi <= 4.0:
+                zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+                n += 1
+            ref[i, j] = n
+    np.testing.assert_array_equal(out.asnumpy(), ref)
+
+
+@dpex.kernel
+def nbody_accel(nditem, pos, mass, acc, tile):
+    # n-body with positions staged through local memory one tile at a time
+    i = nditem.get_global_id(0)
+    lid = nditem.get_local_id(0)
+    wg = nditem.get_local_range(0)
+    n = pos.shape[0]
+    eps = np.float32(1e-3)
+    ax = np.float32(0)
+    ay = np.float32(0)
+    az = np.float32(0)
+    for t in range(n // wg):
+        j = t * wg + lid
+        tile[lid, 0] = pos[j, 0]
+        tile[lid, 1] = pos[j, 1]
+        tile[lid, 2] = pos[j, 2]
+        tile[lid, 3] = mass[j]
+        kapi.group_barrier(nditem.get_group())
+        for k in range(wg):
+            dx = tile[k, 0] - pos[i, 0]
+            dy = tile[k, 1] - pos[i, 1]
+            dz = tile[k, 2] - pos[i, 2]
+            r2 = dx * dx + dy * dy + dz * dz + eps
+            inv = np.float32(1) / math.sqrt(r2 * r2 * r2)
+            ax += tile[k, 3] * dx * inv
+            ay += tile[k, 3] * dy * inv
+            az += tile[k, 3] * dz * inv
+        kapi.group_barrier(nditem.get_group())
+    acc[i, 0] = ax
+    acc[i, 1] = ay
+    acc[i, 2] = az
+
+
+def test_nbody_local_tiles():
+    n, wg = 128, 32
+    r = rng(29)
+    pos = r.random((n, 3)).astype(np.float32)
+    mass = r.random(n).astype(np.float32)
+    acc = dpex.zeros((n, 3), dtype=np.float32)
+    dpex.call_kernel(
+        nbody_accel,
+        kapi.NdRange((n,), (wg,)),
+        dpex.asarray(pos),
+        dpex.asarray(mass),
+        acc,
+        kapi.LocalAccessor((wg, 4), np.float32),
+    )
+    d = pos[None, :, :] - pos[:, None, :]
+    r2 = (d**2).sum(-1) + 1e-3
+    ref = (mass[None, :, None] * d / np.sqrt(r2**3)[:, :, None]).sum(1)
+    np.testing.assert_allclose(acc.asnumpy(), ref, rtol=2e-3, atol=1e-2)
