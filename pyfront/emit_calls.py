@@ -370,7 +370,13 @@ class CallEmitter:
     def enum_const(self, val, names, what):
         v = self.const_value(val, what)
         if v not in names:
-            raise self.typing_error(f"{what}: {v} is not supported")
+            known = ", ".join(n.upper() for n in names.values())
+            enum = K.MemoryOrder if names is ORDERS else K.MemoryScope
+            try:
+                label = enum(v).name
+            except ValueError:
+                label = str(v)
+            raise self.typing_error(f"{what}: {label} is not supported; use one of {known}")
         return names[v]
 
     def _group_barrier(self, args, kws, sig):

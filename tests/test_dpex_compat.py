@@ -2289,3 +2289,13 @@ def test_nbody_local_tiles():
     r2 = (d**2).sum(-1) + 1e-3
     ref = (mass[None, :, None] * d / np.sqrt(r2**3)[:, :, None]).sum(1)
     np.testing.assert_allclose(acc.asnumpy(), ref, rtol=2e-3, atol=1e-2)
+
+
+@dpex.kernel
+def atomic_consume(item, a):
+    kapi.AtomicRef(a, 0, memory_order=kapi.MemoryOrder.CONSUME_UNSUPPORTED).fetch_add(np.int32(1))
+
+
+def test_error_consume_memory_order_names_the_alternatives():
+    with pytest.raises(dpex.KapiError, match="CONSUME_UNSUPPORTED is not supported.*ACQUIRE"):
+        dpex.call_kernel(atomic_consume, kapi.Range(1), dpex.zeros(1, dtype=np.int32))
