@@ -2299,3 +2299,40 @@ def atomic_consume(item, a):
 def test_error_consume_memory_order_names_the_alternatives():
     with pytest.raises(dpex.KapiError, match="CONSUME_UNSUPPORTED is not supported.*ACQUIRE"):
         dpex.call_kernel(atomic_consume, kapi.Range(1), dpex.zeros(1, dtype=np.int32))
+
+
+@dpex.device_func
+def fill_iota(buf, start):
+    for k in range(buf.shape[0]):
+        buf[k] = start + k
+
+
+@dpex.device_func
+def total(buf):
+    s = buf.dtype.type(0)
+    for k in range(buf.shape[0]):
+        s += buf[k]
+    return s
+
+
+@dpex.kernel
+def private_and_local_views_to_device_funcs(nditem, out, slm):
+    lid = nditem.get_local_id(0)
+    p = kapi.PrivateArray(4, np.int64)
+    fill_iota(p, lid)  # a PrivateArray passed to a device function
+    fill_iota(slm[lid], lid * 10)  # a row of a 2-D LocalAccessor
+    kapi.group_barrier(nditem.get_group())
+    out[nditem.get_global_id(0)] = total(p) * 1000 + total(slm[(lid + 1) % 8])
+
+
+def test_private_array_and_local_row_passed_to_device_funcs():
+    out = dpex.zeros(16, dtype=np.int64)
+    dpex.call_kernel(
+        private_and_local_views_to_device_funcs,
+        kapi.NdRange((16,), (8,)),
+        out,
+        kapi.LocalAccessor((8, 3), np.int64),
+    )
+    lid = np.arange(16) % 8
+    nxt = (lid + 1) % 8
+    np.testing.assert_array_equal(out.asnumpy(), (4 * lid + 6) * 1000 + (30 * nxt + 3))
