@@ -127,10 +127,8 @@ class CallEmitter:
             if kws or len(args) < len(sig.args):  # keywords and defaults, in parameter order
                 bound = inspect.signature(pyfunc).bind(*args, **kws)
                 bound.apply_defaults()
-                args = [
-                    v
-                    if isinstance(v, V.Scalar | V.Const | V.Array | V.Tuple | V.IndexSpace)
-                    else self.python_value(v, t)
+                args = [  # defaults are plain Python values; passed arguments are V.*
+                    v if type(v).__module__ == V.__name__ else self.python_value(v, t)
                     for v, t in zip(bound.arguments.values(), sig.args, strict=True)
                 ]
             return self.device_call(pyfunc, args, sig)
