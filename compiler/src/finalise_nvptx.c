@@ -3,6 +3,7 @@
  * owns the resulting module; the builtins and kernel preparation live beside it.
  */
 #include "finalise_nvptx.h"
+#include "compile.h"
 #include "translator.h"
 
 #include <llvm-c/Analysis.h>
@@ -12,7 +13,6 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
-#include "kapi/compiler.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,46 +52,6 @@ static void nvptx_init_target(void) {
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetMC();
   LLVMInitializeNVPTXAsmPrinter();
-}
-
-/* SPIRV-Tools accepts alignments that are not powers of two; the translator asserts on them.
- * Checks OpDecorate/OpMemberDecorate Alignment and the Aligned operand of OpLoad/OpStore. */
-static int pow2_ok(uint32_t v) {
-  return v != 0 && (v & (v - 1)) == 0;
-}
-
-static kc_status_t nvptx_prescan(const uint32_t *w, size_t nwords, char **log) {
-  enum { OP_LOAD = 61, OP_STORE = 62, OP_DECORATE = 71, OP_MEMBER_DECORATE = 72 };
-  enum { DEC_ALIGNMENT = 44, MEM_ALIGNED = 0x2 };
-  for (size_t i = 5; i < nwords;) {
-    uint32_t count = w[i] >> 16, op = w[i] & 0xffff;
-    if (count == 0 || i + count > nwords) break; /* the validator has judged the layout */
-    uint32_t bad = 0;
-    if (op == OP_DECORATE && count >= 4 && w[i + 2] == DEC_ALIGNMENT) bad = !pow2_ok(w[i + 3]);
-    if (op == OP_MEMBER_DECORATE && count >= 5 && w[i + 3] == DEC_ALIGNMENT)
-      bad = !pow2_ok(w[i + 4]);
-    if (op == OP_LOAD && count >= 6 && (w[i + 4] & MEM_ALIGNED)) bad = !pow2_ok(w[i + 5]);
-    if (op == OP_STORE && count >= 5 && (w[i + 3] & MEM_ALIGNED)) bad = !pow2_ok(w[i + 4]);
-    if (bad) {
-      *log = kc_nvptx_msg("SPIR-V validation failed: word %zu: alignment is not a power of two", i);
-      return KC_ERR_SPIRV;
-    }
-    i += count;
-  }
-  return KC_OK;
-}
-
-/* The translator asserts on SPIR-V it does not expect: SPIRV-Tools sees the bytes first. The
- * universal 1.2 rules, not OpenCL 2.0's profile: that profile forbids Int64Atomics, which
- * 64-bit atomics need and every NVIDIA GPU supports. */
-static kc_status_t nvptx_validate(const void *spirv, size_t nbytes, char **log) {
-  if (nbytes % 4 != 0 || nbytes < 20) {
-    *log = kc_nvptx_msg("SPIR-V validation failed: %zu bytes is not a SPIR-V module", nbytes);
-    return KC_ERR_SPIRV;
-  }
-  kc_status_t st = kc_spirv_validate(spirv, nbytes, log);
-  if (st == KC_OK) st = nvptx_prescan((const uint32_t *)spirv, nbytes / 4, log);
-  return st;
 }
 
 /* SPIR generic (4) is NVPTX's const space and NVPTX generic is 0; SPIR constant (2) data lives
@@ -147,6 +107,28 @@ static kc_status_t nvptx_link_libdevice(LLVMContextRef ctx, LLVMModuleRef mod, c
   return KC_OK;
 }
 
+/* PTX identifiers are [A-Za-z_$][A-Za-z0-9_$]*; LLVM's NVPTX printer aborts on other names
+ * (its own clean-up only replaces '.' and '@'), so internal symbols are renamed. LLVM keeps
+ * names unique by appending a number on collision. */
+static void nvptx_clean_name(LLVMValueRef v) {
+  size_t n;
+  const char *name = LLVMGetValueName2(v, &n);
+  char *clean = malloc(n + 2);
+  if (!clean) return;
+  size_t j = 0;
+  if (n == 0 || (name[0] >= '0' && name[0] <= '9')) clean[j++] = '_';
+  int changed = j > 0;
+  for (size_t i = 0; i < n; ++i) {
+    char c = name[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_' || c == '$';
+    clean[j++] = ok ? c : '_';
+    changed |= !ok;
+  }
+  if (changed) LLVMSetValueName2(v, clean, j);
+  free(clean);
+}
+
 /* Everything but the kernels becomes internal, so unused libdevice code is dropped and the
  * builtins inline; a declaration left over (not an intrinsic) would fail at module load. */
 static kc_status_t nvptx_internalise(LLVMModuleRef mod, const kc_nvptx_kernel_list_t *ks) {
@@ -157,10 +139,15 @@ static kc_status_t nvptx_internalise(LLVMModuleRef mod, const kc_nvptx_kernel_li
     int kernel = 0;
     for (uint32_t i = 0; i < ks->count && !kernel; ++i)
       kernel = strcmp(ks->items[i].name, name) == 0;
-    if (!kernel) LLVMSetLinkage(f, LLVMInternalLinkage);
+    if (kernel) continue;
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    nvptx_clean_name(f);
   }
   for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
-    if (!LLVMIsDeclaration(g)) LLVMSetLinkage(g, LLVMInternalLinkage);
+    if (!LLVMIsDeclaration(g)) {
+      LLVMSetLinkage(g, LLVMInternalLinkage);
+      nvptx_clean_name(g);
+    }
   return KC_OK;
 }
 
@@ -263,6 +250,44 @@ static kc_status_t nvptx_lower(LLVMContextRef ctx, LLVMModuleRef mod, const kc_n
   return st;
 }
 
+/* Read, lower and emit, in a context of its own (so calls on many threads are independent). */
+static kc_status_t nvptx_finalise_words(const uint32_t *words, size_t nbytes,
+                                        const kc_nvptx_options_t *opts, kc_nvptx_module_t **out,
+                                        char **log) {
+  pthread_once(&nvptx_once, nvptx_init_target);
+  kc_nvptx_module_t *m = calloc(1, sizeof *m);
+  if (!m) return KC_ERR_OUT_OF_MEMORY;
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMContextSetOpaquePointers(ctx, 0);
+  LLVMModuleRef mod = NULL;
+  kc_status_t st = nvptx_read(ctx, words, nbytes, &mod, log);
+  if (st == KC_OK) st = nvptx_lower(ctx, mod, opts, m, log);
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  if (st == KC_OK)
+    *out = m;
+  else
+    kc_nvptx_module_destroy(m);
+  return st;
+}
+
+/* kc_llvm_guarded's calling shape: LLVM's fatal errors (a finaliser bug, never expected from
+ * validated input) become a status instead of ending the process. */
+typedef struct nvptx_job {
+  const uint32_t *words;
+  size_t nbytes;
+  const kc_nvptx_options_t *opts;
+  kc_nvptx_module_t **out;
+  char **log;
+  kc_status_t status;
+} nvptx_job_t;
+
+static kc_status_t nvptx_job(void *arg) {
+  nvptx_job_t *j = arg;
+  j->status = nvptx_finalise_words(j->words, j->nbytes, j->opts, j->out, j->log);
+  return KC_OK;
+}
+
 kc_status_t kc_nvptx_finalise(const void *spirv, size_t nbytes, const kc_nvptx_options_t *opts,
                               kc_nvptx_module_t **out, char **log) {
   char *dummy = NULL;
@@ -275,26 +300,19 @@ kc_status_t kc_nvptx_finalise(const void *spirv, size_t nbytes, const kc_nvptx_o
   kc_nvptx_options_t defaults;
   kc_nvptx_options_init(&defaults);
   if (!opts) opts = &defaults;
-  kc_status_t st = nvptx_validate(spirv, nbytes, log);
-  if (st != KC_OK) goto done;
-  pthread_once(&nvptx_once, nvptx_init_target);
-  kc_nvptx_module_t *m = calloc(1, sizeof *m);
-  if (!m) {
-    st = KC_ERR_OUT_OF_MEMORY;
-    goto done;
+  uint32_t *words = NULL;
+  kc_status_t st = kc_nvptx_validate(spirv, nbytes, &words, log);
+  if (st == KC_OK) {
+    nvptx_job_t job = {words, nbytes, opts, out, log, KC_OK};
+    char *fatal = NULL;
+    st = kc_llvm_guarded(nvptx_job, &job, &fatal);
+    if (st == KC_OK)
+      st = job.status;
+    else if (!*log)
+      *log = fatal, fatal = NULL; /* an LLVM fatal error, caught */
+    free(fatal);
   }
-  LLVMContextRef ctx = LLVMContextCreate();
-  LLVMContextSetOpaquePointers(ctx, 0);
-  LLVMModuleRef mod = NULL;
-  st = nvptx_read(ctx, spirv, nbytes, &mod, log);
-  if (st == KC_OK) st = nvptx_lower(ctx, mod, opts, m, log);
-  if (mod) LLVMDisposeModule(mod);
-  LLVMContextDispose(ctx);
-  if (st == KC_OK)
-    *out = m;
-  else
-    kc_nvptx_module_destroy(m);
-done:
+  free(words);
   if (st != KC_OK && !*log) *log = kc_nvptx_msg("%s", kc_status_name(st));
   if (log == &dummy) free(dummy);
   return st;

@@ -8,6 +8,10 @@
 
 #include <llvm-c/Core.h>
 
+/* SPIRV-Tools validation plus the checks that keep translator assertions unreachable. On
+ * success *words is a malloc'd, aligned copy (sanitised for the reader) to translate. */
+kc_status_t kc_nvptx_validate(const void *spirv, size_t nbytes, uint32_t **words, char **log);
+
 /* Replaces every call to a `__spirv_*` function with NVPTX code (special registers, barriers,
  * atomics) or a call to a libdevice `__nv_*` function. have_libdevice says whether `__nv_*`
  * calls will be resolved; without it only math with an exact LLVM intrinsic is accepted. */

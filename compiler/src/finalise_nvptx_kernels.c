@@ -127,6 +127,17 @@ static void reset_calling_conventions(LLVMModuleRef mod) {
   }
 }
 
+/* A kernel keeps its name in PTX, where identifiers are [A-Za-z_$][A-Za-z0-9_$]*; LLVM's
+ * NVPTX printer aborts on anything else. */
+static int ptx_identifier(const char *s) {
+  if (!*s || (*s >= '0' && *s <= '9')) return 0;
+  for (; *s; ++s)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '_' || *s == '$'))
+      return 0;
+  return 1;
+}
+
 static kc_status_t add_kernel(LLVMModuleRef mod, LLVMValueRef fn, kc_nvptx_kernel_list_t *out,
                               char **log) {
   kc_nvptx_kernel_t *items = realloc(out->items, (out->count + 1) * sizeof *items);
@@ -136,6 +147,10 @@ static kc_status_t add_kernel(LLVMModuleRef mod, LLVMValueRef fn, kc_nvptx_kerne
   memset(k, 0, sizeof *k);
   size_t len;
   const char *name = LLVMGetValueName2(fn, &len);
+  if (!ptx_identifier(name)) {
+    *log = kc_nvptx_msg("kernel name '%s' is not a valid PTX identifier", name);
+    return KC_ERR_UNSUPPORTED;
+  }
   k->name = strdup(name);
   if (!k->name) return KC_ERR_OUT_OF_MEMORY;
   out->count++;

@@ -97,6 +97,10 @@ public:
 
   unsigned remapAS(unsigned as) const { return as < map_.size() ? map_[as] : as; }
 
+  // An address space beyond the map (a SPIR-V storage class the target has no place for, such
+  // as Input on a non-builtin variable) is kept but reported: codegen would abort on it.
+  unsigned unmappedAS() const { return unmapped_; }
+
   llvm::Type *remapType(llvm::Type *t) override {
     auto it = cache_.find(t);
     if (it != cache_.end()) return it->second;
@@ -110,6 +114,7 @@ private:
     using namespace llvm;
     if (auto *p = dyn_cast<PointerType>(t)) {
       unsigned as = remapAS(p->getAddressSpace());
+      if (p->getAddressSpace() >= map_.size()) unmapped_ = p->getAddressSpace();
       if (p->isOpaque()) return PointerType::get(t->getContext(), as);
       return PointerType::get(remapType(p->getNonOpaquePointerElementType()), as);
     }
@@ -165,6 +170,7 @@ private:
 
   std::vector<unsigned> map_;
   std::map<llvm::Type *, llvm::Type *> cache_;
+  unsigned unmapped_ = ~0u;
 };
 
 // A constant addrspacecast whose two sides land in the same address space would be invalid
@@ -242,6 +248,7 @@ llvm::Module *clone_remapped(llvm::Module &src, AddrSpaceRemapper &tm, std::stri
   auto *dst = new Module(src.getModuleIdentifier(), src.getContext());
   ValueToValueMapTy vmap;
   for (GlobalVariable &g : src.globals()) {
+    tm.remapType(PointerType::get(g.getValueType(), g.getAddressSpace())); // checks its space
     auto *ng = new GlobalVariable(*dst, tm.remapType(g.getValueType()), g.isConstant(),
                                   g.getLinkage(), nullptr, g.getName(), nullptr,
                                   g.getThreadLocalMode(), tm.remapAS(g.getAddressSpace()));
@@ -279,6 +286,12 @@ llvm::Module *clone_remapped(llvm::Module &src, AddrSpaceRemapper &tm, std::stri
     NamedMDNode *nmd = dst->getOrInsertNamedMetadata(md.getName());
     for (MDNode *op : md.operands())
       nmd->addOperand(MapMetadata(op, vmap, RF_None, &tm));
+  }
+  if (tm.unmappedAS() != ~0u) {
+    delete dst;
+    err = "pointer in address space " + std::to_string(tm.unmappedAS()) +
+          " (a SPIR-V storage class this target does not support)";
+    return nullptr;
   }
   fix_same_space_casts(*dst);
   remangle_intrinsics(*dst);

@@ -25,7 +25,8 @@ int kc_tr_read_spirv(LLVMContextRef ctx, const void *spirv, size_t nbytes, LLVMM
 /* Clones module into a new module (same context) in which every pointer type in address space
  * a < map_len is moved to map[a]: globals, signatures, instructions, constants and metadata.
  * Casts between spaces that become one space turn into bitcasts; overloaded intrinsics are
- * renamed. module is left unchanged apart from constant casts expanded into instructions.
+ * renamed. A pointer in an address space >= map_len is an error (codegen would abort on it).
+ * module is left unchanged apart from constant casts expanded into instructions.
  * Returns 1 and *out (caller disposes), or 0 and *err (malloc'd). */
 int kc_tr_remap_address_spaces(LLVMModuleRef module, const unsigned *map, unsigned map_len,
                                LLVMModuleRef *out, char **err);

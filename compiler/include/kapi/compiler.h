@@ -182,7 +182,11 @@ typedef struct kc_nvptx_module kc_nvptx_module_t;
 
 /* SPIR-V -> validated -> LLVM (typed pointers) -> address spaces remapped to NVPTX's -> builtins
  * lowered -> libdevice linked and internalised -> optimised -> PTX. Thread-safe (own context
- * per call). On failure *log says why; *out is set only on success. */
+ * per call). On failure *log says why; *out is set only on success. Statuses: KC_ERR_SPIRV
+ * (invalid SPIR-V, or SPIR-V the translator cannot read), KC_ERR_UNSUPPORTED (a builtin, math
+ * function or storage class NVIDIA GPUs do not get, e.g. get_work_dim; the log names it),
+ * KC_ERR_TARGET (libdevice unreadable, PTX emission failed), KC_ERR_LLVM (an internal error,
+ * LLVM fatal errors included: the process survives). */
 kc_status_t kc_nvptx_finalise(const void *spirv, size_t nbytes, const kc_nvptx_options_t *opts,
                               kc_nvptx_module_t **out, char **log);
 void kc_nvptx_module_destroy(kc_nvptx_module_t *mod);

@@ -4,6 +4,7 @@
 #include "cuda_driver.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +37,7 @@ static int attr(CUdevice d, int a) {
   return v;
 }
 
-static void fill_properties(cuda_device_t *d, uint32_t ordinal) {
+static void fill_properties(cuda_device_t *d) {
   ze_device_properties_t *p = &d->props;
   p->type = ZE_DEVICE_TYPE_GPU;
   p->vendorId = 0x10de;
@@ -55,7 +56,6 @@ static void fill_properties(cuda_device_t *d, uint32_t ordinal) {
   p->kernelTimestampValidBits = 64;
   cuda.cuDeviceGetUuid(p->uuid.id, d->dev);
   cuda.cuDeviceGetName(p->name, ZE_MAX_DEVICE_NAME, d->dev);
-  (void)ordinal;
   ze_device_compute_properties_t *c = &d->compute;
   c->maxTotalGroupSize = (uint32_t)attr(d->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   c->maxGroupSizeX = (uint32_t)attr(d->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
@@ -82,7 +82,7 @@ static int open_device(cuda_device_t *d, int ordinal) {
   cuda.cuDeviceTotalMem(&total, d->dev);
   d->total_mem = total;
   zed_object_init(&d->obj, ZED_KIND_DEVICE);
-  fill_properties(d, (uint32_t)ordinal);
+  fill_properties(d);
   return 1;
 }
 
@@ -139,7 +139,7 @@ ze_result_t cuda_driver_get_properties(ze_driver_handle_t h, ze_driver_propertie
 ze_result_t cuda_driver_get_ipc_properties(ze_driver_handle_t h, ze_driver_ipc_properties_t *p) {
   ZED_CHECK(h, ZED_KIND_DRIVER);
   ZED_CHECK_PTR(p);
-  p->flags = ZE_IPC_PROPERTY_FLAG_FORCE_UINT32 & 0;
+  p->flags = 0; /* no IPC */
   return ZE_RESULT_SUCCESS;
 }
 
@@ -147,8 +147,14 @@ ze_result_t cuda_driver_get_extension_properties(ze_driver_handle_t h, uint32_t 
                                                  ze_driver_extension_properties_t *p) {
   ZED_CHECK(h, ZED_KIND_DRIVER);
   ZED_CHECK_PTR(count);
-  (void)p;
-  *count = 0;
+  /* kapi's runtime names its own drivers by this extension ("kapi-cuda"). */
+  if (*count == 0 || !p) {
+    *count = 1;
+    return ZE_RESULT_SUCCESS;
+  }
+  *count = 1;
+  snprintf(p->name, ZE_MAX_EXTENSION_NAME, "kapi_driver_cuda");
+  p->version = 1;
   return ZE_RESULT_SUCCESS;
 }
 
@@ -230,7 +236,7 @@ ze_result_t cuda_device_get_queue_group_properties(ze_device_handle_t h, uint32_
   *count = 1;
   p->flags =
       ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
-  p->maxMemoryFillPatternSize = 4;
+  p->maxMemoryFillPatternSize = 128;
   p->numQueues = 64;
   return ZE_RESULT_SUCCESS;
 }
@@ -266,10 +272,23 @@ ze_result_t cuda_context_create(ze_driver_handle_t h, const ze_context_desc_t *d
   return ZE_RESULT_SUCCESS;
 }
 
+/* Allocations still live when their context goes are freed with it. */
+static void free_alloc(const zed_range_t *r, void *arg) {
+  (void)arg;
+  cuda_alloc_t *a = r->value;
+  if (a->type == ZE_MEMORY_TYPE_HOST)
+    cuda.cuMemFreeHost((void *)r->base);
+  else
+    cuda.cuMemFree((CUdeviceptr)r->base);
+  free(a);
+}
+
 ze_result_t cuda_context_destroy(ze_context_handle_t h) {
   ZED_CHECK(h, ZED_KIND_CONTEXT);
   cuda_context_t *c = (cuda_context_t *)h;
   zed_object_retire(&c->obj);
+  if (the_driver.count) cuda_use(&the_driver.devices[0]);
+  zed_range_map_drain(&c->allocs, free_alloc, NULL);
   zed_range_map_fini(&c->allocs);
   free(c);
   return ZE_RESULT_SUCCESS;

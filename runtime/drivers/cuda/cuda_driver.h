@@ -49,6 +49,7 @@ typedef struct cuda_event {
   zed_object_t obj;
   CUevent ev;
   volatile int state;
+  CUstream stream; /* where it was last recorded: a wait there is already implied */
 } cuda_event_t;
 
 typedef struct cuda_module {
@@ -85,7 +86,9 @@ typedef struct cuda_cmd {
   cuda_event_t **waits;
   CUdeviceptr dst, src;
   size_t size;
-  uint32_t pattern, pattern_size;
+  uint32_t pattern_size;
+  int fill_by_copies;
+  unsigned char pattern[128]; /* fill pattern; for a launch, the dynamic shared-memory size */
   cuda_kernel_t *kernel;
   uint32_t grid[3], block[3];
   uint64_t *values; /* launch arguments captured at append time */

@@ -269,12 +269,13 @@ ze_result_t cuda_list_append_launch(ze_command_list_handle_t h, ze_kernel_handle
 }
 
 ze_result_t cuda_launch(const cuda_cmd_t *c, CUstream s) {
-  uint32_t n = c->kernel->info->num_args;
+  uint32_t n = c->kernel->info->num_args, shared;
+  memcpy(&shared, c->pattern, sizeof shared);
   void *params[256];
   if (n > 256) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   for (uint32_t i = 0; i < n; ++i)
     params[i] = &c->values[i];
   return cuda_to_ze(cuda.cuLaunchKernel(c->kernel->fn, c->grid[0], c->grid[1], c->grid[2],
-                                        c->block[0], c->block[1], c->block[2], c->pattern, s,
-                                        params, NULL));
+                                        c->block[0], c->block[1], c->block[2], shared, s, params,
+                                        NULL));
 }

@@ -225,8 +225,8 @@ ze_result_t cuda_list_append_copy(ze_command_list_handle_t h, void *dst, const v
   return submit((cuda_list_t *)h, &c);
 }
 
-/* Patterns of 1, 2 and 4 bytes map to cuMemsetD8/16/32; a longer pattern of one repeated
- * byte too. Other patterns are refused (the device reports maxMemoryFillPatternSize 4). */
+/* Patterns of 1, 2 and 4 bytes (or any pattern of one repeated byte) map to cuMemsetD8/16/32;
+ * longer ones, up to 128 bytes, are written once and then doubled by device copies. */
 ze_result_t cuda_list_append_fill(ze_command_list_handle_t h, void *p, const void *pattern,
                                   size_t pattern_size, size_t size, ze_event_handle_t sig,
                                   uint32_t nwait, ze_event_handle_t *waits) {
@@ -235,19 +235,21 @@ ze_result_t cuda_list_append_fill(ze_command_list_handle_t h, void *p, const voi
   ZED_CHECK_PTR(pattern);
   const unsigned char *b = pattern;
   size_t ps = pattern_size;
+  if (ps == 0 || ps > 128 || (ps & (ps - 1))) return ZE_RESULT_ERROR_INVALID_SIZE;
   int uniform = 1;
   for (size_t i = 1; i < ps; ++i)
     uniform &= b[i] == b[0];
   if (uniform) ps = 1;
-  if (ps != 1 && ps != 2 && ps != 4) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
-  if (size % ps || (uintptr_t)p % ps) return ZE_RESULT_ERROR_INVALID_SIZE;
+  if (size % ps) return ZE_RESULT_ERROR_INVALID_SIZE;
+  int copies = ps > 4 || (uintptr_t)p % ps; /* cuMemsetD16/32 need aligned destinations */
   cuda_cmd_t c;
   ze_result_t r = cmd_init(&c, CUDA_CMD_FILL, sig, nwait, waits);
   if (r != ZE_RESULT_SUCCESS) return r;
   c.dst = (CUdeviceptr)(uintptr_t)p;
   c.size = size;
   c.pattern_size = (uint32_t)ps;
-  memcpy(&c.pattern, b, ps);
+  c.fill_by_copies = copies;
+  memcpy(c.pattern, b, ps);
   return submit((cuda_list_t *)h, &c);
 }
 
@@ -270,21 +272,40 @@ ze_result_t cuda_list_append_reset(ze_command_list_handle_t h, ze_event_handle_t
   return submit((cuda_list_t *)h, &c);
 }
 
+/* A pattern longer than 4 bytes (or a misaligned one): one copy from the host, then copies
+ * that double the filled prefix, log2(size / pattern) of them. CUDA stages a pageable host
+ * source before cuMemcpyAsync returns, so the command's pattern buffer may go away. */
+static ze_result_t fill_by_copies(const cuda_cmd_t *c, CUstream s) {
+  size_t done = c->pattern_size < c->size ? c->pattern_size : c->size;
+  CUresult r = cuda.cuMemcpyAsync(c->dst, (CUdeviceptr)(uintptr_t)c->pattern, done, s);
+  while (r == CUDA_SUCCESS && done < c->size) {
+    size_t n = done < c->size - done ? done : c->size - done;
+    r = cuda.cuMemcpyAsync(c->dst + done, c->dst, n, s);
+    done += n;
+  }
+  return cuda_to_ze(r);
+}
+
 static ze_result_t run_fill(const cuda_cmd_t *c, CUstream s) {
+  uint16_t v16;
+  uint32_t v32;
+  if (c->fill_by_copies) return fill_by_copies(c, s);
   switch (c->pattern_size) {
   case 1:
-    return cuda_to_ze(cuda.cuMemsetD8Async(c->dst, (unsigned char)c->pattern, c->size, s));
+    return cuda_to_ze(cuda.cuMemsetD8Async(c->dst, c->pattern[0], c->size, s));
   case 2:
-    return cuda_to_ze(cuda.cuMemsetD16Async(c->dst, (unsigned short)c->pattern, c->size / 2, s));
+    memcpy(&v16, c->pattern, 2);
+    return cuda_to_ze(cuda.cuMemsetD16Async(c->dst, v16, c->size / 2, s));
   default:
-    return cuda_to_ze(cuda.cuMemsetD32Async(c->dst, c->pattern, c->size / 4, s));
+    memcpy(&v32, c->pattern, 4);
+    return cuda_to_ze(cuda.cuMemsetD32Async(c->dst, v32, c->size / 4, s));
   }
 }
 
 ze_result_t cuda_cmd_run(const cuda_cmd_t *c, CUstream s) {
   ze_result_t r = ZE_RESULT_SUCCESS;
   for (uint32_t i = 0; i < c->nwait && r == ZE_RESULT_SUCCESS; ++i)
-    if (c->waits[i]->state == CUDA_EV_RECORDED)
+    if (c->waits[i]->state == CUDA_EV_RECORDED && c->waits[i]->stream != s)
       r = cuda_to_ze(cuda.cuStreamWaitEvent(s, c->waits[i]->ev, 0));
   if (r != ZE_RESULT_SUCCESS) return r;
   switch (c->kind) {
@@ -305,7 +326,10 @@ ze_result_t cuda_cmd_run(const cuda_cmd_t *c, CUstream s) {
   }
   if (r == ZE_RESULT_SUCCESS && c->signal) {
     r = cuda_to_ze(cuda.cuEventRecord(c->signal->ev, s));
-    if (r == ZE_RESULT_SUCCESS) c->signal->state = CUDA_EV_RECORDED;
+    if (r == ZE_RESULT_SUCCESS) {
+      c->signal->state = CUDA_EV_RECORDED;
+      c->signal->stream = s;
+    }
   }
   return r;
 }
@@ -328,7 +352,7 @@ ze_result_t cuda_list_submit_launch(ze_command_list_handle_t h, cuda_kernel_t *k
   }
   c.kernel = k;
   c.values = values;
-  c.pattern = shared;
+  memcpy(c.pattern, &shared, sizeof shared);
   c.grid[0] = groups->groupCountX;
   c.grid[1] = groups->groupCountY;
   c.grid[2] = groups->groupCountZ;

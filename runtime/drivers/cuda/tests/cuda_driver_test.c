@@ -174,6 +174,74 @@ static void test_memory(void) {
   ZE(zeMemFree(ctx, s));
 }
 
+/* Patterns of 1 to 128 bytes, aligned or not, each checked byte by byte. */
+static void test_fill_patterns(void) {
+  const size_t n = 1 << 20;
+  unsigned char *d = dev_alloc(n + 64), *h = malloc(n);
+  unsigned char pat[128];
+  for (int i = 0; i < 128; ++i)
+    pat[i] = (unsigned char)(i * 37 + 11);
+  size_t sizes[] = {1, 2, 4, 8, 16, 64, 128};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; ++s)
+    for (size_t off = 0; off <= 2; off += 2) {
+      size_t ps = sizes[s], len = n - (off ? ps : 0);
+      ZE(zeCommandListAppendMemoryFill(list, d + off, pat, ps, len, NULL, 0, NULL));
+      ZE(zeCommandListAppendMemoryCopy(list, h, d + off, len, NULL, 0, NULL));
+      ZE(run());
+      int ok = 1;
+      for (size_t i = 0; i < len; ++i)
+        ok &= h[i] == pat[i % ps];
+      CHECK(ok, "fill with a %zu-byte pattern at offset %zu", ps, off);
+    }
+  zeMemFree(ctx, d);
+  free(h);
+}
+
+/* The runtime's path: immediate lists, one per queue, ordered across queues by events. */
+static void test_immediate_events(void) {
+  ze_command_queue_desc_t qd = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
+                                .mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS};
+  ze_command_list_handle_t a, b;
+  ZE(zeCommandListCreateImmediate(ctx, dev, &qd, &a));
+  ZE(zeCommandListCreateImmediate(ctx, dev, &qd, &b));
+  ze_event_pool_desc_t pd = {.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
+                             .flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
+                             .count = 4};
+  ze_event_pool_handle_t pool;
+  ZE(zeEventPoolCreate(ctx, &pd, 1, &dev, &pool));
+  ze_event_handle_t e[3];
+  for (uint32_t i = 0; i < 3; ++i) {
+    ze_event_desc_t ed = {.stype = ZE_STRUCTURE_TYPE_EVENT_DESC, .index = i};
+    ZE(zeEventCreate(pool, &ed, &e[i]));
+  }
+  const size_t n = 64 << 20;
+  unsigned char *d1 = dev_alloc(n), *d2 = dev_alloc(n), *h = host_alloc(n);
+  CHECK(zeEventQueryStatus(e[0]) == ZE_RESULT_NOT_READY, "fresh event not signalled");
+  unsigned char v = 0x5c, z = 0;
+  ZE(zeCommandListAppendMemoryFill(a, d1, &v, 1, n, e[0], 0, NULL));
+  ZE(zeCommandListAppendMemoryCopy(b, d2, d1, n, e[1], 1, &e[0])); /* b waits for a's fill */
+  ZE(zeCommandListAppendMemoryFill(a, d1, &z, 1, n, NULL, 1, &e[1]));
+  ZE(zeCommandListAppendMemoryCopy(a, h, d2, n, e[2], 0, NULL));
+  ZE(zeEventHostSynchronize(e[2], UINT64_MAX));
+  int ok = 1;
+  for (size_t i = 0; i < n; i += 4093)
+    ok &= h[i] == v;
+  CHECK(ok, "cross-list ordering by events");
+  CHECK(zeEventQueryStatus(e[0]) == ZE_RESULT_SUCCESS, "signalled event");
+  ZE(zeEventHostReset(e[0]));
+  CHECK(zeEventHostSynchronize(e[0], 1000000) == ZE_RESULT_NOT_READY, "reset event times out");
+  ZE(zeEventHostSignal(e[0]));
+  CHECK(zeEventHostSynchronize(e[0], 0) == ZE_RESULT_SUCCESS, "host-signalled event");
+  for (int i = 0; i < 3; ++i)
+    zeEventDestroy(e[i]);
+  zeEventPoolDestroy(pool);
+  zeCommandListDestroy(a);
+  zeCommandListDestroy(b);
+  zeMemFree(ctx, d1);
+  zeMemFree(ctx, d2);
+  zeMemFree(ctx, h);
+}
+
 static void test_saxpy(void) {
   ze_module_handle_t m = module("saxpy");
   ze_kernel_handle_t k = kernel(m, "saxpy");
@@ -415,6 +483,10 @@ int main(int argc, char **argv) {
   ze_driver_handle_t drv;
   nd = 1;
   ZE(zeDriverGet(&nd, &drv));
+  uint32_t next = 1;
+  ze_driver_extension_properties_t ext;
+  ZE(zeDriverGetExtensionProperties(drv, &next, &ext));
+  CHECK(next == 1 && !strcmp(ext.name, "kapi_driver_cuda"), "driver extension '%s'", ext.name);
   uint32_t ndev = 1;
   ZE(zeDeviceGet(drv, &ndev, &dev));
   ze_context_desc_t cd = {.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC};
@@ -425,11 +497,20 @@ int main(int argc, char **argv) {
   ZE(zeCommandListCreate(ctx, dev, &ld, &list));
   test_properties();
   test_memory();
+  test_fill_patterns();
+  test_immediate_events();
   test_bad_module();
   test_saxpy();
   test_reduce();
   test_atomics();
   test_math();
+  /* A second context whose allocations are left to zeContextDestroy. */
+  ze_context_handle_t ctx2;
+  ZE(zeContextCreate(drv, &cd, &ctx2));
+  ze_device_mem_alloc_desc_t dd = {.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
+  void *leak;
+  ZE(zeMemAllocDevice(ctx2, &dd, 1 << 20, 64, dev, &leak));
+  ZE(zeContextDestroy(ctx2));
   test_illegal_address();
   if (failures) {
     printf("%d failure(s)\n", failures);
