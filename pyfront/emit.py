@@ -447,6 +447,16 @@ class FunctionEmitter(CallEmitter):
             raise self.unsupported(
                 "operator", f"'{fn.__name__}' on {sig.args} is not supported in kernels"
             )
+        if (
+            isinstance(lhs, V.Const)
+            and isinstance(rhs, V.Const)
+            and isinstance(ret, types.Integer)
+            and fn in _FOLDABLE
+        ):
+            # integer arithmetic on constants (closure variables, globals) stays constant, so
+            # e.g. PrivateArray(dims * k, ...) has a compile-time shape
+            x, y = _py_cast(lhs.value, ret), _py_cast(rhs.value, ret)
+            return V.Const(_py_cast(_FOLDABLE[fn](x, y), ret), ret)
         # KIR wants both operands of the result type (Numba computes in it too; `/` on ints
         # and float ** int convert to the float result first, as Numba's lowering does).
         a, b = self.scalar(lhs, ret), self.scalar(rhs, ret)
@@ -721,6 +731,16 @@ def _nonneg(val):
 
 def _is_num(ty):
     return isinstance(ty, types.Number | types.Boolean) and not isinstance(ty, types.Complex)
+
+
+_FOLDABLE = {
+    operator.add: operator.add,
+    operator.iadd: operator.add,
+    operator.sub: operator.sub,
+    operator.isub: operator.sub,
+    operator.mul: operator.mul,
+    operator.imul: operator.mul,
+}
 
 
 def _py_cast(value, ty):

@@ -231,6 +231,34 @@ def make_partial_sums_kernel(dims, num_centroids, dtyp, work_per_item):
     return partial_sums
 
 
+@lru_cache
+def make_flat_partial_sums_kernel(dims, num_centroids, dtyp):
+    # PrivateArray sized by a product of closure constants (folded at compile time)
+    @dpex.kernel
+    def flat_sums(item, points, labels, sums):
+        i = item.get_id(0)
+        acc = kapi.PrivateArray(dims * num_centroids, dtyp, fill_zeros=True)
+        lab = labels[i]
+        for d in range(dims):
+            acc[lab * dims + d] = points[i, d]
+        for c in range(num_centroids):
+            for d in range(dims):
+                kapi.AtomicRef(sums, (c, d)).fetch_add(acc[c * dims + d])
+
+    return flat_sums
+
+
+def test_private_array_shape_from_product_of_closure_constants():
+    dims, k = 3, 4
+    hp = rng(30).random((64, dims)).astype(np.float32)
+    hl = (np.arange(64) % k).astype(np.int32)
+    sums = dpex.zeros((k, dims), dtype=np.float32)
+    kern = make_flat_partial_sums_kernel(dims, k, np.float32)
+    dpex.call_kernel(kern, kapi.Range(64), dpex.asarray(hp), dpex.asarray(hl), sums)
+    ref = np.stack([hp[hl == c].sum(0) for c in range(k)])
+    np.testing.assert_allclose(sums.asnumpy(), ref, rtol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
 def test_kmeans_step_closures_private_array(dtype):
     dims, k, wpi = 3, 4, 8
