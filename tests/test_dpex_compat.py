@@ -2364,3 +2364,33 @@ def test_private_array_and_local_row_passed_to_device_funcs():
     lid = np.arange(16) % 8
     nxt = (lid + 1) % 8
     np.testing.assert_array_equal(out.asnumpy(), (4 * lid + 6) * 1000 + (30 * nxt + 3))
+
+
+@dpex.kernel
+def store_scalar(item, a, x):
+    a[item.get_id(0)] = x
+
+
+SCALAR_ARGS = [
+    np.int32(-7),
+    np.uint32(4000000000),
+    np.int64(-(2**40)),
+    np.uint64(2**63 + 5),
+    np.float32(1.25),
+    np.bool_(True),
+    7,
+    -3.5,
+    True,
+]
+if FP64:
+    SCALAR_ARGS.append(np.float64(1e300))
+
+
+@pytest.mark.parametrize("x", SCALAR_ARGS, ids=lambda v: f"{type(v).__name__}")
+def test_scalar_arguments_of_every_type(x):
+    dtype = np.asarray(x).dtype
+    if dtype == np.float64 and not FP64:
+        pytest.skip("device without fp64")
+    a = dpex.zeros(3, dtype=dtype)
+    dpex.call_kernel(store_scalar, kapi.Range(3), a, x)
+    np.testing.assert_array_equal(a.asnumpy(), np.full(3, x, dtype=dtype))
