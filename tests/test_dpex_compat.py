@@ -1439,7 +1439,7 @@ def test_call_kernel_async_chain_of_dependent_events():
     d = dpex.zeros(n, dtype=np.int64)
     h1, e1 = dpex.call_kernel_async(inc_kernel, kapi.Range(n), (), a, b)
     h2, e2 = dpex.call_kernel_async(inc_kernel, kapi.Range(n), (e1,), b, c)
-    h3, e3 = dpex.call_kernel_async(inc_kernel, kapi.Range(n), (e1, e2), c, d)
+    h3, e3 = dpex.call_kernel_async(inc_kernel, kapi.Range(n), (e1, e2, h2), c, d)
     e3.wait()
     for h in (h1, h2, h3):
         h.wait()
