@@ -16,6 +16,7 @@ import warnings
 from . import _native
 from ._errors import (
     InvalidKernelSpecializationError,
+    KapiError,
     KernelCallError,
     from_status,
 )
@@ -74,10 +75,29 @@ def _compile_kir(text: str, opt_level: int):
         raise from_status(status, str(e)) from None
 
 
+_KERNEL_ERRORS: dict[type, type] = {}
+
+
+def _as_kapi_error(e):
+    """pyfront's error, re-classed to also derive from KapiError: `except kapi.KapiError`
+    then catches kernel typing errors too, and `except pyfront.KernelTypingError` still works."""
+    cls = type(e)
+    k = _KERNEL_ERRORS.get(cls)
+    if k is None:
+        k = _KERNEL_ERRORS[cls] = type(cls.__name__, (cls, KapiError), {"__module__": "kapi"})
+    new = k.__new__(k)
+    new.__dict__.update(e.__dict__)
+    new.args = e.args
+    return new
+
+
 def _pyfront_compile(pyfunc, argtypes, index):
     import pyfront
 
-    return pyfront.compile_kernel(pyfunc, list(argtypes), index=index)
+    try:
+        return pyfront.compile_kernel(pyfunc, list(argtypes), index=index)
+    except pyfront.KernelError as e:
+        raise _as_kapi_error(e) from None
 
 
 class KernelDispatcher:

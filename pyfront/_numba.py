@@ -5,6 +5,7 @@ the typing machinery, and runs the lean front end: bytecode -> IR -> rewrites ->
 inference -> phi stripping. Numba's lowering is never used.
 """
 
+import inspect
 import warnings
 
 from numba.core import bytecode, errors, interpreter, ir, postproc, target_extension, types
@@ -41,6 +42,7 @@ __all__ = [
     "bound_function",
     "front_end",
     "ir",
+    "jitable_pyfunc",
     "make_function_type",
     "numpy_support",
     "signature",
@@ -53,6 +55,26 @@ TypingError = errors.TypingError
 UnsupportedError = errors.UnsupportedError
 BaseContext = _typing_context.BaseContext
 STANDARD_REGISTRIES = (mathdecl.registry, npydecl.registry, enumdecl.registry)
+
+
+_jitable_cache = {}
+
+
+def jitable_pyfunc(value):
+    """`value` if it is a plain function registered with numba.extending.register_jitable
+    (Numba then compiles the function itself wherever it is called), else None."""
+    if not inspect.isfunction(value):
+        return None
+    hit = _jitable_cache.get(value)
+    if hit is None:
+        hit = False
+        for v, ty in reversed(templates.builtin_registry.globals):
+            if v is value and isinstance(ty, types.Function):
+                ovf = getattr(ty.templates[0], "_overload_func", None)
+                hit = "register_jitable" in getattr(ovf, "__qualname__", "")
+                break
+        _jitable_cache[value] = hit
+    return value if hit else None
 
 
 def make_function_type(template):

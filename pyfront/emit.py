@@ -7,6 +7,8 @@ definition is seen before its uses. Calls are in emit_calls.py.
 
 import operator
 
+import numpy as np
+
 from . import values as V
 from ._numba import ir, types
 from .emit_calls import CallEmitter
@@ -58,6 +60,11 @@ _UNSUPPORTED_EXPRS = {
 }
 
 
+def _scalar_tuple(ty):
+    """True for a tuple of scalars (a device function may return one)."""
+    return isinstance(ty, types.BaseTuple) and all(kir_scalar(t) is not None for t in ty)
+
+
 def _unlit(ty):
     return types.unliteral(ty)
 
@@ -65,8 +72,9 @@ def _unlit(ty):
 class FunctionEmitter(CallEmitter):
     """Emits one typed function (kernel or device function) into a FunctionBuilder."""
 
-    def __init__(self, tf, module, kind, name, index=None):
+    def __init__(self, tf, module, kind, name, index=None, views=None):
         self.tf = tf
+        self.views = views  # per parameter: None, or (base KArray, prefix length) for a view
         self.module = module  # the ModuleEmitter: device functions and their names
         self.typemap = tf.typemap
         self.calltypes = tf.calltypes
@@ -99,12 +107,20 @@ class FunctionEmitter(CallEmitter):
         params = []
         self.args = []
         names = self.tf.func_ir.arg_names
-        for pname, ty in zip(names, self.tf.argtypes, strict=True):
+        for j, (pname, ty) in enumerate(zip(names, self.tf.argtypes, strict=True)):
             if isinstance(ty, IndexSpaceType):
                 self.args.append(V.IndexSpace(ty.kind, ty.ndim))
                 continue
             name = kir_name(pname)
-            if isinstance(ty, KArray):
+            view = self.views[j] if self.views else None
+            if isinstance(ty, KArray) and view is not None:
+                # a row view a[i] passed by the caller: the whole array plus the fixed indices
+                base, nfixed = view
+                params.append((name, kir_array(base)))
+                prefix = tuple(f"%{name}.p{k}" for k in range(nfixed))
+                params += [(p[1:], "i64") for p in prefix]
+                self.args.append(V.Array("%" + name, ty, prefix, base))
+            elif isinstance(ty, KArray):
                 params.append((name, kir_array(ty)))
                 self.args.append(V.Array("%" + name, ty))
             elif kir_scalar(ty) is not None:
@@ -136,6 +152,12 @@ class FunctionEmitter(CallEmitter):
                     "into an array argument"
                 )
             self.b.restype = "void"
+        elif _scalar_tuple(restype):
+            # a tuple result travels back through one-element private arrays the caller
+            # passes after the arguments (KIR functions return one scalar at most)
+            self.b.restype = "void"
+            for j, t in enumerate(restype):
+                self.b.params.append((f"ret.{j}", f"array({kir_scalar(t)},1,C,private)"))
         else:
             self.b.restype = "void" if restype == types.none else kir_scalar(restype)
             if self.b.restype is None:
@@ -223,7 +245,14 @@ class FunctionEmitter(CallEmitter):
             )
 
     def ret(self, var):
-        if self.b.restype == "void":
+        if self.kind != "kernel" and _scalar_tuple(self.tf.restype):
+            val = self.get(var)
+            zero = self.scalar(V.Const(0, types.int64))
+            for j, (item, t) in enumerate(zip(val.items, self.tf.restype, strict=True)):
+                v = self.scalar(item, _unlit(t))
+                self.b.emit(f"astore %ret.{j} {v} {zero}", self.line)
+            self.b.emit("ret", self.line)
+        elif self.b.restype == "void":
             self.b.emit("ret", self.line)
         else:
             v = self.scalar(self.get(var), self.tf.restype)
@@ -418,6 +447,16 @@ class FunctionEmitter(CallEmitter):
             raise self.unsupported(
                 "operator", f"'{fn.__name__}' on {sig.args} is not supported in kernels"
             )
+        if (
+            isinstance(lhs, V.Const)
+            and isinstance(rhs, V.Const)
+            and isinstance(ret, types.Integer)
+            and fn in _FOLDABLE
+        ):
+            # integer arithmetic on constants (closure variables, globals) stays constant, so
+            # e.g. PrivateArray(dims * k, ...) has a compile-time shape
+            x, y = _py_cast(lhs.value, ret), _py_cast(rhs.value, ret)
+            return V.Const(_py_cast(_FOLDABLE[fn](x, y), ret), ret)
         # KIR wants both operands of the result type (Numba computes in it too; `/` on ints
         # and float ** int convert to the float result first, as Numba's lowering does).
         a, b = self.scalar(lhs, ret), self.scalar(rhs, ret)
@@ -542,7 +581,7 @@ class FunctionEmitter(CallEmitter):
             idx = self.array_indices(val, self.get(idxvar), self.typemap[idxvar.name], True)
             tty = self.typemap[target.name]
             if isinstance(tty, KArray):  # a[i] of an N-D array: a view of the rest
-                return V.Array(val.ref, tty, tuple(idx))
+                return V.Array(val.ref, tty, tuple(idx), val.base or val.ty)
             kty = self.kty(val.ty.dtype)
             ref = self.b.op(f"aload {kty} {val.ref} {' '.join(idx)}", self.line)
             return V.Scalar(ref, val.ty.dtype)
@@ -551,16 +590,72 @@ class FunctionEmitter(CallEmitter):
             if i is None:
                 iv = self.get(idxvar)
                 if not isinstance(iv, V.Const):
-                    raise self.unsupported(
-                        "tuple indexing", "tuples can only be indexed by constants in kernels"
-                    )
+                    return self.tuple_runtime_item(val, ty, iv, self.typemap[idxvar.name])
                 i = iv.value
             if isinstance(i, slice):
                 return V.Tuple(val.items[i])
             if not isinstance(i, int) or not -len(val.items) <= i < len(val.items):
                 raise self.typing_error(f"tuple index {i} out of range")
             return val.items[i]
+        if isinstance(val, V.Static) and isinstance(val.value, np.ndarray):
+            return self.constant_array_item(val.value, e, idxvar, target)
         raise self.unsupported("indexing", f"indexing a {ty} is not supported in kernels")
+
+    def constant_array_item(self, arr, e, idxvar, target):
+        """An element of a module-level NumPy array (Numba freezes it as a constant): a
+        constant for constant indices, a select chain over a small 1-D array otherwise."""
+        ety = _unlit(self.typemap[target.name])
+        if not isinstance(ety, types.Number | types.Boolean):
+            raise self.unsupported(
+                "indexing", "constant (global) NumPy arrays are indexed element by element"
+            )
+        idx = e.index if e.op == "static_getitem" else None
+        if idx is None:
+            iv = self.get(idxvar)
+            if isinstance(iv, V.Const | V.Tuple):
+                try:
+                    idx = self.const_value(iv, "index")
+                except KernelError:
+                    idx = None
+        if isinstance(idx, int | tuple):
+            return V.Const(_py_cast(arr[idx].item(), ety), ety)
+        if arr.ndim != 1 or arr.size > 64:
+            raise self.unsupported(
+                "indexing",
+                f"a global NumPy array of shape {arr.shape} indexed at run time; pass it to "
+                "the kernel as an array argument (kapi.asarray(...)) instead",
+            )
+        items = [V.Const(_py_cast(v.item(), ety), ety) for v in arr]
+        return self.tuple_runtime_item(
+            V.Tuple(items),
+            types.UniTuple(ety, len(items)),
+            self.get(idxvar),
+            self.typemap[idxvar.name],
+        )
+
+    def tuple_runtime_item(self, tup, tty, iv, ity):
+        """t[i] with a run-time i, as Numba allows for tuples of one scalar type: a select
+        chain over the items (negative i wraps around; out-of-range i gives the last item,
+        where Numba would raise IndexError)."""
+        etys = {types.unliteral(t) for t in tty} if isinstance(tty, types.BaseTuple) else ()
+        ety = next(iter(etys)) if len(etys) == 1 else None
+        if not isinstance(ety, types.Number | types.Boolean) or not isinstance(ity, types.Integer):
+            raise self.unsupported(
+                "tuple indexing",
+                "tuples of mixed types can only be indexed by constants in kernels",
+            )
+        n = len(tup.items)
+        i = self.scalar(iv, types.int64)
+        if ity.signed and not getattr(iv, "nonneg", False):
+            neg = self.b.op(f"cmp bool lt {i} {self.scalar(V.Const(0, types.int64))}", self.line)
+            up = self.b.op(f"add i64 {i} {self.scalar(V.Const(n, types.int64))}", self.line)
+            i = self.b.op(f"select i64 {neg} {up} {i}", self.line)
+        kty = self.kty(ety)
+        acc = self.scalar(tup.items[n - 1], ety)
+        for k in range(n - 2, -1, -1):
+            hit = self.b.op(f"cmp bool eq {i} {self.scalar(V.Const(k, types.int64))}", self.line)
+            acc = self.b.op(f"select {kty} {hit} {self.scalar(tup.items[k], ety)} {acc}", self.line)
+        return V.Scalar(acc, ety)
 
     def setitem(self, target, idxvar, valvar, st):
         arr = self.get(target)
@@ -636,6 +731,16 @@ def _nonneg(val):
 
 def _is_num(ty):
     return isinstance(ty, types.Number | types.Boolean) and not isinstance(ty, types.Complex)
+
+
+_FOLDABLE = {
+    operator.add: operator.add,
+    operator.iadd: operator.add,
+    operator.sub: operator.sub,
+    operator.isub: operator.sub,
+    operator.mul: operator.mul,
+    operator.imul: operator.mul,
+}
 
 
 def _py_cast(value, ty):

@@ -26,6 +26,8 @@ MATH1 = {
         "asinh acosh atanh fabs erf erfc"
     ).split()
 }
+MATH1[math.lgamma] = "lgamma"
+MATH1[math.gamma] = "tgamma"  # numba-dpex lowers math.gamma to OpenCL tgamma
 MATH2 = {getattr(math, n): n for n in "atan2 pow fmod hypot copysign".split()}
 ROUNDING = {math.floor: "floor", math.ceil: "ceil", math.trunc: "trunc"}
 PREDICATES = {
@@ -121,10 +123,22 @@ class CallEmitter:
         if isinstance(pyf, types.DType | types.NumberClass):
             return self.convert(args[0], pyf.dtype)
         if device_pyfunc(pyf) is not None:
-            return self.device_call(device_pyfunc(pyf), args, sig)
+            pyfunc = device_pyfunc(pyf)
+            if kws or len(args) < len(sig.args):  # keywords and defaults, in parameter order
+                bound = inspect.signature(pyfunc).bind(*args, **kws)
+                bound.apply_defaults()
+                args = [  # defaults are plain Python values; passed arguments are V.*
+                    v if type(v).__module__ == V.__name__ else self.python_value(v, t)
+                    for v, t in zip(bound.arguments.values(), sig.args, strict=True)
+                ]
+            return self.device_call(pyfunc, args, sig)
         handler = _BUILTINS.get(pyf) if _hashable(pyf) else None
         if handler is not None:
             return handler(self, args, kws, sig)
+        if pyf is math.ldexp:  # x * 2**n; the exponent is an i32 as in OpenCL
+            ret = _unlit(sig.return_type)
+            x, n = self.scalar(args[0], ret), self.scalar(args[1], types.int32)
+            return V.Scalar(self.b.op(f"math {self.kty(ret)} ldexp {x} {n}", self.line), ret)
         if pyf in MATH1 or pyf in MATH2:
             return self.math_call(MATH1.get(pyf) or MATH2[pyf], args, sig)
         if pyf in ROUNDING:
@@ -354,7 +368,13 @@ class CallEmitter:
     def enum_const(self, val, names, what):
         v = self.const_value(val, what)
         if v not in names:
-            raise self.typing_error(f"{what}: {v} is not supported")
+            known = ", ".join(n.upper() for n in names.values())
+            enum = K.MemoryOrder if names is ORDERS else K.MemoryScope
+            try:
+                label = enum(v).name
+            except ValueError:
+                label = str(v)
+            raise self.typing_error(f"{what}: {label} is not supported; use one of {known}")
         return names[v]
 
     def _group_barrier(self, args, kws, sig):
@@ -481,17 +501,41 @@ class CallEmitter:
 
     def device_call(self, pyfunc, args, sig):
         ret = sig.return_type
-        if ret != types.none and kir_scalar(ret) is None:
+        tuple_ret = isinstance(ret, types.BaseTuple) and all(kir_scalar(t) for t in ret)
+        if ret != types.none and kir_scalar(ret) is None and not tuple_ret:
             raise self.unsupported(
                 "return type",
                 f"device function '{pyfunc.__name__}' returns {ret}; device functions return "
                 "a scalar or nothing (write other results into an array argument)",
             )
-        name, tf = self.module.device_function(pyfunc, tuple(sig.args))
+        views = tuple(
+            (a.base, len(a.prefix)) if isinstance(a, V.Array) and a.prefix else None for a in args
+        )
+        name, tf = self.module.device_function(
+            pyfunc, tuple(sig.args), views if any(views) else None
+        )
         refs = []
         for a, ty in zip(args, sig.args, strict=True):
+            if isinstance(a, V.Array) and a.prefix:  # a row view: the array and fixed indices
+                refs += [a.ref, *a.prefix]
+                continue
             refs += self.flatten_arg(a, ty)
         ret = tf.restype
+        if tuple_ret:  # results come back through one-element private arrays
+            outs = []
+            for t in ret:
+                k = kir_scalar(t)
+                outs.append(
+                    (self.b.op(f"private_array array({k},1,C,private) undef 1", self.line), k, t)
+                )
+            ops = " ".join(refs + [o for o, _, _ in outs])
+            self.b.emit(f"call void @{name} {ops}", self.line)
+            zero = self.scalar(V.Const(0, types.int64))
+            items = [
+                V.Scalar(self.b.op(f"aload {k} {o} {zero}", self.line), _unlit(t))
+                for o, k, t in outs
+            ]
+            return V.Tuple(items)
         ops = " ".join(refs)
         if ret == types.none:
             self.b.emit(f"call void @{name} {ops}".rstrip(), self.line)

@@ -15,13 +15,15 @@ class ModuleEmitter:
         self._used = set()
         self._pending = []
 
-    def device_function(self, pyfunc, argtypes):
-        """KIR name and typed function of a device function; emitted once, after the kernel."""
-        key = (pyfunc, tuple(argtypes))
-        tf = self.typer.done.get(key) or self.typer.type_function(pyfunc, argtypes)
+    def device_function(self, pyfunc, argtypes, views=None):
+        """KIR name and typed function of a device function; emitted once, after the kernel.
+        `views` gives, per argument, None or (base KArray, prefix length) for a row view."""
+        tkey = (pyfunc, tuple(argtypes))
+        tf = self.typer.done.get(tkey) or self.typer.type_function(pyfunc, argtypes)
+        key = (*tkey, views)
         if key not in self._names:
             self._names[key] = self._unique(kir_name(pyfunc.__name__))
-            self._pending.append((self._names[key], tf))
+            self._pending.append((self._names[key], tf, views))
         return self._names[key], tf
 
     def _unique(self, base):
@@ -39,6 +41,6 @@ class ModuleEmitter:
         entry = self._unique(kir_name(pyfunc.__name__))
         parts = [FunctionEmitter(tf, self, "kernel", entry).run().text()]
         while self._pending:
-            name, dtf = self._pending.pop(0)
-            parts.append(FunctionEmitter(dtf, self, "func", name).run().text())
+            name, dtf, views = self._pending.pop(0)
+            parts.append(FunctionEmitter(dtf, self, "func", name, views=views).run().text())
         return entry, "kir 1\n" + "\n".join(parts) + "\n"

@@ -186,8 +186,12 @@ def _translate(err, fname, fline):
                 construct=construct,
             )
     if "untyped global name" in low or "cannot determine numba type" in low:
+        hint = ""
+        if "<class 'function'>" in text:
+            hint = " (decorate a Python helper with @kapi.device_func to call it from a kernel)"
         return UnsupportedConstructError(
-            f"{text}; kernels may call math functions, kapi API functions and device functions",
+            f"{text}; kernels may call math functions, kapi API functions and device "
+            f"functions{hint}",
             filename,
             lineno,
             construct="call",

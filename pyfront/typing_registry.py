@@ -191,7 +191,10 @@ class GroupBarrier(nb.AbstractTemplate):
     def generic(self, args, kws):
         b = bind(K.group_barrier, args, kws)
         if not isinstance(b["group"], GroupType):
-            _fail(f"group_barrier(group, ...): group must be a Group, not {b['group']}")
+            _fail(
+                f"group_barrier(group, ...): group must be a Group, not {b['group']}; pass "
+                "nd_item.get_group() (barriers need an NdRange launch)"
+            )
         if "fence_scope" in b and not _is_enum(b["fence_scope"], K.MemoryScope):
             _fail("group_barrier(group, fence_scope): fence_scope must be a MemoryScope")
         return _sig_of(types.none, b)
@@ -346,9 +349,11 @@ class PrivateArrayCtor(nb.AbstractTemplate):
 
 
 def device_pyfunc(value):
-    """The Python function behind a kapi device function, or None if `value` is not one."""
+    """The Python function behind a kapi device function, or None if `value` is not one.
+    Functions registered with Numba's register_jitable are device functions too, as in
+    numba-dpex."""
     if getattr(value, "__kapi_device_func__", False) is not True:
-        return None
+        return nb.jitable_pyfunc(value)
     return getattr(value, "py_func", value)
 
 
@@ -403,16 +408,26 @@ class KapiTypingContext(nb.LeanContext):
 
             def generic(self, args, kws):
                 b = bind(pyfunc, args, kws)
-                if len(b) != len(inspect.signature(pyfunc).parameters):
-                    raise UnsupportedConstructError(
-                        f"call to device function '{pyfunc.__name__}' leaves out arguments; "
-                        "pass every argument",
-                        construct="default argument",
-                    )
-                argtys = tuple(types.unliteral(t) for t in b.values())
+                params = inspect.signature(pyfunc).parameters
+                full = []
+                for name, p in params.items():  # left-out arguments take their defaults
+                    ty = b[name] if name in b else _default_type(self.context, pyfunc, p)
+                    full.append(types.unliteral(ty))
+                argtys = tuple(full)
                 return nb.signature(typer(pyfunc, argtys), *argtys)
 
         return DeviceFunction
+
+
+def _default_type(context, pyfunc, param):
+    ty = context.resolve_value_type(param.default)
+    if not isinstance(types.unliteral(ty), types.Number | types.Boolean):
+        raise UnsupportedConstructError(
+            f"device function '{pyfunc.__name__}': the default of parameter '{param.name}' is "
+            f"{param.default!r}; defaults must be numbers or bools (or pass the argument)",
+            construct="default argument",
+        )
+    return ty
 
 
 def _is_device_function_type(func):

@@ -26,6 +26,7 @@ class Array:
     ref: str
     ty: object  # KArray (of the view, when prefix is set)
     prefix: tuple = ()  # i64 refs fixing the leading dimensions: a[i] of a 2-D a is a row view
+    base: object = None  # KArray of the underlying array, for a view (prefix set)
 
 
 @dataclass

@@ -163,7 +163,7 @@ typedef enum kir_fill { KIR_FILL_ZERO, KIR_FILL_UNDEF } kir_fill_t;
   X(LOG10, "log10") X(SIN, "sin") X(COS, "cos") X(TAN, "tan") X(ASIN, "asin") X(ACOS, "acos")               \
   X(ATAN, "atan") X(SINH, "sinh") X(COSH, "cosh") X(TANH, "tanh") X(ASINH, "asinh") X(ACOSH, "acosh")       \
   X(ATANH, "atanh") X(FABS, "fabs") X(FLOOR, "floor") X(CEIL, "ceil") X(TRUNC, "trunc") X(ERF, "erf")       \
-  X(ERFC, "erfc") X(ATAN2, "atan2") X(POW, "pow") X(FMOD, "fmod") X(HYPOT, "hypot") X(COPYSIGN, "copysign") \
+  X(ERFC, "erfc") X(LGAMMA, "lgamma") X(TGAMMA, "tgamma") X(ATAN2, "atan2") X(POW, "pow") X(FMOD, "fmod") X(HYPOT, "hypot") X(COPYSIGN, "copysign") X(LDEXP, "ldexp") \
   X(ISNAN, "isnan") X(ISINF, "isinf") X(ISFINITE, "isfinite")
 /* clang-format on */
 

@@ -142,6 +142,10 @@ static int check_math(const vctx_t *c) {
     if (!kir_is_float(arg(c, 0).kind)) FAIL("math %s needs a float operand", kir_math_name(sub));
     return 0;
   }
+  if (sub == KIR_MATH_LDEXP) { /* x * 2^n: a float and an i32 exponent (OpenCL ldexp) */
+    if (type_ok(c, kir_is_float(c->in->type.kind), "f32 or f64") || nargs(c, 2)) return -1;
+    return arg_is(c, 0, c->in->type) || arg_is(c, 1, scalar(KIR_I32)) ? -1 : 0;
+  }
   return same_typed(c, sub >= KIR_MATH_BINARY_FIRST ? 2 : 1, kir_is_float(c->in->type.kind),
                     "f32 or f64");
 }

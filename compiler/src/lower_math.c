@@ -25,12 +25,22 @@ static LLVMValueRef predicate(kc_lower_t *L, kir_math_t m, kir_kind_t k, LLVMVal
   return LLVMBuildFCmp(L->b, LLVMRealOLT, mag, inf, "isfinite");
 }
 
+/* OpenCL ldexp(gentype x, int n): the one math function whose operands differ in type. */
+static LLVMValueRef ldexp_call(kc_lower_t *L, kir_kind_t k, LLVMValueRef *args) {
+  char mangled[48];
+  snprintf(mangled, sizeof mangled, "_Z17__spirv_ocl_ldexp%si", kc_mangle_code(k));
+  LLVMTypeRef params[2] = {kc_scalar_type(L, k), kc_scalar_type(L, KIR_I32)};
+  return kc_call(L, kc_declare(L, mangled, params[0], params, 2, KC_BUILTIN_PURE), args, 2);
+}
+
 int kc_lower_math(kc_lower_t *L, const kir_inst_t *in) {
   kir_math_t m = (kir_math_t)in->sub;
   kir_kind_t k = kc_arg_type(L, in, 0).kind;
   LLVMValueRef args[2] = {kc_arg(L, in, 0), in->nargs > 1 ? kc_arg(L, in, 1) : NULL}, r;
   if (m >= KIR_MATH_PREDICATE_FIRST)
     r = predicate(L, m, k, args[0]);
+  else if (m == KIR_MATH_LDEXP)
+    r = ldexp_call(L, k, args);
   else
     r = kc_ocl_call(L, kir_math_name(m), k, args, (unsigned)in->nargs);
   kc_set_result(L, in, r);
