@@ -2394,3 +2394,23 @@ def test_scalar_arguments_of_every_type(x):
     a = dpex.zeros(3, dtype=dtype)
     dpex.call_kernel(store_scalar, kapi.Range(3), a, x)
     np.testing.assert_array_equal(a.asnumpy(), np.full(3, x, dtype=dtype))
+
+
+@dpex.kernel
+def int_dot_blocked(item, a, b, c):
+    # an integer matmul with the inner loop over a fixed tile (as tiled matmuls are written)
+    i = item.get_id(0)
+    acc = c.dtype.type(0)
+    for t in range(a.shape[1] // 4):
+        for k in range(4):
+            acc += a[i, t * 4 + k] * b[t * 4 + k, i]
+    c[i] = acc
+
+
+def test_integer_reduction_over_unrolled_tile_vector_reduce():
+    # regression: the SLP vectoriser's llvm.vector.reduce.add has no SPIR-V; the compiler
+    # now expands it (compiler/src/spirv_prepare.c) instead of failing at opt_level 2
+    h = np.arange(64, dtype=np.int32).reshape(8, 8)
+    c = dpex.zeros(8, dtype=np.int32)
+    dpex.call_kernel(int_dot_blocked, kapi.Range(8), dpex.asarray(h), dpex.asarray(h), c)
+    np.testing.assert_array_equal(c.asnumpy(), np.diag(h @ h))

@@ -81,6 +81,44 @@ static LLVMValueRef expand_overflow(LLVMBuilderRef b, LLVMValueRef call, const c
   return LLVMBuildInsertValue(b, agg, ov, 1, "");
 }
 
+/* One step of an integer vector reduction, on two scalars. */
+static LLVMValueRef reduce_step(LLVMBuilderRef b, const char *kind, LLVMValueRef x,
+                                LLVMValueRef y) {
+  static const struct {
+    const char *name;
+    LLVMIntPredicate pred;
+  } minmax[] = {
+      {"smin.", LLVMIntSLT}, {"smax.", LLVMIntSGT}, {"umin.", LLVMIntULT}, {"umax.", LLVMIntUGT}};
+  if (!strncmp(kind, "add.", 4)) return LLVMBuildAdd(b, x, y, "");
+  if (!strncmp(kind, "mul.", 4)) return LLVMBuildMul(b, x, y, "");
+  if (!strncmp(kind, "and.", 4)) return LLVMBuildAnd(b, x, y, "");
+  if (!strncmp(kind, "or.", 3)) return LLVMBuildOr(b, x, y, "");
+  if (!strncmp(kind, "xor.", 4)) return LLVMBuildXor(b, x, y, "");
+  for (unsigned i = 0; i < sizeof minmax / sizeof minmax[0]; i++)
+    if (!strncmp(kind, minmax[i].name, 5))
+      return LLVMBuildSelect(b, LLVMBuildICmp(b, minmax[i].pred, x, y, ""), x, y, "");
+  return NULL;
+}
+
+/* llvm.vector.reduce.<op> on an integer vector (the SLP vectoriser makes them from unrolled
+ * reductions; the translator has no SPIR-V for them), rebuilt element by element. */
+static LLVMValueRef expand_vector_reduce(LLVMBuilderRef b, LLVMValueRef call, const char *name) {
+  static const char prefix[] = "llvm.vector.reduce.";
+  if (strncmp(name, prefix, sizeof prefix - 1) || LLVMGetNumArgOperands(call) != 1) return NULL;
+  LLVMValueRef v = LLVMGetOperand(call, 0);
+  LLVMTypeRef vt = LLVMTypeOf(v);
+  if (LLVMGetTypeKind(vt) != LLVMVectorTypeKind ||
+      LLVMGetTypeKind(LLVMGetElementType(vt)) != LLVMIntegerTypeKind)
+    return NULL;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(vt));
+  LLVMValueRef acc = LLVMBuildExtractElement(b, v, LLVMConstInt(i32, 0, 0), "");
+  for (unsigned i = 1; acc && i < LLVMGetVectorSize(vt); i++) {
+    LLVMValueRef e = LLVMBuildExtractElement(b, v, LLVMConstInt(i32, i, 0), "");
+    acc = reduce_step(b, name + sizeof prefix - 1, acc, e);
+  }
+  return acc;
+}
+
 /* Returns 1 if inst was replaced (and erased), 0 if kept, -1 on an untranslatable call. */
 static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   LLVMOpcode op = LLVMGetInstructionOpcode(inst);
@@ -93,6 +131,7 @@ static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   if (!name || strncmp(name, "llvm.", 5) || is_translatable(name)) return 0;
   LLVMPositionBuilderBefore(b, inst);
   LLVMValueRef repl = expand_overflow(b, inst, name);
+  if (!repl) repl = expand_vector_reduce(b, inst, name);
   if (!repl) {
     kc_set_error(err,
                  "internal: the optimiser produced %s, which SPIR-V cannot express "
