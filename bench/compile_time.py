@@ -8,29 +8,14 @@ sample compiles a fresh copy of the function, so no cache of ours or Numba's is 
 """
 
 import argparse
-import math
 import statistics
 import time
 import types
 
+from kernels import pairwise_distance, saxpy
+
 import pyfront
 from kapi._lib import _kapi
-
-
-def saxpy(item, a, x, y):
-    i = item.get_id(0)
-    y[i] = a * x[i] + y[i]
-
-
-def pairwise_distance(item, data, dist):
-    i = item.get_id(0)
-    j = item.get_id(1)
-    d = data.dtype.type(0.0)
-    for k in range(data.shape[1]):
-        t = data[i, k] - data[j, k]
-        d += t * t
-    dist[j, i] = math.sqrt(d)
-
 
 CASES = {
     "saxpy f32": (saxpy, ["f32", "array(f32,1,C,global)", "array(f32,1,C,global)"], 1),

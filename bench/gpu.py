@@ -23,6 +23,7 @@ import numpy as np
 np.row_stack = getattr(np, "row_stack", np.vstack)  # numba-cuda 0.30 on numpy 2.5 (TOOLCHAIN)
 
 import cupy as cp  # noqa: E402
+import kernels  # noqa: E402
 from numba import cuda  # noqa: E402
 
 import kapi  # noqa: E402
@@ -56,10 +57,7 @@ def median_batch(launch, sync, reps, batches=7):
 
 
 # ---------------------------------------------------------------- kernels: kapi (numba-dpex API)
-@kapi.kernel
-def k_saxpy(item, a, x, y):
-    i = item.get_id(0)
-    y[i] = a * x[i] + y[i]
+k_saxpy = kapi.kernel(kernels.saxpy)
 
 
 @kapi.kernel
@@ -67,15 +65,7 @@ def k_empty(item, a, b, c):
     pass
 
 
-@kapi.kernel
-def k_pairwise(item, data, dist):
-    i = item.get_id(0)
-    j = item.get_id(1)
-    d = data.dtype.type(0.0)
-    for k in range(data.shape[1]):
-        t = data[i, k] - data[j, k]
-        d += t * t
-    dist[j, i] = math.sqrt(d)
+k_pairwise = kapi.kernel(kernels.pairwise_distance)
 
 
 @kapi.kernel

@@ -11,21 +11,13 @@ import os
 import statistics
 import time
 
+import kernels
 import numba
 import numpy as np
 
 import kapi
 
-
-@kapi.kernel
-def pairwise_kapi(item, data, dist):
-    i = item.get_id(0)
-    j = item.get_id(1)
-    d = data.dtype.type(0.0)
-    for k in range(data.shape[1]):
-        t = data[i, k] - data[j, k]
-        d += t * t
-    dist[j, i] = math.sqrt(d)
+pairwise_kapi = kapi.kernel(kernels.pairwise_distance)
 
 
 @numba.njit(parallel=True, fastmath=False)
