@@ -45,7 +45,7 @@ demo: build
 	$(PY) samples/pairwise_distance.py
 
 test: build
-	$(MAKE) --no-print-directory test-c test-py
+	$(MAKE) --no-print-directory lint test-c test-py
 
 test-c:
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
