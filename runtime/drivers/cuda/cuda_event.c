@@ -127,7 +127,9 @@ static ze_result_t deferred_query(cuda_event_t *e) {
 }
 
 /* An unbounded wait: the stream itself when the event's command is the queue's latest (no
- * record needed), else the event, recorded now. */
+ * record needed), else the event, recorded now. Either way the wait covers every command the
+ * queue had run when it began, so all of their deferred events complete with it (a wait_all
+ * over many events costs one record at most). */
 static ze_result_t deferred_wait(cuda_event_t *e) {
   cuda_queue_t *q;
   uint64_t seq, latest;
@@ -142,7 +144,7 @@ static ze_result_t deferred_wait(cuda_event_t *e) {
   r = cuda_event_materialise(e);
   if (r == ZE_RESULT_SUCCESS && e->state == CUDA_EV_RECORDED) {
     r = cuda_to_ze(cuda.cuEventSynchronize(e->ev));
-    if (r == ZE_RESULT_SUCCESS) cuda_queue_completed(q, seq);
+    if (r == ZE_RESULT_SUCCESS) cuda_queue_completed(q, latest);
     return r;
   }
   return r != ZE_RESULT_SUCCESS ? r : ZE_RESULT_ERROR_NOT_AVAILABLE;
