@@ -522,6 +522,12 @@ static void test_illegal_address(void) {
   CHECK(r == ZE_RESULT_ERROR_DEVICE_LOST, "faulting kernel gave 0x%x, want DEVICE_LOST", r);
 }
 
+/* Progress on stdout (flushed), so a run that hangs or crashes shows where. */
+static void step(const char *name) {
+  printf("-- %s\n", name);
+  fflush(stdout);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     printf("usage: %s DRIVER_SO FIXTURE_DIR\n", argv[0]);
@@ -553,15 +559,25 @@ int main(int argc, char **argv) {
   ZE(zeCommandQueueCreate(ctx, dev, &qd, &queue));
   ze_command_list_desc_t ld = {.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC};
   ZE(zeCommandListCreate(ctx, dev, &ld, &list));
+  step("test_properties");
   test_properties();
+  step("test_memory");
   test_memory();
+  step("test_fill_patterns");
   test_fill_patterns();
+  step("test_immediate_events");
   test_immediate_events();
+  step("test_deferred_events");
   test_deferred_events();
+  step("test_bad_module");
   test_bad_module();
+  step("test_saxpy");
   test_saxpy();
+  step("test_reduce");
   test_reduce();
+  step("test_atomics");
   test_atomics();
+  step("test_math");
   test_math();
   /* A second context whose allocations are left to zeContextDestroy. */
   ze_context_handle_t ctx2;
@@ -570,6 +586,7 @@ int main(int argc, char **argv) {
   void *leak;
   ZE(zeMemAllocDevice(ctx2, &dd, 1 << 20, 64, dev, &leak));
   ZE(zeContextDestroy(ctx2));
+  step("test_illegal_address");
   test_illegal_address();
   if (failures) {
     printf("%d failure(s)\n", failures);
