@@ -33,6 +33,7 @@ static int resolve(void *lib) {
   SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   SYM(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
   SYM(cuCtxSetCurrent, "cuCtxSetCurrent");
+  SYM(cuCtxGetCurrent, "cuCtxGetCurrent");
   SYM(cuCtxSynchronize, "cuCtxSynchronize");
   SYM(cuMemGetInfo, "cuMemGetInfo_v2");
   SYM(cuMemAlloc, "cuMemAlloc_v2");

@@ -59,6 +59,7 @@ typedef struct cuda_api {
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
   CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxGetCurrent)(CUcontext *);
   CUresult (*cuCtxSynchronize)(void);
   CUresult (*cuMemGetInfo)(size_t *, size_t *);
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);

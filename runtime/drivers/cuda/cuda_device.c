@@ -27,7 +27,12 @@ ze_result_t cuda_to_ze(CUresult r) {
   return ZE_RESULT_ERROR_UNKNOWN;
 }
 
+/* cuCtxGetCurrent reads a thread-local; setting only on a change keeps launches from
+ * re-binding the context each time while staying right when other code (numba-cuda, CuPy)
+ * switches contexts on the same thread. */
 ze_result_t cuda_use(cuda_device_t *d) {
+  CUcontext cur = NULL;
+  if (cuda.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == d->ctx) return ZE_RESULT_SUCCESS;
   return cuda_to_ze(cuda.cuCtxSetCurrent(d->ctx));
 }
 

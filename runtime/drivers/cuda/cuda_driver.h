@@ -43,13 +43,21 @@ typedef struct cuda_event_pool {
   unsigned cu_flags;
 } cuda_event_pool_t;
 
-enum { CUDA_EV_RESET = 0, CUDA_EV_RECORDED = 1, CUDA_EV_HOST_SIGNALED = 2 };
+/* DEFERRED: signalled by a command on a queue but not yet recorded (cuda_event.c); HOST_SIGNALED
+ * also stands for "known complete". */
+enum { CUDA_EV_RESET = 0, CUDA_EV_RECORDED = 1, CUDA_EV_HOST_SIGNALED = 2, CUDA_EV_DEFERRED = 3 };
+
+struct cuda_queue;
 
 typedef struct cuda_event {
   zed_object_t obj;
   CUevent ev;
   volatile int state;
-  CUstream stream; /* where it was last recorded: a wait there is already implied */
+  int timing;               /* from a timestamp pool: always recorded at once */
+  CUstream stream;          /* where it was last recorded: a wait there is already implied */
+  struct cuda_queue *queue; /* DEFERRED: the queue whose command signals it */
+  uint64_t seq;             /* DEFERRED: that command's number on the queue */
+  struct cuda_event *dprev, *dnext; /* DEFERRED: the queue's list, oldest first */
 } cuda_event_t;
 
 typedef struct cuda_module {
@@ -68,6 +76,7 @@ typedef struct cuda_kernel {
   uint64_t *values;      /* one 8-byte slot per argument (every PTX parameter fits) */
   uint32_t *local_bytes; /* per KC_ARG_LOCAL argument, set at zeKernelSetArgumentValue */
   int dyn_shared_limit;  /* largest dynamic shared size already allowed on fn */
+  int has_local;         /* some argument is a local buffer (laid out at each launch) */
 } cuda_kernel_t;
 
 typedef enum cuda_cmd_kind {
@@ -77,6 +86,8 @@ typedef enum cuda_cmd_kind {
   CUDA_CMD_BARRIER,
   CUDA_CMD_RESET_EVENT,
 } cuda_cmd_kind_t;
+
+#define CUDA_CMD_INLINE 8
 
 /* One recorded command: waits first, then the operation, then the signal. */
 typedef struct cuda_cmd {
@@ -91,14 +102,24 @@ typedef struct cuda_cmd {
   unsigned char pattern[128]; /* fill pattern; for a launch, the dynamic shared-memory size */
   cuda_kernel_t *kernel;
   uint32_t grid[3], block[3];
-  uint64_t *values; /* launch arguments captured at append time */
+  uint64_t *values; /* launch arguments captured at append time, when more than CUDA_CMD_INLINE */
+  /* Small wait lists and argument lists live in the command itself (no allocation per
+   * launch); cuda_cmd_waits / cuda_cmd_values pick the right storage. */
+  cuda_event_t *wbuf[CUDA_CMD_INLINE];
+  uint64_t vbuf[CUDA_CMD_INLINE];
 } cuda_cmd_t;
+
+static inline cuda_event_t *const *cuda_cmd_waits(const cuda_cmd_t *c) {
+  return c->nwait <= CUDA_CMD_INLINE ? c->wbuf : c->waits;
+}
 
 typedef struct cuda_queue {
   zed_object_t obj;
   cuda_device_t *device;
   CUstream stream;
   int synchronous;
+  uint64_t submitted; /* deferred signals made on the stream so far (their numbers) */
+  cuda_event_t *deferred, *deferred_tail; /* events signalled here, not recorded yet */
 } cuda_queue_t;
 
 typedef struct cuda_list {
@@ -120,16 +141,30 @@ typedef struct cuda_fence {
 ze_result_t cuda_to_ze(CUresult r);
 /* Makes the device's primary context current on the calling thread. */
 ze_result_t cuda_use(cuda_device_t *d);
-/* Runs one command on a stream (waits, operation, signal). */
-ze_result_t cuda_cmd_run(const cuda_cmd_t *c, CUstream s);
+/* Runs one command on a queue's stream (waits, operation, signal). */
+ze_result_t cuda_cmd_run(const cuda_cmd_t *c, cuda_queue_t *q);
 void cuda_cmd_free(cuda_cmd_t *c);
 /* cuLaunchKernel for a recorded launch (cuda_module.c). */
 ze_result_t cuda_launch(const cuda_cmd_t *c, CUstream s);
-/* Records or runs a launch prepared by cuda_list_append_launch; takes values (malloc'd). */
+/* Fills a launch command's arguments, grid and block from the kernel's current state. */
+ze_result_t cuda_launch_prepare(cuda_cmd_t *c, cuda_kernel_t *k, const ze_group_count_t *groups);
+/* Records or runs a launch command (signal and waits are set here). */
 ze_result_t cuda_list_submit_launch(ze_command_list_handle_t h, cuda_kernel_t *k,
-                                    const ze_group_count_t *groups, uint64_t *values,
-                                    uint32_t shared, ze_event_handle_t sig, uint32_t nwait,
-                                    ze_event_handle_t *waits);
+                                    const ze_group_count_t *groups, ze_event_handle_t sig,
+                                    uint32_t nwait, ze_event_handle_t *waits);
+
+/* Deferred signals (cuda_event.c): a command's signal event is only recorded on the stream when
+ * something needs it as a CUDA event (a wait on another stream, a query that the stream's state
+ * cannot answer); a synchronised stream completes all of its deferred events at once. */
+ze_result_t cuda_event_signal(cuda_event_t *e, cuda_queue_t *q);
+/* Records a deferred event now; waits then see it as RECORDED. */
+ze_result_t cuda_event_materialise(cuda_event_t *e);
+/* Marks the queue's deferred events up to command number seq complete. */
+void cuda_queue_completed(cuda_queue_t *q, uint64_t seq);
+/* The queue's command count, read under the deferred-events lock. */
+uint64_t cuda_queue_submitted(cuda_queue_t *q);
+/* Sets an event's state (reset, host signal), taking it off a queue's deferred list first. */
+void cuda_event_set_state(cuda_event_t *e, int state);
 /* The driver object, or NULL before zeInit / without devices. */
 cuda_driver_t *cuda_driver(void);
 

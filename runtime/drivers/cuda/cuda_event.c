@@ -1,11 +1,147 @@
 /* Events and fences on CUDA events. A Level Zero event signalled by a command is a CUDA event
- * recorded on the stream; one signalled from the host only sets a flag (CUDA events cannot be
- * signalled by the host), which host waits see and device waits treat as already signalled.
+ * recorded on the stream, lazily: cuEventRecord costs about as much host time as a launch, and
+ * most signals (one per runtime command) are only ever answered by "the stream is idle". One
+ * signalled from the host only sets a flag (CUDA events cannot be signalled by the host), which
+ * host waits see and device waits treat as already signalled.
  */
 #include "cuda_driver.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
+
+/* Guards every queue's deferred list and the deferred events' fields (rarely contended). */
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void unlink_locked(cuda_event_t *e) {
+  cuda_queue_t *q = e->queue;
+  if (e->dprev)
+    e->dprev->dnext = e->dnext;
+  else
+    q->deferred = e->dnext;
+  if (e->dnext)
+    e->dnext->dprev = e->dprev;
+  else
+    q->deferred_tail = e->dprev;
+  e->dprev = e->dnext = NULL;
+  e->queue = NULL;
+}
+
+void cuda_event_set_state(cuda_event_t *e, int state) {
+  pthread_mutex_lock(&deferred_lock);
+  if (e->state == CUDA_EV_DEFERRED) unlink_locked(e);
+  e->state = state;
+  pthread_mutex_unlock(&deferred_lock);
+}
+
+/* The signal of a command just run on q: numbered, and put at the end of q's deferred list. */
+ze_result_t cuda_event_signal(cuda_event_t *e, cuda_queue_t *q) {
+  if (e->timing) {
+    ze_result_t r = cuda_to_ze(cuda.cuEventRecord(e->ev, q->stream));
+    if (r == ZE_RESULT_SUCCESS) {
+      e->stream = q->stream;
+      cuda_event_set_state(e, CUDA_EV_RECORDED);
+    }
+    return r;
+  }
+  pthread_mutex_lock(&deferred_lock);
+  if (e->state == CUDA_EV_DEFERRED) unlink_locked(e);
+  e->queue = q;
+  e->seq = ++q->submitted;
+  e->dprev = q->deferred_tail;
+  e->dnext = NULL;
+  if (q->deferred_tail)
+    q->deferred_tail->dnext = e;
+  else
+    q->deferred = e;
+  q->deferred_tail = e;
+  e->state = CUDA_EV_DEFERRED;
+  pthread_mutex_unlock(&deferred_lock);
+  return ZE_RESULT_SUCCESS;
+}
+
+/* Recording later than the command is conservative: the stream is in order, so the event then
+ * completes after the command (and whatever followed it), never before. */
+ze_result_t cuda_event_materialise(cuda_event_t *e) {
+  ze_result_t r = ZE_RESULT_SUCCESS;
+  pthread_mutex_lock(&deferred_lock);
+  if (e->state == CUDA_EV_DEFERRED) {
+    cuda_queue_t *q = e->queue;
+    r = cuda_use(q->device);
+    if (r == ZE_RESULT_SUCCESS) r = cuda_to_ze(cuda.cuEventRecord(e->ev, q->stream));
+    if (r == ZE_RESULT_SUCCESS) {
+      unlink_locked(e);
+      e->stream = q->stream;
+      e->state = CUDA_EV_RECORDED;
+    }
+  }
+  pthread_mutex_unlock(&deferred_lock);
+  return r;
+}
+
+void cuda_queue_completed(cuda_queue_t *q, uint64_t seq) {
+  pthread_mutex_lock(&deferred_lock);
+  while (q->deferred && q->deferred->seq <= seq) {
+    cuda_event_t *e = q->deferred;
+    unlink_locked(e);
+    e->state = CUDA_EV_HOST_SIGNALED;
+  }
+  pthread_mutex_unlock(&deferred_lock);
+}
+
+uint64_t cuda_queue_submitted(cuda_queue_t *q) {
+  pthread_mutex_lock(&deferred_lock);
+  uint64_t n = q->submitted;
+  pthread_mutex_unlock(&deferred_lock);
+  return n;
+}
+
+/* A deferred event's queue and number, or 0 when it is no longer deferred. */
+static int deferred_at(cuda_event_t *e, cuda_queue_t **q, uint64_t *seq, uint64_t *latest) {
+  pthread_mutex_lock(&deferred_lock);
+  int d = e->state == CUDA_EV_DEFERRED;
+  if (d) {
+    *q = e->queue;
+    *seq = e->seq;
+    *latest = e->queue->submitted;
+  }
+  pthread_mutex_unlock(&deferred_lock);
+  return d;
+}
+
+/* Answers a query from the stream when it is idle (completing every deferred event of the
+ * queue at once); otherwise records the event so that the answer is exact. */
+static ze_result_t deferred_query(cuda_event_t *e) {
+  cuda_queue_t *q;
+  uint64_t seq, latest;
+  if (!deferred_at(e, &q, &seq, &latest)) return ZE_RESULT_ERROR_NOT_AVAILABLE;
+  ze_result_t r = cuda_use(q->device);
+  if (r == ZE_RESULT_SUCCESS) r = cuda_to_ze(cuda.cuStreamQuery(q->stream));
+  if (r == ZE_RESULT_SUCCESS) {
+    cuda_queue_completed(q, latest);
+    return r;
+  }
+  if (r != ZE_RESULT_NOT_READY) return r;
+  r = cuda_event_materialise(e);
+  return r != ZE_RESULT_SUCCESS ? r : ZE_RESULT_ERROR_NOT_AVAILABLE;
+}
+
+/* An unbounded wait: the event, recorded now (cuStreamSynchronize measured slower on the H200
+ * than a record and cuEventSynchronize). The record covers every command the queue had run when
+ * the wait began, so all of their deferred events complete with it: a wait_all over many events
+ * costs one record. */
+static ze_result_t deferred_wait(cuda_event_t *e) {
+  cuda_queue_t *q;
+  uint64_t seq, latest;
+  if (!deferred_at(e, &q, &seq, &latest)) return ZE_RESULT_ERROR_NOT_AVAILABLE;
+  ze_result_t r = cuda_event_materialise(e);
+  if (r == ZE_RESULT_SUCCESS && e->state == CUDA_EV_RECORDED) {
+    r = cuda_to_ze(cuda.cuEventSynchronize(e->ev));
+    if (r == ZE_RESULT_SUCCESS) cuda_queue_completed(q, latest);
+    return r;
+  }
+  return r != ZE_RESULT_SUCCESS ? r : ZE_RESULT_ERROR_NOT_AVAILABLE;
+}
 
 ze_result_t cuda_event_pool_create(ze_context_handle_t c, const ze_event_pool_desc_t *desc,
                                    uint32_t ndev, ze_device_handle_t *devs,
@@ -49,6 +185,7 @@ ze_result_t cuda_event_create(ze_event_pool_handle_t ph, const ze_event_desc_t *
     free(e);
     return r;
   }
+  e->timing = p->cu_flags == CU_EVENT_DEFAULT;
   zed_object_init(&e->obj, ZED_KIND_EVENT);
   *out = (ze_event_handle_t)e;
   return ZE_RESULT_SUCCESS;
@@ -57,6 +194,7 @@ ze_result_t cuda_event_create(ze_event_pool_handle_t ph, const ze_event_desc_t *
 ze_result_t cuda_event_destroy(ze_event_handle_t h) {
   ZED_CHECK(h, ZED_KIND_EVENT);
   cuda_event_t *e = (cuda_event_t *)h;
+  cuda_event_set_state(e, CUDA_EV_RESET);
   zed_object_retire(&e->obj);
   cuda.cuEventDestroy(e->ev);
   free(e);
@@ -65,21 +203,26 @@ ze_result_t cuda_event_destroy(ze_event_handle_t h) {
 
 ze_result_t cuda_event_host_signal(ze_event_handle_t h) {
   ZED_CHECK(h, ZED_KIND_EVENT);
-  ((cuda_event_t *)h)->state = CUDA_EV_HOST_SIGNALED;
+  cuda_event_set_state((cuda_event_t *)h, CUDA_EV_HOST_SIGNALED);
   return ZE_RESULT_SUCCESS;
 }
 
 ze_result_t cuda_event_host_reset(ze_event_handle_t h) {
   ZED_CHECK(h, ZED_KIND_EVENT);
-  ((cuda_event_t *)h)->state = CUDA_EV_RESET;
+  cuda_event_set_state((cuda_event_t *)h, CUDA_EV_RESET);
   return ZE_RESULT_SUCCESS;
 }
 
 ze_result_t cuda_event_query_status(ze_event_handle_t h) {
   ZED_CHECK(h, ZED_KIND_EVENT);
   cuda_event_t *e = (cuda_event_t *)h;
-  if (e->state == CUDA_EV_HOST_SIGNALED) return ZE_RESULT_SUCCESS;
-  if (e->state == CUDA_EV_RESET) return ZE_RESULT_NOT_READY;
+  if (e->state == CUDA_EV_DEFERRED) {
+    ze_result_t r = deferred_query(e);
+    if (r != ZE_RESULT_ERROR_NOT_AVAILABLE) return r;
+  }
+  int st = e->state;
+  if (st == CUDA_EV_HOST_SIGNALED) return ZE_RESULT_SUCCESS;
+  if (st == CUDA_EV_RESET) return ZE_RESULT_NOT_READY;
   return cuda_to_ze(cuda.cuEventQuery(e->ev));
 }
 
@@ -101,6 +244,10 @@ ze_result_t cuda_event_host_synchronize(ze_event_handle_t h, uint64_t timeout) {
   cuda_event_t *e = (cuda_event_t *)h;
   uint64_t start = now_ns();
   for (;;) {
+    if (e->state == CUDA_EV_DEFERRED) {
+      ze_result_t r = timeout == UINT64_MAX ? deferred_wait(e) : deferred_query(e);
+      if (r != ZE_RESULT_ERROR_NOT_AVAILABLE) return r;
+    }
     int st = e->state;
     if (st == CUDA_EV_HOST_SIGNALED) return ZE_RESULT_SUCCESS;
     if (st == CUDA_EV_RECORDED) {

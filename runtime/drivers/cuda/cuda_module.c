@@ -133,6 +133,8 @@ ze_result_t cuda_kernel_create(ze_module_handle_t mh, const ze_kernel_desc_t *de
   }
   k->module = m;
   k->info = info;
+  for (uint32_t i = 0; i < info->num_args; ++i)
+    k->has_local |= info->args[i].kind == KC_ARG_LOCAL;
   for (int i = 0; i < 3; ++i)
     k->group[i] = info->required_local_size[i] ? info->required_local_size[i] : 1;
   zed_object_init(&k->obj, ZED_KIND_KERNEL);
@@ -233,39 +235,51 @@ ze_result_t cuda_kernel_get_name(ze_kernel_handle_t h, size_t *size, char *name)
   return ZE_RESULT_SUCCESS;
 }
 
+static uint64_t *cmd_values(const cuda_cmd_t *c) {
+  return c->kernel->info->num_args <= CUDA_CMD_INLINE ? (uint64_t *)c->vbuf : c->values;
+}
+
 /* Local buffers are laid out one after another (16-byte aligned) in the dynamic shared memory;
- * each local argument's value is its offset there. */
+ * each local argument's value is its offset there. Arguments are copied into the command (as
+ * Level Zero requires: the kernel may be relaunched with others at once). */
+ze_result_t cuda_launch_prepare(cuda_cmd_t *c, cuda_kernel_t *k, const ze_group_count_t *groups) {
+  uint32_t n = k->info->num_args;
+  c->kernel = k;
+  if (n > CUDA_CMD_INLINE && !(c->values = malloc(n * sizeof *c->values)))
+    return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  uint64_t *values = cmd_values(c);
+  memcpy(values, k->values, n * sizeof *values);
+  uint64_t shared = 0;
+  if (k->has_local)
+    for (uint32_t i = 0; i < n; ++i)
+      if (k->info->args[i].kind == KC_ARG_LOCAL) {
+        values[i] = shared;
+        shared = (shared + k->local_bytes[i] + 15) & ~(uint64_t)15;
+      }
+  if (shared > (uint64_t)k->module->device->max_shared_optin)
+    return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
+  if ((int)shared > k->dyn_shared_limit) {
+    cuda_use(k->module->device);
+    CUresult cr = cuda.cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          (int)shared);
+    if (cr != CUDA_SUCCESS) return cuda_to_ze(cr);
+    k->dyn_shared_limit = (int)shared;
+  }
+  uint32_t sh = (uint32_t)shared;
+  memcpy(c->pattern, &sh, sizeof sh); /* the dynamic shared-memory size travels here */
+  c->grid[0] = groups->groupCountX;
+  c->grid[1] = groups->groupCountY;
+  c->grid[2] = groups->groupCountZ;
+  memcpy(c->block, k->group, sizeof c->block);
+  return ZE_RESULT_SUCCESS;
+}
+
 ze_result_t cuda_list_append_launch(ze_command_list_handle_t h, ze_kernel_handle_t kh,
                                     const ze_group_count_t *groups, ze_event_handle_t sig,
                                     uint32_t nwait, ze_event_handle_t *waits) {
   ZED_CHECK(kh, ZED_KIND_KERNEL);
   ZED_CHECK_PTR(groups);
-  cuda_kernel_t *k = (cuda_kernel_t *)kh;
-  uint32_t n = k->info->num_args;
-  uint64_t *values = malloc((n ? n : 1) * sizeof *values);
-  if (!values) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-  memcpy(values, k->values, n * sizeof *values);
-  uint64_t shared = 0;
-  for (uint32_t i = 0; i < n; ++i)
-    if (k->info->args[i].kind == KC_ARG_LOCAL) {
-      values[i] = shared;
-      shared = (shared + k->local_bytes[i] + 15) & ~(uint64_t)15;
-    }
-  if (shared > (uint64_t)k->module->device->max_shared_optin) {
-    free(values);
-    return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
-  }
-  if ((int)shared > k->dyn_shared_limit) {
-    cuda_use(k->module->device);
-    CUresult cr = cuda.cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                          (int)shared);
-    if (cr != CUDA_SUCCESS) {
-      free(values);
-      return cuda_to_ze(cr);
-    }
-    k->dyn_shared_limit = (int)shared;
-  }
-  return cuda_list_submit_launch(h, k, groups, values, (uint32_t)shared, sig, nwait, waits);
+  return cuda_list_submit_launch(h, (cuda_kernel_t *)kh, groups, sig, nwait, waits);
 }
 
 ze_result_t cuda_launch(const cuda_cmd_t *c, CUstream s) {
@@ -273,8 +287,9 @@ ze_result_t cuda_launch(const cuda_cmd_t *c, CUstream s) {
   memcpy(&shared, c->pattern, sizeof shared);
   void *params[256];
   if (n > 256) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  uint64_t *values = cmd_values(c);
   for (uint32_t i = 0; i < n; ++i)
-    params[i] = &c->values[i];
+    params[i] = &values[i];
   return cuda_to_ze(cuda.cuLaunchKernel(c->kernel->fn, c->grid[0], c->grid[1], c->grid[2],
                                         c->block[0], c->block[1], c->block[2], shared, s, params,
                                         NULL));

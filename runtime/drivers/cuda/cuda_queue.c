@@ -35,6 +35,7 @@ ze_result_t cuda_queue_create(ze_context_handle_t c, ze_device_handle_t dh,
 static void queue_free(cuda_queue_t *q) {
   cuda_use(q->device);
   cuda.cuStreamSynchronize(q->stream);
+  cuda_queue_completed(q, UINT64_MAX); /* no deferred event may outlive its stream */
   cuda.cuStreamDestroy(q->stream);
   zed_object_retire(&q->obj);
   free(q);
@@ -50,12 +51,14 @@ ze_result_t cuda_queue_synchronize(ze_command_queue_handle_t h, uint64_t timeout
   ZED_CHECK(h, ZED_KIND_QUEUE);
   cuda_queue_t *q = (cuda_queue_t *)h;
   cuda_use(q->device);
-  if (timeout == UINT64_MAX) return cuda_to_ze(cuda.cuStreamSynchronize(q->stream));
-  ze_result_t r = cuda_to_ze(cuda.cuStreamQuery(q->stream));
+  uint64_t seq = cuda_queue_submitted(q);
+  ze_result_t r =
+      timeout == UINT64_MAX ? ZE_RESULT_NOT_READY : cuda_to_ze(cuda.cuStreamQuery(q->stream));
   if (r == ZE_RESULT_NOT_READY && timeout > 0) {
     /* Bounded waits are rare; wait fully rather than spin (the result is then exact). */
     r = cuda_to_ze(cuda.cuStreamSynchronize(q->stream));
   }
+  if (r == ZE_RESULT_SUCCESS) cuda_queue_completed(q, seq);
   return r;
 }
 
@@ -70,7 +73,7 @@ ze_result_t cuda_queue_execute(ze_command_queue_handle_t h, uint32_t n,
     cuda_list_t *l = (cuda_list_t *)lists[i];
     if (l->immediate) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     for (size_t c = 0; c < l->count && r == ZE_RESULT_SUCCESS; ++c)
-      r = cuda_cmd_run(&l->cmds[c], q->stream);
+      r = cuda_cmd_run(&l->cmds[c], q);
   }
   if (r == ZE_RESULT_SUCCESS && fence) {
     ZED_CHECK(fence, ZED_KIND_FENCE);
@@ -116,8 +119,10 @@ ze_result_t cuda_list_create_immediate(ze_context_handle_t c, ze_device_handle_t
 }
 
 void cuda_cmd_free(cuda_cmd_t *c) {
-  free(c->waits);
+  free(c->waits); /* NULL when inline */
   free(c->values);
+  c->waits = NULL;
+  c->values = NULL;
 }
 
 ze_result_t cuda_list_reset(ze_command_list_handle_t h) {
@@ -145,23 +150,29 @@ ze_result_t cuda_list_close(ze_command_list_handle_t h) {
   return ZE_RESULT_SUCCESS;
 }
 
-/* Fills the common part of a command; the caller sets the operation. */
+/* Fills the common part of a command; the caller sets the operation. Only the fields every
+ * command reads are cleared (the command is large and built once per launch). */
 static ze_result_t cmd_init(cuda_cmd_t *c, cuda_cmd_kind_t kind, ze_event_handle_t sig,
                             uint32_t nwait, ze_event_handle_t *waits) {
-  memset(c, 0, sizeof *c);
   c->kind = kind;
+  c->waits = NULL;
+  c->values = NULL;
+  c->nwait = 0;
   if (sig) ZED_CHECK(sig, ZED_KIND_EVENT);
   c->signal = (cuda_event_t *)sig;
   if (nwait) {
     ZED_CHECK_PTR(waits);
-    c->waits = malloc(nwait * sizeof *c->waits);
-    if (!c->waits) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    cuda_event_t **w = c->wbuf;
+    if (nwait > CUDA_CMD_INLINE) {
+      w = c->waits = malloc(nwait * sizeof *c->waits);
+      if (!w) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    }
     for (uint32_t i = 0; i < nwait; ++i) {
       if (zed_check(waits[i], ZED_KIND_EVENT) != ZE_RESULT_SUCCESS) {
-        free(c->waits);
+        cuda_cmd_free(c);
         return ZE_RESULT_ERROR_INVALID_ARGUMENT;
       }
-      c->waits[i] = (cuda_event_t *)waits[i];
+      w[i] = (cuda_event_t *)waits[i];
     }
   }
   c->nwait = nwait;
@@ -172,7 +183,7 @@ static ze_result_t cmd_init(cuda_cmd_t *c, cuda_cmd_kind_t kind, ze_event_handle
 static ze_result_t submit(cuda_list_t *l, cuda_cmd_t *c) {
   if (l->immediate) {
     ze_result_t r = cuda_use(l->device);
-    if (r == ZE_RESULT_SUCCESS) r = cuda_cmd_run(c, l->immediate->stream);
+    if (r == ZE_RESULT_SUCCESS) r = cuda_cmd_run(c, l->immediate);
     if (r == ZE_RESULT_SUCCESS && l->immediate->synchronous)
       r = cuda_to_ze(cuda.cuStreamSynchronize(l->immediate->stream));
     cuda_cmd_free(c);
@@ -196,6 +207,7 @@ ze_result_t cuda_list_append_barrier(ze_command_list_handle_t h, ze_event_handle
                                      uint32_t nwait, ze_event_handle_t *waits) {
   ZED_CHECK(h, ZED_KIND_LIST);
   cuda_cmd_t c;
+  memset(&c, 0, sizeof c);
   ze_result_t r = cmd_init(&c, CUDA_CMD_BARRIER, sig, nwait, waits);
   return r != ZE_RESULT_SUCCESS ? r : submit((cuda_list_t *)h, &c);
 }
@@ -217,6 +229,7 @@ ze_result_t cuda_list_append_copy(ze_command_list_handle_t h, void *dst, const v
   ZED_CHECK_PTR(dst);
   ZED_CHECK_PTR(src);
   cuda_cmd_t c;
+  memset(&c, 0, sizeof c);
   ze_result_t r = cmd_init(&c, CUDA_CMD_COPY, sig, nwait, waits);
   if (r != ZE_RESULT_SUCCESS) return r;
   c.dst = (CUdeviceptr)(uintptr_t)dst;
@@ -243,6 +256,7 @@ ze_result_t cuda_list_append_fill(ze_command_list_handle_t h, void *p, const voi
   if (size % ps) return ZE_RESULT_ERROR_INVALID_SIZE;
   int copies = ps > 4 || (uintptr_t)p % ps; /* cuMemsetD16/32 need aligned destinations */
   cuda_cmd_t c;
+  memset(&c, 0, sizeof c);
   ze_result_t r = cmd_init(&c, CUDA_CMD_FILL, sig, nwait, waits);
   if (r != ZE_RESULT_SUCCESS) return r;
   c.dst = (CUdeviceptr)(uintptr_t)p;
@@ -266,6 +280,7 @@ ze_result_t cuda_list_append_reset(ze_command_list_handle_t h, ze_event_handle_t
   ZED_CHECK(h, ZED_KIND_LIST);
   ZED_CHECK(ev, ZED_KIND_EVENT);
   cuda_cmd_t c;
+  memset(&c, 0, sizeof c);
   ze_result_t r = cmd_init(&c, CUDA_CMD_RESET_EVENT, NULL, 0, NULL);
   if (r != ZE_RESULT_SUCCESS) return r;
   c.signal = (cuda_event_t *)ev;
@@ -302,11 +317,25 @@ static ze_result_t run_fill(const cuda_cmd_t *c, CUstream s) {
   }
 }
 
-ze_result_t cuda_cmd_run(const cuda_cmd_t *c, CUstream s) {
+/* A device wait: nothing for an event already complete or signalled earlier on this stream;
+ * a deferred event of another stream is recorded first. */
+static ze_result_t wait_for(cuda_event_t *e, cuda_queue_t *q) {
+  if (e->state == CUDA_EV_DEFERRED) {
+    if (e->queue == q) return ZE_RESULT_SUCCESS; /* the stream is in order */
+    ze_result_t r = cuda_event_materialise(e);
+    if (r != ZE_RESULT_SUCCESS) return r;
+  }
+  if (e->state == CUDA_EV_RECORDED && e->stream != q->stream)
+    return cuda_to_ze(cuda.cuStreamWaitEvent(q->stream, e->ev, 0));
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t cuda_cmd_run(const cuda_cmd_t *c, cuda_queue_t *q) {
+  CUstream s = q->stream;
   ze_result_t r = ZE_RESULT_SUCCESS;
+  cuda_event_t *const *waits = cuda_cmd_waits(c);
   for (uint32_t i = 0; i < c->nwait && r == ZE_RESULT_SUCCESS; ++i)
-    if (c->waits[i]->state == CUDA_EV_RECORDED && c->waits[i]->stream != s)
-      r = cuda_to_ze(cuda.cuStreamWaitEvent(s, c->waits[i]->ev, 0));
+    r = wait_for(waits[i], q);
   if (r != ZE_RESULT_SUCCESS) return r;
   switch (c->kind) {
   case CUDA_CMD_COPY:
@@ -319,43 +348,27 @@ ze_result_t cuda_cmd_run(const cuda_cmd_t *c, CUstream s) {
     r = cuda_launch(c, s);
     break;
   case CUDA_CMD_RESET_EVENT:
-    c->signal->state = CUDA_EV_RESET;
+    cuda_event_set_state(c->signal, CUDA_EV_RESET);
     return ZE_RESULT_SUCCESS;
   case CUDA_CMD_BARRIER:
     break; /* a stream is in order */
   }
-  if (r == ZE_RESULT_SUCCESS && c->signal) {
-    r = cuda_to_ze(cuda.cuEventRecord(c->signal->ev, s));
-    if (r == ZE_RESULT_SUCCESS) {
-      c->signal->state = CUDA_EV_RECORDED;
-      c->signal->stream = s;
-    }
-  }
+  if (r == ZE_RESULT_SUCCESS && c->signal) r = cuda_event_signal(c->signal, q);
   return r;
 }
 
-/* The command for a launch prepared by cuda_list_append_launch (cuda_module.c); takes values.
- * The dynamic shared-memory size travels in the pattern field. */
+/* The command for a launch (cuda_module.c checks the kernel); built on the stack, so an
+ * immediate list's launch allocates nothing. */
 ze_result_t cuda_list_submit_launch(ze_command_list_handle_t h, cuda_kernel_t *k,
-                                    const ze_group_count_t *groups, uint64_t *values,
-                                    uint32_t shared, ze_event_handle_t sig, uint32_t nwait,
-                                    ze_event_handle_t *waits) {
-  if (zed_check(h, ZED_KIND_LIST) != ZE_RESULT_SUCCESS) {
-    free(values);
-    return zed_check(h, ZED_KIND_LIST);
-  }
+                                    const ze_group_count_t *groups, ze_event_handle_t sig,
+                                    uint32_t nwait, ze_event_handle_t *waits) {
+  ZED_CHECK(h, ZED_KIND_LIST);
   cuda_cmd_t c;
   ze_result_t r = cmd_init(&c, CUDA_CMD_LAUNCH, sig, nwait, waits);
+  if (r == ZE_RESULT_SUCCESS) r = cuda_launch_prepare(&c, k, groups);
   if (r != ZE_RESULT_SUCCESS) {
-    free(values);
+    cuda_cmd_free(&c);
     return r;
   }
-  c.kernel = k;
-  c.values = values;
-  memcpy(c.pattern, &shared, sizeof shared);
-  c.grid[0] = groups->groupCountX;
-  c.grid[1] = groups->groupCountY;
-  c.grid[2] = groups->groupCountZ;
-  memcpy(c.block, k->group, sizeof c.block);
   return submit((cuda_list_t *)h, &c);
 }

@@ -242,6 +242,64 @@ static void test_immediate_events(void) {
   zeMemFree(ctx, h);
 }
 
+/* Signal events are recorded lazily (cuda_event.c): waits on older events, queries that the
+ * stream's state answers, resets and re-signals of still-deferred events, a timestamp pool's
+ * eager records, and a list destroyed while its events are deferred. */
+static void test_deferred_events(void) {
+  ze_command_queue_desc_t qd = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
+                                .mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS};
+  ze_command_list_handle_t a;
+  ZE(zeCommandListCreateImmediate(ctx, dev, &qd, &a));
+  ze_event_pool_desc_t pd = {.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
+                             .flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
+                             .count = 8};
+  ze_event_pool_desc_t tpd = pd;
+  tpd.flags |= ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP;
+  ze_event_pool_handle_t pool, tpool;
+  ZE(zeEventPoolCreate(ctx, &pd, 1, &dev, &pool));
+  ZE(zeEventPoolCreate(ctx, &tpd, 1, &dev, &tpool));
+  ze_event_handle_t e[8], t;
+  for (uint32_t i = 0; i < 8; ++i) {
+    ze_event_desc_t ed = {.stype = ZE_STRUCTURE_TYPE_EVENT_DESC, .index = i};
+    ZE(zeEventCreate(pool, &ed, &e[i]));
+  }
+  ze_event_desc_t ed = {.stype = ZE_STRUCTURE_TYPE_EVENT_DESC};
+  ZE(zeEventCreate(tpool, &ed, &t));
+  const size_t n = 64 << 20;
+  unsigned char *d = dev_alloc(n), *h = host_alloc(n);
+  for (uint32_t i = 0; i < 6; ++i) {
+    unsigned char v = (unsigned char)(i + 1);
+    ZE(zeCommandListAppendMemoryFill(a, d, &v, 1, n, e[i], 0, NULL));
+  }
+  ZE(zeCommandListAppendMemoryCopy(a, h, d, n, t, 0, NULL));
+  ZE(zeEventHostSynchronize(e[1], UINT64_MAX)); /* an older event: recorded at the wait */
+  CHECK(zeEventQueryStatus(e[0]) == ZE_RESULT_SUCCESS, "older deferred event complete");
+  ZE(zeEventHostSynchronize(t, UINT64_MAX));
+  CHECK(h[0] == 6 && h[n - 1] == 6, "copy after six fills read %u", h[0]);
+  for (uint32_t i = 0; i < 6; ++i)
+    CHECK(zeEventQueryStatus(e[i]) == ZE_RESULT_SUCCESS, "event %u complete after the copy", i);
+  unsigned char z = 0;
+  ZE(zeCommandListAppendMemoryFill(a, d, &z, 1, n, e[6], 0, NULL));
+  ZE(zeEventHostReset(e[6])); /* reset while deferred */
+  CHECK(zeEventHostSynchronize(e[6], 1000000) == ZE_RESULT_NOT_READY, "reset deferred event");
+  ZE(zeCommandListAppendMemoryFill(a, d, &z, 1, n, e[6], 0, NULL));
+  ZE(zeCommandListAppendMemoryFill(a, d, &z, 1, n, e[6], 0, NULL)); /* signalled again */
+  ze_result_t r;
+  while ((r = zeEventQueryStatus(e[6])) == ZE_RESULT_NOT_READY)
+    ;
+  CHECK(r == ZE_RESULT_SUCCESS, "polled deferred event 0x%x", r);
+  ZE(zeCommandListAppendMemoryFill(a, d, &z, 1, n, e[7], 0, NULL));
+  CHECK(zeCommandListDestroy(a) == ZE_RESULT_SUCCESS, "destroy list with a deferred event");
+  CHECK(zeEventQueryStatus(e[7]) == ZE_RESULT_SUCCESS, "event of a destroyed list complete");
+  for (int i = 0; i < 8; ++i)
+    zeEventDestroy(e[i]);
+  zeEventDestroy(t);
+  zeEventPoolDestroy(pool);
+  zeEventPoolDestroy(tpool);
+  zeMemFree(ctx, d);
+  zeMemFree(ctx, h);
+}
+
 static void test_saxpy(void) {
   ze_module_handle_t m = module("saxpy");
   ze_kernel_handle_t k = kernel(m, "saxpy");
@@ -464,6 +522,12 @@ static void test_illegal_address(void) {
   CHECK(r == ZE_RESULT_ERROR_DEVICE_LOST, "faulting kernel gave 0x%x, want DEVICE_LOST", r);
 }
 
+/* Progress on stdout (flushed), so a run that hangs or crashes shows where. */
+static void step(const char *name) {
+  printf("-- %s\n", name);
+  fflush(stdout);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     printf("usage: %s DRIVER_SO FIXTURE_DIR\n", argv[0]);
@@ -495,14 +559,25 @@ int main(int argc, char **argv) {
   ZE(zeCommandQueueCreate(ctx, dev, &qd, &queue));
   ze_command_list_desc_t ld = {.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC};
   ZE(zeCommandListCreate(ctx, dev, &ld, &list));
+  step("test_properties");
   test_properties();
+  step("test_memory");
   test_memory();
+  step("test_fill_patterns");
   test_fill_patterns();
+  step("test_immediate_events");
   test_immediate_events();
+  step("test_deferred_events");
+  test_deferred_events();
+  step("test_bad_module");
   test_bad_module();
+  step("test_saxpy");
   test_saxpy();
+  step("test_reduce");
   test_reduce();
+  step("test_atomics");
   test_atomics();
+  step("test_math");
   test_math();
   /* A second context whose allocations are left to zeContextDestroy. */
   ze_context_handle_t ctx2;
@@ -511,6 +586,7 @@ int main(int argc, char **argv) {
   void *leak;
   ZE(zeMemAllocDevice(ctx2, &dd, 1 << 20, 64, dev, &leak));
   ZE(zeContextDestroy(ctx2));
+  step("test_illegal_address");
   test_illegal_address();
   if (failures) {
     printf("%d failure(s)\n", failures);
