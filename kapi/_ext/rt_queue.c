@@ -6,10 +6,14 @@
 
 typedef struct {
   PyObject_HEAD kr_queue_t *q;
-  int owned;         /* created with kr_queue_create (destroyed with the object) */
-  long device;       /* runtime device index */
-  PyObject *pending; /* list of events of async commands, oldest first */
+  int owned;           /* created with kr_queue_create (destroyed with the object) */
+  long device;         /* runtime device index */
+  PyObject *pending;   /* list of events of async commands, oldest first */
+  Py_ssize_t prune_at; /* track() prunes once pending is this long (amortised: each query of
+                        * an event is a driver call, too dear for every launch) */
 } kx_queue;
+
+enum { KX_PRUNE_MIN = 32 };
 
 PyObject *kx_queue_type;
 
@@ -31,7 +35,11 @@ static int prune(kx_queue *self) {
 
 int kx_queue_track(PyObject *q, PyObject *event) {
   kx_queue *self = (kx_queue *)q;
-  if (prune(self) < 0) return -1;
+  if (PyList_Size(self->pending) >= self->prune_at) {
+    if (prune(self) < 0) return -1;
+    Py_ssize_t left = PyList_Size(self->pending);
+    self->prune_at = left * 2 > KX_PRUNE_MIN ? left * 2 : KX_PRUNE_MIN;
+  }
   return PyList_Append(self->pending, event);
 }
 
@@ -52,6 +60,7 @@ static int queue_init(PyObject *o, PyObject *args, PyObject *kw) {
   self->owned = own;
   self->device = device;
   self->pending = PyList_New(0);
+  self->prune_at = KX_PRUNE_MIN;
   return self->pending ? 0 : -1;
 }
 
