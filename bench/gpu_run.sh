@@ -19,6 +19,9 @@ step() { echo "== $1"; shift; "$@"; echo "== exit $?"; }
 [ "${SKIP_PYTEST:-0}" = 1 ] || step pytest timeout "${PYTEST_TIMEOUT:-270}" python3 -m pytest -q -p no:cacheprovider \
   --maxfail=40 -rfEs tests 2>&1 | tee "$OUT/pytest.log" | tail -60
 step gpu-bench timeout 200 python3 bench/gpu.py 2>&1 | tee "$OUT/gpu_bench.log"
+if [ -x .carry/bin/launch_c ]; then
+  step gpu-launch-c env KAPI_BENCH_DRIVER=kapi-cuda timeout 30 .carry/bin/launch_c 2000 25 2>&1 | tee -a "$OUT/gpu_bench.log"
+fi
 if [ -x .carry/bin/stream_triad ]; then
   step cpu-triad env KAPI_DRIVERS=cpu timeout 60 .carry/bin/stream_triad 67108864 15 2>&1 | tee "$OUT/cpu.log"
   step cpu-launch env KAPI_DRIVERS=cpu timeout 30 .carry/bin/launch_c 2000 25 2>&1 | tee -a "$OUT/cpu.log"
