@@ -1,0 +1,72 @@
+/* NVPTX finaliser: IR rewrites that keep LLVM 15's NVPTX instruction selection away from a
+ * miscompile. Its bit-field-extract matcher (tryBFE) takes `and (sra x, c), mask` on i64 for
+ * a bfe.u64, and checks that the mask fits the bits left after the shift against the *shift
+ * amount's* type (i32): with c in 33..63 the check underflows and passes, and the unsigned bfe
+ * then drops the sign bits the shift replicated. Python's `%` and `//` fix-ups produce exactly
+ * `select (x < 0), K, 0`, which the DAG combiner folds into that pattern (-8 % 3 came out -1).
+ * Sign tests and wide arithmetic shifts of i64 go through a one-instruction inline asm instead,
+ * which instruction selection cannot fold. */
+#include "finalise_nvptx.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static LLVMValueRef sign_shift(LLVMBuilderRef b, LLVMValueRef x, unsigned amount) {
+  LLVMTypeRef i64 = LLVMTypeOf(x);
+  LLVMTypeRef fty = LLVMFunctionType(i64, &i64, 1, 0);
+  char text[32];
+  snprintf(text, sizeof text, "shr.s64 $0, $1, %u;", amount);
+  LLVMValueRef fn =
+      LLVMGetInlineAsm(fty, text, strlen(text), "=l,l", 4, 0, 0, LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(b, fty, fn, &x, 1, "");
+}
+
+static int is_i64(LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  return LLVMGetTypeKind(t) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) == 64;
+}
+
+static int const_equals(LLVMValueRef v, long long k) {
+  return LLVMIsAConstantInt(v) && LLVMConstIntGetSExtValue(v) == k;
+}
+
+/* `x < 0` and `x > -1` on i64 become tests of the asm's sign mask; returns 1 if replaced. */
+static int guard_sign_test(LLVMBuilderRef b, LLVMValueRef inst) {
+  if (LLVMGetInstructionOpcode(inst) != LLVMICmp) return 0;
+  LLVMValueRef x = LLVMGetOperand(inst, 0), y = LLVMGetOperand(inst, 1);
+  LLVMIntPredicate p = LLVMGetICmpPredicate(inst);
+  int lt0 = p == LLVMIntSLT && const_equals(y, 0), gtm1 = p == LLVMIntSGT && const_equals(y, -1);
+  if (!is_i64(x) || !(lt0 || gtm1)) return 0;
+  LLVMPositionBuilderBefore(b, inst);
+  LLVMValueRef mask = sign_shift(b, x, 63);
+  LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(x));
+  LLVMValueRef repl = LLVMBuildICmp(b, lt0 ? LLVMIntNE : LLVMIntEQ, mask, zero, "");
+  LLVMReplaceAllUsesWith(inst, repl);
+  LLVMInstructionEraseFromParent(inst);
+  return 1;
+}
+
+/* `ashr i64 x, c` with c in 33..63 becomes the asm shift. */
+static int guard_wide_ashr(LLVMBuilderRef b, LLVMValueRef inst) {
+  if (LLVMGetInstructionOpcode(inst) != LLVMAShr || !is_i64(inst)) return 0;
+  LLVMValueRef c = LLVMGetOperand(inst, 1);
+  if (!LLVMIsAConstantInt(c)) return 0;
+  unsigned long long amount = LLVMConstIntGetZExtValue(c);
+  if (amount < 33 || amount > 63) return 0;
+  LLVMPositionBuilderBefore(b, inst);
+  LLVMValueRef repl = sign_shift(b, LLVMGetOperand(inst, 0), (unsigned)amount);
+  LLVMReplaceAllUsesWith(inst, repl);
+  LLVMInstructionEraseFromParent(inst);
+  return 1;
+}
+
+void kc_nvptx_guard_sign_shifts(LLVMModuleRef mod) {
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
+  for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef inst = LLVMGetFirstInstruction(bb), next; inst; inst = next) {
+        next = LLVMGetNextInstruction(inst);
+        if (!guard_sign_test(b, inst)) guard_wide_ashr(b, inst);
+      }
+  LLVMDisposeBuilder(b);
+}
