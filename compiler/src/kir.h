@@ -47,7 +47,14 @@ typedef struct kir_type {
   uint8_t ndim;   /* arrays: 1..3 */
   uint8_t layout; /* arrays: kir_layout_t */
   uint8_t space;  /* arrays: kir_space_t */
+  /* arrays: static extents (all 0 = run-time extents). Local arrays may fix their shape in the
+   * type so that indexing uses constants; the kernel ABI still passes the extents. */
+  uint32_t shape[3];
 } kir_type_t;
+
+#define KIR_TYPE_STR_MAX 64 /* buffer size for kir_type_str */
+#define KIR_MAX_STATIC_EXTENT (1u << 20)
+int kir_type_is_static(kir_type_t t);
 
 int kir_type_eq(kir_type_t a, kir_type_t b);
 int kir_is_int(kir_kind_t k);

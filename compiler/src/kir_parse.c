@@ -82,12 +82,30 @@ static int parse_int_word(parser_t *p, const char *s, int64_t *out) {
 
 /* ---- types ---- */
 
+/* The optional static extents after the address space (",E0[,E1[,E2]]"; the lexer treats
+ * commas as blanks). Returns their count. */
+static int parse_static_shape(parser_t *p, uint32_t shape[3]) {
+  int n = 0;
+  for (kir_tok_t *t = peek(p); t && t->kind == KIR_TOK_WORD; t = peek(p)) {
+    int64_t v;
+    p->i++;
+    if (parse_int_word(p, t->text, &v)) return -1;
+    if (n == 3) return perr(p, "an array has at most 3 static extents");
+    if (v < 1 || v > (int64_t)KIR_MAX_STATIC_EXTENT)
+      return perr(p, "static array extent %lld out of range", (long long)v);
+    shape[n++] = (uint32_t)v;
+  }
+  return n;
+}
+
 static int parse_array_type(parser_t *p, kir_type_t *t) {
   const char *w[4];
   if (expect_punct(p, "(")) return -1;
   for (int k = 0; k < 4; k++)
     if (!(w[k] = expect(p, KIR_TOK_WORD, "an array type field"))) return -1;
-  if (expect_punct(p, ")")) return -1;
+  uint32_t shape[3] = {0, 0, 0};
+  int nshape = parse_static_shape(p, shape);
+  if (nshape < 0 || expect_punct(p, ")")) return -1;
   int elem = kir_scalar_kind(w[0]);
   if (elem <= KIR_VOID) return perr(p, "bad array element type '%s'", w[0]);
   if (strlen(w[1]) != 1 || w[1][0] < '1' || w[1][0] > '3')
@@ -97,8 +115,15 @@ static int parse_array_type(parser_t *p, kir_type_t *t) {
   static const char *const spaces[] = {"global", "local", "private", NULL};
   int space = kir_word_lookup(spaces, w[3]);
   if (space < 0) return perr(p, "array address space must be global, local or private");
-  *t = (kir_type_t){KIR_ARRAY, (uint8_t)elem, (uint8_t)(w[1][0] - '0'), (uint8_t)(lay - "CFA"),
-                    (uint8_t)space};
+  *t = (kir_type_t){KIR_ARRAY,
+                    (uint8_t)elem,
+                    (uint8_t)(w[1][0] - '0'),
+                    (uint8_t)(lay - "CFA"),
+                    (uint8_t)space,
+                    {shape[0], shape[1], shape[2]}};
+  if (nshape && nshape != t->ndim)
+    return perr(p, "array of rank %d needs %d static extents, not %d", t->ndim, t->ndim, nshape);
+  if (nshape && space != KIR_LOCAL) return perr(p, "only local arrays may have static extents");
   return 0;
 }
 

@@ -11,7 +11,12 @@ static const char *const scalar_names[] = {"void", "bool", "i8",  "i16", "i32", 
 int kir_type_eq(kir_type_t a, kir_type_t b) {
   if (a.kind != b.kind) return 0;
   if (a.kind != KIR_ARRAY) return 1;
-  return a.elem == b.elem && a.ndim == b.ndim && a.layout == b.layout && a.space == b.space;
+  return a.elem == b.elem && a.ndim == b.ndim && a.layout == b.layout && a.space == b.space &&
+         !memcmp(a.shape, b.shape, sizeof a.shape);
+}
+
+int kir_type_is_static(kir_type_t t) {
+  return t.kind == KIR_ARRAY && t.shape[0] != 0;
 }
 
 int kir_is_int(kir_kind_t k) {
@@ -36,8 +41,11 @@ const char *kir_type_str(kir_type_t t, char *buf) {
   static const char layouts[] = "CFA";
   static const char *const spaces[] = {"global", "local", "private"};
   if (t.kind != KIR_ARRAY) return strcpy(buf, scalar_names[t.kind]);
-  snprintf(buf, 40, "array(%s,%d,%c,%s)", scalar_names[t.elem], t.ndim, layouts[t.layout],
-           spaces[t.space]);
+  int n = snprintf(buf, KIR_TYPE_STR_MAX, "array(%s,%d,%c,%s", scalar_names[t.elem], t.ndim,
+                   layouts[t.layout], spaces[t.space]);
+  for (int k = 0; k < t.ndim && t.shape[0]; k++)
+    n += snprintf(buf + n, (size_t)(KIR_TYPE_STR_MAX - n), ",%u", (unsigned)t.shape[k]);
+  snprintf(buf + n, (size_t)(KIR_TYPE_STR_MAX - n), ")");
   return buf;
 }
 

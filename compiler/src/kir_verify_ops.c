@@ -27,7 +27,7 @@ static int nargs(const vctx_t *c, int n) {
 }
 
 static int arg_is(const vctx_t *c, int k, kir_type_t t) {
-  char b1[40], b2[40];
+  char b1[KIR_TYPE_STR_MAX], b2[KIR_TYPE_STR_MAX];
   if (!kir_type_eq(arg(c, k), t))
     FAIL("%s: %%%s has type %s, expected %s", opname(c), c->f->values[c->in->args[k]].name,
          kir_type_str(arg(c, k), b1), kir_type_str(t, b2));
@@ -35,7 +35,7 @@ static int arg_is(const vctx_t *c, int k, kir_type_t t) {
 }
 
 static int type_ok(const vctx_t *c, int ok, const char *what) {
-  char b[40];
+  char b[KIR_TYPE_STR_MAX];
   if (!ok) FAIL("%s needs %s, not %s", opname(c), what, kir_type_str(c->in->type, b));
   return 0;
 }
@@ -49,7 +49,7 @@ static int same_typed(const vctx_t *c, int n, int ok, const char *what) {
 }
 
 static int check_array(const vctx_t *c, int k, kir_type_t *out) {
-  char b[40];
+  char b[KIR_TYPE_STR_MAX];
   if (k >= c->in->nargs) FAIL("%s needs an array operand", opname(c));
   *out = arg(c, k);
   if (out->kind != KIR_ARRAY)
@@ -118,7 +118,7 @@ static int is_atomic_kind(kir_kind_t k) {
 /* Array operand 0 with an atomic element type in global or local memory; values after it. */
 static int check_atomic(const vctx_t *c, int nvalues) {
   kir_type_t a;
-  char b[40];
+  char b[KIR_TYPE_STR_MAX];
   if (check_array(c, 0, &a)) return -1;
   if (!is_atomic_kind(a.elem) || a.space == KIR_PRIVATE)
     FAIL("%s needs a global or local array of i32, u32, i64, u64, f32 or f64, not %s", opname(c),
@@ -158,7 +158,7 @@ static int check_cmp(const vctx_t *c) {
 
 static int check_call(const vctx_t *c) {
   const kir_func_t *g = &c->m->funcs[c->in->callee];
-  char b1[40], b2[40];
+  char b1[KIR_TYPE_STR_MAX], b2[KIR_TYPE_STR_MAX];
   if (g->is_kernel) FAIL("the kernel @%s cannot be called", g->name);
   if (c->in->nargs != g->nparams)
     FAIL("@%s takes %d argument(s), got %d", g->name, g->nparams, c->in->nargs);

@@ -56,8 +56,13 @@ static unsigned unpack_array(kc_lower_t *L, kc_val_t *a, kir_type_t t, const cha
   if (has_stride_args(t, L->f->is_kernel))
     for (int k = 0; k < t.ndim; k++)
       name_param(a->str[k] = LLVMGetParam(L->fn, idx++), name, "stride", k);
-  else
-    c_strides(L, a, t.ndim);
+  /* A static shape (a C-contiguous local array) replaces the extent and stride arguments by
+   * constants, so index math folds and the backend can prove the alignment of rows. The
+   * arguments stay in the signature: the kernel ABI does not depend on the shape. */
+  if (kir_type_is_static(t))
+    for (int k = 0; k < t.ndim; k++)
+      a->ext[k] = LLVMConstInt(L->i64, t.shape[k], 0);
+  if (kir_type_is_static(t) || !has_stride_args(t, L->f->is_kernel)) c_strides(L, a, t.ndim);
   return idx;
 }
 
