@@ -20,7 +20,7 @@ from ._errors import (
     KernelCallError,
     from_status,
 )
-from ._types import format_signature, parse_signature
+from ._types import format_signature, parse_signature, without_local_shapes
 
 _DEFAULT_OPT = 2
 
@@ -176,6 +176,10 @@ class KernelDispatcher:
         if ck is not None:
             return ck
         if self._signatures is not None and argtypes not in self._signatures:
+            # a LocalAccessor launch names its shape; a declared signature may leave it out
+            dynamic = without_local_shapes(argtypes)
+            if dynamic in self._signatures:
+                return self.compile(dynamic, index)
             known = ", ".join(sorted(format_signature(None, s) for s in self._signatures))
             raise InvalidKernelSpecializationError(
                 f"kernel {self.__name__} was declared with signatures {known}; it cannot be "

@@ -24,7 +24,7 @@ from ._errors import (
 )
 from ._kernel import KernelDispatcher
 from ._ranges import NdRange
-from ._types import DTYPE_TO_KIR, kir_scalar
+from ._types import DTYPE_TO_KIR, kir_scalar, local_kir
 
 _configured = False
 _auto_kernels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -68,8 +68,7 @@ def _local_desc(acc):
     n = 1
     for d in shape:
         n *= d
-    key = f"array({kir_scalar(dtype)},{len(shape)},C,local)"
-    return ("L", key, n * dtype.itemsize, shape)
+    return ("L", local_kir(dtype, shape), n * dtype.itemsize, shape)
 
 
 def _arg_desc(obj, pos: int):

@@ -32,8 +32,10 @@ SUPPORTED_DTYPES = tuple(DTYPE_TO_KIR)
 
 _ADDRSPACES = ("global", "local", "private")
 _ARRAY_RE = re.compile(
-    r"^array\(\s*(\w+)\s*,\s*(\d)\s*(?:,\s*([CFA])\s*)?(?:,\s*(global|local)\s*)?\)$"
+    r"^array\(\s*(\w+)\s*,\s*(\d)\s*(?:,\s*([CFA])\s*)?(?:,\s*(global|local)\s*)?"
+    r"((?:,\s*\d+\s*)*)\)$"
 )
+_LOCAL_SHAPE_RE = re.compile(r"^(array\(\w+,\d,C,local)(?:,\d+)+\)$")
 _INDEX_RE = re.compile(r"^(item|nditem)\(\s*([123])\s*\)$")
 
 
@@ -83,6 +85,22 @@ def _scalar_name(s: str) -> str | None:
         return None
 
 
+def local_kir(dtype, shape) -> str:
+    """KIR type of a LocalAccessor argument: a local array specialised on its shape, so that
+    the compiler indexes it with constant extents (docs/kir.md)."""
+    dims = "".join(f",{int(d)}" for d in shape)
+    return f"array({kir_scalar(dtype)},{len(shape)},C,local{dims})"
+
+
+def without_local_shapes(argtypes) -> tuple:
+    """The argument types with static local shapes dropped (array(T,N,C,local)): what a
+    signature declared without shapes accepts."""
+    return tuple(
+        m.group(1) + ")" if isinstance(t, str) and (m := _LOCAL_SHAPE_RE.match(t)) else t
+        for t in argtypes
+    )
+
+
 def normalize_type(t) -> str:
     """One signature entry (KIR string, NumPy dtype or scalar type, Python type) -> KIR."""
     if isinstance(t, str):
@@ -94,7 +112,8 @@ def normalize_type(t) -> str:
         if elem is not None:
             layout = m.group(3) or "C"
             space = m.group(4) or "global"
-            return f"array({elem},{m.group(2)},{layout},{space})"
+            dims = "".join(f",{int(d)}" for d in m.group(5).replace(",", " ").split())
+            return f"array({elem},{m.group(2)},{layout},{space}{dims})"
         elem = _scalar_name(s)
         if elem is not None:
             return elem

@@ -23,41 +23,65 @@ SCALARS = {
 }
 _KIR_OF = {v: k for k, v in SCALARS.items()}
 ADDRSPACES = ("global", "local", "private")
-_ARRAY_RE = re.compile(r"^array\(\s*(\w+)\s*,\s*(\d)\s*,\s*([CFA])\s*,\s*(\w+)\s*\)$")
+_ARRAY_RE = re.compile(
+    r"^array\(\s*(\w+)\s*,\s*(\d)\s*,\s*([CFA])\s*,\s*(\w+)\s*((?:,\s*\d+\s*)*)\)$"
+)
+MAX_STATIC_EXTENT = 1 << 20  # as the compiler's KIR_MAX_STATIC_EXTENT
 
 
 class KArray(types.Array):
-    """A Numba array type that also records the KIR address space."""
+    """A Numba array type that also records the KIR address space, and for a local array
+    (LocalAccessor) optionally its static shape: a specialisation per shape, whose index math
+    the compiler does with constant extents."""
 
-    def __init__(self, dtype, ndim, layout, addrspace="global", readonly=False, aligned=True):
+    def __init__(
+        self, dtype, ndim, layout, addrspace="global", readonly=False, aligned=True, shape=None
+    ):
         self.addrspace = addrspace
-        name = f"array({dtype}, {ndim}d, {layout}, {addrspace})"
+        self.static_shape = tuple(shape) if shape else None
+        dims = "".join(f", {d}" for d in self.static_shape or ())
+        name = f"array({dtype}, {ndim}d, {layout}, {addrspace}{dims})"
         super().__init__(dtype, ndim, layout, readonly=readonly, name=name, aligned=aligned)
 
     def copy(self, dtype=None, ndim=None, layout=None, readonly=None):
+        ndim = self.ndim if ndim is None else ndim
+        layout = self.layout if layout is None else layout
+        same = ndim == self.ndim and layout == self.layout
         return KArray(
             self.dtype if dtype is None else dtype,
-            self.ndim if ndim is None else ndim,
-            self.layout if layout is None else layout,
+            ndim,
+            layout,
             self.addrspace,
             readonly=(not self.mutable) if readonly is None else readonly,
             aligned=self.aligned,
+            shape=self.static_shape if same else None,
         )
 
     @property
     def key(self):
-        return super().key + (self.addrspace,)
+        return super().key + (self.addrspace, self.static_shape)
 
     def unify(self, typingctx, other):
         if isinstance(other, KArray) and other.addrspace != self.addrspace:
             return None
+        if isinstance(other, KArray) and other.static_shape != self.static_shape:
+            return None
         res = super().unify(typingctx, other)
         if res is not None:
-            res = KArray(res.dtype, res.ndim, res.layout, self.addrspace, not res.mutable)
+            res = KArray(
+                res.dtype,
+                res.ndim,
+                res.layout,
+                self.addrspace,
+                not res.mutable,
+                shape=self.static_shape if res.layout == self.layout else None,
+            )
         return res
 
     def can_convert_to(self, typingctx, other):
         if isinstance(other, KArray) and other.addrspace != self.addrspace:
+            return None
+        if isinstance(other, KArray) and other.static_shape != self.static_shape:
             return None
         return super().can_convert_to(typingctx, other)
 
@@ -111,7 +135,8 @@ def kir_scalar(ty):
 
 
 def kir_array(ty):
-    return f"array({kir_scalar(ty.dtype)},{ty.ndim},{ty.layout},{ty.addrspace})"
+    dims = "".join(f",{d}" for d in getattr(ty, "static_shape", None) or ())
+    return f"array({kir_scalar(ty.dtype)},{ty.ndim},{ty.layout},{ty.addrspace}{dims})"
 
 
 def parse_type(text):
@@ -121,8 +146,11 @@ def parse_type(text):
         return SCALARS[text]
     m = _ARRAY_RE.match(text)
     if not m:
-        raise ValueError(f"'{text}' is not a KIR argument type (a scalar or array(T,N,L,S))")
-    dtype, ndim, layout, space = m.groups()
+        raise ValueError(
+            f"'{text}' is not a KIR argument type (a scalar, array(T,N,L,S) or "
+            f"array(T,N,C,local,E0,..))"
+        )
+    dtype, ndim, layout, space, dims = m.groups()
     if dtype not in SCALARS:
         raise ValueError(f"'{dtype}' is not a KIR scalar type")
     if not 1 <= int(ndim) <= 3:
@@ -131,4 +159,11 @@ def parse_type(text):
         raise ValueError(f"array arguments live in 'global' or 'local' memory, not '{space}'")
     if space == "local" and layout != "C":
         raise ValueError("local arrays (LocalAccessor) have layout C")
-    return KArray(SCALARS[dtype], int(ndim), layout, space)
+    shape = tuple(int(d) for d in dims.replace(",", " ").split())
+    if shape and space != "local":
+        raise ValueError("only local arrays (LocalAccessor) may have a static shape")
+    if shape and len(shape) != int(ndim):
+        raise ValueError(f"an array of rank {ndim} needs {ndim} static extents, not {len(shape)}")
+    if any(not 1 <= d <= MAX_STATIC_EXTENT for d in shape):
+        raise ValueError(f"static array extents must be 1..{MAX_STATIC_EXTENT}")
+    return KArray(SCALARS[dtype], int(ndim), layout, space, shape=shape or None)

@@ -161,6 +161,32 @@ def test_local_memory_and_barriers_in_loops(dev):
 
 
 @kapi.kernel
+def tiled_transpose(nditem, a, out, tile):
+    # a 2-D LocalAccessor tile: its shape is part of the specialisation (static local shape)
+    i, j = nditem.get_global_id(0), nditem.get_global_id(1)
+    li, lj = nditem.get_local_id(0), nditem.get_local_id(1)
+    tile[li, lj] = a[i, j]
+    kapi_api.group_barrier(nditem.get_group())
+    out[i, j] = tile[li, lj] * 2 + tile.shape[1]
+
+
+def test_local_accessor_shapes_specialise_with_constant_extents(dev):
+    h = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    for tile in ((4, 8), (8, 16)):
+        out = kapi.zeros(h.shape, dtype="f4", device=dev)
+        slm = kapi_api.LocalAccessor(tile, np.float32)
+        a = kapi.asarray(h, device=dev)
+        kapi.call_kernel(tiled_transpose, kapi.NdRange(h.shape, tile), a, out, slm)
+        np.testing.assert_array_equal(out.asnumpy(), h * 2 + tile[1])
+    sigs = {at[2]: ck for (_, at), ck in tiled_transpose.overloads.items()}
+    assert sorted(sigs) == ["array(f32,2,C,local,4,8)", "array(f32,2,C,local,8,16)"]
+    # the ABI keeps the extent arguments, but no index math or `dim` reads them
+    llvm = sigs["array(f32,2,C,local,8,16)"].llvm_ir
+    assert "%tile.dim1" in llvm
+    assert ", %tile.dim" not in llvm and "mul nsw i64 %tile.dim" not in llvm
+
+
+@kapi.kernel
 def histogram(item, data, bins):
     v = data[item.get_id(0)]
     ref = kapi_api.AtomicRef(bins, v)

@@ -751,7 +751,7 @@ def test_local_accessor_3d():
 
 @dpex.kernel
 def local_shape_query(nditem, out, slm):
-    # LocalAccessor shape inside the kernel follows the launch-time size (not the type)
+    # LocalAccessor shape inside the kernel follows the launch-time size
     if nditem.get_global_id(0) == 0:
         out[0] = slm.shape[0]
         out[1] = slm.shape[1]
@@ -759,14 +759,17 @@ def local_shape_query(nditem, out, slm):
         out[3] = slm.ndim
 
 
-def test_local_accessor_size_is_runtime():
-    for shape in ((4, 5), (7, 3)):
+def test_local_accessor_shape_specialises():
+    # unlike numba-dpex (one compile for all sizes), kapi specialises on the LocalAccessor
+    # shape (docs/guide/porting.md): each shape is its own compile, and each computes right
+    for shape in ((4, 5), (7, 3), (4, 5)):
         out = dpex.zeros(4, dtype=np.int64)
         dpex.call_kernel(
             local_shape_query, kapi.NdRange((8,), (8,)), out, kapi.LocalAccessor(shape, np.float32)
         )
         assert list(out.asnumpy()) == [shape[0], shape[1], shape[0] * shape[1], 2]
-    assert len(local_shape_query.overloads) == 1
+    local_types = sorted(at[1] for _, at in local_shape_query.overloads)
+    assert local_types == ["array(f32,2,C,local,4,5)", "array(f32,2,C,local,7,3)"]
 
 
 # ---------------------------------------------------------------------------------------------
