@@ -42,8 +42,11 @@ static void rebase_local_arg(LLVMModuleRef mod, LLVMValueRef fn, LLVMValueRef pa
   LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(entry));
   LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx);
   LLVMValueRef off = LLVMBuildPtrToInt(b, param, i64, "local.off");
+  /* The CUDA driver lays local buffers out 16-byte aligned (cuda_module.c): saying so lets
+   * the backend prove row alignment and use vector shared loads. */
+  LLVMValueRef aligned = LLVMBuildAnd(b, off, LLVMConstInt(i64, (unsigned long long)-16, 1), "");
   LLVMValueRef base = dynamic_local(mod);
-  LLVMValueRef idx[2] = {LLVMConstInt(i64, 0, 0), off};
+  LLVMValueRef idx[2] = {LLVMConstInt(i64, 0, 0), aligned};
   LLVMValueRef p = LLVMBuildInBoundsGEP2(b, LLVMGlobalGetValueType(base), base, idx, 2, "local");
   LLVMValueRef typed = LLVMBuildBitCast(b, p, LLVMTypeOf(param), "local.arg");
   LLVMReplaceAllUsesWith(param, typed);

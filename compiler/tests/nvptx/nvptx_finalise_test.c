@@ -153,6 +153,17 @@ static void test_reduce(void) {
   kc_nvptx_module_destroy(m);
 }
 
+/* Local-memory argument offsets are 16-byte aligned (the driver's layout), so rows of 16
+ * floats are accessed as v4 in shared memory. */
+static void test_local_rows(void) {
+  kc_nvptx_module_t *m = finalise("local_rows", NULL, KC_OK, NULL);
+  if (!m) return;
+  expect_args(m, "local_rows", "v8 L0");
+  expect_ptx(m, "ld.shared.v4.f32", 1);
+  expect_ptx(m, "st.shared.v4.f32", 1);
+  kc_nvptx_module_destroy(m);
+}
+
 static void test_atomics(void) {
   kc_nvptx_module_t *m = finalise("atomics", NULL, KC_OK, NULL);
   if (!m) return;
@@ -201,6 +212,7 @@ int main(int argc, char **argv) {
   test_corruption("reduce", 7);
   test_saxpy();
   test_reduce();
+  test_local_rows();
   test_atomics();
   test_unsupported();
   int had_libdevice = test_math(argc > 2 ? argv[2] : NULL);
