@@ -186,6 +186,30 @@ def test_local_accessor_shapes_specialise_with_constant_extents(dev):
     assert ", %tile.dim" not in llvm and "mul nsw i64 %tile.dim" not in llvm
 
 
+def test_local_accessor_declared_signatures(dev):
+    # a declared array(T,N,C,local) accepts every shape (one compile); a declared static shape
+    # is that specialisation
+    def body(nditem, a, tile):
+        i = nditem.get_local_id(0)
+        tile[i, 0] = a[nditem.get_global_id(0)]
+        a[nditem.get_global_id(0)] = tile[i, 0] + tile.shape[1]
+
+    glob = "array(f32,1,C,global)"
+    dyn = kapi.kernel(f"void(nditem(1), {glob}, array(f32,2,C,local))")(body)
+    fixed = kapi.kernel(f"void(nditem(1), {glob}, array(f32,2,C,local,8,3))")(body)
+    for k, tiles in ((dyn, ((8, 3), (8, 5))), (fixed, ((8, 3),))):
+        for tile in tiles:
+            a = kapi.zeros(16, dtype="f4", device=dev)
+            slm = kapi_api.LocalAccessor(tile, np.float32)
+            kapi.call_kernel(k, kapi.NdRange((16,), (8,)), a, slm)
+            np.testing.assert_array_equal(a.asnumpy(), np.full(16, tile[1], np.float32))
+        assert len(k.overloads) == 1
+    with pytest.raises(kapi.InvalidKernelSpecializationError, match="local,8,3"):
+        slm = kapi_api.LocalAccessor((8, 4), np.float32)
+        a = kapi.zeros(16, dtype="f4", device=dev)
+        kapi.call_kernel(fixed, kapi.NdRange((16,), (8,)), a, slm)
+
+
 @kapi.kernel
 def histogram(item, data, bins):
     v = data[item.get_id(0)]

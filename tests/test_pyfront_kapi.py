@@ -121,6 +121,43 @@ def test_atomic_ref_float_multi_dim_and_local():
     assert find(t, r"= atomic_rmw f64 max relaxed device %loc ")
 
 
+def _get2(t, i, j):
+    return t[i, j]
+
+
+_get2.__kapi_device_func__ = True
+
+
+def test_static_local_shape():
+    # a LocalAccessor specialised on its shape: the type names the extents and passes them on
+    # to device functions; `shape` reads the `dim` that the compiler folds to the constant
+    def k(nd, a, t):
+        i = nd.get_local_id(0)
+        t[i, 0] = a[i]
+        a[i] = _get2(t, i, 0) + t.shape[1]
+
+    t = kir(k, ["array(f32,1,C,global)", "array(f32,2,C,local,8,4)"], index=("nditem", 1))
+    assert "%t: array(f32,2,C,local,8,4)" in t
+    assert find(t, r"^func @\S+\(%t: array\(f32,2,C,local,8,4\)")
+    assert find(t, r"= dim i64 %t 1$")
+
+
+@pytest.mark.parametrize(
+    "ty, msg",
+    [
+        ("array(f32,2,C,local,8)", "rank 2 needs 2 static extents"),
+        ("array(f32,1,C,global,8)", "only local arrays"),
+        ("array(f32,1,C,local,0)", "static array extents must be"),
+    ],
+)
+def test_static_local_shape_errors(ty, msg):
+    def k(nd, t):
+        t[0] = 1
+
+    with pytest.raises(pyfront.KernelTypingError, match=msg):
+        pyfront.compile_kernel(k, [ty], index=("nditem", 1))
+
+
 def test_private_array():
     def k(item, out):
         p = PrivateArray((2, 3), np.float32, fill_zeros=True)
