@@ -22,13 +22,8 @@ void kc_set_error(char **err, const char *fmt, ...) {
   if (!err) return;
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
   free(*err);
-  *err = malloc((size_t)n + 1);
-  if (!*err) return;
-  va_start(ap, fmt);
-  vsnprintf(*err, (size_t)n + 1, fmt, ap);
+  *err = kc_vmsg(fmt, ap);
   va_end(ap);
 }
 

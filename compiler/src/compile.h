@@ -4,6 +4,7 @@
 #define KAPI_COMPILER_COMPILE_H
 
 #include "kapi/compiler.h"
+#include "message.h"
 
 #include <llvm-c/Core.h>
 

@@ -44,15 +44,15 @@ static int check_memory_model(const uint32_t *w, size_t n, char **log) {
     }
     i += count;
   }
-  *log = kc_hf_msg("SPIR-V module is not an OpenCL kernel module (Physical64 addressing, "
-                   "OpenCL memory model)");
+  *log = kc_msg("SPIR-V module is not an OpenCL kernel module (Physical64 addressing, "
+                "OpenCL memory model)");
   return 0;
 }
 
 static kc_status_t validate(const void *spirv, size_t nbytes, char **log) {
   if (nbytes < 20 || nbytes % 4) {
-    *log = kc_hf_msg("SPIR-V binary of %zu bytes is not a whole number of words with a header",
-                     nbytes);
+    *log =
+        kc_msg("SPIR-V binary of %zu bytes is not a whole number of words with a header", nbytes);
     return KC_ERR_SPIRV;
   }
   kc_status_t st = kc_spirv_validate(spirv, nbytes, log);
@@ -83,7 +83,7 @@ static int verify(LLVMModuleRef m, const char *when, char **log) {
     LLVMDisposeMessage(msg);
     return 1;
   }
-  *log = kc_hf_msg("internal error: invalid LLVM IR %s: %s", when, msg ? msg : "");
+  *log = kc_msg("internal error: invalid LLVM IR %s: %s", when, msg ? msg : "");
   LLVMDisposeMessage(msg);
   return 0;
 }
@@ -97,9 +97,9 @@ static int check_inlined(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n, 
     for (uint32_t i = 0; i < n && !entry; i++)
       entry = f == ks[i].run || f == ks[i].body;
     if (!entry) {
-      *log = kc_hf_msg("function %s cannot be inlined into its kernel (recursion is not "
-                       "supported)",
-                       LLVMGetValueName(f));
+      *log = kc_msg("function %s cannot be inlined into its kernel (recursion is not "
+                    "supported)",
+                    LLVMGetValueName(f));
       return 0;
     }
   }
@@ -128,9 +128,9 @@ static int check_frames(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n, c
     uint64_t bytes = frame_bytes(ks[i].body, td);
     unsigned limit = fiber ? KC_HF_FIBER_PRIVATE : KC_HF_FRAME;
     if (bytes > limit) {
-      *log = kc_hf_msg("kernel %s needs %llu bytes of %s memory; the host CPU device supports %u",
-                       ks[i].name, (unsigned long long)bytes,
-                       fiber ? "private (per work-item)" : "private and __local", limit);
+      *log = kc_msg("kernel %s needs %llu bytes of %s memory; the host CPU device supports %u",
+                    ks[i].name, (unsigned long long)bytes,
+                    fiber ? "private (per work-item)" : "private and __local", limit);
       return 0;
     }
   }
@@ -140,7 +140,7 @@ static int check_frames(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n, c
 static int check_locals_gone(LLVMModuleRef m, char **log) {
   for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
     if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) == 3) {
-      *log = kc_hf_msg("__local variable %s is used outside a kernel body", LLVMGetValueName(g));
+      *log = kc_msg("__local variable %s is used outside a kernel body", LLVMGetValueName(g));
       return 0;
     }
   return 1;
@@ -187,7 +187,7 @@ static kc_status_t publish(work_t *w, kc_host_module_t *mod, char **log) {
   for (uint32_t i = 0; i < w->n; i++) {
     kc_hf_kernel_t *k = &w->ks[i];
     kc_host_kernel_t *out = &mod->kernels[i];
-    char *run = kc_hf_msg("%s.kapi.run", k->name);
+    char *run = kc_msg("%s.kapi.run", k->name);
     void *addr = NULL;
     int ok = run && kc_hf_jit_lookup(&mod->jit, run, &addr, log);
     free(run);
@@ -262,7 +262,7 @@ static kc_status_t finalise_guarded(void *p) {
 kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out, char **log) {
   if (log) *log = NULL;
   if (!spirv || !out) {
-    if (log) *log = kc_hf_msg("kc_host_finalise: spirv and out must not be NULL");
+    if (log) *log = kc_msg("kc_host_finalise: spirv and out must not be NULL");
     return KC_ERR_INVALID_ARGUMENT;
   }
   *out = NULL;
@@ -280,7 +280,7 @@ kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t 
   }
   if (st != KC_OK) {
     kc_host_module_destroy(g.mod);
-    if (!g.msg) g.msg = kc_hf_msg("%s", st == KC_ERR_OUT_OF_MEMORY ? "out of memory" : "failed");
+    if (!g.msg) g.msg = kc_msg("%s", st == KC_ERR_OUT_OF_MEMORY ? "out of memory" : "failed");
   } else {
     *out = g.mod;
   }

@@ -6,6 +6,7 @@
 #define KAPI_COMPILER_FINALISE_HOST_H
 
 #include "kapi/compiler.h"
+#include "message.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/Target.h>
@@ -36,9 +37,6 @@ typedef struct kc_hf_locals {
   uint64_t *offsets;
   uint64_t size; /* bytes of one group's buffer, 0 when the module has none */
 } kc_hf_locals_t;
-
-/* Formats a malloc'd message; never NULL unless out of memory. */
-char *kc_hf_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Base name of an Itanium-mangled function name (`_Z16__spirv_ocl_sqrtf` -> `__spirv_ocl_sqrt`)
  * copied into buf; the name itself when it is not mangled. */

@@ -153,7 +153,7 @@ static LLVMValueRef lower_one(LLVMBuilderRef b, const char *op, LLVMValueRef *a,
 int kc_hf_lower_atomics(LLVMModuleRef m, char **log) {
   size_t n;
   LLVMValueRef *calls = kc_hf_find_calls(m, NULL, "__spirv_Atomic", &n);
-  if (n == (size_t)-1) return *log = kc_hf_msg("out of memory"), 0;
+  if (n == (size_t)-1) return *log = kc_msg("out of memory"), 0;
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
   int ok = 1;
   for (size_t i = 0; i < n && ok; i++) {
@@ -167,7 +167,7 @@ int kc_hf_lower_atomics(LLVMModuleRef m, char **log) {
     LLVMTypeRef ret = LLVMTypeOf(call);
     LLVMValueRef r = na <= 6 ? lower_one(b, base + strlen("__spirv_Atomic"), a, na, ret) : NULL;
     if (!r) {
-      *log = kc_hf_msg("unsupported atomic builtin %s with %u operands", base, na);
+      *log = kc_msg("unsupported atomic builtin %s with %u operands", base, na);
       ok = 0;
       break;
     }

@@ -153,22 +153,21 @@ static int check_words(const uint32_t *words, size_t n, unsigned char *early, ui
   for (size_t i = 5; i < n;) {
     uint32_t count = words[i] >> 16, op = words[i] & 0xffff;
     if (count == 0 || i + count > n) {
-      *log = kc_hf_msg("SPIR-V: malformed instruction at word %zu", i);
+      *log = kc_msg("SPIR-V: malformed instruction at word %zu", i);
       return 0;
     }
     uint32_t at = string_at(words + i, count);
     if (at && at < count && !string_padded(words + i, count, at)) {
-      *log = kc_hf_msg("SPIR-V: string in instruction %u (word %zu) has non-zero padding", op, i);
+      *log = kc_msg("SPIR-V: string in instruction %u (word %zu) has non-zero padding", op, i);
       return 0;
     }
     if (!param_attr_ok(words + i, count) || !targets_ok(words + i, count, early, bound)) {
-      *log = kc_hf_msg("SPIR-V: name or decoration at word %zu is not accepted by the reader", i);
+      *log = kc_msg("SPIR-V: name or decoration at word %zu is not accepted by the reader", i);
       return 0;
     }
     mark_early(words + i, count, early, bound);
     if (!alignments_ok(words + i, count)) {
-      *log =
-          kc_hf_msg("SPIR-V: alignment in instruction %u (word %zu) is not a power of two", op, i);
+      *log = kc_msg("SPIR-V: alignment in instruction %u (word %zu) is not a power of two", op, i);
       return 0;
     }
     i += count;
@@ -179,7 +178,7 @@ static int check_words(const uint32_t *words, size_t n, unsigned char *early, ui
 int kc_hf_check_spirv(const uint32_t *words, size_t n, char **log) {
   uint32_t bound = words[3];
   unsigned char *early = calloc(bound ? bound : 1, 1);
-  if (!early) return *log = kc_hf_msg("out of memory"), 0;
+  if (!early) return *log = kc_msg("out of memory"), 0;
   int ok = check_words(words, n, early, bound, log);
   free(early);
   return ok;

@@ -47,7 +47,7 @@ static void read_reqd(LLVMValueRef f, uint32_t reqd[3]) {
 static int collect_args(LLVMValueRef f, LLVMTargetDataRef td, kc_hf_kernel_t *k, char **log) {
   k->num_args = LLVMCountParams(f);
   k->args = calloc(k->num_args ? k->num_args : 1, sizeof *k->args);
-  if (!k->args) return *log = kc_hf_msg("out of memory"), 0;
+  if (!k->args) return *log = kc_msg("out of memory"), 0;
   for (unsigned i = 0; i < k->num_args; i++) {
     LLVMTypeRef t = LLVMTypeOf(LLVMGetParam(f, i));
     int ptr = LLVMGetTypeKind(t) == LLVMPointerTypeKind;
@@ -57,7 +57,7 @@ static int collect_args(LLVMValueRef f, LLVMTargetDataRef td, kc_hf_kernel_t *k,
     }
     LLVMTypeRef vt = ptr && is_byval(f, i) ? LLVMGetElementType(t) : t;
     if (!LLVMTypeIsSized(vt)) {
-      *log = kc_hf_msg("kernel %s: argument %u has an unsized type", k->name, i);
+      *log = kc_msg("kernel %s: argument %u has an unsized type", k->name, i);
       return 0;
     }
     k->args[i].kind = KC_ARG_VALUE;
@@ -102,7 +102,7 @@ int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t 
   kc_hf_kernel_t *ks = calloc(nf + 1, sizeof *ks);
   if (!fns || !marked || !ks) {
     free(fns), free(marked), free(ks);
-    return *log = kc_hf_msg("out of memory"), 0;
+    return *log = kc_msg("out of memory"), 0;
   }
   nf = 0;
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
@@ -118,7 +118,7 @@ int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t 
     k->name = strdup(LLVMGetValueName(f));
     k->uses_barrier = marked[i];
     read_reqd(f, k->reqd);
-    ok = k->name ? collect_args(f, td, k, log) : (*log = kc_hf_msg("out of memory"), 0);
+    ok = k->name ? collect_args(f, td, k, log) : (*log = kc_msg("out of memory"), 0);
   }
   free(fns);
   free(marked);
@@ -205,7 +205,7 @@ static LLVMValueRef local_buffer(LLVMBuilderRef b, LLVMContextRef c, uint64_t si
 
 static LLVMValueRef add_function(LLVMModuleRef m, const char *kname, const char *suffix,
                                  LLVMTypeRef fty) {
-  char *name = kc_hf_msg("%s.kapi.%s", kname, suffix);
+  char *name = kc_msg("%s.kapi.%s", kname, suffix);
   LLVMValueRef f = name ? LLVMAddFunction(m, name, fty) : NULL;
   free(name);
   return f;
@@ -334,14 +334,14 @@ int kc_hf_make_entries(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n,
     k->run = add_function(m, k->name, "run", rty);
     if (!k->run) {
       LLVMDisposeBuilder(b);
-      return *log = kc_hf_msg("out of memory"), 0;
+      return *log = kc_msg("out of memory"), 0;
     }
     k->body = k->run;
     int ok = k->uses_barrier ? make_fiber_run(m, b, k, locals->size)
                              : make_loop_run(m, b, k, locals->size);
     if (!ok) {
       LLVMDisposeBuilder(b);
-      return *log = kc_hf_msg("out of memory"), 0;
+      return *log = kc_msg("out of memory"), 0;
     }
   }
   LLVMDisposeBuilder(b);

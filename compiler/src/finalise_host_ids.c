@@ -165,7 +165,7 @@ int kc_hf_kernel_calls_barrier(LLVMValueRef call) {
 int kc_hf_lower_ids(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log) {
   size_t n;
   LLVMValueRef *calls = kc_hf_find_calls(m, k->body, "__spirv_", &n);
-  if (n == (size_t)-1) return *log = kc_hf_msg("out of memory"), 0;
+  if (n == (size_t)-1) return *log = kc_msg("out of memory"), 0;
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
   int ok = 1;
   for (size_t i = 0; i < n && ok; i++) {
@@ -176,13 +176,13 @@ int kc_hf_lower_ids(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log) {
     if (!strncmp(base, "__spirv_BuiltIn", 15)) {
       LLVMValueRef r = id_builtin(b, k, base + 15, call);
       if (!r) {
-        *log = kc_hf_msg("kernel %s: unsupported work-item builtin %s", k->name, base);
+        *log = kc_msg("kernel %s: unsupported work-item builtin %s", k->name, base);
         ok = 0;
         break;
       }
       LLVMReplaceAllUsesWith(call, r);
     } else if (!lower_sync(m, b, k, base + 8, call)) {
-      *log = kc_hf_msg("kernel %s: unsupported SPIR-V builtin %s", k->name, base);
+      *log = kc_msg("kernel %s: unsupported SPIR-V builtin %s", k->name, base);
       ok = 0;
       break;
     }

@@ -17,13 +17,13 @@
 static void report(void *ctx, LLVMErrorRef err) {
   char **slot = ctx;
   char *m = LLVMGetErrorMessage(err);
-  if (!*slot) *slot = kc_hf_msg("%s", m);
+  if (!*slot) *slot = kc_msg("%s", m);
   LLVMDisposeErrorMessage(m);
 }
 
 static char *take_error(LLVMErrorRef err, const char *what) {
   char *m = LLVMGetErrorMessage(err);
-  char *r = kc_hf_msg("%s: %s", what, m);
+  char *r = kc_msg("%s: %s", what, m);
   LLVMDisposeErrorMessage(m);
   return r;
 }
@@ -33,14 +33,14 @@ static LLVMTargetMachineRef host_machine(char **log) {
   LLVMTargetRef t;
   LLVMTargetMachineRef tm = NULL;
   if (LLVMGetTargetFromTriple(triple, &t, &err)) {
-    *log = kc_hf_msg("no LLVM target for the host (%s): %s", triple, err ? err : "");
+    *log = kc_msg("no LLVM target for the host (%s): %s", triple, err ? err : "");
   } else {
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
     tm = LLVMCreateTargetMachine(t, triple, cpu, features, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
                                  LLVMCodeModelJITDefault);
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(features);
-    if (!tm) *log = kc_hf_msg("cannot create a target machine for %s", triple);
+    if (!tm) *log = kc_msg("cannot create a target machine for %s", triple);
   }
   LLVMDisposeMessage(err);
   LLVMDisposeMessage(triple);
@@ -114,7 +114,7 @@ static void on_diagnostic(LLVMDiagnosticInfoRef di, void *ctx) {
   kc_hf_jit_t *j = ctx;
   if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || j->diagnostic) return;
   char *d = LLVMGetDiagInfoDescription(di);
-  j->diagnostic = kc_hf_msg("%s", d ? d : "LLVM error");
+  j->diagnostic = kc_msg("%s", d ? d : "LLVM error");
   LLVMDisposeMessage(d);
 }
 
@@ -165,8 +165,8 @@ int kc_hf_jit_lookup(kc_hf_jit_t *j, const char *name, void **addr, char **log) 
   if (e) {
     char *m = LLVMGetErrorMessage(e);
     const char *more = j->session_error ? j->session_error : j->diagnostic;
-    *log = kc_hf_msg("code generation for %s failed: %s%s%s", name, m, more ? "; " : "",
-                     more ? more : "");
+    *log = kc_msg("code generation for %s failed: %s%s%s", name, m, more ? "; " : "",
+                  more ? more : "");
     LLVMDisposeErrorMessage(m);
     return 0;
   }

@@ -19,7 +19,7 @@ int kc_hf_layout_locals(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_locals_t *o
   if (n == 0) return 1;
   out->globals = calloc(n, sizeof *out->globals);
   out->offsets = calloc(n, sizeof *out->offsets);
-  if (!out->globals || !out->offsets) return *log = kc_hf_msg("out of memory"), 0;
+  if (!out->globals || !out->offsets) return *log = kc_msg("out of memory"), 0;
   uint64_t size = 0;
   for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g)) {
     if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) != 3) continue;
@@ -27,8 +27,8 @@ int kc_hf_layout_locals(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_locals_t *o
     uint64_t align = LLVMABIAlignmentOfType(td, vt);
     if (LLVMGetAlignment(g) > align) align = LLVMGetAlignment(g);
     if (align > 64) {
-      *log = kc_hf_msg("__local variable %s asks for alignment %llu (at most 64 supported)",
-                       LLVMGetValueName(g), (unsigned long long)align);
+      *log = kc_msg("__local variable %s asks for alignment %llu (at most 64 supported)",
+                    LLVMGetValueName(g), (unsigned long long)align);
       return 0;
     }
     size = (size + align - 1) / align * align;
@@ -125,7 +125,7 @@ static void rewrite_inst(rewrite_t *r, LLVMValueRef inst) {
 static int rewrite_body(const kc_hf_kernel_t *k, const kc_hf_locals_t *l, char **log) {
   rewrite_t r = {.locals = l, .base = k->local_base};
   r.ptrs = calloc(l->count, sizeof *r.ptrs);
-  if (!r.ptrs) return *log = kc_hf_msg("out of memory"), 0;
+  if (!r.ptrs) return *log = kc_msg("out of memory"), 0;
   LLVMContextRef c = LLVMGetModuleContext(LLVMGetGlobalParent(k->body));
   r.at_base = LLVMCreateBuilderInContext(c);
   r.b = LLVMCreateBuilderInContext(c);
@@ -141,9 +141,9 @@ static int rewrite_body(const kc_hf_kernel_t *k, const kc_hf_locals_t *l, char *
   LLVMDisposeBuilder(r.b);
   free(r.ptrs);
   if (r.unsupported)
-    *log = kc_hf_msg("kernel %s: a __local variable is used in a constant expression the host "
-                     "finaliser cannot rewrite",
-                     k->name);
+    *log = kc_msg("kernel %s: a __local variable is used in a constant expression the host "
+                  "finaliser cannot rewrite",
+                  k->name);
   return !r.unsupported;
 }
 

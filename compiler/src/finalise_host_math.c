@@ -484,7 +484,7 @@ static int is_core(const char *op) {
 int kc_hf_lower_math(LLVMModuleRef m, char **log) {
   size_t n;
   LLVMValueRef *calls = kc_hf_find_calls(m, NULL, "__spirv_", &n);
-  if (n == (size_t)-1) return *log = kc_hf_msg("out of memory"), 0;
+  if (n == (size_t)-1) return *log = kc_msg("out of memory"), 0;
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
   int ok = 1;
   for (size_t i = 0; i < n; i++) {
@@ -502,8 +502,8 @@ int kc_hf_lower_math(LLVMModuleRef m, char **log) {
     if (na >= 1 && na <= 4)
       r = ocl ? lower_one(m, b, base + 12, a, na, ret) : lower_core(m, b, base + 8, a, na, ret);
     if (!r) {
-      *log = kc_hf_msg("unsupported SPIR-V builtin %s (%s)", base + (ocl ? 12 : 8),
-                       LLVMGetValueName(LLVMGetCalledValue(call)));
+      *log = kc_msg("unsupported SPIR-V builtin %s (%s)", base + (ocl ? 12 : 8),
+                    LLVMGetValueName(LLVMGetCalledValue(call)));
       ok = 0;
       break;
     }

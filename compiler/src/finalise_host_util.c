@@ -1,4 +1,4 @@
-/* Small helpers the host finaliser's phases share: messages, mangled-name parsing, intrinsic
+/* Small helpers the host finaliser's phases share: mangled-name parsing, intrinsic
  * declarations, and finding the builtin calls each phase rewrites.
  */
 #include "finalise_host.h"
@@ -8,20 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-char *kc_hf_msg(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0) return NULL;
-  char *s = malloc((size_t)n + 1);
-  if (!s) return NULL;
-  va_start(ap, fmt);
-  vsnprintf(s, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  return s;
-}
 
 void kc_hf_base_name(const char *name, char *buf, size_t cap) {
   size_t len = strlen(name);

@@ -123,7 +123,7 @@ int kc_hf_vec_keep(LLVMModuleRef m, char **log) {
     n += !strncmp(LLVMGetValueName(f), "_ZGV", 4);
   if (n == 0) return 1;
   LLVMValueRef *els = calloc(n, sizeof *els);
-  if (!els) return *log = kc_hf_msg("out of memory"), 0;
+  if (!els) return *log = kc_msg("out of memory"), 0;
   n = 0;
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     if (!strncmp(LLVMGetValueName(f), "_ZGV", 4)) els[n++] = LLVMConstBitCast(f, i8p);

@@ -28,19 +28,6 @@ struct kc_nvptx_module {
   kc_nvptx_kernel_list_t kernels;
 };
 
-char *kc_nvptx_msg(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  char *s = malloc((size_t)n + 1);
-  if (!s) return NULL;
-  va_start(ap, fmt);
-  vsnprintf(s, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  return s;
-}
-
 void kc_nvptx_options_init(kc_nvptx_options_t *opts) {
   opts->libdevice_path = NULL;
   opts->sm = NVPTX_MAX_SM;
@@ -99,7 +86,7 @@ static kc_status_t nvptx_link_libdevice(LLVMContextRef ctx, LLVMModuleRef mod, c
   LLVMMemoryBufferRef buf = NULL;
   char *err = NULL;
   if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err)) {
-    *log = kc_nvptx_msg("cannot read libdevice '%s': %s", path, err ? err : "?");
+    *log = kc_msg("cannot read libdevice '%s': %s", path, err ? err : "?");
     LLVMDisposeMessage(err);
     return KC_ERR_TARGET;
   }
@@ -107,13 +94,13 @@ static kc_status_t nvptx_link_libdevice(LLVMContextRef ctx, LLVMModuleRef mod, c
   LLVMBool bad = LLVMParseBitcodeInContext2(ctx, buf, &lib);
   LLVMDisposeMemoryBuffer(buf);
   if (bad) {
-    *log = kc_nvptx_msg("libdevice '%s' is not LLVM bitcode this LLVM can read", path);
+    *log = kc_msg("libdevice '%s' is not LLVM bitcode this LLVM can read", path);
     return KC_ERR_TARGET;
   }
   LLVMSetTarget(lib, NVPTX_TRIPLE);
   LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(mod));
   if (LLVMLinkModules2(mod, lib)) { /* consumes lib */
-    *log = kc_nvptx_msg("linking libdevice '%s' failed", path);
+    *log = kc_msg("linking libdevice '%s' failed", path);
     return KC_ERR_TARGET;
   }
   return KC_OK;
@@ -169,7 +156,7 @@ static kc_status_t nvptx_check_resolved(LLVMModuleRef mod, char **log) {
     size_t n;
     const char *name = LLVMGetValueName2(f, &n);
     if (LLVMIsDeclaration(f) && strncmp(name, "llvm.", 5) != 0 && LLVMGetFirstUse(f)) {
-      *log = kc_nvptx_msg("unresolved function '%s' (not provided for NVIDIA GPUs)", name);
+      *log = kc_msg("unresolved function '%s' (not provided for NVIDIA GPUs)", name);
       return KC_ERR_UNSUPPORTED;
     }
   }
@@ -180,7 +167,7 @@ static LLVMTargetMachineRef nvptx_machine(const kc_nvptx_options_t *o, char **lo
   char *err = NULL;
   LLVMTargetRef target;
   if (LLVMGetTargetFromTriple(NVPTX_TRIPLE, &target, &err)) {
-    *log = kc_nvptx_msg("NVPTX target unavailable: %s", err ? err : "?");
+    *log = kc_msg("NVPTX target unavailable: %s", err ? err : "?");
     LLVMDisposeMessage(err);
     return NULL;
   }
@@ -206,7 +193,7 @@ static kc_status_t nvptx_optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, in
   LLVMDisposePassBuilderOptions(po);
   if (e) {
     char *m = LLVMGetErrorMessage(e);
-    *log = kc_nvptx_msg("optimisation failed: %s", m);
+    *log = kc_msg("optimisation failed: %s", m);
     LLVMDisposeErrorMessage(m);
     return KC_ERR_LLVM;
   }
@@ -217,14 +204,14 @@ static kc_status_t nvptx_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, kc_nvp
                               char **log) {
   char *err = NULL;
   if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &err)) {
-    *log = kc_nvptx_msg("internal error, invalid NVPTX module: %s", err);
+    *log = kc_msg("internal error, invalid NVPTX module: %s", err);
     LLVMDisposeMessage(err);
     return KC_ERR_LLVM;
   }
   LLVMDisposeMessage(err);
   LLVMMemoryBufferRef buf = NULL;
   if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
-    *log = kc_nvptx_msg("PTX emission failed: %s", err ? err : "?");
+    *log = kc_msg("PTX emission failed: %s", err ? err : "?");
     LLVMDisposeMessage(err);
     return KC_ERR_TARGET;
   }
@@ -307,7 +294,7 @@ kc_status_t kc_nvptx_finalise(const void *spirv, size_t nbytes, const kc_nvptx_o
   if (!log) log = &dummy;
   *log = NULL;
   if (!spirv || !out) {
-    *log = kc_nvptx_msg("kc_nvptx_finalise: NULL argument");
+    *log = kc_msg("kc_nvptx_finalise: NULL argument");
     return KC_ERR_INVALID_ARGUMENT;
   }
   kc_nvptx_options_t defaults;
@@ -326,7 +313,7 @@ kc_status_t kc_nvptx_finalise(const void *spirv, size_t nbytes, const kc_nvptx_o
     free(fatal);
   }
   free(words);
-  if (st != KC_OK && !*log) *log = kc_nvptx_msg("%s", kc_status_name(st));
+  if (st != KC_OK && !*log) *log = kc_msg("%s", kc_status_name(st));
   if (log == &dummy) free(dummy);
   return st;
 }

@@ -5,6 +5,7 @@
 #define KAPI_COMPILER_FINALISE_NVPTX_H
 
 #include "kapi/compiler.h"
+#include "message.h"
 
 #include <llvm-c/Core.h>
 
@@ -27,12 +28,9 @@ typedef struct kc_nvptx_kernel_list {
 kc_status_t kc_nvptx_prepare_kernels(LLVMModuleRef mod, kc_nvptx_kernel_list_t *out, char **log);
 void kc_nvptx_kernel_list_free(kc_nvptx_kernel_list_t *list);
 
-/* printf-style message into a fresh malloc'd string (for *log). */
 /* Rewrites i64 sign tests and wide arithmetic shifts so LLVM 15's NVPTX instruction selection
  * cannot miscompile them into an unsigned bit-field extract (finalise_nvptx_workarounds.c).
  * Run after the last optimisation, right before code generation. */
 void kc_nvptx_guard_sign_shifts(LLVMModuleRef mod);
-
-char *kc_nvptx_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

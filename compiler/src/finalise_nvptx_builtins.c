@@ -342,9 +342,9 @@ static LLVMValueRef lower_math(bi_call_t *c, const char *n, char **log) {
   if (c->nargs == 0) return NULL;
   LLVMTypeKind ak = LLVMGetTypeKind(LLVMTypeOf(c->args[0]));
   if (k == LLVMVectorTypeKind || ak == LLVMVectorTypeKind || ak == LLVMPointerTypeKind) {
-    *log = kc_nvptx_msg("vector or pointer form of math function '%s' is not supported on "
-                        "NVIDIA GPUs",
-                        n);
+    *log = kc_msg("vector or pointer form of math function '%s' is not supported on "
+                  "NVIDIA GPUs",
+                  n);
     return NULL;
   }
   if (k == LLVMIntegerTypeKind && ak == LLVMIntegerTypeKind) {
@@ -357,7 +357,7 @@ static LLVMValueRef lower_math(bi_call_t *c, const char *n, char **log) {
   int fp32 = ak == LLVMFloatTypeKind, fp64 = ak == LLVMDoubleTypeKind;
   if (!nv || !(fp32 || fp64)) return NULL;
   if (!c->have_libdevice) {
-    *log = kc_nvptx_msg("math function '%s' needs CUDA's libdevice, which was not given", n);
+    *log = kc_msg("math function '%s' needs CUDA's libdevice, which was not given", n);
     return NULL;
   }
   char name[64];
@@ -402,7 +402,7 @@ static kc_status_t lower_calls_to(LLVMModuleRef mod, LLVMValueRef fn, const char
   while (st == KC_OK && (u = LLVMGetFirstUse(fn))) {
     c.call = LLVMGetUser(u);
     if (!LLVMIsACallInst(c.call) || LLVMGetCalledValue(c.call) != fn) {
-      *log = kc_nvptx_msg("builtin '__spirv_%s' is used other than by a call", base);
+      *log = kc_msg("builtin '__spirv_%s' is used other than by a call", base);
       st = KC_ERR_UNSUPPORTED;
       break;
     }
@@ -414,8 +414,7 @@ static kc_status_t lower_calls_to(LLVMModuleRef mod, LLVMValueRef fn, const char
     LLVMPositionBuilderBefore(c.b, c.call);
     LLVMValueRef v = lower_one(&c, base, log);
     if (!v) {
-      if (!*log)
-        *log = kc_nvptx_msg("SPIR-V builtin '__spirv_%s' is not supported on NVIDIA GPUs", base);
+      if (!*log) *log = kc_msg("SPIR-V builtin '__spirv_%s' is not supported on NVIDIA GPUs", base);
       st = KC_ERR_UNSUPPORTED;
       break;
     }

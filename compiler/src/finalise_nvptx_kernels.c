@@ -78,9 +78,9 @@ static kc_status_t describe_args(LLVMModuleRef mod, LLVMValueRef fn, kc_nvptx_ke
       args[i].size = 0;
       rebase_local_arg(mod, fn, p);
     } else if (bv) {
-      *log = kc_nvptx_msg("kernel '%s': argument %u is a struct passed by value, which the NVIDIA "
-                          "driver does not support",
-                          k->name, i);
+      *log = kc_msg("kernel '%s': argument %u is a struct passed by value, which the NVIDIA "
+                    "driver does not support",
+                    k->name, i);
       free(args);
       return KC_ERR_UNSUPPORTED;
     } else {
@@ -151,7 +151,7 @@ static kc_status_t add_kernel(LLVMModuleRef mod, LLVMValueRef fn, kc_nvptx_kerne
   size_t len;
   const char *name = LLVMGetValueName2(fn, &len);
   if (!ptx_identifier(name)) {
-    *log = kc_nvptx_msg("kernel name '%s' is not a valid PTX identifier", name);
+    *log = kc_msg("kernel name '%s' is not a valid PTX identifier", name);
     return KC_ERR_UNSUPPORTED;
   }
   k->name = strdup(name);
@@ -170,7 +170,7 @@ kc_status_t kc_nvptx_prepare_kernels(LLVMModuleRef mod, kc_nvptx_kernel_list_t *
     if (st != KC_OK) return st;
   }
   if (out->count == 0) {
-    *log = kc_nvptx_msg("the SPIR-V module has no kernel");
+    *log = kc_msg("the SPIR-V module has no kernel");
     return KC_ERR_SPIRV;
   }
   reset_calling_conventions(mod);

@@ -11,7 +11,7 @@
 
 kc_status_t kc_nvptx_validate(const void *spirv, size_t nbytes, uint32_t **words, char **log) {
   if (nbytes % 4 != 0 || nbytes < 20) {
-    *log = kc_nvptx_msg("SPIR-V validation failed: %zu bytes is not a SPIR-V module", nbytes);
+    *log = kc_msg("SPIR-V validation failed: %zu bytes is not a SPIR-V module", nbytes);
     return KC_ERR_SPIRV;
   }
   /* An aligned copy the sanitiser may rewrite; callers' buffers need not be aligned. */
