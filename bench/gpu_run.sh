@@ -4,7 +4,11 @@
 # The machine has no LLVM 15, translator or Level Zero loader: Debian 12's .deb files travel
 # in .carry/debs (`apt-get download libllvm15 libllvmspirvlib15 libze1 libz3-4`) and the build
 # made here travels as kapi/_lib and .carry/bin. From the lead's checkout:
-#   run(command="bash bench/gpu_run.sh", carry=["kapi/_lib", ".carry/debs", ".carry/bin"])
+#   cp build/bench/stream_triad build/bench/launch_c \
+#      build/runtime/drivers/cuda/tests/cuda_driver_test .carry/bin/
+#   mkdir -p .carry/fixtures && cp build/compiler/tests/nvptx/fixtures/*.spv .carry/fixtures/
+#   run(command="bash bench/gpu_run.sh",
+#       carry=["kapi/_lib", ".carry/debs", ".carry/bin", ".carry/fixtures"])
 # Logs go to $OUT (or ./gpu-out when run elsewhere).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,10 +22,20 @@ python3 -m kapi 2>&1 | tee "$OUT/devices.txt"
 step() { echo "== $1"; shift; "$@"; echo "== exit $?"; }
 [ "${SKIP_PYTEST:-0}" = 1 ] || step pytest timeout "${PYTEST_TIMEOUT:-270}" python3 -m pytest -q -p no:cacheprovider \
   --maxfail=40 -rfEs tests 2>&1 | tee "$OUT/pytest.log" | tail -60
+if [ -x .carry/bin/cuda_driver_test ]; then
+  step cuda-driver-test timeout 120 .carry/bin/cuda_driver_test "$PWD/kapi/_lib/libze_kapi_cuda.so" \
+    "$PWD/.carry/fixtures" 2>&1 | tee "$OUT/cuda_driver_test.log" | tail -30
+fi
 step gpu-bench timeout 200 python3 bench/gpu.py 2>&1 | tee "$OUT/gpu_bench.log"
+# Coarsening (finalise_nvptx_coarsen.c): off, and other block sizes, beside the default above.
+for c in ${COARSEN_VARIANTS:-0 128 512}; do
+  step "saxpy-coarsen-$c" env KAPI_CUDA_COARSEN=$c timeout 60 python3 bench/gpu.py \
+    --only saxpy,black-scholes 2>&1 | tee -a "$OUT/gpu_bench.log"
+done
 if [ -x .carry/bin/launch_c ]; then
   step gpu-launch-c env KAPI_BENCH_DRIVER=kapi-cuda timeout 30 .carry/bin/launch_c 2000 25 2>&1 | tee -a "$OUT/gpu_bench.log"
 fi
+[ "${SKIP_CPU:-0}" = 1 ] && exit 0
 if [ -x .carry/bin/stream_triad ]; then
   step cpu-triad env KAPI_DRIVERS=cpu timeout 60 .carry/bin/stream_triad 67108864 15 2>&1 | tee "$OUT/cpu.log"
   step cpu-launch env KAPI_DRIVERS=cpu timeout 30 .carry/bin/launch_c 2000 25 2>&1 | tee -a "$OUT/cpu.log"

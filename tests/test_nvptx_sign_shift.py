@@ -4,36 +4,13 @@ the replicated sign bits: -8 % 3 came out -1 on the H200. The NVPTX finaliser gu
 tests and wide arithmetic shifts (compiler/src/finalise_nvptx_workarounds.c); this checks the
 PTX for the kernel that showed it, here on any machine (the finaliser needs no GPU)."""
 
-import ctypes
 import re
-from pathlib import Path
 
 import numpy as np
+from nvptx_util import ptx_of
 
 import kapi
 from kapi import kernel_api
-
-LIB = Path(kapi.__file__).parent / "_lib" / "libkapi_compiler.so"
-
-
-class NvptxOptions(ctypes.Structure):
-    _fields_ = [("libdevice_path", ctypes.c_char_p), ("sm", ctypes.c_uint32), ("opt", ctypes.c_int)]
-
-
-def ptx_of(spirv: bytes) -> str:
-    lib = ctypes.CDLL(str(LIB))
-    lib.kc_nvptx_module_ptx.restype = ctypes.c_char_p
-    opts = NvptxOptions()
-    lib.kc_nvptx_options_init(ctypes.byref(opts))
-    mod, log = ctypes.c_void_p(), ctypes.c_char_p()
-    st = lib.kc_nvptx_finalise(
-        spirv, len(spirv), ctypes.byref(opts), ctypes.byref(mod), ctypes.byref(log)
-    )
-    assert st == 0, log.value
-    try:
-        return lib.kc_nvptx_module_ptx(mod, None).decode()
-    finally:
-        lib.kc_nvptx_module_destroy(mod)
 
 
 @kapi.kernel

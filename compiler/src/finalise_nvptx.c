@@ -32,6 +32,7 @@ void kc_nvptx_options_init(kc_nvptx_options_t *opts) {
   opts->libdevice_path = NULL;
   opts->sm = NVPTX_MAX_SM;
   opts->opt_level = 3;
+  opts->coarsen = 1;
 }
 
 static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
@@ -137,7 +138,8 @@ static kc_status_t nvptx_internalise(LLVMModuleRef mod, const kc_nvptx_kernel_li
     if (LLVMIsDeclaration(f)) continue;
     int kernel = 0;
     for (uint32_t i = 0; i < ks->count && !kernel; ++i)
-      kernel = strcmp(ks->items[i].name, name) == 0;
+      kernel = strcmp(ks->items[i].name, name) == 0 ||
+               (ks->items[i].coarse_name && strcmp(ks->items[i].coarse_name, name) == 0);
     if (kernel) continue;
     LLVMSetLinkage(f, LLVMInternalLinkage);
     nvptx_clean_name(f);
@@ -238,16 +240,29 @@ static kc_status_t nvptx_lower(LLVMContextRef ctx, LLVMModuleRef mod, const kc_n
   LLVMDisposeMessage(dl);
   LLVMDisposeTargetData(td);
   kc_status_t st = kc_nvptx_prepare_kernels(mod, &out->kernels, log);
+  if (st == KC_OK && o->coarsen) st = kc_nvptx_coarsen(mod, &out->kernels);
   if (st == KC_OK) st = kc_nvptx_lower_builtins(mod, o->libdevice_path != NULL, log);
   if (st == KC_OK && has_libdevice_calls(mod))
     st = nvptx_link_libdevice(ctx, mod, o->libdevice_path, log);
   if (st == KC_OK) st = nvptx_internalise(mod, &out->kernels);
   if (st == KC_OK) st = nvptx_optimise(mod, tm, o->opt_level, log);
+  if (st == KC_OK) kc_nvptx_coarsen_finish(mod, &out->kernels);
   if (st == KC_OK) st = nvptx_check_resolved(mod, log);
   if (st == KC_OK) kc_nvptx_guard_sign_shifts(mod);
   if (st == KC_OK) st = nvptx_emit(mod, tm, out, log);
   LLVMDisposeTargetMachine(tm);
   return st;
+}
+
+/* LLVM reports through the context; its default handler prints warnings (a coarsened loop the
+ * vectoriser declined is one) and exits on errors. Here warnings are dropped and the first
+ * error becomes the finaliser's. */
+static void nvptx_diagnostic(LLVMDiagnosticInfoRef di, void *slot) {
+  char **first = slot;
+  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || *first) return;
+  char *d = LLVMGetDiagInfoDescription(di);
+  *first = kc_msg("%s", d ? d : "LLVM error");
+  LLVMDisposeMessage(d);
 }
 
 /* Read, lower and emit, in a context of its own (so calls on many threads are independent). */
@@ -259,9 +274,17 @@ static kc_status_t nvptx_finalise_words(const uint32_t *words, size_t nbytes,
   if (!m) return KC_ERR_OUT_OF_MEMORY;
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMContextSetOpaquePointers(ctx, 0);
+  char *diagnostic = NULL;
+  LLVMContextSetDiagnosticHandler(ctx, nvptx_diagnostic, &diagnostic);
   LLVMModuleRef mod = NULL;
   kc_status_t st = nvptx_read(ctx, words, nbytes, &mod, log);
   if (st == KC_OK) st = nvptx_lower(ctx, mod, opts, m, log);
+  if (st == KC_OK && diagnostic) {
+    st = KC_ERR_LLVM;
+    *log = diagnostic;
+    diagnostic = NULL;
+  }
+  free(diagnostic);
   if (mod) LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
   if (st == KC_OK)

@@ -28,6 +28,19 @@ typedef struct kc_nvptx_kernel_list {
 kc_status_t kc_nvptx_prepare_kernels(LLVMModuleRef mod, kc_nvptx_kernel_list_t *out, char **log);
 void kc_nvptx_kernel_list_free(kc_nvptx_kernel_list_t *list);
 
+/* Adds the coarsened entry (kc_nvptx_kernel_t.coarse_name) to every kernel that allows one;
+ * run before the builtins are lowered. After optimisation, kc_nvptx_coarsen_finish keeps those
+ * the vectoriser widened (and makes them PTX entries) and deletes the rest. */
+kc_status_t kc_nvptx_coarsen(LLVMModuleRef mod, kc_nvptx_kernel_list_t *ks);
+void kc_nvptx_coarsen_finish(LLVMModuleRef mod, kc_nvptx_kernel_list_t *ks);
+
+/* Marks fn as a PTX entry (!nvvm.annotations). */
+void kc_nvptx_annotate_kernel(LLVMModuleRef mod, LLVMValueRef fn);
+
+/* The name after `__spirv_` in an Itanium-mangled (_Z<len><name>...) or plain symbol; 0 when
+ * sym is not a SPIR-V builtin or the name does not fit in cap. */
+int kc_nvptx_spirv_name(const char *sym, char *out, size_t cap);
+
 /* Rewrites i64 sign tests and wide arithmetic shifts so LLVM 15's NVPTX instruction selection
  * cannot miscompile them into an unsigned bit-field extract (finalise_nvptx_workarounds.c).
  * Run after the last optimisation, right before code generation. */

@@ -368,8 +368,7 @@ static LLVMValueRef lower_math(bi_call_t *c, const char *n, char **log) {
   return LLVMBuildCall2(c->b, ft, fn, c->args, c->nargs, "");
 }
 
-/* The name after `__spirv_` in an Itanium-mangled (_Z<len><name>...) or plain symbol. */
-static int spirv_base(const char *sym, char *out, size_t cap) {
+int kc_nvptx_spirv_name(const char *sym, char *out, size_t cap) {
   const char *p = sym;
   size_t len = strlen(sym);
   if (!strncmp(sym, "_Z", 2)) {
@@ -431,7 +430,7 @@ kc_status_t kc_nvptx_lower_builtins(LLVMModuleRef mod, int have_libdevice, char 
     LLVMValueRef next = LLVMGetNextFunction(f);
     size_t n;
     char base[128];
-    if (LLVMIsDeclaration(f) && spirv_base(LLVMGetValueName2(f, &n), base, sizeof base)) {
+    if (LLVMIsDeclaration(f) && kc_nvptx_spirv_name(LLVMGetValueName2(f, &n), base, sizeof base)) {
       kc_status_t st = lower_calls_to(mod, f, base, have_libdevice, log);
       if (st != KC_OK) return st;
       LLVMDeleteFunction(f);

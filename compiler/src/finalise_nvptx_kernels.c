@@ -16,6 +16,7 @@ void kc_nvptx_kernel_list_free(kc_nvptx_kernel_list_t *list) {
   for (uint32_t i = 0; i < list->count; ++i) {
     free((char *)list->items[i].name);
     free((kc_host_arg_t *)list->items[i].args);
+    free((char *)list->items[i].coarse_name);
   }
   free(list->items);
   list->items = NULL;
@@ -113,7 +114,7 @@ static void read_required_size(LLVMValueRef fn, uint32_t out[3]) {
   if (md) LLVMDisposeValueMetadataEntries(md);
 }
 
-static void annotate_kernel(LLVMModuleRef mod, LLVMValueRef fn) {
+void kc_nvptx_annotate_kernel(LLVMModuleRef mod, LLVMValueRef fn) {
   LLVMContextRef ctx = LLVMGetModuleContext(mod);
   LLVMValueRef ops[3] = {fn, LLVMMDStringInContext(ctx, "kernel", 6),
                          LLVMConstInt(LLVMInt32TypeInContext(ctx), 1, 0)};
@@ -159,7 +160,7 @@ static kc_status_t add_kernel(LLVMModuleRef mod, LLVMValueRef fn, kc_nvptx_kerne
   out->count++;
   read_required_size(fn, k->required_local_size);
   kc_status_t st = describe_args(mod, fn, k, log);
-  if (st == KC_OK) annotate_kernel(mod, fn);
+  if (st == KC_OK) kc_nvptx_annotate_kernel(mod, fn);
   return st;
 }
 

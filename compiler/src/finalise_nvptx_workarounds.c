@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static LLVMValueRef sign_shift(LLVMBuilderRef b, LLVMValueRef x, unsigned amount) {
+static LLVMValueRef sign_shift_scalar(LLVMBuilderRef b, LLVMValueRef x, unsigned amount) {
   LLVMTypeRef i64 = LLVMTypeOf(x);
   LLVMTypeRef fty = LLVMFunctionType(i64, &i64, 1, 0);
   char text[32];
@@ -21,16 +21,50 @@ static LLVMValueRef sign_shift(LLVMBuilderRef b, LLVMValueRef x, unsigned amount
   return LLVMBuildCall2(b, fty, fn, &x, 1, "");
 }
 
+/* The asm shift of x, lane by lane when x is a vector (from coarsened work-item loops, which
+ * instruction selection splits into the same scalar pattern). */
+static LLVMValueRef sign_shift(LLVMBuilderRef b, LLVMValueRef x, unsigned amount) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return sign_shift_scalar(b, x, amount);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
+  LLVMValueRef v = LLVMGetUndef(t);
+  for (unsigned i = 0, n = LLVMGetVectorSize(t); i < n; ++i) {
+    LLVMValueRef lane = LLVMConstInt(i32, i, 0);
+    LLVMValueRef s = sign_shift_scalar(b, LLVMBuildExtractElement(b, x, lane, ""), amount);
+    v = LLVMBuildInsertElement(b, v, s, lane, "");
+  }
+  return v;
+}
+
+/* i64, or a vector of i64. */
 static int is_i64(LLVMValueRef v) {
   LLVMTypeRef t = LLVMTypeOf(v);
+  if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) t = LLVMGetElementType(t);
   return LLVMGetTypeKind(t) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) == 64;
 }
 
-static int const_equals(LLVMValueRef v, long long k) {
-  return LLVMIsAConstantInt(v) && LLVMConstIntGetSExtValue(v) == k;
+/* The value of a constant integer or integer splat; 0 when v is neither. */
+static int const_int(LLVMValueRef v, long long *out) {
+  if (LLVMIsAConstantInt(v)) return *out = LLVMConstIntGetSExtValue(v), 1;
+  if (!LLVMIsAConstant(v) || LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMVectorTypeKind) return 0;
+  unsigned n = LLVMGetVectorSize(LLVMTypeOf(v));
+  for (unsigned i = 0; i < n; ++i) {
+    LLVMValueRef e = LLVMGetAggregateElement(v, i);
+    if (!e || !LLVMIsAConstantInt(e)) return 0;
+    long long k = LLVMConstIntGetSExtValue(e);
+    if (i && k != *out) return 0;
+    *out = k;
+  }
+  return n > 0;
 }
 
-/* `x < 0` and `x > -1` on i64 become tests of the asm's sign mask; returns 1 if replaced. */
+static int const_equals(LLVMValueRef v, long long k) {
+  long long got;
+  return const_int(v, &got) && got == k;
+}
+
+/* `x < 0` and `x > -1` on i64 (or i64 vectors) become tests of the asm's sign mask; returns 1
+ * if replaced. */
 static int guard_sign_test(LLVMBuilderRef b, LLVMValueRef inst) {
   if (LLVMGetInstructionOpcode(inst) != LLVMICmp) return 0;
   LLVMValueRef x = LLVMGetOperand(inst, 0), y = LLVMGetOperand(inst, 1);
@@ -46,13 +80,11 @@ static int guard_sign_test(LLVMBuilderRef b, LLVMValueRef inst) {
   return 1;
 }
 
-/* `ashr i64 x, c` with c in 33..63 becomes the asm shift. */
+/* `ashr i64 x, c` with c in 33..63 (or its vector form) becomes the asm shift. */
 static int guard_wide_ashr(LLVMBuilderRef b, LLVMValueRef inst) {
   if (LLVMGetInstructionOpcode(inst) != LLVMAShr || !is_i64(inst)) return 0;
-  LLVMValueRef c = LLVMGetOperand(inst, 1);
-  if (!LLVMIsAConstantInt(c)) return 0;
-  unsigned long long amount = LLVMConstIntGetZExtValue(c);
-  if (amount < 33 || amount > 63) return 0;
+  long long amount;
+  if (!const_int(LLVMGetOperand(inst, 1), &amount) || amount < 33 || amount > 63) return 0;
   LLVMPositionBuilderBefore(b, inst);
   LLVMValueRef repl = sign_shift(b, LLVMGetOperand(inst, 0), (unsigned)amount);
   LLVMReplaceAllUsesWith(inst, repl);

@@ -164,6 +164,7 @@ typedef struct kc_nvptx_options {
   uint32_t sm;   /* target sm_XY as XY; 0 means 86. Values above 86 (LLVM 15's newest) give
                     sm_86 PTX 7.5, which the CUDA driver compiles for newer GPUs. */
   int opt_level; /* 0..3; default 3 */
+  int coarsen;   /* 1 (default): add coarsened entries where allowed (kc_nvptx_kernel_t) */
 } kc_nvptx_options_t;
 
 void kc_nvptx_options_init(kc_nvptx_options_t *opts);
@@ -177,6 +178,15 @@ typedef struct kc_nvptx_kernel {
   uint32_t num_args;
   const kc_host_arg_t *args;       /* num_args entries, owned by the module */
   uint32_t required_local_size[3]; /* reqd_work_group_size, or zeros */
+  /* A coarsened entry, or NULL: each thread runs coarse_factor consecutive work-items along x
+   * with 16-byte vector accesses (only kernels whose work-items never interact get one, and
+   * only when the vectoriser widened their accesses). It takes the kernel's arguments plus a
+   * trailing 64-bit global size along x; launch it with at least ceil(size_x / coarse_factor)
+   * threads along x in any blocks (y and z as for the kernel), and only when every argument
+   * whose bit is set in coarse_aligned (global pointers) is 16-byte aligned. */
+  const char *coarse_name; /* owned by the module */
+  uint32_t coarse_factor;
+  uint64_t coarse_aligned;
 } kc_nvptx_kernel_t;
 
 typedef struct kc_nvptx_module kc_nvptx_module_t;

@@ -178,6 +178,65 @@ static void test_atomics(void) {
   kc_nvptx_module_destroy(m);
 }
 
+static void expect_coarse(const kc_nvptx_module_t *m, const char *kernel, uint32_t factor,
+                          uint64_t aligned) {
+  const kc_nvptx_kernel_t *k = kc_nvptx_module_find(m, kernel);
+  CHECK(k != NULL, "no kernel %s", kernel);
+  if (!k) return;
+  CHECK(k->coarse_factor == factor, "%s: coarse factor %u, want %u", kernel, k->coarse_factor,
+        factor);
+  CHECK((k->coarse_name != NULL) == (factor != 0), "%s: coarse entry %s", kernel,
+        k->coarse_name ? k->coarse_name : "(none)");
+  CHECK(k->coarse_aligned == aligned, "%s: aligned mask %llx, want %llx", kernel,
+        (unsigned long long)k->coarse_aligned, (unsigned long long)aligned);
+  if (!k->coarse_name) return;
+  char entry[160];
+  snprintf(entry, sizeof entry, ".entry %s(", k->coarse_name);
+  expect_ptx(m, entry, 1);
+  CHECK(kc_nvptx_module_find(m, k->coarse_name) == NULL, "%s is not a kernel of its own",
+        k->coarse_name);
+}
+
+/* Coarsened entries: 16-byte vector accesses, only for kernels whose work-items never meet,
+ * and none when the options turn coarsening off. */
+static void test_coarse(void) {
+  kc_nvptx_module_t *m = finalise("coarse", NULL, KC_OK, NULL);
+  if (!m) return;
+  CHECK(kc_nvptx_module_kernel_count(m) == 5, "coarse: five kernels (entries not listed)");
+  expect_coarse(m, "stream_f32", 4, 0x3);
+  expect_coarse(m, "stream_f64", 2, 0x3);
+  expect_coarse(m, "mixed", 4, 0x3);
+  expect_coarse(m, "with_local_id", 0, 0);
+  expect_coarse(m, "guarded", 0, 0);
+  expect_ptx(m, "ld.global.v4.f32", 1);
+  expect_ptx(m, "st.global.v4.f32", 1);
+  expect_ptx(m, "ld.global.v2.f64", 1);
+  expect_ptx(m, "st.global.v2.f64", 1);
+  kc_nvptx_module_destroy(m);
+  m = finalise("saxpy", NULL, KC_OK, NULL); /* its bounds check keeps accesses scalar */
+  if (m) expect_coarse(m, "saxpy", 0, 0);
+  kc_nvptx_module_destroy(m);
+  m = finalise("reduce", NULL, KC_OK, NULL);
+  if (m) expect_coarse(m, "ids2d", 0, 0); /* local ids */
+  kc_nvptx_module_destroy(m);
+
+  size_t n;
+  void *spv = load("coarse", &n);
+  kc_nvptx_options_t o;
+  kc_nvptx_options_init(&o);
+  o.coarsen = 0;
+  char *log = NULL;
+  m = NULL;
+  CHECK(kc_nvptx_finalise(spv, n, &o, &m, &log) == KC_OK, "coarse without coarsening: %s", log);
+  if (m) {
+    expect_coarse(m, "stream_f32", 0, 0);
+    expect_ptx(m, "__kapi_coarse", 0);
+  }
+  kc_nvptx_module_destroy(m);
+  free(log);
+  free(spv);
+}
+
 static int test_math(const char *libdevice) {
   finalise("math", NULL, KC_ERR_UNSUPPORTED, "libdevice");
   finalise("math", "/nonexistent/libdevice.10.bc", KC_ERR_TARGET, "libdevice");
@@ -214,6 +273,7 @@ int main(int argc, char **argv) {
   test_reduce();
   test_local_rows();
   test_atomics();
+  test_coarse();
   test_unsupported();
   int had_libdevice = test_math(argc > 2 ? argv[2] : NULL);
   if (failures) {

@@ -72,6 +72,7 @@ typedef struct cuda_kernel {
   cuda_module_t *module;
   const kc_nvptx_kernel_t *info;
   CUfunction fn;
+  CUfunction coarse_fn; /* the finaliser's coarsened entry, or NULL (cuda_module.c) */
   uint32_t group[3];
   uint64_t *values;      /* one 8-byte slot per argument (every PTX parameter fits) */
   uint32_t *local_bytes; /* per KC_ARG_LOCAL argument, set at zeKernelSetArgumentValue */
@@ -101,6 +102,8 @@ typedef struct cuda_cmd {
   int fill_by_copies;
   unsigned char pattern[128]; /* fill pattern; for a launch, the dynamic shared-memory size */
   cuda_kernel_t *kernel;
+  CUfunction fn;    /* the kernel's entry or its coarsened one */
+  uint32_t nvalues; /* launch arguments: the kernel's, plus the coarsened entry's size */
   uint32_t grid[3], block[3];
   uint64_t *values; /* launch arguments captured at append time, when more than CUDA_CMD_INLINE */
   /* Small wait lists and argument lists live in the command itself (no allocation per

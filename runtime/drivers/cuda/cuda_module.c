@@ -23,6 +23,20 @@ static const char *libdevice_path(char *buf, size_t cap) {
   return NULL;
 }
 
+/* Threads per block of coarsened launches; 0 turns coarsening off. KAPI_CUDA_COARSEN: unset or
+ * 1 for the default, 0 for off (to compare), or a power of two from 32 to 1024. */
+#define COARSE_BLOCK_DEFAULT 256
+
+static uint32_t coarse_block(void) {
+  static int cached = -1;
+  if (cached >= 0) return (uint32_t)cached;
+  const char *env = getenv("KAPI_CUDA_COARSEN");
+  long v = env && *env ? strtol(env, NULL, 10) : 1;
+  if (v == 1 || v < 0 || v > 1024 || (v && (v < 32 || (v & (v - 1))))) v = COARSE_BLOCK_DEFAULT;
+  cached = (int)v;
+  return (uint32_t)v;
+}
+
 static void give_log(char *text, ze_module_build_log_handle_t *out) {
   zed_build_log_t *log = zed_build_log_create(text);
   if (log)
@@ -63,6 +77,7 @@ ze_result_t cuda_module_create(ze_context_handle_t c, ze_device_handle_t d,
   kc_nvptx_options_init(&o);
   o.libdevice_path = libdevice_path(buf, sizeof buf);
   o.sm = (uint32_t)(m->device->sm_major * 10 + m->device->sm_minor);
+  o.coarsen = coarse_block() != 0;
   char *text = NULL;
   kc_status_t st = kc_nvptx_finalise(desc->pInputModule, desc->inputSize, &o, &m->nv, &text);
   ze_result_t r = st == KC_OK ? cuda_use(m->device) : ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
@@ -131,6 +146,10 @@ ze_result_t cuda_kernel_create(ze_module_handle_t mh, const ze_kernel_desc_t *de
     free(k);
     return r == ZE_RESULT_ERROR_INVALID_ARGUMENT ? ZE_RESULT_ERROR_INVALID_KERNEL_NAME : r;
   }
+  /* Without its coarsened entry a kernel still runs, one work-item per thread. */
+  if (r == ZE_RESULT_SUCCESS && info->coarse_name &&
+      cuda.cuModuleGetFunction(&k->coarse_fn, m->mod, info->coarse_name) != CUDA_SUCCESS)
+    k->coarse_fn = NULL;
   k->module = m;
   k->info = info;
   for (uint32_t i = 0; i < info->num_args; ++i)
@@ -236,19 +255,49 @@ ze_result_t cuda_kernel_get_name(ze_kernel_handle_t h, size_t *size, char *name)
 }
 
 static uint64_t *cmd_values(const cuda_cmd_t *c) {
-  return c->kernel->info->num_args <= CUDA_CMD_INLINE ? (uint64_t *)c->vbuf : c->values;
+  return c->nvalues <= CUDA_CMD_INLINE ? (uint64_t *)c->vbuf : c->values;
 }
 
-/* Local buffers are laid out one after another (16-byte aligned) in the dynamic shared memory;
- * each local argument's value is its offset there. Arguments are copied into the command (as
- * Level Zero requires: the kernel may be relaunched with others at once). */
+/* Threads per block of a coarsened launch: the chosen size shared out over the kernel's y and z
+ * block extents (0 when they leave none). */
+static uint32_t coarse_block_x(const cuda_kernel_t *k) {
+  return coarse_block() / (k->group[1] * k->group[2]);
+}
+
+/* The coarsened entry serves a launch when every pointer it declares 16-byte aligned is, and
+ * its grid fits CUDA's limit along x. */
+static int coarse_allowed(const cuda_kernel_t *k, uint64_t size_x) {
+  const kc_nvptx_kernel_t *in = k->info;
+  uint32_t bx = k->coarse_fn ? coarse_block_x(k) : 0;
+  if (!bx) return 0;
+  for (uint32_t i = 0; i < in->num_args; ++i)
+    if ((in->coarse_aligned >> i & 1) && (k->values[i] & 15)) return 0;
+  uint64_t threads = (size_x + in->coarse_factor - 1) / in->coarse_factor;
+  return (threads + bx - 1) / bx <= INT32_MAX;
+}
+
+/* Enough blocks of the coarsened entry to give every consecutive run of coarse_factor
+ * work-items along x a thread; groups do not exist for it, so any block shape will do. */
+static void coarse_geometry(cuda_cmd_t *c, const cuda_kernel_t *k, uint64_t size_x) {
+  uint32_t f = k->info->coarse_factor, bx = coarse_block_x(k);
+  uint64_t threads = (size_x + f - 1) / f;
+  if (threads < bx) bx = (uint32_t)threads;
+  c->block[0] = bx ? bx : 1;
+  c->grid[0] = (uint32_t)((threads + c->block[0] - 1) / c->block[0]);
+}
+
 ze_result_t cuda_launch_prepare(cuda_cmd_t *c, cuda_kernel_t *k, const ze_group_count_t *groups) {
   uint32_t n = k->info->num_args;
+  uint64_t size_x = (uint64_t)groups->groupCountX * k->group[0];
+  int coarse = coarse_allowed(k, size_x);
   c->kernel = k;
-  if (n > CUDA_CMD_INLINE && !(c->values = malloc(n * sizeof *c->values)))
+  c->fn = coarse ? k->coarse_fn : k->fn;
+  c->nvalues = n + (coarse ? 1 : 0);
+  if (c->nvalues > CUDA_CMD_INLINE && !(c->values = malloc(c->nvalues * sizeof *c->values)))
     return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   uint64_t *values = cmd_values(c);
   memcpy(values, k->values, n * sizeof *values);
+  if (coarse) values[n] = size_x;
   uint64_t shared = 0;
   if (k->has_local)
     for (uint32_t i = 0; i < n; ++i)
@@ -271,6 +320,7 @@ ze_result_t cuda_launch_prepare(cuda_cmd_t *c, cuda_kernel_t *k, const ze_group_
   c->grid[1] = groups->groupCountY;
   c->grid[2] = groups->groupCountZ;
   memcpy(c->block, k->group, sizeof c->block);
+  if (coarse) coarse_geometry(c, k, size_x);
   return ZE_RESULT_SUCCESS;
 }
 
@@ -283,14 +333,13 @@ ze_result_t cuda_list_append_launch(ze_command_list_handle_t h, ze_kernel_handle
 }
 
 ze_result_t cuda_launch(const cuda_cmd_t *c, CUstream s) {
-  uint32_t n = c->kernel->info->num_args, shared;
+  uint32_t n = c->nvalues, shared;
   memcpy(&shared, c->pattern, sizeof shared);
-  void *params[256];
-  if (n > 256) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  void *params[257];
+  if (n > 257) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   uint64_t *values = cmd_values(c);
   for (uint32_t i = 0; i < n; ++i)
     params[i] = &values[i];
-  return cuda_to_ze(cuda.cuLaunchKernel(c->kernel->fn, c->grid[0], c->grid[1], c->grid[2],
-                                        c->block[0], c->block[1], c->block[2], shared, s, params,
-                                        NULL));
+  return cuda_to_ze(cuda.cuLaunchKernel(c->fn, c->grid[0], c->grid[1], c->grid[2], c->block[0],
+                                        c->block[1], c->block[2], shared, s, params, NULL));
 }

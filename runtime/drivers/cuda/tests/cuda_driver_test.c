@@ -341,6 +341,64 @@ static void test_saxpy(void) {
   zeModuleDestroy(m);
 }
 
+/* One case of test_coarse: y = a*x + y over groups*size work-items, x and y offset by whole
+ * floats from 16-byte aligned buffers (or y the same array as x); the element after the
+ * last work-item must stay untouched. */
+typedef struct coarse_case {
+  uint32_t groups, size, x_off, y_off;
+  int same;
+} coarse_case_t;
+
+static int run_coarse_case(ze_kernel_handle_t k, float *xb, float *yb, float *h,
+                           const coarse_case_t *c) {
+  uint32_t total = c->groups * c->size, cap = total + 8;
+  for (uint32_t i = 0; i < cap; ++i)
+    h[i] = (float)(i % 1000);
+  ZE(zeCommandListAppendMemoryCopy(list, xb, h, cap * 4, NULL, 0, NULL));
+  float one = 1.0f, a = 2.0f;
+  ZE(zeCommandListAppendMemoryFill(list, yb, &one, 4, cap * 4, NULL, 0, NULL));
+  float *x = xb + c->x_off, *y = c->same ? x : yb + c->y_off;
+  ZE(zeKernelSetArgumentValue(k, 0, 8, &y));
+  ZE(zeKernelSetArgumentValue(k, 1, 8, &x));
+  ZE(zeKernelSetArgumentValue(k, 2, 4, &a));
+  launch(k, c->groups, 1, c->size, 1);
+  ZE(zeCommandListAppendMemoryCopy(list, h, c->same ? xb : yb, cap * 4, NULL, 0, NULL));
+  ZE(run());
+  uint32_t off = c->same ? c->x_off : c->y_off, bad = 0;
+  for (uint32_t i = 0; i < cap; ++i) {
+    float old = c->same ? (float)(i % 1000) : 1.0f;
+    int inside = i >= off && i < off + total;
+    float want = inside ? 2.0f * (float)((i - off + c->x_off) % 1000) + old : old;
+    bad += h[i] != want;
+  }
+  CHECK(!bad, "coarse case %u x %u (x+%u, y+%u%s): %u wrong", c->groups, c->size, c->x_off,
+        c->y_off, c->same ? ", in place" : "", bad);
+  return !bad;
+}
+
+/* The coarsened entry (4 work-items per thread, 16-byte accesses) against one work-item per
+ * thread: partial sets at the end, tiny launches, unaligned views (which must fall back to the
+ * kernel's own entry) and in-place updates. */
+static void test_coarse(void) {
+  ze_module_handle_t m = module("coarse");
+  ze_kernel_handle_t k = kernel(m, "stream_f32");
+  static const coarse_case_t cases[] = {
+      {1000003, 1, 0, 0, 0}, {1024, 256, 0, 0, 0}, {1, 3, 0, 0, 0},   {1000, 3, 1, 0, 0},
+      {1000, 3, 0, 2, 0},    {1001, 5, 0, 0, 1},   {999, 7, 3, 0, 1}, {5, 1, 0, 0, 0},
+  };
+  uint32_t cap = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+    if (cases[i].groups * cases[i].size + 8 > cap) cap = cases[i].groups * cases[i].size + 8;
+  float *x = dev_alloc(cap * 4), *y = dev_alloc(cap * 4), *h = malloc(cap * 4);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+    run_coarse_case(k, x, y, h, &cases[i]);
+  zeMemFree(ctx, x);
+  zeMemFree(ctx, y);
+  free(h);
+  zeKernelDestroy(k);
+  zeModuleDestroy(m);
+}
+
 static void test_reduce(void) {
   ze_module_handle_t m = module("reduce");
   ze_kernel_handle_t ka = kernel(m, "reduce_arg"), kf = kernel(m, "reduce_fixed"),
@@ -573,6 +631,8 @@ int main(int argc, char **argv) {
   test_bad_module();
   step("test_saxpy");
   test_saxpy();
+  step("test_coarse");
+  test_coarse();
   step("test_reduce");
   test_reduce();
   step("test_atomics");
