@@ -235,3 +235,27 @@ def test_local_accessor_after_global_arrays(dev):
         a = kapi.asarray(h, device=dev)
         kapi.call_kernel(stage, kapi.NdRange(32, wg), a, kapi_api.LocalAccessor((wg,), np.float32))
         np.testing.assert_array_equal(a.asnumpy(), h.reshape(-1, wg)[:, ::-1].ravel())
+
+
+@kapi.kernel
+def no_arrays(item, x):
+    pass
+
+
+def test_launch_without_arrays_follows_default_device(monkeypatch):
+    # the queue of a launch without device arrays is remembered with KAPI_DEFAULT_DEVICE
+    kapi.call_kernel(no_arrays, kapi.Range(4), 1)
+    monkeypatch.setenv("KAPI_DEFAULT_DEVICE", "no-such-backend")
+    with pytest.raises(kapi.DeviceNotFoundError, match="KAPI_DEFAULT_DEVICE"):
+        kapi.call_kernel(no_arrays, kapi.Range(4), 1)
+    with pytest.raises(kapi.DeviceNotFoundError, match="KAPI_DEFAULT_DEVICE"):
+        kapi.call_kernel(no_arrays, kapi.Range(4), 2)  # an error is not remembered
+    monkeypatch.setenv("KAPI_DEFAULT_DEVICE", DEVICES[-1].filter_string)
+    kapi.call_kernel(no_arrays, kapi.Range(4), 1)
+    monkeypatch.setenv("KAPI_DEFAULT_DEVICE", "no-such-backend:7")
+    with pytest.raises(kapi.DeviceNotFoundError):
+        kapi.call_kernel(no_arrays, kapi.Range(4), 1)
+    monkeypatch.delenv("KAPI_DEFAULT_DEVICE")
+    kapi.call_kernel(no_arrays, kapi.Range(4), 1)
+    _, ev = kapi.call_kernel_async(no_arrays, kapi.Range(4), (), 3)
+    ev.wait()

@@ -6,6 +6,7 @@
  */
 #include "kx.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define Py_XSETREF_(dst, src)                                                                      \
@@ -282,6 +283,57 @@ static const char *device_name(long d) {
   return kr_device_info(kr_device_get((uint32_t)d))->name;
 }
 
+/* The queue of a launch without device arrays, as kapi._launch._host_queue picks it. The pick
+ * depends only on whether there are host arrays and on KAPI_DEFAULT_DEVICE (the device list is
+ * fixed once loaded), so it is remembered with the variable's value it was made under: the
+ * Python call cost more than the launch. Writes to os.environ go through putenv, so getenv
+ * sees them. */
+typedef struct {
+  PyObject *queue; /* NULL: nothing remembered yet */
+  long device;
+  char *env; /* KAPI_DEFAULT_DEVICE at the pick, NULL when unset */
+} kx_host_pick;
+static kx_host_pick g_host_picks[2];
+
+static void host_pick_clear(kx_host_pick *p) {
+  Py_CLEAR(p->queue);
+  PyMem_Free(p->env);
+  p->env = NULL;
+}
+
+static int same_env(const char *x, const char *y) {
+  return x == y || (x && y && strcmp(x, y) == 0);
+}
+
+static PyObject *host_queue(int host_arrays, long *device) {
+  kx_host_pick *p = &g_host_picks[host_arrays != 0];
+  const char *env = getenv("KAPI_DEFAULT_DEVICE");
+  if (p->queue && same_env(p->env, env)) {
+    *device = p->device;
+    Py_INCREF(p->queue);
+    return p->queue;
+  }
+  char *copy = env ? PyMem_Malloc(strlen(env) + 1) : NULL;
+  if (env && !copy) return PyErr_NoMemory();
+  if (copy) strcpy(copy, env);
+  PyObject *r = PyObject_CallFunction(g_host_queue, "i", host_arrays);
+  PyObject *q = r && PyTuple_Check(r) && PyTuple_Size(r) == 2 ? PyTuple_GetItem(r, 0) : NULL;
+  long d = q ? PyLong_AsLong(PyTuple_GetItem(r, 1)) : -1;
+  if (!q || PyErr_Occurred()) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "kapi: bad host queue pick");
+    Py_XDECREF(r);
+    PyMem_Free(copy);
+    return NULL;
+  }
+  host_pick_clear(p);
+  Py_INCREF(q);
+  p->queue = q, p->device = d, p->env = copy;
+  Py_DECREF(r);
+  *device = d;
+  Py_INCREF(q);
+  return q;
+}
+
 /* The queue and device of the launch: compute follows data. */
 static PyObject *pick_queue(kx_launcher *self, kx_arg *a, Py_ssize_t n, long *device) {
   Py_ssize_t first = -1;
@@ -314,13 +366,7 @@ static PyObject *pick_queue(kx_launcher *self, kx_arg *a, Py_ssize_t n, long *de
     return a[first].queue;
   }
   /* No device array: host arrays need a CPU device; otherwise the default device. */
-  PyObject *r = PyObject_CallFunction(g_host_queue, "i", host_arrays);
-  if (!r) return NULL;
-  PyObject *q = PyTuple_GetItem(r, 0);
-  *device = PyLong_AsLong(PyTuple_GetItem(r, 1));
-  Py_XINCREF(q);
-  Py_DECREF(r);
-  return q;
+  return host_queue(host_arrays, device);
 }
 
 static int read_extents(PyObject *t, size_t *out, const char *what) {
@@ -771,6 +817,8 @@ static PyObject *py_configure(PyObject *self, PyObject *args) {
   Py_XDECREF(g_ndrange_type), g_ndrange_type = nt;
   Py_XDECREF(g_arg_desc), g_arg_desc = desc;
   Py_XDECREF(g_host_queue), g_host_queue = hq;
+  host_pick_clear(&g_host_picks[0]);
+  host_pick_clear(&g_host_picks[1]);
   if (slot_lookup(at, g_kd_name, &g_kd_slot) < 0 ||
       slot_lookup(nt, g_global_name, &g_global_slot) < 0 ||
       slot_lookup(nt, g_local_name, &g_local_slot) < 0)
