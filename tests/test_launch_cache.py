@@ -12,6 +12,7 @@ import pytest
 import kapi
 from kapi import _native
 from kapi import kernel_api as kapi_api
+from kapi._types import DTYPE_TO_KIR
 
 if not _native.has("compile_kir"):
     pytest.skip("the compiler extension (compile_kir) is not built", allow_module_level=True)
@@ -259,3 +260,147 @@ def test_launch_without_arrays_follows_default_device(monkeypatch):
     kapi.call_kernel(no_arrays, kapi.Range(4), 1)
     _, ev = kapi.call_kernel_async(no_arrays, kapi.Range(4), (), 3)
     ev.wait()
+
+
+# -- NumPy arrays and scalars: read through their buffers, with the Python helper's keys -------
+
+
+def _cpu():
+    cpus = kapi.devices("cpu")
+    if not cpus:
+        pytest.skip("no CPU device")
+    return cpus[0]
+
+
+@kapi.kernel
+def touch(item, a):
+    pass
+
+
+@kapi.kernel
+def fill_scalar(item, a, x):
+    a[item.get_id(0)] = x
+
+
+def _numpy_cases():
+    base = np.arange(4 * 6 * 5, dtype=np.float64).reshape(4, 6, 5)
+    cases = [np.zeros(7, dt) for dt in list(DTYPE_TO_KIR) + [np.intc, np.longlong, np.ulonglong]]
+    cases += [
+        base,
+        np.asfortranarray(base),
+        base[:, ::2, 1:4],
+        base[::-1, :, ::-2],
+        base[:, 2:3, :],  # an extent of 1: still C
+        base[:, :, 1],
+        base.T[:, :, 0],
+        np.zeros((3, 1), np.float32)[:, ::5],  # a stride beside an extent of 1
+        np.zeros((0, 4), np.int32),  # empty: contiguous both ways
+        np.zeros((5, 0), np.int32)[::2],
+        np.broadcast_to(np.float32(1), (3, 4)),  # stride 0, read-only
+        np.zeros((2, 3), np.uint8, order="F")[:, ::-1],
+    ]
+    return cases
+
+
+def test_numpy_array_keys_match_the_python_helper():
+    _cpu()
+    from kapi._launch import _numpy_desc
+
+    for a in _numpy_cases():
+        kapi.call_kernel(touch, kapi.Range(1), a)
+        assert touch._launcher.last_key[2] == _numpy_desc(a, 0)[1], (a.dtype, a.shape, a.strides)
+
+
+def test_numpy_arrays_of_every_layout_give_right_results():
+    _cpu()
+    h = np.zeros((8, 12), np.int64)
+    for view, shape in ((h, (8, 12)), (h.T, (12, 8)), (h[::2, 1::3], (4, 4)), (h[::-1], (8, 12))):
+        view[...] = -1
+        kapi.call_kernel(put_index_2d, kapi.Range(*shape), view)
+        i, j = np.indices(shape)
+        np.testing.assert_array_equal(view, i * 100 + j)
+    f = np.zeros((5, 7), np.int64, order="F")
+    kapi.call_kernel(put_index_2d, kapi.Range(5, 7), f)
+    np.testing.assert_array_equal(f, np.indices((5, 7))[0] * 100 + np.indices((5, 7))[1])
+
+
+@pytest.mark.parametrize(
+    "x",
+    [np.float32(2.5), np.float64(-1.25), np.int8(-3), np.uint64(2**64 - 1), np.longlong(-7)],
+    ids=lambda x: type(x).__name__,
+)
+def test_numpy_scalars(x):
+    cpu = _cpu()
+    a = kapi.zeros(4, dtype=np.dtype(type(x)), device=cpu)
+    kapi.call_kernel(fill_scalar, kapi.Range(4), a, x)
+    assert fill_scalar._launcher.last_key[3] == DTYPE_TO_KIR[a.dtype]
+    np.testing.assert_array_equal(a.asnumpy(), np.full(4, x))
+    b = kapi.zeros(4, dtype="?", device=cpu)
+    kapi.call_kernel(fill_scalar, kapi.Range(4), b, np.bool_(True))
+    assert b.asnumpy().all()
+
+
+def test_numpy_arguments_the_buffer_path_leaves_to_python():
+    _cpu()
+    from numpy.lib.stride_tricks import as_strided
+
+    errors = [
+        (np.zeros(4, np.float16), kapi.UnsupportedDtypeError),
+        (np.zeros(4, ">f4"), kapi.UnsupportedDtypeError),  # not the native byte order
+        (np.zeros(4, np.complex64), kapi.UnsupportedDtypeError),
+        (np.zeros((), np.float32), kapi.UnsupportedKernelArgumentError),
+        (np.zeros((1, 1, 1, 1), np.float32), kapi.UnsupportedKernelArgumentError),
+        (as_strided(np.zeros(16, np.uint8), (3,), (3,)).view(np.uint8), None),
+        (as_strided(np.zeros(16, np.int16), (3,), (3,)), kapi.UnsupportedKernelArgumentError),
+        (np.float16(1), kapi.UnsupportedDtypeError),
+        (np.complex64(1), kapi.UnsupportedDtypeError),
+        (np.datetime64(1, "s"), kapi.UnsupportedDtypeError),
+    ]
+    for x, err in errors:
+        if err is None:
+            kapi.call_kernel(touch, kapi.Range(1), x)  # odd strides of 1-byte items are fine
+            continue
+        with pytest.raises(err):
+            kapi.call_kernel(touch, kapi.Range(1), x)
+
+    class Sub(np.ndarray):
+        pass
+
+    s = np.zeros(6, np.int64).view(Sub)
+    kapi.call_kernel(put_index, kapi.Range(6), s, 1)  # the Python helper: same result
+    np.testing.assert_array_equal(s, np.arange(6) + 1)
+
+
+@kapi.kernel
+def read_strides(item, a, out):
+    s = a.strides
+    out[0] = s[0]
+    out[1] = s[1]
+
+
+def test_numpy_strides_seen_by_kernels_are_the_arrays_own():
+    # NumPy's buffer export rewrites the strides of extents 0 and 1 in contiguous arrays; the
+    # kernel must still see the array's own (as through the Python helper, taken by a subclass)
+    _cpu()
+
+    class Sub(np.ndarray):
+        pass
+
+    base = np.zeros((6, 8), np.float32)
+    cases = [
+        base,
+        base[:, 2:3],
+        base[2:3, :],
+        base[1:2, 3:4],
+        base[::4][:1],
+        base[:0, ::2],
+        base[::-1][:, 5:6],
+        np.zeros((3, 1), np.float32)[:, ::5],
+        np.asfortranarray(base)[:, :1],
+    ]
+    for a in cases:
+        fast, slow = np.zeros(2, np.int64), np.zeros(2, np.int64)
+        kapi.call_kernel(read_strides, kapi.Range(1), a, fast)
+        kapi.call_kernel(read_strides, kapi.Range(1), a.view(Sub), slow)
+        np.testing.assert_array_equal(fast, slow, err_msg=f"{a.shape} {a.strides}")
+        assert fast.tolist() in ([s // 4 for s in a.strides], list(a.strides))

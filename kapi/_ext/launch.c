@@ -236,6 +236,96 @@ static PyObject *array_desc(PyObject *arg, kx_arg *a) {
 
 static PyObject *S_BOOL, *S_I64, *S_F64;
 
+/* NumPy arrays and scalars of the supported dtypes, read through the buffer protocol instead of
+ * the Python helper (which cost microseconds per argument). Only the plain cases: any other
+ * dtype, byte order, ndim or stride takes kapi._launch._arg_desc, which also words the errors.
+ * The type keys come from Python (rt_launch_numpy), so both paths give the same ones. */
+#define KX_NP_FORMATS 32
+typedef struct {
+  char format[8];      /* the buffer format of the dtype, e.g. "f" */
+  PyObject *scalar;    /* "f32" */
+  PyObject *arrays[9]; /* "array(f32,N,L,global)" at [(N - 1) * 3 + (C, F, A)] */
+} kx_np_format;
+static kx_np_format g_np_formats[KX_NP_FORMATS];
+static int g_np_nformats;
+static PyObject *g_ndarray_type, *g_npgeneric_type;
+
+static const kx_np_format *np_format(const char *f) {
+  for (int i = 0; f && i < g_np_nformats; i++)
+    if (strcmp(g_np_formats[i].format, f) == 0) return &g_np_formats[i];
+  return NULL;
+}
+
+/* NumPy's contiguity: extents of 1 do not count, and an empty array is contiguous. */
+static int np_contiguous(const Py_buffer *v, int fortran) {
+  Py_ssize_t want = v->itemsize;
+  for (int i = 0; i < v->ndim; i++)
+    if (v->shape[i] == 0) return 1;
+  for (int k = 0; k < v->ndim; k++) {
+    int i = fortran ? k : v->ndim - 1 - k;
+    if (v->shape[i] != 1 && v->strides[i] != want) return 0;
+    want *= v->shape[i];
+  }
+  return 1;
+}
+
+/* NumPy exports the canonical strides of a contiguous array, which differ from the array's own
+ * where an extent is 0 or 1; a kernel can read strides, so those come from the array. 0 when
+ * they cannot be used (the Python helper then words the error). */
+static PyObject *g_strides_name;
+
+static int np_own_strides(PyObject *arr, const Py_buffer *v, kx_arg *a) {
+  PyObject *st = PyObject_GetAttr(arr, g_strides_name);
+  int ok = st && PyTuple_Check(st) && PyTuple_Size(st) == v->ndim;
+  for (int d = 0; ok && d < v->ndim; d++) {
+    Py_ssize_t x = PyLong_AsSsize_t(PyTuple_GetItem(st, d));
+    ok = !(x == -1 && PyErr_Occurred()) && x % v->itemsize == 0;
+    a->strides[d] = x / v->itemsize;
+  }
+  Py_XDECREF(st);
+  PyErr_Clear();
+  return ok;
+}
+
+static int np_fill(PyObject *arg, const Py_buffer *v, const kx_np_format *t, int array, kx_arg *a) {
+  if (!array) {
+    if (v->ndim != 0 || v->itemsize > 8 || v->len != v->itemsize) return 0;
+    a->kind = 'S', a->typekey = t->scalar, a->nbytes = (size_t)v->itemsize, a->value = 0;
+    memcpy(&a->value, v->buf, (size_t)v->itemsize);
+    return 1;
+  }
+  if (v->ndim < 1 || v->ndim > 3 || !v->shape || !v->strides) return 0;
+  int small = 0;
+  for (int d = 0; d < v->ndim; d++) {
+    if (v->strides[d] % v->itemsize) return 0;
+    a->shape[d] = v->shape[d];
+    a->strides[d] = v->strides[d] / v->itemsize;
+    small |= v->shape[d] <= 1;
+  }
+  int layout = np_contiguous(v, 0) ? 0 : np_contiguous(v, 1) ? 1 : 2;
+  if (small && layout != 2 && !np_own_strides(arg, v, a)) return 0;
+  a->kind = 'A', a->typekey = t->arrays[(v->ndim - 1) * 3 + layout];
+  a->device = -1, a->queue = NULL, a->ptr = (uint64_t)(uintptr_t)v->buf, a->ndim = v->ndim;
+  return 1;
+}
+
+/* 1 when arg is a NumPy array or scalar done here, 0 when the Python helper must do it. */
+static int numpy_arg(PyObject *arg, kx_arg *a) {
+  if (!g_np_nformats) return 0;
+  PyTypeObject *tp = Py_TYPE(arg);
+  int array = tp == (PyTypeObject *)g_ndarray_type;
+  if (!array && !PyType_IsSubtype(tp, (PyTypeObject *)g_npgeneric_type)) return 0;
+  Py_buffer v;
+  if (PyObject_GetBuffer(arg, &v, PyBUF_RECORDS_RO) < 0) {
+    PyErr_Clear();
+    return 0;
+  }
+  const kx_np_format *t = np_format(v.format);
+  int done = t && v.itemsize > 0 && np_fill(arg, &v, t, array, a);
+  PyBuffer_Release(&v); /* as before: the launch holds the array, not an export of it */
+  return done;
+}
+
 /* Fast paths for kapi arrays and Python scalars; everything else goes through Python. */
 static PyObject *classify(PyObject *arg, Py_ssize_t pos, kx_arg *a) {
   if (PyObject_TypeCheck(arg, (PyTypeObject *)g_array_type)) return array_desc(arg, a);
@@ -260,6 +350,10 @@ static PyObject *classify(PyObject *arg, Py_ssize_t pos, kx_arg *a) {
       a->typekey = S_I64, a->nbytes = 8;
       memcpy(&a->value, &v, 8);
     }
+    Py_INCREF(Py_None);
+    return Py_None;
+  }
+  if (numpy_arg(arg, a)) {
     Py_INCREF(Py_None);
     return Py_None;
   }
@@ -769,8 +863,18 @@ static PyMethodDef launcher_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *launcher_last_key(PyObject *o, void *c) {
+  (void)c;
+  PyObject *k = ((kx_launcher *)o)->last_key;
+  if (!k) Py_RETURN_NONE;
+  Py_INCREF(k);
+  return k;
+}
+
 static PyGetSetDef launcher_getset[] = {
     {"cache_size", launcher_cache_size, NULL, "Entries in the dispatch cache.", NULL},
+    {"last_key", launcher_last_key, NULL,
+     "The dispatch key of the previous launch: (index kind, ndim, argument types...).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -826,8 +930,65 @@ static PyObject *py_configure(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+static void np_formats_clear(void) {
+  for (int i = 0; i < g_np_nformats; i++) {
+    Py_CLEAR(g_np_formats[i].scalar);
+    for (int k = 0; k < 9; k++)
+      Py_CLEAR(g_np_formats[i].arrays[k]);
+  }
+  g_np_nformats = 0;
+}
+
+static int np_format_add(PyObject *fmt, PyObject *keys) {
+  const char *f = PyUnicode_Check(fmt) ? PyUnicode_AsUTF8AndSize(fmt, NULL) : NULL;
+  if (!f || strlen(f) >= sizeof g_np_formats[0].format || g_np_nformats == KX_NP_FORMATS ||
+      !PyTuple_Check(keys) || PyTuple_Size(keys) != 10) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_ValueError, "rt_launch_numpy: {format: (scalar key, 9 array keys)}");
+    return -1;
+  }
+  for (Py_ssize_t k = 0; k < 10; k++)
+    if (!PyUnicode_Check(PyTuple_GetItem(keys, k))) {
+      PyErr_SetString(PyExc_ValueError, "rt_launch_numpy: the keys must be str");
+      return -1;
+    }
+  kx_np_format *t = &g_np_formats[g_np_nformats++];
+  strcpy(t->format, f);
+  t->scalar = PyTuple_GetItem(keys, 0);
+  Py_INCREF(t->scalar);
+  for (int k = 0; k < 9; k++) {
+    t->arrays[k] = PyTuple_GetItem(keys, k + 1);
+    Py_INCREF(t->arrays[k]);
+    PyUnicode_InternInPlace(&t->arrays[k]);
+  }
+  PyUnicode_InternInPlace(&t->scalar);
+  return 0;
+}
+
+/* rt_launch_numpy(ndarray, generic, {buffer format: (scalar key, 9 array keys)}): the NumPy
+ * types the launch reads through their buffers. */
+static PyObject *py_numpy(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *nd, *gen, *formats, *fmt, *keys;
+  if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &nd, &PyType_Type, &gen, &PyDict_Type,
+                        &formats))
+    return NULL;
+  np_formats_clear();
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(formats, &pos, &fmt, &keys))
+    if (np_format_add(fmt, keys) < 0) {
+      np_formats_clear();
+      return NULL;
+    }
+  Py_INCREF(nd), Py_INCREF(gen);
+  Py_XDECREF(g_ndarray_type), g_ndarray_type = nd;
+  Py_XDECREF(g_npgeneric_type), g_npgeneric_type = gen;
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"rt_launch_configure", py_configure, METH_VARARGS, "Registers the Python launch helpers."},
+    {"rt_launch_numpy", py_numpy, METH_VARARGS, "Registers NumPy's types and dtype keys."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -837,6 +998,7 @@ int kx_launch_register(PyObject *m) {
       !(g_global_name = PyUnicode_InternFromString("_global_range")) ||
       !(g_local_name = PyUnicode_InternFromString("_local_range")) ||
       !(g_specialize_name = PyUnicode_InternFromString("_specialize")) ||
+      !(g_strides_name = PyUnicode_InternFromString("strides")) ||
       !(S_BOOL = PyUnicode_InternFromString("bool")) ||
       !(S_I64 = PyUnicode_InternFromString("i64")) ||
       !(S_F64 = PyUnicode_InternFromString("f64")) ||
