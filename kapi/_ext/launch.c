@@ -2,7 +2,9 @@
  * index space and arguments, finds the specialisation in its dispatch cache (keyed by index
  * kind, range rank and argument KIR types), packs the kernel ABI of docs/kir.md and launches
  * on the queue the array arguments live on. Python only runs on a cache miss (to compile) and
- * for argument kinds without a fast path here (NumPy arrays and scalars, interop objects).
+ * for argument kinds without a fast path here (LocalAccessor, interop objects, unusual NumPy
+ * arguments). Per-call work is kept to copies of what was parsed once: each kapi array's
+ * ArgDesc, the last index space's extents, the last dispatch key.
  */
 #include "kx.h"
 
