@@ -201,7 +201,8 @@ class Array:
 
     @property
     def _kdesc(self):
-        """The launcher's descriptor (see kapi/_ext/launch.c), computed once per array."""
+        """The launcher's descriptor (an ArgDesc, see kapi/_ext/launch.c), parsed once per
+        array: an array never changes after it is made."""
         kd = self._kd
         if kd is None:
             nd = len(self._shape)
@@ -211,7 +212,7 @@ class Array:
                 )
             i = self.itemsize
             key = f"array({DTYPE_TO_KIR[self._dtype]},{nd},{self.layout},global)"
-            kd = self._kd = (
+            desc = (
                 "A",
                 key,
                 self._queue.device.index,
@@ -220,6 +221,7 @@ class Array:
                 self._shape,
                 tuple(s // i for s in self._strides),
             )
+            kd = self._kd = _native.ext().ArgDesc(desc)
         return kd
 
     # -- host transfer -------------------------------------------------------------------

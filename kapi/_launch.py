@@ -1,8 +1,9 @@
 """call_kernel and call_kernel_async: the Python face of the native launch path.
 
 The per-call work is one C call (kapi/_ext/launch.c). Python helpers here only describe
-argument kinds the C fast path does not handle (NumPy arrays and scalars, LocalAccessor,
-interop objects) and pick a queue when no argument lives on a device.
+argument kinds the C fast path does not handle (LocalAccessor, interop objects, NumPy arrays
+and scalars of unusual layouts or dtypes, for their errors) and pick a queue when no argument
+lives on a device.
 """
 
 from __future__ import annotations
@@ -116,9 +117,29 @@ def _host_queue(host_arrays: int):
     return dev.default_queue._native, dev.index
 
 
+def _numpy_formats() -> dict[str, tuple[str, ...]]:
+    """{buffer format: (scalar key, array keys for ndim 1-3 x layout C, F, A)} of the NumPy
+    dtypes kernels take: the launch reads such arrays and scalars through their buffers, with
+    the keys _numpy_desc and _arg_desc would give."""
+    out = {}
+    for code in np.typecodes["All"]:
+        try:
+            dt = np.dtype(code)
+            kir = DTYPE_TO_KIR.get(dt)
+            fmt = memoryview(np.empty(1, dt)).format if kir else None
+        except (TypeError, ValueError):
+            continue
+        if fmt:
+            arrays = (f"array({kir},{nd},{lay},global)" for nd in (1, 2, 3) for lay in "CFA")
+            out[fmt] = (kir, *arrays)
+    return out
+
+
 def _configure() -> None:
     global _configured
-    _native.ext().rt_launch_configure(Array, NdRange, _arg_desc, _host_queue)
+    ext = _native.ext()
+    ext.rt_launch_configure(Array, NdRange, _arg_desc, _host_queue)
+    ext.rt_launch_numpy(np.ndarray, np.generic, _numpy_formats())
     _configured = True
 
 

@@ -2,11 +2,21 @@
  * index space and arguments, finds the specialisation in its dispatch cache (keyed by index
  * kind, range rank and argument KIR types), packs the kernel ABI of docs/kir.md and launches
  * on the queue the array arguments live on. Python only runs on a cache miss (to compile) and
- * for argument kinds without a fast path here (NumPy arrays and scalars, interop objects).
+ * for argument kinds without a fast path here (LocalAccessor, interop objects, unusual NumPy
+ * arguments). Per-call work is kept to copies of what was parsed once: each kapi array's
+ * ArgDesc, the last index space's extents, the last dispatch key.
  */
 #include "kx.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#define Py_XSETREF_(dst, src)                                                                      \
+  do {                                                                                             \
+    PyObject *old_ = (dst);                                                                        \
+    (dst) = (src);                                                                                 \
+    Py_XDECREF(old_);                                                                              \
+  } while (0)
 
 #define KX_MAX_DEVICES 64
 #define KX_MAX_ARGS 64   /* Python-level kernel arguments */
@@ -16,6 +26,14 @@
 static PyObject *g_array_type, *g_ndrange_type, *g_arg_desc, *g_host_queue;
 static PyObject *g_kd_name, *g_kdesc_name, *g_global_name, *g_local_name, *g_specialize_name;
 
+/* A slot of an exact kapi type read through its member descriptor's getter: the same result as
+ * PyObject_GetAttr, without the type's attribute lookup on every launch. */
+typedef struct {
+  PyObject *descr;
+  descrgetfunc get;
+} kx_slot;
+static kx_slot g_kd_slot, g_global_slot, g_local_slot;
+
 typedef struct {
   PyObject *compiled; /* kapi._kernel.CompiledKernel */
   PyObject *spirv;    /* bytes */
@@ -24,14 +42,26 @@ typedef struct {
 } kx_entry;
 
 typedef struct {
+  int nd; /* NdRange launch */
+  int ndim;
+  size_t global[3], local[3];
+} kx_space;
+
+typedef struct {
   PyObject_HEAD PyObject *dispatcher;
   PyObject *names; /* parameter names (the item's included), for messages */
   int name_offset; /* 1 when this launch's kernel takes an item first */
   PyObject *cache; /* key tuple -> capsule(kx_entry) */
   Py_ssize_t nparams;
   int warned_no_item;
-  PyObject *last_key; /* the key of the previous launch, and its entry: the common case of */
-  kx_entry *last;     /* a loop launching with the same argument types skips the dict */
+  PyObject *last_key;  /* the key of the previous launch, and its entry: the common case of */
+  kx_entry *last;      /* a loop launching with the same argument types skips the dict */
+  PyObject *last_kind; /* last_key unpacked (borrowed from it): */
+  int last_ndim;
+  Py_ssize_t last_n;
+  PyObject *last_types[KX_MAX_ARGS];
+  PyObject *space_g, *space_l; /* the extents tuples the previous launch read (held: */
+  kx_space space;              /* tuples are immutable), and what they gave */
 } kx_launcher;
 
 /* One argument after classification. */
@@ -78,7 +108,11 @@ static int parse_desc(PyObject *desc, kx_arg *a) {
   if (a->kind == 'S') {
     char *buf;
     Py_ssize_t n;
-    if (PyBytes_AsStringAndSize(PyTuple_GetItem(desc, 2), &buf, &n) < 0 || n > 8) return -1;
+    if (PyBytes_AsStringAndSize(PyTuple_GetItem(desc, 2), &buf, &n) < 0) return -1;
+    if (n > 8) {
+      PyErr_SetString(PyExc_SystemError, "kapi: scalar descriptor of more than 8 bytes");
+      return -1;
+    }
     a->value = 0;
     memcpy(&a->value, buf, (size_t)n);
     a->nbytes = (size_t)n;
@@ -103,23 +137,200 @@ static int parse_desc(PyObject *desc, kx_arg *a) {
   return 0;
 }
 
+/* ArgDesc: a descriptor parsed once. Array._kdesc makes one per kapi array and caches it in
+ * the array's _kd slot (an array's pointer, shape, strides and queue never change after it is
+ * made), so a launch copies a struct instead of reading a tuple of Python objects. It owns its
+ * type key (interned: equal keys are then one object and compare by address) and queue. */
+typedef struct {
+  PyObject_HEAD kx_arg a;
+} kx_argdesc;
+
+static PyObject *argdesc_type;
+
+static int argdesc_init(PyObject *o, PyObject *args, PyObject *kw) {
+  kx_argdesc *self = (kx_argdesc *)o;
+  PyObject *desc;
+  if (kw && PyDict_Size(kw)) {
+    PyErr_SetString(PyExc_TypeError, "ArgDesc(descriptor: tuple)");
+    return -1;
+  }
+  if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &desc)) return -1;
+  kx_arg a;
+  memset(&a, 0, sizeof a);
+  if (parse_desc(desc, &a) < 0) return -1;
+  if (!PyUnicode_Check(a.typekey)) {
+    PyErr_SetString(PyExc_TypeError, "ArgDesc: the type key must be a str");
+    return -1;
+  }
+  Py_INCREF(a.typekey);
+  Py_XINCREF(a.queue);
+  if (PyUnicode_CheckExact(a.typekey)) PyUnicode_InternInPlace(&a.typekey);
+  Py_XDECREF(self->a.typekey); /* __init__ called again */
+  Py_XDECREF(self->a.queue);
+  self->a = a;
+  return 0;
+}
+
+static void argdesc_dealloc(PyObject *o) {
+  kx_argdesc *self = (kx_argdesc *)o;
+  Py_XDECREF(self->a.typekey);
+  Py_XDECREF(self->a.queue);
+  PyTypeObject *tp = Py_TYPE(o);
+  freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+  f(o);
+  Py_DECREF(tp);
+}
+
+static PyObject *argdesc_typekey(PyObject *o, void *c) {
+  (void)c;
+  PyObject *k = ((kx_argdesc *)o)->a.typekey;
+  if (!k) Py_RETURN_NONE;
+  Py_INCREF(k);
+  return k;
+}
+
+static PyGetSetDef argdesc_getset[] = {
+    {"typekey", argdesc_typekey, NULL, "The argument's KIR type (the dispatch key part).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot argdesc_slots[] = {
+    {Py_tp_init, argdesc_init},
+    {Py_tp_dealloc, argdesc_dealloc},
+    {Py_tp_getset, argdesc_getset},
+    {Py_tp_new, PyType_GenericNew},
+    {0, NULL},
+};
+
+static PyType_Spec argdesc_spec = {"kapi._lib._kapi.ArgDesc", sizeof(kx_argdesc), 0,
+                                   Py_TPFLAGS_DEFAULT, argdesc_slots};
+
+/* desc is an ArgDesc or a descriptor tuple; a takes its fields, borrowed from desc. */
+static int take_desc(PyObject *desc, kx_arg *a) {
+  if (Py_TYPE(desc) == (PyTypeObject *)argdesc_type) {
+    if (!((kx_argdesc *)desc)->a.typekey) {
+      PyErr_SetString(PyExc_SystemError, "kapi: ArgDesc used before __init__");
+      return -1;
+    }
+    *a = ((kx_argdesc *)desc)->a;
+    return 0;
+  }
+  return parse_desc(desc, a);
+}
+
+static PyObject *slot_read(const kx_slot *s, PyObject *obj) {
+  return s->get(s->descr, obj, (PyObject *)Py_TYPE(obj));
+}
+
+/* A kapi array's descriptor: the cached one (the _kd slot), else the property computes and
+ * caches it. A new reference, or NULL with an exception. */
+static PyObject *array_desc(PyObject *arg, kx_arg *a) {
+  PyObject *desc = Py_TYPE(arg) == (PyTypeObject *)g_array_type && g_kd_slot.get
+                       ? slot_read(&g_kd_slot, arg)
+                       : PyObject_GetAttr(arg, g_kd_name);
+  if (desc == Py_None) {
+    Py_DECREF(desc);
+    desc = PyObject_GetAttr(arg, g_kdesc_name);
+  }
+  if (desc && take_desc(desc, a) < 0) Py_CLEAR(desc);
+  return desc;
+}
+
 static PyObject *S_BOOL, *S_I64, *S_F64;
+
+/* NumPy arrays and scalars of the supported dtypes, read through the buffer protocol instead of
+ * the Python helper (which cost microseconds per argument). Only the plain cases: any other
+ * dtype, byte order, ndim or stride takes kapi._launch._arg_desc, which also words the errors.
+ * The type keys come from Python (rt_launch_numpy), so both paths give the same ones. */
+#define KX_NP_FORMATS 32
+typedef struct {
+  char format[8];      /* the buffer format of the dtype, e.g. "f" */
+  PyObject *scalar;    /* "f32" */
+  PyObject *arrays[9]; /* "array(f32,N,L,global)" at [(N - 1) * 3 + (C, F, A)] */
+} kx_np_format;
+static kx_np_format g_np_formats[KX_NP_FORMATS];
+static int g_np_nformats;
+static PyObject *g_ndarray_type, *g_npgeneric_type;
+
+static const kx_np_format *np_format(const char *f) {
+  for (int i = 0; f && i < g_np_nformats; i++)
+    if (strcmp(g_np_formats[i].format, f) == 0) return &g_np_formats[i];
+  return NULL;
+}
+
+/* NumPy's contiguity: extents of 1 do not count, and an empty array is contiguous. */
+static int np_contiguous(const Py_buffer *v, int fortran) {
+  Py_ssize_t want = v->itemsize;
+  for (int i = 0; i < v->ndim; i++)
+    if (v->shape[i] == 0) return 1;
+  for (int k = 0; k < v->ndim; k++) {
+    int i = fortran ? k : v->ndim - 1 - k;
+    if (v->shape[i] != 1 && v->strides[i] != want) return 0;
+    want *= v->shape[i];
+  }
+  return 1;
+}
+
+/* NumPy exports the canonical strides of a contiguous array, which differ from the array's own
+ * where an extent is 0 or 1; a kernel can read strides, so those come from the array. 0 when
+ * they cannot be used (the Python helper then words the error). */
+static PyObject *g_strides_name;
+
+static int np_own_strides(PyObject *arr, const Py_buffer *v, kx_arg *a) {
+  PyObject *st = PyObject_GetAttr(arr, g_strides_name);
+  int ok = st && PyTuple_Check(st) && PyTuple_Size(st) == v->ndim;
+  for (int d = 0; ok && d < v->ndim; d++) {
+    Py_ssize_t x = PyLong_AsSsize_t(PyTuple_GetItem(st, d));
+    ok = !(x == -1 && PyErr_Occurred()) && x % v->itemsize == 0;
+    a->strides[d] = x / v->itemsize;
+  }
+  Py_XDECREF(st);
+  PyErr_Clear();
+  return ok;
+}
+
+static int np_fill(PyObject *arg, const Py_buffer *v, const kx_np_format *t, int array, kx_arg *a) {
+  if (!array) {
+    if (v->ndim != 0 || v->itemsize > 8 || v->len != v->itemsize) return 0;
+    a->kind = 'S', a->typekey = t->scalar, a->nbytes = (size_t)v->itemsize, a->value = 0;
+    memcpy(&a->value, v->buf, (size_t)v->itemsize);
+    return 1;
+  }
+  if (v->ndim < 1 || v->ndim > 3 || !v->shape || !v->strides) return 0;
+  int small = 0;
+  for (int d = 0; d < v->ndim; d++) {
+    if (v->strides[d] % v->itemsize) return 0;
+    a->shape[d] = v->shape[d];
+    a->strides[d] = v->strides[d] / v->itemsize;
+    small |= v->shape[d] <= 1;
+  }
+  int layout = np_contiguous(v, 0) ? 0 : np_contiguous(v, 1) ? 1 : 2;
+  if (small && layout != 2 && !np_own_strides(arg, v, a)) return 0;
+  a->kind = 'A', a->typekey = t->arrays[(v->ndim - 1) * 3 + layout];
+  a->device = -1, a->queue = NULL, a->ptr = (uint64_t)(uintptr_t)v->buf, a->ndim = v->ndim;
+  return 1;
+}
+
+/* 1 when arg is a NumPy array or scalar done here, 0 when the Python helper must do it. */
+static int numpy_arg(PyObject *arg, kx_arg *a) {
+  if (!g_np_nformats) return 0;
+  PyTypeObject *tp = Py_TYPE(arg);
+  int array = tp == (PyTypeObject *)g_ndarray_type;
+  if (!array && !PyType_IsSubtype(tp, (PyTypeObject *)g_npgeneric_type)) return 0;
+  Py_buffer v;
+  if (PyObject_GetBuffer(arg, &v, PyBUF_RECORDS_RO) < 0) {
+    PyErr_Clear();
+    return 0;
+  }
+  const kx_np_format *t = np_format(v.format);
+  int done = t && v.itemsize > 0 && np_fill(arg, &v, t, array, a);
+  PyBuffer_Release(&v); /* as before: the launch holds the array, not an export of it */
+  return done;
+}
 
 /* Fast paths for kapi arrays and Python scalars; everything else goes through Python. */
 static PyObject *classify(PyObject *arg, Py_ssize_t pos, kx_arg *a) {
-  if (PyObject_TypeCheck(arg, (PyTypeObject *)g_array_type)) {
-    /* The cached descriptor (a slot) first; the property computes and caches it. */
-    PyObject *desc = PyObject_GetAttr(arg, g_kd_name);
-    if (desc == Py_None) {
-      Py_DECREF(desc);
-      desc = PyObject_GetAttr(arg, g_kdesc_name);
-    }
-    if (!desc || parse_desc(desc, a) < 0) {
-      Py_XDECREF(desc);
-      return NULL;
-    }
-    return desc;
-  }
+  if (PyObject_TypeCheck(arg, (PyTypeObject *)g_array_type)) return array_desc(arg, a);
   if (PyBool_Check(arg) || PyFloat_CheckExact(arg) || PyLong_CheckExact(arg)) {
     a->kind = 'S';
     a->value = 0;
@@ -144,8 +355,12 @@ static PyObject *classify(PyObject *arg, Py_ssize_t pos, kx_arg *a) {
     Py_INCREF(Py_None);
     return Py_None;
   }
+  if (numpy_arg(arg, a)) {
+    Py_INCREF(Py_None);
+    return Py_None;
+  }
   PyObject *desc = PyObject_CallFunction(g_arg_desc, "On", arg, pos);
-  if (!desc || parse_desc(desc, a) < 0) {
+  if (!desc || take_desc(desc, a) < 0) {
     Py_XDECREF(desc);
     return NULL;
   }
@@ -162,6 +377,57 @@ static const char *param_name(kx_launcher *self, Py_ssize_t i) {
 static const char *device_name(long d) {
   if (d < 0) return "host memory (a NumPy array)";
   return kr_device_info(kr_device_get((uint32_t)d))->name;
+}
+
+/* The queue of a launch without device arrays, as kapi._launch._host_queue picks it. The pick
+ * depends only on whether there are host arrays and on KAPI_DEFAULT_DEVICE (the device list is
+ * fixed once loaded), so it is remembered with the variable's value it was made under: the
+ * Python call cost more than the launch. Writes to os.environ go through putenv, so getenv
+ * sees them. */
+typedef struct {
+  PyObject *queue; /* NULL: nothing remembered yet */
+  long device;
+  char *env; /* KAPI_DEFAULT_DEVICE at the pick, NULL when unset */
+} kx_host_pick;
+static kx_host_pick g_host_picks[2];
+
+static void host_pick_clear(kx_host_pick *p) {
+  Py_CLEAR(p->queue);
+  PyMem_Free(p->env);
+  p->env = NULL;
+}
+
+static int same_env(const char *x, const char *y) {
+  return x == y || (x && y && strcmp(x, y) == 0);
+}
+
+static PyObject *host_queue(int host_arrays, long *device) {
+  kx_host_pick *p = &g_host_picks[host_arrays != 0];
+  const char *env = getenv("KAPI_DEFAULT_DEVICE");
+  if (p->queue && same_env(p->env, env)) {
+    *device = p->device;
+    Py_INCREF(p->queue);
+    return p->queue;
+  }
+  char *copy = env ? PyMem_Malloc(strlen(env) + 1) : NULL;
+  if (env && !copy) return PyErr_NoMemory();
+  if (copy) strcpy(copy, env);
+  PyObject *r = PyObject_CallFunction(g_host_queue, "i", host_arrays);
+  PyObject *q = r && PyTuple_Check(r) && PyTuple_Size(r) == 2 ? PyTuple_GetItem(r, 0) : NULL;
+  long d = q ? PyLong_AsLong(PyTuple_GetItem(r, 1)) : -1;
+  if (!q || PyErr_Occurred()) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "kapi: bad host queue pick");
+    Py_XDECREF(r);
+    PyMem_Free(copy);
+    return NULL;
+  }
+  host_pick_clear(p);
+  Py_INCREF(q);
+  p->queue = q, p->device = d, p->env = copy;
+  Py_DECREF(r);
+  *device = d;
+  Py_INCREF(q);
+  return q;
 }
 
 /* The queue and device of the launch: compute follows data. */
@@ -196,20 +462,8 @@ static PyObject *pick_queue(kx_launcher *self, kx_arg *a, Py_ssize_t n, long *de
     return a[first].queue;
   }
   /* No device array: host arrays need a CPU device; otherwise the default device. */
-  PyObject *r = PyObject_CallFunction(g_host_queue, "i", host_arrays);
-  if (!r) return NULL;
-  PyObject *q = PyTuple_GetItem(r, 0);
-  *device = PyLong_AsLong(PyTuple_GetItem(r, 1));
-  Py_XINCREF(q);
-  Py_DECREF(r);
-  return q;
+  return host_queue(host_arrays, device);
 }
-
-typedef struct {
-  int nd; /* NdRange launch */
-  int ndim;
-  size_t global[3], local[3];
-} kx_space;
 
 static int read_extents(PyObject *t, size_t *out, const char *what) {
   Py_ssize_t n = PyTuple_Check(t) ? PyTuple_Size(t) : -1;
@@ -231,25 +485,23 @@ static int read_extents(PyObject *t, size_t *out, const char *what) {
   return (int)n;
 }
 
-static int parse_space(PyObject *space, kx_space *s) {
-  memset(s, 0, sizeof *s);
+/* The extents tuples of an index space: g for a Range (a tuple; an int becomes a 1-tuple), g
+ * and l for an NdRange. New references; -1 with an exception. */
+static int space_tuples(PyObject *space, PyObject **g, PyObject **l) {
+  *g = *l = NULL;
+  if (Py_TYPE(space) == (PyTypeObject *)g_ndrange_type && g_global_slot.get && g_local_slot.get) {
+    *g = slot_read(&g_global_slot, space);
+    *l = *g ? slot_read(&g_local_slot, space) : NULL;
+    return *l ? 0 : -1;
+  }
   if (PyObject_TypeCheck(space, (PyTypeObject *)g_ndrange_type)) {
-    PyObject *g = PyObject_GetAttr(space, g_global_name);
-    PyObject *l = g ? PyObject_GetAttr(space, g_local_name) : NULL;
-    int ng = l ? read_extents(g, s->global, "NdRange global size") : -1;
-    int nl = ng > 0 ? read_extents(l, s->local, "NdRange local size") : -1;
-    Py_XDECREF(g);
-    Py_XDECREF(l);
-    if (ng < 0 || nl < 0) return -1;
-    s->nd = 1, s->ndim = ng;
-    return 0;
+    *g = PyObject_GetAttr(space, g_global_name);
+    *l = *g ? PyObject_GetAttr(space, g_local_name) : NULL;
+    return *l ? 0 : -1;
   }
   if (PyLong_Check(space) && !PyBool_Check(space)) {
-    PyObject *t = PyTuple_Pack(1, space);
-    int n = t ? read_extents(t, s->global, "Range") : -1;
-    Py_XDECREF(t);
-    s->ndim = n;
-    return n < 0 ? -1 : 0;
+    *g = PyTuple_Pack(1, space);
+    return *g ? 0 : -1;
   }
   if (!PyTuple_Check(space)) {
     PyObject *tn = PyType_GetName(Py_TYPE(space));
@@ -261,8 +513,48 @@ static int parse_space(PyObject *space, kx_space *s) {
     Py_XDECREF(tn);
     return -1;
   }
-  s->ndim = read_extents(space, s->global, "Range");
+  Py_INCREF(space);
+  *g = space;
+  return 0;
+}
+
+static int read_space(PyObject *g, PyObject *l, kx_space *s) {
+  memset(s, 0, sizeof *s);
+  if (l) {
+    int ng = read_extents(g, s->global, "NdRange global size");
+    int nl = ng > 0 ? read_extents(l, s->local, "NdRange local size") : -1;
+    if (ng < 0 || nl < 0) return -1;
+    s->nd = 1, s->ndim = ng;
+    return 0;
+  }
+  s->ndim = read_extents(g, s->global, "Range");
   return s->ndim < 0 ? -1 : 0;
+}
+
+/* The launch's index space. Launching again over the very same extents tuples (a loop reusing
+ * its Range or NdRange) reuses what they gave: the launcher holds them, and tuples never change,
+ * so the same object means the same extents. */
+static int parse_space(kx_launcher *self, PyObject *space, kx_space *s) {
+  PyObject *g, *l;
+  if (space_tuples(space, &g, &l) < 0) {
+    Py_XDECREF(g);
+    return -1;
+  }
+  if (g == self->space_g && l == self->space_l) {
+    *s = self->space;
+    Py_DECREF(g);
+    Py_XDECREF(l);
+    return 0;
+  }
+  if (read_space(g, l, s) < 0) {
+    Py_DECREF(g);
+    Py_XDECREF(l);
+    return -1;
+  }
+  Py_XSETREF_(self->space_g, g); /* read_space accepted them: both are tuples */
+  Py_XSETREF_(self->space_l, l);
+  self->space = *s;
+  return 0;
 }
 
 static PyObject *S_ITEM, *S_NDITEM;
@@ -282,27 +574,32 @@ static PyObject *make_key(const kx_space *s, int with_item, kx_arg *a, Py_ssize_
   return key;
 }
 
-#define Py_XSETREF_(dst, src)                                                                      \
-  do {                                                                                             \
-    PyObject *old_ = (dst);                                                                        \
-    (dst) = (src);                                                                                 \
-    Py_XDECREF(old_);                                                                              \
-  } while (0)
-
 static int same_str(PyObject *x, PyObject *y) {
   return x == y || PyUnicode_Compare(x, y) == 0; /* both are str: no error possible */
 }
 
-/* Does this launch have the key of the previous one? Compares in place, allocating nothing. */
+/* Does this launch have the key of the previous one? Compares in place, allocating nothing;
+ * type keys of kapi arrays are interned, so equal ones are mostly the same object. */
 static int same_as_last(kx_launcher *self, const kx_space *s, int with_item, kx_arg *a,
                         Py_ssize_t n) {
-  PyObject *k = self->last_key;
-  if (!k || PyTuple_Size(k) != n + 2) return 0;
+  if (!self->last_key || self->last_n != n || self->last_ndim != s->ndim) return 0;
   PyObject *kind = with_item ? (s->nd ? S_NDITEM : S_ITEM) : Py_None;
-  if (PyTuple_GetItem(k, 0) != kind || PyLong_AsLong(PyTuple_GetItem(k, 1)) != s->ndim) return 0;
+  if (self->last_kind != kind) return 0;
   for (Py_ssize_t i = 0; i < n; i++)
-    if (!same_str(PyTuple_GetItem(k, i + 2), a[i].typekey)) return 0;
+    if (!same_str(self->last_types[i], a[i].typekey)) return 0;
   return 1;
+}
+
+/* Remembers key (taking the reference) and its entry for the next launch's same_as_last. */
+static void set_last(kx_launcher *self, PyObject *key, kx_entry *e) {
+  Py_ssize_t n = PyTuple_Size(key) - 2;
+  Py_XSETREF_(self->last_key, key);
+  self->last = e;
+  self->last_kind = PyTuple_GetItem(key, 0);
+  self->last_ndim = (int)PyLong_AsLong(PyTuple_GetItem(key, 1));
+  self->last_n = n;
+  for (Py_ssize_t i = 0; i < n; i++)
+    self->last_types[i] = PyTuple_GetItem(key, i + 2);
 }
 
 /* Cache miss: dispatcher._specialize(index, argtypes) compiles (or reuses) the kernel. */
@@ -441,8 +738,7 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
       Py_DECREF(key);
       return NULL;
     }
-    Py_XSETREF_(self->last_key, key);
-    self->last = e;
+    set_last(self, key, e);
   }
   long device = -1;
   PyObject *queue = pick_queue(self, a, n, &device);
@@ -490,7 +786,7 @@ int kx_is_launcher(PyObject *o) {
 PyObject *kx_launch(PyObject *o, PyObject *space, PyObject *args, PyObject *deps) {
   kx_launcher *self = (kx_launcher *)o;
   kx_space s;
-  if (parse_space(space, &s) < 0) return NULL;
+  if (parse_space(self, space, &s) < 0) return NULL;
   Py_ssize_t n = PyTuple_Size(args);
   self->name_offset = self->nparams == n + 1;
   if (n > KX_MAX_ARGS)
@@ -550,6 +846,8 @@ static void launcher_dealloc(PyObject *o) {
   Py_XDECREF(self->names);
   Py_XDECREF(self->cache);
   Py_XDECREF(self->last_key);
+  Py_XDECREF(self->space_g);
+  Py_XDECREF(self->space_l);
   PyTypeObject *tp = Py_TYPE(o);
   freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
   f(o);
@@ -567,8 +865,18 @@ static PyMethodDef launcher_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *launcher_last_key(PyObject *o, void *c) {
+  (void)c;
+  PyObject *k = ((kx_launcher *)o)->last_key;
+  if (!k) Py_RETURN_NONE;
+  Py_INCREF(k);
+  return k;
+}
+
 static PyGetSetDef launcher_getset[] = {
     {"cache_size", launcher_cache_size, NULL, "Entries in the dispatch cache.", NULL},
+    {"last_key", launcher_last_key, NULL,
+     "The dispatch key of the previous launch: (index kind, ndim, argument types...).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -581,6 +889,30 @@ static PyType_Slot launcher_slots[] = {
 static PyType_Spec launcher_spec = {"kapi._lib._kapi.Launcher", sizeof(kx_launcher), 0,
                                     Py_TPFLAGS_DEFAULT, launcher_slots};
 
+/* The getter of type's slot `name` (a member descriptor of its __slots__), or none (0, and
+ * launches use PyObject_GetAttr) when it is not one. */
+static int slot_lookup(PyObject *type, PyObject *name, kx_slot *out) {
+  Py_CLEAR(out->descr);
+  out->get = NULL;
+  PyObject *dict = PyObject_GetAttrString(type, "__dict__");
+  PyObject *d = dict ? PyObject_GetItem(dict, name) : NULL;
+  Py_XDECREF(dict);
+  if (!d) {
+    if (!PyErr_ExceptionMatches(PyExc_KeyError)) return -1;
+    PyErr_Clear();
+    return 0;
+  }
+  descrgetfunc get = (descrgetfunc)PyType_GetSlot(Py_TYPE(d), Py_tp_descr_get);
+  descrsetfunc set = (descrsetfunc)PyType_GetSlot(Py_TYPE(d), Py_tp_descr_set);
+  if (!get || !set) { /* not a data descriptor: attribute lookup rules are not this simple */
+    Py_DECREF(d);
+    return 0;
+  }
+  out->descr = d;
+  out->get = get;
+  return 0;
+}
+
 /* rt_launch_configure(Array, NdRange, arg_desc, host_queue): the Python pieces of the path. */
 static PyObject *py_configure(PyObject *self, PyObject *args) {
   (void)self;
@@ -591,11 +923,74 @@ static PyObject *py_configure(PyObject *self, PyObject *args) {
   Py_XDECREF(g_ndrange_type), g_ndrange_type = nt;
   Py_XDECREF(g_arg_desc), g_arg_desc = desc;
   Py_XDECREF(g_host_queue), g_host_queue = hq;
+  host_pick_clear(&g_host_picks[0]);
+  host_pick_clear(&g_host_picks[1]);
+  if (slot_lookup(at, g_kd_name, &g_kd_slot) < 0 ||
+      slot_lookup(nt, g_global_name, &g_global_slot) < 0 ||
+      slot_lookup(nt, g_local_name, &g_local_slot) < 0)
+    return NULL;
+  Py_RETURN_NONE;
+}
+
+static void np_formats_clear(void) {
+  for (int i = 0; i < g_np_nformats; i++) {
+    Py_CLEAR(g_np_formats[i].scalar);
+    for (int k = 0; k < 9; k++)
+      Py_CLEAR(g_np_formats[i].arrays[k]);
+  }
+  g_np_nformats = 0;
+}
+
+static int np_format_add(PyObject *fmt, PyObject *keys) {
+  const char *f = PyUnicode_Check(fmt) ? PyUnicode_AsUTF8AndSize(fmt, NULL) : NULL;
+  if (!f || strlen(f) >= sizeof g_np_formats[0].format || g_np_nformats == KX_NP_FORMATS ||
+      !PyTuple_Check(keys) || PyTuple_Size(keys) != 10) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_ValueError, "rt_launch_numpy: {format: (scalar key, 9 array keys)}");
+    return -1;
+  }
+  for (Py_ssize_t k = 0; k < 10; k++)
+    if (!PyUnicode_Check(PyTuple_GetItem(keys, k))) {
+      PyErr_SetString(PyExc_ValueError, "rt_launch_numpy: the keys must be str");
+      return -1;
+    }
+  kx_np_format *t = &g_np_formats[g_np_nformats++];
+  strcpy(t->format, f);
+  t->scalar = PyTuple_GetItem(keys, 0);
+  Py_INCREF(t->scalar);
+  for (int k = 0; k < 9; k++) {
+    t->arrays[k] = PyTuple_GetItem(keys, k + 1);
+    Py_INCREF(t->arrays[k]);
+    PyUnicode_InternInPlace(&t->arrays[k]);
+  }
+  PyUnicode_InternInPlace(&t->scalar);
+  return 0;
+}
+
+/* rt_launch_numpy(ndarray, generic, {buffer format: (scalar key, 9 array keys)}): the NumPy
+ * types the launch reads through their buffers. */
+static PyObject *py_numpy(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *nd, *gen, *formats, *fmt, *keys;
+  if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &nd, &PyType_Type, &gen, &PyDict_Type,
+                        &formats))
+    return NULL;
+  np_formats_clear();
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(formats, &pos, &fmt, &keys))
+    if (np_format_add(fmt, keys) < 0) {
+      np_formats_clear();
+      return NULL;
+    }
+  Py_INCREF(nd), Py_INCREF(gen);
+  Py_XDECREF(g_ndarray_type), g_ndarray_type = nd;
+  Py_XDECREF(g_npgeneric_type), g_npgeneric_type = gen;
   Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"rt_launch_configure", py_configure, METH_VARARGS, "Registers the Python launch helpers."},
+    {"rt_launch_numpy", py_numpy, METH_VARARGS, "Registers NumPy's types and dtype keys."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -605,12 +1000,17 @@ int kx_launch_register(PyObject *m) {
       !(g_global_name = PyUnicode_InternFromString("_global_range")) ||
       !(g_local_name = PyUnicode_InternFromString("_local_range")) ||
       !(g_specialize_name = PyUnicode_InternFromString("_specialize")) ||
+      !(g_strides_name = PyUnicode_InternFromString("strides")) ||
       !(S_BOOL = PyUnicode_InternFromString("bool")) ||
       !(S_I64 = PyUnicode_InternFromString("i64")) ||
       !(S_F64 = PyUnicode_InternFromString("f64")) ||
       !(S_ITEM = PyUnicode_InternFromString("item")) ||
       !(S_NDITEM = PyUnicode_InternFromString("nditem")))
     return -1;
+  PyObject *ad = PyType_FromSpec(&argdesc_spec);
+  argdesc_type = ad;
+  Py_XINCREF(ad);
+  if (!ad || PyModule_AddObject(m, "ArgDesc", ad) < 0) return -1;
   PyObject *t = PyType_FromSpec(&launcher_spec);
   launcher_type = t;
   Py_XINCREF(t);
