@@ -73,6 +73,70 @@ static uint32_t *aligned_words(const void *spirv, size_t nbytes) {
   return w;
 }
 
+/* Rules of the SPIR-V specification that this SPIRV-Tools leaves unchecked for kernels and the
+ * translator relies on (it builds LLVM IR from them unchecked, and LLVM then traps): every
+ * index of an access chain is an integer scalar. Found by mutating valid modules. */
+enum {
+  SPV_OP_TYPE_INT = 21,
+  SPV_OP_ACCESS_CHAIN = 65,
+  SPV_OP_IN_BOUNDS_ACCESS_CHAIN = 66,
+  SPV_OP_PTR_ACCESS_CHAIN = 67,
+  SPV_OP_IN_BOUNDS_PTR_ACCESS_CHAIN = 70,
+};
+
+typedef struct type_scan {
+  uint32_t bound;
+  uint32_t *type_of;     /* result id -> its type id */
+  unsigned char *is_int; /* id -> an OpTypeInt */
+  int checking;          /* second pass */
+  uint32_t bad_id, bad_op;
+} type_scan_t;
+
+static int access_chain(uint32_t op) {
+  return op == SPV_OP_ACCESS_CHAIN || op == SPV_OP_IN_BOUNDS_ACCESS_CHAIN ||
+         op == SPV_OP_PTR_ACCESS_CHAIN || op == SPV_OP_IN_BOUNDS_PTR_ACCESS_CHAIN;
+}
+
+static spv_result_t scan_instruction(void *user, const spv_parsed_instruction_t *in) {
+  type_scan_t *t = user;
+  if (!t->checking) {
+    if (in->result_id < t->bound) {
+      t->type_of[in->result_id] = in->type_id;
+      t->is_int[in->result_id] = in->opcode == SPV_OP_TYPE_INT;
+    }
+    return SPV_SUCCESS;
+  }
+  if (!access_chain(in->opcode)) return SPV_SUCCESS;
+  for (uint16_t k = 3; k < in->num_operands; ++k) { /* type, result, base, then indices */
+    uint32_t id = in->words[in->operands[k].offset];
+    if (id >= t->bound || !t->is_int[t->type_of[id]]) {
+      t->bad_id = id, t->bad_op = in->opcode;
+      return SPV_ERROR_INVALID_DATA;
+    }
+  }
+  return SPV_SUCCESS;
+}
+
+static kc_status_t check_types(const uint32_t *w, size_t nw, char **err) {
+  type_scan_t t = {.bound = w[3]};
+  t.type_of = calloc(t.bound ? t.bound : 1, sizeof *t.type_of);
+  t.is_int = calloc(t.bound ? t.bound : 1, 1);
+  kc_status_t st = t.type_of && t.is_int ? KC_OK : KC_ERR_OUT_OF_MEMORY;
+  for (int pass = 0; pass < 2 && st == KC_OK; ++pass) {
+    t.checking = pass;
+    if (spvBinaryParse(spv_ctx, &t, w, nw, NULL, scan_instruction, NULL) != SPV_SUCCESS) {
+      kc_set_error(err,
+                   "SPIR-V validation failed: index %%%u of an access chain (opcode %u) is "
+                   "not an integer",
+                   t.bad_id, t.bad_op);
+      st = KC_ERR_SPIRV;
+    }
+  }
+  free(t.type_of);
+  free(t.is_int);
+  return st;
+}
+
 kc_status_t kc_spirv_validate(const void *spirv, size_t nbytes, char **err) {
   kc_status_t st = check_input(spirv, nbytes, err);
   if (st != KC_OK) return st;
@@ -85,12 +149,13 @@ kc_status_t kc_spirv_validate(const void *spirv, size_t nbytes, char **err) {
   }
   spv_diagnostic diag = NULL;
   spv_result_t r = spvValidateBinary(env ? spv_ctx_universal : spv_ctx, w, nbytes / 4, &diag);
-  free(w);
   if (r != SPV_SUCCESS) {
     kc_set_error(err, "SPIR-V validation failed: %s", diag && diag->error ? diag->error : "?");
     st = KC_ERR_SPIRV;
   }
   spvDiagnosticDestroy(diag);
+  if (st == KC_OK) st = check_types(w, nbytes / 4, err);
+  free(w);
   return st;
 }
 

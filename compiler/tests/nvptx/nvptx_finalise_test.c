@@ -123,6 +123,37 @@ static void test_corruption(const char *name, size_t stride) {
   free(spv);
 }
 
+/* An access chain whose index is a float validates with this SPIRV-Tools, and LLVM then
+ * traps on the GEP the translator builds: both finalisers must refuse it. local_rows converts
+ * a value to float (OpConvertUToF) just before indexing its local row with an access chain. */
+static void test_float_index(void) {
+  size_t n;
+  uint32_t *w = load("local_rows", &n);
+  uint32_t fval = 0, patched = 0;
+  for (size_t i = 5; i < n / 4 && !patched;) {
+    uint32_t count = w[i] >> 16, op = w[i] & 0xffff;
+    if (!count) break;
+    if (op == 112 && count == 4) fval = w[i + 2]; /* OpConvertUToF result */
+    if ((op == 67 || op == 70) && fval && count > 4) w[i + count - 1] = fval, patched = 1;
+    i += count;
+  }
+  CHECK(patched, "local_rows: no access chain after a float conversion to corrupt");
+  kc_nvptx_module_t *m = NULL;
+  char *log = NULL;
+  kc_status_t st = kc_nvptx_finalise(w, n, NULL, &m, &log);
+  CHECK(st == KC_ERR_SPIRV && log && strstr(log, "access chain"), "float index (NVPTX): %d %s", st,
+        log ? log : "");
+  free(log);
+  log = NULL;
+  kc_host_module_t *h = NULL;
+  st = kc_host_finalise(w, n, &h, &log);
+  CHECK(st == KC_ERR_SPIRV && log && strstr(log, "access chain"), "float index (host): %d %s", st,
+        log ? log : "");
+  kc_host_module_destroy(h);
+  free(log);
+  free(w);
+}
+
 static void test_saxpy(void) {
   kc_nvptx_module_t *m = finalise("saxpy", NULL, KC_OK, NULL);
   if (!m) return;
@@ -269,6 +300,7 @@ int main(int argc, char **argv) {
   test_malformed();
   test_corruption("saxpy", 1);
   test_corruption("reduce", 7);
+  test_float_index();
   test_saxpy();
   test_reduce();
   test_local_rows();
