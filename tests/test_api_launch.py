@@ -8,17 +8,12 @@ import textwrap
 
 import numpy as np
 import pytest
+from kapi_testing import devices_or_skip
 
 import kapi
-from kapi import _native
 from kapi import kernel_api as kapi_api
 
-if not _native.has("compile_kir"):
-    pytest.skip("the compiler extension (compile_kir) is not built", allow_module_level=True)
-try:
-    DEVICES = kapi.devices()
-except kapi.KapiError as e:  # pragma: no cover
-    pytest.skip(f"no kapi runtime: {e}", allow_module_level=True)
+DEVICES = devices_or_skip()
 
 ids = [d.filter_string for d in DEVICES]
 NUM_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]

@@ -9,12 +9,13 @@ entry (sizes that leave a partial set, tiny launches) or fall back to the kernel
 
 import numpy as np
 import pytest
+from kapi_testing import devices_or_skip
 from nvptx_util import finalise
 
 import kapi
 from kapi import kernel_api
 
-DEVICES = kapi.devices()
+DEVICES = devices_or_skip()
 
 
 @pytest.fixture(params=DEVICES, ids=[d.filter_string for d in DEVICES])

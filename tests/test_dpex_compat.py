@@ -11,17 +11,13 @@ from functools import lru_cache
 
 import numpy as np
 import pytest
+from kapi_testing import devices_or_skip
 
 import kapi as dpex
-from kapi import _native
 from kapi import kernel_api as kapi
 
-if not _native.has("compile_kir"):
-    pytest.skip("the compiler extension (compile_kir) is not built", allow_module_level=True)
-try:
-    _DEV = dpex.default_device()
-except dpex.KapiError as e:  # pragma: no cover
-    pytest.skip(f"no kapi runtime: {e}", allow_module_level=True)
+devices_or_skip()
+_DEV = dpex.default_device()
 
 HAS_CPU = bool(dpex.devices("cpu"))
 needs_cpu = pytest.mark.skipif(not HAS_CPU, reason="NumPy arguments need the CPU device")

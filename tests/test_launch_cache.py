@@ -8,18 +8,14 @@ import gc
 
 import numpy as np
 import pytest
+from kapi_testing import devices_or_skip
 
 import kapi
 from kapi import _native
 from kapi import kernel_api as kapi_api
 from kapi._types import DTYPE_TO_KIR
 
-if not _native.has("compile_kir"):
-    pytest.skip("the compiler extension (compile_kir) is not built", allow_module_level=True)
-try:
-    DEVICES = kapi.devices()
-except kapi.KapiError as e:  # pragma: no cover
-    pytest.skip(f"no kapi runtime: {e}", allow_module_level=True)
+DEVICES = devices_or_skip()
 
 
 @pytest.fixture(params=DEVICES, ids=[d.filter_string for d in DEVICES])

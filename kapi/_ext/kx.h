@@ -28,6 +28,10 @@ PyObject *kx_raise_msg(const char *status, const char *fmt, ...);
 /* A Python exception of kapi._errors.<cls>(message); returns NULL. */
 PyObject *kx_raise_class(const char *cls, const char *fmt, ...);
 
+/* Creates a type from spec and adds it to the module as name (module.c). Returns a new
+ * reference the caller keeps for the process's life, or NULL with an exception. */
+PyObject *kx_add_type(PyObject *m, PyType_Spec *spec, const char *name);
+
 /* Per-file registration (each adds its types/functions to the module). */
 int kx_device_register(PyObject *m);
 int kx_queue_register(PyObject *m);

@@ -616,10 +616,7 @@ int kx_launch_register(PyObject *m) {
       !(S_NDITEM = PyUnicode_InternFromString("nditem")))
     return -1;
   if (kx_args_register(m) < 0) return -1;
-  PyObject *t = PyType_FromSpec(&launcher_spec);
-  launcher_type = t;
-  Py_XINCREF(t);
-  if (!t || PyModule_AddObject(m, "Launcher", t) < 0) return -1;
+  if (!(launcher_type = kx_add_type(m, &launcher_spec, "Launcher"))) return -1;
   return PyModule_AddFunctions(m, methods);
 }
 

@@ -384,9 +384,6 @@ int kx_args_register(PyObject *m) {
       !(S_BOOL = PyUnicode_InternFromString("bool")) ||
       !(S_I64 = PyUnicode_InternFromString("i64")) || !(S_F64 = PyUnicode_InternFromString("f64")))
     return -1;
-  PyObject *ad = PyType_FromSpec(&argdesc_spec);
-  argdesc_type = ad;
-  Py_XINCREF(ad);
-  if (!ad || PyModule_AddObject(m, "ArgDesc", ad) < 0) return -1;
+  if (!(argdesc_type = kx_add_type(m, &argdesc_spec, "ArgDesc"))) return -1;
   return PyModule_AddFunctions(m, methods);
 }

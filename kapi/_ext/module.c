@@ -3,6 +3,18 @@
 #include "ext.h"
 #include "kx.h"
 
+PyObject *kx_add_type(PyObject *m, PyType_Spec *spec, const char *name) {
+  PyObject *t = PyType_FromSpec(spec);
+  if (!t) return NULL;
+  Py_INCREF(t); /* one reference for the caller, one the module takes */
+  if (PyModule_AddObject(m, name, t) < 0) {
+    Py_DECREF(t);
+    Py_DECREF(t);
+    return NULL;
+  }
+  return t;
+}
+
 static struct PyModuleDef kapi_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_kapi",

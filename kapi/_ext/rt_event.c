@@ -127,9 +127,6 @@ static PyMethodDef methods[] = {
 };
 
 int kx_event_register(PyObject *m) {
-  kx_event_type = PyType_FromSpec(&event_spec);
-  if (!kx_event_type) return -1;
-  Py_INCREF(kx_event_type);
-  if (PyModule_AddObject(m, "Event", kx_event_type) < 0) return -1;
+  if (!(kx_event_type = kx_add_type(m, &event_spec, "Event"))) return -1;
   return PyModule_AddFunctions(m, methods);
 }

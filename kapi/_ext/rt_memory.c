@@ -162,7 +162,7 @@ static PyMethodDef methods[] = {
 };
 
 int kx_memory_register(PyObject *m) {
-  PyObject *t = PyType_FromSpec(&buffer_spec);
-  if (!t || PyModule_AddObject(m, "Buffer", t) < 0) return -1;
-  return PyModule_AddFunctions(m, methods);
+  PyObject *t = kx_add_type(m, &buffer_spec, "Buffer");
+  Py_XDECREF(t); /* the module's reference is enough: nothing here checks for Buffers */
+  return t ? PyModule_AddFunctions(m, methods) : -1;
 }

@@ -120,8 +120,5 @@ static PyType_Spec queue_spec = {"kapi._lib._kapi.RtQueue", sizeof(kx_queue), 0,
                                  queue_slots};
 
 int kx_queue_register(PyObject *m) {
-  kx_queue_type = PyType_FromSpec(&queue_spec);
-  if (!kx_queue_type) return -1;
-  Py_INCREF(kx_queue_type);
-  return PyModule_AddObject(m, "RtQueue", kx_queue_type) < 0 ? -1 : 0;
+  return (kx_queue_type = kx_add_type(m, &queue_spec, "RtQueue")) ? 0 : -1;
 }

@@ -1,0 +1,16 @@
+"""What the end-to-end test modules share: the devices to run on, or a visible module skip
+(with the reason) when the compiler extension or the runtime is not there."""
+
+import pytest
+
+import kapi
+from kapi import _native
+
+
+def devices_or_skip():
+    if not _native.has("compile_kir"):
+        pytest.skip("the compiler extension (compile_kir) is not built", allow_module_level=True)
+    try:
+        return kapi.devices()
+    except kapi.KapiError as e:  # pragma: no cover
+        pytest.skip(f"no kapi runtime: {e}", allow_module_level=True)
