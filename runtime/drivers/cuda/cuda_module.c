@@ -5,6 +5,7 @@
  */
 #include "cuda_driver.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +28,19 @@ static const char *libdevice_path(char *buf, size_t cap) {
  * 1 for the default, 0 for off (to compare), or a power of two from 32 to 1024. */
 #define COARSE_BLOCK_DEFAULT 256
 
-static uint32_t coarse_block(void) {
-  static int cached = -1;
-  if (cached >= 0) return (uint32_t)cached;
+static uint32_t g_coarse_block;
+static pthread_once_t g_coarse_once = PTHREAD_ONCE_INIT;
+
+static void read_coarse_block(void) {
   const char *env = getenv("KAPI_CUDA_COARSEN");
   long v = env && *env ? strtol(env, NULL, 10) : 1;
   if (v == 1 || v < 0 || v > 1024 || (v && (v < 32 || (v & (v - 1))))) v = COARSE_BLOCK_DEFAULT;
-  cached = (int)v;
-  return (uint32_t)v;
+  g_coarse_block = (uint32_t)v;
+}
+
+static uint32_t coarse_block(void) {
+  pthread_once(&g_coarse_once, read_coarse_block);
+  return g_coarse_block;
 }
 
 static void give_log(char *text, ze_module_build_log_handle_t *out) {
