@@ -20,6 +20,7 @@ from ._array import (
     zeros_like,
 )
 from ._device import Device, Queue, default_device, devices
+from ._dpjit import DpjitFunction, UnsupportedPrangeError, dpjit
 from ._errors import (
     DeviceError,
     DeviceNotFoundError,
@@ -38,7 +39,7 @@ from ._errors import (
     UnsupportedKernelArgumentError,
 )
 from ._interop import from_dlpack
-from ._kernel import KernelDispatcher, device_func, dpjit, kernel
+from ._kernel import KernelDispatcher, device_func, kernel
 from ._launch import call_kernel, call_kernel_async, wait_all
 from ._ranges import NdRange, Range
 from ._types import DpnpNdArray, ItemType, NdItemType, USMNdArray, usm_ndarray
@@ -59,7 +60,7 @@ i4, i8, u4, u8, f4, f8 = int32, int64, uint32, uint64, float32, float64
 float_, double = float32, float64
 none = void = None  # kernels return nothing
 
-prange = range  # numba.prange, re-exported by numba-dpex; plain range outside dpjit
+prange = range  # numba.prange, re-exported by numba-dpex: plain range, offloaded by dpjit
 
 __version__ = "0.1.0"
 
@@ -71,6 +72,7 @@ __all__ = [
     "USMNdArray",
     "usm_ndarray",
     "Device",
+    "DpjitFunction",
     "NdRange",
     "Queue",
     "Range",
@@ -92,6 +94,7 @@ __all__ = [
     "kernel_api",
     "ones",
     "ones_like",
+    "prange",
     "wait_all",
     "zeros",
     "zeros_like",
@@ -111,4 +114,5 @@ __all__ = [
     "UnsupportedDtypeError",
     "UnsupportedGroupWorkItemSizeError",
     "UnsupportedKernelArgumentError",
+    "UnsupportedPrangeError",
 ]

@@ -333,11 +333,3 @@ def device_func(function_or_signature=None, **options):
             f"{type(function_or_signature).__name__}"
         )
     return mark
-
-
-def dpjit(*args, **kwargs):
-    """numba-dpex's dpjit (prange/array-expression offload) is not part of kapi."""
-    raise NotImplementedError(
-        "kapi implements numba-dpex's kernel API (@kapi.kernel + kapi.call_kernel), not dpjit; "
-        "write the loop body as a @kapi.kernel and launch it over a kapi.Range"
-    )

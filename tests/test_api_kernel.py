@@ -149,9 +149,9 @@ def test_scalar_aliases():
     assert kapi.int32(3).dtype == np.int32 and kapi.float_ is np.float32
 
 
-def test_dpjit_is_refused_with_advice():
-    with pytest.raises(NotImplementedError, match="kapi.kernel"):
-        kapi.dpjit(lambda: None)
+def test_dpjit_of_a_function_without_prange_runs_it():
+    f = kapi.dpjit(lambda x: x + 1)  # tests/test_dpjit.py covers the prange offload
+    assert isinstance(f, kapi.DpjitFunction) and f(2) == 3 and f.kernels == []
 
 
 def test_kernel_api_namespace_matches_numba_dpex():

@@ -1,0 +1,719 @@
+"""@kapi.dpjit: numba-dpex's prange offload. Each `for x in prange(...)` loop of the function is
+outlined into a @kapi.kernel over a Range (nested pranges give 2-D/3-D ranges) and the loop is
+replaced by a launch; the rest of the function stays CPython. Done once, on the first call.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import inspect
+import sys
+import textwrap
+import types
+import warnings
+
+import numpy as np
+
+from ._array import Array, zeros
+from ._device import default_device
+from ._errors import KapiError
+from ._kernel import kernel as _kernel_decorator
+from ._launch import call_kernel
+from ._ranges import Range
+
+_MAX_DIMS = 3
+_ITEM = "__kapi_item"
+_API = "__kapi_api"
+_LAUNCH = "__kapi_launch"
+_RESULT = "__kapi_sums"
+# Options meaning what dpjit always does (numba.jit's nopython/parallel); others are ignored.
+_IMPLIED = {"nopython": True, "parallel": True}
+
+
+class UnsupportedPrangeError(KapiError, NotImplementedError):
+    """A construct dpjit does not offload (break/return in a prange body, `*=` reductions,
+    last-value assignments, ...); the message names it at its file:line."""
+
+    __module__ = "kapi"
+
+
+def _where(filename: str, node: ast.AST) -> str:
+    return f"{filename}:{getattr(node, 'lineno', '?')}"
+
+
+# -- recognising prange loops ---------------------------------------------------------------
+
+
+def _is_prange_object(obj, spelled: str) -> bool:
+    numba = sys.modules.get("numba")
+    if numba is not None and obj is getattr(numba, "prange", None):
+        return True
+    # kapi.prange is the builtin range (so it stays usable everywhere); a call spelled
+    # `range` is an ordinary sequential loop, any other spelling of it (prange, dpex.prange)
+    # is a prange.
+    return obj is builtins.range and spelled != "range"
+
+
+class _Resolver:
+    """Resolves a loop's iterator call to a prange through the function's globals/closure."""
+
+    def __init__(self, fn, host_locals: set[str]):
+        self.globals = fn.__globals__
+        self.cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
+        self.host_locals = host_locals
+
+    def _lookup(self, name: str):
+        if name in self.host_locals:
+            raise LookupError(name)
+        cell = self.cells.get(name)
+        if cell is not None:
+            return cell.cell_contents
+        if name in self.globals:
+            return self.globals[name]
+        return getattr(builtins, name)
+
+    def _value(self, node):
+        if isinstance(node, ast.Name):
+            return self._lookup(node.id), node.id
+        if isinstance(node, ast.Attribute):
+            base, _ = self._value(node.value)
+            return getattr(base, node.attr), node.attr
+        raise LookupError("not a name")
+
+    def is_prange(self, node) -> bool:
+        if not isinstance(node, ast.For) or not isinstance(node.iter, ast.Call):
+            return False
+        try:
+            obj, spelled = self._value(node.iter.func)
+        except (LookupError, AttributeError, ValueError):
+            return False
+        return _is_prange_object(obj, spelled)
+
+
+# -- name analysis --------------------------------------------------------------------------
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _walk_scope(nodes):
+    """ast.walk over statements, not entering nested functions, lambdas, classes."""
+    todo = list(nodes)
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, _SCOPES):
+            todo.extend(ast.iter_child_nodes(n))
+
+
+def _stores_loads(nodes) -> tuple[set[str], set[str]]:
+    stores, loads = set(), set()
+    for n in _walk_scope(nodes):
+        if isinstance(n, ast.Name):
+            (loads if isinstance(n.ctx, ast.Load) else stores).add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stores.add(n.name)
+        elif isinstance(n, ast.alias):
+            stores.add((n.asname or n.name).split(".")[0])
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            stores.add(n.name)
+    return stores, loads
+
+
+def _bindings(nodes) -> set[str]:
+    """Names bound other than by assignment: def/class, import, except ... as."""
+    out = set()
+    for n in _walk_scope(nodes):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, ast.alias):
+            out.add((n.asname or n.name).split(".")[0])
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+    return out
+
+
+def _comprehension_names(nodes) -> set[str]:
+    """Names bound by comprehensions (their own scope): not host locals."""
+    out = set()
+    for n in _walk_scope(nodes):
+        if isinstance(n, ast.comprehension):
+            out |= _stores_loads([n.target])[0]
+    return out
+
+
+# -- one prange loop nest -------------------------------------------------------------------
+
+
+class _Loop:
+    """A prange nest: its loops (outermost first), the innermost body and the analysis."""
+
+    def __init__(self, loops, body):
+        self.loops = loops
+        self.body = body
+        self.targets = [lp.target.id for lp in loops]
+        self.free: list[str] = []
+        self.reductions: list[str] = []
+
+
+def _collect_nest(outer: ast.For, resolver: _Resolver, filename: str) -> _Loop:
+    loops = [outer]
+    while True:
+        lp = loops[-1]
+        _check_loop_header(lp, filename)
+        inner = lp.body[0] if len(lp.body) == 1 else None
+        if len(loops) == _MAX_DIMS or inner is None or not resolver.is_prange(inner):
+            break
+        # an inner range whose bounds use an outer loop variable is not rectangular: it stays a
+        # sequential loop inside the kernel
+        _, bound_loads = _stores_loads(inner.iter.args)
+        if bound_loads & {x.target.id for x in loops if isinstance(x.target, ast.Name)}:
+            break
+        if inner.orelse:
+            raise UnsupportedPrangeError(
+                f"{_where(filename, inner)}: dpjit: `else:` on a prange loop is not supported"
+            )
+        loops.append(inner)
+    return _Loop(loops, loops[-1].body)
+
+
+def _check_loop_header(lp: ast.For, filename: str) -> None:
+    where = _where(filename, lp)
+    if lp.orelse:
+        raise UnsupportedPrangeError(f"{where}: dpjit: `else:` on a prange loop is not supported")
+    if not isinstance(lp.target, ast.Name):
+        raise UnsupportedPrangeError(
+            f"{where}: dpjit: a prange loop variable must be a single name"
+        )
+    call = lp.iter
+    if (
+        call.keywords
+        or not 1 <= len(call.args) <= 3
+        or any(isinstance(a, ast.Starred) for a in call.args)
+    ):
+        raise UnsupportedPrangeError(
+            f"{where}: dpjit: prange takes (stop), (start, stop) or (start, stop, step)"
+        )
+
+
+def _check_body(body, filename: str) -> None:
+    """break/continue leaving the prange body, return, yield, await, global/nonlocal."""
+
+    def visit(nodes, in_loop: bool):
+        for n in nodes:
+            if isinstance(n, _SCOPES):
+                continue
+            if isinstance(n, ast.Break) and not in_loop:
+                raise UnsupportedPrangeError(
+                    f"{_where(filename, n)}: dpjit: `break` out of a prange loop is not "
+                    f"supported (its iterations run in parallel)"
+                )
+            if isinstance(n, ast.Return):
+                raise UnsupportedPrangeError(
+                    f"{_where(filename, n)}: dpjit: `return` inside a prange loop body is not "
+                    f"supported (its iterations run in parallel)"
+                )
+            if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)):
+                raise UnsupportedPrangeError(
+                    f"{_where(filename, n)}: dpjit: `{type(n).__name__.lower()}` inside a "
+                    f"prange loop body is not supported"
+                )
+            if isinstance(n, (ast.Global, ast.Nonlocal)):
+                raise UnsupportedPrangeError(
+                    f"{_where(filename, n)}: dpjit: `{type(n).__name__.lower()}` inside a "
+                    f"prange loop body is not supported"
+                )
+            if isinstance(n, (ast.For, ast.While)):
+                visit([n.iter if isinstance(n, ast.For) else n.test], in_loop)
+                visit(n.body, True)
+                visit(n.orelse, in_loop)
+            else:
+                visit(list(ast.iter_child_nodes(n)), in_loop)
+
+    visit(body, False)
+
+
+def _analyse(loop: _Loop, host_locals: set[str], shared: set[str], filename: str) -> None:
+    """Free variables (host locals the body reads) and + reductions; rejects the rest."""
+    red_ops: dict[str, list[ast.AugAssign]] = {}
+    other = []
+    for n in _walk_scope(loop.body):
+        if (
+            isinstance(n, ast.AugAssign)
+            and isinstance(n.target, ast.Name)
+            and n.target.id in host_locals
+        ):
+            red_ops.setdefault(n.target.id, []).append(n)
+    red_targets = {id(s.target) for ss in red_ops.values() for s in ss}
+    for n in _walk_scope(loop.body):
+        if isinstance(n, ast.Name) and id(n) not in red_targets:
+            other.append(n)
+    stores = {n.id for n in other if not isinstance(n.ctx, ast.Load)}
+    stores |= _bindings(loop.body)
+    loads = {n.id for n in other if isinstance(n.ctx, ast.Load)}
+    for name, stmts in red_ops.items():
+        for s in stmts:
+            if not isinstance(s.op, (ast.Add, ast.Sub)):
+                raise UnsupportedPrangeError(
+                    f"{_where(filename, s)}: dpjit: the reduction `{name} "
+                    f"{_OPS.get(type(s.op), '?')}= ...` is not supported; kapi offloads `+=` and "
+                    f"`-=` reductions only (numba-dpex also did `*=` with a tree reduction)"
+                )
+        if name in stores or name in loads:
+            first = next(n for n in other if n.id == name)
+            raise UnsupportedPrangeError(
+                f"{_where(filename, first)}: dpjit: `{name}` is a reduction variable (`{name} "
+                f"+= ...`) of the prange loop and may not be otherwise read or assigned in "
+                f"its body"
+            )
+    for n in other:
+        if not isinstance(n.ctx, ast.Load) and n.id in shared:
+            raise UnsupportedPrangeError(
+                f"{_where(filename, n)}: dpjit: the prange loop body assigns `{n.id}`, which the "
+                f"function also uses outside the loop; values assigned in a prange body stay "
+                f"in the loop (no last-value semantics), use an array element or a `+=` "
+                f"reduction"
+            )
+    targets = set(loop.targets)
+    loop.free = sorted((loads & host_locals) - stores - targets)
+    loop.reductions = sorted(red_ops)
+
+
+_OPS = {
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.MatMult: "@",
+}
+
+
+# -- building the kernel ---------------------------------------------------------------------
+
+
+def _name(id_, ctx=None):
+    return ast.Name(id=id_, ctx=ctx or ast.Load())
+
+
+class _BodyRewriter(ast.NodeTransformer):
+    """Inside the kernel: reductions become atomic adds, inner pranges become range."""
+
+    def __init__(self, reductions, resolver):
+        self.reductions = reductions
+        self.resolver = resolver
+
+    def visit_AugAssign(self, node):
+        if isinstance(node.target, ast.Name) and node.target.id in self.reductions:
+            acc = _name(node.target.id)
+            ref = ast.Call(
+                func=ast.Attribute(value=_name(_API), attr="AtomicRef", ctx=ast.Load()),
+                args=[acc, ast.Constant(0)],
+                keywords=[],
+            )
+            # the added value converted to the accumulator's dtype, as AtomicRef needs
+            conv = ast.Attribute(
+                value=ast.Attribute(value=_name(node.target.id), attr="dtype", ctx=ast.Load()),
+                attr="type",
+                ctx=ast.Load(),
+            )
+            value = ast.Call(func=conv, args=[self.visit(node.value)], keywords=[])
+            fetch = "fetch_add" if isinstance(node.op, ast.Add) else "fetch_sub"
+            call = ast.Call(
+                func=ast.Attribute(value=ref, attr=fetch, ctx=ast.Load()),
+                args=[value],
+                keywords=[],
+            )
+            return ast.copy_location(ast.Expr(value=call), node)
+        return self.generic_visit(node)
+
+    def visit_For(self, node):
+        node = self.generic_visit(node)
+        if self.resolver.is_prange(node):
+            node.iter.func = ast.copy_location(_name("range"), node.iter.func)
+        return node
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_Lambda = visit_ClassDef = visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def _kernel_params(loop: _Loop) -> list[str]:
+    bounds = []
+    for d in range(len(loop.loops)):
+        bounds += [f"__kapi_start{d}", f"__kapi_step{d}"]
+    return [_ITEM, *loop.free, *loop.reductions, *bounds]
+
+
+def _kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.FunctionDef:
+    first = loop.loops[0]
+    ndim = len(loop.loops)
+    prologue = []
+    for k, lp in enumerate(loop.loops):
+        dim = ndim - 1 - k  # the innermost loop varies fastest: dimension 0
+        gid = ast.Call(
+            func=ast.Attribute(value=_name(_ITEM), attr="get_id", ctx=ast.Load()),
+            args=[ast.Constant(dim)],
+            keywords=[],
+        )
+        value = ast.BinOp(
+            left=_name(f"__kapi_start{k}"),
+            op=ast.Add(),
+            right=ast.BinOp(left=gid, op=ast.Mult(), right=_name(f"__kapi_step{k}")),
+        )
+        assign = ast.Assign(targets=[_name(lp.target.id, ast.Store())], value=value)
+        prologue.append(ast.copy_location(assign, lp))
+    rewriter = _BodyRewriter(set(loop.reductions), resolver)
+    body = [rewriter.visit(s) for s in loop.body]
+    if any(isinstance(n, ast.Continue) for n in _outer_jumps(body)):
+        # `continue` of the prange loop ends the work-item: a one-trip loop gives it a target
+        once = ast.For(
+            target=_name("__kapi_once", ast.Store()),
+            iter=ast.Call(func=_name("range"), args=[ast.Constant(1)], keywords=[]),
+            body=body,
+            orelse=[],
+        )
+        body = [ast.copy_location(once, loop.body[0])]
+    args = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(arg=p) for p in _kernel_params(loop)],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+    )
+    fdef = ast.FunctionDef(name=kname, args=args, body=prologue + body, decorator_list=[])
+    return ast.copy_location(fdef, first)
+
+
+def _outer_jumps(body):
+    """Statements of the body not inside a nested loop or scope."""
+    todo = list(body)
+    while todo:
+        n = todo.pop()
+        yield n
+        for c in ast.iter_child_nodes(n):
+            if not isinstance(c, (*_SCOPES, ast.For, ast.While)):
+                todo.append(c)
+            elif isinstance(c, (ast.For, ast.While)):
+                todo.extend(c.orelse)
+
+
+def _factory(defn: ast.FunctionDef, cellnames: list[str], filename: str):
+    """Code object of `defn` compiled as a closure over `cellnames` (so its free variables are
+    cells we supply: the original closure's and our helpers')."""
+    pre = [ast.Assign(targets=[_name(c, ast.Store())], value=ast.Constant(None)) for c in cellnames]
+    outer = ast.FunctionDef(
+        name="__kapi_factory",
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[*pre, defn, ast.Return(value=_name(defn.name))],
+        decorator_list=[],
+    )
+    ast.copy_location(outer, defn)
+    for s in pre:
+        ast.copy_location(s, defn)
+    outer.body[-1] = ast.copy_location(outer.body[-1], defn)
+    mod = ast.Module(body=[outer], type_ignores=[])
+    ast.fix_missing_locations(mod)
+    code = compile(mod, filename, "exec")
+    fcode = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return next(
+        c for c in fcode.co_consts if isinstance(c, types.CodeType) and c.co_name == defn.name
+    )
+
+
+def _make_function(code, fn, cells: dict, name=None, defaults=None, kwdefaults=None):
+    closure = tuple(cells[n] for n in code.co_freevars)
+    f = types.FunctionType(code, fn.__globals__, name or code.co_name, defaults, closure)
+    if kwdefaults:
+        f.__kwdefaults__ = dict(kwdefaults)
+    return f
+
+
+# -- launching -------------------------------------------------------------------------------
+
+
+def _acc_dtype(name: str, value, where: str) -> np.dtype:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{where}: dpjit: reduction variable `{name}` is a bool; use a number")
+    if isinstance(value, int):
+        return np.dtype(np.int64)
+    if isinstance(value, float):
+        return np.dtype(np.float64)
+    if isinstance(value, np.generic) and value.dtype.kind in "iuf":
+        return value.dtype
+    raise TypeError(
+        f"{where}: dpjit: reduction variable `{name}` holds {type(value).__name__}; a `+=` "
+        f"reduction needs an int, a float or a NumPy integer/float scalar"
+    )
+
+
+def _accumulators(loop: _Loop, where: str, args, values):
+    if not loop.reductions:
+        return []
+    arrays = [a for a in args if isinstance(a, Array)]
+    numpy_args = any(isinstance(a, np.ndarray) for a in args)
+    queue = arrays[0].sycl_queue if arrays else None
+    accs = []
+    for name, v in zip(loop.reductions, values, strict=True):
+        dt = _acc_dtype(name, v, where)
+        if queue is None and numpy_args:
+            accs.append(np.zeros(1, dt))  # NumPy arrays run on the CPU device
+        else:
+            q = queue if queue is not None else default_device().default_queue
+            if dt == np.float64 and isinstance(v, float) and not q.device.has_aspect_fp64:
+                dt = np.dtype(np.float32)
+            accs.append(zeros(1, dtype=dt, queue=q))
+    return accs
+
+
+def _fold(value, acc):
+    total = acc[0] if isinstance(acc, np.ndarray) else acc.asnumpy()[0]
+    return total.item() if isinstance(value, (int, float)) else value.dtype.type(total)
+
+
+def _launcher(kern, loop: _Loop, where: str):
+    def launch(bounds, args, red_values):
+        counts, starts = [], []
+        for b in bounds:
+            r = range(*b)  # the errors of range: step 0, non-integers
+            counts.append(len(r))
+            starts += [r.start, r.step]
+        accs = _accumulators(loop, where, args, red_values)
+        if all(counts):
+            # the innermost loop (last in bounds) is dimension 0
+            call_kernel(kern, Range(*reversed(counts)), *args, *accs, *starts)
+        return tuple(_fold(v, a) for v, a in zip(red_values, accs, strict=True))
+
+    return launch
+
+
+# -- the host function -----------------------------------------------------------------------
+
+
+class _HostRewriter(ast.NodeTransformer):
+    def __init__(self, resolver, filename):
+        self.resolver = resolver
+        self.filename = filename
+        self.nests: list[tuple[ast.For, _Loop]] = []
+
+    def visit_For(self, node):
+        if self.resolver.is_prange(node):
+            nest = _collect_nest(node, self.resolver, self.filename)
+            _check_body(nest.body, self.filename)
+            self.nests.append((node, nest))
+            return node  # replaced in a second pass, after the host-wide analysis
+        return self.generic_visit(node)
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_Lambda = visit_ClassDef = visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def _launch_stmts(k: int, loop: _Loop, node: ast.For) -> list[ast.stmt]:
+    bounds = ast.Tuple(
+        elts=[ast.Tuple(elts=list(lp.iter.args), ctx=ast.Load()) for lp in loop.loops],
+        ctx=ast.Load(),
+    )
+    args = ast.Tuple(elts=[_name(n) for n in loop.free], ctx=ast.Load())
+    reds = ast.Tuple(elts=[_name(n) for n in loop.reductions], ctx=ast.Load())
+    call = ast.Call(func=_name(f"{_LAUNCH}{k}"), args=[bounds, args, reds], keywords=[])
+    if not loop.reductions:
+        return [ast.copy_location(ast.Expr(value=call), node)]
+    out = [ast.Assign(targets=[_name(_RESULT, ast.Store())], value=call)]
+    for j, name in enumerate(loop.reductions):
+        total = ast.Subscript(value=_name(_RESULT), slice=ast.Constant(j), ctx=ast.Load())
+        add = ast.BinOp(left=_name(name), op=ast.Add(), right=total)
+        out.append(ast.Assign(targets=[_name(name, ast.Store())], value=add))
+    return [ast.copy_location(s, node) for s in out]
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, replacements):
+        self.replacements = replacements
+
+    def visit_For(self, node):
+        new = self.replacements.get(id(node))
+        return new if new is not None else self.generic_visit(node)
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_Lambda = visit_ClassDef = visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def _walk_host(nodes, skip):
+    todo = list(nodes)
+    while todo:
+        n = todo.pop()
+        if id(n) in skip:
+            continue
+        yield n
+        if not isinstance(n, _SCOPES):
+            todo.extend(ast.iter_child_nodes(n))
+
+
+def _transform(fn):
+    filename = fn.__code__.co_filename
+    if fn.__name__ == "<lambda>":
+        return fn, []  # a lambda holds no loop: nothing to offload
+    try:
+        src = inspect.getsource(fn)
+    except (OSError, TypeError) as e:
+        raise UnsupportedPrangeError(
+            f"{filename}:{fn.__code__.co_firstlineno}: dpjit needs the source of "
+            f"{fn.__qualname__} to offload its prange loops, and it is not available ({e})"
+        ) from None
+    tree = ast.parse(textwrap.dedent(src))
+    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
+    fdef = tree.body[0] if tree.body else None
+    if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__code__.co_name:
+        raise UnsupportedPrangeError(
+            f"{filename}:{fn.__code__.co_firstlineno}: dpjit decorates functions defined "
+            f"with `def`, not {fn.__qualname__}"
+        )
+    fdef.decorator_list = []
+    code = fn.__code__
+    host_locals = set(code.co_varnames) | set(code.co_cellvars)
+    host_locals -= _comprehension_names(fdef.body)
+    resolver = _Resolver(fn, host_locals)
+    finder = _HostRewriter(resolver, filename)
+    for s in fdef.body:
+        finder.visit(s)
+    nests = finder.nests
+
+    # what host code (everything but the prange bodies and loop variables) assigns and reads
+    skip = set()
+    for node, nest in nests:
+        skip |= {id(s) for s in nest.body} | {id(node.target)}
+    host_stores, host_loads = _stores_loads_flat(_walk_host(fdef.body, skip))
+    for _, nest in nests:  # the inner loops' bounds are evaluated by the host too
+        host_loads |= _stores_loads([lp.iter for lp in nest.loops[1:]])[1]
+    nparams = code.co_argcount + code.co_kwonlyargcount
+    nparams += bool(code.co_flags & inspect.CO_VARARGS)
+    nparams += bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    host_assigned = (host_stores | set(code.co_varnames[:nparams])) & host_locals
+    # names the body may not assign: host locals, names the host reads (last value), and the
+    # function's nonlocal/global names
+    declared = {
+        name
+        for n in _walk_scope(fdef.body)
+        if isinstance(n, (ast.Global, ast.Nonlocal))
+        for name in n.names
+    }
+    shared = host_assigned | host_loads | declared | set(code.co_freevars)
+    for node, nest in nests:
+        for t in nest.targets:
+            if t in host_loads and t not in host_assigned:
+                raise UnsupportedPrangeError(
+                    f"{_where(filename, node)}: dpjit: the prange loop variable `{t}` is read "
+                    f"outside the loop; prange loops do not leave a last value"
+                )
+    cells = dict(zip(code.co_freevars, fn.__closure__ or (), strict=True))
+    cells[_API] = types.CellType(_kernel_api())
+    replacements = {}
+    kernels = []
+    for k, (node, nest) in enumerate(nests):
+        _analyse(nest, host_assigned, shared, filename)
+        kname = f"{fn.__name__}__prange{k}"
+        kcode = _factory(_kernel_def(nest, kname, resolver), list(cells), filename)
+        kfunc = _make_function(kcode, fn, cells)
+        kfunc.__qualname__ = f"{fn.__qualname__}.<prange{k}>"
+        kern = _kernel_decorator(kfunc)
+        kernels.append(kern)
+        cells[f"{_LAUNCH}{k}"] = types.CellType(_launcher(kern, nest, _where(filename, node)))
+        replacements[id(node)] = _launch_stmts(k, nest, node)
+    fdef.body = [_Replace(replacements).visit(s) for s in fdef.body]
+    flat = []
+    for s in fdef.body:
+        flat.extend(s if isinstance(s, list) else [s])
+    fdef.body = flat
+    hcode = _factory(fdef, list(cells), filename)
+    host = _make_function(hcode, fn, cells, fn.__name__, fn.__defaults__, fn.__kwdefaults__)
+    host.__qualname__ = fn.__qualname__
+    return host, kernels
+
+
+def _stores_loads_flat(nodes) -> tuple[set[str], set[str]]:
+    stores, loads = set(), set()
+    for n in nodes:
+        if isinstance(n, ast.Name):
+            (loads if isinstance(n.ctx, ast.Load) else stores).add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stores.add(n.name)
+        elif isinstance(n, ast.alias):
+            stores.add((n.asname or n.name).split(".")[0])
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            stores.add(n.name)
+    return stores, loads
+
+
+def _kernel_api():
+    from . import kernel_api
+
+    return kernel_api
+
+
+class DpjitFunction:
+    """What @kapi.dpjit returns: calls run the function with its prange loops offloaded."""
+
+    def __init__(self, pyfunc, options):
+        if not inspect.isfunction(pyfunc):
+            raise ValueError(f"@kapi.dpjit decorates a Python function, not {type(pyfunc)}")
+        functools.update_wrapper(self, pyfunc)
+        self.py_func = pyfunc
+        self.options = dict(options)
+        self._host = None
+        self.kernels: list = []
+
+    def _compile(self):
+        if self._host is None:
+            self._host, self.kernels = _transform(self.py_func)
+        return self._host
+
+    def __call__(self, *args, **kwargs):
+        host = self._host if self._host is not None else self._compile()
+        return host(*args, **kwargs)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<kapi dpjit {self.__qualname__}>"
+
+
+def dpjit(*args, **options):
+    """numba-dpex's @dpjit: the function's prange loops are compiled as kernels and launched on
+    the device of their arrays (compute follows data); the rest runs in CPython.
+
+    Forms: `@dpjit`, `@dpjit(**options)`; signatures and numba.jit options are accepted and
+    ignored with a warning (forceobj and pipeline_class are dropped, as numba-dpex did).
+    """
+    for key, value in options.items():
+        if _IMPLIED.get(key) is value:
+            continue
+        warnings.warn(
+            f"dpjit option {key}={value!r} is ignored by kapi (only prange loops are compiled)",
+            UserWarning,
+            stacklevel=2,
+        )
+    if len(args) == 1 and inspect.isfunction(args[0]):
+        return DpjitFunction(args[0], options)
+    if args:
+        warnings.warn(
+            "dpjit signatures are ignored by kapi: prange kernels compile per argument types",
+            UserWarning,
+            stacklevel=2,
+        )
+
+    def wrap(pyfunc):
+        return DpjitFunction(pyfunc, options)
+
+    return wrap

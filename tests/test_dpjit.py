@@ -1,0 +1,483 @@
+"""@kapi.dpjit: prange loops outlined into kernels and launched on every device, written the
+numba-dpex way (only the imports differ), and the constructs it refuses at their file:line."""
+
+import inspect
+import math
+import warnings
+
+import numpy as np
+import pytest
+from kapi_testing import devices_or_skip
+
+import kapi
+import kapi as dpex
+from kapi import prange
+
+DEVICES = devices_or_skip()
+HERE = __file__
+
+
+@pytest.fixture(params=DEVICES, ids=[d.filter_string for d in DEVICES])
+def dev(request):
+    return request.param
+
+
+def fp(dev):
+    """The float dtype of a device (float64 where it has fp64)."""
+    return np.float64 if dev.has_aspect_fp64 else np.float32
+
+
+def line_of(fn, text):
+    src, start = inspect.getsourcelines(fn)
+    for i, ln in enumerate(src):
+        if text in ln:
+            return start + i
+    raise AssertionError(text)
+
+
+@dpex.device_func
+def hypot_sq(x, y):
+    return x * x + y * y
+
+
+# -- offloaded loops -------------------------------------------------------------------------
+
+
+@dpex.dpjit
+def vector_add(a, b):
+    c = dpex.empty_like(a)
+    for i in prange(a.shape[0]):
+        c[i] = a[i] + b[i]
+    return c
+
+
+def test_vector_add_output_allocated_inside(dev):
+    ha, hb = np.arange(1000, dtype=np.float32), np.arange(1000, dtype=np.float32) % 7
+    a, b = kapi.asarray(ha, device=dev), kapi.asarray(hb, device=dev)
+    c = vector_add(a, b)
+    assert isinstance(c, kapi.Array) and c.device == dev
+    np.testing.assert_array_equal(c.asnumpy(), ha + hb)
+    (k,) = vector_add.kernels  # one prange loop, one kernel, compiled (not run in CPython)
+    assert k.signatures and "array(f32,1" in k.signatures[0]
+
+
+@dpex.dpjit
+def strided_fill(out, start, stop, step, v):
+    for i in prange(start, stop, step):
+        out[i] = v + i
+    for i in dpex.prange(stop):  # the module attribute spelling; `stop` only
+        out[i] += 1
+
+
+@pytest.mark.parametrize("bounds", [(0, 20, 1), (3, 20, 4), (19, 2, -3), (5, 5, 1), (7, 3, 1)])
+def test_prange_start_stop_step(dev, bounds):
+    start, stop, step = bounds
+    out = kapi.zeros(20, dtype=np.int64, device=dev)
+    strided_fill(out, start, stop, step, 100)
+    want = np.zeros(20, np.int64)
+    for i in range(start, stop, step):
+        want[i] = 100 + i
+    want[:stop] += 1
+    np.testing.assert_array_equal(out.asnumpy(), want)
+
+
+def test_prange_two_arguments_and_zero_step(dev):
+    @dpex.dpjit
+    def two(out, lo, hi, step):
+        for i in prange(lo, hi):
+            out[i] = i * 2
+        for i in prange(0, 1, step):
+            out[i] = -1
+
+    out = kapi.zeros(8, dtype=np.int32, device=dev)
+    two(out, 2, 6, 1)
+    np.testing.assert_array_equal(out.asnumpy(), [-1, 0, 4, 6, 8, 10, 0, 0])
+    with pytest.raises(ValueError, match="must not be zero"):
+        two(out, 2, 6, 0)
+
+
+@dpex.dpjit
+def matrix_affine(a, s, t):
+    out = dpex.empty_like(a)
+    for i in prange(a.shape[0]):
+        for j in prange(a.shape[1]):
+            out[i, j] = a[i, j] * s + t[j]
+    return out
+
+
+def test_nested_prange_2d(dev):
+    ha = np.arange(7 * 33, dtype=np.float32).reshape(7, 33)
+    ht = np.arange(33, dtype=np.float32)
+    a, t = kapi.asarray(ha, device=dev), kapi.asarray(ht, device=dev)
+    out = matrix_affine(a, np.float32(3), t)
+    np.testing.assert_array_equal(out.asnumpy(), ha * 3 + ht)
+    # one 2-D kernel (not a 1-D kernel with a loop): its index space is item(2)
+    (k,) = matrix_affine.kernels
+    assert k.signatures[0].startswith("(item(2)")
+
+
+@dpex.dpjit
+def cube_index(out):
+    for i in prange(1, out.shape[0]):
+        for j in prange(out.shape[1]):
+            for k in prange(0, out.shape[2], 2):
+                out[i, j, k] = i * 10000 + j * 100 + k
+
+
+def test_nested_prange_3d(dev):
+    out = kapi.zeros((4, 5, 6), dtype=np.int32, device=dev)
+    cube_index(out)
+    want = np.zeros((4, 5, 6), np.int32)
+    i, j, k = np.meshgrid(np.arange(1, 4), np.arange(5), np.arange(0, 6, 2), indexing="ij")
+    want[i, j, k] = i * 10000 + j * 100 + k
+    np.testing.assert_array_equal(out.asnumpy(), want)
+    assert cube_index.kernels[0].signatures[0].startswith("(item(3)")
+
+
+@dpex.dpjit
+def row_sums(a):
+    out = dpex.zeros(a.shape[0], dtype=a.dtype, device=a.device)
+    for i in prange(a.shape[0]):
+        acc = 0
+        for j in range(a.shape[1]):
+            acc += a[i, j]
+        if i > 0:
+            for _j in prange(i):  # not immediately nested: a sequential loop in the kernel
+                acc += 1000
+        out[i] = acc
+    return out
+
+
+def test_sequential_inner_loops(dev):
+    ha = np.arange(6 * 9, dtype=np.int32).reshape(6, 9)
+    out = row_sums(kapi.asarray(ha, device=dev))
+    np.testing.assert_array_equal(out.asnumpy(), ha.sum(axis=1) + 1000 * np.arange(6))
+    assert row_sums.kernels[0].signatures[0].startswith("(item(1)")
+
+
+@dpex.dpjit
+def triangle(out):
+    for i in prange(out.shape[0]):
+        for j in prange(i + 1):  # bounds use the outer variable: sequential inside the kernel
+            out[i, j] = 1
+
+
+def test_non_rectangular_nest_stays_1d(dev):
+    out = kapi.zeros((5, 5), dtype=np.int32, device=dev)
+    triangle(out)
+    np.testing.assert_array_equal(out.asnumpy(), np.tril(np.ones((5, 5), np.int32)))
+    assert triangle.kernels[0].signatures[0].startswith("(item(1)")
+
+
+@dpex.dpjit
+def sums(a, b):
+    total = 0.0
+    count = 0
+    neg = np.int32(0)
+    for i in prange(a.shape[0]):
+        total += a[i] * 2
+        if b[i] % 3 == 0:
+            count += 1
+        neg -= b[i]
+    return total, count, neg
+
+
+def test_reductions_float_and_int(dev):
+    n = 1000
+    ha = (np.arange(n) % 17).astype(fp(dev))  # integers stored as floats: exact in any order
+    hb = np.arange(n, dtype=np.int32)
+    total, count, neg = sums(kapi.asarray(ha, device=dev), kapi.asarray(hb, device=dev))
+    assert type(total) is float and total == float((ha * 2).sum())
+    assert type(count) is int and count == int((hb % 3 == 0).sum())
+    assert isinstance(neg, np.int32) and neg == -hb.sum(dtype=np.int64)
+
+
+@dpex.dpjit
+def dot_from(a, b, start):
+    s = start
+    for i in prange(a.shape[0]):
+        s += a[i] * b[i]
+    return s
+
+
+def test_reduction_adds_to_host_value_and_empty_range(dev):
+    rng = np.random.default_rng(3)
+    ha, hb = rng.random(777).astype(np.float32), rng.random(777).astype(np.float32)
+    s = dot_from(kapi.asarray(ha, device=dev), kapi.asarray(hb, device=dev), np.float32(5))
+    assert isinstance(s, np.float32)
+    np.testing.assert_allclose(s, 5 + np.dot(ha.astype(np.float64), hb), rtol=1e-5)
+    empty = kapi.empty(0, dtype=np.float32, device=dev)
+    assert dot_from(empty, empty, 2.5) == 2.5  # zero iterations launch nothing
+
+
+@dpex.dpjit
+def scale_shift(x, scale, shift, out):
+    n = x.shape[0]
+    half = n // 2
+    for i in prange(n):
+        y = x[i] * scale + shift[i % 4]
+        out[i] = math.sqrt(hypot_sq(y, 0.0)) + (1 if i < half else 0)
+
+
+def test_scalar_and_array_free_variables_device_func_and_math(dev):
+    hx = np.arange(-10, 10, dtype=np.float32)
+    hs = np.array([0, 1, 2, 3], np.float32)
+    x, shift = kapi.asarray(hx, device=dev), kapi.asarray(hs, device=dev)
+    out = kapi.empty_like(x)
+    scale_shift(x, np.float32(2), shift, out)
+    y = hx * 2 + hs[np.arange(20) % 4]
+    want = np.abs(y) + (np.arange(20) < 10)
+    np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6)
+
+
+def test_closure_values_and_continue(dev):
+    offset = 7
+
+    @dpex.dpjit
+    def odd_plus(out):
+        for i in prange(out.shape[0]):
+            if i % 2 == 0:
+                continue
+            out[i] = i + offset
+
+    out = kapi.zeros(9, dtype=np.int64, device=dev)
+    odd_plus(out)
+    want = np.where(np.arange(9) % 2 == 1, np.arange(9) + 7, 0)
+    np.testing.assert_array_equal(out.asnumpy(), want)
+
+
+def test_host_code_between_loops_runs_in_python(dev):
+    @dpex.dpjit
+    def two_steps(a):
+        b = dpex.empty_like(a)
+        for i in prange(a.shape[0]):
+            b[i] = a[i] + 1
+        host = b.asnumpy()  # CPython between the loops
+        m = float(host.max())
+        for i in prange(a.shape[0]):
+            b[i] = b[i] / m
+        return b, len(two_steps.kernels)
+
+    a = kapi.asarray(np.arange(8, dtype=np.float32), device=dev)
+    b, nkernels = two_steps(a)
+    np.testing.assert_allclose(b.asnumpy(), (np.arange(8) + 1) / 8.0, rtol=1e-6)
+    assert nkernels == 2
+
+
+def test_recompiles_per_dtype(dev):
+    for dt in (np.int32, np.float32, np.int64):
+        h = np.arange(50).astype(dt)
+        c = vector_add(kapi.asarray(h, device=dev), kapi.asarray(h, device=dev))
+        assert c.dtype == dt
+        np.testing.assert_array_equal(c.asnumpy(), h + h)
+    sigs = vector_add.kernels[0].signatures
+    assert any("array(i32" in s for s in sigs) and any("array(i64" in s for s in sigs)
+
+
+def test_numpy_arrays_run_on_the_cpu_device():
+    if not kapi.devices("cpu"):
+        pytest.skip("no CPU device")
+    h = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+
+    @dpex.dpjit
+    def twice(a, b):
+        s = 0.0
+        for i in prange(a.shape[0]):
+            b[i] = a[i] * 2
+            s += a[i]
+        return s
+
+    assert twice(h, out) == float(h.sum())
+    np.testing.assert_array_equal(out, h * 2)
+
+
+def test_numba_prange_spelling(dev):
+    numba = pytest.importorskip("numba")
+
+    @dpex.dpjit
+    def fill(out):
+        for i in numba.prange(out.shape[0]):
+            out[i] = i * 3
+
+    out = kapi.zeros(10, dtype=np.int32, device=dev)
+    fill(out)
+    np.testing.assert_array_equal(out.asnumpy(), np.arange(10) * 3)
+    assert len(fill.kernels) == 1
+
+
+def test_plain_range_is_not_offloaded_and_prange_is_range():
+    @dpex.dpjit
+    def host_loop(xs):
+        t = 0
+        for i in range(len(xs)):
+            t = t + xs[i]
+        return t
+
+    assert host_loop([1, 2, 3]) == 6 and host_loop.kernels == []
+    assert list(prange(2, 8, 3)) == [2, 5]
+
+
+# -- options ---------------------------------------------------------------------------------
+
+
+def test_options_accepted_with_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        @dpex.dpjit(nopython=True, parallel=True)
+        def quiet(x):
+            return x + 1
+
+    assert quiet(1) == 2
+    with pytest.warns(UserWarning, match="forceobj"):
+
+        @dpex.dpjit(forceobj=True)
+        def loud(x):
+            return x + 2
+
+    assert loud(1) == 3 and loud.__name__ == "loud"
+
+
+# -- refused constructs, at their file:line --------------------------------------------------
+
+
+def refused(fn, text, match, *args, cls=kapi.UnsupportedPrangeError):
+    with pytest.raises(cls, match=match) as ei:
+        fn(*args)
+    assert f"{HERE}:{line_of(fn.py_func, text)}:" in str(ei.value)
+    return ei.value
+
+
+def test_assigning_a_host_local_is_refused():
+    @dpex.dpjit
+    def last_value(a):
+        x = 0
+        for i in prange(a.shape[0]):
+            x = a[i]
+        return x
+
+    refused(last_value, "x = a[i]", "assigns `x`", kapi.zeros(4))
+
+    @dpex.dpjit
+    def used_after(a):
+        for i in prange(a.shape[0]):
+            t = a[i]
+        return t
+
+    refused(used_after, "t = a[i]", "assigns `t`", kapi.zeros(4))
+
+
+def test_loop_variable_and_nonlocal_last_values_are_refused():
+    @dpex.dpjit
+    def loop_var_after(a):
+        for i in prange(a.shape[0]):
+            a[i] = 1
+        return i
+
+    refused(loop_var_after, "for i in prange", "loop variable `i`", kapi.zeros(4))
+    count = 0
+
+    @dpex.dpjit
+    def assigns_nonlocal(a):
+        nonlocal count
+        for i in prange(a.shape[0]):
+            count = i
+
+    refused(assigns_nonlocal, "count = i", "assigns `count`", kapi.zeros(4))
+    assert issubclass(kapi.UnsupportedPrangeError, NotImplementedError)
+    assert issubclass(kapi.UnsupportedPrangeError, kapi.KapiError)
+
+
+def test_break_return_yield_else_are_refused():
+    @dpex.dpjit
+    def with_break(a):
+        for i in prange(a.shape[0]):
+            if i > 2:
+                break
+            a[i] = 1
+
+    refused(with_break, " break", "`break`", kapi.zeros(4))
+
+    @dpex.dpjit
+    def with_return(a):
+        for i in prange(a.shape[0]):
+            return i
+
+    refused(with_return, "return i", "`return`", kapi.zeros(4))
+
+    @dpex.dpjit
+    def with_yield(a):
+        for i in prange(a.shape[0]):
+            yield i * 2
+
+    refused(with_yield, "yield i * 2", "`yield`", kapi.zeros(4))
+
+    @dpex.dpjit
+    def with_else(a):
+        for i in prange(a.shape[0]):
+            a[i] = 1
+        else:
+            a[0] = 2
+
+    refused(with_else, "for i in prange", "`else:`", kapi.zeros(4))
+
+
+def test_break_of_an_inner_loop_is_allowed(dev):
+    @dpex.dpjit
+    def first_big(a, out):
+        for i in prange(a.shape[0]):
+            out[i] = -1
+            for j in range(a.shape[1]):
+                if a[i, j] > 5:
+                    out[i] = j
+                    break
+
+    ha = np.array([[1, 9, 9], [1, 2, 3], [7, 0, 8]], np.int32)
+    out = kapi.zeros(3, dtype=np.int32, device=dev)
+    first_big(kapi.asarray(ha, device=dev), out)
+    np.testing.assert_array_equal(out.asnumpy(), [1, -1, 0])
+
+
+def test_product_reduction_is_refused():
+    @dpex.dpjit
+    def prod(a):
+        p = 1.0
+        for i in prange(a.shape[0]):
+            p *= a[i]
+        return p
+
+    refused(prod, "p *= a[i]", r"`p \*= ...`.*`\+=` and `-=` reductions only", kapi.ones(4))
+
+
+def test_reduction_variable_read_in_body_is_refused():
+    @dpex.dpjit
+    def peek(a):
+        s = 0.0
+        for i in prange(a.shape[0]):
+            s += a[i]
+            a[i] = s
+
+    refused(peek, "a[i] = s", "reduction variable", kapi.ones(4))
+
+
+def test_source_not_available():
+    ns = {"dpex": dpex, "prange": prange}
+    exec(
+        compile("def nosrc(a):\n    for i in prange(3):\n        a[i] = 1\n", "<gen>", "exec"),
+        ns,
+    )
+    f = dpex.dpjit(ns["nosrc"])
+    with pytest.raises(NotImplementedError, match=r"<gen>:1: dpjit needs the source"):
+        f(kapi.zeros(3))
+
+
+def test_kernel_compile_error_names_user_line():
+    @dpex.dpjit
+    def bad(a):
+        for i in prange(a.shape[0]):
+            a[i] = [1.0][0]
+
+    with pytest.raises(kapi.KapiError) as ei:
+        bad(kapi.zeros(3, dtype=np.float32))
+    assert f"{HERE}:{line_of(bad.py_func, '[1.0][0]')}" in str(ei.value)
