@@ -330,6 +330,15 @@ def test_options_accepted_with_warnings():
             return x + 1
 
     assert quiet(1) == 2
+
+    @dpex.dpjit()
+    def empty_parens(out):
+        for i in prange(out.shape[0]):
+            out[i] = 5
+
+    out = kapi.zeros(3, dtype=np.int32)
+    empty_parens(out)
+    assert out.asnumpy().tolist() == [5, 5, 5] and len(empty_parens.kernels) == 1
     with pytest.warns(UserWarning, match="forceobj"):
 
         @dpex.dpjit(forceobj=True)
