@@ -198,7 +198,8 @@ def _check_loop_header(lp: ast.For, filename: str) -> None:
 
 
 def _check_body(body, filename: str) -> None:
-    """break/continue leaving the prange body, return, yield, await, global/nonlocal."""
+    """Refuses what leaves the prange body early (break of the prange loop, return, yield,
+    await) and global/nonlocal declarations; break of an inner loop and continue are fine."""
 
     def visit(nodes, in_loop: bool):
         for n in nodes:
@@ -215,8 +216,9 @@ def _check_body(body, filename: str) -> None:
                     f"supported (its iterations run in parallel)"
                 )
             if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)):
+                word = {ast.Yield: "yield", ast.YieldFrom: "yield from"}.get(type(n), "await")
                 raise UnsupportedPrangeError(
-                    f"{_where(filename, n)}: dpjit: `{type(n).__name__.lower()}` inside a "
+                    f"{_where(filename, n)}: dpjit: `{word}` inside a "
                     f"prange loop body is not supported"
                 )
             if isinstance(n, (ast.Global, ast.Nonlocal)):
