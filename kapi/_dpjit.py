@@ -107,31 +107,35 @@ def _walk_scope(nodes):
             todo.extend(ast.iter_child_nodes(n))
 
 
-def _stores_loads(nodes) -> tuple[set[str], set[str]]:
+def _bound_name(n) -> str | None:
+    """The name a def/class, an import alias or `except ... as` binds, else None."""
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return n.name
+    if isinstance(n, ast.alias):
+        return (n.asname or n.name).split(".")[0]
+    if isinstance(n, ast.ExceptHandler):
+        return n.name
+    return None
+
+
+def _names(nodes) -> tuple[set[str], set[str]]:
+    """Names stored and names loaded by exactly these nodes (no walking into children)."""
     stores, loads = set(), set()
-    for n in _walk_scope(nodes):
+    for n in nodes:
         if isinstance(n, ast.Name):
             (loads if isinstance(n.ctx, ast.Load) else stores).add(n.id)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            stores.add(n.name)
-        elif isinstance(n, ast.alias):
-            stores.add((n.asname or n.name).split(".")[0])
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            stores.add(n.name)
+        elif (bound := _bound_name(n)) is not None:
+            stores.add(bound)
     return stores, loads
+
+
+def _stores_loads(nodes) -> tuple[set[str], set[str]]:
+    return _names(_walk_scope(nodes))
 
 
 def _bindings(nodes) -> set[str]:
     """Names bound other than by assignment: def/class, import, except ... as."""
-    out = set()
-    for n in _walk_scope(nodes):
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(n.name)
-        elif isinstance(n, ast.alias):
-            out.add((n.asname or n.name).split(".")[0])
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            out.add(n.name)
-    return out
+    return {b for n in _walk_scope(nodes) if (b := _bound_name(n)) is not None}
 
 
 def _comprehension_names(nodes) -> set[str]:
@@ -595,7 +599,7 @@ def _transform(fn):
     skip = set()
     for node, nest in nests:
         skip |= {id(s) for s in nest.body} | {id(node.target)}
-    host_stores, host_loads = _stores_loads_flat(_walk_host(fdef.body, skip))
+    host_stores, host_loads = _names(_walk_host(fdef.body, skip))
     for _, nest in nests:  # the inner loops' bounds are evaluated by the host too
         host_loads |= _stores_loads([lp.iter for lp in nest.loops[1:]])[1]
     nparams = code.co_argcount + code.co_kwonlyargcount
@@ -641,20 +645,6 @@ def _transform(fn):
     host = _make_function(hcode, fn, cells, fn.__name__, fn.__defaults__, fn.__kwdefaults__)
     host.__qualname__ = fn.__qualname__
     return host, kernels
-
-
-def _stores_loads_flat(nodes) -> tuple[set[str], set[str]]:
-    stores, loads = set(), set()
-    for n in nodes:
-        if isinstance(n, ast.Name):
-            (loads if isinstance(n.ctx, ast.Load) else stores).add(n.id)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            stores.add(n.name)
-        elif isinstance(n, ast.alias):
-            stores.add((n.asname or n.name).split(".")[0])
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            stores.add(n.name)
-    return stores, loads
 
 
 def _kernel_api():

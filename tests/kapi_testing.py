@@ -1,6 +1,8 @@
 """What the end-to-end test modules share: the devices to run on, or a visible module skip
 (with the reason) when the compiler extension or the runtime is not there."""
 
+import inspect
+
 import pytest
 
 import kapi
@@ -14,3 +16,12 @@ def devices_or_skip():
         return kapi.devices()
     except kapi.KapiError as e:  # pragma: no cover
         pytest.skip(f"no kapi runtime: {e}", allow_module_level=True)
+
+
+def line_of(fn, text):
+    """Line number of the first source line of `fn` containing `text`."""
+    src, start = inspect.getsourcelines(fn)
+    for i, ln in enumerate(src):
+        if text in ln:
+            return start + i
+    raise AssertionError(text)

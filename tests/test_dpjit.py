@@ -1,13 +1,12 @@
 """@kapi.dpjit: prange loops outlined into kernels and launched on every device, written the
 numba-dpex way (only the imports differ), and the constructs it refuses at their file:line."""
 
-import inspect
 import math
 import warnings
 
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip
+from kapi_testing import devices_or_skip, line_of
 
 import kapi
 import kapi as dpex
@@ -25,14 +24,6 @@ def dev(request):
 def fp(dev):
     """The float dtype of a device (float64 where it has fp64)."""
     return np.float64 if dev.has_aspect_fp64 else np.float32
-
-
-def line_of(fn, text):
-    src, start = inspect.getsourcelines(fn)
-    for i, ln in enumerate(src):
-        if text in ln:
-            return start + i
-    raise AssertionError(text)
 
 
 @dpex.device_func

@@ -1,24 +1,14 @@
 """pyfront: bad kernels raise KernelErrors naming the construct at the kernel's file:line."""
 
-import inspect
-
 import numpy as np
 import pytest
+from kapi_testing import line_of
 
 import pyfront
 from pyfront import KernelError, KernelTypingError, UnsupportedConstructError
 
 A1 = "array(f32,1,C,global)"
 HERE = __file__
-
-
-def line_of(fn, text):
-    """Line number of the first source line of `fn` containing `text`."""
-    src, start = inspect.getsourcelines(fn)
-    for i, ln in enumerate(src):
-        if text in ln:
-            return start + i
-    raise AssertionError(text)
 
 
 def compile_err(fn, args=(A1,), index=("item", 1), cls=KernelError):
