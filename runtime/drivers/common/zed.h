@@ -50,6 +50,18 @@ static inline void zed_object_retire(zed_object_t *o) {
   o->kind = ZED_KIND_NONE;
 }
 
+/* Level Zero's two-call listing idiom over `have` entries: a call with *count 0 or without an
+ * output array learns the count (false: nothing to fill); otherwise *count is clamped to
+ * `have` and the caller fills that many entries (true). */
+static inline bool zed_list(uint32_t *count, const void *out, uint32_t have) {
+  if (*count == 0 || !out) {
+    *count = have;
+    return false;
+  }
+  if (*count > have) *count = have;
+  return true;
+}
+
 /* ZE_RESULT_SUCCESS when h is a live object of that kind; INVALID_NULL_HANDLE for NULL and
  * INVALID_ARGUMENT for a handle of another kind or a destroyed one. */
 static inline ze_result_t zed_check(const void *h, zed_kind_t kind) {

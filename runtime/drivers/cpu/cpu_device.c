@@ -176,12 +176,7 @@ ze_result_t cpu_init(ze_init_flags_t flags) {
 /* Level Zero's two-call listing protocol for a list of exactly one handle. */
 static ze_result_t list_one(uint32_t *count, void **out, void *only) {
   ZED_CHECK_PTR(count);
-  if (*count == 0 || !out) {
-    *count = 1;
-    return ZE_RESULT_SUCCESS;
-  }
-  out[0] = only;
-  *count = 1;
+  if (zed_list(count, out, 1)) out[0] = only;
   return ZE_RESULT_SUCCESS;
 }
 

@@ -89,11 +89,7 @@ ze_result_t cpu_device_get_command_queue_group_properties(ze_device_handle_t h, 
                                                           ze_command_queue_group_properties_t *p) {
   ZED_CHECK(h, ZED_KIND_DEVICE);
   ZED_CHECK_PTR(count);
-  if (*count == 0 || !p) {
-    *count = 1;
-    return ZE_RESULT_SUCCESS;
-  }
-  *count = 1;
+  if (!zed_list(count, p, 1)) return ZE_RESULT_SUCCESS;
   p->flags =
       ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
   p->maxMemoryFillPatternSize = 256;
@@ -105,11 +101,7 @@ ze_result_t cpu_device_get_memory_properties(ze_device_handle_t h, uint32_t *cou
                                              ze_device_memory_properties_t *p) {
   ZED_CHECK(h, ZED_KIND_DEVICE);
   ZED_CHECK_PTR(count);
-  if (*count == 0 || !p) {
-    *count = 1;
-    return ZE_RESULT_SUCCESS;
-  }
-  *count = 1;
+  if (!zed_list(count, p, 1)) return ZE_RESULT_SUCCESS;
   p->flags = 0;
   p->maxClockRate = 0; /* not known without privileged DMI access */
   p->maxBusWidth = 0;
@@ -143,10 +135,7 @@ ze_result_t cpu_device_get_cache_properties(ze_device_handle_t h, uint32_t *coun
   uint32_t known = 0;
   for (int i = 0; i < 3; i++)
     known += d->cache_size[i] != 0;
-  if (*count == 0 || !p) {
-    *count = known;
-    return ZE_RESULT_SUCCESS;
-  }
+  if (!zed_list(count, p, known)) return ZE_RESULT_SUCCESS;
   uint32_t n = 0;
   for (int i = 0; i < 3 && n < *count; i++) {
     if (!d->cache_size[i]) continue;

@@ -108,14 +108,9 @@ ze_result_t cpu_module_get_kernel_names(ze_module_handle_t h, uint32_t *count, c
   ZED_CHECK_PTR(count);
   const kc_host_module_t *host = MODULE(h)->host;
   uint32_t total = kc_host_module_kernel_count(host);
-  if (*count == 0 || !names) {
-    *count = total;
-    return ZE_RESULT_SUCCESS;
-  }
-  uint32_t n = *count < total ? *count : total;
-  for (uint32_t i = 0; i < n; i++)
+  if (!zed_list(count, names, total)) return ZE_RESULT_SUCCESS;
+  for (uint32_t i = 0; i < *count; i++)
     names[i] = kc_host_module_kernel(host, i)->name;
-  *count = n;
   return ZE_RESULT_SUCCESS;
 }
 

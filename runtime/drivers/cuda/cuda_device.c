@@ -116,12 +116,7 @@ ze_result_t cuda_init(ze_init_flags_t flags) {
 ze_result_t cuda_driver_get(uint32_t *count, ze_driver_handle_t *drivers) {
   ZED_CHECK_PTR(count);
   uint32_t have = cuda_driver() ? 1 : 0;
-  if (*count == 0 || !drivers) {
-    *count = have;
-    return ZE_RESULT_SUCCESS;
-  }
-  if (have) drivers[0] = (ze_driver_handle_t)&the_driver;
-  *count = have;
+  if (zed_list(count, drivers, have) && have) drivers[0] = (ze_driver_handle_t)&the_driver;
   return ZE_RESULT_SUCCESS;
 }
 
@@ -153,11 +148,7 @@ ze_result_t cuda_driver_get_extension_properties(ze_driver_handle_t h, uint32_t 
   ZED_CHECK(h, ZED_KIND_DRIVER);
   ZED_CHECK_PTR(count);
   /* kapi's runtime names its own drivers by this extension ("kapi-cuda"). */
-  if (*count == 0 || !p) {
-    *count = 1;
-    return ZE_RESULT_SUCCESS;
-  }
-  *count = 1;
+  if (!zed_list(count, p, 1)) return ZE_RESULT_SUCCESS;
   snprintf(p->name, ZE_MAX_EXTENSION_NAME, "kapi_driver_cuda");
   p->version = 1;
   return ZE_RESULT_SUCCESS;
@@ -166,14 +157,9 @@ ze_result_t cuda_driver_get_extension_properties(ze_driver_handle_t h, uint32_t 
 ze_result_t cuda_device_get(ze_driver_handle_t h, uint32_t *count, ze_device_handle_t *devices) {
   ZED_CHECK(h, ZED_KIND_DRIVER);
   ZED_CHECK_PTR(count);
-  if (*count == 0 || !devices) {
-    *count = the_driver.count;
-    return ZE_RESULT_SUCCESS;
-  }
-  uint32_t n = *count < the_driver.count ? *count : the_driver.count;
-  for (uint32_t i = 0; i < n; ++i)
+  if (!zed_list(count, devices, the_driver.count)) return ZE_RESULT_SUCCESS;
+  for (uint32_t i = 0; i < *count; ++i)
     devices[i] = (ze_device_handle_t)&the_driver.devices[i];
-  *count = n;
   return ZE_RESULT_SUCCESS;
 }
 
@@ -234,11 +220,7 @@ ze_result_t cuda_device_get_queue_group_properties(ze_device_handle_t h, uint32_
                                                    ze_command_queue_group_properties_t *p) {
   ZED_CHECK(h, ZED_KIND_DEVICE);
   ZED_CHECK_PTR(count);
-  if (*count == 0 || !p) {
-    *count = 1;
-    return ZE_RESULT_SUCCESS;
-  }
-  *count = 1;
+  if (!zed_list(count, p, 1)) return ZE_RESULT_SUCCESS;
   p->flags =
       ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
   p->maxMemoryFillPatternSize = 128;
@@ -251,11 +233,7 @@ ze_result_t cuda_device_get_memory_properties(ze_device_handle_t h, uint32_t *co
   ZED_CHECK(h, ZED_KIND_DEVICE);
   ZED_CHECK_PTR(count);
   cuda_device_t *d = (cuda_device_t *)h;
-  if (*count == 0 || !p) {
-    *count = 1;
-    return ZE_RESULT_SUCCESS;
-  }
-  *count = 1;
+  if (!zed_list(count, p, 1)) return ZE_RESULT_SUCCESS;
   p->flags = 0;
   p->maxClockRate = (uint32_t)(d->mem_clock_khz / 1000);
   p->maxBusWidth = (uint32_t)d->bus_width;

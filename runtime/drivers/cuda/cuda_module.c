@@ -119,11 +119,7 @@ ze_result_t cuda_module_get_kernel_names(ze_module_handle_t h, uint32_t *count, 
   ZED_CHECK_PTR(count);
   cuda_module_t *m = (cuda_module_t *)h;
   uint32_t have = kc_nvptx_module_kernel_count(m->nv);
-  if (*count == 0 || !n) {
-    *count = have;
-    return ZE_RESULT_SUCCESS;
-  }
-  if (*count > have) *count = have;
+  if (!zed_list(count, n, have)) return ZE_RESULT_SUCCESS;
   for (uint32_t i = 0; i < *count; ++i)
     n[i] = kc_nvptx_module_kernel(m->nv, i)->name;
   return ZE_RESULT_SUCCESS;
