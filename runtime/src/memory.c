@@ -99,9 +99,12 @@ kr_status_t kr_pointer_info(const void *ptr, kr_pointer_info_t *out, kr_error_t 
   return KR_OK;
 }
 
-/* A completed event for a command that has nothing to do (size 0). */
-static kr_status_t done_event(kr_queue_t *q, kr_event_t **out_event, kr_error_t *err) {
-  if (!out_event) return KR_OK;
+/* A command with nothing to do (size 0): waits for its dependencies here and gives a completed
+ * event. */
+static kr_status_t done_event(kr_queue_t *q, uint32_t nwait, kr_event_t *const *wait,
+                              kr_event_t **out_event, kr_error_t *err) {
+  kr_status_t st = kr_events_wait(nwait, wait, err);
+  if (st || !out_event) return st;
   kr_event_t *ev = kr_event_acquire(q->dev->drv, err);
   if (!ev) return err ? err->status : KR_ERR_LEVEL_ZERO;
   ze_result_t r = zeEventHostSignal(ev->h);
@@ -117,10 +120,7 @@ kr_status_t kr_memcpy(kr_queue_t *q, void *dst, const void *src, size_t n, uint3
                       kr_event_t *const *wait, kr_event_t **out_event, kr_error_t *err) {
   if (!q || ((!dst || !src) && n))
     return kr_fail(err, KR_ERR_INVALID_ARGUMENT, "kr_memcpy: NULL %s", !q ? "queue" : "pointer");
-  if (n == 0) {
-    kr_status_t st = kr_events_wait(nwait, wait, err);
-    return st ? st : done_event(q, out_event, err);
-  }
+  if (n == 0) return done_event(q, nwait, wait, out_event, err);
   kr_cmd_t c;
   kr_status_t st = kr_cmd_begin(&c, q, nwait, wait, err);
   if (st) return st;
@@ -140,10 +140,7 @@ kr_status_t kr_fill(kr_queue_t *q, void *dst, const void *pattern, size_t patter
                    "kr_fill: pattern size %zu must be a power of two up to 128 dividing the "
                    "size %zu",
                    pattern_size, n);
-  if (n == 0) {
-    kr_status_t st = kr_events_wait(nwait, wait, err);
-    return st ? st : done_event(q, out_event, err);
-  }
+  if (n == 0) return done_event(q, nwait, wait, out_event, err);
   kr_cmd_t c;
   kr_status_t st = kr_cmd_begin(&c, q, nwait, wait, err);
   if (st) return st;

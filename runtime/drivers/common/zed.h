@@ -62,6 +62,15 @@ static inline bool zed_list(uint32_t *count, const void *out, uint32_t have) {
   return true;
 }
 
+/* zed_properties.c: one queue group doing compute and copies, listed the two-call way. */
+ze_result_t zed_one_queue_group(uint32_t *count, ze_command_queue_group_properties_t *p,
+                                size_t max_fill, uint32_t queues);
+/* Module properties for SPIR-V 1.2 kernels: the given flags and floating-point flags, 4 KiB of
+ * arguments, no printf, no native kernels. */
+void zed_module_properties(ze_device_module_properties_t *p, ze_device_module_flags_t flags,
+                           ze_device_fp_flags_t fp16, ze_device_fp_flags_t fp32,
+                           ze_device_fp_flags_t fp64);
+
 /* ZE_RESULT_SUCCESS when h is a live object of that kind; INVALID_NULL_HANDLE for NULL and
  * INVALID_ARGUMENT for a handle of another kind or a destroyed one. */
 static inline ze_result_t zed_check(const void *h, zed_kind_t kind) {

@@ -73,14 +73,8 @@ ze_result_t cpu_device_get_module_properties(ze_device_handle_t h,
                             ZE_DEVICE_FP_FLAG_ROUND_TO_NEAREST | ZE_DEVICE_FP_FLAG_ROUND_TO_ZERO |
                             ZE_DEVICE_FP_FLAG_ROUND_TO_INF | ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT;
   if (d->has_fma) fp |= ZE_DEVICE_FP_FLAG_FMA;
-  p->spirvVersionSupported = ZE_MAKE_VERSION(1, 2);
-  p->flags = ZE_DEVICE_MODULE_FLAG_FP64 | ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS;
-  p->fp16flags = 0;
-  p->fp32flags = fp;
-  p->fp64flags = fp;
-  p->maxArgumentsSize = 4096;
-  p->printfBufferSize = 0;
-  memset(p->nativeKernelSupported.id, 0, sizeof p->nativeKernelSupported.id);
+  zed_module_properties(p, ZE_DEVICE_MODULE_FLAG_FP64 | ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS, 0, fp,
+                        fp);
   return ZE_RESULT_SUCCESS;
 }
 
@@ -88,13 +82,7 @@ ze_result_t cpu_device_get_module_properties(ze_device_handle_t h,
 ze_result_t cpu_device_get_command_queue_group_properties(ze_device_handle_t h, uint32_t *count,
                                                           ze_command_queue_group_properties_t *p) {
   ZED_CHECK(h, ZED_KIND_DEVICE);
-  ZED_CHECK_PTR(count);
-  if (!zed_list(count, p, 1)) return ZE_RESULT_SUCCESS;
-  p->flags =
-      ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
-  p->maxMemoryFillPatternSize = 256;
-  p->numQueues = 1;
-  return ZE_RESULT_SUCCESS;
+  return zed_one_queue_group(count, p, 256, 1);
 }
 
 ze_result_t cpu_device_get_memory_properties(ze_device_handle_t h, uint32_t *count,

@@ -201,31 +201,20 @@ ze_result_t cuda_device_get_module_properties(ze_device_handle_t h,
                                               ze_device_module_properties_t *p) {
   ZED_CHECK(h, ZED_KIND_DEVICE);
   ZED_CHECK_PTR(p);
-  p->spirvVersionSupported = ZE_MAKE_VERSION(1, 2);
-  p->flags =
-      ZE_DEVICE_MODULE_FLAG_FP16 | ZE_DEVICE_MODULE_FLAG_FP64 | ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS;
   ze_device_fp_flags_t fp = ZE_DEVICE_FP_FLAG_DENORM | ZE_DEVICE_FP_FLAG_INF_NAN |
                             ZE_DEVICE_FP_FLAG_ROUND_TO_NEAREST | ZE_DEVICE_FP_FLAG_ROUND_TO_ZERO |
                             ZE_DEVICE_FP_FLAG_ROUND_TO_INF | ZE_DEVICE_FP_FLAG_FMA;
-  p->fp16flags = fp;
-  p->fp32flags = fp | ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT;
-  p->fp64flags = fp;
-  p->maxArgumentsSize = 4096;
-  p->printfBufferSize = 0;
-  memset(&p->nativeKernelSupported, 0, sizeof p->nativeKernelSupported);
+  zed_module_properties(p,
+                        ZE_DEVICE_MODULE_FLAG_FP16 | ZE_DEVICE_MODULE_FLAG_FP64 |
+                            ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS,
+                        fp, fp | ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT, fp);
   return ZE_RESULT_SUCCESS;
 }
 
 ze_result_t cuda_device_get_queue_group_properties(ze_device_handle_t h, uint32_t *count,
                                                    ze_command_queue_group_properties_t *p) {
   ZED_CHECK(h, ZED_KIND_DEVICE);
-  ZED_CHECK_PTR(count);
-  if (!zed_list(count, p, 1)) return ZE_RESULT_SUCCESS;
-  p->flags =
-      ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
-  p->maxMemoryFillPatternSize = 128;
-  p->numQueues = 64;
-  return ZE_RESULT_SUCCESS;
+  return zed_one_queue_group(count, p, 128, 64);
 }
 
 ze_result_t cuda_device_get_memory_properties(ze_device_handle_t h, uint32_t *count,
