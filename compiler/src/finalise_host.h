@@ -102,5 +102,15 @@ LLVMValueRef kc_hf_call(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef *args, u
 /* Calls to declared functions whose base name starts with prefix, in module order. */
 LLVMValueRef *kc_hf_find_calls(LLVMModuleRef m, LLVMValueRef only_in, const char *prefix,
                                size_t *count);
+/* One builtin call seen by kc_hf_rewrite_calls: its base name, its first KC_HF_MAX_OPERANDS
+ * operands (nargs counts them all) and the builder placed before it. Returns the value that
+ * replaces the call (anything for a void call), the call itself to leave it, or NULL with *log
+ * set when it is not supported. */
+#define KC_HF_MAX_OPERANDS 8
+typedef LLVMValueRef (*kc_hf_lower_call_fn)(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef call,
+                                            const char *base, LLVMValueRef *args, unsigned nargs,
+                                            char **log);
+/* Rewrites every call to a declared function whose base name starts with prefix. */
+int kc_hf_rewrite_calls(LLVMModuleRef m, const char *prefix, kc_hf_lower_call_fn fn, char **log);
 
 #endif

@@ -150,31 +150,15 @@ static LLVMValueRef lower_one(LLVMBuilderRef b, const char *op, LLVMValueRef *a,
   return NULL;
 }
 
+static LLVMValueRef lower_call(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef call,
+                               const char *base, LLVMValueRef *a, unsigned na, char **log) {
+  (void)m;
+  LLVMValueRef r =
+      na <= 6 ? lower_one(b, base + strlen("__spirv_Atomic"), a, na, LLVMTypeOf(call)) : NULL;
+  if (!r) *log = kc_msg("unsupported atomic builtin %s with %u operands", base, na);
+  return r;
+}
+
 int kc_hf_lower_atomics(LLVMModuleRef m, char **log) {
-  size_t n;
-  LLVMValueRef *calls = kc_hf_find_calls(m, NULL, "__spirv_Atomic", &n);
-  if (n == (size_t)-1) return *log = kc_msg("out of memory"), 0;
-  LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
-  int ok = 1;
-  for (size_t i = 0; i < n && ok; i++) {
-    LLVMValueRef call = calls[i], a[6];
-    char base[256];
-    kc_hf_base_name(LLVMGetValueName(LLVMGetCalledValue(call)), base, sizeof base);
-    unsigned na = LLVMGetNumArgOperands(call);
-    for (unsigned j = 0; j < na && j < 6; j++)
-      a[j] = LLVMGetOperand(call, j);
-    LLVMPositionBuilderBefore(b, call);
-    LLVMTypeRef ret = LLVMTypeOf(call);
-    LLVMValueRef r = na <= 6 ? lower_one(b, base + strlen("__spirv_Atomic"), a, na, ret) : NULL;
-    if (!r) {
-      *log = kc_msg("unsupported atomic builtin %s with %u operands", base, na);
-      ok = 0;
-      break;
-    }
-    if (LLVMGetTypeKind(ret) != LLVMVoidTypeKind) LLVMReplaceAllUsesWith(call, r);
-    LLVMInstructionEraseFromParent(call);
-  }
-  LLVMDisposeBuilder(b);
-  free(calls);
-  return ok;
+  return kc_hf_rewrite_calls(m, "__spirv_Atomic", lower_call, log);
 }

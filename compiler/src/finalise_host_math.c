@@ -481,36 +481,20 @@ static int is_core(const char *op) {
   return 0;
 }
 
+static LLVMValueRef lower_call(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef call,
+                               const char *base, LLVMValueRef *a, unsigned na, char **log) {
+  int ocl = !strncmp(base, "__spirv_ocl_", 12);
+  if (!ocl && !is_core(base + 8)) return call; /* ids, barriers, atomics: other phases */
+  LLVMTypeRef ret = LLVMTypeOf(call);
+  LLVMValueRef r = NULL;
+  if (na >= 1 && na <= 4)
+    r = ocl ? lower_one(m, b, base + 12, a, na, ret) : lower_core(m, b, base + 8, a, na, ret);
+  if (!r)
+    *log = kc_msg("unsupported SPIR-V builtin %s (%s)", base + (ocl ? 12 : 8),
+                  LLVMGetValueName(LLVMGetCalledValue(call)));
+  return r;
+}
+
 int kc_hf_lower_math(LLVMModuleRef m, char **log) {
-  size_t n;
-  LLVMValueRef *calls = kc_hf_find_calls(m, NULL, "__spirv_", &n);
-  if (n == (size_t)-1) return *log = kc_msg("out of memory"), 0;
-  LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
-  int ok = 1;
-  for (size_t i = 0; i < n; i++) {
-    LLVMValueRef call = calls[i], a[4];
-    char base[256];
-    kc_hf_base_name(LLVMGetValueName(LLVMGetCalledValue(call)), base, sizeof base);
-    int ocl = !strncmp(base, "__spirv_ocl_", 12);
-    if (!ocl && !is_core(base + 8)) continue;
-    unsigned na = LLVMGetNumArgOperands(call);
-    for (unsigned j = 0; j < na && j < 4; j++)
-      a[j] = LLVMGetOperand(call, j);
-    LLVMPositionBuilderBefore(b, call);
-    LLVMTypeRef ret = LLVMTypeOf(call);
-    LLVMValueRef r = NULL;
-    if (na >= 1 && na <= 4)
-      r = ocl ? lower_one(m, b, base + 12, a, na, ret) : lower_core(m, b, base + 8, a, na, ret);
-    if (!r) {
-      *log = kc_msg("unsupported SPIR-V builtin %s (%s)", base + (ocl ? 12 : 8),
-                    LLVMGetValueName(LLVMGetCalledValue(call)));
-      ok = 0;
-      break;
-    }
-    if (LLVMGetTypeKind(ret) != LLVMVoidTypeKind) LLVMReplaceAllUsesWith(call, r);
-    LLVMInstructionEraseFromParent(call);
-  }
-  LLVMDisposeBuilder(b);
-  free(calls);
-  return ok;
+  return kc_hf_rewrite_calls(m, "__spirv_", lower_call, log);
 }

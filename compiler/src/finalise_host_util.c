@@ -75,3 +75,28 @@ LLVMValueRef *kc_hf_find_calls(LLVMModuleRef m, LLVMValueRef only_in, const char
   *count = n;
   return v;
 }
+
+int kc_hf_rewrite_calls(LLVMModuleRef m, const char *prefix, kc_hf_lower_call_fn fn, char **log) {
+  size_t n;
+  LLVMValueRef *calls = kc_hf_find_calls(m, NULL, prefix, &n);
+  if (n == (size_t)-1) return *log = kc_msg("out of memory"), 0;
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
+  int ok = 1;
+  for (size_t i = 0; i < n && ok; i++) {
+    LLVMValueRef call = calls[i], a[KC_HF_MAX_OPERANDS];
+    char base[256];
+    kc_hf_base_name(LLVMGetValueName(LLVMGetCalledValue(call)), base, sizeof base);
+    unsigned na = LLVMGetNumArgOperands(call);
+    for (unsigned j = 0; j < na && j < KC_HF_MAX_OPERANDS; j++)
+      a[j] = LLVMGetOperand(call, j);
+    LLVMPositionBuilderBefore(b, call);
+    LLVMValueRef r = fn(m, b, call, base, a, na, log);
+    ok = r != NULL;
+    if (!r || r == call) continue;
+    if (LLVMGetTypeKind(LLVMTypeOf(call)) != LLVMVoidTypeKind) LLVMReplaceAllUsesWith(call, r);
+    LLVMInstructionEraseFromParent(call);
+  }
+  LLVMDisposeBuilder(b);
+  free(calls);
+  return ok;
+}
