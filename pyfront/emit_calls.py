@@ -15,6 +15,7 @@ from kapi import kernel_api as K
 
 from . import values as V
 from ._numba import types
+from .emit_ufuncs import UfuncEmitter
 from .kir import format_const
 from .ktypes import kir_scalar
 from .typing_registry import device_pyfunc
@@ -104,7 +105,7 @@ def _unlit(ty):
     return types.unliteral(ty)
 
 
-class CallEmitter:
+class CallEmitter(UfuncEmitter):
     """Call lowering for FunctionEmitter."""
 
     def call(self, e, target):
@@ -145,6 +146,10 @@ class CallEmitter:
             return self.rounding(ROUNDING[pyf], args[0], sig)
         if pyf in PREDICATES:
             return self.predicate(*PREDICATES[pyf], args[0], sig)
+        if isinstance(pyf, np.ufunc):
+            out = self.np_ufunc(pyf, args, sig)
+            if out is not None:
+                return out
         if _hashable(pyf) and pyf in NP_UFUNCS:
             return self.ufunc_call(*NP_UFUNCS[pyf], args, sig)
         name = getattr(pyf, "__qualname__", None) or getattr(pyf, "__name__", None) or str(fnty)
