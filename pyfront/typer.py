@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from . import _numba as nb
 from .errors import KernelError, KernelTypingError, UnsupportedConstructError
 from .ktypes import IndexSpaceType
+from .literals import fold_literal_getattr
 from .screen import screen
 from .typing_registry import MARK, KapiTypingContext
 
@@ -117,7 +118,7 @@ class Typer:
         fname, fline = code.co_filename, code.co_firstlineno
         try:
             func_ir, typemap, restype, calltypes = nb.front_end(
-                pyfunc, argtypes, self.context(), screen
+                pyfunc, argtypes, self.context(), _prepare
             )
         except KernelError as e:
             raise e.located(fname, fline) from None
@@ -134,6 +135,12 @@ class Typer:
                 construct="python",
             ) from None
         return TypedFunction(pyfunc, tuple(argtypes), func_ir, typemap, restype, calltypes)
+
+
+def _prepare(func_ir):
+    """The untyped IR's rewrites and checks before typing."""
+    fold_literal_getattr(func_ir)
+    screen(func_ir)
 
 
 def _arguments_on_line(pyfunc, argtypes, err):
