@@ -31,6 +31,12 @@ class InvalidKernelSpecializationError(KapiError, TypeError):
     """A signature given to @kernel is malformed, or a call matches none of the signatures."""
 
 
+class MissingSpecializationError(InvalidKernelSpecializationError):
+    """A kernel declared with signatures was called with argument types none of them lists.
+    Raised as `missing_specialization(message)`: also a Numba TypingError, the class
+    numba-dpex's call_kernel raised in that case."""
+
+
 # --- launch time ---------------------------------------------------------------------------
 
 
@@ -83,6 +89,27 @@ class LaunchError(DeviceError):
 
 class UnsupportedDtypeError(KapiError, TypeError):
     """An array dtype kapi arrays or kernels do not support."""
+
+
+_MISSING_WITH_TYPING_ERROR: list[type] = []
+
+
+def missing_specialization(message: str) -> Exception:
+    """A MissingSpecializationError that `except numba.core.errors.TypingError` (numba-dpex's
+    class for a call matching no declared signature) catches too. Numba is imported here, on
+    an error path, never at `import kapi`."""
+    try:
+        from numba.core.errors import TypingError
+    except ImportError:  # pragma: no cover - Numba is a dependency of the compiler
+        return MissingSpecializationError(message)
+    if not _MISSING_WITH_TYPING_ERROR:
+        cls = type(
+            "MissingSpecializationError",
+            (MissingSpecializationError, TypingError),
+            {"__module__": "kapi", "__doc__": MissingSpecializationError.__doc__},
+        )
+        _MISSING_WITH_TYPING_ERROR.append(cls)
+    return _MISSING_WITH_TYPING_ERROR[0](message)
 
 
 # Status name (from the C libraries) -> exception class. Unknown names fall back by prefix.

@@ -18,9 +18,18 @@ from ._errors import (
     InvalidKernelSpecializationError,
     KapiError,
     KernelCallError,
+    KernelHasReturnValueError,
     from_status,
+    missing_specialization,
 )
-from ._types import format_signature, parse_signature, without_local_shapes
+from ._numba_sig import is_numba_signature, numba_signature_parts
+from ._types import (
+    declared_match,
+    format_signature,
+    normalize_type,
+    parse_signature,
+    without_local_shapes,
+)
 
 _DEFAULT_OPT = 2
 
@@ -143,13 +152,22 @@ class KernelDispatcher:
     # -- signatures and compilation ------------------------------------------------------
 
     def _set_signatures(self, signatures):
+        for s in signatures if isinstance(signatures, list) else [signatures]:
+            if is_numba_signature(s) and numba_signature_parts(s)[1] is not None:
+                raise KernelHasReturnValueError(
+                    f'Specialized kernel signature "{s}" has a return value of type '
+                    f'"{s.return_type}". A kernel must have a void return type.'
+                )
         if isinstance(signatures, list):
             sigs = [parse_signature(s) for s in signatures]
         else:
             sigs = [parse_signature(signatures)]
         self._signatures = frozenset(argtypes for _, argtypes in sigs)
         for index, argtypes in sigs:
-            self._check_arity(len(argtypes), index is not None)
+            # a signature may leave out the item/nd_item type: the launch supplies it, and
+            # the kernel compiles then (the signature still restricts the argument types)
+            implied = index is None and self.nparams == len(argtypes) + 1
+            self._check_arity(len(argtypes), index is not None or implied)
             if index is not None:
                 self.compile(argtypes, index)
 
@@ -180,8 +198,11 @@ class KernelDispatcher:
             dynamic = without_local_shapes(argtypes)
             if dynamic in self._signatures:
                 return self.compile(dynamic, index)
+            declared = declared_match(dynamic, self._signatures)
+            if declared is not None:
+                return self.compile(declared, index)
             known = ", ".join(sorted(format_signature(None, s) for s in self._signatures))
-            raise InvalidKernelSpecializationError(
+            raise missing_specialization(
                 f"kernel {self.__name__} was declared with signatures {known}; it cannot be "
                 f"called with {format_signature(None, argtypes)}. Add that signature to "
                 f"@kapi.kernel or convert the arguments"
@@ -286,9 +307,7 @@ def kernel(function_or_signature=None, **options):
     """
     if inspect.isfunction(function_or_signature):
         return KernelDispatcher(function_or_signature, None, options)
-    if function_or_signature is not None and not isinstance(
-        function_or_signature, (str, tuple, list)
-    ):
+    if function_or_signature is not None and not _is_signature(function_or_signature):
         raise ValueError(
             f"@kapi.kernel takes a function or a signature, not "
             f"{type(function_or_signature).__name__}"
@@ -320,16 +339,28 @@ def device_func(function_or_signature=None, **options):
             sigs = function_or_signature
             sigs = sigs if isinstance(sigs, list) else [sigs]
             pyfunc.__kapi_device_signatures__ = [parse_signature(s)[1] for s in sigs]
+            pyfunc.__kapi_device_restypes__ = [_declared_return(s) for s in sigs]
         return pyfunc
 
     if inspect.isfunction(function_or_signature):
         f, function_or_signature = function_or_signature, None
         return mark(f)
-    if function_or_signature is not None and not isinstance(
-        function_or_signature, (str, tuple, list)
-    ):
+    if function_or_signature is not None and not _is_signature(function_or_signature):
         raise ValueError(
             f"@kapi.device_func takes a function or a signature, not "
             f"{type(function_or_signature).__name__}"
         )
     return mark
+
+
+def _is_signature(obj) -> bool:
+    """A signature form the decorators accept: tuple, list of them, string, Numba signature."""
+    return isinstance(obj, (str, tuple, list)) or is_numba_signature(obj)
+
+
+def _declared_return(sig) -> str | None:
+    """The KIR result type a Numba signature object declares (None: not declared, or void)."""
+    if not is_numba_signature(sig):
+        return None
+    ret = numba_signature_parts(sig)[1]
+    return None if ret is None else normalize_type(ret)

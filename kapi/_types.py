@@ -11,6 +11,12 @@ import re
 import numpy as np
 
 from ._errors import InvalidKernelSpecializationError, UnsupportedDtypeError
+from ._numba_sig import (
+    is_numba_object,
+    is_numba_signature,
+    numba_signature_parts,
+    numba_type_to_kir,
+)
 
 # NumPy dtype -> KIR scalar type. Kernels and kapi arrays support exactly these.
 DTYPE_TO_KIR: dict[np.dtype, str] = {
@@ -40,14 +46,18 @@ _INDEX_RE = re.compile(r"^(item|nditem)\(\s*([123])\s*\)$")
 
 
 def kir_scalar(dtype) -> str:
-    """KIR scalar type of a NumPy dtype, or UnsupportedDtypeError naming the supported ones."""
+    """KIR scalar type of a NumPy dtype (or a Numba scalar type), or UnsupportedDtypeError
+    naming the supported ones."""
     try:
-        return DTYPE_TO_KIR[np.dtype(dtype)]
-    except (KeyError, TypeError):
+        npdt = np.dtype(str(dtype) if is_numba_object(dtype) else dtype)
+    except TypeError:
+        npdt = None
+    kir = DTYPE_TO_KIR.get(npdt) if npdt is not None else None
+    if kir is None:
         names = ", ".join(str(d) for d in SUPPORTED_DTYPES)
-        raise UnsupportedDtypeError(
-            f"dtype {dtype!r} is not supported by kapi kernels; use one of: {names}"
-        ) from None
+        what = f"dtype {npdt}" if npdt is not None else f"{dtype!r} ({type(dtype).__name__})"
+        raise UnsupportedDtypeError(f"{what} is not supported by kapi kernels; use one of: {names}")
+    return kir
 
 
 def array_layout(flags_c: bool, flags_f: bool) -> str:
@@ -101,8 +111,31 @@ def without_local_shapes(argtypes) -> tuple:
     )
 
 
+_PLAIN_ARRAY_RE = re.compile(r"^array\((\w+),(\d),([CFA]),(global|local)\)$")
+
+
+def declared_match(argtypes, signatures):
+    """The declared signature a call's argument types fit with Numba's array conversions (a
+    C or F array where the signature says A, same element type, dims and memory: one ABI),
+    or None. Other types must match exactly."""
+
+    def fits(got, want):
+        if got == want:
+            return True
+        g, w = _PLAIN_ARRAY_RE.match(got), _PLAIN_ARRAY_RE.match(want)
+        return bool(g and w and w.group(3) == "A" and g.group(1, 2, 4) == w.group(1, 2, 4))
+
+    for sig in sorted(signatures):
+        if len(sig) == len(argtypes) and all(map(fits, argtypes, sig)):
+            return sig
+    return None
+
+
 def normalize_type(t) -> str:
-    """One signature entry (KIR string, NumPy dtype or scalar type, Python type) -> KIR."""
+    """One signature entry (KIR string, NumPy dtype or scalar type, Python type, Numba type)
+    -> KIR."""
+    if is_numba_object(t):
+        return numba_type_to_kir(t, array_kir, kir_scalar)
     if isinstance(t, str):
         s = t.strip()
         if s in SCALAR_KIR or _INDEX_RE.match(s):
@@ -154,7 +187,10 @@ def _split_top_level(s: str) -> list[str]:
 
 def parse_signature(sig) -> tuple[tuple[str, int] | None, tuple[str, ...]]:
     """A signature (tuple of types, or a string "(item(1), array(f32,1), f32)") ->
-    (index or None, argument KIR types). The index entry, if present, must come first."""
+    (index or None, argument KIR types). The index entry, if present, must come first. A Numba
+    signature object (`void(types.int32[::1])`) gives its argument types."""
+    if is_numba_signature(sig):
+        sig = numba_signature_parts(sig)[0]
     if isinstance(sig, str):
         s = sig.strip()
         if s.startswith("void"):

@@ -414,9 +414,46 @@ class KapiTypingContext(nb.LeanContext):
                     ty = b[name] if name in b else _default_type(self.context, pyfunc, p)
                     full.append(types.unliteral(ty))
                 argtys = tuple(full)
+                declared = _declared_signature(self.context, pyfunc, argtys)
+                if declared is not None:
+                    argtys, restype = declared
+                    return nb.signature(restype or typer(pyfunc, argtys), *argtys)
                 return nb.signature(typer(pyfunc, argtys), *argtys)
 
         return DeviceFunction
+
+
+def _declared_signature(context, pyfunc, argtys):
+    """For a device function declared with signatures (@device_func(int64(int64, int64))):
+    (argument types, declared result type or None) of the one a call selects, by Numba's
+    overload resolution (exact, then safe, then unsafe conversions), as numba-dpex calls the
+    declared specialisations only; None for a function declared without signatures."""
+    from .ktypes import parse_type
+
+    sigs = getattr(pyfunc, "__kapi_device_signatures__", None)
+    if not sigs:
+        return None
+    rets = getattr(pyfunc, "__kapi_device_restypes__", None) or [None] * len(sigs)
+    cases = [nb.signature(types.none, *(parse_type(t) for t in s)) for s in sigs]
+    restypes = {c: (parse_type(r) if r else None) for c, r in zip(cases, rets, strict=True)}
+    known = ", ".join("(" + ", ".join(map(str, c.args)) + ")" for c in cases)
+    call = "(" + ", ".join(map(str, argtys)) + ")"
+    try:
+        chosen = context.resolve_overload(pyfunc, cases, argtys, {})
+    except nb.TypingError:
+        chosen = None
+    if chosen is None:
+        _fail(
+            f"device function '{pyfunc.__name__}' was declared with signatures {known}; it "
+            f"cannot be called with {call}"
+        )
+    for got, want in zip(argtys, chosen.args, strict=True):
+        if isinstance(got, types.Array) and got != want:
+            _fail(
+                f"device function '{pyfunc.__name__}' declares {want} where the call passes "
+                f"{got}; array arguments must match a declared signature exactly"
+            )
+    return tuple(chosen.args), restypes[chosen]
 
 
 def _default_type(context, pyfunc, param):
