@@ -17,6 +17,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import _native
 from ._device import Queue, as_queue
 from ._errors import DeviceError, UnsupportedDtypeError, UnsupportedKernelArgumentError
+from ._flags import ArrayFlags
 from ._types import DTYPE_TO_KIR, SUPPORTED_DTYPES
 
 _USM_KINDS = {"host": 1, "device": 2, "shared": 3}
@@ -114,6 +115,7 @@ class Array:
         "_usm_type",
         "_host_ok",
         "_kd",
+        "_own",
         "__weakref__",
     )
 
@@ -129,6 +131,7 @@ class Array:
         self._usm_type = usm_type
         self._host_ok = host_ok
         self._kd = None
+        self._own = False  # allocated for this array (NumPy's OWNDATA); views share memory
         return self
 
     @classmethod
@@ -143,7 +146,9 @@ class Array:
             n *= d
         buf = _native.ext().Buffer(queue.device.index, _USM_KINDS[usm_type], n * dtype.itemsize)
         strides = _contiguous_strides(shape, dtype.itemsize, order)
-        return cls._make(buf, buf.ptr, shape, strides, dtype, queue, usm_type, buf.host_accessible)
+        a = cls._make(buf, buf.ptr, shape, strides, dtype, queue, usm_type, buf.host_accessible)
+        a._own = True
+        return a
 
     def __init__(self, *args, **kwargs):
         raise TypeError("create kapi arrays with kapi.empty/zeros/ones/full/arange/asarray")
@@ -181,18 +186,21 @@ class Array:
         return self._owner
 
     @property
-    def flags(self) -> dict:
+    def flags(self) -> ArrayFlags:
+        """NumPy's flags: `a.flags.c_contiguous`, `a.flags["F"]`, ... (read only)."""
         s, st, i = self._shape, self._strides, self.itemsize
-        return {
-            "C_CONTIGUOUS": _is_contiguous(s, st, i, "C"),
-            "F_CONTIGUOUS": _is_contiguous(s, st, i, "F"),
-        }
+        aligned = self._ptr % i == 0 and all(x % i == 0 for x in st)
+        return ArrayFlags(
+            _is_contiguous(s, st, i, "C"), _is_contiguous(s, st, i, "F"), self._own, aligned
+        )
 
     @property
     def layout(self) -> str:
         """'C', 'F' or 'A': how kernels specialise on this array."""
-        f = self.flags
-        return "C" if f["C_CONTIGUOUS"] else ("F" if f["F_CONTIGUOUS"] else "A")
+        s, st, i = self._shape, self._strides, self.itemsize
+        if _is_contiguous(s, st, i, "C"):
+            return "C"
+        return "F" if _is_contiguous(s, st, i, "F") else "A"
 
     def __len__(self) -> int:
         if not self._shape:
