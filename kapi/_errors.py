@@ -60,8 +60,9 @@ class UnmatchedNumberOfRangeDimsError(KapiError, ValueError):
     """The global and local ranges of an NdRange have different numbers of dimensions."""
 
 
-class InvalidRangeError(KapiError, ValueError):
-    """A Range with zero, negative or non-integer extents, or more than three dimensions."""
+class InvalidRangeError(KapiError, ValueError, TypeError):
+    """A Range with zero, negative or non-integer extents, or more than three dimensions.
+    Also a TypeError: numba-dpex's Range raised TypeError for extents that are not ints."""
 
 
 # --- runtime -------------------------------------------------------------------------------

@@ -84,16 +84,22 @@ def _compile_kir(text: str, opt_level: int):
         raise from_status(status, str(e)) from None
 
 
-_KERNEL_ERRORS: dict[type, type] = {}
+_KERNEL_ERRORS: dict[tuple, type] = {}
 
 
 def _as_kapi_error(e):
     """pyfront's error, re-classed to also derive from KapiError: `except kapi.KapiError`
-    then catches kernel typing errors too, and `except pyfront.KernelTypingError` still works."""
+    then catches kernel typing errors too, and `except pyfront.KernelTypingError` still works.
+    It is a Numba TypingError as well: numba-dpex compiled kernels inside call_kernel, so its
+    kernel errors reached users as TypingErrors (pyfront has imported Numba by now)."""
+    from numba.core.errors import TypingError
+
     cls = type(e)
-    k = _KERNEL_ERRORS.get(cls)
-    if k is None:
-        k = _KERNEL_ERRORS[cls] = type(cls.__name__, (cls, KapiError), {"__module__": "kapi"})
+    returns = getattr(e, "construct", None) == "return value"
+    k = _KERNEL_ERRORS.get((cls, returns))
+    if k is None:  # a kernel returning a value is numba-dpex's KernelHasReturnValueError
+        bases = (cls, KernelHasReturnValueError if returns else KapiError, TypingError)
+        k = _KERNEL_ERRORS[(cls, returns)] = type(cls.__name__, bases, {"__module__": "kapi"})
     new = k.__new__(k)
     new.__dict__.update(e.__dict__)
     new.args = e.args

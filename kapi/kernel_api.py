@@ -4,6 +4,7 @@ These classes run kernels in plain CPython (the simulator) and are the names pyf
 registry recognises inside kernels. No Numba here: the compiled semantics live in pyfront.
 """
 
+import operator
 from enum import IntEnum
 
 import numpy as np
@@ -102,20 +103,20 @@ class Group:
         self._group_range = tuple(group_range)
         self._index = tuple(index)
 
-    def get_group_id(self, idx):
-        return self._index[idx]
+    def get_group_id(self, dim):
+        return self._index[dim]
 
     def get_group_linear_id(self):
         return _linear(self._index, self._group_range)
 
-    def get_group_range(self, idx):
-        return self._group_range[idx]
+    def get_group_range(self, dim):
+        return self._group_range[dim]
 
     def get_group_linear_range(self):
         return _product(self._group_range)
 
-    def get_local_range(self, idx):
-        return self._local_range[idx]
+    def get_local_range(self, dim):
+        return self._local_range[dim]
 
     def get_local_linear_range(self):
         return _product(self._local_range)
@@ -198,9 +199,27 @@ class AtomicRef:
             raise TypeError(f"AtomicRef does not support arrays of {ref.dtype}")
         self._ref = ref
         self._index = index
-        self.memory_order = memory_order
-        self.memory_scope = memory_scope
-        self.address_space = AddressSpace.GLOBAL if address_space is None else address_space
+        self._memory_order = memory_order
+        self._memory_scope = memory_scope
+        self._address_space = address_space
+
+    @property
+    def ref(self):
+        """The referenced element's value (numba-dpex's AtomicRef.ref)."""
+        return self._ref[self._index]
+
+    @property
+    def memory_order(self):
+        return self._memory_order
+
+    @property
+    def memory_scope(self):
+        return self._memory_scope
+
+    @property
+    def address_space(self):
+        """As given to the constructor (None: the array's own address space)."""
+        return self._address_space
 
     def _rmw(self, op, val):
         old = self._ref[self._index]
@@ -237,18 +256,28 @@ class AtomicRef:
     def exchange(self, val):
         return self._rmw(lambda a, b: b, val)
 
-    def compare_exchange(self, expected, desired, expected_idx=0):
+    def compare_exchange(self, expected_ref, desired, expected_idx=0):
+        """numba-dpex's compiled signature (its pure-Python mock named the first parameter
+        `expected`; kernels accept that keyword too)."""
         current = self._ref[self._index]
-        if current == expected[expected_idx]:
+        if current == expected_ref[expected_idx]:
             self._ref[self._index] = desired
             return True
-        expected[expected_idx] = current
+        expected_ref[expected_idx] = current
         return False
 
 
 def _check_shape(shape):
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    if not 1 <= len(shape) <= 3 or any(not isinstance(d, int) or d <= 0 for d in shape):
+    """A tuple of 1 to 3 positive ints from an int, a sequence of them or a NumPy array (as
+    numba-dpex's LocalAccessor takes), or TypeError."""
+    if hasattr(shape, "tolist") and callable(shape.tolist):
+        shape = shape.tolist()
+    shape = tuple(shape) if isinstance(shape, list | tuple) else (shape,)
+    try:
+        shape = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        shape = ()
+    if not 1 <= len(shape) <= 3 or any(d <= 0 for d in shape):
         raise TypeError("shape must be a positive int or a tuple of 1 to 3 positive ints")
     return shape
 

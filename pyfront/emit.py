@@ -147,10 +147,12 @@ class FunctionEmitter(CallEmitter):
         if self.kind == "kernel":
             if restype not in (types.none,):
                 self.line = self.tf.lineno
-                raise self.typing_error(
+                err = self.typing_error(
                     f"a kernel cannot return a value (it returns {restype}); write results "
                     "into an array argument"
                 )
+                err.construct = "return value"  # kapi raises KernelHasReturnValueError
+                raise err
             self.b.restype = "void"
         elif _scalar_tuple(restype):
             # a tuple result travels back through one-element private arrays the caller

@@ -18,7 +18,7 @@ from ._numba import types
 from .emit_ufuncs import UfuncEmitter
 from .kir import format_const
 from .ktypes import kir_scalar
-from .typing_registry import device_pyfunc
+from .typing_registry import cmpxchg_keywords, device_pyfunc
 
 MATH1 = {
     getattr(math, n): n
@@ -350,8 +350,8 @@ class CallEmitter(UfuncEmitter):
 
     def method_call(self, bound, args, kws, sig):
         this = bound.this
-        if isinstance(this, V.IndexSpace):
-            return self.index_method(this, bound.attr, args)
+        if isinstance(this, V.IndexSpace):  # the one dim argument may come as dim=/idx=
+            return self.index_method(this, bound.attr, args + list(kws.values()))
         if isinstance(this, V.AtomicRefVal):
             return self.atomic_method(this, bound.attr, args, kws, sig)
         raise self.unsupported("call", f"method '{bound.attr}' is not supported in kernels")
@@ -434,8 +434,10 @@ class CallEmitter(UfuncEmitter):
         raise self.unsupported("call", f"AtomicRef.{attr}() is not supported in kernels")
 
     def compare_exchange(self, ref, args, kws, sig):
-        b = self.bind_values(K.AtomicRef.compare_exchange, [None] + args, kws, skip_self=False)
-        exp_arr, desired, eidx = b["expected"], b["desired"], b["expected_idx"]
+        b = self.bind_values(
+            K.AtomicRef.compare_exchange, [None] + args, cmpxchg_keywords(kws), skip_self=False
+        )
+        exp_arr, desired, eidx = b["expected_ref"], b["desired"], b["expected_idx"]
         arr, dty = ref.array, ref.array.ty.dtype
         kty = self.kty(dty)
         eidx_ty = sig.args[2] if len(sig.args) > 2 else types.int64

@@ -119,6 +119,7 @@ def _dim_method(kind, name, nargs):
 
     @nb.bound_function(f"{kind}.{name}")
     def resolve(self, ty, args, kws):
+        args, kws = _dim_keyword(args, kws)
         if kws or len(args) != nargs:
             _fail(f"{kind}.{name}() takes {nargs} argument{'s' if nargs != 1 else ''}")
         if nargs:
@@ -130,6 +131,15 @@ def _dim_method(kind, name, nargs):
         return nb.signature(types.int64, *args)
 
     return resolve
+
+
+def _dim_keyword(args, kws):
+    """`dim=` (numba-dpex's parameter name; its Item mock says `idx`) as the positional dim."""
+    kws = dict(kws)
+    for name in ("dim", "idx"):
+        if name in kws and not args:
+            args = (kws.pop(name),)
+    return tuple(args), kws
 
 
 _METHODS = {
@@ -290,16 +300,16 @@ class AtomicRefAttributes(nb.AttributeTemplate):
 
     @nb.bound_function("AtomicRef.compare_exchange")
     def resolve_compare_exchange(self, ty, args, kws):
-        b = bind(K.AtomicRef.compare_exchange, args, kws, skip_self=True)
-        exp = b["expected"]
+        b = bind(K.AtomicRef.compare_exchange, args, cmpxchg_keywords(kws), skip_self=True)
+        exp = b["expected_ref"]
         if not isinstance(exp, KArray) or exp.dtype != ty.dtype:
             _fail(
-                "AtomicRef.compare_exchange(expected, ...): expected must be an array of "
-                f"{ty.dtype}"
+                "AtomicRef.compare_exchange(expected_ref, ...): expected_ref must be an array "
+                f"of {ty.dtype}"
             )
         if types.unliteral(b["desired"]) != ty.dtype:
             _fail(
-                f"AtomicRef.compare_exchange(expected, desired): desired has type "
+                f"AtomicRef.compare_exchange(expected_ref, desired): desired has type "
                 f"{types.unliteral(b['desired'])} but the array holds {ty.dtype}"
             )
         if "expected_idx" in b:
@@ -308,6 +318,15 @@ class AtomicRefAttributes(nb.AttributeTemplate):
 
 
 _attr(AtomicRefAttributes)
+
+
+def cmpxchg_keywords(kws):
+    """compare_exchange's keywords with numba-dpex's pure-Python name `expected` read as its
+    compiled name `expected_ref`."""
+    kws = dict(kws)
+    if "expected" in kws and "expected_ref" not in kws:
+        kws["expected_ref"] = kws.pop("expected")
+    return kws
 
 
 # ---- PrivateArray -----------------------------------------------------------------------------
