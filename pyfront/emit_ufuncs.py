@@ -46,7 +46,7 @@ def supported_ufuncs():
     """The NumPy ufunc names kernels may call on scalars (for docs and error messages)."""
     return sorted(
         set(_MATH1) | set(_MATH2) | set(_ARITH2) | set(_CMP) | set(_LOGICAL) | set(_IDENTITY)
-        | set(_ROUNDING) | set(_SPECIAL)
+        | set(_ROUNDING) | set(_SPECIAL) | {"divmod"}
     )  # fmt: skip
 
 
@@ -69,14 +69,18 @@ class UfuncEmitter:
             )
         argtys = tuple(_unlit(t) for t in sig.args[: uf.nin])
         ret = _unlit(sig.return_type)
-        if not all(_real(t) for t in argtys + (ret,)):
+        outs = tuple(ret) if isinstance(ret, types.BaseTuple) else (ret,)
+        if not all(_real(t) for t in argtys + outs):
             return None
         loop = numpy_support.ufunc_find_matching_loop(uf, argtys)
-        if loop is None or uf.nout != 1:
+        if loop is None:
             raise self.unsupported("call", f"np.{name} on {', '.join(map(str, argtys))}")
         vals = [self.convert(a, t) for a, t in zip(args, loop.inputs, strict=True)]
         t = _unlit(loop.inputs[0])
-        out = self._ufunc_body(name, t, vals)
+        if name == "divmod":  # the one two-output ufunc Numba types on scalars
+            q, r = _floor_divide(self, t, *vals), self._arith2("mod", t, *vals)
+            return V.Tuple([self.convert(v, _unlit(rt)) for v, rt in zip((q, r), ret, strict=True)])
+        out = self._ufunc_body(name, t, vals) if uf.nout == 1 else None
         if out is None:
             raise self.unsupported(
                 "call",
@@ -242,6 +246,39 @@ def _floor_divide(self, t, a, b):
     return self._select(t, self._cmp("eq", t, b, zero).ref, quot, res)
 
 
+def _gcd_loop(self, t, a, b):
+    """Euclid's algorithm on |a| and |b| as a KIR loop: (gcd, |a|, |b|)."""
+    ln, n, k = self.line, self.b.value()[1:], self.kty(t)
+    a0, b0 = (_absolute(self, t, v) for v in (a, b))
+    x, y = self.b.slot(f"gcd.x.{n}", k), self.b.slot(f"gcd.y.{n}", k)
+    self.b.emit(f"store_var {x} {self.scalar(a0, t)}", ln)
+    self.b.emit(f"store_var {y} {self.scalar(b0, t)}", ln)
+    self.b.emit(f"br ^gcd.{n}.head", ln)
+    self.b.block(f"gcd.{n}.head")
+    yv = self.b.op(f"load_var {k} {y}", ln)
+    more = self.b.op(f"cmp bool ne {yv} {self._k(0, t)}", ln)
+    self.b.emit(f"cbr {more} ^gcd.{n}.body ^gcd.{n}.done", ln)
+    self.b.block(f"gcd.{n}.body")
+    xv, yv = self.b.op(f"load_var {k} {x}", ln), self.b.op(f"load_var {k} {y}", ln)
+    self.b.emit(f"store_var {x} {yv}", ln)
+    self.b.emit(f"store_var {y} {self.b.op(f'mod {k} {xv} {yv}', ln)}", ln)
+    self.b.emit(f"br ^gcd.{n}.head", ln)
+    self.b.block(f"gcd.{n}.done")
+    return V.Scalar(self.b.op(f"load_var {k} {x}", ln), t), a0, b0
+
+
+def _gcd(self, t, a, b):
+    return _gcd_loop(self, t, a, b)[0] if isinstance(t, types.Integer) else None
+
+
+def _lcm(self, t, a, b):
+    """|a| // gcd * |b| (0 when either is 0: KIR's integer division by zero gives 0)."""
+    if not isinstance(t, types.Integer):
+        return None
+    g, a0, b0 = _gcd_loop(self, t, a, b)
+    return self.bin_op("mul", self.bin_op("floordiv", a0, g, t), b0, t)
+
+
 def _exp2(self, t, x):
     return self._fmath("pow", t, V.Const(2.0, t), x) if isinstance(t, types.Float) else None
 
@@ -361,4 +398,6 @@ _SPECIAL = {
     "logaddexp": _logaddexp(False),
     "logaddexp2": _logaddexp(True),
     "ldexp": _ldexp,
+    "gcd": _gcd,
+    "lcm": _lcm,
 }

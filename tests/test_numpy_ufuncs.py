@@ -26,11 +26,11 @@ BINARY = (
     "add subtract multiply divide true_divide floor_divide remainder mod fmod power "
     "float_power minimum maximum fmin fmax hypot arctan2 copysign logaddexp logaddexp2 "
     "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor left_shift "
-    "right_shift greater greater_equal less less_equal equal not_equal"
+    "right_shift greater greater_equal less less_equal equal not_equal gcd lcm"
 ).split()
 FLOAT_ONLY = {"fabs", "bitwise_not", "invert", "bitwise_and", "bitwise_or", "bitwise_xor"}
 INT_ONLY = {"bitwise_not", "invert", "bitwise_and", "bitwise_or", "bitwise_xor"}
-INT_ONLY |= {"left_shift", "right_shift"}
+INT_ONLY |= {"left_shift", "right_shift", "gcd", "lcm"}
 
 FLOATS = [-2.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.5, 3.0, 7.25, 27.0, math.nan, math.inf]
 FLOATS += [-math.inf, -8.0, 0.75]
@@ -145,6 +145,25 @@ def test_ldexp_and_int_bool_cases(dev):
 
 
 @kapi.kernel
+def _divmod(item, a, b, q, r):
+    i = item.get_id(0)
+    q[i], r[i] = np.divmod(a[i], b[i])
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_divmod_returns_floor_quotient_and_remainder(dev, dtype):
+    _skip_fp64(dev)
+    a, b = _inputs("divmod", dtype, False), _inputs("divmod", dtype, True)
+    q, r = (kapi.zeros(a.size, dtype, device=dev) for _ in range(2))
+    da, db = kapi.asarray(a, device=dev), kapi.asarray(b, device=dev)
+    kapi.call_kernel(_divmod, kapi.Range(a.size), da, db, q, r)
+    with np.errstate(all="ignore"):
+        wq, wr = np.divmod(a, b)
+    np.testing.assert_allclose(q.asnumpy(), wq, rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(r.asnumpy(), wr, rtol=1e-12, equal_nan=True)
+
+
+@kapi.kernel
 def _casts_and_constants(item, x, out):
     i = item.get_id(0)
     v = x[i]
@@ -208,6 +227,7 @@ def test_every_ufunc_finalises_to_ptx_for_cuda(tmp_path, ft):
         "    a, b, k = x[i], y[i], n[i]\n"
         f"    acc = 0.0\n{body}\n"
         "    out[i] = acc + np.ldexp(a, k) + np.floor_divide(k, 3) + np.fmod(k, -3) + np.sign(k)\n"
+        "    out[i] += np.gcd(k, 6) + np.lcm(k, 4) + np.divmod(k, 3)[1] + np.divmod(a, b)[0]\n"
         "    flags[i] = np.signbit(a) ^ np.logical_xor(a, k) ^ (np.left_shift(k, 2) > k)\n"
     )
     ns = {"np": np}
