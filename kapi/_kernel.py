@@ -174,7 +174,7 @@ class KernelDispatcher:
             # the kernel compiles then (the signature still restricts the argument types)
             implied = index is None and self.nparams == len(argtypes) + 1
             self._check_arity(len(argtypes), index is not None or implied)
-            if index is not None:
+            if index is not None or not implied:  # a kernel without an item argument too
                 self.compile(argtypes, index)
 
     def _check_arity(self, nargs: int, with_index: bool) -> None:

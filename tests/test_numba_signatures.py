@@ -52,6 +52,18 @@ def test_eager_compilation_with_the_item_type():
     assert len(k2.overloads) == 2
 
 
+def test_eager_compilation_of_a_kernel_without_item():
+    def scale(a):
+        a[0] = a[0] * 2
+
+    k = dpex.kernel((types.float64[::1],))(scale)
+    assert [ck.index for ck in k.overloads.values()] == [None]
+    a = np.ones(1)
+    with pytest.warns(DeprecationWarning):
+        dpex.call_kernel(k, kapi.Range(1), a)
+    assert a[0] == 2 and len(k.overloads) == 1
+
+
 def test_list_of_void_signatures_and_layouts(dev):
     k = dpex.kernel(
         [
