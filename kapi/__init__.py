@@ -4,8 +4,6 @@ numba-dpex's kernel API: code written for numba-dpex runs after changing its imp
 `import kapi as dpex; from kapi import kernel_api as kapi`.
 """
 
-import numpy as _np
-
 from ._array import (
     Array,
     arange,
@@ -43,6 +41,7 @@ from ._interop import from_dlpack
 from ._kernel import KernelDispatcher, device_func, kernel
 from ._launch import call_kernel, call_kernel_async, wait_all
 from ._ranges import NdRange, Range
+from ._scalar_names import scalar_names as _scalar_names
 from ._types import DpnpNdArray, ItemType, NdItemType, USMNdArray, usm_ndarray
 from ._types import array as array_type
 
@@ -51,15 +50,17 @@ try:  # the in-kernel classes (Item, NdItem, AtomicRef, ...) live in kapi/kernel
 except ImportError:  # pragma: no cover - only while the kernel_api module is being written
     kernel_api = None
 
-# Scalar types, as numba-dpex exports them (NumPy scalar types here: usable both as
-# signature entries and as conversions, e.g. kapi.int32(0)).
-bool_ = boolean = b1 = _np.bool_
-int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
-uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
-float32, float64 = _np.float32, _np.float64
+# Scalar types, as numba-dpex exports them (kapi/_scalar_names.py): conversions
+# (kapi.int32(0)), dtypes, signature entries, signature objects (kapi.int64(kapi.int64)) and
+# array types (kapi.float32[::1]).
+_SCALARS = _scalar_names()
+bool_ = boolean = b1 = _SCALARS["bool_"]
+int8, int16, int32, int64 = (_SCALARS[n] for n in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (_SCALARS[n] for n in ("uint8", "uint16", "uint32", "uint64"))
+float32, float64 = _SCALARS["float32"], _SCALARS["float64"]
 i4, i8, u4, u8, f4, f8 = int32, int64, uint32, uint64, float32, float64
 float_, double = float32, float64
-none = void = None  # kernels return nothing
+none = void = _SCALARS["void"]  # void(args...) is a signature; kernels return nothing
 
 prange = range  # numba.prange, re-exported by numba-dpex: plain range, offloaded by dpjit
 

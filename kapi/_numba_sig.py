@@ -13,12 +13,30 @@ import numpy as np
 from ._errors import InvalidKernelSpecializationError
 
 
+class Signature:
+    """`ret(arg, ...)` built from kapi's names: what Numba's signature objects are to
+    numba-dpex. `return_type` is None for `void(...)`."""
+
+    __slots__ = ("return_type", "args")
+
+    def __init__(self, return_type, args):
+        self.return_type = return_type
+        self.args = tuple(args)
+
+    def __repr__(self) -> str:
+        ret = "void" if self.return_type is None else repr(self.return_type)
+        return f"{ret}({', '.join(map(repr, self.args))})"
+
+
 def is_numba_object(obj) -> bool:
     return type(obj).__module__.split(".", 1)[0] == "numba"
 
 
 def is_numba_signature(obj) -> bool:
-    """A Numba call signature (`int64(int64, int64)`, `void(...)`)."""
+    """A call signature object: Numba's (`int64(int64, int64)`, `void(...)`) or one built
+    from kapi's names (`kapi.int64(kapi.int64)`)."""
+    if isinstance(obj, Signature):
+        return True
     return is_numba_object(obj) and hasattr(obj, "args") and hasattr(obj, "return_type")
 
 
@@ -52,7 +70,9 @@ def numba_type_to_kir(t, array_kir, kir_scalar) -> str:
 
 
 def numba_signature_parts(sig):
-    """(argument types, return type or None for void) of a Numba signature object."""
+    """(argument types, return type or None for void) of a signature object."""
+    if isinstance(sig, Signature):
+        return sig.args, sig.return_type
     from numba.core import types
 
     ret = sig.return_type

@@ -146,7 +146,8 @@ def test_device_func_marks_and_returns_the_function():
 
 
 def test_scalar_aliases():
-    assert kapi.int32(3).dtype == np.int32 and kapi.float_ is np.float32
+    assert kapi.int32(3).dtype == np.int32 and kapi.float_ is kapi.float32 == np.float32
+    assert kapi.float_.type is np.float32 and np.dtype(kapi.f8) == np.float64
 
 
 def test_dpjit_of_a_function_without_prange_runs_it():

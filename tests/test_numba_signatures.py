@@ -210,3 +210,34 @@ def test_kapi_and_numba_scalar_types_convert_in_kernels(dev):
     np.testing.assert_array_equal(got[:, 2], h.astype(np.float32))
     np.testing.assert_array_equal(got[:, 3], [1, 300, 65534])
     np.testing.assert_array_equal(got[:, 4], h)
+
+
+@dpex.device_func(dpex.int64(dpex.int64, dpex.int64))
+def kapi_named_sum(a, b):
+    return a + b
+
+
+@dpex.kernel(dpex.void(dpex.ItemType(1), dpex.int32[::1], dpex.float32[:, ::1]))
+def kapi_named_kernel(item, a, m):
+    i = item.get_id(0)
+    p = kapi.PrivateArray(2, dpex.float32, fill_zeros=True)
+    p[1] = dpex.float32(kapi_named_sum(a[i], a[i]))
+    m[i, 0] = p[1] + p[0]
+
+
+def test_signatures_from_kapi_scalar_names(dev):
+    """numba-dpex's scalar names are Numba types: ported code builds signatures and array
+    types from them (`from numba_dpex import int64` becomes `from kapi import int64`)."""
+    assert len(kapi_named_kernel.overloads) == 1
+    assert dpex.float32[:, ::1] == "array(f32,2,C,global)"
+    assert dpex.int64[::1, :] == "array(i64,2,F,global)"
+    assert dpex.float64[:] == "array(f64,1,A,global)"
+    a = dpex.asarray(np.arange(4, dtype=np.int32), device=dev)
+    m = dpex.zeros((4, 2), dtype=dpex.float32, device=dev)
+    assert m.dtype == dpex.float32 and np.zeros(2, dtype=dpex.int8).dtype == np.int8
+    dpex.call_kernel(kapi_named_kernel, kapi.Range(4), a, m)
+    np.testing.assert_array_equal(m.asnumpy()[:, 0], 2 * np.arange(4))
+    assert repr(dpex.int64(dpex.int64, dpex.int64)) == "kapi.int64(kapi.int64, kapi.int64)"
+    assert dpex.int32(3.7) == 3 and type(dpex.int32(3.7)) is np.int32
+    with pytest.raises(TypeError, match="slices"):
+        dpex.float32[3]
