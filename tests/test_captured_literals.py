@@ -133,3 +133,27 @@ def test_unknown_attribute_named_by_a_string():
 
     with pytest.raises(KernelTypingError, match="fetch_nand"):
         dpex.call_kernel(dpex.kernel(k), kapi.Range(1), np.zeros(1, np.int32))
+
+
+OPS = ("fetch_add", "fetch_max")
+
+
+@functools.lru_cache
+def branching_kernel(mode):
+    @dpex.kernel
+    def k(item, acc, vals):
+        ref = kapi.AtomicRef(acc, 0)
+        if mode == "add":  # Numba prunes the branch: the string never reaches the kernel
+            ref.fetch_add(vals[item.get_id(0)])
+        else:
+            getattr(ref, OPS[1])(vals[item.get_id(0)])
+
+    return k
+
+
+@pytest.mark.parametrize("mode", ["add", "max"])
+def test_branch_on_a_captured_string_and_names_from_a_tuple(dev, mode):
+    vals = dpex.asarray(np.array([3, 9, 4], np.int64), device=dev)
+    acc = dpex.zeros(1, np.int64, device=dev)
+    dpex.call_kernel(branching_kernel(mode), kapi.Range(3), acc, vals)
+    assert acc.asnumpy()[0] == (16 if mode == "add" else 9)
