@@ -123,8 +123,13 @@ class Group:
 
     @property
     def leader(self):
-        """True for the work-group's first work-item (set by the simulator)."""
+        """True for the work-group's first work-item (an NdItem with local id 0 sets it, as
+        in numba-dpex)."""
         return getattr(self, "_leader", False)
+
+    @leader.setter
+    def leader(self, value):
+        self._leader = value
 
     @property
     def dimensions(self):
@@ -138,6 +143,8 @@ class NdItem:
         self._global_item = global_item
         self._local_item = local_item
         self._group = group
+        if local_item.get_linear_id() == 0:
+            group.leader = True
 
     def get_global_id(self, idx):
         return self._global_item.get_id(idx)

@@ -234,3 +234,11 @@ def test_atomic_ref_python_members():
     exp = np.array([4], np.int32)
     assert r.compare_exchange(exp, np.int32(9)) and a[1] == 9
     assert kapi.LocalAccessor(np.array([2, 3]), np.float32).shape == (2, 3)
+
+
+def test_index_space_objects_in_python():
+    g = kapi.Group(kapi.Range(8), kapi.Range(4), kapi.Range(2), [1])
+    assert not g.leader
+    nd = kapi.NdItem(kapi.Item(kapi.Range(8), [4]), kapi.Item(kapi.Range(4), [0]), g)
+    assert g.leader and nd.get_group() is g and nd.get_global_linear_id() == 4
+    assert (g.get_group_id(dim=0), g.get_group_linear_range(), g.dimensions) == (1, 2, 1)
