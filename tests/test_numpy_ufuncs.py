@@ -93,7 +93,7 @@ def _check(dev, k, f, arrays, name):
     got = dout.asnumpy()
     exp = np.array(want, dtype=got.dtype)
     low = any(a.dtype.itemsize <= 4 for a in arrays) and got.dtype.kind == "f"
-    rtol = 2e-6 if low else 1e-12
+    rtol = 5e-6 if low else 1e-12  # float32: a few ulp of GPU math libraries
     np.testing.assert_allclose(got, exp, rtol=rtol, atol=1e-300, equal_nan=True, err_msg=name)
 
 
