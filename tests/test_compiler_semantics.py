@@ -10,6 +10,7 @@ import shutil
 import struct
 import subprocess
 
+import numpy as np
 import pytest
 
 from kapi._lib import _kapi
@@ -245,20 +246,25 @@ def test_float_semantics():
         (nan, 1.0),
         (inf, 2.0),
         (2.5, 0.5),
+        (1.0, 0.1),
+        (-1.0, 0.1),
+        (7.0, -0.1),
+        (-3.0, 0.0),
     ]
     ops = ["floordiv", "mod", "min", "max", "div", "cmp ne", "cmp lt", "cmp eq"]
     xs, ys = zip(*pairs, strict=True)
     rows = run(binary_kernel("f64", ops), "k", [("f64", xs), ("f64", ys)], "f64", len(ops))
     for (a, b), row in zip(pairs, rows, strict=True):
-        # floor(a / b) (docs/kir.md); Python's // agrees wherever a / b is finite
-        fd = a // b if math.isfinite(a / b) else a / b
-        md = math.nan if (math.isnan(a) or math.isnan(b) or math.isinf(a)) else a % b
+        # Python's // (NumPy's floor_divide: a / b for a zero divisor, docs/kir.md)
+        with np.errstate(all="ignore"):
+            fd = float(np.floor_divide(np.float64(a), np.float64(b)))
+        md = math.nan if (math.isnan(a) or math.isnan(b) or math.isinf(a) or b == 0) else a % b
         want = [
             fd,
             md,
             a if a < b else b,
             a if a > b else b,
-            a / b,
+            math.copysign(math.inf, a) * math.copysign(1, b) if b == 0 else a / b,
             float(a != b),
             float(a < b),
             float(a == b),

@@ -29,11 +29,35 @@ static LLVMValueRef needs_floor_fix(kc_lower_t *L, LLVMValueRef r, LLVMValueRef 
   return LLVMBuildAnd(L->b, nz, diff, "");
 }
 
+/* Python's (and NumPy's npy_divmod) float `//`: from fmod, not floor(a / b), whose rounding
+ * gives 1.0 // 0.1 == 10.0 (Python: 9.0) and inf // 1 == inf (Python: nan). A zero divisor gives
+ * a / b, as NumPy's floor_divide does (kernels cannot raise ZeroDivisionError). */
+static LLVMValueRef float_floordiv(kc_lower_t *L, kir_kind_t k, LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = L->b;
+  LLVMValueRef zero = LLVMConstReal(LLVMTypeOf(a), 0.0), one = LLVMConstReal(LLVMTypeOf(a), 1.0);
+  LLVMValueRef args[2] = {a, b};
+  LLVMValueRef mod = kc_ocl_call(L, "fmod", k, args, 2);
+  LLVMValueRef div = LLVMBuildFDiv(B, LLVMBuildFSub(B, a, mod, ""), b, "");
+  LLVMValueRef mod_nz = LLVMBuildFCmp(B, LLVMRealUNE, mod, zero, "");
+  LLVMValueRef signs = LLVMBuildXor(B, LLVMBuildFCmp(B, LLVMRealOLT, b, zero, ""),
+                                    LLVMBuildFCmp(B, LLVMRealOLT, mod, zero, ""), "");
+  LLVMValueRef fix = LLVMBuildAnd(B, mod_nz, signs, "");
+  div = LLVMBuildSelect(B, fix, LLVMBuildFSub(B, div, one, ""), div, "");
+  LLVMValueRef fl = kc_ocl_call(L, "floor", k, &div, 1);
+  LLVMValueRef up = LLVMBuildFCmp(B, LLVMRealOGT, LLVMBuildFSub(B, div, fl, ""),
+                                  LLVMConstReal(LLVMTypeOf(a), 0.5), "");
+  fl = LLVMBuildSelect(B, up, LLVMBuildFAdd(B, fl, one, ""), fl, "");
+  LLVMValueRef q = LLVMBuildFDiv(B, a, b, "");
+  LLVMValueRef cs[2] = {zero, q};
+  LLVMValueRef signed_zero = kc_ocl_call(L, "copysign", k, cs, 2);
+  LLVMValueRef div_z = LLVMBuildFCmp(B, LLVMRealOEQ, div, zero, "");
+  LLVMValueRef r = LLVMBuildSelect(B, div_z, signed_zero, fl, "");
+  LLVMValueRef b_z = LLVMBuildFCmp(B, LLVMRealOEQ, b, zero, "");
+  return LLVMBuildSelect(B, b_z, q, r, "floordiv");
+}
+
 LLVMValueRef kc_floordiv(kc_lower_t *L, kir_kind_t k, LLVMValueRef a, LLVMValueRef b) {
-  if (kir_is_float(k)) {
-    LLVMValueRef q = LLVMBuildFDiv(L->b, a, b, "");
-    return kc_ocl_call(L, "floor", k, &q, 1);
-  }
+  if (kir_is_float(k)) return float_floordiv(L, k, a, b);
   LLVMValueRef bz, bm1 = NULL, sb = safe_divisor(L, k, b, &bz, &bm1), q;
   if (kir_is_signed(k)) {
     q = LLVMBuildSDiv(L->b, a, sb, "");
