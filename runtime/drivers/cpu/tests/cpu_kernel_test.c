@@ -287,8 +287,8 @@ static void test_fork(void) {
   EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* Host time of an empty one-group launch on an immediate list. Printed; the bound checked is
- * loose because the test machine is shared. */
+/* Host time of an empty one-group launch on an immediate list. Printed only: a timing bound
+ * failed under valgrind on a loaded machine, and timings belong in bench/ (launch_c.c). */
 static double launch_cost_us(ze_kernel_handle_t k, uint32_t groups, int reps) {
   launch(k, groups, 1, 1);
   struct timespec t0, t1;
@@ -307,7 +307,6 @@ static void test_empty_launch_cost(void) {
   double pooled = launch_cost_us(k, 64, 2000);
   printf("empty launch: %.3f us (one group, inline), %.3f us (64 groups of 64, pool)\n", one,
          pooled);
-  EXPECT(one < 20.0);
   OK(zeKernelDestroy(k));
 }
 
