@@ -440,3 +440,7 @@ def is_index_space(ty):
 
 
 __all__ = ["KapiTypingContext", "KernelError", "bind", "device_pyfunc", "dtype_of", "registry"]
+
+
+# Sub-groups and group algorithms live in their own module; importing it registers them here.
+from . import typing_group  # noqa: E402,F401
