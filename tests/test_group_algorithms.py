@@ -7,6 +7,10 @@ broadcast ids follow get_local_linear_id's order (the last dimension fastest). G
 cover multiples of 32 and not, 1-D and 2-D.
 """
 
+import os
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 from kapi_testing import devices_or_skip, line_of
@@ -213,7 +217,9 @@ def test_broadcast_of_bools(dev):
     out = np.zeros((n, 2), np.bool_)
     run(bool_broadcast, kapi.NdRange((n,), (L,)), dev, a, out)
     p = a > 50
-    want = [[p[lay.members(i, "sub_group")[0]], p[lay.members(i, "work_group")[5]]] for i in range(n)]
+    want = [
+        [p[lay.members(i, "sub_group")[0]], p[lay.members(i, "work_group")[5]]] for i in range(n)
+    ]
     np.testing.assert_array_equal(out, np.array(want))
 
 
@@ -465,3 +471,46 @@ def test_collective_needs_a_group():
         a[0] = K.reduce_over_group(nd, a[0], GroupOp.ADD)
 
     assert "nd_item.get_group() or nd_item.get_sub_group()" in str(compile_err(k, [I32]))
+
+
+# ---- PTX (no GPU needed) ---------------------------------------------------------------
+
+
+def ptx_of(kern, signature):
+    from nvptx_util import finalise
+
+    return finalise(kern.inspect_spirv(signature), coarsen=False)[0]
+
+
+def assemble_for_sm90(ptx, tmp_path):
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if not os.path.exists(ptxas):
+        pytest.skip("ptxas not found (install the CUDA toolkit to assemble the PTX)")
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    r = subprocess.run([ptxas, "-arch=sm_90", str(src), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+
+
+I64_2D = "array(i64,2,C,global)"
+
+
+def test_ptx_shuffles_are_warp_shuffles(tmp_path):
+    sig = f"nditem(1), {I32}, array(i32,2,C,global), i32"
+    ptx = ptx_of(shuffles, sig)
+    for mode in ("idx", "down", "up", "bfly"):
+        assert f"shfl.sync.{mode}.b32" in ptx, mode
+    assert "bar.sync" not in ptx  # sub-group operations never wait for the work-group
+    assemble_for_sm90(ptx, tmp_path)
+
+
+def test_ptx_collectives_and_sub_group_barrier(tmp_path):
+    sig = "nditem(2), array(f64,1,C,global), array(f64,2,C,global)"
+    ptx = ptx_of(algorithms_kernel(GroupOp.MUL), sig)
+    assert "shfl.sync.up.b32" in ptx and "shfl.sync.idx.b32" in ptx  # sub-group scans
+    assert "bar.sync" in ptx and ".shared" in ptx  # work-group ones: scratch + barriers
+    assemble_for_sm90(ptx, tmp_path)
+    ptx = ptx_of(sg_exchange, f"nditem(1), {F32}, {F32}, array(f32,1,C,local)")
+    assert "bar.warp.sync" in ptx and "bar.sync" not in ptx
+    assemble_for_sm90(ptx, tmp_path)
