@@ -182,7 +182,7 @@ def test_shuffles(dev, shape, dtype):
         m = lay.members(i, "sub_group")
         lane, size = lay.lane[i], len(m)
 
-        def at(j):
+        def at(j, m=m, size=size):
             return a[m[j]] if 0 <= j < size else bad
 
         want[i] = [
