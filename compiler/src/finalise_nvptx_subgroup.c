@@ -23,7 +23,8 @@ LLVMValueRef kc_nvptx_sub_group_size(LLVMModuleRef mod, LLVMBuilderRef b) {
                               "llvm.nvvm.read.ptx.sreg.ntid.z"};
   LLVMValueRef lin = sreg(mod, b, tid[2]), n = sreg(mod, b, ntid[0]);
   for (int d = 1; d >= 0; d--)
-    lin = LLVMBuildAdd(b, LLVMBuildMul(b, lin, sreg(mod, b, ntid[d]), ""), sreg(mod, b, tid[d]), "");
+    lin =
+        LLVMBuildAdd(b, LLVMBuildMul(b, lin, sreg(mod, b, ntid[d]), ""), sreg(mod, b, tid[d]), "");
   n = LLVMBuildMul(b, LLVMBuildMul(b, n, sreg(mod, b, ntid[1]), ""), sreg(mod, b, ntid[2]), "");
   /* items from this warp's first lane to the group's end, at most 32 */
   LLVMValueRef first = LLVMBuildAnd(b, lin, LLVMConstInt(i32, ~31u, 0), "");
@@ -73,10 +74,10 @@ LLVMValueRef kc_nvptx_shuffle(LLVMModuleRef mod, LLVMBuilderRef b, const char *k
   LLVMContextRef ctx = LLVMGetModuleContext(mod);
   LLVMTypeRef t = LLVMTypeOf(v), i32 = LLVMInt32TypeInContext(ctx);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx);
-  unsigned bits = LLVMGetTypeKind(t) == LLVMDoubleTypeKind  ? 64
-                  : LLVMGetTypeKind(t) == LLVMFloatTypeKind ? 32
+  unsigned bits = LLVMGetTypeKind(t) == LLVMDoubleTypeKind    ? 64
+                  : LLVMGetTypeKind(t) == LLVMFloatTypeKind   ? 32
                   : LLVMGetTypeKind(t) == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(t)
-                                                               : 0;
+                                                              : 0;
   if ((bits != 32 && bits != 64) || LLVMTypeOf(n) != i32) return NULL;
   LLVMValueRef mask = kc_nvptx_sub_group_mask(mod, b);
   if (bits == 32) {

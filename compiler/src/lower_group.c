@@ -86,7 +86,10 @@ static LLVMValueRef identity(kc_lower_t *L, kir_group_op_t op, kir_kind_t k) {
   LLVMTypeRef t = kc_scalar_type(L, k);
   int bits = kir_bits(k);
   if (kir_is_float(k)) {
-    double v = op == KIR_GROUP_MUL ? 1.0 : op == KIR_GROUP_MIN ? INFINITY : op == KIR_GROUP_MAX ? -INFINITY : 0.0;
+    double v = op == KIR_GROUP_MUL   ? 1.0
+               : op == KIR_GROUP_MIN ? INFINITY
+               : op == KIR_GROUP_MAX ? -INFINITY
+                                     : 0.0;
     return LLVMConstReal(t, v);
   }
   uint64_t all = bits == 64 ? ~0ull : (1ull << bits) - 1, sign = 1ull << (bits - 1);
@@ -110,12 +113,11 @@ static LLVMValueRef combine(kc_lower_t *L, kir_group_op_t op, kir_kind_t k, LLVM
   case KIR_GROUP_MIN:
   case KIR_GROUP_MAX: {
     int mn = op == KIR_GROUP_MIN;
-    LLVMValueRef c =
-        fl ? LLVMBuildFCmp(L->b, mn ? LLVMRealOLT : LLVMRealOGT, a, b, "")
-           : LLVMBuildICmp(L->b,
-                           kir_is_signed(k) ? (mn ? LLVMIntSLT : LLVMIntSGT)
-                                            : (mn ? LLVMIntULT : LLVMIntUGT),
-                           a, b, "");
+    LLVMValueRef c = fl ? LLVMBuildFCmp(L->b, mn ? LLVMRealOLT : LLVMRealOGT, a, b, "")
+                        : LLVMBuildICmp(L->b,
+                                        kir_is_signed(k) ? (mn ? LLVMIntSLT : LLVMIntSGT)
+                                                         : (mn ? LLVMIntULT : LLVMIntUGT),
+                                        a, b, "");
     return LLVMBuildSelect(L->b, c, a, b, "");
   }
   case KIR_GROUP_AND:
@@ -240,7 +242,8 @@ static void group_linear(kc_lower_t *L, LLVMValueRef *lin, LLVMValueRef *n) {
   LLVMValueRef size = local_builtin(L, KIR_OP_LOCAL_RANGE, 0);
   for (unsigned d = 1; d < 3; d++) {
     LLVMValueRef r = local_builtin(L, KIR_OP_LOCAL_RANGE, d);
-    id = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, id, r, ""), local_builtin(L, KIR_OP_LOCAL_ID, d), "");
+    id =
+        LLVMBuildAdd(L->b, LLVMBuildMul(L->b, id, r, ""), local_builtin(L, KIR_OP_LOCAL_ID, d), "");
     size = LLVMBuildMul(L->b, size, r, "");
   }
   *lin = id;
@@ -259,7 +262,8 @@ static void wg_reduce_pair(kc_lower_t *L, void *ctx) {
   scan_ctx_t *s = ctx;
   LLVMValueRef step = s->lane; /* the loop's step, passed through */
   LLVMValueRef other = LLVMBuildAdd(L->b, s->lin, step, "");
-  LLVMValueRef v = combine(L, s->op, s->k, load_slot(L, s->mem, s->lin), load_slot(L, s->mem, other));
+  LLVMValueRef v =
+      combine(L, s->op, s->k, load_slot(L, s->mem, s->lin), load_slot(L, s->mem, other));
   LLVMBuildStore(L->b, v, slot(L, s->mem, s->lin));
 }
 
