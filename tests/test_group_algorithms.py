@@ -511,6 +511,13 @@ def test_ptx_collectives_and_sub_group_barrier(tmp_path):
     assert "shfl.sync.up.b32" in ptx and "shfl.sync.idx.b32" in ptx  # sub-group scans
     assert "bar.sync" in ptx and ".shared" in ptx  # work-group ones: scratch + barriers
     assemble_for_sm90(ptx, tmp_path)
+    ptx = ptx_of(algorithms_kernel(GroupOp.MIN), f"nditem(1), {I32}, array(i32,2,C,global)")
+    assert "redux.sync.min.s32" in ptx  # 32-bit integer sub-group reductions (sm_80+)
+    assemble_for_sm90(ptx, tmp_path)
+    sig = f"nditem(1), {I32}, i32, i64, array(i32,2,C,global)"
+    ptx = ptx_of(votes, sig)
+    assert "vote.sync.any.pred" in ptx and "vote.sync.all.pred" in ptx
+    assemble_for_sm90(ptx, tmp_path)
     ptx = ptx_of(sg_exchange, f"nditem(1), {F32}, {F32}, array(f32,1,C,local)")
     assert "bar.warp.sync" in ptx and "bar.sync" not in ptx
     assemble_for_sm90(ptx, tmp_path)

@@ -49,6 +49,11 @@ LLVMValueRef kc_nvptx_sub_group_size(LLVMModuleRef mod, LLVMBuilderRef b);
 LLVMValueRef kc_nvptx_sub_group_mask(LLVMModuleRef mod, LLVMBuilderRef b);
 LLVMValueRef kc_nvptx_shuffle(LLVMModuleRef mod, LLVMBuilderRef b, const char *kind,
                               LLVMValueRef *args, unsigned nargs);
+/* OpGroup* with Subgroup scope (kind after "Group": Any, All, IAdd, FAdd, SMin, UMin, FMin,
+ * SMax, UMax, FMax) as warp votes, redux.sync (32-bit integer reductions, sm_80) or shfl.sync
+ * scans; NULL for another scope or kind. */
+LLVMValueRef kc_nvptx_group(LLVMModuleRef mod, LLVMBuilderRef b, const char *kind,
+                            LLVMValueRef *args, unsigned nargs);
 
 /* Rewrites i64 sign tests and wide arithmetic shifts so LLVM 15's NVPTX instruction selection
  * cannot miscompile them into an unsigned bit-field extract (finalise_nvptx_workarounds.c).

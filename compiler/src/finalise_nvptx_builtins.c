@@ -260,6 +260,8 @@ static LLVMValueRef lower_relational(bi_call_t *c, const char *n) {
   if (c->nargs < 1 || LLVMGetTypeKind(LLVMTypeOf(c->args[0])) == LLVMVectorTypeKind) return NULL;
   LLVMValueRef x = c->args[0], r = NULL;
   LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMTypeKind tk = LLVMGetTypeKind(t);
+  if (tk != LLVMFloatTypeKind && tk != LLVMDoubleTypeKind) return NULL; /* not a relational */
   LLVMValueRef inf = LLVMConstReal(t, __builtin_inf());
   if (!strcmp(n, "IsNan"))
     r = LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, "");
@@ -389,6 +391,7 @@ static LLVMValueRef lower_one(bi_call_t *c, const char *base, char **log) {
   if (!strncmp(base, "Atomic", 6)) return lower_atomic(c, base + 6);
   if (!strncmp(base, "SubgroupShuffle", 15))
     return kc_nvptx_shuffle(c->mod, c->b, base + 15, c->args, c->nargs);
+  if (!strncmp(base, "Group", 5)) return kc_nvptx_group(c->mod, c->b, base + 5, c->args, c->nargs);
   if (!strncmp(base, "ocl_", 4)) return lower_math(c, base + 4, log);
   return lower_relational(c, base);
 }

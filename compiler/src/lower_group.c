@@ -1,7 +1,8 @@
 /* Sub-groups and group collectives. Sub-group queries, barriers and shuffles become SPIR-V
- * builtins (SubgroupLocalInvocationId..., SPV_INTEL_subgroups shuffles) that each driver
- * implements; sub-group reductions, scans and votes are built here from shuffles, so a driver
- * needs nothing more. Work-group collectives go through a module-level local scratch and
+ * builtins (SubgroupLocalInvocationId..., SPV_INTEL_subgroups shuffles); sub-group sums,
+ * minima, maxima and votes become OpGroup* instructions with Subgroup scope, and the operations
+ * SPIR-V 1.0 has no group instruction for are built here from shuffles. Each driver implements
+ * those builtins. Work-group collectives go through a module-level local scratch and
  * work-group barriers, which every driver runs as it runs the user's own barriers.
  */
 #include "lower.h"
@@ -195,8 +196,36 @@ static LLVMValueRef sg_scan_step(kc_lower_t *L, void *ctx, LLVMValueRef step, LL
   return LLVMBuildSelect(L->b, take, combine(L, s->op, s->k, below, v), v, "");
 }
 
+/* OpGroup{I,F}Add / {S,U,F}Min / {S,U,F}Max with Subgroup scope (Groups capability, SPIR-V
+ * 1.0): the native form where a device has it. Only for 32- and 64-bit values, whose
+ * exclusive-scan identity the instruction itself supplies. NULL when op has no such form. */
+static LLVMValueRef spirv_group_op(kc_lower_t *L, kir_op_t what, kir_group_op_t op, kir_kind_t k,
+                                   LLVMValueRef x) {
+  if (op != KIR_GROUP_ADD && op != KIR_GROUP_MIN && op != KIR_GROUP_MAX) return NULL;
+  if (kir_bits(k) < 32) return NULL;
+  const char *kind = kir_is_float(k)       ? "F"
+                     : op == KIR_GROUP_ADD ? "I"
+                     : kir_is_signed(k)    ? "S"
+                                           : "U";
+  const char *what_op = op == KIR_GROUP_ADD ? "Add" : op == KIR_GROUP_MIN ? "Min" : "Max";
+  char base[32], name[64];
+  snprintf(base, sizeof base, "__spirv_Group%s%s", kind, what_op);
+  snprintf(name, sizeof name, "_Z%zu%sii%s", strlen(base), base, kc_mangle_code(k));
+  LLVMTypeRef t = kc_scalar_type(L, k);
+  LLVMTypeRef params[3] = {L->i32, L->i32, t};
+  LLVMValueRef fn = kc_declare(L, name, t, params, 3, KC_BUILTIN_CONVERGENT);
+  unsigned gop = what == KIR_OP_GROUP_REDUCE ? 0 : what == KIR_OP_GROUP_INCLUSIVE_SCAN ? 1 : 2;
+  LLVMValueRef args[3] = {LLVMConstInt(L->i32, KC_SCOPE_SUBGROUP, 0), LLVMConstInt(L->i32, gop, 0),
+                          x};
+  return kc_call(L, fn, args, 3);
+}
+
+/* Sub-group scans and reductions of the operations SPIR-V 1.0 has no group instruction for
+ * (multiplication, bitwise), and of narrow types: built from shuffles. */
 static LLVMValueRef sub_group_collective(kc_lower_t *L, kir_op_t what, kir_group_op_t op,
                                          kir_kind_t k, LLVMValueRef x) {
+  LLVMValueRef native = spirv_group_op(L, what, op, k, x);
+  if (native) return native;
   scan_ctx_t s = {op, k, sg_builtin(L, "SubgroupLocalInvocationId"), NULL, NULL, NULL};
   LLVMValueRef incl = doubling_loop(L, sg_builtin(L, "SubgroupMaxSize"), x, sg_scan_step, &s);
   if (what == KIR_OP_GROUP_INCLUSIVE_SCAN) return incl;
@@ -350,8 +379,17 @@ static LLVMValueRef collective(kc_lower_t *L, const kir_inst_t *in, kir_op_t wha
   return work_group_collective(L, what, op, k, x);
 }
 
-/* any/all: an or/and reduction of the predicate as an i32. */
+/* any/all: OpGroupAny/All over a sub-group; an or/and reduction of the predicate as an i32
+ * over a work-group. */
 static LLVMValueRef vote(kc_lower_t *L, const kir_inst_t *in) {
+  if (in->scope == KIR_SUB_GROUP) {
+    const char *name =
+        in->op == KIR_OP_GROUP_ANY ? "_Z16__spirv_GroupAnyib" : "_Z16__spirv_GroupAllib";
+    LLVMTypeRef params[2] = {L->i32, L->i1};
+    LLVMValueRef fn = kc_declare(L, name, L->i1, params, 2, KC_BUILTIN_CONVERGENT);
+    LLVMValueRef args[2] = {LLVMConstInt(L->i32, KC_SCOPE_SUBGROUP, 0), kc_arg(L, in, 0)};
+    return kc_call(L, fn, args, 2);
+  }
   LLVMValueRef p = LLVMBuildZExt(L->b, kc_arg(L, in, 0), L->i32, "");
   kir_group_op_t op = in->op == KIR_OP_GROUP_ANY ? KIR_GROUP_OR : KIR_GROUP_AND;
   LLVMValueRef r = collective(L, in, KIR_OP_GROUP_REDUCE, op, KIR_I32, p);
