@@ -42,8 +42,7 @@ static LLVMValueRef lower_call(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef c
     op += 5;
     if ((!strcmp(op, "Any") || !strcmp(op, "All")) && n == 2) return a[1];
     LLVMValueRef id = n == 3 ? identity(op, LLVMTypeOf(call)) : NULL;
-    if (id && LLVMIsAConstantInt(a[1]))
-      return is_const(a[1], GROUP_EXCLUSIVE_SCAN) ? id : a[2];
+    if (id && LLVMIsAConstantInt(a[1])) return is_const(a[1], GROUP_EXCLUSIVE_SCAN) ? id : a[2];
   }
   *log = kc_msg("SPIR-V builtin %s is not supported by the CPU driver (sub-groups of one "
                 "work-item; work-group collectives must come as local memory and barriers)",
