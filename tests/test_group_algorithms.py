@@ -416,6 +416,26 @@ def test_collectives_repeat_in_loops(dev):
     np.testing.assert_allclose(out, want, rtol=1e-12)
 
 
+@kapi.device_func
+def group_mean(g, sg, x):
+    total = K.reduce_over_group(g, x, GroupOp.ADD)
+    return total / g.get_local_linear_range() + K.reduce_over_group(sg, 0.0, GroupOp.ADD)
+
+
+@kapi.kernel
+def mean_via_device_func(nd, a, out):
+    i = nd.get_global_id(0)
+    out[i] = group_mean(nd.get_group(), nd.get_sub_group(), a[i])
+
+
+def test_groups_pass_to_device_functions(dev):
+    n, L = 192, 96
+    a = np.random.default_rng(4).uniform(0, 1, n)
+    out = np.zeros(n)
+    run(mean_via_device_func, kapi.NdRange((n,), (L,)), dev, a, out)
+    np.testing.assert_allclose(out, np.repeat(a.reshape(-1, L).mean(axis=1), L), rtol=1e-12)
+
+
 # ---- plain CPython and errors ----------------------------------------------------------
 
 
