@@ -436,6 +436,25 @@ def test_groups_pass_to_device_functions(dev):
     np.testing.assert_allclose(out, np.repeat(a.reshape(-1, L).mean(axis=1), L), rtol=1e-12)
 
 
+@kapi.kernel
+def scan_beside_local_accessor(nd, a, out, tmp):
+    lid = nd.get_local_id(0)
+    tmp[lid] = a[nd.get_global_id(0)] * 2
+    K.group_barrier(nd.get_group())
+    x = tmp[nd.get_local_range(0) - 1 - lid]
+    out[nd.get_global_id(0)] = K.inclusive_scan_over_group(nd.get_group(), x, GroupOp.ADD)
+
+
+def test_collectives_beside_a_local_accessor(dev):
+    n, L = 160, 32
+    a = np.arange(n, dtype=np.int64)
+    out = np.zeros(n, np.int64)
+    tmp = K.LocalAccessor(L, np.int64)
+    run(scan_beside_local_accessor, kapi.NdRange((n,), (L,)), dev, a, out, tmp)
+    want = np.concatenate([np.cumsum(2 * a[g : g + L][::-1]) for g in range(0, n, L)])
+    np.testing.assert_array_equal(out, want)
+
+
 # ---- plain CPython and errors ----------------------------------------------------------
 
 
