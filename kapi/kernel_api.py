@@ -196,7 +196,10 @@ class NdItem:
 
 
 def group_barrier(group, fence_scope=MemoryScope.WORK_GROUP):
-    """Work-group barrier. Sequential simulation cannot honour it (as in numba-dpex)."""
+    """Barrier over a Group (or a SubGroup, as sub_group_barrier). Sequential simulation cannot
+    honour it for more than one work-item (as in numba-dpex)."""
+    if isinstance(group, SubGroup):
+        return sub_group_barrier(group)
     raise NotImplementedError(
         "group_barrier needs concurrent work-items; a pure Python simulation of it is not available"
     )

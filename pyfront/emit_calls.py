@@ -385,6 +385,9 @@ class CallEmitter:
     def _group_barrier(self, args, kws, sig):
         b = self.bind_values(K.group_barrier, args, kws)
         scope = self.enum_const(b["fence_scope"], SCOPES, "group_barrier fence_scope")
+        if b["group"].kind == "SubGroup":  # SYCL 2020's group_barrier(sub_group)
+            self.b.emit("sg_barrier", self.line)
+            return V.Static(None)
         self.b.emit(f"barrier {scope}", self.line)
         return V.Static(None)
 

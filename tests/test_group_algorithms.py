@@ -227,12 +227,15 @@ def test_broadcast_of_bools(dev):
 
 
 @kapi.kernel
-def sg_exchange(nd, a, out, tmp):
+def sg_exchange(nd, a, out, tmp, use_group_barrier):
     sg = nd.get_sub_group()
     lid = nd.get_local_id(0)
     i = nd.get_global_id(0)
     tmp[lid] = a[i]
-    K.sub_group_barrier(sg)
+    if use_group_barrier:
+        K.group_barrier(sg)  # SYCL 2020's spelling
+    else:
+        K.sub_group_barrier(sg)
     lane = sg.get_local_id()
     partner = lane ^ 1
     if partner < sg.get_local_range():
@@ -241,12 +244,14 @@ def sg_exchange(nd, a, out, tmp):
         out[i] = tmp[lid]
 
 
-def test_sub_group_barrier_orders_local_memory(dev):
+@pytest.mark.parametrize("use_group_barrier", [False, True])
+def test_sub_group_barrier_orders_local_memory(dev, use_group_barrier):
     n, L = 120, 40
     lay = Layout((n,), (L,), sg_size_of(dev))
     a = np.arange(n, dtype=np.float32) * 3
     out = np.zeros(n, np.float32)
-    run(sg_exchange, kapi.NdRange((n,), (L,)), dev, a, out, K.LocalAccessor(L, np.float32))
+    tmp = K.LocalAccessor(L, np.float32)
+    run(sg_exchange, kapi.NdRange((n,), (L,)), dev, a, out, tmp, use_group_barrier)
     want = np.empty(n, np.float32)
     for i in range(n):
         m = lay.members(i, "sub_group")
@@ -557,6 +562,6 @@ def test_ptx_collectives_and_sub_group_barrier(tmp_path):
     ptx = ptx_of(votes, sig)
     assert "vote.sync.any.pred" in ptx and "vote.sync.all.pred" in ptx
     assemble_for_sm90(ptx, tmp_path)
-    ptx = ptx_of(sg_exchange, f"nditem(1), {F32}, {F32}, array(f32,1,C,local)")
+    ptx = ptx_of(sg_exchange, f"nditem(1), {F32}, {F32}, array(f32,1,C,local), bool")
     assert "bar.warp.sync" in ptx and "bar.sync" not in ptx
     assemble_for_sm90(ptx, tmp_path)
