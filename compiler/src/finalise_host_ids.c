@@ -181,9 +181,6 @@ int kc_hf_lower_ids(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log) {
         break;
       }
       LLVMReplaceAllUsesWith(call, r);
-    } else if (!strncmp(base, "__spirv_SubgroupShuffle", 23)) {
-      /* a one-work-item sub-group: every lane, delta and mask in range names this work-item */
-      LLVMReplaceAllUsesWith(call, LLVMGetOperand(call, 0));
     } else if (!lower_sync(m, b, k, base + 8, call)) {
       *log = kc_msg("kernel %s: unsupported SPIR-V builtin %s", k->name, base);
       ok = 0;
