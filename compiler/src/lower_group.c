@@ -179,13 +179,14 @@ static void if_then(kc_lower_t *L, LLVMValueRef cond, void (*then)(kc_lower_t *,
   LLVMPositionBuilderAtEnd(L->b, join);
 }
 
-/* ---- sub-group collectives (shuffles) ------------------------------------------------- */
+/* ---- sub-group collectives (OpGroup*, else shuffles) ---------------------------------- */
 
 typedef struct scan_ctx {
   kir_group_op_t op;
   kir_kind_t k;
-  LLVMValueRef lane;        /* i32 */
+  LLVMValueRef lane;        /* sub-group: i32 lane */
   LLVMValueRef lin, n, mem; /* work-group: i64 linear id and size, typed scratch pointer */
+  LLVMValueRef step;        /* work-group reduction: the tree step being built */
 } scan_ctx_t;
 
 /* One Hillis-Steele step: lanes at or past step add in the value step lanes below. */
@@ -226,7 +227,7 @@ static LLVMValueRef sub_group_collective(kc_lower_t *L, kir_op_t what, kir_group
                                          kir_kind_t k, LLVMValueRef x) {
   LLVMValueRef native = spirv_group_op(L, what, op, k, x);
   if (native) return native;
-  scan_ctx_t s = {op, k, sg_builtin(L, "SubgroupLocalInvocationId"), NULL, NULL, NULL};
+  scan_ctx_t s = {op, k, sg_builtin(L, "SubgroupLocalInvocationId"), NULL, NULL, NULL, NULL};
   LLVMValueRef incl = doubling_loop(L, sg_builtin(L, "SubgroupMaxSize"), x, sg_scan_step, &s);
   if (what == KIR_OP_GROUP_INCLUSIVE_SCAN) return incl;
   if (what == KIR_OP_GROUP_EXCLUSIVE_SCAN) {
@@ -289,8 +290,7 @@ static LLVMValueRef load_slot(kc_lower_t *L, LLVMValueRef mem, LLVMValueRef i) {
 /* Tree step: slots at multiples of 2*step take in the slot step above, where it exists. */
 static void wg_reduce_pair(kc_lower_t *L, void *ctx) {
   scan_ctx_t *s = ctx;
-  LLVMValueRef step = s->lane; /* the loop's step, passed through */
-  LLVMValueRef other = LLVMBuildAdd(L->b, s->lin, step, "");
+  LLVMValueRef other = LLVMBuildAdd(L->b, s->lin, s->step, "");
   LLVMValueRef v =
       combine(L, s->op, s->k, load_slot(L, s->mem, s->lin), load_slot(L, s->mem, other));
   LLVMBuildStore(L->b, v, slot(L, s->mem, s->lin));
@@ -304,7 +304,7 @@ static LLVMValueRef wg_reduce_step(kc_lower_t *L, void *ctx, LLVMValueRef step, 
                                        LLVMConstInt(L->i64, 0, 0), "");
   LLVMValueRef inside =
       LLVMBuildICmp(L->b, LLVMIntULT, LLVMBuildAdd(L->b, s->lin, step, ""), s->n, "");
-  s->lane = step;
+  s->step = step;
   if_then(L, LLVMBuildAnd(L->b, aligned, inside, ""), wg_reduce_pair, s);
   control_barrier(L, KC_SCOPE_WORKGROUP);
   return v;
@@ -326,7 +326,7 @@ static LLVMValueRef wg_scan_step(kc_lower_t *L, void *ctx, LLVMValueRef step, LL
 
 static LLVMValueRef work_group_collective(kc_lower_t *L, kir_op_t what, kir_group_op_t op,
                                           kir_kind_t k, LLVMValueRef x) {
-  scan_ctx_t s = {op, k, NULL, NULL, NULL, scratch(L, k)};
+  scan_ctx_t s = {op, k, NULL, NULL, NULL, scratch(L, k), NULL};
   group_linear(L, &s.lin, &s.n);
   LLVMValueRef zero = LLVMConstInt(L->i64, 0, 0);
   LLVMBuildStore(L->b, x, slot(L, s.mem, s.lin));
