@@ -565,3 +565,22 @@ def test_ptx_collectives_and_sub_group_barrier(tmp_path):
     ptx = ptx_of(sg_exchange, f"nditem(1), {F32}, {F32}, array(f32,1,C,local), bool")
     assert "bar.warp.sync" in ptx and "bar.sync" not in ptx
     assemble_for_sm90(ptx, tmp_path)
+
+
+KIR_NAMES = {
+    np.int32: "i32",
+    np.uint32: "u32",
+    np.int64: "i64",
+    np.float32: "f32",
+    np.float64: "f64",
+}
+
+
+@pytest.mark.parametrize(
+    "op,dtype", CASES, ids=[f"{op.name}-{np.dtype(t).name}" for op, t in CASES]
+)
+def test_ptx_of_every_collective_assembles(op, dtype, tmp_path):
+    t = KIR_NAMES[dtype]
+    ptx = ptx_of(algorithms_kernel(op), f"nditem(2), array({t},1,C,global), array({t},2,C,global)")
+    assert "shfl.sync" in ptx or "redux.sync" in ptx
+    assemble_for_sm90(ptx, tmp_path)
