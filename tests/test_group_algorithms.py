@@ -487,6 +487,28 @@ def compile_err(fn, args):
     return ei.value
 
 
+def test_kir_of_sub_group_and_group_calls():
+    def k(nd, a):
+        sg = nd.get_sub_group()
+        g = nd.get_group()
+        a[0] = K.shuffle_down(sg, a[1], 2) + K.reduce_over_group(g, a[2], GroupOp.MAX)
+        a[3] = K.exclusive_scan_over_group(sg, a[4], GroupOp.XOR)
+        a[5] = K.none_of_group(sg, a[6] > 0) + sg.get_max_local_range()
+        K.group_barrier(sg)
+
+    text = pyfront.compile_kernel(k, [I32], index=NDITEM).text
+    for want in (
+        "sg_shuffle_down i32",
+        "group_reduce i32 max work_group",
+        "group_exclusive_scan i32 xor sub_group",
+        "group_any bool sub_group",
+        "not bool",
+        "sg_max_range i64",
+        "sg_barrier",
+    ):
+        assert want in text, want
+
+
 def test_bitwise_op_on_floats_is_an_error():
     def k(nd, a):
         a[0] = K.reduce_over_group(nd.get_group(), a[0], GroupOp.XOR)
