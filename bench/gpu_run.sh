@@ -32,6 +32,7 @@ for c in ${COARSEN_VARIANTS:-0 128 512}; do
   step "saxpy-coarsen-$c" env KAPI_CUDA_COARSEN=$c timeout 60 python3 bench/gpu.py \
     --only saxpy,black-scholes 2>&1 | tee -a "$OUT/gpu_bench.log"
 done
+step group-reduce timeout 120 python3 bench/group_reduce.py 2>&1 | tee -a "$OUT/gpu_bench.log"
 if [ -x .carry/bin/launch_c ]; then
   step gpu-launch-c env KAPI_BENCH_DRIVER=kapi-cuda timeout 30 .carry/bin/launch_c 2000 25 2>&1 | tee -a "$OUT/gpu_bench.log"
 fi

@@ -22,6 +22,27 @@ __all__ = [
     "atomic_fence",
     "group_barrier",
 ]
+# Sub-groups and group algorithms (SYCL 2020 names; kapi's own, numba-dpex 0.23 has none).
+__all__ += [
+    "GroupOp",
+    "SubGroup",
+    "all_of_group",
+    "any_of_group",
+    "exclusive_scan_over_group",
+    "group_broadcast",
+    "inclusive_scan_over_group",
+    "none_of_group",
+    "permute_group_by_xor",
+    "reduce_over_group",
+    "select_from_group",
+    "shift_group_left",
+    "shift_group_right",
+    "shuffle",
+    "shuffle_down",
+    "shuffle_up",
+    "shuffle_xor",
+    "sub_group_barrier",
+]
 
 
 class MemoryOrder(IntEnum):
@@ -173,16 +194,197 @@ class NdItem:
     def get_group(self):
         return self._group
 
+    def get_sub_group(self):
+        """This work-item's sub-group: in plain CPython a sub-group is one work-item."""
+        return SubGroup(self.get_local_linear_id(), self.get_local_linear_range())
+
     @property
     def dimensions(self):
         return self._global_item.dimensions
 
 
 def group_barrier(group, fence_scope=MemoryScope.WORK_GROUP):
-    """Work-group barrier. Sequential simulation cannot honour it (as in numba-dpex)."""
+    """Barrier over a Group (or a SubGroup, as sub_group_barrier). Sequential simulation cannot
+    honour it for more than one work-item (as in numba-dpex)."""
+    if isinstance(group, SubGroup):
+        return sub_group_barrier(group)
     raise NotImplementedError(
         "group_barrier needs concurrent work-items; a pure Python simulation of it is not available"
     )
+
+
+class SubGroup:
+    """A sub-group of an NdItem's work-group (SYCL 2020 `sub_group`; one-dimensional).
+
+    Compiled kernels get the device's sub-group size (32 on NVIDIA GPUs, 1 on the CPU driver,
+    see `Device.sub_group_sizes`); in plain CPython each work-item is its own sub-group.
+    """
+
+    def __init__(self, group_id, group_range, local_id=0, local_range=1):
+        self._group_id, self._group_range = group_id, group_range
+        self._local_id, self._local_range = local_id, local_range
+
+    def get_local_id(self):
+        return self._local_id
+
+    def get_local_linear_id(self):
+        return self._local_id
+
+    def get_local_range(self):
+        return self._local_range
+
+    def get_local_linear_range(self):
+        return self._local_range
+
+    def get_max_local_range(self):
+        return self._local_range
+
+    def get_group_id(self):
+        return self._group_id
+
+    def get_group_linear_id(self):
+        return self._group_id
+
+    def get_group_range(self):
+        return self._group_range
+
+    def get_group_linear_range(self):
+        return self._group_range
+
+    @property
+    def leader(self):
+        return self._local_id == 0
+
+    @property
+    def dimensions(self):
+        return 1
+
+
+class GroupOp(IntEnum):
+    """The combining operation of reduce_over_group and the scans (SYCL's plus, multiplies,
+    minimum, maximum, bit_and, bit_or, bit_xor)."""
+
+    ADD = 0
+    MUL = 1
+    MIN = 2
+    MAX = 3
+    AND = 4
+    OR = 5
+    XOR = 6
+
+
+_IDENTITIES = {GroupOp.ADD: 0, GroupOp.MUL: 1, GroupOp.AND: -1, GroupOp.OR: 0, GroupOp.XOR: 0}
+
+
+def _one_item(group, what):
+    # A sequential run holds one work-item of the group at a time: only one-item groups (a
+    # sub-group in plain CPython) can be simulated.
+    n = group.get_local_linear_range()
+    if n != 1:
+        raise NotImplementedError(
+            f"{what} over a group of {n} work-items needs concurrent work-items; a pure Python "
+            "simulation of it is not available"
+        )
+
+
+def sub_group_barrier(sub_group):
+    """Barrier over the sub-group's work-items (`group_barrier(sub_group)` in SYCL)."""
+    _one_item(sub_group, "sub_group_barrier")
+
+
+def select_from_group(sub_group, x, remote_local_id):
+    """x of the sub-group's work-item remote_local_id."""
+    _one_item(sub_group, "select_from_group")
+    return x
+
+
+def shift_group_left(sub_group, x, delta=1):
+    """x of work-item local_id + delta (unspecified past the sub-group's end)."""
+    _one_item(sub_group, "shift_group_left")
+    return x
+
+
+def shift_group_right(sub_group, x, delta=1):
+    """x of work-item local_id - delta (unspecified before the sub-group's start)."""
+    _one_item(sub_group, "shift_group_right")
+    return x
+
+
+def permute_group_by_xor(sub_group, x, mask):
+    """x of work-item local_id ^ mask."""
+    _one_item(sub_group, "permute_group_by_xor")
+    return x
+
+
+def shuffle(sub_group, x, src_local_id):
+    """select_from_group under its CUDA-style name."""
+    return select_from_group(sub_group, x, src_local_id)
+
+
+def shuffle_down(sub_group, x, delta):
+    """shift_group_left under its CUDA-style name."""
+    return shift_group_left(sub_group, x, delta)
+
+
+def shuffle_up(sub_group, x, delta):
+    """shift_group_right under its CUDA-style name."""
+    return shift_group_right(sub_group, x, delta)
+
+
+def shuffle_xor(sub_group, x, mask):
+    """permute_group_by_xor under its CUDA-style name."""
+    return permute_group_by_xor(sub_group, x, mask)
+
+
+def group_broadcast(group, x, local_linear_id=0):
+    """x of the group's work-item local_linear_id, for every work-item of a Group or SubGroup."""
+    _one_item(group, "group_broadcast")
+    return x
+
+
+def reduce_over_group(group, x, op):
+    """op (a GroupOp) over x of every work-item of the group."""
+    _one_item(group, "reduce_over_group")
+    GroupOp(op)
+    return x
+
+
+def inclusive_scan_over_group(group, x, op):
+    """op over x of the work-items with linear ids up to and including this one's."""
+    _one_item(group, "inclusive_scan_over_group")
+    GroupOp(op)
+    return x
+
+
+def exclusive_scan_over_group(group, x, op):
+    """op over x of the work-items with lower linear ids; op's identity for the first."""
+    _one_item(group, "exclusive_scan_over_group")
+    op = GroupOp(op)
+    if isinstance(x, float | np.floating):
+        fid = {GroupOp.MIN: np.inf, GroupOp.MAX: -np.inf, GroupOp.MUL: 1.0}.get(op, 0.0)
+        return type(x)(fid)
+    info = np.iinfo(np.asarray(x).dtype)
+    ids = {
+        GroupOp.MIN: info.max,
+        GroupOp.MAX: info.min,
+        GroupOp.AND: info.max if info.min == 0 else -1,
+    }
+    return type(x)(ids.get(op, _IDENTITIES.get(op, 0)))
+
+
+def any_of_group(group, pred):
+    _one_item(group, "any_of_group")
+    return bool(pred)
+
+
+def all_of_group(group, pred):
+    _one_item(group, "all_of_group")
+    return bool(pred)
+
+
+def none_of_group(group, pred):
+    _one_item(group, "none_of_group")
+    return not pred
 
 
 def atomic_fence(memory_order, memory_scope):

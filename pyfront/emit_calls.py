@@ -16,6 +16,7 @@ from kapi import kernel_api as K
 from . import values as V
 from ._numba import types
 from .emit_ufuncs import UfuncEmitter
+from .emit_group import GROUP_BUILTINS, sub_group_leader, sub_group_method
 from .kir import format_const
 from .ktypes import kir_scalar
 from .typing_registry import cmpxchg_keywords, device_pyfunc
@@ -295,6 +296,8 @@ class CallEmitter(UfuncEmitter):
     def index_attr(self, obj, attr):
         if attr == "dimensions":
             return V.Const(obj.ndim, types.int64)
+        if attr == "leader" and obj.kind == "SubGroup":
+            return sub_group_leader(self)
         if attr == "leader" and obj.kind == "Group":
             lin = self.linear(obj.ndim, "local_id", "local_range")
             zero = self.scalar(V.Const(0, types.int64))
@@ -337,6 +340,8 @@ class CallEmitter(UfuncEmitter):
     def index_method(self, obj, attr, args):
         if obj.kind == "NdItem" and attr == "get_group":
             return V.IndexSpace("Group", obj.ndim)
+        if obj.kind == "SubGroup" or attr == "get_sub_group":
+            return sub_group_method(self, obj, attr)
         spec = _INDEX_METHODS[obj.kind].get(attr)
         if spec is None:
             raise self.unsupported("call", f"{obj.kind}.{attr}() is not supported in kernels")
@@ -385,6 +390,9 @@ class CallEmitter(UfuncEmitter):
     def _group_barrier(self, args, kws, sig):
         b = self.bind_values(K.group_barrier, args, kws)
         scope = self.enum_const(b["fence_scope"], SCOPES, "group_barrier fence_scope")
+        if b["group"].kind == "SubGroup":  # SYCL 2020's group_barrier(sub_group)
+            self.b.emit("sg_barrier", self.line)
+            return V.Static(None)
         self.b.emit(f"barrier {scope}", self.line)
         return V.Static(None)
 
@@ -599,4 +607,5 @@ _BUILTINS = {
     K.AtomicRef: CallEmitter._atomic_ref,
     K.PrivateArray: CallEmitter._private_array,
 }
+_BUILTINS.update(GROUP_BUILTINS)
 __all__ = ["CallEmitter", "format_const"]

@@ -112,6 +112,12 @@ class GroupType(IndexSpaceType):
     kind = "Group"
 
 
+class SubGroupType(IndexSpaceType):
+    """NdItem.get_sub_group(): always one-dimensional; ndim is the NdItem's."""
+
+    kind = "SubGroup"
+
+
 class AtomicRefType(types.Opaque):
     """An AtomicRef over one element of an array; order/scope are resolved at emission."""
 

@@ -14,7 +14,15 @@ from kapi import kernel_api as K
 
 from . import _numba as nb
 from .errors import KernelError, UnsupportedConstructError
-from .ktypes import AtomicRefType, GroupType, IndexSpaceType, ItemType, KArray, NdItemType
+from .ktypes import (
+    AtomicRefType,
+    GroupType,
+    IndexSpaceType,
+    ItemType,
+    KArray,
+    NdItemType,
+    SubGroupType,
+)
 
 types = nb.types
 registry = nb.Registry()
@@ -200,7 +208,7 @@ def _is_enum(ty, enum_cls):
 class GroupBarrier(nb.AbstractTemplate):
     def generic(self, args, kws):
         b = bind(K.group_barrier, args, kws)
-        if not isinstance(b["group"], GroupType):
+        if not isinstance(b["group"], GroupType | SubGroupType):
             _fail(
                 f"group_barrier(group, ...): group must be a Group, not {b['group']}; pass "
                 "nd_item.get_group() (barriers need an NdRange launch)"
@@ -496,3 +504,7 @@ def is_index_space(ty):
 
 
 __all__ = ["KapiTypingContext", "KernelError", "bind", "device_pyfunc", "dtype_of", "registry"]
+
+
+# Sub-groups and group algorithms live in their own module; importing it registers them here.
+from . import typing_group  # noqa: E402,F401

@@ -64,6 +64,10 @@ void kc_hf_vec_release(LLVMModuleRef m);
  * loads and stores, with the requested ordering (scope is strengthened to system). */
 int kc_hf_lower_atomics(LLVMModuleRef m, char **log);
 
+/* finalise_host_subgroup.c: rewrites sub-group shuffles and OpGroup* builtins for sub-groups
+ * of one work-item. */
+int kc_hf_lower_sub_groups(LLVMModuleRef m, char **log);
+
 /* finalise_host_entry.c: collects kernels, and generates each kernel's run function (and wi
  * function for kernels with barriers). */
 int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t **out,

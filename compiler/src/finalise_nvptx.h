@@ -41,6 +41,20 @@ void kc_nvptx_annotate_kernel(LLVMModuleRef mod, LLVMValueRef fn);
  * sym is not a SPIR-V builtin or the name does not fit in cap. */
 int kc_nvptx_spirv_name(const char *sym, char *out, size_t cap);
 
+/* Sub-groups (finalise_nvptx_subgroup.c): a sub-group is a warp. The size of this work-item's
+ * warp (the last one of a group may be partial) and its member mask, as i32; and an
+ * SPV_INTEL_subgroups shuffle (kind after "SubgroupShuffle": INTEL, DownINTEL, UpINTEL,
+ * XorINTEL) as shfl.sync, or NULL for a kind or type it does not handle. */
+LLVMValueRef kc_nvptx_sub_group_size(LLVMModuleRef mod, LLVMBuilderRef b);
+LLVMValueRef kc_nvptx_sub_group_mask(LLVMModuleRef mod, LLVMBuilderRef b);
+LLVMValueRef kc_nvptx_shuffle(LLVMModuleRef mod, LLVMBuilderRef b, const char *kind,
+                              LLVMValueRef *args, unsigned nargs);
+/* OpGroup* with Subgroup scope (kind after "Group": Any, All, IAdd, FAdd, SMin, UMin, FMin,
+ * SMax, UMax, FMax) as warp votes, redux.sync (32-bit integer reductions, sm_80) or shfl.sync
+ * scans; NULL for another scope or kind. */
+LLVMValueRef kc_nvptx_group(LLVMModuleRef mod, LLVMBuilderRef b, const char *kind,
+                            LLVMValueRef *args, unsigned nargs);
+
 /* Rewrites i64 sign tests and wide arithmetic shifts so LLVM 15's NVPTX instruction selection
  * cannot miscompile them into an unsigned bit-field extract (finalise_nvptx_workarounds.c).
  * Run after the last optimisation, right before code generation. */

@@ -26,9 +26,6 @@ typedef struct bi_call {
 enum { SCOPE_CROSS_DEVICE = 0, SCOPE_DEVICE = 1, SCOPE_SUBGROUP = 3 };
 enum { SEM_ACQUIRE = 0x2, SEM_RELEASE = 0x4, SEM_ACQ_REL = 0x8, SEM_SEQ_CST = 0x10 };
 
-static LLVMTypeRef i32t(bi_call_t *c) {
-  return LLVMInt32TypeInContext(c->ctx);
-}
 static LLVMTypeRef i64t(bi_call_t *c) {
   return LLVMInt64TypeInContext(c->ctx);
 }
@@ -126,7 +123,9 @@ static LLVMValueRef lower_id(bi_call_t *c, const char *n) {
     v = linear(c, global_id, global_size);
   else if (!strcmp(n, "LocalInvocationIndex"))
     v = linear(c, tid, ntid);
-  else if (!strcmp(n, "SubgroupSize") || !strcmp(n, "SubgroupMaxSize"))
+  else if (!strcmp(n, "SubgroupSize"))
+    v = LLVMBuildZExt(c->b, kc_nvptx_sub_group_size(c->mod, c->b), i64t(c), "");
+  else if (!strcmp(n, "SubgroupMaxSize"))
     v = warp;
   else if (!strcmp(n, "SubgroupLocalInvocationId"))
     v = LLVMBuildZExt(c->b, intrinsic(c, "llvm.nvvm.read.ptx.sreg.laneid", NULL, 0, NULL, 0),
@@ -166,8 +165,8 @@ static LLVMValueRef lower_barrier(bi_call_t *c, const char *n) {
     const_arg(c, 1, SCOPE_DEVICE, &scope);
     if (scope <= SCOPE_DEVICE) fence(c, scope); /* bar.sync orders only within the block */
     if (exec == SCOPE_SUBGROUP) {
-      LLVMValueRef all = LLVMConstInt(i32t(c), 0xffffffffu, 0);
-      intrinsic(c, "llvm.nvvm.bar.warp.sync", NULL, 0, &all, 1);
+      LLVMValueRef members = kc_nvptx_sub_group_mask(c->mod, c->b);
+      intrinsic(c, "llvm.nvvm.bar.warp.sync", NULL, 0, &members, 1);
     } else {
       call0(c, "llvm.nvvm.barrier0");
     }
@@ -261,6 +260,8 @@ static LLVMValueRef lower_relational(bi_call_t *c, const char *n) {
   if (c->nargs < 1 || LLVMGetTypeKind(LLVMTypeOf(c->args[0])) == LLVMVectorTypeKind) return NULL;
   LLVMValueRef x = c->args[0], r = NULL;
   LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMTypeKind tk = LLVMGetTypeKind(t);
+  if (tk != LLVMFloatTypeKind && tk != LLVMDoubleTypeKind) return NULL; /* not a relational */
   LLVMValueRef inf = LLVMConstReal(t, __builtin_inf());
   if (!strcmp(n, "IsNan"))
     r = LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, "");
@@ -388,6 +389,9 @@ static LLVMValueRef lower_one(bi_call_t *c, const char *base, char **log) {
   if (!strcmp(base, "ControlBarrier") || !strcmp(base, "MemoryBarrier"))
     return lower_barrier(c, base);
   if (!strncmp(base, "Atomic", 6)) return lower_atomic(c, base + 6);
+  if (!strncmp(base, "SubgroupShuffle", 15))
+    return kc_nvptx_shuffle(c->mod, c->b, base + 15, c->args, c->nargs);
+  if (!strncmp(base, "Group", 5)) return kc_nvptx_group(c->mod, c->b, base + 5, c->args, c->nargs);
   if (!strncmp(base, "ocl_", 4)) return lower_math(c, base + 4, log);
   return lower_relational(c, base);
 }

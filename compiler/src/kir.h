@@ -114,6 +114,22 @@ int kir_scalar_kind(const char *name);
   X(GROUP_ID, "group_id", "Td")                  \
   X(GROUP_RANGE, "group_range", "Td")            \
   X(BARRIER, "barrier", "S")                     \
+  X(SG_LOCAL_ID, "sg_local_id", "T")             \
+  X(SG_LOCAL_RANGE, "sg_local_range", "T")       \
+  X(SG_MAX_RANGE, "sg_max_range", "T")           \
+  X(SG_GROUP_ID, "sg_group_id", "T")             \
+  X(SG_GROUP_RANGE, "sg_group_range", "T")       \
+  X(SG_BARRIER, "sg_barrier", "")                \
+  X(SG_SHUFFLE, "sg_shuffle", "Tvv")             \
+  X(SG_SHUFFLE_DOWN, "sg_shuffle_down", "Tvv")   \
+  X(SG_SHUFFLE_UP, "sg_shuffle_up", "Tvv")       \
+  X(SG_SHUFFLE_XOR, "sg_shuffle_xor", "Tvv")     \
+  X(GROUP_BROADCAST, "group_broadcast", "TSvv")  \
+  X(GROUP_REDUCE, "group_reduce", "TgSv")        \
+  X(GROUP_INCLUSIVE_SCAN, "group_inclusive_scan", "TgSv") \
+  X(GROUP_EXCLUSIVE_SCAN, "group_exclusive_scan", "TgSv") \
+  X(GROUP_ANY, "group_any", "TSv")               \
+  X(GROUP_ALL, "group_all", "TSv")               \
   X(BR, "br", "b")                               \
   X(CBR, "cbr", "vbb")                           \
   X(RET, "ret", "?")                             \
@@ -129,7 +145,7 @@ typedef enum kir_op {
 } kir_op_t;
 
 /* Operand grammar of an op (see kir_parse.c): T type, v value, V slot, d literal int, b block,
- * p predicate, m math name, o rmw op, O order, S scope, f fill, L constant, @ function,
+ * p predicate, m math name, o rmw op, g group op, O order, S scope, f fill, L constant, @ function,
  * * the remaining values, D the remaining literal ints, ? an optional value. */
 const char *kir_op_name(kir_op_t op);
 const char *kir_op_spec(kir_op_t op);
@@ -162,6 +178,16 @@ typedef enum kir_scope {
   KIR_SYSTEM
 } kir_scope_t;
 typedef enum kir_fill { KIR_FILL_ZERO, KIR_FILL_UNDEF } kir_fill_t;
+/* Combining operation of group reductions and scans. */
+typedef enum kir_group_op {
+  KIR_GROUP_ADD,
+  KIR_GROUP_MUL,
+  KIR_GROUP_MIN,
+  KIR_GROUP_MAX,
+  KIR_GROUP_AND,
+  KIR_GROUP_OR,
+  KIR_GROUP_XOR
+} kir_group_op_t;
 
 /* Math functions: the first KIR_MATH_BINARY_FIRST are unary, then binary, then predicates. */
 /* clang-format off */
@@ -191,6 +217,7 @@ extern const char *const kir_rmw_names[];
 extern const char *const kir_order_names[];
 extern const char *const kir_scope_names[];
 extern const char *const kir_fill_names[];
+extern const char *const kir_group_op_names[];
 int kir_word_lookup(const char *const *table, const char *word);
 
 typedef struct kir_inst {

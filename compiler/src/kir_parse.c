@@ -337,6 +337,8 @@ static int parse_operand(parser_t *p, kir_inst_t *in, char c, int *cap, int *nta
     return parse_keyword(p, kir_math_names, "math function", &in->sub);
   case 'o':
     return parse_keyword(p, kir_rmw_names, "atomic operation", &in->sub);
+  case 'g':
+    return parse_keyword(p, kir_group_op_names, "group operation", &in->sub);
   case 'O':
     return parse_keyword(p, kir_order_names, "memory order", &in->order);
   case 'S':

@@ -98,6 +98,7 @@ const char *const kir_order_names[] = {"relaxed", "acquire", "release", "acq_rel
 const char *const kir_scope_names[] = {"work_item", "sub_group", "work_group",
                                        "device",    "system",    NULL};
 const char *const kir_fill_names[] = {"zero", "undef", NULL};
+const char *const kir_group_op_names[] = {"add", "mul", "min", "max", "and", "or", "xor", NULL};
 
 int kir_word_lookup(const char *const *table, const char *word) {
   for (int i = 0; table[i]; i++)

@@ -197,6 +197,34 @@ static int check_index_space(const vctx_t *c) {
   return 0;
 }
 
+/* Sub-group and work-group collectives (lower_group.c): the group is a sub-group or a
+ * work-group; ids, lanes and deltas are i64. */
+static int check_group_scope(const vctx_t *c) {
+  if (c->in->scope != KIR_SUB_GROUP && c->in->scope != KIR_WORK_GROUP)
+    FAIL("%s needs scope sub_group or work_group, not %s", opname(c),
+         kir_scope_names[c->in->scope]);
+  return 0;
+}
+
+static int check_shuffle(const vctx_t *c) {
+  kir_kind_t k = c->in->type.kind;
+  if (type_ok(c, kir_is_scalar(k), "a scalar type") || nargs(c, 2) || arg_is(c, 0, c->in->type))
+    return -1;
+  return arg_is(c, 1, scalar(KIR_I64));
+}
+
+static int check_group_op(const vctx_t *c) {
+  kir_kind_t k = c->in->type.kind;
+  if (check_group_scope(c)) return -1;
+  if (c->in->op == KIR_OP_GROUP_BROADCAST) return check_shuffle(c);
+  if (c->in->op == KIR_OP_GROUP_ANY || c->in->op == KIR_OP_GROUP_ALL)
+    return same_typed(c, 1, k == KIR_BOOL, "bool");
+  if (same_typed(c, 1, kir_is_int(k) || kir_is_float(k), "an integer or float type")) return -1;
+  if (c->in->sub >= KIR_GROUP_AND && !kir_is_int(k))
+    FAIL("%s %s is defined on integers only", opname(c), kir_group_op_names[c->in->sub]);
+  return 0;
+}
+
 int kir_verify_inst(const kir_module_t *m, const kir_func_t *f, const kir_inst_t *in,
                     kir_diag_t *d) {
   vctx_t cv = {m, f, in, d}, *c = &cv;
@@ -264,6 +292,24 @@ int kir_verify_inst(const kir_module_t *m, const kir_func_t *f, const kir_inst_t
   case KIR_OP_GROUP_ID:
   case KIR_OP_GROUP_RANGE:
     return check_index_space(c);
+  case KIR_OP_SG_LOCAL_ID:
+  case KIR_OP_SG_LOCAL_RANGE:
+  case KIR_OP_SG_MAX_RANGE:
+  case KIR_OP_SG_GROUP_ID:
+  case KIR_OP_SG_GROUP_RANGE:
+    return type_ok(c, k == KIR_I64, "i64");
+  case KIR_OP_SG_SHUFFLE:
+  case KIR_OP_SG_SHUFFLE_DOWN:
+  case KIR_OP_SG_SHUFFLE_UP:
+  case KIR_OP_SG_SHUFFLE_XOR:
+    return check_shuffle(c);
+  case KIR_OP_GROUP_BROADCAST:
+  case KIR_OP_GROUP_REDUCE:
+  case KIR_OP_GROUP_INCLUSIVE_SCAN:
+  case KIR_OP_GROUP_EXCLUSIVE_SCAN:
+  case KIR_OP_GROUP_ANY:
+  case KIR_OP_GROUP_ALL:
+    return check_group_op(c);
   case KIR_OP_CBR:
     return nargs(c, 1) ? -1 : arg_is(c, 0, scalar(KIR_BOOL));
   case KIR_OP_RET:
@@ -272,6 +318,7 @@ int kir_verify_inst(const kir_module_t *m, const kir_func_t *f, const kir_inst_t
     return check_call(c);
   case KIR_OP_FENCE:
   case KIR_OP_BARRIER:
+  case KIR_OP_SG_BARRIER:
   case KIR_OP_BR:
   case KIR_OP_UNREACHABLE:
   case KIR_OP_COUNT:

@@ -137,6 +137,24 @@ static int lower_inst(kc_lower_t *L, const kir_inst_t *in) {
     return kc_lower_index_space(L, in);
   case KIR_OP_BARRIER:
     return kc_lower_barrier(L, in);
+  case KIR_OP_SG_LOCAL_ID:
+  case KIR_OP_SG_LOCAL_RANGE:
+  case KIR_OP_SG_MAX_RANGE:
+  case KIR_OP_SG_GROUP_ID:
+  case KIR_OP_SG_GROUP_RANGE:
+    return kc_lower_sub_group_query(L, in);
+  case KIR_OP_SG_BARRIER:
+  case KIR_OP_SG_SHUFFLE:
+  case KIR_OP_SG_SHUFFLE_DOWN:
+  case KIR_OP_SG_SHUFFLE_UP:
+  case KIR_OP_SG_SHUFFLE_XOR:
+  case KIR_OP_GROUP_BROADCAST:
+  case KIR_OP_GROUP_REDUCE:
+  case KIR_OP_GROUP_INCLUSIVE_SCAN:
+  case KIR_OP_GROUP_EXCLUSIVE_SCAN:
+  case KIR_OP_GROUP_ANY:
+  case KIR_OP_GROUP_ALL:
+    return kc_lower_group(L, in);
   case KIR_OP_BR:
   case KIR_OP_CBR:
   case KIR_OP_RET:

@@ -82,6 +82,11 @@ const char *kc_mangle_code(kir_kind_t k);
 int kc_lower_index_space(kc_lower_t *L, const kir_inst_t *in);
 int kc_lower_barrier(kc_lower_t *L, const kir_inst_t *in);
 
+/* lower_group.c: sub-group queries, shuffles and barriers; sub-group and work-group
+ * broadcasts, reductions, scans and votes */
+int kc_lower_sub_group_query(kc_lower_t *L, const kir_inst_t *in);
+int kc_lower_group(kc_lower_t *L, const kir_inst_t *in);
+
 /* lower_arith.c */
 int kc_lower_const(kc_lower_t *L, const kir_inst_t *in);
 int kc_lower_cast(kc_lower_t *L, const kir_inst_t *in);

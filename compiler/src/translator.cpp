@@ -34,6 +34,7 @@ SPIRV::TranslatorOpts make_opts() {
   SPIRV::TranslatorOpts::ExtensionsStatusMap exts;
   exts[SPIRV::ExtensionID::SPV_EXT_shader_atomic_float_add] = true;
   exts[SPIRV::ExtensionID::SPV_EXT_shader_atomic_float_min_max] = true;
+  exts[SPIRV::ExtensionID::SPV_INTEL_subgroups] = true; // sub-group shuffles (lower_group.c)
   SPIRV::TranslatorOpts opts(SPIRV::VersionNumber::SPIRV_1_2, exts);
   opts.setDesiredBIsRepresentation(SPIRV::BIsRepresentation::SPIRVFriendlyIR);
   return opts;
