@@ -41,6 +41,11 @@ void kc_nvptx_annotate_kernel(LLVMModuleRef mod, LLVMValueRef fn);
  * sym is not a SPIR-V builtin or the name does not fit in cap. */
 int kc_nvptx_spirv_name(const char *sym, char *out, size_t cap);
 
+/* finalise_nvptx_print.c: the call to CUDA's vprintf that replaces an OpenCL printf call (the
+ * builder placed before it), or NULL with *log set. */
+LLVMValueRef kc_nvptx_lower_printf(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef call,
+                                   char **log);
+
 /* Rewrites i64 sign tests and wide arithmetic shifts so LLVM 15's NVPTX instruction selection
  * cannot miscompile them into an unsigned bit-field extract (finalise_nvptx_workarounds.c).
  * Run after the last optimisation, right before code generation. */

@@ -388,6 +388,7 @@ static LLVMValueRef lower_one(bi_call_t *c, const char *base, char **log) {
   if (!strcmp(base, "ControlBarrier") || !strcmp(base, "MemoryBarrier"))
     return lower_barrier(c, base);
   if (!strncmp(base, "Atomic", 6)) return lower_atomic(c, base + 6);
+  if (!strcmp(base, "ocl_printf")) return kc_nvptx_lower_printf(c->mod, c->b, c->call, log);
   if (!strncmp(base, "ocl_", 4)) return lower_math(c, base + 4, log);
   return lower_relational(c, base);
 }
