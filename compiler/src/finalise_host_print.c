@@ -59,8 +59,10 @@ static LLVMValueRef to_host_printf(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueR
   LLVMTypeRef fmt = LLVMTypeOf(args[0]);
   LLVMTypeRef fty = LLVMFunctionType(LLVMInt32TypeInContext(LLVMGetModuleContext(m)), &fmt, 1, 1);
   LLVMValueRef fn = LLVMGetNamedFunction(m, "__kapi_host_printf");
-  if (!fn) fn = LLVMAddFunction(m, "__kapi_host_printf", fty);
-  else fty = LLVMGlobalGetValueType(fn);
+  if (!fn)
+    fn = LLVMAddFunction(m, "__kapi_host_printf", fty);
+  else
+    fty = LLVMGlobalGetValueType(fn);
   if (LLVMTypeOf(args[0]) != LLVMTypeOf(LLVMGetParam(fn, 0)))
     args[0] = LLVMBuildPointerCast(b, args[0], LLVMTypeOf(LLVMGetParam(fn, 0)), "");
   LLVMValueRef r = LLVMBuildCall2(b, fty, fn, args, na, "");

@@ -44,7 +44,8 @@ static LLVMValueRef arg_buffer(LLVMBuilderRef b, LLVMValueRef call, unsigned n) 
 LLVMValueRef kc_nvptx_lower_printf(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef call,
                                    char **log) {
   LLVMContextRef ctx = LLVMGetModuleContext(mod);
-  LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx), p8 = LLVMPointerType(LLVMInt8TypeInContext(ctx), 0);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx),
+              p8 = LLVMPointerType(LLVMInt8TypeInContext(ctx), 0);
   unsigned nargs = (unsigned)LLVMGetNumArgOperands(call);
   if (nargs < 1 || LLVMGetTypeKind(LLVMTypeOf(LLVMGetOperand(call, 0))) != LLVMPointerTypeKind) {
     *log = kc_msg("printf without a format string");

@@ -41,8 +41,8 @@ static void leave(kc_lower_t *L) {
 }
 
 static LLVMValueRef global_id(kc_lower_t *L, unsigned d) {
-  LLVMValueRef fn = kc_declare(L, "_Z33__spirv_BuiltInGlobalInvocationIdi", L->i64, &L->i32, 1,
-                               KC_BUILTIN_PURE);
+  LLVMValueRef fn =
+      kc_declare(L, "_Z33__spirv_BuiltInGlobalInvocationIdi", L->i64, &L->i32, 1, KC_BUILTIN_PURE);
   LLVMValueRef dim = LLVMConstInt(L->i32, d, 0);
   return kc_call(L, fn, &dim, 1);
 }
