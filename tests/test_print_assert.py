@@ -1,0 +1,224 @@
+"""print() and assert/raise in kernels, on every device: print's lines (captured at file
+descriptor 1), in program order per work-item and after Python's own earlier prints; a failing
+assert or raise makes the launch raise at the kernel's file:line with the work-item's id, and
+the next launch works.
+
+PYTEST_DONT_REWRITE: the kernels' asserts must stay Python's own (pytest would rewrite them).
+"""
+
+import numpy as np
+import pytest
+from kapi_testing import devices_or_skip, line_of
+from nvptx_util import finalise
+
+import kapi
+import pyfront
+from pyfront import UnsupportedConstructError
+
+DEVICES = devices_or_skip()
+HERE = __file__
+
+
+@pytest.fixture(params=DEVICES, ids=[d.filter_string for d in DEVICES])
+def dev(request):
+    return request.param
+
+
+@kapi.kernel
+def print_types(item, a, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64, flag):
+    i = item.get_id(0)
+    print("item", i, "a[i] =", a[i], a[i] > 1.5)
+    print(i8, u8, i16, u16, i32, u32, i64, u64)
+    print(f32, f64, flag, 2.5, True, 7, "100% {braces}")
+
+
+def test_print_all_types_in_order(dev, capfd):
+    a = kapi.asarray(np.array([0.25, 3.0], dtype=np.float32), device=dev)
+    args = [np.int8(-8), np.uint8(200), np.int16(-1600), np.uint16(60000)]
+    args += [np.int32(-(2**31)), np.uint32(2**32 - 1), np.int64(-(2**63)), np.uint64(2**64 - 1)]
+    args += [np.float32(0.1), np.float64(0.1), np.bool_(True)]
+    print("python before")
+    kapi.call_kernel(print_types, kapi.Range(1), a, *args)
+    print("python after")
+    out = capfd.readouterr().out.splitlines()
+    assert out == [
+        "python before",
+        "item 0 a[i] = 0.25 False",
+        "-8 200 -1600 60000 -2147483648 4294967295 -9223372036854775808 18446744073709551615",
+        # floats: %.9g (f32) and %.17g (f64), enough digits to read the value back
+        "0.100000001 0.10000000000000001 True 2.5 True 7 100% {braces}",
+        "python after",
+    ]
+
+
+@kapi.kernel
+def print_lines(item, a):
+    i = item.get_id(0)
+    print("first", i)
+    print("second", i, a[i])
+
+
+def test_print_lines_of_each_work_item_in_program_order(dev, capfd):
+    n = 64
+    a = kapi.asarray(np.arange(n, dtype=np.int32), device=dev)
+    kapi.call_kernel(print_lines, kapi.Range(n), a)
+    out = capfd.readouterr().out.splitlines()
+    assert sorted(out) == sorted(
+        [f"first {i}" for i in range(n)] + [f"second {i} {i}" for i in range(n)]
+    )
+    for i in range(n):  # whole lines, each work-item's in program order
+        assert out.index(f"first {i}") < out.index(f"second {i} {i}")
+
+
+@kapi.kernel
+def checked(item, a, out):
+    i = item.get_id(0)
+    assert a[i] >= 0
+    assert a[i] < 100, "too big"
+    out[i] = a[i] * 2
+
+
+def test_passing_asserts_do_not_raise(dev):
+    a = kapi.asarray(np.arange(8, dtype=np.float32), device=dev)
+    out = kapi.asarray(np.zeros(8, dtype=np.float32), device=dev)
+    kapi.call_kernel(checked, kapi.Range(8), a, out)
+    np.testing.assert_array_equal(out.asnumpy(), np.arange(8) * 2)
+
+
+def test_failing_assert_raises_with_line_and_id_then_next_launch_works(dev):
+    host = np.arange(16, dtype=np.float32)
+    host[11] = -1
+    a = kapi.asarray(host, device=dev)
+    out = kapi.asarray(np.zeros(16, dtype=np.float32), device=dev)
+    with pytest.raises(AssertionError) as ei:
+        kapi.call_kernel(checked, kapi.Range(16), a, out)
+    line = line_of(checked.py_func, "assert a[i] >= 0")
+    assert str(ei.value) == f"{HERE}:{line}: in kernel 'checked', work-item (11,): assertion failed"
+    assert ei.value.work_item == (11,) and ei.value.kernel_line == line
+    host[11] = 500  # the second assert, with its message
+    a = kapi.asarray(host, device=dev)
+    with pytest.raises(AssertionError, match=r"work-item \(11,\): assertion failed: too big$"):
+        kapi.call_kernel(checked, kapi.Range(16), a, out)
+    host[11] = 1  # the process and the device stay usable
+    kapi.call_kernel(checked, kapi.Range(16), kapi.asarray(host, device=dev), out)
+    np.testing.assert_array_equal(out.asnumpy(), host * 2)
+
+
+@kapi.device_func
+def _checked_sqrt(x):
+    if x < 0:
+        raise ValueError("negative input")
+    return x**0.5
+
+
+@kapi.kernel
+def raising_2d(item, a):
+    i, j = item.get_id(0), item.get_id(1)
+    a[i, j] = _checked_sqrt(a[i, j])
+    if a[i, j] > 1e30:
+        raise OverflowError
+
+
+def test_raise_in_device_function_2d(dev):
+    host = np.ones((4, 6), dtype=np.float32)
+    host[2, 5] = -4
+    a = kapi.asarray(host, device=dev)
+    with pytest.raises(ValueError) as ei:
+        kapi.call_kernel(raising_2d, kapi.Range(4, 6), a)
+    line = line_of(_checked_sqrt, "raise ValueError")
+    assert str(ei.value) == (
+        f"negative input ({HERE}:{line}: in kernel 'raising_2d', work-item (2, 5))"
+    )
+    host[2, 5] = np.inf
+    with pytest.raises(OverflowError, match=r"work-item \(2, 5\)"):
+        kapi.call_kernel(raising_2d, kapi.Range(4, 6), kapi.asarray(host, device=dev))
+
+
+def test_async_launch_raises_at_wait(dev):
+    a = kapi.asarray(np.array([1, -1], dtype=np.float32), device=dev)
+    out = kapi.asarray(np.zeros(2, dtype=np.float32), device=dev)
+    host_ev, ev = kapi.call_kernel_async(checked, kapi.Range(2), (), a, out)
+    assert host_ev is ev
+    with pytest.raises(AssertionError, match=r"work-item \(1,\)"):
+        ev.wait()
+    ev.wait()  # reported once
+
+
+def test_kernels_without_assert_have_no_status_argument():
+    sig = ("item(1)", "array(f32,1,C,global)", "array(f32,1,C,global)")
+
+    def plain(item, a, out):
+        out[item.get_id(0)] = a[item.get_id(0)]
+
+    k = kapi.kernel(plain)
+    assert "kapi.status" not in k.inspect_llvm(sig)
+    assert "kapi.status" in checked.inspect_llvm(sig)
+    assert checked.overloads and not k.overloads[(("item", 1), sig[1:])].raises
+
+
+def test_print_and_assert_reach_ptx():
+    """The CUDA path without a GPU: vprintf with an 8-byte-slot argument buffer, and the
+    status buffer's compare-exchange, in PTX that ptxas accepts (when installed)."""
+    import shutil
+    import subprocess
+
+    sig = "(item(1), array(f32,1,C,global), array(f32,1,C,global))"
+    checked.compile(("array(f32,1,C,global)",) * 2, ("item", 1))
+
+    @kapi.kernel
+    def both(item, a, out):
+        i = item.get_id(0)
+        print("i", i, a[i], a[i] > 0)
+        assert a[i] >= 0
+        out[i] = a[i]
+
+    both.compile(("array(f32,1,C,global)",) * 2, ("item", 1))
+    ptx, _ = finalise(both.inspect_spirv(sig))
+    assert "call.uni" in ptx and "vprintf" in ptx and "atom.global.cas.b32" in ptx
+    if shutil.which("ptxas"):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d:
+            open(f"{d}/k.ptx", "w").write(ptx)
+            r = subprocess.run(
+                ["ptxas", "-arch=sm_90", f"{d}/k.ptx", "-o", f"{d}/k.cubin"],
+                capture_output=True,
+                text=True,
+            )
+            assert r.returncode == 0, r.stderr
+
+
+# ---- what stays unsupported, with its line ----
+
+
+def _err(fn, args=("array(f32,1,C,global)",)):
+    with pytest.raises(UnsupportedConstructError) as ei:
+        pyfront.compile_kernel(fn, list(args), index=("item", 1))
+    return ei.value
+
+
+def test_print_of_an_array_is_an_error():
+    def k(item, x):
+        print(x)
+
+    err = _err(k)
+    assert err.construct == "print" and err.lineno == line_of(k, "print(")
+    assert "array elements" in str(err)
+
+
+def test_raise_with_run_time_argument_is_an_error():
+    def k(item, x):
+        if x[0] < 0:
+            raise ValueError(x[0])
+
+    err = _err(k)
+    assert err.construct == "raise" and err.lineno == line_of(k, "raise ")
+    assert "constant arguments" in str(err)
+
+
+def test_strings_outside_print_and_raise_stay_errors():
+    def k(item, x):
+        s = "abc"
+        x[0] = len(s)
+
+    assert _err(k).construct == "string"
