@@ -220,9 +220,8 @@ class KernelDispatcher:
             )
         mod = _pyfront_compile(self.py_func, argtypes, index)
         entry, llvm_ir, spirv = _compile_kir(mod.text, self.opt_level)
-        ck = CompiledKernel(
-            self, index, argtypes, entry, mod.text, llvm_ir, spirv, mod.raises, mod.prints
-        )
+        raises, prints = getattr(mod, "raises", ()), getattr(mod, "prints", False)
+        ck = CompiledKernel(self, index, argtypes, entry, mod.text, llvm_ir, spirv, raises, prints)
         self.overloads[key] = ck
         _dump(ck)
         return ck
