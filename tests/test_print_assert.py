@@ -6,6 +6,10 @@ the next launch works.
 PYTEST_DONT_REWRITE: the kernels' asserts must stay Python's own (pytest would rewrite them).
 """
 
+import shutil
+import subprocess
+import tempfile
+
 import numpy as np
 import pytest
 from kapi_testing import devices_or_skip, line_of
@@ -13,6 +17,7 @@ from nvptx_util import finalise
 
 import kapi
 import pyfront
+from kapi import kernel_api as kapi_api
 from pyfront import UnsupportedConstructError
 
 DEVICES = devices_or_skip()
@@ -159,9 +164,6 @@ def test_kernels_without_assert_have_no_status_argument():
 def test_print_and_assert_reach_ptx():
     """The CUDA path without a GPU: vprintf with an 8-byte-slot argument buffer, and the
     status buffer's compare-exchange, in PTX that ptxas accepts (when installed)."""
-    import shutil
-    import subprocess
-
     sig = "(item(1), array(f32,1,C,global), array(f32,1,C,global))"
     checked.compile(("array(f32,1,C,global)",) * 2, ("item", 1))
 
@@ -175,17 +177,19 @@ def test_print_and_assert_reach_ptx():
     both.compile(("array(f32,1,C,global)",) * 2, ("item", 1))
     ptx, _ = finalise(both.inspect_spirv(sig))
     assert "call.uni" in ptx and "vprintf" in ptx and "atom.global.cas.b32" in ptx
-    if shutil.which("ptxas"):
-        import tempfile
+    _ptxas(ptx)
 
-        with tempfile.TemporaryDirectory() as d:
-            open(f"{d}/k.ptx", "w").write(ptx)
-            r = subprocess.run(
-                ["ptxas", "-arch=sm_90", f"{d}/k.ptx", "-o", f"{d}/k.cubin"],
-                capture_output=True,
-                text=True,
-            )
-            assert r.returncode == 0, r.stderr
+
+def _ptxas(ptx):
+    """ptxas accepts the PTX for sm_90 (checked where the CUDA toolkit is installed)."""
+    if not shutil.which("ptxas"):
+        return
+    with tempfile.TemporaryDirectory() as d:
+        with open(f"{d}/k.ptx", "w") as f:
+            f.write(ptx)
+        cmd = ["ptxas", "-arch=sm_90", f"{d}/k.ptx", "-o", f"{d}/k.cubin"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
 
 
 # ---- what stays unsupported, with its line ----
@@ -222,3 +226,47 @@ def test_strings_outside_print_and_raise_stay_errors():
         x[0] = len(s)
 
     assert _err(k).construct == "string"
+
+
+@kapi.kernel
+def assert_then_barrier(nd_item, a, out):
+    i = nd_item.get_global_id(0)
+    assert a[i] >= 0
+    kapi_api.group_barrier(nd_item.get_group())
+    out[i] = a[i] + 1
+
+
+def test_assert_before_a_barrier_on_the_host_device(dev):
+    """The fiber scheme lets the other work-items of the group pass the barrier. On GPUs a
+    work-item leaving before a barrier its group reaches is undefined, as an early return."""
+    if not dev.is_cpu:
+        pytest.skip("undefined on GPUs: a barrier must be reached by the whole group")
+    host = np.arange(32, dtype=np.float32)
+    host[5] = -1
+    out = kapi.asarray(np.zeros(32, dtype=np.float32), device=dev)
+    with pytest.raises(AssertionError, match=r"work-item \(5,\)"):
+        kapi.call_kernel(
+            assert_then_barrier, kapi.NdRange(32, 8), kapi.asarray(host, device=dev), out
+        )
+    host[5] = 5
+    kapi.call_kernel(assert_then_barrier, kapi.NdRange(32, 8), kapi.asarray(host, device=dev), out)
+    np.testing.assert_array_equal(out.asnumpy(), host + 1)
+
+
+@kapi.kernel
+def print_only(item, a):
+    i = item.get_id(0)
+    if i == 0:
+        print("n =", a.shape[0])
+    a[i] = a[i] * 2
+
+
+def test_printing_kernel_ptx_with_coarsening(dev, capfd):
+    """A kernel that prints may still get the CUDA driver's coarsened entry: both entries call
+    vprintf and assemble."""
+    a = kapi.asarray(np.ones(4, dtype=np.float32), device=dev)
+    kapi.call_kernel(print_only, kapi.Range(4), a)
+    assert capfd.readouterr().out == "n = 4\n"
+    ptx, _ = finalise(print_only.inspect_spirv("(item(1), array(f32,1,C,global))"))
+    assert ptx.count("vprintf,") >= 1
+    _ptxas(ptx)
