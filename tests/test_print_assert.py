@@ -270,3 +270,32 @@ def test_printing_kernel_ptx_with_coarsening(dev, capfd):
     ptx, _ = finalise(print_only.inspect_spirv("(item(1), array(f32,1,C,global))"))
     assert ptx.count("vprintf,") >= 1
     _ptxas(ptx)
+
+
+def test_concurrent_launches_each_see_their_own_failure(dev):
+    """Two threads launching one asserting kernel: each launch reads its own status buffer."""
+    import threading
+
+    good = kapi.asarray(np.arange(256, dtype=np.float32), device=dev)
+    bad_host = np.arange(256, dtype=np.float32)
+    bad_host[200] = -3
+    bad = kapi.asarray(bad_host, device=dev)
+    results = {}
+
+    def run(name, a):
+        out = kapi.asarray(np.zeros(256, dtype=np.float32), device=dev)
+        errors = 0
+        for _ in range(20):
+            try:
+                kapi.call_kernel(checked, kapi.Range(256), a, out)
+            except AssertionError as e:
+                assert e.work_item == (200,)
+                errors += 1
+        results[name] = errors
+
+    ts = [threading.Thread(target=run, args=(n, a)) for n, a in (("good", good), ("bad", bad))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert results == {"good": 0, "bad": 20}

@@ -32,9 +32,10 @@ typedef struct {
   PyObject *spirv;    /* bytes */
   PyObject *entry;    /* str */
   kr_kernel_t *kernels[KX_MAX_DEVICES];
-  int checked;                  /* the kernel asserts: it takes a status buffer (docs/kir.md) */
-  int prints;                   /* the kernel prints */
-  void *status[KX_MAX_DEVICES]; /* checked: the synchronous launches' buffer per device */
+  int checked;                      /* the kernel asserts: it takes a status buffer (docs/kir.md) */
+  int prints;                       /* the kernel prints */
+  void *status[KX_MAX_DEVICES];     /* checked: the synchronous launches' buffer per device */
+  char status_busy[KX_MAX_DEVICES]; /* a synchronous launch is using it */
 } kx_entry;
 
 #define KX_STATUS_BYTES 32 /* u32 flag, u32 site, u64 global id[3] (compiler/src/lower_raise.c) */
@@ -452,9 +453,9 @@ int kx_status_check(PyObject *compiled, const void *status, int ndim) {
   return -1;
 }
 
-/* The zeroed status buffer of a launch of a kernel with assert: per device and reused for
- * synchronous launches (each completes before the next), fresh for an asynchronous one (the
- * Event owns it). Host-writable shared memory: zeroing and reading it need no copies. */
+/* The zeroed status buffer of a launch of a kernel with assert: per device and reused by
+ * synchronous launches, or fresh (the launch, or its Event, frees it). Host-writable shared
+ * memory: zeroing and reading it need no copies. */
 static void *launch_status(kx_entry *e, long device, int fresh) {
   void *buf = fresh ? NULL : e->status[device];
   if (!buf) {
@@ -510,9 +511,12 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
     Py_DECREF(queue);
     return kx_raise_class("UnsupportedKernelArgumentError", "too many kernel arguments");
   }
-  void *status = e->checked ? launch_status(e, device, deps != Py_None) : NULL;
+  /* A launch owns a fresh status buffer when it is asynchronous, or when another thread's
+   * synchronous launch of this kernel is using the shared one (the GIL is let go below). */
+  int own = e->checked && (deps != Py_None || e->status_busy[device]);
+  void *status = e->checked ? launch_status(e, device, own) : NULL;
   if ((e->checked && !status) || (e->prints && flush_python_stdout() < 0)) {
-    if (status && deps != Py_None) {
+    if (status && own) {
       kr_error_t ferr;
       kr_free(status, &ferr);
     }
@@ -520,6 +524,7 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
     return NULL;
   }
   if (status) kargs[nk++] = (kr_arg_t){8, &status}; /* the hidden last argument */
+  if (status && !own) e->status_busy[device] = 1;
   kr_error_t err;
   kr_event_t *ev = NULL;
   PyThreadState *ts = PyEval_SaveThread();
@@ -527,8 +532,9 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
                              nwait, wait, deps != Py_None ? &ev : NULL, &err);
   if (st == KR_OK && e->prints && deps == Py_None) fflush(stdout); /* the CUDA driver's lines */
   PyEval_RestoreThread(ts);
+  if (status && !own) e->status_busy[device] = 0;
   if (st != KR_OK) {
-    if (status && deps != Py_None) {
+    if (status && own) {
       kr_error_t ferr;
       kr_free(status, &ferr);
     }
@@ -537,7 +543,12 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
   }
   if (deps == Py_None) {
     Py_DECREF(queue);
-    if (status && kx_status_check(e->compiled, status, s->ndim) < 0) return NULL;
+    int failed = status && kx_status_check(e->compiled, status, s->ndim) < 0;
+    if (status && own) {
+      kr_error_t ferr;
+      kr_free(status, &ferr);
+    }
+    if (failed) return NULL;
     Py_RETURN_NONE;
   }
   PyObject *event = kx_event_new(ev, args);

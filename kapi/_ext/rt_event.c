@@ -4,6 +4,8 @@
  */
 #include "kx.h"
 
+#include <stdio.h>
+
 typedef struct {
   PyObject_HEAD kr_event_t *ev;
   PyObject *keep;     /* arguments kept alive while pending; NULL once complete */
@@ -74,6 +76,7 @@ static PyObject *event_wait(PyObject *o, PyObject *noargs) {
   PyEval_RestoreThread(ts);
   Py_CLEAR(self->keep);
   if (st != KR_OK) return kx_raise(&err);
+  fflush(stdout); /* a CUDA kernel's print lines are in C's stdout buffer by now */
   if (check_status(self) < 0) return NULL;
   Py_RETURN_NONE;
 }
