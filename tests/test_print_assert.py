@@ -276,8 +276,9 @@ def test_concurrent_launches_each_see_their_own_failure(dev):
     """Two threads launching one asserting kernel: each launch reads its own status buffer."""
     import threading
 
-    good = kapi.asarray(np.arange(256, dtype=np.float32), device=dev)
-    bad_host = np.arange(256, dtype=np.float32)
+    good_host = np.arange(256, dtype=np.float32) % 50
+    good = kapi.asarray(good_host, device=dev)
+    bad_host = good_host.copy()
     bad_host[200] = -3
     bad = kapi.asarray(bad_host, device=dev)
     results = {}
