@@ -50,7 +50,7 @@ def main():
         f"{'plain GB/s':>10} {'assert GB/s':>11}"
     )
     for dev in devs:
-        for n in (1 << 10, 1 << 20, 1 << 24):
+        for n in (1, 1 << 10, 1 << 20, 1 << 24):
             x = kapi.asarray(np.ones(n, dtype=np.float32), device=dev)
             y = kapi.asarray(np.zeros(n, dtype=np.float32), device=dev)
             tp, tc = median_us(plain, n, x, y), median_us(checked, n, x, y)
