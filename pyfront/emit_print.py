@@ -7,7 +7,10 @@ SITE`, where SITE indexes the module's raise sites (exception class, constant ar
 file, line), which the launch uses to raise on the host.
 """
 
+import numpy as np
+
 from . import values as V
+from ._numba import types
 
 # Characters a KIR string spells with an escape (the lexer knows \\ \" \n \t).
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}
@@ -39,8 +42,11 @@ class PrintRaiseEmitter:
             val = self.get(var)
             if isinstance(val, V.Static) and isinstance(val.value, str):
                 parts.append(_literal(val.value))
-            elif isinstance(val, V.Const):
-                parts.append(_literal(str(val.value)))
+            elif isinstance(val, V.Const):  # formatted by Python, float32 as NumPy shows it
+                text = val.value
+                if val.ty == types.float32:
+                    text = np.float32(text)
+                parts.append(_literal(str(text)))
             elif isinstance(val, V.Scalar):
                 parts.append("{}")
                 values.append(val.ref)
@@ -65,7 +71,9 @@ class PrintRaiseEmitter:
             raise self.unsupported("raise", "a bare 'raise' (re-raise) is not supported in kernels")
         cls = exception_class(st.exc_class)
         if cls is None:
-            raise self.unsupported("raise", f"kernels can only raise exceptions, not {cls}")
+            raise self.unsupported(
+                "raise", f"kernels can only raise exceptions, not {st.exc_class!r}"
+            )
         args = tuple(st.exc_args or ())
         if any(a is not None and not isinstance(a, str | int | float | bool) for a in args):
             raise self.unsupported(

@@ -300,3 +300,14 @@ def test_concurrent_launches_each_see_their_own_failure(dev):
     for t in ts:
         t.join()
     assert results == {"good": 0, "bad": 20}
+
+
+@kapi.kernel
+def print_constants(item, a):
+    print(np.float32(0.1), 0.1, -3, True, "tab\there", a[0])
+
+
+def test_print_constants_are_formatted_by_python(dev, capfd):
+    a = kapi.asarray(np.array([0.1], dtype=np.float32), device=dev)
+    kapi.call_kernel(print_constants, kapi.Range(1), a)
+    assert capfd.readouterr().out == "0.1 0.1 -3 True tab\there 0.100000001\n"
