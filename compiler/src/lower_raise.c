@@ -5,15 +5,14 @@
  * first failing work-item wins the flag with a compare-exchange and alone writes the rest. */
 #include "lower.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 LLVMTypeRef kc_status_type(kc_lower_t *L) {
   return LLVMPointerType(L->i32, KC_AS_GLOBAL);
 }
 
-/* may[f] = 1 for functions holding a raise or calling one that may raise (no recursion). */
+/* may[f] = 1 for functions holding a raise or calling one that may raise (no recursion: the
+ * verifier rejected it). Always 0. */
 int kc_may_raise(const kir_module_t *m, char *may) {
   memset(may, 0, (size_t)m->nfuncs);
   for (int changed = 1; changed;) {
