@@ -1,8 +1,8 @@
 """print() and assert/raise in kernels: KIR `print` and `raise` (docs/kir.md).
 
-print writes one line per call: its arguments joined by spaces. Constants (string literals
-included) are formatted here by Python; run-time values become `{}` marks of the KIR template
-that the compiler formats with printf. assert and raise of a constant exception become `raise
+print writes its arguments joined by sep (a space) and then end (a newline). Constants
+(string literals included) are formatted here by Python; run-time values become `{}` marks of
+the KIR template that the compiler formats with printf. assert and raise of a constant exception become `raise
 SITE`, where SITE indexes the module's raise sites (exception class, constant arguments,
 file, line), which the launch uses to raise on the host.
 """
@@ -56,7 +56,8 @@ class PrintRaiseEmitter:
                     f"print takes numbers, booleans, strings and array elements in kernels, "
                     f"not {self.typemap[var.name]}",
                 )
-        text = " ".join(parts)
+        sep = _literal(getattr(st, "kapi_sep", " "))
+        text = sep.join(parts) + _literal(getattr(st, "kapi_end", "\n"))
         if any(ord(c) < 32 and c not in "\n\t" for c in text):
             raise self.unsupported(
                 "print",

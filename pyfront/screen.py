@@ -41,6 +41,7 @@ def _string_uses(func_ir):
     for st in _stmts(func_ir):
         if isinstance(st, ir.Print):
             ok.update(v.name for v in st.args)
+            ok.update(getattr(st, "kapi_keyword_vars", ()))
         elif isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == "call":
             fn = _definition(func_ir, st.value.func)
             if isinstance(fn, ir.Global | ir.FreeVar) and _exception_class(fn.value):

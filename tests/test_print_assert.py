@@ -311,3 +311,17 @@ def test_print_constants_are_formatted_by_python(dev, capfd):
     a = kapi.asarray(np.array([0.1], dtype=np.float32), device=dev)
     kapi.call_kernel(print_constants, kapi.Range(1), a)
     assert capfd.readouterr().out == "0.1 0.1 -3 True tab\there 0.100000001\n"
+
+
+@kapi.kernel
+def print_keywords(item, a):
+    i = item.get_id(0)
+    print("a", i, a[i], sep=", ", end=";\n")
+    print("no newline", end="")
+    print(" then one")
+
+
+def test_print_sep_and_end(dev, capfd):
+    a = kapi.asarray(np.array([7], dtype=np.int64), device=dev)
+    kapi.call_kernel(print_keywords, kapi.Range(1), a)
+    assert capfd.readouterr().out == "a, 0, 7;\nno newline then one\n"

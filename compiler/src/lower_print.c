@@ -1,5 +1,6 @@
 /* print: one OpenCL `printf` call per KIR print, so a line is written at once on every device.
- * The KIR template (literal text with a `{}` per value) becomes a printf format in constant
+ * The KIR template (literal text with a `{}` per value; pyfront ends it with print's `end`,
+ * a newline by default) becomes a printf format in constant
  * memory (addrspace 2), which the translator maps to the OpenCL.std printf instruction. Values
  * follow C's variadic promotions, chosen to read like Python: integers as %lld/%llu (widened to
  * 64 bits), floats as %.9g (f32) and %.17g (f64), enough digits to read the exact value back,
@@ -78,8 +79,8 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 static char *build_format(kc_lower_t *L, const kir_inst_t *in, LLVMValueRef *args, size_t *len) {
   char *buf = NULL;
   size_t cap = 0;
-  int k = 0, rc = 0;
   *len = 0;
+  int k = 0, rc = append(&buf, len, &cap, "", 0); /* an empty template gives "" */
   for (const char *s = in->str; *s && !rc; s++) {
     if (s[0] == '{' && s[1] == '}') {
       const char *conv = convert(L, kc_arg_type(L, in, k).kind, kc_arg(L, in, k), &args[k + 1]);
@@ -92,7 +93,6 @@ static char *build_format(kc_lower_t *L, const kir_inst_t *in, LLVMValueRef *arg
       if ((s[0] == '{' || s[0] == '}') && s[1] == s[0]) s++; /* {{ and }} */
     }
   }
-  if (!rc) rc = append(&buf, len, &cap, "\n", 1);
   if (rc) free(buf);
   return rc ? NULL : buf;
 }
