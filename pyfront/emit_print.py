@@ -2,9 +2,9 @@
 
 print writes its arguments joined by sep (a space) and then end (a newline). Constants
 (string literals included) are formatted here by Python; run-time values become `{}` marks of
-the KIR template that the compiler formats with printf. assert and raise of a constant exception become `raise
-SITE`, where SITE indexes the module's raise sites (exception class, constant arguments,
-file, line), which the launch uses to raise on the host.
+the KIR template that the compiler formats with printf. assert and raise of a constant
+exception become `raise SITE`, where SITE indexes the module's raise sites (exception class,
+constant arguments, file, line), which the launch uses to raise on the host.
 """
 
 import numpy as np
