@@ -325,3 +325,20 @@ def test_print_sep_and_end(dev, capfd):
     a = kapi.asarray(np.array([7], dtype=np.int64), device=dev)
     kapi.call_kernel(print_keywords, kapi.Range(1), a)
     assert capfd.readouterr().out == "a, 0, 7;\nno newline then one\n"
+
+
+def test_assert_in_a_dpjit_prange_body(dev):
+    @kapi.dpjit
+    def double_non_negative(a):
+        for i in kapi.prange(a.shape[0]):
+            assert a[i] >= 0, "negative"
+            a[i] = a[i] * 2
+        return a
+
+    host = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(
+        double_non_negative(kapi.asarray(host, device=dev)).asnumpy(), host * 2
+    )
+    host[3] = -1
+    with pytest.raises(AssertionError, match=r"__prange0', work-item \(3,\): .*: negative$"):
+        double_non_negative(kapi.asarray(host, device=dev))
