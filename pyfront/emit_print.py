@@ -12,6 +12,8 @@ import numpy as np
 from . import values as V
 from ._numba import types
 
+_MAX_VALUES = 32  # CUDA's vprintf reads at most 32 arguments
+
 # Characters a KIR string spells with an escape (the lexer knows \\ \" \n \t).
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}
 
@@ -34,12 +36,22 @@ def exception_class(value):
 class PrintRaiseEmitter:
     """Mixed into FunctionEmitter: statements ir.Print and ir.StaticRaise."""
 
-    def print_stmt(self, st):
+    def _print_items(self, st):
+        """(value, its type for messages) of each printed item; print(*t) spreads a tuple."""
+        items = [(self.get(var), self.typemap[var.name]) for var in st.args]
         if st.vararg is not None:
-            raise self.unsupported("print", "print(*args) is not supported in kernels")
+            star = self.get(st.vararg)
+            if not isinstance(star, V.Tuple):
+                raise self.unsupported(
+                    "print",
+                    f"print(*x) in kernels spreads tuples only, not {self.typemap[st.vararg.name]}",
+                )
+            items += [(v, getattr(v, "ty", type(v).__name__)) for v in star.items]
+        return items
+
+    def print_stmt(self, st):
         parts, values = [], []
-        for var in st.args:
-            val = self.get(var)
+        for val, ty in self._print_items(st):
             if isinstance(val, V.Static) and isinstance(val.value, str):
                 parts.append(_literal(val.value))
             elif isinstance(val, V.Const):  # formatted by Python, float32 as NumPy shows it
@@ -54,8 +66,14 @@ class PrintRaiseEmitter:
                 raise self.unsupported(
                     "print",
                     f"print takes numbers, booleans, strings and array elements in kernels, "
-                    f"not {self.typemap[var.name]}",
+                    f"not {ty}",
                 )
+        if len(values) > _MAX_VALUES:
+            raise self.unsupported(
+                "print",
+                f"print takes at most {_MAX_VALUES} run-time values in kernels (CUDA's printf "
+                f"limit), not {len(values)}; split it into several prints",
+            )
         sep = _literal(getattr(st, "kapi_sep", " "))
         text = sep.join(parts) + _literal(getattr(st, "kapi_end", "\n"))
         if any(ord(c) < 32 and c not in "\n\t" for c in text):

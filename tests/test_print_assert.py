@@ -342,3 +342,25 @@ def test_assert_in_a_dpjit_prange_body(dev):
     host[3] = -1
     with pytest.raises(AssertionError, match=r"__prange0', work-item \(3,\): .*: negative$"):
         double_non_negative(kapi.asarray(host, device=dev))
+
+
+def test_print_of_more_than_32_values_is_an_error():
+    def k(item, x):
+        v = x[0]
+        print(v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v,
+              v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v)  # fmt: skip
+
+    err = _err(k)
+    assert err.construct == "print" and "at most 32" in str(err)
+
+
+@kapi.kernel
+def print_star(item, a):
+    t = (a[0], item.get_id(0), 3)
+    print(*t)
+
+
+def test_print_spreads_a_tuple(dev, capfd):
+    a = kapi.asarray(np.array([1.5], dtype=np.float64), device=dev)
+    kapi.call_kernel(print_star, kapi.Range(1), a)
+    assert capfd.readouterr().out == "1.5 0 3\n"

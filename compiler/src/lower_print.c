@@ -2,8 +2,8 @@
  * The KIR template (literal text with a `{}` per value; pyfront ends it with print's `end`,
  * a newline by default) becomes a printf format in constant
  * memory (addrspace 2), which the translator maps to the OpenCL.std printf instruction. Values
- * follow C's variadic promotions, chosen to read like Python: integers as %lld/%llu (widened to
- * 64 bits), floats as %.9g (f32) and %.17g (f64), enough digits to read the exact value back,
+ * follow C's variadic promotions, chosen to read like Python: integers as %ld/%lu (widened to
+ * 64 bits; `l` is 64-bit in OpenCL C, on CUDA and on Linux x86-64, and OpenCL has no `ll`), floats as %.9g (f32) and %.17g (f64), enough digits to read the exact value back,
  * and bools as True/False through %s. */
 #include "lower.h"
 
@@ -49,7 +49,7 @@ static const char *convert(kc_lower_t *L, kir_kind_t k, LLVMValueRef v, LLVMValu
   *out = kir_bits(k) == 64 ? v
          : is_signed       ? LLVMBuildSExt(L->b, v, L->i64, "")
                            : LLVMBuildZExt(L->b, v, L->i64, "");
-  return is_signed ? "%lld" : "%llu";
+  return is_signed ? "%ld" : "%lu";
 }
 
 static LLVMValueRef declare_printf(kc_lower_t *L) {
