@@ -1,10 +1,10 @@
 /* print: one OpenCL `printf` call per KIR print, so a line is written at once on every device.
  * The KIR template (literal text with a `{}` per value; pyfront ends it with print's `end`,
- * a newline by default) becomes a printf format in constant
- * memory (addrspace 2), which the translator maps to the OpenCL.std printf instruction. Values
- * follow C's variadic promotions, chosen to read like Python: integers as %ld/%lu (widened to
- * 64 bits; `l` is 64-bit in OpenCL C, on CUDA and on Linux x86-64, and OpenCL has no `ll`), floats as %.9g (f32) and %.17g (f64), enough digits to read the exact value back,
- * and bools as True/False through %s. */
+ * a newline by default) becomes a printf format in constant memory (addrspace 2), which the
+ * translator maps to the OpenCL.std printf instruction. Values follow C's variadic promotions,
+ * chosen to read like Python: integers as %ld/%lu widened to 64 bits (`l` is 64-bit in OpenCL
+ * C, on CUDA and on Linux x86-64; OpenCL has no `ll`), floats as %.9g (f32) and %.17g (f64),
+ * enough digits to read the exact value back, and bools as True/False through %s. */
 #include "lower.h"
 
 #include <stdlib.h>
