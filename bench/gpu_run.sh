@@ -36,6 +36,8 @@ step group-reduce timeout 120 python3 bench/group_reduce.py 2>&1 | tee -a "$OUT/
 if [ -x .carry/bin/launch_c ]; then
   step gpu-launch-c env KAPI_BENCH_DRIVER=kapi-cuda timeout 30 .carry/bin/launch_c 2000 25 2>&1 | tee -a "$OUT/gpu_bench.log"
 fi
+# What an assert costs (bench/assert_cost.py: every device, the H200 and the host CPU).
+step assert-cost timeout 120 python3 bench/assert_cost.py 2>&1 | tee "$OUT/assert_cost.log"
 [ "${SKIP_CPU:-0}" = 1 ] && exit 0
 if [ -x .carry/bin/stream_triad ]; then
   step cpu-triad env KAPI_DRIVERS=cpu timeout 60 .carry/bin/stream_triad 67108864 15 2>&1 | tee "$OUT/cpu.log"

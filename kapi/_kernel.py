@@ -51,10 +51,14 @@ class CompiledKernel:
         "llvm_ir",
         "spirv",
         "device_kernels",
+        "raises",
+        "prints",
         "__weakref__",
     )
 
-    def __init__(self, dispatcher, index, argtypes, entry, kir, llvm_ir, spirv):
+    def __init__(
+        self, dispatcher, index, argtypes, entry, kir, llvm_ir, spirv, raises=(), prints=False
+    ):
         self.dispatcher = dispatcher
         self.index = index
         self.argtypes = argtypes
@@ -63,6 +67,26 @@ class CompiledKernel:
         self.llvm_ir = llvm_ir
         self.spirv = spirv
         self.device_kernels = {}  # device key -> native kernel handle (filled by the launcher)
+        self.raises = raises  # assert/raise sites: (class, args, file, line); see docs/kir.md
+        self.prints = prints
+
+    def _raise_failure(self, site, ndim, x, y, z):
+        """Raises what the kernel's assert or raise at `site` recorded for the first failing
+        work-item (called by the launch path once the launch has completed)."""
+        cls, args, filename, line = self.raises[site]
+        gid = (x, y, z)[: max(1, ndim)]
+        where = f"{filename}:{line}: in kernel '{self.dispatcher.__name__}', work-item {gid}"
+        msg = _exception_text(cls, args)
+        if cls is AssertionError:
+            text = f"{where}: assertion failed" + (f": {msg}" if msg else "")
+        else:
+            text = f"{msg} ({where})" if msg else where
+        try:
+            exc = cls(text)
+        except Exception:  # a user class whose constructor wants other arguments
+            exc = KapiError(f"{cls.__name__}: {text}")
+        exc.kernel_file, exc.kernel_line, exc.work_item = filename, line, gid
+        raise exc
 
     @property
     def signature(self) -> str:
@@ -73,6 +97,14 @@ class CompiledKernel:
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.dispatcher.__name__}{self.signature}>"
+
+
+def _exception_text(cls, args) -> str:
+    """str() of the exception a kernel raises, as Python would show it."""
+    try:
+        return str(cls(*args))
+    except Exception:
+        return ", ".join(map(str, args))
 
 
 def _compile_kir(text: str, opt_level: int):
@@ -215,7 +247,8 @@ class KernelDispatcher:
             )
         mod = _pyfront_compile(self.py_func, argtypes, index)
         entry, llvm_ir, spirv = _compile_kir(mod.text, self.opt_level)
-        ck = CompiledKernel(self, index, argtypes, entry, mod.text, llvm_ir, spirv)
+        raises, prints = getattr(mod, "raises", ()), getattr(mod, "prints", False)
+        ck = CompiledKernel(self, index, argtypes, entry, mod.text, llvm_ir, spirv, raises, prints)
         self.overloads[key] = ck
         _dump(ck)
         return ck

@@ -4,7 +4,11 @@ Numba's bytecode analysis and type inference (with kapi's own typing registry) p
 Numba IR; pyfront walks it and writes KIR. Numba's lowering is never used.
 
     compile_kernel(pyfunc, argtypes, *, index=("item", ndim) | ("nditem", ndim) | None)
-        -> KirModule(.text, .entry)
+        -> KirModule(.text, .entry, .raises, .prints)
+
+`raises` lists the module's raise sites (exception class, constant arguments, file, line),
+indexed by KIR `raise N`; a kernel with any takes the status buffer (docs/kir.md). `prints`
+says whether it prints.
 """
 
 import inspect
@@ -26,6 +30,8 @@ __all__ = [
 class KirModule:
     text: str
     entry: str
+    raises: tuple = ()
+    prints: bool = False
 
 
 def _where(pyfunc):
@@ -98,8 +104,9 @@ def _compile(pyfunc, argtypes, index):
             raise KernelTypingError(
                 f"argument '{name}': {e}", fname, line, construct="argument"
             ) from None
-    entry, text = ModuleEmitter().compile(pyfunc, ntypes, index)
-    return KirModule(text, entry)
+    emitter = ModuleEmitter()
+    entry, text = emitter.compile(pyfunc, ntypes, index)
+    return KirModule(text, entry, tuple(emitter.raises), emitter.prints)
 
 
 def _not_a_string(value):

@@ -93,6 +93,54 @@ class _RewriteState(dict):
     __getattr__ = dict.__getitem__
 
 
+_PRINT_KEYWORDS = ("sep", "end")
+
+
+def _print_statement(func_ir, inst):
+    """ir.Print for `print(..., sep=S, end=E)` with constant strings S and E (Numba's own
+    rewrite rejects every keyword), carrying them as .kapi_sep/.kapi_end; None for a call
+    without keywords, which Numba's rewrite handles."""
+    expr = inst.value
+    if not expr.kws:
+        return None
+    found = {}
+    for name, var in expr.kws:
+        try:
+            value = func_ir.infer_constant(var) if name in _PRINT_KEYWORDS else None
+        except errors.ConstantInferenceError:
+            value = None
+        if not isinstance(value, str):
+            raise errors.UnsupportedError(
+                "print() in kernels takes only sep= and end= keywords, as string constants",
+                inst.loc,
+            )
+        found[name] = (value, var.name)
+    st = ir.Print(args=expr.args, vararg=expr.vararg, loc=inst.loc)
+    st.kapi_sep = found.get("sep", (" ", None))[0]
+    st.kapi_end = found.get("end", ("\n", None))[0]
+    st.kapi_keyword_vars = {v for _, v in found.values()}
+    return st
+
+
+def _rewrite_print_keywords(func_ir):
+    for block in func_ir.blocks.values():
+        body = []
+        for inst in block.body:
+            st = None
+            if isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Expr):
+                if inst.value.op == "call":
+                    try:
+                        callee = func_ir.infer_constant(inst.value.func)
+                    except errors.ConstantInferenceError:
+                        callee = None
+                    st = _print_statement(func_ir, inst) if callee is print else None
+            if st is None:
+                body.append(inst)
+            else:
+                body += [st, ir.Assign(ir.Const(None, inst.loc), inst.target, inst.loc)]
+        block.body = body
+
+
 def _untyped_ir(pyfunc, argtypes):
     func_id = bytecode.FunctionIdentity.from_function(pyfunc)
     func_ir = interpreter.Interpreter(func_id).interpret(bytecode.ByteCode(func_id=func_id))
@@ -101,6 +149,7 @@ def _untyped_ir(pyfunc, argtypes):
     postproc.PostProcessor(func_ir).run()
     rewrite_semantic_constants(func_ir, argtypes)
     dead_branch_prune(func_ir, argtypes)
+    _rewrite_print_keywords(func_ir)
     state = _RewriteState(func_ir=func_ir, args=argtypes, typemap=None, calltypes=None)
     rewrite_registry.apply("before-inference", state)
     func_ir = reconstruct_ssa(func_ir)

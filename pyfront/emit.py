@@ -12,6 +12,7 @@ import numpy as np
 from . import values as V
 from ._numba import ir, types
 from .emit_calls import CallEmitter
+from .emit_print import PrintRaiseEmitter
 from .errors import KernelError, KernelTypingError, UnsupportedConstructError
 from .kir import FunctionBuilder, format_const, kir_name
 from .ktypes import IndexSpaceType, KArray, kir_array, kir_scalar
@@ -69,7 +70,7 @@ def _unlit(ty):
     return types.unliteral(ty)
 
 
-class FunctionEmitter(CallEmitter):
+class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
     """Emits one typed function (kernel or device function) into a FunctionBuilder."""
 
     def __init__(self, tf, module, kind, name, index=None, views=None):
@@ -232,10 +233,14 @@ class FunctionEmitter(CallEmitter):
         elif isinstance(st, ir.Del):
             pass
         elif isinstance(st, ir.Print):
-            raise self.unsupported("print", "print is not supported in kernels")
-        elif isinstance(st, ir.Raise | ir.StaticRaise | ir.DynamicRaise):
+            self.print_stmt(st)
+        elif isinstance(st, ir.StaticRaise):
+            self.raise_stmt(st)
+        elif isinstance(st, ir.Raise | ir.DynamicRaise):
             raise self.unsupported(
-                "raise", "raise and assert are not supported in kernels (no exceptions on devices)"
+                "raise",
+                "kernels raise exceptions with constant arguments only (e.g. raise "
+                'ValueError("negative input"))',
             )
         elif isinstance(st, ir.TryRaise | ir.StaticTryRaise | ir.DynamicTryRaise):
             raise self.unsupported("try", "try/except is not supported in kernels")
@@ -380,8 +385,8 @@ class FunctionEmitter(CallEmitter):
             uty = _unlit(ty)
             if isinstance(uty, types.Number | types.Boolean):
                 return V.Const(_py_cast(pv, uty), uty)
-        if isinstance(pv, str):
-            raise self.unsupported("string", "strings are not supported in kernels")
+        if isinstance(pv, str):  # screen.py lets strings reach print and raise only
+            return V.Static(pv)
         if isinstance(pv, tuple) and isinstance(ty, types.BaseTuple):
             return V.Tuple([self.python_value(v, t) for v, t in zip(pv, ty, strict=True)])
         if isinstance(pv, complex):
@@ -398,7 +403,7 @@ class FunctionEmitter(CallEmitter):
         if op == "unary":
             return self.unary(e)
         if op == "call":
-            return self.call(e, target)
+            return self.exception_call(e) or self.call(e, target)
         if op == "getattr":
             return self.getattr(self.get(e.value), e.value, e.attr, target)
         if op in ("getitem", "static_getitem"):

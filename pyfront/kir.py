@@ -78,7 +78,13 @@ class FunctionBuilder:
 
     @property
     def terminated(self):
-        return bool(self._cur) and self._cur[-1].split()[0] in ("br", "cbr", "ret", "unreachable")
+        return bool(self._cur) and self._cur[-1].split()[0] in (
+            "br",
+            "cbr",
+            "ret",
+            "unreachable",
+            "raise",
+        )
 
     def emit(self, text, line=None):
         self._cur.append(f"{text} #{line}" if line else text)

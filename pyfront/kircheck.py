@@ -6,7 +6,8 @@ and slots declared, and operand types equal to the result type where docs/kir.md
 import re
 
 _DEF = re.compile(r"^(%[\w.]+) = (\w+)(.*)$")
-_TERMS = ("br", "cbr", "ret", "unreachable")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_TERMS = ("br", "cbr", "ret", "unreachable", "raise")
 _SAME_TYPE_OPS = {
     "add",
     "sub",
@@ -39,7 +40,7 @@ def _tokens(rest):
 
 def check(text):
     """Raise KirCheckError on the first problem; returns {function: {value: type}}."""
-    lines = [ln.split(";")[0].rstrip() for ln in text.splitlines()]
+    lines = [_STRING.sub('""', ln).split(";")[0].rstrip() for ln in text.splitlines()]
     if not lines or lines[0].strip() != "kir 1":
         raise KirCheckError("first line must be 'kir 1'")
     out, fn = {}, None

@@ -14,6 +14,15 @@ class ModuleEmitter:
         self._names = {}  # (pyfunc, argtypes) -> KIR name
         self._used = set()
         self._pending = []
+        self.raises = []  # raise sites: (exception class, constant arguments, file, line)
+        self.prints = False
+
+    def raise_site(self, cls, args, filename, line):
+        """Index of a raise site (KIR `raise N`), shared by the kernel and its functions."""
+        site = (cls, args, filename, line)
+        if site not in self.raises:
+            self.raises.append(site)
+        return self.raises.index(site)
 
     def device_function(self, pyfunc, argtypes, views=None):
         """KIR name and typed function of a device function; emitted once, after the kernel.

@@ -31,6 +31,36 @@ def _definition(func_ir, var):
         return None
 
 
+def _exception_class(value):
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
+def _string_uses(func_ir):
+    """Variables that may hold a string: print's arguments and an exception's arguments."""
+    ok = set()
+    for st in _stmts(func_ir):
+        if isinstance(st, ir.Print):
+            ok.update(v.name for v in st.args)
+            ok.update(getattr(st, "kapi_keyword_vars", ()))
+        elif isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == "call":
+            fn = _definition(func_ir, st.value.func)
+            if isinstance(fn, ir.Global | ir.FreeVar) and _exception_class(fn.value):
+                ok.update(v.name for v in st.value.args)
+    return ok
+
+
+def _check_raise(st):
+    if isinstance(st, ir.StaticRaise) and st.exc_class is None:
+        _fail("raise", "a bare 'raise' (re-raise) is not supported in kernels", st.loc)
+    if not isinstance(st, ir.StaticRaise):
+        _fail(
+            "raise",
+            "kernels raise exceptions with constant arguments only (e.g. raise "
+            'ValueError("negative input"))',
+            st.loc,
+        )
+
+
 def screen(func_ir):
     if func_ir.is_generator:
         _fail("generator", "generators (yield) are not supported in kernels", func_ir.loc)
@@ -44,16 +74,20 @@ def screen(func_ir):
                 _fail("try", "'try' blocks are not supported in kernels", st.loc)
     for st in _stmts(func_ir):
         if isinstance(st, ir.Raise | ir.StaticRaise | ir.DynamicRaise):
-            _fail("raise", "raise and assert are not supported in kernels", st.loc)
-        if isinstance(st, ir.Print):
-            _fail("print", "print is not supported in kernels", st.loc)
+            _check_raise(st)
+    strings = _string_uses(func_ir)
     for st in _stmts(func_ir):
         if not isinstance(st, ir.Assign):
             continue
         v = st.value
-        if isinstance(v, ir.Global | ir.FreeVar) and v.value is print:
-            _fail("print", "print is not supported in kernels", st.loc)
         if isinstance(v, ir.Expr) and v.op in _EXPRS:
             _fail(*_EXPRS[v.op], st.loc)
         if isinstance(v, ir.Const | ir.Global | ir.FreeVar) and isinstance(v.value, str | bytes):
-            _fail("string", "strings are not supported in kernels", st.loc)
+            if isinstance(v.value, str) and st.target.name in strings:
+                continue
+            _fail(
+                "string",
+                "strings are not supported in kernels (except as print() arguments and "
+                "exception messages)",
+                st.loc,
+            )

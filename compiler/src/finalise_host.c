@@ -158,7 +158,8 @@ typedef struct {
 static kc_status_t lower(work_t *w, char **log) {
   LLVMModuleRef m = w->m;
   kc_hf_jit_prepare(w->jit, m);
-  if (!kc_hf_lower_math(m, log) || !kc_hf_lower_atomics(m, log)) return KC_ERR_UNSUPPORTED;
+  if (!kc_hf_lower_printf(m, log) || !kc_hf_lower_math(m, log) || !kc_hf_lower_atomics(m, log))
+    return KC_ERR_UNSUPPORTED;
   if (!kc_hf_lower_sub_groups(m, log)) return KC_ERR_UNSUPPORTED;
   if (!kc_hf_vec_keep(m, log)) return KC_ERR_OUT_OF_MEMORY;
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);

@@ -47,6 +47,11 @@ int kc_hf_check_spirv(const uint32_t *words, size_t n, char **log);
 /* Rewrites, in a copy the reader gets, what it would abort on but can safely lose. */
 void kc_hf_sanitise_spirv(uint32_t *words, size_t n);
 
+/* finalise_host_print.c: rewrites OpenCL printf calls to kc_host_printf, which the JIT binds
+ * as __kapi_host_printf: one line, one write(2) to standard output, under a lock. */
+int kc_hf_lower_printf(LLVMModuleRef m, char **log);
+int kc_host_printf(const char *fmt, ...);
+
 /* finalise_host_math.c: rewrites `__spirv_ocl_*` calls to LLVM intrinsics, IR, or libm calls. */
 int kc_hf_lower_math(LLVMModuleRef m, char **log);
 

@@ -70,14 +70,16 @@ static int define_runtime(kc_hf_jit_t *j, char **log) {
   LLVMOrcExecutionSessionRef es = LLVMOrcLLJITGetExecutionSession(j->jit);
   LLVMJITSymbolFlags flags = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable,
                               0};
-  LLVMOrcCSymbolMapPair syms[2] = {
+  LLVMOrcCSymbolMapPair syms[3] = {
       {LLVMOrcExecutionSessionIntern(es, "__kapi_host_fiber_run"),
        {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_fiber_run, flags}},
       {LLVMOrcExecutionSessionIntern(es, "__kapi_host_barrier"),
        {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_fiber_barrier, flags}},
+      {LLVMOrcExecutionSessionIntern(es, "__kapi_host_printf"),
+       {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_printf, flags}},
   };
   LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
-  LLVMErrorRef e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(syms, 2));
+  LLVMErrorRef e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(syms, 3));
   if (!e) {
     LLVMOrcDefinitionGeneratorRef gen;
     e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(

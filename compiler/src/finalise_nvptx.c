@@ -152,12 +152,14 @@ static kc_status_t nvptx_internalise(LLVMModuleRef mod, const kc_nvptx_kernel_li
   return KC_OK;
 }
 
-/* After optimisation only intrinsics may stay declared: anything else would fail at load. */
+/* After optimisation only intrinsics and CUDA's vprintf may stay declared: anything else would
+ * fail at load. */
 static kc_status_t nvptx_check_resolved(LLVMModuleRef mod, char **log) {
   for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
     size_t n;
     const char *name = LLVMGetValueName2(f, &n);
-    if (LLVMIsDeclaration(f) && strncmp(name, "llvm.", 5) != 0 && LLVMGetFirstUse(f)) {
+    if (LLVMIsDeclaration(f) && strncmp(name, "llvm.", 5) != 0 && strcmp(name, "vprintf") != 0 &&
+        LLVMGetFirstUse(f)) {
       *log = kc_msg("unresolved function '%s' (not provided for NVIDIA GPUs)", name);
       return KC_ERR_UNSUPPORTED;
     }

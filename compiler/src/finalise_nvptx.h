@@ -54,6 +54,10 @@ LLVMValueRef kc_nvptx_shuffle(LLVMModuleRef mod, LLVMBuilderRef b, const char *k
  * scans; NULL for another scope or kind. */
 LLVMValueRef kc_nvptx_group(LLVMModuleRef mod, LLVMBuilderRef b, const char *kind,
                             LLVMValueRef *args, unsigned nargs);
+/* finalise_nvptx_print.c: the call to CUDA's vprintf that replaces an OpenCL printf call (the
+ * builder placed before it), or NULL with *log set. */
+LLVMValueRef kc_nvptx_lower_printf(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef call,
+                                   char **log);
 
 /* Rewrites i64 sign tests and wide arithmetic shifts so LLVM 15's NVPTX instruction selection
  * cannot miscompile them into an unsigned bit-field extract (finalise_nvptx_workarounds.c).

@@ -392,6 +392,7 @@ static LLVMValueRef lower_one(bi_call_t *c, const char *base, char **log) {
   if (!strncmp(base, "SubgroupShuffle", 15))
     return kc_nvptx_shuffle(c->mod, c->b, base + 15, c->args, c->nargs);
   if (!strncmp(base, "Group", 5)) return kc_nvptx_group(c->mod, c->b, base + 5, c->args, c->nargs);
+  if (!strcmp(base, "ocl_printf")) return kc_nvptx_lower_printf(c->mod, c->b, c->call, log);
   if (!strncmp(base, "ocl_", 4)) return lower_math(c, base + 4, log);
   return lower_relational(c, base);
 }

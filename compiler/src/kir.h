@@ -134,7 +134,9 @@ int kir_scalar_kind(const char *name);
   X(CBR, "cbr", "vbb")                           \
   X(RET, "ret", "?")                             \
   X(UNREACHABLE, "unreachable", "")              \
-  X(CALL, "call", "T@*")
+  X(CALL, "call", "T@*")                         \
+  X(PRINT, "print", "s*")                        \
+  X(RAISE, "raise", "d")
 /* clang-format on */
 
 typedef enum kir_op {
@@ -146,7 +148,7 @@ typedef enum kir_op {
 
 /* Operand grammar of an op (see kir_parse.c): T type, v value, V slot, d literal int, b block,
  * p predicate, m math name, o rmw op, g group op, O order, S scope, f fill, L constant, @ function,
- * * the remaining values, D the remaining literal ints, ? an optional value. */
+ * * the remaining values, D the remaining literal ints, ? an optional value, s a string. */
 const char *kir_op_name(kir_op_t op);
 const char *kir_op_spec(kir_op_t op);
 int kir_op_lookup(const char *name); /* -1 if unknown */
@@ -238,6 +240,7 @@ typedef struct kir_inst {
   int targets[2];          /* block indices */
   int callee;              /* function index */
   const char *callee_name; /* until resolved */
+  const char *str;         /* print: its template (docs/kir.md) */
   int line;                /* source line (#N), 0 if none */
   int text_line;           /* line in the KIR text */
 } kir_inst_t;

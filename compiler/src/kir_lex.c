@@ -20,6 +20,10 @@ static int lex_string(kir_arena_t *a, const char *s, size_t len, size_t *pos, ki
   if (!buf) return *bad = "out of memory", -1;
   size_t i = *pos + 1;
   for (; i < len && s[i] != '"'; i++) {
+    if (s[i] == '\\' && i + 1 < len && (s[i + 1] == 'n' || s[i + 1] == 't')) {
+      *o++ = s[++i] == 'n' ? '\n' : '\t'; /* print text may hold newlines and tabs */
+      continue;
+    }
     if (s[i] == '\\' && i + 1 < len && (s[i + 1] == '"' || s[i + 1] == '\\')) i++;
     *o++ = s[i];
   }

@@ -349,6 +349,8 @@ static int parse_operand(parser_t *p, kir_inst_t *in, char c, int *cap, int *nta
     return (in->callee_name = expect(p, KIR_TOK_FUNC, "a @function")) ? 0 : -1;
   case '?':
     return peek(p) ? parse_value_arg(p, in, cap) : 0;
+  case 's':
+    return (in->str = expect(p, KIR_TOK_STRING, "a string")) ? 0 : -1;
   case '*':
     while (peek(p))
       if (parse_value_arg(p, in, cap)) return -1;

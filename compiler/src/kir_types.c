@@ -80,7 +80,8 @@ int kir_op_lookup(const char *name) {
 }
 
 int kir_op_is_terminator(kir_op_t op) {
-  return op == KIR_OP_BR || op == KIR_OP_CBR || op == KIR_OP_RET || op == KIR_OP_UNREACHABLE;
+  return op == KIR_OP_BR || op == KIR_OP_CBR || op == KIR_OP_RET || op == KIR_OP_UNREACHABLE ||
+         op == KIR_OP_RAISE;
 }
 
 const char *const kir_math_names[] = {

@@ -225,6 +225,34 @@ static int check_group_op(const vctx_t *c) {
   return 0;
 }
 
+/* A print template's `{}` marks one value each; `{{` and `}}` are literal braces. */
+static int check_print(const vctx_t *c) {
+  int marks = 0;
+  for (const char *s = c->in->str; *s; s++) {
+    if ((s[0] == '{' && s[1] == '{') || (s[0] == '}' && s[1] == '}')) {
+      s++;
+      continue;
+    }
+    if (s[0] == '{' && s[1] == '}') {
+      marks++, s++;
+      continue;
+    }
+    if (s[0] == '{' || s[0] == '}')
+      FAIL("print: lone '%c' in the template (write %c%c)", s[0], s[0], s[0]);
+  }
+  if (marks != c->in->nargs)
+    FAIL("print: the template has %d {} mark(s) for %d value(s)", marks, c->in->nargs);
+  for (int k = 0; k < c->in->nargs; k++)
+    if (!kir_is_scalar(arg(c, k).kind)) FAIL("print takes scalar values only");
+  return 0;
+}
+
+static int check_raise(const vctx_t *c) {
+  if (c->in->lits[0] < 0 || c->in->lits[0] > INT32_MAX)
+    FAIL("raise: the site number must be 0..2^31-1");
+  return 0;
+}
+
 int kir_verify_inst(const kir_module_t *m, const kir_func_t *f, const kir_inst_t *in,
                     kir_diag_t *d) {
   vctx_t cv = {m, f, in, d}, *c = &cv;
@@ -316,6 +344,10 @@ int kir_verify_inst(const kir_module_t *m, const kir_func_t *f, const kir_inst_t
     return check_ret(c);
   case KIR_OP_CALL:
     return check_call(c);
+  case KIR_OP_PRINT:
+    return check_print(c);
+  case KIR_OP_RAISE:
+    return check_raise(c);
   case KIR_OP_FENCE:
   case KIR_OP_BARRIER:
   case KIR_OP_SG_BARRIER:

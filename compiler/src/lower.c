@@ -79,12 +79,13 @@ void kc_set_fn_attrs(kc_lower_t *L, LLVMValueRef fn) {
                           LLVMCreateStringAttribute(L->ctx, "no-builtins", 11, "", 0));
 }
 
-static LLVMValueRef declare_func(kc_lower_t *L, const kir_func_t *f) {
-  LLVMTypeRef *params = malloc(sizeof *params * (7 * (size_t)f->nparams + 1));
+static LLVMValueRef declare_func(kc_lower_t *L, const kir_func_t *f, int may_raise) {
+  LLVMTypeRef *params = malloc(sizeof *params * (7 * (size_t)f->nparams + 2));
   if (!params) return NULL;
   unsigned n = 0;
   for (int i = 0; i < f->nparams; i++)
     n += kc_param_types(L, f->values[f->params[i]].type, f->is_kernel, params + n);
+  if (may_raise) params[n++] = kc_status_type(L); /* hidden, last */
   LLVMTypeRef fty = LLVMFunctionType(kc_scalar_type(L, f->ret.kind), params, n, 0);
   free(params);
   LLVMValueRef fn = LLVMAddFunction(L->mod, f->name, fty);
@@ -162,6 +163,10 @@ static int lower_inst(kc_lower_t *L, const kir_inst_t *in) {
     return kc_lower_control(L, in);
   case KIR_OP_CALL:
     return kc_lower_call(L, in);
+  case KIR_OP_PRINT:
+    return kc_lower_print(L, in);
+  case KIR_OP_RAISE:
+    return kc_lower_raise(L, in);
   default:
     return kc_lower_binary(L, in);
   }
@@ -200,6 +205,8 @@ static int lower_func(kc_lower_t *L, int fi) {
   const kir_func_t *f = &L->m->funcs[fi];
   L->f = f;
   L->fn = L->fns[fi];
+  L->status = L->may_raise[fi] ? LLVMGetLastParam(L->fn) : NULL;
+  if (L->status) LLVMSetValueName2(L->status, "kapi.status", 11);
   L->vals = calloc((size_t)f->nvalues + 1, sizeof *L->vals);
   L->slots = calloc((size_t)f->nvars + 1, sizeof *L->slots);
   L->blocks = calloc((size_t)f->nblocks, sizeof *L->blocks);
@@ -236,12 +243,14 @@ int kc_lower_module(LLVMContextRef ctx, const kir_module_t *m, LLVMModuleRef *ou
   add_metadata(&L);
   L.b = LLVMCreateBuilderInContext(ctx);
   L.fns = calloc((size_t)m->nfuncs, sizeof *L.fns);
-  int rc = L.fns ? 0 : -1;
+  L.may_raise = malloc((size_t)m->nfuncs + 1);
+  int rc = L.fns && L.may_raise ? kc_may_raise(m, L.may_raise) : -1;
   for (int i = 0; i < m->nfuncs && !rc; i++)
-    rc = (L.fns[i] = declare_func(&L, &m->funcs[i])) ? 0 : -1;
+    rc = (L.fns[i] = declare_func(&L, &m->funcs[i], L.may_raise[i])) ? 0 : -1;
   for (int i = 0; i < m->nfuncs && !rc; i++)
     rc = lower_func(&L, i);
   free(L.fns);
+  free(L.may_raise);
   LLVMDisposeBuilder(L.b);
   if (rc) {
     LLVMDisposeModule(L.mod);

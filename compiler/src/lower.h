@@ -48,6 +48,8 @@ typedef struct kc_lower {
   LLVMBasicBlockRef *blocks; /* per KIR block; NULL when unreachable */
   LLVMBasicBlockRef entry;   /* allocas and parameter unpacking */
   LLVMTypeRef i1, i8, i32, i64, f32, f64, void_t;
+  char *may_raise;     /* per KIR function: takes the status buffer (lower_raise.c) */
+  LLVMValueRef status; /* the current function's status buffer, or NULL */
 } kc_lower_t;
 
 /* lower.c */
@@ -123,6 +125,15 @@ unsigned kc_array_call_args(kc_lower_t *L, const kc_val_t *a, kir_type_t t, LLVM
 /* lower_control.c */
 int kc_lower_control(kc_lower_t *L, const kir_inst_t *in);
 int kc_lower_call(kc_lower_t *L, const kir_inst_t *in);
+
+/* lower_print.c */
+int kc_lower_print(kc_lower_t *L, const kir_inst_t *in);
+
+/* lower_raise.c: assert/raise through a hidden status-buffer parameter */
+LLVMTypeRef kc_status_type(kc_lower_t *L);
+int kc_may_raise(const kir_module_t *m, char *may);
+int kc_lower_raise(kc_lower_t *L, const kir_inst_t *in);
+void kc_after_raising_call(kc_lower_t *L);
 
 /* lower_atomic.c */
 int kc_lower_atomic(kc_lower_t *L, const kir_inst_t *in);

@@ -26,7 +26,7 @@ int kc_lower_control(kc_lower_t *L, const kir_inst_t *in) {
 }
 
 int kc_lower_call(kc_lower_t *L, const kir_inst_t *in) {
-  LLVMValueRef *args = malloc(sizeof *args * (7 * (size_t)in->nargs + 1));
+  LLVMValueRef *args = malloc(sizeof *args * (7 * (size_t)in->nargs + 2));
   if (!args) return kir_inst_error(L->d, L->f, in, "out of memory");
   unsigned n = 0;
   for (int k = 0; k < in->nargs; k++) {
@@ -36,8 +36,11 @@ int kc_lower_call(kc_lower_t *L, const kir_inst_t *in) {
     else
       args[n++] = kc_arg(L, in, k);
   }
+  int raises = L->may_raise[in->callee];
+  if (raises) args[n++] = L->status;
   LLVMValueRef r = kc_call(L, L->fns[in->callee], args, n);
   free(args);
   kc_set_result(L, in, r);
+  if (raises) kc_after_raising_call(L);
   return 0;
 }

@@ -50,6 +50,12 @@ int kx_queue_track(PyObject *q, PyObject *event); /* keeps an async launch's eve
 extern PyObject *kx_event_type;
 /* Wraps ev (taking its reference); keep is held until the event is known complete. */
 PyObject *kx_event_new(kr_event_t *ev, PyObject *keep);
+/* Makes wait() check a kernel's assert status buffer (launch.c's kx_status_check) once the
+ * launch completes, then free it. Takes ownership of status; holds compiled. */
+void kx_event_attach_status(PyObject *event, void *status, PyObject *compiled, int ndim);
+/* Raises (returns -1) when the status buffer of a completed launch of compiled records a failed
+ * assert or raise; 0 otherwise. */
+int kx_status_check(PyObject *compiled, const void *status, int ndim);
 kr_event_t *kx_event_handle(PyObject *e); /* NULL + TypeError if not an event */
 int kx_event_done(PyObject *e);           /* 1 complete (keep dropped), 0 pending */
 

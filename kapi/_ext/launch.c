@@ -6,6 +6,7 @@
  */
 #include "launch.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,13 @@ typedef struct {
   PyObject *spirv;    /* bytes */
   PyObject *entry;    /* str */
   kr_kernel_t *kernels[KX_MAX_DEVICES];
+  int checked;                      /* the kernel asserts: it takes a status buffer (docs/kir.md) */
+  int prints;                       /* the kernel prints */
+  void *status[KX_MAX_DEVICES];     /* checked: the synchronous launches' buffer per device */
+  char status_busy[KX_MAX_DEVICES]; /* a synchronous launch is using it */
 } kx_entry;
+
+#define KX_STATUS_BYTES 32 /* u32 flag, u32 site, u64 global id[3] (compiler/src/lower_raise.c) */
 
 typedef struct {
   int nd; /* NdRange launch */
@@ -62,6 +69,10 @@ static void entry_free(PyObject *cap) {
   Py_XDECREF(e->compiled);
   Py_XDECREF(e->spirv);
   Py_XDECREF(e->entry);
+  for (int d = 0; d < KX_MAX_DEVICES; d++) {
+    kr_error_t err;
+    if (e->status[d]) kr_free(e->status[d], &err);
+  }
   PyMem_Free(e);
 }
 
@@ -329,6 +340,13 @@ static kx_entry *specialize(kx_launcher *self, PyObject *key) {
   e->compiled = ck;
   e->spirv = PyObject_GetAttrString(ck, "spirv");
   e->entry = e->spirv ? PyObject_GetAttrString(ck, "entry") : NULL;
+  PyObject *raises = e->entry ? PyObject_GetAttrString(ck, "raises") : NULL;
+  PyObject *prints = raises ? PyObject_GetAttrString(ck, "prints") : NULL;
+  e->checked = raises && PyObject_IsTrue(raises) == 1;
+  e->prints = prints && PyObject_IsTrue(prints) == 1;
+  Py_XDECREF(raises);
+  Py_XDECREF(prints);
+  if (!prints) Py_CLEAR(e->entry); /* reported below */
   PyObject *cap = PyCapsule_New(e, "kapi.entry", entry_free);
   if (!cap) {
     Py_XDECREF(e->compiled), Py_XDECREF(e->spirv), Py_XDECREF(e->entry);
@@ -421,6 +439,45 @@ static int gather_events(PyObject *deps, kr_event_t **evs, uint32_t *n) {
   return 0;
 }
 
+int kx_status_check(PyObject *compiled, const void *status, int ndim) {
+  const uint32_t *w = status;
+  if (!w[0]) return 0;
+  const uint64_t *id = (const uint64_t *)status + 1;
+  PyObject *r = PyObject_CallMethod(compiled, "_raise_failure", "IiKKK", (unsigned)w[1], ndim,
+                                    (unsigned long long)id[0], (unsigned long long)id[1],
+                                    (unsigned long long)id[2]);
+  if (r) { /* _raise_failure always raises */
+    Py_DECREF(r);
+    PyErr_SetString(PyExc_SystemError, "kapi: a kernel's assert failed without an exception");
+  }
+  return -1;
+}
+
+/* The zeroed status buffer of a launch of a kernel with assert: per device and reused by
+ * synchronous launches, or fresh (the launch, or its Event, frees it). Host-writable shared
+ * memory: zeroing and reading it need no copies. */
+static void *launch_status(kx_entry *e, long device, int fresh) {
+  void *buf = fresh ? NULL : e->status[device];
+  if (!buf) {
+    kr_error_t err;
+    buf = kr_malloc(kr_device_get((uint32_t)device), KR_MEM_SHARED, KX_STATUS_BYTES, 8, &err);
+    if (!buf) return kx_raise(&err), NULL;
+    if (!fresh) e->status[device] = buf;
+  }
+  memset(buf, 0, KX_STATUS_BYTES);
+  return buf;
+}
+
+/* Python's buffered prints go out before the kernel's lines (which the host device writes
+ * straight to file descriptor 1). */
+static int flush_python_stdout(void) {
+  PyObject *out = PySys_GetObject("stdout"); /* borrowed */
+  if (!out || out == Py_None) return 0;
+  PyObject *r = PyObject_CallMethod(out, "flush", NULL);
+  Py_XDECREF(r);
+  return r ? 0 : -1;
+}
+
 static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_ssize_t n,
                            PyObject *args, PyObject *deps) {
   int with_item = 0;
@@ -450,25 +507,53 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
     Py_DECREF(queue);
     return NULL;
   }
-  if (pack(a, n, kargs, &nk) < 0) {
+  if (pack(a, n, kargs, &nk) < 0 || nk + 1 > KX_MAX_KARGS) {
     Py_DECREF(queue);
     return kx_raise_class("UnsupportedKernelArgumentError", "too many kernel arguments");
   }
+  /* A launch owns a fresh status buffer when it is asynchronous, or when another thread's
+   * synchronous launch of this kernel is using the shared one (the GIL is let go below). */
+  int own = e->checked && (deps != Py_None || e->status_busy[device]);
+  void *status = e->checked ? launch_status(e, device, own) : NULL;
+  if ((e->checked && !status) || (e->prints && flush_python_stdout() < 0)) {
+    if (status && own) {
+      kr_error_t ferr;
+      kr_free(status, &ferr);
+    }
+    Py_DECREF(queue);
+    return NULL;
+  }
+  if (status) kargs[nk++] = (kr_arg_t){8, &status}; /* the hidden last argument */
+  if (status && !own) e->status_busy[device] = 1;
   kr_error_t err;
   kr_event_t *ev = NULL;
   PyThreadState *ts = PyEval_SaveThread();
   kr_status_t st = kr_launch(q, k, (uint32_t)s->ndim, s->global, s->nd ? s->local : NULL, nk, kargs,
                              nwait, wait, deps != Py_None ? &ev : NULL, &err);
+  if (st == KR_OK && e->prints && deps == Py_None) fflush(stdout); /* the CUDA driver's lines */
   PyEval_RestoreThread(ts);
+  if (status && !own) e->status_busy[device] = 0;
   if (st != KR_OK) {
+    if (status && own) {
+      kr_error_t ferr;
+      kr_free(status, &ferr);
+    }
     Py_DECREF(queue);
     return kx_raise(&err);
   }
   if (deps == Py_None) {
     Py_DECREF(queue);
+    int failed = status && kx_status_check(e->compiled, status, s->ndim) < 0;
+    if (status && own) {
+      kr_error_t ferr;
+      kr_free(status, &ferr);
+    }
+    if (failed) return NULL;
     Py_RETURN_NONE;
   }
   PyObject *event = kx_event_new(ev, args);
+  if (event && status) /* without an Event (out of memory) the buffer is left: in use */
+    kx_event_attach_status(event, status, e->compiled, s->ndim);
   if (event && kx_queue_track(queue, event) < 0) Py_CLEAR(event);
   Py_DECREF(queue);
   return event;

@@ -4,10 +4,34 @@
  */
 #include "kx.h"
 
+#include <stdio.h>
+
 typedef struct {
   PyObject_HEAD kr_event_t *ev;
-  PyObject *keep; /* arguments kept alive while pending; NULL once complete */
+  PyObject *keep;     /* arguments kept alive while pending; NULL once complete */
+  void *status;       /* a launch of a kernel with assert: its status buffer, until checked */
+  PyObject *compiled; /* and the kernel's CompiledKernel */
+  int ndim;
 } kx_event;
+
+void kx_event_attach_status(PyObject *e, void *status, PyObject *compiled, int ndim) {
+  kx_event *self = (kx_event *)e;
+  self->status = status;
+  Py_INCREF(compiled);
+  self->compiled = compiled;
+  self->ndim = ndim;
+}
+
+/* After completion: raise what the kernel's assert recorded (once), and free the buffer. */
+static int check_status(kx_event *self) {
+  if (!self->status) return 0;
+  int rc = kx_status_check(self->compiled, self->status, self->ndim);
+  kr_error_t err;
+  kr_free(self->status, &err);
+  self->status = NULL;
+  Py_CLEAR(self->compiled);
+  return rc;
+}
 
 PyObject *kx_event_type;
 
@@ -22,6 +46,7 @@ PyObject *kx_event_new(kr_event_t *ev, PyObject *keep) {
   self->ev = ev;
   Py_XINCREF(keep);
   self->keep = keep;
+  self->status = NULL, self->compiled = NULL, self->ndim = 0;
   return (PyObject *)self;
 }
 
@@ -51,6 +76,8 @@ static PyObject *event_wait(PyObject *o, PyObject *noargs) {
   PyEval_RestoreThread(ts);
   Py_CLEAR(self->keep);
   if (st != KR_OK) return kx_raise(&err);
+  fflush(stdout); /* a CUDA kernel's print lines are in C's stdout buffer by now */
+  if (check_status(self) < 0) return NULL;
   Py_RETURN_NONE;
 }
 
@@ -65,6 +92,11 @@ static PyObject *event_complete(PyObject *o, void *closure) {
 
 static void event_dealloc(PyObject *o) {
   kx_event *self = (kx_event *)o;
+  if (self->status) { /* never waited for: wait before freeing what the launch writes */
+    kr_error_t err;
+    if (kr_event_wait(self->ev, &err) == KR_OK) kr_free(self->status, &err);
+  }
+  Py_XDECREF(self->compiled);
   kr_event_release(self->ev); /* safe while pending: the pool reuses it once signalled */
   Py_XDECREF(self->keep);
   PyTypeObject *tp = Py_TYPE(o);

@@ -859,7 +859,7 @@ static void test_unresolved(void) {
 static void test_unsupported(void) {
   size_t n;
   void *spv = read_file("unsupported.spv", &n);
-  expect_fail(spv, n, KC_ERR_UNSUPPORTED, "printf", "printf");
+  expect_fail(spv, n, KC_ERR_UNSUPPORTED, "prefetch", "prefetch");
   free(spv);
 }
 

@@ -1,2 +1,2 @@
-// A builtin the host finaliser does not implement (printf): finalisation fails with a status.
-kernel void prints(global int *x) { printf("%d\n", x[get_global_id(0)]); }
+// A builtin the host finaliser does not implement (prefetch): finalisation fails with a status.
+kernel void prefetches(global int *x) { prefetch(x, 4); x[get_global_id(0)] = 1; }
