@@ -15,8 +15,8 @@ from kapi import kernel_api as K
 
 from . import values as V
 from ._numba import types
-from .emit_ufuncs import UfuncEmitter
 from .emit_group import GROUP_BUILTINS, sub_group_leader, sub_group_method
+from .emit_ufuncs import UfuncEmitter
 from .kir import format_const
 from .ktypes import kir_scalar
 from .typing_registry import cmpxchg_keywords, device_pyfunc
