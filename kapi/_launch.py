@@ -87,11 +87,8 @@ def _arg_desc(obj, pos: int):
         return _local_desc(obj)
     if isinstance(obj, (int, float, bool)):  # subclasses of Python scalars
         return _arg_desc(np.asarray(obj)[()], pos)
-    if isinstance(obj, complex):
-        raise UnsupportedKernelArgumentError(
-            f"kernel argument {pos}: complex numbers are not supported in kernels yet; pass "
-            f"the real and imaginary parts as two float arguments"
-        )
+    if isinstance(obj, complex):  # Python's complex is complex128, as Numba types it
+        return ("S", "c128", np.complex128(obj).tobytes())
     from ._interop import import_foreign
 
     a = import_foreign(obj)

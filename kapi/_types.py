@@ -25,6 +25,9 @@ DTYPE_TO_KIR: dict[np.dtype, str] = {
     np.dtype(np.uint64): "u64",
     np.dtype(np.float32): "f32",
     np.dtype(np.float64): "f64",
+    # complex: pyfront expands a complex value into its two parts (docs/architecture.md)
+    np.dtype(np.complex64): "c64",
+    np.dtype(np.complex128): "c128",
 }
 KIR_TO_DTYPE: dict[str, np.dtype] = {v: k for k, v in DTYPE_TO_KIR.items()}
 SCALAR_KIR = frozenset(KIR_TO_DTYPE)
@@ -127,6 +130,8 @@ def normalize_type(t) -> str:
         return "i64"
     if t is float:
         return "f64"
+    if t is complex:
+        return "c128"
     try:
         return kir_scalar(t)
     except UnsupportedDtypeError:

@@ -22,6 +22,8 @@ SCALARS = {
     "f64": types.float64,
 }
 _KIR_OF = {v: k for k, v in SCALARS.items()}
+# Complex argument types: not KIR types, pyfront expands them into their parts (emit_complex.py)
+COMPLEX = {"c64": types.complex64, "c128": types.complex128}
 ADDRSPACES = ("global", "local", "private")
 _ARRAY_RE = re.compile(
     r"^array\(\s*(\w+)\s*,\s*(\d)\s*,\s*([CFA])\s*,\s*(\w+)\s*((?:,\s*\d+\s*)*)\)$"
@@ -144,6 +146,8 @@ def parse_type(text):
     text = text.strip()
     if text in SCALARS:
         return SCALARS[text]
+    if text in COMPLEX:
+        return COMPLEX[text]
     m = _ARRAY_RE.match(text)
     if not m:
         raise ValueError(
@@ -151,7 +155,9 @@ def parse_type(text):
             f"array(T,N,C,local,E0,..))"
         )
     dtype, ndim, layout, space, dims = m.groups()
-    if dtype not in SCALARS:
+    if dtype in COMPLEX and space != "global":
+        raise ValueError(f"complex arrays must be global arrays, not '{space}' ones")
+    if dtype not in SCALARS and dtype not in COMPLEX:
         raise ValueError(f"'{dtype}' is not a KIR scalar type")
     if not 1 <= int(ndim) <= 3:
         raise ValueError("arrays have 1 to 3 dimensions")
@@ -166,4 +172,5 @@ def parse_type(text):
         raise ValueError(f"an array of rank {ndim} needs {ndim} static extents, not {len(shape)}")
     if any(not 1 <= d <= MAX_STATIC_EXTENT for d in shape):
         raise ValueError(f"static array extents must be 1..{MAX_STATIC_EXTENT}")
-    return KArray(SCALARS[dtype], int(ndim), layout, space, shape=shape or None)
+    etype = SCALARS.get(dtype) or COMPLEX[dtype]
+    return KArray(etype, int(ndim), layout, space, shape=shape or None)
