@@ -279,6 +279,8 @@ class ComplexEmitter:
             if not args:
                 return self.complex_const(0j, cty)
             return self.to_complex(args[0], cty)
+        if pyf is pow and len(args) == 2:
+            return self.complex_pow(args[0], args[1], ret, types.unliteral(sig.args[1]))
         if pyf is cmath.log:
             z = self.helper_complex("cx_log", args[0], ret)
             if len(args) == 1:

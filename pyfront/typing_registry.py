@@ -369,6 +369,9 @@ class KapiTypingContext(nb.LeanContext):
     def load_additional_registries(self):
         super().load_additional_registries()
         self.install_registry(registry)
+        from .typing_complex import registry as complex_registry
+
+        self.install_registry(complex_registry)
 
     def resolve_function_type(self, func, args, kws):
         # Call typing is a pure function of the types for every template kapi installs, except
