@@ -25,6 +25,7 @@ DTYPE_TO_KIR: dict[np.dtype, str] = {
     np.dtype(np.uint64): "u64",
     np.dtype(np.float32): "f32",
     np.dtype(np.float64): "f64",
+    np.dtype(np.float16): "f16",  # arithmetic in f32, as Numba types it (docs/kir.md)
     # complex: pyfront expands a complex value into its two parts (docs/architecture.md)
     np.dtype(np.complex64): "c64",
     np.dtype(np.complex128): "c128",

@@ -20,6 +20,7 @@ SCALARS = {
     "u64": types.uint64,
     "f32": types.float32,
     "f64": types.float64,
+    "f16": types.float16,
 }
 _KIR_OF = {v: k for k, v in SCALARS.items()}
 # Complex argument types: not KIR types, pyfront expands them into their parts (emit_complex.py)
