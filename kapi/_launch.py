@@ -82,6 +82,8 @@ def _arg_desc(obj, pos: int):
                 f"kernel argument {pos}: scalars of dtype {obj.dtype} are not supported; "
                 f"use one of {', '.join(str(d) for d in DTYPE_TO_KIR)}"
             )
+        if DTYPE_TO_KIR[obj.dtype] == "bf16":  # kernels take bfloat16 scalars as float32
+            return ("S", "f32", np.float32(obj).tobytes())
         return ("S", DTYPE_TO_KIR[obj.dtype], obj.tobytes())
     if type(obj).__name__ == "LocalAccessor":
         return _local_desc(obj)

@@ -30,6 +30,13 @@ DTYPE_TO_KIR: dict[np.dtype, str] = {
     np.dtype(np.complex64): "c64",
     np.dtype(np.complex128): "c128",
 }
+try:  # bfloat16 arrays where ml_dtypes is installed (not a dependency): elements read as float32
+    import ml_dtypes
+
+    BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+    DTYPE_TO_KIR[BFLOAT16] = "bf16"
+except ImportError:
+    BFLOAT16 = None
 KIR_TO_DTYPE: dict[str, np.dtype] = {v: k for k, v in DTYPE_TO_KIR.items()}
 SCALAR_KIR = frozenset(KIR_TO_DTYPE)
 SUPPORTED_DTYPES = tuple(DTYPE_TO_KIR)

@@ -616,6 +616,8 @@ class FunctionEmitter(CallEmitter, ComplexEmitter):
                 return V.Array(val.ref, tty, tuple(idx), val.base or val.ty)
             if is_complex(val.ty.dtype):
                 return self.complex_aload(val, idx)
+            if getattr(val.ty, "storage", None) == "bf16":
+                return self.bf16_aload(val, idx)
             kty = self.kty(val.ty.dtype)
             ref = self.b.op(f"aload {kty} {val.ref} {' '.join(idx)}", self.line)
             return V.Scalar(ref, val.ty.dtype)
@@ -704,6 +706,8 @@ class FunctionEmitter(CallEmitter, ComplexEmitter):
         idx = self.array_indices(arr, self.get(idxvar), ity)
         if is_complex(arr.ty.dtype):
             return self.complex_astore(arr, idx, self.get(valvar))
+        if getattr(arr.ty, "storage", None) == "bf16":
+            return self.bf16_astore(arr, idx, self.get(valvar))
         v = self.scalar(self.get(valvar), arr.ty.dtype)
         self.b.emit(f"astore {arr.ref} {v} {' '.join(idx)}", self.line)
 

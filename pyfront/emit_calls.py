@@ -400,6 +400,8 @@ class CallEmitter:
     def _atomic_ref(self, args, kws, sig):
         b = self.bind_values(K.AtomicRef.__init__, args, kws, skip_self=True)
         arr = b["ref"]
+        if getattr(getattr(arr, "ty", None), "storage", None) == "bf16":
+            raise self.unsupported("AtomicRef", "AtomicRef on a bfloat16 array is not supported")
         order = self.enum_const(b["memory_order"], ORDERS, "AtomicRef memory_order")
         scope = self.enum_const(b["memory_scope"], SCOPES, "AtomicRef memory_scope")
         space = b["address_space"]

@@ -38,12 +38,23 @@ class KArray(types.Array):
     the compiler does with constant extents."""
 
     def __init__(
-        self, dtype, ndim, layout, addrspace="global", readonly=False, aligned=True, shape=None
+        self,
+        dtype,
+        ndim,
+        layout,
+        addrspace="global",
+        readonly=False,
+        aligned=True,
+        shape=None,
+        storage=None,
     ):
         self.addrspace = addrspace
         self.static_shape = tuple(shape) if shape else None
+        # "bf16": bfloat16 elements, typed as float32 (read as float32, stored rounded)
+        self.storage = storage
         dims = "".join(f", {d}" for d in self.static_shape or ())
-        name = f"array({dtype}, {ndim}d, {layout}, {addrspace}{dims})"
+        shown = "bfloat16 as float32" if storage == "bf16" else dtype
+        name = f"array({shown}, {ndim}d, {layout}, {addrspace}{dims})"
         super().__init__(dtype, ndim, layout, readonly=readonly, name=name, aligned=aligned)
 
     def copy(self, dtype=None, ndim=None, layout=None, readonly=None):
@@ -58,16 +69,19 @@ class KArray(types.Array):
             readonly=(not self.mutable) if readonly is None else readonly,
             aligned=self.aligned,
             shape=self.static_shape if same else None,
+            storage=self.storage if dtype is None or dtype == self.dtype else None,
         )
 
     @property
     def key(self):
-        return super().key + (self.addrspace, self.static_shape)
+        return super().key + (self.addrspace, self.static_shape, self.storage)
 
     def unify(self, typingctx, other):
         if isinstance(other, KArray) and other.addrspace != self.addrspace:
             return None
         if isinstance(other, KArray) and other.static_shape != self.static_shape:
+            return None
+        if isinstance(other, KArray) and other.storage != self.storage:
             return None
         res = super().unify(typingctx, other)
         if res is not None:
@@ -78,6 +92,7 @@ class KArray(types.Array):
                 self.addrspace,
                 not res.mutable,
                 shape=self.static_shape if res.layout == self.layout else None,
+                storage=self.storage,
             )
         return res
 
@@ -85,6 +100,8 @@ class KArray(types.Array):
         if isinstance(other, KArray) and other.addrspace != self.addrspace:
             return None
         if isinstance(other, KArray) and other.static_shape != self.static_shape:
+            return None
+        if isinstance(other, KArray) and other.storage != self.storage:
             return None
         return super().can_convert_to(typingctx, other)
 
@@ -139,7 +156,8 @@ def kir_scalar(ty):
 
 def kir_array(ty):
     dims = "".join(f",{d}" for d in getattr(ty, "static_shape", None) or ())
-    return f"array({kir_scalar(ty.dtype)},{ty.ndim},{ty.layout},{ty.addrspace}{dims})"
+    elem = "u16" if getattr(ty, "storage", None) == "bf16" else kir_scalar(ty.dtype)
+    return f"array({elem},{ty.ndim},{ty.layout},{ty.addrspace}{dims})"
 
 
 def parse_type(text):
@@ -149,6 +167,8 @@ def parse_type(text):
         return SCALARS[text]
     if text in COMPLEX:
         return COMPLEX[text]
+    if text == "bf16":
+        raise ValueError("bfloat16 scalars are passed as float32 ('f32'); kapi converts them")
     m = _ARRAY_RE.match(text)
     if not m:
         raise ValueError(
@@ -156,8 +176,10 @@ def parse_type(text):
             f"array(T,N,C,local,E0,..))"
         )
     dtype, ndim, layout, space, dims = m.groups()
-    if dtype in COMPLEX and space != "global":
-        raise ValueError(f"complex arrays must be global arrays, not '{space}' ones")
+    if dtype in (*COMPLEX, "bf16") and space != "global":
+        raise ValueError(f"{dtype} arrays must be global arrays, not '{space}' ones")
+    if dtype == "bf16":
+        return KArray(types.float32, int(ndim), layout, space, storage="bf16")
     if dtype not in SCALARS and dtype not in COMPLEX:
         raise ValueError(f"'{dtype}' is not a KIR scalar type")
     if not 1 <= int(ndim) <= 3:

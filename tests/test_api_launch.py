@@ -278,7 +278,7 @@ def test_unsupported_argument_types(dev):
     with pytest.raises(kapi.UnsupportedKernelArgumentError, match="str"):
         kapi.call_kernel(fill_scalar, kapi.Range(4), a, "x")
     with pytest.raises(kapi.UnsupportedDtypeError):
-        kapi.call_kernel(fill_scalar, kapi.Range(4), a, np.float16(1))
+        kapi.call_kernel(fill_scalar, kapi.Range(4), a, np.longdouble(1))
 
 
 def test_local_accessor_with_range(dev):
