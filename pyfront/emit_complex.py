@@ -47,6 +47,20 @@ _CMATH_UNARY = {
     cmath.tanh: "cx_tanh",
 }
 _CMATH_PREDICATES = {cmath.isnan: "isnan", cmath.isinf: "isinf", cmath.isfinite: "isfinite"}
+# NumPy ufuncs on complex scalars: the same functions
+_NP_UNARY = {
+    np.exp: "cx_exp",
+    np.log10: "cx_log10",
+    np.sqrt: "cx_sqrt",
+    np.sin: "cx_sin",
+    np.cos: "cx_cos",
+    np.tan: "cx_tan",
+    np.sinh: "cx_sinh",
+    np.cosh: "cx_cosh",
+    np.tanh: "cx_tanh",
+    np.log: "cx_log",
+}
+_NP_PREDICATES = {np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite"}
 _NOT_YET = (cmath.acos, cmath.asin, cmath.atan, cmath.acosh, cmath.asinh, cmath.atanh)
 
 
@@ -279,6 +293,8 @@ class ComplexEmitter:
             if not args:
                 return self.complex_const(0j, cty)
             return self.to_complex(args[0], cty)
+        if (pyf is bool or pyf is operator.truth) and len(args) == 1:
+            return self.complex_truth(self.to_complex(args[0], types.unliteral(sig.args[0])))
         if pyf is pow and len(args) == 2:
             return self.complex_pow(args[0], args[1], ret, types.unliteral(sig.args[1]))
         if pyf is cmath.log:
@@ -287,12 +303,14 @@ class ComplexEmitter:
                 return z
             base = self.helper_complex("cx_log", args[1], ret)
             return self.complex_arith("div", z, base, ret)
-        if pyf in _CMATH_UNARY:
-            return self.helper_complex(_CMATH_UNARY[pyf], args[0], ret)
-        if pyf in _CMATH_PREDICATES:
+        if pyf in _CMATH_UNARY or pyf in _NP_UNARY:
+            return self.helper_complex(_CMATH_UNARY.get(pyf) or _NP_UNARY[pyf], args[0], ret)
+        if pyf in (np.conj, np.conjugate):
+            return self.complex_method(self.to_complex(args[0], ret), "conjugate", [])
+        if pyf in _CMATH_PREDICATES or pyf in _NP_PREDICATES:
             cty = types.unliteral(sig.args[0])
             re, im, ft = self._parts(args[0], cty)
-            name = _CMATH_PREDICATES[pyf]
+            name = _CMATH_PREDICATES.get(pyf) or _NP_PREDICATES[pyf]
             p1 = self.b.op(f"math bool {name} {re}", self.line)
             p2 = self.b.op(f"math bool {name} {im}", self.line)
             comb = "and" if name == "isfinite" else "or"

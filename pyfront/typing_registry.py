@@ -23,6 +23,7 @@ _attr = registry.register_attr
 
 ATOMIC_DTYPES = (types.int32, types.uint32, types.int64, types.uint64, types.float32, types.float64)
 SCALAR_DTYPES = (types.boolean,) + tuple(types.integer_domain) + (types.float32, types.float64)
+SCALAR_DTYPES += (types.float16,)  # PrivateArray of float16: f16 is a KIR type
 
 
 def bind(pyfunc, args, kws, skip_self=False):

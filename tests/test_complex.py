@@ -317,6 +317,34 @@ def test_rect_special_values_match_numba(dev):
     same(out, expect, np.complex128)
 
 
+GLOBAL_C = 1 + 2j
+GLOBAL_D = np.complex64(0.5j)
+
+
+@kapi.kernel
+def ufuncs_and_truth(item, a, out):
+    i = item.get_id(0)
+    z = a[i]
+    if z:  # bool(z): z != 0
+        z += GLOBAL_C
+    else:
+        z = GLOBAL_D * 2
+    out[i, 0] = np.exp(z) + np.sqrt(z) + np.conj(z) + np.abs(z)
+    out[i, 1] = np.isnan(z) + np.log(z) + np.tanh(z)
+
+
+def test_numpy_ufuncs_globals_and_truth(dev):
+    usable(dev, np.complex128)  # GLOBAL_C is complex128
+    a = np.array([0, 1 - 1j, 2j, -0.0], np.complex64)
+    (_, out) = run(ufuncs_and_truth, dev, 4, a, np.zeros((4, 2), np.complex128))
+    a128 = a.astype(np.complex128)  # z is complex128 in the kernel (unified with GLOBAL_C)
+    z = np.where(a != 0, a128 + GLOBAL_C, np.complex128(GLOBAL_D) * 2)
+    ref = np.stack(
+        [np.exp(z) + np.sqrt(z) + np.conj(z) + np.abs(z), np.isnan(z) + np.log(z) + np.tanh(z)], 1
+    )
+    same(out, ref, np.complex128)
+
+
 # ---- arguments, layouts, variables, device functions ---------------------------------------
 
 
@@ -412,7 +440,7 @@ def test_unsupported_complex_constructs_name_the_line():
     def loc(item, a):
         a[0] = 1
 
-    with pytest.raises(pyfront.KernelTypingError, match="complex arrays must be global"):
+    with pytest.raises(pyfront.KernelTypingError, match="c64 arrays must be global arrays"):
         pyfront.compile_kernel(loc, ["array(c64,1,C,local)"], index=("item", 1))
 
 

@@ -122,6 +122,26 @@ def test_float16_scalars_and_kapi_arrays(dev):
     np.testing.assert_array_equal(kapi.asarray(h, device=dev).asnumpy(), h)
 
 
+@kapi.kernel
+def half_local_private(nd, a, out, slm):
+    i = nd.get_global_id(0)
+    li = nd.get_local_id(0)
+    p = K.PrivateArray(2, np.float16, fill_zeros=True)
+    p[0] = a[i]
+    slm[li] = p[0] * np.float16(2)
+    K.group_barrier(nd.get_group())
+    out[i] = slm[(li + 1) % 4] + p[1]
+
+
+def test_float16_local_and_private_arrays(dev):
+    a = np.arange(8, dtype=np.float16) + np.float16(0.5)
+    args = kapi.asarray(a, device=dev), kapi.zeros(8, dtype=np.float16, device=dev)
+    slm = K.LocalAccessor((4,), np.float16)
+    kapi.call_kernel(half_local_private, K.NdRange((8,), (4,)), *args, slm)
+    ref = (a * 2).reshape(2, 4)[:, [1, 2, 3, 0]].ravel()
+    np.testing.assert_array_equal(args[1].asnumpy(), ref)
+
+
 def test_float16_kir_keeps_half_storage():
     t = pyfront.compile_kernel(
         half_ops.py_func,
