@@ -485,3 +485,15 @@ def test_complex_kernel_ptx_assembles_for_sm_90(tmp_path):
                 text=True,
             )
             assert r.returncode == 0, r.stderr
+
+
+def test_dlpack_round_trip(dev):
+    usable(dev, np.complex128)
+    for dtype in CTYPES:
+        h = rand(6, dtype, 10)
+        a = kapi.asarray(h, device=dev)
+        b = kapi.from_dlpack(a)
+        assert b.dtype == dtype
+        np.testing.assert_array_equal(b.asnumpy(), h)
+        if dev.host_accessible:
+            np.testing.assert_array_equal(np.from_dlpack(a), h)

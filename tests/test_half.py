@@ -255,3 +255,14 @@ def test_half_kernels_ptx_assembles_for_sm_90(tmp_path):
             )
             assert r.returncode == 0, r.stderr
     assert ".f16" in ptx_of(next(iter(half_ops.inspect_spirv().values())), libdevice=LIBDEVICE)
+
+
+def test_dlpack_round_trip(dev):
+    h = np.array([1.5, -2.0, 65504.0], np.float16)
+    a = kapi.asarray(h, device=dev)
+    np.testing.assert_array_equal(kapi.from_dlpack(a).asnumpy(), h)
+    if BF16 is not None:
+        hb = np.array([1.0, -3.5], BF16)
+        b = kapi.from_dlpack(kapi.asarray(hb, device=dev))
+        assert b.dtype == BF16
+        np.testing.assert_array_equal(b.asnumpy().view(np.uint16), hb.view(np.uint16))
