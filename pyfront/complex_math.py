@@ -33,6 +33,11 @@ def _make(ft):
     zero, quarter, half, one, two = ft(0.0), ft(0.25), ft(0.5), ft(1.0), ft(2.0)
     hundred, nan, ln10 = ft(100.0), ft(math.nan), ft(_LN10)
     thres = ft(float(np.finfo(ft).max) / (1.0 + _SQRT2))
+    # the inverse functions' thresholds are Numba's, from FLT_MAX in both precisions
+    flt_max, flt_min = float(np.finfo(np.float32).max), float(np.finfo(np.float32).tiny)
+    big, ln4, four = ft(flt_max / 4), ft(math.log(4)), ft(4.0)
+    big_sqrt, small_sqrt = ft(math.sqrt(flt_max / 4)), ft(math.sqrt(flt_min))
+    half_pi, inf = ft(math.pi / 2), ft(math.inf)
 
     @_device
     def cx_div(ar, ai, br, bi):
@@ -227,6 +232,80 @@ def _make(ft):
         else:
             im *= r
         return re, im
+
+    # the inverse functions: CPython's c_acos, c_acosh, c_asinh, c_atanh (as Numba has them)
+    @_device
+    def cx_acos(x, y):
+        if abs(x) > big or abs(y) > big:  # no spurious overflow; infinities
+            return math.atan2(abs(y), x), math.copysign(
+                math.log(math.hypot(x * half, y * half)) + ln4, -y
+            )
+        s1r, s1i = cx_sqrt(one - x, -y)
+        s2r, s2i = cx_sqrt(one + x, y)
+        return two * math.atan2(s1r, s2r), math.asinh(s2r * s1i - s2i * s1r)
+
+    @_device
+    def cx_acosh(x, y):
+        if abs(x) > big or abs(y) > big:
+            return math.log(math.hypot(x * half, y * half)) + ln4, math.atan2(y, x)
+        s1r, s1i = cx_sqrt(x - one, y)
+        s2r, s2i = cx_sqrt(x + one, y)
+        return math.asinh(s1r * s2r + s1i * s2i), two * math.atan2(s1i, s2r)
+
+    @_device
+    def cx_asinh(x, y):
+        if abs(x) > big or abs(y) > big:
+            re = math.copysign(math.log(math.hypot(x * half, y * half)) + ln4, x)
+            return re, math.atan2(y, abs(x))
+        s1r, s1i = cx_sqrt(one + y, -x)
+        s2r, s2i = cx_sqrt(one - y, x)
+        return math.asinh(s1r * s2i - s2r * s1i), math.atan2(y, s1r * s2r - s1i * s2i)
+
+    @_device
+    def cx_asin(x, y):  # asin(z) = -i asinh(iz)
+        re, im = cx_asinh(-y, x)
+        return im, -re
+
+    @_device
+    def cx_atanh(x, y):
+        negate = x < zero
+        if negate:  # atanh(z) = -atanh(-z)
+            x = -x
+            y = -y
+        ay = abs(y)
+        if math.isnan(x) or x > big_sqrt or ay > big_sqrt:
+            if math.isinf(y):
+                re = math.copysign(zero, x)
+            elif math.isinf(x):
+                re = zero
+            else:
+                h = math.hypot(x * half, y * half)
+                re = x / four / h / h
+            im = -math.copysign(half_pi, -y)
+        elif x == one and ay < small_sqrt:
+            if ay == zero:
+                re = inf
+                im = y
+            else:
+                re = -math.log(math.sqrt(ay) / math.sqrt(math.hypot(ay, two)))
+                im = math.copysign(math.atan2(two, -ay) / two, y)
+        else:
+            sqay = ay * ay
+            zr1 = one - x
+            re = math.log1p(four * x / (zr1 * zr1 + sqay)) * quarter
+            im = -math.atan2(-two * y, zr1 * (one + x) - sqay) * half
+        if math.isnan(y):
+            im = nan
+        if negate:
+            return -re, -im
+        return re, im
+
+    @_device
+    def cx_atan(x, y):  # atan(z) = -i atanh(iz)
+        re, im = cx_atanh(-y, x)
+        if math.isinf(x) and math.isnan(y):
+            return im, re  # as Numba (and CPython's table) have it
+        return im, -re
 
     return SimpleNamespace(**{k: v for k, v in locals().items() if k.startswith("cx_")})
 

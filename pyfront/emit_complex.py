@@ -45,6 +45,12 @@ _CMATH_UNARY = {
     cmath.sinh: "cx_sinh",
     cmath.cosh: "cx_cosh",
     cmath.tanh: "cx_tanh",
+    cmath.acos: "cx_acos",
+    cmath.asin: "cx_asin",
+    cmath.atan: "cx_atan",
+    cmath.acosh: "cx_acosh",
+    cmath.asinh: "cx_asinh",
+    cmath.atanh: "cx_atanh",
 }
 _CMATH_PREDICATES = {cmath.isnan: "isnan", cmath.isinf: "isinf", cmath.isfinite: "isfinite"}
 # NumPy ufuncs on complex scalars: the same functions
@@ -59,9 +65,14 @@ _NP_UNARY = {
     np.cosh: "cx_cosh",
     np.tanh: "cx_tanh",
     np.log: "cx_log",
+    np.arccos: "cx_acos",
+    np.arcsin: "cx_asin",
+    np.arctan: "cx_atan",
+    np.arccosh: "cx_acosh",
+    np.arcsinh: "cx_asinh",
+    np.arctanh: "cx_atanh",
 }
 _NP_PREDICATES = {np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite"}
-_NOT_YET = (cmath.acos, cmath.asin, cmath.atan, cmath.acosh, cmath.asinh, cmath.atanh)
 
 
 def is_complex(ty):
@@ -328,13 +339,6 @@ class ComplexEmitter:
             ft = ret.underlying_float
             t = self.helper("cx_rect", [self.convert(a, ft) for a in args], ft)
             return V.Complex(t.items[0], t.items[1], ret)
-        if pyf in _NOT_YET:
-            raise self.unsupported(
-                "call",
-                f"cmath.{pyf.__name__} is not supported in kernels yet (supported: exp, log, "
-                "log10, sqrt, sin, cos, tan, sinh, cosh, tanh, polar, rect, phase, isnan, "
-                "isinf, isfinite)",
-            )
         name = getattr(pyf, "__qualname__", None) or getattr(pyf, "__name__", None) or str(fnty)
         raise self.unsupported("call", f"'{name}' on complex numbers is not supported in kernels")
 

@@ -14,7 +14,7 @@ class _ComplexUnary(nb.ConcreteTemplate):
     cases = [nb.signature(tp, tp) for tp in sorted(types.complex_domain)]
 
 
-for _fn in (cmath.sinh, cmath.cosh, cmath.tanh, cmath.log10):
+for _fn in (cmath.sinh, cmath.cosh, cmath.tanh, cmath.log10, cmath.acosh):
     registry.register_global(_fn)(type(f"Cmath_{_fn.__name__}", (_ComplexUnary,), {}))
 
 
