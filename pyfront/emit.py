@@ -11,6 +11,7 @@ import numpy as np
 
 from . import values as V
 from ._numba import ir, types
+from .emit_bf16 import Bf16Emitter
 from .emit_calls import CallEmitter
 from .emit_complex import ComplexEmitter, is_complex
 from .errors import KernelError, KernelTypingError, UnsupportedConstructError
@@ -70,7 +71,7 @@ def _unlit(ty):
     return types.unliteral(ty)
 
 
-class FunctionEmitter(CallEmitter, ComplexEmitter):
+class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter):
     """Emits one typed function (kernel or device function) into a FunctionBuilder."""
 
     def __init__(self, tf, module, kind, name, index=None, views=None):

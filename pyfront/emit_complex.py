@@ -344,29 +344,3 @@ class ComplexEmitter:
 
     def _neg(self, part, ft):
         return V.Scalar(self._op("neg", ft, self.scalar(part, ft)), ft)
-
-    # ---- bfloat16 storage (not complex, but the same kind of expansion) --------------------
-
-    def bf16_aload(self, arr, idx):
-        """A bfloat16 element as float32: its 16 bits are the top half of the float32's."""
-        h = self.b.op(f"aload u16 {arr.ref} {' '.join(idx)}", self.line)
-        w = self.b.op(f"cast u32 {h}", self.line)
-        s = self.b.op(f"shl u32 {w} {self.scalar(V.Const(16, types.uint32))}", self.line)
-        return V.Scalar(self.b.op(f"bitcast f32 {s}", self.line), types.float32)
-
-    def bf16_astore(self, arr, idx, val):
-        """Store a float32 rounded to the nearest bfloat16, ties to even (as ml_dtypes does);
-        NaN stays a (quiet) NaN of the same sign."""
-        f = self.scalar(val, types.float32)
-        u = lambda n: self.scalar(V.Const(n, types.uint32))  # noqa: E731
-        bits = self.b.op(f"bitcast u32 {f}", self.line)
-        top = self.b.op(f"shr u32 {bits} {u(16)}", self.line)
-        lsb = self.b.op(f"and u32 {top} {u(1)}", self.line)
-        bias = self.b.op(f"add u32 {lsb} {u(0x7FFF)}", self.line)
-        rounded = self.b.op(f"add u32 {bits} {bias}", self.line)
-        hi = self.b.op(f"shr u32 {rounded} {u(16)}", self.line)
-        quiet = self.b.op(f"or u32 {top} {u(0x40)}", self.line)
-        nan = self.b.op(f"math bool isnan {f}", self.line)
-        r = self.b.op(f"select u32 {nan} {quiet} {hi}", self.line)
-        h = self.b.op(f"cast u16 {r}", self.line)
-        self.b.emit(f"astore {arr.ref} {h} {' '.join(idx)}", self.line)
