@@ -87,7 +87,10 @@ def test_float16_math_goes_through_float32(dev):
         ref = np.stack([np.sin(f), np.exp(f), np.sqrt(abs(f)), f // 3, np.isnan(f)], axis=1)
         ref = ref.astype(np.float16)
     ref[np.isinf(a), 3] = out[np.isinf(a), 3]  # inf // 3: KIR floordiv is floor(a / b) (kir.md)
-    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(out[:, 3:], ref[:, 3:])
+    # device float32 math may differ from NumPy's by an ulp of float32, which can move the
+    # float16 rounding by one ulp of float16
+    np.testing.assert_allclose(out[:, :3], ref[:, :3], rtol=2**-10, atol=0)
 
 
 @kapi.kernel
