@@ -12,10 +12,11 @@ from . import _native
 from ._array import Array, _check_dtype
 from ._device import Device, devices
 from ._errors import DeviceNotFoundError, UnsupportedDtypeError
+from ._types import BFLOAT16
 
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_ONEAPI = 1, 2, 3, 14
 _KIND_TO_USM = {1: "host", 2: "device", 3: "shared"}
-_DL_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
+_DL_CODES = {"i": 0, "u": 1, "f": 2, "b": 6, "c": 5, "V": 4}  # "V": bfloat16 (kDLBfloat)
 
 
 def dlpack_device(dev: Device) -> tuple[int, int]:
@@ -64,7 +65,9 @@ def to_dlpack(a: Array, dl_device=None, copy=None, max_version=None):
 
 
 def _dtype_from_dl(code: int, bits: int, lanes: int) -> np.dtype:
-    kinds = {0: "i", 1: "u", 2: "f", 6: "b"}
+    kinds = {0: "i", 1: "u", 2: "f", 6: "b", 5: "c"}
+    if (code, bits, lanes) == (4, 16, 1) and BFLOAT16 is not None:
+        return BFLOAT16
     if lanes != 1 or code not in kinds or bits % 8:
         raise UnsupportedDtypeError(f"DLPack dtype (code {code}, bits {bits}, lanes {lanes})")
     return _check_dtype(np.dtype(f"{kinds[code]}{bits // 8}") if code != 6 else np.bool_)

@@ -82,16 +82,15 @@ def _arg_desc(obj, pos: int):
                 f"kernel argument {pos}: scalars of dtype {obj.dtype} are not supported; "
                 f"use one of {', '.join(str(d) for d in DTYPE_TO_KIR)}"
             )
+        if DTYPE_TO_KIR[obj.dtype] == "bf16":  # kernels take bfloat16 scalars as float32
+            return ("S", "f32", np.float32(obj).tobytes())
         return ("S", DTYPE_TO_KIR[obj.dtype], obj.tobytes())
     if type(obj).__name__ == "LocalAccessor":
         return _local_desc(obj)
     if isinstance(obj, (int, float, bool)):  # subclasses of Python scalars
         return _arg_desc(np.asarray(obj)[()], pos)
-    if isinstance(obj, complex):
-        raise UnsupportedKernelArgumentError(
-            f"kernel argument {pos}: complex numbers are not supported in kernels yet; pass "
-            f"the real and imaginary parts as two float arguments"
-        )
+    if isinstance(obj, complex):  # Python's complex is complex128, as Numba types it
+        return ("S", "c128", np.complex128(obj).tobytes())
     from ._interop import import_foreign
 
     a = import_foreign(obj)

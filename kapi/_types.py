@@ -31,7 +31,18 @@ DTYPE_TO_KIR: dict[np.dtype, str] = {
     np.dtype(np.uint64): "u64",
     np.dtype(np.float32): "f32",
     np.dtype(np.float64): "f64",
+    np.dtype(np.float16): "f16",  # arithmetic in f32, as Numba types it (docs/kir.md)
+    # complex: pyfront expands a complex value into its two parts (docs/architecture.md)
+    np.dtype(np.complex64): "c64",
+    np.dtype(np.complex128): "c128",
 }
+try:  # bfloat16 arrays where ml_dtypes is installed (not a dependency): elements read as float32
+    import ml_dtypes
+
+    BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+    DTYPE_TO_KIR[BFLOAT16] = "bf16"
+except ImportError:
+    BFLOAT16 = None
 KIR_TO_DTYPE: dict[str, np.dtype] = {v: k for k, v in DTYPE_TO_KIR.items()}
 SCALAR_KIR = frozenset(KIR_TO_DTYPE)
 SUPPORTED_DTYPES = tuple(DTYPE_TO_KIR)
@@ -160,6 +171,8 @@ def normalize_type(t) -> str:
         return "i64"
     if t is float:
         return "f64"
+    if t is complex:
+        return "c128"
     try:
         return kir_scalar(t)
     except UnsupportedDtypeError:

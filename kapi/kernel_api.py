@@ -495,6 +495,7 @@ class LocalAccessor:
     """Work-group local memory, passed as a kernel argument (NdRange launches only)."""
 
     _DTYPES = (
+        np.float16,  # kapi: f16 is a KIR type
         np.float32,
         np.float64,
         np.int8,

@@ -15,8 +15,8 @@ from numba.core.ir_utils import build_definitions
 from numba.core.rewrites import rewrite_registry
 from numba.core.ssa import reconstruct_ssa
 from numba.core.typed_passes import PreLowerStripPhis, type_inference_stage
+from numba.core.typing import cmathdecl, enumdecl, mathdecl, npydecl, templates
 from numba.core.typing import context as _typing_context
-from numba.core.typing import enumdecl, mathdecl, npydecl, templates
 from numba.core.typing.templates import (
     AbstractTemplate,
     AttributeTemplate,
@@ -54,7 +54,7 @@ NumbaError = errors.NumbaError
 TypingError = errors.TypingError
 UnsupportedError = errors.UnsupportedError
 BaseContext = _typing_context.BaseContext
-STANDARD_REGISTRIES = (mathdecl.registry, npydecl.registry, enumdecl.registry)
+STANDARD_REGISTRIES = (mathdecl.registry, npydecl.registry, enumdecl.registry, cmathdecl.registry)
 
 
 _jitable_cache = {}

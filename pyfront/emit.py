@@ -11,7 +11,9 @@ import numpy as np
 
 from . import values as V
 from ._numba import ir, types
+from .emit_bf16 import Bf16Emitter
 from .emit_calls import CallEmitter
+from .emit_complex import ComplexEmitter, is_complex
 from .emit_print import PrintRaiseEmitter
 from .errors import KernelError, KernelTypingError, UnsupportedConstructError
 from .kir import FunctionBuilder, format_const, kir_name
@@ -70,7 +72,7 @@ def _unlit(ty):
     return types.unliteral(ty)
 
 
-class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
+class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitter):
     """Emits one typed function (kernel or device function) into a FunctionBuilder."""
 
     def __init__(self, tf, module, kind, name, index=None, views=None):
@@ -117,10 +119,17 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
             if isinstance(ty, KArray) and view is not None:
                 # a row view a[i] passed by the caller: the whole array plus the fixed indices
                 base, nfixed = view
-                params.append((name, kir_array(base)))
+                if is_complex(base.dtype):
+                    params += self.complex_params(name, base)[0]
+                else:
+                    params.append((name, kir_array(base)))
                 prefix = tuple(f"%{name}.p{k}" for k in range(nfixed))
                 params += [(p[1:], "i64") for p in prefix]
                 self.args.append(V.Array("%" + name, ty, prefix, base))
+            elif is_complex(ty) or isinstance(ty, KArray) and is_complex(ty.dtype):
+                more, val = self.complex_params(name, ty)
+                params += more
+                self.args.append(val)
             elif isinstance(ty, KArray):
                 params.append((name, kir_array(ty)))
                 self.args.append(V.Array("%" + name, ty))
@@ -155,11 +164,12 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
                 err.construct = "return value"  # kapi raises KernelHasReturnValueError
                 raise err
             self.b.restype = "void"
-        elif _scalar_tuple(restype):
+        elif _scalar_tuple(restype) or is_complex(restype):
             # a tuple result travels back through one-element private arrays the caller
-            # passes after the arguments (KIR functions return one scalar at most)
+            # passes after the arguments (KIR functions return one scalar at most); so does
+            # a complex one, as the tuple of its parts
             self.b.restype = "void"
-            for j, t in enumerate(restype):
+            for j, t in enumerate(_result_items(restype)):
                 self.b.params.append((f"ret.{j}", f"array({kir_scalar(t)},1,C,private)"))
         else:
             self.b.restype = "void" if restype == types.none else kir_scalar(restype)
@@ -252,7 +262,14 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
             )
 
     def ret(self, var):
-        if self.kind != "kernel" and _scalar_tuple(self.tf.restype):
+        if self.kind != "kernel" and is_complex(self.tf.restype):
+            z = self.to_complex(self.get(var), self.tf.restype)
+            zero = self.scalar(V.Const(0, types.int64))
+            for j, part in enumerate((z.re, z.im)):
+                v = self.scalar(part, self.tf.restype.underlying_float)
+                self.b.emit(f"astore %ret.{j} {v} {zero}", self.line)
+            self.b.emit("ret", self.line)
+        elif self.kind != "kernel" and _scalar_tuple(self.tf.restype):
             val = self.get(var)
             zero = self.scalar(V.Const(0, types.int64))
             for j, (item, t) in enumerate(zip(val.items, self.tf.restype, strict=True)):
@@ -285,6 +302,8 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
             return V.Scalar(self.b.op(f"load_var {kty} {ref}", self.line), _unlit(ty))
         if isinstance(ty, types.BaseTuple):
             return V.Tuple([self._load_slots(f"{name}.{i}", t) for i, t in enumerate(ty)])
+        if is_complex(ty):
+            return self.complex_load_slots(name, ty)
         if name in self.env:
             return self.env[name]
         raise self.unsupported(
@@ -300,6 +319,8 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
             self._store_slots(name, ty, val)
         elif isinstance(val, V.Scalar | V.Const) and kir_scalar(ty) is not None:
             self.env[name] = self.convert(val, ty)
+        elif is_complex(ty) and isinstance(val, V.Scalar | V.Const | V.Complex):
+            self.env[name] = self.to_complex(val, ty)
         else:
             self.env[name] = val
 
@@ -311,6 +332,8 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
         elif isinstance(ty, types.BaseTuple) and isinstance(val, V.Tuple):
             for i, (t, item) in enumerate(zip(ty, val.items, strict=True)):
                 self._store_slots(f"{name}.{i}", t, item)
+        elif is_complex(ty):
+            self.complex_store_slots(name, ty, val)
         else:
             prev = self.env.setdefault(name, val)
             if prev != val:
@@ -333,6 +356,12 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
         ty = _unlit(ty)
         if isinstance(ty, types.IntEnumMember):
             ty = ty.dtype
+        if isinstance(ty, types.Complex):
+            return self.to_complex(val, ty)
+        if isinstance(val, V.Complex):
+            if isinstance(ty, types.Boolean):
+                return self.complex_truth(val)
+            raise self.typing_error(f"a complex number used where a {ty} is needed")
         if isinstance(val, V.Const):
             return V.Const(_py_cast(val.value, ty), ty)
         if isinstance(val, V.Scalar):
@@ -351,6 +380,8 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
             return self.b.op(f"const {kty} {format_const(kty, val.value)}", self.line)
         if isinstance(val, V.Scalar):
             return val.ref
+        if isinstance(val, V.Complex):
+            raise self.typing_error("a complex number used where a real number is needed")
         raise self.unsupported("value", f"{_describe(val)} used where a number is needed")
 
     def const_value(self, val, what):
@@ -379,9 +410,9 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
     def python_value(self, pv, ty):
         if isinstance(ty, types.IntEnumMember):
             return V.Const(int(pv), ty.dtype)
+        if isinstance(pv, complex | np.complexfloating):
+            return self.complex_const(complex(pv), ty)
         if isinstance(pv, bool | int | float) or hasattr(pv, "dtype") and not callable(pv):
-            if isinstance(pv, complex):
-                raise self.unsupported("complex", "complex numbers are not supported in kernels")
             uty = _unlit(ty)
             if isinstance(uty, types.Number | types.Boolean):
                 return V.Const(_py_cast(pv, uty), uty)
@@ -389,8 +420,6 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
             return V.Static(pv)
         if isinstance(pv, tuple) and isinstance(ty, types.BaseTuple):
             return V.Tuple([self.python_value(v, t) for v, t in zip(pv, ty, strict=True)])
-        if isinstance(pv, complex):
-            raise self.unsupported("complex", "complex numbers are not supported in kernels")
         if isinstance(pv, list | dict | set):
             kind = type(pv).__name__
             raise self.unsupported(kind, f"{kind}s are not supported in kernels")
@@ -437,6 +466,8 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
         sig = self.calltypes[e]
         fn = e.fn
         lhs, rhs = self.get(e.lhs), self.get(e.rhs)
+        if is_complex(sig.return_type) or any(is_complex(t) for t in sig.args):
+            return self.complex_binop(fn, lhs, rhs, sig)
         if fn in CMPOPS:
             a0, a1 = _unlit(sig.args[0]), _unlit(sig.args[1])
             if not _is_num(a0) or not _is_num(a1):
@@ -485,6 +516,8 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
         val = self.get(e.value)
         ret = _unlit(sig.return_type)
         fn = e.fn
+        if is_complex(ret) or any(is_complex(t) for t in sig.args):
+            return self.complex_unary(fn, val, ret)
         if fn is operator.pos:
             return self.convert(val, ret)
         if fn is operator.neg:
@@ -589,6 +622,10 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
             tty = self.typemap[target.name]
             if isinstance(tty, KArray):  # a[i] of an N-D array: a view of the rest
                 return V.Array(val.ref, tty, tuple(idx), val.base or val.ty)
+            if is_complex(val.ty.dtype):
+                return self.complex_aload(val, idx)
+            if getattr(val.ty, "storage", None) == "bf16":
+                return self.bf16_aload(val, idx)
             kty = self.kty(val.ty.dtype)
             ref = self.b.op(f"aload {kty} {val.ref} {' '.join(idx)}", self.line)
             return V.Scalar(ref, val.ty.dtype)
@@ -675,6 +712,10 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
         ):
             raise self.unsupported("slicing", "array slicing is not supported in kernels")
         idx = self.array_indices(arr, self.get(idxvar), ity)
+        if is_complex(arr.ty.dtype):
+            return self.complex_astore(arr, idx, self.get(valvar))
+        if getattr(arr.ty, "storage", None) == "bf16":
+            return self.bf16_astore(arr, idx, self.get(valvar))
         v = self.scalar(self.get(valvar), arr.ty.dtype)
         self.b.emit(f"astore {arr.ref} {v} {' '.join(idx)}", self.line)
 
@@ -692,6 +733,8 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
             return self.python_value(pv, tty)
         if isinstance(val, V.Array):
             return self.array_attr(val, attr)
+        if isinstance(val, V.Complex):
+            return self.complex_attr(val, attr)
         if isinstance(val, V.IndexSpace):
             return self.index_attr(val, attr)
         raise self.unsupported(
@@ -703,15 +746,14 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
         if attr == "shape":
             return V.Tuple([self.dim(arr, d) for d in range(n)])
         if attr == "strides":
-            return V.Tuple(
-                [
-                    V.Scalar(
-                        self.b.op(f"stride i64 {arr.ref} {d + len(arr.prefix)}", self.line),
-                        types.int64,
-                    )
-                    for d in range(n)
-                ]
-            )
+            strides = [
+                self.b.op(f"stride i64 {arr.ref} {d + len(arr.prefix)}", self.line)
+                for d in range(n)
+            ]
+            if is_complex(arr.ty.dtype):  # the KIR arrays' strides are in parts
+                one = self.scalar(V.Const(1, types.int64))
+                strides = [self.b.op(f"shr i64 {s} {one}", self.line) for s in strides]
+            return V.Tuple([V.Scalar(s, types.int64) for s in strides])
         if attr == "ndim":
             return V.Const(n, types.int64)
         if attr == "size":
@@ -728,6 +770,13 @@ class FunctionEmitter(CallEmitter, PrintRaiseEmitter):
     def dim(self, arr, d):
         d += len(arr.prefix)
         return V.Scalar(self.b.op(f"dim i64 {arr.ref} {d}", self.line), types.int64)
+
+
+def _result_items(restype):
+    """The scalar items a tuple or complex device-function result travels back as."""
+    if is_complex(restype):
+        return (restype.underlying_float,) * 2
+    return tuple(restype)
 
 
 def _nonneg(val):

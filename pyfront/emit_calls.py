@@ -119,6 +119,11 @@ class CallEmitter(UfuncEmitter):
         kws = {k: self.get(v) for k, v in e.kws}
         if isinstance(fval, V.Bound):
             return self.method_call(fval, args, kws, sig)
+        pyf0 = fval.value if isinstance(fval, V.Static) else None
+        if device_pyfunc(pyf0) is None:
+            z = self.complex_call(pyf0, fnty, args, sig)  # emit_complex.py
+            if z is not None:
+                return z
         if isinstance(fnty, types.NumberClass):
             return self.convert(args[0], fnty.instance_type)
         pyf = fval.value if isinstance(fval, V.Static) else None
@@ -359,6 +364,8 @@ class CallEmitter(UfuncEmitter):
             return self.index_method(this, bound.attr, args + list(kws.values()))
         if isinstance(this, V.AtomicRefVal):
             return self.atomic_method(this, bound.attr, args, kws, sig)
+        if isinstance(this, V.Complex):
+            return self.complex_method(this, bound.attr, args)
         raise self.unsupported("call", f"method '{bound.attr}' is not supported in kernels")
 
     # ---- kapi API -------------------------------------------------------------------------
@@ -406,6 +413,8 @@ class CallEmitter(UfuncEmitter):
     def _atomic_ref(self, args, kws, sig):
         b = self.bind_values(K.AtomicRef.__init__, args, kws, skip_self=True)
         arr = b["ref"]
+        if getattr(getattr(arr, "ty", None), "storage", None) == "bf16":
+            raise self.unsupported("AtomicRef", "AtomicRef on a bfloat16 array is not supported")
         order = self.enum_const(b["memory_order"], ORDERS, "AtomicRef memory_order")
         scope = self.enum_const(b["memory_scope"], SCOPES, "AtomicRef memory_scope")
         space = b["address_space"]
@@ -516,7 +525,10 @@ class CallEmitter(UfuncEmitter):
 
     def device_call(self, pyfunc, args, sig):
         ret = sig.return_type
-        tuple_ret = isinstance(ret, types.BaseTuple) and all(kir_scalar(t) for t in ret)
+        complex_ret = isinstance(ret, types.Complex)  # comes back as the tuple of its parts
+        tuple_ret = complex_ret or (
+            isinstance(ret, types.BaseTuple) and all(kir_scalar(t) for t in ret)
+        )
         if ret != types.none and kir_scalar(ret) is None and not tuple_ret:
             raise self.unsupported(
                 "return type",
@@ -532,13 +544,14 @@ class CallEmitter(UfuncEmitter):
         refs = []
         for a, ty in zip(args, sig.args, strict=True):
             if isinstance(a, V.Array) and a.prefix:  # a row view: the array and fixed indices
-                refs += [a.ref, *a.prefix]
+                im = [a.ref + ".im"] if isinstance(a.ty.dtype, types.Complex) else []
+                refs += [a.ref, *im, *a.prefix]
                 continue
             refs += self.flatten_arg(a, ty)
         ret = tf.restype
         if tuple_ret:  # results come back through one-element private arrays
             outs = []
-            for t in ret:
+            for t in (ret.underlying_float,) * 2 if complex_ret else ret:
                 k = kir_scalar(t)
                 outs.append(
                     (self.b.op(f"private_array array({k},1,C,private) undef 1", self.line), k, t)
@@ -550,7 +563,7 @@ class CallEmitter(UfuncEmitter):
                 V.Scalar(self.b.op(f"aload {k} {o} {zero}", self.line), _unlit(t))
                 for o, k, t in outs
             ]
-            return V.Tuple(items)
+            return V.Complex(*items, ret) if complex_ret else V.Tuple(items)
         ops = " ".join(refs)
         if ret == types.none:
             self.b.emit(f"call void @{name} {ops}".rstrip(), self.line)
@@ -561,6 +574,14 @@ class CallEmitter(UfuncEmitter):
     def flatten_arg(self, a, ty):
         if isinstance(a, V.IndexSpace):
             return []
+        if (
+            isinstance(a, V.Complex)
+            or isinstance(a, V.Array)
+            and isinstance(a.ty.dtype, types.Complex)
+        ):
+            return self.complex_flatten(a, ty)
+        if isinstance(ty, types.Complex):
+            return self.complex_flatten(a, ty)
         if isinstance(a, V.Array):
             if a.prefix:
                 raise self.unsupported(

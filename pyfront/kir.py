@@ -23,10 +23,12 @@ def format_const(kty, value):
     """The literal for `value` as a constant of KIR type `kty`."""
     if kty == "bool":
         return "1" if value else "0"
-    if kty in ("f32", "f64"):
+    if kty in ("f32", "f64", "f16"):
         v = float(value)
         if kty == "f32":
             v = float(np.float32(v))
+        elif kty == "f16":
+            v = float(np.float16(v))
         if math.isnan(v):
             return "nan"
         if math.isinf(v):

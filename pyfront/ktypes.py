@@ -20,8 +20,11 @@ SCALARS = {
     "u64": types.uint64,
     "f32": types.float32,
     "f64": types.float64,
+    "f16": types.float16,
 }
 _KIR_OF = {v: k for k, v in SCALARS.items()}
+# Complex argument types: not KIR types, pyfront expands them into their parts (emit_complex.py)
+COMPLEX = {"c64": types.complex64, "c128": types.complex128}
 ADDRSPACES = ("global", "local", "private")
 _ARRAY_RE = re.compile(
     r"^array\(\s*(\w+)\s*,\s*(\d)\s*,\s*([CFA])\s*,\s*(\w+)\s*((?:,\s*\d+\s*)*)\)$"
@@ -35,12 +38,23 @@ class KArray(types.Array):
     the compiler does with constant extents."""
 
     def __init__(
-        self, dtype, ndim, layout, addrspace="global", readonly=False, aligned=True, shape=None
+        self,
+        dtype,
+        ndim,
+        layout,
+        addrspace="global",
+        readonly=False,
+        aligned=True,
+        shape=None,
+        storage=None,
     ):
         self.addrspace = addrspace
         self.static_shape = tuple(shape) if shape else None
+        # "bf16": bfloat16 elements, typed as float32 (read as float32, stored rounded)
+        self.storage = storage
         dims = "".join(f", {d}" for d in self.static_shape or ())
-        name = f"array({dtype}, {ndim}d, {layout}, {addrspace}{dims})"
+        shown = "bfloat16 as float32" if storage == "bf16" else dtype
+        name = f"array({shown}, {ndim}d, {layout}, {addrspace}{dims})"
         super().__init__(dtype, ndim, layout, readonly=readonly, name=name, aligned=aligned)
 
     def copy(self, dtype=None, ndim=None, layout=None, readonly=None):
@@ -55,16 +69,19 @@ class KArray(types.Array):
             readonly=(not self.mutable) if readonly is None else readonly,
             aligned=self.aligned,
             shape=self.static_shape if same else None,
+            storage=self.storage if dtype is None or dtype == self.dtype else None,
         )
 
     @property
     def key(self):
-        return super().key + (self.addrspace, self.static_shape)
+        return super().key + (self.addrspace, self.static_shape, self.storage)
 
     def unify(self, typingctx, other):
         if isinstance(other, KArray) and other.addrspace != self.addrspace:
             return None
         if isinstance(other, KArray) and other.static_shape != self.static_shape:
+            return None
+        if isinstance(other, KArray) and other.storage != self.storage:
             return None
         res = super().unify(typingctx, other)
         if res is not None:
@@ -75,6 +92,7 @@ class KArray(types.Array):
                 self.addrspace,
                 not res.mutable,
                 shape=self.static_shape if res.layout == self.layout else None,
+                storage=self.storage,
             )
         return res
 
@@ -82,6 +100,8 @@ class KArray(types.Array):
         if isinstance(other, KArray) and other.addrspace != self.addrspace:
             return None
         if isinstance(other, KArray) and other.static_shape != self.static_shape:
+            return None
+        if isinstance(other, KArray) and other.storage != self.storage:
             return None
         return super().can_convert_to(typingctx, other)
 
@@ -142,7 +162,8 @@ def kir_scalar(ty):
 
 def kir_array(ty):
     dims = "".join(f",{d}" for d in getattr(ty, "static_shape", None) or ())
-    return f"array({kir_scalar(ty.dtype)},{ty.ndim},{ty.layout},{ty.addrspace}{dims})"
+    elem = "u16" if getattr(ty, "storage", None) == "bf16" else kir_scalar(ty.dtype)
+    return f"array({elem},{ty.ndim},{ty.layout},{ty.addrspace}{dims})"
 
 
 def parse_type(text):
@@ -150,6 +171,10 @@ def parse_type(text):
     text = text.strip()
     if text in SCALARS:
         return SCALARS[text]
+    if text in COMPLEX:
+        return COMPLEX[text]
+    if text == "bf16":
+        raise ValueError("bfloat16 scalars are passed as float32 ('f32'); kapi converts them")
     m = _ARRAY_RE.match(text)
     if not m:
         raise ValueError(
@@ -157,7 +182,11 @@ def parse_type(text):
             f"array(T,N,C,local,E0,..))"
         )
     dtype, ndim, layout, space, dims = m.groups()
-    if dtype not in SCALARS:
+    if dtype in (*COMPLEX, "bf16") and space != "global":
+        raise ValueError(f"{dtype} arrays must be global arrays, not '{space}' ones")
+    if dtype == "bf16":
+        return KArray(types.float32, int(ndim), layout, space, storage="bf16")
+    if dtype not in SCALARS and dtype not in COMPLEX:
         raise ValueError(f"'{dtype}' is not a KIR scalar type")
     if not 1 <= int(ndim) <= 3:
         raise ValueError("arrays have 1 to 3 dimensions")
@@ -172,4 +201,5 @@ def parse_type(text):
         raise ValueError(f"an array of rank {ndim} needs {ndim} static extents, not {len(shape)}")
     if any(not 1 <= d <= MAX_STATIC_EXTENT for d in shape):
         raise ValueError(f"static array extents must be 1..{MAX_STATIC_EXTENT}")
-    return KArray(SCALARS[dtype], int(ndim), layout, space, shape=shape or None)
+    etype = SCALARS.get(dtype) or COMPLEX[dtype]
+    return KArray(etype, int(ndim), layout, space, shape=shape or None)

@@ -31,6 +31,7 @@ _attr = registry.register_attr
 
 ATOMIC_DTYPES = (types.int32, types.uint32, types.int64, types.uint64, types.float32, types.float64)
 SCALAR_DTYPES = (types.boolean,) + tuple(types.integer_domain) + (types.float32, types.float64)
+SCALAR_DTYPES += (types.float16,)  # PrivateArray of float16: f16 is a KIR type
 
 
 def bind(pyfunc, args, kws, skip_self=False):
@@ -396,6 +397,9 @@ class KapiTypingContext(nb.LeanContext):
     def load_additional_registries(self):
         super().load_additional_registries()
         self.install_registry(registry)
+        from .typing_complex import registry as complex_registry
+
+        self.install_registry(complex_registry)
 
     def resolve_function_type(self, func, args, kws):
         # Call typing is a pure function of the types for every template kapi installs, except

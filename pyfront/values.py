@@ -81,3 +81,10 @@ class AtomicRefVal:
     order: str
     scope: str
     extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Complex:
+    re: object  # Scalar or Const of the part type (float32 or float64)
+    im: object
+    ty: object  # Numba complex type

@@ -150,10 +150,10 @@ def test_asarray_sources(dev):
     )
     m = memoryview(np.arange(4, dtype="i2"))
     np.testing.assert_array_equal(kapi.asarray(m, device=dev).asnumpy(), [0, 1, 2, 3])
-    with pytest.raises(kapi.UnsupportedDtypeError, match="complex"):
-        kapi.asarray(np.zeros(3, np.complex64), device=dev)
+    with pytest.raises(kapi.UnsupportedDtypeError, match="M8"):
+        kapi.asarray(np.zeros(3, "M8[s]"), device=dev)
     with pytest.raises(kapi.UnsupportedDtypeError):
-        kapi.empty(3, dtype="f2", device=dev)
+        kapi.empty(3, dtype="f16", device=dev)  # float128
 
 
 def test_usm_interface_round_trip(dev):

@@ -122,8 +122,14 @@ def test_parse_signature_types():
     )
     assert idx == ("nditem", 2)
     assert types == ("f32", "i64", "f64", "bool", "u8", "array(i64,3,F,global)")
+    assert parse_signature(("complex128", complex, "array(c64,1)", "f16"))[1] == (
+        "c128",
+        "c128",
+        "array(c64,1,C,global)",
+        "f16",
+    )
     with pytest.raises(kapi.InvalidKernelSpecializationError):
-        parse_signature(("complex128",))
+        parse_signature(("float128",))
     with pytest.raises(kapi.InvalidKernelSpecializationError, match="first entry"):
         parse_signature(("f32", "item(1)"))
 

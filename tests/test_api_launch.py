@@ -275,12 +275,10 @@ def test_wrong_argument_count(dev):
 
 def test_unsupported_argument_types(dev):
     a = kapi.zeros(4, device=dev)
-    with pytest.raises(kapi.UnsupportedKernelArgumentError, match="complex"):
-        kapi.call_kernel(fill_scalar, kapi.Range(4), a, 1j)
     with pytest.raises(kapi.UnsupportedKernelArgumentError, match="str"):
         kapi.call_kernel(fill_scalar, kapi.Range(4), a, "x")
     with pytest.raises(kapi.UnsupportedDtypeError):
-        kapi.call_kernel(fill_scalar, kapi.Range(4), a, np.float16(1))
+        kapi.call_kernel(fill_scalar, kapi.Range(4), a, np.longdouble(1))
 
 
 def test_local_accessor_with_range(dev):

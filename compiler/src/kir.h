@@ -35,6 +35,7 @@ typedef enum kir_kind {
   KIR_U64,
   KIR_F32,
   KIR_F64,
+  KIR_F16, /* IEEE half: arithmetic native where the target has it, math through f32 */
   KIR_ARRAY,
 } kir_kind_t;
 
@@ -76,6 +77,7 @@ int kir_scalar_kind(const char *name);
   X(LOAD_VAR, "load_var", "TV")                  \
   X(STORE_VAR, "store_var", "Vv")                \
   X(CAST, "cast", "Tv")                          \
+  X(BITCAST, "bitcast", "Tv")                    \
   X(SELECT, "select", "Tvvv")                    \
   X(ADD, "add", "Tvv")                           \
   X(SUB, "sub", "Tvv")                           \

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const scalar_names[] = {"void", "bool", "i8",  "i16", "i32", "i64",
-                                           "u8",   "u16",  "u32", "u64", "f32", "f64"};
+static const char *const scalar_names[] = {"void", "bool", "i8",  "i16", "i32", "i64", "u8",
+                                           "u16",  "u32",  "u64", "f32", "f64", "f16"};
 
 int kir_type_eq(kir_type_t a, kir_type_t b) {
   if (a.kind != b.kind) return 0;
@@ -26,14 +26,14 @@ int kir_is_signed(kir_kind_t k) {
   return k >= KIR_I8 && k <= KIR_I64;
 }
 int kir_is_float(kir_kind_t k) {
-  return k == KIR_F32 || k == KIR_F64;
+  return k == KIR_F32 || k == KIR_F64 || k == KIR_F16;
 }
 int kir_is_scalar(kir_kind_t k) {
-  return k >= KIR_BOOL && k <= KIR_F64;
+  return k >= KIR_BOOL && k <= KIR_F16;
 }
 
 int kir_bits(kir_kind_t k) {
-  static const int bits[] = {0, 1, 8, 16, 32, 64, 8, 16, 32, 64, 32, 64, 64};
+  static const int bits[] = {0, 1, 8, 16, 32, 64, 8, 16, 32, 64, 32, 64, 16, 64};
   return bits[k];
 }
 

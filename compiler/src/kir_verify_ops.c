@@ -112,7 +112,8 @@ static int check_private_array(const vctx_t *c) {
 }
 
 static int is_atomic_kind(kir_kind_t k) {
-  return k == KIR_I32 || k == KIR_U32 || k == KIR_I64 || k == KIR_U64 || kir_is_float(k);
+  return k == KIR_I32 || k == KIR_U32 || k == KIR_I64 || k == KIR_U64 || k == KIR_F32 ||
+         k == KIR_F64;
 }
 
 /* Array operand 0 with an atomic element type in global or local memory; values after it. */
@@ -267,6 +268,13 @@ int kir_verify_inst(const kir_module_t *m, const kir_func_t *f, const kir_inst_t
   case KIR_OP_CAST:
     if (type_ok(c, kir_is_scalar(k), "a scalar type") || nargs(c, 1)) return -1;
     if (!kir_is_scalar(arg(c, 0).kind)) FAIL("cast needs a scalar operand");
+    return 0;
+  case KIR_OP_BITCAST: /* same width, no bool: a reinterpretation (bfloat16 storage, ...) */
+    if (type_ok(c, kir_is_scalar(k) && k != KIR_BOOL, "a non-bool scalar type") || nargs(c, 1))
+      return -1;
+    if (!kir_is_scalar(arg(c, 0).kind) || arg(c, 0).kind == KIR_BOOL ||
+        kir_bits(arg(c, 0).kind) != kir_bits(k))
+      FAIL("bitcast needs a non-bool scalar operand of the result's width");
     return 0;
   case KIR_OP_SELECT:
     return check_select(c);

@@ -31,6 +31,8 @@ LLVMTypeRef kc_scalar_type(kc_lower_t *L, kir_kind_t k) {
     return L->f32;
   case KIR_F64:
     return L->f64;
+  case KIR_F16:
+    return LLVMHalfTypeInContext(L->ctx);
   default:
     return L->i64;
   }
@@ -104,6 +106,10 @@ static int lower_inst(kc_lower_t *L, const kir_inst_t *in) {
     return kc_lower_var(L, in);
   case KIR_OP_CAST:
     return kc_lower_cast(L, in);
+  case KIR_OP_BITCAST:
+    kc_set_result(L, in,
+                  LLVMBuildBitCast(L->b, kc_arg(L, in, 0), kc_scalar_type(L, in->type.kind), ""));
+    return 0;
   case KIR_OP_SELECT:
     return kc_lower_select(L, in);
   case KIR_OP_NEG:

@@ -33,6 +33,7 @@ LLVMValueRef kc_call(kc_lower_t *L, LLVMValueRef fn, LLVMValueRef *args, unsigne
 
 const char *kc_mangle_code(kir_kind_t k) {
   static const char *const codes[] = {"v", "b", "c", "s", "i", "l", "h", "t", "j", "m", "f", "d"};
+  if (k == KIR_F16) return "Dh";
   return k <= KIR_F64 ? codes[k] : "l";
 }
 

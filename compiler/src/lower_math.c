@@ -7,8 +7,19 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Half precision goes through f32: OpenCL's half builtins are optional and our drivers' math
+ * libraries have none; f32 holds every half exactly, so only the result rounds again. */
+static LLVMValueRef ocl_call_f16(kc_lower_t *L, const char *name, LLVMValueRef *args, unsigned n) {
+  LLVMValueRef wide[2];
+  for (unsigned i = 0; i < n; i++)
+    wide[i] = LLVMBuildFPExt(L->b, args[i], L->f32, "");
+  LLVMValueRef r = kc_ocl_call(L, name, KIR_F32, wide, n);
+  return LLVMBuildFPTrunc(L->b, r, kc_scalar_type(L, KIR_F16), "");
+}
+
 LLVMValueRef kc_ocl_call(kc_lower_t *L, const char *name, kir_kind_t k, LLVMValueRef *args,
                          unsigned n) {
+  if (k == KIR_F16) return ocl_call_f16(L, name, args, n);
   char base[48], mangled[80];
   snprintf(base, sizeof base, "__spirv_ocl_%s", name);
   snprintf(mangled, sizeof mangled, "_Z%zu%s%s%s", strlen(base), base, kc_mangle_code(k),
@@ -27,6 +38,10 @@ static LLVMValueRef predicate(kc_lower_t *L, kir_math_t m, kir_kind_t k, LLVMVal
 
 /* OpenCL ldexp(gentype x, int n): the one math function whose operands differ in type. */
 static LLVMValueRef ldexp_call(kc_lower_t *L, kir_kind_t k, LLVMValueRef *args) {
+  if (k == KIR_F16) { /* through f32, as every half math function */
+    LLVMValueRef wide[2] = {LLVMBuildFPExt(L->b, args[0], L->f32, ""), args[1]};
+    return LLVMBuildFPTrunc(L->b, ldexp_call(L, KIR_F32, wide), kc_scalar_type(L, k), "");
+  }
   char mangled[48];
   snprintf(mangled, sizeof mangled, "_Z17__spirv_ocl_ldexp%si", kc_mangle_code(k));
   LLVMTypeRef params[2] = {kc_scalar_type(L, k), kc_scalar_type(L, KIR_I32)};

@@ -19,7 +19,7 @@
 
 #define KX_MAX_DEVICES 64
 #define KX_MAX_ARGS 64   /* Python-level kernel arguments */
-#define KX_MAX_KARGS 448 /* Level Zero arguments: 1 + 2*3 per array at most */
+#define KX_MAX_KARGS 896 /* Level Zero arguments: 2 * (1 + 2*3) per complex array at most */
 
 /* Set once by kapi/_launch.py through rt_launch_configure (the argument half's part goes to
  * kx_args_configure). */
@@ -382,14 +382,50 @@ static kr_kernel_t *device_kernel(kx_entry *e, long device) {
   return e->kernels[device] = k;
 }
 
+/* Bytes of one part (real or imaginary) when the argument is complex, else 0: the type key
+ * is "c64"/"c128" or "array(c64,..". Keys are ASCII, so the UTF-8 view is the key itself. */
+static size_t complex_part(const kx_arg *x) {
+  const char *t = PyUnicode_AsUTF8AndSize(x->typekey, NULL);
+  if (!t) return PyErr_Clear(), 0;
+  if (x->kind == 'A' && strncmp(t, "array(", 6) == 0) t += 6;
+  if (t[0] != 'c') return 0;
+  return t[1] == '6' ? 4 : 8;
+}
+
+/* A complex array is two arrays of its real element type: the real parts at the data pointer,
+ * the imaginary parts one part further, both with strides in parts (twice the element ones). */
+static void pack_complex_array(kx_arg *x, size_t part, kr_arg_t *k, uint32_t *j) {
+  x->ptr_im = x->ptr + part;
+  for (int d = 0; d < x->ndim; d++)
+    x->part_strides[d] = 2 * x->strides[d];
+  uint64_t *ptrs[2] = {&x->ptr, &x->ptr_im};
+  for (int h = 0; h < 2; h++) {
+    k[(*j)++] = (kr_arg_t){8, ptrs[h]};
+    for (int d = 0; d < x->ndim; d++)
+      k[(*j)++] = (kr_arg_t){8, &x->shape[d]};
+    for (int d = 0; d < x->ndim; d++)
+      k[(*j)++] = (kr_arg_t){8, &x->part_strides[d]};
+  }
+}
+
 /* Flattens the arguments into Level Zero arguments (docs/kir.md, "Kernel ABI"). */
 static int pack(kx_arg *a, Py_ssize_t n, kr_arg_t *k, uint32_t *nk) {
   uint32_t j = 0;
   for (Py_ssize_t i = 0; i < n; i++) {
     kx_arg *x = &a[i];
-    if (j + 7 > KX_MAX_KARGS) return -1;
+    if (j + 14 > KX_MAX_KARGS) return -1;
+    size_t part = x->kind == 'L' ? 0 : complex_part(x);
+    if (x->kind == 'S' && part) { /* a complex scalar: its real part, then its imaginary one */
+      k[j++] = (kr_arg_t){part, &x->value};
+      k[j++] = (kr_arg_t){part, part == 4 ? (char *)&x->value + 4 : (char *)&x->value_hi};
+      continue;
+    }
     if (x->kind == 'S') {
       k[j++] = (kr_arg_t){x->nbytes, &x->value};
+      continue;
+    }
+    if (part) {
+      pack_complex_array(x, part, k, &j);
       continue;
     }
     if (x->kind == 'L')

@@ -18,8 +18,13 @@ typedef struct {
   uint64_t ptr;
   int ndim;
   int64_t shape[3], strides[3];
-  size_t nbytes;  /* 'L': bytes of local memory; 'S': value size */
-  uint64_t value; /* 'S': the value's bytes */
+  size_t nbytes;     /* 'L': bytes of local memory; 'S': value size */
+  uint64_t value;    /* 'S': the value's bytes */
+  uint64_t value_hi; /* 'S': bytes 8..15 of a complex128 scalar */
+  /* complex 'A' (docs/kir.md, "Kernel ABI"): the imaginary parts' pointer and the strides in
+   * parts, filled by pack() */
+  uint64_t ptr_im;
+  int64_t part_strides[3];
 } kx_arg;
 
 /* A slot of an exact kapi type read through its member descriptor's getter: the same result as

@@ -35,12 +35,13 @@ static int parse_desc(PyObject *desc, kx_arg *a) {
     char *buf;
     Py_ssize_t n;
     if (PyBytes_AsStringAndSize(PyTuple_GetItem(desc, 2), &buf, &n) < 0) return -1;
-    if (n > 8) {
-      PyErr_SetString(PyExc_SystemError, "kapi: scalar descriptor of more than 8 bytes");
+    if (n > 16) {
+      PyErr_SetString(PyExc_SystemError, "kapi: scalar descriptor of more than 16 bytes");
       return -1;
     }
-    a->value = 0;
-    memcpy(&a->value, buf, (size_t)n);
+    a->value = a->value_hi = 0;
+    memcpy(&a->value, buf, (size_t)(n > 8 ? 8 : n));
+    if (n > 8) memcpy(&a->value_hi, buf + 8, (size_t)n - 8); /* complex128 */
     a->nbytes = (size_t)n;
     return 0;
   }
