@@ -1,5 +1,5 @@
 /* The driver object and its one device, the host CPU, with properties read from the machine:
- * usable cores (sched_getaffinity), clock, caches (sysconf, sysfs), memory (/proc/meminfo),
+ * usable cores (cpu_process_cpus), clock, caches (sysconf, sysfs), memory (/proc/meminfo),
  * vector width (cpuid). zeInit sets the driver up once; later calls find it ready. */
 #define _GNU_SOURCE
 #include "cpu_api.h"
@@ -49,8 +49,7 @@ static bool read_keyed(const char *path, const char *key, char *buf, size_t n) {
 
 static uint32_t usable_cores(void) {
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-    return (uint32_t)CPU_COUNT(&set);
+  if (cpu_process_cpus(&set)) return (uint32_t)CPU_COUNT(&set);
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (uint32_t)n : 1;
 }

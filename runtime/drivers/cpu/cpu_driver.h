@@ -140,7 +140,15 @@ ze_result_t cpu_launch_run(cpu_device_t *dev, const cpu_launch_t *launch);
 ze_result_t cpu_launch_prepare(const cpu_kernel_t *kernel, const ze_group_count_t *count,
                                uint32_t *offsets, cpu_launch_t *out);
 
-/* A pool of `threads` workers; the thread that runs a launch works too, so threads is the
+#ifdef _GNU_SOURCE /* cpu_set_t is a GNU extension: only files that ask for it see this */
+#include <sched.h>
+/* The CPUs the process may run on (cpu_affinity.c): the union of its threads' masks, so a
+ * thread pinned by OpenMP does not narrow it. false when none could be read. */
+bool cpu_process_cpus(cpu_set_t *set);
+#endif
+
+/* A pool of `threads` workers, each allowed on every CPU of the process (not the creating
+ * thread's mask, which a pinning runtime may have narrowed); the thread that runs a launch works too, so threads is the
  * core count minus one (0 is fine: every launch then runs on the caller). NULL when out of
  * memory. Launches through one pool run one at a time. */
 cpu_pool_t *cpu_pool_create(uint32_t threads);

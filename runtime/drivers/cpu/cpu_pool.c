@@ -234,13 +234,27 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   }
   pthread_mutex_init(&pool->lock, NULL);
   atomic_store(&pool->state, STATE_CLOSED); /* generation 0: no launch yet */
+  /* Workers get the process's CPUs, not the mask of the thread creating them. */
+  pthread_attr_t attr, *use = NULL;
+  cpu_set_t cpus;
+  if (cpu_process_cpus(&cpus) && pthread_attr_init(&attr) == 0) {
+    use = &attr;
+    if (pthread_attr_setaffinity_np(&attr, sizeof cpus, &cpus) != 0) {
+      pthread_attr_destroy(&attr);
+      use = NULL;
+    }
+  }
   for (uint32_t i = 0; i < threads; i++) {
     cpu_worker_t *w = &pool->workers[i];
     w->pool = pool;
     w->index = i;
-    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) break;
+    if (pthread_create(&w->thread, use, worker_main, w) != 0 &&
+        (!use || pthread_create(&w->thread, NULL, worker_main, w) != 0))
+      break;
+    pthread_setname_np(w->thread, "kapi-cpu");
     pool->threads++;
   }
+  if (use) pthread_attr_destroy(use);
   /* The launcher's scratch is the one after the last started worker's. */
   return pool;
 }

@@ -1,0 +1,118 @@
+"""The CPU device in the host process: its thread pool's placement when the launching thread was
+pinned (by an OpenMP runtime, or by hand). Each case runs in a subprocess, so the pinning
+and the pool are its own."""
+
+import ctypes.util
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from kapi_testing import devices_or_skip
+
+CPU = [d for d in devices_or_skip() if d.filter_string.startswith("level_zero:cpu")]
+if not CPU:  # pragma: no cover
+    pytest.skip("no kapi CPU device", allow_module_level=True)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_python(code, env=None, timeout=120):
+    e = dict(os.environ)
+    e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
+    e.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=e,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+# Pins the main thread (`PIN` below), then launches; prints the CPUs the process may use, the
+# main thread's, the device's compute units and each pool worker's CPUs.
+AFFINITY = """
+import os, numpy as np
+ALL = sorted(os.sched_getaffinity(0))
+PIN
+main = sorted(os.sched_getaffinity(0))
+import kapi
+dev = [d for d in kapi.devices() if d.filter_string.startswith("level_zero:cpu")][0]
+
+@kapi.kernel
+def twice(item, a, b):
+    i = item.get_id(0)
+    b[i] = a[i] * 2.0
+
+n = 1 << 20
+a = kapi.asarray(np.arange(n, dtype=np.float32), device=dev)
+b = kapi.empty_like(a)
+kapi.call_kernel(twice, kapi.Range(n), a, b)
+assert (b.asnumpy() == 2.0 * np.arange(n, dtype=np.float32)).all()
+
+def cpus(tid):
+    for line in open(f"/proc/self/task/{tid}/status"):
+        if line.startswith("Cpus_allowed_list:"):
+            out = set()
+            for part in line.split(":")[1].strip().split(","):
+                lo, _, hi = part.partition("-")
+                out.update(range(int(lo), int(hi or lo) + 1))
+            return sorted(out)
+
+workers = [cpus(t) for t in os.listdir("/proc/self/task")
+           if open(f"/proc/self/task/{t}/comm").read().strip() == "kapi-cpu"]
+print(repr({"all": ALL, "main": main, "units": dev.max_compute_units, "workers": workers}))
+"""
+
+# libgomp pins the thread that runs its first parallel region to the first place (here the
+# main thread) when OMP_PROC_BIND is set; its own workers take the other places.
+OPENMP_PIN = """
+import ctypes, ctypes.util
+gomp = ctypes.CDLL(ctypes.util.find_library("gomp"))
+FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+body = FN(lambda data: None)
+gomp.GOMP_parallel(body, None, 0, 0)
+"""
+
+# By hand: another thread keeps the process's mask (as OpenMP's workers do), and the main
+# thread pins itself.
+HAND_PIN = """
+import threading, time
+stop = threading.Event()
+threading.Thread(target=stop.wait, daemon=True).start()
+os.sched_setaffinity(0, {ALL[0]})
+"""
+
+
+def check_placement(out):
+    r = eval(out.strip().splitlines()[-1])  # our own repr of plain lists and ints
+    assert r["main"] == r["all"][:1], f"the main thread was not pinned: {r}"
+    assert r["units"] == len(r["all"]), r
+    assert len(r["workers"]) == len(r["all"]) - 1, r
+    for w in r["workers"]:
+        assert w == r["all"], f"a pool worker inherited the pinned mask: {r}"
+
+
+needs_two = pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason="pinning means nothing with one CPU"
+)
+
+
+@needs_two
+def test_pool_ignores_a_pinned_main_thread():
+    r = run_python(AFFINITY.replace("PIN", HAND_PIN))
+    assert r.returncode == 0, r.stdout + r.stderr
+    check_placement(r.stdout)
+
+
+@needs_two
+@pytest.mark.skipif(not ctypes.util.find_library("gomp"), reason="no libgomp on this host")
+def test_pool_ignores_openmp_binding():
+    env = {"OMP_PROC_BIND": "true", "OMP_PLACES": "threads", "OMP_WAIT_POLICY": "passive"}
+    env["OMP_NUM_THREADS"] = str(len(os.sched_getaffinity(0)))
+    r = run_python(AFFINITY.replace("PIN", OPENMP_PIN), env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    check_placement(r.stdout)
