@@ -2,6 +2,7 @@
 pinned (by an OpenMP runtime, or by hand). Each case runs in a subprocess, so the pinning
 and the pool are its own."""
 
+import ast
 import ctypes.util
 import os
 import subprocess
@@ -88,7 +89,7 @@ os.sched_setaffinity(0, {ALL[0]})
 
 
 def check_placement(out):
-    r = eval(out.strip().splitlines()[-1])  # our own repr of plain lists and ints
+    r = ast.literal_eval(out.strip().splitlines()[-1])
     assert r["main"] == r["all"][:1], f"the main thread was not pinned: {r}"
     assert r["units"] == len(r["all"]), r
     assert len(r["workers"]) == len(r["all"]) - 1, r

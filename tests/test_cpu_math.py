@@ -182,12 +182,12 @@ def test_math_function(name, dtype, path):
     elif name in BINARY:
         f, (lo, hi), (ylo, yhi), bound = BINARY[name]
         x, y = inputs(rng, lo, hi, n, dtype), inputs(rng, ylo, yhi, n, dtype)
-        want = np.array([f(float(a), float(b)) for a, b in zip(x, y)])
+        want = np.array([f(float(a), float(b)) for a, b in zip(x, y, strict=True)])
         check(name, dtype, run(name, dtype, x, y, n_range), want, bound + slack * (bound > 0))
     elif name == "ldexp":
         x = inputs(rng, -1e3, 1e3, n, dtype)
         e = rng.integers(-20, 20, n).astype(np.int32)
-        want = np.array([math.ldexp(float(a), int(b)) for a, b in zip(x, e)])
+        want = np.array([math.ldexp(float(a), int(b)) for a, b in zip(x, e, strict=True)])
         check(name, dtype, run(name, dtype, x, e, n_range), want, 0)
     else:
         specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1e30, 3.5], dtype)
