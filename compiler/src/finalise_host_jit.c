@@ -53,9 +53,7 @@ static LLVMTargetMachineRef host_machine(char **log) {
  * and add nothing to the process's global scope). A kernel's build must not depend on which
  * libraries the process happened to load, or in what order: a search of the process finds the
  * first library that defines `erf`, which need not be libm. */
-static struct {
-  void *libm, *libmvec;
-} libs;
+static struct { void *libm, *libmvec; } libs;
 static pthread_once_t libs_once = PTHREAD_ONCE_INIT;
 
 static void libs_open(void) {
@@ -86,8 +84,8 @@ static void *c_library_symbol(const char *name) {
 }
 
 static int libc_math_name(const char *name) {
-  static const char *const names[] = {"frexp",  "frexpf",  "ldexp",    "ldexpf",   "modf",
-                                      "modff",  "scalbn",  "scalbnf",  "copysign", "copysignf"};
+  static const char *const names[] = {"frexp", "frexpf", "ldexp",   "ldexpf",   "modf",
+                                      "modff", "scalbn", "scalbnf", "copysign", "copysignf"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (!strcmp(name, names[i])) return 1;
   return 0;
@@ -108,10 +106,10 @@ void *kc_hf_math_symbol(const char *name) {
 /* The JIT's definition generator: each external symbol a module needs, and no other, is bound
  * here to its address in libm, libmvec or libc, as an absolute symbol. Names left unbound stay
  * undefined, and the lookup reports them ("Symbols not found"). */
-static LLVMErrorRef generate(LLVMOrcDefinitionGeneratorRef gen, void *ctx, LLVMOrcLookupStateRef *ls,
-                             LLVMOrcLookupKind kind, LLVMOrcJITDylibRef jd,
-                             LLVMOrcJITDylibLookupFlags jd_flags, LLVMOrcCLookupSet set,
-                             size_t n) {
+static LLVMErrorRef generate(LLVMOrcDefinitionGeneratorRef gen, void *ctx,
+                             LLVMOrcLookupStateRef *ls, LLVMOrcLookupKind kind,
+                             LLVMOrcJITDylibRef jd, LLVMOrcJITDylibLookupFlags jd_flags,
+                             LLVMOrcCLookupSet set, size_t n) {
   (void)gen, (void)ctx, (void)ls, (void)kind, (void)jd_flags;
   LLVMOrcCSymbolMapPair *syms = calloc(n ? n : 1, sizeof *syms);
   if (!syms) return LLVMCreateStringError("out of memory");
@@ -122,7 +120,8 @@ static LLVMErrorRef generate(LLVMOrcDefinitionGeneratorRef gen, void *ctx, LLVMO
     void *a = kc_hf_math_symbol(LLVMOrcSymbolStringPoolEntryStr(set[i].Name));
     if (!a) continue;
     LLVMOrcRetainSymbolStringPoolEntry(set[i].Name); /* the map takes a reference */
-    syms[found++] = (LLVMOrcCSymbolMapPair){set[i].Name, {(LLVMOrcExecutorAddress)(uintptr_t)a, flags}};
+    syms[found++] =
+        (LLVMOrcCSymbolMapPair){set[i].Name, {(LLVMOrcExecutorAddress)(uintptr_t)a, flags}};
   }
   LLVMErrorRef e = found ? LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(syms, found)) : NULL;
   free(syms);
@@ -141,7 +140,9 @@ static int define_runtime(kc_hf_jit_t *j, char **log) {
   };
   LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
   LLVMErrorRef e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(syms, 2));
-  if (!e) LLVMOrcJITDylibAddGenerator(jd, LLVMOrcCreateCustomCAPIDefinitionGenerator(generate, NULL, NULL));
+  if (!e)
+    LLVMOrcJITDylibAddGenerator(jd,
+                                LLVMOrcCreateCustomCAPIDefinitionGenerator(generate, NULL, NULL));
   if (e) *log = take_error(e, "cannot set up the JIT's symbols");
   return !e;
 }

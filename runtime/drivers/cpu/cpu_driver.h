@@ -148,9 +148,9 @@ bool cpu_process_cpus(cpu_set_t *set);
 #endif
 
 /* A pool of `threads` workers, each allowed on every CPU of the process (not the creating
- * thread's mask, which a pinning runtime may have narrowed); the thread that runs a launch works too, so threads is the
- * core count minus one (0 is fine: every launch then runs on the caller). NULL when out of
- * memory. Launches through one pool run one at a time. */
+ * thread's mask, which a pinning runtime may have narrowed); the thread that runs a launch works
+ * too, so threads is the core count minus one (0 is fine: every launch then runs on the caller).
+ * NULL when out of memory. Launches through one pool run one at a time. */
 cpu_pool_t *cpu_pool_create(uint32_t threads);
 /* Stops and joins the workers and frees the pool; no launch may be running. */
 void cpu_pool_destroy(cpu_pool_t *pool);
