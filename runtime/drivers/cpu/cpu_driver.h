@@ -230,5 +230,10 @@ typedef struct cpu_queue {
 
 /* Copy engine helpers (cpu_copy.c). */
 void cpu_fill(void *dst, size_t size, const void *pattern, size_t pattern_size);
+/* A copy (non-overlapping or not) or fill as a command runs it: large ones on the device's
+ * pool, each thread its own contiguous block (cpu_copy.c). */
+ze_result_t cpu_copy_run(cpu_device_t *dev, void *dst, const void *src, size_t size);
+ze_result_t cpu_fill_run(cpu_device_t *dev, void *dst, size_t size, const void *pattern,
+                         size_t pattern_size);
 
 #endif /* KAPI_CPU_DRIVER_H */

@@ -1,6 +1,9 @@
 /* The persistent thread pool that runs a launch's work-groups: cores-1 workers plus the thread
- * that launches. Participants take chunks of group indices from an atomic counter; each has its
- * own scratch (argument array and local-memory buffer) so concurrently running groups never
+ * that launches. The groups are split into one contiguous block per participant, as OpenMP's
+ * static schedule splits a loop: each takes chunks of its own block first (so a thread streams
+ * the same pages every launch, the pages it touched first, on its NUMA node), then chunks of
+ * the others' blocks (so a late or busy thread delays nobody). Each participant has its own
+ * scratch (argument array and local-memory buffer) so concurrently running groups never
  * share local memory. The launcher never waits for a worker that has not joined: it runs what
  * is left itself, then closes the launch once no joined worker is still busy (so a tiny launch
  * costs at most one futex wake, and a late worker just finds the launch closed). Launches with
@@ -39,6 +42,12 @@ typedef struct cpu_scratch {
   size_t local_cap;
 } cpu_scratch_t;
 
+/* One participant's home block of group indices, [next, end) still to hand out. */
+typedef struct cpu_block {
+  _Alignas(CACHE_LINE) _Atomic uint64_t next;
+  uint64_t end;
+} cpu_block_t;
+
 typedef struct cpu_worker {
   struct cpu_pool *pool;
   pthread_t thread;
@@ -61,19 +70,20 @@ struct cpu_pool {
   uint32_t threads;
   cpu_worker_t *workers;
   cpu_scratch_t *scratch; /* threads + 1: the last is the launcher's */
+  cpu_block_t *blocks;    /* threads + 1 home blocks: worker i's is i, the launcher's the last */
   pthread_mutex_t lock;   /* one launch at a time */
   /* The launch: written by the launcher while the state is closed. */
   const cpu_launch_t *launch;
   uint64_t total, chunk;
+  uint32_t nblocks;          /* blocks this launch uses (1 when the launcher runs it alone) */
   _Atomic uint32_t max_join; /* workers that may join: one per chunk beyond the launcher's */
   bool stop;
   _Alignas(CACHE_LINE) _Atomic uint64_t state; /* generation | active workers | closed */
   _Alignas(CACHE_LINE) _Atomic uint32_t wake;  /* the generation, as a futex word */
   _Atomic uint32_t sleepers;
-  _Alignas(CACHE_LINE) _Atomic uint64_t next; /* next group index to hand out */
-  _Alignas(CACHE_LINE) uint32_t idle;         /* zed flag: the last joined worker left */
-  _Atomic uint32_t failed;                    /* a participant had no scratch memory */
-  _Atomic uint32_t group_failed;              /* a group could not run (no fiber stacks) */
+  _Alignas(CACHE_LINE) uint32_t idle; /* zed flag: the last joined worker left */
+  _Atomic uint32_t failed;            /* a participant had no scratch memory */
+  _Atomic uint32_t group_failed;      /* a group could not run (no fiber stacks) */
 };
 
 static inline void cpu_relax(void) {
@@ -149,23 +159,42 @@ static bool run_groups(const cpu_launch_t *l, void *const *args, uint64_t first,
   return true;
 }
 
-/* A participant's share: chunks of groups until none are left. */
-static void participate(cpu_pool_t *pool, cpu_scratch_t *s) {
+/* The next chunk of block b, or false when it is all handed out. */
+static bool take(cpu_block_t *b, uint64_t chunk, uint64_t *first, uint64_t *last) {
+  if (atomic_load_explicit(&b->next, memory_order_relaxed) >= b->end) return false;
+  uint64_t f = atomic_fetch_add_explicit(&b->next, chunk, memory_order_relaxed);
+  if (f >= b->end) return false;
+  *first = f;
+  *last = f + chunk < b->end ? f + chunk : b->end;
+  return true;
+}
+
+/* A participant's share: chunks of its home block, then of the others, until none are left. */
+static void participate(cpu_pool_t *pool, cpu_scratch_t *s, uint32_t home) {
   const cpu_launch_t *l = pool->launch;
   void *const *args;
   if (!scratch_args(s, l, &args)) {
     atomic_store(&pool->failed, 1);
     return; /* the others finish the groups */
   }
-  for (;;) {
-    uint64_t first = atomic_fetch_add_explicit(&pool->next, pool->chunk, memory_order_relaxed);
-    if (first >= pool->total) break;
-    uint64_t last = first + pool->chunk < pool->total ? first + pool->chunk : pool->total;
-    if (!run_groups(l, args, first, last)) {
-      atomic_store(&pool->group_failed, 1);
-      return;
-    }
+  uint32_t nb = pool->nblocks;
+  for (uint32_t i = 0; i < nb; i++) {
+    cpu_block_t *b = &pool->blocks[(home + i) % nb];
+    uint64_t first, last;
+    while (take(b, pool->chunk, &first, &last))
+      if (!run_groups(l, args, first, last)) {
+        atomic_store(&pool->group_failed, 1);
+        return;
+      }
   }
+}
+
+/* True when some block still has groups nobody took. */
+static bool groups_left(cpu_pool_t *pool) {
+  for (uint32_t i = 0; i < pool->nblocks; i++)
+    if (atomic_load_explicit(&pool->blocks[i].next, memory_order_relaxed) < pool->blocks[i].end)
+      return true;
+  return false;
 }
 
 /* Returns once the generation differs from seen: a short spin, then sleep on the futex. */
@@ -205,7 +234,7 @@ static void *worker_main(void *arg) {
     seen = STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire));
     if (pool->stop) break;
     if (!join(pool, seen)) continue; /* the launcher finished without us */
-    participate(pool, &pool->scratch[w->index]);
+    participate(pool, &pool->scratch[w->index], w->index);
     leave(pool);
   }
   return NULL;
@@ -226,9 +255,12 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   /* Cache-line aligned, as the type asks (its size is a multiple of the line). */
   pool->scratch = aligned_alloc(CACHE_LINE, (threads + 1) * sizeof(*pool->scratch));
   if (pool->scratch) memset(pool->scratch, 0, (threads + 1) * sizeof(*pool->scratch));
-  if (!pool->workers || !pool->scratch) {
+  pool->blocks = aligned_alloc(CACHE_LINE, (threads + 1) * sizeof(*pool->blocks));
+  if (pool->blocks) memset(pool->blocks, 0, (threads + 1) * sizeof(*pool->blocks));
+  if (!pool->workers || !pool->scratch || !pool->blocks) {
     free(pool->workers);
     free(pool->scratch);
+    free(pool->blocks);
     free(pool);
     return NULL;
   }
@@ -271,6 +303,7 @@ void cpu_pool_free_orphan(cpu_pool_t *pool) {
     scratch_free(&pool->scratch[i]);
   free(pool->workers);
   free(pool->scratch);
+  free(pool->blocks);
   free(pool);
 }
 
@@ -324,6 +357,11 @@ static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, ui
   return alone ? 0 : extra < pool->threads ? (uint32_t)extra : pool->threads;
 }
 
+/* Where block i of n starts: total * i / n without overflow. */
+static uint64_t split(uint64_t total, uint32_t i, uint32_t n) {
+  return (uint64_t)((unsigned __int128)total * i / n);
+}
+
 /* Folds the measured time of a run into the launch site's cost (a moving average). */
 static void learn(const cpu_launch_t *l, uint64_t ns, uint64_t items, uint32_t participants) {
   if (!l->cost || items == 0) return;
@@ -344,19 +382,25 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   pool->launch = l;
   pool->total = total;
   atomic_store_explicit(&pool->max_join, joiners, memory_order_relaxed);
-  atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
+  /* One block per participant (always threads + 1, whoever joins: the split must not depend
+   * on how many workers woke up in time, or pages would change hands between launches). */
+  pool->nblocks = alone ? 1 : pool->threads + 1;
+  for (uint32_t i = 0; i < pool->nblocks; i++) {
+    atomic_store_explicit(&pool->blocks[i].next, split(total, i, pool->nblocks),
+                          memory_order_relaxed);
+    pool->blocks[i].end = split(total, i + 1, pool->nblocks);
+  }
   atomic_store_explicit(&pool->failed, 0, memory_order_relaxed);
   atomic_store_explicit(&pool->group_failed, 0, memory_order_relaxed);
   if (!alone) {
     zed_clear_flag(&pool->idle);
     publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false);
   }
-  participate(pool, &pool->scratch[pool->threads]);
+  participate(pool, &pool->scratch[pool->threads], pool->threads);
   if (!alone) close_launch(pool);
   if (l->cost) learn(l, zed_now_ns() - start, items, joiners + 1);
-  bool failed = (atomic_load_explicit(&pool->next, memory_order_relaxed) < total &&
-                 atomic_load(&pool->failed)) ||
-                atomic_load(&pool->group_failed);
+  bool failed =
+      (groups_left(pool) && atomic_load(&pool->failed)) || atomic_load(&pool->group_failed);
   pthread_mutex_unlock(&pool->lock);
   return failed ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY : ZE_RESULT_SUCCESS;
 }
