@@ -117,3 +117,60 @@ def test_pool_ignores_openmp_binding():
     r = run_python(AFFINITY.replace("PIN", OPENMP_PIN), env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     check_placement(r.stdout)
+
+
+# A launch that would run for minutes, interrupted by SIGINT from a timer thread: the
+# KeyboardInterrupt must come within seconds, and the device must run the next launches right.
+CTRL_C = """
+import os, signal, threading, time
+import numpy as np
+import kapi
+dev = [d for d in kapi.devices() if d.filter_string.startswith("level_zero:cpu")][0]
+
+@kapi.kernel
+def spin(item, out, iters):
+    i = item.get_global_id(0)
+    x = np.float32(i) * np.float32(1e-6)
+    for _ in range(iters):
+        x = x * np.float32(0.999999) + np.float32(1e-7)
+    out[i] = x
+
+# 2^22 work-items in groups of 256, 10^5 iterations each: a minute or more on any host, and
+# no group takes long (a running group finishes before the launch stops).
+n = 1 << 22
+space = kapi.NdRange((n,), (256,))
+out = kapi.empty(n, dtype=np.float32, device=dev)
+kapi.call_kernel(spin, space, out, 1)  # compiled before the clock starts
+threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+t0 = time.monotonic()
+try:
+    kapi.call_kernel(spin, space, out, 10**5)
+    raise SystemExit("the launch ran to completion")
+except KeyboardInterrupt:
+    took = time.monotonic() - t0
+print("interrupted after", round(took, 2), "s")
+assert took < 5.0, took
+
+# The device still works: the same kernel, short, checked against NumPy in float32.
+kapi.call_kernel(spin, space, out, 3)
+want = np.arange(n, dtype=np.float32) * np.float32(1e-6)
+for _ in range(3):
+    want = want * np.float32(0.999999) + np.float32(1e-7)
+np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6)
+a = kapi.asarray(np.arange(1 << 20, dtype=np.float32), device=dev)
+c = kapi.empty_like(a)
+
+@kapi.kernel
+def twice(item, a, c):
+    i = item.get_id(0)
+    c[i] = a[i] * 2.0
+
+kapi.call_kernel(twice, kapi.Range(a.size), a, c)
+assert (c.asnumpy() == 2 * a.asnumpy()).all()
+print("ok")
+"""
+
+
+def test_ctrl_c_interrupts_a_long_launch():
+    r = run_python(CTRL_C, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr

@@ -219,6 +219,17 @@ ze_result_t cpu_driver_get_extension_properties(ze_driver_handle_t h, uint32_t *
   return ZE_RESULT_SUCCESS;
 }
 
+/* kapi's own extension functions (the Level Zero way to reach a driver-specific call). */
+ze_result_t cpu_driver_get_extension_function_address(ze_driver_handle_t h, const char *name,
+                                                      void **out) {
+  ZED_CHECK(h, ZED_KIND_DRIVER);
+  ZED_CHECK_PTR(name);
+  ZED_CHECK_PTR(out);
+  if (strcmp(name, CPU_EXT_SET_INTERRUPT_CHECK) != 0) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  *out = (void *)cpu_set_interrupt_check;
+  return ZE_RESULT_SUCCESS;
+}
+
 ze_result_t cpu_device_get(ze_driver_handle_t h, uint32_t *count, ze_device_handle_t *devices) {
   ZED_CHECK(h, ZED_KIND_DRIVER);
   return list_one(count, (void **)devices, &((cpu_driver_t *)h)->device);

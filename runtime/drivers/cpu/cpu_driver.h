@@ -147,6 +147,19 @@ ze_result_t cpu_launch_prepare(const cpu_kernel_t *kernel, const ze_group_count_
 bool cpu_process_cpus(cpu_set_t *set);
 #endif
 
+/* zeDriverGetExtensionFunctionAddress name of cpu_set_interrupt_check. It takes no driver
+ * handle: the loader hands the application its own handles, which only its forwarding
+ * functions translate, and an extension function is called directly. */
+#define CPU_EXT_SET_INTERRUPT_CHECK "zexKapiCpuSetInterruptCheck"
+/* Launches the calling thread runs call check(ctx) about every CPU_INTERRUPT_POLL_NS once they
+ * have run that long (NULL: never). When it returns nonzero the launch hands out no more
+ * work-groups, waits for the running ones and fails with CPU_RESULT_INTERRUPTED; the pool and
+ * queue stay usable. Per thread, so a hook that calls back into Python is only ever called
+ * from the thread that installed it. */
+ze_result_t cpu_set_interrupt_check(int (*check)(void *ctx), void *ctx);
+#define CPU_INTERRUPT_POLL_NS 50000000ull
+#define CPU_RESULT_INTERRUPTED ZE_RESULT_NOT_READY
+
 /* A pool of `threads` workers, each allowed on every CPU of the process (not the creating
  * thread's mask, which a pinning runtime may have narrowed); the thread that runs a launch works
  * too, so threads is the core count minus one (0 is fine: every launch then runs on the caller).

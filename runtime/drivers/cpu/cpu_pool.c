@@ -84,6 +84,7 @@ struct cpu_pool {
   _Alignas(CACHE_LINE) uint32_t idle; /* zed flag: the last joined worker left */
   _Atomic uint32_t failed;            /* a participant had no scratch memory */
   _Atomic uint32_t group_failed;      /* a group could not run (no fiber stacks) */
+  _Atomic uint32_t interrupted;       /* the launcher's interrupt check fired */
 };
 
 static inline void cpu_relax(void) {
@@ -136,9 +137,42 @@ static bool scratch_args(cpu_scratch_t *s, const cpu_launch_t *l, void *const **
   return true;
 }
 
+/* The calling thread's interrupt check (cpu_set_interrupt_check). */
+static _Thread_local struct {
+  int (*check)(void *ctx);
+  void *ctx;
+} interrupt;
+
+ze_result_t cpu_set_interrupt_check(int (*check)(void *ctx), void *ctx) {
+  interrupt.check = check;
+  interrupt.ctx = ctx;
+  return ZE_RESULT_SUCCESS;
+}
+
+/* What a participant checks between groups: the pool's interrupted flag, and for the launcher
+ * with a check installed, the check itself once per CPU_INTERRUPT_POLL_NS. */
+typedef struct poll {
+  cpu_pool_t *pool;
+  bool launcher;
+  uint64_t next_ns; /* when the launcher next calls the check */
+} poll_t;
+
+static bool interrupted(poll_t *p) {
+  if (atomic_load_explicit(&p->pool->interrupted, memory_order_relaxed)) return true;
+  if (!p->launcher || !interrupt.check) return false;
+  uint64_t now = zed_now_ns();
+  if (now < p->next_ns) return false;
+  p->next_ns = now + CPU_INTERRUPT_POLL_NS;
+  if (!interrupt.check(interrupt.ctx)) return false;
+  atomic_store(&p->pool->interrupted, 1);
+  return true;
+}
+
 /* Runs groups [first, last) of the launch in linear order (dimension 0 fastest). False when a
- * group could not run (the finaliser had no memory for its fiber stacks). */
-static bool run_groups(const cpu_launch_t *l, void *const *args, uint64_t first, uint64_t last) {
+ * group could not run (the finaliser had no memory for its fiber stacks) or the launch was
+ * interrupted. */
+static bool run_groups(const cpu_launch_t *l, void *const *args, uint64_t first, uint64_t last,
+                       poll_t *poll) {
   kc_host_group_t g = {.args = args};
   memcpy(g.group_range, l->group_count, sizeof g.group_range);
   memcpy(g.local_range, l->local_size, sizeof g.local_range);
@@ -147,6 +181,7 @@ static bool run_groups(const cpu_launch_t *l, void *const *args, uint64_t first,
   g.group_id[1] = (first / nx) % ny;
   g.group_id[2] = first / (nx * ny);
   for (uint64_t i = first; i < last; i++) {
+    if (interrupted(poll)) return false;
     if (l->run(&g) != KC_OK) return false;
     if (++g.group_id[0] == nx) {
       g.group_id[0] = 0;
@@ -170,7 +205,7 @@ static bool take(cpu_block_t *b, uint64_t chunk, uint64_t *first, uint64_t *last
 }
 
 /* A participant's share: chunks of its home block, then of the others, until none are left. */
-static void participate(cpu_pool_t *pool, cpu_scratch_t *s, uint32_t home) {
+static void participate(cpu_pool_t *pool, cpu_scratch_t *s, uint32_t home, poll_t *poll) {
   const cpu_launch_t *l = pool->launch;
   void *const *args;
   if (!scratch_args(s, l, &args)) {
@@ -182,8 +217,8 @@ static void participate(cpu_pool_t *pool, cpu_scratch_t *s, uint32_t home) {
     cpu_block_t *b = &pool->blocks[(home + i) % nb];
     uint64_t first, last;
     while (take(b, pool->chunk, &first, &last))
-      if (!run_groups(l, args, first, last)) {
-        atomic_store(&pool->group_failed, 1);
+      if (!run_groups(l, args, first, last, poll)) {
+        if (!atomic_load(&pool->interrupted)) atomic_store(&pool->group_failed, 1);
         return;
       }
   }
@@ -234,7 +269,8 @@ static void *worker_main(void *arg) {
     seen = STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire));
     if (pool->stop) break;
     if (!join(pool, seen)) continue; /* the launcher finished without us */
-    participate(pool, &pool->scratch[w->index], w->index);
+    poll_t poll = {.pool = pool};
+    participate(pool, &pool->scratch[w->index], w->index, &poll);
     leave(pool);
   }
   return NULL;
@@ -392,15 +428,21 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   }
   atomic_store_explicit(&pool->failed, 0, memory_order_relaxed);
   atomic_store_explicit(&pool->group_failed, 0, memory_order_relaxed);
+  atomic_store_explicit(&pool->interrupted, 0, memory_order_relaxed);
   if (!alone) {
     zed_clear_flag(&pool->idle);
     publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false);
   }
-  participate(pool, &pool->scratch[pool->threads], pool->threads);
+  poll_t poll = {.pool = pool, .launcher = true};
+  if (interrupt.check) poll.next_ns = zed_now_ns() + CPU_INTERRUPT_POLL_NS;
+  participate(pool, &pool->scratch[pool->threads], pool->threads, &poll);
   if (!alone) close_launch(pool);
   if (l->cost) learn(l, zed_now_ns() - start, items, joiners + 1);
   bool failed =
       (groups_left(pool) && atomic_load(&pool->failed)) || atomic_load(&pool->group_failed);
+  bool stopped = atomic_load(&pool->interrupted);
   pthread_mutex_unlock(&pool->lock);
-  return failed ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY : ZE_RESULT_SUCCESS;
+  return stopped  ? CPU_RESULT_INTERRUPTED
+         : failed ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY
+                  : ZE_RESULT_SUCCESS;
 }
