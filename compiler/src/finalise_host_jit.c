@@ -12,6 +12,7 @@
 #include <llvm-c/Error.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,11 +54,15 @@ static LLVMTargetMachineRef host_machine(char **log) {
  * and add nothing to the process's global scope). A kernel's build must not depend on which
  * libraries the process happened to load, or in what order: a search of the process finds the
  * first library that defines `erf`, which need not be libm. */
-static struct { void *libm, *libmvec; } libs;
+static struct {
+  void *libm, *libmvec;
+  char why[256]; /* why libm.so.6 did not open, for the log of a kernel that needed it */
+} libs;
 static pthread_once_t libs_once = PTHREAD_ONCE_INIT;
 
 static void libs_open(void) {
   libs.libm = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
+  if (!libs.libm) snprintf(libs.why, sizeof libs.why, "%s", dlerror());
   if (!getenv("KAPI_HOST_NO_LIBMVEC")) libs.libmvec = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
 }
 
@@ -224,8 +229,10 @@ int kc_hf_jit_lookup(kc_hf_jit_t *j, const char *name, void **addr, char **log) 
   if (e) {
     char *m = LLVMGetErrorMessage(e);
     const char *more = j->session_error ? j->session_error : j->diagnostic;
-    *log = kc_msg("code generation for %s failed: %s%s%s", name, m, more ? "; " : "",
-                  more ? more : "");
+    pthread_once(&libs_once, libs_open);
+    *log = kc_msg("code generation for %s failed: %s%s%s%s%s", name, m, more ? "; " : "",
+                  more ? more : "",
+                  libs.libm ? "" : "; libm.so.6 did not open: ", libs.libm ? "" : libs.why);
     LLVMDisposeErrorMessage(m);
     return 0;
   }
