@@ -107,7 +107,8 @@ SCRIPT = textwrap.dedent(
     def math_mix(item, x, out, s):
         i = item.get_id(0)
         v = x[i]
-        out[i] = math.sin(v) * math.exp(-v * v) + math.erf(v) + math.pow(abs(v), s) + math.atan2(v, s)
+        w = math.sin(v) * math.exp(-v * v) + math.erf(v)
+        out[i] = w + math.pow(abs(v), s) + math.atan2(v, s)
 
     @kapi.kernel
     def python_ints(item, a, b, q, r):
