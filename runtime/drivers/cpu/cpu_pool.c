@@ -150,17 +150,30 @@ ze_result_t cpu_set_interrupt_check(int (*check)(void *ctx), void *ctx) {
 }
 
 /* What a participant checks between groups: the pool's interrupted flag, and for the launcher
- * with a check installed, the check itself once per CPU_INTERRUPT_POLL_NS. */
+ * with a check installed, the check itself once per CPU_INTERRUPT_POLL_NS. Reading the clock
+ * costs about as much as a tiny group, so the launcher reads it about once per millisecond:
+ * every `stride` groups, the stride doubling while groups are quick and halving while they are
+ * slow. A one-group launch never reads it. */
 typedef struct poll {
   cpu_pool_t *pool;
   bool launcher;
-  uint64_t next_ns; /* when the launcher next calls the check */
+  uint32_t left, stride; /* groups until the next clock read; groups between reads */
+  uint64_t last_ns;      /* the last clock read */
+  uint64_t next_ns;      /* when the launcher next calls the check (0: not yet set) */
 } poll_t;
+
+#define POLL_INIT(p, is_launcher)                                                                  \
+  { .pool = (p), .launcher = (is_launcher), .left = 2, .stride = 1 }
 
 static bool interrupted(poll_t *p) {
   if (atomic_load_explicit(&p->pool->interrupted, memory_order_relaxed)) return true;
-  if (!p->launcher || !interrupt.check) return false;
+  if (!p->launcher || !interrupt.check || --p->left) return false;
   uint64_t now = zed_now_ns();
+  if (p->next_ns && now - p->last_ns < 1000000 && p->stride < 65536) p->stride *= 2;
+  if (now - p->last_ns > 4000000 && p->stride > 1) p->stride /= 2;
+  p->left = p->stride;
+  p->last_ns = now;
+  if (!p->next_ns) p->next_ns = now + CPU_INTERRUPT_POLL_NS;
   if (now < p->next_ns) return false;
   p->next_ns = now + CPU_INTERRUPT_POLL_NS;
   if (!interrupt.check(interrupt.ctx)) return false;
@@ -269,7 +282,7 @@ static void *worker_main(void *arg) {
     seen = STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire));
     if (pool->stop) break;
     if (!join(pool, seen)) continue; /* the launcher finished without us */
-    poll_t poll = {.pool = pool};
+    poll_t poll = POLL_INIT(pool, false);
     participate(pool, &pool->scratch[w->index], w->index, &poll);
     leave(pool);
   }
@@ -433,8 +446,7 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
     zed_clear_flag(&pool->idle);
     publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false);
   }
-  poll_t poll = {.pool = pool, .launcher = true};
-  if (interrupt.check) poll.next_ns = zed_now_ns() + CPU_INTERRUPT_POLL_NS;
+  poll_t poll = POLL_INIT(pool, true);
   participate(pool, &pool->scratch[pool->threads], pool->threads, &poll);
   if (!alone) close_launch(pool);
   if (l->cost) learn(l, zed_now_ns() - start, items, joiners + 1);
