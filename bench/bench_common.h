@@ -3,6 +3,9 @@
  * builds before the compiler is complete) or else from the OpenCL C fixture module. */
 #ifndef KAPI_BENCH_COMMON_H
 #define KAPI_BENCH_COMMON_H
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
 
 #include "kapi/runtime.h"
 
@@ -30,12 +33,33 @@ static inline double median(double *v, size_t n) {
 
 /* SPIR-V of a KIR module through kc_compile, or NULL (compiler missing or failing; the reason
  * goes to *why). The caller frees the bytes with free(). */
-static inline void *spirv_from_kir(const char *kir, size_t *n, char *why, size_t why_n) {
-  void *lib = dlopen(KAPI_LIB_DIR "/libkapi_compiler.so", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    snprintf(why, why_n, "no compiler library: %s", dlerror());
-    return NULL;
+/* The compiler library, wherever the build was carried: $KAPI_LIB_DIR, else beside the runtime
+ * library this process loaded (kapi/_lib holds both), else the build directory's path, else
+ * the loader's search (LD_LIBRARY_PATH). */
+static inline void *open_compiler(char *why, size_t why_n) {
+  char path[4096];
+  const char *env = getenv("KAPI_LIB_DIR");
+  if (env && *env) {
+    snprintf(path, sizeof path, "%s/libkapi_compiler.so", env);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib) return lib;
   }
+  Dl_info info;
+  if (dladdr((void *)kr_init, &info) && info.dli_fname && strrchr(info.dli_fname, '/')) {
+    snprintf(path, sizeof path, "%.*s/libkapi_compiler.so",
+             (int)(strrchr(info.dli_fname, '/') - info.dli_fname), info.dli_fname);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib) return lib;
+  }
+  void *lib = dlopen(KAPI_LIB_DIR "/libkapi_compiler.so", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) lib = dlopen("libkapi_compiler.so", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) snprintf(why, why_n, "no compiler library: %s", dlerror());
+  return lib;
+}
+
+static inline void *spirv_from_kir(const char *kir, size_t *n, char *why, size_t why_n) {
+  void *lib = open_compiler(why, why_n);
+  if (!lib) return NULL;
   typedef int (*compile_fn)(const char *, size_t, const void *, void **, char **);
   typedef const void *(*spirv_fn)(const void *, size_t *);
   typedef void (*destroy_fn)(void *);

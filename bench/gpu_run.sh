@@ -16,6 +16,8 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT" /tmp/deps
 for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
+# The C benchmarks find kapi/_lib through their $ORIGIN rpath or this (bench_common.h).
+export KAPI_LIB_DIR=$PWD/kapi/_lib
 export PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi -L
 python3 -m kapi 2>&1 | tee "$OUT/devices.txt"

@@ -55,6 +55,11 @@ int kc_host_printf(const char *fmt, ...);
 /* finalise_host_math.c: rewrites `__spirv_ocl_*` calls to LLVM intrinsics, IR, or libm calls. */
 int kc_hf_lower_math(LLVMModuleRef m, char **log);
 
+/* finalise_host_jit.c: the address a kernel's external `name` binds to: a function of libm
+ * ("libm.so.6") or libmvec ("libmvec.so.1", `_ZGV*`, absent with KAPI_HOST_NO_LIBMVEC), both
+ * opened by soname whatever the process loaded, or a memory intrinsic; NULL otherwise. */
+void *kc_hf_math_symbol(const char *name);
+
 /* finalise_host_vecmath.c: scalar libm calls the loop vectoriser may turn into glibc libmvec
  * calls. kc_hf_vectorisable: 1 when libmvec is loaded and has `dname` (double name: "sin").
  * kc_hf_vec_libm_call: the annotated scalar call (float/double scalars), or NULL. keep/release

@@ -4,13 +4,12 @@
  * variants the host can run, so the loop vectoriser may call them; the variants are declared
  * and kept alive with @llvm.compiler.used until optimisation is done. Only functions whose
  * libmvec accuracy is within OpenCL's bounds are listed (host_test.c's math test checks each
- * through the vector path). Without libmvec, or with KAPI_HOST_NO_LIBMVEC set, calls
- * stay scalar.
+ * through the vector path), and only variants libmvec defines. Without libmvec, or with
+ * KAPI_HOST_NO_LIBMVEC set, calls stay scalar.
  */
 #define _GNU_SOURCE
 #include "finalise_host.h"
 
-#include <dlfcn.h>
 #include <llvm-c/TargetMachine.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -40,9 +39,8 @@ static struct {
 static pthread_once_t mvec_once = PTHREAD_ONCE_INIT;
 
 static void mvec_init(void) {
-  if (getenv("KAPI_HOST_NO_LIBMVEC")) return;
-  /* Loaded globally so that the JIT's process symbol search finds the variants. */
-  if (!dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL)) return;
+  /* libmvec is bound by handle (finalise_host_jit.c), absent with KAPI_HOST_NO_LIBMVEC. */
+  if (!kc_hf_math_symbol("_ZGVbN2v_sin")) return;
   char *f = LLVMGetHostCPUFeatures();
   mvec.isa[mvec.count] = 'b', mvec.bits[mvec.count++] = 128;
   if (f && strstr(f, "+avx2")) mvec.isa[mvec.count] = 'd', mvec.bits[mvec.count++] = 256;
@@ -100,10 +98,13 @@ LLVMValueRef kc_hf_vec_libm_call(LLVMModuleRef m, LLVMBuilderRef b, const char *
     unsigned lanes = mvec.bits[i] / (k == LLVMFloatTypeKind ? 32 : 64);
     const char *params = n == 2 ? "vv" : "v";
     snprintf(vname, sizeof vname, "_ZGV%cN%u%s_%s", mvec.isa[i], lanes, params, scalar);
+    /* An ISA's set may lack a function another has (glibc's AVX-512 set is not AVX2's). */
+    if (!kc_hf_math_symbol(vname)) continue;
     declare_variant(m, vname, ty, lanes, n);
     used += (size_t)snprintf(variants + used, sizeof variants - used, "%s_ZGV_LLVM_N%u%s_%s(%s)",
                              used ? "," : "", lanes, params, scalar, vname);
   }
+  if (!used) return call;
   const char *attr = "vector-function-abi-variant";
   LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
                            LLVMCreateStringAttribute(LLVMGetModuleContext(m), attr,

@@ -514,6 +514,28 @@ static int flush_python_stdout(void) {
   return r ? 0 : -1;
 }
 
+/* Ctrl-C during a launch. The CPU driver runs a launch's work-groups on the launching thread
+ * (GIL released) and its pool; every 50 ms of a long launch it calls this, which takes the GIL
+ * and runs Python's signal handlers. If one raised (KeyboardInterrupt), the exception stays
+ * set, the driver stops handing out work-groups and waits for the running ones, and the
+ * launch fails; do_launch then raises the handler's exception. Handlers run inside the
+ * launch: one that launched a kernel itself would wait for this launch forever. */
+static int check_signals(void *ctx) {
+  (void)ctx;
+  PyGILState_STATE g = PyGILState_Ensure();
+  int raised = PyErr_CheckSignals() < 0;
+  PyGILState_Release(g);
+  return raised;
+}
+
+/* Installs check_signals for the calling thread's launches, once per thread. */
+static void install_signal_check(void) {
+  static _Thread_local int installed;
+  if (installed) return;
+  kr_error_t err;
+  installed = kr_set_interrupt_check(check_signals, NULL, &err) == KR_OK;
+}
+
 static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_ssize_t n,
                            PyObject *args, PyObject *deps) {
   int with_item = 0;
@@ -563,12 +585,22 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
   if (status && !own) e->status_busy[device] = 1;
   kr_error_t err;
   kr_event_t *ev = NULL;
+  install_signal_check();
   PyThreadState *ts = PyEval_SaveThread();
   kr_status_t st = kr_launch(q, k, (uint32_t)s->ndim, s->global, s->nd ? s->local : NULL, nk, kargs,
                              nwait, wait, deps != Py_None ? &ev : NULL, &err);
   if (st == KR_OK && e->prints && deps == Py_None) fflush(stdout); /* the CUDA driver's lines */
   PyEval_RestoreThread(ts);
   if (status && !own) e->status_busy[device] = 0;
+  if (PyErr_Occurred()) { /* a signal handler raised during the launch (see check_signals) */
+    if (ev) kr_event_release(ev);
+    if (status && own) {
+      kr_error_t ferr;
+      kr_free(status, &ferr);
+    }
+    Py_DECREF(queue);
+    return NULL;
+  }
   if (st != KR_OK) {
     if (status && own) {
       kr_error_t ferr;

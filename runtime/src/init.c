@@ -104,6 +104,9 @@ static kr_status_t open_driver(kr_driver_t *drv, ze_driver_handle_t h, uint32_t 
   ze_context_desc_t cd = {.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC};
   ze_result_t r = zeContextCreate(h, &cd, &drv->ctx);
   if (r) return kr_ze_fail(err, r, "zeContextCreate", NULL, "driver %u", index);
+  void *fn = NULL;
+  if (zeDriverGetExtensionFunctionAddress(h, "zexKapiCpuSetInterruptCheck", &fn) == 0 && fn)
+    drv->set_interrupt = (ze_result_t(*)(int (*)(void *), void *))fn;
   return KR_OK;
 }
 

@@ -33,6 +33,8 @@ struct kr_event {
 struct kr_driver {
   ze_driver_handle_t h;
   ze_context_handle_t ctx;
+  /* The driver's zexKapiCpuSetInterruptCheck, or NULL (drivers that cannot stop a launch). */
+  ze_result_t (*set_interrupt)(int (*)(void *), void *);
   uint32_t index;
   char name[64];
   uint32_t first_device; /* index of its first device in the runtime's list */

@@ -197,6 +197,17 @@ static kr_status_t append_locked(kr_cmd_t *c, kr_queue_t *q, kr_kernel_t *k, uin
   return st;
 }
 
+kr_status_t kr_set_interrupt_check(int (*check)(void *ctx), void *ctx, kr_error_t *err) {
+  kr_status_t st = kr_ensure_init(err);
+  if (st) return st;
+  for (uint32_t i = 0; i < kr_rt.num_drivers; i++) {
+    kr_driver_t *drv = &kr_rt.drivers[i];
+    ze_result_t r = drv->set_interrupt ? drv->set_interrupt(check, ctx) : 0;
+    if (r) return kr_ze_fail(err, r, "zexKapiCpuSetInterruptCheck", NULL, "driver %u", i);
+  }
+  return KR_OK;
+}
+
 kr_status_t kr_launch(kr_queue_t *q, kr_kernel_t *k, uint32_t ndim, const size_t *global,
                       const size_t *local, uint32_t nargs, const kr_arg_t *args, uint32_t nwait,
                       kr_event_t *const *wait, kr_event_t **out_event, kr_error_t *err) {

@@ -13,6 +13,7 @@ __typeof__(zeDriverGetApiVersion) cpu_driver_get_api_version;
 __typeof__(zeDriverGetProperties) cpu_driver_get_properties;
 __typeof__(zeDriverGetIpcProperties) cpu_driver_get_ipc_properties;
 __typeof__(zeDriverGetExtensionProperties) cpu_driver_get_extension_properties;
+__typeof__(zeDriverGetExtensionFunctionAddress) cpu_driver_get_extension_function_address;
 __typeof__(zeDeviceGet) cpu_device_get;
 __typeof__(zeDeviceGetSubDevices) cpu_device_get_sub_devices;
 __typeof__(zeDeviceGetProperties) cpu_device_get_properties;

@@ -25,6 +25,63 @@ void cpu_fill(void *dst, size_t size, const void *pattern, size_t pattern_size) 
   }
 }
 
+/* Copies and fills of at least PARALLEL_BYTES run on the device's pool, in pieces split into
+ * one contiguous block per thread as launches are (cpu_pool.c). Beside the bandwidth, this
+ * places pages: a fill is usually the first touch of a new allocation, and the thread that
+ * touches a page first gets it on its NUMA node; the kernels' threads then find their block's
+ * pages there. */
+#define PARALLEL_BYTES (8u << 20)
+#define PIECE_BYTES (256u << 10)
+
+typedef struct bulk {
+  uint8_t *dst;
+  const uint8_t *src; /* NULL: a fill */
+  const void *pattern;
+  size_t size, pattern_size;
+} bulk_t;
+
+/* One piece (group) of a bulk copy or fill; pieces are multiples of any fill pattern's size. */
+static kc_status_t bulk_piece(const kc_host_group_t *g) {
+  const bulk_t *b = g->args[0];
+  size_t off = (size_t)g->group_id[0] * PIECE_BYTES;
+  size_t n = b->size - off < PIECE_BYTES ? b->size - off : PIECE_BYTES;
+  if (b->src)
+    memcpy(b->dst + off, b->src + off, n);
+  else
+    cpu_fill(b->dst + off, n, b->pattern, b->pattern_size);
+  return KC_OK;
+}
+
+static ze_result_t bulk_run(cpu_device_t *dev, const bulk_t *b) {
+  uintptr_t d = (uintptr_t)b->dst, s = (uintptr_t)b->src;
+  bool overlap = b->src && d < s + b->size && s < d + b->size;
+  if (b->size < PARALLEL_BYTES || overlap) {
+    if (b->src)
+      memmove(b->dst, b->src, b->size);
+    else
+      cpu_fill(b->dst, b->size, b->pattern, b->pattern_size);
+    return ZE_RESULT_SUCCESS;
+  }
+  void *args[1] = {(void *)b};
+  /* A "work-item" per cache line, so the pool sees the launch's real size. */
+  cpu_launch_t l = {.run = bulk_piece,
+                    .group_count = {(b->size + PIECE_BYTES - 1) / PIECE_BYTES, 1, 1},
+                    .local_size = {PIECE_BYTES / 64, 1, 1},
+                    .args = args,
+                    .num_args = 1};
+  return cpu_launch_run(dev, &l);
+}
+
+ze_result_t cpu_copy_run(cpu_device_t *dev, void *dst, const void *src, size_t size) {
+  return bulk_run(dev, &(bulk_t){.dst = dst, .src = src, .size = size});
+}
+
+ze_result_t cpu_fill_run(cpu_device_t *dev, void *dst, size_t size, const void *pattern,
+                         size_t pattern_size) {
+  return bulk_run(
+      dev, &(bulk_t){.dst = dst, .pattern = pattern, .size = size, .pattern_size = pattern_size});
+}
+
 static ze_result_t check_append(ze_command_list_handle_t h, ze_event_handle_t signal,
                                 uint32_t num_wait, const ze_event_handle_t *wait) {
   ZED_CHECK(h, ZED_KIND_LIST);

@@ -1,5 +1,5 @@
 /* The driver object and its one device, the host CPU, with properties read from the machine:
- * usable cores (sched_getaffinity), clock, caches (sysconf, sysfs), memory (/proc/meminfo),
+ * usable cores (cpu_process_cpus), clock, caches (sysconf, sysfs), memory (/proc/meminfo),
  * vector width (cpuid). zeInit sets the driver up once; later calls find it ready. */
 #define _GNU_SOURCE
 #include "cpu_api.h"
@@ -49,8 +49,7 @@ static bool read_keyed(const char *path, const char *key, char *buf, size_t n) {
 
 static uint32_t usable_cores(void) {
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-    return (uint32_t)CPU_COUNT(&set);
+  if (cpu_process_cpus(&set)) return (uint32_t)CPU_COUNT(&set);
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (uint32_t)n : 1;
 }
@@ -217,6 +216,17 @@ ze_result_t cpu_driver_get_extension_properties(ze_driver_handle_t h, uint32_t *
   ZED_CHECK_PTR(count);
   (void)props;
   *count = 0;
+  return ZE_RESULT_SUCCESS;
+}
+
+/* kapi's own extension functions (the Level Zero way to reach a driver-specific call). */
+ze_result_t cpu_driver_get_extension_function_address(ze_driver_handle_t h, const char *name,
+                                                      void **out) {
+  ZED_CHECK(h, ZED_KIND_DRIVER);
+  ZED_CHECK_PTR(name);
+  ZED_CHECK_PTR(out);
+  if (strcmp(name, CPU_EXT_SET_INTERRUPT_CHECK) != 0) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  *out = (void *)cpu_set_interrupt_check;
   return ZE_RESULT_SUCCESS;
 }
 

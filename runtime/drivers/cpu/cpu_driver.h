@@ -140,9 +140,30 @@ ze_result_t cpu_launch_run(cpu_device_t *dev, const cpu_launch_t *launch);
 ze_result_t cpu_launch_prepare(const cpu_kernel_t *kernel, const ze_group_count_t *count,
                                uint32_t *offsets, cpu_launch_t *out);
 
-/* A pool of `threads` workers; the thread that runs a launch works too, so threads is the
- * core count minus one (0 is fine: every launch then runs on the caller). NULL when out of
- * memory. Launches through one pool run one at a time. */
+#ifdef _GNU_SOURCE /* cpu_set_t is a GNU extension: only files that ask for it see this */
+#include <sched.h>
+/* The CPUs the process may run on (cpu_affinity.c): the union of its threads' masks, so a
+ * thread pinned by OpenMP does not narrow it. false when none could be read. */
+bool cpu_process_cpus(cpu_set_t *set);
+#endif
+
+/* zeDriverGetExtensionFunctionAddress name of cpu_set_interrupt_check. It takes no driver
+ * handle: the loader hands the application its own handles, which only its forwarding
+ * functions translate, and an extension function is called directly. */
+#define CPU_EXT_SET_INTERRUPT_CHECK "zexKapiCpuSetInterruptCheck"
+/* Launches the calling thread runs call check(ctx) about every CPU_INTERRUPT_POLL_NS once they
+ * have run that long (NULL: never). When it returns nonzero the launch hands out no more
+ * work-groups, waits for the running ones and fails with CPU_RESULT_INTERRUPTED; the pool and
+ * queue stay usable. Per thread, so a hook that calls back into Python is only ever called
+ * from the thread that installed it. */
+ze_result_t cpu_set_interrupt_check(int (*check)(void *ctx), void *ctx);
+#define CPU_INTERRUPT_POLL_NS 50000000ull
+#define CPU_RESULT_INTERRUPTED ZE_RESULT_NOT_READY
+
+/* A pool of `threads` workers, each allowed on every CPU of the process (not the creating
+ * thread's mask, which a pinning runtime may have narrowed); the thread that runs a launch works
+ * too, so threads is the core count minus one (0 is fine: every launch then runs on the caller).
+ * NULL when out of memory. Launches through one pool run one at a time. */
 cpu_pool_t *cpu_pool_create(uint32_t threads);
 /* Stops and joins the workers and frees the pool; no launch may be running. */
 void cpu_pool_destroy(cpu_pool_t *pool);
@@ -222,5 +243,10 @@ typedef struct cpu_queue {
 
 /* Copy engine helpers (cpu_copy.c). */
 void cpu_fill(void *dst, size_t size, const void *pattern, size_t pattern_size);
+/* A copy (non-overlapping or not) or fill as a command runs it: large ones on the device's
+ * pool, each thread its own contiguous block (cpu_copy.c). */
+ze_result_t cpu_copy_run(cpu_device_t *dev, void *dst, const void *src, size_t size);
+ze_result_t cpu_fill_run(cpu_device_t *dev, void *dst, size_t size, const void *pattern,
+                         size_t pattern_size);
 
 #endif /* KAPI_CPU_DRIVER_H */

@@ -92,10 +92,11 @@ ze_result_t cpu_cmd_run(cpu_device_t *dev, cpu_cmd_t *cmd) {
     r = cpu_launch_run(dev, &cmd->u.launch.launch);
     break;
   case CPU_CMD_COPY:
-    memmove(cmd->u.copy.dst, cmd->u.copy.src, cmd->u.copy.size);
+    r = cpu_copy_run(dev, cmd->u.copy.dst, cmd->u.copy.src, cmd->u.copy.size);
     break;
   case CPU_CMD_FILL:
-    cpu_fill(cmd->u.fill.dst, cmd->u.fill.size, cmd->u.fill.pattern, cmd->u.fill.pattern_size);
+    r = cpu_fill_run(dev, cmd->u.fill.dst, cmd->u.fill.size, cmd->u.fill.pattern,
+                     cmd->u.fill.pattern_size);
     break;
   case CPU_CMD_SIGNAL:
     break; /* signalled below like any command's event */

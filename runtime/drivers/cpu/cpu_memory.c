@@ -6,7 +6,15 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+/* Allocations of at least HUGE_MIN bytes are 2 MiB aligned and asked for transparent huge
+ * pages (where the system leaves THP to madvise, as Ubuntu does): a stream over a few hundred
+ * MiB then misses the TLB 512 times less. Their pages are not touched here: the first fill or
+ * kernel does it, spread over the pool's threads (cpu_copy.c). */
+#define HUGE_PAGE ((size_t)2 << 20)
+#define HUGE_MIN ((size_t)8 << 20)
 
 static _Atomic uint64_t next_alloc_id = 1;
 
@@ -32,8 +40,12 @@ static ze_result_t allocate(ze_context_handle_t h, size_t size, size_t alignment
   if (size > ctx->driver->device.mem_total) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
   if (alignment < CPU_MEM_ALIGN) alignment = CPU_MEM_ALIGN;
   void *p = NULL;
+  if (size >= HUGE_MIN && alignment < HUGE_PAGE) alignment = HUGE_PAGE;
   if (posix_memalign(&p, alignment, size ? size : 1) != 0)
     return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
+#ifdef MADV_HUGEPAGE
+  if (size >= HUGE_MIN) madvise(p, size & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* advice only */
+#endif
   uint64_t id = atomic_fetch_add(&next_alloc_id, 1);
   if (!zed_range_map_insert(&ctx->allocs, (uintptr_t)p, size, pack(type, id))) {
     free(p);

@@ -1,6 +1,9 @@
 /* The persistent thread pool that runs a launch's work-groups: cores-1 workers plus the thread
- * that launches. Participants take chunks of group indices from an atomic counter; each has its
- * own scratch (argument array and local-memory buffer) so concurrently running groups never
+ * that launches. The groups are split into one contiguous block per participant, as OpenMP's
+ * static schedule splits a loop: each takes chunks of its own block first (so a thread streams
+ * the same pages every launch, the pages it touched first, on its NUMA node), then chunks of
+ * the others' blocks (so a late or busy thread delays nobody). Each participant has its own
+ * scratch (argument array and local-memory buffer) so concurrently running groups never
  * share local memory. The launcher never waits for a worker that has not joined: it runs what
  * is left itself, then closes the launch once no joined worker is still busy (so a tiny launch
  * costs at most one futex wake, and a late worker just finds the launch closed). Launches with
@@ -39,6 +42,12 @@ typedef struct cpu_scratch {
   size_t local_cap;
 } cpu_scratch_t;
 
+/* One participant's home block of group indices, [next, end) still to hand out. */
+typedef struct cpu_block {
+  _Alignas(CACHE_LINE) _Atomic uint64_t next;
+  uint64_t end;
+} cpu_block_t;
+
 typedef struct cpu_worker {
   struct cpu_pool *pool;
   pthread_t thread;
@@ -61,19 +70,21 @@ struct cpu_pool {
   uint32_t threads;
   cpu_worker_t *workers;
   cpu_scratch_t *scratch; /* threads + 1: the last is the launcher's */
+  cpu_block_t *blocks;    /* threads + 1 home blocks: worker i's is i, the launcher's the last */
   pthread_mutex_t lock;   /* one launch at a time */
   /* The launch: written by the launcher while the state is closed. */
   const cpu_launch_t *launch;
   uint64_t total, chunk;
+  uint32_t nblocks;          /* blocks this launch uses (1 when the launcher runs it alone) */
   _Atomic uint32_t max_join; /* workers that may join: one per chunk beyond the launcher's */
   bool stop;
   _Alignas(CACHE_LINE) _Atomic uint64_t state; /* generation | active workers | closed */
   _Alignas(CACHE_LINE) _Atomic uint32_t wake;  /* the generation, as a futex word */
   _Atomic uint32_t sleepers;
-  _Alignas(CACHE_LINE) _Atomic uint64_t next; /* next group index to hand out */
-  _Alignas(CACHE_LINE) uint32_t idle;         /* zed flag: the last joined worker left */
-  _Atomic uint32_t failed;                    /* a participant had no scratch memory */
-  _Atomic uint32_t group_failed;              /* a group could not run (no fiber stacks) */
+  _Alignas(CACHE_LINE) uint32_t idle; /* zed flag: the last joined worker left */
+  _Atomic uint32_t failed;            /* a participant had no scratch memory */
+  _Atomic uint32_t group_failed;      /* a group could not run (no fiber stacks) */
+  _Atomic uint32_t interrupted;       /* the launcher's interrupt check fired */
 };
 
 static inline void cpu_relax(void) {
@@ -126,9 +137,55 @@ static bool scratch_args(cpu_scratch_t *s, const cpu_launch_t *l, void *const **
   return true;
 }
 
+/* The calling thread's interrupt check (cpu_set_interrupt_check). */
+static _Thread_local struct {
+  int (*check)(void *ctx);
+  void *ctx;
+} interrupt;
+
+ze_result_t cpu_set_interrupt_check(int (*check)(void *ctx), void *ctx) {
+  interrupt.check = check;
+  interrupt.ctx = ctx;
+  return ZE_RESULT_SUCCESS;
+}
+
+/* What a participant checks between groups: the pool's interrupted flag, and for the launcher
+ * with a check installed, the check itself once per CPU_INTERRUPT_POLL_NS. Reading the clock
+ * costs about as much as a tiny group, so the launcher reads it about once per millisecond:
+ * every `stride` groups, the stride doubling while groups are quick and halving while they are
+ * slow. A one-group launch never reads it. */
+typedef struct poll {
+  cpu_pool_t *pool;
+  bool launcher;
+  uint32_t left, stride; /* groups until the next clock read; groups between reads */
+  uint64_t last_ns;      /* the last clock read */
+  uint64_t next_ns;      /* when the launcher next calls the check (0: not yet set) */
+} poll_t;
+
+#define POLL_INIT(p, is_launcher)                                                                  \
+  { .pool = (p), .launcher = (is_launcher), .left = 2, .stride = 1 }
+
+static bool interrupted(poll_t *p) {
+  if (atomic_load_explicit(&p->pool->interrupted, memory_order_relaxed)) return true;
+  if (!p->launcher || !interrupt.check || --p->left) return false;
+  uint64_t now = zed_now_ns();
+  if (p->next_ns && now - p->last_ns < 1000000 && p->stride < 65536) p->stride *= 2;
+  if (now - p->last_ns > 4000000 && p->stride > 1) p->stride /= 2;
+  p->left = p->stride;
+  p->last_ns = now;
+  if (!p->next_ns) p->next_ns = now + CPU_INTERRUPT_POLL_NS;
+  if (now < p->next_ns) return false;
+  p->next_ns = now + CPU_INTERRUPT_POLL_NS;
+  if (!interrupt.check(interrupt.ctx)) return false;
+  atomic_store(&p->pool->interrupted, 1);
+  return true;
+}
+
 /* Runs groups [first, last) of the launch in linear order (dimension 0 fastest). False when a
- * group could not run (the finaliser had no memory for its fiber stacks). */
-static bool run_groups(const cpu_launch_t *l, void *const *args, uint64_t first, uint64_t last) {
+ * group could not run (the finaliser had no memory for its fiber stacks) or the launch was
+ * interrupted. */
+static bool run_groups(const cpu_launch_t *l, void *const *args, uint64_t first, uint64_t last,
+                       poll_t *poll) {
   kc_host_group_t g = {.args = args};
   memcpy(g.group_range, l->group_count, sizeof g.group_range);
   memcpy(g.local_range, l->local_size, sizeof g.local_range);
@@ -137,6 +194,7 @@ static bool run_groups(const cpu_launch_t *l, void *const *args, uint64_t first,
   g.group_id[1] = (first / nx) % ny;
   g.group_id[2] = first / (nx * ny);
   for (uint64_t i = first; i < last; i++) {
+    if (interrupted(poll)) return false;
     if (l->run(&g) != KC_OK) return false;
     if (++g.group_id[0] == nx) {
       g.group_id[0] = 0;
@@ -149,23 +207,42 @@ static bool run_groups(const cpu_launch_t *l, void *const *args, uint64_t first,
   return true;
 }
 
-/* A participant's share: chunks of groups until none are left. */
-static void participate(cpu_pool_t *pool, cpu_scratch_t *s) {
+/* The next chunk of block b, or false when it is all handed out. */
+static bool take(cpu_block_t *b, uint64_t chunk, uint64_t *first, uint64_t *last) {
+  if (atomic_load_explicit(&b->next, memory_order_relaxed) >= b->end) return false;
+  uint64_t f = atomic_fetch_add_explicit(&b->next, chunk, memory_order_relaxed);
+  if (f >= b->end) return false;
+  *first = f;
+  *last = f + chunk < b->end ? f + chunk : b->end;
+  return true;
+}
+
+/* A participant's share: chunks of its home block, then of the others, until none are left. */
+static void participate(cpu_pool_t *pool, cpu_scratch_t *s, uint32_t home, poll_t *poll) {
   const cpu_launch_t *l = pool->launch;
   void *const *args;
   if (!scratch_args(s, l, &args)) {
     atomic_store(&pool->failed, 1);
     return; /* the others finish the groups */
   }
-  for (;;) {
-    uint64_t first = atomic_fetch_add_explicit(&pool->next, pool->chunk, memory_order_relaxed);
-    if (first >= pool->total) break;
-    uint64_t last = first + pool->chunk < pool->total ? first + pool->chunk : pool->total;
-    if (!run_groups(l, args, first, last)) {
-      atomic_store(&pool->group_failed, 1);
-      return;
-    }
+  uint32_t nb = pool->nblocks;
+  for (uint32_t i = 0; i < nb; i++) {
+    cpu_block_t *b = &pool->blocks[(home + i) % nb];
+    uint64_t first, last;
+    while (take(b, pool->chunk, &first, &last))
+      if (!run_groups(l, args, first, last, poll)) {
+        if (!atomic_load(&pool->interrupted)) atomic_store(&pool->group_failed, 1);
+        return;
+      }
   }
+}
+
+/* True when some block still has groups nobody took. */
+static bool groups_left(cpu_pool_t *pool) {
+  for (uint32_t i = 0; i < pool->nblocks; i++)
+    if (atomic_load_explicit(&pool->blocks[i].next, memory_order_relaxed) < pool->blocks[i].end)
+      return true;
+  return false;
 }
 
 /* Returns once the generation differs from seen: a short spin, then sleep on the futex. */
@@ -205,7 +282,8 @@ static void *worker_main(void *arg) {
     seen = STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire));
     if (pool->stop) break;
     if (!join(pool, seen)) continue; /* the launcher finished without us */
-    participate(pool, &pool->scratch[w->index]);
+    poll_t poll = POLL_INIT(pool, false);
+    participate(pool, &pool->scratch[w->index], w->index, &poll);
     leave(pool);
   }
   return NULL;
@@ -226,21 +304,38 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   /* Cache-line aligned, as the type asks (its size is a multiple of the line). */
   pool->scratch = aligned_alloc(CACHE_LINE, (threads + 1) * sizeof(*pool->scratch));
   if (pool->scratch) memset(pool->scratch, 0, (threads + 1) * sizeof(*pool->scratch));
-  if (!pool->workers || !pool->scratch) {
+  pool->blocks = aligned_alloc(CACHE_LINE, (threads + 1) * sizeof(*pool->blocks));
+  if (pool->blocks) memset(pool->blocks, 0, (threads + 1) * sizeof(*pool->blocks));
+  if (!pool->workers || !pool->scratch || !pool->blocks) {
     free(pool->workers);
     free(pool->scratch);
+    free(pool->blocks);
     free(pool);
     return NULL;
   }
   pthread_mutex_init(&pool->lock, NULL);
   atomic_store(&pool->state, STATE_CLOSED); /* generation 0: no launch yet */
+  /* Workers get the process's CPUs, not the mask of the thread creating them. */
+  pthread_attr_t attr, *use = NULL;
+  cpu_set_t cpus;
+  if (cpu_process_cpus(&cpus) && pthread_attr_init(&attr) == 0) {
+    use = &attr;
+    if (pthread_attr_setaffinity_np(&attr, sizeof cpus, &cpus) != 0) {
+      pthread_attr_destroy(&attr);
+      use = NULL;
+    }
+  }
   for (uint32_t i = 0; i < threads; i++) {
     cpu_worker_t *w = &pool->workers[i];
     w->pool = pool;
     w->index = i;
-    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) break;
+    if (pthread_create(&w->thread, use, worker_main, w) != 0 &&
+        (!use || pthread_create(&w->thread, NULL, worker_main, w) != 0))
+      break;
+    pthread_setname_np(w->thread, "kapi-cpu");
     pool->threads++;
   }
+  if (use) pthread_attr_destroy(use);
   /* The launcher's scratch is the one after the last started worker's. */
   return pool;
 }
@@ -257,6 +352,7 @@ void cpu_pool_free_orphan(cpu_pool_t *pool) {
     scratch_free(&pool->scratch[i]);
   free(pool->workers);
   free(pool->scratch);
+  free(pool->blocks);
   free(pool);
 }
 
@@ -310,6 +406,11 @@ static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, ui
   return alone ? 0 : extra < pool->threads ? (uint32_t)extra : pool->threads;
 }
 
+/* Where block i of n starts: total * i / n without overflow. */
+static uint64_t split(uint64_t total, uint32_t i, uint32_t n) {
+  return (uint64_t)((unsigned __int128)total * i / n);
+}
+
 /* Folds the measured time of a run into the launch site's cost (a moving average). */
 static void learn(const cpu_launch_t *l, uint64_t ns, uint64_t items, uint32_t participants) {
   if (!l->cost || items == 0) return;
@@ -330,19 +431,30 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   pool->launch = l;
   pool->total = total;
   atomic_store_explicit(&pool->max_join, joiners, memory_order_relaxed);
-  atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
+  /* One block per participant (always threads + 1, whoever joins: the split must not depend
+   * on how many workers woke up in time, or pages would change hands between launches). */
+  pool->nblocks = alone ? 1 : pool->threads + 1;
+  for (uint32_t i = 0; i < pool->nblocks; i++) {
+    atomic_store_explicit(&pool->blocks[i].next, split(total, i, pool->nblocks),
+                          memory_order_relaxed);
+    pool->blocks[i].end = split(total, i + 1, pool->nblocks);
+  }
   atomic_store_explicit(&pool->failed, 0, memory_order_relaxed);
   atomic_store_explicit(&pool->group_failed, 0, memory_order_relaxed);
+  atomic_store_explicit(&pool->interrupted, 0, memory_order_relaxed);
   if (!alone) {
     zed_clear_flag(&pool->idle);
     publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false);
   }
-  participate(pool, &pool->scratch[pool->threads]);
+  poll_t poll = POLL_INIT(pool, true);
+  participate(pool, &pool->scratch[pool->threads], pool->threads, &poll);
   if (!alone) close_launch(pool);
   if (l->cost) learn(l, zed_now_ns() - start, items, joiners + 1);
-  bool failed = (atomic_load_explicit(&pool->next, memory_order_relaxed) < total &&
-                 atomic_load(&pool->failed)) ||
-                atomic_load(&pool->group_failed);
+  bool failed =
+      (groups_left(pool) && atomic_load(&pool->failed)) || atomic_load(&pool->group_failed);
+  bool stopped = atomic_load(&pool->interrupted);
   pthread_mutex_unlock(&pool->lock);
-  return failed ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY : ZE_RESULT_SUCCESS;
+  return stopped  ? CPU_RESULT_INTERRUPTED
+         : failed ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY
+                  : ZE_RESULT_SUCCESS;
 }

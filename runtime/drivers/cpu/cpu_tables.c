@@ -16,6 +16,7 @@ static const ze_dditable_t cpu_tables = {
             .pfnGetProperties = cpu_driver_get_properties,
             .pfnGetIpcProperties = cpu_driver_get_ipc_properties,
             .pfnGetExtensionProperties = cpu_driver_get_extension_properties,
+            .pfnGetExtensionFunctionAddress = cpu_driver_get_extension_function_address,
         },
     .Device =
         {

@@ -312,6 +312,15 @@ typedef struct kr_arg {
   const void *value;
 } kr_arg_t;
 
+/* Installs, for the calling thread only, a check that launches this thread runs call about
+ * every 50 ms once they have run that long, on drivers that can stop a launch between
+ * work-groups (kapi's CPU driver, where the launching thread runs groups itself). When check
+ * returns nonzero, the launch hands out no more work-groups, waits for the running ones and
+ * fails (KR_ERR_LEVEL_ZERO, ze_result ZE_RESULT_NOT_READY); what the kernel wrote so far stays
+ * written, and the queue and device remain usable. check == NULL removes it. The Python
+ * extension installs one that runs Python's signal handlers, so Ctrl-C interrupts a launch. */
+kr_status_t kr_set_interrupt_check(int (*check)(void *ctx), void *ctx, kr_error_t *err);
+
 /* Launches the kernel over an ndim-dimensional (1..3) index space of global[0..ndim-1]
  * work-items on the queue's device (which must be the kernel's device).
  * - local == NULL (a Range launch): the runtime chooses the work-group size, each

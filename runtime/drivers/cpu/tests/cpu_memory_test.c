@@ -212,11 +212,38 @@ static void test_module_errors(ze_test_env_t *e) {
   EXPECT_ZE(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, zeModuleCreate(e->context, NULL, &md, &mod, NULL));
 }
 
+/* Copies and fills large enough to run on the pool in pieces (cpu_copy.c): an odd size, a
+ * 16-byte pattern starting mid-piece, and an overlapping copy (which must stay a memmove). */
+static void test_large_copy_fill(ze_test_env_t *e) {
+  ze_device_mem_alloc_desc_t dd = {ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, NULL, 0, 0};
+  size_t n = (24u << 20) / 4 + 5; /* uint32 elements */
+  uint32_t *a = NULL, *b = NULL;
+  OK(zeMemAllocDevice(e->context, &dd, n * 4, 0, e->device, (void **)&a));
+  OK(zeMemAllocDevice(e->context, &dd, n * 4, 0, e->device, (void **)&b));
+  uint32_t pat[4] = {1, 2, 3, 4};
+  OK(zeCommandListAppendMemoryFill(e->list, a + 3, pat, 16, (n - 7) * 4, NULL, 0, NULL));
+  OK(zeCommandListAppendMemoryCopy(e->list, b, a, n * 4, NULL, 0, NULL));
+  size_t bad = 0;
+  for (size_t i = 3; i < n - 4; i++)
+    bad += b[i] != pat[(i - 3) % 4];
+  EXPECT(bad == 0);
+  for (size_t i = 0; i < n; i++)
+    a[i] = (uint32_t)i;
+  OK(zeCommandListAppendMemoryCopy(e->list, a + 1, a, (n - 1) * 4, NULL, 0, NULL));
+  bad = a[0] != 0;
+  for (size_t i = 1; i < n; i++)
+    bad += a[i] != (uint32_t)(i - 1);
+  EXPECT(bad == 0);
+  OK(zeMemFree(e->context, a));
+  OK(zeMemFree(e->context, b));
+}
+
 int main(void) {
   ze_test_env_t env;
   ze_test_open(&env);
   test_alloc(&env);
   test_copy_fill(&env);
+  test_large_copy_fill(&env);
   test_events(&env);
   test_regular_list(&env);
   test_cross_thread_wait(&env);

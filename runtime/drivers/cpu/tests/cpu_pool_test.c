@@ -1,6 +1,7 @@
 /* The thread pool on its own, with hand-written group functions standing in for finalised
  * kernels: every group runs exactly once with the right ids, concurrently running groups never
- * share local memory, tiny launches run inline, and a launch after a pause wakes the workers. */
+ * share local memory, tiny launches run inline, a launch after a pause wakes the workers, and
+ * an interrupt check stops a launch. */
 #include "cpu_driver.h"
 #include "ze_test.h"
 
@@ -135,6 +136,37 @@ static void test_group_failure(cpu_pool_t *pool) {
   EXPECT(cpu_pool_run(pool, &ok) == ZE_RESULT_SUCCESS); /* the next launch is unaffected */
 }
 
+/* Interrupts: 4000 groups of 1 ms would take seconds; the check, called from about 50 ms in,
+ * stops the launch after its third call, and the next launch runs every group. */
+static _Atomic uint32_t ran_groups, checks;
+static kc_status_t slow_fn(const kc_host_group_t *g) {
+  (void)g;
+  atomic_fetch_add(&ran_groups, 1);
+  nanosleep(&(struct timespec){0, 1000000}, NULL);
+  return KC_OK;
+}
+static int third_call(void *ctx) {
+  EXPECT(ctx == &checks);
+  return atomic_fetch_add(&checks, 1) == 2;
+}
+static void test_interrupt(cpu_pool_t *pool) {
+  EXPECT(cpu_set_interrupt_check(third_call, &checks) == ZE_RESULT_SUCCESS);
+  cpu_launch_t l = {.run = slow_fn, .group_count = {4000, 1, 1}, .local_size = {256, 1, 1}};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  EXPECT(cpu_pool_run(pool, &l) == CPU_RESULT_INTERRUPTED);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  EXPECT(atomic_load(&checks) == 3 && took > 0.09 && took < 1.0);
+  EXPECT(atomic_load(&ran_groups) < 4000);
+  EXPECT(cpu_set_interrupt_check(NULL, NULL) == ZE_RESULT_SUCCESS);
+  atomic_store(&ran_groups, 0);
+  cpu_launch_t quick = {.run = slow_fn, .group_count = {40, 1, 1}, .local_size = {256, 1, 1}};
+  EXPECT(cpu_pool_run(pool, &quick) == ZE_RESULT_SUCCESS && atomic_load(&ran_groups) == 40);
+  atomic_store(&ran_groups, 0);
+  atomic_store(&checks, 0);
+}
+
 static void test_learning(cpu_pool_t *pool) {
   launcher = pthread_self();
   _Atomic uint32_t cost = 0;
@@ -167,12 +199,14 @@ int main(void) {
     test_many_small(pool);
     test_learning(pool);
     test_group_failure(pool);
+    test_interrupt(pool);
     cpu_pool_destroy(pool);
   }
   cpu_pool_t *none = cpu_pool_create(0); /* no workers: the caller does it all */
   if (none) {
     test_all_groups(none);
     test_group_failure(none);
+    test_interrupt(none);
     cpu_pool_destroy(none);
   }
   return ze_test_result("cpu_pool_test");
