@@ -13,7 +13,7 @@ import os
 import sys
 import warnings
 
-from . import _native
+from . import _cache, _native
 from ._errors import (
     InvalidKernelSpecializationError,
     KapiError,
@@ -42,6 +42,7 @@ class CompiledKernel:
         "llvm_ir",
         "spirv",
         "device_kernels",
+        "cache_key",
         "__weakref__",
     )
 
@@ -54,6 +55,7 @@ class CompiledKernel:
         self.llvm_ir = llvm_ir
         self.spirv = spirv
         self.device_kernels = {}  # device key -> native kernel handle (filled by the launcher)
+        self.cache_key = None  # the disk cache's key (kapi/_cache.py), None when not cached
 
     @property
     def signature(self) -> str:
@@ -137,6 +139,7 @@ class KernelDispatcher:
         self.overloads: dict[tuple, CompiledKernel] = {}
         self._launcher = None  # the native launcher (kapi/_launch.py creates it)
         self._signatures = None
+        self._cache_refusal = None  # why the disk cache refused this kernel (KAPI_DEBUG=cache)
         if signatures is not None:
             self._set_signatures(signatures)
 
@@ -186,9 +189,17 @@ class KernelDispatcher:
                 f"called with {format_signature(None, argtypes)}. Add that signature to "
                 f"@kapi.kernel or convert the arguments"
             )
-        mod = _pyfront_compile(self.py_func, argtypes, index)
-        entry, llvm_ir, spirv = _compile_kir(mod.text, self.opt_level)
-        ck = CompiledKernel(self, index, argtypes, entry, mod.text, llvm_ir, spirv)
+        disk_key, hit = _cache.spirv_lookup(self, index, argtypes)
+        if hit is not None:  # no front end, no LLVM: the disk cache had it
+            ck = CompiledKernel(
+                self, index, argtypes, hit["entry"], hit["kir"], hit["llvm_ir"], hit["spirv"]
+            )
+        else:
+            mod = _pyfront_compile(self.py_func, argtypes, index)
+            entry, llvm_ir, spirv = _compile_kir(mod.text, self.opt_level)
+            ck = CompiledKernel(self, index, argtypes, entry, mod.text, llvm_ir, spirv)
+            _cache.spirv_store(disk_key, ck)
+        ck.cache_key = disk_key
         self.overloads[key] = ck
         _dump(ck)
         return ck

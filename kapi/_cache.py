@@ -1,0 +1,321 @@
+"""The on-disk kernel cache (docs/guide/environment.md, "Disk cache").
+
+Entries are files named by a SHA-256 key: `<key>.spv` holds one specialisation's entry name,
+KIR, LLVM IR and SPIR-V (device-independent); `<key>.nat` holds a device program's native
+binary (Level Zero's zeModuleGetNativeBinary), keyed by the SPIR-V entry's key plus the
+driver, the device and the driver's build. Each file is a header (magic, format, payload
+length, SHA-256 of the payload) then a marshal payload; anything that does not check out is
+a miss, and the entry is rewritten. Writers write a temporary file and rename it, so readers
+never see a partial entry and concurrent writers of one key leave one whole file. A hit
+refreshes the entry's mtime; when the directory grows past its cap the least recently used
+entries go. A directory that cannot be written is not an error: kernels compile in memory.
+
+The key's environment part (`environment_token`) covers kapi's and pyfront's sources, the
+native libraries, Numba's install and the interpreter's minor version; it is computed once
+per process from file metadata (a few dozen stat calls).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import marshal
+import os
+import sys
+import tempfile
+
+MAGIC = b"KAPICACHE\x00"
+FORMAT = 1
+_HEADER = len(MAGIC) + 4 + 8 + 32
+_DEFAULT_CAP = 1 << 30  # 1 GiB
+SUFFIXES = (".spv", ".nat")
+
+_reasons_shown: set[str] = set()
+
+
+def debug(msg: str) -> None:
+    """KAPI_DEBUG=cache (or all) prints the cache's decisions: hits, misses, refusals."""
+    flags = {p.strip().lower() for p in os.environ.get("KAPI_DEBUG", "").split(",")}
+    if "cache" in flags or "all" in flags:
+        print(f"kapi cache: {msg}", file=sys.stderr, flush=True)
+
+
+def enabled() -> bool:
+    return os.environ.get("KAPI_CACHE", "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def directory() -> str:
+    d = os.environ.get("KAPI_CACHE_DIR")
+    if d:
+        return os.path.abspath(os.path.expanduser(d))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kapi")
+
+
+def size_cap() -> int:
+    """KAPI_CACHE_SIZE: bytes, or with a K/M/G suffix; default 1G."""
+    v = os.environ.get("KAPI_CACHE_SIZE", "").strip().upper()
+    if not v:
+        return _DEFAULT_CAP
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(v[-1:], 1)
+    try:
+        return int(float(v[:-1] if mult > 1 else v) * mult)
+    except ValueError:
+        debug(f"KAPI_CACHE_SIZE={v!r} is not a size; using 1G")
+        return _DEFAULT_CAP
+
+
+# -- the environment part of every key ---------------------------------------------------------
+
+
+def _stat_token(h, path: str) -> None:
+    try:
+        st = os.stat(path)
+        h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    except OSError:
+        h.update(f"{path}\0missing\0".encode())
+
+
+def _tree_token(h, folder: str, suffixes) -> None:
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        names = []
+    for n in names:
+        if n.endswith(suffixes):
+            _stat_token(h, os.path.join(folder, n))
+
+
+@functools.cache
+def environment_token() -> bytes:
+    """What besides the kernel changes compiled code: kapi's version and sources, pyfront's
+    sources (they produce the KIR), the compiler library and extension (their build), Numba's
+    install (its typing) and the interpreter's minor version."""
+    import importlib.util
+
+    from . import __version__
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    h.update(f"kapi {__version__} format {FORMAT} py {sys.version_info[:2]}\0".encode())
+    _tree_token(h, here, (".py",))
+    _tree_token(h, os.path.join(here, "_lib"), (".so",))
+    spec = importlib.util.find_spec("pyfront")
+    if spec and spec.origin:
+        _tree_token(h, os.path.dirname(spec.origin), (".py",))
+    spec = importlib.util.find_spec("numba")
+    if spec and spec.origin:
+        _stat_token(h, spec.origin)
+        _stat_token(h, os.path.join(os.path.dirname(spec.origin), "_version.py"))
+    return h.digest()
+
+
+# -- entry files -------------------------------------------------------------------------------
+
+
+def _encode(payload) -> bytes:
+    body = marshal.dumps(payload)
+    return b"".join(
+        (
+            MAGIC,
+            FORMAT.to_bytes(4, "little"),
+            len(body).to_bytes(8, "little"),
+            hashlib.sha256(body).digest(),
+            body,
+        )
+    )
+
+
+def _decode(data: bytes):
+    """The payload, or None (with the reason under KAPI_DEBUG) if the file does not check out."""
+    if len(data) < _HEADER or not data.startswith(MAGIC):
+        return None, "not a kapi cache entry (bad header)"
+    p = len(MAGIC)
+    if int.from_bytes(data[p : p + 4], "little") != FORMAT:
+        return None, "written by another cache format"
+    n = int.from_bytes(data[p + 4 : p + 12], "little")
+    body = data[_HEADER:]
+    if len(body) != n:
+        return None, f"truncated ({len(body)} of {n} payload bytes)"
+    if hashlib.sha256(body).digest() != data[p + 12 : p + 44]:
+        return None, "checksum mismatch"
+    try:
+        return marshal.loads(body), None
+    except (ValueError, EOFError, TypeError) as e:
+        return None, f"unreadable payload ({e})"
+
+
+def load(key: str, suffix: str):
+    """The entry's payload, or None on a miss (absent, unreadable, corrupt or foreign)."""
+    path = os.path.join(directory(), key + suffix)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        debug(f"cannot read {path}: {e}")
+        return None
+    payload, why = _decode(data)
+    if why is None and not (isinstance(payload, dict) and payload.get("key") == key):
+        payload, why = None, "holds another key"
+    if why is not None:
+        debug(f"{path}: {why}; recompiling")
+        return None
+    try:
+        os.utime(path)  # least recently used goes first
+    except OSError:
+        pass
+    return payload
+
+
+def store(key: str, suffix: str, payload: dict) -> bool:
+    """Writes the entry atomically (temporary file, then rename); False if the directory
+    cannot be written (the kernel keeps working from memory)."""
+    folder = directory()
+    payload = dict(payload, key=key)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    except OSError as e:
+        _refuse(f"cannot write to {folder} ({e.strerror or e}); compiling in memory")
+        return False
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_encode(payload))
+        os.replace(tmp, os.path.join(folder, key + suffix))
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        _refuse(f"cannot write to {folder} ({e.strerror or e}); compiling in memory")
+        return False
+    evict(size_cap())
+    return True
+
+
+def _refuse(msg: str) -> None:
+    if msg not in _reasons_shown:
+        _reasons_shown.add(msg)
+        debug(msg)
+
+
+# -- listing and eviction ----------------------------------------------------------------------
+
+
+def entries() -> list[tuple[str, int, float]]:
+    """(path, size, mtime) of every entry, oldest first."""
+    out = []
+    try:
+        it = os.scandir(directory())
+    except OSError:
+        return out
+    with it:
+        for e in it:
+            if e.name.endswith(SUFFIXES) and e.is_file(follow_symlinks=False):
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                out.append((e.path, st.st_size, st.st_mtime))
+    out.sort(key=lambda t: t[2])
+    return out
+
+
+def evict(cap: int) -> int:
+    """Removes least recently used entries until the total is at most cap; returns how many."""
+    es = entries()
+    total = sum(s for _, s, _ in es)
+    removed = 0
+    for path, size, _ in es:
+        if total <= cap:
+            break
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size
+        removed += 1
+        debug(f"evicted {os.path.basename(path)} ({size} bytes)")
+    return removed
+
+
+def clear() -> int:
+    removed = 0
+    for path, _, _ in entries():
+        try:
+            os.unlink(path)
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def describe(path: str) -> dict | None:
+    """An entry's payload minus the bulky parts, for `python -m kapi cache`."""
+    try:
+        with open(path, "rb") as f:
+            payload, why = _decode(f.read())
+    except OSError as e:
+        return {"error": str(e)}
+    if why is not None:
+        return {"error": why}
+    return {k: v for k, v in payload.items() if k in ("kernel", "signature", "device", "key")}
+
+
+# -- keys ------------------------------------------------------------------------------------
+
+
+def spirv_key(identity: bytes, index, argtypes, opt_level: int, options) -> str:
+    h = hashlib.sha256(environment_token())
+    h.update(identity)
+    h.update(repr((index, tuple(argtypes), int(opt_level), options)).encode())
+    return h.hexdigest()
+
+
+def native_key(spirv_key_: str, device_token: str) -> str:
+    return hashlib.sha256(f"{spirv_key_}\0{device_token}".encode()).hexdigest()
+
+
+# -- the dispatcher's side (kapi/_kernel.py calls these) ----------------------------------------
+
+
+def spirv_lookup(dispatcher, index, argtypes):
+    """(key, payload): payload is the cached specialisation or None; key is None when the
+    kernel is not cached on disk (off, or a value it reads cannot be hashed)."""
+    if not dispatcher.options.get("cache", True) or not enabled():
+        return None, None
+    from ._identity import Uncacheable, identity
+
+    try:
+        ident = identity(dispatcher.py_func)
+    except Uncacheable as e:
+        dispatcher._cache_refusal = str(e)
+        _refuse(f"kernel {dispatcher.__qualname__} is not cached on disk: {e}")
+        return None, None
+    except RecursionError:
+        dispatcher._cache_refusal = "values nested too deeply to hash"
+        return None, None
+    dispatcher._cache_refusal = None
+    key = spirv_key(ident, index, argtypes, dispatcher.opt_level, None)
+    payload = load(key, ".spv")
+    debug(f"{'hit' if payload else 'miss'} {dispatcher.__qualname__} {key[:16]}")
+    return key, payload
+
+
+def spirv_store(key, ck) -> None:
+    if key is None:
+        return
+    store(
+        key,
+        ".spv",
+        {
+            "kernel": f"{ck.dispatcher.__module__}.{ck.dispatcher.__qualname__}",
+            "signature": ck.signature,
+            "entry": ck.entry,
+            "kir": ck.kir,
+            "llvm_ir": ck.llvm_ir,
+            "spirv": ck.spirv,
+        },
+    )
