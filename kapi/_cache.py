@@ -319,3 +319,51 @@ def spirv_store(key, ck) -> None:
             "spirv": ck.spirv,
         },
     )
+
+
+# -- native binaries: the launch path's first use of a kernel on a device ----------------------
+
+
+def device_token(device_index: int) -> str:
+    """What a native binary depends on besides the SPIR-V: the driver and its version, the
+    device (its name gives the architecture), and the drivers' code-generation settings."""
+    from ._device import _all_devices
+
+    info = _all_devices()[device_index]._info
+    env = sorted(
+        (k, v) for k, v in os.environ.items() if k.startswith(("KAPI_HOST_", "KAPI_CUDA_"))
+    )
+    return repr((info["driver_name"], info["driver_version"], info["name"], env))
+
+
+def native_prepare(ck, device_index: int) -> None:
+    """Before a kernel's first launch on a device: hands a cached native binary to the
+    runtime, or keeps the one the runtime builds now. A binary the driver refuses (another
+    CPU, a newer driver) is rebuilt and replaced."""
+    from . import _native
+
+    ext = _native.ext()
+    key = native_key(ck.cache_key, device_token(device_index))
+    payload = load(key, ".nat")
+    if payload is not None:
+        why = ext.rt_cache_native(device_index, ck.spirv, payload["native"])
+        if why is None:
+            debug(f"native hit {ck.dispatcher.__qualname__} on device {device_index}")
+            return
+        debug(f"native binary refused ({why}); rebuilding from SPIR-V")
+    native = ext.rt_native_binary(device_index, ck.spirv)
+    if native is None:
+        debug(f"device {device_index}'s driver gives no native binaries; SPIR-V cached only")
+        return
+    from ._device import _all_devices
+
+    store(
+        key,
+        ".nat",
+        {
+            "kernel": f"{ck.dispatcher.__module__}.{ck.dispatcher.__qualname__}",
+            "signature": ck.signature,
+            "device": _all_devices()[device_index].name,
+            "native": native,
+        },
+    )

@@ -61,6 +61,11 @@ class CompiledKernel:
     def signature(self) -> str:
         return format_signature(self.index, self.argtypes)
 
+    def _prepare_device(self, device_index: int) -> None:
+        """Called by the launcher before this kernel's first use on a device (disk cache)."""
+        if self.cache_key is not None:
+            _cache.native_prepare(self, device_index)
+
     def disassemble(self) -> str:
         return _native.ext().spirv_disassemble(self.spirv)
 

@@ -152,6 +152,14 @@ const kc_host_kernel_t *kc_host_module_kernel(const kc_host_module_t *mod, uint3
 const kc_host_kernel_t *kc_host_module_find(const kc_host_module_t *mod, const char *name);
 /* The optimised LLVM IR the module was compiled from (for tests and tuning). Owned by mod. */
 const char *kc_host_module_llvm_ir(const kc_host_module_t *mod);
+/* The module's native binary: its kernel table and object code for this host CPU, for
+ * kc_host_load in another process (the disk cache). Owned by mod; NULL (*len 0) if none. */
+const void *kc_host_module_native(const kc_host_module_t *mod, size_t *len);
+/* A module from kc_host_module_native's bytes: no SPIR-V reading, optimisation or code
+ * generation, only linking. KC_ERR_INVALID_ARGUMENT (with *log) when the binary is malformed,
+ * from another format version, or for another CPU or configuration; KC_ERR_TARGET when it
+ * does not link. The module has no LLVM IR (kc_host_module_llvm_ir returns NULL). */
+kc_status_t kc_host_load(const void *native, size_t len, kc_host_module_t **out, char **log);
 #pragma GCC visibility pop
 
 /* --- NVIDIA (NVPTX) --- */
