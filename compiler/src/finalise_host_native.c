@@ -25,8 +25,7 @@ static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 /* Code generated for one CPU may use instructions another lacks: the binary names its host. */
 static void host_id_init(void) {
   char *t = LLVMGetDefaultTargetTriple(), *c = LLVMGetHostCPUName(), *f = LLVMGetHostCPUFeatures();
-  host_id = kc_msg("%s;%s;%s;%s", t, c, f,
-                   getenv("KAPI_HOST_NO_LIBMVEC") ? "nomvec" : "mvec");
+  host_id = kc_msg("%s;%s;%s;%s", t, c, f, getenv("KAPI_HOST_NO_LIBMVEC") ? "nomvec" : "mvec");
   LLVMDisposeMessage(t);
   LLVMDisposeMessage(c);
   LLVMDisposeMessage(f);
@@ -54,8 +53,7 @@ int kc_hf_emit_object(kc_hf_jit_t *j, LLVMModuleRef m, void **obj, size_t *len, 
 }
 
 int kc_hf_jit_add_object(kc_hf_jit_t *j, const void *obj, size_t len, char **log) {
-  LLVMMemoryBufferRef buf =
-      LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len, "kapi-host-object");
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len, "kapi-host-object");
   LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), buf);
   if (e) {
     char *m = LLVMGetErrorMessage(e);
@@ -182,8 +180,8 @@ kc_status_t kc_hf_native_unpack(const void *blob, size_t len, kc_host_kernel_t *
   int same = id && !strcmp(id, host());
   free(id);
   if (!same) {
-    *log = kc_msg("native binary was made for another CPU or configuration (this host: %s)",
-                  host());
+    *log =
+        kc_msg("native binary was made for another CPU or configuration (this host: %s)", host());
     return KC_ERR_INVALID_ARGUMENT;
   }
   if (!get_u32(&in, &n) || n > MAX_KERNELS) goto bad;

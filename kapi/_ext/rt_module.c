@@ -41,8 +41,7 @@ static PyObject *py_cache_native(PyObject *self, PyObject *args) {
   if (!dev) return NULL;
   kr_error_t err;
   PyThreadState *ts = PyEval_SaveThread();
-  kr_status_t st =
-      kr_module_cache_native(dev, spirv, (size_t)n, native, (size_t)nn, &err);
+  kr_status_t st = kr_module_cache_native(dev, spirv, (size_t)n, native, (size_t)nn, &err);
   PyEval_RestoreThread(ts);
   if (st == KR_OK) Py_RETURN_NONE;
   return PyUnicode_FromString(err.message);

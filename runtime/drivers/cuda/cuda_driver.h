@@ -267,6 +267,7 @@ ze_result_t cuda_module_create(ze_context_handle_t c, ze_device_handle_t d,
                                ze_module_build_log_handle_t *log);
 ze_result_t cuda_module_destroy(ze_module_handle_t h);
 ze_result_t cuda_module_get_kernel_names(ze_module_handle_t h, uint32_t *count, const char **n);
+ze_result_t cuda_module_get_native_binary(ze_module_handle_t h, size_t *size, uint8_t *binary);
 ze_result_t cuda_kernel_create(ze_module_handle_t m, const ze_kernel_desc_t *desc,
                                ze_kernel_handle_t *out);
 ze_result_t cuda_kernel_destroy(ze_kernel_handle_t h);

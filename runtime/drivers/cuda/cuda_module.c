@@ -1,6 +1,9 @@
 /* Modules and kernels: SPIR-V through kapi's NVPTX finaliser to PTX, loaded with
  * cuModuleLoadDataEx (the driver JIT compiles PTX for the GPU at hand); the finaliser's or
- * the JIT's messages come back as the build log. Launches map group counts to the grid and
+ * the JIT's messages come back as the build log. A module's native binary
+ * (zeModuleGetNativeBinary) is the finaliser's kernel table and PTX; ZE_MODULE_FORMAT_NATIVE
+ * loads one without LLVM work (kapi's disk cache keeps them; the CUDA driver's own compute
+ * cache keeps what its JIT makes of the PTX). Launches map group counts to the grid and
  * the group size to the block; local-memory arguments share the dynamic shared memory.
  */
 #include "cuda_driver.h"
@@ -73,8 +76,10 @@ ze_result_t cuda_module_create(ze_context_handle_t c, ze_device_handle_t d,
   ZED_CHECK_PTR(desc);
   ZED_CHECK_PTR(out);
   if (log) *log = NULL;
-  if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+  if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV && desc->format != ZE_MODULE_FORMAT_NATIVE)
+    return ZE_RESULT_ERROR_INVALID_ENUMERATION;
   ZED_CHECK_PTR(desc->pInputModule);
+  int native = desc->format == ZE_MODULE_FORMAT_NATIVE;
   cuda_module_t *m = calloc(1, sizeof *m);
   if (!m) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   m->device = (cuda_device_t *)d;
@@ -85,8 +90,12 @@ ze_result_t cuda_module_create(ze_context_handle_t c, ze_device_handle_t d,
   o.sm = (uint32_t)(m->device->sm_major * 10 + m->device->sm_minor);
   o.coarsen = coarse_block() != 0;
   char *text = NULL;
-  kc_status_t st = kc_nvptx_finalise(desc->pInputModule, desc->inputSize, &o, &m->nv, &text);
-  ze_result_t r = st == KC_OK ? cuda_use(m->device) : ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+  kc_status_t st = native
+                       ? kc_nvptx_load(desc->pInputModule, desc->inputSize, &o, &m->nv, &text)
+                       : kc_nvptx_finalise(desc->pInputModule, desc->inputSize, &o, &m->nv, &text);
+  ze_result_t r = st == KC_OK                               ? cuda_use(m->device)
+                  : native && st == KC_ERR_INVALID_ARGUMENT ? ZE_RESULT_ERROR_INVALID_NATIVE_BINARY
+                                                            : ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
   if (st != KC_OK)
     give_log(text, log);
   else
@@ -112,6 +121,23 @@ ze_result_t cuda_module_destroy(ze_module_handle_t h) {
   zed_object_retire(&m->obj);
   free(m);
   return ZE_RESULT_SUCCESS;
+}
+
+/* The Level Zero two-call idiom: *size first, then the bytes. */
+ze_result_t cuda_module_get_native_binary(ze_module_handle_t h, size_t *size, uint8_t *binary) {
+  ZED_CHECK(h, ZED_KIND_MODULE);
+  ZED_CHECK_PTR(size);
+  size_t len = 0;
+  void *bin = kc_nvptx_module_native(((cuda_module_t *)h)->nv, &len);
+  if (!bin) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  ze_result_t r = ZE_RESULT_SUCCESS;
+  if (binary && *size < len)
+    r = ZE_RESULT_ERROR_INVALID_SIZE;
+  else if (binary)
+    memcpy(binary, bin, len);
+  if (r == ZE_RESULT_SUCCESS) *size = len;
+  kc_free(bin);
+  return r;
 }
 
 ze_result_t cuda_module_get_kernel_names(ze_module_handle_t h, uint32_t *count, const char **n) {
