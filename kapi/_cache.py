@@ -68,46 +68,117 @@ def size_cap() -> int:
 # -- the environment part of every key ---------------------------------------------------------
 
 
-def _stat_token(h, path: str) -> None:
-    try:
-        st = os.stat(path)
-        h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-    except OSError:
-        h.update(f"{path}\0missing\0".encode())
+def _elf_build_id(data: bytes) -> bytes | None:
+    """The GNU build-id note of an ELF64 little-endian file's first bytes (the linker's hash of
+    the library's content), or None."""
+    if data[:6] != b"\x7fELF\x02\x01":
+        return None
+    phoff = int.from_bytes(data[32:40], "little")
+    phentsize = int.from_bytes(data[54:56], "little")
+    for i in range(int.from_bytes(data[56:58], "little")):
+        ph = data[phoff + i * phentsize : phoff + (i + 1) * phentsize]
+        if len(ph) < 56 or int.from_bytes(ph[0:4], "little") != 4:  # PT_NOTE
+            continue
+        off, size = int.from_bytes(ph[8:16], "little"), int.from_bytes(ph[32:40], "little")
+        note, at = data[off : off + size], 0
+        while at + 12 <= len(note):
+            namesz, descsz, ntype = (
+                int.from_bytes(note[at + k : at + k + 4], "little") for k in (0, 4, 8)
+            )
+            name_end = at + 12 + ((namesz + 3) & ~3)
+            if ntype == 3 and note[at + 12 : at + 12 + namesz] == b"GNU\x00":
+                return note[name_end : name_end + descsz]
+            at = name_end + ((descsz + 3) & ~3)
+    return None
 
 
-def _tree_token(h, folder: str, suffixes) -> None:
+def _sources(here: str) -> list[str]:
+    import importlib.util
+
+    files = []
+    folders = [here]
+    spec = importlib.util.find_spec("pyfront")
+    if spec and spec.origin:
+        folders.append(os.path.dirname(spec.origin))
+    for folder in folders:
+        try:
+            files += [
+                os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.endswith(".py")
+            ]
+        except OSError:
+            pass
+    spec = importlib.util.find_spec("numba")
+    if spec and spec.origin:
+        files.append(os.path.join(os.path.dirname(spec.origin), "_version.py"))
+    return files
+
+
+def _libraries(here: str) -> list[str]:
+    folder = os.path.join(here, "_lib")
     try:
-        names = sorted(os.listdir(folder))
+        return [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.endswith(".so")]
     except OSError:
-        names = []
-    for n in names:
-        if n.endswith(suffixes):
-            _stat_token(h, os.path.join(folder, n))
+        return []
+
+
+def _content_token(sources: list[str], libraries: list[str]) -> bytes:
+    h = hashlib.sha256()
+    for path in sources:
+        try:
+            with open(path, "rb") as f:
+                h.update(os.path.basename(path).encode() + b"\0" + f.read())
+        except OSError:
+            h.update(f"{path}: missing".encode())
+    for path in libraries:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(1 << 16)
+                bid = _elf_build_id(head)
+                if bid is None:  # no build id: the whole library
+                    bid = hashlib.sha256(head + f.read()).digest()
+        except OSError:
+            bid = b"missing"
+        h.update(os.path.basename(path).encode() + b"\0" + bid)
+    return h.digest()
 
 
 @functools.cache
 def environment_token() -> bytes:
-    """What besides the kernel changes compiled code: kapi's version and sources, pyfront's
-    sources (they produce the KIR), the compiler library and extension (their build), Numba's
-    install (its typing) and the interpreter's minor version."""
-    import importlib.util
-
+    """What besides the kernel changes compiled code, by content so that a bundle serves another
+    machine: kapi's version and sources, pyfront's sources (they produce the KIR), the native
+    libraries' build ids, Numba's version (its typing) and the interpreter's minor version.
+    Hashing the sources costs milliseconds, so the result is remembered in the cache directory
+    under a digest of the files' sizes and times."""
     from . import __version__
 
     here = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256()
-    h.update(f"kapi {__version__} format {FORMAT} py {sys.version_info[:2]}\0".encode())
-    _tree_token(h, here, (".py",))
-    _tree_token(h, os.path.join(here, "_lib"), (".so",))
-    spec = importlib.util.find_spec("pyfront")
-    if spec and spec.origin:
-        _tree_token(h, os.path.dirname(spec.origin), (".py",))
-    spec = importlib.util.find_spec("numba")
-    if spec and spec.origin:
-        _stat_token(h, spec.origin)
-        _stat_token(h, os.path.join(os.path.dirname(spec.origin), "_version.py"))
-    return h.digest()
+    sources, libraries = _sources(here), _libraries(here)
+    st = hashlib.sha256()
+    for path in sources + libraries:
+        try:
+            s = os.stat(path)
+            st.update(f"{path}\0{s.st_size}\0{s.st_mtime_ns}\0".encode())
+        except OSError:
+            st.update(f"{path}\0missing\0".encode())
+    head = f"kapi {__version__} format {FORMAT} py {sys.version_info[:2]}\0".encode()
+    memo = os.path.join(directory(), f"env-{st.hexdigest()[:32]}")
+    try:
+        with open(memo, "rb") as f:
+            token = f.read()
+        if len(token) == 32:
+            return hashlib.sha256(head + token).digest()
+    except OSError:
+        pass
+    token = _content_token(sources, libraries)
+    try:
+        os.makedirs(os.path.dirname(memo), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(memo))
+        with os.fdopen(fd, "wb") as f:
+            f.write(token)
+        os.replace(tmp, memo)
+    except OSError:
+        pass
+    return hashlib.sha256(head + token).digest()
 
 
 # -- entry files -------------------------------------------------------------------------------
@@ -242,7 +313,17 @@ def evict(cap: int) -> int:
 
 
 def clear() -> int:
+    """Removes every entry (and the remembered environment digests); returns how many entries."""
     removed = 0
+    try:
+        for n in os.listdir(directory()):
+            if n.startswith(("env-", ".tmp-")):
+                try:
+                    os.unlink(os.path.join(directory(), n))
+                except OSError:
+                    pass
+    except OSError:
+        pass
     for path, _, _ in entries():
         try:
             os.unlink(path)
