@@ -3,7 +3,9 @@
 A KernelDispatcher owns one Python function and a cache of CompiledKernel objects keyed by
 (index space kind, argument KIR types). A new key compiles once: pyfront -> KIR -> compiler
 (C) -> LLVM IR + SPIR-V. Device programs built from the SPIR-V are cached per device inside
-each CompiledKernel by the launch path.
+each CompiledKernel by the launch path. The disk cache (kapi/_cache.py) sits in front of both:
+a specialisation it holds skips the front end and the compiler, a device program it holds
+skips the driver's build.
 """
 
 from __future__ import annotations
@@ -298,7 +300,8 @@ def kernel(function_or_signature=None, **options):
     `@kernel([signature, ...], **options)`. A signature is a tuple of KIR types or NumPy
     dtypes, optionally led by the index space ("item(1)", "nditem(2)"), or a string such as
     "(item(1), array(f32,1), f32)". With signatures the kernel compiles eagerly where the index
-    space is given, and calls with other argument types are errors.
+    space is given, and calls with other argument types are errors. `cache=False` keeps this
+    kernel out of the disk cache (docs/guide/environment.md, "Disk cache").
     """
     if inspect.isfunction(function_or_signature):
         return KernelDispatcher(function_or_signature, None, options)
