@@ -18,11 +18,17 @@ per process from file metadata (a few dozen stat calls).
 from __future__ import annotations
 
 import functools
-import hashlib
 import marshal
 import os
 import sys
-import tempfile
+
+try:  # CPython's built-in SHA-256: `import hashlib` (OpenSSL) would cost `import kapi` time
+    from _sha2 import sha256 as _sha256  # Python >= 3.12
+except ImportError:  # pragma: no cover - depends on the interpreter
+    try:
+        from _sha256 import sha256 as _sha256  # Python 3.11
+    except ImportError:
+        from hashlib import sha256 as _sha256
 
 MAGIC = b"KAPICACHE\x00"
 FORMAT = 1
@@ -122,7 +128,7 @@ def _libraries(here: str) -> list[str]:
 
 
 def _content_token(sources: list[str], libraries: list[str]) -> bytes:
-    h = hashlib.sha256()
+    h = _sha256()
     for path in sources:
         try:
             with open(path, "rb") as f:
@@ -135,7 +141,7 @@ def _content_token(sources: list[str], libraries: list[str]) -> bytes:
                 head = f.read(1 << 16)
                 bid = _elf_build_id(head)
                 if bid is None:  # no build id: the whole library
-                    bid = hashlib.sha256(head + f.read()).digest()
+                    bid = _sha256(head + f.read()).digest()
         except OSError:
             bid = b"missing"
         h.update(os.path.basename(path).encode() + b"\0" + bid)
@@ -153,7 +159,7 @@ def environment_token() -> bytes:
 
     here = os.path.dirname(os.path.abspath(__file__))
     sources, libraries = _sources(here), _libraries(here)
-    st = hashlib.sha256()
+    st = _sha256()
     for path in sources + libraries:
         try:
             s = os.stat(path)
@@ -166,19 +172,25 @@ def environment_token() -> bytes:
         with open(memo, "rb") as f:
             token = f.read()
         if len(token) == 32:
-            return hashlib.sha256(head + token).digest()
+            return _sha256(head + token).digest()
     except OSError:
         pass
     token = _content_token(sources, libraries)
     try:
         os.makedirs(os.path.dirname(memo), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(memo))
+        fd, tmp = _mkstemp(os.path.dirname(memo))
         with os.fdopen(fd, "wb") as f:
             f.write(token)
         os.replace(tmp, memo)
     except OSError:
         pass
-    return hashlib.sha256(head + token).digest()
+    return _sha256(head + token).digest()
+
+
+def _mkstemp(folder: str):
+    import tempfile  # only writers need it (it imports shutil, random, compression modules)
+
+    return tempfile.mkstemp(prefix=".tmp-", dir=folder)
 
 
 # -- entry files -------------------------------------------------------------------------------
@@ -191,7 +203,7 @@ def _encode(payload) -> bytes:
             MAGIC,
             FORMAT.to_bytes(4, "little"),
             len(body).to_bytes(8, "little"),
-            hashlib.sha256(body).digest(),
+            _sha256(body).digest(),
             body,
         )
     )
@@ -208,7 +220,7 @@ def _decode(data: bytes):
     body = data[_HEADER:]
     if len(body) != n:
         return None, f"truncated ({len(body)} of {n} payload bytes)"
-    if hashlib.sha256(body).digest() != data[p + 12 : p + 44]:
+    if _sha256(body).digest() != data[p + 12 : p + 44]:
         return None, "checksum mismatch"
     try:
         return marshal.loads(body), None
@@ -247,7 +259,7 @@ def store(key: str, suffix: str, payload: dict) -> bool:
     payload = dict(payload, key=key)
     try:
         os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        fd, tmp = _mkstemp(folder)
     except OSError as e:
         _refuse(f"cannot write to {folder} ({e.strerror or e}); compiling in memory")
         return False
@@ -349,14 +361,14 @@ def describe(path: str) -> dict | None:
 
 
 def spirv_key(identity: bytes, index, argtypes, opt_level: int, options) -> str:
-    h = hashlib.sha256(environment_token())
+    h = _sha256(environment_token())
     h.update(identity)
     h.update(repr((index, tuple(argtypes), int(opt_level), options)).encode())
     return h.hexdigest()
 
 
 def native_key(spirv_key_: str, device_token: str) -> str:
-    return hashlib.sha256(f"{spirv_key_}\0{device_token}".encode()).hexdigest()
+    return _sha256(f"{spirv_key_}\0{device_token}".encode()).hexdigest()
 
 
 # -- the dispatcher's side (kapi/_kernel.py calls these) ----------------------------------------

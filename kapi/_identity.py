@@ -15,10 +15,11 @@ from __future__ import annotations
 import builtins
 import dis
 import enum
-import hashlib
 import types
 
 import numpy as np
+
+from ._cache import _sha256
 
 _MAX_ARRAY_BYTES = 1 << 20  # global arrays are compile-time constants; bigger ones: no cache
 _STABLE_MODULES = ("kapi", "numpy", "math", "cmath", "builtins", "operator", "numba", "pyfront")
@@ -35,7 +36,7 @@ def _stable_module(name: str | None) -> bool:
 
 class _Hasher:
     def __init__(self):
-        self.h = hashlib.sha256()
+        self.h = _sha256()
         self.active: set[int] = set()  # functions being hashed (recursion between them)
 
     def put(self, *parts) -> None:

@@ -304,7 +304,7 @@ def test_read_only_directory_still_hits(cache_dir, front, monkeypatch):
     def refuse(*a, **k):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(_cache.tempfile, "mkstemp", refuse)  # as a read-only directory does
+    monkeypatch.setattr(_cache, "_mkstemp", refuse)  # as a read-only directory does
     compiled(build(SCALE_SRC, ns={"SCALE": 2.0}))
     assert len(front) == 1
     compiled(build(SCALE_SRC, ns={"SCALE": 5.0}))  # a miss compiles, writes nothing
