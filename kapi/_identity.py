@@ -106,6 +106,15 @@ class _Hasher:
             self.put("tuple", len(v))
             for x in v:
                 self.value(what, x)
+        elif t is frozenset:  # `x in {1, 2}` makes one a constant
+            self.put("frozenset", len(v))
+            for x in sorted(v, key=repr):
+                self.value(what, x)
+        elif v is Ellipsis:
+            self.put("ellipsis")
+        elif t is slice:
+            self.put("slice")
+            self.value(what, (v.start, v.stop, v.step))
         elif isinstance(v, enum.Enum):
             self.put("enum", t.__module__, t.__qualname__, v.name)
             self.value(what, v.value)
