@@ -390,6 +390,10 @@ def spirv_lookup(dispatcher, index, argtypes):
     except RecursionError:
         dispatcher._cache_refusal = "values nested too deeply to hash"
         return None, None
+    except Exception as e:  # a value that fails when inspected: the cache is never in the way
+        dispatcher._cache_refusal = f"{type(e).__name__} while hashing: {e}"
+        _refuse(f"kernel {dispatcher.__qualname__} is not cached on disk: {e}")
+        return None, None
     dispatcher._cache_refusal = None
     key = spirv_key(ident, index, argtypes, dispatcher.opt_level, None)
     payload = load(key, ".spv")
