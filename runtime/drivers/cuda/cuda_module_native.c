@@ -25,8 +25,8 @@ static void *link_cubin(const char *ptx, size_t ptx_len, size_t *len) {
   if (cuda.cuLinkCreate(0, NULL, NULL, &link) != CUDA_SUCCESS) return NULL;
   void *out = NULL, *cubin = NULL;
   size_t n = 0;
-  if (cuda.cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)ptx, ptx_len + 1, "kapi", 0, NULL,
-                         NULL) == CUDA_SUCCESS &&
+  if (cuda.cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)ptx, ptx_len + 1, "kapi", 0, NULL, NULL) ==
+          CUDA_SUCCESS &&
       cuda.cuLinkComplete(link, &cubin, &n) == CUDA_SUCCESS && cubin && n) {
     out = malloc(n);
     if (out) memcpy(out, cubin, n), *len = n;
@@ -40,8 +40,8 @@ static ze_result_t make_native(cuda_module_t *m) {
   void *nv = kc_nvptx_module_native(m->nv, &nv_len);
   if (!nv) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   const char *ptx = kc_nvptx_module_ptx(m->nv, &ptx_len);
-  void *cubin = cuda_use(m->device) == ZE_RESULT_SUCCESS ? link_cubin(ptx, ptx_len, &cubin_len)
-                                                          : NULL;
+  void *cubin =
+      cuda_use(m->device) == ZE_RESULT_SUCCESS ? link_cubin(ptx, ptx_len, &cubin_len) : NULL;
   uint8_t *b = malloc(HEADER + cubin_len + nv_len);
   if (b) {
     uint32_t v = CUBIN_VERSION;
