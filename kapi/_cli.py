@@ -117,7 +117,10 @@ def compile_main(argv: list[str]) -> int:
         print(f"kapi compile: {e}", file=sys.stderr)
         return 1
     if any(index is None for index, _ in sigs):
-        print("kapi compile: give each --signature its index space first, e.g. item(1)")
+        print(
+            "kapi compile: give each --signature its index space first, e.g. item(1)",
+            file=sys.stderr,
+        )
         return 1
     done = failed = 0
     for name, k in kernels.items():
