@@ -398,6 +398,10 @@ def spirv_lookup(dispatcher, index, argtypes):
     key = spirv_key(ident, index, argtypes, dispatcher.opt_level, None)
     payload = load(key, ".spv")
     debug(f"{'hit' if payload else 'miss'} {dispatcher.__qualname__} {key[:16]}")
+    here = dispatcher.py_func.__code__.co_filename
+    if payload and payload.get("file", here) != here:  # the same source elsewhere (a bundle)
+        old, new = f'file "{payload["file"]}"', f'file "{here}"'
+        payload["kir"] = payload["kir"].replace(old, new)
     return key, payload
 
 
@@ -410,6 +414,7 @@ def spirv_store(key, ck) -> None:
         {
             "kernel": f"{ck.dispatcher.__module__}.{ck.dispatcher.__qualname__}",
             "signature": ck.signature,
+            "file": ck.dispatcher.py_func.__code__.co_filename,
             "entry": ck.entry,
             "kir": ck.kir,
             "llvm_ir": ck.llvm_ir,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import dis
 import enum
+import os
 import types
 
 import numpy as np
@@ -51,8 +52,12 @@ class _Hasher:
         self.put(
             "code",
             co.co_name,
-            co.co_filename,
+            # the file's name, not its folder: a bundle serves an application installed
+            # elsewhere (the path appears only in the KIR's diagnostics; the module's name and
+            # the function's qualified name are hashed too)
+            os.path.basename(co.co_filename),
             co.co_firstlineno,
+            getattr(co, "co_linetable", b""),  # line numbers in diagnostics
             co.co_flags,
             co.co_argcount,
             co.co_posonlyargcount,

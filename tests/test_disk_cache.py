@@ -54,13 +54,13 @@ def front(monkeypatch):
     return calls
 
 
-def build(src, name="k", ns=None, **options):
-    """The kernel `name` of `src`, compiled under FILE; ns seeds its globals."""
+def build(src, name="k", ns=None, file=FILE, **options):
+    """The kernel `name` of `src`, compiled under `file`; ns seeds its globals."""
     src = textwrap.dedent(src)
-    linecache.cache[FILE] = (len(src), None, src.splitlines(True), FILE)
+    linecache.cache[file] = (len(src), None, src.splitlines(True), file)
     g = {"__name__": "kapi_cache_kernels", "kapi": kapi, "kapi_api": kapi_api}
     g.update(ns or {})
-    exec(compile(src, FILE, "exec"), g)
+    exec(compile(src, file, "exec"), g)
     return kapi.kernel(g[name], **options)
 
 
@@ -95,6 +95,19 @@ def test_hit_skips_front_end_and_runs(cache_dir, front, dev):
     kapi.call_kernel(k2, kapi.Range(8), a, np.float32(1.5))
     np.testing.assert_array_equal(a.asnumpy(), 3.0 + np.arange(8, dtype=np.float32))
     assert k2.inspect_kir(ck2.signature) == ck1.kir
+
+
+def test_same_source_in_another_folder_hits(cache_dir, front):
+    # a bundle serves an application installed elsewhere; its diagnostics name the new path
+    compiled(build(SCALE_SRC, ns={"SCALE": 2.0}))
+    moved = "/elsewhere/app/" + os.path.basename(FILE)
+    ck = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, file=moved))
+    assert front == ["k"]
+    assert f'file "{moved}"' in ck.kir and FILE not in ck.kir
+    compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, file="/virtual/other_name.py"))
+    assert len(front) == 2  # another file name: another kernel
+    compiled(build("\n" + SCALE_SRC, ns={"SCALE": 2.0}))
+    assert len(front) == 3  # moved down a line: its diagnostics' lines differ
 
 
 @pytest.mark.parametrize(
