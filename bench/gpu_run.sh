@@ -29,6 +29,8 @@ if [ -x .carry/bin/cuda_driver_test ]; then
     "$PWD/.carry/fixtures" 2>&1 | tee "$OUT/cuda_driver_test.log" | tail -30
 fi
 step gpu-bench timeout 200 python3 bench/gpu.py 2>&1 | tee "$OUT/gpu_bench.log"
+# Cold start and the disk cache (issue 11): fresh processes on every device, beside Numba's.
+step cold-start timeout 300 python3 bench/cold_start.py --runs 5 2>&1 | tee "$OUT/cold_start.log"
 # Coarsening (finalise_nvptx_coarsen.c): off, and other block sizes, beside the default above.
 for c in ${COARSEN_VARIANTS:-0 128 512}; do
   step "saxpy-coarsen-$c" env KAPI_CUDA_COARSEN=$c timeout 60 python3 bench/gpu.py \

@@ -1,4 +1,6 @@
-"""`python -m kapi`: the drivers and devices kapi sees, like sycl-ls. `-v` adds properties."""
+"""`python -m kapi`: the drivers and devices kapi sees, like sycl-ls. `-v` adds properties.
+
+`python -m kapi cache ...` and `python -m kapi compile ...` work the disk cache (kapi/_cli.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,10 @@ import sys
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0] in ("cache", "compile"):
+        from . import _cli
+
+        return (_cli.cache_main if argv[0] == "cache" else _cli.compile_main)(argv[1:])
     verbose = "-v" in argv or "--verbose" in argv
     from . import _native
     from ._device import default_device, devices

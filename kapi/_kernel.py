@@ -3,7 +3,9 @@
 A KernelDispatcher owns one Python function and a cache of CompiledKernel objects keyed by
 (index space kind, argument KIR types). A new key compiles once: pyfront -> KIR -> compiler
 (C) -> LLVM IR + SPIR-V. Device programs built from the SPIR-V are cached per device inside
-each CompiledKernel by the launch path.
+each CompiledKernel by the launch path. The disk cache (kapi/_cache.py) sits in front of both:
+a specialisation it holds skips the front end and the compiler, a device program it holds
+skips the driver's build.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import sys
 import warnings
 
-from . import _native
+from . import _cache, _native
 from ._errors import (
     InvalidKernelSpecializationError,
     KapiError,
@@ -53,6 +55,7 @@ class CompiledKernel:
         "device_kernels",
         "raises",
         "prints",
+        "cache_key",
         "__weakref__",
     )
 
@@ -69,6 +72,7 @@ class CompiledKernel:
         self.device_kernels = {}  # device key -> native kernel handle (filled by the launcher)
         self.raises = raises  # assert/raise sites: (class, args, file, line); see docs/kir.md
         self.prints = prints
+        self.cache_key = None  # the disk cache's key (kapi/_cache.py), None when not cached
 
     def _raise_failure(self, site, ndim, x, y, z):
         """Raises what the kernel's assert or raise at `site` recorded for the first failing
@@ -91,6 +95,11 @@ class CompiledKernel:
     @property
     def signature(self) -> str:
         return format_signature(self.index, self.argtypes)
+
+    def _prepare_device(self, device_index: int) -> None:
+        """Called by the launcher before this kernel's first use on a device (disk cache)."""
+        if self.cache_key is not None:
+            _cache.native_prepare(self, device_index)
 
     def disassemble(self) -> str:
         return _native.ext().spirv_disassemble(self.spirv)
@@ -184,6 +193,7 @@ class KernelDispatcher:
         self.overloads: dict[tuple, CompiledKernel] = {}
         self._launcher = None  # the native launcher (kapi/_launch.py creates it)
         self._signatures = None
+        self._cache_refusal = None  # why the disk cache refused this kernel (KAPI_DEBUG=cache)
         if signatures is not None:
             self._set_signatures(signatures)
 
@@ -245,10 +255,28 @@ class KernelDispatcher:
                 f"called with {format_signature(None, argtypes)}. Add that signature to "
                 f"@kapi.kernel or convert the arguments"
             )
-        mod = _pyfront_compile(self.py_func, argtypes, index)
-        entry, llvm_ir, spirv = _compile_kir(mod.text, self.opt_level)
-        raises, prints = getattr(mod, "raises", ()), getattr(mod, "prints", False)
-        ck = CompiledKernel(self, index, argtypes, entry, mod.text, llvm_ir, spirv, raises, prints)
+        disk_key, hit = _cache.spirv_lookup(self, index, argtypes)
+        if hit is not None:  # no front end, no LLVM: the disk cache had it
+            ck = CompiledKernel(
+                self,
+                index,
+                argtypes,
+                hit["entry"],
+                hit["kir"],
+                hit["llvm_ir"],
+                hit["spirv"],
+                hit["raises"],
+                hit["prints"],
+            )
+        else:
+            mod = _pyfront_compile(self.py_func, argtypes, index)
+            entry, llvm_ir, spirv = _compile_kir(mod.text, self.opt_level)
+            raises, prints = getattr(mod, "raises", ()), getattr(mod, "prints", False)
+            ck = CompiledKernel(
+                self, index, argtypes, entry, mod.text, llvm_ir, spirv, raises, prints
+            )
+            _cache.spirv_store(disk_key, ck)
+        ck.cache_key = disk_key
         self.overloads[key] = ck
         _dump(ck)
         return ck
@@ -342,7 +370,8 @@ def kernel(function_or_signature=None, **options):
     `@kernel([signature, ...], **options)`. A signature is a tuple of KIR types or NumPy
     dtypes, optionally led by the index space ("item(1)", "nditem(2)"), or a string such as
     "(item(1), array(f32,1), f32)". With signatures the kernel compiles eagerly where the index
-    space is given, and calls with other argument types are errors.
+    space is given, and calls with other argument types are errors. `cache=False` keeps this
+    kernel out of the disk cache (docs/guide/environment.md, "Disk cache").
     """
     if inspect.isfunction(function_or_signature):
         return KernelDispatcher(function_or_signature, None, options)

@@ -8,6 +8,7 @@
 
 #include "compile.h"
 #include "finalise_host_jit.h"
+#include "finalise_host_native.h"
 #include "translator.h"
 
 #include <llvm-c/Analysis.h>
@@ -21,6 +22,8 @@ struct kc_host_module {
   uint32_t count;
   kc_host_kernel_t *kernels;
   char *ir;
+  void *native; /* kc_host_module_native's binary, or NULL */
+  size_t native_len;
 };
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -230,12 +233,16 @@ static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *
     return KC_ERR_SPIRV;
   }
   st = lower(&w, log);
-  if (st == KC_OK) {
-    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(w.m, tsc);
-    st = kc_hf_jit_add(&mod->jit, tsm, log) ? publish(&w, mod, log) : KC_ERR_TARGET;
-  } else {
-    LLVMDisposeModule(w.m);
-  }
+  /* Code generation once, to an object the JIT links and the module keeps as its binary. */
+  void *obj = NULL;
+  size_t obj_len = 0;
+  if (st == KC_OK && !kc_hf_emit_object(&mod->jit, w.m, &obj, &obj_len, log)) st = KC_ERR_TARGET;
+  LLVMDisposeModule(w.m);
+  if (st == KC_OK)
+    st = kc_hf_jit_add_object(&mod->jit, obj, obj_len, log) ? publish(&w, mod, log) : KC_ERR_TARGET;
+  if (st == KC_OK) /* no binary (out of memory) only costs the disk cache */
+    mod->native = kc_hf_native_pack(mod->kernels, mod->count, obj, obj_len, &mod->native_len);
+  free(obj);
   LLVMOrcDisposeThreadSafeContext(tsc);
   mod->ir = w.ir ? strdup(w.ir) : NULL;
   LLVMDisposeMessage(w.ir);
@@ -302,6 +309,7 @@ void kc_host_module_destroy(kc_host_module_t *mod) {
   free(mod->kernels);
   kc_hf_jit_dispose(&mod->jit);
   free(mod->ir);
+  free(mod->native);
   free(mod);
 }
 
@@ -321,4 +329,83 @@ const kc_host_kernel_t *kc_host_module_find(const kc_host_module_t *mod, const c
 
 const char *kc_host_module_llvm_ir(const kc_host_module_t *mod) {
   return mod ? mod->ir : NULL;
+}
+
+const void *kc_host_module_native(const kc_host_module_t *mod, size_t *len) {
+  if (len) *len = mod && mod->native ? mod->native_len : 0;
+  return mod ? mod->native : NULL;
+}
+
+/* ---- Loading a native binary (finalise_host_native.c has its format) ------------------ */
+
+typedef struct {
+  const void *blob;
+  size_t len;
+  kc_host_module_t *mod;
+  char *msg;
+  int returned;
+} load_t;
+
+static kc_status_t load(load_t *l) {
+  kc_host_module_t *mod = l->mod;
+  const void *obj;
+  size_t obj_len;
+  kc_host_kernel_t *ks = NULL;
+  uint32_t n = 0;
+  kc_status_t st = kc_hf_native_unpack(l->blob, l->len, &ks, &n, &obj, &obj_len, &l->msg);
+  if (st != KC_OK) return st;
+  mod->kernels = ks, mod->count = n; /* owned by mod from here (destroy frees them) */
+  kc_hf_native_prepare_process();
+  if (!kc_hf_jit_create(&mod->jit, &l->msg)) return KC_ERR_TARGET;
+  if (!kc_hf_jit_add_object(&mod->jit, obj, obj_len, &l->msg)) return KC_ERR_TARGET;
+  for (uint32_t i = 0; i < n; i++) {
+    char *run = kc_msg("%s.kapi.run", ks[i].name);
+    void *addr = NULL;
+    int ok = run && kc_hf_jit_lookup(&mod->jit, run, &addr, &l->msg);
+    free(run);
+    if (!ok) return KC_ERR_TARGET;
+    ks[i].run = (kc_host_group_fn)addr;
+  }
+  mod->native = malloc(l->len);
+  if (mod->native) memcpy(mod->native, l->blob, l->len), mod->native_len = l->len;
+  return KC_OK;
+}
+
+static kc_status_t load_guarded(void *p) {
+  load_t *l = p;
+  kc_status_t st = load(l);
+  l->returned = 1;
+  return st;
+}
+
+kc_status_t kc_host_load(const void *native, size_t len, kc_host_module_t **out, char **log) {
+  if (log) *log = NULL;
+  if (!native || !out) {
+    if (log) *log = kc_msg("kc_host_load: native and out must not be NULL");
+    return KC_ERR_INVALID_ARGUMENT;
+  }
+  *out = NULL;
+  pthread_once(&init_once, init_llvm);
+  load_t l = {.blob = native, .len = len, .mod = calloc(1, sizeof(kc_host_module_t))};
+  if (!l.mod) return KC_ERR_OUT_OF_MEMORY;
+  char *fatal = NULL;
+  kc_status_t st = kc_llvm_guarded(load_guarded, &l, &fatal);
+  if (!l.returned) {
+    free(l.msg);
+    l.msg = fatal;
+    l.mod = NULL;
+  } else {
+    free(fatal);
+  }
+  if (st != KC_OK) {
+    kc_host_module_destroy(l.mod);
+    if (!l.msg) l.msg = kc_msg("%s", st == KC_ERR_OUT_OF_MEMORY ? "out of memory" : "failed");
+  } else {
+    *out = l.mod;
+  }
+  if (log)
+    *log = l.msg;
+  else
+    free(l.msg);
+  return st;
 }

@@ -26,6 +26,8 @@ struct kc_nvptx_module {
   char *ptx;
   size_t ptx_len;
   kc_nvptx_kernel_list_t kernels;
+  uint32_t sm; /* the options it was made with, recorded in its native binary */
+  int coarsen;
 };
 
 void kc_nvptx_options_init(kc_nvptx_options_t *opts) {
@@ -289,10 +291,13 @@ static kc_status_t nvptx_finalise_words(const uint32_t *words, size_t nbytes,
   free(diagnostic);
   if (mod) LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
-  if (st == KC_OK)
+  if (st == KC_OK) {
+    m->sm = opts->sm ? opts->sm : NVPTX_MAX_SM;
+    m->coarsen = opts->coarsen;
     *out = m;
-  else
+  } else {
     kc_nvptx_module_destroy(m);
+  }
   return st;
 }
 
@@ -367,4 +372,39 @@ const kc_nvptx_kernel_t *kc_nvptx_module_find(const kc_nvptx_module_t *mod, cons
   for (uint32_t i = 0; i < mod->kernels.count; ++i)
     if (strcmp(mod->kernels.items[i].name, name) == 0) return &mod->kernels.items[i];
   return NULL;
+}
+
+void *kc_nvptx_module_native(const kc_nvptx_module_t *mod, size_t *len) {
+  if (len) *len = 0;
+  if (!mod || !len) return NULL;
+  return kc_nvptx_native_pack(&mod->kernels, mod->ptx, mod->ptx_len, mod->sm, mod->coarsen, len);
+}
+
+kc_status_t kc_nvptx_load(const void *native, size_t len, const kc_nvptx_options_t *opts,
+                          kc_nvptx_module_t **out, char **log) {
+  char *dummy = NULL;
+  if (!log) log = &dummy;
+  *log = NULL;
+  kc_status_t st = KC_ERR_INVALID_ARGUMENT;
+  kc_nvptx_options_t defaults;
+  kc_nvptx_options_init(&defaults);
+  if (!opts) opts = &defaults;
+  kc_nvptx_module_t *m = native && out ? calloc(1, sizeof *m) : NULL;
+  if (!native || !out)
+    *log = kc_msg("kc_nvptx_load: NULL argument");
+  else if (!m)
+    st = KC_ERR_OUT_OF_MEMORY;
+  else
+    st = kc_nvptx_native_unpack(native, len, opts->sm ? opts->sm : NVPTX_MAX_SM, opts->coarsen,
+                                &m->kernels, &m->ptx, &m->ptx_len, log);
+  if (st == KC_OK) {
+    m->sm = opts->sm ? opts->sm : NVPTX_MAX_SM;
+    m->coarsen = opts->coarsen;
+    *out = m;
+  } else {
+    free(m);
+    if (!*log) *log = kc_msg("%s", kc_status_name(st));
+  }
+  if (log == &dummy) free(dummy);
+  return st;
 }

@@ -28,6 +28,16 @@ typedef struct kc_nvptx_kernel_list {
 kc_status_t kc_nvptx_prepare_kernels(LLVMModuleRef mod, kc_nvptx_kernel_list_t *out, char **log);
 void kc_nvptx_kernel_list_free(kc_nvptx_kernel_list_t *list);
 
+/* Native binaries (finalise_nvptx_native.c): the kernel table and PTX with the options that
+ * made them. pack: malloc'ed, NULL when out of memory. unpack: fills ks (free it with
+ * kc_nvptx_kernel_list_free) and *ptx (malloc'ed, NUL-terminated); KC_ERR_INVALID_ARGUMENT
+ * with *log for malformed binaries and for those made with another sm or coarsening. */
+void *kc_nvptx_native_pack(const kc_nvptx_kernel_list_t *ks, const char *ptx, size_t ptx_len,
+                           uint32_t sm, int coarsen, size_t *len);
+kc_status_t kc_nvptx_native_unpack(const void *blob, size_t len, uint32_t sm, int coarsen,
+                                   kc_nvptx_kernel_list_t *ks, char **ptx, size_t *ptx_len,
+                                   char **log);
+
 /* Adds the coarsened entry (kc_nvptx_kernel_t.coarse_name) to every kernel that allows one;
  * run before the builtins are lowered. After optimisation, kc_nvptx_coarsen_finish keeps those
  * the vectoriser widened (and makes them PTX entries) and deletes the rest. */

@@ -40,6 +40,7 @@ int kx_event_register(PyObject *m);
 int kx_launch_register(PyObject *m);
 int kx_call_register(PyObject *m);
 int kx_dlpack_register(PyObject *m);
+int kx_module_register(PyObject *m); /* rt_module.c: native binaries */
 
 /* --- queues (rt_queue.c) --- */
 extern PyObject *kx_queue_type;

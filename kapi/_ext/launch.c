@@ -24,7 +24,7 @@
 /* Set once by kapi/_launch.py through rt_launch_configure (the argument half's part goes to
  * kx_args_configure). */
 static PyObject *g_ndrange_type, *g_host_queue;
-static PyObject *g_global_name, *g_local_name, *g_specialize_name;
+static PyObject *g_global_name, *g_local_name, *g_specialize_name, *g_prepare_name;
 static kx_slot g_global_slot, g_local_slot;
 
 typedef struct {
@@ -369,6 +369,14 @@ static kr_kernel_t *device_kernel(kx_entry *e, long device) {
     return NULL;
   }
   if (e->kernels[device]) return e->kernels[device];
+  /* First use on this device: the disk cache may hold the device's native binary (and keeps
+   * the one built now); CompiledKernel._prepare_device does it. Its failures cost only the
+   * cache: the build below reports errors. */
+  PyObject *d = PyLong_FromLong(device);
+  PyObject *r = d ? PyObject_CallMethodObjArgs(e->compiled, g_prepare_name, d, NULL) : NULL;
+  if (!r) PyErr_Clear();
+  Py_XDECREF(r);
+  Py_XDECREF(d);
   char *bytes;
   Py_ssize_t nbytes;
   const char *name = PyUnicode_AsUTF8AndSize(e->entry, NULL);
@@ -765,6 +773,7 @@ int kx_launch_register(PyObject *m) {
   if (!(g_global_name = PyUnicode_InternFromString("_global_range")) ||
       !(g_local_name = PyUnicode_InternFromString("_local_range")) ||
       !(g_specialize_name = PyUnicode_InternFromString("_specialize")) ||
+      !(g_prepare_name = PyUnicode_InternFromString("_prepare_device")) ||
       !(S_ITEM = PyUnicode_InternFromString("item")) ||
       !(S_NDITEM = PyUnicode_InternFromString("nditem")))
     return -1;
@@ -775,7 +784,8 @@ int kx_launch_register(PyObject *m) {
 
 int kx_runtime_register(PyObject *m) {
   if (kx_device_register(m) || kx_queue_register(m) || kx_memory_register(m) ||
-      kx_event_register(m) || kx_launch_register(m) || kx_call_register(m) || kx_dlpack_register(m))
+      kx_event_register(m) || kx_launch_register(m) || kx_call_register(m) ||
+      kx_dlpack_register(m) || kx_module_register(m))
     return -1;
   return 0;
 }

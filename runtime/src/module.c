@@ -24,11 +24,13 @@ static void append_build_log(kr_error_t *err, ze_module_build_log_handle_t log) 
   zeModuleBuildLogDestroy(log);
 }
 
-kr_module_t *kr_module_create(kr_device_t *dev, const void *spirv, size_t nbytes,
-                              const char *build_flags, kr_error_t *err) {
+/* zeModuleCreate from SPIR-V or from a native binary of the driver's. */
+static kr_module_t *module_create(kr_device_t *dev, ze_module_format_t format, const void *spirv,
+                                  size_t nbytes, const char *build_flags, kr_error_t *err) {
+  int native = format == ZE_MODULE_FORMAT_NATIVE;
   if (!dev || !spirv || nbytes == 0) {
     kr_fail(err, KR_ERR_INVALID_ARGUMENT, "kr_module_create: %s",
-            !dev ? "NULL device" : "empty SPIR-V module");
+            !dev ? "NULL device" : (native ? "empty native binary" : "empty SPIR-V module"));
     return NULL;
   }
   kr_module_t *mod = calloc(1, sizeof *mod);
@@ -37,14 +39,15 @@ kr_module_t *kr_module_create(kr_device_t *dev, const void *spirv, size_t nbytes
     return NULL;
   }
   ze_module_desc_t md = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
-                         .format = ZE_MODULE_FORMAT_IL_SPIRV,
+                         .format = format,
                          .inputSize = nbytes,
                          .pInputModule = spirv,
                          .pBuildFlags = build_flags ? build_flags : ""};
   ze_module_build_log_handle_t log = NULL;
   ze_result_t r = zeModuleCreate(dev->drv->ctx, dev->h, &md, &mod->h, &log);
   if (r) {
-    kr_ze_fail(err, r, "zeModuleCreate", dev, "%zu bytes of SPIR-V", nbytes);
+    kr_ze_fail(err, r, "zeModuleCreate", dev, "%zu bytes of %s", nbytes,
+               native ? "native binary" : "SPIR-V");
     append_build_log(err, log);
     free(mod);
     return NULL;
@@ -53,6 +56,11 @@ kr_module_t *kr_module_create(kr_device_t *dev, const void *spirv, size_t nbytes
   mod->dev = dev;
   pthread_mutex_init(&mod->lock, NULL);
   return mod;
+}
+
+kr_module_t *kr_module_create(kr_device_t *dev, const void *spirv, size_t nbytes,
+                              const char *build_flags, kr_error_t *err) {
+  return module_create(dev, ZE_MODULE_FORMAT_IL_SPIRV, spirv, nbytes, build_flags, err);
 }
 
 static void kernel_destroy(kr_kernel_t *k) {
@@ -156,12 +164,19 @@ static uint64_t spirv_hash(const void *data, size_t n) {
   return h ^ (h >> 29);
 }
 
-/* The cached module for these bytes on dev, built on first use. Called under dev->modules_lock. */
-static kr_module_t *cached_module(kr_device_t *dev, const void *spirv, size_t nbytes,
-                                  kr_error_t *err) {
+static kr_module_t *find_cached(kr_device_t *dev, const void *spirv, size_t nbytes) {
   uint64_t h = spirv_hash(spirv, nbytes);
   for (kr_cached_module_t *c = dev->modules; c; c = c->next)
     if (c->hash == h && c->nbytes == nbytes && !memcmp(c->spirv, spirv, nbytes)) return c->mod;
+  return NULL;
+}
+
+/* The cached module for these bytes on dev, built on first use (from the native binary when
+ * one is given). Called under dev->modules_lock. */
+static kr_module_t *cached_module(kr_device_t *dev, const void *spirv, size_t nbytes,
+                                  const void *native, size_t native_len, kr_error_t *err) {
+  kr_module_t *found = find_cached(dev, spirv, nbytes);
+  if (found) return found;
   kr_cached_module_t *c = calloc(1, sizeof *c);
   void *copy = malloc(nbytes);
   if (!c || !copy) {
@@ -170,14 +185,15 @@ static kr_module_t *cached_module(kr_device_t *dev, const void *spirv, size_t nb
     kr_fail(err, KR_ERR_OUT_OF_MEMORY, "out of host memory");
     return NULL;
   }
-  c->mod = kr_module_create(dev, spirv, nbytes, NULL, err);
+  c->mod = native ? module_create(dev, ZE_MODULE_FORMAT_NATIVE, native, native_len, NULL, err)
+                  : kr_module_create(dev, spirv, nbytes, NULL, err);
   if (!c->mod) {
     free(c);
     free(copy);
     return NULL;
   }
   memcpy(copy, spirv, nbytes);
-  c->hash = h;
+  c->hash = spirv_hash(spirv, nbytes);
   c->nbytes = nbytes;
   c->spirv = copy;
   c->next = dev->modules;
@@ -193,9 +209,52 @@ kr_kernel_t *kr_kernel_get(kr_device_t *dev, const void *spirv, size_t nbytes, c
     return NULL;
   }
   pthread_mutex_lock(&dev->modules_lock);
-  kr_module_t *mod = cached_module(dev, spirv, nbytes, err);
+  kr_module_t *mod = cached_module(dev, spirv, nbytes, NULL, 0, err);
   pthread_mutex_unlock(&dev->modules_lock);
   return mod ? kr_module_kernel(mod, name, err) : NULL;
+}
+
+kr_status_t kr_module_cache_native(kr_device_t *dev, const void *spirv, size_t nbytes,
+                                   const void *native, size_t native_len, kr_error_t *err) {
+  if (!dev || !spirv || !nbytes || !native || !native_len)
+    return kr_fail(err, KR_ERR_INVALID_ARGUMENT, "kr_module_cache_native: %s",
+                   !dev ? "NULL device" : "empty SPIR-V module or native binary");
+  pthread_mutex_lock(&dev->modules_lock);
+  kr_module_t *mod = cached_module(dev, spirv, nbytes, native, native_len, err);
+  pthread_mutex_unlock(&dev->modules_lock);
+  return mod ? KR_OK : err ? err->status : KR_ERR_BUILD;
+}
+
+/* zeModuleGetNativeBinary's two calls into a malloc'ed buffer. */
+static kr_status_t native_binary(kr_module_t *mod, void **out, size_t *len, kr_error_t *err) {
+  size_t n = 0;
+  ze_result_t r = zeModuleGetNativeBinary(mod->h, &n, NULL);
+  if (r == ZE_RESULT_ERROR_UNSUPPORTED_FEATURE || r == ZE_RESULT_ERROR_UNINITIALIZED ||
+      (r == ZE_RESULT_SUCCESS && n == 0))
+    return kr_fail(err, KR_ERR_UNSUPPORTED, "the driver of %s gives no native binaries",
+                   mod->dev->info.name);
+  if (r) return kr_ze_fail(err, r, "zeModuleGetNativeBinary", mod->dev, "size");
+  void *buf = malloc(n);
+  if (!buf) return kr_fail(err, KR_ERR_OUT_OF_MEMORY, "out of host memory");
+  r = zeModuleGetNativeBinary(mod->h, &n, buf);
+  if (r) {
+    free(buf);
+    return kr_ze_fail(err, r, "zeModuleGetNativeBinary", mod->dev, "%zu bytes", n);
+  }
+  *out = buf, *len = n;
+  return KR_OK;
+}
+
+kr_status_t kr_module_native_binary(kr_device_t *dev, const void *spirv, size_t nbytes, void **out,
+                                    size_t *len, kr_error_t *err) {
+  if (!dev || !spirv || !nbytes || !out || !len)
+    return kr_fail(err, KR_ERR_INVALID_ARGUMENT, "kr_module_native_binary: %s",
+                   !dev ? "NULL device" : "empty SPIR-V module or NULL output");
+  pthread_mutex_lock(&dev->modules_lock);
+  kr_module_t *mod = cached_module(dev, spirv, nbytes, NULL, 0, err);
+  kr_status_t st = mod ? native_binary(mod, out, len, err) : (err ? err->status : KR_ERR_BUILD);
+  pthread_mutex_unlock(&dev->modules_lock);
+  return st;
 }
 
 const kr_kernel_info_t *kr_kernel_info(const kr_kernel_t *k) {

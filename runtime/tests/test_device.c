@@ -309,6 +309,43 @@ static void test_errors(void) {
   kr_module_destroy(m);
 }
 
+/* Native binaries: the driver's binary of a built module makes the same kernels when filed
+ * under other bytes (bytes that would not build as SPIR-V, so a working kernel proves the
+ * binary was used); a junk binary is refused and nothing is cached. */
+static void test_native(void) {
+  void *bin = NULL;
+  size_t len = 0;
+  CHECK_OK(kr_module_native_binary(dev, spv, spv_size, &bin, &len, &err), &err);
+  CHECK(bin && len > 16);
+  uint8_t *key = calloc(1, spv_size + 4);
+  memcpy(key, spv, spv_size);
+  CHECK_OK(kr_module_cache_native(dev, key, spv_size + 4, bin, len, &err), &err);
+  CHECK_OK(kr_module_cache_native(dev, key, spv_size + 4, bin, len, &err), &err); /* cached */
+  kr_kernel_t *k = kr_kernel_get(dev, key, spv_size + 4, "triad", &err);
+  CHECK(k != NULL && k != kernel("triad"));
+  size_t n = 256;
+  float *a = kr_malloc(dev, KR_MEM_SHARED, n * 4, 0, &err);
+  float *b = kr_malloc(dev, KR_MEM_SHARED, n * 4, 0, &err);
+  CHECK(a && b);
+  for (size_t i = 0; i < n; i++)
+    a[i] = -1, b[i] = (float)i;
+  float s = 2.0f;
+  kr_arg_t args[] = {{8, &a}, {8, &b}, {8, &b}, {4, &s}};
+  if (k) CHECK_OK(kr_launch(q, k, 1, &n, NULL, 4, args, 0, NULL, NULL, &err), &err);
+  for (size_t i = 0; i < n; i++)
+    CHECK(a[i] == 3.0f * (float)i);
+  kr_free(a, NULL), kr_free(b, NULL);
+  uint8_t junk[64] = {1, 2, 3};
+  key[spv_size] = 1; /* other bytes, not cached yet */
+  CHECK(kr_module_cache_native(dev, key, spv_size + 4, junk, sizeof junk, &err) != KR_OK);
+  CHECK(strstr(err.message, "native binary") != NULL);
+  printf("junk native binary: %.200s\n", err.message);
+  CHECK(kr_kernel_get(dev, key, spv_size + 4, "triad", &err) == NULL); /* nothing cached */
+  CHECK(kr_module_cache_native(dev, key, spv_size + 4, NULL, 0, &err) == KR_ERR_INVALID_ARGUMENT);
+  free(key);
+  free(bin);
+}
+
 int main(int argc, char **argv) {
   driver = getenv("KAPI_TEST_DRIVER") ? getenv("KAPI_TEST_DRIVER") : "kapi-cpu";
   char lib[4096], *c;
@@ -333,6 +370,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(part, "async")) test_async();
     if (all || !strcmp(part, "threads")) test_threads();
     if (all || !strcmp(part, "errors")) test_errors();
+    if (all || !strcmp(part, "native")) test_native();
   }
   free(spv);
   kr_shutdown();

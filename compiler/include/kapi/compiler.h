@@ -152,6 +152,14 @@ const kc_host_kernel_t *kc_host_module_kernel(const kc_host_module_t *mod, uint3
 const kc_host_kernel_t *kc_host_module_find(const kc_host_module_t *mod, const char *name);
 /* The optimised LLVM IR the module was compiled from (for tests and tuning). Owned by mod. */
 const char *kc_host_module_llvm_ir(const kc_host_module_t *mod);
+/* The module's native binary: its kernel table and object code for this host CPU, for
+ * kc_host_load in another process (the disk cache). Owned by mod; NULL (*len 0) if none. */
+const void *kc_host_module_native(const kc_host_module_t *mod, size_t *len);
+/* A module from kc_host_module_native's bytes: no SPIR-V reading, optimisation or code
+ * generation, only linking. KC_ERR_INVALID_ARGUMENT (with *log) when the binary is malformed,
+ * from another format version, or for another CPU or configuration; KC_ERR_TARGET when it
+ * does not link. The module has no LLVM IR (kc_host_module_llvm_ir returns NULL). */
+kc_status_t kc_host_load(const void *native, size_t len, kc_host_module_t **out, char **log);
 #pragma GCC visibility pop
 
 /* --- NVIDIA (NVPTX) --- */
@@ -203,6 +211,15 @@ kc_status_t kc_nvptx_finalise(const void *spirv, size_t nbytes, const kc_nvptx_o
 void kc_nvptx_module_destroy(kc_nvptx_module_t *mod);
 /* NUL-terminated PTX text, owned by the module; *len (if not NULL) gets its length. */
 const char *kc_nvptx_module_ptx(const kc_nvptx_module_t *mod, size_t *len);
+/* The module's native binary (kernel table and PTX, with the sm and coarsening it was made
+ * for), for kc_nvptx_load in another process (the disk cache). Malloc'ed (kc_free); NULL when
+ * out of memory. */
+void *kc_nvptx_module_native(const kc_nvptx_module_t *mod, size_t *len);
+/* A module from kc_nvptx_module_native's bytes, without any LLVM work. opts' sm and coarsen
+ * must be those the binary was made with (opts may be NULL for the defaults);
+ * KC_ERR_INVALID_ARGUMENT with *log otherwise and for malformed binaries. */
+kc_status_t kc_nvptx_load(const void *native, size_t len, const kc_nvptx_options_t *opts,
+                          kc_nvptx_module_t **out, char **log);
 uint32_t kc_nvptx_module_kernel_count(const kc_nvptx_module_t *mod);
 const kc_nvptx_kernel_t *kc_nvptx_module_kernel(const kc_nvptx_module_t *mod, uint32_t i);
 /* NULL when no kernel has that name. */

@@ -890,6 +890,73 @@ static void test_valgrind(void) {
   kc_host_module_destroy(m);
 }
 
+/* Native binaries: a module loaded from kc_host_module_native's bytes runs as the finalised one
+ * (a loop kernel and a fiber kernel); malformed, truncated and foreign binaries are refused. */
+static kc_host_module_t *load_native(const void *bin, size_t len, kc_status_t want) {
+  kc_host_module_t *m = NULL;
+  char *log = NULL;
+  kc_status_t st = kc_host_load(bin, len, &m, &log);
+  CHECK(st == want, "kc_host_load: %s, wanted %s: %s", kc_status_name(st), kc_status_name(want),
+        log ? log : "(no log)");
+  CHECK(st == KC_OK || (log && *log && !m), "a refusal has a log and no module");
+  free(log);
+  return m;
+}
+
+static void test_native(void) {
+  kc_host_module_t *built = finalise("kernels.spv");
+  size_t len = 0;
+  const void *bin = kc_host_module_native(built, &len);
+  CHECK(bin && len > 64, "finalised module without a native binary");
+  kc_host_module_t *m = load_native(bin, len, KC_OK);
+  CHECK(kc_host_module_kernel_count(m) == kc_host_module_kernel_count(built), "kernel count");
+  CHECK(kc_host_module_llvm_ir(m) == NULL, "a loaded module has no IR");
+  size_t len2 = 0;
+  const void *bin2 = kc_host_module_native(m, &len2);
+  CHECK(len2 == len && !memcmp(bin, bin2, len), "a loaded module gives its binary back");
+  const kc_host_kernel_t *k = kernel(m, "saxpy");
+  CHECK(!k->uses_barrier && k->num_args == 3 && k->args[2].size == 4, "saxpy signature");
+  size_t n = 4096;
+  float *y = malloc(n * 4), *x = malloc(n * 4), a = 2.5f;
+  for (size_t i = 0; i < n; i++)
+    y[i] = (float)i, x[i] = (float)(i % 13);
+  void *args[3] = {&y, &x, &a};
+  launch1d(k, n / 256, 256, args, NULL, 2);
+  for (size_t i = 0; i < n; i++)
+    CHECK(y[i] == 2.5f * (float)(i % 13) + (float)i, "y[%zu] = %g", i, y[i]);
+  free(y), free(x);
+  k = kernel(m, "reduce");
+  CHECK(k->uses_barrier && k->args[2].kind == KC_ARG_LOCAL, "reduce: barrier, local argument");
+  uint64_t local = 64, groups = 5;
+  float *in = malloc(local * groups * 4), *out = calloc(groups, 4);
+  for (uint64_t i = 0; i < local * groups; i++)
+    in[i] = (float)(i % 7);
+  size_t lb[3] = {0, 0, local * 4};
+  void *rargs[3] = {&out, &in, NULL};
+  launch1d(k, groups, local, rargs, lb, 2);
+  for (uint64_t g = 0; g < groups; g++) {
+    float want = 0;
+    for (uint64_t i = 0; i < local; i++)
+      want += (float)((g * local + i) % 7);
+    CHECK(out[g] == want, "reduce group %lu: %g != %g", (unsigned long)g, out[g], want);
+  }
+  free(in), free(out);
+  kc_host_module_destroy(m);
+  /* Every truncation is refused; so are a changed magic and a changed host description. */
+  for (size_t cut = 0; cut < len; cut += cut < 256 ? 1 : 997)
+    load_native(bin, cut, KC_ERR_INVALID_ARGUMENT);
+  uint8_t *bad = malloc(len);
+  memcpy(bad, bin, len);
+  bad[0] ^= 0xff;
+  load_native(bad, len, KC_ERR_INVALID_ARGUMENT);
+  memcpy(bad, bin, len);
+  bad[16] ^= 0x20; /* the first byte of the host description (after magic, version, length) */
+  load_native(bad, len, KC_ERR_INVALID_ARGUMENT);
+  free(bad);
+  CHECK(kc_host_load(NULL, 0, &m, NULL) == KC_ERR_INVALID_ARGUMENT, "NULL binary");
+  kc_host_module_destroy(built);
+}
+
 int main(int argc, char **argv) {
   static const struct {
     const char *name;
@@ -913,6 +980,7 @@ int main(int argc, char **argv) {
       {"reader_traps", test_reader_traps},
       {"mutations", test_mutations},
       {"valgrind", test_valgrind},
+      {"native", test_native},
   };
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
     if (argc == 2 && !strcmp(argv[1], tests[i].name)) {

@@ -291,6 +291,70 @@ static void test_unsupported(void) {
   finalise("unsupported", NULL, KC_ERR_UNSUPPORTED, "__spirv_BuiltInWorkDim");
 }
 
+/* Native binaries: kc_nvptx_load gives back the same kernel table and PTX; truncated, damaged
+ * and other-option binaries are refused with a log. */
+static void expect_load(const void *bin, size_t len, const kc_nvptx_options_t *o,
+                        kc_status_t want) {
+  kc_nvptx_module_t *m = NULL;
+  char *log = NULL;
+  kc_status_t st = kc_nvptx_load(bin, len, o, &m, &log);
+  CHECK(st == want, "kc_nvptx_load of %zu bytes: status %d, want %d (%s)", len, st, want,
+        log ? log : "");
+  if (st != KC_OK) CHECK(!m && log && *log, "a refusal has a log and no module");
+  kc_nvptx_module_destroy(m);
+  free(log);
+}
+
+static void test_native(void) {
+  kc_nvptx_module_t *m = finalise("coarse", NULL, KC_OK, NULL);
+  if (!m) return;
+  size_t len = 0;
+  void *bin = kc_nvptx_module_native(m, &len);
+  CHECK(bin && len > 64, "no native binary");
+  kc_nvptx_options_t o;
+  kc_nvptx_options_init(&o);
+  kc_nvptx_module_t *l = NULL;
+  char *log = NULL;
+  CHECK(kc_nvptx_load(bin, len, &o, &l, &log) == KC_OK, "load: %s", log ? log : "");
+  free(log);
+  if (l) {
+    size_t a, b;
+    const char *pa = kc_nvptx_module_ptx(m, &a), *pb = kc_nvptx_module_ptx(l, &b);
+    CHECK(a == b && !memcmp(pa, pb, a) && pb[b] == 0, "the same PTX");
+    CHECK(kc_nvptx_module_kernel_count(l) == kc_nvptx_module_kernel_count(m), "kernel count");
+    for (uint32_t i = 0; i < kc_nvptx_module_kernel_count(m); i++) {
+      const kc_nvptx_kernel_t *x = kc_nvptx_module_kernel(m, i), *y = kc_nvptx_module_kernel(l, i);
+      CHECK(!strcmp(x->name, y->name) && x->num_args == y->num_args &&
+                !memcmp(x->args, y->args, x->num_args * sizeof *x->args) &&
+                !memcmp(x->required_local_size, y->required_local_size, 12) &&
+                (x->coarse_name ? y->coarse_name && !strcmp(x->coarse_name, y->coarse_name)
+                                : !y->coarse_name) &&
+                x->coarse_factor == y->coarse_factor && x->coarse_aligned == y->coarse_aligned,
+            "kernel %s differs after loading", x->name);
+    }
+    size_t len2 = 0;
+    void *bin2 = kc_nvptx_module_native(l, &len2);
+    CHECK(len2 == len && !memcmp(bin, bin2, len), "a loaded module gives its binary back");
+    kc_free(bin2);
+  }
+  kc_nvptx_module_destroy(l);
+  for (size_t cut = 0; cut < len; cut += cut < 300 ? 1 : 211)
+    expect_load(bin, cut, &o, KC_ERR_INVALID_ARGUMENT);
+  uint8_t *bad = malloc(len);
+  memcpy(bad, bin, len);
+  bad[3] ^= 1;
+  expect_load(bad, len, &o, KC_ERR_INVALID_ARGUMENT);
+  free(bad);
+  o.sm = 80; /* made for the default sm_86 */
+  expect_load(bin, len, &o, KC_ERR_INVALID_ARGUMENT);
+  kc_nvptx_options_init(&o);
+  o.coarsen = 0;
+  expect_load(bin, len, &o, KC_ERR_INVALID_ARGUMENT);
+  expect_load(NULL, 0, NULL, KC_ERR_INVALID_ARGUMENT);
+  kc_free(bin);
+  kc_nvptx_module_destroy(m);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s FIXTURE_DIR [LIBDEVICE]\n", argv[0]);
@@ -307,6 +371,7 @@ int main(int argc, char **argv) {
   test_atomics();
   test_coarse();
   test_unsupported();
+  test_native();
   int had_libdevice = test_math(argc > 2 ? argv[2] : NULL);
   if (failures) {
     fprintf(stderr, "%d failure(s)\n", failures);

@@ -102,6 +102,7 @@ __typeof__(zeModuleCreate) cpu_module_create;
 __typeof__(zeModuleDestroy) cpu_module_destroy;
 __typeof__(zeModuleGetKernelNames) cpu_module_get_kernel_names;
 __typeof__(zeModuleGetProperties) cpu_module_get_properties;
+__typeof__(zeModuleGetNativeBinary) cpu_module_get_native_binary;
 
 /* cpu_kernel.c */
 __typeof__(zeKernelCreate) cpu_kernel_create;

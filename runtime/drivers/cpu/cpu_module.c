@@ -1,7 +1,9 @@
 /* Modules: SPIR-V in, host code out, through the compiler's host finaliser
  * (kc_host_finalise: validate, read back, link the builtins, optimise, ORC JIT). Whatever
  * goes wrong comes back as a Level Zero status with the reason in a build log; a module that
- * builds gets an empty log. Native binaries are not a thing this driver has. */
+ * builds gets an empty log. A module's native binary (zeModuleGetNativeBinary) is the host
+ * finaliser's: its kernel table and x86-64 object code for this CPU; zeModuleCreate with
+ * ZE_MODULE_FORMAT_NATIVE links one without compiling (kapi's disk cache keeps them). */
 #include "cpu_api.h"
 #include "cpu_driver.h"
 
@@ -27,28 +29,30 @@ static ze_result_t status_to_result(kc_status_t s) {
   }
 }
 
-/* Runs the finaliser; on failure *log gets its message (malloc'ed). */
+/* Runs the finaliser (or, for a native binary, the loader); on failure *log gets its message
+ * (malloc'ed). */
 static ze_result_t finalise(const ze_module_desc_t *desc, kc_host_module_t **host, char **log) {
   char *kc_log = NULL;
-  kc_status_t s = kc_host_finalise(desc->pInputModule, desc->inputSize, host, &kc_log);
+  int native = desc->format == ZE_MODULE_FORMAT_NATIVE;
+  kc_status_t s = native ? kc_host_load(desc->pInputModule, desc->inputSize, host, &kc_log)
+                         : kc_host_finalise(desc->pInputModule, desc->inputSize, host, &kc_log);
   if (s != KC_OK) {
     const char *why = kc_log && *kc_log ? kc_log : kc_status_name(s);
     size_t n = strlen(why) + 64;
     *log = malloc(n);
-    if (*log) snprintf(*log, n, "kapi cpu driver: SPIR-V module did not build: %s", why);
+    if (*log)
+      snprintf(*log, n, "kapi cpu driver: %s module did not build: %s",
+               native ? "native" : "SPIR-V", why);
   }
   kc_free(kc_log);
+  if (native && s == KC_ERR_INVALID_ARGUMENT) return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
   return status_to_result(s);
 }
 
 /* Checks the description; on a refusal that deserves an explanation, *log says why. */
 static ze_result_t check_desc(const ze_module_desc_t *desc, char **log) {
-  if (desc->format == ZE_MODULE_FORMAT_NATIVE) {
-    *log = format_log("kapi cpu driver: native binaries are not supported; pass SPIR-V "
-                      "(ZE_MODULE_FORMAT_IL_SPIRV)");
-    return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
-  }
-  if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+  if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV && desc->format != ZE_MODULE_FORMAT_NATIVE)
+    return ZE_RESULT_ERROR_INVALID_ENUMERATION;
   if (!desc->pInputModule) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (desc->inputSize == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
   if (desc->pConstants && desc->pConstants->numConstants) {
@@ -118,5 +122,22 @@ ze_result_t cpu_module_get_properties(ze_module_handle_t h, ze_module_properties
   ZED_CHECK(h, ZED_KIND_MODULE);
   ZED_CHECK_PTR(props);
   props->flags = 0;
+  return ZE_RESULT_SUCCESS;
+}
+
+/* The Level Zero two-call idiom: *size first, then the bytes. */
+ze_result_t cpu_module_get_native_binary(ze_module_handle_t h, size_t *size, uint8_t *binary) {
+  ZED_CHECK(h, ZED_KIND_MODULE);
+  ZED_CHECK_PTR(size);
+  size_t len = 0;
+  const void *bin = kc_host_module_native(MODULE(h)->host, &len);
+  if (!bin) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+  if (!binary) {
+    *size = len;
+    return ZE_RESULT_SUCCESS;
+  }
+  if (*size < len) return ZE_RESULT_ERROR_INVALID_SIZE;
+  memcpy(binary, bin, len);
+  *size = len;
   return ZE_RESULT_SUCCESS;
 }

@@ -114,6 +114,7 @@ static const ze_dditable_t cpu_tables = {
             .pfnDestroy = cpu_module_destroy,
             .pfnGetKernelNames = cpu_module_get_kernel_names,
             .pfnGetProperties = cpu_module_get_properties,
+            .pfnGetNativeBinary = cpu_module_get_native_binary,
         },
     .ModuleBuildLog =
         {

@@ -62,6 +62,11 @@ static int resolve(void *lib) {
   SYM(cuFuncSetAttribute, "cuFuncSetAttribute");
   SYM(cuLaunchKernel, "cuLaunchKernel");
   SYM(cuGetErrorName, "cuGetErrorName");
+  /* The linker only makes cubins for native binaries: without it they hold PTX alone. */
+  *(void **)&cuda.cuLinkCreate = dlsym(lib, "cuLinkCreate_v2");
+  *(void **)&cuda.cuLinkAddData = dlsym(lib, "cuLinkAddData_v2");
+  *(void **)&cuda.cuLinkComplete = dlsym(lib, "cuLinkComplete");
+  *(void **)&cuda.cuLinkDestroy = dlsym(lib, "cuLinkDestroy");
   return 1;
 }
 

@@ -44,6 +44,8 @@ enum {
 
 enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
 enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
+enum { CU_JIT_INPUT_PTX = 1 };
+typedef struct CUlinkState_st *CUlinkState;
 enum { CU_MEMHOSTALLOC_PORTABLE = 1, CU_MEMHOSTALLOC_DEVICEMAP = 2, CU_MEM_ATTACH_GLOBAL = 1 };
 enum { CU_EVENT_DEFAULT = 0, CU_EVENT_DISABLE_TIMING = 2, CU_STREAM_NON_BLOCKING = 1 };
 
@@ -89,6 +91,12 @@ typedef struct cuda_api {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void **, void **);
   CUresult (*cuGetErrorName)(CUresult, const char **);
+  /* Optional (NULL when libcuda lacks them): PTX -> cubin for native binaries. */
+  CUresult (*cuLinkCreate)(unsigned, int *, void **, CUlinkState *);
+  CUresult (*cuLinkAddData)(CUlinkState, int, void *, size_t, const char *, unsigned, int *,
+                            void **);
+  CUresult (*cuLinkComplete)(CUlinkState, void **, size_t *);
+  CUresult (*cuLinkDestroy)(CUlinkState);
 } cuda_api_t;
 
 /* The process-wide table. */

@@ -65,6 +65,8 @@ typedef struct cuda_module {
   cuda_device_t *device;
   CUmodule mod;
   kc_nvptx_module_t *nv;
+  void *native; /* zeModuleGetNativeBinary's bytes, made on first request */
+  size_t native_len;
 } cuda_module_t;
 
 typedef struct cuda_kernel {
@@ -267,6 +269,11 @@ ze_result_t cuda_module_create(ze_context_handle_t c, ze_device_handle_t d,
                                ze_module_build_log_handle_t *log);
 ze_result_t cuda_module_destroy(ze_module_handle_t h);
 ze_result_t cuda_module_get_kernel_names(ze_module_handle_t h, uint32_t *count, const char **n);
+ze_result_t cuda_module_get_native_binary(ze_module_handle_t h, size_t *size, uint8_t *binary);
+/* cuda_module_native.c: a native binary's parts (the finaliser's binary and the cubin, whose
+ * length is 0 when it has none); 0 when the header is not this driver's. */
+int cuda_native_split(const void *bin, size_t len, const void **nv, size_t *nv_len,
+                      const void **cubin, size_t *cubin_len);
 ze_result_t cuda_kernel_create(ze_module_handle_t m, const ze_kernel_desc_t *desc,
                                ze_kernel_handle_t *out);
 ze_result_t cuda_kernel_destroy(ze_kernel_handle_t h);

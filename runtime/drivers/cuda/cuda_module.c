@@ -1,7 +1,10 @@
 /* Modules and kernels: SPIR-V through kapi's NVPTX finaliser to PTX, loaded with
  * cuModuleLoadDataEx (the driver JIT compiles PTX for the GPU at hand); the finaliser's or
- * the JIT's messages come back as the build log. Launches map group counts to the grid and
- * the group size to the block; local-memory arguments share the dynamic shared memory.
+ * the JIT's messages come back as the build log. Native binaries (cuda_module_native.c) hold
+ * the finaliser's kernel table and PTX plus the cubin; ZE_MODULE_FORMAT_NATIVE loads one
+ * without LLVM work or, with its cubin, any JIT (kapi's disk cache keeps them). Launches map group
+ * counts to the grid and the group size to the block; local-memory arguments share the dynamic
+ * shared memory.
  */
 #include "cuda_driver.h"
 
@@ -73,8 +76,10 @@ ze_result_t cuda_module_create(ze_context_handle_t c, ze_device_handle_t d,
   ZED_CHECK_PTR(desc);
   ZED_CHECK_PTR(out);
   if (log) *log = NULL;
-  if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+  if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV && desc->format != ZE_MODULE_FORMAT_NATIVE)
+    return ZE_RESULT_ERROR_INVALID_ENUMERATION;
   ZED_CHECK_PTR(desc->pInputModule);
+  int native = desc->format == ZE_MODULE_FORMAT_NATIVE;
   cuda_module_t *m = calloc(1, sizeof *m);
   if (!m) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   m->device = (cuda_device_t *)d;
@@ -85,13 +90,29 @@ ze_result_t cuda_module_create(ze_context_handle_t c, ze_device_handle_t d,
   o.sm = (uint32_t)(m->device->sm_major * 10 + m->device->sm_minor);
   o.coarsen = coarse_block() != 0;
   char *text = NULL;
-  kc_status_t st = kc_nvptx_finalise(desc->pInputModule, desc->inputSize, &o, &m->nv, &text);
-  ze_result_t r = st == KC_OK ? cuda_use(m->device) : ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+  const void *nv = desc->pInputModule, *cubin = NULL;
+  size_t nv_len = desc->inputSize, cubin_len = 0;
+  kc_status_t st = KC_OK;
+  if (native &&
+      !cuda_native_split(desc->pInputModule, desc->inputSize, &nv, &nv_len, &cubin, &cubin_len)) {
+    st = KC_ERR_INVALID_ARGUMENT;
+    text = strdup("kapi cuda driver: not a native binary of this driver (bad header)");
+  } else if (native) {
+    st = kc_nvptx_load(nv, nv_len, &o, &m->nv, &text);
+  } else {
+    st = kc_nvptx_finalise(desc->pInputModule, desc->inputSize, &o, &m->nv, &text);
+  }
+  ze_result_t r = st == KC_OK                               ? cuda_use(m->device)
+                  : native && st == KC_ERR_INVALID_ARGUMENT ? ZE_RESULT_ERROR_INVALID_NATIVE_BINARY
+                                                            : ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
   if (st != KC_OK)
     give_log(text, log);
   else
     free(text);
-  if (r == ZE_RESULT_SUCCESS) r = load_ptx(m, log);
+  /* A cubin the GPU or driver refuses costs only the JIT of the PTX beside it. */
+  int loaded = r == ZE_RESULT_SUCCESS && cubin_len &&
+               cuda.cuModuleLoadDataEx(&m->mod, cubin, 0, NULL, NULL) == CUDA_SUCCESS;
+  if (r == ZE_RESULT_SUCCESS && !loaded) r = load_ptx(m, log);
   if (r != ZE_RESULT_SUCCESS) {
     kc_nvptx_module_destroy(m->nv);
     free(m);
@@ -110,6 +131,7 @@ ze_result_t cuda_module_destroy(ze_module_handle_t h) {
   cuda.cuModuleUnload(m->mod);
   kc_nvptx_module_destroy(m->nv);
   zed_object_retire(&m->obj);
+  free(m->native);
   free(m);
   return ZE_RESULT_SUCCESS;
 }

@@ -84,6 +84,7 @@ static const ze_dditable_t cuda_tables = {
             .pfnCreate = cuda_module_create,
             .pfnDestroy = cuda_module_destroy,
             .pfnGetKernelNames = cuda_module_get_kernel_names,
+            .pfnGetNativeBinary = cuda_module_get_native_binary,
         },
     .ModuleBuildLog =
         {

@@ -279,6 +279,20 @@ typedef struct kr_kernel kr_kernel_t;
 kr_kernel_t *kr_kernel_get(kr_device_t *dev, const void *spirv, size_t nbytes, const char *name,
                            kr_error_t *err);
 
+/* Native binaries (the disk cache's second level): the driver's own code for a module, so a
+ * later process skips the SPIR-V build. kr_module_native_binary builds (or finds) the cached
+ * module for the SPIR-V on dev as kr_kernel_get would and returns zeModuleGetNativeBinary's
+ * bytes, malloc'ed (free them); KR_ERR_UNSUPPORTED when the driver has none.
+ * kr_module_cache_native creates dev's cached module for that SPIR-V from a native binary of
+ * it (ZE_MODULE_FORMAT_NATIVE), so that kr_kernel_get with the same SPIR-V uses it; KR_OK at
+ * once when the module is cached already. KR_ERR_LEVEL_ZERO or KR_ERR_BUILD when the driver
+ * refuses the binary (another device, CPU or build): build from the SPIR-V then. The caller
+ * vouches that the binary was made from these SPIR-V bytes. */
+kr_status_t kr_module_native_binary(kr_device_t *dev, const void *spirv, size_t nbytes, void **out,
+                                    size_t *len, kr_error_t *err);
+kr_status_t kr_module_cache_native(kr_device_t *dev, const void *spirv, size_t nbytes,
+                                   const void *native, size_t native_len, kr_error_t *err);
+
 /* An uncached module of one's own; build_flags may be NULL. Destroyed with kr_module_destroy,
  * which also destroys its kernels. KR_ERR_BUILD with the build log on failure. */
 kr_module_t *kr_module_create(kr_device_t *dev, const void *spirv, size_t nbytes,

@@ -568,6 +568,77 @@ static void test_bad_module(void) {
   if (log) zeModuleBuildLogDestroy(log);
 }
 
+/* Native binaries: a module made from zeModuleGetNativeBinary's bytes (cubin and PTX) runs
+ * saxpy as the SPIR-V one does; with its cubin cut out it runs from the PTX; junk and a
+ * damaged header are refused with INVALID_NATIVE_BINARY. */
+static ze_result_t native_module(const void *bin, size_t n, ze_module_handle_t *m) {
+  ze_module_desc_t d = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+                        .format = ZE_MODULE_FORMAT_NATIVE,
+                        .inputSize = n,
+                        .pInputModule = bin};
+  ze_module_build_log_handle_t log = NULL;
+  ze_result_t r = zeModuleCreate(ctx, dev, &d, m, &log);
+  if (log) zeModuleBuildLogDestroy(log);
+  return r;
+}
+
+static int saxpy_small(ze_module_handle_t m) {
+  ze_kernel_handle_t k = kernel(m, "saxpy");
+  uint32_t n = 4096;
+  float *x = dev_alloc(n * 4), *y = dev_alloc(n * 4), *h = malloc(n * 4);
+  for (uint32_t i = 0; i < n; ++i)
+    h[i] = (float)i;
+  ZE(zeCommandListAppendMemoryCopy(list, x, h, n * 4, NULL, 0, NULL));
+  float one = 1.0f, a = 3.0f;
+  ZE(zeCommandListAppendMemoryFill(list, y, &one, 4, n * 4, NULL, 0, NULL));
+  ZE(zeKernelSetArgumentValue(k, 0, 8, &y));
+  ZE(zeKernelSetArgumentValue(k, 1, 8, &x));
+  ZE(zeKernelSetArgumentValue(k, 2, 4, &a));
+  ZE(zeKernelSetArgumentValue(k, 3, 4, &n));
+  launch(k, n / 256, 1, 256, 1);
+  ZE(zeCommandListAppendMemoryCopy(list, h, y, n * 4, NULL, 0, NULL));
+  ZE(run());
+  int ok = 1;
+  for (uint32_t i = 0; i < n; ++i)
+    ok &= h[i] == 3.0f * (float)i + 1.0f;
+  zeMemFree(ctx, x);
+  zeMemFree(ctx, y);
+  free(h);
+  zeKernelDestroy(k);
+  return ok;
+}
+
+static void test_native(void) {
+  ze_module_handle_t m = module("saxpy");
+  size_t n = 0;
+  ZE(zeModuleGetNativeBinary(m, &n, NULL));
+  uint8_t *bin = malloc(n);
+  ZE(zeModuleGetNativeBinary(m, &n, bin));
+  uint64_t cubin;
+  memcpy(&cubin, bin + 12, 8);
+  printf("native binary: %zu bytes, cubin %llu bytes\n", n, (unsigned long long)cubin);
+  CHECK(n > 20 && !memcmp(bin, "KAPICUBN", 8) && cubin < n, "native binary header");
+  zeModuleDestroy(m);
+  ze_module_handle_t l = NULL;
+  ZE(native_module(bin, n, &l));
+  CHECK(saxpy_small(l), "saxpy from the native binary");
+  zeModuleDestroy(l);
+  /* Without the cubin: the same header with length 0, then the finaliser's part. */
+  uint8_t *ptx_only = malloc(n);
+  memcpy(ptx_only, bin, 12);
+  memset(ptx_only + 12, 0, 8);
+  memcpy(ptx_only + 20, bin + 20 + cubin, n - 20 - cubin);
+  ZE(native_module(ptx_only, n - cubin, &l));
+  CHECK(saxpy_small(l), "saxpy from the native binary's PTX");
+  zeModuleDestroy(l);
+  const char junk[64] = "not a native binary";
+  CHECK(native_module(junk, sizeof junk, &l) == ZE_RESULT_ERROR_INVALID_NATIVE_BINARY, "junk");
+  bin[8] ^= 1; /* the format version */
+  CHECK(native_module(bin, n, &l) == ZE_RESULT_ERROR_INVALID_NATIVE_BINARY, "damaged header");
+  free(ptx_only);
+  free(bin);
+}
+
 /* Last: the fault leaves the CUDA context unusable. */
 static void test_illegal_address(void) {
   ze_module_handle_t m = module("illegal");
@@ -631,6 +702,8 @@ int main(int argc, char **argv) {
   test_bad_module();
   step("test_saxpy");
   test_saxpy();
+  step("test_native");
+  test_native();
   step("test_coarse");
   test_coarse();
   step("test_reduce");
