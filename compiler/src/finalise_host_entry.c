@@ -1,12 +1,18 @@
 /* Host finaliser: finds the kernels and generates each one's per-work-group entry
  * `void NAME.kapi.run(const kc_host_group_t *)`, the function kc_host_kernel_t.run points at.
  *
- * Barrier-free kernels: run unpacks the arguments once, then loops z, y, x (dim 0 innermost)
- * over the group's work-items calling the kernel, which is inlined later; the loop variables
- * are the local ids, so the vectoriser sees consecutive work-items as consecutive iterations.
- * Kernels with barriers: NAME.kapi.wi(group, local_id, local) runs one work-item, and run hands
- * it to kc_host_fiber_run, which runs every work-item on its own fiber (finalise_host_fiber.c).
- * In both, run allocates the group's buffer for __local globals in its own frame.
+ * Barrier-free kernels (KC_HF_LOOP): run unpacks the arguments once, then loops z, y, x (dim 0
+ * innermost) over the group's work-items calling the kernel, which is inlined later; the loop
+ * variables are the local ids, so the vectoriser sees consecutive work-items as consecutive
+ * iterations.
+ * Kernels with barriers (KC_HF_REGIONS): `i32 NAME.kapi.wi(group, x, y, z, state, local,
+ * storage)` runs one work-item from region `state` to its next barrier and returns the next
+ * region (finalise_host_regions.c splits it after inlining); run, built after that split, runs
+ * one work-item loop per region.
+ * Kernels that spin on an atomic load (KC_HF_FIBERS): `NAME.kapi.wi(group, local_id, local)`
+ * runs one work-item, and run hands it to kc_host_fiber_run, which runs every work-item on its
+ * own fiber (finalise_host_fiber.c) so that a spinning one can let the others progress.
+ * In all, run allocates the group's buffer for __local globals in its own frame.
  */
 #include "finalise_host.h"
 
@@ -92,22 +98,55 @@ static void mark_barrier_users(LLVMModuleRef m, LLVMValueRef *fns, char *marked,
   (void)m;
 }
 
+static int is_atomic_load(LLVMValueRef in) {
+  return LLVMIsALoadInst(in) && LLVMGetOrdering(in) != LLVMAtomicOrderingNotAtomic;
+}
+
+static int index_of_fn(LLVMValueRef *fns, size_t nf, LLVMValueRef f) {
+  for (size_t j = 0; j < nf; j++)
+    if (fns[j] == f) return (int)j;
+  return -1;
+}
+
+/* Marks every function that may spin on an atomic load: one in a loop, a call in a loop to a
+ * function with an atomic load anywhere below it, or a call to a function that may spin.
+ * Such kernels need forward progress between work-items, which only fibers give. */
+static void mark_spinners(LLVMValueRef *fns, char *spins, size_t nf) {
+  char *loads = calloc(nf + 1, 1);
+  if (!loads) return;
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t i = 0; i < nf; i++)
+      for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fns[i]); bb;
+           bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+          int callee = LLVMIsACallInst(in) ? index_of_fn(fns, nf, LLVMGetCalledValue(in)) : -1;
+          int load = is_atomic_load(in) || (callee >= 0 && loads[callee]);
+          if (load && !loads[i]) loads[i] = changed = 1;
+          int spin = (callee >= 0 && spins[callee]) || (load && kc_hf_block_in_cycle(bb));
+          if (spin && !spins[i]) spins[i] = changed = 1;
+        }
+  }
+  free(loads);
+}
+
 int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t **out,
                           uint32_t *count, char **log) {
   size_t nf = 0;
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     nf++;
   LLVMValueRef *fns = calloc(nf + 1, sizeof *fns);
-  char *marked = calloc(nf + 1, 1);
+  char *marked = calloc(nf + 1, 1), *spins = calloc(nf + 1, 1);
   kc_hf_kernel_t *ks = calloc(nf + 1, sizeof *ks);
-  if (!fns || !marked || !ks) {
-    free(fns), free(marked), free(ks);
+  if (!fns || !marked || !spins || !ks) {
+    free(fns), free(marked), free(spins), free(ks);
     return *log = kc_msg("out of memory"), 0;
   }
   nf = 0;
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     fns[nf++] = f;
   mark_barrier_users(m, fns, marked, nf);
+  mark_spinners(fns, spins, nf);
   uint32_t n = 0;
   int ok = 1;
   for (size_t i = 0; i < nf && ok; i++) {
@@ -117,11 +156,14 @@ int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t 
     k->kernel = f;
     k->name = strdup(LLVMGetValueName(f));
     k->uses_barrier = marked[i];
+    k->spins = spins[i];
+    k->scheme = k->spins ? KC_HF_FIBERS : k->uses_barrier ? KC_HF_REGIONS : KC_HF_LOOP;
     read_reqd(f, k->reqd);
     ok = k->name ? collect_args(f, td, k, log) : (*log = kc_msg("out of memory"), 0);
   }
   free(fns);
   free(marked);
+  free(spins);
   if (!ok) return kc_hf_kernels_free(ks, n), 0;
   *out = ks;
   *count = n;
@@ -306,6 +348,127 @@ static int make_fiber_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, 
   return 1;
 }
 
+static LLVMValueRef scratch_fn(LLVMModuleRef m) {
+  LLVMValueRef f = LLVMGetNamedFunction(m, "__kapi_host_scratch");
+  if (f) return f;
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
+  f = LLVMAddFunction(m, "__kapi_host_scratch", LLVMFunctionType(i8p, &i64, 1, 0));
+  /* Like malloc's: the storage aliases nothing else, so stores through kernel pointers never
+   * force values kept there to be reloaded. */
+  LLVMAddAttributeAtIndex(f, LLVMAttributeReturnIndex,
+                          LLVMCreateEnumAttribute(c, attr_kind("noalias"), 0));
+  return f;
+}
+
+/* wi for KC_HF_REGIONS: its entry block (group fields, arguments, linear local id, the slot
+ * base) is re-run by every region, so nothing it defines is ever saved across a barrier; it
+ * branches to the kernel's call, the block that the region split turns into a switch. */
+static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+  LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
+  LLVMTypeRef params[7] = {LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p};
+  LLVMValueRef wi = add_function(m, k->name, "wi", LLVMFunctionType(i32, params, 7, 0));
+  if (!wi) return 0;
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, wi, "entry");
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c, wi, "body");
+  LLVMPositionBuilderAtEnd(b, entry);
+  LLVMValueRef g = LLVMGetParam(wi, 0);
+  load_group(b, g, k);
+  for (int d = 0; d < 3; d++)
+    k->local_id[d] = LLVMGetParam(wi, 1 + (unsigned)d);
+  k->state = LLVMGetParam(wi, 4);
+  k->local_base = LLVMGetParam(wi, 5);
+  k->storage = LLVMGetParam(wi, 6);
+  LLVMValueRef r = LLVMBuildMul(b, k->local_id[2], k->local_range[1], "");
+  r = LLVMBuildMul(b, LLVMBuildAdd(b, r, k->local_id[1], ""), k->local_range[0], "");
+  k->lin = LLVMBuildAdd(b, r, k->local_id[0], "kapi.lin");
+  k->nwi = LLVMBuildMul(b, LLVMBuildMul(b, k->local_range[0], k->local_range[1], ""),
+                        k->local_range[2], "kapi.n");
+  LLVMValueRef *vals = unpack_args(b, g, k);
+  if (!vals) return 0;
+  LLVMBuildBr(b, body);
+  LLVMPositionBuilderAtEnd(b, body);
+  kc_hf_call(b, k->kernel, vals, k->num_args);
+  free(vals);
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_HF_REGION_EXIT, 0));
+  k->body = wi;
+  /* run is rebuilt after the split; until then it only has to be a valid definition. */
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c, k->run, "entry"));
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_OK, 0));
+  return 1;
+}
+
+/* run for KC_HF_REGIONS: the per-work-item storage (`rec` bytes each), then `state = 0; until
+ * EXIT: for z, y, x: next = wi(..., state)`, with one loop per state so that, once wi is
+ * inlined with a constant state, each loop holds only its region. Barriers are uniform over
+ * the group, so the last work-item's next state is the group's. */
+int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+  LLVMValueRef fn = k->run, wi = k->body, g = LLVMGetParam(fn, 0);
+  while (LLVMGetFirstBasicBlock(fn))
+    LLVMDeleteBasicBlock(LLVMGetFirstBasicBlock(fn));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, fn, "entry");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, fn, "done");
+  LLVMBasicBlockRef oom = LLVMAppendBasicBlockInContext(c, fn, "oom");
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(c, fn, "go");
+  LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, fn, "state");
+  LLVMPositionBuilderAtEnd(b, entry);
+  LLVMValueRef local = local_buffer(b, c, k->local_size), lr[3];
+  for (int d = 0; d < 3; d++)
+    lr[d] = group_field(b, g, KC_HG_LOCAL_RANGE, d);
+  LLVMValueRef n = LLVMBuildMul(b, LLVMBuildMul(b, lr[0], lr[1], ""), lr[2], "");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, LLVMConstInt(i64, 0, 0), ""), done, go);
+  LLVMPositionBuilderAtEnd(b, go);
+  LLVMValueRef storage = LLVMConstNull(LLVMPointerType(LLVMInt8TypeInContext(c), 0));
+  if (rec) {
+    LLVMValueRef bytes = LLVMBuildMul(b, n, LLVMConstInt(i64, rec, 0), "");
+    storage = kc_hf_call(b, scratch_fn(m), &bytes, 1);
+    LLVMBuildCondBr(b, LLVMBuildIsNull(b, storage, ""), oom, sloop);
+  } else {
+    LLVMBuildBr(b, sloop);
+  }
+  LLVMPositionBuilderAtEnd(b, sloop);
+  LLVMValueRef state = LLVMBuildPhi(b, i32, "state"), zero = LLVMConstInt(i32, 0, 0);
+  LLVMAddIncoming(state, &zero, &go, 1);
+  LLVMValueRef sw = LLVMBuildSwitch(b, state, done, nstates);
+  for (uint32_t s = 0; s < nstates; s++) {
+    LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
+    LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
+    LLVMPositionBuilderAtEnd(b, cs);
+    loop_t lz = loop_open(b, fn, cs, "wi.z");
+    loop_t ly = loop_open(b, fn, lz.head, "wi.y");
+    loop_t lx = loop_open(b, fn, ly.head, "wi.x");
+    LLVMValueRef args[7] = {g, lx.iv, ly.iv, lz.iv, LLVMConstInt(i32, s, 0), local, storage};
+    LLVMValueRef next = kc_hf_call(b, wi, args, 7);
+    LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, fn, "x.done");
+    loop_close(b, &lx, lr[0], ex);
+    LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, fn, "y.done");
+    loop_close(b, &ly, lr[1], ey);
+    LLVMBasicBlockRef ez = LLVMAppendBasicBlockInContext(c, fn, "z.done");
+    loop_close(b, &lz, lr[2], ez);
+    LLVMAddIncoming(state, &next, &ez, 1);
+    LLVMBuildBr(b, sloop);
+  }
+  LLVMPositionBuilderAtEnd(b, done);
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_OK, 0));
+  LLVMPositionBuilderAtEnd(b, oom);
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_ERR_OUT_OF_MEMORY, 0));
+  LLVMDisposeBuilder(b);
+  /* The group descriptor is the driver's, read-only while the group runs, and no kernel
+   * pointer reaches it: its fields stay in registers across the kernel's stores. */
+  LLVMAddAttributeAtIndex(fn, 1, LLVMCreateEnumAttribute(c, attr_kind("noalias"), 0));
+  LLVMAddAttributeAtIndex(fn, 1, LLVMCreateEnumAttribute(c, attr_kind("readonly"), 0));
+  /* wi is now an ordinary function to inline into each region loop. */
+  LLVMSetLinkage(wi, LLVMInternalLinkage);
+  LLVMAddAttributeAtIndex(wi, LLVMAttributeFunctionIndex,
+                          LLVMCreateEnumAttribute(c, attr_kind("alwaysinline"), 0));
+  return 1;
+}
+
 /* Every function but the generated entries is inlined into them and then deleted. */
 static void internalise(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n) {
   LLVMContextRef c = LLVMGetModuleContext(m);
@@ -337,8 +500,10 @@ int kc_hf_make_entries(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n,
       return *log = kc_msg("out of memory"), 0;
     }
     k->body = k->run;
-    int ok = k->uses_barrier ? make_fiber_run(m, b, k, locals->size)
-                             : make_loop_run(m, b, k, locals->size);
+    k->local_size = locals->size;
+    int ok = k->scheme == KC_HF_FIBERS    ? make_fiber_run(m, b, k, locals->size)
+             : k->scheme == KC_HF_REGIONS ? make_region_wi(m, b, k)
+                                          : make_loop_run(m, b, k, locals->size);
     if (!ok) {
       LLVMDisposeBuilder(b);
       return *log = kc_msg("out of memory"), 0;

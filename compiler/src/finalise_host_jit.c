@@ -70,14 +70,18 @@ static int define_runtime(kc_hf_jit_t *j, char **log) {
   LLVMOrcExecutionSessionRef es = LLVMOrcLLJITGetExecutionSession(j->jit);
   LLVMJITSymbolFlags flags = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable,
                               0};
-  LLVMOrcCSymbolMapPair syms[2] = {
+  LLVMOrcCSymbolMapPair syms[4] = {
       {LLVMOrcExecutionSessionIntern(es, "__kapi_host_fiber_run"),
        {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_fiber_run, flags}},
       {LLVMOrcExecutionSessionIntern(es, "__kapi_host_barrier"),
        {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_fiber_barrier, flags}},
+      {LLVMOrcExecutionSessionIntern(es, "__kapi_host_yield"),
+       {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_fiber_yield, flags}},
+      {LLVMOrcExecutionSessionIntern(es, "__kapi_host_scratch"),
+       {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_scratch, flags}},
   };
   LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
-  LLVMErrorRef e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(syms, 2));
+  LLVMErrorRef e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(syms, 4));
   if (!e) {
     LLVMOrcDefinitionGeneratorRef gen;
     e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(

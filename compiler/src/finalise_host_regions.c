@@ -1,0 +1,571 @@
+/* Host finaliser: the region scheme for kernels with work-group barriers (KC_HF_REGIONS).
+ *
+ * After the kernel is inlined into `i32 wi(group, x, y, z, state, local, storage)` and its
+ * barriers are lowered to calls of __kapi_host_barrier, wi is split at every barrier k into a
+ * continuation: the barrier becomes "save the values live after it; return k", and the code
+ * after it becomes resume block k, which reloads them. wi's entry block (group fields,
+ * arguments, the slot addresses) is re-run by every call, so it switches on `state` to the
+ * kernel's start (0) or to resume block k. run (finalise_host_entry.c) then calls wi in one
+ * work-item loop per state; once wi is inlined with a constant state, each loop holds one
+ * region and vectorises like a barrier-free kernel.
+ *
+ * What is saved: SSA liveness (backward dataflow, phi uses on their incoming edges) gives the
+ * values live right after each barrier. Each such value is demoted to a wi-local alloca (as
+ * reg2mem does: store after its definition, load before each use), saved from it at the
+ * barrier and restored into it at the resume block; SROA later turns the allocas back into
+ * registers, so a value costs one store and one load per barrier it crosses and none inside
+ * a region. Its per-work-item slot is `storage + n * offset + lin * size` (one array per
+ * value, work-items consecutive, so the region loops read and write it contiguously).
+ * Private arrays (allocas) outlive a region too: each gets a slot the same way (its bytes per
+ * work-item contiguous), replacing the alloca.
+ * storage is this thread's scratch (kc_host_scratch), allocated by run per group.
+ */
+#include "finalise_host.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Pointer sets and maps (open addressing; keys are LLVM object pointers) ----------- */
+
+typedef struct {
+  void **keys;
+  uint32_t *vals;
+  size_t cap; /* power of two */
+} pmap_t;
+
+static size_t pmap_hash(const void *p, size_t cap) {
+  uintptr_t h = (uintptr_t)p;
+  h ^= h >> 17;
+  h *= (uintptr_t)0x9e3779b97f4a7c15ull;
+  return (size_t)(h >> 7) & (cap - 1);
+}
+
+static int pmap_init(pmap_t *m, size_t n) {
+  m->cap = 16;
+  while (m->cap < 2 * n + 2)
+    m->cap *= 2;
+  m->keys = calloc(m->cap, sizeof *m->keys);
+  m->vals = calloc(m->cap, sizeof *m->vals);
+  return m->keys && m->vals;
+}
+
+static void pmap_free(pmap_t *m) {
+  free(m->keys);
+  free(m->vals);
+}
+
+/* Slot of p: its own, or the empty one where it would go. */
+static size_t pmap_slot(const pmap_t *m, const void *p) {
+  size_t i = pmap_hash(p, m->cap);
+  while (m->keys[i] && m->keys[i] != p)
+    i = (i + 1) & (m->cap - 1);
+  return i;
+}
+
+static void pmap_put(pmap_t *m, void *p, uint32_t v) {
+  size_t i = pmap_slot(m, p);
+  m->keys[i] = p;
+  m->vals[i] = v;
+}
+
+/* UINT32_MAX when p is not in the map. */
+static uint32_t pmap_get(const pmap_t *m, const void *p) {
+  size_t i = pmap_slot(m, p);
+  return m->keys[i] ? m->vals[i] : UINT32_MAX;
+}
+
+/* ---- Cycles ------------------------------------------------------------------------ */
+
+int kc_hf_block_in_cycle(LLVMBasicBlockRef bb) {
+  size_t nb = 0;
+  LLVMValueRef fn = LLVMGetBasicBlockParent(bb);
+  for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(fn); b; b = LLVMGetNextBasicBlock(b))
+    nb++;
+  pmap_t seen;
+  LLVMBasicBlockRef *stack = malloc((nb + 1) * sizeof *stack);
+  if (!stack || !pmap_init(&seen, nb)) {
+    free(stack), pmap_free(&seen);
+    return 1; /* out of memory: the safe answer (fibers) */
+  }
+  size_t top = 0;
+  int found = 0;
+  stack[top++] = bb;
+  while (top && !found) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(stack[--top]);
+    unsigned ns = t ? LLVMGetNumSuccessors(t) : 0;
+    for (unsigned i = 0; i < ns && !found; i++) {
+      LLVMBasicBlockRef s = LLVMGetSuccessor(t, i);
+      found = s == bb;
+      if (!found && pmap_get(&seen, s) == UINT32_MAX) {
+        pmap_put(&seen, s, 1);
+        stack[top++] = s;
+      }
+    }
+  }
+  free(stack);
+  pmap_free(&seen);
+  return found;
+}
+
+/* ---- Liveness -------------------------------------------------------------------------- */
+
+typedef uint64_t word_t;
+#define WBITS 64u
+
+typedef struct {
+  LLVMValueRef fn;
+  LLVMBasicBlockRef entry;
+  size_t nb, nv, words;     /* blocks, tracked values, words per bitset */
+  LLVMBasicBlockRef *blocks;
+  LLVMValueRef *vals;       /* tracked: non-void instructions outside the entry block */
+  pmap_t bidx, vidx;
+  word_t *use, *def, *in, *out, *phiout; /* nb bitsets each */
+} live_t;
+
+static word_t *row(word_t *set, const live_t *l, size_t b) {
+  return set + b * l->words;
+}
+
+static void bit_set(word_t *s, uint32_t i) {
+  s[i / WBITS] |= (word_t)1 << (i % WBITS);
+}
+
+static void bit_clear(word_t *s, uint32_t i) {
+  s[i / WBITS] &= ~((word_t)1 << (i % WBITS));
+}
+
+static int bit_get(const word_t *s, uint32_t i) {
+  return (int)((s[i / WBITS] >> (i % WBITS)) & 1);
+}
+
+static uint32_t tracked(const live_t *l, LLVMValueRef v) {
+  return LLVMIsAInstruction(v) ? pmap_get(&l->vidx, v) : UINT32_MAX;
+}
+
+static void live_free(live_t *l) {
+  free(l->blocks);
+  free(l->vals);
+  pmap_free(&l->bidx);
+  pmap_free(&l->vidx);
+  free(l->use), free(l->def), free(l->in), free(l->out), free(l->phiout);
+}
+
+static int live_index(live_t *l) {
+  for (LLVMBasicBlockRef b = l->entry; b; b = LLVMGetNextBasicBlock(b)) {
+    l->nb++;
+    if (b == l->entry) continue;
+    for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i))
+      l->nv += LLVMGetTypeKind(LLVMTypeOf(i)) != LLVMVoidTypeKind;
+  }
+  l->words = (l->nv + WBITS - 1) / WBITS + 1;
+  l->blocks = calloc(l->nb, sizeof *l->blocks);
+  l->vals = calloc(l->nv + 1, sizeof *l->vals);
+  size_t bits = l->nb * l->words;
+  l->use = calloc(bits, sizeof(word_t)), l->def = calloc(bits, sizeof(word_t));
+  l->in = calloc(bits, sizeof(word_t)), l->out = calloc(bits, sizeof(word_t));
+  l->phiout = calloc(bits, sizeof(word_t));
+  if (!pmap_init(&l->bidx, l->nb) || !pmap_init(&l->vidx, l->nv) || !l->blocks || !l->vals ||
+      !l->use || !l->def || !l->in || !l->out || !l->phiout)
+    return 0;
+  size_t nb = 0, nv = 0;
+  for (LLVMBasicBlockRef b = l->entry; b; b = LLVMGetNextBasicBlock(b)) {
+    pmap_put(&l->bidx, b, (uint32_t)nb);
+    l->blocks[nb++] = b;
+    if (b == l->entry) continue;
+    for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i))
+      if (LLVMGetTypeKind(LLVMTypeOf(i)) != LLVMVoidTypeKind) {
+        pmap_put(&l->vidx, i, (uint32_t)nv);
+        l->vals[nv++] = i;
+      }
+  }
+  return 1;
+}
+
+/* use/def of each block; a phi's operands are used at the end of the incoming block. */
+static void live_local(live_t *l) {
+  for (size_t bi = 0; bi < l->nb; bi++) {
+    word_t *use = row(l->use, l, bi), *def = row(l->def, l, bi);
+    for (LLVMValueRef i = LLVMGetFirstInstruction(l->blocks[bi]); i; i = LLVMGetNextInstruction(i)) {
+      if (LLVMIsAPHINode(i)) {
+        for (unsigned k = 0; k < LLVMCountIncoming(i); k++) {
+          uint32_t v = tracked(l, LLVMGetIncomingValue(i, k));
+          uint32_t p = pmap_get(&l->bidx, LLVMGetIncomingBlock(i, k));
+          if (v != UINT32_MAX && p != UINT32_MAX) bit_set(row(l->phiout, l, p), v);
+        }
+      } else {
+        for (int k = 0; k < LLVMGetNumOperands(i); k++) {
+          uint32_t v = tracked(l, LLVMGetOperand(i, k));
+          if (v != UINT32_MAX && !bit_get(def, v)) bit_set(use, v);
+        }
+      }
+      uint32_t d = tracked(l, i);
+      if (d != UINT32_MAX) bit_set(def, d);
+    }
+  }
+}
+
+static void live_solve(live_t *l) {
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t bi = l->nb; bi-- > 0;) {
+      word_t *out = row(l->out, l, bi), *in = row(l->in, l, bi);
+      LLVMValueRef t = LLVMGetBasicBlockTerminator(l->blocks[bi]);
+      unsigned ns = t ? LLVMGetNumSuccessors(t) : 0;
+      const word_t *po = row(l->phiout, l, bi);
+      for (size_t w = 0; w < l->words; w++) {
+        word_t o = po[w];
+        for (unsigned s = 0; s < ns; s++)
+          o |= row(l->in, l, pmap_get(&l->bidx, LLVMGetSuccessor(t, s)))[w];
+        word_t n = row(l->use, l, bi)[w] | (o & ~row(l->def, l, bi)[w]);
+        if (o != out[w] || n != in[w]) changed = 1;
+        out[w] = o, in[w] = n;
+      }
+    }
+  }
+}
+
+/* Values live right after `call` (a barrier): the block's live-out, walked back to it. */
+static void live_after(const live_t *l, LLVMValueRef call, word_t *set) {
+  LLVMBasicBlockRef bb = LLVMGetInstructionParent(call);
+  memcpy(set, row(l->out, l, pmap_get(&l->bidx, bb)), l->words * sizeof(word_t));
+  for (LLVMValueRef i = LLVMGetLastInstruction(bb); i != call; i = LLVMGetPreviousInstruction(i)) {
+    uint32_t d = tracked(l, i);
+    if (d != UINT32_MAX) bit_clear(set, d);
+    for (int k = 0; k < LLVMGetNumOperands(i); k++) {
+      uint32_t v = tracked(l, LLVMGetOperand(i, k));
+      if (v != UINT32_MAX) bit_set(set, v);
+    }
+  }
+}
+
+/* ---- The split -------------------------------------------------------------------------- */
+
+typedef struct {
+  LLVMModuleRef m;
+  LLVMContextRef c;
+  LLVMTargetDataRef td;
+  kc_hf_kernel_t *k;
+  LLVMBuilderRef b;
+  LLVMBuilderRef at_entry; /* before the entry block's terminator */
+  uint64_t rec;            /* bytes of per-work-item storage so far */
+  char *log;
+} split_t;
+
+/* Per-work-item slot of `bytes` (aligned to `align`), as a pointer to `ty`, built in the
+ * entry block. */
+static LLVMValueRef slot(split_t *s, uint64_t bytes, unsigned align, LLVMTypeRef ptr_ty) {
+  if (align < 1) align = 1;
+  bytes = (bytes + align - 1) / align * align;
+  s->rec = (s->rec + align - 1) / align * align;
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(s->c);
+  LLVMBuilderRef b = s->at_entry;
+  LLVMValueRef off = LLVMBuildMul(b, s->k->nwi, LLVMConstInt(i64, s->rec, 0), "");
+  off = LLVMBuildAdd(b, off, LLVMBuildMul(b, s->k->lin, LLVMConstInt(i64, bytes, 0), ""), "");
+  LLVMValueRef p =
+      LLVMBuildInBoundsGEP2(b, LLVMInt8TypeInContext(s->c), s->k->storage, &off, 1, "kapi.slot");
+  s->rec += bytes;
+  return LLVMBuildBitCast(b, p, ptr_ty, "");
+}
+
+static LLVMValueRef first_non_phi(LLVMBasicBlockRef bb) {
+  LLVMValueRef i = LLVMGetFirstInstruction(bb);
+  while (i && LLVMIsAPHINode(i))
+    i = LLVMGetNextInstruction(i);
+  return i;
+}
+
+static LLVMValueRef entry_alloca(split_t *s, LLVMTypeRef t) {
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(s->k->body);
+  LLVMPositionBuilderBefore(s->b, LLVMGetFirstInstruction(entry));
+  return LLVMBuildAlloca(s->b, t, "kapi.spill");
+}
+
+static LLVMValueRef load_at(split_t *s, LLVMValueRef before, LLVMValueRef a, LLVMTypeRef t) {
+  LLVMPositionBuilderBefore(s->b, before);
+  return LLVMBuildLoad2(s->b, t, a, "");
+}
+
+/* reg2mem for one value: a store after its definition, a load before each use (phi uses at
+ * the end of the incoming block). Returns the alloca. */
+static LLVMValueRef demote(split_t *s, LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  LLVMValueRef a = entry_alloca(s, t);
+  size_t nu = 0, cap = 8;
+  LLVMValueRef *users = malloc(cap * sizeof *users);
+  for (LLVMUseRef u = LLVMGetFirstUse(v); u && users; u = LLVMGetNextUse(u)) {
+    if (nu == cap) {
+      LLVMValueRef *p = realloc(users, (cap *= 2) * sizeof *p);
+      if (!p) free(users);
+      users = p;
+      if (!p) break;
+    }
+    users[nu++] = LLVMGetUser(u);
+  }
+  if (!users) return NULL;
+  for (size_t i = 0; i < nu; i++) {
+    LLVMValueRef u = users[i];
+    int dup = 0;
+    for (size_t j = 0; j < i && !dup; j++)
+      dup = users[j] == u;
+    if (dup) continue;
+    int phi = LLVMIsAPHINode(u) != NULL;
+    for (int k = 0; k < LLVMGetNumOperands(u); k++) {
+      if (LLVMGetOperand(u, k) != v) continue;
+      LLVMValueRef at = phi ? LLVMGetBasicBlockTerminator(LLVMGetIncomingBlock(u, (unsigned)k)) : u;
+      LLVMSetOperand(u, (unsigned)k, load_at(s, at, a, t));
+    }
+  }
+  free(users);
+  LLVMValueRef after = LLVMIsAPHINode(v) ? first_non_phi(LLVMGetInstructionParent(v))
+                                         : LLVMGetNextInstruction(v);
+  LLVMPositionBuilderBefore(s->b, after);
+  LLVMBuildStore(s->b, v, a);
+  return a;
+}
+
+/* DemotePHIToStack: stores at the ends of the incoming blocks, a load replacing the phi. */
+static void demote_phi(split_t *s, LLVMValueRef phi) {
+  LLVMTypeRef t = LLVMTypeOf(phi);
+  LLVMValueRef a = entry_alloca(s, t);
+  for (unsigned i = 0; i < LLVMCountIncoming(phi); i++) {
+    LLVMPositionBuilderBefore(s->b, LLVMGetBasicBlockTerminator(LLVMGetIncomingBlock(phi, i)));
+    LLVMBuildStore(s->b, LLVMGetIncomingValue(phi, i), a);
+  }
+  LLVMValueRef ld = load_at(s, first_non_phi(LLVMGetInstructionParent(phi)), a, t);
+  LLVMReplaceAllUsesWith(phi, ld);
+  LLVMInstructionEraseFromParent(phi);
+}
+
+/* Phis in the successors of bb name bb as their predecessor; the split moves bb's terminator
+ * to a new block, and the C API cannot rename a phi's incoming block, so they go to memory. */
+static void demote_successor_phis(split_t *s, LLVMBasicBlockRef bb) {
+  LLVMValueRef t = LLVMGetBasicBlockTerminator(bb);
+  for (unsigned i = 0; t && i < LLVMGetNumSuccessors(t); i++) {
+    LLVMBasicBlockRef succ = LLVMGetSuccessor(t, i);
+    LLVMValueRef p = LLVMGetFirstInstruction(succ);
+    while (p && LLVMIsAPHINode(p)) {
+      demote_phi(s, p);
+      p = LLVMGetFirstInstruction(succ);
+    }
+  }
+}
+
+/* Lifetime markers would bound a private array to one region; its slot outlives them all. */
+static void drop_lifetimes(LLVMValueRef fn) {
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
+      LLVMValueRef next = LLVMGetNextInstruction(i);
+      if (LLVMIsACallInst(i)) {
+        LLVMValueRef f = LLVMGetCalledValue(i);
+        const char *n = LLVMIsAFunction(f) ? LLVMGetValueName(f) : "";
+        if (!strncmp(n, "llvm.lifetime.", 14)) LLVMInstructionEraseFromParent(i);
+      }
+      i = next;
+    }
+}
+
+/* Private arrays: each alloca becomes this work-item's part of a slot. */
+static int privatise_allocas(split_t *s, LLVMValueRef *allocas, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    LLVMValueRef a = allocas[i], count = LLVMGetOperand(a, 0);
+    if (!LLVMIsAConstantInt(count)) {
+      s->log = kc_msg("kernel %s: a private array of run-time size in a kernel with barriers is "
+                      "not supported on the host CPU device",
+                      s->k->name);
+      return 0;
+    }
+    LLVMTypeRef t = LLVMGetAllocatedType(a);
+    uint64_t bytes = LLVMABISizeOfType(s->td, t) * LLVMConstIntGetZExtValue(count);
+    unsigned align = LLVMGetAlignment(a);
+    if (align < LLVMABIAlignmentOfType(s->td, t)) align = LLVMABIAlignmentOfType(s->td, t);
+    if (align > 64 || bytes > KC_HF_FIBER_PRIVATE) {
+      s->log = kc_msg("kernel %s needs %llu bytes of private (per work-item) memory aligned to "
+                      "%u; the host CPU device supports %u aligned to 64",
+                      s->k->name, (unsigned long long)bytes, align, KC_HF_FIBER_PRIVATE);
+      return 0;
+    }
+    LLVMValueRef p = slot(s, bytes, align, LLVMTypeOf(a));
+    LLVMReplaceAllUsesWith(a, p);
+    LLVMInstructionEraseFromParent(a);
+  }
+  return 1;
+}
+
+static LLVMValueRef *collect(LLVMValueRef fn, int (*want)(LLVMValueRef), size_t *count) {
+  size_t n = 0, cap = 16;
+  LLVMValueRef *v = malloc(cap * sizeof *v);
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb && v; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i && v; i = LLVMGetNextInstruction(i)) {
+      if (!want(i)) continue;
+      if (n == cap) {
+        LLVMValueRef *p = realloc(v, (cap *= 2) * sizeof *p);
+        if (!p) free(v);
+        v = p;
+        if (!p) break;
+      }
+      v[n++] = i;
+    }
+  *count = n;
+  return v;
+}
+
+static int is_barrier(LLVMValueRef i) {
+  if (!LLVMIsACallInst(i)) return 0;
+  LLVMValueRef f = LLVMGetCalledValue(i);
+  return LLVMIsAFunction(f) && !strcmp(LLVMGetValueName(f), "__kapi_host_barrier");
+}
+
+static int is_alloca(LLVMValueRef i) {
+  return LLVMIsAAllocaInst(i) != NULL;
+}
+
+/* Splits bb after barrier `call` (number k): save `live` there and return k; the rest of bb
+ * moves to the new resume block, which restores them first. */
+static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLVMValueRef *spills,
+                                  LLVMValueRef *slots, const word_t *live, size_t nv) {
+  LLVMBasicBlockRef bb = LLVMGetInstructionParent(call);
+  LLVMBasicBlockRef r = LLVMAppendBasicBlockInContext(s->c, s->k->body, "resume");
+  LLVMPositionBuilderAtEnd(s->b, r);
+  for (LLVMValueRef i = LLVMGetNextInstruction(call); i;) {
+    LLVMValueRef next = LLVMGetNextInstruction(i);
+    LLVMInstructionRemoveFromParent(i);
+    LLVMInsertIntoBuilder(s->b, i);
+    i = next;
+  }
+  LLVMValueRef first = LLVMGetFirstInstruction(r);
+  LLVMPositionBuilderAtEnd(s->b, bb);
+  for (size_t v = 0; v < nv; v++) {
+    if (!bit_get(live, (uint32_t)v)) continue;
+    LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
+    LLVMBuildStore(s->b, LLVMBuildLoad2(s->b, t, spills[v], ""), slots[v]);
+  }
+  LLVMBuildRet(s->b, LLVMConstInt(LLVMInt32TypeInContext(s->c), k, 0));
+  LLVMInstructionEraseFromParent(call);
+  LLVMPositionBuilderBefore(s->b, first);
+  for (size_t v = 0; v < nv; v++) {
+    if (!bit_get(live, (uint32_t)v)) continue;
+    LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
+    LLVMBuildStore(s->b, LLVMBuildLoad2(s->b, t, slots[v], ""), spills[v]);
+  }
+  return r;
+}
+
+static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allocas,
+                 size_t nalloca) {
+  live_t l = {.fn = s->k->body, .entry = LLVMGetEntryBasicBlock(s->k->body)};
+  word_t *live = NULL;
+  LLVMValueRef *spills = NULL, *slots = NULL;
+  LLVMBasicBlockRef *resume = NULL;
+  int ok = live_index(&l);
+  if (ok) {
+    live_local(&l);
+    live_solve(&l);
+    live = calloc((nbar + 1) * l.words, sizeof *live);
+    spills = calloc(l.nv + 1, sizeof *spills);
+    slots = calloc(l.nv + 1, sizeof *slots);
+    resume = calloc(nbar + 1, sizeof *resume);
+    ok = live && spills && slots && resume;
+  }
+  if (!ok) {
+    s->log = kc_msg("out of memory");
+    goto out;
+  }
+  /* 1. liveness on the untouched CFG; `all` (row nbar) is the union over barriers. */
+  word_t *all = live + nbar * l.words;
+  for (size_t k = 0; k < nbar; k++) {
+    live_after(&l, bars[k], live + k * l.words);
+    for (size_t w = 0; w < l.words; w++)
+      all[w] |= live[k * l.words + w];
+  }
+  /* 2. private arrays to slots (their addresses are entry-block values, never saved). */
+  if (!(ok = privatise_allocas(s, allocas, nalloca))) goto out;
+  /* 3. saved values to wi-local allocas, each with its slot. */
+  for (size_t v = 0; v < l.nv; v++) {
+    if (!bit_get(all, (uint32_t)v)) continue;
+    LLVMTypeRef t = LLVMTypeOf(l.vals[v]);
+    if (!LLVMTypeIsSized(t) || !(spills[v] = demote(s, l.vals[v]))) {
+      s->log = kc_msg("kernel %s: a value of an unsupported type is live across a barrier",
+                      s->k->name);
+      ok = 0;
+      goto out;
+    }
+    slots[v] = slot(s, LLVMABISizeOfType(s->td, t), LLVMABIAlignmentOfType(s->td, t),
+                    LLVMPointerType(t, 0));
+  }
+  if (s->rec > KC_HF_FIBER_PRIVATE) {
+    s->log = kc_msg("kernel %s needs %llu bytes of private (per work-item) memory; the host CPU "
+                    "device supports %u",
+                    s->k->name, (unsigned long long)s->rec, KC_HF_FIBER_PRIVATE);
+    ok = 0;
+    goto out;
+  }
+  /* 4. split at each barrier. */
+  for (size_t k = 0; k < nbar; k++) {
+    demote_successor_phis(s, LLVMGetInstructionParent(bars[k]));
+    resume[k] = split_at(s, bars[k], (uint32_t)k + 1, spills, slots, live + k * l.words, l.nv);
+  }
+  /* 5. the entry block dispatches on the state. */
+  LLVMValueRef br = LLVMGetBasicBlockTerminator(l.entry);
+  LLVMBasicBlockRef body = LLVMGetSuccessor(br, 0);
+  LLVMInstructionEraseFromParent(br);
+  LLVMPositionBuilderAtEnd(s->b, l.entry);
+  LLVMValueRef sw = LLVMBuildSwitch(s->b, s->k->state, body, (unsigned)nbar);
+  for (size_t k = 0; k < nbar; k++)
+    LLVMAddCase(sw, LLVMConstInt(LLVMInt32TypeInContext(s->c), k + 1, 0), resume[k]);
+out:
+  free(live), free(spills), free(slots), free(resume);
+  live_free(&l);
+  return ok;
+}
+
+int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
+  split_t s = {.m = m, .c = LLVMGetModuleContext(m), .td = LLVMGetModuleDataLayout(m), .k = k};
+  drop_lifetimes(k->body);
+  size_t nbar = 0, nalloca = 0;
+  LLVMValueRef *bars = collect(k->body, is_barrier, &nbar);
+  LLVMValueRef *allocas = collect(k->body, is_alloca, &nalloca);
+  s.b = LLVMCreateBuilderInContext(s.c);
+  s.at_entry = LLVMCreateBuilderInContext(s.c);
+  int ok = bars && allocas;
+  if (!ok) s.log = kc_msg("out of memory");
+  if (ok) {
+    LLVMPositionBuilderBefore(s.at_entry,
+                              LLVMGetBasicBlockTerminator(LLVMGetEntryBasicBlock(k->body)));
+    ok = split(&s, bars, nbar, allocas, nalloca);
+  }
+  LLVMDisposeBuilder(s.b);
+  LLVMDisposeBuilder(s.at_entry);
+  free(bars);
+  free(allocas);
+  if (ok) ok = kc_hf_make_region_run(m, k, (uint32_t)nbar + 1, (s.rec + 63) / 64 * 64);
+  if (!ok) *log = s.log ? s.log : kc_msg("out of memory");
+  else free(s.log);
+  return ok;
+}
+
+/* ---- Forward progress on fibers ------------------------------------------------------ */
+
+static int is_atomic_load(LLVMValueRef i) {
+  return LLVMIsALoadInst(i) && LLVMGetOrdering(i) != LLVMAtomicOrderingNotAtomic;
+}
+
+int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log) {
+  if (!k->spins) return 1;
+  size_t n = 0;
+  LLVMValueRef *loads = collect(k->body, is_atomic_load, &n);
+  if (!loads) return *log = kc_msg("out of memory"), 0;
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMValueRef f = LLVMGetNamedFunction(m, "__kapi_host_yield");
+  if (!f)
+    f = LLVMAddFunction(m, "__kapi_host_yield",
+                        LLVMFunctionType(LLVMVoidTypeInContext(c), NULL, 0, 0));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+  for (size_t i = 0; i < n; i++) {
+    if (!kc_hf_block_in_cycle(LLVMGetInstructionParent(loads[i]))) continue;
+    LLVMPositionBuilderBefore(b, loads[i]);
+    kc_hf_call(b, f, NULL, 0);
+  }
+  LLVMDisposeBuilder(b);
+  free(loads);
+  return 1;
+}
