@@ -501,6 +501,10 @@ int kc_hf_make_entries(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n,
     }
     k->body = k->run;
     k->local_size = locals->size;
+    static const char *const scheme[] = {"loop", "regions", "fibers"};
+    LLVMAddAttributeAtIndex(k->run, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(c, "kapi-scheme", 11, scheme[k->scheme],
+                                                      (unsigned)strlen(scheme[k->scheme])));
     int ok = k->scheme == KC_HF_FIBERS    ? make_fiber_run(m, b, k, locals->size)
              : k->scheme == KC_HF_REGIONS ? make_region_wi(m, b, k)
                                           : make_loop_run(m, b, k, locals->size);

@@ -115,9 +115,9 @@ typedef uint64_t word_t;
 typedef struct {
   LLVMValueRef fn;
   LLVMBasicBlockRef entry;
-  size_t nb, nv, words;     /* blocks, tracked values, words per bitset */
+  size_t nb, nv, words; /* blocks, tracked values, words per bitset */
   LLVMBasicBlockRef *blocks;
-  LLVMValueRef *vals;       /* tracked: non-void instructions outside the entry block */
+  LLVMValueRef *vals; /* tracked: non-void instructions outside the entry block */
   pmap_t bidx, vidx;
   word_t *use, *def, *in, *out, *phiout; /* nb bitsets each */
 } live_t;
@@ -185,7 +185,8 @@ static int live_index(live_t *l) {
 static void live_local(live_t *l) {
   for (size_t bi = 0; bi < l->nb; bi++) {
     word_t *use = row(l->use, l, bi), *def = row(l->def, l, bi);
-    for (LLVMValueRef i = LLVMGetFirstInstruction(l->blocks[bi]); i; i = LLVMGetNextInstruction(i)) {
+    for (LLVMValueRef i = LLVMGetFirstInstruction(l->blocks[bi]); i;
+         i = LLVMGetNextInstruction(i)) {
       if (LLVMIsAPHINode(i)) {
         for (unsigned k = 0; k < LLVMCountIncoming(i); k++) {
           uint32_t v = tracked(l, LLVMGetIncomingValue(i, k));
@@ -316,8 +317,8 @@ static LLVMValueRef demote(split_t *s, LLVMValueRef v) {
     }
   }
   free(users);
-  LLVMValueRef after = LLVMIsAPHINode(v) ? first_non_phi(LLVMGetInstructionParent(v))
-                                         : LLVMGetNextInstruction(v);
+  LLVMValueRef after =
+      LLVMIsAPHINode(v) ? first_non_phi(LLVMGetInstructionParent(v)) : LLVMGetNextInstruction(v);
   LLVMPositionBuilderBefore(s->b, after);
   LLVMBuildStore(s->b, v, a);
   return a;
@@ -484,8 +485,8 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     if (!bit_get(all, (uint32_t)v)) continue;
     LLVMTypeRef t = LLVMTypeOf(l.vals[v]);
     if (!LLVMTypeIsSized(t) || !(spills[v] = demote(s, l.vals[v]))) {
-      s->log = kc_msg("kernel %s: a value of an unsupported type is live across a barrier",
-                      s->k->name);
+      s->log =
+          kc_msg("kernel %s: a value of an unsupported type is live across a barrier", s->k->name);
       ok = 0;
       goto out;
     }
@@ -538,8 +539,10 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
   free(bars);
   free(allocas);
   if (ok) ok = kc_hf_make_region_run(m, k, (uint32_t)nbar + 1, (s.rec + 63) / 64 * 64);
-  if (!ok) *log = s.log ? s.log : kc_msg("out of memory");
-  else free(s.log);
+  if (!ok)
+    *log = s.log ? s.log : kc_msg("out of memory");
+  else
+    free(s.log);
   return ok;
 }
 

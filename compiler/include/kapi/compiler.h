@@ -132,6 +132,10 @@ typedef struct kc_host_kernel {
   const kc_host_arg_t *args;       /* num_args entries, owned by the module */
   uint32_t uses_barrier;           /* 1 if the kernel synchronises work-items */
   uint32_t required_local_size[3]; /* reqd_work_group_size, or zeros */
+  /* 1 if a work-item may spin on an atomic load: forward progress between the work-items of
+   * a group is guaranteed (fibers), between groups it is not, so a driver choosing the group
+   * size should make groups as large as it can. */
+  uint32_t spins;
 } kc_host_kernel_t;
 
 typedef struct kc_host_module kc_host_module_t;
