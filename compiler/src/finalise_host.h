@@ -22,6 +22,8 @@ typedef enum {
   KC_HF_FIBERS,  /* every work-item on its own fiber (atomic loads in loops) */
 } kc_hf_scheme_t;
 
+/* Parameters of the region wi before the kernel's arguments. */
+#define KC_HF_WI_FIXED 7u
 /* The region wi's value for the kernel's end (its other returns are the next region). */
 #define KC_HF_REGION_EXIT 0xffffffffu
 
@@ -36,6 +38,8 @@ typedef struct kc_hf_kernel {
   kc_hf_scheme_t scheme;
   uint32_t num_args;
   kc_host_arg_t *args;
+  LLVMTypeRef *arg_types; /* the kernel's parameter types (it is gone once inlined) */
+  char *arg_byval;        /* 1 where the parameter is a byval pointer */
   uint32_t reqd[3];
   /* SSA values in `body` that the id builtins are rewritten to (filled by entry generation). */
   LLVMValueRef group_id[3], group_range[3], local_range[3], offset[3], local_id[3];

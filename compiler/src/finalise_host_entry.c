@@ -16,6 +16,8 @@
  */
 #include "finalise_host.h"
 
+#include <llvm-c/DebugInfo.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,10 +54,14 @@ static void read_reqd(LLVMValueRef f, uint32_t reqd[3]) {
 
 static int collect_args(LLVMValueRef f, LLVMTargetDataRef td, kc_hf_kernel_t *k, char **log) {
   k->num_args = LLVMCountParams(f);
-  k->args = calloc(k->num_args ? k->num_args : 1, sizeof *k->args);
-  if (!k->args) return *log = kc_msg("out of memory"), 0;
+  k->args = calloc(k->num_args + 1, sizeof *k->args);
+  k->arg_types = calloc(k->num_args + 1, sizeof *k->arg_types);
+  k->arg_byval = calloc(k->num_args + 1, 1);
+  if (!k->args || !k->arg_types || !k->arg_byval) return *log = kc_msg("out of memory"), 0;
   for (unsigned i = 0; i < k->num_args; i++) {
     LLVMTypeRef t = LLVMTypeOf(LLVMGetParam(f, i));
+    k->arg_types[i] = t;
+    k->arg_byval[i] = LLVMGetTypeKind(t) == LLVMPointerTypeKind && is_byval(f, i);
     int ptr = LLVMGetTypeKind(t) == LLVMPointerTypeKind;
     if (ptr && LLVMGetPointerAddressSpace(t) == 3) {
       k->args[i].kind = KC_ARG_LOCAL;
@@ -175,6 +181,8 @@ void kc_hf_kernels_free(kc_hf_kernel_t *ks, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
     free(ks[i].name);
     free(ks[i].args);
+    free(ks[i].arg_types);
+    free(ks[i].arg_byval);
   }
   free(ks);
 }
@@ -224,9 +232,8 @@ static LLVMValueRef *unpack_args(LLVMBuilderRef b, LLVMValueRef g, const kc_hf_k
   for (unsigned i = 0; vals && i < k->num_args; i++) {
     LLVMValueRef ix = LLVMConstInt(i32, i, 0);
     LLVMValueRef p = LLVMBuildLoad2(b, i8p, LLVMBuildInBoundsGEP2(b, i8p, args, &ix, 1, ""), "");
-    LLVMTypeRef t = LLVMTypeOf(LLVMGetParam(k->kernel, i));
-    if (k->args[i].kind == KC_ARG_VALUE && LLVMGetTypeKind(t) == LLVMPointerTypeKind &&
-        is_byval(k->kernel, i)) {
+    LLVMTypeRef t = k->arg_types[i];
+    if (k->args[i].kind == KC_ARG_VALUE && k->arg_byval[i]) {
       vals[i] = LLVMBuildPointerCast(b, p, t, "");
       continue;
     }
@@ -361,21 +368,31 @@ static LLVMValueRef scratch_fn(LLVMModuleRef m) {
   return f;
 }
 
-/* wi for KC_HF_REGIONS: its entry block (group fields, arguments, linear local id, the slot
- * base) is re-run by every region, so nothing it defines is ever saved across a barrier; it
- * branches to the kernel's call, the block that the region split turns into a switch. */
+/* wi for KC_HF_REGIONS: `i32 wi(group, x, y, z, state, local, storage, args...)`, the
+ * arguments unpacked once per group by run (reloading them from the group's argument array in
+ * every region loop would be a load that no store can be proved not to clobber). wi's entry
+ * block (group fields, the linear local id, the slot addresses) is re-run by every region, so
+ * nothing it defines is ever saved across a barrier; it branches to the kernel's call, the
+ * block that the region split turns into a switch. */
 static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
   LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
-  LLVMTypeRef params[7] = {LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p};
-  LLVMValueRef wi = add_function(m, k->name, "wi", LLVMFunctionType(i32, params, 7, 0));
+  unsigned np = KC_HF_WI_FIXED + k->num_args;
+  LLVMTypeRef *params = calloc(np, sizeof *params);
+  if (!params) return 0;
+  LLVMTypeRef fixed[KC_HF_WI_FIXED] = {
+      LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p};
+  memcpy(params, fixed, sizeof fixed);
+  for (unsigned i = 0; i < k->num_args; i++)
+    params[KC_HF_WI_FIXED + i] = k->arg_types[i];
+  LLVMValueRef wi = add_function(m, k->name, "wi", LLVMFunctionType(i32, params, np, 0));
+  free(params);
   if (!wi) return 0;
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, wi, "entry");
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c, wi, "body");
   LLVMPositionBuilderAtEnd(b, entry);
-  LLVMValueRef g = LLVMGetParam(wi, 0);
-  load_group(b, g, k);
+  load_group(b, LLVMGetParam(wi, 0), k);
   for (int d = 0; d < 3; d++)
     k->local_id[d] = LLVMGetParam(wi, 1 + (unsigned)d);
   k->state = LLVMGetParam(wi, 4);
@@ -386,10 +403,12 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   k->lin = LLVMBuildAdd(b, r, k->local_id[0], "kapi.lin");
   k->nwi = LLVMBuildMul(b, LLVMBuildMul(b, k->local_range[0], k->local_range[1], ""),
                         k->local_range[2], "kapi.n");
-  LLVMValueRef *vals = unpack_args(b, g, k);
-  if (!vals) return 0;
   LLVMBuildBr(b, body);
   LLVMPositionBuilderAtEnd(b, body);
+  LLVMValueRef *vals = calloc(k->num_args + 1, sizeof *vals);
+  if (!vals) return 0;
+  for (unsigned i = 0; i < k->num_args; i++)
+    vals[i] = LLVMGetParam(wi, KC_HF_WI_FIXED + i);
   kc_hf_call(b, k->kernel, vals, k->num_args);
   free(vals);
   LLVMBuildRet(b, LLVMConstInt(i32, KC_HF_REGION_EXIT, 0));
@@ -398,6 +417,26 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c, k->run, "entry"));
   LLVMBuildRet(b, LLVMConstInt(i32, KC_OK, 0));
   return 1;
+}
+
+/* A loop id (a node whose first operand is itself, which LLVM makes distinct). */
+static LLVMMetadataRef self_loop_id(LLVMContextRef c) {
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
+  LLVMMetadataRef id = LLVMMDNodeInContext2(c, &tmp, 1);
+  LLVMMetadataReplaceAllUsesWith(tmp, id); /* frees the temporary */
+  return id;
+}
+
+/* Marks the work-item loop closed by `latch` parallel: the work-items of one region share no
+ * memory without a barrier (racing on plain memory is undefined), so the vectoriser needs no
+ * run-time alias checks, which it could not build between global and __local pointers. The
+ * mark on the call reaches every memory access inlined from it. */
+static void mark_parallel(LLVMContextRef c, LLVMValueRef call, LLVMBasicBlockRef latch) {
+  LLVMMetadataRef id = self_loop_id(c);
+  LLVMValueRef idv = LLVMMetadataAsValue(c, id);
+  LLVMSetMetadata(call, LLVMGetMDKindIDInContext(c, "llvm.mem.parallel_loop_access", 29), idv);
+  LLVMSetMetadata(LLVMGetBasicBlockTerminator(latch), LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
+                  idv);
 }
 
 /* run for KC_HF_REGIONS: the per-work-item storage (`rec` bytes each), then `state = 0; until
@@ -417,6 +456,15 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(c, fn, "go");
   LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, fn, "state");
   LLVMPositionBuilderAtEnd(b, entry);
+  unsigned na = KC_HF_WI_FIXED + k->num_args;
+  LLVMValueRef *args = calloc(na, sizeof *args), *vals = unpack_args(b, g, k);
+  if (!args || !vals) {
+    free(args), free(vals);
+    LLVMDisposeBuilder(b);
+    return 0;
+  }
+  memcpy(args + KC_HF_WI_FIXED, vals, k->num_args * sizeof *vals);
+  free(vals);
   LLVMValueRef local = local_buffer(b, c, k->local_size), lr[3];
   for (int d = 0; d < 3; d++)
     lr[d] = group_field(b, g, KC_HG_LOCAL_RANGE, d);
@@ -442,10 +490,13 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
     loop_t lz = loop_open(b, fn, cs, "wi.z");
     loop_t ly = loop_open(b, fn, lz.head, "wi.y");
     loop_t lx = loop_open(b, fn, ly.head, "wi.x");
-    LLVMValueRef args[7] = {g, lx.iv, ly.iv, lz.iv, LLVMConstInt(i32, s, 0), local, storage};
-    LLVMValueRef next = kc_hf_call(b, wi, args, 7);
+    LLVMValueRef fixed[KC_HF_WI_FIXED] = {g,     lx.iv,  ly.iv, lz.iv, LLVMConstInt(i32, s, 0),
+                                          local, storage};
+    memcpy(args, fixed, sizeof fixed);
+    LLVMValueRef next = kc_hf_call(b, wi, args, na);
     LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, fn, "x.done");
     loop_close(b, &lx, lr[0], ex);
+    mark_parallel(c, next, lx.latch);
     LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, fn, "y.done");
     loop_close(b, &ly, lr[1], ey);
     LLVMBasicBlockRef ez = LLVMAppendBasicBlockInContext(c, fn, "z.done");
@@ -453,6 +504,7 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
     LLVMAddIncoming(state, &next, &ez, 1);
     LLVMBuildBr(b, sloop);
   }
+  free(args);
   LLVMPositionBuilderAtEnd(b, done);
   LLVMBuildRet(b, LLVMConstInt(i32, KC_OK, 0));
   LLVMPositionBuilderAtEnd(b, oom);

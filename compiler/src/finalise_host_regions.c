@@ -420,10 +420,78 @@ static int is_alloca(LLVMValueRef i) {
   return LLVMIsAAllocaInst(i) != NULL;
 }
 
+/* ---- Rematerialisation ------------------------------------------------------------------ */
+
+/* Values computed without memory from entry-block values (ids, addresses of a work-item's
+ * elements) are recomputed after a barrier instead of saved: cheaper than a slot, and the
+ * vectoriser keeps seeing `base + x` rather than a loaded value. */
+static int remat_opcode(LLVMOpcode op) {
+  switch (op) {
+  case LLVMGetElementPtr:
+  case LLVMBitCast:
+  case LLVMAddrSpaceCast:
+  case LLVMPtrToInt:
+  case LLVMIntToPtr:
+  case LLVMTrunc:
+  case LLVMZExt:
+  case LLVMSExt:
+  case LLVMAdd:
+  case LLVMSub:
+  case LLVMMul:
+  case LLVMShl:
+  case LLVMLShr:
+  case LLVMAShr:
+  case LLVMAnd:
+  case LLVMOr:
+  case LLVMXor:
+  case LLVMICmp:
+  case LLVMSelect:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static int remat_ok(const live_t *l, LLVMValueRef v, int depth) {
+  if (!LLVMIsAInstruction(v) || LLVMGetInstructionParent(v) == l->entry) return 1;
+  if (depth > 6 || tracked(l, v) == UINT32_MAX || !remat_opcode(LLVMGetInstructionOpcode(v)))
+    return 0;
+  for (int i = 0; i < LLVMGetNumOperands(v); i++)
+    if (!remat_ok(l, LLVMGetOperand(v, i), depth + 1)) return 0;
+  return 1;
+}
+
+typedef struct {
+  const live_t *l;
+  const pmap_t *spill_of; /* spill alloca -> tracked value it holds */
+  LLVMValueRef *memo;     /* per tracked value: its clone at this resume block */
+  LLVMBuilderRef b;
+} remat_t;
+
+/* The original value behind an operand that demotion replaced with a reload. */
+static LLVMValueRef undemoted(const remat_t *r, LLVMValueRef op) {
+  if (!LLVMIsALoadInst(op)) return op;
+  uint32_t v = pmap_get(r->spill_of, LLVMGetOperand(op, 0));
+  return v == UINT32_MAX ? op : r->l->vals[v];
+}
+
+static LLVMValueRef remat(remat_t *r, LLVMValueRef v) {
+  v = undemoted(r, v);
+  if (!LLVMIsAInstruction(v) || LLVMGetInstructionParent(v) == r->l->entry) return v;
+  uint32_t i = tracked(r->l, v);
+  if (r->memo[i]) return r->memo[i];
+  LLVMValueRef c = LLVMInstructionClone(v);
+  for (int k = 0; k < LLVMGetNumOperands(v); k++)
+    LLVMSetOperand(c, (unsigned)k, remat(r, LLVMGetOperand(v, k)));
+  LLVMInsertIntoBuilder(r->b, c);
+  return r->memo[i] = c;
+}
+
 /* Splits bb after barrier `call` (number k): save `live` there and return k; the rest of bb
  * moves to the new resume block, which restores them first. */
 static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLVMValueRef *spills,
-                                  LLVMValueRef *slots, const word_t *live, size_t nv) {
+                                  LLVMValueRef *slots, const word_t *live, remat_t *rm) {
+  size_t nv = rm->l->nv;
   LLVMBasicBlockRef bb = LLVMGetInstructionParent(call);
   LLVMBasicBlockRef r = LLVMAppendBasicBlockInContext(s->c, s->k->body, "resume");
   LLVMPositionBuilderAtEnd(s->b, r);
@@ -436,17 +504,20 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
   LLVMValueRef first = LLVMGetFirstInstruction(r);
   LLVMPositionBuilderAtEnd(s->b, bb);
   for (size_t v = 0; v < nv; v++) {
-    if (!bit_get(live, (uint32_t)v)) continue;
+    if (!bit_get(live, (uint32_t)v) || !slots[v]) continue;
     LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
     LLVMBuildStore(s->b, LLVMBuildLoad2(s->b, t, spills[v], ""), slots[v]);
   }
   LLVMBuildRet(s->b, LLVMConstInt(LLVMInt32TypeInContext(s->c), k, 0));
   LLVMInstructionEraseFromParent(call);
   LLVMPositionBuilderBefore(s->b, first);
+  memset(rm->memo, 0, nv * sizeof *rm->memo);
+  rm->b = s->b;
   for (size_t v = 0; v < nv; v++) {
     if (!bit_get(live, (uint32_t)v)) continue;
     LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
-    LLVMBuildStore(s->b, LLVMBuildLoad2(s->b, t, slots[v], ""), spills[v]);
+    LLVMValueRef x = slots[v] ? LLVMBuildLoad2(s->b, t, slots[v], "") : remat(rm, rm->l->vals[v]);
+    LLVMBuildStore(s->b, x, spills[v]);
   }
   return r;
 }
@@ -455,8 +526,9 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
                  size_t nalloca) {
   live_t l = {.fn = s->k->body, .entry = LLVMGetEntryBasicBlock(s->k->body)};
   word_t *live = NULL;
-  LLVMValueRef *spills = NULL, *slots = NULL;
+  LLVMValueRef *spills = NULL, *slots = NULL, *memo = NULL;
   LLVMBasicBlockRef *resume = NULL;
+  pmap_t spill_of = {0};
   int ok = live_index(&l);
   if (ok) {
     live_local(&l);
@@ -464,8 +536,9 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     live = calloc((nbar + 1) * l.words, sizeof *live);
     spills = calloc(l.nv + 1, sizeof *spills);
     slots = calloc(l.nv + 1, sizeof *slots);
+    memo = calloc(l.nv + 1, sizeof *memo);
     resume = calloc(nbar + 1, sizeof *resume);
-    ok = live && spills && slots && resume;
+    ok = live && spills && slots && memo && resume && pmap_init(&spill_of, l.nv);
   }
   if (!ok) {
     s->log = kc_msg("out of memory");
@@ -480,19 +553,31 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   }
   /* 2. private arrays to slots (their addresses are entry-block values, never saved). */
   if (!(ok = privatise_allocas(s, allocas, nalloca))) goto out;
-  /* 3. saved values to wi-local allocas, each with its slot. */
+  /* 3. saved values to wi-local allocas, each with its slot unless it is recomputed. */
+  char *recompute = calloc(l.nv + 1, 1);
+  if (!recompute) {
+    s->log = kc_msg("out of memory");
+    ok = 0;
+    goto out;
+  }
+  for (size_t v = 0; v < l.nv; v++)
+    recompute[v] = bit_get(all, (uint32_t)v) && remat_ok(&l, l.vals[v], 0);
   for (size_t v = 0; v < l.nv; v++) {
     if (!bit_get(all, (uint32_t)v)) continue;
     LLVMTypeRef t = LLVMTypeOf(l.vals[v]);
     if (!LLVMTypeIsSized(t) || !(spills[v] = demote(s, l.vals[v]))) {
+      free(recompute);
       s->log =
           kc_msg("kernel %s: a value of an unsupported type is live across a barrier", s->k->name);
       ok = 0;
       goto out;
     }
-    slots[v] = slot(s, LLVMABISizeOfType(s->td, t), LLVMABIAlignmentOfType(s->td, t),
-                    LLVMPointerType(t, 0));
+    pmap_put(&spill_of, spills[v], (uint32_t)v);
+    if (!recompute[v])
+      slots[v] = slot(s, LLVMABISizeOfType(s->td, t), LLVMABIAlignmentOfType(s->td, t),
+                      LLVMPointerType(t, 0));
   }
+  free(recompute);
   if (s->rec > KC_HF_FIBER_PRIVATE) {
     s->log = kc_msg("kernel %s needs %llu bytes of private (per work-item) memory; the host CPU "
                     "device supports %u",
@@ -501,9 +586,10 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     goto out;
   }
   /* 4. split at each barrier. */
+  remat_t rm = {.l = &l, .spill_of = &spill_of, .memo = memo};
   for (size_t k = 0; k < nbar; k++) {
     demote_successor_phis(s, LLVMGetInstructionParent(bars[k]));
-    resume[k] = split_at(s, bars[k], (uint32_t)k + 1, spills, slots, live + k * l.words, l.nv);
+    resume[k] = split_at(s, bars[k], (uint32_t)k + 1, spills, slots, live + k * l.words, &rm);
   }
   /* 5. the entry block dispatches on the state. */
   LLVMValueRef br = LLVMGetBasicBlockTerminator(l.entry);
@@ -514,7 +600,8 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   for (size_t k = 0; k < nbar; k++)
     LLVMAddCase(sw, LLVMConstInt(LLVMInt32TypeInContext(s->c), k + 1, 0), resume[k]);
 out:
-  free(live), free(spills), free(slots), free(resume);
+  free(live), free(spills), free(slots), free(memo), free(resume);
+  pmap_free(&spill_of);
   live_free(&l);
   return ok;
 }
