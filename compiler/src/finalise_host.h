@@ -23,7 +23,7 @@ typedef enum {
 } kc_hf_scheme_t;
 
 /* Parameters of the region wi before the kernel's arguments. */
-#define KC_HF_WI_FIXED 7u
+#define KC_HF_WI_FIXED 9u
 /* The region wi's value for the kernel's end (its other returns are the next region). */
 #define KC_HF_REGION_EXIT 0xffffffffu
 
@@ -47,6 +47,10 @@ typedef struct kc_hf_kernel {
   /* KC_HF_REGIONS: wi's state parameter, per-work-item storage, its linear local id and the
    * group's work-item count (all defined in wi's entry block, which every region re-runs). */
   LLVMValueRef state, storage, lin, nwi;
+  /* ...and the two copies of the values that are the same in every work-item: a region reads
+   * ucur and writes unext (one region's work-items run one after another, so a shared copy
+   * written by one would be read by the next); run swaps them between regions. */
+  LLVMValueRef ucur, unext;
   uint64_t local_size; /* bytes of the group's __local buffer (run allocates it) */
 } kc_hf_kernel_t;
 
@@ -103,7 +107,8 @@ void kc_hf_locals_free(kc_hf_locals_t *l);
  * kc_hf_yield_in_loops: KC_HF_FIBERS kernels that spin yield before each atomic load.
  * kc_hf_block_in_cycle: 1 when bb can reach itself. */
 int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log);
-int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec);
+int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
+                          uint64_t urec);
 int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
 int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
 

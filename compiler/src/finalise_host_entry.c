@@ -368,7 +368,8 @@ static LLVMValueRef scratch_fn(LLVMModuleRef m) {
   return f;
 }
 
-/* wi for KC_HF_REGIONS: `i32 wi(group, x, y, z, state, local, storage, args...)`, the
+/* wi for KC_HF_REGIONS: `i32 wi(group, x, y, z, state, local, storage, ucur, unext, args...)`,
+ * the
  * arguments unpacked once per group by run (reloading them from the group's argument array in
  * every region loop would be a load that no store can be proved not to clobber). wi's entry
  * block (group fields, the linear local id, the slot addresses) is re-run by every region, so
@@ -382,7 +383,7 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   LLVMTypeRef *params = calloc(np, sizeof *params);
   if (!params) return 0;
   LLVMTypeRef fixed[KC_HF_WI_FIXED] = {
-      LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p};
+      LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p, i8p, i8p};
   memcpy(params, fixed, sizeof fixed);
   for (unsigned i = 0; i < k->num_args; i++)
     params[KC_HF_WI_FIXED + i] = k->arg_types[i];
@@ -398,6 +399,8 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   k->state = LLVMGetParam(wi, 4);
   k->local_base = LLVMGetParam(wi, 5);
   k->storage = LLVMGetParam(wi, 6);
+  k->ucur = LLVMGetParam(wi, 7);
+  k->unext = LLVMGetParam(wi, 8);
   LLVMValueRef r = LLVMBuildMul(b, k->local_id[2], k->local_range[1], "");
   r = LLVMBuildMul(b, LLVMBuildAdd(b, r, k->local_id[1], ""), k->local_range[0], "");
   k->lin = LLVMBuildAdd(b, r, k->local_id[0], "kapi.lin");
@@ -443,7 +446,8 @@ static void mark_parallel(LLVMContextRef c, LLVMValueRef call, LLVMBasicBlockRef
  * EXIT: for z, y, x: next = wi(..., state)`, with one loop per state so that, once wi is
  * inlined with a constant state, each loop holds only its region. Barriers are uniform over
  * the group, so the last work-item's next state is the group's. */
-int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec) {
+int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
+                          uint64_t urec) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
   LLVMValueRef fn = k->run, wi = k->body, g = LLVMGetParam(fn, 0);
@@ -471,10 +475,13 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMValueRef n = LLVMBuildMul(b, LLVMBuildMul(b, lr[0], lr[1], ""), lr[2], "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, LLVMConstInt(i64, 0, 0), ""), done, go);
   LLVMPositionBuilderAtEnd(b, go);
-  LLVMValueRef storage = LLVMConstNull(LLVMPointerType(LLVMInt8TypeInContext(c), 0));
-  if (rec) {
-    LLVMValueRef bytes = LLVMBuildMul(b, n, LLVMConstInt(i64, rec, 0), "");
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
+  LLVMValueRef storage = LLVMConstNull(i8p), ubase = storage;
+  if (rec || urec) {
+    LLVMValueRef wi_bytes = LLVMBuildMul(b, n, LLVMConstInt(i64, rec, 0), "");
+    LLVMValueRef bytes = LLVMBuildAdd(b, wi_bytes, LLVMConstInt(i64, 2 * urec, 0), "");
     storage = kc_hf_call(b, scratch_fn(m), &bytes, 1);
+    ubase = LLVMBuildInBoundsGEP2(b, i8, storage, &wi_bytes, 1, "kapi.ubase");
     LLVMBuildCondBr(b, LLVMBuildIsNull(b, storage, ""), oom, sloop);
   } else {
     LLVMBuildBr(b, sloop);
@@ -482,6 +489,13 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMPositionBuilderAtEnd(b, sloop);
   LLVMValueRef state = LLVMBuildPhi(b, i32, "state"), zero = LLVMConstInt(i32, 0, 0);
   LLVMAddIncoming(state, &zero, &go, 1);
+  /* The two copies by offset, not by swapped pointers: alias analysis then still sees every
+   * slot address as based on the scratch storage, which aliases nothing. */
+  LLVMValueRef uoff = LLVMBuildPhi(b, i64, "uoff"), zero64 = LLVMConstInt(i64, 0, 0);
+  LLVMAddIncoming(uoff, &zero64, &go, 1);
+  LLVMValueRef noff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
+  LLVMValueRef cur = LLVMBuildInBoundsGEP2(b, i8, ubase, &uoff, 1, "kapi.ucur");
+  LLVMValueRef nxt = LLVMBuildInBoundsGEP2(b, i8, ubase, &noff, 1, "kapi.unext");
   LLVMValueRef sw = LLVMBuildSwitch(b, state, done, nstates);
   for (uint32_t s = 0; s < nstates; s++) {
     LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
@@ -490,8 +504,8 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
     loop_t lz = loop_open(b, fn, cs, "wi.z");
     loop_t ly = loop_open(b, fn, lz.head, "wi.y");
     loop_t lx = loop_open(b, fn, ly.head, "wi.x");
-    LLVMValueRef fixed[KC_HF_WI_FIXED] = {g,     lx.iv,  ly.iv, lz.iv, LLVMConstInt(i32, s, 0),
-                                          local, storage};
+    LLVMValueRef fixed[KC_HF_WI_FIXED] = {g,     lx.iv,   ly.iv, lz.iv, LLVMConstInt(i32, s, 0),
+                                          local, storage, cur,   nxt};
     memcpy(args, fixed, sizeof fixed);
     LLVMValueRef next = kc_hf_call(b, wi, args, na);
     LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, fn, "x.done");
@@ -502,6 +516,7 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
     LLVMBasicBlockRef ez = LLVMAppendBasicBlockInContext(c, fn, "z.done");
     loop_close(b, &lz, lr[2], ez);
     LLVMAddIncoming(state, &next, &ez, 1);
+    LLVMAddIncoming(uoff, &noff, &ez, 1); /* what this region wrote, the next one reads */
     LLVMBuildBr(b, sloop);
   }
   free(args);

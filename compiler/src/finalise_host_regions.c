@@ -22,6 +22,8 @@
  */
 #include "finalise_host.h"
 
+#include <llvm-c/DebugInfo.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -249,6 +251,11 @@ typedef struct {
   LLVMBuilderRef b;
   LLVMBuilderRef at_entry; /* before the entry block's terminator */
   uint64_t rec;            /* bytes of per-work-item storage so far */
+  uint64_t urec;           /* bytes of one copy of the group's uniform values so far */
+  /* alias.scope / noalias lists telling the two copies apart (ucur read, unext written): the
+   * offsets swap at run time, so only these tell LICM that a region's reloads of uniform
+   * values are not clobbered by its saves, and can leave the work-item loop. */
+  LLVMValueRef cur_scope, next_scope;
   char *log;
 } split_t;
 
@@ -266,6 +273,21 @@ static LLVMValueRef slot(split_t *s, uint64_t bytes, unsigned align, LLVMTypeRef
       LLVMBuildInBoundsGEP2(b, LLVMInt8TypeInContext(s->c), s->k->storage, &off, 1, "kapi.slot");
   s->rec += bytes;
   return LLVMBuildBitCast(b, p, ptr_ty, "");
+}
+
+/* A value the same in every work-item keeps one copy per group (two: see ucur/unext), at a
+ * loop-invariant address that LICM takes the region loop's stores and reloads out of. */
+static void uniform_slot(split_t *s, uint64_t bytes, unsigned align, LLVMTypeRef ptr_ty,
+                         LLVMValueRef *ld, LLVMValueRef *st) {
+  if (align < 1) align = 1;
+  s->urec = (s->urec + align - 1) / align * align;
+  LLVMValueRef off = LLVMConstInt(LLVMInt64TypeInContext(s->c), s->urec, 0);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(s->c);
+  *ld = LLVMBuildInBoundsGEP2(s->at_entry, i8, s->k->ucur, &off, 1, "kapi.uslot");
+  *st = LLVMBuildInBoundsGEP2(s->at_entry, i8, s->k->unext, &off, 1, "kapi.uslot");
+  *ld = LLVMBuildBitCast(s->at_entry, *ld, ptr_ty, "");
+  *st = LLVMBuildBitCast(s->at_entry, *st, ptr_ty, "");
+  s->urec += bytes;
 }
 
 static LLVMValueRef first_non_phi(LLVMBasicBlockRef bb) {
@@ -420,6 +442,151 @@ static int is_alloca(LLVMValueRef i) {
   return LLVMIsAAllocaInst(i) != NULL;
 }
 
+/* ---- Divergence ------------------------------------------------------------------------- */
+
+/* Which tracked values may differ between the work-items of a group (1 in the result, nv
+ * entries); the others are saved once per group. Seeds: the local ids, loads that are
+ * atomic, calls, read-modify-writes and allocas (private memory); then data dependence, and
+ * for phis also control dependence: a phi is varying where a varying branch decides which
+ * incoming edge is taken, that is in any block reached from the branch before one of its
+ * post-dominators (loop headers of loops with varying exits included). Sound, not sharp. */
+typedef struct {
+  const live_t *l;
+  const kc_hf_kernel_t *k;
+  char *vary;       /* per tracked value */
+  char *entry_vary; /* per entry-block instruction, by pmap `eidx` */
+  pmap_t eidx;
+  char *influenced, *done; /* per block */
+  word_t *pdom;            /* nb x bw post-dominator sets */
+  size_t bw;
+} diverge_t;
+
+static int operand_varies(const diverge_t *d, LLVMValueRef op) {
+  if (LLVMIsAArgument(op)) {
+    for (int i = 0; i < 3; i++)
+      if (op == d->k->local_id[i]) return 1;
+    return 0;
+  }
+  if (!LLVMIsAInstruction(op)) return 0;
+  uint32_t v = tracked(d->l, op);
+  if (v != UINT32_MAX) return d->vary[v];
+  uint32_t e = pmap_get(&d->eidx, op);
+  return e != UINT32_MAX && d->entry_vary[e];
+}
+
+static int inst_varies(const diverge_t *d, LLVMValueRef i) {
+  if (LLVMIsAPHINode(i)) {
+    if (d->influenced[pmap_get(&d->l->bidx, LLVMGetInstructionParent(i))]) return 1;
+    for (unsigned k = 0; k < LLVMCountIncoming(i); k++)
+      if (operand_varies(d, LLVMGetIncomingValue(i, k))) return 1;
+    return 0;
+  }
+  if (LLVMIsACallInst(i) || LLVMIsAAtomicRMWInst(i) || LLVMIsAAtomicCmpXchgInst(i) ||
+      LLVMIsAAllocaInst(i))
+    return 1;
+  if (LLVMIsALoadInst(i) && LLVMGetOrdering(i) != LLVMAtomicOrderingNotAtomic) return 1;
+  for (int k = 0; k < LLVMGetNumOperands(i); k++)
+    if (operand_varies(d, LLVMGetOperand(i, k))) return 1;
+  return 0;
+}
+
+static void post_dominators(diverge_t *d) {
+  const live_t *l = d->l;
+  for (size_t b = 0; b < l->nb; b++)
+    memset(d->pdom + b * d->bw, 0xff, d->bw * sizeof(word_t));
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t b = l->nb; b-- > 0;) {
+      word_t *set = d->pdom + b * d->bw;
+      LLVMValueRef t = LLVMGetBasicBlockTerminator(l->blocks[b]);
+      unsigned ns = t ? LLVMGetNumSuccessors(t) : 0;
+      for (size_t w = 0; w < d->bw; w++) {
+        word_t x = ns ? ~(word_t)0 : 0;
+        for (unsigned s = 0; s < ns; s++)
+          x &= d->pdom[pmap_get(&l->bidx, LLVMGetSuccessor(t, s)) * d->bw + w];
+        if (w == b / WBITS) x |= (word_t)1 << (b % WBITS);
+        if (x != set[w]) set[w] = x, changed = 1;
+      }
+    }
+  }
+}
+
+/* Blocks reached from b's successors before a post-dominator of b (which is marked too). */
+static void influence(diverge_t *d, size_t b, uint32_t *stack) {
+  const live_t *l = d->l;
+  const word_t *pd = d->pdom + b * d->bw;
+  size_t top = 0;
+  char *seen = calloc(l->nb, 1);
+  if (!seen) {
+    memset(d->influenced, 1, l->nb); /* out of memory: everything varies */
+    return;
+  }
+  stack[top++] = (uint32_t)b;
+  while (top) {
+    size_t cur = stack[--top];
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(l->blocks[cur]);
+    unsigned ns = t ? LLVMGetNumSuccessors(t) : 0;
+    for (unsigned s = 0; s < ns; s++) {
+      uint32_t n = pmap_get(&l->bidx, LLVMGetSuccessor(t, s));
+      if (seen[n]) continue;
+      seen[n] = 1;
+      d->influenced[n] = 1;
+      if (n != b && bit_get(pd, n)) continue; /* a join: the paths meet here */
+      stack[top++] = n;
+    }
+  }
+  free(seen);
+}
+
+static int branch_varies(const diverge_t *d, LLVMValueRef t) {
+  if (!t) return 0;
+  if (LLVMIsABranchInst(t)) return LLVMIsConditional(t) && operand_varies(d, LLVMGetCondition(t));
+  if (LLVMIsASwitchInst(t)) return operand_varies(d, LLVMGetOperand(t, 0));
+  return LLVMGetNumSuccessors(t) > 1; /* anything else with a choice: assume it varies */
+}
+
+static char *divergence(const live_t *l, const kc_hf_kernel_t *k) {
+  diverge_t d = {.l = l, .k = k, .bw = (l->nb + WBITS - 1) / WBITS};
+  size_t ne = 0;
+  for (LLVMValueRef i = LLVMGetFirstInstruction(l->entry); i; i = LLVMGetNextInstruction(i))
+    ne++;
+  d.vary = calloc(l->nv + 1, 1);
+  d.entry_vary = calloc(ne + 1, 1);
+  d.influenced = calloc(l->nb, 1);
+  d.done = calloc(l->nb, 1);
+  d.pdom = calloc(l->nb * d.bw, sizeof(word_t));
+  uint32_t *stack = calloc(l->nb + 1, sizeof *stack);
+  int ok =
+      d.vary && d.entry_vary && d.influenced && d.done && d.pdom && stack && pmap_init(&d.eidx, ne);
+  if (ok) {
+    ne = 0;
+    for (LLVMValueRef i = LLVMGetFirstInstruction(l->entry); i; i = LLVMGetNextInstruction(i))
+      pmap_put(&d.eidx, i, (uint32_t)ne++);
+    post_dominators(&d);
+    for (int changed = 1; changed;) {
+      changed = 0;
+      for (size_t b = 0; b < l->nb; b++) {
+        for (LLVMValueRef i = LLVMGetFirstInstruction(l->blocks[b]); i;
+             i = LLVMGetNextInstruction(i)) {
+          uint32_t v = tracked(l, i);
+          char *flag = v != UINT32_MAX ? &d.vary[v]
+                       : b == 0        ? &d.entry_vary[pmap_get(&d.eidx, i)]
+                                       : NULL;
+          if (flag && !*flag && inst_varies(&d, i)) *flag = 1, changed = 1;
+        }
+        if (!d.done[b] && branch_varies(&d, LLVMGetBasicBlockTerminator(l->blocks[b]))) {
+          d.done[b] = 1, changed = 1;
+          influence(&d, b, stack);
+        }
+      }
+    }
+  }
+  free(d.entry_vary), free(d.influenced), free(d.done), free(d.pdom), free(stack);
+  pmap_free(&d.eidx);
+  if (!ok) free(d.vary);
+  return ok ? d.vary : NULL;
+}
+
 /* ---- Rematerialisation ------------------------------------------------------------------ */
 
 /* Values computed without memory from entry-block values (ids, addresses of a work-item's
@@ -487,10 +654,33 @@ static LLVMValueRef remat(remat_t *r, LLVMValueRef v) {
   return r->memo[i] = c;
 }
 
+static LLVMMetadataRef distinct_node(LLVMContextRef c, LLVMMetadataRef *ops, unsigned n) {
+  LLVMMetadataRef all[3];
+  all[0] = LLVMTemporaryMDNode(c, NULL, 0);
+  memcpy(all + 1, ops, n * sizeof *ops);
+  LLVMMetadataRef node = LLVMMDNodeInContext2(c, all, n + 1);
+  LLVMMetadataReplaceAllUsesWith(all[0], node); /* self-reference: distinct */
+  return node;
+}
+
+static void make_scopes(split_t *s) {
+  LLVMMetadataRef domain = distinct_node(s->c, NULL, 0);
+  LLVMMetadataRef cur = distinct_node(s->c, &domain, 1);
+  LLVMMetadataRef next = distinct_node(s->c, &domain, 1);
+  s->cur_scope = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, &cur, 1));
+  s->next_scope = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, &next, 1));
+}
+
+static void set_scopes(split_t *s, LLVMValueRef access, LLVMValueRef scope, LLVMValueRef other) {
+  LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "alias.scope", 11), scope);
+  LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "noalias", 7), other);
+}
+
 /* Splits bb after barrier `call` (number k): save `live` there and return k; the rest of bb
  * moves to the new resume block, which restores them first. */
 static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLVMValueRef *spills,
-                                  LLVMValueRef *slots, const word_t *live, remat_t *rm) {
+                                  LLVMValueRef *slots, LLVMValueRef *stores, const word_t *live,
+                                  remat_t *rm) {
   size_t nv = rm->l->nv;
   LLVMBasicBlockRef bb = LLVMGetInstructionParent(call);
   LLVMBasicBlockRef r = LLVMAppendBasicBlockInContext(s->c, s->k->body, "resume");
@@ -506,7 +696,8 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
   for (size_t v = 0; v < nv; v++) {
     if (!bit_get(live, (uint32_t)v) || !slots[v]) continue;
     LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
-    LLVMBuildStore(s->b, LLVMBuildLoad2(s->b, t, spills[v], ""), slots[v]);
+    LLVMValueRef st = LLVMBuildStore(s->b, LLVMBuildLoad2(s->b, t, spills[v], ""), stores[v]);
+    if (stores[v] != slots[v]) set_scopes(s, st, s->next_scope, s->cur_scope);
   }
   LLVMBuildRet(s->b, LLVMConstInt(LLVMInt32TypeInContext(s->c), k, 0));
   LLVMInstructionEraseFromParent(call);
@@ -517,6 +708,7 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
     if (!bit_get(live, (uint32_t)v)) continue;
     LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
     LLVMValueRef x = slots[v] ? LLVMBuildLoad2(s->b, t, slots[v], "") : remat(rm, rm->l->vals[v]);
+    if (slots[v] && stores[v] != slots[v]) set_scopes(s, x, s->cur_scope, s->next_scope);
     LLVMBuildStore(s->b, x, spills[v]);
   }
   return r;
@@ -526,8 +718,9 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
                  size_t nalloca) {
   live_t l = {.fn = s->k->body, .entry = LLVMGetEntryBasicBlock(s->k->body)};
   word_t *live = NULL;
-  LLVMValueRef *spills = NULL, *slots = NULL, *memo = NULL;
+  LLVMValueRef *spills = NULL, *slots = NULL, *stores = NULL, *memo = NULL;
   LLVMBasicBlockRef *resume = NULL;
+  char *varying = NULL;
   pmap_t spill_of = {0};
   int ok = live_index(&l);
   if (ok) {
@@ -536,9 +729,10 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     live = calloc((nbar + 1) * l.words, sizeof *live);
     spills = calloc(l.nv + 1, sizeof *spills);
     slots = calloc(l.nv + 1, sizeof *slots);
+    stores = calloc(l.nv + 1, sizeof *stores);
     memo = calloc(l.nv + 1, sizeof *memo);
     resume = calloc(nbar + 1, sizeof *resume);
-    ok = live && spills && slots && memo && resume && pmap_init(&spill_of, l.nv);
+    ok = live && spills && slots && stores && memo && resume && pmap_init(&spill_of, l.nv);
   }
   if (!ok) {
     s->log = kc_msg("out of memory");
@@ -562,6 +756,13 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   }
   for (size_t v = 0; v < l.nv; v++)
     recompute[v] = bit_get(all, (uint32_t)v) && remat_ok(&l, l.vals[v], 0);
+  varying = divergence(&l, s->k);
+  if (!varying) {
+    free(recompute);
+    s->log = kc_msg("out of memory");
+    ok = 0;
+    goto out;
+  }
   for (size_t v = 0; v < l.nv; v++) {
     if (!bit_get(all, (uint32_t)v)) continue;
     LLVMTypeRef t = LLVMTypeOf(l.vals[v]);
@@ -573,9 +774,13 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
       goto out;
     }
     pmap_put(&spill_of, spills[v], (uint32_t)v);
-    if (!recompute[v])
-      slots[v] = slot(s, LLVMABISizeOfType(s->td, t), LLVMABIAlignmentOfType(s->td, t),
-                      LLVMPointerType(t, 0));
+    uint64_t bytes = LLVMABISizeOfType(s->td, t);
+    unsigned align = LLVMABIAlignmentOfType(s->td, t);
+    if (recompute[v]) continue;
+    if (varying[v])
+      slots[v] = stores[v] = slot(s, bytes, align, LLVMPointerType(t, 0));
+    else
+      uniform_slot(s, bytes, align, LLVMPointerType(t, 0), &slots[v], &stores[v]);
   }
   free(recompute);
   if (s->rec > KC_HF_FIBER_PRIVATE) {
@@ -586,10 +791,12 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     goto out;
   }
   /* 4. split at each barrier. */
+  make_scopes(s);
   remat_t rm = {.l = &l, .spill_of = &spill_of, .memo = memo};
   for (size_t k = 0; k < nbar; k++) {
     demote_successor_phis(s, LLVMGetInstructionParent(bars[k]));
-    resume[k] = split_at(s, bars[k], (uint32_t)k + 1, spills, slots, live + k * l.words, &rm);
+    resume[k] =
+        split_at(s, bars[k], (uint32_t)k + 1, spills, slots, stores, live + k * l.words, &rm);
   }
   /* 5. the entry block dispatches on the state. */
   LLVMValueRef br = LLVMGetBasicBlockTerminator(l.entry);
@@ -600,7 +807,7 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   for (size_t k = 0; k < nbar; k++)
     LLVMAddCase(sw, LLVMConstInt(LLVMInt32TypeInContext(s->c), k + 1, 0), resume[k]);
 out:
-  free(live), free(spills), free(slots), free(memo), free(resume);
+  free(live), free(spills), free(slots), free(stores), free(memo), free(resume), free(varying);
   pmap_free(&spill_of);
   live_free(&l);
   return ok;
@@ -625,7 +832,9 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
   LLVMDisposeBuilder(s.at_entry);
   free(bars);
   free(allocas);
-  if (ok) ok = kc_hf_make_region_run(m, k, (uint32_t)nbar + 1, (s.rec + 63) / 64 * 64);
+  if (ok)
+    ok = kc_hf_make_region_run(m, k, (uint32_t)nbar + 1, (s.rec + 63) / 64 * 64,
+                               (s.urec + 63) / 64 * 64);
   if (!ok)
     *log = s.log ? s.log : kc_msg("out of memory");
   else
