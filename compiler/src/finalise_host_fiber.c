@@ -71,7 +71,14 @@ typedef struct sched {
   void *local;
   void *scratch; /* the region scheme's storage (kc_host_scratch) */
   uint64_t scratch_size;
+  struct sched *prev, *next; /* every thread's, see all_scheds */
 } sched_t;
+
+/* Every live thread's scheduler, so that each stays reachable from a global: a process forked
+ * from a multi-threaded one keeps the memory of threads that do not exist in it (valgrind
+ * would call it lost; it is only unused). */
+static sched_t *all_scheds;
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static __thread sched_t *tls_sched;
 static pthread_key_t sched_key;
@@ -88,6 +95,13 @@ static void release_stacks(sched_t *s) {
 static void sched_free(void *p) {
   sched_t *s = p;
   if (!s) return;
+  pthread_mutex_lock(&all_lock);
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    all_scheds = s->next;
+  if (s->next) s->next->prev = s->prev;
+  pthread_mutex_unlock(&all_lock);
   release_stacks(s);
   free(s->scratch);
   free(s);
@@ -104,6 +118,11 @@ static sched_t *sched_this_thread(void) {
   s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->page = (size_t)sysconf(_SC_PAGESIZE);
+  pthread_mutex_lock(&all_lock);
+  s->next = all_scheds;
+  if (all_scheds) all_scheds->prev = s;
+  all_scheds = s;
+  pthread_mutex_unlock(&all_lock);
   tls_sched = s;
   pthread_setspecific(sched_key, s);
   return s;
