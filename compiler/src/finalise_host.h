@@ -114,18 +114,19 @@ int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
 
 /* finalise_host_ids.c: rewrites id builtins and barriers inside each kernel's body. */
 int kc_hf_lower_ids(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
-/* 1 when call is a work-group control barrier (one that needs the fiber scheme). */
+/* 1 when call is a work-group control barrier (one that needs the region or fiber scheme). */
 int kc_hf_kernel_calls_barrier(LLVMValueRef call);
 
-/* Stack of one work-item's fiber (barrier kernels), and the most private memory a kernel may
- * use in it (the rest is for calls into libm and the switch itself). A barrier-free kernel
- * runs on the driver's thread stack: its private and __local memory together get KC_HF_FRAME. */
+/* Stack of one work-item's fiber (KC_HF_FIBERS), and the most private memory a kernel may use
+ * in it (the rest is for calls into libm and the switch itself); the region scheme allows the
+ * same per work-item in its scratch storage. A barrier-free kernel runs on the driver's thread
+ * stack: its private and __local memory together get KC_HF_FRAME. */
 #define KC_HF_FIBER_STACK (256u * 1024u)
 #define KC_HF_FIBER_PRIVATE (192u * 1024u)
 #define KC_HF_FRAME (4u * 1024u * 1024u)
 
-/* finalise_host_fiber.c: the barrier scheme, called from JIT code. Runs wi once per work-item
- * of the group on per-work-item fibers; kc_host_fiber_barrier switches to the next one. */
+/* finalise_host_fiber.c: the fiber scheme, called from JIT code. Runs wi once per work-item
+ * of the group on per-work-item fibers; kc_host_fiber_barrier waits for the group. */
 typedef void (*kc_hf_wi_fn)(const kc_host_group_t *g, const uint64_t *local_id, void *local);
 kc_status_t kc_host_fiber_run(const kc_host_group_t *g, kc_hf_wi_fn wi, void *local);
 void kc_host_fiber_barrier(void);

@@ -6,13 +6,13 @@
  * variables are the local ids, so the vectoriser sees consecutive work-items as consecutive
  * iterations.
  * Kernels with barriers (KC_HF_REGIONS): `i32 NAME.kapi.wi(group, x, y, z, state, local,
- * storage)` runs one work-item from region `state` to its next barrier and returns the next
- * region (finalise_host_regions.c splits it after inlining); run, built after that split, runs
- * one work-item loop per region.
- * Kernels that spin on an atomic load (KC_HF_FIBERS): `NAME.kapi.wi(group, local_id, local)`
- * runs one work-item, and run hands it to kc_host_fiber_run, which runs every work-item on its
- * own fiber (finalise_host_fiber.c) so that a spinning one can let the others progress.
- * In all, run allocates the group's buffer for __local globals in its own frame.
+ * storage, ucur, unext, args...)` runs one work-item from region `state` to its next barrier
+ * and returns the next region (finalise_host_regions.c splits it after inlining); run, built after
+ * that split, runs one work-item loop per region. Kernels that spin on an atomic load
+ * (KC_HF_FIBERS): `NAME.kapi.wi(group, local_id, local)` runs one work-item, and run hands it to
+ * kc_host_fiber_run, which runs every work-item on its own fiber (finalise_host_fiber.c) so that a
+ * spinning one can let the others progress. In all, run allocates the group's buffer for __local
+ * globals in its own frame.
  */
 #include "finalise_host.h"
 
