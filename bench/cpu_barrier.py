@@ -117,7 +117,7 @@ def median_time(fn, repeat):
 
 
 def row(name, t, other_name, other, ratio):
-    print(f"{name:<34} {t:>10} | {other_name:<30} {other:>10} | {ratio:>6.2f}x")
+    print(f"{name:<34} {t:>10} | {other_name:<30} {other:>10} | {ratio:>6.3f}x")
 
 
 def bench_matmul(cpu, n, repeat):
@@ -179,9 +179,9 @@ def bench_reduce_scan(cpu, elems, wg, repeat):
     bw_reduce = 4 * elems / tr / 1e9
     row(
         f"tree reduction f32 wg {wg}",
-        f"{bw_reduce:.1f} GB/s",
+        f"{bw_reduce:.2f} GB/s",
         "kapi triad f32",
-        f"{bw_triad:.1f} GB/s",
+        f"{bw_triad:.2f} GB/s",
         bw_reduce / bw_triad,
     )
 
@@ -200,9 +200,9 @@ def bench_reduce_scan(cpu, elems, wg, repeat):
     bw_scan = 2 * 4 * elems / ts / 1e9
     row(
         f"local scan i32 wg {wg} ({int(np.log2(wg))} steps)",
-        f"{bw_scan:.1f} GB/s",
+        f"{bw_scan:.2f} GB/s",
         "kapi triad f32",
-        f"{bw_triad:.1f} GB/s",
+        f"{bw_triad:.2f} GB/s",
         bw_scan / bw_triad,
     )
 
