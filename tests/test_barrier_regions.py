@@ -199,6 +199,32 @@ def test_barrier_in_uniform_branch(dev):
         np.testing.assert_array_equal(out.asnumpy(), want)
 
 
+@kapi.kernel
+def guarded_tail(nditem, a, out, slm, limit):
+    # After the barrier only work-items below `limit` (any value) do anything: the CPU device
+    # runs that region's loop only up to `limit`.
+    lid = nditem.get_local_id(0)
+    gid = nditem.get_global_id(0)
+    slm[lid] = a[gid]
+    kapi_api.group_barrier(nditem.get_group())
+    if lid < limit:
+        out[gid] = slm[nditem.get_local_range(0) - 1 - lid] + 1
+
+
+@pytest.mark.parametrize("wg", [1, 6, 32])
+def test_region_guarded_by_a_bound(dev, wg):
+    n = wg * 5
+    h = np.arange(n, dtype=np.int64) * 3
+    a = kapi.asarray(h, device=dev)
+    slm = kapi_api.LocalAccessor((wg,), np.int64)
+    for limit in (-3, 0, 1, wg // 2, wg, wg + 7):
+        out = kapi.full(n, -1, dtype="i8", device=dev)
+        kapi.call_kernel(guarded_tail, kapi.NdRange((n,), (wg,)), a, out, slm, limit)
+        want = h.reshape(-1, wg)[:, ::-1] + 1
+        want[:, max(limit, 0) :] = -1
+        np.testing.assert_array_equal(out.asnumpy(), want.ravel(), err_msg=f"limit {limit}")
+
+
 SPIN = """
 import sys
 import numpy as np

@@ -155,6 +155,10 @@ typedef struct {
   char *ir;
 } work_t;
 
+#define REGION_CLEANUP                                                                             \
+  "function(sroa,early-cse<memssa>,instcombine,simplifycfg,loop-mssa(licm),gvn,simplifycfg,"       \
+  "loop-mssa(licm,simple-loop-unswitch<nontrivial>),simplifycfg,instcombine,loop-mssa(licm))"
+
 /* The region scheme's split (finalise_host_regions.c) on every KC_HF_REGIONS kernel: scalar
  * private variables go to registers first (only arrays should need per-work-item memory);
  * then each split wi is inlined into its run's region loops. Fiber kernels that spin get
@@ -172,8 +176,14 @@ static kc_status_t split_regions(work_t *w, char **log) {
       return KC_ERR_UNSUPPORTED;
   if (!verify(w->m, "after the region split", log)) return KC_ERR_LLVM;
   if (!kc_hf_jit_passes(w->jit, w->m, "always-inline,globaldce", log)) return KC_ERR_LLVM;
+  /* Enough clean-up for region loops' guards to be seen as `x < loop-invariant` (uniform
+   * reloads hoisted, uniform branches unswitched), then the narrowing. */
+  if (!kc_hf_jit_passes(w->jit, w->m, REGION_CLEANUP, log)) return KC_ERR_LLVM;
   for (uint32_t i = 0; i < w->n; i++)
-    if (w->ks[i].scheme == KC_HF_REGIONS) w->ks[i].body = w->ks[i].run;
+    if (w->ks[i].scheme == KC_HF_REGIONS) {
+      w->ks[i].body = w->ks[i].run;
+      kc_hf_narrow_region_loops(&w->ks[i]);
+    }
   return KC_OK;
 }
 

@@ -110,6 +110,9 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log);
 int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
                           uint64_t urec);
 int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
+/* After wi is inlined into run and cleaned up: region loops guarded by `x < U` stop at U.
+ * Returns how many loops it narrowed. */
+int kc_hf_narrow_region_loops(kc_hf_kernel_t *k);
 int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
 
 /* finalise_host_ids.c: rewrites id builtins and barriers inside each kernel's body. */

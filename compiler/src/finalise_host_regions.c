@@ -868,3 +868,144 @@ int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log) {
   free(loads);
   return 1;
 }
+
+/* ---- Narrowing region loops ---------------------------------------------------------------- */
+
+/* A region loop whose every iteration does nothing unless `x < U` (U the same for the whole
+ * loop), as a tree reduction's `if lid < stride` makes it once wi is inlined and cleaned up,
+ * needs to run only while x < U: its bound becomes max(min(n, U), 1) (the loop is do-while,
+ * and iteration 0 then skips itself when U <= 0). Matched strictly: header = the induction
+ * phi, then the guard; the guard's false edge goes straight to the latch, which only steps
+ * and tests; nothing from the loop is used after it. */
+typedef struct {
+  LLVMBasicBlockRef head, latch;
+  LLVMValueRef iv, next, exit_cmp, guard;
+} narrow_t;
+
+static int only_inside(LLVMValueRef v, const pmap_t *in_loop) {
+  for (LLVMUseRef u = LLVMGetFirstUse(v); u; u = LLVMGetNextUse(u))
+    if (pmap_get(in_loop, LLVMGetInstructionParent(LLVMGetUser(u))) == UINT32_MAX) return 0;
+  return 1;
+}
+
+/* Blocks of the loop headed by n->head with latch n->latch (reachable from the head without
+ * passing the latch), into `in`; 0 when the loop has another way out. */
+static int loop_blocks(const narrow_t *n, pmap_t *in, LLVMBasicBlockRef *stack, size_t cap) {
+  size_t top = 0;
+  pmap_put(in, n->latch, 1);
+  pmap_put(in, n->head, 1);
+  stack[top++] = n->head;
+  while (top) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(stack[--top]);
+    for (unsigned i = 0; t && i < LLVMGetNumSuccessors(t); i++) {
+      LLVMBasicBlockRef s = LLVMGetSuccessor(t, i);
+      if (pmap_get(in, s) != UINT32_MAX) continue;
+      if (LLVMIsAReturnInst(LLVMGetBasicBlockTerminator(s)) || top == cap) return 0;
+      pmap_put(in, s, 1);
+      stack[top++] = s;
+    }
+  }
+  return 1;
+}
+
+static int match_latch(narrow_t *n) {
+  LLVMValueRef t = LLVMGetBasicBlockTerminator(n->latch);
+  if (!t || !LLVMIsABranchInst(t) || !LLVMIsConditional(t)) return 0;
+  LLVMValueRef c = LLVMGetCondition(t);
+  if (!LLVMIsAICmpInst(c) || LLVMGetOperand(c, 0) != n->next) return 0;
+  LLVMIntPredicate p = LLVMGetICmpPredicate(c);
+  int back = LLVMGetSuccessor(t, 0) == n->head;
+  if (!((p == LLVMIntULT && back) || (p == LLVMIntNE && back) || (p == LLVMIntEQ && !back)))
+    return 0;
+  /* the latch: the step, the test, the branch, and nothing else */
+  LLVMValueRef first = LLVMGetFirstInstruction(n->latch);
+  if (first != n->next || LLVMGetNextInstruction(first) != c || LLVMGetNextInstruction(c) != t)
+    return 0;
+  n->exit_cmp = c;
+  return 1;
+}
+
+static int match_head(narrow_t *n) {
+  LLVMValueRef iv = LLVMGetFirstInstruction(n->head);
+  if (!iv || !LLVMIsAPHINode(iv) || LLVMCountIncoming(iv) != 2) return 0;
+  LLVMValueRef after = LLVMGetNextInstruction(iv);
+  if (LLVMIsAPHINode(after)) return 0; /* another loop-carried value: iterations matter */
+  int li = LLVMGetIncomingBlock(iv, 0) == n->latch ? 0 : 1;
+  if (LLVMGetIncomingBlock(iv, (unsigned)li) != n->latch) return 0;
+  LLVMValueRef start = LLVMGetIncomingValue(iv, (unsigned)!li);
+  LLVMValueRef next = LLVMGetIncomingValue(iv, (unsigned)li);
+  if (!LLVMIsAConstantInt(start) || LLVMConstIntGetZExtValue(start) != 0) return 0;
+  if (!LLVMIsAInstruction(next) || LLVMGetInstructionOpcode(next) != LLVMAdd ||
+      LLVMGetOperand(next, 0) != iv || !LLVMIsAConstantInt(LLVMGetOperand(next, 1)) ||
+      LLVMConstIntGetZExtValue(LLVMGetOperand(next, 1)) != 1)
+    return 0;
+  LLVMValueRef t = LLVMGetBasicBlockTerminator(n->head);
+  if (!LLVMIsABranchInst(t) || !LLVMIsConditional(t) || LLVMGetSuccessor(t, 1) != n->latch)
+    return 0;
+  LLVMValueRef g = LLVMGetCondition(t);
+  if (!LLVMIsAICmpInst(g) || LLVMGetOperand(g, 0) != iv) return 0;
+  LLVMIntPredicate p = LLVMGetICmpPredicate(g);
+  if (p != LLVMIntSLT && p != LLVMIntULT) return 0;
+  n->iv = iv, n->next = next, n->guard = g;
+  return 1;
+}
+
+static void narrow_one(LLVMBuilderRef b, narrow_t *n, LLVMBasicBlockRef pre) {
+  LLVMValueRef bound = LLVMGetOperand(n->exit_cmp, 1), u = LLVMGetOperand(n->guard, 1);
+  LLVMTypeRef t = LLVMTypeOf(bound);
+  LLVMPositionBuilderBefore(b, LLVMGetBasicBlockTerminator(pre));
+  LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+  if (LLVMGetICmpPredicate(n->guard) == LLVMIntSLT) /* negative U: no active work-item */
+    u = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, u, zero, ""), zero, u, "");
+  LLVMValueRef m = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, u, bound, ""), u, bound, "");
+  m = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, m, one, ""), one, m, "kapi.narrowed");
+  LLVMSetOperand(n->exit_cmp, 1, m);
+}
+
+int kc_hf_narrow_region_loops(kc_hf_kernel_t *k) {
+  LLVMValueRef fn = k->run;
+  size_t nb = 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    nb++;
+  LLVMBasicBlockRef *stack = malloc((nb + 1) * sizeof *stack);
+  if (!stack) return 0;
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetTypeContext(LLVMTypeOf(fn)));
+  int count = 0;
+  for (LLVMBasicBlockRef h = LLVMGetFirstBasicBlock(fn); h; h = LLVMGetNextBasicBlock(h)) {
+    narrow_t n = {.head = h};
+    LLVMValueRef iv = LLVMGetFirstInstruction(h);
+    if (!iv || !LLVMIsAPHINode(iv) || LLVMCountIncoming(iv) != 2) continue;
+    LLVMBasicBlockRef pre = NULL;
+    for (unsigned i = 0; i < 2; i++) {
+      LLVMBasicBlockRef from = LLVMGetIncomingBlock(iv, i);
+      LLVMValueRef t = LLVMGetBasicBlockTerminator(from);
+      if (LLVMIsABranchInst(t) && LLVMIsConditional(t))
+        n.latch = from;
+      else
+        pre = from;
+    }
+    if (!n.latch || !pre || !match_head(&n) || !match_latch(&n)) continue;
+    pmap_t in;
+    if (!pmap_init(&in, nb)) break;
+    int ok = loop_blocks(&n, &in, stack, nb);
+    LLVMValueRef u = LLVMGetOperand(n.guard, 1);
+    ok = ok && (!LLVMIsAInstruction(u) || pmap_get(&in, LLVMGetInstructionParent(u)) == UINT32_MAX);
+    for (LLVMBasicBlockRef bb = h; ok && bb; bb = LLVMGetNextBasicBlock(bb)) {
+      if (pmap_get(&in, bb) == UINT32_MAX) continue;
+      for (LLVMValueRef i = LLVMGetFirstInstruction(bb); ok && i; i = LLVMGetNextInstruction(i))
+        ok = only_inside(i, &in);
+    }
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); ok && bb != h;
+         bb = LLVMGetNextBasicBlock(bb))
+      if (pmap_get(&in, bb) != UINT32_MAX)
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); ok && i; i = LLVMGetNextInstruction(i))
+          ok = only_inside(i, &in);
+    pmap_free(&in);
+    if (!ok) continue;
+    narrow_one(b, &n, pre);
+    count++;
+  }
+  LLVMDisposeBuilder(b);
+  free(stack);
+  return count;
+}
