@@ -255,7 +255,7 @@ typedef struct {
   /* alias.scope / noalias lists telling the two copies apart (ucur read, unext written): the
    * offsets swap at run time, so only these tell LICM that a region's reloads of uniform
    * values are not clobbered by its saves, and can leave the work-item loop. */
-  LLVMValueRef cur_scope, next_scope;
+  LLVMValueRef scope[3], noalias[3]; /* SCOPE_CUR, SCOPE_NEXT, SCOPE_WI */
   char *log;
 } split_t;
 
@@ -664,16 +664,24 @@ static LLVMMetadataRef distinct_node(LLVMContextRef c, LLVMMetadataRef *ops, uns
 }
 
 static void make_scopes(split_t *s) {
-  LLVMMetadataRef domain = distinct_node(s->c, NULL, 0);
-  LLVMMetadataRef cur = distinct_node(s->c, &domain, 1);
-  LLVMMetadataRef next = distinct_node(s->c, &domain, 1);
-  s->cur_scope = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, &cur, 1));
-  s->next_scope = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, &next, 1));
+  LLVMMetadataRef domain = distinct_node(s->c, NULL, 0), sc[3];
+  for (int i = 0; i < 3; i++)
+    sc[i] = distinct_node(s->c, &domain, 1);
+  for (int i = 0; i < 3; i++) {
+    LLVMMetadataRef others[2] = {sc[(i + 1) % 3], sc[(i + 2) % 3]};
+    s->scope[i] = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, &sc[i], 1));
+    s->noalias[i] = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, others, 2));
+  }
 }
 
-static void set_scopes(split_t *s, LLVMValueRef access, LLVMValueRef scope, LLVMValueRef other) {
-  LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "alias.scope", 11), scope);
-  LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "noalias", 7), other);
+enum { SCOPE_CUR, SCOPE_NEXT, SCOPE_WI };
+
+/* Saves and reloads in the three kinds of slot (uniform read, uniform written, per work-item)
+ * never alias each other: all come from one scratch object at offsets that alias analysis
+ * cannot tell apart. */
+static void set_scopes(split_t *s, LLVMValueRef access, int which) {
+  LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "alias.scope", 11), s->scope[which]);
+  LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "noalias", 7), s->noalias[which]);
 }
 
 /* Splits bb after barrier `call` (number k): save `live` there and return k; the rest of bb
@@ -697,7 +705,7 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
     if (!bit_get(live, (uint32_t)v) || !slots[v]) continue;
     LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
     LLVMValueRef st = LLVMBuildStore(s->b, LLVMBuildLoad2(s->b, t, spills[v], ""), stores[v]);
-    if (stores[v] != slots[v]) set_scopes(s, st, s->next_scope, s->cur_scope);
+    set_scopes(s, st, stores[v] != slots[v] ? SCOPE_NEXT : SCOPE_WI);
   }
   LLVMBuildRet(s->b, LLVMConstInt(LLVMInt32TypeInContext(s->c), k, 0));
   LLVMInstructionEraseFromParent(call);
@@ -708,7 +716,7 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
     if (!bit_get(live, (uint32_t)v)) continue;
     LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
     LLVMValueRef x = slots[v] ? LLVMBuildLoad2(s->b, t, slots[v], "") : remat(rm, rm->l->vals[v]);
-    if (slots[v] && stores[v] != slots[v]) set_scopes(s, x, s->cur_scope, s->next_scope);
+    if (slots[v]) set_scopes(s, x, stores[v] != slots[v] ? SCOPE_CUR : SCOPE_WI);
     LLVMBuildStore(s->b, x, spills[v]);
   }
   return r;
