@@ -958,6 +958,9 @@ static int match_head(narrow_t *n) {
   return 1;
 }
 
+/* The bound becomes max(m, 1) with m = min(n, U) (U clamped at 0 for a signed guard); every
+ * iteration left then has x < U exactly when m > 0, which replaces the guard: the same for
+ * the whole loop, so the body is no longer masked per work-item. */
 static void narrow_one(LLVMBuilderRef b, narrow_t *n, LLVMBasicBlockRef pre) {
   LLVMValueRef bound = LLVMGetOperand(n->exit_cmp, 1), u = LLVMGetOperand(n->guard, 1);
   LLVMTypeRef t = LLVMTypeOf(bound);
@@ -966,8 +969,11 @@ static void narrow_one(LLVMBuilderRef b, narrow_t *n, LLVMBasicBlockRef pre) {
   if (LLVMGetICmpPredicate(n->guard) == LLVMIntSLT) /* negative U: no active work-item */
     u = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, u, zero, ""), zero, u, "");
   LLVMValueRef m = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, u, bound, ""), u, bound, "");
-  m = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, m, one, ""), one, m, "kapi.narrowed");
+  LLVMValueRef any = LLVMBuildICmp(b, LLVMIntNE, m, zero, "kapi.active");
+  m = LLVMBuildSelect(b, any, m, one, "kapi.narrowed");
   LLVMSetOperand(n->exit_cmp, 1, m);
+  LLVMReplaceAllUsesWith(n->guard, any);
+  LLVMInstructionEraseFromParent(n->guard);
 }
 
 int kc_hf_narrow_region_loops(kc_hf_kernel_t *k) {
