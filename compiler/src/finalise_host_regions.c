@@ -959,17 +959,19 @@ static int match_head(narrow_t *n) {
 }
 
 /* The bound becomes max(m, 1) with m = min(n, U) (U clamped at 0 for a signed guard); every
- * iteration left then has x < U exactly when m > 0, which replaces the guard: the same for
- * the whole loop, so the body is no longer masked per work-item. */
+ * iteration left then has x < U exactly when U > 0 (n >= 1: run skips empty groups), which
+ * replaces the guard: the same for the whole loop, so the body is no longer masked per
+ * work-item, and written as U > 0 it tells later passes U's sign (`slm[lid + U]` then needs
+ * no negative-index wrap-around and loads contiguously). */
 static void narrow_one(LLVMBuilderRef b, narrow_t *n, LLVMBasicBlockRef pre) {
   LLVMValueRef bound = LLVMGetOperand(n->exit_cmp, 1), u = LLVMGetOperand(n->guard, 1);
   LLVMTypeRef t = LLVMTypeOf(bound);
   LLVMPositionBuilderBefore(b, LLVMGetBasicBlockTerminator(pre));
   LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
-  if (LLVMGetICmpPredicate(n->guard) == LLVMIntSLT) /* negative U: no active work-item */
-    u = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, u, zero, ""), zero, u, "");
+  int is_signed = LLVMGetICmpPredicate(n->guard) == LLVMIntSLT;
+  LLVMValueRef any = LLVMBuildICmp(b, is_signed ? LLVMIntSGT : LLVMIntNE, u, zero, "kapi.active");
+  if (is_signed) u = LLVMBuildSelect(b, any, u, zero, ""); /* negative U: none active */
   LLVMValueRef m = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, u, bound, ""), u, bound, "");
-  LLVMValueRef any = LLVMBuildICmp(b, LLVMIntNE, m, zero, "kapi.active");
   m = LLVMBuildSelect(b, any, m, one, "kapi.narrowed");
   LLVMSetOperand(n->exit_cmp, 1, m);
   LLVMReplaceAllUsesWith(n->guard, any);
