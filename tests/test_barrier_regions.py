@@ -225,6 +225,92 @@ def test_region_guarded_by_a_bound(dev, wg):
         np.testing.assert_array_equal(out.asnumpy(), want.ravel(), err_msg=f"limit {limit}")
 
 
+@kapi.device_func
+def shift_through_local(nditem, slm, v, by):
+    # A barrier in a device function (inlined into the kernel, then split like the kernel's).
+    lid = nditem.get_local_id(0)
+    n = nditem.get_local_range(0)
+    slm[lid] = v
+    kapi_api.group_barrier(nditem.get_group())
+    r = slm[(lid + by) % n]
+    kapi_api.group_barrier(nditem.get_group())
+    return r
+
+
+@kapi.kernel
+def rotate_passes(nditem, a, out, slm, passes):
+    # Nested loops with barriers; `acc` and `v` are loop-carried across them.
+    gid = nditem.get_global_id(0)
+    v = a[gid]
+    acc = v * 0
+    for p in range(passes):
+        for by in range(1, 3):
+            v = shift_through_local(nditem, slm, v, by)
+            acc += v * (p + 1)
+    out[gid] = acc
+
+
+def test_barriers_in_device_functions_and_nested_loops(dev):
+    wg, n, passes = 9, 36, 3
+    h = np.arange(n, dtype=np.int64) ** 2
+    a = kapi.asarray(h, device=dev)
+    out = kapi.zeros(n, dtype="i8", device=dev)
+    slm = kapi_api.LocalAccessor((wg,), np.int64)
+    kapi.call_kernel(rotate_passes, kapi.NdRange((n,), (wg,)), a, out, slm, passes)
+    g = h.reshape(-1, wg)
+    v, acc = g.copy(), np.zeros_like(g)
+    for p in range(passes):
+        for by in range(1, 3):
+            v = np.roll(v, -by, axis=1)
+            acc += v * (p + 1)
+    np.testing.assert_array_equal(out.asnumpy(), acc.ravel())
+
+
+@kapi.kernel
+def local_histogram(nditem, x, bins, lbins):
+    # Atomics on local memory between barriers, then one work-item per bin publishes.
+    lid = nditem.get_local_id(0)
+    nb = lbins.shape[0]
+    if lid < nb:
+        lbins[lid] = 0
+    kapi_api.group_barrier(nditem.get_group())
+    kapi_api.AtomicRef(lbins, x[nditem.get_global_id(0)] % nb).fetch_add(np.int32(1))
+    kapi_api.group_barrier(nditem.get_group())
+    if lid < nb:
+        kapi_api.AtomicRef(bins, lid).fetch_add(lbins[lid])
+
+
+@pytest.mark.parametrize("local", [(16,), (5, 3), (2, 3, 4)])
+def test_local_atomics_between_barriers_2d_3d(dev, local):
+    shape = tuple(d * 3 for d in local)
+    h = (np.arange(int(np.prod(shape)), dtype=np.int32) * 7) % 23
+    x = kapi.asarray(h.reshape(shape) if len(shape) > 1 else h, device=dev)
+    bins = kapi.zeros(8, dtype="i4", device=dev)
+    lbins = kapi_api.LocalAccessor((8,), np.int32)
+    flat = kapi.asarray(h, device=dev)
+    kernel = local_histogram if len(shape) == 1 else local_histogram_nd
+    arg = flat if len(shape) == 1 else x
+    kapi.call_kernel(kernel, kapi.NdRange(shape, local), arg, bins, lbins)
+    np.testing.assert_array_equal(bins.asnumpy(), np.bincount(h % 8, minlength=8))
+
+
+@kapi.kernel
+def local_histogram_nd(nditem, x, bins, lbins):
+    lid = nditem.get_local_linear_id()
+    nb = lbins.shape[0]
+    if lid < nb:
+        lbins[lid] = 0
+    kapi_api.group_barrier(nditem.get_group())
+    if x.ndim == 2:
+        v = x[nditem.get_global_id(0), nditem.get_global_id(1)]
+    else:
+        v = x[nditem.get_global_id(0), nditem.get_global_id(1), nditem.get_global_id(2)]
+    kapi_api.AtomicRef(lbins, v % nb).fetch_add(np.int32(1))
+    kapi_api.group_barrier(nditem.get_group())
+    if lid < nb:
+        kapi_api.AtomicRef(bins, lid).fetch_add(lbins[lid])
+
+
 SPIN = """
 import sys
 import numpy as np
