@@ -127,7 +127,7 @@ static uint64_t frame_bytes(LLVMValueRef f, LLVMTargetDataRef td) {
 static int check_frames(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n, char **log) {
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
   for (uint32_t i = 0; i < n; i++) {
-    int fiber = ks[i].body != ks[i].run;
+    int fiber = ks[i].scheme == KC_HF_FIBERS;
     uint64_t bytes = frame_bytes(ks[i].body, td);
     unsigned limit = fiber ? KC_HF_FIBER_PRIVATE : KC_HF_FRAME;
     if (bytes > limit) {
@@ -158,6 +158,38 @@ typedef struct {
   char *ir;
 } work_t;
 
+#define REGION_CLEANUP                                                                             \
+  "function(sroa,early-cse<memssa>,instcombine,simplifycfg,loop-mssa(licm),gvn,simplifycfg,"       \
+  "loop-mssa(licm,simple-loop-unswitch<nontrivial>),simplifycfg,instcombine,loop-mssa(licm))"
+
+/* The region scheme's split (finalise_host_regions.c) on every KC_HF_REGIONS kernel: scalar
+ * private variables go to registers first (only arrays should need per-work-item memory);
+ * then each split wi is inlined into its run's region loops. Fiber kernels that spin get
+ * their yields. */
+static kc_status_t split_regions(work_t *w, char **log) {
+  int any = 0;
+  for (uint32_t i = 0; i < w->n; i++) {
+    any |= w->ks[i].scheme == KC_HF_REGIONS;
+    if (!kc_hf_add_yields(w->m, &w->ks[i], log)) return KC_ERR_OUT_OF_MEMORY;
+  }
+  if (!any) return KC_OK;
+  if (!kc_hf_jit_passes(w->jit, w->m, "function(sroa)", log)) return KC_ERR_LLVM;
+  for (uint32_t i = 0; i < w->n; i++)
+    if (w->ks[i].scheme == KC_HF_REGIONS && !kc_hf_split_regions(w->m, &w->ks[i], log))
+      return KC_ERR_UNSUPPORTED;
+  if (!verify(w->m, "after the region split", log)) return KC_ERR_LLVM;
+  if (!kc_hf_jit_passes(w->jit, w->m, "always-inline,globaldce", log)) return KC_ERR_LLVM;
+  /* Enough clean-up for region loops' guards to be seen as `x < loop-invariant` (uniform
+   * reloads hoisted, uniform branches unswitched), then the narrowing. */
+  if (!kc_hf_jit_passes(w->jit, w->m, REGION_CLEANUP, log)) return KC_ERR_LLVM;
+  for (uint32_t i = 0; i < w->n; i++)
+    if (w->ks[i].scheme == KC_HF_REGIONS) {
+      w->ks[i].body = w->ks[i].run;
+      kc_hf_narrow_region_loops(&w->ks[i]);
+    }
+  return KC_OK;
+}
+
 static kc_status_t lower(work_t *w, char **log) {
   LLVMModuleRef m = w->m;
   kc_hf_jit_prepare(w->jit, m);
@@ -177,6 +209,8 @@ static kc_status_t lower(work_t *w, char **log) {
     if (!kc_hf_lower_ids(m, &w->ks[i], log)) return KC_ERR_UNSUPPORTED;
   if (!kc_hf_rewrite_locals(m, w->ks, w->n, &w->locals, log)) return KC_ERR_UNSUPPORTED;
   if (!verify(m, "after builtin lowering", log)) return KC_ERR_LLVM;
+  kc_status_t st = split_regions(w, log);
+  if (st != KC_OK) return st;
   if (!kc_hf_jit_passes(w->jit, m, "default<O3>", log)) return KC_ERR_LLVM;
   kc_hf_vec_release(m);
   if (!check_locals_gone(m, log) || !check_frames(m, w->ks, w->n, log)) return KC_ERR_UNSUPPORTED;
@@ -202,6 +236,7 @@ static kc_status_t publish(work_t *w, kc_host_module_t *mod, char **log) {
     out->num_args = k->num_args;
     out->run = (kc_host_group_fn)addr;
     out->uses_barrier = (uint32_t)k->uses_barrier;
+    out->spins = (uint32_t)k->spins;
     memcpy(out->required_local_size, k->reqd, sizeof k->reqd);
     mod->count = i + 1;
   }

@@ -15,19 +15,43 @@
 /* Field indices of %kapi.group, the IR view of kc_host_group_t. */
 enum { KC_HG_GROUP_ID, KC_HG_GROUP_RANGE, KC_HG_LOCAL_RANGE, KC_HG_OFFSET, KC_HG_ARGS };
 
+/* How a kernel's work-items run (finalise_host_entry.c). */
+typedef enum {
+  KC_HF_LOOP,    /* no barrier: one loop over the group's work-items */
+  KC_HF_REGIONS, /* barriers: one work-item loop per region between barriers */
+  KC_HF_FIBERS,  /* every work-item on its own fiber (atomic loads in loops) */
+} kc_hf_scheme_t;
+
+/* Parameters of the region wi before the kernel's arguments. */
+#define KC_HF_WI_FIXED 9u
+/* The region wi's value for the kernel's end (its other returns are the next region). */
+#define KC_HF_REGION_EXIT 0xffffffffu
+
 /* One kernel while it is being finalised. */
 typedef struct kc_hf_kernel {
   char *name;          /* the SPIR-V entry point's name */
   LLVMValueRef kernel; /* the kernel as read back (internal after entry generation) */
   LLVMValueRef run;    /* generated `void NAME.kapi.run(const kc_host_group_t *)` */
-  LLVMValueRef body;   /* function the kernel is inlined into: run, or the fiber's wi */
-  int uses_barrier;    /* 1: per-work-item fibers; 0: a loop over work-items */
+  LLVMValueRef body;   /* function the kernel is inlined into: run, or a wi function */
+  int uses_barrier;    /* 1: the kernel has work-group barriers */
+  int spins;           /* 1: an atomic load in a loop (needs forward progress: fibers) */
+  kc_hf_scheme_t scheme;
   uint32_t num_args;
   kc_host_arg_t *args;
+  LLVMTypeRef *arg_types; /* the kernel's parameter types (it is gone once inlined) */
+  char *arg_byval;        /* 1 where the parameter is a byval pointer */
   uint32_t reqd[3];
   /* SSA values in `body` that the id builtins are rewritten to (filled by entry generation). */
   LLVMValueRef group_id[3], group_range[3], local_range[3], offset[3], local_id[3];
   LLVMValueRef local_base; /* i8*: this group's buffer for module-level __local variables */
+  /* KC_HF_REGIONS: wi's state parameter, per-work-item storage, its linear local id and the
+   * group's work-item count (all defined in wi's entry block, which every region re-runs). */
+  LLVMValueRef state, storage, lin, nwi;
+  /* ...and the two copies of the values that are the same in every work-item: a region reads
+   * ucur and writes unext (one region's work-items run one after another, so a shared copy
+   * written by one would be read by the next); run swaps them between regions. */
+  LLVMValueRef ucur, unext;
+  uint64_t local_size; /* bytes of the group's __local buffer (run allocates it) */
 } kc_hf_kernel_t;
 
 /* Per-group layout of the module's addrspace(3) globals (OpenCL `__local` variables). */
@@ -92,23 +116,43 @@ int kc_hf_rewrite_locals(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n,
                          const kc_hf_locals_t *locals, char **log);
 void kc_hf_locals_free(kc_hf_locals_t *l);
 
+/* finalise_host_regions.c: splits a KC_HF_REGIONS kernel's wi (kernel inlined, builtins
+ * lowered) at its barriers into regions, then builds run around it (kc_hf_make_region_run).
+ * kc_hf_yield_in_loops: KC_HF_FIBERS kernels that spin yield before each atomic load.
+ * kc_hf_block_in_cycle: 1 when bb can reach itself. */
+int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log);
+int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
+                          uint64_t urec);
+int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
+/* After wi is inlined into run and cleaned up: region loops guarded by `x < U` stop at U.
+ * Returns how many loops it narrowed. */
+int kc_hf_narrow_region_loops(kc_hf_kernel_t *k);
+int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
+
 /* finalise_host_ids.c: rewrites id builtins and barriers inside each kernel's body. */
 int kc_hf_lower_ids(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
-/* 1 when call is a work-group control barrier (one that needs the fiber scheme). */
+/* 1 when call is a work-group control barrier (one that needs the region or fiber scheme). */
 int kc_hf_kernel_calls_barrier(LLVMValueRef call);
 
-/* Stack of one work-item's fiber (barrier kernels), and the most private memory a kernel may
- * use in it (the rest is for calls into libm and the switch itself). A barrier-free kernel
- * runs on the driver's thread stack: its private and __local memory together get KC_HF_FRAME. */
+/* Stack of one work-item's fiber (KC_HF_FIBERS), and the most private memory a kernel may use
+ * in it (the rest is for calls into libm and the switch itself); the region scheme allows the
+ * same per work-item in its scratch storage. A barrier-free kernel runs on the driver's thread
+ * stack: its private and __local memory together get KC_HF_FRAME. */
 #define KC_HF_FIBER_STACK (256u * 1024u)
 #define KC_HF_FIBER_PRIVATE (192u * 1024u)
 #define KC_HF_FRAME (4u * 1024u * 1024u)
 
-/* finalise_host_fiber.c: the barrier scheme, called from JIT code. Runs wi once per work-item
- * of the group on per-work-item fibers; kc_host_fiber_barrier switches to the next one. */
+/* finalise_host_fiber.c: the fiber scheme, called from JIT code. Runs wi once per work-item
+ * of the group on per-work-item fibers; kc_host_fiber_barrier waits for the group. */
 typedef void (*kc_hf_wi_fn)(const kc_host_group_t *g, const uint64_t *local_id, void *local);
 kc_status_t kc_host_fiber_run(const kc_host_group_t *g, kc_hf_wi_fn wi, void *local);
 void kc_host_fiber_barrier(void);
+/* A spinning work-item lets the others run (every few calls): forward progress for atomic
+ * loads in loops. Only called on the fiber scheme. */
+void kc_host_fiber_yield(void);
+/* This thread's per-work-item storage for the region scheme: at least `bytes`, 64-byte
+ * aligned, reused by every group the thread runs; NULL when memory runs out. */
+void *kc_host_scratch(uint64_t bytes);
 
 /* LLVM helpers shared by the phases. */
 LLVMValueRef kc_hf_intrinsic(LLVMModuleRef m, const char *name, LLVMTypeRef *types, size_t n);

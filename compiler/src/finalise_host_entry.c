@@ -1,14 +1,22 @@
 /* Host finaliser: finds the kernels and generates each one's per-work-group entry
  * `void NAME.kapi.run(const kc_host_group_t *)`, the function kc_host_kernel_t.run points at.
  *
- * Barrier-free kernels: run unpacks the arguments once, then loops z, y, x (dim 0 innermost)
- * over the group's work-items calling the kernel, which is inlined later; the loop variables
- * are the local ids, so the vectoriser sees consecutive work-items as consecutive iterations.
- * Kernels with barriers: NAME.kapi.wi(group, local_id, local) runs one work-item, and run hands
- * it to kc_host_fiber_run, which runs every work-item on its own fiber (finalise_host_fiber.c).
- * In both, run allocates the group's buffer for __local globals in its own frame.
+ * Barrier-free kernels (KC_HF_LOOP): run unpacks the arguments once, then loops z, y, x (dim 0
+ * innermost) over the group's work-items calling the kernel, which is inlined later; the loop
+ * variables are the local ids, so the vectoriser sees consecutive work-items as consecutive
+ * iterations.
+ * Kernels with barriers (KC_HF_REGIONS): `i32 NAME.kapi.wi(group, x, y, z, state, local,
+ * storage, ucur, unext, args...)` runs one work-item from region `state` to its next barrier
+ * and returns the next region (finalise_host_regions.c splits it after inlining); run, built after
+ * that split, runs one work-item loop per region. Kernels that spin on an atomic load
+ * (KC_HF_FIBERS): `NAME.kapi.wi(group, local_id, local)` runs one work-item, and run hands it to
+ * kc_host_fiber_run, which runs every work-item on its own fiber (finalise_host_fiber.c) so that a
+ * spinning one can let the others progress. In all, run allocates the group's buffer for __local
+ * globals in its own frame.
  */
 #include "finalise_host.h"
+
+#include <llvm-c/DebugInfo.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,10 +54,14 @@ static void read_reqd(LLVMValueRef f, uint32_t reqd[3]) {
 
 static int collect_args(LLVMValueRef f, LLVMTargetDataRef td, kc_hf_kernel_t *k, char **log) {
   k->num_args = LLVMCountParams(f);
-  k->args = calloc(k->num_args ? k->num_args : 1, sizeof *k->args);
-  if (!k->args) return *log = kc_msg("out of memory"), 0;
+  k->args = calloc(k->num_args + 1, sizeof *k->args);
+  k->arg_types = calloc(k->num_args + 1, sizeof *k->arg_types);
+  k->arg_byval = calloc(k->num_args + 1, 1);
+  if (!k->args || !k->arg_types || !k->arg_byval) return *log = kc_msg("out of memory"), 0;
   for (unsigned i = 0; i < k->num_args; i++) {
     LLVMTypeRef t = LLVMTypeOf(LLVMGetParam(f, i));
+    k->arg_types[i] = t;
+    k->arg_byval[i] = LLVMGetTypeKind(t) == LLVMPointerTypeKind && is_byval(f, i);
     int ptr = LLVMGetTypeKind(t) == LLVMPointerTypeKind;
     if (ptr && LLVMGetPointerAddressSpace(t) == 3) {
       k->args[i].kind = KC_ARG_LOCAL;
@@ -92,22 +104,55 @@ static void mark_barrier_users(LLVMModuleRef m, LLVMValueRef *fns, char *marked,
   (void)m;
 }
 
+static int is_atomic_load(LLVMValueRef in) {
+  return LLVMIsALoadInst(in) && LLVMGetOrdering(in) != LLVMAtomicOrderingNotAtomic;
+}
+
+static int index_of_fn(LLVMValueRef *fns, size_t nf, LLVMValueRef f) {
+  for (size_t j = 0; j < nf; j++)
+    if (fns[j] == f) return (int)j;
+  return -1;
+}
+
+/* Marks every function that may spin on an atomic load: one in a loop, a call in a loop to a
+ * function with an atomic load anywhere below it, or a call to a function that may spin.
+ * Such kernels need forward progress between work-items, which only fibers give. */
+static void mark_spinners(LLVMValueRef *fns, char *spins, size_t nf) {
+  char *loads = calloc(nf + 1, 1);
+  if (!loads) return;
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t i = 0; i < nf; i++)
+      for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fns[i]); bb;
+           bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+          int callee = LLVMIsACallInst(in) ? index_of_fn(fns, nf, LLVMGetCalledValue(in)) : -1;
+          int load = is_atomic_load(in) || (callee >= 0 && loads[callee]);
+          if (load && !loads[i]) loads[i] = changed = 1;
+          int spin = (callee >= 0 && spins[callee]) || (load && kc_hf_block_in_cycle(bb));
+          if (spin && !spins[i]) spins[i] = changed = 1;
+        }
+  }
+  free(loads);
+}
+
 int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t **out,
                           uint32_t *count, char **log) {
   size_t nf = 0;
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     nf++;
   LLVMValueRef *fns = calloc(nf + 1, sizeof *fns);
-  char *marked = calloc(nf + 1, 1);
+  char *marked = calloc(nf + 1, 1), *spins = calloc(nf + 1, 1);
   kc_hf_kernel_t *ks = calloc(nf + 1, sizeof *ks);
-  if (!fns || !marked || !ks) {
-    free(fns), free(marked), free(ks);
+  if (!fns || !marked || !spins || !ks) {
+    free(fns), free(marked), free(spins), free(ks);
     return *log = kc_msg("out of memory"), 0;
   }
   nf = 0;
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     fns[nf++] = f;
   mark_barrier_users(m, fns, marked, nf);
+  mark_spinners(fns, spins, nf);
   uint32_t n = 0;
   int ok = 1;
   for (size_t i = 0; i < nf && ok; i++) {
@@ -117,11 +162,14 @@ int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t 
     k->kernel = f;
     k->name = strdup(LLVMGetValueName(f));
     k->uses_barrier = marked[i];
+    k->spins = spins[i];
+    k->scheme = k->spins ? KC_HF_FIBERS : k->uses_barrier ? KC_HF_REGIONS : KC_HF_LOOP;
     read_reqd(f, k->reqd);
     ok = k->name ? collect_args(f, td, k, log) : (*log = kc_msg("out of memory"), 0);
   }
   free(fns);
   free(marked);
+  free(spins);
   if (!ok) return kc_hf_kernels_free(ks, n), 0;
   *out = ks;
   *count = n;
@@ -133,6 +181,8 @@ void kc_hf_kernels_free(kc_hf_kernel_t *ks, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
     free(ks[i].name);
     free(ks[i].args);
+    free(ks[i].arg_types);
+    free(ks[i].arg_byval);
   }
   free(ks);
 }
@@ -182,9 +232,8 @@ static LLVMValueRef *unpack_args(LLVMBuilderRef b, LLVMValueRef g, const kc_hf_k
   for (unsigned i = 0; vals && i < k->num_args; i++) {
     LLVMValueRef ix = LLVMConstInt(i32, i, 0);
     LLVMValueRef p = LLVMBuildLoad2(b, i8p, LLVMBuildInBoundsGEP2(b, i8p, args, &ix, 1, ""), "");
-    LLVMTypeRef t = LLVMTypeOf(LLVMGetParam(k->kernel, i));
-    if (k->args[i].kind == KC_ARG_VALUE && LLVMGetTypeKind(t) == LLVMPointerTypeKind &&
-        is_byval(k->kernel, i)) {
+    LLVMTypeRef t = k->arg_types[i];
+    if (k->args[i].kind == KC_ARG_VALUE && k->arg_byval[i]) {
       vals[i] = LLVMBuildPointerCast(b, p, t, "");
       continue;
     }
@@ -306,6 +355,187 @@ static int make_fiber_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, 
   return 1;
 }
 
+static LLVMValueRef scratch_fn(LLVMModuleRef m) {
+  LLVMValueRef f = LLVMGetNamedFunction(m, "__kapi_host_scratch");
+  if (f) return f;
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
+  f = LLVMAddFunction(m, "__kapi_host_scratch", LLVMFunctionType(i8p, &i64, 1, 0));
+  /* Like malloc's: the storage aliases nothing else, so stores through kernel pointers never
+   * force values kept there to be reloaded. */
+  LLVMAddAttributeAtIndex(f, LLVMAttributeReturnIndex,
+                          LLVMCreateEnumAttribute(c, attr_kind("noalias"), 0));
+  return f;
+}
+
+/* wi for KC_HF_REGIONS: `i32 wi(group, x, y, z, state, local, storage, ucur, unext, args...)`,
+ * the
+ * arguments unpacked once per group by run (reloading them from the group's argument array in
+ * every region loop would be a load that no store can be proved not to clobber). wi's entry
+ * block (group fields, the linear local id, the slot addresses) is re-run by every region, so
+ * nothing it defines is ever saved across a barrier; it branches to the kernel's call, the
+ * block that the region split turns into a switch. */
+static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+  LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
+  unsigned np = KC_HF_WI_FIXED + k->num_args;
+  LLVMTypeRef *params = calloc(np, sizeof *params);
+  if (!params) return 0;
+  LLVMTypeRef fixed[KC_HF_WI_FIXED] = {
+      LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p, i8p, i8p};
+  memcpy(params, fixed, sizeof fixed);
+  for (unsigned i = 0; i < k->num_args; i++)
+    params[KC_HF_WI_FIXED + i] = k->arg_types[i];
+  LLVMValueRef wi = add_function(m, k->name, "wi", LLVMFunctionType(i32, params, np, 0));
+  free(params);
+  if (!wi) return 0;
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, wi, "entry");
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c, wi, "body");
+  LLVMPositionBuilderAtEnd(b, entry);
+  load_group(b, LLVMGetParam(wi, 0), k);
+  for (int d = 0; d < 3; d++)
+    k->local_id[d] = LLVMGetParam(wi, 1 + (unsigned)d);
+  k->state = LLVMGetParam(wi, 4);
+  k->local_base = LLVMGetParam(wi, 5);
+  k->storage = LLVMGetParam(wi, 6);
+  k->ucur = LLVMGetParam(wi, 7);
+  k->unext = LLVMGetParam(wi, 8);
+  LLVMValueRef r = LLVMBuildMul(b, k->local_id[2], k->local_range[1], "");
+  r = LLVMBuildMul(b, LLVMBuildAdd(b, r, k->local_id[1], ""), k->local_range[0], "");
+  k->lin = LLVMBuildAdd(b, r, k->local_id[0], "kapi.lin");
+  k->nwi = LLVMBuildMul(b, LLVMBuildMul(b, k->local_range[0], k->local_range[1], ""),
+                        k->local_range[2], "kapi.n");
+  LLVMBuildBr(b, body);
+  LLVMPositionBuilderAtEnd(b, body);
+  LLVMValueRef *vals = calloc(k->num_args + 1, sizeof *vals);
+  if (!vals) return 0;
+  for (unsigned i = 0; i < k->num_args; i++)
+    vals[i] = LLVMGetParam(wi, KC_HF_WI_FIXED + i);
+  kc_hf_call(b, k->kernel, vals, k->num_args);
+  free(vals);
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_HF_REGION_EXIT, 0));
+  k->body = wi;
+  /* run is rebuilt after the split; until then it only has to be a valid definition. */
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c, k->run, "entry"));
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_OK, 0));
+  return 1;
+}
+
+/* A loop id (a node whose first operand is itself, which LLVM makes distinct). */
+static LLVMMetadataRef self_loop_id(LLVMContextRef c) {
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
+  LLVMMetadataRef id = LLVMMDNodeInContext2(c, &tmp, 1);
+  LLVMMetadataReplaceAllUsesWith(tmp, id); /* frees the temporary */
+  return id;
+}
+
+/* Marks the work-item loop closed by `latch` parallel: the work-items of one region share no
+ * memory without a barrier (racing on plain memory is undefined), so the vectoriser needs no
+ * run-time alias checks, which it could not build between global and __local pointers. The
+ * mark on the call reaches every memory access inlined from it. */
+static void mark_parallel(LLVMContextRef c, LLVMValueRef call, LLVMBasicBlockRef latch) {
+  LLVMMetadataRef id = self_loop_id(c);
+  LLVMValueRef idv = LLVMMetadataAsValue(c, id);
+  LLVMSetMetadata(call, LLVMGetMDKindIDInContext(c, "llvm.mem.parallel_loop_access", 29), idv);
+  LLVMSetMetadata(LLVMGetBasicBlockTerminator(latch), LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
+                  idv);
+}
+
+/* run for KC_HF_REGIONS: the per-work-item storage (`rec` bytes each), then `state = 0; until
+ * EXIT: for z, y, x: next = wi(..., state)`, with one loop per state so that, once wi is
+ * inlined with a constant state, each loop holds only its region. Barriers are uniform over
+ * the group, so the last work-item's next state is the group's. */
+int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
+                          uint64_t urec) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+  LLVMValueRef fn = k->run, wi = k->body, g = LLVMGetParam(fn, 0);
+  while (LLVMGetFirstBasicBlock(fn))
+    LLVMDeleteBasicBlock(LLVMGetFirstBasicBlock(fn));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, fn, "entry");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, fn, "done");
+  LLVMBasicBlockRef oom = LLVMAppendBasicBlockInContext(c, fn, "oom");
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(c, fn, "go");
+  LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, fn, "state");
+  LLVMPositionBuilderAtEnd(b, entry);
+  unsigned na = KC_HF_WI_FIXED + k->num_args;
+  LLVMValueRef *args = calloc(na, sizeof *args), *vals = unpack_args(b, g, k);
+  if (!args || !vals) {
+    free(args), free(vals);
+    LLVMDisposeBuilder(b);
+    return 0;
+  }
+  memcpy(args + KC_HF_WI_FIXED, vals, k->num_args * sizeof *vals);
+  free(vals);
+  LLVMValueRef local = local_buffer(b, c, k->local_size), lr[3];
+  for (int d = 0; d < 3; d++)
+    lr[d] = group_field(b, g, KC_HG_LOCAL_RANGE, d);
+  LLVMValueRef n = LLVMBuildMul(b, LLVMBuildMul(b, lr[0], lr[1], ""), lr[2], "");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, LLVMConstInt(i64, 0, 0), ""), done, go);
+  LLVMPositionBuilderAtEnd(b, go);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
+  LLVMValueRef storage = LLVMConstNull(i8p), ubase = storage;
+  if (rec || urec) {
+    LLVMValueRef wi_bytes = LLVMBuildMul(b, n, LLVMConstInt(i64, rec, 0), "");
+    LLVMValueRef bytes = LLVMBuildAdd(b, wi_bytes, LLVMConstInt(i64, 2 * urec, 0), "");
+    storage = kc_hf_call(b, scratch_fn(m), &bytes, 1);
+    ubase = LLVMBuildInBoundsGEP2(b, i8, storage, &wi_bytes, 1, "kapi.ubase");
+    LLVMBuildCondBr(b, LLVMBuildIsNull(b, storage, ""), oom, sloop);
+  } else {
+    LLVMBuildBr(b, sloop);
+  }
+  LLVMPositionBuilderAtEnd(b, sloop);
+  LLVMValueRef state = LLVMBuildPhi(b, i32, "state"), zero = LLVMConstInt(i32, 0, 0);
+  LLVMAddIncoming(state, &zero, &go, 1);
+  /* The two copies by offset, not by swapped pointers: alias analysis then still sees every
+   * slot address as based on the scratch storage, which aliases nothing. */
+  LLVMValueRef uoff = LLVMBuildPhi(b, i64, "uoff"), zero64 = LLVMConstInt(i64, 0, 0);
+  LLVMAddIncoming(uoff, &zero64, &go, 1);
+  LLVMValueRef noff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
+  LLVMValueRef cur = LLVMBuildInBoundsGEP2(b, i8, ubase, &uoff, 1, "kapi.ucur");
+  LLVMValueRef nxt = LLVMBuildInBoundsGEP2(b, i8, ubase, &noff, 1, "kapi.unext");
+  LLVMValueRef sw = LLVMBuildSwitch(b, state, done, nstates);
+  for (uint32_t s = 0; s < nstates; s++) {
+    LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
+    LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
+    LLVMPositionBuilderAtEnd(b, cs);
+    loop_t lz = loop_open(b, fn, cs, "wi.z");
+    loop_t ly = loop_open(b, fn, lz.head, "wi.y");
+    loop_t lx = loop_open(b, fn, ly.head, "wi.x");
+    LLVMValueRef fixed[KC_HF_WI_FIXED] = {g,     lx.iv,   ly.iv, lz.iv, LLVMConstInt(i32, s, 0),
+                                          local, storage, cur,   nxt};
+    memcpy(args, fixed, sizeof fixed);
+    LLVMValueRef next = kc_hf_call(b, wi, args, na);
+    LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, fn, "x.done");
+    loop_close(b, &lx, lr[0], ex);
+    mark_parallel(c, next, lx.latch);
+    LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, fn, "y.done");
+    loop_close(b, &ly, lr[1], ey);
+    LLVMBasicBlockRef ez = LLVMAppendBasicBlockInContext(c, fn, "z.done");
+    loop_close(b, &lz, lr[2], ez);
+    LLVMAddIncoming(state, &next, &ez, 1);
+    LLVMAddIncoming(uoff, &noff, &ez, 1); /* what this region wrote, the next one reads */
+    LLVMBuildBr(b, sloop);
+  }
+  free(args);
+  LLVMPositionBuilderAtEnd(b, done);
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_OK, 0));
+  LLVMPositionBuilderAtEnd(b, oom);
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_ERR_OUT_OF_MEMORY, 0));
+  LLVMDisposeBuilder(b);
+  /* The group descriptor is the driver's, read-only while the group runs, and no kernel
+   * pointer reaches it: its fields stay in registers across the kernel's stores. */
+  LLVMAddAttributeAtIndex(fn, 1, LLVMCreateEnumAttribute(c, attr_kind("noalias"), 0));
+  LLVMAddAttributeAtIndex(fn, 1, LLVMCreateEnumAttribute(c, attr_kind("readonly"), 0));
+  /* wi is now an ordinary function to inline into each region loop. */
+  LLVMSetLinkage(wi, LLVMInternalLinkage);
+  LLVMAddAttributeAtIndex(wi, LLVMAttributeFunctionIndex,
+                          LLVMCreateEnumAttribute(c, attr_kind("alwaysinline"), 0));
+  return 1;
+}
+
 /* Every function but the generated entries is inlined into them and then deleted. */
 static void internalise(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n) {
   LLVMContextRef c = LLVMGetModuleContext(m);
@@ -337,8 +567,14 @@ int kc_hf_make_entries(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n,
       return *log = kc_msg("out of memory"), 0;
     }
     k->body = k->run;
-    int ok = k->uses_barrier ? make_fiber_run(m, b, k, locals->size)
-                             : make_loop_run(m, b, k, locals->size);
+    k->local_size = locals->size;
+    static const char *const scheme[] = {"loop", "regions", "fibers"};
+    LLVMAddAttributeAtIndex(k->run, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(c, "kapi-scheme", 11, scheme[k->scheme],
+                                                      (unsigned)strlen(scheme[k->scheme])));
+    int ok = k->scheme == KC_HF_FIBERS    ? make_fiber_run(m, b, k, locals->size)
+             : k->scheme == KC_HF_REGIONS ? make_region_wi(m, b, k)
+                                          : make_loop_run(m, b, k, locals->size);
     if (!ok) {
       LLVMDisposeBuilder(b);
       return *log = kc_msg("out of memory"), 0;

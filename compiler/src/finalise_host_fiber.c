@@ -1,12 +1,15 @@
-/* Host finaliser runtime: the barrier scheme for kernels with work-group barriers. Every
- * work-item of a group runs on its own fiber (a small mmap'd stack with a guard page, switched
- * by a dozen instructions of x86-64 assembly: ucontext's swapcontext makes a system call per
- * switch and was ten times slower);
- * a barrier switches back to the scheduler, which resumes the next work-item. Rounds repeat
- * until every work-item has returned, so any barrier placement that OpenCL allows (in loops,
- * in uniform branches) is executed correctly. Private arrays live on the fiber's stack.
- * Stacks are per thread and reused by every group that thread runs; they are freed when the
- * thread exits. Called only from JIT code (the symbols are defined into each JIT).
+/* Host finaliser runtime: the fiber scheme (KC_HF_FIBERS, kernels that spin on atomic loads)
+ * and the region scheme's per-work-item storage. Called only from JIT code (the symbols are
+ * defined into each JIT).
+ *
+ * Fibers: every work-item of a group runs on its own fiber (a small mmap'd stack with a guard
+ * page, switched by a dozen instructions of x86-64 assembly: ucontext's swapcontext makes a
+ * system call per switch and was ten times slower). A barrier switches back to the scheduler
+ * and waits there until every work-item not yet returned has reached a barrier; a yield (an
+ * atomic load in a loop, every few spins) switches back without waiting, so the work-item a
+ * spinning one waits for gets to run. Private arrays live on the fiber's stack.
+ * Stacks and scratch storage are per thread and reused by every group that thread runs; they
+ * are freed when the thread exits.
  */
 #define _GNU_SOURCE
 #include "finalise_host.h"
@@ -52,6 +55,8 @@ typedef struct fiber {
   void *sp; /* saved stack pointer while the fiber is suspended */
   uint64_t local_id[3];
   int done;
+  int at_barrier;    /* waiting for the rest of the group */
+  unsigned spins;    /* yields asked for (one in a few switches) */
   unsigned stack_id; /* valgrind's id for the stack */
 } fiber_t;
 
@@ -64,7 +69,16 @@ typedef struct sched {
   kc_hf_wi_fn wi;
   const kc_host_group_t *group;
   void *local;
+  void *scratch; /* the region scheme's storage (kc_host_scratch) */
+  uint64_t scratch_size;
+  struct sched *prev, *next; /* every thread's, see all_scheds */
 } sched_t;
+
+/* Every live thread's scheduler, so that each stays reachable from a global: a process forked
+ * from a multi-threaded one keeps the memory of threads that do not exist in it (valgrind
+ * would call it lost; it is only unused). */
+static sched_t *all_scheds;
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static __thread sched_t *tls_sched;
 static pthread_key_t sched_key;
@@ -81,7 +95,15 @@ static void release_stacks(sched_t *s) {
 static void sched_free(void *p) {
   sched_t *s = p;
   if (!s) return;
+  pthread_mutex_lock(&all_lock);
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    all_scheds = s->next;
+  if (s->next) s->next->prev = s->prev;
+  pthread_mutex_unlock(&all_lock);
   release_stacks(s);
+  free(s->scratch);
   free(s);
 }
 
@@ -89,17 +111,38 @@ static void sched_key_init(void) {
   pthread_key_create(&sched_key, sched_free);
 }
 
+static sched_t *sched_this_thread(void) {
+  sched_t *s = tls_sched;
+  if (s) return s;
+  pthread_once(&sched_once, sched_key_init);
+  s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->page = (size_t)sysconf(_SC_PAGESIZE);
+  pthread_mutex_lock(&all_lock);
+  s->next = all_scheds;
+  if (all_scheds) all_scheds->prev = s;
+  all_scheds = s;
+  pthread_mutex_unlock(&all_lock);
+  tls_sched = s;
+  pthread_setspecific(sched_key, s);
+  return s;
+}
+
+void *kc_host_scratch(uint64_t bytes) {
+  sched_t *s = sched_this_thread();
+  if (!s) return NULL;
+  if (bytes <= s->scratch_size) return s->scratch;
+  void *p = NULL;
+  if (posix_memalign(&p, 64, bytes)) return NULL;
+  free(s->scratch);
+  s->scratch = p, s->scratch_size = bytes;
+  return p;
+}
+
 /* This thread's scheduler with room for n fibers; NULL when memory runs out. */
 static sched_t *sched_get(size_t n) {
-  sched_t *s = tls_sched;
-  if (!s) {
-    pthread_once(&sched_once, sched_key_init);
-    s = calloc(1, sizeof *s);
-    if (!s) return NULL;
-    s->page = (size_t)sysconf(_SC_PAGESIZE);
-    tls_sched = s;
-    pthread_setspecific(sched_key, s);
-  }
+  sched_t *s = sched_this_thread();
+  if (!s) return NULL;
   if (n <= s->cap) return s;
   size_t slot = s->page + FIBER_STACK;
   char *st = mmap(NULL, n * slot, PROT_READ | PROT_WRITE,
@@ -147,7 +190,14 @@ static void *fiber_stack(char *lo, size_t size) {
 
 void kc_host_fiber_barrier(void) {
   sched_t *s = tls_sched;
+  s->fibers[s->cur].at_barrier = 1;
   kc_hf_switch(&s->fibers[s->cur].sp, s->main_sp);
+}
+
+void kc_host_fiber_yield(void) {
+  sched_t *s = tls_sched;
+  fiber_t *f = &s->fibers[s->cur];
+  if (++f->spins % 4 == 0) kc_hf_switch(&f->sp, s->main_sp);
 }
 
 kc_status_t kc_host_fiber_run(const kc_host_group_t *g, kc_hf_wi_fn wi, void *local) {
@@ -161,18 +211,28 @@ kc_status_t kc_host_fiber_run(const kc_host_group_t *g, kc_hf_wi_fn wi, void *lo
   for (size_t i = 0; i < n; i++) {
     fiber_t *f = &s->fibers[i];
     f->local_id[0] = i % lx, f->local_id[1] = i / lx % ly, f->local_id[2] = i / (lx * ly);
-    f->done = 0;
+    f->done = 0, f->at_barrier = 0, f->spins = 0;
     /* Stack tops staggered by cache lines: equally aligned tops would all share cache sets. */
     f->sp = fiber_stack(s->stacks + i * slot + s->page, FIBER_STACK - (i % 61) * 64);
   }
+  /* Rounds resume every work-item that is neither done nor waiting; once all that are left
+   * wait at a barrier, the barrier opens. */
   for (size_t left = n; left;) {
+    size_t waiting = 0;
     left = 0;
     for (size_t i = 0; i < n; i++) {
-      if (s->fibers[i].done) continue;
-      s->cur = i;
-      kc_hf_switch(&s->main_sp, s->fibers[i].sp);
-      left += !s->fibers[i].done;
+      fiber_t *f = &s->fibers[i];
+      if (f->done) continue;
+      if (!f->at_barrier) {
+        s->cur = i;
+        kc_hf_switch(&s->main_sp, f->sp);
+      }
+      left += !f->done;
+      waiting += !f->done && f->at_barrier;
     }
+    if (waiting == left)
+      for (size_t i = 0; i < n; i++)
+        s->fibers[i].at_barrier = 0;
   }
   return KC_OK;
 }

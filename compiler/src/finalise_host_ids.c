@@ -1,7 +1,8 @@
 /* Host finaliser: work-item builtins and barriers, rewritten inside one kernel body after the
  * kernel has been inlined into it. Ids become arithmetic on SSA values the entry generator left
  * in kc_hf_kernel_t (the loop's induction variables in a barrier-free run function, so the
- * vectoriser sees global id = base + x), barriers become fiber switches, fences become LLVM
+ * vectoriser sees global id = base + x), barriers become calls of __kapi_host_barrier (a fiber
+ * switch, or where the region scheme splits the kernel), fences become LLVM
  * fences. A work-group runs on one thread, so group-scoped fences only need to order the
  * compiler; a sub-group is one work-item.
  */
@@ -142,7 +143,7 @@ static int lower_sync(LLVMModuleRef m, LLVMBuilderRef b, const kc_hf_kernel_t *k
     return 1;
   }
   if (strcmp(n, "ControlBarrier") || LLVMGetNumArgOperands(call) != 3) return 0;
-  if (!k->uses_barrier || !is_work_group_barrier(call)) {
+  if (k->scheme == KC_HF_LOOP || !is_work_group_barrier(call)) {
     fence(b, LLVMGetOperand(call, 1));
     return 1;
   }

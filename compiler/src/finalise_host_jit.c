@@ -142,6 +142,10 @@ static int define_runtime(kc_hf_jit_t *j, char **log) {
        {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_fiber_run, flags}},
       {LLVMOrcExecutionSessionIntern(es, "__kapi_host_barrier"),
        {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_fiber_barrier, flags}},
+      {LLVMOrcExecutionSessionIntern(es, "__kapi_host_yield"),
+       {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_fiber_yield, flags}},
+      {LLVMOrcExecutionSessionIntern(es, "__kapi_host_scratch"),
+       {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_scratch, flags}},
       {LLVMOrcExecutionSessionIntern(es, "__kapi_host_printf"),
        {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_printf, flags}},
   };

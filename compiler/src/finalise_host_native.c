@@ -15,7 +15,7 @@
 #include <string.h>
 
 #define NATIVE_MAGIC "KAPIHOST"
-#define NATIVE_VERSION 1u
+#define NATIVE_VERSION 2u /* 2: kernels record whether they spin (fiber scheme) */
 #define MAX_KERNELS 4096u
 #define MAX_ARGS 4096u
 
@@ -102,7 +102,8 @@ void *kc_hf_native_pack(const kc_host_kernel_t *ks, uint32_t n, const void *obj,
     ok = put_str(&o, k->name) && put_u32(&o, k->num_args);
     for (uint32_t a = 0; ok && a < k->num_args; a++)
       ok = put_u32(&o, (uint32_t)k->args[a].kind) && put_u32(&o, k->args[a].size);
-    ok = ok && put_u32(&o, k->uses_barrier) && put(&o, k->required_local_size, 12);
+    ok = ok && put_u32(&o, k->uses_barrier) && put_u32(&o, k->spins) &&
+         put(&o, k->required_local_size, 12);
   }
   ok = ok && put(&o, &len64, 8) && put(&o, obj, len);
   if (!ok) {
@@ -155,7 +156,8 @@ static int get_kernel(in_t *in, kc_host_kernel_t *k) {
     if (!get_u32(in, &kind) || kind > KC_ARG_LOCAL || !get_u32(in, &args[a].size)) return 0;
     args[a].kind = (kc_arg_kind_t)kind;
   }
-  return get_u32(in, &k->uses_barrier) && get(in, k->required_local_size, 12);
+  return get_u32(in, &k->uses_barrier) && get_u32(in, &k->spins) &&
+         get(in, k->required_local_size, 12);
 }
 
 void kc_hf_native_kernels_free(kc_host_kernel_t *ks, uint32_t n) {

@@ -97,9 +97,10 @@ kc_status_t kc_spirv_disassemble(const void *spirv, size_t nbytes, char **text, 
  * threads may run groups of the same kernel at once.
  * Memory a driver should know about: module-level __local variables are placed by run itself
  * in its own stack frame (one copy per running group), so worker threads need that much stack
- * on top of their own (default 8 MiB pthread stacks are ample). Kernels with barriers run each
- * work-item on a fiber with a 256 KiB stack (private arrays included), kept per thread and
- * reused across groups; they are freed when the thread exits. */
+ * on top of their own (default 8 MiB pthread stacks are ample). Kernels with barriers keep
+ * per-work-item values in per-thread scratch memory (heap), and kernels that spin on atomic
+ * loads run each work-item on a fiber with a 256 KiB stack (private arrays included); both
+ * are kept per thread, reused across groups and freed when the thread exits. */
 typedef struct kc_host_group {
   uint64_t group_id[3];
   uint64_t group_range[3]; /* number of groups per dimension */
@@ -112,7 +113,8 @@ typedef struct kc_host_group {
 } kc_host_group_t;
 
 /* Returns KC_OK, or KC_ERR_OUT_OF_MEMORY when the group could not run (a kernel with barriers
- * needs a fiber stack per work-item; they are allocated on first use per thread). */
+ * needs scratch memory per work-item, a spinning one a fiber stack per work-item; they are
+ * allocated on first use per thread). */
 typedef kc_status_t (*kc_host_group_fn)(const kc_host_group_t *group);
 
 typedef enum kc_arg_kind {
@@ -132,6 +134,10 @@ typedef struct kc_host_kernel {
   const kc_host_arg_t *args;       /* num_args entries, owned by the module */
   uint32_t uses_barrier;           /* 1 if the kernel synchronises work-items */
   uint32_t required_local_size[3]; /* reqd_work_group_size, or zeros */
+  /* 1 if a work-item may spin on an atomic load: forward progress between the work-items of
+   * a group is guaranteed (fibers), between groups it is not, so a driver choosing the group
+   * size should make groups as large as it can. */
+  uint32_t spins;
 } kc_host_kernel_t;
 
 typedef struct kc_host_module kc_host_module_t;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CHECK(c, ...)                                                                              \
   do {                                                                                             \
@@ -863,7 +864,53 @@ static void test_unsupported(void) {
   free(spv);
 }
 
-/* Both execution schemes (loop, fibers with a __local array and private array) under valgrind. */
+/* Runs `handshake` (work-item 0 spins until work-item 1 sets a flag) as one group of two; a
+ * scheme without forward progress hangs, which the alarm turns into a failure. */
+static void run_handshake(kc_host_module_t *m) {
+  const kc_host_kernel_t *k = kernel(m, "handshake");
+  CHECK(k->spins && !k->uses_barrier, "handshake: spins, no barrier");
+  int flag = 0, out[2] = {0, 0}, *fp = &flag, *op = out;
+  void *args[2] = {&fp, &op};
+  alarm(60);
+  launch1d(k, 1, 2, args, NULL, 1);
+  alarm(0);
+  CHECK(out[0] == 42 && out[1] == 41 && flag == 1, "handshake: %d %d %d", out[0], out[1], flag);
+}
+
+/* Which scheme each kernel got (the "kapi-scheme" attribute of its run function): regions for
+ * barriers, no fibers on their path, and fibers only for a kernel spinning on an atomic load,
+ * which then completes. */
+static void test_schemes(void) {
+  kc_host_module_t *m = finalise("kernels.spv");
+  const char *ir = kc_host_module_llvm_ir(m);
+  CHECK(!strstr(ir, "fiber"), "a kernels.spv kernel runs on fibers");
+  const char *regions[] = {"reduce", "reverse"};
+  for (int i = 0; i < 2; i++) {
+    char *r = run_ir(m, regions[i]);
+    CHECK(strstr(r, "__kapi_host_scratch"), "%s: no per-work-item storage", regions[i]);
+    free(r);
+    CHECK(!kernel(m, regions[i])->spins, "%s spins", regions[i]);
+  }
+  CHECK(strstr(ir, "\"kapi-scheme\"=\"regions\""), "no region scheme in kernels.spv");
+  char *r = run_ir(m, "reduce");
+  CHECK(strstr(r, "x float>"), "reduce's region loops are not vectorised:\n%s", r);
+  free(r);
+  kc_host_module_destroy(m);
+  m = finalise("small.spv");
+  ir = kc_host_module_llvm_ir(m);
+  r = run_ir(m, "handshake");
+  CHECK(strstr(r, "__kapi_host_fiber_run"), "handshake does not run on fibers:\n%s", r);
+  free(r);
+  CHECK(strstr(ir, "__kapi_host_yield"), "handshake's spin loop does not yield");
+  r = run_ir(m, "scale");
+  CHECK(!strstr(r, "fiber") && !strstr(r, "scratch"), "scale is not a plain work-item loop");
+  free(r);
+  run_handshake(m);
+  kc_host_module_destroy(m);
+}
+
+/* Every execution scheme (loop; regions with a __local array and a private array; fibers)
+ * under valgrind. */
 static void test_valgrind(void) {
   kc_host_module_t *m = finalise("small.spv");
   const kc_host_kernel_t *k = kernel(m, "scale");
@@ -887,6 +934,7 @@ static void test_valgrind(void) {
       want += in[g * 64 + l] + l % 4;
     CHECK(out[g] == want, "group_sum %d: %d != %d", g, out[g], want);
   }
+  run_handshake(m);
   kc_host_module_destroy(m);
 }
 
@@ -979,6 +1027,7 @@ int main(int argc, char **argv) {
       {"unsupported", test_unsupported},
       {"reader_traps", test_reader_traps},
       {"mutations", test_mutations},
+      {"schemes", test_schemes},
       {"valgrind", test_valgrind},
       {"native", test_native},
   };

@@ -117,11 +117,14 @@ static uint32_t largest_divisor(uint32_t n, uint32_t cap) {
 }
 
 /* Work-items per group that leave about four groups per core when the range allows it (so
- * the pool balances), with dimension 0 as long as possible (it is the one the finaliser
- * vectorises) and each size dividing its global size. */
-static void suggest(uint32_t cores, const uint32_t global[3], uint32_t out[3]) {
+ * the pool balances; kernels that spin excepted), with dimension 0 as long as possible (it is the
+ * one the finaliser vectorises) and each size dividing its global size. */
+static void suggest(uint32_t cores, const uint32_t global[3], int spins, uint32_t out[3]) {
   uint64_t items = (uint64_t)global[0] * global[1] * global[2];
   uint64_t want = items / ((uint64_t)cores * 4);
+  /* A kernel spinning on an atomic load may wait for another work-item: only those of its
+   * own group are sure to progress, so groups as large as allowed. */
+  if (spins) want = CPU_MAX_GROUP_SIZE;
   uint32_t budget = want < 1 ? 1 : want > CPU_MAX_GROUP_SIZE ? CPU_MAX_GROUP_SIZE : (uint32_t)want;
   /* Short rows vectorise poorly; accept fewer groups for at least 16 items in dim 0. */
   if (budget < 16 && global[0] >= 16) budget = 16;
@@ -146,7 +149,7 @@ ze_result_t cpu_kernel_suggest_group_size(ze_kernel_handle_t h, uint32_t gx, uin
   } else {
     const uint32_t global[3] = {gx, gy, gz};
     cpu_driver_t *drv = cpu_driver();
-    suggest(drv ? drv->device.cores : 1, global, out);
+    suggest(drv ? drv->device.cores : 1, global, (int)hk->spins, out);
   }
   *sx = out[0];
   *sy = out[1];

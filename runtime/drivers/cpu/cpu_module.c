@@ -29,6 +29,15 @@ static ze_result_t status_to_result(kc_status_t s) {
   }
 }
 
+/* KAPI_DUMP=host (or all): the finalised host IR on stderr, to see how kernels vectorise and
+ * which scheme (the "kapi-scheme" attribute of NAME.kapi.run) a barrier kernel got. */
+static void dump_host_ir(const kc_host_module_t *host) {
+  const char *v = getenv("KAPI_DUMP");
+  if (!v || (!strstr(v, "host") && !strstr(v, "all"))) return;
+  const char *ir = kc_host_module_llvm_ir(host);
+  fprintf(stderr, "; ---- kapi cpu driver: host LLVM IR ----\n%s\n", ir ? ir : "");
+}
+
 /* Runs the finaliser (or, for a native binary, the loader); on failure *log gets its message
  * (malloc'ed). */
 static ze_result_t finalise(const ze_module_desc_t *desc, kc_host_module_t **host, char **log) {
@@ -46,6 +55,7 @@ static ze_result_t finalise(const ze_module_desc_t *desc, kc_host_module_t **hos
   }
   kc_free(kc_log);
   if (native && s == KC_ERR_INVALID_ARGUMENT) return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
+  if (s == KC_OK) dump_host_ir(*host);
   return status_to_result(s);
 }
 

@@ -1,0 +1,392 @@
+"""Barrier kernels against NumPy on every device. On the CPU device they run as regions between
+barriers (one work-item loop per region, finalise_host_regions.c); kernels spinning on an atomic
+load run on fibers, which must let the work-item they wait for progress."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from kapi_testing import devices_or_skip
+
+import kapi
+from kapi import kernel_api as kapi_api
+
+DEVICES = devices_or_skip()
+ids = [d.filter_string for d in DEVICES]
+CPU = [d for d in DEVICES if ":cpu:" in d.filter_string]
+TILE = 16
+
+
+@pytest.fixture(params=DEVICES, ids=ids)
+def dev(request):
+    return request.param
+
+
+@kapi.kernel
+def tiled_matmul(nditem, a, b, c, sa, sb):
+    i = nditem.get_global_id(0)
+    j = nditem.get_global_id(1)
+    li = nditem.get_local_id(0)
+    lj = nditem.get_local_id(1)
+    n = a.shape[1]
+    acc = np.float32(0)
+    for t in range(n // TILE):
+        sa[li, lj] = a[i, t * TILE + lj]
+        sb[li, lj] = b[t * TILE + li, j]
+        kapi_api.group_barrier(nditem.get_group())
+        for k in range(TILE):
+            acc += sa[li, k] * sb[k, lj]
+        kapi_api.group_barrier(nditem.get_group())
+    c[i, j] = acc
+
+
+def test_tiled_matmul(dev):
+    rng = np.random.default_rng(1)
+    n = 64
+    ha = rng.random((n, n), dtype=np.float32)
+    hb = rng.random((n, n), dtype=np.float32)
+    a, b = kapi.asarray(ha, device=dev), kapi.asarray(hb, device=dev)
+    c = kapi.zeros((n, n), dtype="f4", device=dev)
+    sa = kapi_api.LocalAccessor((TILE, TILE), np.float32)
+    sb = kapi_api.LocalAccessor((TILE, TILE), np.float32)
+    kapi.call_kernel(tiled_matmul, kapi.NdRange((n, n), (TILE, TILE)), a, b, c, sa, sb)
+    np.testing.assert_allclose(c.asnumpy(), ha @ hb, rtol=1e-5)
+
+
+@kapi.kernel
+def tree_reduce(nditem, a, out, slm):
+    lid = nditem.get_local_id(0)
+    slm[lid] = a[nditem.get_global_id(0)]
+    kapi_api.group_barrier(nditem.get_group())
+    stride = nditem.get_local_range(0) // 2
+    while stride > 0:
+        if lid < stride:
+            slm[lid] += slm[lid + stride]
+        kapi_api.group_barrier(nditem.get_group())
+        stride //= 2
+    if lid == 0:
+        out[nditem.get_group().get_group_id(0)] = slm[0]
+
+
+@pytest.mark.parametrize("wg", [1, 8, 64, 256])
+def test_tree_reduction_many_groups(dev, wg):
+    n = wg * 97  # many groups: the CPU pool runs several at once, each with its own storage
+    h = (np.arange(n) % 29).astype(np.float64)
+    a = kapi.asarray(h, device=dev)
+    out = kapi.zeros(n // wg, dtype="f8", device=dev)
+    slm = kapi_api.LocalAccessor((wg,), np.float64)
+    kapi.call_kernel(tree_reduce, kapi.NdRange((n,), (wg,)), a, out, slm)
+    np.testing.assert_array_equal(out.asnumpy(), h.reshape(-1, wg).sum(axis=1))
+
+
+@kapi.kernel
+def scan(nditem, a, out, slm):
+    # Hillis-Steele inclusive scan per group; `v` is live across both barriers of each step.
+    lid = nditem.get_local_id(0)
+    gid = nditem.get_global_id(0)
+    v = a[gid]
+    slm[lid] = v
+    kapi_api.group_barrier(nditem.get_group())
+    d = 1
+    while d < nditem.get_local_range(0):
+        if lid >= d:
+            v += slm[lid - d]
+        kapi_api.group_barrier(nditem.get_group())
+        slm[lid] = v
+        kapi_api.group_barrier(nditem.get_group())
+        d *= 2
+    out[gid] = v
+
+
+@pytest.mark.parametrize("wg", [7, 13, 32, 100])  # sizes not multiples of any vector width
+def test_local_scan(dev, wg):
+    n = wg * 11
+    h = np.arange(n, dtype=np.int32) % 17 - 5
+    a = kapi.asarray(h, device=dev)
+    out = kapi.zeros(n, dtype="i4", device=dev)
+    slm = kapi_api.LocalAccessor((wg,), np.int32)
+    kapi.call_kernel(scan, kapi.NdRange((n,), (wg,)), a, out, slm)
+    np.testing.assert_array_equal(out.asnumpy(), np.cumsum(h.reshape(-1, wg), axis=1).ravel())
+
+
+@kapi.kernel
+def private_across(nditem, a, out, slm):
+    # A private array and scalars written before barriers and read after them.
+    lid = nditem.get_local_id(0)
+    gid = nditem.get_global_id(0)
+    p = kapi_api.PrivateArray(4, np.float32)
+    for k in range(4):
+        p[k] = a[gid] * (k + 1)
+    x = a[gid] + np.float32(1)
+    slm[lid] = x
+    kapi_api.group_barrier(nditem.get_group())
+    nb = slm[(lid + 1) % nditem.get_local_range(0)]
+    kapi_api.group_barrier(nditem.get_group())
+    slm[lid] = p[3]
+    kapi_api.group_barrier(nditem.get_group())
+    out[gid] = p[0] + p[1] + x * 10 + nb * 100 + slm[(lid + 2) % nditem.get_local_range(0)] * 1000
+
+
+def test_values_and_private_arrays_across_barriers(dev):
+    wg, n = 12, 48
+    h = np.arange(n, dtype=np.float32) % 5
+    a = kapi.asarray(h, device=dev)
+    out = kapi.zeros(n, dtype="f4", device=dev)
+    slm = kapi_api.LocalAccessor((wg,), np.float32)
+    kapi.call_kernel(private_across, kapi.NdRange((n,), (wg,)), a, out, slm)
+    g = h.reshape(-1, wg)
+    want = g * 3 + (g + 1) * 10 + (np.roll(g, -1, axis=1) + 1) * 100
+    want += np.roll(g, -2, axis=1) * 4 * 1000
+    np.testing.assert_allclose(out.asnumpy(), want.ravel(), rtol=1e-6)
+
+
+@kapi.kernel
+def reverse3d(nditem, a, out, slm):
+    # 3-D groups: every work-item reads the element of its mirror in the group.
+    i, j, k = nditem.get_global_id(0), nditem.get_global_id(1), nditem.get_global_id(2)
+    li, lj, lk = nditem.get_local_id(0), nditem.get_local_id(1), nditem.get_local_id(2)
+    ni, nj, nk = nditem.get_local_range(0), nditem.get_local_range(1), nditem.get_local_range(2)
+    slm[li, lj, lk] = a[i, j, k]
+    kapi_api.group_barrier(nditem.get_group())
+    out[i, j, k] = slm[ni - 1 - li, nj - 1 - lj, nk - 1 - lk]
+
+
+@pytest.mark.parametrize("local", [(2, 3, 5), (4, 4, 4), (1, 1, 3)])
+def test_3d_groups(dev, local):
+    shape = (local[0] * 2, local[1] * 3, local[2] * 2)
+    h = np.arange(np.prod(shape), dtype=np.int64).reshape(shape)
+    a = kapi.asarray(h, device=dev)
+    out = kapi.zeros(shape, dtype="i8", device=dev)
+    slm = kapi_api.LocalAccessor(local, np.int64)
+    kapi.call_kernel(reverse3d, kapi.NdRange(shape, local), a, out, slm)
+    want = h.copy()
+    for gi in range(2):
+        for gj in range(3):
+            for gk in range(2):
+                s = np.s_[
+                    gi * local[0] : (gi + 1) * local[0],
+                    gj * local[1] : (gj + 1) * local[1],
+                    gk * local[2] : (gk + 1) * local[2],
+                ]
+                want[s] = h[s][::-1, ::-1, ::-1]
+    np.testing.assert_array_equal(out.asnumpy(), want)
+
+
+@kapi.kernel
+def uniform_branch_barrier(nditem, a, out, slm, flag):
+    lid = nditem.get_local_id(0)
+    gid = nditem.get_global_id(0)
+    if flag > 0:  # uniform over the group: the barrier is taken by all or none
+        slm[lid] = a[gid]
+        kapi_api.group_barrier(nditem.get_group())
+        out[gid] = slm[nditem.get_local_range(0) - 1 - lid]
+    else:
+        out[gid] = a[gid]
+
+
+def test_barrier_in_uniform_branch(dev):
+    wg, n = 10, 40
+    h = np.arange(n, dtype=np.int32)
+    a = kapi.asarray(h, device=dev)
+    slm = kapi_api.LocalAccessor((wg,), np.int32)
+    for flag in (1, 0):
+        out = kapi.zeros(n, dtype="i4", device=dev)
+        kapi.call_kernel(uniform_branch_barrier, kapi.NdRange((n,), (wg,)), a, out, slm, flag)
+        want = h.reshape(-1, wg)[:, ::-1].ravel() if flag else h
+        np.testing.assert_array_equal(out.asnumpy(), want)
+
+
+@kapi.kernel
+def guarded_tail(nditem, a, out, slm, limit):
+    # After the barrier only work-items below `limit` (any value) do anything: the CPU device
+    # runs that region's loop only up to `limit`.
+    lid = nditem.get_local_id(0)
+    gid = nditem.get_global_id(0)
+    slm[lid] = a[gid]
+    kapi_api.group_barrier(nditem.get_group())
+    if lid < limit:
+        out[gid] = slm[nditem.get_local_range(0) - 1 - lid] + 1
+
+
+@pytest.mark.parametrize("wg", [1, 6, 32])
+def test_region_guarded_by_a_bound(dev, wg):
+    n = wg * 5
+    h = np.arange(n, dtype=np.int64) * 3
+    a = kapi.asarray(h, device=dev)
+    slm = kapi_api.LocalAccessor((wg,), np.int64)
+    for limit in (-3, 0, 1, wg // 2, wg, wg + 7):
+        out = kapi.full(n, -1, dtype="i8", device=dev)
+        kapi.call_kernel(guarded_tail, kapi.NdRange((n,), (wg,)), a, out, slm, limit)
+        want = h.reshape(-1, wg)[:, ::-1] + 1
+        want[:, max(limit, 0) :] = -1
+        np.testing.assert_array_equal(out.asnumpy(), want.ravel(), err_msg=f"limit {limit}")
+
+
+@kapi.device_func
+def shift_through_local(nditem, slm, v, by):
+    # A barrier in a device function (inlined into the kernel, then split like the kernel's).
+    lid = nditem.get_local_id(0)
+    n = nditem.get_local_range(0)
+    slm[lid] = v
+    kapi_api.group_barrier(nditem.get_group())
+    r = slm[(lid + by) % n]
+    kapi_api.group_barrier(nditem.get_group())
+    return r
+
+
+@kapi.kernel
+def rotate_passes(nditem, a, out, slm, passes):
+    # Nested loops with barriers; `acc` and `v` are loop-carried across them.
+    gid = nditem.get_global_id(0)
+    v = a[gid]
+    acc = v * 0
+    for p in range(passes):
+        for by in range(1, 3):
+            v = shift_through_local(nditem, slm, v, by)
+            acc += v * (p + 1)
+    out[gid] = acc
+
+
+def test_barriers_in_device_functions_and_nested_loops(dev):
+    wg, n, passes = 9, 36, 3
+    h = np.arange(n, dtype=np.int64) ** 2
+    a = kapi.asarray(h, device=dev)
+    out = kapi.zeros(n, dtype="i8", device=dev)
+    slm = kapi_api.LocalAccessor((wg,), np.int64)
+    kapi.call_kernel(rotate_passes, kapi.NdRange((n,), (wg,)), a, out, slm, passes)
+    g = h.reshape(-1, wg)
+    v, acc = g.copy(), np.zeros_like(g)
+    for p in range(passes):
+        for by in range(1, 3):
+            v = np.roll(v, -by, axis=1)
+            acc += v * (p + 1)
+    np.testing.assert_array_equal(out.asnumpy(), acc.ravel())
+
+
+@kapi.kernel
+def local_histogram(nditem, x, bins, lbins):
+    # Atomics on local memory between barriers, then one work-item per bin publishes.
+    lid = nditem.get_local_id(0)
+    nb = lbins.shape[0]
+    if lid < nb:
+        lbins[lid] = 0
+    kapi_api.group_barrier(nditem.get_group())
+    kapi_api.AtomicRef(lbins, x[nditem.get_global_id(0)] % nb).fetch_add(np.int32(1))
+    kapi_api.group_barrier(nditem.get_group())
+    if lid < nb:
+        kapi_api.AtomicRef(bins, lid).fetch_add(lbins[lid])
+
+
+@pytest.mark.parametrize("local", [(16,), (5, 3), (2, 3, 4)])
+def test_local_atomics_between_barriers_2d_3d(dev, local):
+    shape = tuple(d * 3 for d in local)
+    h = (np.arange(int(np.prod(shape)), dtype=np.int32) * 7) % 23
+    x = kapi.asarray(h.reshape(shape) if len(shape) > 1 else h, device=dev)
+    bins = kapi.zeros(8, dtype="i4", device=dev)
+    lbins = kapi_api.LocalAccessor((8,), np.int32)
+    flat = kapi.asarray(h, device=dev)
+    kernel = local_histogram if len(shape) == 1 else local_histogram_nd
+    arg = flat if len(shape) == 1 else x
+    kapi.call_kernel(kernel, kapi.NdRange(shape, local), arg, bins, lbins)
+    np.testing.assert_array_equal(bins.asnumpy(), np.bincount(h % 8, minlength=8))
+
+
+@kapi.kernel
+def local_histogram_nd(nditem, x, bins, lbins):
+    lid = nditem.get_local_linear_id()
+    nb = lbins.shape[0]
+    if lid < nb:
+        lbins[lid] = 0
+    kapi_api.group_barrier(nditem.get_group())
+    if x.ndim == 2:
+        v = x[nditem.get_global_id(0), nditem.get_global_id(1)]
+    else:
+        v = x[nditem.get_global_id(0), nditem.get_global_id(1), nditem.get_global_id(2)]
+    kapi_api.AtomicRef(lbins, v % nb).fetch_add(np.int32(1))
+    kapi_api.group_barrier(nditem.get_group())
+    if lid < nb:
+        kapi_api.AtomicRef(bins, lid).fetch_add(lbins[lid])
+
+
+SPIN = """
+import sys
+import numpy as np
+import kapi
+from kapi import kernel_api as K
+
+@kapi.kernel
+def handshake(item, flag, out):
+    i = item.get_id(0)
+    if i == 0:
+        ref = K.AtomicRef(flag, index=0)
+        while ref.load() == 0:   # waits for work-item 1, which runs after it on the CPU
+            pass
+        K.atomic_fence(K.MemoryOrder.ACQUIRE, K.MemoryScope.DEVICE)
+        out[0] = out[1] + 1
+    else:
+        out[1] = 41
+        K.atomic_fence(K.MemoryOrder.RELEASE, K.MemoryScope.DEVICE)
+        ref = K.AtomicRef(flag, index=0)
+        ref.store(1)
+
+dev = kapi.devices()[int(sys.argv[1])]
+flag = kapi.zeros(1, dtype="i8", device=dev)
+out = kapi.zeros(2, dtype="i4", device=dev)
+kapi.call_kernel(handshake, kapi.Range(2), flag, out)
+print(out.asnumpy().tolist())
+"""
+
+
+def run_script(src, *args, env=None):
+    path = os.pathsep.join([os.getcwd(), os.path.dirname(os.path.abspath(__file__))])
+    e = dict(os.environ, PYTHONPATH=path, **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(src), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=e,
+    )
+
+
+@pytest.mark.parametrize("index", range(len(DEVICES)), ids=ids)
+def test_spin_on_atomic_load_makes_progress(index):
+    # In a subprocess with a timeout: without forward progress the launch never returns.
+    r = run_script(SPIN, str(index))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[42, 41]"
+
+
+SCHEMES = """
+import numpy as np
+import kapi
+from kapi import kernel_api as K
+import test_barrier_regions as T
+
+dev = [d for d in kapi.devices() if ":cpu:" in d.filter_string][0]
+a = kapi.zeros((32, 32), dtype="f4", device=dev)
+c = kapi.zeros((32, 32), dtype="f4", device=dev)
+s = K.LocalAccessor((16, 16), np.float32)
+kapi.call_kernel(T.tiled_matmul, kapi.NdRange((32, 32), (16, 16)), a, a, c, s, s)
+v = kapi.zeros(32, dtype="i4", device=dev)
+kapi.call_kernel(T.scan, kapi.NdRange((32,), (8,)), v, v, K.LocalAccessor((8,), np.int32))
+"""
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_schemes_regions_for_barriers_fibers_for_spins():
+    env = {"KAPI_DUMP": "host"}
+    r = run_script(SCHEMES, env=env)
+    assert r.returncode == 0, r.stderr
+    ir = r.stderr
+    assert ir.count('"kapi-scheme"="regions"') >= 2 and "fiber" not in ir
+    # the region loops of the matmul vectorise across work-items
+    assert "x float>" in ir
+    cpu = DEVICES.index(CPU[0])
+    r = run_script(SPIN, str(cpu), env=env)
+    assert r.returncode == 0, r.stderr
+    assert '"kapi-scheme"="fibers"' in r.stderr and "__kapi_host_fiber_run" in r.stderr
+    assert "__kapi_host_yield" in r.stderr
