@@ -22,12 +22,18 @@ export PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive PYTHONPATH=$PWD${PYTHONPATH:+:
 nvidia-smi -L
 python3 -m kapi 2>&1 | tee "$OUT/devices.txt"
 step() { echo "== $1"; shift; "$@"; echo "== exit $?"; }
+# `bash bench/gpu_run.sh tests` runs only the tests, `... bench` only the benchmarks (each call
+# of the device tool has 10 minutes); no argument runs both.
+WHAT=${1:-all}
+if [ "$WHAT" != bench ]; then
 [ "${SKIP_PYTEST:-0}" = 1 ] || step pytest timeout "${PYTEST_TIMEOUT:-270}" python3 -m pytest -q -p no:cacheprovider \
   --maxfail=40 -rfEs tests 2>&1 | tee "$OUT/pytest.log" | tail -60
 if [ -x .carry/bin/cuda_driver_test ]; then
   step cuda-driver-test timeout 120 .carry/bin/cuda_driver_test "$PWD/kapi/_lib/libze_kapi_cuda.so" \
     "$PWD/.carry/fixtures" 2>&1 | tee "$OUT/cuda_driver_test.log" | tail -30
 fi
+fi
+[ "$WHAT" = tests ] && exit 0
 step gpu-bench timeout 200 python3 bench/gpu.py 2>&1 | tee "$OUT/gpu_bench.log"
 # Cold start and the disk cache (issue 11): fresh processes on every device, beside Numba's.
 step cold-start timeout 300 python3 bench/cold_start.py --runs 5 2>&1 | tee "$OUT/cold_start.log"
