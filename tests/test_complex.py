@@ -49,21 +49,30 @@ def run(kernel, dev, n, *arrays_and_scalars):
     return [a.asnumpy() if isinstance(a, kapi.Array) else a for a in args]
 
 
-def same(got, ref, dtype):
+def same(got, ref, dtype, inputs=None):
     """Equal up to the precision's tolerance relative to the reference's modulus (a part may
-    cancel), NaN where NaN, infinities and the signs of exact zeros as the reference's."""
+    cancel), NaN where NaN, infinities and the signs of exact zeros as the reference's.
+    For `inputs` with both parts infinite or NaN, C99 Annex G leaves the sign of an infinite
+    result unspecified (CPython raises for some, casin(inf+nan i) is nan-inf i in CPython and
+    nan+inf i in Numba on x86, whose default NaN is negative; catan(inf+nan i) is pi/2 +-0i):
+    there only infinity and zero are checked, not their signs."""
     got, ref = np.asarray(got), np.asarray(ref)
+    loose = np.zeros(ref.shape, bool)
+    if inputs is not None:
+        z = np.asarray(inputs)
+        loose = ~np.isfinite(z.real) & ~np.isfinite(z.imag)
     with np.errstate(all="ignore"):
         scale = np.where(np.isfinite(np.abs(ref)), np.abs(ref), 0.0)
     for g, r in ((got.real, ref.real), (got.imag, ref.imag)):
         nan = np.isnan(r)
         assert (np.isnan(g) == nan).all(), (got, ref)
         inf = np.isinf(r)
-        assert (g[inf] == r[inf]).all(), (got, ref)
+        assert np.isinf(g[inf]).all(), (got, ref)
+        assert (g[inf & ~loose] == r[inf & ~loose]).all(), (got, ref)
         fin = ~nan & ~inf
         err = np.abs(g[fin] - r[fin])
         assert (err <= RTOL[dtype] * scale[fin]).all(), (got, ref)
-        zero = fin & (r == 0)
+        zero = fin & (r == 0) & ~loose
         assert (np.signbit(g[zero]) == np.signbit(r[zero])).all(), (got, ref)
 
 
@@ -244,7 +253,7 @@ def test_cmath_unary(dev, dtype, name):
     expect = np.zeros_like(s)
     with np.errstate(all="ignore"):
         ref(s, expect)
-    same(out, expect, dtype)
+    same(out, expect, dtype, s)
 
 
 def test_sqrt_and_log_branch_cuts(dev):

@@ -18,6 +18,20 @@ static LLVMValueRef to_bool(kc_lower_t *L, LLVMValueRef v, kir_kind_t from) {
   return LLVMBuildICmp(L->b, LLVMIntNE, v, zero, "");
 }
 
+/* Float to integer truncates toward zero. LLVM leaves an out-of-range result undefined, and
+ * targets differ (x86 wraps through a 32-bit conversion, NVPTX saturates), so narrow and
+ * unsigned 32-bit targets convert to a wider signed integer first and wrap by truncation, as
+ * NumPy's astype does on x86 (300.25 -> int8 44, -3.75 -> uint16 65533) on every device.
+ * i32, i64 and u64 convert directly: a wider detour would cost x86 its vector conversions. */
+static LLVMValueRef float_to_int(kc_lower_t *L, LLVMValueRef v, kir_kind_t to, LLVMTypeRef t) {
+  unsigned bits = LLVMGetIntTypeWidth(t);
+  if (bits < 32 || (bits == 32 && !kir_is_signed(to))) {
+    LLVMTypeRef wide = LLVMIntTypeInContext(LLVMGetTypeContext(t), bits < 32 ? 32 : 64);
+    return LLVMBuildTrunc(L->b, LLVMBuildFPToSI(L->b, v, wide, ""), t, "");
+  }
+  return kir_is_signed(to) ? LLVMBuildFPToSI(L->b, v, t, "") : LLVMBuildFPToUI(L->b, v, t, "");
+}
+
 LLVMValueRef kc_convert(kc_lower_t *L, LLVMValueRef v, kir_kind_t from, kir_kind_t to) {
   LLVMTypeRef t = kc_scalar_type(L, to);
   if (from == to) return v;
@@ -27,8 +41,7 @@ LLVMValueRef kc_convert(kc_lower_t *L, LLVMValueRef v, kir_kind_t from, kir_kind
     if (kir_is_float(from)) return LLVMBuildFPCast(L->b, v, t, "");
     return src_signed ? LLVMBuildSIToFP(L->b, v, t, "") : LLVMBuildUIToFP(L->b, v, t, "");
   }
-  if (kir_is_float(from))
-    return kir_is_signed(to) ? LLVMBuildFPToSI(L->b, v, t, "") : LLVMBuildFPToUI(L->b, v, t, "");
+  if (kir_is_float(from)) return float_to_int(L, v, to, t);
   return LLVMBuildIntCast2(L->b, v, t, src_signed, "");
 }
 
