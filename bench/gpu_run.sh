@@ -52,5 +52,10 @@ step assert-cost timeout 120 python3 bench/assert_cost.py 2>&1 | tee "$OUT/asser
 if [ -x .carry/bin/stream_triad ]; then
   step cpu-triad env KAPI_DRIVERS=cpu timeout 60 .carry/bin/stream_triad 67108864 15 2>&1 | tee "$OUT/cpu.log"
   step cpu-launch env KAPI_DRIVERS=cpu timeout 30 .carry/bin/launch_c 2000 25 2>&1 | tee -a "$OUT/cpu.log"
+  # OpenMP binding pins the main thread; the CPU driver's pool must not inherit that mask.
+  step cpu-triad-omp-bound env KAPI_DRIVERS=cpu OMP_PROC_BIND=spread OMP_PLACES=cores timeout 60 \
+    .carry/bin/stream_triad 67108864 15 2>&1 | tee -a "$OUT/cpu.log"
 fi
+# Barrier kernels on the CPU device (region scheme) beside Numba parallel, on this host's cores.
+step cpu-barrier env KAPI_DEFAULT_DEVICE=cpu timeout 120 python3 bench/cpu_barrier.py 2>&1 | tee -a "$OUT/cpu.log"
 step cpu-pairwise timeout 90 python3 bench/pairwise_cpu.py 2>&1 | tee -a "$OUT/cpu.log"
