@@ -21,7 +21,11 @@ export KAPI_LIB_DIR=$PWD/kapi/_lib
 export PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi -L
 python3 -m kapi 2>&1 | tee "$OUT/devices.txt"
-step() { echo "== $1"; shift; "$@"; echo "== exit $?"; }
+# ONLY="name ..." runs just the named steps (e.g. ONLY="group-reduce cpu-barrier").
+step() {
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $1 "* ]]; then return 0; fi
+  echo "== $1"; shift; "$@"; echo "== exit $?"
+}
 # `bash bench/gpu_run.sh tests` runs only the tests, `... bench` only the benchmarks (each call
 # of the device tool has 10 minutes); no argument runs both.
 WHAT=${1:-all}
