@@ -81,9 +81,11 @@ print(json.dumps({"import": t1 - t0, "first": t3 - t2, "second": t4 - t3, "numba
 NUMBA_CUDA_CHILD = r"""
 import sys, time, json
 t0 = time.perf_counter()
+import numpy as np
+if not hasattr(np, "row_stack"):  # numba-cuda 0.30 still uses what NumPy 2.5 removed
+    np.row_stack = np.vstack
 from numba import cuda
 t1 = time.perf_counter()
-import numpy as np
 
 @cuda.jit(cache=True)
 def saxpy(a, x, y):
@@ -147,7 +149,10 @@ def report(name, cold, warm) -> None:
 
 
 def numba_cuda_usable(env) -> bool:
-    probe = "from numba import cuda; import sys; sys.exit(0 if cuda.is_available() else 1)"
+    probe = (
+        "import numpy as np; np.row_stack = getattr(np, 'row_stack', np.vstack); "
+        "from numba import cuda; import sys; sys.exit(0 if cuda.is_available() else 1)"
+    )
     try:
         return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
                               timeout=120).returncode == 0  # fmt: skip
