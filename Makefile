@@ -9,7 +9,7 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-ven
   llvm-15-dev libllvmspirvlib-15-dev llvm-spirv-15 clang-15 spirv-tools libze-dev libze1 \
   valgrind clang-format
 
-.PHONY: all setup deps venv build demo test test-c test-py lint format clean
+.PHONY: all setup deps venv build demo test test-c test-py test-opencl lint format clean
 
 all: build
 
@@ -52,6 +52,16 @@ test-c:
 
 test-py:
 	$(PY) -m pytest -q tests
+
+# Intel's OpenCL CPU runtime runs our SPIR-V as a second opinion (tests/test_opencl_reference.py).
+# Its wheels are about 1 GB installed, so they get their own environment, not requirements.txt.
+OCL_VENV ?= .venv-ocl
+OCL_PACKAGES := pyopencl intel-opencl-rt intel-cmplr-lib-rt
+test-opencl: build
+	test -x $(OCL_VENV)/bin/python || python3 -m venv $(OCL_VENV)
+	$(OCL_VENV)/bin/python -m pip install -q -r requirements.txt $(OCL_PACKAGES)
+	$(OCL_VENV)/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+	KAPI_REQUIRE_OPENCL=1 $(OCL_VENV)/bin/python -m pytest -q -rs tests/test_opencl_reference.py
 
 lint:
 	$(VENV)/bin/ruff check .

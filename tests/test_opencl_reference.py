@@ -15,14 +15,21 @@ import textwrap
 import pytest
 from kapi_testing import devices_or_skip
 
+
+# `make test-opencl` sets KAPI_REQUIRE_OPENCL=1: there a missing runtime is a failure, not a skip.
+def _unavailable(reason):
+    if os.environ.get("KAPI_REQUIRE_OPENCL") == "1":
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
 if not [d for d in devices_or_skip() if d.filter_string.startswith("level_zero:cpu")]:
     pytest.skip("no kapi CPU device", allow_module_level=True)
 try:
     import pyopencl  # noqa: F401
 except ImportError:
-    pytest.skip(
-        "pyopencl is not installed (pip install pyopencl intel-opencl-rt intel-cmplr-lib-rt)",
-        allow_module_level=True,
+    _unavailable(
+        "pyopencl is not installed (pip install pyopencl intel-opencl-rt intel-cmplr-lib-rt)"
     )
 
 
@@ -42,9 +49,8 @@ def intel_cpu_runtime():
 
 LIBINTELOCL = intel_cpu_runtime()
 if LIBINTELOCL is None:
-    pytest.skip(
-        "intel-opencl-rt is not installed (pip install intel-opencl-rt intel-cmplr-lib-rt)",
-        allow_module_level=True,
+    _unavailable(
+        "intel-opencl-rt is not installed (pip install intel-opencl-rt intel-cmplr-lib-rt)"
     )
 
 SCRIPT = textwrap.dedent(
