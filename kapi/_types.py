@@ -45,8 +45,9 @@ def kir_scalar(dtype) -> str:
         return DTYPE_TO_KIR[np.dtype(dtype)]
     except (KeyError, TypeError):
         names = ", ".join(str(d) for d in SUPPORTED_DTYPES)
+        shown = dtype if isinstance(dtype, np.dtype) else repr(dtype)  # "object", not dtype('O')
         raise UnsupportedDtypeError(
-            f"dtype {dtype!r} is not supported by kapi kernels; use one of: {names}"
+            f"dtype {shown} is not supported by kapi kernels; use one of: {names}"
         ) from None
 
 

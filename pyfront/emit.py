@@ -12,7 +12,12 @@ import numpy as np
 from . import values as V
 from ._numba import ir, types
 from .emit_calls import CallEmitter
-from .errors import KernelError, KernelTypingError, UnsupportedConstructError
+from .errors import (
+    KernelError,
+    KernelHasReturnValueError,
+    KernelTypingError,
+    UnsupportedConstructError,
+)
 from .kir import FunctionBuilder, format_const, kir_name
 from .ktypes import IndexSpaceType, KArray, kir_array, kir_scalar
 
@@ -147,9 +152,12 @@ class FunctionEmitter(CallEmitter):
         if self.kind == "kernel":
             if restype not in (types.none,):
                 self.line = self.tf.lineno
-                raise self.typing_error(
+                raise KernelHasReturnValueError(
                     f"a kernel cannot return a value (it returns {restype}); write results "
-                    "into an array argument"
+                    "into an array argument",
+                    self.tf.filename,
+                    self.line,
+                    construct="typing",
                 )
             self.b.restype = "void"
         elif _scalar_tuple(restype):

@@ -216,6 +216,26 @@ static int space_tuples(PyObject *space, PyObject **g, PyObject **l) {
   return 0;
 }
 
+/* The most work-items of one launch: what Level Zero's 32-bit group-size queries and DPC++'s
+ * default range check (ids fit in int) agree on. Past it a launch would either fail deep in a
+ * driver or, on the CPU device, run for hours on what is almost surely a mistake. */
+#define KX_MAX_WORK_ITEMS 0xffffffffull
+
+static int check_total(const kx_space *s) {
+  unsigned long long total = 1;
+  for (int d = 0; d < s->ndim; d++) {
+    if (s->global[d] > KX_MAX_WORK_ITEMS || (total *= s->global[d]) > KX_MAX_WORK_ITEMS) {
+      kx_raise_class("InvalidRangeError",
+                     "the index space is too large: more than %llu work-items in one launch; "
+                     "split the work into several launches or give each work-item several "
+                     "elements (a loop with a stride of the global size)",
+                     KX_MAX_WORK_ITEMS);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 static int read_space(PyObject *g, PyObject *l, kx_space *s) {
   memset(s, 0, sizeof *s);
   if (l) {
@@ -223,10 +243,10 @@ static int read_space(PyObject *g, PyObject *l, kx_space *s) {
     int nl = ng > 0 ? read_extents(l, s->local, "NdRange local size") : -1;
     if (ng < 0 || nl < 0) return -1;
     s->nd = 1, s->ndim = ng;
-    return 0;
+    return check_total(s);
   }
   s->ndim = read_extents(g, s->global, "Range");
-  return s->ndim < 0 ? -1 : 0;
+  return s->ndim < 0 ? -1 : check_total(s);
 }
 
 /* The launch's index space. Launching again over the very same extents tuples (a loop reusing
@@ -402,10 +422,14 @@ static int check_arity(kx_launcher *self, Py_ssize_t n, int *with_item) {
     }
     return 0;
   }
+  PyObject *name = PyObject_GetAttrString(self->dispatcher, "__name__");
+  const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+  PyErr_Clear();
   kx_raise_class("InvalidKernelSpecializationError",
-                 "the kernel takes %zd argument(s) after its item/nd_item argument, but %zd "
-                 "were given to call_kernel",
-                 self->nparams - 1, n);
+                 "kernel '%s' takes %zd argument(s) after its item/nd_item argument, but %zd "
+                 "were given to call_kernel; pass call_kernel(kernel, range, *arguments)",
+                 s ? s : "?", self->nparams - 1, n);
+  Py_XDECREF(name);
   return -1;
 }
 
