@@ -5,6 +5,7 @@
  * launch parsed (the index space's extents, the dispatch key).
  */
 #include "launch.h"
+#include "fork.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -376,10 +377,10 @@ static kr_kernel_t *device_kernel(kx_entry *e, long device) {
   const char *name = PyUnicode_AsUTF8AndSize(e->entry, NULL);
   if (!name || PyBytes_AsStringAndSize(e->spirv, &bytes, &nbytes) < 0) return NULL;
   kr_error_t err;
-  PyThreadState *ts = PyEval_SaveThread();
+  PyThreadState *ts = kx_gil_release();
   kr_kernel_t *k =
       kr_kernel_get(kr_device_get((uint32_t)device), bytes, (size_t)nbytes, name, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (!k) return kx_raise(&err), NULL;
   return e->kernels[device] = k;
 }
@@ -465,6 +466,10 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
   long device = -1;
   PyObject *queue = pick_queue(self, a, n, &device);
   if (!queue) return NULL;
+  if (kx_fork_check(device) < 0) {
+    Py_DECREF(queue);
+    return NULL;
+  }
   kr_kernel_t *k = device_kernel(e, device);
   kr_queue_t *q = k ? kx_queue_handle(queue) : NULL;
   kr_arg_t kargs[KX_MAX_KARGS];
@@ -480,10 +485,10 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
   }
   kr_error_t err;
   kr_event_t *ev = NULL;
-  PyThreadState *ts = PyEval_SaveThread();
+  PyThreadState *ts = kx_gil_release();
   kr_status_t st = kr_launch(q, k, (uint32_t)s->ndim, s->global, s->nd ? s->local : NULL, nk, kargs,
                              nwait, wait, deps != Py_None ? &ev : NULL, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (st != KR_OK) {
     Py_DECREF(queue);
     return kx_raise(&err);
@@ -645,8 +650,9 @@ int kx_launch_register(PyObject *m) {
 }
 
 int kx_runtime_register(PyObject *m) {
-  if (kx_device_register(m) || kx_queue_register(m) || kx_memory_register(m) ||
-      kx_event_register(m) || kx_launch_register(m) || kx_call_register(m) || kx_dlpack_register(m))
+  if (kx_fork_register(m) || kx_device_register(m) || kx_queue_register(m) ||
+      kx_memory_register(m) || kx_event_register(m) || kx_launch_register(m) ||
+      kx_call_register(m) || kx_dlpack_register(m))
     return -1;
   return 0;
 }
