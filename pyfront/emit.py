@@ -488,6 +488,14 @@ class FunctionEmitter(CallEmitter):
         fn = e.fn
         if fn is operator.pos:
             return self.convert(val, ret)
+        aty = _unlit(sig.args[0])
+        if fn in (operator.neg, operator.invert) and isinstance(aty, types.Integer) and aty != ret:
+            # Numba negates and inverts before widening (int_negate_impl): -uint8(3) is 253
+            v = self.scalar(val, aty)
+            op = "neg" if fn is operator.neg else "not"
+            return self.convert(
+                V.Scalar(self.b.op(f"{op} {self.kty(aty)} {v}", self.line), aty), ret
+            )
         if fn is operator.neg:
             v = self.scalar(val, ret)
             return V.Scalar(self.b.op(f"neg {self.kty(ret)} {v}", self.line), ret)

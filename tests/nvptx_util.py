@@ -42,12 +42,15 @@ def _lib():
     return lib
 
 
-def finalise(spirv: bytes, kernels=(), coarsen=True):
-    """(PTX text, {kernel name: (coarse entry name or None, factor, aligned mask)})."""
+def finalise(spirv: bytes, kernels=(), coarsen=True, libdevice=None):
+    """(PTX text, {kernel name: (coarse entry name or None, factor, aligned mask)}).
+    libdevice: path of CUDA's libdevice.10.bc, which kernels calling math functions need."""
     lib = _lib()
     opts = NvptxOptions()
     lib.kc_nvptx_options_init(ctypes.byref(opts))
     opts.coarsen = int(coarsen)
+    if libdevice:
+        opts.libdevice_path = str(libdevice).encode()
     mod, log = ctypes.c_void_p(), ctypes.c_char_p()
     st = lib.kc_nvptx_finalise(
         spirv, len(spirv), ctypes.byref(opts), ctypes.byref(mod), ctypes.byref(log)
@@ -66,5 +69,5 @@ def finalise(spirv: bytes, kernels=(), coarsen=True):
         lib.kc_nvptx_module_destroy(mod)
 
 
-def ptx_of(spirv: bytes) -> str:
-    return finalise(spirv)[0]
+def ptx_of(spirv: bytes, libdevice=None) -> str:
+    return finalise(spirv, libdevice=libdevice)[0]

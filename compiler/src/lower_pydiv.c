@@ -29,11 +29,33 @@ static LLVMValueRef needs_floor_fix(kc_lower_t *L, LLVMValueRef r, LLVMValueRef 
   return LLVMBuildAnd(L->b, nz, diff, "");
 }
 
+/* CPython's float_divmod quotient (Objects/floatobject.c, as Numba's real_divmod): from fmod,
+ * so 1 // 0.1 is 9.0 and inf // 1 is nan, where floor(a / b) gives 10.0 and inf. */
+static LLVMValueRef float_floordiv(kc_lower_t *L, kir_kind_t k, LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = L->b;
+  LLVMValueRef zero = LLVMConstReal(LLVMTypeOf(a), 0.0), one = LLVMConstReal(LLVMTypeOf(a), 1.0);
+  LLVMValueRef args[2] = {a, b};
+  LLVMValueRef mod = kc_ocl_call(L, "fmod", k, args, 2);
+  LLVMValueRef div = LLVMBuildFDiv(B, LLVMBuildFSub(B, a, mod, ""), b, "");
+  /* the remainder takes the divisor's sign: one less in the quotient (C's `if (mod)`: NaN too) */
+  LLVMValueRef signs = LLVMBuildXor(B, LLVMBuildFCmp(B, LLVMRealOLT, b, zero, ""),
+                                    LLVMBuildFCmp(B, LLVMRealOLT, mod, zero, ""), "");
+  LLVMValueRef fix = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealUNE, mod, zero, ""), signs, "");
+  div = LLVMBuildSelect(B, fix, LLVMBuildFSub(B, div, one, ""), div, "");
+  /* snapped to the nearest integral value */
+  LLVMValueRef fl = kc_ocl_call(L, "floor", k, &div, 1);
+  LLVMValueRef up = LLVMBuildFCmp(B, LLVMRealOGT, LLVMBuildFSub(B, div, fl, ""),
+                                  LLVMConstReal(LLVMTypeOf(a), 0.5), "");
+  fl = LLVMBuildSelect(B, up, LLVMBuildFAdd(B, fl, one, ""), fl, "");
+  /* a zero quotient takes the true quotient's sign */
+  LLVMValueRef cs[2] = {zero, LLVMBuildFDiv(B, a, b, "")};
+  LLVMValueRef signed_zero = kc_ocl_call(L, "copysign", k, cs, 2);
+  LLVMValueRef nz = LLVMBuildFCmp(B, LLVMRealUNE, div, zero, "");
+  return LLVMBuildSelect(B, nz, fl, signed_zero, "floordiv");
+}
+
 LLVMValueRef kc_floordiv(kc_lower_t *L, kir_kind_t k, LLVMValueRef a, LLVMValueRef b) {
-  if (kir_is_float(k)) {
-    LLVMValueRef q = LLVMBuildFDiv(L->b, a, b, "");
-    return kc_ocl_call(L, "floor", k, &q, 1);
-  }
+  if (kir_is_float(k)) return float_floordiv(L, k, a, b);
   LLVMValueRef bz, bm1 = NULL, sb = safe_divisor(L, k, b, &bz, &bm1), q;
   if (kir_is_signed(k)) {
     q = LLVMBuildSDiv(L->b, a, sb, "");

@@ -15,8 +15,8 @@
 
 static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
-static int inside;  /* threads in native work */
-static int forking; /* a fork is being prepared: native work waits */
+static int inside;             /* threads in native work */
+static int forking;            /* a fork is being prepared: native work waits */
 static atomic_int started;     /* the runtime was started in this process or its parent */
 static atomic_int forked_from; /* pid of the parent, in a child forked after kapi started */
 
