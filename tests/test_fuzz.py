@@ -22,7 +22,7 @@ import kfuzz  # noqa: E402
 
 # Kernels of the short run; each holds CASES cases. Numba's compile of the oracle dominates
 # (about half a second per case on a 2-core machine).
-KERNELS = int(os.environ.get("KAPI_FUZZ_KERNELS", "8"))
+KERNELS = int(os.environ.get("KAPI_FUZZ_KERNELS", "16"))
 CASES = 6
 SEED = int(os.environ.get("KAPI_FUZZ_SEED", "2026"))
 
