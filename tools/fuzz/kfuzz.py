@@ -100,6 +100,7 @@ class Expr:
     fmt: str
     ty: object
     kids: list = field(default_factory=list)
+    guard: bool = False  # keeps its operand defined (divisor, count, index): never minimised away
 
     def src(self):
         return self.fmt.format(*(k.src() for k in self.kids))
@@ -199,17 +200,18 @@ class Gen:
                     "(abs({0}) + 1.0)",
                     resolve(operator.add, resolve(abs, b.ty), types.float64),
                     [b],
+                    True,
                 )
             else:
-                b = Expr("({0} | 1)", resolve(operator.or_, b.ty, types.int64), [b])
+                b = Expr("({0} | 1)", resolve(operator.or_, b.ty, types.int64), [b], True)
         elif sym == "**":  # a small non-negative integer exponent
             if not (is_int(b.ty) or is_bool(b.ty)):
                 return None
-            b = Expr("({0} & 3)", resolve(operator.and_, b.ty, types.int64), [b])
+            b = Expr("({0} & 3)", resolve(operator.and_, b.ty, types.int64), [b], True)
         elif sym in ("<<", ">>"):  # a count below the width
             if not (is_int(b.ty) or is_bool(b.ty)):
                 return None
-            b = Expr("({0} & 63)", resolve(operator.and_, b.ty, types.int64), [b])
+            b = Expr("({0} & 63)", resolve(operator.and_, b.ty, types.int64), [b], True)
         if b.ty is None:
             return None
         t = resolve(fn, a.ty, b.ty)
@@ -262,8 +264,10 @@ class Gen:
         if t is None or not is_int(t):
             return None
         if self.rng.random() < 0.3:
-            return Expr(f"({{0}} % {N_IN} - {N_IN})", resolve(operator.sub, t, types.int64), [e])
-        return Expr(f"({{0}} % {N_IN})", t, [e])
+            return Expr(
+                f"({{0}} % {N_IN} - {N_IN})", resolve(operator.sub, t, types.int64), [e], True
+            )
+        return Expr(f"({{0}} % {N_IN})", t, [e], True)
 
 
 # --- statements ------------------------------------------------------------------------------
@@ -709,7 +713,7 @@ def minimise(p: Program, dev, kind, budget_s=60.0):
             for ei, e in enumerate(s.exprs):
                 for node, parent, ki in list(expr_slots(e)):
                     for kid in node.kids:
-                        if kid.ty != node.ty or time.time() > deadline:
+                        if node.guard or kid.ty != node.ty or time.time() > deadline:
                             continue
                         old = parent.kids[ki] if parent else s.exprs[ei]
                         if parent:
