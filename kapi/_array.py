@@ -16,7 +16,12 @@ from numpy.lib.stride_tricks import as_strided
 
 from . import _native
 from ._device import Queue, as_queue
-from ._errors import DeviceError, UnsupportedDtypeError, UnsupportedKernelArgumentError
+from ._errors import (
+    DeviceError,
+    OutOfDeviceMemoryError,
+    UnsupportedDtypeError,
+    UnsupportedKernelArgumentError,
+)
 from ._flags import ArrayFlags
 from ._types import DTYPE_TO_KIR, SUPPORTED_DTYPES
 
@@ -31,9 +36,8 @@ def _check_dtype(dtype) -> np.dtype:
         dt = None
     if dt is None or dt not in DTYPE_TO_KIR:
         names = ", ".join(str(d) for d in SUPPORTED_DTYPES)
-        raise UnsupportedDtypeError(
-            f"kapi arrays do not support dtype {dtype!r}; use one of {names}"
-        )
+        shown = dt if dt is not None else repr(dtype)  # "object", not "dtype('O')"
+        raise UnsupportedDtypeError(f"kapi arrays do not support dtype {shown}; use one of {names}")
     return dt
 
 
@@ -144,6 +148,11 @@ class Array:
         n = 1
         for d in shape:
             n *= d
+        if n * dtype.itemsize >= 2**63:  # past size_t's half: no device has that much
+            raise OutOfDeviceMemoryError(
+                f"an array of shape {shape} and dtype {dtype} needs {n * dtype.itemsize} bytes, "
+                f"more than any device has; allocate less or split the data"
+            )
         buf = _native.ext().Buffer(queue.device.index, _USM_KINDS[usm_type], n * dtype.itemsize)
         strides = _contiguous_strides(shape, dtype.itemsize, order)
         a = cls._make(buf, buf.ptr, shape, strides, dtype, queue, usm_type, buf.host_accessible)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import sys
 import warnings
 
@@ -21,6 +22,7 @@ from ._errors import (
     KapiError,
     KernelCallError,
     KernelHasReturnValueError,
+    UnsupportedKernelArgumentError,
     from_status,
     missing_specialization,
 )
@@ -127,6 +129,35 @@ def _compile_kir(text: str, opt_level: int):
 
 _KERNEL_ERRORS: dict[tuple, type] = {}
 
+# Prefix of the type key of a read-only NumPy array argument (kapi/_launch.py adds it).
+READONLY_MARK = "readonly "
+# KIR instructions that only read an array operand; any other use may store through it.
+_READ_ONLY_OPS = frozenset(("aload", "atomic_load", "dim", "stride", "wrapidx"))
+
+
+def stored_params(kir: str, entry: str) -> set[int]:
+    """Positions of the array parameters of kernel `entry` that its KIR may write: stores
+    and atomics on them, or any use but a read (device function calls included)."""
+    lines = iter(kir.splitlines())
+    for line in lines:
+        if line.startswith(f"kernel @{entry}("):
+            break
+    else:
+        return set(range(256))  # unknown: every parameter may be written
+    head = line[line.index("(") + 1 : line.rindex(") ->")]
+    names = {m.group(1): i for i, m in enumerate(re.finditer(r"(%[\w.]+): ", head))}
+    written: set[int] = set()
+    for line in lines:
+        if line.startswith("}"):
+            break
+        words = line.split("#")[0].split()
+        if len(words) > 1 and words[1] == "=":
+            words = words[2:]
+        if not words or words[0] in _READ_ONLY_OPS:
+            continue
+        written.update(names[w] for w in words[1:] if w in names)
+    return written
+
 
 def _as_kapi_error(e):
     """pyfront's error, re-classed to also derive from KapiError: `except kapi.KapiError`
@@ -136,7 +167,10 @@ def _as_kapi_error(e):
     from numba.core.errors import TypingError
 
     cls = type(e)
-    returns = getattr(e, "construct", None) == "return value"
+    returns = (
+        getattr(e, "construct", None) == "return value"
+        or cls.__name__ == "KernelHasReturnValueError"
+    )
     k = _KERNEL_ERRORS.get((cls, returns))
     if k is None:  # a kernel returning a value is numba-dpex's KernelHasReturnValueError
         bases = (cls, KernelHasReturnValueError if returns else KapiError, TypingError)
@@ -283,7 +317,19 @@ class KernelDispatcher:
 
     def _specialize(self, index, argtypes) -> CompiledKernel:
         """Called by the native launcher on a dispatch-cache miss."""
-        return self.compile(argtypes, tuple(index) if index is not None else None)
+        readonly = [i for i, t in enumerate(argtypes) if t.startswith(READONLY_MARK)]
+        if readonly:
+            argtypes = tuple(t.removeprefix(READONLY_MARK) for t in argtypes)
+        ck = self.compile(argtypes, tuple(index) if index is not None else None)
+        written = stored_params(ck.kir, ck.entry)
+        for i in readonly:
+            if i in written:
+                raise UnsupportedKernelArgumentError(
+                    f"kernel argument {i} of {self.__name__} is a read-only NumPy array, and "
+                    f"the kernel may write to it; pass a writable copy (numpy.array(x)) or "
+                    f"set x.flags.writeable = True if the memory allows it"
+                )
+        return ck
 
     # -- inspection (as Numba's dispatchers: a dict without a signature) -------------------
 

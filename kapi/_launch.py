@@ -23,7 +23,7 @@ from ._errors import (
     UnsupportedDtypeError,
     UnsupportedKernelArgumentError,
 )
-from ._kernel import KernelDispatcher
+from ._kernel import READONLY_MARK, KernelDispatcher
 from ._ranges import NdRange
 from ._types import DTYPE_TO_KIR, kir_scalar, local_kir
 
@@ -59,6 +59,8 @@ def _numpy_desc(a: np.ndarray, pos: int):
         )
     layout = "C" if a.flags.c_contiguous else ("F" if a.flags.f_contiguous else "A")
     key = f"array({DTYPE_TO_KIR[a.dtype]},{a.ndim},{layout},global)"
+    if not a.flags.writeable:  # the kernel is checked for stores to it once compiled
+        key = READONLY_MARK + key
     return ("A", key, -1, None, a.ctypes.data, a.shape, tuple(s // i for s in a.strides))
 
 

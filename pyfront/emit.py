@@ -15,7 +15,12 @@ from .emit_bf16 import Bf16Emitter
 from .emit_calls import CallEmitter
 from .emit_complex import ComplexEmitter, is_complex
 from .emit_print import PrintRaiseEmitter
-from .errors import KernelError, KernelTypingError, UnsupportedConstructError
+from .errors import (
+    KernelError,
+    KernelHasReturnValueError,
+    KernelTypingError,
+    UnsupportedConstructError,
+)
 from .kir import FunctionBuilder, format_const, kir_name
 from .ktypes import IndexSpaceType, KArray, kir_array, kir_scalar
 
@@ -157,9 +162,12 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
         if self.kind == "kernel":
             if restype not in (types.none,):
                 self.line = self.tf.lineno
-                err = self.typing_error(
+                err = KernelHasReturnValueError(
                     f"a kernel cannot return a value (it returns {restype}); write results "
-                    "into an array argument"
+                    "into an array argument",
+                    self.tf.filename,
+                    self.line,
+                    construct="typing",
                 )
                 err.construct = "return value"  # kapi raises KernelHasReturnValueError
                 raise err
@@ -520,6 +528,14 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
             return self.complex_unary(fn, val, ret)
         if fn is operator.pos:
             return self.convert(val, ret)
+        aty = _unlit(sig.args[0])
+        if fn in (operator.neg, operator.invert) and isinstance(aty, types.Integer) and aty != ret:
+            # Numba negates and inverts before widening (int_negate_impl): -uint8(3) is 253
+            v = self.scalar(val, aty)
+            op = "neg" if fn is operator.neg else "not"
+            return self.convert(
+                V.Scalar(self.b.op(f"{op} {self.kty(aty)} {v}", self.line), aty), ret
+            )
         if fn is operator.neg:
             v = self.scalar(val, ret)
             return V.Scalar(self.b.op(f"neg {self.kty(ret)} {v}", self.line), ret)

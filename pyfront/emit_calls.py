@@ -233,7 +233,16 @@ class CallEmitter(UfuncEmitter):
             items = args[0].items if len(args) == 1 and isinstance(args[0], V.Tuple) else args
             acc = self.convert(items[0], ret)
             for item in items[1:]:
-                acc = self.bin_op(op, acc, item, ret)
+                if isinstance(ret, types.Float):
+                    # Python's (and Numba's) max/min: the later item wins only when it compares
+                    # greater (less), so max(nan, 1.0) is nan and max(1.0, nan) is 1.0
+                    x = self.scalar(item, ret)
+                    pred = "gt" if op == "max" else "lt"
+                    wins = self.b.op(f"cmp bool {pred} {x} {self.scalar(acc, ret)}", self.line)
+                    sel = f"select {self.kty(ret)} {wins} {x} {self.scalar(acc, ret)}"
+                    acc = V.Scalar(self.b.op(sel, self.line), ret)
+                else:
+                    acc = self.bin_op(op, acc, item, ret)
             return acc
 
         return emit

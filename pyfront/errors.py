@@ -31,3 +31,7 @@ class UnsupportedConstructError(KernelError):
 
 class KernelTypingError(KernelError):
     """Typing failed: an operation on types it does not accept, or a bad argument type."""
+
+
+class KernelHasReturnValueError(KernelTypingError):
+    """A kernel returns a value (kapi re-raises it as kapi.KernelHasReturnValueError)."""

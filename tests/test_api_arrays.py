@@ -150,7 +150,7 @@ def test_asarray_sources(dev):
     )
     m = memoryview(np.arange(4, dtype="i2"))
     np.testing.assert_array_equal(kapi.asarray(m, device=dev).asnumpy(), [0, 1, 2, 3])
-    with pytest.raises(kapi.UnsupportedDtypeError, match="M8"):
+    with pytest.raises(kapi.UnsupportedDtypeError, match="datetime64"):
         kapi.asarray(np.zeros(3, "M8[s]"), device=dev)
     with pytest.raises(kapi.UnsupportedDtypeError):
         kapi.empty(3, dtype="f16", device=dev)  # float128

@@ -151,7 +151,7 @@ def test_float16_kir_keeps_half_storage():
         ["array(f16,1,C,global)", "array(f16,1,C,global)", "array(f16,2,C,global)", "f16"],
         index=("item", 1),
     ).text
-    assert "aload f16" in t and "add f32" in t and "min f16" in t and "%s: f16" in t
+    assert "aload f16" in t and "add f32" in t and "select f16" in t and "%s: f16" in t
 
 
 # ---- bfloat16 ----------------------------------------------------------------------------------

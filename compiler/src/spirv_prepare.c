@@ -119,6 +119,43 @@ static LLVMValueRef expand_vector_reduce(LLVMBuilderRef b, LLVMValueRef call, co
   return acc;
 }
 
+static int is_i1(LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  return LLVMGetTypeKind(t) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) == 1;
+}
+
+/* SPIR-V has no ordering or number conversion on booleans, and the translator gets both wrong
+ * when the optimiser narrows to i1 (fuzzer findings): `sitofp i1 true` came out +1.0, and an
+ * ordered compare of i1 became an invalid OpUGreaterThan on bool. Both are rewritten on i8, or
+ * as a select. NULL when inst is none of these. */
+static LLVMValueRef widen_bool_op(LLVMBuilderRef b, LLVMValueRef inst, LLVMOpcode op) {
+  if ((op == LLVMSIToFP || op == LLVMUIToFP) && is_i1(LLVMGetOperand(inst, 0))) {
+    LLVMTypeRef t = LLVMTypeOf(inst);
+    LLVMValueRef on = LLVMConstReal(t, op == LLVMSIToFP ? -1.0 : 1.0);
+    return LLVMBuildSelect(b, LLVMGetOperand(inst, 0), on, LLVMConstReal(t, 0.0), "");
+  }
+  if (op != LLVMICmp || !is_i1(LLVMGetOperand(inst, 0))) return NULL;
+  LLVMIntPredicate p = LLVMGetICmpPredicate(inst);
+  if (p == LLVMIntEQ || p == LLVMIntNE) return NULL;
+  int sign = p == LLVMIntSGT || p == LLVMIntSGE || p == LLVMIntSLT || p == LLVMIntSLE;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(LLVMGetTypeContext(LLVMTypeOf(inst)));
+  LLVMValueRef x[2];
+  for (int k = 0; k < 2; k++)
+    x[k] = sign ? LLVMBuildSExt(b, LLVMGetOperand(inst, k), i8, "")
+                : LLVMBuildZExt(b, LLVMGetOperand(inst, k), i8, "");
+  return LLVMBuildICmp(b, p, x[0], x[1], "");
+}
+
+/* min/max intrinsics on i1 (the translator writes them as ordered compares on bool): unsigned
+ * max and signed min (true is -1) are `or`, the others `and`. NULL for any other call. */
+static LLVMValueRef bool_minmax(LLVMBuilderRef b, LLVMValueRef inst, const char *name) {
+  int is_or = !strncmp(name, "llvm.umax.", 10) || !strncmp(name, "llvm.smin.", 10);
+  int is_and = !strncmp(name, "llvm.umin.", 10) || !strncmp(name, "llvm.smax.", 10);
+  if (!is_or && !is_and) return NULL;
+  LLVMValueRef x = LLVMGetOperand(inst, 0), y = LLVMGetOperand(inst, 1);
+  return is_or ? LLVMBuildOr(b, x, y, "") : LLVMBuildAnd(b, x, y, "");
+}
+
 /* Returns 1 if inst was replaced (and erased), 0 if kept, -1 on an untranslatable call. */
 static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   LLVMOpcode op = LLVMGetInstructionOpcode(inst);
@@ -128,6 +165,15 @@ static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
     return 1;
   }
   const char *name = op == LLVMCall ? callee_name(inst) : NULL;
+  if (op == LLVMSIToFP || op == LLVMUIToFP || op == LLVMICmp || (name && is_i1(inst))) {
+    LLVMPositionBuilderBefore(b, inst);
+    LLVMValueRef repl = name ? bool_minmax(b, inst, name) : widen_bool_op(b, inst, op);
+    if (repl) {
+      LLVMReplaceAllUsesWith(inst, repl);
+      LLVMInstructionEraseFromParent(inst);
+      return 1;
+    }
+  }
   if (!name || strncmp(name, "llvm.", 5) || is_translatable(name)) return 0;
   LLVMPositionBuilderBefore(b, inst);
   LLVMValueRef repl = expand_overflow(b, inst, name);

@@ -2,6 +2,7 @@
  * spirv_validate, spirv_disassemble. The GIL is released while native code runs, so several
  * threads can compile kernels at once. */
 #include "ext.h"
+#include "fork.h"
 
 /* Takes ownership of err (frees it). */
 static PyObject *fail(kc_status_t st, char *err) {
@@ -31,9 +32,9 @@ static PyObject *compile_kir(PyObject *self, PyObject *args, PyObject *kwargs) {
   opts.opt_level = opt_level;
   kc_program_t *prog = NULL;
   char *err = NULL;
-  PyThreadState *ts = PyEval_SaveThread(); /* native work runs without the GIL */
+  PyThreadState *ts = kx_gil_release(); /* native work runs without the GIL */
   kc_status_t st = kc_compile(text, (size_t)len, &opts, &prog, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (st != KC_OK) return fail(st, err);
   PyObject *r = result_tuple(prog);
   kc_program_destroy(prog);
@@ -46,9 +47,9 @@ static PyObject *kir_check(PyObject *self, PyObject *arg) {
   const char *text = PyUnicode_AsUTF8AndSize(arg, &len);
   if (!text) return NULL;
   char *err = NULL;
-  PyThreadState *ts = PyEval_SaveThread(); /* native work runs without the GIL */
+  PyThreadState *ts = kx_gil_release(); /* native work runs without the GIL */
   kc_status_t st = kc_kir_check(text, (size_t)len, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (st != KC_OK) return fail(st, err);
   Py_RETURN_NONE;
 }
@@ -59,9 +60,9 @@ static PyObject *spirv_validate(PyObject *self, PyObject *args) {
   Py_ssize_t n;
   if (!PyArg_ParseTuple(args, "y#:spirv_validate", &spv, &n)) return NULL;
   char *err = NULL;
-  PyThreadState *ts = PyEval_SaveThread(); /* native work runs without the GIL */
+  PyThreadState *ts = kx_gil_release(); /* native work runs without the GIL */
   kc_status_t st = kc_spirv_validate(spv, (size_t)n, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (st != KC_OK) return fail(st, err);
   Py_RETURN_NONE;
 }
@@ -72,9 +73,9 @@ static PyObject *spirv_disassemble(PyObject *self, PyObject *args) {
   Py_ssize_t n;
   if (!PyArg_ParseTuple(args, "y#:spirv_disassemble", &spv, &n)) return NULL;
   char *text = NULL, *err = NULL;
-  PyThreadState *ts = PyEval_SaveThread(); /* native work runs without the GIL */
+  PyThreadState *ts = kx_gil_release(); /* native work runs without the GIL */
   kc_status_t st = kc_spirv_disassemble(spv, (size_t)n, &text, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (st != KC_OK) return fail(st, err);
   PyObject *r = PyUnicode_FromString(text);
   kc_free(text);

@@ -5,6 +5,7 @@
  * launch parsed (the index space's extents, the dispatch key).
  */
 #include "launch.h"
+#include "fork.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,6 +228,26 @@ static int space_tuples(PyObject *space, PyObject **g, PyObject **l) {
   return 0;
 }
 
+/* The most work-items of one launch: what Level Zero's 32-bit group-size queries and DPC++'s
+ * default range check (ids fit in int) agree on. Past it a launch would either fail deep in a
+ * driver or, on the CPU device, run for hours on what is almost surely a mistake. */
+#define KX_MAX_WORK_ITEMS 0xffffffffull
+
+static int check_total(const kx_space *s) {
+  unsigned long long total = 1;
+  for (int d = 0; d < s->ndim; d++) {
+    if (s->global[d] > KX_MAX_WORK_ITEMS || (total *= s->global[d]) > KX_MAX_WORK_ITEMS) {
+      kx_raise_class("InvalidRangeError",
+                     "the index space is too large: more than %llu work-items in one launch; "
+                     "split the work into several launches or give each work-item several "
+                     "elements (a loop with a stride of the global size)",
+                     KX_MAX_WORK_ITEMS);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 static int read_space(PyObject *g, PyObject *l, kx_space *s) {
   memset(s, 0, sizeof *s);
   if (l) {
@@ -234,10 +255,10 @@ static int read_space(PyObject *g, PyObject *l, kx_space *s) {
     int nl = ng > 0 ? read_extents(l, s->local, "NdRange local size") : -1;
     if (ng < 0 || nl < 0) return -1;
     s->nd = 1, s->ndim = ng;
-    return 0;
+    return check_total(s);
   }
   s->ndim = read_extents(g, s->global, "Range");
-  return s->ndim < 0 ? -1 : 0;
+  return s->ndim < 0 ? -1 : check_total(s);
 }
 
 /* The launch's index space. Launching again over the very same extents tuples (a loop reusing
@@ -382,10 +403,10 @@ static kr_kernel_t *device_kernel(kx_entry *e, long device) {
   const char *name = PyUnicode_AsUTF8AndSize(e->entry, NULL);
   if (!name || PyBytes_AsStringAndSize(e->spirv, &bytes, &nbytes) < 0) return NULL;
   kr_error_t err;
-  PyThreadState *ts = PyEval_SaveThread();
+  PyThreadState *ts = kx_gil_release();
   kr_kernel_t *k =
       kr_kernel_get(kr_device_get((uint32_t)device), bytes, (size_t)nbytes, name, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (!k) return kx_raise(&err), NULL;
   return e->kernels[device] = k;
 }
@@ -464,10 +485,14 @@ static int check_arity(kx_launcher *self, Py_ssize_t n, int *with_item) {
     }
     return 0;
   }
+  PyObject *name = PyObject_GetAttrString(self->dispatcher, "__name__");
+  const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+  PyErr_Clear();
   kx_raise_class("InvalidKernelSpecializationError",
-                 "the kernel takes %zd argument(s) after its item/nd_item argument, but %zd "
-                 "were given to call_kernel",
-                 self->nparams - 1, n);
+                 "kernel '%s' takes %zd argument(s) after its item/nd_item argument, but %zd "
+                 "were given to call_kernel; pass call_kernel(kernel, range, *arguments)",
+                 s ? s : "?", self->nparams - 1, n);
+  Py_XDECREF(name);
   return -1;
 }
 
@@ -564,6 +589,10 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
   long device = -1;
   PyObject *queue = pick_queue(self, a, n, &device);
   if (!queue) return NULL;
+  if (kx_fork_check(device) < 0) {
+    Py_DECREF(queue);
+    return NULL;
+  }
   kr_kernel_t *k = device_kernel(e, device);
   kr_queue_t *q = k ? kx_queue_handle(queue) : NULL;
   kr_arg_t kargs[KX_MAX_KARGS];
@@ -594,11 +623,11 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
   kr_error_t err;
   kr_event_t *ev = NULL;
   install_signal_check();
-  PyThreadState *ts = PyEval_SaveThread();
+  PyThreadState *ts = kx_gil_release();
   kr_status_t st = kr_launch(q, k, (uint32_t)s->ndim, s->global, s->nd ? s->local : NULL, nk, kargs,
                              nwait, wait, deps != Py_None ? &ev : NULL, &err);
   if (st == KR_OK && e->prints && deps == Py_None) fflush(stdout); /* the CUDA driver's lines */
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (status && !own) e->status_busy[device] = 0;
   if (PyErr_Occurred()) { /* a signal handler raised during the launch (see check_signals) */
     if (ev) kr_event_release(ev);
@@ -783,9 +812,9 @@ int kx_launch_register(PyObject *m) {
 }
 
 int kx_runtime_register(PyObject *m) {
-  if (kx_device_register(m) || kx_queue_register(m) || kx_memory_register(m) ||
-      kx_event_register(m) || kx_launch_register(m) || kx_call_register(m) ||
-      kx_dlpack_register(m) || kx_module_register(m))
+  if (kx_fork_register(m) || kx_device_register(m) || kx_queue_register(m) ||
+      kx_memory_register(m) || kx_event_register(m) || kx_launch_register(m) ||
+      kx_call_register(m) || kx_dlpack_register(m) || kx_module_register(m))
     return -1;
   return 0;
 }

@@ -241,7 +241,9 @@ static int numpy_arg(PyObject *arg, kx_arg *a) {
     PyErr_Clear();
     return 0;
   }
-  const kx_np_format *t = np_format(v.format);
+  /* A read-only array takes the Python path: its type key says so, and the compiled kernel
+   * is checked for stores to it (kapi/_kernel.py). */
+  const kx_np_format *t = array && v.readonly ? NULL : np_format(v.format);
   int done = t && v.itemsize > 0 && np_fill(arg, &v, t, array, a);
   PyBuffer_Release(&v); /* as before: the launch holds the array, not an export of it */
   return done;

@@ -2,6 +2,7 @@
  * objects from the plain dicts returned here (kapi/_device.py), so this file stays a thin
  * copy of kr_device_info_t.
  */
+#include "fork.h"
 #include "kx.h"
 
 kr_device_t *kx_device(long index) {
@@ -17,9 +18,10 @@ static PyObject *py_init(PyObject *self, PyObject *noargs) {
   (void)noargs;
   kr_error_t err;
   kr_status_t st;
-  PyThreadState *ts = PyEval_SaveThread();
+  PyThreadState *ts = kx_gil_release();
   st = kr_init(&err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
+  kx_fork_note_started();
   if (st != KR_OK && st != KR_ERR_NO_DEVICE) return kx_raise(&err);
   Py_RETURN_NONE;
 }
@@ -33,6 +35,7 @@ static PyObject *py_driver_list(PyObject *self, PyObject *noargs) {
 static PyObject *py_device_count(PyObject *self, PyObject *noargs) {
   (void)self;
   (void)noargs;
+  kx_fork_note_started();
   return PyLong_FromUnsignedLong(kr_device_count());
 }
 

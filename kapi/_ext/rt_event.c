@@ -2,6 +2,7 @@
  * Python arguments (buffers, arrays) until the command is known complete, so memory in use by
  * a pending launch cannot be freed.
  */
+#include "fork.h"
 #include "kx.h"
 
 #include <stdio.h>
@@ -71,9 +72,9 @@ static PyObject *event_wait(PyObject *o, PyObject *noargs) {
   (void)noargs;
   kx_event *self = (kx_event *)o;
   kr_error_t err;
-  PyThreadState *ts = PyEval_SaveThread();
+  PyThreadState *ts = kx_gil_release();
   kr_status_t st = kr_event_wait(self->ev, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   Py_CLEAR(self->keep);
   if (st != KR_OK) return kx_raise(&err);
   fflush(stdout); /* a CUDA kernel's print lines are in C's stdout buffer by now */

@@ -3,6 +3,7 @@
  * and exposes it through the buffer protocol when the host can address it, which is how
  * NumPy views CPU-device memory without copies. Plus copies, fills and pointer queries.
  */
+#include "fork.h"
 #include "kx.h"
 
 typedef struct {
@@ -26,7 +27,7 @@ static int buffer_init(PyObject *o, PyObject *args, PyObject *kw) {
     return -1;
   }
   kr_device_t *dev = kx_device(device);
-  if (!dev) return -1;
+  if (!dev || kx_fork_check(device) < 0) return -1;
   kr_error_t err;
   /* The runtime wants size > 0; an empty array still gets a distinct, valid pointer. */
   void *p = kr_malloc(dev, (kr_mem_kind_t)kind, nbytes ? (size_t)nbytes : 1, (size_t)align, &err);
@@ -115,9 +116,9 @@ static PyObject *py_memcpy(PyObject *self, PyObject *args) {
   if (!queue || PyErr_Occurred()) return NULL;
   if (n <= 0) Py_RETURN_NONE;
   kr_error_t err;
-  PyThreadState *ts = PyEval_SaveThread();
+  PyThreadState *ts = kx_gil_release();
   kr_status_t st = kr_memcpy(queue, d, s, (size_t)n, 0, NULL, NULL, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (st != KR_OK) return kx_raise(&err);
   Py_RETURN_NONE;
 }
@@ -134,9 +135,9 @@ static PyObject *py_fill(PyObject *self, PyObject *args) {
   if (!queue || PyErr_Occurred()) return NULL;
   if (n <= 0) Py_RETURN_NONE;
   kr_error_t err;
-  PyThreadState *ts = PyEval_SaveThread();
+  PyThreadState *ts = kx_gil_release();
   kr_status_t st = kr_fill(queue, d, pat, (size_t)plen, (size_t)n, 0, NULL, NULL, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (st != KR_OK) return kx_raise(&err);
   Py_RETURN_NONE;
 }

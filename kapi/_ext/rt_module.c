@@ -3,6 +3,7 @@
  * driver's native binary of it; rt_cache_native gives the runtime's module cache a module
  * made from such a binary, so the launch path's kr_kernel_get builds nothing.
  */
+#include "fork.h"
 #include "kx.h"
 
 #include <stdlib.h>
@@ -18,9 +19,9 @@ static PyObject *py_native_binary(PyObject *self, PyObject *args) {
   void *bin = NULL;
   size_t len = 0;
   kr_error_t err;
-  PyThreadState *ts = PyEval_SaveThread();
+  PyThreadState *ts = kx_gil_release();
   kr_status_t st = kr_module_native_binary(dev, spirv, (size_t)n, &bin, &len, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (st == KR_ERR_UNSUPPORTED) Py_RETURN_NONE;
   if (st != KR_OK) return kx_raise(&err);
   PyObject *r = PyBytes_FromStringAndSize(bin, (Py_ssize_t)len);
@@ -40,9 +41,9 @@ static PyObject *py_cache_native(PyObject *self, PyObject *args) {
   kr_device_t *dev = kx_device(device);
   if (!dev) return NULL;
   kr_error_t err;
-  PyThreadState *ts = PyEval_SaveThread();
+  PyThreadState *ts = kx_gil_release();
   kr_status_t st = kr_module_cache_native(dev, spirv, (size_t)n, native, (size_t)nn, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (st == KR_OK) Py_RETURN_NONE;
   return PyUnicode_FromString(err.message);
 }

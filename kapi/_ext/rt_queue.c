@@ -2,6 +2,7 @@
  * one of its own). It also keeps the events of asynchronous launches, and through them their
  * arguments, alive until they complete: dropping an event never frees a buffer in use.
  */
+#include "fork.h"
 #include "kx.h"
 
 typedef struct {
@@ -68,9 +69,9 @@ static PyObject *queue_synchronize(PyObject *o, PyObject *noargs) {
   (void)noargs;
   kx_queue *self = (kx_queue *)o;
   kr_error_t err;
-  PyThreadState *ts = PyEval_SaveThread();
+  PyThreadState *ts = kx_gil_release();
   kr_status_t st = kr_queue_synchronize(self->q, &err);
-  PyEval_RestoreThread(ts);
+  kx_gil_restore(ts);
   if (st != KR_OK) return kx_raise(&err);
   if (prune(self) < 0) return NULL;
   Py_RETURN_NONE;
@@ -89,9 +90,9 @@ static PyObject *queue_address(PyObject *o, void *closure) {
 static void queue_dealloc(PyObject *o) {
   kx_queue *self = (kx_queue *)o;
   if (self->q && self->owned) {
-    PyThreadState *ts = PyEval_SaveThread();
+    PyThreadState *ts = kx_gil_release();
     kr_queue_destroy(self->q); /* waits for its commands first */
-    PyEval_RestoreThread(ts);
+    kx_gil_restore(ts);
   }
   Py_XDECREF(self->pending);
   PyTypeObject *tp = Py_TYPE(o);

@@ -28,7 +28,7 @@ static kr_status_t check_local(kr_kernel_t *k, uint32_t ndim, const size_t *glob
     if (local[d] > dev->max_group_size[d])
       return kr_fail(err, KR_ERR_INVALID_ARGUMENT,
                      "kernel '%s': work-group size %zu in dimension %u exceeds device '%s' "
-                     "limit %u",
+                     "limit %u; use a smaller local size in the NdRange",
                      k->name, local[d], d, dev->name, dev->max_group_size[d]);
     if (global[d] / local[d] > dev->max_group_count[d])
       return kr_fail(err, KR_ERR_INVALID_ARGUMENT,
@@ -42,7 +42,8 @@ static kr_status_t check_local(kr_kernel_t *k, uint32_t ndim, const size_t *glob
   }
   if (total > dev->max_work_group_size)
     return kr_fail(err, KR_ERR_INVALID_ARGUMENT,
-                   "kernel '%s': work-group of %zu work-items exceeds device '%s' limit %u",
+                   "kernel '%s': work-group of %zu work-items exceeds device '%s' limit %u "
+                   "(Device.max_work_group_size); use a smaller local size in the NdRange",
                    k->name, total, dev->name, dev->max_work_group_size);
   return KR_OK;
 }

@@ -18,6 +18,15 @@ void *kr_malloc(kr_device_t *dev, kr_mem_kind_t kind, size_t size, size_t alignm
             dev ? "bad size or alignment" : "NULL device", size, alignment);
     return NULL;
   }
+  /* Past the device's largest allocation a driver answers UNSUPPORTED_SIZE; to the user that
+   * is running out of memory, with the limit they must stay under. */
+  if (kind != KR_MEM_HOST && size > dev->info.max_alloc_size) {
+    kr_fail(err, KR_ERR_OUT_OF_MEMORY,
+            "cannot allocate %zu bytes on device '%s': its largest allocation is %llu bytes; "
+            "allocate less or split the data into several arrays",
+            size, dev->info.name, (unsigned long long)dev->info.max_alloc_size);
+    return NULL;
+  }
   ze_device_mem_alloc_desc_t dd = {.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
   ze_host_mem_alloc_desc_t hd = {.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC};
   ze_context_handle_t ctx = dev->drv->ctx;

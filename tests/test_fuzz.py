@@ -1,0 +1,155 @@
+"""The differential fuzzer (tools/fuzz/kfuzz.py) in the test suite: a short seeded run on every
+device against the Numba oracle, the minimised findings of earlier runs replayed as
+regressions (tests/fuzz_regressions/*.json), and the fixes they led to pinned by name.
+Issue 12, item 1. The long run: `python tools/fuzz/kfuzz.py --kernels N --seed S`."""
+
+import glob
+import json
+import os
+import sys
+
+import numba
+import numpy as np
+import pytest
+from kapi_testing import devices_or_skip
+
+import kapi
+
+DEVICES = devices_or_skip()
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools", "fuzz"))
+import kfuzz  # noqa: E402
+
+# Kernels of the short run; each holds CASES cases. Numba's compile of the oracle dominates
+# (about half a second per case on a 2-core machine).
+KERNELS = int(os.environ.get("KAPI_FUZZ_KERNELS", "16"))
+CASES = 6
+SEED = int(os.environ.get("KAPI_FUZZ_SEED", "2026"))
+
+
+def test_short_run_finds_no_mismatch(tmp_path):
+    s = kfuzz.fuzz(KERNELS, SEED, CASES, DEVICES, outdir=str(tmp_path), log=lambda m: None)
+    found = [f"{f['kind']} {f['detail']}\n" + kernel_of(f["file"]) for f in s["findings"]]
+    assert not found, "\n\n".join(found)
+    assert s["kernels"] + s["oracle_errors"] == KERNELS
+    assert s["oracle_errors"] <= KERNELS // 4, s  # the generator writes what Numba accepts
+    assert s["cases"] >= CASES * KERNELS * 3 // 4
+
+
+def kernel_of(path):
+    if not path:
+        return "(not saved)"
+    with open(path) as f:
+        return json.load(f)["kernel"]
+
+
+REGRESSIONS = sorted(glob.glob(os.path.join(HERE, "fuzz_regressions", "*.json")))
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=[os.path.basename(p)[:-5] for p in REGRESSIONS])
+@pytest.mark.parametrize("dev", DEVICES, ids=[d.filter_string for d in DEVICES])
+def test_regression(path, dev):
+    with open(path) as f:
+        rec = json.load(f)
+    if rec.get("xfail"):
+        if not _passes(rec, dev):
+            pytest.xfail(rec["xfail"])
+        if dev.is_cpu:  # where the findings were made; another device may not share the bug
+            pytest.fail(f"{os.path.basename(path)} passes now: drop its 'xfail' entry")
+        return
+    got, want = kfuzz.replay(rec, dev)
+    assert kfuzz.compare(got, want)
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=[os.path.basename(p)[:-5] for p in REGRESSIONS])
+def test_regression_ptx(path):
+    """The CUDA path without a GPU: each regression kernel's SPIR-V finalises to PTX that
+    ptxas accepts."""
+    import shutil
+    import subprocess
+
+    from nvptx_util import ptx_of
+
+    with open(path) as f:
+        rec = json.load(f)
+    if rec.get("xfail"):
+        pytest.skip("known failure: " + rec["xfail"])
+    kfuzz.replay(rec, DEVICES[0])
+    k = kfuzz.LAST_KERNEL[0]
+    (spirv,) = [k.inspect_spirv(sig) for sig in k.inspect_kir()]
+    libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"
+    if "math." in rec["kernel"] and not os.path.exists(libdevice):
+        pytest.skip(f"the kernel calls math functions and {libdevice} is not installed")
+    ptx = ptx_of(spirv, libdevice if os.path.exists(libdevice) else None)
+    assert ".entry" in ptx
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if os.path.exists(ptxas):
+        src = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"kfuzz_{os.getpid()}.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        r = subprocess.run([ptxas, "-arch=sm_90", src, "-o", os.devnull], capture_output=True)
+        os.unlink(src)
+        assert r.returncode == 0, r.stderr.decode()
+
+
+def _passes(rec, dev):
+    try:
+        got, want = kfuzz.replay(rec, dev)
+    except kapi.KapiError:
+        return False
+    return bool(kfuzz.compare(got, want))
+
+
+def test_detects_a_mismatch_and_minimises_it(tmp_path, monkeypatch):
+    """The machinery itself: a kapi result made wrong on purpose is found, pinned to its case,
+    minimised and saved."""
+    real = kfuzz.run_kapi
+
+    def wrong(p, dev):
+        out_i, out_f, acc = real(p, dev)
+        if any(c.index == 1 for c in p.cases):
+            out_i = out_i.copy()
+            out_i[kfuzz.SLOTS] += 1  # work-item 0, case 1, slot 0
+        return out_i, out_f, acc
+
+    monkeypatch.setattr(kfuzz, "run_kapi", wrong)
+    s = kfuzz.fuzz(1, 7, 2, DEVICES[:1], str(tmp_path), lambda m: None, minimise_s=20)
+    assert [f["case"] for f in s["findings"]] == [1]
+    (saved,) = glob.glob(str(tmp_path / "*.json"))
+    with open(saved) as f:
+        rec = json.load(f)
+    assert rec["kind"] == "mismatch" and "def fuzz_kernel" in rec["kernel"]
+    body = rec["kernel"].split("def fuzz_kernel")[1]
+    assert len(body.splitlines()) <= 6  # minimised to the store the wrong slot shows
+
+
+# --- fixes found by the fuzzer -----------------------------------------------------------
+
+
+@kapi.kernel
+def neg_invert(item, a, o1, o2):
+    i = item.get_id(0)
+    o1[i] = -a[i]
+    o2[i] = ~a[i]
+
+
+@numba.njit
+def neg_invert_numba(a, o1, o2):
+    for i in range(a.size):
+        o1[i] = -a[i]
+        o2[i] = ~a[i]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32])
+def test_neg_invert_of_narrow_ints_as_numba(dtype):
+    """Numba negates and inverts before widening: -uint8(3) is 253 (as uint64), not 2**64-3;
+    kapi widened first (found by the fuzzer: sqrt(-a_uint8[i]))."""
+    info = np.iinfo(dtype)
+    a = np.array([0, 1, 3, info.max, info.min, info.max // 2], dtype=dtype)
+    for dev in DEVICES:
+        got = [kapi.zeros(6, dtype=np.int64, device=dev) for _ in range(2)]
+        kapi.call_kernel(neg_invert, kapi.Range(6), kapi.asarray(a, device=dev), *got)
+        want = [np.zeros(6, np.int64), np.zeros(6, np.int64)]
+        neg_invert_numba(a, *want)
+        np.testing.assert_array_equal(got[0].asnumpy(), want[0])
+        np.testing.assert_array_equal(got[1].asnumpy(), want[1])
