@@ -4,6 +4,7 @@ numba-dpex way (only the imports differ), and the constructs it refuses at their
 import math
 import warnings
 
+import numba
 import numpy as np
 import pytest
 from kapi_testing import devices_or_skip, line_of
@@ -439,15 +440,47 @@ def test_break_of_an_inner_loop_is_allowed(dev):
     np.testing.assert_array_equal(out.asnumpy(), [1, -1, 0])
 
 
-def test_product_reduction_is_refused():
+def test_unsupported_reductions_are_refused():
     @dpex.dpjit
-    def prod(a):
+    def floordiv(a):
+        p = 1.0
+        for i in prange(a.shape[0]):
+            p //= a[i]
+        return p
+
+    refused(
+        floordiv, "p //= a[i]", r"`p //= ...` is not supported; prange reductions", kapi.ones(4)
+    )
+
+    @dpex.dpjit
+    def int_quot(a):
+        q = 1
+        for i in prange(a.shape[0]):
+            q /= a[i]
+        return q
+
+    with pytest.raises(TypeError, match=r"`q` holds an integer; a `/=` reduction needs a float"):
+        int_quot(kapi.ones(4))
+
+    @dpex.dpjit
+    def mixed(a):
         p = 1.0
         for i in prange(a.shape[0]):
             p *= a[i]
+            p += 1.0
         return p
 
-    refused(prod, "p *= a[i]", r"`p \*= ...`.*`\+=` and `-=` reductions only", kapi.ones(4))
+    refused(mixed, "p += 1.0", r"different operators.*ADD, MUL", kapi.ones(4))
+
+    @dpex.dpjit
+    def float_and(a):
+        m = 0.0
+        for i in prange(a.shape[0]):
+            m &= a[i]
+        return m
+
+    with pytest.raises(TypeError, match=r"`m` is a float; `&`, `\|` and `\^` reductions"):
+        float_and(kapi.ones(4, dtype=np.int64))
 
 
 def test_reduction_variable_read_in_body_is_refused():
@@ -481,3 +514,156 @@ def test_kernel_compile_error_names_user_line():
     with pytest.raises(kapi.KapiError) as ei:
         bad(kapi.zeros(3, dtype=np.float32))
     assert f"{HERE}:{line_of(bad.py_func, '[1.0][0]')}" in str(ei.value)
+
+
+# -- reductions against Numba's njit(parallel=True) ------------------------------------------
+# Each function is written once with numba.prange and run both by Numba on NumPy arrays and by
+# kapi.dpjit on each device's arrays.
+
+
+def reduce_all(a, b):
+    s = 0.0
+    d = np.float32(100)
+    p = 1.0
+    q = 1e6
+    lo = np.inf
+    hi = -np.inf
+    for i in numba.prange(a.shape[0]):
+        s += a[i] * 2
+        d -= b[i]
+        p *= 1.0 + a[i] * 1e-3
+        q /= 1.0 + b[i] * 1e-4
+        lo = min(lo, a[i])
+        hi = max(a[i] - b[i], hi)
+    return s, d, p, q, lo, hi
+
+
+def reduce_ints(x):
+    s = 5
+    m = 3
+    lo = 1 << 40
+    hi = np.int32(-(1 << 31))
+    for i in numba.prange(x.shape[0]):
+        v = x[i]
+        s += v
+        m = m * ((v % 3) + 1)  # wraps in int64 on both sides
+        lo = min(v, lo)
+        hi = max(hi, v)
+    return s, m, lo, hi
+
+
+def reduce_bits(x):
+    # Numba's parfors have no bitwise reductions: compared with the sequential run
+    band = -1
+    bor = np.uint16(0)
+    bxor = np.int32(7)
+    for i in numba.prange(x.shape[0]):
+        band &= x[i] | 1024
+        bor |= np.uint16(x[i])
+        bxor ^= np.int32(x[i] * 7)
+    return band, bor, bxor
+
+
+def reduce_2d(a):
+    s = 0.0
+    hi = -1.0
+    for i in numba.prange(a.shape[0]):
+        for j in numba.prange(a.shape[1]):
+            if a[i, j] < 0.1:
+                continue
+            s = s + a[i, j] * (i + 1)
+            hi = max(hi, a[i, j] * j)
+    return s, hi
+
+
+def reduce_span(a, start, stop):
+    s = 0
+    for i in numba.prange(start, stop):
+        s += a[i] * i
+    return s
+
+
+def reduce_strided(a, start, stop):
+    # Numba's prange takes step 1 only: compared with the sequential run
+    t = 0
+    for i in numba.prange(stop - 1, start - 1, -3):
+        t = max(t, a[i] * 1000 + i)
+    return t
+
+
+def _njit(fn):
+    return numba.njit(parallel=True)(fn)
+
+
+def _both(fn, host_args, dev, **conv):
+    want = _njit(fn)(*host_args)
+    args = [kapi.asarray(a, device=dev) if isinstance(a, np.ndarray) else a for a in host_args]
+    return want, dpex.dpjit(fn)(*args)
+
+
+def test_reductions_every_operator_floats_vs_numba(dev):
+    rng = np.random.default_rng(11)
+    n = 100_003  # several groups and a grid-stride loop over them, a ragged last group
+    a = rng.integers(-50, 50, n).astype(fp(dev))  # integer values: sums are exact in any order
+    b = rng.integers(0, 9, n).astype(np.float32)
+    want, got = _both(reduce_all, (a, b), dev)
+    assert type(got[0]) is float and got[0] == want[0]
+    assert isinstance(got[1], np.float32) and got[1] == want[1]
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-9 if dev.has_aspect_fp64 else 1e-4)
+    np.testing.assert_allclose(got[3], want[3], rtol=1e-9 if dev.has_aspect_fp64 else 1e-4)
+    assert got[4:] == want[4:]
+
+
+def test_reductions_ints_vs_numba(dev):
+    x = np.random.default_rng(12).integers(0, 60000, 50_000).astype(np.int64)
+    want, got = _both(reduce_ints, (x,), dev)
+    assert [type(g) for g in got] == [int, int, int, np.int32]
+    assert [int(g) for g in got] == [int(w) for w in want]
+
+
+def test_bitwise_reductions_vs_sequential(dev):
+    x = np.random.default_rng(14).integers(0, 60000, 30_000).astype(np.int64)
+    want = reduce_bits(x)  # outside a jit, numba.prange is range: the sequential loop
+    got = dpex.dpjit(reduce_bits)(kapi.asarray(x, device=dev))
+    assert [type(g) for g in got] == [int, np.uint16, np.int32]
+    assert [int(g) for g in got] == [int(w) for w in want]
+    assert got[0] != -1 and got[1] != 0  # the values do combine
+
+
+def test_reduction_2d_nest_continue_and_assign_form_vs_numba(dev):
+    a = np.random.default_rng(13).random((37, 300)).astype(fp(dev))
+    want, got = _both(reduce_2d, (a,), dev)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    assert got[1] == want[1]
+    assert got[1] != -1.0  # the loop did reduce
+
+
+@pytest.mark.parametrize("bounds", [(0, 1000), (17, 996), (4, 4)])
+def test_reduction_bounds_and_empty_vs_numba(dev, bounds):
+    a = np.arange(1000, dtype=np.int32)
+    want, got = _both(reduce_span, (a, *bounds), dev)
+    assert got == want
+    got = dpex.dpjit(reduce_strided)(kapi.asarray(a, device=dev), *bounds)
+    assert got == reduce_strided(a, *bounds)
+
+
+def test_reduction_is_a_group_tree_not_atomics(dev):
+    @dpex.dpjit
+    def three(a, b):
+        s, c, m = 0.0, 0, np.int32(0)
+        for i in prange(a.shape[0]):
+            s += a[i]
+            c += 1
+            m = max(m, b[i])
+        return s, c, m
+
+    n = 3000
+    got = three(
+        kapi.ones(n, dtype=fp(dev), device=dev),
+        kapi.asarray(np.arange(n, dtype=np.int32), device=dev),
+    )
+    assert got == (float(n), n, n - 1)
+    ((sig, kir),) = three.kernels[0].inspect_kir().items()
+    assert sig.startswith("(nditem(1)")  # an nd-range: work-groups combine the values
+    assert "group_reduce i64 add work_group" in kir and "group_reduce i32 max work_group" in kir
+    assert "atomic" not in kir
