@@ -595,7 +595,7 @@ def _njit(fn):
     return numba.njit(parallel=True)(fn)
 
 
-def _both(fn, host_args, dev, **conv):
+def _both(fn, host_args, dev):
     want = _njit(fn)(*host_args)
     args = [kapi.asarray(a, device=dev) if isinstance(a, np.ndarray) else a for a in host_args]
     return want, dpex.dpjit(fn)(*args)
@@ -667,3 +667,18 @@ def test_reduction_is_a_group_tree_not_atomics(dev):
     assert sig.startswith("(nditem(1)")  # an nd-range: work-groups combine the values
     assert "group_reduce i64 add work_group" in kir and "group_reduce i32 max work_group" in kir
     assert "atomic" not in kir
+
+
+def test_reduction_kernel_finalises_for_cuda():
+    # the CUDA driver's PTX of a reduction kernel (needs no GPU): a barrier tree, no atomics
+    from nvptx_util import finalise
+
+    f = dpex.dpjit(reduce_all)
+    a = np.arange(500, dtype=np.float64)
+    f(a, a.astype(np.float32))  # NumPy arrays: compiled and run on the CPU device
+    (k,) = f.kernels
+    (sig,) = k.signatures
+    ptx, table = finalise(k.inspect_spirv(sig), [k.__name__])
+    assert k.__name__ in table
+    assert "bar.sync" in ptx or "barrier.sync" in ptx
+    assert "atom." not in ptx
