@@ -1,6 +1,9 @@
 """@kapi.dpjit: numba-dpex's prange offload. Each `for x in prange(...)` loop of the function is
 outlined into a @kapi.kernel over a Range (nested pranges give 2-D/3-D ranges) and the loop is
 replaced by a launch; the rest of the function stays CPython. Done once, on the first call.
+Loops with reductions or last values run as a 1-D nd-range kernel (a grid-stride loop over
+the linearised nest, a work-group tree per reduction, one partial per group combined on the
+host); the others as a Range kernel, one work-item per iteration.
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ _IMPLIED = {"nopython": True, "parallel": True}
 
 
 class UnsupportedPrangeError(KapiError, NotImplementedError):
-    """A construct dpjit does not offload (break/return in a prange body, `*=` reductions,
-    last-value assignments, ...); the message names it at its file:line."""
+    """A construct dpjit does not offload (break/return in a prange body, `//=` reductions,
+    a conditional assignment of a variable read after the loop, ...); the message names it at
+    its file:line."""
 
     __module__ = "kapi"
 
@@ -170,6 +174,13 @@ class _Loop:
         self.red_kinds: dict[str, str] = {}
         self.red_stmts: dict = {}  # id(statement) -> _Reduction
         self.red_divides: set[str] = set()  # reductions with a `/=`: float accumulators only
+        self.lasts: list[str] = []  # body variables the host reads: they leave a last value
+        self.last_targets: list[str] = []  # loop variables the host reads
+
+    @property
+    def ndrange(self) -> bool:
+        """Whether the loop runs as the nd-range kernel (reductions, last values)."""
+        return bool(self.reductions or self.lasts)
 
 
 def _collect_nest(outer: ast.For, resolver: _Resolver, filename: str) -> _Loop:
@@ -320,12 +331,99 @@ def _as_reduction(n, host_locals, resolver) -> _Reduction | None:
     return None
 
 
-def _analyse(loop: _Loop, host_locals: set[str], shared: set[str], filename: str, resolver) -> None:
+def _first_assignment(body, name):
+    """The body's top-level `name = ...` that runs, in every iteration, before anything else
+    mentions `name` (no `continue` of the prange loop before it), or None."""
+    for s in body:
+        if (
+            isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name)
+            and s.targets[0].id == name
+            and not _mentions(s.value, name)
+        ):
+            return s
+        if _mentions(s, name) or any(isinstance(n, ast.Continue) for n in _outer_jumps([s])):
+            return None
+    return None
+
+
+def _check_privates(loop, other, host_locals, host_loads, fixed, filename):
+    """Variables the body assigns that the host also uses: private to each iteration when
+    the host does not read them, else they leave the last iteration's value (loop.lasts)."""
+    stores = [n for n in other if not isinstance(n.ctx, ast.Load)]
+    loads = {n.id for n in other if isinstance(n.ctx, ast.Load)}
+    for n in stores:
+        if n.id in fixed:
+            raise UnsupportedPrangeError(
+                f"{_where(filename, n)}: dpjit: the prange loop body assigns `{n.id}`, a "
+                f"global, nonlocal or closure variable of the function; use an array element "
+                f"or a reduction"
+            )
+    for name in sorted(_bindings(loop.body) & (host_locals | host_loads)):
+        raise UnsupportedPrangeError(
+            f"{_where(filename, loop.loops[0])}: dpjit: the prange loop body binds `{name}` "
+            f"(def, class, import or except ... as), which the function also uses outside it"
+        )
+    lasts = []
+    for name in sorted({n.id for n in stores} & (host_locals | host_loads)):
+        first_store = min((n for n in stores if n.id == name), key=lambda n: n.lineno)
+        where = _where(filename, first_store)
+        first = _first_assignment(loop.body, name)
+        if name not in host_loads:
+            if name in loads and first is None:
+                raise UnsupportedPrangeError(
+                    f"{where}: dpjit: the prange loop body may read `{name}` before assigning "
+                    f"it, so it would see the value from before the loop or from another "
+                    f"iteration; assign it first (`{name} = ...` at the top of the body) to "
+                    f"make it private"
+                )
+            continue  # private to each iteration
+        if first is None:
+            raise UnsupportedPrangeError(
+                f"{where}: dpjit: `{name}` is read after the prange loop, so it takes the last "
+                f"iteration's value; that needs an unconditional `{name} = ...` at the top "
+                f"of the body, before any `continue` (here it is assigned conditionally or "
+                f"read first)"
+            )
+        bad = [n for n in stores if n.id == name and not _plain_store(loop.body, n)]
+        if bad:
+            raise UnsupportedPrangeError(
+                f"{_where(filename, bad[0])}: dpjit: `{name}` leaves a last value; the body "
+                f"may assign it only with `{name} = ...` or `{name} op= ...`"
+            )
+        if name not in host_locals:
+            raise UnsupportedPrangeError(
+                f"{where}: dpjit: `{name}` is read after the prange loop but has no value "
+                f"before it; give it one (its type is that value's)"
+            )
+        lasts.append(name)
+    loop.lasts = lasts
+
+
+def _plain_store(body, target) -> bool:
+    for n in _walk_scope(body):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and n.targets[0] is target:
+            return True
+        if isinstance(n, ast.AugAssign) and n.target is target:
+            return True
+    return False
+
+
+def _analyse(
+    loop: _Loop,
+    host_locals: set[str],
+    host_loads: set[str],
+    fixed: set[str],
+    filename: str,
+    resolver,
+) -> None:
     """Free variables (host locals the body reads) and reductions; rejects the rest."""
     reds: dict[str, list[tuple[ast.stmt, _Reduction]]] = {}
     for n in _walk_scope(loop.body):
         red = _as_reduction(n, host_locals, resolver)
-        if red is not None:
+        # a variable each iteration assigns first is the iteration's own, not a reduction
+        if red is not None and _first_assignment(loop.body, red.name) is None:
             reds.setdefault(red.name, []).append((n, red))
     own = {id(x) for rs in reds.values() for _, r in rs for x in r.selfref}
     other = [n for n in _walk_scope(loop.body) if isinstance(n, ast.Name) and id(n) not in own]
@@ -355,13 +453,7 @@ def _analyse(loop: _Loop, host_locals: set[str], shared: set[str], filename: str
                 f"prange loop (line {stmts[0][0].lineno}) and may not be otherwise read or "
                 f"assigned in its body"
             )
-    for n in other:
-        if not isinstance(n.ctx, ast.Load) and n.id in shared:
-            raise UnsupportedPrangeError(
-                f"{_where(filename, n)}: dpjit: the prange loop body assigns `{n.id}`, which the "
-                f"function also uses outside the loop; values assigned in a prange body stay "
-                f"in the loop (no last-value semantics), use an array element or a reduction"
-            )
+    _check_privates(loop, other, host_locals, host_loads, fixed, filename)
     targets = set(loop.targets)
     loop.free = sorted((loads & host_locals) - stores - targets)
     loop.reductions = sorted(reds)
@@ -399,9 +491,37 @@ class _BodyRewriter(ast.NodeTransformer):
     (kept in the reduction variable's own name, in the accumulator's dtype); inner pranges
     become range."""
 
-    def __init__(self, red_stmts, resolver):
+    def __init__(self, red_stmts, resolver, lasts=()):
         self.red_stmts = red_stmts
         self.resolver = resolver
+        self.lasts = set(lasts)
+
+    def _keep_type(self, node):
+        """`v = x` / `v op= x` of a last-value variable, converted to v's dtype (the type of
+        its value before the loop) so the kernel variable keeps one type."""
+        name = node.targets[0].id if isinstance(node, ast.Assign) else node.target.id
+        value = self.visit(node.value)
+        if isinstance(node, ast.AugAssign):
+            value = ast.BinOp(left=_name(name), op=node.op, right=value)
+        conv = ast.Attribute(
+            value=ast.Attribute(value=_name(_last(name)), attr="dtype", ctx=ast.Load()),
+            attr="type",
+            ctx=ast.Load(),
+        )
+        new = ast.Assign(
+            targets=[_name(name, ast.Store())],
+            value=ast.Call(func=conv, args=[value], keywords=[]),
+        )
+        return ast.copy_location(new, node)
+
+    def _is_last(self, node):
+        if isinstance(node, ast.AugAssign):
+            return isinstance(node.target, ast.Name) and node.target.id in self.lasts
+        return (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in self.lasts
+        )
 
     def _reduce(self, node):
         red = self.red_stmts[id(node)]
@@ -424,11 +544,15 @@ class _BodyRewriter(ast.NodeTransformer):
     def visit_AugAssign(self, node):
         if id(node) in self.red_stmts:
             return self._reduce(node)
+        if self._is_last(node):
+            return self._keep_type(node)
         return self.generic_visit(node)
 
     def visit_Assign(self, node):
         if id(node) in self.red_stmts:
             return self._reduce(node)
+        if self._is_last(node):
+            return self._keep_type(node)
         return self.generic_visit(node)
 
     def visit_For(self, node):
@@ -444,7 +568,7 @@ class _BodyRewriter(ast.NodeTransformer):
 
 
 def _kernel_params(loop: _Loop) -> list[str]:
-    if loop.reductions:
+    if loop.ndrange:
         return _reduction_params(loop)
     bounds = []
     for d in range(len(loop.loops)):
@@ -454,7 +578,7 @@ def _kernel_params(loop: _Loop) -> list[str]:
 
 def _kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.FunctionDef:
     first = loop.loops[0]
-    if loop.reductions:
+    if loop.ndrange:
         return _reduction_kernel_def(loop, kname, resolver)
     ndim = len(loop.loops)
     prologue = []
@@ -498,6 +622,10 @@ def _part(name: str) -> str:
     return f"__kapi_part_{name}"
 
 
+def _last(name: str) -> str:
+    return f"__kapi_last_{name}"
+
+
 def _reduction_params(loop: _Loop) -> list[str]:
     n = len(loop.loops)
     return [
@@ -505,6 +633,8 @@ def _reduction_params(loop: _Loop) -> list[str]:
         *loop.free,
         *[_part(r) for r in loop.reductions],
         *[f"__kapi_init_{r}" for r in loop.reductions],
+        *[_last(v) for v in loop.lasts],
+        *[f"__kapi_init_{v}" for v in loop.lasts],
         "__kapi_total",
         *[f"__kapi_count{d}" for d in range(n)],
         *[f"__kapi_{w}{d}" for d in range(n) for w in ("start", "step")],
@@ -528,10 +658,14 @@ def _reduction_kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.F
     iteration space (innermost loop fastest) into private accumulators (the reduction
     variables, starting at the operator's identity), then each work-group combines them with
     reduce_over_group and its first work-item writes the group's partial result; the host
-    combines the partials and the variable's value before the loop."""
+    combines the partials and the variable's value before the loop. A last-value variable is
+    written by the work-item that ran the last iteration (the highest linear index, the last
+    of its stride)."""
     first = loop.loops[0]
     n = len(loop.loops)
-    init = _located("".join(f"{r} = __kapi_init_{r}\n" for r in loop.reductions), first)
+    init = _located(
+        "".join(f"{r} = __kapi_init_{r}\n" for r in [*loop.reductions, *loop.lasts]), first
+    )
     index = ["__kapi_rest = __kapi_lin\n"]
     for d in range(n - 1, -1, -1):
         target = loop.loops[d].target.id
@@ -542,7 +676,7 @@ def _reduction_kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.F
             )
         else:
             index.append(f"{target} = __kapi_start0 + __kapi_rest * __kapi_step0\n")
-    rewriter = _BodyRewriter(loop.red_stmts, resolver)
+    rewriter = _BodyRewriter(loop.red_stmts, resolver, loop.lasts)
     body = [rewriter.visit(s) for s in loop.body]
     (stride,) = _located(
         f"for __kapi_lin in range({_ITEM}.get_global_id(0), __kapi_total, "
@@ -551,11 +685,17 @@ def _reduction_kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.F
     )
     stride.body = _located("".join(index), first) + body
     combine = [f"__kapi_group = {_ITEM}.get_group()\n"]
+    if loop.lasts:
+        combine.append(
+            f"if {_ITEM}.get_global_id(0) == (__kapi_total - 1) % {_ITEM}.get_global_range(0):\n"
+        )
+        combine += [f"    {_last(v)}[0] = {v}\n" for v in loop.lasts]
     for r in loop.reductions:
         combine.append(
             f"{r} = {_API}.reduce_over_group(__kapi_group, {r}, {_GOP}.{loop.red_kinds[r]})\n"
         )
-    combine.append(f"if {_ITEM}.get_local_id(0) == 0:\n")
+    if loop.reductions:
+        combine.append(f"if {_ITEM}.get_local_id(0) == 0:\n")
     for r in loop.reductions:
         combine.append(f"    {_part(r)}[__kapi_group.get_group_linear_id()] = {r}\n")
     args = ast.arguments(
@@ -669,24 +809,51 @@ def _identity(kind: str, dt: np.dtype):
     return dt.type(ids.get(kind, 0))
 
 
-def _partials(loop: _Loop, where: str, args, values, ngroups: int):
-    """One array of ngroups partial results per reduction, on the kernel's device."""
+def _allocator(args):
+    """(make(n, dtype), has_fp64): arrays for a kernel's extra outputs on the device its
+    arguments choose (the first kapi array's queue; NumPy arrays: the CPU device, as NumPy
+    host arrays; else the default device)."""
     arrays = [a for a in args if isinstance(a, Array)]
-    numpy_args = any(isinstance(a, np.ndarray) for a in args)
-    queue = arrays[0].sycl_queue if arrays else None
+    if not arrays and any(isinstance(a, np.ndarray) for a in args):
+        return (lambda n, dt: np.empty(n, dt)), True
+    q = arrays[0].sycl_queue if arrays else default_device().default_queue
+    return (lambda n, dt: empty(n, dtype=dt, queue=q)), q.device.has_aspect_fp64
+
+
+def _partials(loop: _Loop, where: str, values, ngroups: int, make, fp64: bool):
+    """One array of ngroups partial results per reduction, and the identities."""
     parts, inits = [], []
     for name, v in zip(loop.reductions, values, strict=True):
         kind = loop.red_kinds[name]
         dt = _acc_dtype(name, kind, v, where, name in loop.red_divides)
-        if queue is None and numpy_args:
-            parts.append(np.empty(ngroups, dt))  # NumPy arrays run on the CPU device
-        else:
-            q = queue if queue is not None else default_device().default_queue
-            if dt == np.float64 and isinstance(v, float) and not q.device.has_aspect_fp64:
-                dt = np.dtype(np.float32)
-            parts.append(empty(ngroups, dtype=dt, queue=q))
+        if dt == np.float64 and isinstance(v, float) and not fp64:
+            dt = np.dtype(np.float32)
+        parts.append(make(ngroups, dt))
         inits.append(_identity(kind, dt))
     return parts, inits
+
+
+def _last_dtype(name: str, value, where: str, fp64: bool) -> np.dtype:
+    if isinstance(value, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(value, int):
+        return np.dtype(np.int64)
+    if isinstance(value, float):
+        return np.dtype(np.float64 if fp64 else np.float32)
+    if isinstance(value, np.generic) and value.dtype.kind in "iufc":
+        return value.dtype
+    raise TypeError(
+        f"{where}: dpjit: `{name}` is read after the prange loop, so the loop leaves its last "
+        f"value, which needs a number before the loop (its type); it holds "
+        f"{type(value).__name__}"
+    )
+
+
+def _last_value(value, arr):
+    x = (arr if isinstance(arr, np.ndarray) else arr.asnumpy())[0]
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        return type(value)(x.item())
+    return value.dtype.type(x)
 
 
 def _combine(kind: str, value, part):
@@ -712,25 +879,40 @@ def _bounds(bounds):
 
 
 def _launcher(kern, loop: _Loop, where: str):
-    def launch(bounds, args, red_values):
+    def launch(bounds, args, red_values, last_values):
+        """(reduction values, last values or None, loop variables' last values): what the
+        host assigns after the loop (None: the loop ran no iteration, the names keep theirs)."""
         counts, starts = _bounds(bounds)
-        if all(counts):
-            # the innermost loop (last in bounds) is dimension 0
-            call_kernel(kern, Range(*reversed(counts)), *args, *starts)
-
-    def launch_reduction(bounds, args, red_values):
-        counts, starts = _bounds(bounds)
+        idx = tuple(
+            starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] if all(counts[: d + 1]) else None
+            for d in range(len(counts))
+        )
         total = math.prod(counts)
         if not total:
-            return red_values
+            return red_values, None, idx
+        if not loop.ndrange:
+            # the innermost loop (last in bounds) is dimension 0
+            call_kernel(kern, Range(*reversed(counts)), *args, *starts)
+            return (), None, idx
+        make, fp64 = _allocator(args)
         ngroups = min(-(-total // _GROUP), _MAX_GROUPS)
-        parts, inits = _partials(loop, where, args, red_values, ngroups)
+        parts, inits = _partials(loop, where, red_values, ngroups, make, fp64)
+        last_dts = [
+            _last_dtype(n, v, where, fp64) for n, v in zip(loop.lasts, last_values, strict=True)
+        ]
+        lasts = [make(1, dt) for dt in last_dts]
+        last_inits = [dt.type(v) for dt, v in zip(last_dts, last_values, strict=True)]
         rng = NdRange((ngroups * _GROUP,), (_GROUP,))
-        call_kernel(kern, rng, *args, *parts, *inits, total, *counts, *starts)
+        call_kernel(kern, rng, *args, *parts, *inits, *lasts, *last_inits, total, *counts, *starts)
         kinds = [loop.red_kinds[r] for r in loop.reductions]
-        return tuple(_combine(k, v, p) for k, v, p in zip(kinds, red_values, parts, strict=True))
+        reds = tuple(_combine(k, v, p) for k, v, p in zip(kinds, red_values, parts, strict=True))
+        return (
+            reds,
+            tuple(_last_value(v, a) for v, a in zip(last_values, lasts, strict=True)),
+            idx,
+        )
 
-    return launch_reduction if loop.reductions else launch
+    return launch
 
 
 # -- the host function -----------------------------------------------------------------------
@@ -761,14 +943,26 @@ def _launch_stmts(k: int, loop: _Loop, node: ast.For) -> list[ast.stmt]:
         elts=[ast.Tuple(elts=list(lp.iter.args), ctx=ast.Load()) for lp in loop.loops],
         ctx=ast.Load(),
     )
-    args = ast.Tuple(elts=[_name(n) for n in loop.free], ctx=ast.Load())
-    reds = ast.Tuple(elts=[_name(n) for n in loop.reductions], ctx=ast.Load())
-    call = ast.Call(func=_name(f"{_LAUNCH}{k}"), args=[bounds, args, reds], keywords=[])
-    if not loop.reductions:
-        return [ast.copy_location(ast.Expr(value=call), node)]
-    # (s, t) = launch(...): the reduction variables' values after the loop
-    targets = ast.Tuple(elts=[_name(n, ast.Store()) for n in loop.reductions], ctx=ast.Store())
-    return [ast.copy_location(ast.Assign(targets=[targets], value=call), node)]
+
+    def names(ns):
+        return ast.Tuple(elts=[_name(n) for n in ns], ctx=ast.Load())
+
+    call = ast.Call(
+        func=_name(f"{_LAUNCH}{k}"),
+        args=[bounds, names(loop.free), names(loop.reductions), names(loop.lasts)],
+        keywords=[],
+    )
+    out = "__kapi_out"
+    stmts = [ast.copy_location(ast.Assign(targets=[_name(out, ast.Store())], value=call), node)]
+    after = []
+    if loop.reductions:
+        after.append(f"({', '.join(loop.reductions)},) = {out}[0]\n")
+    if loop.lasts:
+        after.append(f"if {out}[1] is not None:\n    ({', '.join(loop.lasts)},) = {out}[1]\n")
+    for d, t in enumerate(loop.targets):
+        if t in loop.last_targets:
+            after.append(f"if {out}[2][{d}] is not None:\n    {t} = {out}[2][{d}]\n")
+    return stmts + _located("".join(after), node)
 
 
 class _Replace(ast.NodeTransformer):
@@ -827,8 +1021,8 @@ def _transform(fn):
 
     # what host code (everything but the prange bodies and loop variables) assigns and reads
     skip = set()
-    for node, nest in nests:
-        skip |= {id(s) for s in nest.body} | {id(node.target)}
+    for _, nest in nests:
+        skip |= {id(s) for s in nest.body} | {id(lp.target) for lp in nest.loops}
     host_stores, host_loads = _names(_walk_host(fdef.body, skip))
     for _, nest in nests:  # the inner loops' bounds are evaluated by the host too
         host_loads |= _stores_loads([lp.iter for lp in nest.loops[1:]])[1]
@@ -836,29 +1030,23 @@ def _transform(fn):
     nparams += bool(code.co_flags & inspect.CO_VARARGS)
     nparams += bool(code.co_flags & inspect.CO_VARKEYWORDS)
     host_assigned = (host_stores | set(code.co_varnames[:nparams])) & host_locals
-    # names the body may not assign: host locals, names the host reads (last value), and the
-    # function's nonlocal/global names
-    declared = {
+    # names the body may not assign: the function's nonlocal/global names and closure cells
+    fixed = {
         name
         for n in _walk_scope(fdef.body)
         if isinstance(n, (ast.Global, ast.Nonlocal))
         for name in n.names
     }
-    shared = host_assigned | host_loads | declared | set(code.co_freevars)
-    for node, nest in nests:
-        for t in nest.targets:
-            if t in host_loads and t not in host_assigned:
-                raise UnsupportedPrangeError(
-                    f"{_where(filename, node)}: dpjit: the prange loop variable `{t}` is read "
-                    f"outside the loop; prange loops do not leave a last value"
-                )
+    fixed |= set(code.co_freevars) | set(code.co_cellvars)
+    for _, nest in nests:
+        nest.last_targets = [t for t in nest.targets if t in host_loads]
     cells = dict(zip(code.co_freevars, fn.__closure__ or (), strict=True))
     cells[_API] = types.CellType(_kernel_api())
     cells[_GOP] = types.CellType(_kernel_api().GroupOp)
     replacements = {}
     kernels = []
     for k, (node, nest) in enumerate(nests):
-        _analyse(nest, host_assigned, shared, filename, resolver)
+        _analyse(nest, host_assigned, host_loads, fixed, filename, resolver)
         kname = f"{fn.__name__}__prange{k}"
         kcode = _factory(_kernel_def(nest, kname, resolver), list(cells), filename)
         kfunc = _make_function(kcode, fn, cells)
