@@ -718,8 +718,8 @@ def privates(a, out):
         if t > 10:
             t = 10.0
         out[i] = t
-    t = -1.0
-    return t
+    t = -1.0  # assigned again, not read
+    return c
 
 
 def test_private_variables_vs_numba(dev):
@@ -727,9 +727,14 @@ def test_private_variables_vs_numba(dev):
     out_n = np.zeros_like(a)
     want = _njit(privates)(a, out_n)
     out = kapi.zeros(40, dtype=fp(dev), device=dev)
-    got = dpex.dpjit(privates)(kapi.asarray(a, device=dev), out)
-    assert got == want == -1.0
+    f = dpex.dpjit(privates)
+    got = f(kapi.asarray(a, device=dev), out)
+    assert got == want == 3
     np.testing.assert_array_equal(out.asnumpy(), out_n)
+    # t is the kernel's own variable (not an argument), the loop a plain Range kernel
+    (sig,) = f.kernels[0].signatures
+    arr = f"array({'f64' if dev.has_aspect_fp64 else 'f32'},1,C,global)"
+    assert sig == f"(item(1), {arr}, i64, {arr}, i64, i64)"  # a, c, out, start, step
 
 
 def loop_var_last(a, n):
