@@ -1,6 +1,9 @@
 """@kapi.dpjit: numba-dpex's prange offload. Each `for x in prange(...)` loop of the function is
 outlined into a @kapi.kernel over a Range (nested pranges give 2-D/3-D ranges) and the loop is
 replaced by a launch; the rest of the function stays CPython. Done once, on the first call.
+Loops with reductions or last values run as a 1-D nd-range kernel (a grid-stride loop over
+the linearised nest, a work-group tree per reduction, one partial per group combined on the
+host); the others as a Range kernel, one work-item per iteration.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ import ast
 import builtins
 import functools
 import inspect
+import math
 import sys
 import textwrap
 import types
@@ -16,25 +20,26 @@ import warnings
 
 import numpy as np
 
-from ._array import Array, zeros
+from ._array import Array, empty
 from ._device import default_device
 from ._errors import KapiError
 from ._kernel import kernel as _kernel_decorator
 from ._launch import call_kernel
-from ._ranges import Range
+from ._ranges import NdRange, Range
 
 _MAX_DIMS = 3
 _ITEM = "__kapi_item"
 _API = "__kapi_api"
 _LAUNCH = "__kapi_launch"
-_RESULT = "__kapi_sums"
+_GOP = "__kapi_gop"
 # Options meaning what dpjit always does (numba.jit's nopython/parallel); others are ignored.
 _IMPLIED = {"nopython": True, "parallel": True}
 
 
 class UnsupportedPrangeError(KapiError, NotImplementedError):
-    """A construct dpjit does not offload (break/return in a prange body, `*=` reductions,
-    last-value assignments, ...); the message names it at its file:line."""
+    """A construct dpjit does not offload (break/return in a prange body, `//=` reductions,
+    a conditional assignment of a variable read after the loop, ...); the message names it at
+    its file:line."""
 
     __module__ = "kapi"
 
@@ -81,6 +86,13 @@ class _Resolver:
             base, _ = self._value(node.value)
             return getattr(base, node.attr), node.attr
         raise LookupError("not a name")
+
+    def is_builtin(self, name: str) -> bool:
+        """Whether `name` in the body means the builtin of that name (not a shadowing one)."""
+        try:
+            return self._lookup(name) is getattr(builtins, name)
+        except (LookupError, AttributeError):
+            return False
 
     def is_prange(self, node) -> bool:
         if not isinstance(node, ast.For) or not isinstance(node.iter, ast.Call):
@@ -159,6 +171,16 @@ class _Loop:
         self.targets = [lp.target.id for lp in loops]
         self.free: list[str] = []
         self.reductions: list[str] = []
+        self.red_kinds: dict[str, str] = {}
+        self.red_stmts: dict = {}  # id(statement) -> _Reduction
+        self.red_divides: set[str] = set()  # reductions with a `/=`: float accumulators only
+        self.lasts: list[str] = []  # body variables the host reads: they leave a last value
+        self.last_targets: list[str] = []  # loop variables the host reads
+
+    @property
+    def ndrange(self) -> bool:
+        """Whether the loop runs as the nd-range kernel (reductions, last values)."""
+        return bool(self.reductions or self.lasts)
 
 
 def _collect_nest(outer: ast.For, resolver: _Resolver, filename: str) -> _Loop:
@@ -240,50 +262,206 @@ def _check_body(body, filename: str) -> None:
     visit(body, False)
 
 
-def _analyse(loop: _Loop, host_locals: set[str], shared: set[str], filename: str) -> None:
-    """Free variables (host locals the body reads) and + reductions; rejects the rest."""
-    red_ops: dict[str, list[ast.AugAssign]] = {}
-    other = []
-    for n in _walk_scope(loop.body):
+# Reduction kinds, keyed by the GroupOp name that combines them across work-items.
+_AUG_KINDS = {
+    ast.Add: "ADD",
+    ast.Sub: "ADD",  # s -= x sums the -x: the partials are added to s
+    ast.Mult: "MUL",
+    ast.Div: "MUL",  # s /= x multiplies by 1/x: the partial products multiply s
+    ast.BitAnd: "AND",
+    ast.BitOr: "OR",
+    ast.BitXor: "XOR",
+}
+_COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)
+_SUPPORTED = "`+=`, `-=`, `*=`, `/=`, `&=`, `|=`, `^=`, `s = min(s, x)` and `s = max(s, x)`"
+
+
+class _Reduction:
+    """One reduction statement of a prange body: `name op= value`, `name = name op value` or
+    `name = min/max(name, value)`; kind is the GroupOp name combining the partial results."""
+
+    def __init__(self, name, kind, op, value, selfref):
+        self.name = name
+        self.kind = kind
+        self.op = op  # an ast operator, or "min"/"max"
+        self.value = value
+        self.selfref = selfref  # the Name node(s) of `name` the statement itself uses
+
+
+def _mentions(node, name) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def _as_reduction(n, host_locals, resolver) -> _Reduction | None:
+    """The reduction n states, or None when n is not of a reduction's form."""
+    if isinstance(n, ast.AugAssign):
+        if not isinstance(n.target, ast.Name) or n.target.id not in host_locals:
+            return None
+        kind = _AUG_KINDS.get(type(n.op))
+        return _Reduction(n.target.id, kind, n.op, n.value, [n.target])
+    if not (
+        isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and n.targets[0].id in host_locals
+    ):
+        return None
+    name, v = n.targets[0].id, n.value
+    if isinstance(v, ast.BinOp) and type(v.op) in _AUG_KINDS:
+        for mine, other in ((v.left, v.right), (v.right, v.left)):
+            if mine is v.right and not isinstance(v.op, _COMMUTATIVE):
+                break
+            if isinstance(mine, ast.Name) and mine.id == name and not _mentions(other, name):
+                kind = _AUG_KINDS[type(v.op)]
+                return _Reduction(name, kind, v.op, other, [n.targets[0], mine])
+        return None
+    if (
+        isinstance(v, ast.Call)
+        and isinstance(v.func, ast.Name)
+        and v.func.id in ("min", "max")
+        and len(v.args) == 2
+        and not v.keywords
+        and resolver.is_builtin(v.func.id)
+    ):
+        for mine, other in ((v.args[0], v.args[1]), (v.args[1], v.args[0])):
+            if isinstance(mine, ast.Name) and mine.id == name and not _mentions(other, name):
+                red = _Reduction(name, v.func.id.upper(), v.func.id, other, [n.targets[0], mine])
+                red.selfref.append(v.func)
+                return red
+    return None
+
+
+def _first_assignment(body, name):
+    """The body's top-level `name = ...` that runs, in every iteration, before anything else
+    mentions `name` (no `continue` of the prange loop before it), or None."""
+    for s in body:
         if (
-            isinstance(n, ast.AugAssign)
-            and isinstance(n.target, ast.Name)
-            and n.target.id in host_locals
+            isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name)
+            and s.targets[0].id == name
+            and not _mentions(s.value, name)
         ):
-            red_ops.setdefault(n.target.id, []).append(n)
-    red_targets = {id(s.target) for ss in red_ops.values() for s in ss}
+            return s
+        if _mentions(s, name) or any(isinstance(n, ast.Continue) for n in _outer_jumps([s])):
+            return None
+    return None
+
+
+def _check_privates(loop, other, host_locals, host_loads, fixed, filename):
+    """Variables the body assigns that the host also uses: private to each iteration when
+    the host does not read them, else they leave the last iteration's value (loop.lasts)."""
+    stores = [n for n in other if not isinstance(n.ctx, ast.Load)]
+    loads = {n.id for n in other if isinstance(n.ctx, ast.Load)}
+    for n in stores:
+        if n.id in fixed:
+            raise UnsupportedPrangeError(
+                f"{_where(filename, n)}: dpjit: the prange loop body assigns `{n.id}`, a "
+                f"global, nonlocal or closure variable of the function; use an array element "
+                f"or a reduction"
+            )
+    for name in sorted(_bindings(loop.body) & (host_locals | host_loads)):
+        raise UnsupportedPrangeError(
+            f"{_where(filename, loop.loops[0])}: dpjit: the prange loop body binds `{name}` "
+            f"(def, class, import or except ... as), which the function also uses outside it"
+        )
+    lasts = []
+    for name in sorted({n.id for n in stores} & (host_locals | host_loads)):
+        first_store = min((n for n in stores if n.id == name), key=lambda n: n.lineno)
+        where = _where(filename, first_store)
+        first = _first_assignment(loop.body, name)
+        if name not in host_loads:
+            if name in loads and first is None:
+                raise UnsupportedPrangeError(
+                    f"{where}: dpjit: the prange loop body may read `{name}` before assigning "
+                    f"it, so it would see the value from before the loop or from another "
+                    f"iteration; assign it first (`{name} = ...` at the top of the body) to "
+                    f"make it private"
+                )
+            continue  # private to each iteration
+        if first is None:
+            raise UnsupportedPrangeError(
+                f"{where}: dpjit: `{name}` is read after the prange loop, so it takes the last "
+                f"iteration's value; that needs an unconditional `{name} = ...` at the top "
+                f"of the body, before any `continue` (here it is assigned conditionally or "
+                f"read first)"
+            )
+        bad = [n for n in stores if n.id == name and not _plain_store(loop.body, n)]
+        if bad:
+            raise UnsupportedPrangeError(
+                f"{_where(filename, bad[0])}: dpjit: `{name}` leaves a last value; the body "
+                f"may assign it only with `{name} = ...` or `{name} op= ...`"
+            )
+        if name not in host_locals:
+            raise UnsupportedPrangeError(
+                f"{where}: dpjit: `{name}` is read after the prange loop but has no value "
+                f"before it; give it one (its type is that value's)"
+            )
+        lasts.append(name)
+    loop.lasts = lasts
+
+
+def _plain_store(body, target) -> bool:
+    for n in _walk_scope(body):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and n.targets[0] is target:
+            return True
+        if isinstance(n, ast.AugAssign) and n.target is target:
+            return True
+    return False
+
+
+def _analyse(
+    loop: _Loop,
+    host_locals: set[str],
+    host_loads: set[str],
+    fixed: set[str],
+    filename: str,
+    resolver,
+) -> None:
+    """Free variables (host locals the body reads) and reductions; rejects the rest."""
+    reds: dict[str, list[tuple[ast.stmt, _Reduction]]] = {}
     for n in _walk_scope(loop.body):
-        if isinstance(n, ast.Name) and id(n) not in red_targets:
-            other.append(n)
+        red = _as_reduction(n, host_locals, resolver)
+        # a variable each iteration assigns first is the iteration's own, not a reduction
+        if red is not None and _first_assignment(loop.body, red.name) is None:
+            reds.setdefault(red.name, []).append((n, red))
+    own = {id(x) for rs in reds.values() for _, r in rs for x in r.selfref}
+    other = [n for n in _walk_scope(loop.body) if isinstance(n, ast.Name) and id(n) not in own]
     stores = {n.id for n in other if not isinstance(n.ctx, ast.Load)}
     stores |= _bindings(loop.body)
     loads = {n.id for n in other if isinstance(n.ctx, ast.Load)}
-    for name, stmts in red_ops.items():
-        for s in stmts:
-            if not isinstance(s.op, (ast.Add, ast.Sub)):
+    for name, stmts in reds.items():
+        stmts.sort(key=lambda sr: (sr[0].lineno, sr[0].col_offset))
+        for s, r in stmts:
+            if r.kind is None:
                 raise UnsupportedPrangeError(
                     f"{_where(filename, s)}: dpjit: the reduction `{name} "
-                    f"{_OPS.get(type(s.op), '?')}= ...` is not supported; kapi offloads `+=` and "
-                    f"`-=` reductions only (numba-dpex also did `*=` with a tree reduction)"
+                    f"{_OPS.get(type(s.op), '?')}= ...` is not supported; prange reductions are "
+                    f"{_SUPPORTED}"
                 )
+        kinds = {r.kind for _, r in stmts}
+        if len(kinds) > 1:
+            raise UnsupportedPrangeError(
+                f"{_where(filename, stmts[1][0])}: dpjit: `{name}` is reduced with different "
+                f"operators in one prange loop ({', '.join(sorted(kinds))}); a reduction "
+                f"variable takes one operator (`+=` and `-=` count as one, as do `*=` and `/=`)"
+            )
         if name in stores or name in loads:
             first = next(n for n in other if n.id == name)
             raise UnsupportedPrangeError(
-                f"{_where(filename, first)}: dpjit: `{name}` is a reduction variable (`{name} "
-                f"+= ...`) of the prange loop and may not be otherwise read or assigned in "
-                f"its body"
+                f"{_where(filename, first)}: dpjit: `{name}` is a reduction variable of the "
+                f"prange loop (line {stmts[0][0].lineno}) and may not be otherwise read or "
+                f"assigned in its body"
             )
-    for n in other:
-        if not isinstance(n.ctx, ast.Load) and n.id in shared:
-            raise UnsupportedPrangeError(
-                f"{_where(filename, n)}: dpjit: the prange loop body assigns `{n.id}`, which the "
-                f"function also uses outside the loop; values assigned in a prange body stay "
-                f"in the loop (no last-value semantics), use an array element or a `+=` "
-                f"reduction"
-            )
+    _check_privates(loop, other, host_locals, host_loads, fixed, filename)
     targets = set(loop.targets)
     loop.free = sorted((loads & host_locals) - stores - targets)
-    loop.reductions = sorted(red_ops)
+    loop.reductions = sorted(reds)
+    loop.red_kinds = {name: stmts[0][1].kind for name, stmts in reds.items()}
+    loop.red_divides = {
+        name for name, stmts in reds.items() if any(isinstance(r.op, ast.Div) for _, r in stmts)
+    }
+    loop.red_stmts = {id(s): r for rs in reds.values() for s, r in rs}
 
 
 _OPS = {
@@ -309,34 +487,72 @@ def _name(id_, ctx=None):
 
 
 class _BodyRewriter(ast.NodeTransformer):
-    """Inside the kernel: reductions become atomic adds, inner pranges become range."""
+    """Inside the kernel: a reduction statement updates the work-item's private accumulator
+    (kept in the reduction variable's own name, in the accumulator's dtype); inner pranges
+    become range."""
 
-    def __init__(self, reductions, resolver):
-        self.reductions = reductions
+    def __init__(self, red_stmts, resolver, lasts=()):
+        self.red_stmts = red_stmts
         self.resolver = resolver
+        self.lasts = set(lasts)
+
+    def _keep_type(self, node):
+        """`v = x` / `v op= x` of a last-value variable, converted to v's dtype (the type of
+        its value before the loop) so the kernel variable keeps one type."""
+        name = node.targets[0].id if isinstance(node, ast.Assign) else node.target.id
+        value = self.visit(node.value)
+        if isinstance(node, ast.AugAssign):
+            value = ast.BinOp(left=_name(name), op=node.op, right=value)
+        conv = ast.Attribute(
+            value=ast.Attribute(value=_name(_last(name)), attr="dtype", ctx=ast.Load()),
+            attr="type",
+            ctx=ast.Load(),
+        )
+        new = ast.Assign(
+            targets=[_name(name, ast.Store())],
+            value=ast.Call(func=conv, args=[value], keywords=[]),
+        )
+        return ast.copy_location(new, node)
+
+    def _is_last(self, node):
+        if isinstance(node, ast.AugAssign):
+            return isinstance(node.target, ast.Name) and node.target.id in self.lasts
+        return (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in self.lasts
+        )
+
+    def _reduce(self, node):
+        red = self.red_stmts[id(node)]
+        acc, value = _name(red.name), self.visit(red.value)
+        if isinstance(red.op, str):
+            new = ast.Call(func=_name(red.op), args=[acc, value], keywords=[])
+        else:
+            new = ast.BinOp(left=acc, op=red.op, right=value)
+        # converted back to the accumulator's dtype (int32 + int32 is int64 in kernels)
+        conv = ast.Attribute(
+            value=ast.Attribute(value=_name(_part(red.name)), attr="dtype", ctx=ast.Load()),
+            attr="type",
+            ctx=ast.Load(),
+        )
+        new = ast.Call(func=conv, args=[new], keywords=[])
+        return ast.copy_location(
+            ast.Assign(targets=[_name(red.name, ast.Store())], value=new), node
+        )
 
     def visit_AugAssign(self, node):
-        if isinstance(node.target, ast.Name) and node.target.id in self.reductions:
-            acc = _name(node.target.id)
-            ref = ast.Call(
-                func=ast.Attribute(value=_name(_API), attr="AtomicRef", ctx=ast.Load()),
-                args=[acc, ast.Constant(0)],
-                keywords=[],
-            )
-            # the added value converted to the accumulator's dtype, as AtomicRef needs
-            conv = ast.Attribute(
-                value=ast.Attribute(value=_name(node.target.id), attr="dtype", ctx=ast.Load()),
-                attr="type",
-                ctx=ast.Load(),
-            )
-            value = ast.Call(func=conv, args=[self.visit(node.value)], keywords=[])
-            fetch = "fetch_add" if isinstance(node.op, ast.Add) else "fetch_sub"
-            call = ast.Call(
-                func=ast.Attribute(value=ref, attr=fetch, ctx=ast.Load()),
-                args=[value],
-                keywords=[],
-            )
-            return ast.copy_location(ast.Expr(value=call), node)
+        if id(node) in self.red_stmts:
+            return self._reduce(node)
+        if self._is_last(node):
+            return self._keep_type(node)
+        return self.generic_visit(node)
+
+    def visit_Assign(self, node):
+        if id(node) in self.red_stmts:
+            return self._reduce(node)
+        if self._is_last(node):
+            return self._keep_type(node)
         return self.generic_visit(node)
 
     def visit_For(self, node):
@@ -352,6 +568,8 @@ class _BodyRewriter(ast.NodeTransformer):
 
 
 def _kernel_params(loop: _Loop) -> list[str]:
+    if loop.ndrange:
+        return _reduction_params(loop)
     bounds = []
     for d in range(len(loop.loops)):
         bounds += [f"__kapi_start{d}", f"__kapi_step{d}"]
@@ -360,6 +578,8 @@ def _kernel_params(loop: _Loop) -> list[str]:
 
 def _kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.FunctionDef:
     first = loop.loops[0]
+    if loop.ndrange:
+        return _reduction_kernel_def(loop, kname, resolver)
     ndim = len(loop.loops)
     prologue = []
     for k, lp in enumerate(loop.loops):
@@ -376,7 +596,7 @@ def _kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.FunctionDef
         )
         assign = ast.Assign(targets=[_name(lp.target.id, ast.Store())], value=value)
         prologue.append(ast.copy_location(assign, lp))
-    rewriter = _BodyRewriter(set(loop.reductions), resolver)
+    rewriter = _BodyRewriter(loop.red_stmts, resolver)
     body = [rewriter.visit(s) for s in loop.body]
     if any(isinstance(n, ast.Continue) for n in _outer_jumps(body)):
         # `continue` of the prange loop ends the work-item: a one-trip loop gives it a target
@@ -395,6 +615,98 @@ def _kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.FunctionDef
         defaults=[],
     )
     fdef = ast.FunctionDef(name=kname, args=args, body=prologue + body, decorator_list=[])
+    return ast.copy_location(fdef, first)
+
+
+def _part(name: str) -> str:
+    return f"__kapi_part_{name}"
+
+
+def _last(name: str) -> str:
+    return f"__kapi_last_{name}"
+
+
+def _reduction_params(loop: _Loop) -> list[str]:
+    n = len(loop.loops)
+    return [
+        _ITEM,
+        *loop.free,
+        *[_part(r) for r in loop.reductions],
+        *[f"__kapi_init_{r}" for r in loop.reductions],
+        *[_last(v) for v in loop.lasts],
+        *[f"__kapi_init_{v}" for v in loop.lasts],
+        "__kapi_total",
+        *[f"__kapi_count{d}" for d in range(n)],
+        *[f"__kapi_{w}{d}" for d in range(n) for w in ("start", "step")],
+    ]
+
+
+def _located(src: str, where: ast.AST) -> list[ast.stmt]:
+    """Statements parsed from src, every node placed at `where`'s line (the prange header),
+    so errors in generated code point at the loop."""
+    stmts = ast.parse(textwrap.dedent(src)).body
+    for s in stmts:
+        for n in ast.walk(s):
+            if "lineno" in n._attributes:
+                ast.copy_location(n, where)
+                n.end_lineno, n.end_col_offset = where.lineno, where.col_offset
+    return stmts
+
+
+def _reduction_kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.FunctionDef:
+    """A 1-D nd-range kernel: each work-item runs a grid-stride loop over the linearised
+    iteration space (innermost loop fastest) into private accumulators (the reduction
+    variables, starting at the operator's identity), then each work-group combines them with
+    reduce_over_group and its first work-item writes the group's partial result; the host
+    combines the partials and the variable's value before the loop. A last-value variable is
+    written by the work-item that ran the last iteration (the highest linear index, the last
+    of its stride)."""
+    first = loop.loops[0]
+    n = len(loop.loops)
+    init = _located(
+        "".join(f"{r} = __kapi_init_{r}\n" for r in [*loop.reductions, *loop.lasts]), first
+    )
+    index = ["__kapi_rest = __kapi_lin\n"]
+    for d in range(n - 1, -1, -1):
+        target = loop.loops[d].target.id
+        if d:
+            index.append(
+                f"{target} = __kapi_start{d} + (__kapi_rest % __kapi_count{d}) * __kapi_step{d}\n"
+                f"__kapi_rest = __kapi_rest // __kapi_count{d}\n"
+            )
+        else:
+            index.append(f"{target} = __kapi_start0 + __kapi_rest * __kapi_step0\n")
+    rewriter = _BodyRewriter(loop.red_stmts, resolver, loop.lasts)
+    body = [rewriter.visit(s) for s in loop.body]
+    (stride,) = _located(
+        f"for __kapi_lin in range({_ITEM}.get_global_id(0), __kapi_total, "
+        f"{_ITEM}.get_global_range(0)):\n    pass\n",
+        first,
+    )
+    stride.body = _located("".join(index), first) + body
+    combine = [f"__kapi_group = {_ITEM}.get_group()\n"]
+    if loop.lasts:
+        combine.append(
+            f"if {_ITEM}.get_global_id(0) == (__kapi_total - 1) % {_ITEM}.get_global_range(0):\n"
+        )
+        combine += [f"    {_last(v)}[0] = {v}\n" for v in loop.lasts]
+    for r in loop.reductions:
+        combine.append(
+            f"{r} = {_API}.reduce_over_group(__kapi_group, {r}, {_GOP}.{loop.red_kinds[r]})\n"
+        )
+    if loop.reductions:
+        combine.append(f"if {_ITEM}.get_local_id(0) == 0:\n")
+    for r in loop.reductions:
+        combine.append(f"    {_part(r)}[__kapi_group.get_group_linear_id()] = {r}\n")
+    args = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(arg=p) for p in _kernel_params(loop)],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+    )
+    stmts = [*init, stride, *_located("".join(combine), first)]
+    fdef = ast.FunctionDef(name=kname, args=args, body=stmts, decorator_list=[])
     return ast.copy_location(fdef, first)
 
 
@@ -445,57 +757,174 @@ def _make_function(code, fn, cells: dict, name=None, defaults=None, kwdefaults=N
 # -- launching -------------------------------------------------------------------------------
 
 
-def _acc_dtype(name: str, value, where: str) -> np.dtype:
+_GROUP = 256  # work-items per group of a reduction kernel (every driver allows 1024)
+_MAX_GROUPS = 1024  # partial results per reduction; more iterations loop in each work-item
+_UFUNCS = {
+    "ADD": np.add,
+    "MUL": np.multiply,
+    "MIN": np.minimum,
+    "MAX": np.maximum,
+    "AND": np.bitwise_and,
+    "OR": np.bitwise_or,
+    "XOR": np.bitwise_xor,
+}
+
+
+def _acc_dtype(name: str, kind: str, value, where: str, divides=False) -> np.dtype:
+    """The accumulator's dtype: the reduction variable's type before the loop (Python int ->
+    int64, float -> float64, a NumPy scalar -> its dtype)."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{where}: dpjit: reduction variable `{name}` is a bool; use a number")
     if isinstance(value, int):
+        dt = np.dtype(np.int64)
+    elif isinstance(value, float):
+        dt = np.dtype(np.float64)
+    elif isinstance(value, np.generic) and value.dtype.kind in "iuf":
+        dt = value.dtype
+    else:
+        raise TypeError(
+            f"{where}: dpjit: reduction variable `{name}` holds {type(value).__name__}; a "
+            f"prange reduction needs an int, a float or a NumPy integer/float scalar"
+        )
+    if divides and dt.kind != "f":
+        raise TypeError(
+            f"{where}: dpjit: reduction variable `{name}` holds an integer; a `/=` reduction "
+            f"needs a float (start it at a float value)"
+        )
+    if kind in ("AND", "OR", "XOR") and dt.kind == "f":
+        raise TypeError(
+            f"{where}: dpjit: reduction variable `{name}` is a float; `&`, `|` and `^` "
+            f"reductions need an integer"
+        )
+    return dt
+
+
+def _identity(kind: str, dt: np.dtype):
+    """The operator's identity in dtype dt: each work-item's accumulator starts there."""
+    if dt.kind == "f":
+        ids = {"MUL": 1.0, "MIN": np.inf, "MAX": -np.inf}
+    else:
+        info = np.iinfo(dt)
+        ids = {"MUL": 1, "MIN": info.max, "MAX": info.min, "AND": info.max if info.min == 0 else -1}
+    return dt.type(ids.get(kind, 0))
+
+
+def _allocator(args):
+    """(make(n, dtype), has_fp64, max_groups): arrays for a kernel's extra outputs on the
+    device its arguments choose (the first kapi array's queue; NumPy arrays: the CPU device,
+    as NumPy host arrays; else the default device), and how many work-groups to use there."""
+    arrays = [a for a in args if isinstance(a, Array)]
+    if not arrays and any(isinstance(a, np.ndarray) for a in args):
+        return (lambda n, dt: np.empty(n, dt)), True, _cpu_groups(None)
+    q = arrays[0].sycl_queue if arrays else default_device().default_queue
+    dev = q.device
+    groups = _cpu_groups(dev) if dev.is_cpu else _MAX_GROUPS
+    return (lambda n, dt: empty(n, dtype=dt, queue=q)), dev.has_aspect_fp64, groups
+
+
+def _cpu_groups(dev) -> int:
+    # The CPU driver pays per work-group for the group reductions: a few hundred groups per
+    # core-pair balance that against the per-work-item stride loop (measured on 2 cores:
+    # 128-512 groups of 256 best for 2^22 iterations, 2048 twice as slow, 16 four times).
+    if dev is None:
+        from ._device import devices
+
+        dev = next((d for d in devices() if d.is_cpu), None)
+    units = dev.max_compute_units if dev is not None else 1
+    return max(1, min(_MAX_GROUPS, 128 * units))
+
+
+def _partials(loop: _Loop, where: str, values, ngroups: int, make, fp64: bool):
+    """One array of ngroups partial results per reduction, and the identities."""
+    parts, inits = [], []
+    for name, v in zip(loop.reductions, values, strict=True):
+        kind = loop.red_kinds[name]
+        dt = _acc_dtype(name, kind, v, where, name in loop.red_divides)
+        if dt == np.float64 and isinstance(v, float) and not fp64:
+            dt = np.dtype(np.float32)
+        parts.append(make(ngroups, dt))
+        inits.append(_identity(kind, dt))
+    return parts, inits
+
+
+def _last_dtype(name: str, value, where: str, fp64: bool) -> np.dtype:
+    if isinstance(value, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(value, int):
         return np.dtype(np.int64)
     if isinstance(value, float):
-        return np.dtype(np.float64)
-    if isinstance(value, np.generic) and value.dtype.kind in "iuf":
+        return np.dtype(np.float64 if fp64 else np.float32)
+    if isinstance(value, np.generic) and value.dtype.kind in "iufc":
         return value.dtype
     raise TypeError(
-        f"{where}: dpjit: reduction variable `{name}` holds {type(value).__name__}; a `+=` "
-        f"reduction needs an int, a float or a NumPy integer/float scalar"
+        f"{where}: dpjit: `{name}` is read after the prange loop, so the loop leaves its last "
+        f"value, which needs a number before the loop (its type); it holds "
+        f"{type(value).__name__}"
     )
 
 
-def _accumulators(loop: _Loop, where: str, args, values):
-    if not loop.reductions:
-        return []
-    arrays = [a for a in args if isinstance(a, Array)]
-    numpy_args = any(isinstance(a, np.ndarray) for a in args)
-    queue = arrays[0].sycl_queue if arrays else None
-    accs = []
-    for name, v in zip(loop.reductions, values, strict=True):
-        dt = _acc_dtype(name, v, where)
-        if queue is None and numpy_args:
-            accs.append(np.zeros(1, dt))  # NumPy arrays run on the CPU device
-        else:
-            q = queue if queue is not None else default_device().default_queue
-            if dt == np.float64 and isinstance(v, float) and not q.device.has_aspect_fp64:
-                dt = np.dtype(np.float32)
-            accs.append(zeros(1, dtype=dt, queue=q))
-    return accs
+def _last_value(value, arr):
+    x = (arr if isinstance(arr, np.ndarray) else arr.asnumpy())[0]
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        return type(value)(x.item())
+    return value.dtype.type(x)
 
 
-def _fold(value, acc):
-    total = acc[0] if isinstance(acc, np.ndarray) else acc.asnumpy()[0]
-    return total.item() if isinstance(value, (int, float)) else value.dtype.type(total)
+def _combine(kind: str, value, part):
+    """value (the variable before the loop) combined once with the group partials, in the
+    accumulator's dtype; a Python int/float stays one."""
+    host = part if isinstance(part, np.ndarray) else part.asnumpy()
+    ufunc = _UFUNCS[kind]
+    with np.errstate(all="ignore"):  # integers wrap, as in the kernel
+        total = ufunc.reduce(host, dtype=host.dtype)
+        if isinstance(value, (int, float)):
+            out = ufunc(host.dtype.type(value), total, dtype=host.dtype).item()
+            return float(out) if isinstance(value, float) else int(out)
+        return ufunc(value, total, dtype=value.dtype)
+
+
+def _bounds(bounds):
+    counts, starts = [], []
+    for b in bounds:
+        r = range(*b)  # the errors of range: step 0, non-integers
+        counts.append(len(r))
+        starts += [r.start, r.step]
+    return counts, starts
 
 
 def _launcher(kern, loop: _Loop, where: str):
-    def launch(bounds, args, red_values):
-        counts, starts = [], []
-        for b in bounds:
-            r = range(*b)  # the errors of range: step 0, non-integers
-            counts.append(len(r))
-            starts += [r.start, r.step]
-        accs = _accumulators(loop, where, args, red_values)
-        if all(counts):
+    def launch(bounds, args, red_values, last_values):
+        """(reduction values, last values or None, loop variables' last values): what the
+        host assigns after the loop (None: the loop ran no iteration, the names keep theirs)."""
+        counts, starts = _bounds(bounds)
+        idx = tuple(
+            starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] if all(counts[: d + 1]) else None
+            for d in range(len(counts))
+        )
+        total = math.prod(counts)
+        if not total:
+            return red_values, None, idx
+        if not loop.ndrange:
             # the innermost loop (last in bounds) is dimension 0
-            call_kernel(kern, Range(*reversed(counts)), *args, *accs, *starts)
-        return tuple(_fold(v, a) for v, a in zip(red_values, accs, strict=True))
+            call_kernel(kern, Range(*reversed(counts)), *args, *starts)
+            return (), None, idx
+        make, fp64, max_groups = _allocator(args)
+        ngroups = min(-(-total // _GROUP), max_groups)
+        parts, inits = _partials(loop, where, red_values, ngroups, make, fp64)
+        last_dts = [
+            _last_dtype(n, v, where, fp64) for n, v in zip(loop.lasts, last_values, strict=True)
+        ]
+        lasts = [make(1, dt) for dt in last_dts]
+        last_inits = [dt.type(v) for dt, v in zip(last_dts, last_values, strict=True)]
+        rng = NdRange((ngroups * _GROUP,), (_GROUP,))
+        call_kernel(kern, rng, *args, *parts, *inits, *lasts, *last_inits, total, *counts, *starts)
+        kinds = [loop.red_kinds[r] for r in loop.reductions]
+        reds = tuple(_combine(k, v, p) for k, v, p in zip(kinds, red_values, parts, strict=True))
+        return (
+            reds,
+            tuple(_last_value(v, a) for v, a in zip(last_values, lasts, strict=True)),
+            idx,
+        )
 
     return launch
 
@@ -528,17 +957,26 @@ def _launch_stmts(k: int, loop: _Loop, node: ast.For) -> list[ast.stmt]:
         elts=[ast.Tuple(elts=list(lp.iter.args), ctx=ast.Load()) for lp in loop.loops],
         ctx=ast.Load(),
     )
-    args = ast.Tuple(elts=[_name(n) for n in loop.free], ctx=ast.Load())
-    reds = ast.Tuple(elts=[_name(n) for n in loop.reductions], ctx=ast.Load())
-    call = ast.Call(func=_name(f"{_LAUNCH}{k}"), args=[bounds, args, reds], keywords=[])
-    if not loop.reductions:
-        return [ast.copy_location(ast.Expr(value=call), node)]
-    out = [ast.Assign(targets=[_name(_RESULT, ast.Store())], value=call)]
-    for j, name in enumerate(loop.reductions):
-        total = ast.Subscript(value=_name(_RESULT), slice=ast.Constant(j), ctx=ast.Load())
-        add = ast.BinOp(left=_name(name), op=ast.Add(), right=total)
-        out.append(ast.Assign(targets=[_name(name, ast.Store())], value=add))
-    return [ast.copy_location(s, node) for s in out]
+
+    def names(ns):
+        return ast.Tuple(elts=[_name(n) for n in ns], ctx=ast.Load())
+
+    call = ast.Call(
+        func=_name(f"{_LAUNCH}{k}"),
+        args=[bounds, names(loop.free), names(loop.reductions), names(loop.lasts)],
+        keywords=[],
+    )
+    out = "__kapi_out"
+    stmts = [ast.copy_location(ast.Assign(targets=[_name(out, ast.Store())], value=call), node)]
+    after = []
+    if loop.reductions:
+        after.append(f"({', '.join(loop.reductions)},) = {out}[0]\n")
+    if loop.lasts:
+        after.append(f"if {out}[1] is not None:\n    ({', '.join(loop.lasts)},) = {out}[1]\n")
+    for d, t in enumerate(loop.targets):
+        if t in loop.last_targets:
+            after.append(f"if {out}[2][{d}] is not None:\n    {t} = {out}[2][{d}]\n")
+    return stmts + _located("".join(after), node)
 
 
 class _Replace(ast.NodeTransformer):
@@ -597,8 +1035,8 @@ def _transform(fn):
 
     # what host code (everything but the prange bodies and loop variables) assigns and reads
     skip = set()
-    for node, nest in nests:
-        skip |= {id(s) for s in nest.body} | {id(node.target)}
+    for _, nest in nests:
+        skip |= {id(s) for s in nest.body} | {id(lp.target) for lp in nest.loops}
     host_stores, host_loads = _names(_walk_host(fdef.body, skip))
     for _, nest in nests:  # the inner loops' bounds are evaluated by the host too
         host_loads |= _stores_loads([lp.iter for lp in nest.loops[1:]])[1]
@@ -606,28 +1044,23 @@ def _transform(fn):
     nparams += bool(code.co_flags & inspect.CO_VARARGS)
     nparams += bool(code.co_flags & inspect.CO_VARKEYWORDS)
     host_assigned = (host_stores | set(code.co_varnames[:nparams])) & host_locals
-    # names the body may not assign: host locals, names the host reads (last value), and the
-    # function's nonlocal/global names
-    declared = {
+    # names the body may not assign: the function's nonlocal/global names and closure cells
+    fixed = {
         name
         for n in _walk_scope(fdef.body)
         if isinstance(n, (ast.Global, ast.Nonlocal))
         for name in n.names
     }
-    shared = host_assigned | host_loads | declared | set(code.co_freevars)
-    for node, nest in nests:
-        for t in nest.targets:
-            if t in host_loads and t not in host_assigned:
-                raise UnsupportedPrangeError(
-                    f"{_where(filename, node)}: dpjit: the prange loop variable `{t}` is read "
-                    f"outside the loop; prange loops do not leave a last value"
-                )
+    fixed |= set(code.co_freevars) | set(code.co_cellvars)
+    for _, nest in nests:
+        nest.last_targets = [t for t in nest.targets if t in host_loads]
     cells = dict(zip(code.co_freevars, fn.__closure__ or (), strict=True))
     cells[_API] = types.CellType(_kernel_api())
+    cells[_GOP] = types.CellType(_kernel_api().GroupOp)
     replacements = {}
     kernels = []
     for k, (node, nest) in enumerate(nests):
-        _analyse(nest, host_assigned, shared, filename)
+        _analyse(nest, host_assigned, host_loads, fixed, filename, resolver)
         kname = f"{fn.__name__}__prange{k}"
         kcode = _factory(_kernel_def(nest, kname, resolver), list(cells), filename)
         kfunc = _make_function(kcode, fn, cells)

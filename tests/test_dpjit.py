@@ -4,6 +4,7 @@ numba-dpex way (only the imports differ), and the constructs it refuses at their
 import math
 import warnings
 
+import numba
 import numpy as np
 import pytest
 from kapi_testing import devices_or_skip, line_of
@@ -349,33 +350,71 @@ def refused(fn, text, match, *args, cls=kapi.UnsupportedPrangeError):
     return ei.value
 
 
-def test_assigning_a_host_local_is_refused():
-    @dpex.dpjit
-    def last_value(a):
-        x = 0
-        for i in prange(a.shape[0]):
-            x = a[i]
-        return x
-
-    refused(last_value, "x = a[i]", "assigns `x`", kapi.zeros(4))
-
+def test_last_value_rules_are_enforced():
     @dpex.dpjit
     def used_after(a):
         for i in prange(a.shape[0]):
             t = a[i]
         return t
 
-    refused(used_after, "t = a[i]", "assigns `t`", kapi.zeros(4))
+    refused(
+        used_after, "t = a[i]", "`t` is read after the prange loop but has no value", kapi.zeros(4)
+    )
 
-
-def test_loop_variable_and_nonlocal_last_values_are_refused():
     @dpex.dpjit
-    def loop_var_after(a):
+    def conditional(a):
+        t = 0.0
         for i in prange(a.shape[0]):
-            a[i] = 1
-        return i
+            if a[i] > 0:
+                t = a[i]
+        return t
 
-    refused(loop_var_after, "for i in prange", "loop variable `i`", kapi.zeros(4))
+    refused(conditional, "t = a[i]", "needs an unconditional `t = ...`", kapi.zeros(4))
+
+    @dpex.dpjit
+    def skipped(a):
+        t = 0.0
+        for i in prange(a.shape[0]):
+            if i == 2:
+                continue
+            t = a[i]
+        return t
+
+    refused(skipped, "t = a[i]", "before any `continue`", kapi.zeros(4))
+
+    @dpex.dpjit
+    def reads_first(a):
+        t = 1.0
+        for i in prange(a.shape[0]):
+            a[i] = t
+            t = 2.0
+        a[0] = 0
+
+    refused(reads_first, "t = 2.0", "may read `t` before assigning it", kapi.zeros(4))
+
+    @dpex.dpjit
+    def tuple_store(a):
+        t = 1.0
+        for i in prange(a.shape[0]):
+            t = a[i]
+            t, u = a[i], 2
+            a[i] = u
+        return t
+
+    refused(tuple_store, "t, u = a[i], 2", "may assign it only with `t = ...`", kapi.zeros(4))
+
+    @dpex.dpjit
+    def not_a_number(a):
+        t = "x"
+        for i in prange(a.shape[0]):
+            t = a[i]
+        return t
+
+    with pytest.raises(TypeError, match="`t` is read after the prange loop.*holds str"):
+        not_a_number(kapi.zeros(4))
+
+
+def test_nonlocal_assignment_is_refused():
     count = 0
 
     @dpex.dpjit
@@ -384,7 +423,7 @@ def test_loop_variable_and_nonlocal_last_values_are_refused():
         for i in prange(a.shape[0]):
             count = i
 
-    refused(assigns_nonlocal, "count = i", "assigns `count`", kapi.zeros(4))
+    refused(assigns_nonlocal, "count = i", "assigns `count`, a global, nonlocal", kapi.zeros(4))
     assert issubclass(kapi.UnsupportedPrangeError, NotImplementedError)
     assert issubclass(kapi.UnsupportedPrangeError, kapi.KapiError)
 
@@ -439,15 +478,47 @@ def test_break_of_an_inner_loop_is_allowed(dev):
     np.testing.assert_array_equal(out.asnumpy(), [1, -1, 0])
 
 
-def test_product_reduction_is_refused():
+def test_unsupported_reductions_are_refused():
     @dpex.dpjit
-    def prod(a):
+    def floordiv(a):
+        p = 1.0
+        for i in prange(a.shape[0]):
+            p //= a[i]
+        return p
+
+    refused(
+        floordiv, "p //= a[i]", r"`p //= ...` is not supported; prange reductions", kapi.ones(4)
+    )
+
+    @dpex.dpjit
+    def int_quot(a):
+        q = 1
+        for i in prange(a.shape[0]):
+            q /= a[i]
+        return q
+
+    with pytest.raises(TypeError, match=r"`q` holds an integer; a `/=` reduction needs a float"):
+        int_quot(kapi.ones(4))
+
+    @dpex.dpjit
+    def mixed(a):
         p = 1.0
         for i in prange(a.shape[0]):
             p *= a[i]
+            p += 1.0
         return p
 
-    refused(prod, "p *= a[i]", r"`p \*= ...`.*`\+=` and `-=` reductions only", kapi.ones(4))
+    refused(mixed, "p += 1.0", r"different operators.*ADD, MUL", kapi.ones(4))
+
+    @dpex.dpjit
+    def float_and(a):
+        m = 0.0
+        for i in prange(a.shape[0]):
+            m &= a[i]
+        return m
+
+    with pytest.raises(TypeError, match=r"`m` is a float; `&`, `\|` and `\^` reductions"):
+        float_and(kapi.ones(4, dtype=np.int64))
 
 
 def test_reduction_variable_read_in_body_is_refused():
@@ -481,3 +552,265 @@ def test_kernel_compile_error_names_user_line():
     with pytest.raises(kapi.KapiError) as ei:
         bad(kapi.zeros(3, dtype=np.float32))
     assert f"{HERE}:{line_of(bad.py_func, '[1.0][0]')}" in str(ei.value)
+
+
+# -- reductions against Numba's njit(parallel=True) ------------------------------------------
+# Each function is written once with numba.prange and run both by Numba on NumPy arrays and by
+# kapi.dpjit on each device's arrays.
+
+
+def reduce_all(a, b):
+    s = 0.0
+    d = np.float32(100)
+    p = 1.0
+    q = 1e6
+    lo = np.inf
+    hi = -np.inf
+    for i in numba.prange(a.shape[0]):
+        s += a[i] * 2
+        d -= b[i]
+        p *= 1.0 + a[i] * 1e-3
+        q /= 1.0 + b[i] * 1e-4
+        lo = min(lo, a[i])
+        hi = max(a[i] - b[i], hi)
+    return s, d, p, q, lo, hi
+
+
+def reduce_ints(x):
+    s = 5
+    m = 3
+    lo = 1 << 40
+    hi = np.int32(-(1 << 31))
+    for i in numba.prange(x.shape[0]):
+        v = x[i]
+        s += v
+        m = m * ((v % 3) + 1)  # wraps in int64 on both sides
+        lo = min(v, lo)
+        hi = max(hi, v)
+    return s, m, lo, hi
+
+
+def reduce_bits(x):
+    # Numba's parfors have no bitwise reductions: compared with the sequential run
+    band = -1
+    bor = np.uint16(0)
+    bxor = np.int32(7)
+    for i in numba.prange(x.shape[0]):
+        band &= x[i] | 1024
+        bor |= np.uint16(x[i])
+        bxor ^= np.int32(x[i] * 7)
+    return band, bor, bxor
+
+
+def reduce_2d(a):
+    s = 0.0
+    hi = -1.0
+    for i in numba.prange(a.shape[0]):
+        for j in numba.prange(a.shape[1]):
+            if a[i, j] < 0.1:
+                continue
+            s = s + a[i, j] * (i + 1)
+            hi = max(hi, a[i, j] * j)
+    return s, hi
+
+
+def reduce_span(a, start, stop):
+    s = 0
+    for i in numba.prange(start, stop):
+        s += a[i] * i
+    return s
+
+
+def reduce_strided(a, start, stop):
+    # Numba's prange takes step 1 only: compared with the sequential run
+    t = 0
+    for i in numba.prange(stop - 1, start - 1, -3):
+        t = max(t, a[i] * 1000 + i)
+    return t
+
+
+def _njit(fn):
+    return numba.njit(parallel=True)(fn)
+
+
+def _both(fn, host_args, dev):
+    want = _njit(fn)(*host_args)
+    args = [kapi.asarray(a, device=dev) if isinstance(a, np.ndarray) else a for a in host_args]
+    return want, dpex.dpjit(fn)(*args)
+
+
+def test_reductions_every_operator_floats_vs_numba(dev):
+    rng = np.random.default_rng(11)
+    n = 100_003  # several groups and a grid-stride loop over them, a ragged last group
+    a = rng.integers(-50, 50, n).astype(fp(dev))  # integer values: sums are exact in any order
+    b = rng.integers(0, 9, n).astype(np.float32)
+    want, got = _both(reduce_all, (a, b), dev)
+    assert type(got[0]) is float and got[0] == want[0]
+    assert isinstance(got[1], np.float32) and got[1] == want[1]
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-9 if dev.has_aspect_fp64 else 1e-4)
+    np.testing.assert_allclose(got[3], want[3], rtol=1e-9 if dev.has_aspect_fp64 else 1e-4)
+    assert got[4:] == want[4:]
+
+
+def test_reductions_ints_vs_numba(dev):
+    x = np.random.default_rng(12).integers(0, 60000, 50_000).astype(np.int64)
+    want, got = _both(reduce_ints, (x,), dev)
+    assert [type(g) for g in got] == [int, int, int, np.int32]
+    assert [int(g) for g in got] == [int(w) for w in want]
+
+
+def test_bitwise_reductions_vs_sequential(dev):
+    x = np.random.default_rng(14).integers(0, 60000, 30_000).astype(np.int64)
+    want = reduce_bits(x)  # outside a jit, numba.prange is range: the sequential loop
+    got = dpex.dpjit(reduce_bits)(kapi.asarray(x, device=dev))
+    assert [type(g) for g in got] == [int, np.uint16, np.int32]
+    assert [int(g) for g in got] == [int(w) for w in want]
+    assert got[0] != -1 and got[1] != 0  # the values do combine
+
+
+def test_reduction_2d_nest_continue_and_assign_form_vs_numba(dev):
+    a = np.random.default_rng(13).random((37, 300)).astype(fp(dev))
+    want, got = _both(reduce_2d, (a,), dev)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    assert got[1] == want[1]
+    assert got[1] != -1.0  # the loop did reduce
+
+
+@pytest.mark.parametrize("bounds", [(0, 1000), (17, 996), (4, 4)])
+def test_reduction_bounds_and_empty_vs_numba(dev, bounds):
+    a = np.arange(1000, dtype=np.int32)
+    want, got = _both(reduce_span, (a, *bounds), dev)
+    assert got == want
+    got = dpex.dpjit(reduce_strided)(kapi.asarray(a, device=dev), *bounds)
+    assert got == reduce_strided(a, *bounds)
+
+
+def test_reduction_is_a_group_tree_not_atomics(dev):
+    @dpex.dpjit
+    def three(a, b):
+        s, c, m = 0.0, 0, np.int32(0)
+        for i in prange(a.shape[0]):
+            s += a[i]
+            c += 1
+            m = max(m, b[i])
+        return s, c, m
+
+    n = 3000
+    got = three(
+        kapi.ones(n, dtype=fp(dev), device=dev),
+        kapi.asarray(np.arange(n, dtype=np.int32), device=dev),
+    )
+    assert got == (float(n), n, n - 1)
+    ((sig, kir),) = three.kernels[0].inspect_kir().items()
+    assert sig.startswith("(nditem(1)")  # an nd-range: work-groups combine the values
+    assert "group_reduce i64 add work_group" in kir and "group_reduce i32 max work_group" in kir
+    assert "atomic" not in kir
+
+
+# -- private variables and last values ----------------------------------------------------------
+
+
+def privates(a, out):
+    t = 0.5  # assigned in the body too, never read after the loop: private to each iteration
+    c = 3
+    for i in numba.prange(a.shape[0]):
+        t = a[i] * c
+        if t > 10:
+            t = 10.0
+        out[i] = t
+    t = -1.0  # assigned again, not read
+    return c
+
+
+def test_private_variables_vs_numba(dev):
+    a = np.arange(40, dtype=fp(dev)) * 0.75
+    out_n = np.zeros_like(a)
+    want = _njit(privates)(a, out_n)
+    out = kapi.zeros(40, dtype=fp(dev), device=dev)
+    f = dpex.dpjit(privates)
+    got = f(kapi.asarray(a, device=dev), out)
+    assert got == want == 3
+    np.testing.assert_array_equal(out.asnumpy(), out_n)
+    # t is the kernel's own variable (not an argument), the loop a plain Range kernel
+    (sig,) = f.kernels[0].signatures
+    arr = f"array({'f64' if dev.has_aspect_fp64 else 'f32'},1,C,global)"
+    assert sig == f"(item(1), {arr}, i64, {arr}, i64, i64)"  # a, c, out, start, step
+
+
+def loop_var_last(a, n):
+    for i in numba.prange(n):
+        a[i] = 1
+    return i  # noqa: B023
+
+
+def test_loop_variable_last_value_vs_sequential(dev):
+    # Numba leaves the index of whichever iteration a thread ran last (3 or 6 here, with a
+    # NumbaParallelSafetyWarning); kapi leaves Python's: the last index, one of Numba's answers
+    want = loop_var_last(np.zeros(10, np.int64), 7)
+    got = dpex.dpjit(loop_var_last)(kapi.zeros(10, dtype=np.int64, device=dev), 7)
+    assert got == want == 6
+
+    @dpex.dpjit
+    def nest(a, n, m, i):
+        for i in prange(n):
+            for j in prange(2, m, 3):
+                a[i, j] = 1
+        return i, j
+
+    b = kapi.zeros((4, 9), dtype=np.int32, device=dev)
+    assert nest(b, 4, 9, -5) == (3, 8)
+    with pytest.raises(UnboundLocalError):  # as in Python: no iteration, j is never bound
+        nest(b, 4, 2, -5)
+    with pytest.raises(UnboundLocalError):
+        nest(b, 0, 9, -5)
+
+
+def last_values(a, b):
+    x = 0.0
+    k = np.int32(-1)
+    s = 0.0
+    for i in numba.prange(a.shape[0]):
+        x = a[i] * 2
+        k = np.int32(i)
+        k += 1
+        s += a[i]
+        if x > 5:
+            x = x + b[i]
+        b[i] = x
+    return x, k, s
+
+
+def test_last_values_with_reductions_vs_sequential(dev):
+    # Numba leaves the value of some iteration (NumbaParallelSafetyWarning, its choice varies
+    # with the threads); kapi leaves the sequentially last one, one of Numba's answers
+    n = 70_001
+    a = np.linspace(0, 9, n).astype(fp(dev))
+    hb = np.zeros(n, fp(dev))
+    want = last_values(a, hb.copy())  # numba.prange is range outside a jit
+    got = dpex.dpjit(last_values)(kapi.asarray(a, device=dev), kapi.asarray(hb, device=dev))
+    assert type(got[0]) is float and isinstance(got[1], np.int32)
+    assert got[:2] == want[:2] and got[1] == n
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-5)
+    empty = kapi.empty(0, dtype=fp(dev), device=dev)
+    assert dpex.dpjit(last_values)(empty, empty) == (0.0, -1, 0.0)  # values from before
+
+
+@pytest.mark.parametrize("which", ["reduce_all", "reduce_bits", "last_values"])
+def test_reduction_kernel_finalises_for_cuda(which):
+    # the CUDA driver's PTX of a reduction / last-value kernel (needs no GPU): a barrier tree,
+    # no atomics
+    from nvptx_util import finalise
+
+    fn = globals()[which]
+    a = np.arange(500, dtype=np.float64)
+    args = (a.astype(np.int64),) if which == "reduce_bits" else (a, a.astype(np.float32))
+    if which == "last_values":
+        args = (a, a.copy())
+    f = dpex.dpjit(fn)
+    f(*args)  # NumPy arrays: compiled and run on the CPU device
+    (k,) = f.kernels
+    (sig,) = k.signatures
+    ptx, table = finalise(k.inspect_spirv(sig), [k.__name__])
+    assert k.__name__ in table
+    assert "bar.sync" in ptx or "barrier.sync" in ptx
+    assert "atom." not in ptx
