@@ -75,8 +75,15 @@ def _unlit(ty):
 class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitter):
     """Emits one typed function (kernel or device function) into a FunctionBuilder."""
 
-    def __init__(self, tf, module, kind, name, index=None, views=None):
+    def __init__(self, tf, module, kind, name, index=None, views=None, signed_vars=()):
         self.tf = tf
+        # Variables assigned in several places live in slots; an integer one is taken as
+        # non-negative (indexing with it needs no wraparound) unless named here. Every store
+        # checks the assumption and records a violation in `new_signed`; the module emitter
+        # then emits the function again with those names (an optimistic fixpoint, so loop
+        # counters such as `stride //= 2` keep the sign their first value had).
+        self.signed_vars = frozenset(signed_vars)
+        self.new_signed = set()
         self.views = views  # per parameter: None, or (base KArray, prefix length) for a view
         self.module = module  # the ModuleEmitter: device functions and their names
         self.typemap = tf.typemap
@@ -299,7 +306,9 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
         kty = kir_scalar(ty)
         if kty is not None:
             ref = self.b.slot(name, kty)
-            return V.Scalar(self.b.op(f"load_var {kty} {ref}", self.line), _unlit(ty))
+            ty = _unlit(ty)
+            nonneg = isinstance(ty, types.Integer) and name not in self.signed_vars
+            return V.Scalar(self.b.op(f"load_var {kty} {ref}", self.line), ty, nonneg)
         if isinstance(ty, types.BaseTuple):
             return V.Tuple([self._load_slots(f"{name}.{i}", t) for i, t in enumerate(ty)])
         if is_complex(ty):
@@ -328,7 +337,11 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
         kty = kir_scalar(ty)
         if kty is not None:
             ref = self.b.slot(name, kty)
-            self.b.emit(f"store_var {ref} {self.scalar(val, ty)}", self.line)
+            val = self.convert(val, ty)
+            if isinstance(_unlit(ty), types.Integer) and name not in self.signed_vars:
+                if not _nonneg(val):
+                    self.new_signed.add(name)
+            self.b.emit(f"store_var {ref} {self.scalar(val)}", self.line)
         elif isinstance(ty, types.BaseTuple) and isinstance(val, V.Tuple):
             for i, (t, item) in enumerate(zip(ty, val.items, strict=True)):
                 self._store_slots(f"{name}.{i}", t, item)
@@ -500,7 +513,7 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
         a, b = self.scalar(lhs, ret), self.scalar(rhs, ret)
         if kop == "div" and not isinstance(ret, types.Float):
             raise self.unsupported("operator", f"true division giving {ret}")
-        nonneg = kop in ("add", "mul") and _nonneg(lhs) and _nonneg(rhs)
+        nonneg = _nonneg_result(kop, lhs, rhs)
         return V.Scalar(self.b.op(f"{kop} {self.kty(ret)} {a} {b}", self.line), ret, nonneg)
 
     def _unify(self, a, b):
@@ -777,6 +790,17 @@ def _result_items(restype):
     if is_complex(restype):
         return (restype.underlying_float,) * 2
     return tuple(restype)
+
+
+def _nonneg_result(kop, lhs, rhs):
+    """Whether integer `lhs kop rhs` is known >= 0 (Python's floor division and modulo)."""
+    if kop in ("add", "mul", "floordiv", "shr", "or", "max", "min"):
+        return _nonneg(lhs) and _nonneg(rhs)
+    if kop == "and":
+        return _nonneg(lhs) or _nonneg(rhs)
+    if kop == "mod":  # takes the sign of the divisor
+        return _nonneg(rhs)
+    return False
 
 
 def _nonneg(val):

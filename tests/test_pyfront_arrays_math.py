@@ -167,6 +167,42 @@ def test_counting_up_loops_index_without_wraparound():
     assert len(find(t, r"= wrapidx i64 %a 0 ")) == 1  # only the counting-down loop
 
 
+def test_reassigned_variables_keep_a_known_sign_through_loops():
+    # a tree reduction's stride: every value stored into it is >= 0, so `lid + stride`
+    # indexes without wraparound, however many times the loop halves it
+    def k(nditem, a):
+        lid = nditem.get_local_id(0)
+        stride = nditem.get_local_range(0) // 2
+        while stride > 0:
+            if lid < stride:
+                a[lid] += a[lid + stride]
+            stride //= 2
+        d = 1
+        while d < 64:
+            a[lid * d % 7] = 0
+            d *= 2
+
+    t = kir(k, ["array(f32,1,C,global)"], index=("nditem", 1))
+    assert not find(t, "wrapidx")
+
+
+def test_reassigned_variables_of_unknown_sign_still_wrap():
+    # the loop's `a[j]` is emitted before the store of a difference into `j`: the function is
+    # emitted again with `j` signed, so that index wraps too
+    def k(item, a, n):
+        j = item.get_id(0)
+        for _ in range(3):
+            a[j] = 1
+            j = j - n
+        m = 0
+        while m < n:
+            a[m] = 3
+            m += item.get_id(0) - 1
+
+    t = kir(k, ["array(f32,1,C,global)", "i64"])
+    assert len(find(t, r"= wrapidx i64 %a 0 ")) == 2  # a[j] and a[m]
+
+
 def test_numpy_ufuncs_on_scalars():
     import numpy as np
 
