@@ -93,6 +93,8 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
         self.index = index  # ("Item"/"NdItem", ndim) for kernels with an index parameter
         self.kind = kind
         self._count_defs()
+        self.block_facts = _branch_facts(tf.func_ir.blocks)
+        self.facts = set()
         self.b = FunctionBuilder(kind, name, [], "void", tf.filename, tf.lineno)
         self._params()
 
@@ -190,6 +192,7 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
         self.entry_label = min(blocks)
         for label in self._rpo(blocks):
             self.label = label
+            self.facts = set(self.block_facts.get(label, ()))
             self.b.block(f"b{label}")
             for st in blocks[label].body:
                 self.line = st.loc.line if st.loc and st.loc.line else self.line
@@ -237,6 +240,8 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
     def stmt(self, st):
         if isinstance(st, ir.Assign):
             self.define(st.target, self.rvalue(st.value, st.target))
+            if self.facts:  # a fact about a variable's old value says nothing about its new one
+                self.facts = {f for f in self.facts if st.target.name not in f}
         elif isinstance(st, ir.SetItem | ir.StaticSetItem):
             idx = st.index if isinstance(st, ir.SetItem) else st.index_var
             self.setitem(st.target, idx, st.value, st)
@@ -513,7 +518,9 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
         a, b = self.scalar(lhs, ret), self.scalar(rhs, ret)
         if kop == "div" and not isinstance(ret, types.Float):
             raise self.unsupported("operator", f"true division giving {ret}")
-        nonneg = _nonneg_result(kop, lhs, rhs)
+        nonneg = _nonneg_result(kop, lhs, rhs) or (
+            kop == "sub" and (e.lhs.name, e.rhs.name) in self.facts
+        )
         return V.Scalar(self.b.op(f"{kop} {self.kty(ret)} {a} {b}", self.line), ret, nonneg)
 
     def _unify(self, a, b):
@@ -790,6 +797,58 @@ def _result_items(restype):
     if is_complex(restype):
         return (restype.underlying_float,) * 2
     return tuple(restype)
+
+
+_ORDER = {operator.ge: 1, operator.gt: 1, operator.le: -1, operator.lt: -1}
+
+
+def _branch_facts(blocks):
+    """Per block label, pairs of variable names (hi, lo) with hi >= lo on entry: the block is
+    the only successor-by-one-edge of a branch on `hi >= lo` (or >, <=, <, either edge) taken
+    in its predecessor, neither variable reassigned after the comparison. So `lid - d` under
+    `if lid >= d:` (a scan's step) indexes without wraparound."""
+    preds = {}
+    for blk in blocks.values():
+        term = blk.terminator
+        succ = [term.truebr, term.falsebr] if isinstance(term, ir.Branch) else []
+        succ += [term.target] if isinstance(term, ir.Jump) else []
+        for t in succ:
+            preds[t] = preds.get(t, 0) + 1
+    facts = {}
+    for blk in blocks.values():
+        term = blk.terminator
+        if not isinstance(term, ir.Branch) or term.truebr == term.falsebr:
+            continue
+        cmp = _branch_compare(blk.body, term.cond.name)
+        if cmp is None:
+            continue
+        hi, lo = cmp  # on the true edge; the false edge knows the opposite
+        for target, pair in ((term.truebr, (hi, lo)), (term.falsebr, (lo, hi))):
+            if preds.get(target) == 1:
+                facts.setdefault(target, set()).add(pair)
+    return facts
+
+
+def _branch_compare(body, cond):
+    """(hi, lo) names when `cond` is `bool(hi >= lo)`-like, computed in this block and with
+    neither operand assigned after it; else None."""
+    defs = {st.target.name: (i, st.value) for i, st in enumerate(body) if isinstance(st, ir.Assign)}
+    if cond not in defs:
+        return None
+    i, val = defs[cond]
+    if isinstance(val, ir.Expr) and val.op == "call" and len(val.args) == 1 and not val.kws:
+        fn = defs.get(val.func.name)
+        if fn is None or not isinstance(fn[1], ir.Global) or fn[1].value is not bool:
+            return None
+        if val.args[0].name not in defs:
+            return None
+        i, val = defs[val.args[0].name]
+    if not isinstance(val, ir.Expr) or val.op != "binop" or val.fn not in _ORDER:
+        return None
+    a, b = val.lhs.name, val.rhs.name
+    if any(isinstance(st, ir.Assign) and st.target.name in (a, b) for st in body[i + 1 :]):
+        return None
+    return (a, b) if _ORDER[val.fn] > 0 else (b, a)
 
 
 def _nonneg_result(kop, lhs, rhs):
