@@ -6,7 +6,9 @@
   (bytes read per second vs bytes moved per second; target >= 0.8x);
 - a local-memory (Hillis-Steele) inclusive scan per group, in GB/s.
 
-Every result is checked against NumPy before timing; times are medians of --repeat runs.
+Every result is checked against NumPy before timing; times are medians of --repeat runs (the
+triad, reduction and scan timed in turn, sample by sample, so that load on a shared machine
+hits their ratios less).
 
     .venv/bin/python bench/cpu_barrier.py [--n 512] [--tile 16] [--elems 16777216] [--wg 256]
 """
@@ -116,6 +118,20 @@ def median_time(fn, repeat):
     return statistics.median(times)
 
 
+def median_times(fns, repeat):
+    """Medians of `fns` timed in turn, sample by sample, so that a change of load on a shared
+    machine hits each alike (their ratios are what the benchmark reports)."""
+    for fn in fns:
+        fn()
+    times = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, ts in zip(fns, times, strict=True):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+    return [statistics.median(ts) for ts in times]
+
+
 def row(name, t, other_name, other, ratio):
     print(f"{name:<34} {t:>10} | {other_name:<30} {other:>10} | {ratio:>6.3f}x")
 
@@ -164,6 +180,14 @@ def bench_reduce_scan(cpu, elems, wg, repeat):
     slm = K.LocalAccessor((wg,), np.float32)
     nd = kapi.NdRange((elems,), (wg,))
 
+    hi = rng.integers(-5, 5, elems, dtype=np.int32)
+    ai = kapi.asarray(hi, device=cpu)
+    s_out = kapi.empty(elems, dtype="i4", device=cpu)
+    slm_i = K.LocalAccessor((wg,), np.int32)
+
+    def run_scan():
+        kapi.call_kernel(scan, nd, ai, s_out, slm_i)
+
     def run_triad():
         kapi.call_kernel(triad, kapi.Range(elems), t_out, b, c, np.float32(3))
 
@@ -174,7 +198,10 @@ def bench_reduce_scan(cpu, elems, wg, repeat):
     run_reduce()
     np.testing.assert_allclose(t_out.asnumpy(), h + 3 * h, rtol=1e-6)
     np.testing.assert_allclose(r_out.asnumpy(), h.reshape(-1, wg).sum(axis=1), rtol=1e-4)
-    tt, tr = median_time(run_triad, repeat), median_time(run_reduce, repeat)
+    run_scan()
+    want = np.cumsum(hi.reshape(-1, wg), axis=1, dtype=np.int32).ravel()
+    np.testing.assert_array_equal(s_out.asnumpy(), want)
+    tt, tr, ts = median_times((run_triad, run_reduce, run_scan), repeat)
     bw_triad = 3 * 4 * elems / tt / 1e9
     bw_reduce = 4 * elems / tr / 1e9
     row(
@@ -185,18 +212,6 @@ def bench_reduce_scan(cpu, elems, wg, repeat):
         bw_reduce / bw_triad,
     )
 
-    hi = rng.integers(-5, 5, elems, dtype=np.int32)
-    ai = kapi.asarray(hi, device=cpu)
-    s_out = kapi.empty(elems, dtype="i4", device=cpu)
-    slm_i = K.LocalAccessor((wg,), np.int32)
-
-    def run_scan():
-        kapi.call_kernel(scan, nd, ai, s_out, slm_i)
-
-    run_scan()
-    want = np.cumsum(hi.reshape(-1, wg), axis=1, dtype=np.int32).ravel()
-    np.testing.assert_array_equal(s_out.asnumpy(), want)
-    ts = median_time(run_scan, repeat)
     bw_scan = 2 * 4 * elems / ts / 1e9
     row(
         f"local scan i32 wg {wg} ({int(np.log2(wg))} steps)",

@@ -80,8 +80,15 @@ def _unlit(ty):
 class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitter):
     """Emits one typed function (kernel or device function) into a FunctionBuilder."""
 
-    def __init__(self, tf, module, kind, name, index=None, views=None):
+    def __init__(self, tf, module, kind, name, index=None, views=None, signed_vars=()):
         self.tf = tf
+        # Variables assigned in several places live in slots; an integer one is taken as
+        # non-negative (indexing with it needs no wraparound) unless named here. Every store
+        # checks the assumption and records a violation in `new_signed`; the module emitter
+        # then emits the function again with those names (an optimistic fixpoint, so loop
+        # counters such as `stride //= 2` keep the sign their first value had).
+        self.signed_vars = frozenset(signed_vars)
+        self.new_signed = set()
         self.views = views  # per parameter: None, or (base KArray, prefix length) for a view
         self.module = module  # the ModuleEmitter: device functions and their names
         self.typemap = tf.typemap
@@ -91,6 +98,8 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
         self.index = index  # ("Item"/"NdItem", ndim) for kernels with an index parameter
         self.kind = kind
         self._count_defs()
+        self.block_facts = _branch_facts(tf.func_ir.blocks)
+        self.facts = set()
         self.b = FunctionBuilder(kind, name, [], "void", tf.filename, tf.lineno)
         self._params()
 
@@ -191,6 +200,7 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
         self.entry_label = min(blocks)
         for label in self._rpo(blocks):
             self.label = label
+            self.facts = set(self.block_facts.get(label, ()))
             self.b.block(f"b{label}")
             for st in blocks[label].body:
                 self.line = st.loc.line if st.loc and st.loc.line else self.line
@@ -238,6 +248,8 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
     def stmt(self, st):
         if isinstance(st, ir.Assign):
             self.define(st.target, self.rvalue(st.value, st.target))
+            if self.facts:  # a fact about a variable's old value says nothing about its new one
+                self.facts = {f for f in self.facts if st.target.name not in f}
         elif isinstance(st, ir.SetItem | ir.StaticSetItem):
             idx = st.index if isinstance(st, ir.SetItem) else st.index_var
             self.setitem(st.target, idx, st.value, st)
@@ -307,7 +319,9 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
         kty = kir_scalar(ty)
         if kty is not None:
             ref = self.b.slot(name, kty)
-            return V.Scalar(self.b.op(f"load_var {kty} {ref}", self.line), _unlit(ty))
+            ty = _unlit(ty)
+            nonneg = isinstance(ty, types.Integer) and name not in self.signed_vars
+            return V.Scalar(self.b.op(f"load_var {kty} {ref}", self.line), ty, nonneg)
         if isinstance(ty, types.BaseTuple):
             return V.Tuple([self._load_slots(f"{name}.{i}", t) for i, t in enumerate(ty)])
         if is_complex(ty):
@@ -336,7 +350,11 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
         kty = kir_scalar(ty)
         if kty is not None:
             ref = self.b.slot(name, kty)
-            self.b.emit(f"store_var {ref} {self.scalar(val, ty)}", self.line)
+            val = self.convert(val, ty)
+            if isinstance(_unlit(ty), types.Integer) and name not in self.signed_vars:
+                if not _nonneg(val):
+                    self.new_signed.add(name)
+            self.b.emit(f"store_var {ref} {self.scalar(val)}", self.line)
         elif isinstance(ty, types.BaseTuple) and isinstance(val, V.Tuple):
             for i, (t, item) in enumerate(zip(ty, val.items, strict=True)):
                 self._store_slots(f"{name}.{i}", t, item)
@@ -508,7 +526,9 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
         a, b = self.scalar(lhs, ret), self.scalar(rhs, ret)
         if kop == "div" and not isinstance(ret, types.Float):
             raise self.unsupported("operator", f"true division giving {ret}")
-        nonneg = kop in ("add", "mul") and _nonneg(lhs) and _nonneg(rhs)
+        nonneg = _nonneg_result(kop, lhs, rhs) or (
+            kop == "sub" and (e.lhs.name, e.rhs.name) in self.facts
+        )
         return V.Scalar(self.b.op(f"{kop} {self.kty(ret)} {a} {b}", self.line), ret, nonneg)
 
     def _unify(self, a, b):
@@ -793,6 +813,69 @@ def _result_items(restype):
     if is_complex(restype):
         return (restype.underlying_float,) * 2
     return tuple(restype)
+
+
+_ORDER = {operator.ge: 1, operator.gt: 1, operator.le: -1, operator.lt: -1}
+
+
+def _branch_facts(blocks):
+    """Per block label, pairs of variable names (hi, lo) with hi >= lo on entry: the block is
+    the only successor-by-one-edge of a branch on `hi >= lo` (or >, <=, <, either edge) taken
+    in its predecessor, neither variable reassigned after the comparison. So `lid - d` under
+    `if lid >= d:` (a scan's step) indexes without wraparound."""
+    preds = {}
+    for blk in blocks.values():
+        term = blk.terminator
+        succ = [term.truebr, term.falsebr] if isinstance(term, ir.Branch) else []
+        succ += [term.target] if isinstance(term, ir.Jump) else []
+        for t in succ:
+            preds[t] = preds.get(t, 0) + 1
+    facts = {}
+    for blk in blocks.values():
+        term = blk.terminator
+        if not isinstance(term, ir.Branch) or term.truebr == term.falsebr:
+            continue
+        cmp = _branch_compare(blk.body, term.cond.name)
+        if cmp is None:
+            continue
+        hi, lo = cmp  # on the true edge; the false edge knows the opposite
+        for target, pair in ((term.truebr, (hi, lo)), (term.falsebr, (lo, hi))):
+            if preds.get(target) == 1:
+                facts.setdefault(target, set()).add(pair)
+    return facts
+
+
+def _branch_compare(body, cond):
+    """(hi, lo) names when `cond` is `bool(hi >= lo)`-like, computed in this block and with
+    neither operand assigned after it; else None."""
+    defs = {st.target.name: (i, st.value) for i, st in enumerate(body) if isinstance(st, ir.Assign)}
+    if cond not in defs:
+        return None
+    i, val = defs[cond]
+    if isinstance(val, ir.Expr) and val.op == "call" and len(val.args) == 1 and not val.kws:
+        fn = defs.get(val.func.name)
+        if fn is None or not isinstance(fn[1], ir.Global) or fn[1].value is not bool:
+            return None
+        if val.args[0].name not in defs:
+            return None
+        i, val = defs[val.args[0].name]
+    if not isinstance(val, ir.Expr) or val.op != "binop" or val.fn not in _ORDER:
+        return None
+    a, b = val.lhs.name, val.rhs.name
+    if any(isinstance(st, ir.Assign) and st.target.name in (a, b) for st in body[i + 1 :]):
+        return None
+    return (a, b) if _ORDER[val.fn] > 0 else (b, a)
+
+
+def _nonneg_result(kop, lhs, rhs):
+    """Whether integer `lhs kop rhs` is known >= 0 (Python's floor division and modulo)."""
+    if kop in ("add", "mul", "floordiv", "shr", "or", "max", "min"):
+        return _nonneg(lhs) and _nonneg(rhs)
+    if kop == "and":
+        return _nonneg(lhs) or _nonneg(rhs)
+    if kop == "mod":  # takes the sign of the divisor
+        return _nonneg(rhs)
+    return False
 
 
 def _nonneg(val):

@@ -48,8 +48,22 @@ class ModuleEmitter:
             argtypes = [(ItemType if kind == "item" else NdItemType)(ndim)] + list(argtypes)
         tf = self.typer.type_function(pyfunc, argtypes)
         entry = self._unique(kir_name(pyfunc.__name__))
-        parts = [FunctionEmitter(tf, self, "kernel", entry).run().text()]
+        parts = [_emit(tf, self, "kernel", entry, None)]
         while self._pending:
             name, dtf, views = self._pending.pop(0)
-            parts.append(FunctionEmitter(dtf, self, "func", name, views=views).run().text())
+            parts.append(_emit(dtf, self, "func", name, views))
         return entry, "kir 1\n" + "\n".join(parts) + "\n"
+
+
+def _emit(tf, module, kind, name, views):
+    """KIR text of one function. Emitted again while a slot variable assumed non-negative
+    turns out to be stored a value of unknown sign (see FunctionEmitter.signed_vars); the
+    set only grows, so this ends, usually after one or two rounds. Emitting has no effect on
+    the module beyond idempotent look-ups (device function names, raise sites)."""
+    signed = set()
+    while True:
+        em = FunctionEmitter(tf, module, kind, name, views=views, signed_vars=signed)
+        text = em.run().text()
+        if not em.new_signed:
+            return text
+        signed |= em.new_signed

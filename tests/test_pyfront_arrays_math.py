@@ -167,6 +167,76 @@ def test_counting_up_loops_index_without_wraparound():
     assert len(find(t, r"= wrapidx i64 %a 0 ")) == 1  # only the counting-down loop
 
 
+def test_reassigned_variables_keep_a_known_sign_through_loops():
+    # a tree reduction's stride: every value stored into it is >= 0, so `lid + stride`
+    # indexes without wraparound, however many times the loop halves it
+    def k(nditem, a):
+        lid = nditem.get_local_id(0)
+        stride = nditem.get_local_range(0) // 2
+        while stride > 0:
+            if lid < stride:
+                a[lid] += a[lid + stride]
+            stride //= 2
+        d = 1
+        while d < 64:
+            a[lid * d % 7] = 0
+            d *= 2
+
+    t = kir(k, ["array(f32,1,C,global)"], index=("nditem", 1))
+    assert not find(t, "wrapidx")
+
+
+def test_a_difference_under_a_comparison_indexes_without_wraparound():
+    # a scan's step: `lid - d` under `if lid >= d` (and `d - lid` on the else side) is >= 0
+    def k(nditem, a, d):
+        lid = nditem.get_local_id(0)
+        if lid >= d:
+            a[lid - d] = 1
+        else:
+            a[d - lid] = 2
+        if d < lid:
+            a[lid - d] = 3
+
+    t = kir(k, ["array(f32,1,C,global)", "i64"], index=("nditem", 1))
+    assert not find(t, "wrapidx")
+
+
+def test_a_difference_wraps_where_the_comparison_may_not_hold():
+    def k(nditem, a, d, e):
+        lid = nditem.get_local_id(0)
+        if lid >= d:
+            a[d - lid] = 1  # the wrong way round
+        if lid >= d:
+            d = e
+            a[lid - d] = 2  # d reassigned since
+        if lid >= d or e > 0:
+            a[lid - d] = 3  # reached from two edges
+        c = lid >= e
+        e = d
+        if c:
+            a[lid - e] = 4  # e reassigned between the comparison and the branch
+
+    t = kir(k, ["array(f32,1,C,global)", "i64", "i64"], index=("nditem", 1))
+    assert len(find(t, r"= wrapidx i64 %a 0 ")) == 4
+
+
+def test_reassigned_variables_of_unknown_sign_still_wrap():
+    # the loop's `a[j]` is emitted before the store of a difference into `j`: the function is
+    # emitted again with `j` signed, so that index wraps too
+    def k(item, a, n):
+        j = item.get_id(0)
+        for _ in range(3):
+            a[j] = 1
+            j = j - n
+        m = 0
+        while m < n:
+            a[m] = 3
+            m += item.get_id(0) - 1
+
+    t = kir(k, ["array(f32,1,C,global)", "i64"])
+    assert len(find(t, r"= wrapidx i64 %a 0 ")) == 2  # a[j] and a[m]
+
+
 def test_numpy_ufuncs_on_scalars():
     import numpy as np
 
