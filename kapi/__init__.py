@@ -4,6 +4,7 @@ numba-dpex's kernel API: code written for numba-dpex runs after changing its imp
 `import kapi as dpex; from kapi import kernel_api as kapi`.
 """
 
+from . import _ops  # noqa: F401 - operators and __array_ufunc__ on kapi.Array
 from ._array import (
     Array,
     arange,
@@ -38,7 +39,6 @@ from ._errors import (
     UnsupportedKernelArgumentError,
 )
 from ._interop import from_dlpack
-from . import _ops  # noqa: F401 - operators and __array_ufunc__ on kapi.Array
 from ._kernel import KernelDispatcher, device_func, kernel
 from ._launch import call_kernel, call_kernel_async, wait_all
 from ._ranges import NdRange, Range

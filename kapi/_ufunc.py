@@ -220,9 +220,7 @@ def launch(expr: str, leaves, out: Array, what: str) -> None:
     from ._launch import call_kernel
     from ._ranges import Range
 
-    call_kernel(
-        _kernel_for(src), Range(*cshape), _strided_view(out, cshape, cstrides[0]), *args
-    )
+    call_kernel(_kernel_for(src), Range(*cshape), _strided_view(out, cshape, cstrides[0]), *args)
 
 
 def check_out(out, shape, dtype, ufunc_name: str, casting: str = "same_kind") -> Array:
@@ -276,9 +274,22 @@ def apply(ufunc, inputs, out=None, casting="same_kind") -> Array:
         else:
             # a Python int out of the loop type's range raises OverflowError, as in NumPy 2
             leaves.append(_to_dtype(o, dt))
-    expr = f"np.{name}(" + ", ".join(f"l{n}" for n in range(len(leaves))) + ")"
+    args = [
+        cast(f"l{n}", o.dtype, dt) if isinstance(o, Array) else f"l{n}"
+        for n, (o, dt) in enumerate(zip(ops, loop, strict=False))
+    ]
+    expr = f"np.{name}(" + ", ".join(args) + ")"
     launch(expr, leaves, out, f"numpy.{name}")
     return out
+
+
+def cast(expr: str, have: np.dtype, want: np.dtype) -> str:
+    """expr converted to the loop's input type where the kernel's typing could pick another
+    loop than NumPy (np.true_divide(uint8, uint8) computes in float64 in NumPy)."""
+    if have == want:
+        return expr
+    name = "bool_" if want == np.bool_ else want.type.__name__
+    return f"np.{name}({expr})"
 
 
 def _to_dtype(x, dt: np.dtype):
