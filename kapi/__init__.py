@@ -38,6 +38,7 @@ from ._errors import (
     UnsupportedGroupWorkItemSizeError,
     UnsupportedKernelArgumentError,
 )
+from ._fuse import FusedFunction, fuse
 from ._interop import from_dlpack
 from ._kernel import KernelDispatcher, device_func, kernel
 from ._launch import call_kernel, call_kernel_async, wait_all
@@ -93,6 +94,8 @@ __all__ = [
     "from_dlpack",
     "full",
     "full_like",
+    "fuse",
+    "FusedFunction",
     "kernel",
     "kernel_api",
     "ones",

@@ -256,3 +256,54 @@ def test_result_lives_on_operand_device(dev):
     x = kapi.asarray(np.arange(4.0), device=dev, usm_type="shared")
     y = x * 4
     assert y.device == dev and y.usm_type == "shared"
+
+
+# -- kapi.fuse ---------------------------------------------------------------------------
+
+
+def test_fuse_matches_numpy(dev):
+    @kapi.fuse
+    def gauss(x, m, y):
+        return np.exp(-((x - m) ** 2)) * y + 1
+
+    a = _data(np.float32, (5, 8), 1)
+    b = _data(np.float32, 8, 2)
+    got = gauss(kapi.asarray(a, device=dev), 1.5, kapi.asarray(b, device=dev))
+    _check(got, np.exp(-((a - 1.5) ** 2)) * b + 1)
+    a64 = a.astype(np.float64)
+    _check(gauss(kapi.asarray(a64, device=dev), 0.5, 2), np.exp(-((a64 - 0.5) ** 2)) * 2 + 1)
+
+
+def test_fuse_is_one_kernel(dev):
+    from kapi import _ufunc
+
+    f = kapi.fuse(lambda x, y: (x * 2 + y) / 3 - x)
+    before = len(_ufunc._KERNELS)
+    x = kapi.asarray(np.arange(10, dtype=np.int32), device=dev)
+    y = kapi.asarray(np.arange(10, dtype=np.int32) * 3, device=dev)
+    _check(f(x, y), (np.arange(10) * 2 + np.arange(10) * 3) / 3 - np.arange(10))
+    assert len(_ufunc._KERNELS) - before <= 1  # one kernel for the whole expression
+    f(x, y)
+    assert len(_ufunc._KERNELS) - before <= 1  # and it is cached
+
+
+def test_fuse_types_and_out(dev):
+    f = kapi.fuse(lambda x, s: np.minimum(x * s, 100) > 7)
+    a = np.arange(-5, 20, dtype=np.int8)
+    x = kapi.asarray(a, device=dev)
+    _check(f(x, 3), np.minimum(a * 3, 100) > 7)
+    out = kapi.empty(a.shape, np.bool_, device=dev)
+    assert f(x, 3, out=out) is out
+    np.testing.assert_array_equal(out.asnumpy(), np.minimum(a * 3, 100) > 7)
+    with pytest.raises(OverflowError):
+        kapi.fuse(lambda x: x + 1000)(x)
+
+
+def test_fuse_errors(dev):
+    x = kapi.asarray(np.arange(4.0), device=dev)
+    with pytest.raises(TypeError, match="branch"):
+        kapi.fuse(lambda v: v if v > 0 else -v)(x)
+    with pytest.raises(TypeError, match="return"):
+        kapi.fuse(lambda v: 3)(x)
+    with pytest.raises(TypeError, match="not supported"):
+        kapi.fuse(lambda v: np.add.reduce(v))(x)
