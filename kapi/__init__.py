@@ -4,7 +4,7 @@ numba-dpex's kernel API: code written for numba-dpex runs after changing its imp
 `import kapi as dpex; from kapi import kernel_api as kapi`.
 """
 
-from . import _ops  # noqa: F401 - operators and __array_ufunc__ on kapi.Array
+from . import _ops, _reduce  # noqa: F401 - operators, ufuncs, reductions on kapi.Array
 from ._array import (
     Array,
     arange,

@@ -307,3 +307,85 @@ def test_fuse_errors(dev):
         kapi.fuse(lambda v: 3)(x)
     with pytest.raises(TypeError, match="not supported"):
         kapi.fuse(lambda v: np.add.reduce(v))(x)
+
+
+# -- reductions ----------------------------------------------------------------------------
+
+REDUCTIONS = ["sum", "prod", "min", "max", "mean", "argmin", "argmax", "any", "all"]
+
+
+def _check_reduction(got, want):
+    h = got.asnumpy() if isinstance(got, kapi.Array) else np.asarray(got)
+    want = np.asarray(want)
+    assert h.dtype == want.dtype, (h.dtype, want.dtype)
+    assert h.shape == want.shape, (h.shape, want.shape)
+    if want.dtype.kind == "f":
+        np.testing.assert_allclose(h, want, rtol=1e-4 if want.dtype == np.float32 else 1e-10)
+    else:
+        np.testing.assert_array_equal(h, want)
+
+
+@pytest.mark.parametrize("op", REDUCTIONS)
+@pytest.mark.parametrize(
+    "dtype", ["bool", "int8", "int32", "uint16", "int64", "float32", "float64"]
+)
+def test_reductions_1d(dev, op, dtype):
+    n = 10007  # several work-groups, then the partials' pass
+    a = _data(dtype, n, 11)
+    if op == "prod":
+        a = a[:40] if np.dtype(dtype).kind != "f" else (1 + a / 400).astype(dtype)
+    x = kapi.asarray(a, device=dev)
+    got = getattr(x, op)()
+    assert isinstance(got, kapi.Array) and got.ndim == 0  # a 0-d array (array API)
+    _check_reduction(got, getattr(a, op)())
+
+
+@pytest.mark.parametrize("op", REDUCTIONS)
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, None])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions_axes(dev, op, axis, keepdims):
+    a = _data(np.float64, (6, 5, 300), 12)
+    if op == "prod":
+        a = 1 + a / 100  # no overflow
+    x = kapi.asarray(a, device=dev)
+    kw = {"keepdims": keepdims}
+    _check_reduction(getattr(x, op)(axis=axis, **kw), getattr(a, op)(axis=axis, **kw))
+
+
+def test_reductions_axis_tuple_and_views(dev):
+    a = _data(np.int32, (4, 6, 7), 13)
+    x = kapi.asarray(a, device=dev)
+    _check_reduction(x.sum(axis=(0, 2)), a.sum(axis=(0, 2)))
+    _check_reduction(x[:, ::2].T.max(axis=1), a[:, ::2].T.max(axis=1))
+    _check_reduction(np.sum(x, axis=1), np.sum(a, axis=1))  # NumPy's functions call methods
+    _check_reduction(np.argmax(x), np.argmax(a))
+    out = kapi.empty(6, np.float64, device=dev)
+    assert x.mean(axis=(0, 2), out=out) is out
+    _check_reduction(out, a.mean(axis=(0, 2)))
+
+
+def test_argminmax_ties_and_nan(dev):
+    a = np.zeros(9000, np.float32)
+    a[[7, 4100, 8000]] = -3.0
+    a[[10, 5000]] = 4.0
+    x = kapi.asarray(a, device=dev)
+    assert int(x.argmin()) == 7 and int(x.argmax()) == 10
+    a[[6000, 8500]] = np.nan
+    x = kapi.asarray(a, device=dev)
+    for op in ("argmin", "argmax", "min", "max"):
+        _check_reduction(getattr(x, op)(), getattr(a, op)())
+    i = np.full(5000, 9, np.int16)
+    assert int(kapi.asarray(i, device=dev).argmax()) == 0
+
+
+def test_reductions_empty(dev):
+    e = kapi.asarray(np.zeros((3, 0)), device=dev)
+    _check_reduction(e.sum(axis=1), np.zeros((3, 0)).sum(axis=1))
+    _check_reduction(e.prod(), np.zeros((3, 0)).prod())
+    _check_reduction(e.all(axis=1), np.zeros((3, 0)).all(axis=1))
+    with pytest.raises(ValueError):
+        e.max()
+    with pytest.raises(ValueError):
+        e.argmin(axis=1)
+    with pytest.raises(np.exceptions.AxisError):
+        e.sum(axis=2)
