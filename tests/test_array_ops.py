@@ -389,3 +389,45 @@ def test_reductions_empty(dev):
         e.argmin(axis=1)
     with pytest.raises(np.exceptions.AxisError):
         e.sum(axis=2)
+
+
+# -- the CUDA path without a GPU -----------------------------------------------------------
+
+
+def test_generated_kernels_finalise_to_ptx(tmp_path):
+    """Every kernel the operators, kapi.fuse and the reductions generated for a representative
+    set of calls goes through the NVPTX finaliser, and ptxas assembles it for sm_90."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from nvptx_util import ptx_of
+
+    from kapi import _reduce, _ufunc
+
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    libdevice = Path(ptxas).resolve().parents[1] / "nvvm" / "libdevice" / "libdevice.10.bc"
+    if not libdevice.is_file():
+        pytest.skip(f"the CUDA toolkit (ptxas, libdevice) is not installed: {libdevice}")
+    cpu = DEVICES[0]
+    a = kapi.asarray(_data(np.float32, (3, 4, 5), 1), device=cpu)
+    i = kapi.asarray(_data(np.uint8, (4, 5), 2, nonzero=True), device=cpu)
+    _ = (a / i, a[:, ::2] * 2.5 - np.sin(a[:, ::2]), i // 3, i << 2, ~i, a > 0.5)
+    _ = kapi.fuse(lambda x, y: np.exp(-((x - 1) ** 2)) * y)(a, i)
+    for op in REDUCTIONS:
+        getattr(a, op)(axis=1)
+        getattr(i, op)()
+    kernels = list(_ufunc._KERNELS.values()) + list(_reduce._KERNELS.values())
+    spirvs = [ck.spirv for k in kernels for ck in k.overloads.values()]
+    assert len(spirvs) >= 20
+    for n, spirv in enumerate(spirvs):
+        ptx = ptx_of(spirv, libdevice)
+        assert ".entry" in ptx
+        path = tmp_path / f"k{n}.ptx"
+        path.write_text(ptx)
+        r = subprocess.run(
+            [ptxas, "-arch=sm_90", str(path), "-o", str(tmp_path / f"k{n}.cubin")],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
