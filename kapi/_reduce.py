@@ -244,7 +244,8 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
         x2, kept = _as_rows(x, axes)
         rows = x2.shape[0]
     base_op = "sum" if op == "mean" else op
-    groups = max(1, min(_MAX_GROUPS, -(-n // (_WG * _PER_ITEM))))
+    cap = min(_MAX_GROUPS, 32 * max(1, x.device.max_compute_units))  # enough to fill it
+    groups = max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
     if rows * n == 0:
         res = Array._allocate((rows, 1), acc_dt, x.sycl_queue, x.usm_type)
         res.fill(_identity(base_op, acc_dt) if base_op in ("sum", "prod", "any", "all") else 0)
