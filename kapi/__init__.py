@@ -46,6 +46,7 @@ from ._ranges import NdRange, Range
 from ._scalar_names import scalar_names as _scalar_names
 from ._types import DpnpNdArray, ItemType, NdItemType, USMNdArray, usm_ndarray
 from ._types import array as array_type
+from ._vectorize import VectorizedFunction, vectorize
 
 try:  # the in-kernel classes (Item, NdItem, AtomicRef, ...) live in kapi/kernel_api.py
     from . import kernel_api
@@ -101,6 +102,8 @@ __all__ = [
     "ones",
     "ones_like",
     "prange",
+    "vectorize",
+    "VectorizedFunction",
     "wait_all",
     "zeros",
     "zeros_like",

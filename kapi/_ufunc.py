@@ -160,14 +160,17 @@ def _overlaps(a: Array, b: Array) -> bool:
 # -- kernels -------------------------------------------------------------------------------
 
 
-def _kernel_for(source: str):
-    k = _KERNELS.get(source)
+def _kernel_for(source: str, env: dict | None = None, cache: dict | None = None):
+    """The kernel of source (cached in cache, default the module's); env adds globals (a
+    device function that the source calls)."""
+    cache = _KERNELS if cache is None else cache
+    k = cache.get(source)
     if k is None:
         from ._kernel import kernel
 
-        g = {"np": np}
+        g = {"np": np, **(env or {})}
         exec(compile(source, "<kapi elementwise>", "exec"), g)  # noqa: S102 - our own source
-        k = _KERNELS[source] = kernel(g["_elementwise"])
+        k = cache[source] = kernel(g["_elementwise"])
     return k
 
 
@@ -183,7 +186,7 @@ def kernel_source(expr: str, n_leaves: int, ndim: int, array_leaves) -> str:
     return "\n".join(lines) + "\n"
 
 
-def launch(expr: str, leaves, out: Array, what: str) -> None:
+def launch(expr: str, leaves, out: Array, what: str, env=None, cache=None) -> None:
     """Runs out[...] = expr over the broadcast leaves (Arrays, or scalars already converted
     to their loop dtypes)."""
     if out.size == 0:
@@ -220,7 +223,8 @@ def launch(expr: str, leaves, out: Array, what: str) -> None:
     from ._launch import call_kernel
     from ._ranges import Range
 
-    call_kernel(_kernel_for(src), Range(*cshape), _strided_view(out, cshape, cstrides[0]), *args)
+    view = _strided_view(out, cshape, cstrides[0])
+    call_kernel(_kernel_for(src, env, cache), Range(*cshape), view, *args)
 
 
 def check_out(out, shape, dtype, ufunc_name: str, casting: str = "same_kind") -> Array:

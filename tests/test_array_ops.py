@@ -1,6 +1,7 @@
 """Operators, ufuncs, fused expressions and reductions on kapi arrays, on every device,
 against NumPy's results (types: NumPy 2 promotion with weak Python scalars)."""
 
+import math
 import operator
 
 import numpy as np
@@ -417,7 +418,10 @@ def test_generated_kernels_finalise_to_ptx(tmp_path):
     for op in REDUCTIONS:
         getattr(a, op)(axis=1)
         getattr(i, op)()
+    piecewise(a.astype(np.float64))
+    rel_diff(a, i)
     kernels = list(_ufunc._KERNELS.values()) + list(_reduce._KERNELS.values())
+    kernels += list(piecewise._kernels.values()) + list(rel_diff._kernels.values())
     spirvs = [ck.spirv for k in kernels for ck in k.overloads.values()]
     assert len(spirvs) >= 20
     for n, spirv in enumerate(spirvs):
@@ -431,3 +435,53 @@ def test_generated_kernels_finalise_to_ptx(tmp_path):
             text=True,
         )
         assert r.returncode == 0, r.stderr
+
+
+# -- kapi.vectorize ------------------------------------------------------------------------
+
+
+@kapi.vectorize(["float32(float32, float32)", "float64(float64, float64)", "int64(i8, i8)"])
+def rel_diff(a, b):
+    return abs(a - b) / (abs(a) + abs(b) + 1)
+
+
+@kapi.vectorize([kapi.float64(kapi.float64)], target="cuda")
+def piecewise(v):
+    if v > 2:
+        return math.sqrt(v)
+    return -v
+
+
+def _rel_diff(a, b):
+    return np.abs(a - b) / (np.abs(a) + np.abs(b) + 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_vectorize_matches_numpy(dev, dtype):
+    a, b = _data(dtype, (4, 9), 1), _data(dtype, 9, 2)
+    x, y = kapi.asarray(a, device=dev), kapi.asarray(b, device=dev)
+    _check(rel_diff(x, y), _rel_diff(a, b))  # broadcast (4, 9) with (9,)
+    _check(rel_diff(x, 2.5), _rel_diff(a, np.array(2.5, dtype)))  # weak scalar
+    v = np.linspace(-3, 6, 31)
+    _check(piecewise(kapi.asarray(v, device=dev)), np.where(v > 2, np.sqrt(np.abs(v)), -v))
+
+
+def test_vectorize_signature_selection_and_out(dev):
+    i = np.arange(-4, 8, dtype=np.int64)
+    xi = kapi.asarray(i, device=dev)
+    r = rel_diff(xi, 3)  # exact int64 signature: the division's result is truncated
+    np.testing.assert_array_equal(r.asnumpy(), _rel_diff(i, 3).astype(np.int64))
+    assert r.dtype == np.int64
+    h = kapi.asarray(i.astype(np.int16), device=dev)
+    assert rel_diff(h, h).dtype == np.float32  # int16 reaches float32 first, safely
+    out = kapi.empty(12, np.float64, device=dev)
+    assert rel_diff(h.astype(np.float64), 1.0, out=out) is out
+    np.testing.assert_allclose(out.asnumpy(), _rel_diff(i.astype(np.float64), 1.0))
+    with pytest.raises(TypeError, match="not supported for the input types"):
+        piecewise(kapi.asarray(np.arange(3, dtype=np.complex128), device=dev))
+    with pytest.raises(TypeError, match="kapi.asarray"):
+        piecewise(np.arange(3.0))
+    with pytest.raises(TypeError, match="signature"):
+        kapi.vectorize(lambda v: v)
+    with pytest.raises(TypeError, match="unknown type"):
+        kapi.vectorize(["float99(float32)"])(lambda v: v)
