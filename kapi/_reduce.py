@@ -22,6 +22,7 @@ from ._array import Array
 _WG = 256  # work-items per group
 _PER_ITEM = 16  # elements a work-item folds before another group is worth launching
 _MAX_GROUPS = 1024
+_MAX_ROWS = 65535
 _KERNELS: dict[str, object] = {}
 
 # op -> (GroupOp name, fold expression over acc and v)
@@ -194,23 +195,26 @@ def _launch(op, x2: Array, xi: Array | None, groups: int, acc_dt: np.dtype):
         (rows, groups) if op.startswith("arg") else (1, 1), np.dtype(np.int64), q, ut
     )
     src = _src_for(op, acc_dt, xi is None)
-    idx = xi if xi is not None else outi  # an unused array argument on the first pass
-    call_kernel(
-        _kernel(src),
-        NdRange((rows, groups * _WG), (1, _WG)),
-        x2,
-        idx,
-        out,
-        outi,
-        np.int64(n),
-        _identity(op, acc_dt),
-        np.int64(n if xi is None else np.iinfo(np.int64).max),
-    )
+    arg = op.startswith("arg")
+    # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
+    for r0 in range(0, rows, _MAX_ROWS):
+        r1 = min(rows, r0 + _MAX_ROWS)
+        call_kernel(
+            _kernel(src),
+            NdRange((r1 - r0, groups * _WG), (1, _WG)),
+            x2[r0:r1],
+            xi[r0:r1] if xi is not None else outi,  # unused on the first pass
+            out[r0:r1],
+            outi[r0:r1] if arg else outi,
+            np.int64(n),
+            _identity(op, acc_dt),
+            np.int64(n if xi is None else np.iinfo(np.int64).max),
+        )
     return out, outi
 
 
 def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
-    """x.<op>(axis, keepdims) as kernels; a 0-d result is returned as a NumPy scalar."""
+    """x.<op>(axis, keepdims) as kernels; reducing every axis gives a 0-d array."""
     if not isinstance(x, Array):
         raise TypeError(f"kapi {op} takes a kapi array, not {type(x).__name__}")
     dt = x.dtype

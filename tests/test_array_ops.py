@@ -485,3 +485,15 @@ def test_vectorize_signature_selection_and_out(dev):
         kapi.vectorize(lambda v: v)
     with pytest.raises(TypeError, match="unknown type"):
         kapi.vectorize(["float99(float32)"])(lambda v: v)
+
+
+def test_reductions_in_row_chunks(dev, monkeypatch):
+    """Rows go in launches of at most _MAX_ROWS (CUDA's 65535 groups per y/z grid dimension);
+    a small limit here checks the chunking on every device."""
+    from kapi import _reduce
+
+    monkeypatch.setattr(_reduce, "_MAX_ROWS", 7)
+    a = _data(np.float64, (30, 5000), 21)
+    x = kapi.asarray(a, device=dev)
+    for op in ("sum", "argmax", "any", "min"):
+        _check_reduction(getattr(x, op)(axis=1), getattr(a, op)(axis=1))
