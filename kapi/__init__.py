@@ -4,6 +4,7 @@ numba-dpex's kernel API: code written for numba-dpex runs after changing its imp
 `import kapi as dpex; from kapi import kernel_api as kapi`.
 """
 
+from . import _ops, _reduce  # noqa: F401 - operators, ufuncs, reductions on kapi.Array
 from ._array import (
     Array,
     arange,
@@ -37,6 +38,7 @@ from ._errors import (
     UnsupportedGroupWorkItemSizeError,
     UnsupportedKernelArgumentError,
 )
+from ._fuse import FusedFunction, fuse
 from ._interop import from_dlpack
 from ._kernel import KernelDispatcher, device_func, kernel
 from ._launch import call_kernel, call_kernel_async, wait_all
@@ -44,6 +46,7 @@ from ._ranges import NdRange, Range
 from ._scalar_names import scalar_names as _scalar_names
 from ._types import DpnpNdArray, ItemType, NdItemType, USMNdArray, usm_ndarray
 from ._types import array as array_type
+from ._vectorize import VectorizedFunction, vectorize
 
 try:  # the in-kernel classes (Item, NdItem, AtomicRef, ...) live in kapi/kernel_api.py
     from . import kernel_api
@@ -92,11 +95,15 @@ __all__ = [
     "from_dlpack",
     "full",
     "full_like",
+    "fuse",
+    "FusedFunction",
     "kernel",
     "kernel_api",
     "ones",
     "ones_like",
     "prange",
+    "vectorize",
+    "VectorizedFunction",
     "wait_all",
     "zeros",
     "zeros_like",

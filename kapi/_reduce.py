@@ -1,0 +1,322 @@
+"""Reductions of kapi arrays (sum, prod, min, max, mean, argmin, argmax, any, all) as
+generated kernels on the array's device.
+
+The reduced axes are moved last and the array seen as (rows, n) (a contiguous copy by an
+elementwise kernel where the view cannot be); each row is reduced by `groups` work-groups of
+_WG work-items: every work-item folds a strided part of the row privately, the group combines
+with reduce_over_group, and one item writes the group's partial. A second launch (one group
+per row) folds the partials. argmin/argmax carry the index beside the value: the group first
+finds the extreme value, then the smallest index holding it (NumPy's first occurrence); NaN
+wins for min/max/argmin/argmax as in NumPy.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from . import _ufunc
+from ._array import Array
+
+_WG = 256  # work-items per group
+_PER_ITEM = 16  # elements a work-item folds before another group is worth launching
+_MAX_GROUPS = 1024
+_MAX_ROWS = 65535
+_KERNELS: dict[str, object] = {}
+
+# op -> (GroupOp name, fold expression over acc and v)
+_OPS = {
+    "sum": ("ADD", "acc + v"),
+    "prod": ("MUL", "acc * v"),
+    "min": ("MIN", "np.minimum(acc, v)"),
+    "max": ("MAX", "np.maximum(acc, v)"),
+    "any": ("MAX", "np.maximum(acc, v)"),
+    "all": ("MIN", "np.minimum(acc, v)"),
+    "argmin": ("MIN", None),
+    "argmax": ("MAX", None),
+}
+
+
+def _acc_dtype(op: str, dt: np.dtype) -> np.dtype:
+    """NumPy's result dtype of the reduction (before mean's division)."""
+    if op in ("any", "all"):
+        return np.dtype(np.bool_)
+    if op in ("sum", "prod", "mean"):
+        if dt == np.bool_ or (dt.kind == "i" and dt.itemsize < 8):
+            return np.dtype(np.int64)
+        if dt.kind == "u" and dt.itemsize < 8:
+            return np.dtype(np.uint64)
+        if op == "mean" and dt.kind in "iu":
+            return np.dtype(np.float64)
+    return dt
+
+
+def _identity(op: str, dt: np.dtype):
+    if op == "sum":
+        return dt.type(0)
+    if op == "prod":
+        return dt.type(1)
+    if op in ("any", "all"):
+        return np.int32(op == "all")
+    big = op in ("min", "argmin")
+    if dt.kind == "f":
+        return dt.type(np.inf if big else -np.inf)
+    if dt == np.bool_:
+        return np.bool_(big)
+    info = np.iinfo(dt)
+    return dt.type(info.max if big else info.min)
+
+
+def _source(op: str, is_float: bool, first_pass: bool) -> str:
+    """The kernel reducing x (rows, n) into partials (rows, groups)."""
+    gop, fold = _OPS[op]
+    arg = fold is None
+    lines = [
+        "def _reduce(it, x, xi, out, outi, n, ident, big):",
+        "    row = it.get_global_id(0)",
+        "    g = it.get_group()",
+        "    lid = it.get_local_id(1)",
+        "    L = it.get_local_range(1)",
+        "    j = g.get_group_id(1) * L + lid",
+        "    step = g.get_group_range(1) * L",
+        "    acc = ident",
+    ]
+    if arg:
+        lines.append("    acci = big")
+    conv = "np.int32(x[row, j] != 0)" if op in ("any", "all") else "x[row, j]"
+    if op in ("sum", "prod") or arg:  # fold in the accumulator's type (int8 sums in int64)
+        conv = "ACC(x[row, j])"
+    lines += ["    while j < n:", f"        v = {conv}"]
+    if arg:
+        cmp = "<" if op == "argmin" else ">"
+        idx = "j" if first_pass else "xi[row, j]"
+        nan_take = " or (v != v and acc == acc)" if is_float else ""
+        lines += [
+            f"        if v {cmp} acc{nan_take}:",
+            "            acc = v",
+            f"            acci = {idx}",
+            # ties (and NaN after NaN) keep the smallest index: partials come in group order
+            f"        elif (v == acc{' or (v != v and acc != acc)' if is_float else ''}) "
+            f"and {idx} < acci:",
+            f"            acci = {idx}",
+        ]
+    else:
+        lines.append(f"        acc = {fold}")
+    lines.append("        j += step")
+    red = f"K.reduce_over_group(g, acc, K.GroupOp.{gop})"
+    if is_float and op in ("min", "max", "argmin", "argmax"):
+        lines += [
+            "    nan = K.reduce_over_group(g, np.int32(acc != acc), K.GroupOp.MAX)",
+            f"    m = {red}",
+            "    if nan != 0:",
+            "        m = acc - acc + np.nan",  # NaN of acc's type
+        ]
+        same = "(acc == m or (nan != 0 and acc != acc))"
+    else:
+        lines.append(f"    m = {red}")
+        same = "acc == m"
+    if arg:
+        lines.append(f"    i = K.reduce_over_group(g, acci if {same} else big, K.GroupOp.MIN)")
+    lines += ["    if lid == 0:", "        out[row, g.get_group_id(1)] = m"]
+    if arg:
+        lines.append("        outi[row, g.get_group_id(1)] = i")
+    return "\n".join(lines) + "\n"
+
+
+def _kernel(src: str):
+    k = _KERNELS.get(src)
+    if k is None:
+        from . import kernel_api as K
+        from ._kernel import kernel
+
+        g = {"np": np, "K": K}
+        exec(compile(src, "<kapi reduction>", "exec"), g)  # noqa: S102 - our own source
+        k = _KERNELS[src] = kernel(g["_reduce"])
+    return k
+
+
+def _src_for(op, dt, first_pass):
+    return _source(op, dt.kind == "f", first_pass).replace("ACC(", f"np.{dt.type.__name__}(")
+
+
+def _normalise_axis(axis, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    out = []
+    for a in axes:
+        a = operator.index(a)
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim)
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(out)
+
+
+def _as_rows(x: Array, axes) -> tuple[Array, tuple[int, ...]]:
+    """x with the reduced axes last, as a C-contiguous (rows, n) array; the kept shape."""
+    keep = [d for d in range(x.ndim) if d not in axes]
+    perm = keep + list(axes)
+    kept = tuple(x.shape[d] for d in keep)
+    n = 1
+    for d in axes:
+        n *= x.shape[d]
+    rows = 1
+    for d in kept:
+        rows *= d
+    t = Array._make(
+        x._owner,
+        x._ptr,
+        tuple(x.shape[d] for d in perm),
+        tuple(x.strides[d] for d in perm),
+        x.dtype,
+        x.sycl_queue,
+        x.usm_type,
+        x._host_ok,
+    )
+    if t.layout != "C":
+        c = Array._allocate(t.shape, t.dtype, t.sycl_queue, t.usm_type)
+        _ufunc.launch("l0", [t], c, "reduction")
+        t = c
+    return t.reshape(rows, n), kept
+
+
+def _launch(op, x2: Array, xi: Array | None, groups: int, acc_dt: np.dtype):
+    from ._launch import call_kernel
+    from ._ranges import NdRange
+
+    rows, n = x2.shape
+    q, ut = x2.sycl_queue, x2.usm_type
+    val_dt = np.dtype(np.int32) if op in ("any", "all") else acc_dt
+    out = Array._allocate((rows, groups), val_dt, q, ut)
+    outi = Array._allocate(
+        (rows, groups) if op.startswith("arg") else (1, 1), np.dtype(np.int64), q, ut
+    )
+    src = _src_for(op, acc_dt, xi is None)
+    arg = op.startswith("arg")
+    # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
+    for r0 in range(0, rows, _MAX_ROWS):
+        r1 = min(rows, r0 + _MAX_ROWS)
+        call_kernel(
+            _kernel(src),
+            NdRange((r1 - r0, groups * _WG), (1, _WG)),
+            x2[r0:r1],
+            xi[r0:r1] if xi is not None else outi,  # unused on the first pass
+            out[r0:r1],
+            outi[r0:r1] if arg else outi,
+            np.int64(n),
+            _identity(op, acc_dt),
+            np.int64(n if xi is None else np.iinfo(np.int64).max),
+        )
+    return out, outi
+
+
+def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
+    """x.<op>(axis, keepdims) as kernels; reducing every axis gives a 0-d array."""
+    if not isinstance(x, Array):
+        raise TypeError(f"kapi {op} takes a kapi array, not {type(x).__name__}")
+    dt = x.dtype
+    if dt.kind == "c" or dt == np.float16 or dt.itemsize == 2 and dt.kind == "V":
+        raise TypeError(f"kapi {op} does not support dtype {dt} yet")
+    axes = _normalise_axis(axis, x.ndim)
+    if op.startswith("arg") and axis is not None and len(axes) != 1:
+        raise TypeError(f"{op}: axis must be None or an integer")
+    n = 1
+    for d in axes:
+        n *= x.shape[d]
+    if n == 0 and op in ("min", "max", "argmin", "argmax"):
+        raise ValueError(
+            f"zero-size array to reduction operation {op} which has no identity"
+            if not op.startswith("arg")
+            else f"attempt to get {op} of an empty sequence"
+        )
+    if dt == np.bool_ and op in ("min", "max"):
+        op = "all" if op == "min" else "any"  # bool results, the same values
+    acc_dt = _acc_dtype("sum" if op == "mean" else op, dt)
+    if dt == np.bool_ and op.startswith("arg"):
+        acc_dt = np.dtype(np.int32)  # group collectives take numbers
+    if op == "mean" and dt.kind in "iub":
+        acc_dt = np.dtype(np.float64)
+    if x.size == 0:
+        kept = tuple(x.shape[d] for d in range(x.ndim) if d not in axes)
+        rows = 1
+        for d in kept:
+            rows *= d
+    else:
+        x2, kept = _as_rows(x, axes)
+        rows = x2.shape[0]
+    base_op = "sum" if op == "mean" else op
+    cap = min(_MAX_GROUPS, 32 * max(1, x.device.max_compute_units))  # enough to fill it
+    groups = max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
+    if rows * n == 0:
+        res = Array._allocate((rows, 1), acc_dt, x.sycl_queue, x.usm_type)
+        res.fill(_identity(base_op, acc_dt) if base_op in ("sum", "prod", "any", "all") else 0)
+        vals, idxs = res, None
+    else:
+        vals, idxs = _launch(base_op, x2, None, groups, acc_dt)
+        if groups > 1:
+            second = "sum" if base_op == "sum" else base_op
+            if base_op in ("any", "all"):
+                second = "max" if base_op == "any" else "min"
+            xi = idxs if base_op.startswith("arg") else None
+            vals, idxs2 = _launch_second(second, vals, xi, acc_dt if second == base_op else None)
+            if xi is not None:
+                idxs = idxs2
+    if op.startswith("arg"):
+        res = idxs  # without an axis: the index into the flattened (C order) array, as NumPy
+    elif op in ("any", "all"):
+        res = Array._allocate(vals.shape, np.dtype(np.bool_), vals.sycl_queue, vals.usm_type)
+        _ufunc.launch("l0 != 0", [vals], res, op)
+    else:
+        res = vals
+    if op == "mean":
+        res = _ufunc.apply(np.true_divide, (res, n)) if n else _nan_mean(res)
+        if dt.kind == "f" and res.dtype != dt:
+            res = res.astype(dt)
+    shape = kept
+    if keepdims:
+        full = list(x.shape)
+        for d in axes:
+            full[d] = 1
+        shape = tuple(full)
+    res = res.reshape(shape)
+    if out is not None:
+        _ufunc.check_out(out, shape, res.dtype, op, "unsafe")
+        _ufunc.launch("l0", [res], out, op)
+        return out
+    return res  # a 0-d array without axes, as the array API says (NumPy: a scalar)
+
+
+def _nan_mean(res: Array) -> Array:
+    out = Array._allocate(res.shape, np.dtype(np.float64), res.sycl_queue, res.usm_type)
+    out.fill(np.nan)
+    return out
+
+
+def _launch_second(op, vals: Array, xi, acc_dt):
+    dt = acc_dt if acc_dt is not None else vals.dtype
+    v, i = _launch(op, vals, xi, 1, dt)
+    return v, i
+
+
+def _method(op: str):
+    def m(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+        if dtype is not None and not op.startswith("arg"):
+            raise TypeError(f"kapi arrays' {op} takes no dtype= yet; use .astype(...) first")
+        if kwargs:
+            raise TypeError(f"kapi arrays' {op} does not take " + ", ".join(kwargs))
+        return reduce(op, self, axis=axis, keepdims=keepdims, out=out)
+
+    m.__name__ = op
+    m.__doc__ = f"{op} over axis (None: all), on the array's device; NumPy's result dtype."
+    return m
+
+
+def install(cls) -> None:
+    for op in ("sum", "prod", "min", "max", "mean", "argmin", "argmax", "any", "all"):
+        setattr(cls, op, _method(op))
+
+
+install(Array)

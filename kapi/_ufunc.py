@@ -1,0 +1,304 @@
+"""Elementwise NumPy ufuncs and operators on kapi arrays, run as generated kapi kernels.
+
+`x * 4`, `np.sin(x)`, `np.add(x, y, out=z)` and fused expressions (kapi.fuse, kapi/_fuse.py)
+all end here: an expression tree of ufunc calls over leaves (arrays and scalars) becomes the
+source of one kernel, `out[i, j] = np.multiply(a0[i, j], s1)`, compiled through the normal
+@kapi.kernel pipeline (pyfront/emit_ufuncs.py lowers np.<ufunc> on scalars) and cached per
+source; the dispatcher then specialises it per argument types. Types follow NumPy 2
+(`ufunc.resolve_dtypes`, Python scalars weak as NEP 50 says); shapes broadcast as in NumPy.
+The launch runs where the arrays live: arrays of different devices are an error, never a
+silent copy.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._array import Array, _span
+from ._errors import ExecutionQueueInferenceError, UnsupportedDtypeError
+from ._types import DTYPE_TO_KIR
+
+_KERNELS: dict[str, object] = {}  # kernel source -> KernelDispatcher
+_IDX = "ijk"
+
+
+def supported_ufuncs() -> frozenset[str]:
+    """Names of the ufuncs kapi arrays run on the device (those kernels support on scalars;
+    two-output ufuncs are not supported on arrays)."""
+    from pyfront.emit_ufuncs import supported_ufuncs as names
+
+    return frozenset(n for n in names() if n != "divmod")
+
+
+_SUPPORTED: frozenset[str] | None = None
+
+
+def check_ufunc(ufunc) -> None:
+    global _SUPPORTED
+    if _SUPPORTED is None:
+        _SUPPORTED = supported_ufuncs()
+    if not isinstance(ufunc, np.ufunc) or ufunc.__name__ not in _SUPPORTED:
+        name = getattr(ufunc, "__name__", repr(ufunc))
+        raise TypeError(
+            f"numpy.{name} is not supported on kapi arrays; supported ufuncs: "
+            + ", ".join(sorted(_SUPPORTED))
+        )
+    if ufunc.nout != 1:
+        raise TypeError(f"numpy.{ufunc.__name__} has {ufunc.nout} outputs; kapi arrays "
+                        "support one-output ufuncs")  # fmt: skip
+
+
+# -- operands ------------------------------------------------------------------------------
+
+
+def operand(x):
+    """x as an Array, a NumPy scalar (strong type) or a Python scalar (weak type); None for
+    an object kapi's ufuncs do not take (the operator then returns NotImplemented)."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, bool):
+        return np.bool_(x)
+    if isinstance(x, (int, float, complex)):
+        return x
+    if isinstance(x, np.generic):
+        return x
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        return x[()]
+    if isinstance(x, numbers.Number):
+        return x
+    return None
+
+
+def resolve_type(x):
+    """What ufunc.resolve_dtypes takes for x: a dtype, or int/float/complex when weak."""
+    if isinstance(x, Array):
+        return x.dtype
+    if isinstance(x, np.generic):
+        return x.dtype
+    for t in (int, float, complex):
+        if isinstance(x, t):
+            return t
+    return np.asarray(x).dtype
+
+
+def loop_dtypes(ufunc, types) -> tuple[np.dtype, ...]:
+    """NumPy 2's loop for these operand types (inputs..., output)."""
+    return tuple(ufunc.resolve_dtypes(tuple(types) + (None,) * ufunc.nout))
+
+
+def check_kapi_dtype(dt: np.dtype, what: str) -> None:
+    if dt not in DTYPE_TO_KIR:
+        raise UnsupportedDtypeError(f"{what} would have dtype {dt}, which kapi arrays do not have")
+
+
+def common_queue(arrays, what: str):
+    """The queue of the arrays' device; arrays on two devices raise."""
+    first = None
+    for a in arrays:
+        if first is None:
+            first = a
+        elif a.device != first.device:
+            raise ExecutionQueueInferenceError(
+                f"{what}: operands live on different devices ('{first.device.filter_string}' "
+                f"and '{a.device.filter_string}'); a kapi array operation runs where its arrays "
+                "are: move one with .to_device(...) or kapi.asarray(x, device=...)"
+            )
+    return first.sycl_queue if first is not None else None
+
+
+# -- shapes --------------------------------------------------------------------------------
+
+
+def _broadcast_strides(a: Array, shape) -> tuple[int, ...]:
+    """a's strides in elements, broadcast to shape (0 where a is broadcast)."""
+    pad = len(shape) - a.ndim
+    st = [0] * pad + [s // a.itemsize for s in a.strides]
+    dims = [1] * pad + list(a.shape)
+    return tuple(0 if d == 1 and n != 1 else s for s, d, n in zip(st, dims, shape, strict=True))
+
+
+def _collapse(shape, stride_sets):
+    """Merges adjacent dimensions that every operand walks as one (C-contiguous operands
+    become 1-D), so the kernel sees at most 3 dimensions in the common cases."""
+    shape = list(shape)
+    sts = [list(s) for s in stride_sets]
+    d = len(shape) - 2
+    while d >= 0:
+        if all(st[d] == st[d + 1] * shape[d + 1] for st in sts):
+            shape[d + 1] *= shape[d]
+            del shape[d]
+            for st in sts:
+                del st[d]
+        d -= 1
+    if not shape:
+        shape, sts = [1], [[0] for _ in sts]
+    return tuple(shape), [tuple(s) for s in sts]
+
+
+def _strided_view(a: Array, shape, strides) -> Array:
+    i = a.itemsize
+    return Array._make(
+        a._owner,
+        a._ptr,
+        shape,
+        tuple(s * i for s in strides),
+        a.dtype,
+        a.sycl_queue,
+        a.usm_type,
+        a._host_ok,
+    )
+
+
+def _overlaps(a: Array, b: Array) -> bool:
+    alo, ahi = _span(a.shape, a.strides, a.itemsize)
+    blo, bhi = _span(b.shape, b.strides, b.itemsize)
+    return a._ptr + alo < b._ptr + bhi and b._ptr + blo < a._ptr + ahi
+
+
+# -- kernels -------------------------------------------------------------------------------
+
+
+def _kernel_for(source: str, env: dict | None = None, cache: dict | None = None):
+    """The kernel of source (cached in cache, default the module's); env adds globals (a
+    device function that the source calls)."""
+    cache = _KERNELS if cache is None else cache
+    k = cache.get(source)
+    if k is None:
+        from ._kernel import kernel
+
+        g = {"np": np, **(env or {})}
+        exec(compile(source, "<kapi elementwise>", "exec"), g)  # noqa: S102 - our own source
+        k = cache[source] = kernel(g["_elementwise"])
+    return k
+
+
+def kernel_source(expr: str, n_leaves: int, ndim: int, array_leaves) -> str:
+    """The kernel computing expr (which names leaves l0, l1, ...) into out[idx]."""
+    idx = ", ".join(_IDX[:ndim])
+    params = ", ".join(f"a{n}" for n in range(n_leaves))
+    lines = [f"def _elementwise(item, out, {params}):"]
+    lines += [f"    {_IDX[d]} = item.get_id({d})" for d in range(ndim)]
+    for n in range(n_leaves):
+        lines.append(f"    l{n} = a{n}[{idx}]" if n in array_leaves else f"    l{n} = a{n}")
+    lines.append(f"    out[{idx}] = {expr}")
+    return "\n".join(lines) + "\n"
+
+
+def launch(expr: str, leaves, out: Array, what: str, env=None, cache=None) -> None:
+    """Runs out[...] = expr over the broadcast leaves (Arrays, or scalars already converted
+    to their loop dtypes)."""
+    if out.size == 0:
+        return
+    # An output that overlaps an input in any other way than element for element would be
+    # read after it is written: such inputs are copied first, as NumPy does.
+    leaves = [
+        x.copy()
+        if isinstance(x, Array)
+        and _overlaps(x, out)
+        and (x._ptr != out._ptr or x.strides != out.strides or x.shape != out.shape)
+        else x
+        for x in leaves
+    ]
+    arrays = [x for x in leaves if isinstance(x, Array)]
+    shape = out.shape
+    strides = [_broadcast_strides(out, shape)] + [_broadcast_strides(a, shape) for a in arrays]
+    cshape, cstrides = _collapse(shape, strides)
+    if len(cshape) > 3:
+        raise ValueError(
+            f"{what}: kapi runs elementwise operations over at most 3 dimensions after merging "
+            f"contiguous ones; shape {shape} with these strides needs {len(cshape)} "
+            "(use contiguous arrays, e.g. .copy())"
+        )
+    views = iter(cstrides[1:])
+    args, arr_pos = [], set()
+    for n, x in enumerate(leaves):
+        if isinstance(x, Array):
+            args.append(_strided_view(x, cshape, next(views)))
+            arr_pos.add(n)
+        else:
+            args.append(x)
+    src = kernel_source(expr, len(leaves), len(cshape), arr_pos)
+    from ._launch import call_kernel
+    from ._ranges import Range
+
+    view = _strided_view(out, cshape, cstrides[0])
+    call_kernel(_kernel_for(src, env, cache), Range(*cshape), view, *args)
+
+
+def check_out(out, shape, dtype, ufunc_name: str, casting: str = "same_kind") -> Array:
+    if not isinstance(out, Array):
+        raise TypeError(f"{ufunc_name}: out= must be a kapi array, not {type(out).__name__}")
+    if out.shape != tuple(shape):
+        raise ValueError(
+            f"{ufunc_name}: out has shape {out.shape}, but the result has shape {tuple(shape)}"
+        )
+    if not np.can_cast(dtype, out.dtype, casting):
+        raise TypeError(
+            f"Cannot cast ufunc '{ufunc_name}' output from dtype('{np.dtype(dtype)}') to "
+            f"dtype('{out.dtype}') with casting rule '{casting}'"
+        )
+    return out
+
+
+def apply(ufunc, inputs, out=None, casting="same_kind") -> Array:
+    """ufunc(*inputs, out=out) on kapi arrays and scalars."""
+    check_ufunc(ufunc)
+    name = ufunc.__name__
+    if len(inputs) != ufunc.nin:
+        raise TypeError(f"{name}() takes {ufunc.nin} positional arguments, got {len(inputs)}")
+    ops = []
+    for x in inputs:
+        o = operand(x)
+        if o is None:
+            raise TypeError(
+                f"numpy.{name} on kapi arrays takes kapi arrays and scalars, not "
+                f"{type(x).__name__}; copy host data with kapi.asarray(x, device=...)"
+            )
+        ops.append(o)
+    arrays = [o for o in ops if isinstance(o, Array)]
+    if out is not None:
+        arrays.append(out)
+    queue = common_queue(arrays, f"numpy.{name}")
+    types = [resolve_type(o) for o in ops]
+    loop = loop_dtypes(ufunc, types)
+    res_dt = loop[-1]
+    check_kapi_dtype(res_dt, f"numpy.{name}'s result")
+    shape = np.broadcast_shapes(*(a.shape for a in ops if isinstance(a, Array)))
+    if out is None:
+        first = next(a for a in ops if isinstance(a, Array))
+        out = Array._allocate(shape, res_dt, queue, first.usm_type)
+    else:
+        check_out(out, shape, res_dt, name, casting)
+    leaves = []
+    for o, dt in zip(ops, loop, strict=False):
+        if isinstance(o, Array):
+            leaves.append(o)
+        else:
+            # a Python int out of the loop type's range raises OverflowError, as in NumPy 2
+            leaves.append(_to_dtype(o, dt))
+    args = [
+        cast(f"l{n}", o.dtype, dt) if isinstance(o, Array) else f"l{n}"
+        for n, (o, dt) in enumerate(zip(ops, loop, strict=False))
+    ]
+    expr = f"np.{name}(" + ", ".join(args) + ")"
+    launch(expr, leaves, out, f"numpy.{name}")
+    return out
+
+
+def cast(expr: str, have: np.dtype, want: np.dtype) -> str:
+    """expr converted to the loop's input type where the kernel's typing could pick another
+    loop than NumPy (np.true_divide(uint8, uint8) computes in float64 in NumPy)."""
+    if have == want:
+        return expr
+    name = "bool_" if want == np.bool_ else want.type.__name__
+    return f"np.{name}({expr})"
+
+
+def _to_dtype(x, dt: np.dtype):
+    if isinstance(x, int) and not isinstance(x, bool) and dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python integer {x} out of bounds for {dt}")
+    return dt.type(x)
