@@ -46,6 +46,11 @@ for c in ${COARSEN_VARIANTS:-0 128 512}; do
   step "saxpy-coarsen-$c" env KAPI_CUDA_COARSEN=$c timeout 60 python3 bench/gpu.py \
     --only saxpy,black-scholes 2>&1 | tee -a "$OUT/gpu_bench.log"
 done
+# Array programming (issue 13): fused chain vs CuPy's ElementwiseKernel, sum vs cupy.sum.
+step array-ops timeout 120 python3 bench/array_ops.py --device gpu --log2n 28 2>&1 | tee -a "$OUT/gpu_bench.log"
+# dpjit prange reductions (issue 14) on the GPU and on the host's cores, beside Numba parallel.
+step dpjit-reduce-gpu timeout 120 python3 bench/dpjit_reduce.py --device gpu --log2n 26 2>&1 | tee -a "$OUT/gpu_bench.log"
+step dpjit-reduce-cpu timeout 120 python3 bench/dpjit_reduce.py --device cpu --log2n 24 2>&1 | tee -a "$OUT/cpu.log"
 step group-reduce timeout 120 python3 bench/group_reduce.py 2>&1 | tee -a "$OUT/gpu_bench.log"
 if [ -x .carry/bin/launch_c ]; then
   step gpu-launch-c env KAPI_BENCH_DRIVER=kapi-cuda timeout 30 .carry/bin/launch_c 2000 25 2>&1 | tee -a "$OUT/gpu_bench.log"
