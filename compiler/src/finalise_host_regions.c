@@ -657,7 +657,7 @@ static LLVMValueRef remat(remat_t *r, LLVMValueRef v) {
 static LLVMMetadataRef distinct_node(LLVMContextRef c, LLVMMetadataRef *ops, unsigned n) {
   LLVMMetadataRef all[3];
   all[0] = LLVMTemporaryMDNode(c, NULL, 0);
-  memcpy(all + 1, ops, n * sizeof *ops);
+  if (n) memcpy(all + 1, ops, n * sizeof *ops);
   LLVMMetadataRef node = LLVMMDNodeInContext2(c, all, n + 1);
   LLVMMetadataReplaceAllUsesWith(all[0], node); /* self-reference: distinct */
   return node;
