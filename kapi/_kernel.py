@@ -118,6 +118,18 @@ def _exception_text(cls, args) -> str:
         return ", ".join(map(str, args))
 
 
+def _boundscheck(option) -> bool:
+    """Whether a kernel checks its array indices: the boundscheck option when given (Numba's
+    name), else KAPI_BOUNDSCHECK (Numba's NUMBA_BOUNDSCHECK): 1 on, 0 or unset off. Read once,
+    when the kernel is decorated: it is part of every specialisation the kernel compiles."""
+    if option is not None:
+        return bool(option)
+    env = os.environ.get("KAPI_BOUNDSCHECK", "").strip()
+    if env not in ("", "0", "1"):
+        raise ValueError(f"KAPI_BOUNDSCHECK must be 0 or 1, not {env!r}")
+    return env == "1"
+
+
 def _compile_kir(text: str, opt_level: int):
     native = _native.ext()
     try:
@@ -181,11 +193,11 @@ def _as_kapi_error(e):
     return new
 
 
-def _pyfront_compile(pyfunc, argtypes, index):
+def _pyfront_compile(pyfunc, argtypes, index, boundscheck=False):
     import pyfront
 
     try:
-        return pyfront.compile_kernel(pyfunc, list(argtypes), index=index)
+        return pyfront.compile_kernel(pyfunc, list(argtypes), index=index, boundscheck=boundscheck)
     except pyfront.KernelError as e:
         raise _as_kapi_error(e) from None
 
@@ -218,6 +230,7 @@ class KernelDispatcher:
         if not 0 <= int(opt) <= 3:
             raise ValueError(f"opt_level must be 0..3, got {opt}")
         self.opt_level = int(opt)
+        self.boundscheck = _boundscheck(self.options.get("boundscheck"))
         params = inspect.signature(pyfunc).parameters.values()
         if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
             raise InvalidKernelSpecializationError(
@@ -303,7 +316,7 @@ class KernelDispatcher:
                 hit["prints"],
             )
         else:
-            mod = _pyfront_compile(self.py_func, argtypes, index)
+            mod = _pyfront_compile(self.py_func, argtypes, index, self.boundscheck)
             entry, llvm_ir, spirv = _compile_kir(mod.text, self.opt_level)
             raises, prints = getattr(mod, "raises", ()), getattr(mod, "prints", False)
             ck = CompiledKernel(

@@ -80,17 +80,20 @@ def _check_signature(pyfunc, argtypes, index):
 _lock = threading.RLock()
 
 
-def compile_kernel(pyfunc, argtypes, *, index=None):
+def compile_kernel(pyfunc, argtypes, *, index=None, boundscheck=False):
     """Compile `pyfunc` for `argtypes` (KIR type strings, without the index parameter).
+
+    With `boundscheck`, every array element access checks its indices and raises IndexError
+    (KIR `raise`) when one is out of range.
 
     Thread-safe (compilations are serialised). Raises KernelError subclasses for bad kernels
     and ValueError for a malformed `index`.
     """
     with _lock:
-        return _compile(pyfunc, argtypes, index)
+        return _compile(pyfunc, argtypes, index, boundscheck)
 
 
-def _compile(pyfunc, argtypes, index):
+def _compile(pyfunc, argtypes, index, boundscheck=False):
     from .ktypes import parse_type
     from .module import ModuleEmitter
 
@@ -104,7 +107,7 @@ def _compile(pyfunc, argtypes, index):
             raise KernelTypingError(
                 f"argument '{name}': {e}", fname, line, construct="argument"
             ) from None
-    emitter = ModuleEmitter()
+    emitter = ModuleEmitter(boundscheck)
     entry, text = emitter.compile(pyfunc, ntypes, index)
     return KirModule(text, entry, tuple(emitter.raises), emitter.prints)
 

@@ -12,6 +12,7 @@ import numpy as np
 from . import values as V
 from ._numba import ir, types
 from .emit_bf16 import Bf16Emitter
+from .emit_bounds import BoundsCheckEmitter
 from .emit_calls import CallEmitter
 from .emit_complex import ComplexEmitter, is_complex
 from .emit_print import PrintRaiseEmitter
@@ -77,7 +78,9 @@ def _unlit(ty):
     return types.unliteral(ty)
 
 
-class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitter):
+class FunctionEmitter(
+    CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitter, BoundsCheckEmitter
+):
     """Emits one typed function (kernel or device function) into a FunctionBuilder."""
 
     def __init__(self, tf, module, kind, name, index=None, views=None, signed_vars=()):
@@ -627,7 +630,9 @@ class FunctionEmitter(CallEmitter, ComplexEmitter, Bf16Emitter, PrintRaiseEmitte
             )
         out = list(arr.prefix)
         for v, t in zip(items, tys, strict=True):
-            out.append(self.index_ref(arr, len(out), v, t))
+            i = self.index_ref(arr, len(out), v, t)
+            self.check_index(arr, len(out), i)  # boundscheck only
+            out.append(i)
         return out
 
     def index_ref(self, arr, d, v, t):

@@ -9,7 +9,8 @@ from .typer import Typer
 
 
 class ModuleEmitter:
-    def __init__(self):
+    def __init__(self, boundscheck=False):
+        self.boundscheck = boundscheck  # check array indices (pyfront/emit_bounds.py)
         self.typer = Typer()
         self._names = {}  # (pyfunc, argtypes) -> KIR name
         self._used = set()
