@@ -180,3 +180,19 @@ def test_checked_kernel_ptx_assembles():
             cmd = ["ptxas", "-arch=sm_90", f"{d}/k.ptx", "-o", f"{d}/k.cubin"]
             r = subprocess.run(cmd, capture_output=True, text=True)
             assert r.returncode == 0, r.stderr
+
+
+@kapi.kernel(boundscheck=True)
+def private_overrun(item, out, k):
+    p = kapi_api.PrivateArray(4, np.float32, fill_zeros=True)
+    i = item.get_id(0)
+    p[i + k] = 1.0
+    out[i] = p[0]
+
+
+def test_private_array_checked(dev):
+    out = _f32(4, dev, 5)
+    kapi.call_kernel(private_overrun, kapi.Range(4), out, np.int64(0))
+    np.testing.assert_array_equal(out.asnumpy(), [1, 0, 0, 0])
+    with pytest.raises(IndexError, match=r"a private array \(dimension 0\)"):
+        kapi.call_kernel(private_overrun, kapi.Range(4), out, np.int64(1))
