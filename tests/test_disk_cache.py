@@ -47,9 +47,9 @@ def front(monkeypatch):
     calls = []
     real = _kernel._pyfront_compile
 
-    def counting(pyfunc, argtypes, index):
+    def counting(pyfunc, argtypes, index, boundscheck=False):
         calls.append(pyfunc.__name__)
-        return real(pyfunc, argtypes, index)
+        return real(pyfunc, argtypes, index, boundscheck)
 
     monkeypatch.setattr(_kernel, "_pyfront_compile", counting)
     return calls
