@@ -525,3 +525,13 @@ def test_hit_keeps_assert_sites_and_print(cache_dir, front, dev, capfd):
     capfd.readouterr()
     kapi.call_kernel(k2, kapi.Range(1), b, np.float32(5.0))
     assert "item 0" in capfd.readouterr().out
+
+
+def test_boundscheck_is_part_of_the_key(cache_dir, front):
+    """A bounds-checked kernel and the same kernel unchecked are two entries; each hits."""
+    plain = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}))
+    checked = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, boundscheck=True))
+    assert front == ["k", "k"] and len(entries(cache_dir)) == 2
+    assert "raise" not in plain.kir and "raise" in checked.kir
+    again = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, boundscheck=True))
+    assert front == ["k", "k"] and again.kir == checked.kir and again.raises == checked.raises
