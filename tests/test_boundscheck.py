@@ -196,3 +196,22 @@ def test_private_array_checked(dev):
     np.testing.assert_array_equal(out.asnumpy(), [1, 0, 0, 0])
     with pytest.raises(IndexError, match=r"a private array \(dimension 0\)"):
         kapi.call_kernel(private_overrun, kapi.Range(4), out, np.int64(1))
+
+
+@kapi.device_func
+def row_item(r, j):
+    return r[j + 2]
+
+
+@kapi.kernel(boundscheck=True)
+def row_view(item, m, out):
+    i = item.get_id(0)
+    out[i] = row_item(m[i], 1)
+
+
+def test_row_view_reports_the_whole_arrays_dimension(dev):
+    m = kapi.asarray(np.arange(12, dtype=np.float32).reshape(4, 3), device=dev)
+    out = _f32(4, dev, 0)
+    line = line_of(row_item, "return r[j + 2]")
+    with pytest.raises(IndexError, match=rf"array 'r' \(dimension 1\).*:{line}:"):
+        kapi.call_kernel(row_view, kapi.Range(4), m, out)
