@@ -13,10 +13,9 @@ Defaults: 2^28 elements on a GPU, 2^24 on the CPU driver.
 """
 
 import argparse
-import statistics
-import time
 
 import numpy as np
+from timing import median_batch
 
 import kapi
 
@@ -26,19 +25,6 @@ A, B = np.float32(1.5), np.float32(0.25)
 @kapi.fuse
 def chain(x, y, a, b):
     return (x * a + y) * x - b
-
-
-def median_batch(call, sync, reps, batches=5):
-    call()
-    sync()
-    per = []
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            call()
-        sync()
-        per.append((time.perf_counter() - t0) / reps)
-    return statistics.median(per)
 
 
 def report(name, sec, nbytes):

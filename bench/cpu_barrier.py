@@ -20,6 +20,7 @@ import time
 
 import numba
 import numpy as np
+from timing import median_time
 
 import kapi
 from kapi import kernel_api as K
@@ -106,16 +107,6 @@ def scan(nditem, a, out, slm):
         K.group_barrier(nditem.get_group())
         d *= 2
     out[gid] = v
-
-
-def median_time(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def median_times(fns, repeat):

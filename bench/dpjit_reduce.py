@@ -7,11 +7,10 @@ includes its launch, the partials' copy to the host and the host combine).
 """
 
 import argparse
-import statistics
-import time
 
 import numba
 import numpy as np
+from timing import median_time
 
 import kapi
 
@@ -26,16 +25,6 @@ def dot_max_count(a, b):
         if a[i] > b[i]:
             c += 1
     return s, hi, c
-
-
-def median_time(fn, args, reps):
-    fn(*args)  # compile, warm up
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main():
@@ -53,8 +42,8 @@ def main():
     dj = kapi.dpjit(dot_max_count)
     want, got = nj(ha, hb), dj(a, b)
     assert got == want, (got, want)
-    t_numba = median_time(nj, (ha, hb), opt.reps)
-    t_kapi = median_time(dj, (a, b), opt.reps)
+    t_numba = median_time(nj, opt.reps, ha, hb)
+    t_kapi = median_time(dj, opt.reps, a, b)
     gbs = 16 * n / 1e9
     print(f"dpjit reductions n=2^{opt.log2n} on {a.device}")
     print(f"  numba njit(parallel=True) CPU: {t_numba * 1e3:8.3f} ms  {gbs / t_numba:7.1f} GB/s")

@@ -19,7 +19,6 @@ import statistics
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 
@@ -28,6 +27,7 @@ np.row_stack = getattr(np, "row_stack", np.vstack)  # numba-cuda 0.30 on numpy 2
 import cupy as cp  # noqa: E402
 import kernels  # noqa: E402
 from numba import cuda  # noqa: E402
+from timing import median_batch  # noqa: E402
 
 import kapi  # noqa: E402
 from kapi import kernel_api as kapi_api  # noqa: E402
@@ -43,20 +43,6 @@ def report(name, kapi_value, peer_name, peer_value, unit, higher_is_better=True)
         f"  ratio {ratio:5.2f}x",
         flush=True,
     )
-
-
-def median_batch(launch, sync, reps, batches=7):
-    """Seconds per launch: median over batches of `reps` launches and one wait."""
-    launch()
-    sync()
-    per = []
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            launch()
-        sync()
-        per.append((time.perf_counter() - t0) / reps)
-    return statistics.median(per)
 
 
 def event_timed(launch, reps, batches=7):

@@ -14,10 +14,9 @@ Defaults: 2^28 elements on a GPU, 2^22 on the CPU driver.
 """
 
 import argparse
-import statistics
-import time
 
 import numpy as np
+from timing import median_batch
 
 import kapi
 from kapi import kernel_api as K
@@ -76,20 +75,6 @@ def tree_sum(nd, a, out, items, tmp):
         s //= 2
     if lid == 0:
         K.AtomicRef(out, 0).fetch_add(tmp[0])
-
-
-def median_batch(launch, sync, reps, batches=7):
-    """Seconds per launch: median over batches of `reps` launches and one wait."""
-    launch()
-    sync()
-    per = []
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            launch()
-        sync()
-        per.append((time.perf_counter() - t0) / reps)
-    return statistics.median(per)
 
 
 def kapi_case(kern, nd_range, out, args):

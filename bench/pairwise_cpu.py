@@ -8,12 +8,11 @@ is checked against NumPy before timing. Prints medians and the ratio per dtype.
 import argparse
 import math
 import os
-import statistics
-import time
 
 import kernels
 import numba
 import numpy as np
+from timing import median_time
 
 import kapi
 
@@ -30,16 +29,6 @@ def pairwise_numba(data, dist):
                 t = data[i, k] - data[j, k]
                 d += t * t
             dist[j, i] = math.sqrt(d)
-
-
-def median_time(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main():
