@@ -22,35 +22,9 @@ from .errors import (
     KernelTypingError,
     UnsupportedConstructError,
 )
-from .kir import FunctionBuilder, format_const, kir_name
+from .kir import BINOPS, FunctionBuilder, format_const, kir_name
 from .ktypes import IndexSpaceType, KArray, kir_array, kir_scalar
 
-BINOPS = {
-    operator.add: "add",
-    operator.iadd: "add",
-    operator.sub: "sub",
-    operator.isub: "sub",
-    operator.mul: "mul",
-    operator.imul: "mul",
-    operator.truediv: "div",
-    operator.itruediv: "div",
-    operator.floordiv: "floordiv",
-    operator.ifloordiv: "floordiv",
-    operator.mod: "mod",
-    operator.imod: "mod",
-    operator.pow: "pow",
-    operator.ipow: "pow",
-    operator.and_: "and",
-    operator.iand: "and",
-    operator.or_: "or",
-    operator.ior: "or",
-    operator.xor: "xor",
-    operator.ixor: "xor",
-    operator.lshift: "shl",
-    operator.ilshift: "shl",
-    operator.rshift: "shr",
-    operator.irshift: "shr",
-}
 CMPOPS = {
     operator.eq: "eq",
     operator.ne: "ne",

@@ -20,20 +20,10 @@ import numpy as np
 from . import complex_math
 from . import values as V
 from ._numba import signature, types
+from .kir import BINOPS
 from .ktypes import kir_scalar
 
-_ARITH = {
-    operator.add: "add",
-    operator.iadd: "add",
-    operator.sub: "sub",
-    operator.isub: "sub",
-    operator.mul: "mul",
-    operator.imul: "mul",
-    operator.truediv: "div",
-    operator.itruediv: "div",
-    operator.pow: "pow",
-    operator.ipow: "pow",
-}
+_ARITH = {op: name for op, name in BINOPS.items() if name in ("add", "sub", "mul", "div", "pow")}
 # cmath function -> helper in complex_math (complex in, complex out)
 _CMATH_UNARY = {
     cmath.exp: "cx_exp",

@@ -5,6 +5,7 @@ slots are declared up front; `hoist` puts an instruction at the top of the entry
 """
 
 import math
+import operator
 import re
 
 import numpy as np
@@ -116,3 +117,32 @@ class FunctionBuilder:
             out += ["  " + s for s in lines]
         out.append("}")
         return "\n".join(out)
+
+
+# Python operators -> KIR arithmetic, bitwise and shift opcodes (the front end's emitters share it).
+BINOPS = {
+    operator.add: "add",
+    operator.iadd: "add",
+    operator.sub: "sub",
+    operator.isub: "sub",
+    operator.mul: "mul",
+    operator.imul: "mul",
+    operator.truediv: "div",
+    operator.itruediv: "div",
+    operator.floordiv: "floordiv",
+    operator.ifloordiv: "floordiv",
+    operator.mod: "mod",
+    operator.imod: "mod",
+    operator.pow: "pow",
+    operator.ipow: "pow",
+    operator.and_: "and",
+    operator.iand: "and",
+    operator.or_: "or",
+    operator.ior: "or",
+    operator.xor: "xor",
+    operator.ixor: "xor",
+    operator.lshift: "shl",
+    operator.ilshift: "shl",
+    operator.rshift: "shr",
+    operator.irshift: "shr",
+}
