@@ -4,70 +4,117 @@ numba-dpex's kernel API: code written for numba-dpex runs after changing its imp
 `import kapi as dpex; from kapi import kernel_api as kapi`.
 """
 
-from . import _ops, _reduce  # noqa: F401 - operators, ufuncs, reductions on kapi.Array
-from ._array import (
-    Array,
-    arange,
-    asarray,
-    empty,
-    empty_like,
-    full,
-    full_like,
-    ones,
-    ones_like,
-    zeros,
-    zeros_like,
-)
-from ._device import Device, Queue, default_device, devices
-from ._dpjit import DpjitFunction, UnsupportedPrangeError, dpjit
-from ._errors import (
-    DeviceError,
-    DeviceNotFoundError,
-    ExecutionQueueInferenceError,
-    InvalidKernelSpecializationError,
-    InvalidRangeError,
-    KapiError,
-    KernelCallError,
-    KernelCompileError,
-    KernelHasReturnValueError,
-    LaunchError,
-    MissingSpecializationError,
-    OutOfDeviceMemoryError,
-    UnmatchedNumberOfRangeDimsError,
-    UnsupportedDtypeError,
-    UnsupportedGroupWorkItemSizeError,
-    UnsupportedKernelArgumentError,
-)
-from ._fuse import FusedFunction, fuse
-from ._interop import from_dlpack
-from ._kernel import KernelDispatcher, device_func, kernel
-from ._launch import call_kernel, call_kernel_async, wait_all
-from ._ranges import NdRange, Range
-from ._scalar_names import scalar_names as _scalar_names
-from ._types import DpnpNdArray, ItemType, NdItemType, USMNdArray, usm_ndarray
-from ._types import array as array_type
-from ._vectorize import VectorizedFunction, vectorize
+# `import kapi` imports nothing: every public name is looked up in _EXPORTS and its module
+# imported on first access (PEP 562 module __getattr__), so a script pays for NumPy, the C
+# extension and the front end only when it uses them. To export a new name, add it to its
+# module's _export(...) line below and to __all__; tests/test_import_cost.py checks both.
 
-try:  # the in-kernel classes (Item, NdItem, AtomicRef, ...) live in kapi/kernel_api.py
-    from . import kernel_api
-except ImportError:  # pragma: no cover - only while the kernel_api module is being written
-    kernel_api = None
+import importlib as _importlib
 
-# Scalar types, as numba-dpex exports them (kapi/_scalar_names.py): conversions
-# (kapi.int32(0)), dtypes, signature entries, signature objects (kapi.int64(kapi.int64)) and
-# array types (kapi.float32[::1]).
-_SCALARS = _scalar_names()
-bool_ = boolean = b1 = _SCALARS["bool_"]
-int8, int16, int32, int64 = (_SCALARS[n] for n in ("int8", "int16", "int32", "int64"))
-uint8, uint16, uint32, uint64 = (_SCALARS[n] for n in ("uint8", "uint16", "uint32", "uint64"))
-float32, float64 = _SCALARS["float32"], _SCALARS["float64"]
-i4, i8, u4, u8, f4, f8 = int32, int64, uint32, uint64, float32, float64
-float_, double = float32, float64
-none = void = _SCALARS["void"]  # void(args...) is a signature; kernels return nothing
+__version__ = "0.1.0"
 
 prange = range  # numba.prange, re-exported by numba-dpex: plain range, offloaded by dpjit
 
-__version__ = "0.1.0"
+# public name -> (module under kapi, attribute there)
+_EXPORTS: dict[str, tuple[str, str]] = {}
+
+
+def _export(module: str, *names: str, **renamed: str) -> None:
+    for name in names:
+        _EXPORTS[name] = (module, name)
+    for name, attr in renamed.items():
+        _EXPORTS[name] = (module, attr)
+
+
+_export(
+    "_array",
+    "Array",
+    "arange",
+    "asarray",
+    "empty",
+    "empty_like",
+    "full",
+    "full_like",
+    "ones",
+    "ones_like",
+    "zeros",
+    "zeros_like",
+)
+_export("_device", "Device", "Queue", "default_device", "devices")
+_export("_dpjit", "DpjitFunction", "UnsupportedPrangeError", "dpjit")
+_export(
+    "_errors",
+    "DeviceError",
+    "DeviceNotFoundError",
+    "ExecutionQueueInferenceError",
+    "InvalidKernelSpecializationError",
+    "InvalidRangeError",
+    "KapiError",
+    "KernelCallError",
+    "KernelCompileError",
+    "KernelHasReturnValueError",
+    "LaunchError",
+    "MissingSpecializationError",
+    "OutOfDeviceMemoryError",
+    "UnmatchedNumberOfRangeDimsError",
+    "UnsupportedDtypeError",
+    "UnsupportedGroupWorkItemSizeError",
+    "UnsupportedKernelArgumentError",
+)
+_export("_fuse", "FusedFunction", "fuse")
+_export("_interop", "from_dlpack")
+_export("_kernel", "KernelDispatcher", "device_func", "kernel")
+_export("_launch", "call_kernel", "call_kernel_async", "wait_all")
+_export("_ranges", "NdRange", "Range")
+_export(
+    "_types",
+    "DpnpNdArray",
+    "ItemType",
+    "NdItemType",
+    "USMNdArray",
+    "usm_ndarray",
+    array_type="array",
+)
+_export("_vectorize", "VectorizedFunction", "vectorize")
+
+# Scalar types, as numba-dpex exports them (kapi/_scalar_names.py): conversions
+# (kapi.int32(0)), dtypes, signature entries, signature objects (kapi.int64(kapi.int64)) and
+# array types (kapi.float32[::1]). All come from one scalar_names() table, bound together.
+_SCALAR_NAMES = (
+    "bool_", "boolean", "b1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "float32", "float64", "i4", "i8", "u4", "u8", "f4", "f8", "float_", "double",
+    "none", "void",
+)  # fmt: skip
+
+# Submodules: kernel_api holds the in-kernel classes (Item, NdItem, AtomicRef, ...).
+_SUBMODULES = ("kernel_api",)
+
+
+def _bind_scalars():
+    from ._scalar_names import SCALARS
+
+    for name in _SCALAR_NAMES:
+        globals()[name] = SCALARS[name]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        module, attr = _EXPORTS[name]
+        value = getattr(_importlib.import_module(f"{__name__}.{module}"), attr)
+    elif name in _SCALAR_NAMES:
+        _bind_scalars()
+        value = globals()[name]
+    elif name in _SUBMODULES:
+        value = _importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later lookups are plain module attributes
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_EXPORTS, *_SCALAR_NAMES, *_SUBMODULES})
+
 
 __all__ = [
     "Array",

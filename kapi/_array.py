@@ -652,3 +652,8 @@ def asarray(
     out = Array._allocate(host.shape, dt, q, usm_type or "device", order)
     out._assign(host)
     return out
+
+
+# Operators, NumPy ufuncs and reductions on Array are installed by these modules: whoever
+# imports Array gets them (kapi's own names are imported lazily, kapi/__init__.py).
+from . import _ops, _reduce  # noqa: E402, F401

@@ -122,3 +122,8 @@ def scalar_names() -> dict:
     out["f8"] = out["double"] = out["float64"]
     out["void"] = out["none"] = VoidType()
     return out
+
+
+# The one table kapi/__init__.py binds its names from (module import is serialised, so every
+# thread sees the same objects: kapi.i4 is kapi.int32).
+SCALARS = scalar_names()
