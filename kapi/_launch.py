@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 import weakref
 
 import numpy as np
@@ -31,18 +32,21 @@ _configured = False
 _auto_kernels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    try:
-        import pyfront
+class _UserErrorCheck(type):
+    # pyfront (and its imports) must not load for a launch that the disk cache serves, yet
+    # its KernelError is the user's to fix too: looked up when an error is being checked (one
+    # can only have been raised once pyfront is imported).
+    def __instancecheck__(cls, obj) -> bool:
+        if isinstance(obj, KapiError):
+            return True
+        errors = sys.modules.get("pyfront.errors")
+        kernel_error = getattr(errors, "KernelError", None)
+        return isinstance(kernel_error, type) and isinstance(obj, kernel_error)
 
-        extra = tuple(
-            c
-            for c in (getattr(pyfront, "KernelError", None),)
-            if isinstance(c, type) and issubclass(c, BaseException)
-        )
-    except ImportError:
-        extra = ()
-    return (KapiError, *extra)
+
+class _UserError(metaclass=_UserErrorCheck):
+    """isinstance(e, _UserError): e is a KapiError or pyfront's KernelError; call_kernel
+    then shows the user's frames only (kapi/_ext/call.c)."""
 
 
 def _numpy_desc(a: np.ndarray, pos: int):
@@ -177,7 +181,7 @@ try:
 except ImportError:  # pure-Python use (no build): launching says how to build
     call_kernel = call_kernel_async = _missing
 else:
-    _ext.rt_call_configure(_make_launcher, _user_errors(), bool(os.environ.get("KAPI_TRACEBACK")))
+    _ext.rt_call_configure(_make_launcher, (_UserError,), bool(os.environ.get("KAPI_TRACEBACK")))
     # C functions (kapi/_ext/call.c): one call per launch, no Python frame in tracebacks.
     call_kernel = _ext.call_kernel
     call_kernel_async = _ext.call_kernel_async

@@ -70,3 +70,25 @@ def test_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = kapi.no_such_name
     assert not hasattr(kapi, "also_missing")
+
+
+def test_user_error_check_covers_kapi_and_pyfront_errors():
+    # call_kernel drops kapi's frames from these (kapi/_ext/call.c), pyfront's without
+    # kapi importing pyfront for a launch the disk cache serves
+    import pyfront
+    from kapi._launch import _UserError
+
+    assert isinstance(kapi.KernelCompileError("x"), _UserError)
+    assert isinstance(pyfront.KernelTypingError("m", "f.py", 3), _UserError)
+    assert isinstance(pyfront.UnsupportedConstructError("m"), _UserError)
+    assert not isinstance(RuntimeError("internal"), _UserError)
+    assert not isinstance(KeyError("internal"), _UserError)
+
+
+def test_launch_module_does_not_import_the_front_end():
+    out = fresh(
+        "import json, sys, kapi; kapi.call_kernel; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pyfront', 'numba'))))"
+    )
+    assert out == []
