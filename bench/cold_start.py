@@ -157,9 +157,9 @@ def report(name, cold, warm) -> None:
 
 def bytecode_cache(env) -> None:
     """Fresh processes must find compiled bytecode, as an installed kapi has it: where
-    PYTHONDONTWRITEBYTECODE is set (the dev box and the GPU machine's sandbox set it) or the
-    tree's __pycache__ is not writable, every process would compile kapi's and pyfront's
-    sources again (~40 ms here, 136 ms on the GPU host). Bytecode goes to a private folder
+    PYTHONDONTWRITEBYTECODE is set (the dev box sets it) or the tree's __pycache__ is not
+    writable, every process would compile kapi's and pyfront's sources again (~40 ms here;
+    136 ms in the GPU host's profile). Bytecode goes to a private folder
     (PYTHONPYCACHEPREFIX) that the unmeasured first run of each series fills."""
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.setdefault(
