@@ -27,13 +27,9 @@ from ._errors import (
     missing_specialization,
 )
 from ._numba_sig import is_numba_signature, numba_signature_parts
-from ._types import (
-    declared_match,
-    format_signature,
-    normalize_type,
-    parse_signature,
-    without_local_shapes,
-)
+
+# kapi/_types.py (which imports NumPy) is imported where a signature is parsed or printed:
+# @kapi.kernel on a function without signatures does not import NumPy.
 
 _DEFAULT_OPT = 2
 
@@ -96,6 +92,8 @@ class CompiledKernel:
 
     @property
     def signature(self) -> str:
+        from ._types import format_signature
+
         return format_signature(self.index, self.argtypes)
 
     def _prepare_device(self, device_index: int) -> None:
@@ -247,6 +245,8 @@ class KernelDispatcher:
     # -- signatures and compilation ------------------------------------------------------
 
     def _set_signatures(self, signatures):
+        from ._types import parse_signature
+
         for s in signatures if isinstance(signatures, list) else [signatures]:
             if is_numba_signature(s) and numba_signature_parts(s)[1] is not None:
                 raise KernelHasReturnValueError(
@@ -283,6 +283,8 @@ class KernelDispatcher:
 
         `index` is ("item", ndim), ("nditem", ndim) or None (kernel without an item argument).
         """
+        from ._types import declared_match, format_signature, without_local_shapes
+
         argtypes = tuple(argtypes)
         key = (index, argtypes)
         ck = self.overloads.get(key)
@@ -347,6 +349,8 @@ class KernelDispatcher:
     # -- inspection (as Numba's dispatchers: a dict without a signature) -------------------
 
     def _find(self, signature) -> CompiledKernel:
+        from ._types import format_signature, parse_signature
+
         if isinstance(signature, CompiledKernel):
             return signature
         index, argtypes = parse_signature(signature)
@@ -463,6 +467,8 @@ def device_func(function_or_signature=None, **options):
         pyfunc.__kapi_device_func__ = True
         pyfunc.__kapi_device_options__ = dict(options)
         if function_or_signature is not None:
+            from ._types import parse_signature
+
             sigs = function_or_signature
             sigs = sigs if isinstance(sigs, list) else [sigs]
             pyfunc.__kapi_device_signatures__ = [parse_signature(s)[1] for s in sigs]
@@ -487,6 +493,8 @@ def _is_signature(obj) -> bool:
 
 def _declared_return(sig) -> str | None:
     """The KIR result type a Numba signature object declares (None: not declared, or void)."""
+    from ._types import normalize_type
+
     if not is_numba_signature(sig):
         return None
     ret = numba_signature_parts(sig)[1]

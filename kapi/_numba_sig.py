@@ -8,8 +8,6 @@ Numba only when it is handed one, so `import kapi` stays free of Numba.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ._errors import InvalidKernelSpecializationError
 
 
@@ -40,7 +38,9 @@ def is_numba_signature(obj) -> bool:
     return is_numba_object(obj) and hasattr(obj, "args") and hasattr(obj, "return_type")
 
 
-def _scalar_dtype(t, where: str) -> np.dtype:
+def _scalar_dtype(t, where: str):
+    """The NumPy dtype of a Numba scalar type."""
+    import numpy as np  # with Numba's types in hand, NumPy is imported already
     from numba.core import types
 
     if isinstance(t, types.NumberClass):  # numba.int32 used as a class: the scalar type

@@ -43,6 +43,16 @@ def test_numpy_arrives_with_the_first_name_that_needs_it():
     assert out == [False, True, True]  # Array comes with its operators and reductions
 
 
+def test_decorating_a_kernel_imports_no_numpy():
+    out = fresh(
+        "import json, sys, kapi\n"
+        "@kapi.kernel\ndef k(item, a):\n    a[item.get_id(0)] = 1\n"
+        "@kapi.device_func\ndef f(x):\n    return x\n"
+        "print(json.dumps(['numpy' in sys.modules, type(k).__name__]))"
+    )
+    assert out == [False, "KernelDispatcher"]
+
+
 def test_star_import_and_dir_list_every_public_name():
     out = fresh(
         "import json, kapi; ns = {}; exec('from kapi import *', ns); "
