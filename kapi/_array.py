@@ -654,6 +654,7 @@ def asarray(
     return out
 
 
-# Operators, NumPy ufuncs and reductions on Array are installed by these modules: whoever
-# imports Array gets them (kapi's own names are imported lazily, kapi/__init__.py).
-from . import _ops, _reduce  # noqa: E402, F401
+# Operators, NumPy ufuncs and reductions on Array are installed by _ops and _reduce: whoever
+# imports Array gets them (kapi's own names are imported lazily, kapi/__init__.py). The launch
+# path comes with arrays too, so that a kernel's first call pays for the call only.
+from . import _launch, _ops, _reduce  # noqa: E402, F401
