@@ -9,8 +9,6 @@ numba-dpex's kernel API: code written for numba-dpex runs after changing its imp
 # extension and the front end only when it uses them. To export a new name, add it to its
 # module's _export(...) line below and to __all__; tests/test_import_cost.py checks both.
 
-import importlib as _importlib
-
 __version__ = "0.1.0"
 
 prange = range  # numba.prange, re-exported by numba-dpex: plain range, offloaded by dpjit
@@ -100,12 +98,13 @@ def _bind_scalars():
 def __getattr__(name: str):
     if name in _EXPORTS:
         module, attr = _EXPORTS[name]
-        value = getattr(_importlib.import_module(f"{__name__}.{module}"), attr)
+        # __import__ (not importlib.import_module): the C import path, which -X importtime logs
+        value = getattr(__import__(f"{__name__}.{module}", fromlist=(attr,)), attr)
     elif name in _SCALAR_NAMES:
         _bind_scalars()
         value = globals()[name]
     elif name in _SUBMODULES:
-        value = _importlib.import_module(f"{__name__}.{name}")
+        value = __import__(f"{__name__}.{name}", fromlist=("__name__",))
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value  # later lookups are plain module attributes
