@@ -1,6 +1,6 @@
 """Cold start and the disk cache: fresh-process timings of kapi beside Numba's own disk caches.
 
-    .venv/bin/python bench/cold_start.py [--runs N] [--device cpu] [--device cuda:0]
+    .venv/bin/python bench/cold_start.py [--runs N] [--device cpu] [--device cuda:0] [--cpu-time]
 
 Every figure comes from a new Python process (medians over --runs processes):
   import       `import kapi` (or `import numba`)
@@ -184,6 +184,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--runs", type=int, default=7, help="fresh processes per figure (7)")
     p.add_argument("--device", action="append", help="kapi device filters (default: all)")
+    p.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="process CPU time (time.process_time, threads included) instead of wall time:\n"
+        "steadier on a loaded machine; blind to waiting (GPU work, I/O)",
+    )
     a = p.parse_args()
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for k in ("KAPI_CACHE", "KAPI_DEBUG", "NUMBA_DISABLE_JIT"):
@@ -197,7 +203,10 @@ def main() -> int:
              "kapi.devices()))"], env=env, capture_output=True, text=True, check=True,
         )  # fmt: skip
         devs = listing.stdout.split()
-    print(f"fresh-process medians over {a.runs} runs (ms); python {sys.version.split()[0]}")
+    clock = "process CPU time" if a.cpu_time else "wall time"
+    print(
+        f"fresh-process medians over {a.runs} runs (ms, {clock}); python {sys.version.split()[0]}"
+    )
     print()
     print("| what | import | cold first call | warm first call | second call | warm - second "
           "| Numba imported on a warm run | cold process total |")  # fmt: skip
@@ -211,7 +220,11 @@ def main() -> int:
         ):
             paths[name] = os.path.join(d, f"cold_{name}.py")
             with open(paths[name], "w") as f:
-                f.write(code)
+                f.write(
+                    code.replace("time.perf_counter()", "time.process_time()")
+                    if a.cpu_time
+                    else code
+                )
         for dev in devs:
             cold = series(paths["kapi"], [dev], env, a.runs, "KAPI_CACHE_DIR", warm=False)
             warm = series(paths["kapi"], [dev], env, a.runs, "KAPI_CACHE_DIR", warm=True)
