@@ -47,6 +47,9 @@ from ._scalar_names import scalar_names as _scalar_names
 from ._types import DpnpNdArray, ItemType, NdItemType, USMNdArray, usm_ndarray
 from ._types import array as array_type
 from ._vectorize import VectorizedFunction, vectorize
+from ._primitives import cumprod, cumsum, reduce, scan
+from ._sort import argsort, sort, topk, unique
+from . import random
 
 try:  # the in-kernel classes (Item, NdItem, AtomicRef, ...) live in kapi/kernel_api.py
     from . import kernel_api
@@ -107,6 +110,15 @@ __all__ = [
     "wait_all",
     "zeros",
     "zeros_like",
+    "argsort",
+    "cumprod",
+    "cumsum",
+    "random",
+    "reduce",
+    "scan",
+    "sort",
+    "topk",
+    "unique",
     "DeviceError",
     "DeviceNotFoundError",
     "ExecutionQueueInferenceError",
