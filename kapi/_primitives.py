@@ -152,6 +152,16 @@ def check_array(x, what: str) -> Array:
     return x
 
 
+def _as_uint8(x: Array) -> Array:
+    """A bool array's memory seen as uint8 (local memory holds no bools); the operation
+    sees 0 and 1, and results are converted back to bool (nonzero is True)."""
+    if x.dtype != np.bool_:
+        return x
+    u8 = np.dtype(np.uint8)
+    return Array._make(x._owner, x._ptr, x.shape, x.strides, u8, x.sycl_queue, x.usm_type,
+                       x._host_ok)  # fmt: skip
+
+
 def contiguous(x: Array) -> Array:
     """x itself when C-contiguous, else a C-contiguous copy on its device."""
     return x if x.layout == "C" or x.size == 0 else x.copy()
@@ -178,9 +188,14 @@ def rows_view(x: Array, axis) -> tuple[Array, tuple[int, ...], int]:
         x.usm_type,
         x._host_ok,
     )
-    t = contiguous(t)
     n = x.shape[ax]
-    return t.reshape(t.size // n if n else 0, n), t.shape, ax
+    rows = 1
+    for d in perm[:-1]:
+        rows *= x.shape[d]
+    if t.size == 0:
+        return Array._allocate((rows, n), t.dtype, t.sycl_queue, t.usm_type), t.shape, ax
+    t = contiguous(t)
+    return t.reshape(rows, n), t.shape, ax
 
 
 def from_rows(r: Array, moved_shape, ax, ndim: int) -> Array:
@@ -287,7 +302,7 @@ def reduce(op, a, axis=None, identity=None, dtype=None, keepdims=False):
     dt = _result_dtype(name, a.dtype, dtype)
     if identity is None:
         identity = named_identity(name, dt)
-    x = a if a.dtype == dt else a.astype(dt)
+    x = _as_uint8(a if a.dtype == dt else a.astype(dt))
     if axis is None:
         x2 = contiguous(x).reshape(1, x.size)
         kept = ()
@@ -312,6 +327,8 @@ def reduce(op, a, axis=None, identity=None, dtype=None, keepdims=False):
         if groups > 1:
             part = _reduce_rows(part, fn, op if name is None else name, 1)
         res = part.reshape(kept)
+        if dt == np.bool_:
+            res = res.astype(dt)
     if keepdims:
         full = list(a.shape)
         for d in range(a.ndim) if ax is None else (ax,):
@@ -463,15 +480,16 @@ def scan(a, op="add", axis=None, inclusive=True, identity=None, dtype=None):
         identity = named_identity(name, dt)
     if not inclusive and identity is None:
         raise ValueError("kapi.scan: an exclusive scan with this op needs identity=...")
-    x = a if a.dtype == dt else a.astype(dt)
+    x = _as_uint8(a if a.dtype == dt else a.astype(dt))
     if a.ndim == 0 and axis is None:
         x = x.reshape(1)
     x2, moved, ax = rows_view(x, axis)
-    out = Array._allocate(x2.shape, dt, a.sycl_queue, a.usm_type)
+    out = Array._allocate(x2.shape, x2.dtype, a.sycl_queue, a.usm_type)
     if out.size:
         key = op if name is None else name
         _scan_rows(x2, out, fn, key, not inclusive, identity if identity is not None else 0)
-    return from_rows(out, moved, ax, max(1, x.ndim) if axis is not None else 1)
+    r = from_rows(out, moved, ax, max(1, x.ndim) if axis is not None else 1)
+    return r.astype(dt) if dt == np.bool_ else r
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
