@@ -200,11 +200,14 @@ def rows_view(x: Array, axis) -> tuple[Array, tuple[int, ...], int]:
 
 def from_rows(r: Array, moved_shape, ax, ndim: int) -> Array:
     """The inverse of rows_view: r (rows, n) back to the original axis order."""
+    perm = [d for d in range(ndim) if d != ax] + [ax] if ax is not None else []
+    inv = [perm.index(d) for d in range(ndim)] if ax is not None else []
+    if r.size == 0:  # (an empty array's layout is not "C": reshape would refuse it)
+        shape = moved_shape if ax is None else tuple(moved_shape[d] for d in inv)
+        return Array._allocate(shape, r.dtype, r.sycl_queue, r.usm_type)
     t = r.reshape(moved_shape)
     if ax is None or ax == ndim - 1:
         return t
-    perm = [d for d in range(ndim) if d != ax] + [ax]
-    inv = [perm.index(d) for d in range(ndim)]
     v = Array._make(
         t._owner,
         t._ptr,
