@@ -217,3 +217,54 @@ def test_device_placement_follows_the_input(dev):
     a = kapi.asarray(np.arange(10, dtype=np.int32), device=dev)
     for r in (kapi.reduce("add", a), kapi.cumsum(a), kapi.scan(a, right)):
         assert r.device == a.device
+
+
+# -- the CUDA path without a GPU ----------------------------------------------------------------
+
+
+def test_primitive_kernels_finalise_to_ptx(tmp_path):
+    """Every kernel that reduce, scan, sort/argsort (every key width, with and without
+    indices), topk, unique and the random generator build goes through the NVPTX finaliser,
+    and ptxas assembles it for sm_90 (the GPU run covers the launches)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from nvptx_util import ptx_of
+
+    from kapi import _primitives
+
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    libdevice = Path(ptxas).resolve().parents[1] / "nvvm" / "libdevice" / "libdevice.10.bc"
+    if not libdevice.is_file():
+        pytest.skip(f"the CUDA toolkit (ptxas, libdevice) is not installed: {libdevice}")
+    cpu = DEVICES[0]
+    for dt in ("int8", "uint16", "float32", "float64", "bool"):
+        a = kapi.asarray(_data(dt, (6, 50), seed=1), device=cpu)
+        kapi.sort(a)
+        kapi.argsort(a.reshape(300))
+        kapi.unique(a, return_counts=True)
+        kapi.reduce("max", a, axis=0)
+        kapi.cumsum(a)
+    b = kapi.asarray(_data("int32", 600, seed=2), device=cpu)
+    kapi.topk(b, 3)
+    kapi.scan(b, right, inclusive=False, identity=np.int32(0))
+    kapi.reduce(absmax, b)
+    g = kapi.random.default_rng(0, device=cpu)
+    for dt in (np.float32, np.float64):
+        g.random(10, dtype=dt)
+        g.standard_normal(10, dtype=dt)
+    kapi.random.philox4x32(np.zeros((1, 4), np.uint32), np.zeros((1, 2), np.uint32), cpu)
+    spirvs = [ck.spirv for k in _primitives._KERNELS.values() for ck in k.overloads.values()]
+    assert len(spirvs) >= 30
+    for n, spirv in enumerate(spirvs):
+        ptx = ptx_of(spirv, libdevice)
+        assert ".entry" in ptx
+        path = tmp_path / f"k{n}.ptx"
+        path.write_text(ptx)
+        r = subprocess.run(
+            [ptxas, "-arch=sm_90", str(path), "-o", str(tmp_path / f"k{n}.cubin")],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
