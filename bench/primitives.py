@@ -67,7 +67,7 @@ def main():
         raise SystemExit("kapi.sort differs from np.sort")
     if not np.array_equal(kapi.argsort(k[:nh]).asnumpy(), np.argsort(hk[:nh], kind="stable")):
         raise SystemExit("kapi.argsort differs from np.argsort")
-    print(f"sort of uint32 (random, 32 bits: 4 radix passes)")
+    print("sort of uint32 (random, 32 bits: 4 radix passes)")
     t_sort = time_k(lambda: kapi.sort(k))
     c_sort = None
     if cp is not None:
@@ -83,15 +83,13 @@ def main():
     line("kapi.argsort", t_arg, n, c_arg, "cupy.argsort")
     if c_arg:
         line("cupy.argsort", c_arg, n)
-    line("np.argsort(kind='stable') (host)", time_h(lambda: np.argsort(hk[:nh], kind="stable")),
-         nh)  # fmt: skip
-    del k
+    line("np.argsort(kind='stable') (host)", time_h(lambda: np.argsort(hk[:nh], kind="stable")), nh)
 
     # cumsum and reduce of float32
     f = kapi.asarray(hf, device=dev)
     got = kapi.cumsum(f).asnumpy()
     want = np.cumsum(hf, dtype=np.float64)
-    if not np.allclose(got, want, rtol=1e-3, atol=1e-3 * n ** 0.5):
+    if not np.allclose(got, want, rtol=1e-3, atol=1e-3 * n**0.5):
         raise SystemExit("kapi.cumsum differs from np.cumsum")
     print("cumsum of float32")
     t = time_k(lambda: kapi.cumsum(f))
@@ -110,7 +108,6 @@ def main():
     c = time_c(lambda: cf.max()) if cp is not None else None
     line('kapi.reduce("max")', t, n, c, "cupy max")
     line("np.max (host)", time_h(lambda: hf[:nh].max()), nh)
-    del f
 
     # random float32
     g = kapi.random.default_rng(1, device=dev)
@@ -125,15 +122,17 @@ def main():
     if c:
         line("cupy Generator.random", c, n)
     hg = np.random.default_rng(1)
-    line("np.random Generator.random (host)", time_h(lambda: hg.random(nh, dtype=np.float32)),
-         nh)  # fmt: skip
+    line("np.random Generator.random (host)", time_h(lambda: hg.random(nh, dtype=np.float32)), nh)
     t = time_k(lambda: g.standard_normal(n, dtype=np.float32))
     c = time_c(lambda: cg.standard_normal(n, dtype=cp.float32)) if cp is not None else None
     line("kapi Generator.standard_normal", t, n, c, "cupy")
     if c:
         line("cupy Generator.standard_normal", c, n)
-    line("np.random standard_normal (host)",
-         time_h(lambda: hg.standard_normal(nh, dtype=np.float32)), nh)  # fmt: skip
+    line(
+        "np.random standard_normal (host)",
+        time_h(lambda: hg.standard_normal(nh, dtype=np.float32)),
+        nh,
+    )
 
 
 if __name__ == "__main__":

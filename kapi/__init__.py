@@ -4,7 +4,7 @@ numba-dpex's kernel API: code written for numba-dpex runs after changing its imp
 `import kapi as dpex; from kapi import kernel_api as kapi`.
 """
 
-from . import _ops, _reduce  # noqa: F401 - operators, ufuncs, reductions on kapi.Array
+from . import _ops, _reduce, random  # noqa: F401 - array operators and reductions; kapi.random
 from ._array import (
     Array,
     arange,
@@ -42,14 +42,13 @@ from ._fuse import FusedFunction, fuse
 from ._interop import from_dlpack
 from ._kernel import KernelDispatcher, device_func, kernel
 from ._launch import call_kernel, call_kernel_async, wait_all
+from ._primitives import cumprod, cumsum, reduce, scan
 from ._ranges import NdRange, Range
 from ._scalar_names import scalar_names as _scalar_names
+from ._sort import argsort, sort, topk, unique
 from ._types import DpnpNdArray, ItemType, NdItemType, USMNdArray, usm_ndarray
 from ._types import array as array_type
 from ._vectorize import VectorizedFunction, vectorize
-from ._primitives import cumprod, cumsum, reduce, scan
-from ._sort import argsort, sort, topk, unique
-from . import random
 
 try:  # the in-kernel classes (Item, NdItem, AtomicRef, ...) live in kapi/kernel_api.py
     from . import kernel_api

@@ -158,8 +158,9 @@ def _as_uint8(x: Array) -> Array:
     if x.dtype != np.bool_:
         return x
     u8 = np.dtype(np.uint8)
-    return Array._make(x._owner, x._ptr, x.shape, x.strides, u8, x.sycl_queue, x.usm_type,
-                       x._host_ok)  # fmt: skip
+    return Array._make(
+        x._owner, x._ptr, x.shape, x.strides, u8, x.sycl_queue, x.usm_type, x._host_ok
+    )
 
 
 def contiguous(x: Array) -> Array:
@@ -271,9 +272,14 @@ def _reduce_rows(x2: Array, fn, key, groups: int) -> Array:
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
         call_kernel(
-            k, NdRange((r1 - r0, groups * WG), (1, WG)), x2[r0:r1], out[r0:r1], np.int64(n),
-            slm, flg,
-        )  # fmt: skip
+            k,
+            NdRange((r1 - r0, groups * WG), (1, WG)),
+            x2[r0:r1],
+            out[r0:r1],
+            np.int64(n),
+            slm,
+            flg,
+        )
     return out
 
 
@@ -317,8 +323,7 @@ def reduce(op, a, axis=None, identity=None, dtype=None, keepdims=False):
     if n == 0:
         if identity is None:
             raise ValueError(
-                "zero-size array to reduction operation which has no identity "
-                "(pass identity=...)"
+                "zero-size array to reduction operation which has no identity (pass identity=...)"
             )
         res = Array._allocate(kept, dt, a.sycl_queue, a.usm_type)
         res.fill(identity)
@@ -462,9 +467,17 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
         r1 = min(rows, r0 + _MAX_ROWS)
         nd = NdRange((r1 - r0, groups * WG), (1, WG))
         call_kernel(
-            ka, nd, x2[r0:r1], out[r0:r1], pre[r0:r1], np.int64(n), np.int64(seg), slm,
-            x2.dtype.type(ident), np.int32(excl),
-        )  # fmt: skip
+            ka,
+            nd,
+            x2[r0:r1],
+            out[r0:r1],
+            pre[r0:r1],
+            np.int64(n),
+            np.int64(seg),
+            slm,
+            x2.dtype.type(ident),
+            np.int32(excl),
+        )
 
 
 def scan(a, op="add", axis=None, inclusive=True, identity=None, dtype=None):

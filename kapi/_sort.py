@@ -255,11 +255,39 @@ def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int):
         if not (bits_vary >> shift) & (RADIX - 1):
             continue
         sh = ku(shift)
-        call_kernel(hist_k, nd, k, hist.reshape(RADIX * G), np.int64(n), np.int64(tile),
-                    np.int64(G), sh, mask, cnt)  # fmt: skip
+        call_kernel(
+            hist_k,
+            nd,
+            k,
+            hist.reshape(RADIX * G),
+            np.int64(n),
+            np.int64(tile),
+            np.int64(G),
+            sh,
+            mask,
+            cnt,
+        )
         P._scan_rows(hist, offs, add, "add", True, 0)
-        call_kernel(scat_k, nd, k, v, k2, v2, offs.reshape(RADIX * G), np.int64(n),
-                    np.int64(tile), np.int64(G), sh, mask, run, first, sd, si, kl, vl)  # fmt: skip
+        call_kernel(
+            scat_k,
+            nd,
+            k,
+            v,
+            k2,
+            v2,
+            offs.reshape(RADIX * G),
+            np.int64(n),
+            np.int64(tile),
+            np.int64(G),
+            sh,
+            mask,
+            run,
+            first,
+            sd,
+            si,
+            kl,
+            vl,
+        )
         k, k2 = k2, k
         if withv:
             v, v2 = v2, v
@@ -279,10 +307,20 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     v = Array._allocate((n if withv else 1,), np.dtype(np.int64), x.sycl_queue, x.usm_type)
     sign, absm, inf, allb = _key_consts(dt)
     call_kernel(
-        _kernel(_KEYS_IN_SRC, "_keys_in"), Range(n), _as_dtype(x, udt), k, v,
-        np.int32(_mode(dt)), np.int32(canon_zero), np.int32(descending), sign, absm, inf,
-        allb, np.int32(withv),
-    )  # fmt: skip
+        _kernel(_KEYS_IN_SRC, "_keys_in"),
+        Range(n),
+        _as_dtype(x, udt),
+        k,
+        v,
+        np.int32(_mode(dt)),
+        np.int32(canon_zero),
+        np.int32(descending),
+        sign,
+        absm,
+        inf,
+        allb,
+        np.int32(withv),
+    )
     vary = int(P.reduce("or", k).asnumpy()) ^ int(P.reduce("and", k).asnumpy())
     return k, (v if withv else None), vary
 
@@ -302,10 +340,15 @@ def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=Fal
         vals = Array._allocate((x.size,), dt, x.sycl_queue, x.usm_type)
         sign, _, _, allb = _key_consts(x.dtype)
         call_kernel(
-            _kernel(_KEYS_OUT_SRC, "_keys_out"), Range(x.size), k,
-            _as_dtype(vals, _uint_of(dt)), np.int32(_mode(x.dtype)), np.int32(descending),
-            sign, allb,
-        )  # fmt: skip
+            _kernel(_KEYS_OUT_SRC, "_keys_out"),
+            Range(x.size),
+            k,
+            _as_dtype(vals, _uint_of(dt)),
+            np.int32(_mode(x.dtype)),
+            np.int32(descending),
+            sign,
+            allb,
+        )
     return vals, v
 
 
@@ -330,11 +373,19 @@ def _sort_rows(x2: Array, want_values: bool, descending: bool) -> Array:
     rk = Array._allocate((flat.size,), np.dtype(np.uint64), flat.sycl_queue, flat.usm_type)
     call_kernel(_kernel(_ROWKEY_SRC, "_rowkey"), Range(flat.size), v, rk, np.int64(m))
     rk, v = _radix_passes(rk, v, (1 << (rows - 1).bit_length()) - 1, 64)
-    out = Array._allocate((flat.size,), dt if want_values else np.dtype(np.int64),
-                          flat.sycl_queue, flat.usm_type)  # fmt: skip
+    out = Array._allocate(
+        (flat.size,), dt if want_values else np.dtype(np.int64), flat.sycl_queue, flat.usm_type
+    )
     src = x2.reshape(x2.size)
-    call_kernel(_kernel(_GATHER_SRC, "_gather"), Range(flat.size), src, v, out, np.int64(m),
-                np.int32(not want_values))  # fmt: skip
+    call_kernel(
+        _kernel(_GATHER_SRC, "_gather"),
+        Range(flat.size),
+        src,
+        v,
+        out,
+        np.int64(m),
+        np.int32(not want_values),
+    )
     return out.reshape(rows, m)
 
 
@@ -350,8 +401,9 @@ def _sort_impl(a, axis, want_values: bool, what: str, descending=False) -> Array
     x2, moved, ax = P.rows_view(x, axis)
     rows, m = x2.shape
     if x2.size == 0:
-        out = Array._allocate(x2.shape, a.dtype if want_values else np.dtype(np.int64),
-                              a.sycl_queue, a.usm_type)  # fmt: skip
+        out = Array._allocate(
+            x2.shape, a.dtype if want_values else np.dtype(np.int64), a.sycl_queue, a.usm_type
+        )
     elif rows == 1:
         vals, idx = _sorted_flat(x2.reshape(m), want_values, not want_values, descending)
         out = (vals if want_values else idx).reshape(1, m)
@@ -394,8 +446,10 @@ def topk(a, k: int):
     x = P.contiguous(a)
     if a.size == 0 or k == 0:
         q, ut = a.sycl_queue, a.usm_type
-        return (Array._allocate((0,), a.dtype, q, ut),
-                Array._allocate((0,), np.dtype(np.int64), q, ut))  # fmt: skip
+        return (
+            Array._allocate((0,), a.dtype, q, ut),
+            Array._allocate((0,), np.dtype(np.int64), q, ut),
+        )
     vals, idx = _sorted_flat(x, True, True, descending=True)
     return vals[:k].copy(), idx[:k].copy()
 
@@ -446,17 +500,18 @@ def unique(a, return_counts: bool = False):
         return (e, Array._allocate((0,), np.dtype(np.int64), q, ut)) if return_counts else e
     s, _ = _sorted_flat(P.contiguous(a).reshape(n), True, False)
     f = Array._allocate((n,), np.dtype(np.int64), q, ut)
-    call_kernel(_kernel(_UNIQUE_FLAGS_SRC, "_uflags"), Range(n), s, f,
-                np.int32(a.dtype.kind == "f"))  # fmt: skip
+    call_kernel(
+        _kernel(_UNIQUE_FLAGS_SRC, "_uflags"), Range(n), s, f, np.int32(a.dtype.kind == "f")
+    )
     pos = P.scan(f, "add", inclusive=False)
     u = int(pos[n - 1]) + int(f[n - 1])
     out = Array._allocate((u,), a.dtype, q, ut)
     starts = Array._allocate((u,), np.dtype(np.int64), q, ut)
-    call_kernel(_kernel(_UNIQUE_SCATTER_SRC, "_uscatter"), Range(n), s, f, pos, out, starts,
-                np.int64(n))  # fmt: skip
+    call_kernel(
+        _kernel(_UNIQUE_SCATTER_SRC, "_uscatter"), Range(n), s, f, pos, out, starts, np.int64(n)
+    )
     if not return_counts:
         return out
     cnt = Array._allocate((u,), np.dtype(np.int64), q, ut)
-    call_kernel(_kernel(_COUNTS_SRC, "_ucounts"), Range(u), starts, cnt, np.int64(n),
-                np.int64(u))  # fmt: skip
+    call_kernel(_kernel(_COUNTS_SRC, "_ucounts"), Range(u), starts, cnt, np.int64(n), np.int64(u))
     return out, cnt

@@ -106,8 +106,10 @@ def _gen_source(kind: str, dtype: np.dtype) -> tuple[str, int]:
     else:  # standard_normal: Box-Muller on pairs of uniforms
         if f32:
             per = 4
-            pairs = [(_U24_OPEN.format(w="r0"), _U24.format(w="r1")),
-                     (_U24_OPEN.format(w="r2"), _U24.format(w="r3"))]  # fmt: skip
+            pairs = [
+                (_U24_OPEN.format(w="r0"), _U24.format(w="r1")),
+                (_U24_OPEN.format(w="r2"), _U24.format(w="r3")),
+            ]
         else:
             per = 2
             pairs = [(_U53_OPEN.format(a="r0", b="r1"), _U53.format(a="r2", b="r3"))]
@@ -196,9 +198,14 @@ class Generator:
         counters = -(-n // per)
         if counters:
             call_kernel(
-                _kernel(src, "_gen"), Range(counters), out.reshape(n), np.int64(n),
-                np.uint64(self._ctr), self._k0, self._k1,
-            )  # fmt: skip
+                _kernel(src, "_gen"),
+                Range(counters),
+                out.reshape(n),
+                np.int64(n),
+                np.uint64(self._ctr),
+                self._k0,
+                self._k1,
+            )
         self._ctr += counters
         return out
 
@@ -209,21 +216,22 @@ class Generator:
             return self._into(out, "random")
         return self._fill("random", size, dtype, device, usm_type)
 
-    def standard_normal(self, size=None, dtype=np.float64, out=None, *, device=None,
-                        usm_type=None):  # fmt: skip
+    def standard_normal(self, size=None, dtype=np.float64, out=None, *, device=None, usm_type=None):
         """Normal floats with mean 0 and standard deviation 1 (Box-Muller)."""
         if out is not None:
             return self._into(out, "standard_normal")
         return self._fill("standard_normal", size, dtype, device, usm_type)
 
-    def uniform(self, low=0.0, high=1.0, size=None, dtype=np.float64, *, device=None,
-                usm_type=None):  # fmt: skip
+    def uniform(
+        self, low=0.0, high=1.0, size=None, dtype=np.float64, *, device=None, usm_type=None
+    ):
         """Uniform floats in [low, high)."""
         r = self._fill("random", size, dtype, device, usm_type)
         return r * (high - low) + low if (low, high) != (0.0, 1.0) else r
 
-    def normal(self, loc=0.0, scale=1.0, size=None, dtype=np.float64, *, device=None,
-               usm_type=None):  # fmt: skip
+    def normal(
+        self, loc=0.0, scale=1.0, size=None, dtype=np.float64, *, device=None, usm_type=None
+    ):
         """Normal floats with mean loc and standard deviation scale."""
         r = self._fill("standard_normal", size, dtype, device, usm_type)
         return r * scale + loc if (loc, scale) != (0.0, 1.0) else r

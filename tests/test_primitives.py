@@ -15,8 +15,19 @@ def dev(request):
     return request.param
 
 
-DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float32", "float64"]  # fmt: skip
+DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+]
 
 
 def _data(dtype, shape, seed=0, lo=-50, hi=50):
@@ -44,8 +55,15 @@ def _same(got, want, rtol=None, atol=None):
         np.testing.assert_array_equal(h, want)
 
 
-UFUNC = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum,
-         "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}  # fmt: skip
+UFUNC = {
+    "add": np.add,
+    "mul": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
 
 
 @kapi.device_func
@@ -66,8 +84,12 @@ def right(a, b):
 # -- reduce -----------------------------------------------------------------------------------
 
 
-OP_DTYPES = [(op, dt) for op in ["add", "mul", "min", "max", "and", "or", "xor"]
-             for dt in DTYPES if not (op in ("and", "or", "xor") and dt.startswith("float"))]  # fmt: skip
+OP_DTYPES = [
+    (op, dt)
+    for op in ["add", "mul", "min", "max", "and", "or", "xor"]
+    for dt in DTYPES
+    if not (op in ("and", "or", "xor") and dt.startswith("float"))
+]
 
 
 @pytest.mark.parametrize("op, dtype", OP_DTYPES)
@@ -84,8 +106,15 @@ def test_reduce_ufuncs_and_aliases_name_the_same_ops(dev):
     h = _data("int32", 999, seed=2)
     a = kapi.asarray(h, device=dev)
     for op in (np.add, "sum", np.minimum, "minimum", np.maximum, "prod"):
-        want = (np.multiply if op == "prod" else np.minimum if op in (np.minimum, "minimum")
-                else np.maximum if op is np.maximum else np.add).reduce(h)  # fmt: skip
+        want = (
+            np.multiply
+            if op == "prod"
+            else np.minimum
+            if op in (np.minimum, "minimum")
+            else np.maximum
+            if op is np.maximum
+            else np.add
+        ).reduce(h)
         _same(kapi.reduce(op, a), want)
 
 
@@ -108,8 +137,7 @@ def test_reduce_axis_and_keepdims(dev, axis):
     h = _data("int64", (7, 300, 5), seed=4)
     a = kapi.asarray(h, device=dev)
     _same(kapi.reduce("max", a, axis=axis), np.maximum.reduce(h, axis=axis))
-    _same(kapi.reduce(absmax, a, axis=axis, keepdims=True),
-          np.abs(h).max(axis=axis, keepdims=True))  # fmt: skip
+    _same(kapi.reduce(absmax, a, axis=axis, keepdims=True), np.abs(h).max(axis=axis, keepdims=True))
     _same(kapi.reduce("add", a, keepdims=True), h.sum(keepdims=True))
 
 
@@ -183,8 +211,10 @@ def test_scan_keeps_operand_order(dev, n):
     a = kapi.asarray(h, device=dev)
     _same(kapi.scan(a, left), np.full(n, h[0]))
     _same(kapi.scan(a, right), h)
-    _same(kapi.scan(a, right, inclusive=False, identity=np.int32(-7)),
-          np.concatenate([[-7], h[:-1]]).astype(np.int32))  # fmt: skip
+    _same(
+        kapi.scan(a, right, inclusive=False, identity=np.int32(-7)),
+        np.concatenate([[-7], h[:-1]]).astype(np.int32),
+    )
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])

@@ -58,7 +58,9 @@ def test_philox_many_blocks_match_the_reference(dev):
     ctr = rng.integers(0, 2**32, (257, 4), dtype=np.uint32)
     key = rng.integers(0, 2**32, (257, 2), dtype=np.uint32)
     got = kapi.random.philox4x32(ctr, key, device=dev).asnumpy()
-    want = [_philox_ref(tuple(map(int, c)), tuple(map(int, k))) for c, k in zip(ctr, key)]
+    want = [
+        _philox_ref(tuple(map(int, c)), tuple(map(int, k))) for c, k in zip(ctr, key, strict=True)
+    ]
     np.testing.assert_array_equal(got, np.array(want, np.uint32))
 
 
@@ -86,8 +88,11 @@ def test_same_seed_same_numbers_on_every_device():
     ref = None
     for d in DEVICES:
         g = kapi.random.Generator(99, device=d)
-        got = (g.random(1001, dtype=np.float32).asnumpy(), g.random((3, 7)).asnumpy(),
-               g.standard_normal(999, dtype=np.float32).asnumpy())  # fmt: skip
+        got = (
+            g.random(1001, dtype=np.float32).asnumpy(),
+            g.random((3, 7)).asnumpy(),
+            g.standard_normal(999, dtype=np.float32).asnumpy(),
+        )
         if ref is None:
             ref = got
             continue
