@@ -32,6 +32,7 @@ WG = 256  # work-items per group: one per digit value
 ITEMS = 4  # elements per work-item in a scatter chunk
 RADIX = 256
 _MAX_GROUPS_PER_CU = 32
+SUBGROUP_SCAN = None  # None: by device (sub-groups wider than one); tests force either
 
 _KEYS_IN_SRC = """
 def _keys_in(item, x, k, v, mode, canon0, desc, SIGN, ABSM, INF, ALL, WITHV):
@@ -95,7 +96,7 @@ def _hist(it, k, hist, n, tile, G, shift, MASK, cnt):
 
 # ITEMS is 4: the private arrays' literal shapes below say so.
 _SCATTER_SRC = """
-def _scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, first, sd, si, kl, vl):
+def _scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, first, sd, si, kl, vl, wt):
     g = it.get_group()
     lid = it.get_local_id(0)
     L = it.get_local_range(0)
@@ -127,9 +128,7 @@ def _scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, first, sd, si
             for e in range(4):
                 pe[e] = acc
                 acc += np.uint64(1) << np.uint64(16 * ((d[e] >> sh) & 3))
-            pre = K.exclusive_scan_over_group(g, acc, K.GroupOp.ADD)
-            tot = K.reduce_over_group(g, acc, K.GroupOp.ADD)
-            K.group_barrier(g)
+SPLITSCAN
             for e in range(4):
                 b2 = (d[e] >> sh) & 3
                 pos = np.int64(((pre + pe[e]) >> np.uint64(16 * b2)) & M16)
@@ -162,6 +161,32 @@ def _scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, first, sd, si
         c += C
 """
 
+# The work-group scan of the packed counters. With sub-groups of more than one work-item (GPUs)
+# each sub-group scans with shuffles and one barrier shares the sub-group totals (wt); kapi's
+# CPU device (sub-groups of one) uses the work-group collectives.
+_SPLIT_GROUP = """
+            pre = K.exclusive_scan_over_group(g, acc, K.GroupOp.ADD)
+            tot = K.reduce_over_group(g, acc, K.GroupOp.ADD)
+            K.group_barrier(g)
+"""
+_SPLIT_SUBGROUP = """
+            sg = it.get_sub_group()
+            sgid = sg.get_group_linear_id()
+            pre = K.exclusive_scan_over_group(sg, acc, K.GroupOp.ADD)
+            if sg.get_local_linear_id() == sg.get_local_linear_range() - 1:
+                wt[sgid] = pre + acc
+            K.group_barrier(g)
+            tot = np.uint64(0)
+            w = 0
+            while w < sg.get_group_linear_range():
+                t = wt[w]
+                if w < sgid:
+                    pre += t
+                tot += t
+                w += 1
+"""
+
+
 _ROWKEY_SRC = """
 def _rowkey(item, v, rk, m):
     i = item.get_id(0)
@@ -177,6 +202,10 @@ def _gather(item, x, v, out, m, ROWS):
     else:
         out[i] = x[j]
 """
+
+
+def _has_subgroups(dev) -> bool:
+    return max(dev.sub_group_sizes or [1]) > 1
 
 
 def _uint_of(dt: np.dtype) -> np.dtype:
@@ -231,9 +260,11 @@ def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int):
     nd = NdRange(G * WG, WG)
     withv = v is not None
     hist_k = _kernel(_HIST_SRC, "_hist")
+    subgroups = SUBGROUP_SCAN if SUBGROUP_SCAN is not None else _has_subgroups(k.device)
     scat_k = _kernel(
         _SCATTER_SRC,
         "_scatter",
+        SPLITSCAN=(_SPLIT_SUBGROUP if subgroups else _SPLIT_GROUP).strip("\n"),
         VLOAD="vl[p] = v[c + p]" if withv else "pass",
         VSTORE="v2[dst] = vl[o[e]]" if withv else "pass",
     )
@@ -249,6 +280,7 @@ def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int):
     si = K.LocalAccessor(WG * ITEMS, np.int32)
     kl = K.LocalAccessor(WG * ITEMS, k.dtype)
     vl = K.LocalAccessor(WG * ITEMS if withv else 1, np.int64)
+    wt = K.LocalAccessor(WG, np.uint64)
     _, add = P.resolve_op("add", "sort")
     mask = ku(RADIX - 1)
     for shift in range(0, nbits, 8):
@@ -287,6 +319,7 @@ def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int):
             si,
             kl,
             vl,
+            wt,
         )
         k, k2 = k2, k
         if withv:

@@ -252,7 +252,7 @@ def test_device_placement_follows_the_input(dev):
 # -- the CUDA path without a GPU ----------------------------------------------------------------
 
 
-def test_primitive_kernels_finalise_to_ptx(tmp_path):
+def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
     """Every kernel that reduce, scan, sort/argsort (every key width, with and without
     indices), topk, unique and the random generator build goes through the NVPTX finaliser,
     and ptxas assembles it for sm_90 (the GPU run covers the launches)."""
@@ -278,6 +278,11 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path):
         kapi.cumsum(a)
     b = kapi.asarray(_data("int32", 600, seed=2), device=cpu)
     kapi.topk(b, 3)
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SUBGROUP_SCAN", True)  # the scatter GPUs get
+    kapi.argsort(b)
+    kapi.sort(kapi.asarray(_data("uint64", 99, seed=3), device=cpu))
     kapi.scan(b, right, inclusive=False, identity=np.int32(0))
     kapi.reduce(absmax, b)
     g = kapi.random.default_rng(0, device=cpu)

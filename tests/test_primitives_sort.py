@@ -185,3 +185,17 @@ def test_unique_2d_and_empty(dev):
     _eq(kapi.unique(kapi.asarray(h, device=dev)), np.unique(h))
     u, c = kapi.unique(kapi.asarray(np.zeros(0, np.float64), device=dev), return_counts=True)
     assert u.size == 0 and c.size == 0
+
+
+@pytest.mark.parametrize("subgroups", [True, False])
+@pytest.mark.parametrize("dtype", ["uint32", "float64", "int8"])
+def test_both_split_scans(dev, monkeypatch, subgroups, dtype):
+    """The scatter's chunk scan by sub-groups (GPUs) and by work-group collectives (kapi's
+    CPU device) both sort right on every device (sub-groups of one work-item included)."""
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SUBGROUP_SCAN", subgroups)
+    h = _keys(dtype, 200_003, seed=10)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
