@@ -16,9 +16,11 @@ complements the keys. Each pass sorts by 8 bits, stably:
    16 bits apiece into a uint64), and writes each element at its digit's running offset plus
    its rank among the chunk's elements of that digit.
 
-Passes over digits in which no two keys differ are skipped (the OR and AND of all keys tell
-which bits vary), so small integer ranges cost fewer passes. 2-D arrays sort along the last
-axis by sorting everything by value, then stably by row.
+On kapi's CPU device a pass is instead a stable counting sort per contiguous block, one
+block per work-item (`_hist_serial`, the table's scan, `_scatter_serial`): no barriers, which
+the CPU runs best. Passes over digits in which no two keys differ are skipped (the OR and
+AND of all keys tell which bits vary), so small integer ranges cost fewer passes. 2-D arrays
+sort along the last axis by sorting everything by value, then stably by row.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ WG = 256  # work-items per group: one per digit value
 ITEMS = 4  # elements per work-item in a scatter chunk
 RADIX = 256
 _MAX_GROUPS_PER_CU = 32
-SUBGROUP_SCAN = None  # None: by device (sub-groups wider than one); tests force either
+# How a pass scatters: "subgroup" (GPUs: chunk scans by sub-group shuffles), "group" (chunk
+# scans by work-group collectives), "serial" (kapi's CPU device); None: by device. Tests force each.
+SCATTER = None
 
 _KEYS_IN_SRC = """
 def _keys_in(item, x, k, v, mode, canon0, desc, SIGN, ABSM, INF, ALL, WITHV):
@@ -187,6 +191,37 @@ _SPLIT_SUBGROUP = """
 """
 
 
+_HIST_SERIAL_SRC = """
+def _hist_serial(item, k, hist, n, B, T, shift, MASK):
+    t = item.get_id(0)
+    cnt = K.PrivateArray(256, np.int64, fill_zeros=True)
+    i = t * B
+    end = min(n, i + B)
+    while i < end:
+        cnt[np.int64((k[i] >> shift) & MASK)] += 1
+        i += 1
+    for d in range(256):
+        hist[d * T + t] = cnt[d]
+"""
+
+_SCATTER_SERIAL_SRC = """
+def _scatter_serial(item, k, v, k2, v2, offs, n, B, T, shift, MASK):
+    t = item.get_id(0)
+    off = K.PrivateArray(256, np.int64)
+    for d in range(256):
+        off[d] = offs[d * T + t]
+    i = t * B
+    end = min(n, i + B)
+    while i < end:
+        kk = k[i]
+        d = np.int64((kk >> shift) & MASK)
+        dst = off[d]
+        off[d] = dst + 1
+        k2[dst] = kk
+        VCOPY
+        i += 1
+"""
+
 _ROWKEY_SRC = """
 def _rowkey(item, v, rk, m):
     i = item.get_id(0)
@@ -246,85 +281,100 @@ def _tile_for(x: Array, n: int) -> tuple[int, int]:
     return tile, -(-n // tile)
 
 
+def _scatter_kind(dev) -> str:
+    if SCATTER is not None:
+        return SCATTER
+    if _has_subgroups(dev):
+        return "subgroup"
+    return "serial" if dev.device_type == "cpu" else "group"
+
+
 def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int):
     """Sorts keys k (unsigned, 1-D) stably, with values v (int64) when given, by every byte
     in which bits_vary has a bit set. Returns the sorted (k, v); the inputs are clobbered."""
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    withv = v is not None
+    kind = _scatter_kind(k.device)
+    one_pass = _serial_pass if kind == "serial" else _parallel_pass(k, withv, kind)
+    k2 = Array._allocate((n,), k.dtype, q, ut)
+    v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
+    v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
+    for shift in range(0, nbits, 8):
+        if not (bits_vary >> shift) & (RADIX - 1):
+            continue
+        one_pass(k, v, k2, v2, k.dtype.type(shift), withv)
+        k, k2 = k2, k
+        if withv:
+            v, v2 = v2, v
+    return k, (v if withv else None)
+
+
+def _parallel_pass(k: Array, withv: bool, kind: str):
+    """One pass by work-groups: histograms, their scan, the chunked stable scatter."""
     from . import kernel_api as K
     from ._launch import call_kernel
     from ._ranges import NdRange
 
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
-    ku = k.dtype.type
     tile, G = _tile_for(k, n)
     nd = NdRange(G * WG, WG)
-    withv = v is not None
     hist_k = _kernel(_HIST_SRC, "_hist")
-    subgroups = SUBGROUP_SCAN if SUBGROUP_SCAN is not None else _has_subgroups(k.device)
     scat_k = _kernel(
         _SCATTER_SRC,
         "_scatter",
-        SPLITSCAN=(_SPLIT_SUBGROUP if subgroups else _SPLIT_GROUP).strip("\n"),
+        SPLITSCAN=(_SPLIT_SUBGROUP if kind == "subgroup" else _SPLIT_GROUP).strip("\n"),
         VLOAD="vl[p] = v[c + p]" if withv else "pass",
         VSTORE="v2[dst] = vl[o[e]]" if withv else "pass",
     )
-    k2 = Array._allocate((n,), k.dtype, q, ut)
-    v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
-    v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
     hist = Array._allocate((1, RADIX * G), np.dtype(np.int64), q, ut)
     offs = Array._allocate((1, RADIX * G), np.dtype(np.int64), q, ut)
-    cnt = K.LocalAccessor(RADIX, np.uint32)
-    run = K.LocalAccessor(RADIX, np.int64)
-    first = K.LocalAccessor(RADIX, np.int32)
-    sd = K.LocalAccessor(WG * ITEMS, np.int32)
-    si = K.LocalAccessor(WG * ITEMS, np.int32)
-    kl = K.LocalAccessor(WG * ITEMS, k.dtype)
-    vl = K.LocalAccessor(WG * ITEMS if withv else 1, np.int64)
-    wt = K.LocalAccessor(WG, np.uint64)
+    local = dict(
+        cnt=K.LocalAccessor(RADIX, np.uint32),
+        run=K.LocalAccessor(RADIX, np.int64),
+        first=K.LocalAccessor(RADIX, np.int32),
+        sd=K.LocalAccessor(WG * ITEMS, np.int32),
+        si=K.LocalAccessor(WG * ITEMS, np.int32),
+        kl=K.LocalAccessor(WG * ITEMS, k.dtype),
+        vl=K.LocalAccessor(WG * ITEMS if withv else 1, np.int64),
+        wt=K.LocalAccessor(WG, np.uint64),
+    )
     _, add = P.resolve_op("add", "sort")
-    mask = ku(RADIX - 1)
-    for shift in range(0, nbits, 8):
-        if not (bits_vary >> shift) & (RADIX - 1):
-            continue
-        sh = ku(shift)
-        call_kernel(
-            hist_k,
-            nd,
-            k,
-            hist.reshape(RADIX * G),
-            np.int64(n),
-            np.int64(tile),
-            np.int64(G),
-            sh,
-            mask,
-            cnt,
-        )
+    mask = k.dtype.type(RADIX - 1)
+    sizes = (np.int64(n), np.int64(tile), np.int64(G))
+
+    def one_pass(k, v, k2, v2, sh, withv):
+        call_kernel(hist_k, nd, k, hist.reshape(RADIX * G), *sizes, sh, mask, local["cnt"])
         P._scan_rows(hist, offs, add, "add", True, 0)
-        call_kernel(
-            scat_k,
-            nd,
-            k,
-            v,
-            k2,
-            v2,
-            offs.reshape(RADIX * G),
-            np.int64(n),
-            np.int64(tile),
-            np.int64(G),
-            sh,
-            mask,
-            run,
-            first,
-            sd,
-            si,
-            kl,
-            vl,
-            wt,
-        )
-        k, k2 = k2, k
-        if withv:
-            v, v2 = v2, v
-    return k, (v if withv else None)
+        lm = [local[x] for x in ("run", "first", "sd", "si", "kl", "vl", "wt")]
+        call_kernel(scat_k, nd, k, v, k2, v2, offs.reshape(RADIX * G), *sizes, sh, mask, *lm)
+
+    return one_pass
+
+
+def _serial_pass(k, v, k2, v2, sh, withv):
+    """One pass on kapi's CPU device: T work-items each own a contiguous block and count,
+    then scatter, it sequentially (a stable counting sort per block), so no barriers."""
+    from ._launch import call_kernel
+    from ._ranges import Range
+
+    n = k.size
+    T = min(256, max(1, n // 4096))
+    B = -(-n // T)
+    q, ut = k.sycl_queue, k.usm_type
+    hist = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
+    offs = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
+    mask = k.dtype.type(RADIX - 1)
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    hist_k = _kernel(_HIST_SERIAL_SRC, "_hist_serial")
+    call_kernel(hist_k, Range(T), k, hist.reshape(RADIX * T), *sizes, sh, mask)
+    _, add = P.resolve_op("add", "sort")
+    P._scan_rows(hist, offs, add, "add", True, 0)
+    scat_k = _kernel(
+        _SCATTER_SERIAL_SRC, "_scatter_serial", VCOPY="v2[dst] = v[i]" if withv else "pass"
+    )
+    call_kernel(scat_k, Range(T), k, v, k2, v2, offs.reshape(RADIX * T), *sizes, sh, mask)
 
 
 def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):

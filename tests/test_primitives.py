@@ -280,9 +280,10 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
     kapi.topk(b, 3)
     from kapi import _sort
 
-    monkeypatch.setattr(_sort, "SUBGROUP_SCAN", True)  # the scatter GPUs get
-    kapi.argsort(b)
-    kapi.sort(kapi.asarray(_data("uint64", 99, seed=3), device=cpu))
+    for kind in ("subgroup", "group", "serial"):  # every way a radix pass can scatter
+        monkeypatch.setattr(_sort, "SCATTER", kind)
+        kapi.argsort(b)
+        kapi.sort(kapi.asarray(_data("uint64", 99, seed=3), device=cpu))
     kapi.scan(b, right, inclusive=False, identity=np.int32(0))
     kapi.reduce(absmax, b)
     g = kapi.random.default_rng(0, device=cpu)

@@ -187,14 +187,15 @@ def test_unique_2d_and_empty(dev):
     assert u.size == 0 and c.size == 0
 
 
-@pytest.mark.parametrize("subgroups", [True, False])
+@pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
 @pytest.mark.parametrize("dtype", ["uint32", "float64", "int8"])
-def test_both_split_scans(dev, monkeypatch, subgroups, dtype):
-    """The scatter's chunk scan by sub-groups (GPUs) and by work-group collectives (kapi's
-    CPU device) both sort right on every device (sub-groups of one work-item included)."""
+def test_every_scatter_kind(dev, monkeypatch, kind, dtype):
+    """The three ways a pass scatters (chunk scans by sub-groups: GPUs; by work-group
+    collectives; sequential blocks: kapi's CPU device) all sort right on every device
+    (sub-groups of one work-item included)."""
     from kapi import _sort
 
-    monkeypatch.setattr(_sort, "SUBGROUP_SCAN", subgroups)
+    monkeypatch.setattr(_sort, "SCATTER", kind)
     h = _keys(dtype, 200_003, seed=10)
     a = kapi.asarray(h, device=dev)
     _eq(kapi.sort(a), np.sort(h))
