@@ -18,7 +18,8 @@ phase 1 writes each segment's total, phase 2 scans the totals (recursively, the 
 function), phase 3 scans each segment in chunks of one element per work-item (Hillis-Steele
 in local memory, order preserving) starting from the scanned total of the segments before
 it. The operation needs only to be associative. An exclusive scan writes each inclusive
-value one place to the right and the identity first.
+value one place to the right and the identity first. On kapi's CPU device each work-item
+scans a contiguous block sequentially instead (no barriers).
 """
 
 from __future__ import annotations
@@ -435,8 +436,80 @@ def _scan_apply(it, x, out, pre, n, seg, slm, ident, EXCL):
 )
 
 
+# kapi's CPU device runs barriers as one loop over the group per stretch between them, so a
+# scan there is better sequential: each work-item owns a contiguous block of a row (phase 1:
+# its total; phase 3: its scan from the carried total), no barriers.
+_SCAN_SERIAL_SUMS_SRC = """
+def _scan_serial_sums(item, x, sums, n, B):
+    row = item.get_id(0)
+    t = item.get_id(1)
+    i = t * B
+    end = min(n, i + B)
+    acc = x[row, i]
+    i += 1
+    while i < end:
+        acc = OP(acc, x[row, i])
+        i += 1
+    sums[row, t] = acc
+"""
+
+_SCAN_SERIAL_APPLY_SRC = """
+def _scan_serial_apply(item, x, out, pre, n, B, ident, EXCL):
+    row = item.get_id(0)
+    t = item.get_id(1)
+    i = t * B
+    end = min(n, i + B)
+    acc = OP(pre[row, t - 1], x[row, i]) if t > 0 else x[row, i]
+    while True:
+        if EXCL != 0:
+            if i + 1 < n:
+                out[row, i + 1] = acc
+        else:
+            out[row, i] = acc
+        i += 1
+        if i >= end:
+            break
+        acc = OP(acc, x[row, i])
+    if EXCL != 0 and t == 0:
+        out[row, 0] = ident
+"""
+
+SCAN = None  # "group" (work-groups, GPUs) or "serial" (kapi's CPU device); None: by device
+
+
+def _scan_serial(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
+    from ._launch import call_kernel
+    from ._ranges import Range
+
+    rows, n = x2.shape
+    T = min(256, max(1, n // 4096))
+    B = -(-n // T)
+    T = -(-n // B)  # every block has at least one element
+    q, ut = x2.sycl_queue, x2.usm_type
+    env = {"OP": fn}
+    pre = Array._allocate((rows, T), x2.dtype, q, ut)
+    if T > 1:
+        sums = Array._allocate((rows, T), x2.dtype, q, ut)
+        ks = kernel_of(_SCAN_SERIAL_SUMS_SRC, "_scan_serial_sums", env, key)
+        for r0 in range(0, rows, _MAX_ROWS):
+            r1 = min(rows, r0 + _MAX_ROWS)
+            call_kernel(ks, Range(r1 - r0, T), x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(B))
+        _scan_rows(sums, pre, fn, key, False, ident)
+    ka = kernel_of(_SCAN_SERIAL_APPLY_SRC, "_scan_serial_apply", env, key)
+    for r0 in range(0, rows, _MAX_ROWS):
+        r1 = min(rows, r0 + _MAX_ROWS)
+        call_kernel(
+            ka, Range(r1 - r0, T), x2[r0:r1], out[r0:r1], pre[r0:r1], np.int64(n), np.int64(B),
+            x2.dtype.type(ident), np.int32(excl),
+        )  # fmt: skip
+
+
 def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     """Scans each row of x2 (rows, n) into out (rows, n), inclusively or exclusively."""
+    kind = SCAN or ("serial" if x2.device.device_type == "cpu" else "group")
+    if kind == "serial":
+        _scan_serial(x2, out, fn, key, excl, ident)
+        return
     from . import kernel_api as K
     from ._launch import call_kernel
     from ._ranges import NdRange

@@ -191,8 +191,12 @@ def test_cumprod_matches_numpy(dev, dtype):
     _same(kapi.cumprod(kapi.asarray(h, device=dev)), np.cumprod(h))
 
 
+@pytest.mark.parametrize("kind", ["group", "serial"])
 @pytest.mark.parametrize("n", [1, 256, 257, 4097, 300_001, 2_000_003])
-def test_scan_sizes_and_exclusive(dev, n):
+def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
+    from kapi import _primitives
+
+    monkeypatch.setattr(_primitives, "SCAN", kind)
     h = _data("int64", n, seed=n)
     a = kapi.asarray(h, device=dev)
     inc = np.cumsum(h)
@@ -204,9 +208,15 @@ def test_scan_sizes_and_exclusive(dev, n):
     np.testing.assert_array_equal(ex[1:], np.minimum.accumulate(h)[:-1])
 
 
+@pytest.mark.parametrize("kind", ["group", "serial"])
 @pytest.mark.parametrize("n", [1000, 1_000_001])
-def test_scan_keeps_operand_order(dev, n):
-    """left/right are associative but not commutative: any reordering changes the result."""
+def test_scan_keeps_operand_order(dev, monkeypatch, kind, n):
+    """left/right are associative but not commutative: any reordering changes the result.
+    Both ways to scan (work-groups: GPUs; sequential blocks: kapi's CPU device) on every
+    device."""
+    from kapi import _primitives
+
+    monkeypatch.setattr(_primitives, "SCAN", kind)
     h = _data("int32", n, seed=8)
     a = kapi.asarray(h, device=dev)
     _same(kapi.scan(a, left), np.full(n, h[0]))
@@ -217,8 +227,12 @@ def test_scan_keeps_operand_order(dev, n):
     )
 
 
+@pytest.mark.parametrize("kind", ["group", "serial"])
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
-def test_cumsum_axis(dev, axis):
+def test_cumsum_axis(dev, monkeypatch, kind, axis):
+    from kapi import _primitives
+
+    monkeypatch.setattr(_primitives, "SCAN", kind)
     h = _data("float32", (33, 517), seed=9)
     a = kapi.asarray(h, device=dev)
     tol = 1e-6 * np.abs(h).sum()
@@ -280,6 +294,8 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
     kapi.topk(b, 3)
     from kapi import _sort
 
+    monkeypatch.setattr(_primitives, "SCAN", "group")  # the scan GPUs get
+    kapi.cumsum(b)
     for kind in ("subgroup", "group", "serial"):  # every way a radix pass can scatter
         monkeypatch.setattr(_sort, "SCATTER", kind)
         kapi.argsort(b)
