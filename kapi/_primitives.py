@@ -349,10 +349,11 @@ def reduce(op, a, axis=None, identity=None, dtype=None, keepdims=False):
 # -- scan -----------------------------------------------------------------------------------
 
 # One chunk of L consecutive elements (one per work-item, `cnt` of them valid) scanned
-# inclusively in local memory: after it, t is this work-item's inclusive value within the
-# chunk and slm[cnt - 1] the chunk's total. Items past cnt only read items before them, so
-# the valid ones never see garbage and no identity is needed.
-_CHUNK = """
+# inclusively and in order: after it, t is this work-item's inclusive value within the chunk
+# and tot the chunk's total. Items past cnt only ever read items before them, so the valid
+# ones never see their garbage and no identity is needed.
+# By work-groups: Hillis-Steele in local memory.
+_CHUNK_GROUP = """
         K.group_barrier(g)
         slm[lid] = v
         t = v
@@ -366,10 +367,41 @@ _CHUNK = """
             slm[lid] = t
             off *= 2
         K.group_barrier(g)
+        tot = slm[cnt - 1]
+"""
+# By sub-groups (GPUs): Hillis-Steele by shuffles within each sub-group, then the last valid
+# item of each sub-group shares its value and every item folds those of the sub-groups before
+# its own (sub-groups all have S items: S divides L). Two barriers per chunk.
+_CHUNK_SUBGROUP = """
+        sg = it.get_sub_group()
+        lane = sg.get_local_linear_id()
+        S = sg.get_local_linear_range()
+        sgid = sg.get_group_linear_id()
+        t = v
+        off = 1
+        while off < S:
+            u = K.shift_group_right(sg, t, off)
+            if lane >= off:
+                t = OP(u, t)
+            off *= 2
+        K.group_barrier(g)
+        if lid < cnt and (lane == S - 1 or lid == cnt - 1):
+            slm[sgid] = t
+        K.group_barrier(g)
+        tot = slm[0]
+        pre = tot
+        w = 1
+        while w <= (cnt - 1) // S:
+            sw = slm[w]
+            if w < sgid:
+                pre = OP(pre, sw)
+            tot = OP(tot, sw)
+            w += 1
+        if sgid > 0:
+            t = OP(pre, t)
 """
 
-_SCAN_SUMS_SRC = (
-    """
+_SCAN_SUMS_SRC = """
 def _scan_sums(it, x, sums, n, seg, slm):
     row = it.get_global_id(0)
     g = it.get_group()
@@ -383,10 +415,7 @@ def _scan_sums(it, x, sums, n, seg, slm):
     while c < end:
         cnt = min(L, end - c)
         v = x[row, c + lid] if lid < cnt else x[row, c]
-"""
-    + _CHUNK
-    + """
-        tot = slm[cnt - 1]
+CHUNK
         if c == start:
             carry = tot
         else:
@@ -395,10 +424,8 @@ def _scan_sums(it, x, sums, n, seg, slm):
     if lid == 0:
         sums[row, gid] = carry
 """
-)
 
-_SCAN_APPLY_SRC = (
-    """
+_SCAN_APPLY_SRC = """
 def _scan_apply(it, x, out, pre, n, seg, slm, ident, EXCL):
     row = it.get_global_id(0)
     g = it.get_group()
@@ -413,9 +440,7 @@ def _scan_apply(it, x, out, pre, n, seg, slm, ident, EXCL):
     while c < end:
         cnt = min(L, end - c)
         v = x[row, c + lid] if lid < cnt else x[row, c]
-"""
-    + _CHUNK
-    + """
+CHUNK
         if lid < cnt:
             r = OP(carry, t) if has else t
             if EXCL != 0:
@@ -423,7 +448,6 @@ def _scan_apply(it, x, out, pre, n, seg, slm, ident, EXCL):
                     out[row, c + lid + 1] = r
             else:
                 out[row, c + lid] = r
-        tot = slm[cnt - 1]
         if has:
             carry = OP(carry, tot)
         else:
@@ -433,7 +457,6 @@ def _scan_apply(it, x, out, pre, n, seg, slm, ident, EXCL):
     if EXCL != 0 and gid == 0 and lid == 0:
         out[row, 0] = ident
 """
-)
 
 
 # kapi's CPU device runs barriers as one loop over the group per stretch between them, so a
@@ -474,7 +497,7 @@ def _scan_serial_apply(item, x, out, pre, n, B, ident, EXCL):
         out[row, 0] = ident
 """
 
-SCAN = None  # "group" (work-groups, GPUs) or "serial" (kapi's CPU device); None: by device
+SCAN = None  # "subgroup" (GPUs), "group" or "serial" (kapi's CPU device); None: by device
 
 
 def _scan_serial(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
@@ -504,9 +527,16 @@ def _scan_serial(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
         )  # fmt: skip
 
 
+def _scan_kind(dev) -> str:
+    sizes = dev.sub_group_sizes or [1]
+    if max(sizes) > 1 and all(WG % s == 0 for s in sizes):
+        return "subgroup"
+    return "serial" if dev.device_type == "cpu" else "group"
+
+
 def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     """Scans each row of x2 (rows, n) into out (rows, n), inclusively or exclusively."""
-    kind = SCAN or ("serial" if x2.device.device_type == "cpu" else "group")
+    kind = SCAN or _scan_kind(x2.device)
     if kind == "serial":
         _scan_serial(x2, out, fn, key, excl, ident)
         return
@@ -522,10 +552,11 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     slm = K.LocalAccessor(WG, x2.dtype)
     q, ut = x2.sycl_queue, x2.usm_type
     env = {"OP": fn}
+    chunk = (_CHUNK_SUBGROUP if kind == "subgroup" else _CHUNK_GROUP).strip("\n")
     if groups > 1:
         sums = Array._allocate((rows, groups), x2.dtype, q, ut)
         pre = Array._allocate((rows, groups), x2.dtype, q, ut)
-        ks = kernel_of(_SCAN_SUMS_SRC, "_scan_sums", env, key)
+        ks = kernel_of(_SCAN_SUMS_SRC.replace("CHUNK", chunk), "_scan_sums", env, key)
     else:
         pre = Array._allocate((rows, 1), x2.dtype, q, ut)  # not read: group 0 has no carry
     for r0 in range(0, rows, _MAX_ROWS):
@@ -535,7 +566,7 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
             call_kernel(ks, nd, x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(seg), slm)
     if groups > 1:
         _scan_rows(sums, pre, fn, key, False, ident)
-    ka = kernel_of(_SCAN_APPLY_SRC, "_scan_apply", env, key)
+    ka = kernel_of(_SCAN_APPLY_SRC.replace("CHUNK", chunk), "_scan_apply", env, key)
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
         nd = NdRange((r1 - r0, groups * WG), (1, WG))

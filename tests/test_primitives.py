@@ -191,8 +191,8 @@ def test_cumprod_matches_numpy(dev, dtype):
     _same(kapi.cumprod(kapi.asarray(h, device=dev)), np.cumprod(h))
 
 
-@pytest.mark.parametrize("kind", ["group", "serial"])
-@pytest.mark.parametrize("n", [1, 256, 257, 4097, 300_001, 2_000_003])
+@pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
+@pytest.mark.parametrize("n", [1, 256, 257, 4097, 300_001, 1_200_007])
 def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
     from kapi import _primitives
 
@@ -208,12 +208,12 @@ def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
     np.testing.assert_array_equal(ex[1:], np.minimum.accumulate(h)[:-1])
 
 
-@pytest.mark.parametrize("kind", ["group", "serial"])
+@pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
 @pytest.mark.parametrize("n", [1000, 1_000_001])
 def test_scan_keeps_operand_order(dev, monkeypatch, kind, n):
     """left/right are associative but not commutative: any reordering changes the result.
-    Both ways to scan (work-groups: GPUs; sequential blocks: kapi's CPU device) on every
-    device."""
+    Every way to scan (sub-groups: GPUs; work-groups; sequential blocks: kapi's CPU device)
+    on every device."""
     from kapi import _primitives
 
     monkeypatch.setattr(_primitives, "SCAN", kind)
@@ -227,7 +227,7 @@ def test_scan_keeps_operand_order(dev, monkeypatch, kind, n):
     )
 
 
-@pytest.mark.parametrize("kind", ["group", "serial"])
+@pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 def test_cumsum_axis(dev, monkeypatch, kind, axis):
     from kapi import _primitives
@@ -294,8 +294,11 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
     kapi.topk(b, 3)
     from kapi import _sort
 
-    monkeypatch.setattr(_primitives, "SCAN", "group")  # the scan GPUs get
-    kapi.cumsum(b)
+    for kind in ("subgroup", "group"):  # the scans on GPUs
+        monkeypatch.setattr(_primitives, "SCAN", kind)
+        kapi.cumsum(b)
+        kapi.scan(b, right)
+        kapi.cumsum(kapi.asarray(_data("bool", 900, seed=4), device=cpu))
     for kind in ("subgroup", "group", "serial"):  # every way a radix pass can scatter
         monkeypatch.setattr(_sort, "SCATTER", kind)
         kapi.argsort(b)
