@@ -24,6 +24,7 @@ scans a contiguous block sequentially instead (no barriers).
 
 from __future__ import annotations
 
+import inspect
 import operator
 
 import numpy as np
@@ -101,6 +102,13 @@ def resolve_op(op, what: str):
             )
         return name, _NAMED[name]
     if callable(op) and getattr(op, "__kapi_device_func__", False):
+        try:
+            inspect.signature(op).bind(0, 0)
+        except TypeError:
+            raise TypeError(
+                f"{what}: the operation {op.__name__}{inspect.signature(op)} must take two "
+                "arguments"
+            ) from None
         return None, op
     raise TypeError(
         f"{what}: op must be a binary @kapi.device_func or one of "
@@ -175,6 +183,8 @@ def rows_view(x: Array, axis) -> tuple[Array, tuple[int, ...], int]:
     if axis is None:
         c = contiguous(x)
         return c.reshape(1, c.size), (c.size,), None
+    if isinstance(axis, tuple):
+        raise TypeError("kapi primitives take axis=None or one integer axis, not a tuple")
     ax = operator.index(axis)
     if not -x.ndim <= ax < x.ndim:
         raise np.exceptions.AxisError(ax, x.ndim)

@@ -171,6 +171,15 @@ def test_reduce_bad_op_and_input():
         kapi.reduce("add", kapi.zeros(3, dtype=np.complex64))
     with pytest.raises(np.exceptions.AxisError):
         kapi.reduce("add", kapi.zeros((2, 3)), axis=2)
+    with pytest.raises(TypeError, match="one integer axis"):
+        kapi.reduce("add", kapi.zeros((2, 3)), axis=(0, 1))
+
+    @kapi.device_func
+    def three(a, b, c):
+        return a
+
+    with pytest.raises(TypeError, match=r"three\(a, b, c\) must take two arguments"):
+        kapi.scan(kapi.zeros(3), three)
 
 
 # -- scan -------------------------------------------------------------------------------------
