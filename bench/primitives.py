@@ -5,7 +5,7 @@ kapi.reduce, and kapi.random (uniform and normal float32) beside cupy.random / n
 
 Every result is checked against NumPy before it is timed. Times are medians over batches of
 calls with one wait each. Rates are in millions of elements per second (Melem/s); NumPy runs
-on at most 2^24 elements (the host would take too long on more), so compare its rate, not its
+on at most 2^22 elements (the host would take too long on more), so compare its rate, not its
 time. "x cupy" is CuPy's time over kapi's (above 1: kapi is faster).
 
     python3 bench/primitives.py [--device gpu|cpu] [--log2n 27] [--reps N]
@@ -35,7 +35,7 @@ def main():
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     log2n = args.log2n or (27 if dev.is_gpu else 22)
     n = 1 << log2n
-    nh = min(n, 1 << 24)  # NumPy's size
+    nh = min(n, 1 << 22)  # NumPy's size
     reps = args.reps or (5 if dev.is_gpu else 1)
     batches = 5 if dev.is_gpu else 3
     sync = dev.default_queue.wait
