@@ -112,7 +112,6 @@ __all__ = [
     "argsort",
     "cumprod",
     "cumsum",
-    "random",
     "reduce",
     "scan",
     "sort",

@@ -297,7 +297,7 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
     if not libdevice.is_file():
         pytest.skip(f"the CUDA toolkit (ptxas, libdevice) is not installed: {libdevice}")
     cpu = DEVICES[0]
-    for dt in ("int8", "uint16", "float32", "float64", "bool"):
+    for dt in ("int8", "uint16", "float32", "float64"):  # every key width of the sort
         a = kapi.asarray(_data(dt, (6, 50), seed=1), device=cpu)
         kapi.sort(a)
         kapi.argsort(a.reshape(300))
