@@ -34,6 +34,8 @@ WG = 256  # work-items per group: one per digit value
 ITEMS = 4  # elements per work-item in a scatter chunk
 RADIX = 256
 _MAX_GROUPS_PER_CU = 32
+_MAX_GROUPS = 4096  # (a CUDA device reports its SMs' warp slots as compute units)
+_MIN_CHUNKS = 4
 # How a pass scatters: "subgroup" (GPUs: chunk scans by sub-group shuffles), "group" (chunk
 # scans by work-group collectives), "serial" (kapi's CPU device); None: by device. Tests force each.
 SCATTER = None
@@ -274,10 +276,13 @@ def _key_consts(dt: np.dtype):
 
 
 def _tile_for(x: Array, n: int) -> tuple[int, int]:
+    """(elements per work-group, groups): at most _MAX_GROUPS groups (enough to fill a GPU;
+    more only grow the table of 256 counts per group that each pass scans) and at least
+    _MIN_CHUNKS chunks per group (so that table stays small beside the keys)."""
     chunk = WG * ITEMS
-    cap = _MAX_GROUPS_PER_CU * max(1, x.device.max_compute_units)
+    cap = min(_MAX_GROUPS, _MAX_GROUPS_PER_CU * max(1, x.device.max_compute_units))
     tile = -(-n // cap)
-    tile = max(chunk, -(-tile // chunk) * chunk)
+    tile = max(_MIN_CHUNKS * chunk, -(-tile // chunk) * chunk)
     return tile, -(-n // tile)
 
 
