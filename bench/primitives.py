@@ -42,7 +42,12 @@ def main():
     rng = np.random.default_rng(0)
     hk = rng.integers(0, 2**32, n, dtype=np.uint32)
     hf = rng.random(n, dtype=np.float32)
-    print(f"device: {dev.name}; n = 2^{log2n} (NumPy: 2^{nh.bit_length() - 1})")
+    from kapi import _primitives, _sort
+
+    print(
+        f"device: {dev.name}; n = 2^{log2n} (NumPy: 2^{nh.bit_length() - 1}); radix scatter: "
+        f"{_sort._scatter_kind(dev)}, scan: {_primitives._scan_kind(dev)}"
+    )
 
     cp = None
     if dev.is_gpu:
