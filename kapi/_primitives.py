@@ -152,11 +152,11 @@ def kernel_of(source: str, entry: str, env: dict, key=None):
     return k
 
 
-def check_array(x, what: str) -> Array:
+def check_array(x, what: str, float16: bool = False) -> Array:
     if not isinstance(x, Array):
         raise TypeError(f"{what} takes a kapi array, not {type(x).__name__}")
     dt = x.dtype
-    if dt.kind == "c" or dt == np.float16 or dt.kind == "V":
+    if dt.kind == "c" or (dt == np.float16 and not float16) or dt.kind == "V":
         raise TypeError(f"{what} does not support dtype {dt}")
     return x
 

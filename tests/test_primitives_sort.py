@@ -25,6 +25,7 @@ DTYPES = [
     "uint16",
     "uint32",
     "uint64",
+    "float16",
     "float32",
     "float64",
 ]
