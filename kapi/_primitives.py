@@ -294,6 +294,30 @@ def _reduce_rows(x2: Array, fn, key, groups: int) -> Array:
     return out
 
 
+REDUCE = None  # "group" (work-groups) or "serial" (kapi's CPU device); None: by device
+
+
+def _fold_serial(x2: Array, fn, key) -> Array:
+    """Each row of x2 (rows, n) folded in order by blocks, one per work-item (kapi's CPU
+    device: no barriers), then the blocks' values by one work-item per row."""
+    from ._launch import call_kernel
+    from ._ranges import Range
+
+    rows, n = x2.shape
+    k = kernel_of(_SCAN_SERIAL_SUMS_SRC, "_scan_serial_sums", {"OP": fn}, key)
+    while True:
+        T = min(256, max(1, n // 4096))
+        B = -(-n // T)
+        T = -(-n // B)  # every block has at least one element
+        part = Array._allocate((rows, T), x2.dtype, x2.sycl_queue, x2.usm_type)
+        for r0 in range(0, rows, _MAX_ROWS):
+            r1 = min(rows, r0 + _MAX_ROWS)
+            call_kernel(k, Range(r1 - r0, T), x2[r0:r1], part[r0:r1], np.int64(n), np.int64(B))
+        if T == 1:
+            return part
+        x2, n = part, T
+
+
 def _groups_for(x: Array, n: int) -> int:
     cap = min(1024, 32 * max(1, x.device.max_compute_units))  # enough groups to fill it
     return max(1, min(cap, -(-n // (WG * _PER_ITEM))))
@@ -341,10 +365,14 @@ def reduce(op, a, axis=None, identity=None, dtype=None, keepdims=False):
     elif rows == 0:
         res = Array._allocate(kept, dt, a.sycl_queue, a.usm_type)
     else:
-        groups = _groups_for(a, n)
-        part = _reduce_rows(x2, fn, op if name is None else name, groups)
-        if groups > 1:
-            part = _reduce_rows(part, fn, op if name is None else name, 1)
+        key = op if name is None else name
+        if (REDUCE or ("serial" if a.device.device_type == "cpu" else "group")) == "serial":
+            part = _fold_serial(x2, fn, key)
+        else:
+            groups = _groups_for(a, n)
+            part = _reduce_rows(x2, fn, key, groups)
+            if groups > 1:
+                part = _reduce_rows(part, fn, key, 1)
         res = part.reshape(kept)
         if dt == np.bool_:
             res = res.astype(dt)

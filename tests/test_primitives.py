@@ -118,8 +118,13 @@ def test_reduce_ufuncs_and_aliases_name_the_same_ops(dev):
         _same(kapi.reduce(op, a), want)
 
 
+@pytest.mark.parametrize("kind", ["group", "serial"])
 @pytest.mark.parametrize("n", [1, 255, 256, 257, 70_001, 1_000_003])
-def test_reduce_device_function_any_size(dev, n):
+def test_reduce_device_function_any_size(dev, monkeypatch, kind, n):
+    """Both ways to reduce (work-groups: GPUs; blocks per work-item: kapi's CPU device)."""
+    from kapi import _primitives
+
+    monkeypatch.setattr(_primitives, "REDUCE", kind)
     h = _data("float64", n, seed=n)
     _same(kapi.reduce(absmax, kapi.asarray(h, device=dev)), np.abs(h).max())
 
@@ -308,6 +313,9 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
     kapi.topk(b, 3)
     from kapi import _sort
 
+    monkeypatch.setattr(_primitives, "REDUCE", "group")  # the reductions on GPUs
+    kapi.reduce("max", b)
+    kapi.reduce(absmax, b)
     for kind in ("subgroup", "group"):  # the scans on GPUs
         monkeypatch.setattr(_primitives, "SCAN", kind)
         kapi.cumsum(b)
