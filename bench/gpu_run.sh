@@ -56,6 +56,8 @@ for c in ${COARSEN_VARIANTS:-0 128 512}; do
 done
 # Array programming (issue 13): fused chain vs CuPy's ElementwiseKernel, sum vs cupy.sum.
 step array-ops timeout 120 python3 bench/array_ops.py --device gpu --log2n 28 2>&1 | tee -a "$OUT/gpu_bench.log"
+# Parallel primitives (issue 13 item 4): sort of 2^27 uint32 vs cupy.sort, cumsum, random.
+step primitives timeout 120 python3 bench/primitives.py --device gpu --log2n 27 2>&1 | tee -a "$OUT/gpu_bench.log"
 # dpjit prange reductions (issue 14) on the GPU and on the host's cores, beside Numba parallel.
 step dpjit-reduce-gpu timeout 120 python3 bench/dpjit_reduce.py --device gpu --log2n 26 2>&1 | tee -a "$OUT/gpu_bench.log"
 step dpjit-reduce-cpu timeout 120 python3 bench/dpjit_reduce.py --device cpu --log2n 24 2>&1 | tee -a "$OUT/cpu.log"
@@ -76,3 +78,5 @@ fi
 # Barrier kernels on the CPU device (region scheme) beside Numba parallel, on this host's cores.
 step cpu-barrier env KAPI_DEFAULT_DEVICE=cpu timeout 120 python3 bench/cpu_barrier.py 2>&1 | tee -a "$OUT/cpu.log"
 step cpu-pairwise timeout 90 python3 bench/pairwise_cpu.py 2>&1 | tee -a "$OUT/cpu.log"
+# Parallel primitives on the CPU device beside NumPy (issue 13 item 4), on this host's cores.
+step cpu-primitives timeout 120 python3 bench/primitives.py --device cpu --log2n 24 2>&1 | tee -a "$OUT/cpu.log"

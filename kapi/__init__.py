@@ -63,7 +63,9 @@ _export("_fuse", "FusedFunction", "fuse")
 _export("_interop", "from_dlpack")
 _export("_kernel", "KernelDispatcher", "device_func", "kernel")
 _export("_launch", "call_kernel", "call_kernel_async", "wait_all")
+_export("_primitives", "cumprod", "cumsum", "reduce", "scan")
 _export("_ranges", "NdRange", "Range")
+_export("_sort", "argsort", "sort", "topk", "unique")
 _export(
     "_types",
     "DpnpNdArray",
@@ -84,8 +86,10 @@ _SCALAR_NAMES = (
     "none", "void",
 )  # fmt: skip
 
-# Submodules: kernel_api holds the in-kernel classes (Item, NdItem, AtomicRef, ...).
-_SUBMODULES = ("kernel_api",)
+# Submodules: kernel_api holds the in-kernel classes (Item, NdItem, AtomicRef, ...); random the
+# Philox generator (kapi.random.default_rng). random stays out of __all__: a star import must
+# not shadow Python's random module.
+_SUBMODULES = ("kernel_api", "random")
 
 
 def _bind_scalars():
@@ -153,6 +157,14 @@ __all__ = [
     "wait_all",
     "zeros",
     "zeros_like",
+    "argsort",
+    "cumprod",
+    "cumsum",
+    "reduce",
+    "scan",
+    "sort",
+    "topk",
+    "unique",
     "DeviceError",
     "DeviceNotFoundError",
     "ExecutionQueueInferenceError",

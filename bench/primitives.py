@@ -1,0 +1,144 @@
+"""Parallel primitives on kapi arrays (issue 13 item 4) beside NumPy on the host and, where
+CuPy imports (the GPU machine), CuPy in the same run: kapi.sort / argsort of uint32 (target
+on the H100/H200: sort of 2^27 uint32 at least 0.5x cupy.sort), kapi.cumsum of float32,
+kapi.reduce, and kapi.random (uniform and normal float32) beside cupy.random / np.random.
+
+Every result is checked against NumPy before it is timed. Times are medians over batches of
+calls with one wait each. Rates are in millions of elements per second (Melem/s); NumPy runs
+on at most 2^22 elements (the host would take too long on more), so compare its rate, not its
+time. "x cupy" is CuPy's time over kapi's (above 1: kapi is faster).
+
+    python3 bench/primitives.py [--device gpu|cpu] [--log2n 27] [--reps N]
+
+Defaults: 2^27 elements on a GPU, 2^22 on the CPU driver. Finishes in well under 2 minutes.
+"""
+
+import argparse
+
+import numpy as np
+from timing import median_batch
+
+import kapi
+
+
+def line(name, sec, n, ref_sec=None, ref_name=""):
+    ratio = f"   {ref_sec / sec:6.2f} x {ref_name}" if ref_sec else ""
+    print(f"  {name:36s} {sec * 1e3:10.3f} ms {n / sec / 1e6:10.1f} Melem/s{ratio}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default=None, help="kapi filter string (default device if none)")
+    ap.add_argument("--log2n", type=int, default=None)
+    ap.add_argument("--reps", type=int, default=None)
+    args = ap.parse_args()
+    dev = kapi.Device(args.device) if args.device else kapi.default_device()
+    log2n = args.log2n or (27 if dev.is_gpu else 22)
+    n = 1 << log2n
+    nh = min(n, 1 << 22)  # NumPy's size
+    reps = args.reps or (5 if dev.is_gpu else 1)
+    batches = 5 if dev.is_gpu else 3
+    sync = dev.default_queue.wait
+    rng = np.random.default_rng(0)
+    hk = rng.integers(0, 2**32, n, dtype=np.uint32)
+    hf = rng.random(n, dtype=np.float32)
+    from kapi import _primitives, _sort
+
+    print(
+        f"device: {dev.name}; n = 2^{log2n} (NumPy: 2^{nh.bit_length() - 1}); radix scatter: "
+        f"{_sort._scatter_kind(dev)}, scan: {_primitives._scan_kind(dev)}"
+    )
+
+    cp = None
+    if dev.is_gpu:
+        try:
+            import cupy as cp
+        except ImportError:
+            print("  (cupy does not import: no CuPy comparison)")
+    csync = cp.cuda.Device().synchronize if cp is not None else None
+
+    def time_k(fn):
+        return median_batch(fn, sync, reps, batches)
+
+    def time_c(fn):
+        return median_batch(fn, csync, reps, batches)
+
+    def time_h(fn):
+        return median_batch(fn, lambda: None, 1, 3)
+
+    # sort / argsort of uint32
+    k = kapi.asarray(hk, device=dev)
+    if not np.array_equal(kapi.sort(k).asnumpy(), np.sort(hk)):
+        raise SystemExit("kapi.sort differs from np.sort")
+    if not np.array_equal(kapi.argsort(k[:nh]).asnumpy(), np.argsort(hk[:nh], kind="stable")):
+        raise SystemExit("kapi.argsort differs from np.argsort")
+    print("sort of uint32 (random, 32 bits: 4 radix passes)")
+    t_sort = time_k(lambda: kapi.sort(k))
+    c_sort = None
+    if cp is not None:
+        ck = cp.asarray(hk)
+        c_sort = time_c(lambda: cp.sort(ck))
+    line("kapi.sort", t_sort, n, c_sort, "cupy.sort")
+    if c_sort:
+        line("cupy.sort", c_sort, n)
+    t = time_h(lambda: np.sort(hk[:nh]))
+    line("np.sort (host)", t, nh)
+    t_arg = time_k(lambda: kapi.argsort(k))
+    c_arg = time_c(lambda: cp.argsort(ck)) if cp is not None else None
+    line("kapi.argsort", t_arg, n, c_arg, "cupy.argsort")
+    if c_arg:
+        line("cupy.argsort", c_arg, n)
+    line("np.argsort(kind='stable') (host)", time_h(lambda: np.argsort(hk[:nh], kind="stable")), nh)
+
+    # cumsum and reduce of float32
+    f = kapi.asarray(hf, device=dev)
+    got = kapi.cumsum(f).asnumpy()
+    want = np.cumsum(hf, dtype=np.float64)
+    if not np.allclose(got, want, rtol=1e-3, atol=1e-3 * n**0.5):
+        raise SystemExit("kapi.cumsum differs from np.cumsum")
+    print("cumsum of float32")
+    t = time_k(lambda: kapi.cumsum(f))
+    c = None
+    if cp is not None:
+        cf = cp.asarray(hf)
+        c = time_c(lambda: cp.cumsum(cf))
+    line("kapi.cumsum", t, n, c, "cupy.cumsum")
+    if c:
+        line("cupy.cumsum", c, n)
+    line("np.cumsum (host)", time_h(lambda: np.cumsum(hf[:nh])), nh)
+    if not np.isclose(float(kapi.reduce("max", f)), hf.max()):
+        raise SystemExit("kapi.reduce differs from np.max")
+    print("reduce (max) of float32")
+    t = time_k(lambda: kapi.reduce("max", f))
+    c = time_c(lambda: cf.max()) if cp is not None else None
+    line('kapi.reduce("max")', t, n, c, "cupy max")
+    line("np.max (host)", time_h(lambda: hf[:nh].max()), nh)
+
+    # random float32
+    g = kapi.random.default_rng(1, device=dev)
+    u = g.random(n, dtype=np.float32).asnumpy()
+    if not (0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 1e-3):
+        raise SystemExit("kapi.random uniform numbers look wrong")
+    print("random float32: uniform [0, 1), standard normal")
+    t = time_k(lambda: g.random(n, dtype=np.float32))
+    cg = cp.random.default_rng(1) if cp is not None else None
+    c = time_c(lambda: cg.random(n, dtype=cp.float32)) if cp is not None else None
+    line("kapi Generator.random", t, n, c, "cupy")
+    if c:
+        line("cupy Generator.random", c, n)
+    hg = np.random.default_rng(1)
+    line("np.random Generator.random (host)", time_h(lambda: hg.random(nh, dtype=np.float32)), nh)
+    t = time_k(lambda: g.standard_normal(n, dtype=np.float32))
+    c = time_c(lambda: cg.standard_normal(n, dtype=cp.float32)) if cp is not None else None
+    line("kapi Generator.standard_normal", t, n, c, "cupy")
+    if c:
+        line("cupy Generator.standard_normal", c, n)
+    line(
+        "np.random standard_normal (host)",
+        time_h(lambda: hg.standard_normal(nh, dtype=np.float32)),
+        nh,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,605 @@
+"""kapi.sort, kapi.argsort, kapi.topk and kapi.unique: an LSD radix sort generated as kapi
+kernels on the array's device.
+
+Keys are the array's bits seen as unsigned integers of its width, made order-preserving
+first (`_keys_in`): signed integers flip the sign bit; floats flip every bit of negatives and
+the sign bit of positives, and every NaN becomes the largest key (NaNs last, as NumPy);
+argsort also maps -0.0 to +0.0 so that equal values keep their order. A descending sort
+complements the keys. Each pass sorts by 8 bits, stably:
+
+1. `_hist`: each work-group counts the digits of its tile (local-memory atomics) into a
+   digit-major table hist[digit * G + group];
+2. an exclusive scan of that table (kapi.scan's kernels) gives, for every (digit, group), the
+   place of its first element in the output;
+3. `_scatter`: each group walks its tile in chunks of WG * ITEMS elements, sorts a chunk by
+   digit in local memory (four stable 2-bit splits, each a work-group scan of counters packed
+   16 bits apiece into a uint64), and writes each element at its digit's running offset plus
+   its rank among the chunk's elements of that digit.
+
+On kapi's CPU device a pass is instead a stable counting sort per contiguous block, one
+block per work-item (`_hist_serial`, the table's scan, `_scatter_serial`): no barriers, which
+the CPU runs best. Passes over digits in which no two keys differ are skipped (the OR and
+AND of all keys tell which bits vary), so small integer ranges cost fewer passes. 2-D arrays
+sort along the last axis by sorting everything by value, then stably by row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _primitives as P
+from ._array import Array
+
+WG = 256  # work-items per group: one per digit value
+ITEMS = 4  # elements per work-item in a scatter chunk
+RADIX = 256
+_MAX_GROUPS_PER_CU = 32
+_MAX_GROUPS = 4096  # (a CUDA device reports its SMs' warp slots as compute units)
+_MIN_CHUNKS = 4
+# How a pass scatters: "subgroup" (GPUs: chunk scans by sub-group shuffles), "group" (chunk
+# scans by work-group collectives), "serial" (kapi's CPU device); None: by device. Tests force each.
+SCATTER = None
+
+_KEYS_IN_SRC = """
+def _keys_in(item, x, k, v, mode, canon0, desc, SIGN, ABSM, INF, ALL, WITHV):
+    i = item.get_id(0)
+    b = x[i]
+    z = b ^ b
+    if mode == 1:
+        b = b ^ SIGN
+    elif mode == 2:
+        if (b & ABSM) > INF:
+            b = ALL
+        else:
+            if canon0 != 0 and (b & ABSM) == z:
+                b = z
+            if (b & SIGN) != z:
+                b = b ^ ALL
+            else:
+                b = b | SIGN
+    if desc != 0:
+        b = b ^ ALL
+    k[i] = b
+    if WITHV != 0:
+        v[i] = i
+"""
+
+_KEYS_OUT_SRC = """
+def _keys_out(item, k, x, mode, desc, SIGN, ALL):
+    i = item.get_id(0)
+    b = k[i]
+    z = b ^ b
+    if desc != 0:
+        b = b ^ ALL
+    if mode == 1:
+        b = b ^ SIGN
+    elif mode == 2:
+        if (b & SIGN) != z:
+            b = b ^ SIGN
+        else:
+            b = b ^ ALL
+    x[i] = b
+"""
+
+_HIST_SRC = """
+def _hist(it, k, hist, n, tile, G, shift, MASK, cnt):
+    g = it.get_group()
+    lid = it.get_local_id(0)
+    L = it.get_local_range(0)
+    gid = g.get_group_id(0)
+    cnt[lid] = np.uint32(0)
+    K.group_barrier(g)
+    i = gid * tile + lid
+    end = min(n, gid * tile + tile)
+    one = np.uint32(1)
+    while i < end:
+        d = np.int64((k[i] >> shift) & MASK)
+        K.AtomicRef(cnt, d, memory_scope=K.MemoryScope.WORK_GROUP).fetch_add(one)
+        i += L
+    K.group_barrier(g)
+    hist[lid * G + gid] = np.int64(cnt[lid])
+"""
+
+# ITEMS is 4: the private arrays' literal shapes below say so.
+_SCATTER_SRC = """
+def _scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, first, sd, si, kl, vl, wt):
+    g = it.get_group()
+    lid = it.get_local_id(0)
+    L = it.get_local_range(0)
+    gid = g.get_group_id(0)
+    C = L * 4
+    run[lid] = offs[lid * G + gid]
+    d = K.PrivateArray(4, np.int32)
+    o = K.PrivateArray(4, np.int32)
+    pe = K.PrivateArray(4, np.uint64)
+    M16 = np.uint64(0xFFFF)
+    c = gid * tile
+    end = min(n, c + tile)
+    while c < end:
+        cnt = min(C, end - c)
+        K.group_barrier(g)
+        for e in range(4):
+            p = lid * 4 + e
+            if p < cnt:
+                kk = k[c + p]
+                kl[p] = kk
+                VLOAD
+                d[e] = np.int32((kk >> shift) & MASK)
+            else:
+                d[e] = np.int32(255)
+            o[e] = np.int32(p)
+        sh = 0
+        while sh < 8:
+            acc = np.uint64(0)
+            for e in range(4):
+                pe[e] = acc
+                acc += np.uint64(1) << np.uint64(16 * ((d[e] >> sh) & 3))
+SPLITSCAN
+            for e in range(4):
+                b2 = (d[e] >> sh) & 3
+                pos = np.int64(((pre + pe[e]) >> np.uint64(16 * b2)) & M16)
+                q = 0
+                while q < b2:
+                    pos += np.int64((tot >> np.uint64(16 * q)) & M16)
+                    q += 1
+                sd[pos] = d[e]
+                si[pos] = o[e]
+            K.group_barrier(g)
+            for e in range(4):
+                d[e] = sd[lid * 4 + e]
+                o[e] = si[lid * 4 + e]
+            sh += 2
+        for e in range(4):
+            p = lid * 4 + e
+            if p == 0 or sd[p - 1] != d[e]:
+                first[d[e]] = np.int32(p)
+        K.group_barrier(g)
+        for e in range(4):
+            if o[e] < cnt:
+                dst = run[d[e]] + (lid * 4 + e - first[d[e]])
+                k2[dst] = kl[o[e]]
+                VSTORE
+        K.group_barrier(g)
+        for e in range(4):
+            p = lid * 4 + e
+            if p == C - 1 or sd[p + 1] != d[e]:
+                run[d[e]] += p - first[d[e]] + 1
+        c += C
+"""
+
+# The work-group scan of the packed counters. With sub-groups of more than one work-item (GPUs)
+# each sub-group scans with shuffles and one barrier shares the sub-group totals (wt); kapi's
+# CPU device (sub-groups of one) uses the work-group collectives.
+_SPLIT_GROUP = """
+            pre = K.exclusive_scan_over_group(g, acc, K.GroupOp.ADD)
+            tot = K.reduce_over_group(g, acc, K.GroupOp.ADD)
+            K.group_barrier(g)
+"""
+_SPLIT_SUBGROUP = """
+            sg = it.get_sub_group()
+            sgid = sg.get_group_linear_id()
+            pre = K.exclusive_scan_over_group(sg, acc, K.GroupOp.ADD)
+            if sg.get_local_linear_id() == sg.get_local_linear_range() - 1:
+                wt[sgid] = pre + acc
+            K.group_barrier(g)
+            tot = np.uint64(0)
+            w = 0
+            while w < sg.get_group_linear_range():
+                t = wt[w]
+                if w < sgid:
+                    pre += t
+                tot += t
+                w += 1
+"""
+
+
+_HIST_SERIAL_SRC = """
+def _hist_serial(item, k, hist, n, B, T, shift, MASK):
+    t = item.get_id(0)
+    cnt = K.PrivateArray(256, np.int64, fill_zeros=True)
+    i = t * B
+    end = min(n, i + B)
+    while i < end:
+        cnt[np.int64((k[i] >> shift) & MASK)] += 1
+        i += 1
+    for d in range(256):
+        hist[d * T + t] = cnt[d]
+"""
+
+_SCATTER_SERIAL_SRC = """
+def _scatter_serial(item, k, v, k2, v2, offs, n, B, T, shift, MASK):
+    t = item.get_id(0)
+    off = K.PrivateArray(256, np.int64)
+    for d in range(256):
+        off[d] = offs[d * T + t]
+    i = t * B
+    end = min(n, i + B)
+    while i < end:
+        kk = k[i]
+        d = np.int64((kk >> shift) & MASK)
+        dst = off[d]
+        off[d] = dst + 1
+        k2[dst] = kk
+        VCOPY
+        i += 1
+"""
+
+_ROWKEY_SRC = """
+def _rowkey(item, v, rk, m):
+    i = item.get_id(0)
+    rk[i] = v[i] // m
+"""
+
+_GATHER_SRC = """
+def _gather(item, x, v, out, m, ROWS):
+    i = item.get_id(0)
+    j = v[i]
+    if ROWS != 0:
+        out[i] = j % m
+    else:
+        out[i] = x[j]
+"""
+
+
+def _has_subgroups(dev) -> bool:
+    return max(dev.sub_group_sizes or [1]) > 1
+
+
+def _uint_of(dt: np.dtype) -> np.dtype:
+    return np.dtype(f"u{dt.itemsize}")
+
+
+def _as_dtype(x: Array, dt: np.dtype) -> Array:
+    """x's memory seen as dtype dt of the same item size (no copy)."""
+    return Array._make(
+        x._owner, x._ptr, x.shape, x.strides, dt, x.sycl_queue, x.usm_type, x._host_ok
+    )
+
+
+def _kernel(src, entry, **subst):
+    for a, b in subst.items():
+        src = src.replace(a, b)
+    return P.kernel_of(src, entry, {})
+
+
+def _mode(dt: np.dtype) -> int:
+    return {"u": 0, "b": 0, "i": 1, "f": 2}[dt.kind]
+
+
+def _key_consts(dt: np.dtype):
+    u = _uint_of(dt).type
+    bits = dt.itemsize * 8
+    sign = u(1 << (bits - 1))
+    absm = u((1 << (bits - 1)) - 1)
+    inf = u(np.array(np.inf, dt).view(_uint_of(dt))) if dt.kind == "f" else u(0)
+    return sign, absm, inf, u((1 << bits) - 1)
+
+
+def _tile_for(x: Array, n: int) -> tuple[int, int]:
+    """(elements per work-group, groups): at most _MAX_GROUPS groups (enough to fill a GPU;
+    more only grow the table of 256 counts per group that each pass scans) and at least
+    _MIN_CHUNKS chunks per group (so that table stays small beside the keys)."""
+    chunk = WG * ITEMS
+    cap = min(_MAX_GROUPS, _MAX_GROUPS_PER_CU * max(1, x.device.max_compute_units))
+    tile = -(-n // cap)
+    tile = max(_MIN_CHUNKS * chunk, -(-tile // chunk) * chunk)
+    return tile, -(-n // tile)
+
+
+def _scatter_kind(dev) -> str:
+    if SCATTER is not None:
+        return SCATTER
+    if _has_subgroups(dev):
+        return "subgroup"
+    return "serial" if dev.device_type == "cpu" else "group"
+
+
+def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int):
+    """Sorts keys k (unsigned, 1-D) stably, with values v (int64) when given, by every byte
+    in which bits_vary has a bit set. Returns the sorted (k, v); the inputs are clobbered."""
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    withv = v is not None
+    kind = _scatter_kind(k.device)
+    one_pass = _serial_pass if kind == "serial" else _parallel_pass(k, withv, kind)
+    k2 = Array._allocate((n,), k.dtype, q, ut)
+    v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
+    v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
+    for shift in range(0, nbits, 8):
+        if not (bits_vary >> shift) & (RADIX - 1):
+            continue
+        one_pass(k, v, k2, v2, k.dtype.type(shift), withv)
+        k, k2 = k2, k
+        if withv:
+            v, v2 = v2, v
+    return k, (v if withv else None)
+
+
+def _parallel_pass(k: Array, withv: bool, kind: str):
+    """One pass by work-groups: histograms, their scan, the chunked stable scatter."""
+    from . import kernel_api as K
+    from ._launch import call_kernel
+    from ._ranges import NdRange
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    tile, G = _tile_for(k, n)
+    nd = NdRange(G * WG, WG)
+    hist_k = _kernel(_HIST_SRC, "_hist")
+    scat_k = _kernel(
+        _SCATTER_SRC,
+        "_scatter",
+        SPLITSCAN=(_SPLIT_SUBGROUP if kind == "subgroup" else _SPLIT_GROUP).strip("\n"),
+        VLOAD="vl[p] = v[c + p]" if withv else "pass",
+        VSTORE="v2[dst] = vl[o[e]]" if withv else "pass",
+    )
+    hist = Array._allocate((1, RADIX * G), np.dtype(np.int64), q, ut)
+    offs = Array._allocate((1, RADIX * G), np.dtype(np.int64), q, ut)
+    local = dict(
+        cnt=K.LocalAccessor(RADIX, np.uint32),
+        run=K.LocalAccessor(RADIX, np.int64),
+        first=K.LocalAccessor(RADIX, np.int32),
+        sd=K.LocalAccessor(WG * ITEMS, np.int32),
+        si=K.LocalAccessor(WG * ITEMS, np.int32),
+        kl=K.LocalAccessor(WG * ITEMS, k.dtype),
+        vl=K.LocalAccessor(WG * ITEMS if withv else 1, np.int64),
+        wt=K.LocalAccessor(WG, np.uint64),
+    )
+    _, add = P.resolve_op("add", "sort")
+    mask = k.dtype.type(RADIX - 1)
+    sizes = (np.int64(n), np.int64(tile), np.int64(G))
+
+    def one_pass(k, v, k2, v2, sh, withv):
+        call_kernel(hist_k, nd, k, hist.reshape(RADIX * G), *sizes, sh, mask, local["cnt"])
+        P._scan_rows(hist, offs, add, "add", True, 0)
+        lm = [local[x] for x in ("run", "first", "sd", "si", "kl", "vl", "wt")]
+        call_kernel(scat_k, nd, k, v, k2, v2, offs.reshape(RADIX * G), *sizes, sh, mask, *lm)
+
+    return one_pass
+
+
+def _serial_pass(k, v, k2, v2, sh, withv):
+    """One pass on kapi's CPU device: T work-items each own a contiguous block and count,
+    then scatter, it sequentially (a stable counting sort per block), so no barriers."""
+    from ._launch import call_kernel
+    from ._ranges import Range
+
+    n = k.size
+    T = min(256, max(1, n // 4096))
+    B = -(-n // T)
+    q, ut = k.sycl_queue, k.usm_type
+    hist = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
+    offs = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
+    mask = k.dtype.type(RADIX - 1)
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    hist_k = _kernel(_HIST_SERIAL_SRC, "_hist_serial")
+    call_kernel(hist_k, Range(T), k, hist.reshape(RADIX * T), *sizes, sh, mask)
+    _, add = P.resolve_op("add", "sort")
+    P._scan_rows(hist, offs, add, "add", True, 0)
+    scat_k = _kernel(
+        _SCATTER_SERIAL_SRC, "_scatter_serial", VCOPY="v2[dst] = v[i]" if withv else "pass"
+    )
+    call_kernel(scat_k, Range(T), k, v, k2, v2, offs.reshape(RADIX * T), *sizes, sh, mask)
+
+
+def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
+    """The order-preserving unsigned keys of x (1-D, contiguous) and, with withv, the
+    indices 0..n-1; the bits in which the keys differ."""
+    from ._launch import call_kernel
+    from ._ranges import Range
+
+    n = x.size
+    dt = x.dtype
+    udt = _uint_of(dt)
+    k = Array._allocate((n,), udt, x.sycl_queue, x.usm_type)
+    v = Array._allocate((n if withv else 1,), np.dtype(np.int64), x.sycl_queue, x.usm_type)
+    sign, absm, inf, allb = _key_consts(dt)
+    call_kernel(
+        _kernel(_KEYS_IN_SRC, "_keys_in"),
+        Range(n),
+        _as_dtype(x, udt),
+        k,
+        v,
+        np.int32(_mode(dt)),
+        np.int32(canon_zero),
+        np.int32(descending),
+        sign,
+        absm,
+        inf,
+        allb,
+        np.int32(withv),
+    )
+    vary = int(P.reduce("or", k).asnumpy()) ^ int(P.reduce("and", k).asnumpy())
+    return k, (v if withv else None), vary
+
+
+def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=False):
+    """(sorted values or None, sorting indices or None) of the 1-D contiguous array x."""
+    from ._launch import call_kernel
+    from ._ranges import Range
+
+    dt = x.dtype
+    if dt == np.bool_:
+        x = _as_dtype(x, np.dtype(np.uint8))
+    k, v, vary = _keys(x, want_indices, descending, want_indices and dt.kind == "f")
+    k, v = _radix_passes(k, v, vary, dt.itemsize * 8)
+    vals = None
+    if want_values:
+        vals = Array._allocate((x.size,), dt, x.sycl_queue, x.usm_type)
+        sign, _, _, allb = _key_consts(x.dtype)
+        call_kernel(
+            _kernel(_KEYS_OUT_SRC, "_keys_out"),
+            Range(x.size),
+            k,
+            _as_dtype(vals, _uint_of(dt)),
+            np.int32(_mode(x.dtype)),
+            np.int32(descending),
+            sign,
+            allb,
+        )
+    return vals, v
+
+
+def _check(a, what: str) -> Array:
+    P.check_array(a, what, float16=True)  # keys are bits: float16 sorts as the other floats
+    return a
+
+
+def _sort_rows(x2: Array, want_values: bool, descending: bool) -> Array:
+    """Sorts (or argsorts) each row of x2 (rows, m): every element by value, then stably by
+    row; returns the (rows, m) values or indices within rows."""
+    from ._launch import call_kernel
+    from ._ranges import Range
+
+    rows, m = x2.shape
+    flat = x2.reshape(x2.size)
+    dt = flat.dtype
+    if dt == np.bool_:
+        flat = _as_dtype(flat, np.dtype(np.uint8))
+    k, v, vary = _keys(flat, True, descending, dt.kind == "f")
+    k, v = _radix_passes(k, v, vary, dt.itemsize * 8)
+    rk = Array._allocate((flat.size,), np.dtype(np.uint64), flat.sycl_queue, flat.usm_type)
+    call_kernel(_kernel(_ROWKEY_SRC, "_rowkey"), Range(flat.size), v, rk, np.int64(m))
+    rk, v = _radix_passes(rk, v, (1 << (rows - 1).bit_length()) - 1, 64)
+    out = Array._allocate(
+        (flat.size,), dt if want_values else np.dtype(np.int64), flat.sycl_queue, flat.usm_type
+    )
+    src = x2.reshape(x2.size)
+    call_kernel(
+        _kernel(_GATHER_SRC, "_gather"),
+        Range(flat.size),
+        src,
+        v,
+        out,
+        np.int64(m),
+        np.int32(not want_values),
+    )
+    return out.reshape(rows, m)
+
+
+def _sort_impl(a, axis, want_values: bool, what: str, descending=False) -> Array:
+    _check(a, what)
+    if axis is None:
+        x = P.contiguous(a).reshape(a.size)
+        axis = 0
+    else:
+        x = a
+    if x.ndim == 0:
+        raise np.exceptions.AxisError(axis, 0)
+    x2, moved, ax = P.rows_view(x, axis)
+    rows, m = x2.shape
+    if x2.size == 0:
+        out = Array._allocate(
+            x2.shape, a.dtype if want_values else np.dtype(np.int64), a.sycl_queue, a.usm_type
+        )
+    elif rows == 1:
+        vals, idx = _sorted_flat(x2.reshape(m), want_values, not want_values, descending)
+        out = (vals if want_values else idx).reshape(1, m)
+    else:
+        out = _sort_rows(x2, want_values, descending)
+    return P.from_rows(out, moved, ax, x.ndim)
+
+
+def sort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
+    """np.sort on a's device: a sorted copy along axis (-1: the last; None: flattened).
+
+    A stable LSD radix sort for bool, int8..int64, uint8..uint64, float32 and float64;
+    NaNs sort last (first with descending=True), as NumPy. kind is accepted and ignored
+    (the sort is always stable); order= (structured dtypes) is not supported.
+    """
+    if order is not None:
+        raise ValueError("kapi.sort: order= (structured arrays) is not supported")
+    return _sort_impl(a, axis, True, "kapi.sort", descending)
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
+    """np.argsort on a's device (int64 indices along axis), stable: equal elements keep
+    their order (as np.argsort(kind="stable")); NaNs last, -0.0 equal to 0.0."""
+    if order is not None:
+        raise ValueError("kapi.argsort: order= (structured arrays) is not supported")
+    return _sort_impl(a, axis, False, "kapi.argsort", descending)
+
+
+def topk(a, k: int):
+    """The k largest elements of the 1-D array a and their indices: (values, indices), both
+    in descending order of value; equal values in order of index; NaN counts as largest."""
+    import operator
+
+    _check(a, "kapi.topk")
+    if a.ndim != 1:
+        raise ValueError(f"kapi.topk takes a 1-D array, not {a.ndim}-D")
+    k = operator.index(k)
+    if not 0 <= k <= a.size:
+        raise ValueError(f"kapi.topk: k={k} is out of range for an array of size {a.size}")
+    x = P.contiguous(a)
+    if a.size == 0 or k == 0:
+        q, ut = a.sycl_queue, a.usm_type
+        return (
+            Array._allocate((0,), a.dtype, q, ut),
+            Array._allocate((0,), np.dtype(np.int64), q, ut),
+        )
+    vals, idx = _sorted_flat(x, True, True, descending=True)
+    return vals[:k].copy(), idx[:k].copy()
+
+
+_UNIQUE_FLAGS_SRC = """
+def _uflags(item, s, f, ISF):
+    i = item.get_id(0)
+    if i == 0:
+        f[i] = np.int64(1)
+    else:
+        a = s[i - 1]
+        b = s[i]
+        same = a == b
+        if ISF != 0 and a != a and b != b:
+            same = True
+        f[i] = np.int64(0) if same else np.int64(1)
+"""
+
+_UNIQUE_SCATTER_SRC = """
+def _uscatter(item, s, f, pos, out, starts, n):
+    i = item.get_id(0)
+    if f[i] != 0:
+        j = pos[i]
+        out[j] = s[i]
+        starts[j] = i
+"""
+
+_COUNTS_SRC = """
+def _ucounts(item, starts, cnt, n, u):
+    j = item.get_id(0)
+    nxt = starts[j + 1] if j + 1 < u else n
+    cnt[j] = nxt - starts[j]
+"""
+
+
+def unique(a, return_counts: bool = False):
+    """np.unique on a's device: the sorted unique values of the flattened a (NaNs collapsed
+    into one, as NumPy 2's equal_nan=True); with return_counts, also how often each occurs
+    (int64)."""
+    from ._launch import call_kernel
+    from ._ranges import Range
+
+    _check(a, "kapi.unique")
+    q, ut = a.sycl_queue, a.usm_type
+    n = a.size
+    if n == 0:
+        e = Array._allocate((0,), a.dtype, q, ut)
+        return (e, Array._allocate((0,), np.dtype(np.int64), q, ut)) if return_counts else e
+    s, _ = _sorted_flat(P.contiguous(a).reshape(n), True, False)
+    f = Array._allocate((n,), np.dtype(np.int64), q, ut)
+    call_kernel(
+        _kernel(_UNIQUE_FLAGS_SRC, "_uflags"), Range(n), s, f, np.int32(a.dtype.kind == "f")
+    )
+    pos = P.scan(f, "add", inclusive=False)
+    u = int(pos[n - 1]) + int(f[n - 1])
+    out = Array._allocate((u,), a.dtype, q, ut)
+    starts = Array._allocate((u,), np.dtype(np.int64), q, ut)
+    call_kernel(
+        _kernel(_UNIQUE_SCATTER_SRC, "_uscatter"), Range(n), s, f, pos, out, starts, np.int64(n)
+    )
+    if not return_counts:
+        return out
+    cnt = Array._allocate((u,), np.dtype(np.int64), q, ut)
+    call_kernel(_kernel(_COUNTS_SRC, "_ucounts"), Range(u), starts, cnt, np.int64(n), np.int64(u))
+    return out, cnt

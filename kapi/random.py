@@ -1,0 +1,251 @@
+"""kapi.random: a counter-based Philox-4x32-10 generator (Salmon et al., Random123) whose
+numbers are made by kapi kernels on the device where they are wanted.
+
+Each work-item encrypts its own 128-bit counter (the generator's position plus the
+work-item's index) under the 64-bit key derived from the seed: no state lives on the device
+and any element can be computed independently. Everything up to the final conversion is
+32-bit integer arithmetic (done in uint64 registers and masked), so a seed gives the same
+bits, and the same uniform numbers, on every device. Uniform floats take the top 24 (float32)
+or 53 (float64, from two 32-bit words) bits: [0, 1) on a grid of 2**-24 or 2**-53. Normal
+numbers use Box-Muller on pairs of uniforms, computed in float64 (rounded for float32), so
+they agree across devices up to the libraries' last-bit differences in log, sin and cos.
+
+A call consumes whole counters (four 32-bit words each) and the next call starts after them,
+so successive calls give independent numbers, as NumPy's Generator does.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from . import _primitives as P
+from ._array import Array
+
+__all__ = ["Generator", "default_rng", "philox4x32"]
+
+
+def _philox(c0, c1, c2, c3, k0, k1):
+    """Philox-4x32-10 of the counter (c0..c3) under the key (k0, k1): 32-bit words in
+    uint64 values."""
+    m32 = np.uint64(0xFFFFFFFF)
+    s32 = np.uint64(32)
+    ma = np.uint64(0xD2511F53)
+    mb = np.uint64(0xCD9E8D57)
+    wa = np.uint64(0x9E3779B9)
+    wb = np.uint64(0xBB67AE85)
+    for r in range(10):
+        if r > 0:
+            k0 = (k0 + wa) & m32
+            k1 = (k1 + wb) & m32
+        p0 = ma * c0
+        p1 = mb * c2
+        n0 = (p1 >> s32) ^ c1 ^ k0
+        n2 = (p0 >> s32) ^ c3 ^ k1
+        c1 = p1 & m32
+        c3 = p0 & m32
+        c0 = n0
+        c2 = n2
+    return c0, c1, c2, c3
+
+
+_philox.__kapi_device_func__ = True
+_philox.__kapi_device_options__ = {}
+
+_RAW_SRC = """
+def _philox_raw(item, ctr, key, out):
+    i = item.get_id(0)
+    r0, r1, r2, r3 = PHILOX(np.uint64(ctr[i, 0]), np.uint64(ctr[i, 1]), np.uint64(ctr[i, 2]),
+                            np.uint64(ctr[i, 3]), np.uint64(key[i, 0]), np.uint64(key[i, 1]))
+    out[i, 0] = np.uint32(r0)
+    out[i, 1] = np.uint32(r1)
+    out[i, 2] = np.uint32(r2)
+    out[i, 3] = np.uint32(r3)
+"""
+
+# One counter per work-item: its four words become PER outputs at out[PER * i ...].
+_GEN_HEAD = """
+def _gen(item, out, n, base, k0, k1):
+    i = item.get_id(0)
+    c = base + np.uint64(i)
+    r0, r1, r2, r3 = PHILOX(c & np.uint64(0xFFFFFFFF), c >> np.uint64(32), np.uint64(0),
+                            np.uint64(0), k0, k1)
+    j = i * PER
+"""
+
+_U24 = "np.float64(({w} >> np.uint64(8))) * 5.9604644775390625e-08"  # [0, 1), 2**-24 steps
+_U53 = (
+    "(np.float64({a} >> np.uint64(5)) * 67108864.0 + np.float64({b} >> np.uint64(6)))"
+    " * 1.1102230246251565e-16"
+)  # [0, 1), 2**-53 steps
+_U53_OPEN = (
+    "(np.float64({a} >> np.uint64(5)) * 67108864.0 + np.float64({b} >> np.uint64(6)) + 1.0)"
+    " * 1.1102230246251565e-16"
+)  # (0, 1]: log() of it is finite
+_U24_OPEN = "(np.float64(({w} >> np.uint64(8))) + 1.0) * 5.9604644775390625e-08"
+
+
+def _store(j: int, expr: str) -> str:
+    return f"    if j + {j} < n:\n        out[j + {j}] = {expr}\n"
+
+
+def _gen_source(kind: str, dtype: np.dtype) -> tuple[str, int]:
+    """The generating kernel's source and how many outputs one counter gives."""
+    f32 = dtype == np.float32
+    cvt = "np.float32" if f32 else "np.float64"
+    body = ""
+    if kind == "random":
+        per = 4 if f32 else 2
+        if f32:
+            for w in range(4):
+                body += _store(w, f"np.float32({_U24.format(w=f'r{w}')})")
+        else:
+            body += _store(0, _U53.format(a="r0", b="r1"))
+            body += _store(1, _U53.format(a="r2", b="r3"))
+    else:  # standard_normal: Box-Muller on pairs of uniforms
+        if f32:
+            per = 4
+            pairs = [
+                (_U24_OPEN.format(w="r0"), _U24.format(w="r1")),
+                (_U24_OPEN.format(w="r2"), _U24.format(w="r3")),
+            ]
+        else:
+            per = 2
+            pairs = [(_U53_OPEN.format(a="r0", b="r1"), _U53.format(a="r2", b="r3"))]
+        for p, (u1, u2) in enumerate(pairs):
+            body += f"    rad{p} = math.sqrt(-2.0 * math.log({u1}))\n"
+            body += f"    ang{p} = 6.283185307179586 * {u2}\n"
+            body += _store(2 * p, f"{cvt}(rad{p} * math.cos(ang{p}))")
+            body += _store(2 * p + 1, f"{cvt}(rad{p} * math.sin(ang{p}))")
+    return _GEN_HEAD.replace("PER", str(per)) + body, per
+
+
+def _kernel(src: str, entry: str):
+    import math
+
+    return P.kernel_of(src, entry, {"PHILOX": _philox, "math": math})
+
+
+def philox4x32(counters, keys, device=None):
+    """The raw Philox-4x32-10 blocks: counters (n, 4) and keys (n, 2) of uint32 (NumPy or
+    kapi arrays) give (n, 4) uint32, computed on `device` (default: the kapi arrays' device,
+    else the default device). For checking against the Random123 known answers."""
+    from . import _array
+    from ._launch import call_kernel
+    from ._ranges import Range
+
+    def put(x, shape):
+        if isinstance(x, Array):
+            x = x.asnumpy()
+        x = np.ascontiguousarray(np.asarray(x, dtype=np.uint32).reshape(shape))
+        return _array.asarray(x, device=device)
+
+    if device is None and isinstance(counters, Array):
+        device = counters.device
+    c = put(counters, (-1, 4))
+    k = put(keys, (-1, 2))
+    if c.shape[0] != k.shape[0]:
+        raise ValueError("philox4x32: as many keys as counters are needed")
+    out = Array._allocate(c.shape, np.dtype(np.uint32), c.sycl_queue, c.usm_type)
+    if c.shape[0]:
+        call_kernel(_kernel(_RAW_SRC, "_philox_raw"), Range(c.shape[0]), c, k, out)
+    return out
+
+
+def _size_tuple(size) -> tuple[int, ...]:
+    if size is None:
+        return ()
+    if isinstance(size, (tuple, list)):
+        return tuple(operator.index(s) for s in size)
+    return (operator.index(size),)
+
+
+class Generator:
+    """Philox-4x32-10 random numbers on kapi devices, reproducible from a seed.
+
+    `Generator(seed)`: seed is an int (or a sequence of ints; anything
+    np.random.SeedSequence takes; None draws fresh entropy). `device` (a Device or a filter
+    string, default the default device) and `usm_type` are where the arrays are made unless
+    a call names its own.
+    """
+
+    def __init__(self, seed=None, device=None, usm_type: str = "device"):
+        ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        k = ss.generate_state(2, np.uint32)
+        self._k0, self._k1 = np.uint64(k[0]), np.uint64(k[1])
+        self._ctr = 0  # counters used so far
+        self._device = device
+        self._usm = usm_type
+        self.seed_seq = ss
+
+    def __repr__(self) -> str:
+        return f"kapi.random.Generator(Philox4x32-10, counter={self._ctr})"
+
+    def _fill(self, kind: str, size, dtype, device, usm_type) -> Array:
+        from . import _array
+        from ._launch import call_kernel
+        from ._ranges import Range
+
+        dt = np.dtype(dtype)
+        if dt not in (np.float32, np.float64):
+            raise TypeError(f"kapi.random: dtype must be float32 or float64, not {dt}")
+        shape = _size_tuple(size)
+        dev = device if device is not None else self._device
+        out = _array.empty(shape, dtype=dt, device=dev, usm_type=usm_type or self._usm)
+        n = out.size
+        src, per = _gen_source(kind, dt)
+        counters = -(-n // per)
+        if counters:
+            call_kernel(
+                _kernel(src, "_gen"),
+                Range(counters),
+                out.reshape(n),
+                np.int64(n),
+                np.uint64(self._ctr),
+                self._k0,
+                self._k1,
+            )
+        self._ctr += counters
+        return out
+
+    def random(self, size=None, dtype=np.float64, out=None, *, device=None, usm_type=None):
+        """Uniform floats in [0, 1) (NumPy's Generator.random); size None gives a 0-d
+        array. out= fills an existing float32/float64 kapi array instead."""
+        if out is not None:
+            return self._into(out, "random")
+        return self._fill("random", size, dtype, device, usm_type)
+
+    def standard_normal(self, size=None, dtype=np.float64, out=None, *, device=None, usm_type=None):
+        """Normal floats with mean 0 and standard deviation 1 (Box-Muller)."""
+        if out is not None:
+            return self._into(out, "standard_normal")
+        return self._fill("standard_normal", size, dtype, device, usm_type)
+
+    def uniform(
+        self, low=0.0, high=1.0, size=None, dtype=np.float64, *, device=None, usm_type=None
+    ):
+        """Uniform floats in [low, high)."""
+        r = self._fill("random", size, dtype, device, usm_type)
+        return r * (high - low) + low if (low, high) != (0.0, 1.0) else r
+
+    def normal(
+        self, loc=0.0, scale=1.0, size=None, dtype=np.float64, *, device=None, usm_type=None
+    ):
+        """Normal floats with mean loc and standard deviation scale."""
+        r = self._fill("standard_normal", size, dtype, device, usm_type)
+        return r * scale + loc if (loc, scale) != (0.0, 1.0) else r
+
+    def _into(self, out, kind: str) -> Array:
+        if not isinstance(out, Array) or out.dtype not in (np.float32, np.float64):
+            raise TypeError("kapi.random: out must be a float32 or float64 kapi array")
+        r = self._fill(kind, out.shape, out.dtype, out.device, out.usm_type)
+        out[...] = r
+        return out
+
+
+def default_rng(seed=None, device=None) -> Generator:
+    """A Generator seeded with seed (NumPy's default_rng name)."""
+    if isinstance(seed, Generator):
+        return seed
+    return Generator(seed, device=device)

@@ -1,0 +1,347 @@
+"""kapi.reduce, kapi.scan, kapi.cumsum and kapi.cumprod on every device, against NumPy's
+reductions and accumulations (np.<ufunc>.reduce / .accumulate, np.cumsum)."""
+
+import numpy as np
+import pytest
+from kapi_testing import devices_or_skip
+
+import kapi
+
+DEVICES = devices_or_skip()
+
+
+@pytest.fixture(params=DEVICES, ids=[d.filter_string for d in DEVICES])
+def dev(request):
+    return request.param
+
+
+DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+]
+
+
+def _data(dtype, shape, seed=0, lo=-50, hi=50):
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if dt.kind == "u":
+        return rng.integers(0, hi, shape).astype(dt)
+    if dt.kind == "i":
+        return rng.integers(lo, hi, shape).astype(dt)
+    return rng.uniform(-4, 4, shape).astype(dt)
+
+
+def _same(got, want, rtol=None, atol=None):
+    assert isinstance(got, kapi.Array)
+    h = got.asnumpy()
+    want = np.asarray(want)
+    assert h.dtype == want.dtype, (h.dtype, want.dtype)
+    assert h.shape == want.shape, (h.shape, want.shape)
+    if want.dtype.kind == "f":
+        tol = rtol or (1e-4 if want.dtype == np.float32 else 1e-10)
+        np.testing.assert_allclose(h, want, rtol=tol, atol=atol or tol)
+    else:
+        np.testing.assert_array_equal(h, want)
+
+
+UFUNC = {
+    "add": np.add,
+    "mul": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
+@kapi.device_func
+def absmax(a, b):
+    return max(abs(a), abs(b))
+
+
+@kapi.device_func
+def left(a, b):
+    return a  # associative, not commutative: a scan of it keeps the first element
+
+
+@kapi.device_func
+def right(a, b):
+    return b
+
+
+# -- reduce -----------------------------------------------------------------------------------
+
+
+OP_DTYPES = [
+    (op, dt)
+    for op in ["add", "mul", "min", "max", "and", "or", "xor"]
+    for dt in DTYPES
+    if not (op in ("and", "or", "xor") and dt.startswith("float"))
+]
+
+
+@pytest.mark.parametrize("op, dtype", OP_DTYPES)
+def test_reduce_named_ops_match_numpy(dev, op, dtype):
+    dt = np.dtype(dtype)
+    h = _data(dtype, 3001, seed=1, lo=-2 if op == "mul" else -50, hi=3 if op == "mul" else 50)
+    if op == "mul" and dt.kind == "f":
+        h = (1 + h / 400).astype(dt)
+    want = UFUNC[op].reduce(h)
+    _same(kapi.reduce(op, kapi.asarray(h, device=dev)), want)
+
+
+def test_reduce_ufuncs_and_aliases_name_the_same_ops(dev):
+    h = _data("int32", 999, seed=2)
+    a = kapi.asarray(h, device=dev)
+    for op in (np.add, "sum", np.minimum, "minimum", np.maximum, "prod"):
+        want = (
+            np.multiply
+            if op == "prod"
+            else np.minimum
+            if op in (np.minimum, "minimum")
+            else np.maximum
+            if op is np.maximum
+            else np.add
+        ).reduce(h)
+        _same(kapi.reduce(op, a), want)
+
+
+@pytest.mark.parametrize("kind", ["group", "serial"])
+@pytest.mark.parametrize("n", [1, 255, 256, 257, 70_001, 1_000_003])
+def test_reduce_device_function_any_size(dev, monkeypatch, kind, n):
+    """Both ways to reduce (work-groups: GPUs; blocks per work-item: kapi's CPU device)."""
+    from kapi import _primitives
+
+    monkeypatch.setattr(_primitives, "REDUCE", kind)
+    h = _data("float64", n, seed=n)
+    _same(kapi.reduce(absmax, kapi.asarray(h, device=dev)), np.abs(h).max())
+
+
+def test_reduce_nan_propagates_like_numpy(dev):
+    h = _data("float32", 5000, seed=3)
+    h[4321] = np.nan
+    a = kapi.asarray(h, device=dev)
+    assert np.isnan(float(kapi.reduce("min", a)))
+    assert np.isnan(float(kapi.reduce("max", a)))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, 2])
+def test_reduce_axis_and_keepdims(dev, axis):
+    h = _data("int64", (7, 300, 5), seed=4)
+    a = kapi.asarray(h, device=dev)
+    _same(kapi.reduce("max", a, axis=axis), np.maximum.reduce(h, axis=axis))
+    _same(kapi.reduce(absmax, a, axis=axis, keepdims=True), np.abs(h).max(axis=axis, keepdims=True))
+    _same(kapi.reduce("add", a, keepdims=True), h.sum(keepdims=True))
+
+
+def test_reduce_strided_view_and_dtype(dev):
+    h = _data("int8", (40, 60), seed=5)
+    a = kapi.asarray(h, device=dev)
+    _same(kapi.reduce("add", a[::3, ::-2]), np.add.reduce(h[::3, ::-2], axis=None))
+    _same(kapi.reduce("add", a, dtype=np.int16), h.astype(np.int16).sum(dtype=np.int16))
+    _same(kapi.reduce("max", a.T, axis=0), h.T.max(axis=0))
+
+
+def test_reduce_empty_takes_identity_or_raises(dev):
+    e = kapi.asarray(np.zeros(0, np.float64), device=dev)
+    assert float(kapi.reduce("add", e)) == 0.0
+    assert float(kapi.reduce("min", e)) == np.inf
+    assert float(kapi.reduce(absmax, e, identity=0.0)) == 0.0
+    with pytest.raises(ValueError, match="no identity"):
+        kapi.reduce(absmax, e)
+    z = kapi.asarray(np.zeros((3, 0), np.int32), device=dev)
+    _same(kapi.reduce("add", z, axis=1), np.zeros(3, np.int64))
+
+
+def test_reduce_bad_op_and_input():
+    with pytest.raises(ValueError, match="unknown operation 'avg'"):
+        kapi.reduce("avg", kapi.zeros(3))
+    with pytest.raises(TypeError, match="device_func"):
+        kapi.reduce(lambda a, b: a + b, kapi.zeros(3))
+    with pytest.raises(TypeError, match="kapi array"):
+        kapi.reduce("add", np.zeros(3))
+    with pytest.raises(TypeError, match="complex"):
+        kapi.reduce("add", kapi.zeros(3, dtype=np.complex64))
+    with pytest.raises(np.exceptions.AxisError):
+        kapi.reduce("add", kapi.zeros((2, 3)), axis=2)
+    with pytest.raises(TypeError, match="one integer axis"):
+        kapi.reduce("add", kapi.zeros((2, 3)), axis=(0, 1))
+
+    @kapi.device_func
+    def three(a, b, c):
+        return a
+
+    with pytest.raises(TypeError, match=r"three\(a, b, c\) must take two arguments"):
+        kapi.scan(kapi.zeros(3), three)
+
+
+# -- scan -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cumsum_matches_numpy(dev, dtype):
+    h = _data(dtype, 5000, seed=6)
+    # float32 sums round differently in a tree than sequentially: scale the tolerance
+    _same(kapi.cumsum(kapi.asarray(h, device=dev)), np.cumsum(h), atol=1e-6 * np.abs(h).sum())
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint16", "float64"])
+def test_cumprod_matches_numpy(dev, dtype):
+    h = _data(dtype, 700, seed=7, lo=-2, hi=3)
+    if np.dtype(dtype).kind == "f":
+        h = (1 + h / 300).astype(dtype)
+    _same(kapi.cumprod(kapi.asarray(h, device=dev)), np.cumprod(h))
+
+
+SIZES_KINDS = [
+    (n, k) for n in (1, 256, 257, 4097, 300_001) for k in ("subgroup", "group", "serial")
+]
+SIZES_KINDS.append((1_200_007, None))  # the device's own scan
+
+
+@pytest.mark.parametrize("n, kind", SIZES_KINDS)
+def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
+    from kapi import _primitives
+
+    monkeypatch.setattr(_primitives, "SCAN", kind)
+    h = _data("int64", n, seed=n)
+    a = kapi.asarray(h, device=dev)
+    inc = np.cumsum(h)
+    _same(kapi.scan(a), inc)
+    _same(kapi.scan(a, "add", inclusive=False), np.concatenate([[0], inc[:-1]]))
+    _same(kapi.scan(a, "max"), np.maximum.accumulate(h))
+    ex = kapi.scan(a, "min", inclusive=False).asnumpy()
+    assert ex[0] == np.iinfo(np.int64).max
+    np.testing.assert_array_equal(ex[1:], np.minimum.accumulate(h)[:-1])
+
+
+@pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
+@pytest.mark.parametrize("n", [1000, 300_001])
+def test_scan_keeps_operand_order(dev, monkeypatch, kind, n):
+    """left/right are associative but not commutative: any reordering changes the result.
+    Every way to scan (sub-groups: GPUs; work-groups; sequential blocks: kapi's CPU device)
+    on every device."""
+    from kapi import _primitives
+
+    monkeypatch.setattr(_primitives, "SCAN", kind)
+    h = _data("int32", n, seed=8)
+    a = kapi.asarray(h, device=dev)
+    _same(kapi.scan(a, left), np.full(n, h[0]))
+    _same(kapi.scan(a, right), h)
+    _same(
+        kapi.scan(a, right, inclusive=False, identity=np.int32(-7)),
+        np.concatenate([[-7], h[:-1]]).astype(np.int32),
+    )
+
+
+@pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_cumsum_axis(dev, monkeypatch, kind, axis):
+    from kapi import _primitives
+
+    monkeypatch.setattr(_primitives, "SCAN", kind)
+    h = _data("float32", (33, 517), seed=9)
+    a = kapi.asarray(h, device=dev)
+    tol = 1e-6 * np.abs(h).sum()
+    _same(kapi.cumsum(a, axis=axis), np.cumsum(h, axis=axis), atol=tol)
+    _same(kapi.cumsum(a.T, axis=axis), np.cumsum(h.T, axis=axis), atol=tol)
+    hi = _data("uint8", (4, 5, 6), seed=10)
+    _same(kapi.cumsum(kapi.asarray(hi, device=dev), axis=1), np.cumsum(hi, axis=1))
+
+
+def test_cumsum_dtype_out_and_edges(dev):
+    h = _data("int32", 100, seed=11)
+    a = kapi.asarray(h, device=dev)
+    _same(kapi.cumsum(a, dtype=np.float64), np.cumsum(h, dtype=np.float64))
+    out = kapi.zeros(100, dtype=np.int64, device=dev)
+    assert kapi.cumsum(a, out=out) is out
+    _same(out, np.cumsum(h))
+    _same(kapi.cumsum(kapi.asarray(np.zeros(0, np.int64), device=dev)), np.zeros(0, np.int64))
+    _same(kapi.cumsum(kapi.asarray(np.array(5.0), device=dev)), np.cumsum(np.array(5.0)))
+    with pytest.raises(ValueError, match="identity"):
+        kapi.scan(a, absmax, inclusive=False)
+    with pytest.raises(ValueError, match="out must be"):
+        kapi.cumsum(a, out=kapi.zeros(3, device=dev))
+
+
+def test_device_placement_follows_the_input(dev):
+    a = kapi.asarray(np.arange(10, dtype=np.int32), device=dev)
+    for r in (kapi.reduce("add", a), kapi.cumsum(a), kapi.scan(a, right)):
+        assert r.device == a.device
+
+
+# -- the CUDA path without a GPU ----------------------------------------------------------------
+
+
+def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
+    """Every kernel that reduce, scan, sort/argsort (every key width, with and without
+    indices), topk, unique and the random generator build goes through the NVPTX finaliser,
+    and ptxas assembles it for sm_90 (the GPU run covers the launches)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from nvptx_util import ptx_of
+
+    from kapi import _primitives
+
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    libdevice = Path(ptxas).resolve().parents[1] / "nvvm" / "libdevice" / "libdevice.10.bc"
+    if not libdevice.is_file():
+        pytest.skip(f"the CUDA toolkit (ptxas, libdevice) is not installed: {libdevice}")
+    cpu = DEVICES[0]
+    for dt in ("int8", "uint16", "float32", "float64"):  # every key width of the sort
+        a = kapi.asarray(_data(dt, (6, 50), seed=1), device=cpu)
+        kapi.sort(a)
+        kapi.argsort(a.reshape(300))
+        kapi.unique(a, return_counts=True)
+        kapi.reduce("max", a, axis=0)
+        kapi.cumsum(a)
+    b = kapi.asarray(_data("int32", 600, seed=2), device=cpu)
+    kapi.topk(b, 3)
+    from kapi import _sort
+
+    monkeypatch.setattr(_primitives, "REDUCE", "group")  # the reductions on GPUs
+    kapi.reduce("max", b)
+    kapi.reduce(absmax, b)
+    for kind in ("subgroup", "group"):  # the scans on GPUs
+        monkeypatch.setattr(_primitives, "SCAN", kind)
+        kapi.cumsum(b)
+        kapi.scan(b, right)
+        kapi.cumsum(kapi.asarray(_data("bool", 900, seed=4), device=cpu))
+    for kind in ("subgroup", "group", "serial"):  # every way a radix pass can scatter
+        monkeypatch.setattr(_sort, "SCATTER", kind)
+        kapi.argsort(b)
+        kapi.sort(kapi.asarray(_data("uint64", 99, seed=3), device=cpu))
+    kapi.scan(b, right, inclusive=False, identity=np.int32(0))
+    kapi.reduce(absmax, b)
+    g = kapi.random.default_rng(0, device=cpu)
+    for dt in (np.float32, np.float64):
+        g.random(10, dtype=dt)
+        g.standard_normal(10, dtype=dt)
+    kapi.random.philox4x32(np.zeros((1, 4), np.uint32), np.zeros((1, 2), np.uint32), cpu)
+    spirvs = [ck.spirv for k in _primitives._KERNELS.values() for ck in k.overloads.values()]
+    assert len(spirvs) >= 30
+    for n, spirv in enumerate(spirvs):
+        ptx = ptx_of(spirv, libdevice)
+        assert ".entry" in ptx
+        path = tmp_path / f"k{n}.ptx"
+        path.write_text(ptx)
+        r = subprocess.run(
+            [ptxas, "-arch=sm_90", str(path), "-o", str(tmp_path / f"k{n}.cubin")],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr

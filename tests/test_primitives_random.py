@@ -1,0 +1,167 @@
+"""kapi.random: the raw Philox-4x32-10 blocks against Random123's known-answer vectors, the
+generator's stream against a Python reference of Philox, and the distributions (moments and
+Kolmogorov-Smirnov statistics, fixed seeds: deterministic) on every device."""
+
+import math
+
+import numpy as np
+import pytest
+from kapi_testing import devices_or_skip
+
+import kapi
+
+DEVICES = devices_or_skip()
+
+
+@pytest.fixture(params=DEVICES, ids=[d.filter_string for d in DEVICES])
+def dev(request):
+    return request.param
+
+
+# Random123's kat_vectors: counter (4 words), key (2 words) -> output (4 words)
+KAT = [
+    ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    (
+        (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+        (0xA4093822, 0x299F31D0),
+        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
+    ),
+]
+
+
+def _philox_ref(ctr, key):
+    """Philox-4x32-10 in Python integers, written from the published algorithm."""
+    c = list(ctr)
+    k0, k1 = key
+    m = 0xFFFFFFFF
+    for r in range(10):
+        if r:
+            k0, k1 = (k0 + 0x9E3779B9) & m, (k1 + 0xBB67AE85) & m
+        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+        c = [(p1 >> 32) ^ c[1] ^ k0, p1 & m, (p0 >> 32) ^ c[3] ^ k1, p0 & m]
+    return tuple(c)
+
+
+def test_philox_known_answers(dev):
+    ctr = np.array([c for c, _, _ in KAT], np.uint32)
+    key = np.array([k for _, k, _ in KAT], np.uint32)
+    got = kapi.random.philox4x32(ctr, key, device=dev)
+    assert got.device == dev
+    np.testing.assert_array_equal(got.asnumpy(), np.array([o for _, _, o in KAT], np.uint32))
+    for c, k, o in KAT:
+        assert _philox_ref(c, k) == o
+
+
+def test_philox_many_blocks_match_the_reference(dev):
+    rng = np.random.default_rng(0)
+    ctr = rng.integers(0, 2**32, (257, 4), dtype=np.uint32)
+    key = rng.integers(0, 2**32, (257, 2), dtype=np.uint32)
+    got = kapi.random.philox4x32(ctr, key, device=dev).asnumpy()
+    want = [
+        _philox_ref(tuple(map(int, c)), tuple(map(int, k))) for c, k in zip(ctr, key, strict=True)
+    ]
+    np.testing.assert_array_equal(got, np.array(want, np.uint32))
+
+
+def _words(g, n_counters, start=0):
+    """The 32-bit words the generator g consumes, from its counter `start`."""
+    k = (int(g._k0), int(g._k1))
+    out = []
+    for i in range(start, start + n_counters):
+        out += _philox_ref((i & 0xFFFFFFFF, i >> 32, 0, 0), k)
+    return np.array(out, np.uint64)
+
+
+def test_uniform_stream_is_philox_of_the_counter(dev):
+    g = kapi.random.default_rng(1234, device=dev)
+    u32 = g.random(10, dtype=np.float32).asnumpy()
+    w = _words(g, 3)
+    np.testing.assert_array_equal(u32, ((w[:10] >> 8) * 2.0**-24).astype(np.float32))
+    u64 = g.random(5, dtype=np.float64).asnumpy()  # continues after the 3 counters used
+    w = _words(g, 3, start=3)
+    a, b = w[0::2][:5], w[1::2][:5]
+    np.testing.assert_array_equal(u64, ((a >> 5) * 67108864.0 + (b >> 6)) * 2.0**-53)
+
+
+def test_same_seed_same_numbers_on_every_device():
+    ref = None
+    for d in DEVICES:
+        g = kapi.random.Generator(99, device=d)
+        got = (
+            g.random(1001, dtype=np.float32).asnumpy(),
+            g.random((3, 7)).asnumpy(),
+            g.standard_normal(999, dtype=np.float32).asnumpy(),
+        )
+        if ref is None:
+            ref = got
+            continue
+        np.testing.assert_array_equal(got[0], ref[0])
+        np.testing.assert_array_equal(got[1], ref[1])
+        np.testing.assert_allclose(got[2], ref[2], rtol=1e-6, atol=1e-6)
+
+
+def test_reproducible_and_advancing(dev):
+    a = kapi.random.default_rng(7, device=dev)
+    b = kapi.random.default_rng(7, device=dev)
+    x1, x2 = a.random(100).asnumpy(), a.random(100).asnumpy()
+    np.testing.assert_array_equal(x1, b.random(100).asnumpy())
+    assert not np.array_equal(x1, x2)
+    c = kapi.random.default_rng(8, device=dev)
+    assert not np.array_equal(x1, c.random(100).asnumpy())
+
+
+def _ks(sample, cdf) -> float:
+    x = np.sort(sample.astype(np.float64))
+    f = cdf(x)
+    n = x.size
+    return max(np.max(np.arange(1, n + 1) / n - f), np.max(f - np.arange(n) / n))
+
+
+_norm_cdf = np.vectorize(lambda v: 0.5 * (1 + math.erf(v / math.sqrt(2))))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_uniform_distribution(dev, dtype):
+    g = kapi.random.default_rng(2024, device=dev)
+    x = g.random(200_001, dtype=dtype)
+    assert x.dtype == dtype and x.shape == (200_001,) and x.device == dev
+    h = x.asnumpy()
+    assert h.min() >= 0 and h.max() < 1
+    assert abs(h.mean() - 0.5) < 4 * math.sqrt(1 / 12 / h.size)
+    assert abs(h.var() - 1 / 12) < 0.002
+    # KS: 1.63/sqrt(n) is the 1% critical value; the seed is fixed, so this never flakes
+    assert _ks(h, lambda v: v) < 1.63 / math.sqrt(h.size)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_normal_distribution(dev, dtype):
+    g = kapi.random.default_rng(77, device=dev)
+    z = g.standard_normal((400, 251), dtype=dtype)
+    assert z.dtype == dtype and z.shape == (400, 251)
+    h = z.asnumpy().ravel()
+    n = h.size
+    assert abs(h.mean()) < 4 / math.sqrt(n)
+    assert abs(h.var() - 1) < 4 * math.sqrt(2 / n)
+    assert abs(np.mean(h**3)) < 4 * math.sqrt(15 / n)  # skewness
+    assert abs(np.mean(h**4) - 3) < 4 * math.sqrt(96 / n)  # kurtosis
+    assert _ks(h[:20000], _norm_cdf) < 1.63 / math.sqrt(20000)
+
+
+def test_uniform_normal_out_and_errors(dev):
+    g = kapi.random.Generator(5, device=dev)
+    u = g.uniform(-2.0, 3.0, 10000).asnumpy()
+    assert u.min() >= -2 and u.max() < 3 and abs(u.mean() - 0.5) < 0.1
+    nz = g.normal(10.0, 0.5, 10000, dtype=np.float32).asnumpy()
+    assert nz.dtype == np.float32 and abs(nz.mean() - 10) < 0.05 and abs(nz.std() - 0.5) < 0.05
+    out = kapi.empty((4, 5), dtype=np.float32, device=dev)
+    assert g.random(out=out) is out
+    assert 0 <= out.asnumpy().min() and out.asnumpy().max() < 1
+    assert g.random().shape == ()
+    assert kapi.random.default_rng(g) is g
+    with pytest.raises(TypeError, match="float32 or float64"):
+        g.random(3, dtype=np.int32)
+    with pytest.raises(TypeError, match="float32 or float64"):
+        g.standard_normal(out=kapi.zeros(3, dtype=np.int8, device=dev))
+    with pytest.raises(ValueError, match="as many keys"):
+        kapi.random.philox4x32(np.zeros((2, 4), np.uint32), np.zeros((1, 2), np.uint32), dev)

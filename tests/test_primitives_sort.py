@@ -1,0 +1,203 @@
+"""kapi.sort, kapi.argsort, kapi.topk and kapi.unique (the radix sort) on every device,
+against np.sort, np.argsort(kind="stable") and np.unique."""
+
+import numpy as np
+import pytest
+from kapi_testing import devices_or_skip
+
+import kapi
+
+DEVICES = devices_or_skip()
+
+
+@pytest.fixture(params=DEVICES, ids=[d.filter_string for d in DEVICES])
+def dev(request):
+    return request.param
+
+
+DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+]
+
+
+def _keys(dtype, n, seed=0):
+    """Full-range values with repeats; floats with NaN, +-inf, -0.0 and 0.0."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return rng.integers(0, 2, n).astype(bool)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        h = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+        h[::7] = h[0]  # repeats, for stability
+        return h
+    h = (rng.standard_normal(n) * 1000).astype(dt)
+    h[::13] = np.round(h[::13] / 500)  # repeats
+    h[::97] = np.nan
+    h[3::101] = -np.nan  # a NaN with its sign bit set sorts last too
+    h[5::89] = -np.inf
+    h[6::89] = np.inf
+    h[7::31] = -0.0
+    h[8::31] = 0.0
+    return h
+
+
+def _eq(got, want):
+    assert isinstance(got, kapi.Array)
+    h = got.asnumpy()
+    assert h.dtype == want.dtype and h.shape == want.shape, (h.dtype, h.shape, want.shape)
+    np.testing.assert_array_equal(h, want)  # NaNs compare equal here
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sort_and_argsort_match_numpy(dev, dtype):
+    h = _keys(dtype, 5003, seed=1)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
+@pytest.mark.parametrize("dtype", ["uint32", "float64", "int16"])
+def test_sort_large_many_chunks_per_group(dev, dtype):
+    h = _keys(dtype, (1 << 21) + 3, seed=2)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
+@pytest.mark.parametrize("n", [1, 2, 255, 1024, 1025])
+def test_sort_small_sizes(dev, n):
+    h = _keys("int32", n, seed=n)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
+def test_sort_skips_bytes_that_never_differ(dev):
+    """Small int64 values vary in one byte only; all-equal keys need no pass at all."""
+    h = np.random.default_rng(3).integers(-100, 100, 9000)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+    c = kapi.asarray(np.full(5000, 7, np.uint16), device=dev)
+    _eq(kapi.sort(c), np.full(5000, 7, np.uint16))
+    _eq(kapi.argsort(c), np.arange(5000))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "uint8"])
+@pytest.mark.parametrize("axis", [-1, 0, None])
+def test_sort_2d_axes(dev, dtype, axis):
+    h = _keys(dtype, 37 * 301, seed=4).reshape(37, 301)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a, axis=axis), np.sort(h, axis=axis))
+    _eq(kapi.argsort(a, axis=axis), np.argsort(h, axis=axis, kind="stable"))
+    _eq(kapi.sort(a.T, axis=axis), np.sort(h.T, axis=axis))
+
+
+def test_sort_3d_and_views(dev):
+    h = _keys("int32", 4 * 5 * 60, seed=5).reshape(4, 5, 60)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a, axis=1), np.sort(h, axis=1))
+    _eq(kapi.argsort(a[:, ::-2, 3:50]), np.argsort(h[:, ::-2, 3:50], kind="stable"))
+
+
+def test_sort_descending(dev):
+    h = _keys("float32", 3000, seed=6)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a, descending=True), np.sort(h)[::-1])
+    # stable descending: equal values keep their order (NaNs first)
+    want = np.argsort(-h.astype(np.float64), kind="stable")
+    nan = np.isnan(h)
+    want = np.concatenate([np.flatnonzero(nan), want[~nan[want]]])
+    _eq(kapi.argsort(a, descending=True), want)
+
+
+def test_sort_empty_and_errors(dev):
+    e = kapi.asarray(np.zeros(0, np.float32), device=dev)
+    _eq(kapi.sort(e), np.zeros(0, np.float32))
+    _eq(kapi.argsort(e), np.zeros(0, np.int64))
+    _eq(kapi.sort(kapi.asarray(np.zeros((3, 0), np.int8), device=dev)), np.zeros((3, 0), np.int8))
+    with pytest.raises(TypeError, match="complex"):
+        kapi.sort(kapi.zeros(3, dtype=np.complex128, device=dev))
+    with pytest.raises(TypeError, match="kapi array"):
+        kapi.sort(np.arange(3))
+    with pytest.raises(np.exceptions.AxisError):
+        kapi.sort(kapi.zeros(3, device=dev), axis=1)
+    with pytest.raises(np.exceptions.AxisError):
+        kapi.sort(kapi.asarray(np.array(1.0), device=dev))
+    with pytest.raises(ValueError, match="order="):
+        kapi.sort(kapi.zeros(3, device=dev), order="x")
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float32", "uint16"])
+@pytest.mark.parametrize("k", [1, 10, 500])
+def test_topk(dev, dtype, k):
+    h = _keys(dtype, 4000, seed=7)
+    if np.dtype(dtype).kind == "f":
+        h[np.isnan(h)] = 1.0
+    a = kapi.asarray(h, device=dev)
+    v, i = kapi.topk(a, k)
+    # descending by value, ties by index
+    order = np.lexsort((np.arange(h.size), -h.astype(np.float64)))[:k]
+    _eq(i, order)
+    _eq(v, h[order])
+
+
+def test_topk_nan_is_largest_and_bounds(dev):
+    h = np.array([1.0, np.nan, 3.0, 2.0, np.nan], np.float32)
+    v, i = kapi.topk(kapi.asarray(h, device=dev), 3)
+    _eq(i, np.array([1, 4, 2]))
+    assert np.isnan(v.asnumpy()[:2]).all() and v.asnumpy()[2] == 3.0
+    a = kapi.asarray(h, device=dev)
+    assert kapi.topk(a, 0)[0].size == 0
+    _eq(kapi.topk(a, 5)[1], np.array([1, 4, 2, 3, 0]))
+    with pytest.raises(ValueError, match="out of range"):
+        kapi.topk(a, 6)
+    with pytest.raises(ValueError, match="1-D"):
+        kapi.topk(kapi.zeros((2, 2), device=dev), 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_unique_matches_numpy(dev, dtype):
+    h = _keys(dtype, 3000, seed=8)
+    if np.dtype(dtype).kind in "iu" and np.dtype(dtype).itemsize > 1:
+        h = (h % 50).astype(dtype)  # many repeats
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.unique(a), np.unique(h))
+    u, c = kapi.unique(a, return_counts=True)
+    wu, wc = np.unique(h, return_counts=True)
+    _eq(u, wu)
+    _eq(c, wc.astype(np.int64))
+
+
+def test_unique_2d_and_empty(dev):
+    h = np.random.default_rng(9).integers(0, 9, (30, 40)).astype(np.int32)
+    _eq(kapi.unique(kapi.asarray(h, device=dev)), np.unique(h))
+    u, c = kapi.unique(kapi.asarray(np.zeros(0, np.float64), device=dev), return_counts=True)
+    assert u.size == 0 and c.size == 0
+
+
+@pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
+@pytest.mark.parametrize("dtype", ["uint32", "float64", "int8"])
+def test_every_scatter_kind(dev, monkeypatch, kind, dtype):
+    """The three ways a pass scatters (chunk scans by sub-groups: GPUs; by work-group
+    collectives; sequential blocks: kapi's CPU device) all sort right on every device
+    (sub-groups of one work-item included)."""
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", kind)
+    h = _keys(dtype, 200_003, seed=10)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
