@@ -19,7 +19,7 @@ from ._array import (
     zeros_like,
 )
 from ._device import Device, Queue, default_device, devices
-from ._dpjit import DpjitFunction, UnsupportedPrangeError, dpjit
+from ._dpjit import DpjitFunction, HostFallbackWarning, UnsupportedPrangeError, dpjit
 from ._errors import (
     DeviceError,
     DeviceNotFoundError,
@@ -89,6 +89,7 @@ __all__ = [
     "default_device",
     "device_func",
     "dpjit",
+    "HostFallbackWarning",
     "devices",
     "empty",
     "empty_like",

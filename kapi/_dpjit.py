@@ -894,20 +894,22 @@ def _bounds(bounds):
 
 def _launcher(kern, loop: _Loop, where: str):
     def launch(bounds, args, red_values, last_values):
-        """(reduction values, last values or None, loop variables' last values): what the
-        host assigns after the loop (None: the loop ran no iteration, the names keep theirs)."""
+        """What the host assigns after the loop: (reduction values, whether the loop ran, the
+        last values, which loop variables it set, their values). A loop that ran no iteration
+        hands back the values from before it; a loop variable is set when its loop ran."""
         counts, starts = _bounds(bounds)
+        ran = tuple(all(counts[: d + 1]) for d in range(len(counts)))
         idx = tuple(
-            starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] if all(counts[: d + 1]) else None
+            starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] if ran[d] else 0
             for d in range(len(counts))
         )
         total = math.prod(counts)
         if not total:
-            return red_values, None, idx
+            return tuple(red_values), False, tuple(last_values), ran, idx
         if not loop.ndrange:
             # the innermost loop (last in bounds) is dimension 0
             call_kernel(kern, Range(*reversed(counts)), *args, *starts)
-            return (), None, idx
+            return (), True, (), ran, idx
         make, fp64, max_groups = _allocator(args)
         ngroups = min(-(-total // _GROUP), max_groups)
         parts, inits = _partials(loop, where, red_values, ngroups, make, fp64)
@@ -920,11 +922,8 @@ def _launcher(kern, loop: _Loop, where: str):
         call_kernel(kern, rng, *args, *parts, *inits, *lasts, *last_inits, total, *counts, *starts)
         kinds = [loop.red_kinds[r] for r in loop.reductions]
         reds = tuple(_combine(k, v, p) for k, v, p in zip(kinds, red_values, parts, strict=True))
-        return (
-            reds,
-            tuple(_last_value(v, a) for v, a in zip(last_values, lasts, strict=True)),
-            idx,
-        )
+        lasts = tuple(_last_value(v, a) for v, a in zip(last_values, lasts, strict=True))
+        return reds, True, lasts, ran, idx
 
     return launch
 
@@ -969,13 +968,14 @@ def _launch_stmts(k: int, loop: _Loop, node: ast.For) -> list[ast.stmt]:
     out = "__kapi_out"
     stmts = [ast.copy_location(ast.Assign(targets=[_name(out, ast.Store())], value=call), node)]
     after = []
+    # the protocol of _launcher's launch; written so that Numba types it too (no None)
     if loop.reductions:
         after.append(f"({', '.join(loop.reductions)},) = {out}[0]\n")
     if loop.lasts:
-        after.append(f"if {out}[1] is not None:\n    ({', '.join(loop.lasts)},) = {out}[1]\n")
+        after.append(f"if {out}[1]:\n    ({', '.join(loop.lasts)},) = {out}[2]\n")
     for d, t in enumerate(loop.targets):
         if t in loop.last_targets:
-            after.append(f"if {out}[2][{d}] is not None:\n    {t} = {out}[2][{d}]\n")
+            after.append(f"if {out}[3][{d}]:\n    {t} = {out}[4][{d}]\n")
     return stmts + _located("".join(after), node)
 
 
@@ -1007,7 +1007,7 @@ def _walk_host(nodes, skip):
 def _transform(fn):
     filename = fn.__code__.co_filename
     if fn.__name__ == "<lambda>":
-        return fn, []  # a lambda holds no loop: nothing to offload
+        return fn, [], []  # a lambda holds no loop: nothing to offload
     try:
         src = inspect.getsource(fn)
     except (OSError, TypeError) as e:
@@ -1059,6 +1059,7 @@ def _transform(fn):
     cells[_GOP] = types.CellType(_kernel_api().GroupOp)
     replacements = {}
     kernels = []
+    launches = []  # (launch function, loop dimensions): the host function calls them
     for k, (node, nest) in enumerate(nests):
         _analyse(nest, host_assigned, host_loads, fixed, filename, resolver)
         kname = f"{fn.__name__}__prange{k}"
@@ -1067,7 +1068,9 @@ def _transform(fn):
         kfunc.__qualname__ = f"{fn.__qualname__}.<prange{k}>"
         kern = _kernel_decorator(kfunc)
         kernels.append(kern)
-        cells[f"{_LAUNCH}{k}"] = types.CellType(_launcher(kern, nest, _where(filename, node)))
+        launch = _launcher(kern, nest, _where(filename, node))
+        launches.append((launch, len(nest.loops)))
+        cells[f"{_LAUNCH}{k}"] = types.CellType(launch)
         replacements[id(node)] = _launch_stmts(k, nest, node)
     fdef.body = [_Replace(replacements).visit(s) for s in fdef.body]
     flat = []
@@ -1077,7 +1080,7 @@ def _transform(fn):
     hcode = _factory(fdef, list(cells), filename)
     host = _make_function(hcode, fn, cells, fn.__name__, fn.__defaults__, fn.__kwdefaults__)
     host.__qualname__ = fn.__qualname__
-    return host, kernels
+    return host, kernels, launches
 
 
 def _kernel_api():
@@ -1086,8 +1089,19 @@ def _kernel_api():
     return kernel_api
 
 
+class HostFallbackWarning(UserWarning):
+    """A dpjit function's host code (the code around its prange loops) could not be compiled
+    by Numba for these argument types, so it runs in CPython; its prange loops are still
+    offloaded. Turn it into an error with
+    `warnings.simplefilter("error", kapi.HostFallbackWarning)`."""
+
+    __module__ = "kapi"
+
+
 class DpjitFunction:
-    """What @kapi.dpjit returns: calls run the function with its prange loops offloaded."""
+    """What @kapi.dpjit returns: calls run the function with its prange loops offloaded and
+    the rest compiled by Numba's njit (or, where Numba cannot compile it, in CPython with a
+    HostFallbackWarning)."""
 
     def __init__(self, pyfunc, options):
         if not inspect.isfunction(pyfunc):
@@ -1096,16 +1110,59 @@ class DpjitFunction:
         self.py_func = pyfunc
         self.options = dict(options)
         self._host = None
+        self._jit = None  # the Numba dispatcher of the host function
+        self._sig = inspect.signature(pyfunc)
+        self._compiled: set = set()  # argument types the dispatcher has compiled
+        self._python: dict = {}  # argument types Numba refused -> its reason
         self.kernels: list = []
 
     def _compile(self):
         if self._host is None:
-            self._host, self.kernels = _transform(self.py_func)
+            host, self.kernels, launches = _transform(self.py_func)
+            if _njit_able(self.py_func):
+                from . import _dpjit_host
+
+                for launch, ndims in launches:
+                    _dpjit_host.register_launch(launch, ndims)
+                self._jit = _dpjit_host.compile_host(host)
+            self._host = host
         return self._host
+
+    @property
+    def host(self):
+        """The Numba dispatcher compiling the host code (`.signatures`, `.inspect_types()`),
+        or None where the function's form keeps it in CPython (a generator, keyword-only,
+        *args or **kwargs parameters)."""
+        self._compile()
+        return self._jit
+
+    @property
+    def python_signatures(self) -> dict:
+        """Argument types whose host code runs in CPython -> why Numba refused them."""
+        return dict(self._python)
 
     def __call__(self, *args, **kwargs):
         host = self._host if self._host is not None else self._compile()
-        return host(*args, **kwargs)
+        jit = self._jit
+        if jit is None:
+            return host(*args, **kwargs)
+        bound = self._sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        pos = bound.args
+        key = tuple(jit.typeof_pyval(a) for a in pos)
+        if key not in self._compiled:
+            if key in self._python:
+                return host(*args, **kwargs)
+            from ._dpjit_host import NumbaError
+
+            try:
+                jit.compile(key)
+            except NumbaError as e:
+                self._python[key] = str(e)
+                warnings.warn(_fallback_message(self.py_func, key, e), HostFallbackWarning, 2)
+                return host(*args, **kwargs)
+            self._compiled.add(key)
+        return jit(*pos)
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -1114,9 +1171,35 @@ class DpjitFunction:
         return f"<kapi dpjit {self.__qualname__}>"
 
 
+def _njit_able(fn) -> bool:
+    """Whether Numba's dispatcher can take the function's calls: no generator, no keyword-only
+    *args or **kwargs parameters (the call is bound to positional arguments first)."""
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        return False
+    varargs = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+    return not (code.co_kwonlyargcount or code.co_flags & varargs)
+
+
+def _fallback_message(fn, key, err) -> str:
+    where = f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    # Numba's message: a "Failed in ... pipeline" header, the reason, the source location
+    reasons = [ln for ln in lines if not ln.startswith(("Failed in", "During:", "File "))]
+    first = reasons[0] if reasons else type(err).__name__
+    at = [ln for ln in lines if ln.startswith("File ")]
+    return (
+        f"{where}: dpjit: Numba cannot compile the host code of {fn.__qualname__} for "
+        f"arguments ({', '.join(map(str, key))}): {first}"
+        + (f" ({at[-1]})" if at else "")
+        + "; it runs in CPython (its prange loops are still offloaded)"
+    )
+
+
 def dpjit(*args, **options):
     """numba-dpex's @dpjit: the function's prange loops are compiled as kernels and launched on
-    the device of their arrays (compute follows data); the rest runs in CPython.
+    the device of their arrays (compute follows data); the rest is compiled by Numba's njit
+    (CPython, with a HostFallbackWarning, where Numba cannot compile it).
 
     Forms: `@dpjit`, `@dpjit(**options)`; signatures and numba.jit options are accepted and
     ignored with a warning (forceobj and pipeline_class are dropped, as numba-dpex did).

@@ -1,0 +1,597 @@
+"""dpjit's host side: the function around the prange loops compiled by Numba's njit.
+
+_dpjit.py outlines each prange loop into a kernel and replaces the loop by a call of a launch
+function; this module compiles the resulting host function with `numba.njit` (nopython), so
+sequential loops, scalar arithmetic and control flow around the pranges run as machine code.
+What the host code does with kapi objects goes back to Python through `numba.objmode`:
+
+- kapi arrays get a Numba type (`KapiArrayType`): an owned reference to the Python object
+  (an NRT meminfo whose destructor drops it) plus the shape, so `.shape`, `.ndim`, `.size`,
+  `.dtype` and `len()` are compiled; boxing hands the same object back;
+- each launch, allocation (`kapi.empty_like`, ...), operator, ufunc, reduction method,
+  slicing and element access on kapi arrays is one objmode call into kapi's array library,
+  which runs it on the array's device; the result's type is decided while Numba types the
+  call and checked when the value comes back.
+
+Imported on the first call of a dpjit function (importing Numba is slow).
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+
+import numba
+import numpy as np
+from numba.core import cgutils, types
+from numba.core.errors import NumbaError
+from numba.extending import (
+    NativeValue,
+    box,
+    make_attribute_wrapper,
+    models,
+    overload,
+    overload_attribute,
+    overload_method,
+    register_model,
+    typeof_impl,
+    unbox,
+)
+from numba.np import numpy_support
+
+from . import _array
+from ._array import Array
+from ._device import Device, Queue, default_device
+
+__all__ = ["KapiArrayType", "KapiObjectType", "NumbaError", "compile_host", "register_launch"]
+
+
+# -- types -----------------------------------------------------------------------------------
+
+
+class KapiArrayType(types.Type):
+    """A kapi.Array in nopython code: dtype (a Numba scalar type) and ndim are static."""
+
+    def __init__(self, dtype, ndim: int):
+        self.dtype, self.ndim = dtype, ndim
+        super().__init__(name=f"kapi.Array({dtype}, {ndim}d)")
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return numpy_support.as_dtype(self.dtype)
+
+
+class KapiObjectType(types.Type):
+    """Another kapi object (a Device, a Queue) carried through nopython code unchanged."""
+
+    def __init__(self, cls):
+        self.cls = cls
+        super().__init__(name=f"kapi.{cls.__name__}")
+
+
+@typeof_impl.register(Array)
+def _typeof_array(val, c):
+    return KapiArrayType(numpy_support.from_dtype(val.dtype), val.ndim)
+
+
+@typeof_impl.register(Device)
+@typeof_impl.register(Queue)
+def _typeof_object(val, c):
+    return KapiObjectType(type(val))
+
+
+_OWNER = [("meminfo", types.MemInfoPointer(types.voidptr)), ("obj", types.pyobject)]
+
+
+@register_model(KapiArrayType)
+class _ArrayModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        shape = ("shape", types.UniTuple(types.intp, fe_type.ndim))
+        super().__init__(dmm, fe_type, [*_OWNER, shape])
+
+
+@register_model(KapiObjectType)
+class _ObjectModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, list(_OWNER))
+
+
+make_attribute_wrapper(KapiArrayType, "shape", "shape")
+
+
+def _owner(typ, obj, c):
+    """A struct holding a new reference to obj: the meminfo drops it when the last native copy
+    of the value dies (Numba's NRT counts the copies)."""
+    s = cgutils.create_struct_proxy(typ)(c.context, c.builder)
+    s.meminfo = c.pyapi.nrt_meminfo_new_from_pyobject(cgutils.voidptr_t(None), obj)
+    s.obj = obj
+    return s
+
+
+@unbox(KapiArrayType)
+def _unbox_array(typ, obj, c):
+    # obj is a kapi.Array (typeof chose this type, or _expect checked it): it has a shape
+    shape_obj = c.pyapi.object_getattr_string(obj, "shape")
+    shape = c.unbox(types.UniTuple(types.intp, typ.ndim), shape_obj)
+    c.pyapi.decref(shape_obj)
+    s = _owner(typ, obj, c)
+    s.shape = shape.value
+    return NativeValue(s._getvalue(), is_error=shape.is_error)
+
+
+@unbox(KapiObjectType)
+def _unbox_object(typ, obj, c):
+    return NativeValue(_owner(typ, obj, c)._getvalue())
+
+
+@box(KapiArrayType)
+@box(KapiObjectType)
+def _box(typ, val, c):
+    # boxing takes over the native reference (Numba's convention): the object gets one
+    obj = cgutils.create_struct_proxy(typ)(c.context, c.builder, value=val).obj
+    c.pyapi.incref(obj)
+    c.context.nrt.decref(c.builder, typ, val)
+    return obj
+
+
+# -- coming back from objmode ----------------------------------------------------------------
+
+
+def _expect(value, dtype: np.dtype, ndim: int, what: str):
+    """value, which Numba typed as a kapi array of dtype/ndim before it existed."""
+    if not isinstance(value, Array) or value.dtype != dtype or value.ndim != ndim:
+        got = (
+            f"a {value.ndim}-d {value.dtype} array"
+            if isinstance(value, Array)
+            else type(value).__name__
+        )
+        raise TypeError(
+            f"dpjit host code: {what} gave {got}, not the {ndim}-d {dtype} array its compiled "
+            f"code expects (pass dtype= explicitly)"
+        )
+    return value
+
+
+def _array_result(t: KapiArrayType, what: str):
+    """Source of the objmode result conversion for a call typed as kapi array t."""
+    return t, (lambda v: _expect(v, t.np_dtype, t.ndim, what))
+
+
+def _objmode_impl(params: str, call: str, rettype, env: dict, ret_check=None):
+    """An overload implementation `def impl(<params>)` whose body runs the Python expression
+    `call` in object mode, its value typed as rettype (and passed through ret_check)."""
+    env = dict(env, numba=numba, __rt=rettype, __check=ret_check or (lambda v: v))
+    src = (
+        f"def impl({params}):\n"
+        f"    with numba.objmode(__r=__rt):\n"
+        f"        __r = __check({call})\n"
+        f"    return __r\n"
+    )
+    exec(compile(src, "<kapi dpjit host>", "exec"), env)
+    return env["impl"]
+
+
+# -- attributes and methods ------------------------------------------------------------------
+
+
+@overload_attribute(KapiArrayType, "ndim")
+def _ndim(a):
+    n = a.ndim
+    return lambda a: n
+
+
+@overload_attribute(KapiArrayType, "size")
+def _size(a):
+    def impl(a):
+        n = 1
+        for d in a.shape:
+            n *= d
+        return n
+
+    return impl
+
+
+@overload_attribute(KapiArrayType, "dtype")
+def _dtype(a):
+    dt = a.np_dtype
+    return lambda a: dt
+
+
+@overload(len)
+def _len(a):
+    if isinstance(a, KapiArrayType):
+        if a.ndim == 0:
+            return None
+        return lambda a: a.shape[0]
+    return None
+
+
+def _attr_object(name, cls):
+    def typer(a):
+        return _objmode_impl("a", f"a.{name}", KapiObjectType(cls), {})
+
+    overload_attribute(KapiArrayType, name)(typer)
+
+
+for _n in ("device", "sycl_device"):
+    _attr_object(_n, Device)
+for _n in ("sycl_queue", "queue"):
+    _attr_object(_n, Queue)
+
+
+@overload_method(KapiArrayType, "asnumpy")
+def _asnumpy(a):
+    t = types.Array(a.dtype, a.ndim, "C")
+    return _objmode_impl("a", "__np.ascontiguousarray(a.asnumpy())", t, {"__np": np})
+
+
+@overload_method(KapiArrayType, "copy")
+def _copy(a):
+    t, check = _array_result(KapiArrayType(a.dtype, a.ndim), "copy()")
+    return _objmode_impl("a", "a.copy()", t, {}, check)
+
+
+# reductions of a whole array give a scalar (what Numba gives for NumPy arrays)
+_REDUCTIONS = {"sum": np.sum, "prod": np.prod, "min": np.min, "max": np.max, "mean": np.mean}
+
+
+def _reduction_type(name, a: KapiArrayType):
+    fn = _REDUCTIONS[name]
+    return numpy_support.from_dtype(fn(np.ones(1, a.np_dtype)).dtype)
+
+
+def _reduction_method(name):
+    def typer(a):
+        t = _reduction_type(name, a)
+        return _objmode_impl("a", f"a.{name}().asnumpy()[()]", t, {})
+
+    overload_method(KapiArrayType, name)(typer)
+
+    def np_typer(a):
+        if isinstance(a, KapiArrayType):
+            return typer(a)
+        return None
+
+    overload(_REDUCTIONS[name])(np_typer)
+
+
+for _n in _REDUCTIONS:
+    _reduction_method(_n)
+
+
+# -- allocation ------------------------------------------------------------------------------
+
+
+def _dtype_of(t):
+    """The np.dtype a Numba-typed dtype= argument names, or None when it is None/omitted."""
+    if t is None or isinstance(t, (types.NoneType, types.Omitted)):
+        if isinstance(t, types.Omitted) and t.value is not None:
+            return np.dtype(t.value)
+        return None
+    if isinstance(t, types.NumberClass):
+        return numpy_support.as_dtype(t.instance_type)
+    if isinstance(t, types.DType):
+        return numpy_support.as_dtype(t.dtype)
+    if isinstance(t, types.StringLiteral):
+        return np.dtype(t.literal_value)
+    if isinstance(t, types.Function) and t.typing_key in (bool, int, float, complex):
+        return np.dtype(t.typing_key)
+    raise numba.core.errors.TypingError(
+        f"dpjit host code: dtype= must be a NumPy type, an array's .dtype or a string, not {t}"
+    )
+
+
+def _ndim_of(shape) -> int:
+    if isinstance(shape, types.Integer):
+        return 1
+    if isinstance(shape, types.BaseTuple) and all(isinstance(x, types.Integer) for x in shape):
+        return len(shape)
+    raise numba.core.errors.TypingError(
+        f"dpjit host code: a shape is an integer or a tuple of integers, not {shape}"
+    )
+
+
+def _default_float() -> np.dtype:
+    return _array._default_dtype(default_device().default_queue)
+
+
+def _fill_dtype(t) -> np.dtype:
+    if isinstance(t, types.Boolean):
+        return np.dtype(np.bool_)
+    if isinstance(t, types.Integer):
+        return np.dtype(np.int64) if t.bitwidth == 64 else numpy_support.as_dtype(t)
+    return _default_float()
+
+
+def _signature(fn):
+    """(params, call): fn's parameters as an overload takes them (keyword-only ones become
+    ordinary ones with their defaults) and the call passing them on."""
+    params, call = [], []
+    for p in inspect.signature(fn).parameters.values():
+        params.append(p.name if p.default is p.empty else f"{p.name}={p.default!r}")
+        call.append(p.name if p.kind != p.KEYWORD_ONLY else f"{p.name}={p.name}")
+    return ", ".join(params), ", ".join(call)
+
+
+def _allocator(name: str):
+    fn = getattr(_array, name)
+    params, call = _signature(fn)
+    names = list(inspect.signature(fn).parameters)
+
+    def typer(*args, **kwargs):
+        bound = dict(zip(names, args, strict=False))
+        bound.update(kwargs)
+        dt = _dtype_of(bound.get("dtype"))
+        first = bound[names[0]]
+        if name.endswith("_like"):
+            if not isinstance(first, KapiArrayType):
+                return None
+            ndim = first.ndim
+            dt = dt if dt is not None else first.np_dtype
+        else:
+            ndim = _ndim_of(first)
+            if dt is None:
+                fill = bound.get("fill_value")
+                dt = _fill_dtype(fill) if name == "full" else _default_float()
+        t, check = _array_result(KapiArrayType(numpy_support.from_dtype(dt), ndim), name)
+        return _objmode_impl(params, f"__fn({call})", t, {"__fn": fn}, check)
+
+    # the typer's signature must be the function's (Numba folds the call's arguments by it)
+    env = {"typer": typer}
+    exec(f"def ol({params}):\n    return typer({call})\n", env)
+    overload(fn)(env["ol"])
+
+
+for _n in (
+    "empty",
+    "zeros",
+    "ones",
+    "full",
+    "empty_like",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+):
+    _allocator(_n)
+
+
+# -- operators and ufuncs --------------------------------------------------------------------
+
+
+def _operand_sample(t):
+    """A NumPy value standing for operand type t when predicting a result dtype: kapi arrays
+    as arrays; scalars as Python scalars (what objmode hands kapi: weakly typed)."""
+    if isinstance(t, KapiArrayType):
+        return np.ones((1,) * max(t.ndim, 1), t.np_dtype)
+    if isinstance(t, types.Boolean):
+        return True
+    if isinstance(t, types.Integer):
+        return 1
+    if isinstance(t, types.Float):
+        return 1.0
+    if isinstance(t, types.Complex):
+        return 1.0j
+    return None
+
+
+def _elementwise_type(ufunc, operands):
+    """The kapi array type of ufunc(*operands), or None when no operand is a kapi array or
+    one is of a type kapi arrays do not combine with here."""
+    if not any(isinstance(t, KapiArrayType) for t in operands):
+        return None
+    samples = [_operand_sample(t) for t in operands]
+    if any(s is None for s in samples):
+        return None
+    with np.errstate(all="ignore"):
+        out = ufunc(*samples)
+    ndim = max(t.ndim for t in operands if isinstance(t, KapiArrayType))
+    return KapiArrayType(numpy_support.from_dtype(np.asarray(out).dtype), ndim)
+
+
+_BINARY_OPS = {
+    operator.add: np.add,
+    operator.sub: np.subtract,
+    operator.mul: np.multiply,
+    operator.truediv: np.true_divide,
+    operator.floordiv: np.floor_divide,
+    operator.mod: np.remainder,
+    operator.pow: np.power,
+    operator.and_: np.bitwise_and,
+    operator.or_: np.bitwise_or,
+    operator.xor: np.bitwise_xor,
+    operator.lshift: np.left_shift,
+    operator.rshift: np.right_shift,
+    operator.lt: np.less,
+    operator.le: np.less_equal,
+    operator.gt: np.greater,
+    operator.ge: np.greater_equal,
+    operator.eq: np.equal,
+    operator.ne: np.not_equal,
+}
+_INPLACE_OPS = {
+    operator.iadd: operator.add,
+    operator.isub: operator.sub,
+    operator.imul: operator.mul,
+    operator.itruediv: operator.truediv,
+    operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod,
+    operator.ipow: operator.pow,
+    operator.iand: operator.and_,
+    operator.ior: operator.or_,
+    operator.ixor: operator.xor,
+}
+_UNARY_OPS = {operator.neg: np.negative, operator.pos: np.positive, operator.invert: np.invert}
+_UFUNCS = [
+    np.sqrt, np.exp, np.log, np.log2, np.log10, np.sin, np.cos, np.tan, np.arcsin, np.arccos,
+    np.arctan, np.sinh, np.cosh, np.tanh, np.absolute, np.fabs, np.floor, np.ceil, np.trunc,
+    np.square, np.negative, np.sign, np.isnan, np.isinf, np.isfinite, np.expm1, np.log1p,
+    np.add, np.subtract, np.multiply, np.divide, np.true_divide, np.floor_divide, np.power,
+    np.remainder, np.maximum, np.minimum, np.fmax, np.fmin, np.arctan2, np.hypot, np.copysign,
+    np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
+    np.logical_and, np.logical_or, np.logical_not,
+]  # fmt: skip
+
+
+def _register_elementwise(fn, ufunc, nargs: int, what: str):
+    params = ", ".join(f"x{i}" for i in range(nargs))
+
+    def typer(*operands):
+        t = _elementwise_type(ufunc, operands)
+        if t is None:
+            return None
+        _, check = _array_result(t, what)
+        return _objmode_impl(params, f"__fn({params})", t, {"__fn": fn}, check)
+
+    env = {"typer": typer}
+    exec(f"def ol({params}):\n    return typer({params})\n", env)
+    overload(fn)(env["ol"])
+
+
+for _op, _uf in _BINARY_OPS.items():
+    _register_elementwise(_op, _uf, 2, f"`{_uf.__name__}`")
+for _op, _uf in _UNARY_OPS.items():
+    _register_elementwise(_op, _uf, 1, f"`{_uf.__name__}`")
+for _uf in _UFUNCS:
+    _register_elementwise(_uf, _uf, _uf.nin, f"numpy.{_uf.__name__}")
+_register_elementwise(abs, np.absolute, 1, "abs")
+
+
+def _register_inplace(iop, op):
+    uf = _BINARY_OPS[op]
+
+    def ol(a, b):
+        if not isinstance(a, KapiArrayType):
+            return None
+        if _elementwise_type(uf, (a, b)) is None:
+            return None
+        # the operator writes into a (kapi casts to a's dtype) and hands a back
+        return _objmode_impl("a, b", "__iop(a, b)", a, {"__iop": iop})
+
+    overload(iop)(ol)
+
+
+for _iop, _op in _INPLACE_OPS.items():
+    _register_inplace(_iop, _op)
+
+
+# -- indexing --------------------------------------------------------------------------------
+
+
+def _index_parts(idx):
+    """(components, ndim removed, source of each component in the impl) for an index type,
+    or None: integers and slices (Numba cannot box slices: they travel as (start, stop,
+    step) and are rebuilt in Python)."""
+    items = list(idx) if isinstance(idx, types.BaseTuple) else [idx]
+    src, removed = [], 0
+    for k, t in enumerate(items):
+        ref = f"idx[{k}]" if isinstance(idx, types.BaseTuple) else "idx"
+        if isinstance(t, types.Integer):
+            src.append(f"({ref},)")
+            removed += 1
+        elif isinstance(t, types.SliceType):
+            src.append(f"({ref}.start, {ref}.stop, {ref}.step)")
+        else:
+            return None
+    return src, removed
+
+
+def _rebuild(parts):
+    return tuple(p[0] if len(p) == 1 else slice(*p) for p in parts)
+
+
+def _index_impl(params, idx, body_call, rettype, env, check=None):
+    parts = _index_parts(idx)
+    lines = [f"def impl({params}):\n", f"    __k = ({', '.join(parts[0])},)\n"]
+    lines.append("    with numba.objmode(__r=__rt):\n")
+    lines.append(f"        __r = __check({body_call})\n")
+    lines.append("    return __r\n")
+    env = dict(env, numba=numba, __rt=rettype, __check=check or (lambda v: v), __rebuild=_rebuild)
+    exec(compile("".join(lines), "<kapi dpjit host>", "exec"), env)
+    return env["impl"]
+
+
+@overload(operator.getitem)
+def _getitem(a, idx):
+    if not isinstance(a, KapiArrayType):
+        return None
+    parts = _index_parts(idx)
+    if parts is None:
+        return None
+    ndim = a.ndim - parts[1]
+    if ndim < 0:
+        raise numba.core.errors.TypingError(
+            f"dpjit host code: too many indices for a {a.ndim}-d kapi array"
+        )
+    if ndim == 0:
+        # one element: kapi reads it from wherever the array lives
+        return _index_impl("a, idx", idx, "a[__rebuild(__k)]", a.dtype, {})
+    t, check = _array_result(KapiArrayType(a.dtype, ndim), "slicing")
+    return _index_impl("a, idx", idx, "a[__rebuild(__k)]", t, {}, check)
+
+
+@overload(operator.setitem)
+def _setitem(a, idx, v):
+    if not isinstance(a, KapiArrayType) or _index_parts(idx) is None:
+        return None
+    if not isinstance(v, (KapiArrayType, types.Number, types.Boolean, types.Array)):
+        return None
+    return _index_impl("a, idx, v", idx, "__set(a, __rebuild(__k), v)", types.none, {"__set": _set})
+
+
+def _set(a, key, v):
+    a[key] = v
+
+
+# -- launches --------------------------------------------------------------------------------
+
+_PY_SCALARS = (types.int64, types.float64, types.boolean, types.complex128)
+
+
+def _to_python(value, t):
+    """A value boxed from nopython code as kapi's Python path sees it: a Python int/float for
+    int64/float64 (as when called from Python), a NumPy scalar of the Numba type otherwise
+    (an int32 boxes to a Python int; the kernel must still see int32)."""
+    if isinstance(t, (types.Integer, types.Float, types.Complex)) and t not in _PY_SCALARS:
+        return numpy_support.as_dtype(t).type(value)
+    return value
+
+
+def register_launch(launch, ndims: int):
+    """Types launch(bounds, free, reds, lasts) (one prange loop) in nopython code: an objmode
+    call returning (reduction values, ran, last values, loop variables set, their values)
+    with the types the variables had before the loop."""
+
+    def ol(bounds, free, reds, lasts):
+        def convert(values, ts):
+            return tuple(_to_python(v, t) for v, t in zip(values, ts, strict=True))
+
+        free_t, reds_t, lasts_t = tuple(free), tuple(reds), tuple(lasts)
+
+        def call(bounds, free, reds, lasts):
+            out = launch(
+                bounds, convert(free, free_t), convert(reds, reds_t), convert(lasts, lasts_t)
+            )
+            return out
+
+        rettype = types.Tuple(
+            (
+                types.Tuple(reds_t),
+                types.boolean,
+                types.Tuple(lasts_t),
+                types.UniTuple(types.boolean, ndims),
+                types.UniTuple(types.int64, ndims),
+            )
+        )
+        return _objmode_impl(
+            "bounds, free, reds, lasts",
+            "__call(bounds, free, reds, lasts)",
+            rettype,
+            {"__call": call},
+        )
+
+    overload(launch)(ol)
+
+
+def compile_host(host):
+    """The nopython dispatcher of the host function (compiles lazily, per argument types)."""
+    return numba.njit(host)
