@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from . import _array
 from ._array import Array, empty
 from ._device import default_device
 from ._errors import KapiError
@@ -928,6 +929,65 @@ def _launcher(kern, loop: _Loop, where: str):
     return launch
 
 
+# -- NumPy allocation following the argument's type ----------------------------------------
+
+
+def _np_like(np_fn, kapi_fn):
+    """np.empty_like & co. in host code: a kapi array for a kapi array (on its device, as
+    numba-dpex's dpjit gives a dpnp array), NumPy's result for anything else."""
+
+    def like(a, *args, **kwargs):
+        return (kapi_fn if isinstance(a, Array) else np_fn)(a, *args, **kwargs)
+
+    like.__name__ = like.__qualname__ = np_fn.__name__
+    like.np_function = np_fn
+    return like
+
+
+NP_LIKE = {
+    id(getattr(np, n)): _np_like(getattr(np, n), getattr(_array, n))
+    for n in ("empty_like", "zeros_like", "ones_like", "full_like")
+}
+
+
+class _RouteNumpy(ast.NodeTransformer):
+    """Host code's references to NP_LIKE's NumPy functions become their kapi-aware versions
+    (cells named __kapi_np_<name>)."""
+
+    def __init__(self, resolver, cells):
+        self.resolver = resolver
+        self.cells = cells
+
+    def _route(self, node):
+        if not isinstance(node.ctx, ast.Load):
+            return node
+        try:
+            obj, _ = self.resolver._value(node)
+        except (LookupError, AttributeError, ValueError):
+            return None
+        like = NP_LIKE.get(id(obj))
+        if like is None:
+            return None
+        name = f"__kapi_np_{like.__name__}"
+        self.cells[name] = types.CellType(like)
+        return ast.copy_location(_name(name), node)
+
+    def visit_Name(self, node):
+        return self._route(node) or node
+
+    def visit_Attribute(self, node):
+        return self._route(node) or self.generic_visit(node)
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_Lambda = visit_ClassDef = visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def _route_numpy(fdef, resolver, cells) -> None:
+    fdef.body = [_RouteNumpy(resolver, cells).visit(s) for s in fdef.body]
+
+
 # -- the host function -----------------------------------------------------------------------
 
 
@@ -1077,6 +1137,7 @@ def _transform(fn):
     for s in fdef.body:
         flat.extend(s if isinstance(s, list) else [s])
     fdef.body = flat
+    _route_numpy(fdef, resolver, cells)
     hcode = _factory(fdef, list(cells), filename)
     host = _make_function(hcode, fn, cells, fn.__name__, fn.__defaults__, fn.__kwdefaults__)
     host.__qualname__ = fn.__qualname__
@@ -1138,7 +1199,7 @@ class DpjitFunction:
 
     @property
     def python_signatures(self) -> dict:
-        """Argument types whose host code runs in CPython -> why Numba refused them."""
+        """Argument types whose host code runs in CPython -> the warning saying why."""
         return dict(self._python)
 
     def __call__(self, *args, **kwargs):
@@ -1151,17 +1212,20 @@ class DpjitFunction:
         pos = bound.args
         key = tuple(jit.typeof_pyval(a) for a in pos)
         if key not in self._compiled:
-            if key in self._python:
-                return host(*args, **kwargs)
-            from ._dpjit_host import NumbaError
+            if key not in self._python:
+                from ._dpjit_host import NumbaError
 
-            try:
-                jit.compile(key)
-            except NumbaError as e:
-                self._python[key] = str(e)
-                warnings.warn(_fallback_message(self.py_func, key, e), HostFallbackWarning, 2)
+                try:
+                    jit.compile(key)
+                except NumbaError as e:
+                    self._python[key] = _fallback_message(self.py_func, key, e)
+                else:
+                    self._compiled.add(key)
+            if key in self._python:
+                # every such call warns (Python's filters show it once per call site), so
+                # an "error" filter refuses each one
+                warnings.warn(self._python[key], HostFallbackWarning, 2)
                 return host(*args, **kwargs)
-            self._compiled.add(key)
         return jit(*pos)
 
     def __get__(self, obj, objtype=None):

@@ -52,6 +52,8 @@ __all__ = ["KapiArrayType", "KapiObjectType", "NumbaError", "compile_host", "reg
 class KapiArrayType(types.Type):
     """A kapi.Array in nopython code: dtype (a Numba scalar type) and ndim are static."""
 
+    mutable = True  # `a += b` updates a in place (Numba uses iadd, not add, for these)
+
     def __init__(self, dtype, ndim: int):
         self.dtype, self.ndim = dtype, ndim
         super().__init__(name=f"kapi.Array({dtype}, {ndim}d)")
@@ -595,3 +597,41 @@ def register_launch(launch, ndims: int):
 def compile_host(host):
     """The nopython dispatcher of the host function (compiles lazily, per argument types)."""
     return numba.njit(host)
+
+
+# -- np.empty_like & co. ----------------------------------------------------------------------
+
+
+def _register_np_like(like):
+    """like (a _dpjit.NP_LIKE function): kapi's allocation for a kapi array, NumPy's (as Numba
+    compiles it) for anything else."""
+    name = like.__name__
+    np_fn = like.np_function
+    kapi_fn = getattr(_array, name)
+    params = "a, fill_value, dtype=None" if name == "full_like" else "a, dtype=None"
+    call = params.replace("=None", "")
+
+    def ol(*args):
+        a = args[0]
+        if isinstance(a, KapiArrayType):
+            dt = _dtype_of(args[-1] if len(args) > (2 if name == "full_like" else 1) else None)
+            dt = dt if dt is not None else a.np_dtype
+            t, check = _array_result(KapiArrayType(numpy_support.from_dtype(dt), a.ndim), name)
+            return _objmode_impl(params, f"__fn({call})", t, {"__fn": kapi_fn}, check)
+        env = {"__np_fn": np_fn}
+        exec(f"def impl({params}):\n    return __np_fn({call})\n", env)
+        return env["impl"]
+
+    env = {"ol": ol}
+    exec(f"def typer({params}):\n    return ol({call})\n", env)
+    overload(like)(env["typer"])
+
+
+def _register_np_likes():
+    from ._dpjit import NP_LIKE
+
+    for like in NP_LIKE.values():
+        _register_np_like(like)
+
+
+_register_np_likes()

@@ -261,8 +261,7 @@ def test_host_code_numba_cannot_compile_runs_in_python_with_a_warning(dev):
     assert "runs in CPython" in msg
     np.testing.assert_allclose(b.asnumpy(), (np.arange(8) + 1) / 8.0, rtol=1e-6)
     assert nkernels == 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # warned once per argument types
+    with pytest.warns(kapi.HostFallbackWarning):  # each call (filters show it once a site)
         b, _ = two_steps(a)
     assert list(two_steps.python_signatures) == [(two_steps.host.typeof_pyval(a),)]
     assert two_steps.host.signatures == []
