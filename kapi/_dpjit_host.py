@@ -227,6 +227,14 @@ def _asnumpy(a):
     return _objmode_impl("a", "__np.ascontiguousarray(a.asnumpy())", t, {"__np": np})
 
 
+@overload_method(KapiArrayType, "astype")
+def _astype(a, dtype):
+    t, check = _array_result(
+        KapiArrayType(numpy_support.from_dtype(_dtype_of(dtype)), a.ndim), "astype"
+    )
+    return _objmode_impl("a, dtype", "a.astype(dtype)", t, {}, check)
+
+
 @overload_method(KapiArrayType, "copy")
 def _copy(a):
     t, check = _array_result(KapiArrayType(a.dtype, a.ndim), "copy()")
@@ -325,11 +333,11 @@ def _allocator(name: str):
         bound.update(kwargs)
         dt = _dtype_of(bound.get("dtype"))
         first = bound[names[0]]
-        if name.endswith("_like"):
-            if not isinstance(first, KapiArrayType):
+        if name.endswith("_like") or name == "asarray":
+            if not isinstance(first, (KapiArrayType, types.Array)):
                 return None
             ndim = first.ndim
-            dt = dt if dt is not None else first.np_dtype
+            dt = dt if dt is not None else numpy_support.as_dtype(first.dtype)
         else:
             ndim = _ndim_of(first)
             if dt is None:
@@ -353,6 +361,7 @@ for _n in (
     "zeros_like",
     "ones_like",
     "full_like",
+    "asarray",
 ):
     _allocator(_n)
 

@@ -158,12 +158,13 @@ def test_allocation_attributes_and_indexing_in_host_code(dev):
         v = o[0] + o[-1]
         w = z[1]
         w += 0.5
-        return z, f, o, v, z.ndim, z.size, len(z)
+        h = dpex.asarray(np.arange(3.0), device=a.device).astype(np.float32)
+        return z, f, o, v, z.ndim, z.size, len(z), h
 
     ha = np.arange(6, dtype=np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error", kapi.HostFallbackWarning)
-        z, f, o, v, ndim, size, n = build(kapi.asarray(ha, device=dev))
+        z, f, o, v, ndim, size, n, h = build(kapi.asarray(ha, device=dev))
     assert z.device == o.device == dev and z.dtype == np.float32 and o.dtype == np.int32
     want_z = np.zeros((6, 2), np.float32)
     want_z[1] = ha[2:4] + 0.5
@@ -171,6 +172,7 @@ def test_allocation_attributes_and_indexing_in_host_code(dev):
     assert f.dtype == np.int64 and f.asnumpy().tolist() == [7, 7, 7]
     np.testing.assert_array_equal(o.asnumpy(), [5, 2, 3, 4, 5, 6])
     assert (v, ndim, size, n) == (11, 2, 12, 6)
+    assert h.device == dev and h.dtype == np.float32 and h.asnumpy().tolist() == [0, 1, 2]
 
 
 def test_numpy_like_on_numpy_arrays_stays_numpy():
