@@ -162,11 +162,12 @@ def _array_result(t: KapiArrayType, what: str):
 def _objmode_impl(params: str, call: str, rettype, env: dict, ret_check=None):
     """An overload implementation `def impl(<params>)` whose body runs the Python expression
     `call` in object mode, its value typed as rettype (and passed through ret_check)."""
-    env = dict(env, numba=numba, __rt=rettype, __check=ret_check or (lambda v: v))
+    env = dict(env, numba=numba, __rt=rettype, __check=ret_check)
+    value = f"__check({call})" if ret_check is not None else call
     src = (
         f"def impl({params}):\n"
         f"    with numba.objmode(__r=__rt):\n"
-        f"        __r = __check({call})\n"
+        f"        __r = {value}\n"
         f"    return __r\n"
     )
     exec(compile(src, "<kapi dpjit host>", "exec"), env)
@@ -558,13 +559,27 @@ def _set(a, key, v):
 _PY_SCALARS = (types.int64, types.float64, types.boolean, types.complex128)
 
 
-def _to_python(value, t):
-    """A value boxed from nopython code as kapi's Python path sees it: a Python int/float for
-    int64/float64 (as when called from Python), a NumPy scalar of the Numba type otherwise
-    (an int32 boxes to a Python int; the kernel must still see int32)."""
-    if isinstance(t, (types.Integer, types.Float, types.Complex)) and t not in _PY_SCALARS:
-        return numpy_support.as_dtype(t).type(value)
-    return value
+def _converter(ts):
+    """A function giving values (of Numba types ts, boxed) the types kapi must see, or None
+    where none needs converting."""
+    conv = [(k, numpy_support.as_dtype(t).type) for k, t in enumerate(ts) if _needs_numpy(t)]
+    if not conv:
+        return None
+
+    def convert(values):
+        values = list(values)
+        for k, make in conv:
+            values[k] = make(values[k])
+        return values
+
+    return convert
+
+
+def _needs_numpy(t) -> bool:
+    """Whether a scalar of Numba type t must reach kapi as a NumPy scalar: an int32 boxes
+    to a Python int, and the kernel must still see int32 (int64/float64 stay Python's, as
+    when called from Python)."""
+    return isinstance(t, (types.Integer, types.Float, types.Complex)) and t not in _PY_SCALARS
 
 
 def register_launch(launch, ndims: int):
@@ -573,16 +588,15 @@ def register_launch(launch, ndims: int):
     with the types the variables had before the loop."""
 
     def ol(bounds, free, reds, lasts):
-        def convert(values, ts):
-            return tuple(_to_python(v, t) for v, t in zip(values, ts, strict=True))
-
         free_t, reds_t, lasts_t = tuple(free), tuple(reds), tuple(lasts)
+        convs = [_converter(ts) for ts in (free_t, reds_t, lasts_t)]
+        if any(convs):
+            ident = [c or (lambda v: v) for c in convs]
 
-        def call(bounds, free, reds, lasts):
-            out = launch(
-                bounds, convert(free, free_t), convert(reds, reds_t), convert(lasts, lasts_t)
-            )
-            return out
+            def call(bounds, free, reds, lasts):
+                return launch(bounds, ident[0](free), ident[1](reds), ident[2](lasts))
+        else:
+            call = launch
 
         rettype = types.Tuple(
             (

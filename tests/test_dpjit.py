@@ -318,7 +318,7 @@ def test_plain_range_is_not_offloaded_and_prange_is_range():
             t = t + xs[i]
         return t
 
-    assert host_loop([1, 2, 3]) == 6 and host_loop.kernels == []
+    assert host_loop((1, 2, 3)) == 6 and host_loop.kernels == []
     assert list(prange(2, 8, 3)) == [2, 5]
 
 
