@@ -1173,7 +1173,7 @@ class DpjitFunction:
         self._host = None
         self._jit = None  # the Numba dispatcher of the host function
         self._sig = inspect.signature(pyfunc)
-        self._compiled: set = set()  # argument types the dispatcher has compiled
+        self._nparams = pyfunc.__code__.co_argcount
         self._python: dict = {}  # argument types Numba refused -> its reason
         self.kernels: list = []
 
@@ -1186,6 +1186,7 @@ class DpjitFunction:
                 for launch, ndims in launches:
                     _dpjit_host.register_launch(launch, ndims)
                 self._jit = _dpjit_host.compile_host(host)
+                self._numba_error = _dpjit_host.NumbaError
             self._host = host
         return self._host
 
@@ -1207,26 +1208,29 @@ class DpjitFunction:
         jit = self._jit
         if jit is None:
             return host(*args, **kwargs)
-        bound = self._sig.bind(*args, **kwargs)
-        bound.apply_defaults()
-        pos = bound.args
-        key = tuple(jit.typeof_pyval(a) for a in pos)
-        if key not in self._compiled:
-            if key not in self._python:
-                from ._dpjit_host import NumbaError
+        if kwargs or len(args) != self._nparams:
+            bound = self._sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, {}
+        if self._python and self._key(args) in self._python:
+            return self._in_python(host, args)
+        try:
+            return jit(*args)
+        except self._numba_error as e:
+            key = self._key(args)
+            if key in jit.overloads:
+                raise  # compiled: an error of the run (an objmode call), not of the compile
+            self._python[key] = _fallback_message(self.py_func, key, e)
+        return self._in_python(host, args)
 
-                try:
-                    jit.compile(key)
-                except NumbaError as e:
-                    self._python[key] = _fallback_message(self.py_func, key, e)
-                else:
-                    self._compiled.add(key)
-            if key in self._python:
-                # every such call warns (Python's filters show it once per call site), so
-                # an "error" filter refuses each one
-                warnings.warn(self._python[key], HostFallbackWarning, 2)
-                return host(*args, **kwargs)
-        return jit(*pos)
+    def _key(self, args) -> tuple:
+        return tuple(self._jit.typeof_pyval(a) for a in args)
+
+    def _in_python(self, host, args):
+        # every such call warns (Python's filters show it once per call site), so an
+        # "error" filter refuses each one
+        warnings.warn(self._python[self._key(args)], HostFallbackWarning, 3)
+        return host(*args)
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)

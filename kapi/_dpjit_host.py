@@ -71,9 +71,16 @@ class KapiObjectType(types.Type):
         super().__init__(name=f"kapi.{cls.__name__}")
 
 
+_ARRAY_TYPES: dict = {}  # (np.dtype, ndim) -> KapiArrayType: typeof runs on every call
+
+
 @typeof_impl.register(Array)
 def _typeof_array(val, c):
-    return KapiArrayType(numpy_support.from_dtype(val.dtype), val.ndim)
+    key = (val.dtype, val.ndim)
+    t = _ARRAY_TYPES.get(key)
+    if t is None:
+        t = _ARRAY_TYPES[key] = KapiArrayType(numpy_support.from_dtype(val.dtype), val.ndim)
+    return t
 
 
 @typeof_impl.register(Device)
@@ -588,7 +595,8 @@ def register_launch(launch, ndims: int):
     with the types the variables had before the loop."""
 
     def ol(bounds, free, reds, lasts):
-        free_t, reds_t, lasts_t = tuple(free), tuple(reds), tuple(lasts)
+        # the variables' types, not the constants a first typing pass may see (`s = 0`)
+        free_t, reds_t, lasts_t = (tuple(map(types.unliteral, ts)) for ts in (free, reds, lasts))
         convs = [_converter(ts) for ts in (free_t, reds_t, lasts_t)]
         if any(convs):
             ident = [c or (lambda v: v) for c in convs]
