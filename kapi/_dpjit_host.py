@@ -25,6 +25,7 @@ import numba
 import numpy as np
 from numba.core import cgutils, types
 from numba.core.errors import NumbaError
+from numba.core.imputils import lower_constant
 from numba.extending import (
     NativeValue,
     box,
@@ -42,6 +43,9 @@ from numba.np import numpy_support
 from . import _array
 from ._array import Array
 from ._device import Device, Queue, default_device
+from ._kernel import KernelDispatcher
+from ._launch import call_kernel
+from ._ranges import NdRange, Range
 
 __all__ = ["KapiArrayType", "KapiObjectType", "NumbaError", "compile_host", "register_launch"]
 
@@ -85,6 +89,9 @@ def _typeof_array(val, c):
 
 @typeof_impl.register(Device)
 @typeof_impl.register(Queue)
+@typeof_impl.register(KernelDispatcher)
+@typeof_impl.register(Range)  # a tuple subclass: without this, Numba would make it a tuple
+@typeof_impl.register(NdRange)
 def _typeof_object(val, c):
     return KapiObjectType(type(val))
 
@@ -131,6 +138,20 @@ def _unbox_array(typ, obj, c):
 @unbox(KapiObjectType)
 def _unbox_object(typ, obj, c):
     return NativeValue(_owner(typ, obj, c)._getvalue())
+
+
+_CONSTANTS: list = []  # kapi objects compiled into host code as constants: kept alive
+
+
+@lower_constant(KapiObjectType)
+def _constant(context, builder, ty, pyval):
+    """A global or closure kapi object (a kernel, a device): its address, borrowed (no
+    meminfo: NRT's incref/decref skip a null one)."""
+    _CONSTANTS.append(pyval)
+    s = cgutils.create_struct_proxy(ty)(context, builder)
+    s.meminfo = cgutils.get_null_value(s.meminfo.type)
+    s.obj = context.add_dynamic_addr(builder, id(pyval), info=f"kapi {ty}")
+    return s._getvalue()
 
 
 @box(KapiArrayType)
@@ -623,6 +644,38 @@ def register_launch(launch, ndims: int):
         )
 
     overload(launch)(ol)
+
+
+# -- kernels launched from host code (numba-dpex's call_kernel inside dpjit) -----------------
+
+
+@overload(Range)
+def _range(dim0, dim1=None, dim2=None):
+    params = "dim0, dim1=None, dim2=None"
+    return _objmode_impl(params, "__cls(dim0, dim1, dim2)", KapiObjectType(Range), {"__cls": Range})
+
+
+@overload(NdRange)
+def _ndrange(global_size, local_size):
+    params = "global_size, local_size"
+    return _objmode_impl(params, f"__cls({params})", KapiObjectType(NdRange), {"__cls": NdRange})
+
+
+@overload(call_kernel)
+def _call_kernel(kernel, index_space, *args):
+    if not (isinstance(kernel, KapiObjectType) and kernel.cls is KernelDispatcher):
+        return None
+    conv = _converter(tuple(map(types.unliteral, args)))
+
+    def launch(kernel, index_space, args):
+        call_kernel(kernel, index_space, *(conv(args) if conv is not None else args))
+
+    return _objmode_impl(
+        "kernel, index_space, *args",
+        "__launch(kernel, index_space, args)",
+        types.none,
+        {"__launch": launch},
+    )
 
 
 def compile_host(host):

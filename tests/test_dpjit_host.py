@@ -279,3 +279,47 @@ def test_keyword_only_parameters_keep_host_code_in_python(dev):
     a = kapi.zeros(3, dtype=np.int64, device=dev)
     fill(a, v=4)
     assert a.asnumpy().tolist() == [4, 4, 4] and fill.host is None
+
+
+# -- kernels launched from host code -------------------------------------------------------------
+
+
+@dpex.kernel
+def bump(item, a, k):
+    i = item.get_id(0)
+    a[i] += k
+
+
+@dpex.kernel
+def doubled(nd, a, out):
+    i = nd.get_global_id(0)
+    out[i] = a[i] * 2
+
+
+@dpex.dpjit
+def bumps(a, n):
+    for r in range(n):  # a compiled host loop of launches
+        dpex.call_kernel(bump, dpex.Range(a.shape[0]), a, np.int32(r))
+    out = dpex.empty_like(a)
+    dpex.call_kernel(doubled, dpex.NdRange((a.shape[0],), (4,)), a, out)
+    for i in prange(a.shape[0]):
+        out[i] += 1
+    return out
+
+
+def test_call_kernel_range_and_ndrange_in_host_code(dev):
+    # numba-dpex's call_kernel is callable inside dpjit, and Range/NdRange are built there
+    a = kapi.zeros(16, dtype=np.int32, device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kapi.HostFallbackWarning)
+        out = bumps(a, 5)
+    assert a.asnumpy().tolist() == [10] * 16 and out.asnumpy().tolist() == [21] * 16
+    assert "i32)" in bump.signatures[0]  # np.int32(r) reached the kernel as an int32
+    assert bumps.host.nopython_signatures and bumps.python_signatures == {}
+    with pytest.raises(kapi.KapiError, match="does not divide"):  # kapi's errors, raised
+        bad_group(a)
+
+
+@dpex.dpjit
+def bad_group(a):
+    dpex.call_kernel(doubled, dpex.NdRange((a.shape[0],), (5,)), a, a)
