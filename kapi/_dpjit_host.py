@@ -43,6 +43,7 @@ from numba.np import numpy_support
 from . import _array
 from ._array import Array
 from ._device import Device, Queue, default_device
+from ._dpjit import DpjitFunction
 from ._kernel import KernelDispatcher
 from ._launch import call_kernel
 from ._ranges import NdRange, Range
@@ -94,6 +95,15 @@ def _typeof_array(val, c):
 @typeof_impl.register(NdRange)
 def _typeof_object(val, c):
     return KapiObjectType(type(val))
+
+
+@typeof_impl.register(DpjitFunction)
+def _typeof_dpjit(val, c):
+    """Another dpjit function called from host code: its host dispatcher, called natively
+    (as one numba-dpex dpjit function calls another); none where its host code stays in
+    CPython."""
+    jit = val.host
+    return types.Dispatcher(jit) if jit is not None else None
 
 
 _OWNER = [("meminfo", types.MemInfoPointer(types.voidptr)), ("obj", types.pyobject)]

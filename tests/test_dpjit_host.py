@@ -323,3 +323,29 @@ def test_call_kernel_range_and_ndrange_in_host_code(dev):
 @dpex.dpjit
 def bad_group(a):
     dpex.call_kernel(doubled, dpex.NdRange((a.shape[0],), (5,)), a, a)
+
+
+@dpex.dpjit
+def add_and_sum(a, k):
+    s = 0.0
+    for i in prange(a.shape[0]):
+        a[i] += k
+        s += a[i]
+    return s
+
+
+@dpex.dpjit
+def repeated(a, n):
+    t = 0.0
+    for _ in range(n):
+        t += add_and_sum(a, 1.0)  # another dpjit function: its compiled host code
+    return t
+
+
+def test_dpjit_calls_dpjit(dev):
+    a = kapi.zeros(8, dtype=fp(dev), device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kapi.HostFallbackWarning)
+        t = repeated(a, 3)
+    assert t == 8 * (1 + 2 + 3) and a.asnumpy().tolist() == [3] * 8
+    assert add_and_sum.host.nopython_signatures and repeated.host.nopython_signatures
