@@ -186,14 +186,15 @@ def _expect(value, dtype: np.dtype, ndim: int, what: str):
             else type(value).__name__
         )
         raise TypeError(
-            f"dpjit host code: {what} gave {got}, not the {ndim}-d {dtype} array its compiled "
-            f"code expects (pass dtype= explicitly)"
+            f"dpjit host code: {what} gave {got} where its compiled code expects a {ndim}-d "
+            f"{dtype} array (decided while compiling, by NumPy's rules and the default "
+            f"device; give the dtype explicitly, or convert with .astype)"
         )
     return value
 
 
 def _array_result(t: KapiArrayType, what: str):
-    """Source of the objmode result conversion for a call typed as kapi array t."""
+    """(t, the check of the value objmode hands back for a call typed as kapi array t)."""
     return t, (lambda v: _expect(v, t.np_dtype, t.ndim, what))
 
 

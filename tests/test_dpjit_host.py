@@ -349,3 +349,14 @@ def test_dpjit_calls_dpjit(dev):
         t = repeated(a, 3)
     assert t == 8 * (1 + 2 + 3) and a.asnumpy().tolist() == [3] * 8
     assert add_and_sum.host.nopython_signatures and repeated.host.nopython_signatures
+
+
+def test_a_result_of_another_type_than_compiled_for_is_a_clear_error():
+    # a result's dtype is decided while Numba compiles (NumPy's rules, the default device);
+    # where kapi gives another one at run time (a device without fp64), the call stops
+    from kapi import _dpjit_host
+
+    with pytest.raises(TypeError, match=r"zeros gave a 1-d float32 array where its compiled "):
+        _dpjit_host._expect(kapi.zeros(2, dtype=np.float32), np.dtype(np.float64), 1, "zeros")
+    with pytest.raises(TypeError, match=r"`add` gave int where .* expects a 2-d int64 array"):
+        _dpjit_host._expect(3, np.dtype(np.int64), 2, "`add`")
