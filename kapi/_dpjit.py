@@ -1,6 +1,8 @@
 """@kapi.dpjit: numba-dpex's prange offload. Each `for x in prange(...)` loop of the function is
 outlined into a @kapi.kernel over a Range (nested pranges give 2-D/3-D ranges) and the loop is
-replaced by a launch; the rest of the function stays CPython. Done once, on the first call.
+replaced by a launch (done once, on the first call); the function around the loops is then
+compiled by Numba's njit per argument types (_dpjit_host.py), or runs in CPython where Numba
+cannot compile it.
 Loops with reductions or last values run as a 1-D nd-range kernel (a grid-stride loop over
 the linearised nest, a work-group tree per reduction, one partial per group combined on the
 host); the others as a Range kernel, one work-item per iteration.
@@ -1174,7 +1176,7 @@ class DpjitFunction:
         self._jit = None  # the Numba dispatcher of the host function
         self._sig = inspect.signature(pyfunc)
         self._nparams = pyfunc.__code__.co_argcount
-        self._python: dict = {}  # argument types Numba refused -> its reason
+        self._python: dict = {}  # argument types Numba refused -> the warning saying why
         self.kernels: list = []
 
     def _compile(self):
@@ -1240,8 +1242,8 @@ class DpjitFunction:
 
 
 def _njit_able(fn) -> bool:
-    """Whether Numba's dispatcher can take the function's calls: no generator, no keyword-only
-    *args or **kwargs parameters (the call is bound to positional arguments first)."""
+    """Whether Numba's dispatcher can take the function's calls: not a generator, and no
+    keyword-only, *args or **kwargs parameters (calls are bound to positional arguments)."""
     code = fn.__code__
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         return False
@@ -1276,7 +1278,8 @@ def dpjit(*args, **options):
         if _IMPLIED.get(key) is value:
             continue
         warnings.warn(
-            f"dpjit option {key}={value!r} is ignored by kapi (only prange loops are compiled)",
+            f"dpjit option {key}={value!r} is ignored by kapi (prange loops are compiled as "
+            f"kernels, the rest with numba.njit's defaults)",
             UserWarning,
             stacklevel=2,
         )
