@@ -360,3 +360,24 @@ def test_a_result_of_another_type_than_compiled_for_is_a_clear_error():
         _dpjit_host._expect(kapi.zeros(2, dtype=np.float32), np.dtype(np.float64), 1, "zeros")
     with pytest.raises(TypeError, match=r"`add` gave int where .* expects a 2-d int64 array"):
         _dpjit_host._expect(3, np.dtype(np.int64), 2, "`add`")
+
+
+def test_optional_output_argument_and_branches_on_arrays(dev):
+    @dpex.dpjit
+    def plus_one(a, out=None, double=False):
+        if out is None:  # Numba prunes the branch per argument types
+            out = dpex.empty_like(a)
+        b = a * 2 if double else a
+        for i in prange(a.shape[0]):
+            out[i] = b[i] + 1
+        return out
+
+    a = kapi.asarray(np.arange(4, dtype=np.int64), device=dev)
+    given = kapi.zeros(4, dtype=np.int64, device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kapi.HostFallbackWarning)
+        made = plus_one(a)
+        back = plus_one(a, given, True)
+    assert made.asnumpy().tolist() == [1, 2, 3, 4]
+    assert back is given and given.asnumpy().tolist() == [1, 3, 5, 7]
+    assert len(plus_one.host.nopython_signatures) == 2
