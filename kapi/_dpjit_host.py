@@ -275,6 +275,29 @@ def _astype(a, dtype):
     return _objmode_impl("a, dtype", "a.astype(dtype)", t, {}, check)
 
 
+@overload_attribute(KapiArrayType, "T")
+def _transpose(a):
+    t, check = _array_result(a, "`.T`")
+    return _objmode_impl("a", "a.T", t, {}, check)
+
+
+@overload_method(KapiArrayType, "reshape")
+def _reshape(a, *shape):
+    # a.reshape(n, m) or a.reshape((n, m)): a view (kapi copies nothing)
+    if len(shape) == 1 and isinstance(shape[0], (types.StarArgTuple, types.StarArgUniTuple)):
+        shape = tuple(shape[0])  # how overload_method hands over *args
+    if len(shape) == 1 and isinstance(shape[0], types.BaseTuple):
+        ndim = _ndim_of(shape[0])
+    else:
+        ndim = len(shape) if all(isinstance(d, types.Integer) for d in shape) else -1
+    if ndim < 0:
+        raise numba.core.errors.TypingError(
+            f"dpjit host code: reshape takes integers or a tuple of integers, not {shape}"
+        )
+    t, check = _array_result(KapiArrayType(a.dtype, ndim), "reshape")
+    return _objmode_impl("a, *shape", "a.reshape(*shape)", t, {}, check)
+
+
 @overload_method(KapiArrayType, "copy")
 def _copy(a):
     t, check = _array_result(KapiArrayType(a.dtype, a.ndim), "copy()")
@@ -378,6 +401,18 @@ def _allocator(name: str):
                 return None
             ndim = first.ndim
             dt = dt if dt is not None else numpy_support.as_dtype(first.dtype)
+        elif name == "arange":
+            ndim = 1
+            if dt is None:
+                bounds = [bound.get(k) for k in ("start", "stop", "step")]
+                # an argument left out arrives as its default value, not as a type
+                # an argument left out arrives as its default value, not as a type
+                ints = all(
+                    isinstance(b, (types.Integer, types.NoneType, types.Omitted))
+                    or not isinstance(b, types.Type)
+                    for b in bounds
+                )
+                dt = np.dtype(np.int64) if ints else _default_float()
         else:
             ndim = _ndim_of(first)
             if dt is None:
@@ -402,6 +437,7 @@ for _n in (
     "ones_like",
     "full_like",
     "asarray",
+    "arange",
 ):
     _allocator(_n)
 

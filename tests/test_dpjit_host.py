@@ -381,3 +381,26 @@ def test_optional_output_argument_and_branches_on_arrays(dev):
     assert made.asnumpy().tolist() == [1, 2, 3, 4]
     assert back is given and given.asnumpy().tolist() == [1, 3, 5, 7]
     assert len(plus_one.host.nopython_signatures) == 2
+
+
+def test_arange_reshape_and_transpose_in_host_code(dev):
+    @dpex.dpjit
+    def grid(n, m, d):
+        a = dpex.arange(n * m, device=d)
+        b = a.reshape(n, m)
+        t = b.T
+        for i in prange(m):
+            for j in prange(n):
+                t[i, j] += 100  # writes through the views into a
+        return a, b, t, a.reshape((m, n)), dpex.arange(0.0, 1.0, 0.25, device=d)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kapi.HostFallbackWarning)
+        a, b, t, r, f = grid(2, 3, dev)
+    want = np.arange(6) + 100
+    assert a.dtype == np.int64 and a.device == dev
+    np.testing.assert_array_equal(a.asnumpy(), want)
+    assert b.shape == (2, 3) and t.shape == (3, 2) and r.shape == (3, 2)
+    np.testing.assert_array_equal(t.asnumpy(), want.reshape(2, 3).T)
+    np.testing.assert_array_equal(r.asnumpy(), want.reshape(3, 2))
+    assert f.dtype == fp(dev) and f.asnumpy().tolist() == [0, 0.25, 0.5, 0.75]
