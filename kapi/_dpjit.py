@@ -1256,7 +1256,10 @@ def _fallback_message(fn, key, err) -> str:
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
     # Numba's message: a "Failed in ... pipeline" header, the reason, the source location
     reasons = [ln for ln in lines if not ln.startswith(("Failed in", "During:", "File "))]
-    first = reasons[0] if reasons else type(err).__name__
+    # a reason kapi's own typing gave (a dtype= it cannot read, ...) says more than Numba's
+    # "No implementation of function ..." around it
+    ours = [ln[ln.index("dpjit host code:") :] for ln in reasons if "dpjit host code:" in ln]
+    first = (ours or reasons or [type(err).__name__])[0]
     at = [ln for ln in lines if ln.startswith("File ")]
     return (
         f"{where}: dpjit: Numba cannot compile the host code of {fn.__qualname__} for "

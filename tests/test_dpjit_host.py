@@ -404,3 +404,15 @@ def test_arange_reshape_and_transpose_in_host_code(dev):
     np.testing.assert_array_equal(t.asnumpy(), want.reshape(2, 3).T)
     np.testing.assert_array_equal(r.asnumpy(), want.reshape(3, 2))
     assert f.dtype == fp(dev) and f.asnumpy().tolist() == [0, 0.25, 0.5, 0.75]
+
+
+def test_fallback_names_kapis_own_typing_reason(dev):
+    @dpex.dpjit
+    def made(a, code):
+        return dpex.zeros(a.shape[0], dtype=code, device=a.device)
+
+    a = kapi.zeros(2, device=dev)
+    with pytest.warns(kapi.HostFallbackWarning, match="dtype= must be a NumPy type") as rec:
+        out = made(a, "f4")  # a string variable, not a constant: Numba cannot read it
+    assert f"line {line_of(made.py_func, 'dpex.zeros(')}" in str(rec[0].message)
+    assert out.dtype == np.float32 and out.device == dev  # and CPython ran it
