@@ -39,7 +39,7 @@ _export(
     "zeros_like",
 )
 _export("_device", "Device", "Queue", "default_device", "devices")
-_export("_dpjit", "DpjitFunction", "UnsupportedPrangeError", "dpjit")
+_export("_dpjit", "DpjitFunction", "HostFallbackWarning", "UnsupportedPrangeError", "dpjit")
 _export(
     "_errors",
     "DeviceError",
@@ -139,6 +139,7 @@ __all__ = [
     "default_device",
     "device_func",
     "dpjit",
+    "HostFallbackWarning",
     "devices",
     "empty",
     "empty_like",

@@ -1,6 +1,8 @@
 """@kapi.dpjit: numba-dpex's prange offload. Each `for x in prange(...)` loop of the function is
 outlined into a @kapi.kernel over a Range (nested pranges give 2-D/3-D ranges) and the loop is
-replaced by a launch; the rest of the function stays CPython. Done once, on the first call.
+replaced by a launch (done once, on the first call); the function around the loops is then
+compiled by Numba's njit per argument types (_dpjit_host.py), or runs in CPython where Numba
+cannot compile it.
 Loops with reductions or last values run as a 1-D nd-range kernel (a grid-stride loop over
 the linearised nest, a work-group tree per reduction, one partial per group combined on the
 host); the others as a Range kernel, one work-item per iteration.
@@ -20,6 +22,7 @@ import warnings
 
 import numpy as np
 
+from . import _array
 from ._array import Array, empty
 from ._device import default_device
 from ._errors import KapiError
@@ -894,20 +897,22 @@ def _bounds(bounds):
 
 def _launcher(kern, loop: _Loop, where: str):
     def launch(bounds, args, red_values, last_values):
-        """(reduction values, last values or None, loop variables' last values): what the
-        host assigns after the loop (None: the loop ran no iteration, the names keep theirs)."""
+        """What the host assigns after the loop: (reduction values, whether the loop ran, the
+        last values, which loop variables it set, their values). A loop that ran no iteration
+        hands back the values from before it; a loop variable is set when its loop ran."""
         counts, starts = _bounds(bounds)
+        ran = tuple(all(counts[: d + 1]) for d in range(len(counts)))
         idx = tuple(
-            starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] if all(counts[: d + 1]) else None
+            starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] if ran[d] else 0
             for d in range(len(counts))
         )
         total = math.prod(counts)
         if not total:
-            return red_values, None, idx
+            return tuple(red_values), False, tuple(last_values), ran, idx
         if not loop.ndrange:
             # the innermost loop (last in bounds) is dimension 0
             call_kernel(kern, Range(*reversed(counts)), *args, *starts)
-            return (), None, idx
+            return (), True, (), ran, idx
         make, fp64, max_groups = _allocator(args)
         ngroups = min(-(-total // _GROUP), max_groups)
         parts, inits = _partials(loop, where, red_values, ngroups, make, fp64)
@@ -920,13 +925,69 @@ def _launcher(kern, loop: _Loop, where: str):
         call_kernel(kern, rng, *args, *parts, *inits, *lasts, *last_inits, total, *counts, *starts)
         kinds = [loop.red_kinds[r] for r in loop.reductions]
         reds = tuple(_combine(k, v, p) for k, v, p in zip(kinds, red_values, parts, strict=True))
-        return (
-            reds,
-            tuple(_last_value(v, a) for v, a in zip(last_values, lasts, strict=True)),
-            idx,
-        )
+        lasts = tuple(_last_value(v, a) for v, a in zip(last_values, lasts, strict=True))
+        return reds, True, lasts, ran, idx
 
     return launch
+
+
+# -- NumPy allocation following the argument's type ----------------------------------------
+
+
+def _np_like(np_fn, kapi_fn):
+    """np.empty_like & co. in host code: a kapi array for a kapi array (on its device, as
+    numba-dpex's dpjit gives a dpnp array), NumPy's result for anything else."""
+
+    def like(a, *args, **kwargs):
+        return (kapi_fn if isinstance(a, Array) else np_fn)(a, *args, **kwargs)
+
+    like.__name__ = like.__qualname__ = np_fn.__name__
+    like.np_function = np_fn
+    return like
+
+
+NP_LIKE = {
+    id(getattr(np, n)): _np_like(getattr(np, n), getattr(_array, n))
+    for n in ("empty_like", "zeros_like", "ones_like", "full_like")
+}
+
+
+class _RouteNumpy(ast.NodeTransformer):
+    """Host code's references to NP_LIKE's NumPy functions become their kapi-aware versions
+    (cells named __kapi_np_<name>)."""
+
+    def __init__(self, resolver, cells):
+        self.resolver = resolver
+        self.cells = cells
+
+    def _route(self, node):
+        if not isinstance(node.ctx, ast.Load):
+            return node
+        try:
+            obj, _ = self.resolver._value(node)
+        except (LookupError, AttributeError, ValueError):
+            return None
+        like = NP_LIKE.get(id(obj))
+        if like is None:
+            return None
+        name = f"__kapi_np_{like.__name__}"
+        self.cells[name] = types.CellType(like)
+        return ast.copy_location(_name(name), node)
+
+    def visit_Name(self, node):
+        return self._route(node) or node
+
+    def visit_Attribute(self, node):
+        return self._route(node) or self.generic_visit(node)
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_Lambda = visit_ClassDef = visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def _route_numpy(fdef, resolver, cells) -> None:
+    fdef.body = [_RouteNumpy(resolver, cells).visit(s) for s in fdef.body]
 
 
 # -- the host function -----------------------------------------------------------------------
@@ -969,13 +1030,14 @@ def _launch_stmts(k: int, loop: _Loop, node: ast.For) -> list[ast.stmt]:
     out = "__kapi_out"
     stmts = [ast.copy_location(ast.Assign(targets=[_name(out, ast.Store())], value=call), node)]
     after = []
+    # the protocol of _launcher's launch; written so that Numba types it too (no None)
     if loop.reductions:
         after.append(f"({', '.join(loop.reductions)},) = {out}[0]\n")
     if loop.lasts:
-        after.append(f"if {out}[1] is not None:\n    ({', '.join(loop.lasts)},) = {out}[1]\n")
+        after.append(f"if {out}[1]:\n    ({', '.join(loop.lasts)},) = {out}[2]\n")
     for d, t in enumerate(loop.targets):
         if t in loop.last_targets:
-            after.append(f"if {out}[2][{d}] is not None:\n    {t} = {out}[2][{d}]\n")
+            after.append(f"if {out}[3][{d}]:\n    {t} = {out}[4][{d}]\n")
     return stmts + _located("".join(after), node)
 
 
@@ -1007,7 +1069,7 @@ def _walk_host(nodes, skip):
 def _transform(fn):
     filename = fn.__code__.co_filename
     if fn.__name__ == "<lambda>":
-        return fn, []  # a lambda holds no loop: nothing to offload
+        return fn, [], []  # a lambda holds no loop: nothing to offload
     try:
         src = inspect.getsource(fn)
     except (OSError, TypeError) as e:
@@ -1059,6 +1121,7 @@ def _transform(fn):
     cells[_GOP] = types.CellType(_kernel_api().GroupOp)
     replacements = {}
     kernels = []
+    launches = []  # (launch function, loop dimensions): the host function calls them
     for k, (node, nest) in enumerate(nests):
         _analyse(nest, host_assigned, host_loads, fixed, filename, resolver)
         kname = f"{fn.__name__}__prange{k}"
@@ -1067,17 +1130,20 @@ def _transform(fn):
         kfunc.__qualname__ = f"{fn.__qualname__}.<prange{k}>"
         kern = _kernel_decorator(kfunc)
         kernels.append(kern)
-        cells[f"{_LAUNCH}{k}"] = types.CellType(_launcher(kern, nest, _where(filename, node)))
+        launch = _launcher(kern, nest, _where(filename, node))
+        launches.append((launch, len(nest.loops)))
+        cells[f"{_LAUNCH}{k}"] = types.CellType(launch)
         replacements[id(node)] = _launch_stmts(k, nest, node)
     fdef.body = [_Replace(replacements).visit(s) for s in fdef.body]
     flat = []
     for s in fdef.body:
         flat.extend(s if isinstance(s, list) else [s])
     fdef.body = flat
+    _route_numpy(fdef, resolver, cells)
     hcode = _factory(fdef, list(cells), filename)
     host = _make_function(hcode, fn, cells, fn.__name__, fn.__defaults__, fn.__kwdefaults__)
     host.__qualname__ = fn.__qualname__
-    return host, kernels
+    return host, kernels, launches
 
 
 def _kernel_api():
@@ -1086,8 +1152,19 @@ def _kernel_api():
     return kernel_api
 
 
+class HostFallbackWarning(UserWarning):
+    """A dpjit function's host code (the code around its prange loops) could not be compiled
+    by Numba for these argument types, so it runs in CPython; its prange loops are still
+    offloaded. Turn it into an error with
+    `warnings.simplefilter("error", kapi.HostFallbackWarning)`."""
+
+    __module__ = "kapi"
+
+
 class DpjitFunction:
-    """What @kapi.dpjit returns: calls run the function with its prange loops offloaded."""
+    """What @kapi.dpjit returns: calls run the function with its prange loops offloaded and
+    the rest compiled by Numba's njit (or, where Numba cannot compile it, in CPython with a
+    HostFallbackWarning)."""
 
     def __init__(self, pyfunc, options):
         if not inspect.isfunction(pyfunc):
@@ -1096,16 +1173,66 @@ class DpjitFunction:
         self.py_func = pyfunc
         self.options = dict(options)
         self._host = None
+        self._jit = None  # the Numba dispatcher of the host function
+        self._sig = inspect.signature(pyfunc)
+        self._nparams = pyfunc.__code__.co_argcount
+        self._python: dict = {}  # argument types Numba refused -> the warning saying why
         self.kernels: list = []
 
     def _compile(self):
         if self._host is None:
-            self._host, self.kernels = _transform(self.py_func)
+            host, self.kernels, launches = _transform(self.py_func)
+            if _njit_able(self.py_func):
+                from . import _dpjit_host
+
+                for launch, ndims in launches:
+                    _dpjit_host.register_launch(launch, ndims)
+                self._jit = _dpjit_host.compile_host(host)
+                self._numba_error = _dpjit_host.NumbaError
+            self._host = host
         return self._host
+
+    @property
+    def host(self):
+        """The Numba dispatcher compiling the host code (`.signatures`, `.inspect_types()`),
+        or None where the function's form keeps it in CPython (a generator, keyword-only,
+        *args or **kwargs parameters)."""
+        self._compile()
+        return self._jit
+
+    @property
+    def python_signatures(self) -> dict:
+        """Argument types whose host code runs in CPython -> the warning saying why."""
+        return dict(self._python)
 
     def __call__(self, *args, **kwargs):
         host = self._host if self._host is not None else self._compile()
-        return host(*args, **kwargs)
+        jit = self._jit
+        if jit is None:
+            return host(*args, **kwargs)
+        if kwargs or len(args) != self._nparams:
+            bound = self._sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, {}
+        if self._python and self._key(args) in self._python:
+            return self._in_python(host, args)
+        try:
+            return jit(*args)
+        except self._numba_error as e:
+            key = self._key(args)
+            if key in jit.overloads:
+                raise  # compiled: an error of the run (an objmode call), not of the compile
+            self._python[key] = _fallback_message(self.py_func, key, e)
+        return self._in_python(host, args)
+
+    def _key(self, args) -> tuple:
+        return tuple(self._jit.typeof_pyval(a) for a in args)
+
+    def _in_python(self, host, args):
+        # every such call warns (Python's filters show it once per call site), so an
+        # "error" filter refuses each one
+        warnings.warn(self._python[self._key(args)], HostFallbackWarning, 3)
+        return host(*args)
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -1114,9 +1241,38 @@ class DpjitFunction:
         return f"<kapi dpjit {self.__qualname__}>"
 
 
+def _njit_able(fn) -> bool:
+    """Whether Numba's dispatcher can take the function's calls: not a generator, and no
+    keyword-only, *args or **kwargs parameters (calls are bound to positional arguments)."""
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        return False
+    varargs = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+    return not (code.co_kwonlyargcount or code.co_flags & varargs)
+
+
+def _fallback_message(fn, key, err) -> str:
+    where = f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    # Numba's message: a "Failed in ... pipeline" header, the reason, the source location
+    reasons = [ln for ln in lines if not ln.startswith(("Failed in", "During:", "File "))]
+    # a reason kapi's own typing gave (a dtype= it cannot read, ...) says more than Numba's
+    # "No implementation of function ..." around it
+    ours = [ln[ln.index("dpjit host code:") :] for ln in reasons if "dpjit host code:" in ln]
+    first = (ours or reasons or [type(err).__name__])[0]
+    at = [ln for ln in lines if ln.startswith("File ")]
+    return (
+        f"{where}: dpjit: Numba cannot compile the host code of {fn.__qualname__} for "
+        f"arguments ({', '.join(map(str, key))}): {first}"
+        + (f" ({at[-1]})" if at else "")
+        + "; it runs in CPython (its prange loops are still offloaded)"
+    )
+
+
 def dpjit(*args, **options):
     """numba-dpex's @dpjit: the function's prange loops are compiled as kernels and launched on
-    the device of their arrays (compute follows data); the rest runs in CPython.
+    the device of their arrays (compute follows data); the rest is compiled by Numba's njit
+    (CPython, with a HostFallbackWarning, where Numba cannot compile it).
 
     Forms: `@dpjit`, `@dpjit(**options)`; signatures and numba.jit options are accepted and
     ignored with a warning (forceobj and pipeline_class are dropped, as numba-dpex did).
@@ -1125,7 +1281,8 @@ def dpjit(*args, **options):
         if _IMPLIED.get(key) is value:
             continue
         warnings.warn(
-            f"dpjit option {key}={value!r} is ignored by kapi (only prange loops are compiled)",
+            f"dpjit option {key}={value!r} is ignored by kapi (prange loops are compiled as "
+            f"kernels, the rest with numba.njit's defaults)",
             UserWarning,
             stacklevel=2,
         )
