@@ -46,6 +46,7 @@ from ._ranges import NdRange, Range
 from ._scalar_names import scalar_names as _scalar_names
 from ._types import DpnpNdArray, ItemType, NdItemType, USMNdArray, usm_ndarray
 from ._types import array as array_type
+from ._ufunc import where
 from ._vectorize import VectorizedFunction, vectorize
 
 try:  # the in-kernel classes (Item, NdItem, AtomicRef, ...) live in kapi/kernel_api.py
@@ -105,6 +106,7 @@ __all__ = [
     "vectorize",
     "VectorizedFunction",
     "wait_all",
+    "where",
     "zeros",
     "zeros_like",
     "DeviceError",
