@@ -39,6 +39,7 @@ from ._errors import (
     UnsupportedKernelArgumentError,
 )
 from ._fuse import FusedFunction, fuse
+from ._guvectorize import GUFunc, guvectorize
 from ._interop import from_dlpack
 from ._kernel import KernelDispatcher, device_func, kernel
 from ._launch import call_kernel, call_kernel_async, wait_all
@@ -98,6 +99,8 @@ __all__ = [
     "full_like",
     "fuse",
     "FusedFunction",
+    "GUFunc",
+    "guvectorize",
     "kernel",
     "kernel_api",
     "ones",
