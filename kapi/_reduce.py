@@ -3,11 +3,15 @@ generated kernels on the array's device.
 
 The reduced axes are moved last and the array seen as (rows, n) (a contiguous copy by an
 elementwise kernel where the view cannot be); each row is reduced by `groups` work-groups of
-_WG work-items: every work-item folds a strided part of the row privately, the group combines
-with reduce_over_group, and one item writes the group's partial. A second launch (one group
-per row) folds the partials. argmin/argmax carry the index beside the value: the group first
-finds the extreme value, then the smallest index holding it (NumPy's first occurrence); NaN
-wins for min/max/argmin/argmax as in NumPy.
+_WG work-items: every work-item folds a part of the row privately, the group combines
+with reduce_over_group, and one item writes the group's partial. On GPUs the parts are
+strided (neighbouring work-items read neighbouring elements: coalesced); on the CPU driver,
+which runs a group's work-items one after another on one thread, each work-item folds one
+contiguous chunk with 4 accumulators (a strided part would sweep the whole row once per
+work-item, and one accumulator is a serial chain the vectoriser cannot widen). A second
+launch (one group per row) folds the partials. argmin/argmax carry the index beside the
+value: the group first finds the extreme value, then the smallest index holding it (NumPy's
+first occurrence); NaN wins for min/max/argmin/argmax as in NumPy.
 """
 
 from __future__ import annotations
@@ -21,18 +25,22 @@ from ._array import Array
 
 _WG = 256  # work-items per group
 _PER_ITEM = 16  # elements a work-item folds before another group is worth launching
+_CPU_WG = 64  # the CPU driver: work-items per group (each a contiguous chunk)
+_CPU_PER_ITEM = 256  # elements a CPU work-item folds before another group is worth it
+_CPU_GROUPS_PER_UNIT = 4  # groups per compute unit, to balance the driver's threads
+_UNROLL = 4  # accumulators of a CPU work-item's chunk loop
 _MAX_GROUPS = 1024
 _MAX_ROWS = 65535
 _KERNELS: dict[str, object] = {}
 
 # op -> (GroupOp name, fold expression over acc and v)
 _OPS = {
-    "sum": ("ADD", "acc + v"),
-    "prod": ("MUL", "acc * v"),
-    "min": ("MIN", "np.minimum(acc, v)"),
-    "max": ("MAX", "np.maximum(acc, v)"),
-    "any": ("MAX", "np.maximum(acc, v)"),
-    "all": ("MIN", "np.minimum(acc, v)"),
+    "sum": ("ADD", "{a} + {v}"),
+    "prod": ("MUL", "{a} * {v}"),
+    "min": ("MIN", "np.minimum({a}, {v})"),
+    "max": ("MAX", "np.maximum({a}, {v})"),
+    "any": ("MAX", "np.maximum({a}, {v})"),
+    "all": ("MIN", "np.minimum({a}, {v})"),
     "argmin": ("MIN", None),
     "argmax": ("MAX", None),
 }
@@ -68,8 +76,9 @@ def _identity(op: str, dt: np.dtype):
     return dt.type(info.max if big else info.min)
 
 
-def _source(op: str, is_float: bool, first_pass: bool) -> str:
-    """The kernel reducing x (rows, n) into partials (rows, groups)."""
+def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False) -> str:
+    """The kernel reducing x (rows, n) into partials (rows, groups); chunked: each work-item
+    folds a contiguous chunk (the CPU driver), else a strided part (GPUs)."""
     gop, fold = _OPS[op]
     arg = fold is None
     lines = [
@@ -78,16 +87,47 @@ def _source(op: str, is_float: bool, first_pass: bool) -> str:
         "    g = it.get_group()",
         "    lid = it.get_local_id(1)",
         "    L = it.get_local_range(1)",
-        "    j = g.get_group_id(1) * L + lid",
-        "    step = g.get_group_range(1) * L",
-        "    acc = ident",
     ]
+    if chunked:
+        lines += [
+            "    T = g.get_group_range(1) * L",
+            # n & MAX: n (never negative) as a value pyfront knows is non-negative, so that
+            # the indices below need no wrap-around and the loads stay contiguous vectors
+            "    chunk = (n & 0x7FFFFFFFFFFFFFFF) // T + 1",
+            "    j = (g.get_group_id(1) * L + lid) * chunk",
+            "    end = min(n, j + chunk)",
+            "    step = 1",
+        ]
+    else:
+        lines += [
+            "    j = g.get_group_id(1) * L + lid",
+            "    step = g.get_group_range(1) * L",
+            "    end = n",
+        ]
+    lines.append("    acc = ident")
     if arg:
         lines.append("    acci = big")
-    conv = "np.int32(x[row, j] != 0)" if op in ("any", "all") else "x[row, j]"
-    if op in ("sum", "prod") or arg:  # fold in the accumulator's type (int8 sums in int64)
-        conv = "ACC(x[row, j])"
-    lines += ["    while j < n:", f"        v = {conv}"]
+
+    def conv(j):
+        if op in ("any", "all"):
+            return f"np.int32(x[row, {j}] != 0)"
+        return f"ACC(x[row, {j}])"  # fold in the accumulator's type (int8 sums in int64)
+
+    if chunked and not arg:
+        u = _UNROLL
+        lines += [f"    a{k} = ident" for k in range(1, u)]
+        lines.append(f"    while j + {u} <= end:")
+        for k in range(u):
+            a = "acc" if k == 0 else f"a{k}"
+            lines.append(f"        {a} = {fold.format(a=a, v=conv(f'j + {k}'))}")
+        lines.append(f"        j += {u}")
+        names = ["acc"] + [f"a{k}" for k in range(1, u)]
+        while len(names) > 1:  # combine the accumulators pairwise
+            names = [
+                "(" + fold.format(a=names[k], v=names[k + 1]) + ")" for k in range(0, len(names), 2)
+            ]
+        lines.append(f"    acc = {names[0]}")
+    lines += ["    while j < end:", f"        v = {conv('j')}"]
     if arg:
         cmp = "<" if op == "argmin" else ">"
         idx = "j" if first_pass else "xi[row, j]"
@@ -102,7 +142,7 @@ def _source(op: str, is_float: bool, first_pass: bool) -> str:
             f"            acci = {idx}",
         ]
     else:
-        lines.append(f"        acc = {fold}")
+        lines.append(f"        acc = {fold.format(a='acc', v='v')}")
     lines.append("        j += step")
     red = f"K.reduce_over_group(g, acc, K.GroupOp.{gop})"
     if is_float and op in ("min", "max", "argmin", "argmax"):
@@ -136,8 +176,9 @@ def _kernel(src: str):
     return k
 
 
-def _src_for(op, dt, first_pass):
-    return _source(op, dt.kind == "f", first_pass).replace("ACC(", f"np.{dt.type.__name__}(")
+def _src_for(op, dt, first_pass, chunked=False):
+    src = _source(op, dt.kind == "f", first_pass, chunked)
+    return src.replace("ACC(", f"np.{dt.type.__name__}(")
 
 
 def _normalise_axis(axis, ndim: int) -> tuple[int, ...]:
@@ -183,6 +224,21 @@ def _as_rows(x: Array, axes) -> tuple[Array, tuple[int, ...]]:
     return t.reshape(rows, n), kept
 
 
+def _chunked(x: Array) -> bool:
+    """Whether x's device runs a group's work-items one after another (the CPU driver)."""
+    return x.device.device_type == "cpu"
+
+
+def _groups(x: Array, n: int) -> int:
+    """Work-groups per row: enough to fill the device, none with too little to fold."""
+    units = max(1, x.device.max_compute_units)
+    if _chunked(x):
+        cap = min(_MAX_GROUPS, _CPU_GROUPS_PER_UNIT * units)
+        return max(1, min(cap, -(-n // (_CPU_WG * _CPU_PER_ITEM))))
+    cap = min(_MAX_GROUPS, 32 * units)  # enough to fill it
+    return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
+
+
 def _launch(op, x2: Array, xi: Array | None, groups: int, acc_dt: np.dtype):
     from ._launch import call_kernel
     from ._ranges import NdRange
@@ -194,14 +250,16 @@ def _launch(op, x2: Array, xi: Array | None, groups: int, acc_dt: np.dtype):
     outi = Array._allocate(
         (rows, groups) if op.startswith("arg") else (1, 1), np.dtype(np.int64), q, ut
     )
-    src = _src_for(op, acc_dt, xi is None)
+    cpu = _chunked(x2)
+    wg = _CPU_WG if cpu else _WG
+    src = _src_for(op, acc_dt, xi is None, cpu)
     arg = op.startswith("arg")
     # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
         call_kernel(
             _kernel(src),
-            NdRange((r1 - r0, groups * _WG), (1, _WG)),
+            NdRange((r1 - r0, groups * wg), (1, wg)),
             x2[r0:r1],
             xi[r0:r1] if xi is not None else outi,  # unused on the first pass
             out[r0:r1],
@@ -248,8 +306,7 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
         x2, kept = _as_rows(x, axes)
         rows = x2.shape[0]
     base_op = "sum" if op == "mean" else op
-    cap = min(_MAX_GROUPS, 32 * max(1, x.device.max_compute_units))  # enough to fill it
-    groups = max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
+    groups = _groups(x, n)
     if rows * n == 0:
         res = Array._allocate((rows, 1), acc_dt, x.sycl_queue, x.usm_type)
         res.fill(_identity(base_op, acc_dt) if base_op in ("sum", "prod", "any", "all") else 0)
