@@ -84,9 +84,26 @@ def resolve_type(x):
     return np.asarray(x).dtype
 
 
+_LOOPS: dict = {}  # (ufunc, operand types) -> loop dtypes
+
+
 def loop_dtypes(ufunc, types) -> tuple[np.dtype, ...]:
     """NumPy 2's loop for these operand types (inputs..., output)."""
-    return tuple(ufunc.resolve_dtypes(tuple(types) + (None,) * ufunc.nout))
+    key = (ufunc, *types)
+    loop = _LOOPS.get(key)
+    if loop is None:
+        loop = tuple(ufunc.resolve_dtypes(tuple(types) + (None,) * ufunc.nout))
+        if len(_LOOPS) < 4096:
+            _LOOPS[key] = loop
+    return loop
+
+
+def result_shape(shapes) -> tuple[int, ...]:
+    """NumPy's broadcast of the shapes (quickly when they are all equal)."""
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return first
+    return np.broadcast_shapes(*shapes)
 
 
 def check_kapi_dtype(dt: np.dtype, what: str) -> None:
@@ -290,7 +307,7 @@ def apply(ufunc, inputs, out=None, casting="same_kind") -> Array:
     loop = loop_dtypes(ufunc, types)
     res_dt = loop[-1]
     check_kapi_dtype(res_dt, f"numpy.{name}'s result")
-    shape = np.broadcast_shapes(*(a.shape for a in ops if isinstance(a, Array)))
+    shape = result_shape([a.shape for a in ops if isinstance(a, Array)])
     leaves = []
     for o, dt in zip(ops, loop, strict=False):
         # a Python int out of the loop type's range raises OverflowError, as in NumPy 2
