@@ -120,7 +120,7 @@ class Gen:
             return self._leaf(t)
         parts = []
         for a, want in zip(t.args, t.loop, strict=True):
-            have = a.dtype if isinstance(a, (_Tree, Array)) else np.asarray(a).dtype
+            have = a.dtype  # trees, arrays and NumPy scalars (trees hold no Python scalars)
             parts.append(_cast(self.expr(a), have, want))
         if t.op == "astype":
             return parts[0]
