@@ -308,6 +308,10 @@ def apply(ufunc, inputs, out=None, casting="same_kind") -> Array:
     res_dt = loop[-1]
     check_kapi_dtype(res_dt, f"numpy.{name}'s result")
     shape = result_shape([a.shape for a in ops if isinstance(a, Array)])
+    if out is not None:
+        # a pending output gets its memory first: operands that are out itself then read
+        # it as a concrete array instead of recomputing its expression
+        _lazy.realize(out)
     leaves = []
     for o, dt in zip(ops, loop, strict=False):
         # a Python int out of the loop type's range raises OverflowError, as in NumPy 2

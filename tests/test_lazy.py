@@ -483,3 +483,13 @@ def test_fused_kernels_finalise_to_ptx(tmp_path):
             text=True,
         )
         assert r.returncode == 0, r.stderr
+
+
+def test_inplace_on_pending_is_two_kernels_at_most(dev):
+    xh = _data(np.float64, 20, 31)
+    x = kapi.asarray(xh, device=dev)
+    p = x * 3
+    with Launches() as k:
+        p += p  # p evaluated once, then doubled in place
+    assert k.n == 2 and not _pending(p)
+    _same(p, xh * 6)
