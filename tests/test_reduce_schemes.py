@@ -93,3 +93,37 @@ def test_cpu_scheme_loads_vectors(tmp_path, monkeypatch):
     ir = r.stderr
     assert "define i32 @_reduce" in ir
     assert "load <4 x float>, <4 x float> addrspace(1)*" in ir
+
+
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "strided"])
+def test_reduction_kernels_finalise_to_ptx(tmp_path, monkeypatch, chunked):
+    """Both schemes' kernels go through the NVPTX finaliser and ptxas (the strided one is
+    what the CUDA device runs; this machine's CPU device generates it when told to)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from nvptx_util import ptx_of
+
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    libdevice = Path(ptxas).resolve().parents[1] / "nvvm" / "libdevice" / "libdevice.10.bc"
+    if not libdevice.is_file():
+        pytest.skip(f"the CUDA toolkit (ptxas, libdevice) is not installed: {libdevice}")
+    monkeypatch.setattr(_reduce, "_chunked", lambda x: chunked)
+    monkeypatch.setattr(_reduce, "_KERNELS", {})
+    cpu = DEVICES[0]
+    x = kapi.asarray(np.random.default_rng(2).uniform(-1, 1, (3, 5000)), device=cpu)
+    for op in ("sum", "prod", "min", "max", "argmin", "argmax", "any", "all"):
+        getattr(x, op)(axis=1).asnumpy()
+    (x > 0).sum().asnumpy()
+    spirvs = [ck.spirv for k in _reduce._KERNELS.values() for ck in k.overloads.values()]
+    assert len(spirvs) >= 8
+    for n, spirv in enumerate(spirvs):
+        path = tmp_path / f"r{n}.ptx"
+        path.write_text(ptx_of(spirv, libdevice))
+        r = subprocess.run(
+            [ptxas, "-arch=sm_90", str(path), "-o", str(tmp_path / f"r{n}.cubin")],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
