@@ -493,3 +493,67 @@ def test_inplace_on_pending_is_two_kernels_at_most(dev):
         p += p  # p evaluated once, then doubled in place
     assert k.n == 2 and not _pending(p)
     _same(p, xh * 6)
+
+
+def _random_chain(rng, leaves, depth):
+    """A random expression over leaves (kapi arrays or NumPy arrays alike)."""
+    if depth == 0 or rng.random() < 0.25:
+        k = rng.integers(len(leaves) + 2)
+        if k < len(leaves):
+            return leaves[k]
+        return [3, 0.5, np.float32(2), np.int16(3), True][rng.integers(5)]
+    a = _random_chain(rng, leaves, depth - 1)
+    b = _random_chain(rng, leaves, depth - 1)
+    op = rng.integers(8)
+    if op == 0:
+        return a + b
+    if op == 1:
+        return a * b
+    if op == 2:
+        return a - b
+    if op == 3:
+        return np.maximum(a, b)
+    if op == 4:
+        return (a > b) if not np.isscalar(a) or not np.isscalar(b) else a
+    if op == 5:
+        return np.abs(a) if not np.isscalar(a) else a
+    if op == 6:
+        return a.astype(np.float32) if hasattr(a, "astype") and not np.isscalar(a) else b
+    return np.where(a > 1, a, b) if not (np.isscalar(a) and np.isscalar(b)) else a
+
+
+def test_random_chains_match_eager(dev, monkeypatch):
+    """Random chains of operators, ufuncs, astype and where over int8/int32/float32/float64
+    arrays, broadcasting and weak/strong scalars: lazily fused results equal (bit for bit)
+    those of the operators run one at a time, and have NumPy's dtypes."""
+    rng = np.random.default_rng(42)
+    hs = [
+        _data(np.int8, (3, 4), 1) % 5,
+        _data(np.int32, 4, 2),
+        _data(np.float32, (3, 4), 3),
+        _data(np.float64, (3, 1), 4),
+    ]
+    ks = [kapi.asarray(h, device=dev) for h in hs]
+    done = 0
+    for trial in range(40):
+        seed = int(rng.integers(1 << 30))
+        with np.errstate(all="ignore"):
+            try:
+                want = _random_chain(np.random.default_rng(seed), hs, 3)
+            except (TypeError, OverflowError):
+                continue
+        if np.isscalar(want) or not isinstance(want, np.ndarray):
+            continue
+        monkeypatch.setattr(_lazy, "ENABLED", True)
+        lazy = _random_chain(np.random.default_rng(seed), ks, 3)
+        monkeypatch.setattr(_lazy, "ENABLED", False)
+        eager = _random_chain(np.random.default_rng(seed), ks, 3)
+        lh, eh = lazy.asnumpy(), eager.asnumpy()
+        assert lh.dtype == eh.dtype == want.dtype, (trial, lh.dtype, eh.dtype, want.dtype)
+        np.testing.assert_array_equal(lh, eh, err_msg=f"trial {trial}")
+        if want.dtype.kind == "f":
+            np.testing.assert_allclose(lh, want, rtol=1e-5, err_msg=f"trial {trial}")
+        else:
+            np.testing.assert_array_equal(lh, want, err_msg=f"trial {trial}")
+        done += 1
+    assert done >= 20
