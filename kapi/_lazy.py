@@ -26,6 +26,7 @@ lazily: an expression with such a leaf is evaluated at once. KAPI_LAZY=0 turns l
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 
 import numpy as np
@@ -42,7 +43,8 @@ MAX_LEAVES = 16  # distinct arrays and scalars; past this it is evaluated (kerne
 _PENDING: dict[int, tuple] = {}
 # id(exported array) -> its [lo, hi) address range, while that array lives
 _EXPORTED: dict[int, tuple[int, int]] = {}
-_internal = 0  # > 0 while kapi itself launches an evaluation (its arguments are only read)
+_TLS = threading.local()  # .internal > 0 while this thread's kapi code launches a kernel
+# that only reads its array arguments (an evaluation, a reduction)
 _BUFFER = None
 
 
@@ -260,7 +262,7 @@ def on_export(a: Array) -> None:
 def before_launch(args) -> None:
     """Called by the native launcher (while anything is pending) with a launch's arguments:
     a kernel may write every array it gets."""
-    if _internal:
+    if getattr(_TLS, "internal", 0):
         return
     for a in args:
         if isinstance(a, Array):
@@ -271,12 +273,10 @@ class internal:
     """`with internal():` a launch of kapi's own that only reads its inputs."""
 
     def __enter__(self):
-        global _internal
-        _internal += 1
+        _TLS.internal = getattr(_TLS, "internal", 0) + 1
 
     def __exit__(self, *exc):
-        global _internal
-        _internal -= 1
+        _TLS.internal -= 1
 
 
 def _install() -> None:
