@@ -54,10 +54,13 @@ for c in ${COARSEN_VARIANTS:-0 128 512}; do
   step "saxpy-coarsen-$c" env KAPI_CUDA_COARSEN=$c timeout 60 python3 bench/gpu.py \
     --only saxpy,black-scholes 2>&1 | tee -a "$OUT/gpu_bench.log"
 done
-# Array programming (issue 13): fused chain vs CuPy's ElementwiseKernel, sum vs cupy.sum.
+# Array programming (issue 13): fused and lazy chains vs CuPy's ElementwiseKernel, sum vs
+# cupy.sum (data made by CuPy on the device; NumPy checks on 2^16 only: < 90 s).
 step array-ops timeout 120 python3 bench/array_ops.py --device gpu --log2n 28 2>&1 | tee -a "$OUT/gpu_bench.log"
 # Parallel primitives (issue 13 item 4): sort of 2^27 uint32 vs cupy.sort, cumsum, random.
 step primitives timeout 120 python3 bench/primitives.py --device gpu --log2n 27 2>&1 | tee -a "$OUT/gpu_bench.log"
+# The same on the host's cores (CPU device) beside NumPy and Numba @vectorize(target="parallel").
+step array-ops-cpu timeout 120 python3 bench/array_ops.py --device cpu --log2n 24 2>&1 | tee -a "$OUT/cpu.log"
 # dpjit prange reductions (issue 14) on the GPU and on the host's cores, beside Numba parallel.
 step dpjit-reduce-gpu timeout 120 python3 bench/dpjit_reduce.py --device gpu --log2n 26 2>&1 | tee -a "$OUT/gpu_bench.log"
 step dpjit-reduce-cpu timeout 120 python3 bench/dpjit_reduce.py --device cpu --log2n 24 2>&1 | tee -a "$OUT/cpu.log"

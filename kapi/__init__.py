@@ -60,6 +60,7 @@ _export(
     "UnsupportedKernelArgumentError",
 )
 _export("_fuse", "FusedFunction", "fuse")
+_export("_guvectorize", "GUFunc", "guvectorize")
 _export("_interop", "from_dlpack")
 _export("_kernel", "KernelDispatcher", "device_func", "kernel")
 _export("_launch", "call_kernel", "call_kernel_async", "wait_all")
@@ -75,6 +76,7 @@ _export(
     "usm_ndarray",
     array_type="array",
 )
+_export("_ufunc", "where")
 _export("_vectorize", "VectorizedFunction", "vectorize")
 
 # Scalar types, as numba-dpex exports them (kapi/_scalar_names.py): conversions
@@ -155,6 +157,9 @@ __all__ = [
     "prange",
     "vectorize",
     "VectorizedFunction",
+    "GUFunc",
+    "guvectorize",
+    "where",
     "wait_all",
     "zeros",
     "zeros_like",

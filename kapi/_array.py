@@ -28,6 +28,10 @@ from ._types import DTYPE_TO_KIR, SUPPORTED_DTYPES
 _USM_KINDS = {"host": 1, "device": 2, "shared": 3}
 _USM_NAMES = {v: k for k, v in _USM_KINDS.items()}
 
+# Set by kapi/_lazy.py (only then can lazy expressions exist): _on_write(a) before kapi writes
+# a's memory, _on_export(a) when a's memory leaves kapi's sight (host view, DLPack, ...).
+_on_write = _on_export = None
+
 
 def _check_dtype(dtype) -> np.dtype:
     try:
@@ -120,6 +124,7 @@ class Array:
         "_host_ok",
         "_kd",
         "_own",
+        "_expr",  # a pending array's expression (kapi/_lazy.py)
         "__weakref__",
     )
 
@@ -188,10 +193,14 @@ class Array:
 
     @property
     def data_ptr(self) -> int:
+        if _on_export is not None:
+            _on_export(self)
         return self._ptr
 
     @property
     def base(self):
+        if _on_export is not None:
+            _on_export(self)  # the owner exposes the memory (a Buffer is a writable buffer)
         return self._owner
 
     @property
@@ -269,6 +278,8 @@ class Array:
 
     def __array__(self, dtype=None, copy=None):
         if self._host_ok and copy is not True:
+            if _on_export is not None:
+                _on_export(self)  # the view can write the memory behind kapi's back
             a = self._host_view()
         else:
             a = self.asnumpy()
@@ -280,6 +291,8 @@ class Array:
 
     def _assign(self, value) -> None:
         """self[...] = value, with NumPy broadcasting and casting."""
+        if _on_write is not None:
+            _on_write(self)
         if isinstance(value, Array):
             if (
                 value.device == self.device
@@ -311,6 +324,8 @@ class Array:
         if item.ndim != 0:
             raise ValueError("fill takes a scalar")
         pattern = _shortest_pattern(item.tobytes())
+        if _on_write is not None:
+            _on_write(self)
         if self.layout != "A" and self.size:
             try:
                 _native.ext().rt_fill(self._queue._native, self._ptr, pattern, self.nbytes)
@@ -325,12 +340,14 @@ class Array:
         return out
 
     def astype(self, dtype, copy: bool = True) -> Array:
+        """This array converted to dtype by a kernel on its device (NumPy's unsafe casting;
+        lazy, like the operators); itself when the dtype matches and copy is False."""
         dt = _check_dtype(dtype)
         if dt == self._dtype and not copy:
             return self
-        out = Array._allocate(self._shape, dt, self._queue, self._usm_type)
-        out._assign(self.asnumpy())
-        return out
+        from ._ufunc import astype
+
+        return astype(self, dt)
 
     def to_device(self, device, stream=None) -> Array:
         """This array on another device (a copy), or itself if it is already there."""
@@ -453,6 +470,8 @@ class Array:
 
     @property
     def __sycl_usm_array_interface__(self) -> dict:
+        if _on_export is not None:
+            _on_export(self)
         i = self.itemsize
         return {
             "data": (self._ptr, False),
@@ -467,6 +486,8 @@ class Array:
     def __cuda_array_interface__(self) -> dict:
         if self.device.backend != "cuda":
             raise AttributeError("__cuda_array_interface__ exists only for CUDA-device arrays")
+        if _on_export is not None:
+            _on_export(self)
         self._queue.wait()  # "stream": None promises the data is ready
         return {
             "shape": self._shape,

@@ -90,6 +90,17 @@ def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
     return _ufunc.apply(ufunc, inputs, out=out, casting=casting)
 
 
+def __array_function__(self, func, types, args, kwargs):
+    """np.where(c, x, y) runs on the device (kapi.where); every other NumPy function keeps
+    its NumPy implementation (which reads kapi arrays through __array__ or their methods)."""
+    if func is np.where and len(args) == 3 and not kwargs:
+        return _ufunc.where(*args)
+    impl = getattr(func, "_implementation", None)
+    if impl is None:
+        return NotImplemented
+    return impl(*args, **kwargs)
+
+
 def install(cls) -> None:
     for name, uf in _BINARY.items():
         setattr(cls, f"__{name}__", _binary(uf))
@@ -100,6 +111,7 @@ def install(cls) -> None:
     for name, uf in _UNARY.items():
         setattr(cls, f"__{name}__", _unary(uf))
     cls.__array_ufunc__ = __array_ufunc__
+    cls.__array_function__ = __array_function__
     cls.__hash__ = None  # == is elementwise, as for NumPy arrays
 
 

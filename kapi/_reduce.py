@@ -3,36 +3,45 @@ generated kernels on the array's device.
 
 The reduced axes are moved last and the array seen as (rows, n) (a contiguous copy by an
 elementwise kernel where the view cannot be); each row is reduced by `groups` work-groups of
-_WG work-items: every work-item folds a strided part of the row privately, the group combines
-with reduce_over_group, and one item writes the group's partial. A second launch (one group
-per row) folds the partials. argmin/argmax carry the index beside the value: the group first
-finds the extreme value, then the smallest index holding it (NumPy's first occurrence); NaN
-wins for min/max/argmin/argmax as in NumPy.
+_WG work-items: every work-item folds a part of the row privately, the group combines
+with reduce_over_group, and one item writes the group's partial. On GPUs the parts are
+strided (neighbouring work-items read neighbouring elements: coalesced); on the CPU driver,
+which runs a group's work-items one after another on one thread, each work-item folds one
+contiguous chunk with 4 accumulators (a strided part would sweep the whole row once per
+work-item, and one accumulator is a serial chain the vectoriser cannot widen). A second
+launch (one group per row) folds the partials. argmin/argmax carry the index beside the
+value: the group first finds the extreme value, then the smallest index holding it (NumPy's
+first occurrence); NaN wins for min/max/argmin/argmax as in NumPy.
 """
 
 from __future__ import annotations
 
 import operator
+import re
 
 import numpy as np
 
-from . import _ufunc
+from . import _lazy, _ufunc
 from ._array import Array
 
 _WG = 256  # work-items per group
 _PER_ITEM = 16  # elements a work-item folds before another group is worth launching
+_CPU_WG = 64  # the CPU driver: work-items per group (each a contiguous chunk)
+_CPU_PER_ITEM = 256  # elements a CPU work-item folds before another group is worth it
+_CPU_GROUPS_PER_UNIT = 4  # groups per compute unit, to balance the driver's threads
+_UNROLL = 4  # accumulators of a CPU work-item's chunk loop
 _MAX_GROUPS = 1024
 _MAX_ROWS = 65535
 _KERNELS: dict[str, object] = {}
 
 # op -> (GroupOp name, fold expression over acc and v)
 _OPS = {
-    "sum": ("ADD", "acc + v"),
-    "prod": ("MUL", "acc * v"),
-    "min": ("MIN", "np.minimum(acc, v)"),
-    "max": ("MAX", "np.maximum(acc, v)"),
-    "any": ("MAX", "np.maximum(acc, v)"),
-    "all": ("MIN", "np.minimum(acc, v)"),
+    "sum": ("ADD", "{a} + {v}"),
+    "prod": ("MUL", "{a} * {v}"),
+    "min": ("MIN", "np.minimum({a}, {v})"),
+    "max": ("MAX", "np.maximum({a}, {v})"),
+    "any": ("MAX", "np.maximum({a}, {v})"),
+    "all": ("MIN", "np.minimum({a}, {v})"),
     "argmin": ("MIN", None),
     "argmax": ("MAX", None),
 }
@@ -68,26 +77,76 @@ def _identity(op: str, dt: np.dtype):
     return dt.type(info.max if big else info.min)
 
 
-def _source(op: str, is_float: bool, first_pass: bool) -> str:
-    """The kernel reducing x (rows, n) into partials (rows, groups)."""
+def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fused=None) -> str:
+    """The kernel reducing x (rows, n) into partials (rows, groups); chunked: each work-item
+    folds a contiguous chunk (the CPU driver), else a strided part (GPUs). fused: (expression
+    over leaves l0, l1, ..., which of them are arrays): the elements are that expression of
+    the extra parameters e0, e1, ... (arrays seen as (rows, n), or scalars) instead of x."""
     gop, fold = _OPS[op]
     arg = fold is None
+    params = ""
+    if fused is None:
+
+        def load(j):
+            return f"x[row, {j}]"
+    else:
+        expr, is_array = fused
+        params = "".join(f", e{k}" for k in range(len(is_array)))
+
+        def load(j):
+            def leaf(m):
+                k = int(m.group(1))
+                return f"e{k}[row, {j}]" if is_array[k] else f"e{k}"
+
+            return "(" + re.sub(r"\bl(\d+)\b", leaf, expr) + ")"
+
     lines = [
-        "def _reduce(it, x, xi, out, outi, n, ident, big):",
+        f"def _reduce(it, x, xi, out, outi, n, ident, big{params}):",
         "    row = it.get_global_id(0)",
         "    g = it.get_group()",
         "    lid = it.get_local_id(1)",
         "    L = it.get_local_range(1)",
-        "    j = g.get_group_id(1) * L + lid",
-        "    step = g.get_group_range(1) * L",
-        "    acc = ident",
     ]
+    if chunked:
+        lines += [
+            "    T = g.get_group_range(1) * L",
+            # n & MAX: n (never negative) as a value pyfront knows is non-negative, so that
+            # the indices below need no wrap-around and the loads stay contiguous vectors
+            "    chunk = (n & 0x7FFFFFFFFFFFFFFF) // T + 1",
+            "    j = (g.get_group_id(1) * L + lid) * chunk",
+            "    end = min(n, j + chunk)",
+            "    step = 1",
+        ]
+    else:
+        lines += [
+            "    j = g.get_group_id(1) * L + lid",
+            "    step = g.get_group_range(1) * L",
+            "    end = n",
+        ]
+    lines.append("    acc = ident")
     if arg:
         lines.append("    acci = big")
-    conv = "np.int32(x[row, j] != 0)" if op in ("any", "all") else "x[row, j]"
-    if op in ("sum", "prod") or arg:  # fold in the accumulator's type (int8 sums in int64)
-        conv = "ACC(x[row, j])"
-    lines += ["    while j < n:", f"        v = {conv}"]
+
+    def conv(j):
+        if op in ("any", "all"):
+            return f"np.int32({load(j)} != 0)"
+        return f"ACC({load(j)})"  # fold in the accumulator's type (int8 sums in int64)
+
+    if chunked and not arg:
+        u = _UNROLL
+        lines += [f"    a{k} = ident" for k in range(1, u)]
+        lines.append(f"    while j + {u} <= end:")
+        for k in range(u):
+            a = "acc" if k == 0 else f"a{k}"
+            lines.append(f"        {a} = {fold.format(a=a, v=conv(f'j + {k}'))}")
+        lines.append(f"        j += {u}")
+        names = ["acc"] + [f"a{k}" for k in range(1, u)]
+        while len(names) > 1:  # combine the accumulators pairwise
+            names = [
+                "(" + fold.format(a=names[k], v=names[k + 1]) + ")" for k in range(0, len(names), 2)
+            ]
+        lines.append(f"    acc = {names[0]}")
+    lines += ["    while j < end:", f"        v = {conv('j')}"]
     if arg:
         cmp = "<" if op == "argmin" else ">"
         idx = "j" if first_pass else "xi[row, j]"
@@ -102,7 +161,7 @@ def _source(op: str, is_float: bool, first_pass: bool) -> str:
             f"            acci = {idx}",
         ]
     else:
-        lines.append(f"        acc = {fold}")
+        lines.append(f"        acc = {fold.format(a='acc', v='v')}")
     lines.append("        j += step")
     red = f"K.reduce_over_group(g, acc, K.GroupOp.{gop})"
     if is_float and op in ("min", "max", "argmin", "argmax"):
@@ -136,8 +195,9 @@ def _kernel(src: str):
     return k
 
 
-def _src_for(op, dt, first_pass):
-    return _source(op, dt.kind == "f", first_pass).replace("ACC(", f"np.{dt.type.__name__}(")
+def _src_for(op, dt, first_pass, chunked=False, fused=None):
+    src = _source(op, dt.kind == "f", first_pass, chunked, fused)
+    return src.replace("ACC(", f"np.{dt.type.__name__}(")
 
 
 def _normalise_axis(axis, ndim: int) -> tuple[int, ...]:
@@ -183,7 +243,68 @@ def _as_rows(x: Array, axes) -> tuple[Array, tuple[int, ...]]:
     return t.reshape(rows, n), kept
 
 
-def _launch(op, x2: Array, xi: Array | None, groups: int, acc_dt: np.dtype):
+def _merged_stride(shape, strides):
+    """The one stride (elements) that walks these dimensions in C order, or None."""
+    dims = [(n, st) for n, st in zip(shape, strides, strict=True) if n != 1]
+    if not dims:
+        return 0
+    for (_, st), (n1, st1) in zip(dims, dims[1:], strict=False):
+        if st != st1 * n1:
+            return None
+    return dims[-1][1]
+
+
+def _fused_rows(x: Array, axes):
+    """For a pending (lazy) x: (expression, its leaves as (rows, n) views or scalars) so that
+    the reduction computes x's elements as it reads them (one pass, no temporary); None when
+    a leaf cannot be seen as (rows, n) (x is then evaluated first)."""
+    if type(x) is not _lazy._Pending or x.size == 0:
+        return None
+    g = _lazy.Gen()
+    expr = g.expr(x._expr)
+    keep = [d for d in range(x.ndim) if d not in axes]
+    perm = keep + list(axes)
+    shape = [x.shape[d] for d in perm]
+    rows = n = 1
+    for d in keep:
+        rows *= x.shape[d]
+    for d in axes:
+        n *= x.shape[d]
+    views = []
+    for leaf in g.leaves:
+        if not isinstance(leaf, Array):
+            views.append(leaf)
+            continue
+        st = _ufunc._broadcast_strides(leaf, x.shape)
+        pst = [st[d] for d in perm]
+        rs = _merged_stride(shape[: len(keep)], pst[: len(keep)])
+        cs = _merged_stride(shape[len(keep) :], pst[len(keep) :])
+        if rs is None or cs is None:
+            return None
+        views.append(_ufunc._strided_view(leaf, (rows, n), (rs, cs)))
+    if not any(isinstance(v, Array) for v in views):
+        return None
+    return expr, views
+
+
+def _chunked(x: Array) -> bool:
+    """Whether x's device runs a group's work-items one after another (the CPU driver)."""
+    return x.device.device_type == "cpu"
+
+
+def _groups(x: Array, n: int) -> int:
+    """Work-groups per row: enough to fill the device, none with too little to fold."""
+    units = max(1, x.device.max_compute_units)
+    if _chunked(x):
+        cap = min(_MAX_GROUPS, _CPU_GROUPS_PER_UNIT * units)
+        return max(1, min(cap, -(-n // (_CPU_WG * _CPU_PER_ITEM))))
+    cap = min(_MAX_GROUPS, 32 * units)  # enough to fill it
+    return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
+
+
+def _launch(op, x2: Array, xi: Array | None, groups: int, acc_dt: np.dtype, fused=None):
+    """One pass: x2 (rows, n) into partials (rows, groups). fused: (expression, leaves as
+    (rows, n) views or scalars), read instead of x2's elements (x2 is then one of the views)."""
     from ._launch import call_kernel
     from ._ranges import NdRange
 
@@ -194,22 +315,31 @@ def _launch(op, x2: Array, xi: Array | None, groups: int, acc_dt: np.dtype):
     outi = Array._allocate(
         (rows, groups) if op.startswith("arg") else (1, 1), np.dtype(np.int64), q, ut
     )
-    src = _src_for(op, acc_dt, xi is None)
+    cpu = _chunked(x2)
+    wg = _CPU_WG if cpu else _WG
+    leaves = ()
+    shape = None
+    if fused is not None:
+        expr, leaves = fused
+        shape = (expr, tuple(isinstance(v, Array) for v in leaves))
+    src = _src_for(op, acc_dt, xi is None, cpu, shape)
     arg = op.startswith("arg")
     # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
-        call_kernel(
-            _kernel(src),
-            NdRange((r1 - r0, groups * _WG), (1, _WG)),
-            x2[r0:r1],
-            xi[r0:r1] if xi is not None else outi,  # unused on the first pass
-            out[r0:r1],
-            outi[r0:r1] if arg else outi,
-            np.int64(n),
-            _identity(op, acc_dt),
-            np.int64(n if xi is None else np.iinfo(np.int64).max),
-        )
+        with _lazy.internal():  # reads its inputs only: lazy expressions over them may wait
+            call_kernel(
+                _kernel(src),
+                NdRange((r1 - r0, groups * wg), (1, wg)),
+                x2[r0:r1],
+                xi[r0:r1] if xi is not None else outi,  # unused on the first pass
+                out[r0:r1],
+                outi[r0:r1] if arg else outi,
+                np.int64(n),
+                _identity(op, acc_dt),
+                np.int64(n if xi is None else np.iinfo(np.int64).max),
+                *(v[r0:r1] if isinstance(v, Array) else v for v in leaves),
+            )
     return out, outi
 
 
@@ -239,23 +369,28 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
         acc_dt = np.dtype(np.int32)  # group collectives take numbers
     if op == "mean" and dt.kind in "iub":
         acc_dt = np.dtype(np.float64)
+    fused = None
     if x.size == 0:
         kept = tuple(x.shape[d] for d in range(x.ndim) if d not in axes)
         rows = 1
         for d in kept:
             rows *= d
     else:
-        x2, kept = _as_rows(x, axes)
+        fused = _fused_rows(x, axes)  # a lazy x: its expression read inside the reduction
+        if fused is not None:
+            x2 = next(v for v in fused[1] if isinstance(v, Array))
+            kept = tuple(x.shape[d] for d in range(x.ndim) if d not in axes)
+        else:
+            x2, kept = _as_rows(x, axes)
         rows = x2.shape[0]
     base_op = "sum" if op == "mean" else op
-    cap = min(_MAX_GROUPS, 32 * max(1, x.device.max_compute_units))  # enough to fill it
-    groups = max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
+    groups = _groups(x, n)
     if rows * n == 0:
         res = Array._allocate((rows, 1), acc_dt, x.sycl_queue, x.usm_type)
         res.fill(_identity(base_op, acc_dt) if base_op in ("sum", "prod", "any", "all") else 0)
         vals, idxs = res, None
     else:
-        vals, idxs = _launch(base_op, x2, None, groups, acc_dt)
+        vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused)
         if groups > 1:
             second = "sum" if base_op == "sum" else base_op
             if base_op in ("any", "all"):

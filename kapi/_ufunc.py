@@ -16,6 +16,7 @@ import numbers
 
 import numpy as np
 
+from . import _lazy
 from ._array import Array, _span
 from ._errors import ExecutionQueueInferenceError, UnsupportedDtypeError
 from ._types import DTYPE_TO_KIR
@@ -83,9 +84,26 @@ def resolve_type(x):
     return np.asarray(x).dtype
 
 
+_LOOPS: dict = {}  # (ufunc, operand types) -> loop dtypes
+
+
 def loop_dtypes(ufunc, types) -> tuple[np.dtype, ...]:
     """NumPy 2's loop for these operand types (inputs..., output)."""
-    return tuple(ufunc.resolve_dtypes(tuple(types) + (None,) * ufunc.nout))
+    key = (ufunc, *types)
+    loop = _LOOPS.get(key)
+    if loop is None:
+        loop = tuple(ufunc.resolve_dtypes(tuple(types) + (None,) * ufunc.nout))
+        if len(_LOOPS) < 4096:
+            _LOOPS[key] = loop
+    return loop
+
+
+def result_shape(shapes) -> tuple[int, ...]:
+    """NumPy's broadcast of the shapes (quickly when they are all equal)."""
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return first
+    return np.broadcast_shapes(*shapes)
 
 
 def check_kapi_dtype(dt: np.dtype, what: str) -> None:
@@ -174,23 +192,46 @@ def _kernel_for(source: str, env: dict | None = None, cache: dict | None = None)
     return k
 
 
-def kernel_source(expr: str, n_leaves: int, ndim: int, array_leaves) -> str:
-    """The kernel computing expr (which names leaves l0, l1, ...) into out[idx]."""
+def kernel_source(expr: str, leaves, ndim: int, defs=()) -> str:
+    """The kernel computing expr (which names leaves l0, l1, ...) into out[idx]; leaves: an
+    Array (read at idx), a scalar, or None for a leaf that defs (lines `lN = ...`) compute."""
     idx = ", ".join(_IDX[:ndim])
-    params = ", ".join(f"a{n}" for n in range(n_leaves))
-    lines = [f"def _elementwise(item, out, {params}):"]
+    params = "".join(f", a{n}" for n, x in enumerate(leaves) if x is not None)
+    lines = [f"def _elementwise(item, out{params}):"]
     lines += [f"    {_IDX[d]} = item.get_id({d})" for d in range(ndim)]
-    for n in range(n_leaves):
-        lines.append(f"    l{n} = a{n}[{idx}]" if n in array_leaves else f"    l{n} = a{n}")
+    for n, x in enumerate(leaves):
+        if x is not None:
+            lines.append(f"    l{n} = a{n}[{idx}]" if isinstance(x, Array) else f"    l{n} = a{n}")
+    lines += [f"    {d}" for d in defs]
     lines.append(f"    out[{idx}] = {expr}")
     return "\n".join(lines) + "\n"
 
 
+LAUNCHES = 0  # elementwise kernels launched (tests count them to check fusion)
+
+
+def _inline_pending(leaves) -> tuple[list, list[str]]:
+    """Pending (lazy) leaves become expressions over their own leaves, appended: one kernel."""
+    if not any(type(x) is _lazy._Pending for x in leaves):
+        return list(leaves), []
+    leaves = list(leaves)
+    g = _lazy.Gen(len(leaves))
+    defs = []
+    for n, x in enumerate(leaves):
+        if type(x) is _lazy._Pending:
+            defs.append(f"l{n} = {g.expr(x._expr)}")
+            leaves[n] = None
+    return leaves + g.leaves, defs
+
+
 def launch(expr: str, leaves, out: Array, what: str, env=None, cache=None) -> None:
-    """Runs out[...] = expr over the broadcast leaves (Arrays, or scalars already converted
-    to their loop dtypes)."""
+    """Runs out[...] = expr over the broadcast leaves (Arrays, pending ones included, or
+    scalars already converted to their loop dtypes)."""
+    global LAUNCHES
     if out.size == 0:
         return
+    _lazy.before_write(out)  # pending expressions reading out's memory run first
+    leaves, defs = _inline_pending(leaves)
     # An output that overlaps an input in any other way than element for element would be
     # read after it is written: such inputs are copied first, as NumPy does.
     leaves = [
@@ -212,19 +253,20 @@ def launch(expr: str, leaves, out: Array, what: str, env=None, cache=None) -> No
             "(use contiguous arrays, e.g. .copy())"
         )
     views = iter(cstrides[1:])
-    args, arr_pos = [], set()
-    for n, x in enumerate(leaves):
+    args = []
+    for x in leaves:
         if isinstance(x, Array):
             args.append(_strided_view(x, cshape, next(views)))
-            arr_pos.add(n)
-        else:
+        elif x is not None:
             args.append(x)
-    src = kernel_source(expr, len(leaves), len(cshape), arr_pos)
+    src = kernel_source(expr, leaves, len(cshape), defs)
     from ._launch import call_kernel
     from ._ranges import Range
 
     view = _strided_view(out, cshape, cstrides[0])
-    call_kernel(_kernel_for(src, env, cache), Range(*cshape), view, *args)
+    LAUNCHES += 1
+    with _lazy.internal():
+        call_kernel(_kernel_for(src, env, cache), Range(*cshape), view, *args)
 
 
 def check_out(out, shape, dtype, ufunc_name: str, casting: str = "same_kind") -> Array:
@@ -265,26 +307,66 @@ def apply(ufunc, inputs, out=None, casting="same_kind") -> Array:
     loop = loop_dtypes(ufunc, types)
     res_dt = loop[-1]
     check_kapi_dtype(res_dt, f"numpy.{name}'s result")
-    shape = np.broadcast_shapes(*(a.shape for a in ops if isinstance(a, Array)))
-    if out is None:
-        first = next(a for a in ops if isinstance(a, Array))
-        out = Array._allocate(shape, res_dt, queue, first.usm_type)
-    else:
-        check_out(out, shape, res_dt, name, casting)
+    shape = result_shape([a.shape for a in ops if isinstance(a, Array)])
+    if out is not None:
+        # a pending output gets its memory first: operands that are out itself then read
+        # it as a concrete array instead of recomputing its expression
+        _lazy.realize(out)
     leaves = []
     for o, dt in zip(ops, loop, strict=False):
-        if isinstance(o, Array):
-            leaves.append(o)
-        else:
-            # a Python int out of the loop type's range raises OverflowError, as in NumPy 2
-            leaves.append(_to_dtype(o, dt))
-    args = [
-        cast(f"l{n}", o.dtype, dt) if isinstance(o, Array) else f"l{n}"
-        for n, (o, dt) in enumerate(zip(ops, loop, strict=False))
-    ]
-    expr = f"np.{name}(" + ", ".join(args) + ")"
-    launch(expr, leaves, out, f"numpy.{name}")
+        # a Python int out of the loop type's range raises OverflowError, as in NumPy 2
+        leaves.append(_lazy.arg(o) if isinstance(o, Array) else _to_dtype(o, dt))
+    tree = _lazy._Tree(name, leaves, loop[: ufunc.nin], res_dt)
+    if out is None:
+        first = next(a for a in ops if isinstance(a, Array))
+        return _lazy.make(tree, shape, queue, first.usm_type)
+    check_out(out, shape, res_dt, name, casting)
+    _lazy.evaluate_into(tree, out, f"numpy.{name}")
     return out
+
+
+def astype(x: Array, dt: np.dtype) -> Array:
+    """x.astype(dt): NumPy's unsafe conversion, elementwise on x's device."""
+    if x.dtype.kind == "c" and dt.kind not in "cb":
+        import warnings
+
+        warnings.warn(
+            "Casting complex values to real discards the imaginary part",
+            np.exceptions.ComplexWarning,
+            stacklevel=3,
+        )
+    tree = _lazy._Tree("astype", [_lazy.arg(x)], [dt], dt)
+    return _lazy.make(tree, x.shape, x.sycl_queue, x.usm_type)
+
+
+def where(cond, x, y) -> Array:
+    """kapi.where(cond, x, y): x where cond is true, else y (NumPy's np.where), on the
+    device of the kapi operands; a result dtype by NumPy 2's rules for x and y."""
+    ops = []
+    for v in (cond, x, y):
+        o = operand(v)
+        if o is None:
+            raise TypeError(
+                f"kapi.where takes kapi arrays and scalars, not {type(v).__name__}; copy host "
+                "data with kapi.asarray(x, device=...)"
+            )
+        ops.append(o)
+    arrays = [o for o in ops if isinstance(o, Array)]
+    if not arrays:
+        raise TypeError("kapi.where needs at least one kapi array operand")
+    queue = common_queue(arrays, "kapi.where")
+    vals = [o.dtype if isinstance(o, (Array, np.generic)) else o for o in ops[1:]]
+    res_dt = np.result_type(*vals)
+    check_kapi_dtype(res_dt, "kapi.where's result")
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    c, xv, yv = ops
+    args = [
+        _lazy.arg(c) if isinstance(c, Array) else np.bool_(c),
+        _lazy.arg(xv) if isinstance(xv, Array) else _to_dtype(xv, res_dt),
+        _lazy.arg(yv) if isinstance(yv, Array) else _to_dtype(yv, res_dt),
+    ]
+    tree = _lazy._Tree("where", args, [np.dtype(np.bool_), res_dt, res_dt], res_dt)
+    return _lazy.make(tree, shape, queue, arrays[0].usm_type)
 
 
 def cast(expr: str, have: np.dtype, want: np.dtype) -> str:

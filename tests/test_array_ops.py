@@ -413,7 +413,8 @@ def test_generated_kernels_finalise_to_ptx(tmp_path):
     cpu = DEVICES[0]
     a = kapi.asarray(_data(np.float32, (3, 4, 5), 1), device=cpu)
     i = kapi.asarray(_data(np.uint8, (4, 5), 2, nonzero=True), device=cpu)
-    _ = (a / i, a[:, ::2] * 2.5 - np.sin(a[:, ::2]), i // 3, i << 2, ~i, a > 0.5)
+    for r in (a / i, a[:, ::2] * 2.5 - np.sin(a[:, ::2]), i // 3, i << 2, ~i, a > 0.5):
+        r.asnumpy()  # lazy results: evaluated (compiled) here
     _ = kapi.fuse(lambda x, y: np.exp(-((x - 1) ** 2)) * y)(a, i)
     for op in REDUCTIONS:
         getattr(a, op)(axis=1)

@@ -671,9 +671,22 @@ int kx_is_launcher(PyObject *o) {
   return PyObject_TypeCheck(o, (PyTypeObject *)launcher_type);
 }
 
+/* Set by kapi/_lazy.py through rt_lazy_configure: its dict of pending (lazy) arrays and the
+ * hook that evaluates those reading memory a launch may write. Checked before anything else,
+ * so that no evaluation runs in the middle of classifying this launch's arguments. */
+static PyObject *g_lazy_pending, *g_lazy_hook;
+
+static int lazy_before_launch(PyObject *args) {
+  if (!g_lazy_pending || PyDict_Size(g_lazy_pending) == 0) return 0;
+  PyObject *r = PyObject_CallFunctionObjArgs(g_lazy_hook, args, NULL);
+  Py_XDECREF(r);
+  return r ? 0 : -1;
+}
+
 PyObject *kx_launch(PyObject *o, PyObject *space, PyObject *args, PyObject *deps) {
   kx_launcher *self = (kx_launcher *)o;
   kx_space s;
+  if (lazy_before_launch(args) < 0) return NULL;
   if (parse_space(self, space, &s) < 0) return NULL;
   Py_ssize_t n = PyTuple_Size(args);
   self->name_offset = self->nparams == n + 1;
@@ -793,8 +806,21 @@ static PyObject *py_configure(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* rt_lazy_configure(pending: dict, before_launch: callable) */
+static PyObject *py_lazy_configure(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *pending, *hook;
+  if (!PyArg_ParseTuple(args, "O!O", &PyDict_Type, &pending, &hook)) return NULL;
+  Py_INCREF(pending), Py_INCREF(hook);
+  Py_XDECREF(g_lazy_pending), g_lazy_pending = pending;
+  Py_XDECREF(g_lazy_hook), g_lazy_hook = hook;
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"rt_launch_configure", py_configure, METH_VARARGS, "Registers the Python launch helpers."},
+    {"rt_lazy_configure", py_lazy_configure, METH_VARARGS,
+     "Registers kapi/_lazy.py's pending arrays and its hook run before launches."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,161 @@
+"""Both reduction schemes of kapi/_reduce.py (contiguous chunks with several accumulators for
+the CPU driver, strided parts for GPUs) on every device, at sizes around their chunk, unroll
+and group boundaries, against NumPy; and the CPU scheme's loads are contiguous vectors."""
+
+import numpy as np
+import pytest
+from kapi_testing import devices_or_skip
+
+import kapi
+from kapi import _reduce
+
+DEVICES = devices_or_skip()
+ids = [d.filter_string for d in DEVICES]
+
+
+@pytest.fixture(params=DEVICES, ids=ids)
+def dev(request):
+    return request.param
+
+
+@pytest.fixture(params=["chunked", "strided"])
+def scheme(request, monkeypatch):
+    monkeypatch.setattr(_reduce, "_chunked", lambda x: request.param == "chunked")
+    return request.param
+
+
+SIZES = [1, 3, 4, 5, 63, 257, 64 * 256 + 1, 64 * 256 * 9 - 3, (1 << 20) + 7]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_sum_min_max_any_all(dev, scheme, n):
+    rng = np.random.default_rng(n)
+    h = rng.uniform(-1, 1, n).astype(np.float32)
+    x = kapi.asarray(h, device=dev)
+    want = h.astype(np.float64).sum()
+    assert float(x.sum()) == pytest.approx(want, rel=1e-4, abs=1e-3)
+    assert float(x.min()) == h.min() and float(x.max()) == h.max()
+    i = (h * 1000).astype(np.int32)
+    xi = kapi.asarray(i, device=dev)
+    assert int(xi.sum()) == int(i.sum())
+    p = 1 + h.astype(np.float64) * 1e-6
+    assert float(kapi.asarray(p, device=dev).prod()) == pytest.approx(np.prod(p), rel=1e-9)
+    b = h > 0.999
+    xb = kapi.asarray(b, device=dev)
+    assert bool(xb.any()) == bool(b.any()) and bool(xb.all()) == bool(b.all())
+
+
+@pytest.mark.parametrize("n", [5, 64 * 256 + 1, (1 << 20) + 7])
+def test_arg_reductions_first_occurrence(dev, scheme, n):
+    h = np.zeros(n, np.float64)
+    h[n // 3] = h[n - 1] = 5.0  # a tie across chunks: the first index wins
+    h[n // 2] = h[1 if n > 1 else 0] = -5.0
+    x = kapi.asarray(h, device=dev)
+    assert int(x.argmax()) == int(h.argmax())
+    assert int(x.argmin()) == int(h.argmin())
+    h[n - 2] = np.nan
+    x = kapi.asarray(h, device=dev)
+    assert int(x.argmax()) == n - 2 and np.isnan(float(x.max()))
+
+
+def test_rows_and_nan(dev, scheme):
+    h = np.random.default_rng(1).uniform(-1, 1, (37, 1001))
+    h[5, 700] = np.nan
+    x = kapi.asarray(h, device=dev)
+    np.testing.assert_allclose(x.sum(axis=1).asnumpy(), h.sum(axis=1), rtol=1e-12)
+    np.testing.assert_array_equal(x.max(axis=1).asnumpy(), h.max(axis=1))
+    np.testing.assert_array_equal(x.argmin(axis=0).asnumpy(), h.argmin(axis=0))
+    np.testing.assert_allclose(x.mean(axis=0).asnumpy(), h.mean(axis=0), rtol=1e-12)
+
+
+def test_cpu_scheme_loads_vectors(tmp_path, monkeypatch):
+    """The chunked sum's host IR loads contiguous vectors (no wrap-around selects, no
+    gathers from the array): what makes it run at memory speed on the CPU driver."""
+    import subprocess
+    import sys
+
+    cpu = [d for d in DEVICES if d.device_type == "cpu"]
+    if not cpu:
+        pytest.skip("no CPU device")
+    code = (
+        "import numpy as np, kapi\n"
+        "x = kapi.asarray(np.ones(1 << 16, np.float32), device='cpu')\n"
+        "assert float(x.sum()) == 65536.0\n"
+    )
+    env = dict(
+        __import__("os").environ,
+        KAPI_DUMP="host",
+        KAPI_CACHE="0",
+        PYTHONPATH=str(__import__("pathlib").Path(kapi.__file__).parents[1]),
+    )
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    ir = r.stderr
+    assert "define i32 @_reduce" in ir
+    assert "load <4 x float>, <4 x float> addrspace(1)*" in ir
+
+
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "strided"])
+def test_reduction_kernels_finalise_to_ptx(tmp_path, monkeypatch, chunked):
+    """Both schemes' kernels go through the NVPTX finaliser and ptxas (the strided one is
+    what the CUDA device runs; this machine's CPU device generates it when told to)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from nvptx_util import ptx_of
+
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    libdevice = Path(ptxas).resolve().parents[1] / "nvvm" / "libdevice" / "libdevice.10.bc"
+    if not libdevice.is_file():
+        pytest.skip(f"the CUDA toolkit (ptxas, libdevice) is not installed: {libdevice}")
+    monkeypatch.setattr(_reduce, "_chunked", lambda x: chunked)
+    monkeypatch.setattr(_reduce, "_KERNELS", {})
+    cpu = DEVICES[0]
+    x = kapi.asarray(np.random.default_rng(2).uniform(-1, 1, (3, 5000)), device=cpu)
+    for op in ("sum", "prod", "min", "max", "argmin", "argmax", "any", "all"):
+        getattr(x, op)(axis=1).asnumpy()
+    (x > 0).sum().asnumpy()
+    ((x * 2 - 1) ** 2).sum(axis=1).asnumpy()  # a lazy expression read inside the reduction
+    (x.T > 0.5).any(axis=0).asnumpy()
+    spirvs = [ck.spirv for k in _reduce._KERNELS.values() for ck in k.overloads.values()]
+    assert len(spirvs) >= 10
+    for n, spirv in enumerate(spirvs):
+        path = tmp_path / f"r{n}.ptx"
+        path.write_text(ptx_of(spirv, libdevice))
+        r = subprocess.run(
+            [ptxas, "-arch=sm_90", str(path), "-o", str(tmp_path / f"r{n}.cubin")],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
+
+
+def test_reductions_read_lazy_expressions(dev, scheme):
+    """A reduction of a pending (lazy) expression computes it as it reads (no elementwise
+    kernel, no temporary; the pending array stays pending), on both schemes; a leaf that
+    cannot be seen as (rows, n) falls back to evaluating first. Results as NumPy's."""
+    from kapi import _lazy
+
+    rng = np.random.default_rng(5)
+    a, b = rng.uniform(-1, 1, (40, 30)), rng.uniform(-1, 1, (40, 30))
+    x, y = kapi.asarray(a, device=dev), kapi.asarray(b, device=dev)
+    p = (x - y) ** 2
+    assert float(p.sum()) == pytest.approx(((a - b) ** 2).sum(), rel=1e-12)
+    np.testing.assert_allclose(p.mean(axis=0).asnumpy(), ((a - b) ** 2).mean(axis=0))
+    np.testing.assert_allclose(p.max(axis=1).asnumpy(), ((a - b) ** 2).max(axis=1))
+    q = x.T * 2 + y.T  # strided leaves
+    np.testing.assert_array_equal(q.argmax(axis=1).asnumpy(), (a.T * 2 + b.T).argmax(axis=1))
+    assert int((x > y).sum()) == int((a > b).sum())
+    assert bool((x > 5).any()) is False and bool((x < 5).all()) is True
+    h8 = (a * 100).astype(np.int8)
+    i8 = kapi.asarray(h8, device=dev)
+    assert int((i8 + i8).sum()) == int((h8 + h8).sum())  # int8 wraps, then sums in int64
+    assert type(p) is _lazy._Pending and type(q) is _lazy._Pending  # never evaluated
+    c = kapi.asarray(rng.uniform(-1, 1, 30), device=dev)
+    r = x * c  # c broadcast: not one stride over all of x; x * c is evaluated first
+    assert float(r.sum()) == pytest.approx((a * c.asnumpy()).sum(), rel=1e-12)
+    assert type(r) is not _lazy._Pending
+    r = x * c
+    np.testing.assert_allclose(r.sum(axis=1).asnumpy(), (a * c.asnumpy()).sum(axis=1))
+    assert type(r) is _lazy._Pending  # per row, c is one stride: read inside the reduction
