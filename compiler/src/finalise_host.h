@@ -13,7 +13,15 @@
 #include <stdint.h>
 
 /* Field indices of %kapi.group, the IR view of kc_host_group_t. */
-enum { KC_HG_GROUP_ID, KC_HG_GROUP_RANGE, KC_HG_LOCAL_RANGE, KC_HG_OFFSET, KC_HG_ARGS };
+enum {
+  KC_HG_GROUP_ID,
+  KC_HG_GROUP_RANGE,
+  KC_HG_LOCAL_RANGE,
+  KC_HG_OFFSET,
+  KC_HG_ARGS,
+  KC_HG_COUNT,
+  KC_HG_LOCAL_STRIDE
+};
 
 /* How a kernel's work-items run (finalise_host_entry.c). */
 typedef enum {
@@ -23,7 +31,7 @@ typedef enum {
 } kc_hf_scheme_t;
 
 /* Parameters of the region wi before the kernel's arguments. */
-#define KC_HF_WI_FIXED 9u
+#define KC_HF_WI_FIXED 10u
 /* The region wi's value for the kernel's end (its other returns are the next region). */
 #define KC_HF_REGION_EXIT 0xffffffffu
 

@@ -193,18 +193,20 @@ static LLVMTypeRef group_type(LLVMContextRef c) {
   if (t) return t;
   LLVMTypeRef a3 = LLVMArrayType(LLVMInt64TypeInContext(c), 3);
   LLVMTypeRef i8pp = LLVMPointerType(LLVMPointerType(LLVMInt8TypeInContext(c), 0), 0);
-  LLVMTypeRef fields[5] = {a3, a3, a3, a3, i8pp};
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+  LLVMTypeRef fields[7] = {a3, a3, a3, a3, i8pp, i64, i64};
   t = LLVMStructCreateNamed(c, "kapi.group");
-  LLVMStructSetBody(t, fields, 5, 0);
+  LLVMStructSetBody(t, fields, 7, 0);
   return t;
 }
 
+/* Field `field` of the group descriptor, element d of it (d < 0: a scalar field). */
 static LLVMValueRef group_field(LLVMBuilderRef b, LLVMValueRef g, unsigned field, int d) {
   LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(g));
   LLVMTypeRef i32 = LLVMInt32TypeInContext(c), i64 = LLVMInt64TypeInContext(c);
   LLVMValueRef idx[3] = {LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, field, 0),
-                         LLVMConstInt(i32, (unsigned)d, 0)};
-  LLVMValueRef p = LLVMBuildInBoundsGEP2(b, group_type(c), g, idx, 3, "");
+                         LLVMConstInt(i32, (unsigned)(d < 0 ? 0 : d), 0)};
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(b, group_type(c), g, idx, d < 0 ? 2 : 3, "");
   LLVMValueRef v = LLVMBuildLoad2(b, i64, p, "");
   LLVMSetAlignment(v, 8);
   return v;
@@ -368,13 +370,13 @@ static LLVMValueRef scratch_fn(LLVMModuleRef m) {
   return f;
 }
 
-/* wi for KC_HF_REGIONS: `i32 wi(group, x, y, z, state, local, storage, ucur, unext, args...)`,
- * the
- * arguments unpacked once per group by run (reloading them from the group's argument array in
- * every region loop would be a load that no store can be proved not to clobber). wi's entry
- * block (group fields, the linear local id, the slot addresses) is re-run by every region, so
- * nothing it defines is ever saved across a barrier; it branches to the kernel's call, the
- * block that the region split turns into a switch. */
+/* wi for KC_HF_REGIONS: `i32 wi(group, x, y, z, state, local, storage, ucur, unext, j,
+ * args...)`, j the group's index in run's batch (group_id[0] + j is its id), the arguments unpacked
+ * once per group by run (reloading them from the group's argument array in every region loop would
+ * be a load that no store can be proved not to clobber). wi's entry block (group fields, the linear
+ * local id, the slot addresses) is re-run by every region, so nothing it defines is ever saved
+ * across a barrier; it branches to the kernel's call, the block that the region split turns into a
+ * switch. */
 static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
@@ -383,7 +385,7 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   LLVMTypeRef *params = calloc(np, sizeof *params);
   if (!params) return 0;
   LLVMTypeRef fixed[KC_HF_WI_FIXED] = {
-      LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p, i8p, i8p};
+      LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p, i8p, i8p, i64};
   memcpy(params, fixed, sizeof fixed);
   for (unsigned i = 0; i < k->num_args; i++)
     params[KC_HF_WI_FIXED + i] = k->arg_types[i];
@@ -394,6 +396,8 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c, wi, "body");
   LLVMPositionBuilderAtEnd(b, entry);
   load_group(b, LLVMGetParam(wi, 0), k);
+  /* the group's place in run's batch: batches run along dimension 0 */
+  k->group_id[0] = LLVMBuildAdd(b, k->group_id[0], LLVMGetParam(wi, 9), "kapi.group0");
   for (int d = 0; d < 3; d++)
     k->local_id[d] = LLVMGetParam(wi, 1 + (unsigned)d);
   k->state = LLVMGetParam(wi, 4);
@@ -442,14 +446,60 @@ static void mark_parallel(LLVMContextRef c, LLVMValueRef call, LLVMBasicBlockRef
                   idv);
 }
 
-/* run for KC_HF_REGIONS: the per-work-item storage (`rec` bytes each), then `state = 0; until
- * EXIT: for z, y, x: next = wi(..., state)`, with one loop per state so that, once wi is
- * inlined with a constant state, each loop holds only its region. Barriers are uniform over
- * the group, so the last work-item's next state is the group's. */
+/* Byte pointer `base + off`, as a pointer of type `ty`. */
+static LLVMValueRef byte_gep(LLVMBuilderRef b, LLVMValueRef base, LLVMValueRef off, LLVMTypeRef ty,
+                             const char *name) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(base));
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(b, LLVMInt8TypeInContext(c), base, &off, 1, name);
+  return ty == LLVMTypeOf(p) ? p : LLVMBuildBitCast(b, p, ty, "");
+}
+
+/* The kernel's arguments for group j of the batch: each local-memory argument's buffer is
+ * j * local_stride bytes after group 0's. */
+static void batch_args(LLVMBuilderRef b, const kc_hf_kernel_t *k, LLVMValueRef *vals,
+                       LLVMValueRef *out, LLVMValueRef off) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(off));
+  for (unsigned i = 0; i < k->num_args; i++) {
+    out[i] = vals[i];
+    if (k->args[i].kind != KC_ARG_LOCAL) continue;
+    LLVMTypeRef t = k->arg_types[i];
+    LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), LLVMGetPointerAddressSpace(t));
+    out[i] = byte_gep(b, LLVMBuildBitCast(b, vals[i], i8p, ""), off, t, "kapi.local.j");
+  }
+}
+
+/* Per group of a batch, run's part of the scratch storage: the work-items' slots (n * rec
+ * bytes), the two copies of the uniform values (2 * urec), the module's __local variables
+ * (lsize), then the group's state (i32) and which uniform copy is current (i64 offset). */
+typedef struct {
+  LLVMValueRef wi_bytes, local_off, hdr_off, stride; /* i64 */
+} batch_layout_t;
+
+static batch_layout_t batch_layout(LLVMBuilderRef b, LLVMValueRef n, uint64_t rec, uint64_t urec,
+                                   uint64_t lsize) {
+  LLVMTypeRef i64 = LLVMTypeOf(n);
+  batch_layout_t L;
+  L.wi_bytes = LLVMBuildMul(b, n, LLVMConstInt(i64, rec, 0), "");
+  L.local_off = LLVMBuildAdd(b, L.wi_bytes, LLVMConstInt(i64, 2 * urec, 0), "");
+  L.hdr_off = LLVMBuildAdd(b, L.local_off, LLVMConstInt(i64, (lsize + 63) / 64 * 64, 0), "");
+  LLVMValueRef end = LLVMBuildAdd(b, L.hdr_off, LLVMConstInt(i64, 16 + 63, 0), "");
+  L.stride = LLVMBuildAnd(b, end, LLVMConstInt(i64, ~(uint64_t)63, 0), "kapi.gstride");
+  return L;
+}
+
+/* run for KC_HF_REGIONS: takes a batch of groups (kc_host_group_t.count); scratch storage for
+ * all of them (batch_layout_t), every group in state 0, then `until all are at EXIT: s = the
+ * lowest state of any group; for each group j in state s: for z, y, x: next = wi(..., s, j)`,
+ * with one such loop nest per state so that, once wi is inlined with a constant state, each
+ * holds only its region. Barriers are uniform over a group (not over a batch: groups may take
+ * different paths), so the last work-item's next state is its group's. Running one region
+ * for the whole batch spreads the dispatch and each loop's set-up over it, and puts the
+ * batch's independent groups side by side for the out-of-order core. */
 int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
                           uint64_t urec) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
   LLVMValueRef fn = k->run, wi = k->body, g = LLVMGetParam(fn, 0);
   while (LLVMGetFirstBasicBlock(fn))
     LLVMDeleteBasicBlock(LLVMGetFirstBasicBlock(fn));
@@ -458,7 +508,6 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, fn, "done");
   LLVMBasicBlockRef oom = LLVMAppendBasicBlockInContext(c, fn, "oom");
   LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(c, fn, "go");
-  LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, fn, "state");
   LLVMPositionBuilderAtEnd(b, entry);
   unsigned na = KC_HF_WI_FIXED + k->num_args;
   LLVMValueRef *args = calloc(na, sizeof *args), *vals = unpack_args(b, g, k);
@@ -467,45 +516,71 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
     LLVMDisposeBuilder(b);
     return 0;
   }
-  memcpy(args + KC_HF_WI_FIXED, vals, k->num_args * sizeof *vals);
-  free(vals);
-  LLVMValueRef local = local_buffer(b, c, k->local_size), lr[3];
+  LLVMValueRef lr[3];
   for (int d = 0; d < 3; d++)
     lr[d] = group_field(b, g, KC_HG_LOCAL_RANGE, d);
+  LLVMValueRef zero64 = LLVMConstInt(i64, 0, 0), one64 = LLVMConstInt(i64, 1, 0);
+  LLVMValueRef count = group_field(b, g, KC_HG_COUNT, -1);
+  count = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, count, zero64, ""), one64, count,
+                          "kapi.count");
+  LLVMValueRef lstride = group_field(b, g, KC_HG_LOCAL_STRIDE, -1);
   LLVMValueRef n = LLVMBuildMul(b, LLVMBuildMul(b, lr[0], lr[1], ""), lr[2], "");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, LLVMConstInt(i64, 0, 0), ""), done, go);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, zero64, ""), done, go);
+  /* go: the storage, and every group's header at state 0 with copy 0 current */
   LLVMPositionBuilderAtEnd(b, go);
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
-  LLVMValueRef storage = LLVMConstNull(i8p), ubase = storage;
-  if (rec || urec) {
-    LLVMValueRef wi_bytes = LLVMBuildMul(b, n, LLVMConstInt(i64, rec, 0), "");
-    LLVMValueRef bytes = LLVMBuildAdd(b, wi_bytes, LLVMConstInt(i64, 2 * urec, 0), "");
-    storage = kc_hf_call(b, scratch_fn(m), &bytes, 1);
-    ubase = LLVMBuildInBoundsGEP2(b, i8, storage, &wi_bytes, 1, "kapi.ubase");
-    LLVMBuildCondBr(b, LLVMBuildIsNull(b, storage, ""), oom, sloop);
-  } else {
-    LLVMBuildBr(b, sloop);
-  }
-  LLVMPositionBuilderAtEnd(b, sloop);
+  batch_layout_t L = batch_layout(b, n, rec, urec, k->local_size);
+  LLVMValueRef bytes = LLVMBuildMul(b, count, L.stride, "");
+  LLVMValueRef storage = kc_hf_call(b, scratch_fn(m), &bytes, 1);
+  LLVMBasicBlockRef init = LLVMAppendBasicBlockInContext(c, fn, "init");
+  LLVMBuildCondBr(b, LLVMBuildIsNull(b, storage, ""), oom, init);
+  LLVMPositionBuilderAtEnd(b, init);
+  LLVMTypeRef i32p = LLVMPointerType(i32, 0), i64p = LLVMPointerType(i64, 0);
+  loop_t li = loop_open(b, fn, init, "init.j");
+  LLVMValueRef hdr = LLVMBuildAdd(b, LLVMBuildMul(b, li.iv, L.stride, ""), L.hdr_off, "");
+  LLVMBuildStore(b, LLVMConstInt(i32, 0, 0), byte_gep(b, storage, hdr, i32p, "kapi.state"));
+  LLVMValueRef hdr8 = LLVMBuildAdd(b, hdr, LLVMConstInt(i64, 8, 0), "");
+  LLVMBuildStore(b, zero64, byte_gep(b, storage, hdr8, i64p, "kapi.uoff"));
+  LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, fn, "state");
+  loop_close(b, &li, count, sloop);
   LLVMValueRef state = LLVMBuildPhi(b, i32, "state"), zero = LLVMConstInt(i32, 0, 0);
-  LLVMAddIncoming(state, &zero, &go, 1);
-  /* The two copies by offset, not by swapped pointers: alias analysis then still sees every
-   * slot address as based on the scratch storage, which aliases nothing. */
-  LLVMValueRef uoff = LLVMBuildPhi(b, i64, "uoff"), zero64 = LLVMConstInt(i64, 0, 0);
-  LLVMAddIncoming(uoff, &zero64, &go, 1);
-  LLVMValueRef noff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
-  LLVMValueRef cur = LLVMBuildInBoundsGEP2(b, i8, ubase, &uoff, 1, "kapi.ucur");
-  LLVMValueRef nxt = LLVMBuildInBoundsGEP2(b, i8, ubase, &noff, 1, "kapi.unext");
+  LLVMBasicBlockRef from_init = li.latch;
+  LLVMAddIncoming(state, &zero, &from_init, 1);
   LLVMValueRef sw = LLVMBuildSwitch(b, state, done, nstates);
+  LLVMValueRef exit_state = LLVMConstInt(i32, KC_HF_REGION_EXIT, 0);
   for (uint32_t s = 0; s < nstates; s++) {
     LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
     LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
     LLVMPositionBuilderAtEnd(b, cs);
-    loop_t lz = loop_open(b, fn, cs, "wi.z");
+    /* for each group j of the batch (lowest: the lowest state left after this region) */
+    loop_t lj = loop_open(b, fn, cs, "grp");
+    LLVMValueRef lowest = LLVMBuildPhi(b, i32, "kapi.lowest");
+    LLVMAddIncoming(lowest, &exit_state, &cs, 1);
+    LLVMValueRef base = LLVMBuildInBoundsGEP2(
+        b, i8, storage, (LLVMValueRef[]){LLVMBuildMul(b, lj.iv, L.stride, "")}, 1, "kapi.storage");
+    LLVMValueRef pst = byte_gep(b, base, L.hdr_off, i32p, "");
+    LLVMValueRef puo =
+        byte_gep(b, base, LLVMBuildAdd(b, L.hdr_off, LLVMConstInt(i64, 8, 0), ""), i64p, "");
+    LLVMValueRef st = LLVMBuildLoad2(b, i32, pst, "kapi.gstate");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c, fn, "grp.run");
+    LLVMBasicBlockRef next_j = LLVMAppendBasicBlockInContext(c, fn, "grp.next");
+    LLVMBasicBlockRef here = LLVMGetInsertBlock(b);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, st, LLVMConstInt(i32, s, 0), ""), body, next_j);
+    LLVMPositionBuilderAtEnd(b, body);
+    /* The two uniform copies by offset, not by swapped pointers: alias analysis then still sees
+     * every slot address as based on the scratch storage, which aliases nothing. */
+    LLVMValueRef uoff = LLVMBuildLoad2(b, i64, puo, "uoff");
+    LLVMValueRef noff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
+    LLVMValueRef ubase = LLVMBuildInBoundsGEP2(b, i8, base, &L.wi_bytes, 1, "kapi.ubase");
+    LLVMValueRef cur = LLVMBuildInBoundsGEP2(b, i8, ubase, &uoff, 1, "kapi.ucur");
+    LLVMValueRef nxt = LLVMBuildInBoundsGEP2(b, i8, ubase, &noff, 1, "kapi.unext");
+    LLVMValueRef local = k->local_size ? LLVMBuildInBoundsGEP2(b, i8, base, &L.local_off, 1, "")
+                                       : LLVMConstNull(i8p);
+    batch_args(b, k, vals, args + KC_HF_WI_FIXED, LLVMBuildMul(b, lj.iv, lstride, ""));
+    loop_t lz = loop_open(b, fn, body, "wi.z");
     loop_t ly = loop_open(b, fn, lz.head, "wi.y");
     loop_t lx = loop_open(b, fn, ly.head, "wi.x");
-    LLVMValueRef fixed[KC_HF_WI_FIXED] = {g,     lx.iv,   ly.iv, lz.iv, LLVMConstInt(i32, s, 0),
-                                          local, storage, cur,   nxt};
+    LLVMValueRef fixed[KC_HF_WI_FIXED] = {g,     lx.iv, ly.iv, lz.iv, LLVMConstInt(i32, s, 0),
+                                          local, base,  cur,   nxt,   lj.iv};
     memcpy(args, fixed, sizeof fixed);
     LLVMValueRef next = kc_hf_call(b, wi, args, na);
     LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, fn, "x.done");
@@ -515,11 +590,22 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
     loop_close(b, &ly, lr[1], ey);
     LLVMBasicBlockRef ez = LLVMAppendBasicBlockInContext(c, fn, "z.done");
     loop_close(b, &lz, lr[2], ez);
-    LLVMAddIncoming(state, &next, &ez, 1);
-    LLVMAddIncoming(uoff, &noff, &ez, 1); /* what this region wrote, the next one reads */
+    LLVMBuildStore(b, next, pst);
+    LLVMBuildStore(b, noff, puo); /* what this region wrote, the group's next one reads */
+    LLVMBuildBr(b, next_j);
+    LLVMPositionBuilderAtEnd(b, next_j);
+    LLVMValueRef now = LLVMBuildPhi(b, i32, "");
+    LLVMAddIncoming(now, (LLVMValueRef[]){next, st}, (LLVMBasicBlockRef[]){ez, here}, 2);
+    LLVMValueRef low =
+        LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, now, lowest, ""), now, lowest, "");
+    LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(c, fn, "grp.done");
+    loop_close(b, &lj, count, after);
+    LLVMAddIncoming(lowest, &low, &lj.latch, 1);
+    LLVMAddIncoming(state, &low, &after, 1);
     LLVMBuildBr(b, sloop);
   }
   free(args);
+  free(vals);
   LLVMPositionBuilderAtEnd(b, done);
   LLVMBuildRet(b, LLVMConstInt(i32, KC_OK, 0));
   LLVMPositionBuilderAtEnd(b, oom);

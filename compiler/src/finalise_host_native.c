@@ -16,7 +16,9 @@
 #include <string.h>
 
 #define NATIVE_MAGIC "KAPIHOST"
-#define NATIVE_VERSION 2u /* 2: kernels record whether they spin (fiber scheme) */
+/* 2: kernels record whether they spin (fiber scheme); 3: barrier kernels take batches of groups
+ * (kc_host_group_t.count) */
+#define NATIVE_VERSION 3u
 #define MAX_KERNELS 4096u
 #define MAX_ARGS 4096u
 
@@ -99,8 +101,10 @@ static int get_kernel(kc_blob_in_t *in, kc_host_kernel_t *k) {
   k->name = name;
   ok = ok && kc_blob_get_args(in, MAX_ARGS, &args, &k->num_args);
   k->args = args;
-  return ok && kc_blob_get_u32(in, &k->uses_barrier) && kc_blob_get_u32(in, &k->spins) &&
-         kc_blob_get(in, k->required_local_size, 12);
+  ok = ok && kc_blob_get_u32(in, &k->uses_barrier) && kc_blob_get_u32(in, &k->spins) &&
+       kc_blob_get(in, k->required_local_size, 12);
+  k->batches = k->uses_barrier && !k->spins; /* the region scheme's, as finalise_host.c says */
+  return ok;
 }
 
 void kc_hf_native_kernels_free(kc_host_kernel_t *ks, uint32_t n) {

@@ -110,6 +110,13 @@ typedef struct kc_host_group {
    * a local-memory argument, args[i] points at a `void *` holding this group's local buffer
    * (the driver allocates one per concurrently running group, kc_host_arg_t.size bytes). */
   void *const *args;
+  /* A batch: `count` groups run by this one call (0 counts as 1), consecutive along dimension 0
+   * from group_id (group_id[0] + count <= group_range[0]). Only kernels with
+   * kc_host_kernel_t.batches take more than one. Group i of the batch finds each local-memory
+   * argument's buffer `i * local_stride` bytes after the one args[] gives (the driver allocates
+   * count buffers of every local-memory argument, local_stride bytes apart). */
+  uint64_t count;
+  uint64_t local_stride;
 } kc_host_group_t;
 
 /* Returns KC_OK, or KC_ERR_OUT_OF_MEMORY when the group could not run (a kernel with barriers
@@ -138,6 +145,10 @@ typedef struct kc_host_kernel {
    * a group is guaranteed (fibers), between groups it is not, so a driver choosing the group
    * size should make groups as large as it can. */
   uint32_t spins;
+  /* 1 if run takes a batch of groups (kc_host_group_t.count > 1): it then runs each region
+   * between barriers for every group of the batch before the next region, which spreads the
+   * per-region cost over the batch. */
+  uint32_t batches;
 } kc_host_kernel_t;
 
 typedef struct kc_host_module kc_host_module_t;
