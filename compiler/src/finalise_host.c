@@ -239,7 +239,7 @@ static kc_status_t publish(work_t *w, kc_host_module_t *mod, char **log) {
     out->run = (kc_host_group_fn)addr;
     out->uses_barrier = (uint32_t)k->uses_barrier;
     out->spins = (uint32_t)k->spins;
-    out->batches = k->scheme == KC_HF_REGIONS;
+    out->batches = k->scheme == KC_HF_REGIONS && k->batches;
     memcpy(out->required_local_size, k->reqd, sizeof k->reqd);
     mod->count = i + 1;
   }

@@ -370,8 +370,9 @@ static LLVMValueRef scratch_fn(LLVMModuleRef m) {
   return f;
 }
 
-/* wi for KC_HF_REGIONS: `i32 wi(group, x, y, z, state, local, storage, ucur, unext, j,
- * args...)`, j the group's index in run's batch (group_id[0] + j is its id), the arguments unpacked
+/* wi for KC_HF_REGIONS: `i32 wi(group, x, y, z, state, local, storage, ucur, unext, j, bcur,
+ * bnext, args...)`, j the group's index in run's batch (group_id[0] + j is its id), the
+ * arguments unpacked
  * once per group by run (reloading them from the group's argument array in every region loop would
  * be a load that no store can be proved not to clobber). wi's entry block (group fields, the linear
  * local id, the slot addresses) is re-run by every region, so nothing it defines is ever saved
@@ -385,7 +386,7 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   LLVMTypeRef *params = calloc(np, sizeof *params);
   if (!params) return 0;
   LLVMTypeRef fixed[KC_HF_WI_FIXED] = {
-      LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p, i8p, i8p, i64};
+      LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p, i8p, i8p, i64, i8p, i8p};
   memcpy(params, fixed, sizeof fixed);
   for (unsigned i = 0; i < k->num_args; i++)
     params[KC_HF_WI_FIXED + i] = k->arg_types[i];
@@ -405,6 +406,8 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   k->storage = LLVMGetParam(wi, 6);
   k->ucur = LLVMGetParam(wi, 7);
   k->unext = LLVMGetParam(wi, 8);
+  k->bcur = LLVMGetParam(wi, 10);
+  k->bnext = LLVMGetParam(wi, 11);
   LLVMValueRef r = LLVMBuildMul(b, k->local_id[2], k->local_range[1], "");
   r = LLVMBuildMul(b, LLVMBuildAdd(b, r, k->local_id[1], ""), k->local_range[0], "");
   k->lin = LLVMBuildAdd(b, r, k->local_id[0], "kapi.lin");
@@ -469,10 +472,10 @@ static void batch_args(LLVMBuilderRef b, const kc_hf_kernel_t *k, LLVMValueRef *
 }
 
 /* Per group of a batch, run's part of the scratch storage: the work-items' slots (n * rec
- * bytes), the two copies of the uniform values (2 * urec), the module's __local variables
- * (lsize), then the group's state (i32) and which uniform copy is current (i64 offset). */
+ * bytes), the two copies of the group's uniform values (2 * urec), the module's __local
+ * variables (lsize); after the batch's groups, the two copies of its uniform values. */
 typedef struct {
-  LLVMValueRef wi_bytes, local_off, hdr_off, stride; /* i64 */
+  LLVMValueRef wi_bytes, local_off, stride; /* i64 */
 } batch_layout_t;
 
 static batch_layout_t batch_layout(LLVMBuilderRef b, LLVMValueRef n, uint64_t rec, uint64_t urec,
@@ -481,22 +484,22 @@ static batch_layout_t batch_layout(LLVMBuilderRef b, LLVMValueRef n, uint64_t re
   batch_layout_t L;
   L.wi_bytes = LLVMBuildMul(b, n, LLVMConstInt(i64, rec, 0), "");
   L.local_off = LLVMBuildAdd(b, L.wi_bytes, LLVMConstInt(i64, 2 * urec, 0), "");
-  L.hdr_off = LLVMBuildAdd(b, L.local_off, LLVMConstInt(i64, (lsize + 63) / 64 * 64, 0), "");
-  LLVMValueRef end = LLVMBuildAdd(b, L.hdr_off, LLVMConstInt(i64, 16 + 63, 0), "");
-  L.stride = LLVMBuildAnd(b, end, LLVMConstInt(i64, ~(uint64_t)63, 0), "kapi.gstride");
+  uint64_t tail = (lsize + 63) / 64 * 64; /* rec and urec are multiples of 64 already */
+  L.stride = LLVMBuildAdd(b, L.local_off, LLVMConstInt(i64, tail, 0), "kapi.gstride");
   return L;
 }
 
-/* run for KC_HF_REGIONS: takes a batch of groups (kc_host_group_t.count); scratch storage for
- * all of them (batch_layout_t), every group in state 0, then `until all are at EXIT: s = the
- * lowest state of any group; for each group j in state s: for z, y, x: next = wi(..., s, j)`,
- * with one such loop nest per state so that, once wi is inlined with a constant state, each
- * holds only its region. Barriers are uniform over a group (not over a batch: groups may take
- * different paths), so the last work-item's next state is its group's. Running one region
- * for the whole batch spreads the dispatch and each loop's set-up over it, and puts the
- * batch's independent groups side by side for the out-of-order core. */
+/* run for KC_HF_REGIONS: takes a batch of groups (kc_host_group_t.count; more than one only
+ * for lockstep kernels, whose groups all reach the same barriers: kc_hf_kernel_t.lockstep),
+ * scratch storage for them (batch_layout_t), then `state = 0; until EXIT: for each group j:
+ * for z, y, x: next = wi(..., state, j)`, with one such loop nest per state so that, once wi
+ * is inlined with a constant state, each holds only its region. Barriers are uniform over a
+ * group, and in lockstep over the batch, so the last work-item's next state is the batch's.
+ * Running a region for the whole batch spreads the dispatch over it, and what depends only
+ * on values the same in every group (the batch's uniform copies, e.g. a tree reduction's
+ * stride and each loop's trip count) is computed once per batch, not per group. */
 int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
-                          uint64_t urec) {
+                          uint64_t urec, uint64_t brec) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
   LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
@@ -508,6 +511,7 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, fn, "done");
   LLVMBasicBlockRef oom = LLVMAppendBasicBlockInContext(c, fn, "oom");
   LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(c, fn, "go");
+  LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, fn, "state");
   LLVMPositionBuilderAtEnd(b, entry);
   unsigned na = KC_HF_WI_FIXED + k->num_args;
   LLVMValueRef *args = calloc(na, sizeof *args), *vals = unpack_args(b, g, k);
@@ -526,61 +530,45 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMValueRef lstride = group_field(b, g, KC_HG_LOCAL_STRIDE, -1);
   LLVMValueRef n = LLVMBuildMul(b, LLVMBuildMul(b, lr[0], lr[1], ""), lr[2], "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, zero64, ""), done, go);
-  /* go: the storage, and every group's header at state 0 with copy 0 current */
   LLVMPositionBuilderAtEnd(b, go);
   batch_layout_t L = batch_layout(b, n, rec, urec, k->local_size);
-  LLVMValueRef bytes = LLVMBuildMul(b, count, L.stride, "");
+  LLVMValueRef groups_bytes = LLVMBuildMul(b, count, L.stride, "");
+  LLVMValueRef bytes = LLVMBuildAdd(b, groups_bytes, LLVMConstInt(i64, 2 * brec, 0), "");
+  /* never NULL on success, even when nothing is saved: the batch's storage is always asked */
   LLVMValueRef storage = kc_hf_call(b, scratch_fn(m), &bytes, 1);
-  LLVMBasicBlockRef init = LLVMAppendBasicBlockInContext(c, fn, "init");
-  LLVMBuildCondBr(b, LLVMBuildIsNull(b, storage, ""), oom, init);
-  LLVMPositionBuilderAtEnd(b, init);
-  LLVMTypeRef i32p = LLVMPointerType(i32, 0), i64p = LLVMPointerType(i64, 0);
-  loop_t li = loop_open(b, fn, init, "init.j");
-  LLVMValueRef hdr = LLVMBuildAdd(b, LLVMBuildMul(b, li.iv, L.stride, ""), L.hdr_off, "");
-  LLVMBuildStore(b, LLVMConstInt(i32, 0, 0), byte_gep(b, storage, hdr, i32p, "kapi.state"));
-  LLVMValueRef hdr8 = LLVMBuildAdd(b, hdr, LLVMConstInt(i64, 8, 0), "");
-  LLVMBuildStore(b, zero64, byte_gep(b, storage, hdr8, i64p, "kapi.uoff"));
-  LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, fn, "state");
-  loop_close(b, &li, count, sloop);
+  LLVMValueRef bbase = LLVMBuildInBoundsGEP2(b, i8, storage, &groups_bytes, 1, "kapi.bbase");
+  LLVMBuildCondBr(b, LLVMBuildIsNull(b, storage, ""), oom, sloop);
+  LLVMPositionBuilderAtEnd(b, sloop);
   LLVMValueRef state = LLVMBuildPhi(b, i32, "state"), zero = LLVMConstInt(i32, 0, 0);
-  LLVMBasicBlockRef from_init = li.latch;
-  LLVMAddIncoming(state, &zero, &from_init, 1);
+  LLVMAddIncoming(state, &zero, &go, 1);
+  /* The two copies by offset, not by swapped pointers: alias analysis then still sees every
+   * slot address as based on the scratch storage, which aliases nothing. */
+  LLVMValueRef uoff = LLVMBuildPhi(b, i64, "uoff"), boff = LLVMBuildPhi(b, i64, "boff");
+  LLVMAddIncoming(uoff, &zero64, &go, 1);
+  LLVMAddIncoming(boff, &zero64, &go, 1);
+  LLVMValueRef unoff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
+  LLVMValueRef bnoff = LLVMBuildSub(b, LLVMConstInt(i64, brec, 0), boff, "");
+  LLVMValueRef bcur = LLVMBuildInBoundsGEP2(b, i8, bbase, &boff, 1, "kapi.bcur");
+  LLVMValueRef bnxt = LLVMBuildInBoundsGEP2(b, i8, bbase, &bnoff, 1, "kapi.bnext");
   LLVMValueRef sw = LLVMBuildSwitch(b, state, done, nstates);
-  LLVMValueRef exit_state = LLVMConstInt(i32, KC_HF_REGION_EXIT, 0);
   for (uint32_t s = 0; s < nstates; s++) {
     LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
     LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
     LLVMPositionBuilderAtEnd(b, cs);
-    /* for each group j of the batch (lowest: the lowest state left after this region) */
     loop_t lj = loop_open(b, fn, cs, "grp");
-    LLVMValueRef lowest = LLVMBuildPhi(b, i32, "kapi.lowest");
-    LLVMAddIncoming(lowest, &exit_state, &cs, 1);
-    LLVMValueRef base = LLVMBuildInBoundsGEP2(
-        b, i8, storage, (LLVMValueRef[]){LLVMBuildMul(b, lj.iv, L.stride, "")}, 1, "kapi.storage");
-    LLVMValueRef pst = byte_gep(b, base, L.hdr_off, i32p, "");
-    LLVMValueRef puo =
-        byte_gep(b, base, LLVMBuildAdd(b, L.hdr_off, LLVMConstInt(i64, 8, 0), ""), i64p, "");
-    LLVMValueRef st = LLVMBuildLoad2(b, i32, pst, "kapi.gstate");
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c, fn, "grp.run");
-    LLVMBasicBlockRef next_j = LLVMAppendBasicBlockInContext(c, fn, "grp.next");
-    LLVMBasicBlockRef here = LLVMGetInsertBlock(b);
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, st, LLVMConstInt(i32, s, 0), ""), body, next_j);
-    LLVMPositionBuilderAtEnd(b, body);
-    /* The two uniform copies by offset, not by swapped pointers: alias analysis then still sees
-     * every slot address as based on the scratch storage, which aliases nothing. */
-    LLVMValueRef uoff = LLVMBuildLoad2(b, i64, puo, "uoff");
-    LLVMValueRef noff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
+    LLVMValueRef goff = LLVMBuildMul(b, lj.iv, L.stride, "");
+    LLVMValueRef base = LLVMBuildInBoundsGEP2(b, i8, storage, &goff, 1, "kapi.storage");
     LLVMValueRef ubase = LLVMBuildInBoundsGEP2(b, i8, base, &L.wi_bytes, 1, "kapi.ubase");
     LLVMValueRef cur = LLVMBuildInBoundsGEP2(b, i8, ubase, &uoff, 1, "kapi.ucur");
-    LLVMValueRef nxt = LLVMBuildInBoundsGEP2(b, i8, ubase, &noff, 1, "kapi.unext");
+    LLVMValueRef nxt = LLVMBuildInBoundsGEP2(b, i8, ubase, &unoff, 1, "kapi.unext");
     LLVMValueRef local = k->local_size ? LLVMBuildInBoundsGEP2(b, i8, base, &L.local_off, 1, "")
                                        : LLVMConstNull(i8p);
     batch_args(b, k, vals, args + KC_HF_WI_FIXED, LLVMBuildMul(b, lj.iv, lstride, ""));
-    loop_t lz = loop_open(b, fn, body, "wi.z");
+    loop_t lz = loop_open(b, fn, lj.head, "wi.z");
     loop_t ly = loop_open(b, fn, lz.head, "wi.y");
     loop_t lx = loop_open(b, fn, ly.head, "wi.x");
-    LLVMValueRef fixed[KC_HF_WI_FIXED] = {g,     lx.iv, ly.iv, lz.iv, LLVMConstInt(i32, s, 0),
-                                          local, base,  cur,   nxt,   lj.iv};
+    LLVMValueRef fixed[KC_HF_WI_FIXED] = {
+        g, lx.iv, ly.iv, lz.iv, LLVMConstInt(i32, s, 0), local, base, cur, nxt, lj.iv, bcur, bnxt};
     memcpy(args, fixed, sizeof fixed);
     LLVMValueRef next = kc_hf_call(b, wi, args, na);
     LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, fn, "x.done");
@@ -590,18 +578,12 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
     loop_close(b, &ly, lr[1], ey);
     LLVMBasicBlockRef ez = LLVMAppendBasicBlockInContext(c, fn, "z.done");
     loop_close(b, &lz, lr[2], ez);
-    LLVMBuildStore(b, next, pst);
-    LLVMBuildStore(b, noff, puo); /* what this region wrote, the group's next one reads */
-    LLVMBuildBr(b, next_j);
-    LLVMPositionBuilderAtEnd(b, next_j);
-    LLVMValueRef now = LLVMBuildPhi(b, i32, "");
-    LLVMAddIncoming(now, (LLVMValueRef[]){next, st}, (LLVMBasicBlockRef[]){ez, here}, 2);
-    LLVMValueRef low =
-        LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, now, lowest, ""), now, lowest, "");
-    LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(c, fn, "grp.done");
-    loop_close(b, &lj, count, after);
-    LLVMAddIncoming(lowest, &low, &lj.latch, 1);
-    LLVMAddIncoming(state, &low, &after, 1);
+    LLVMBasicBlockRef ej = LLVMAppendBasicBlockInContext(c, fn, "grp.done");
+    loop_close(b, &lj, count, ej);
+    LLVMAddIncoming(state, &next, &ej, 1);
+    /* what this region wrote, the next one reads */
+    LLVMAddIncoming(uoff, &unoff, &ej, 1);
+    LLVMAddIncoming(boff, &bnoff, &ej, 1);
     LLVMBuildBr(b, sloop);
   }
   free(args);

@@ -21,7 +21,7 @@
 /* Kernels that take batches of groups (kc_host_kernel_t.batches) get about CPU_BATCH_ITEMS
  * work-items per run call, at most CPU_BATCH_GROUPS groups, and at most CPU_BATCH_LOCAL bytes of
  * local memory for the batch (one group's always). */
-#define CPU_BATCH_ITEMS 2048u
+#define CPU_BATCH_ITEMS 4096u
 #define CPU_BATCH_GROUPS 64u
 #define CPU_BATCH_LOCAL (256u * 1024u)
 
