@@ -439,7 +439,7 @@ def weighted_group_sums(nditem, a, wts, out, s1, s2):
 )
 def test_batched_groups_local_memory_and_group_values(dev, groups, local):
     rng = np.random.default_rng(7)
-    shape = tuple(g * w for g, w in zip(groups, local))[::-1]  # (z, y, x)
+    shape = tuple(g * w for g, w in zip(groups, local, strict=True))[::-1]  # (z, y, x)
     ha = rng.integers(0, 9, shape).astype(np.int64)
     hw = rng.integers(1, 5, groups[::-1]).astype(np.int64)
     a, wts = kapi.asarray(ha, device=dev), kapi.asarray(hw, device=dev)
