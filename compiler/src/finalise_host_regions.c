@@ -908,9 +908,9 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
   free(allocas);
   k->batches = k->lockstep && s.rec == 0;
   const char *yes = k->batches ? "yes" : "no"; /* for KAPI_DUMP=host, beside kapi-scheme */
-  LLVMAddAttributeAtIndex(k->run, LLVMAttributeFunctionIndex,
-                          LLVMCreateStringAttribute(s.c, "kapi-batches", 12, yes,
-                                                    (unsigned)strlen(yes)));
+  LLVMAddAttributeAtIndex(
+      k->run, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(s.c, "kapi-batches", 12, yes, (unsigned)strlen(yes)));
   if (ok)
     ok = kc_hf_make_region_run(m, k, (uint32_t)nbar + 1, (s.rec + 63) / 64 * 64,
                                (s.urec + 63) / 64 * 64, (s.brec + 63) / 64 * 64);

@@ -107,8 +107,7 @@ static void *worker(void *p) {
       uint64_t end = (b + 1) * batch < total ? (b + 1) * batch : total;
       g.count = end - i < nx - g.group_id[0] ? end - i : nx - g.group_id[0];
       kc_status_t st = l->k->run(&g);
-      CHECK(st == KC_OK, "group %llu could not run: %s", (unsigned long long)i,
-            kc_status_name(st));
+      CHECK(st == KC_OK, "group %llu could not run: %s", (unsigned long long)i, kc_status_name(st));
     }
   }
   for (uint32_t i = 0; i < na; i++)

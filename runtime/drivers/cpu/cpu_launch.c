@@ -18,8 +18,6 @@
  * for about CPU_BATCH_ITEMS work-items within the local-memory budget. */
 static uint32_t batch_size(const cpu_kernel_t *k, uint64_t group_items, uint64_t local_bytes) {
   if (!k->k->batches || !group_items) return 1;
-  const char *e = getenv("KAPI_XB");
-  if (e) return (uint32_t)atoi(e);
   uint64_t b = CPU_BATCH_ITEMS / group_items;
   if (local_bytes && b > CPU_BATCH_LOCAL / local_bytes) b = CPU_BATCH_LOCAL / local_bytes;
   if (b > CPU_BATCH_GROUPS) b = CPU_BATCH_GROUPS;
