@@ -91,14 +91,16 @@ kc_status_t kc_spirv_disassemble(const void *spirv, size_t nbytes, char **text, 
 /* Exported from libkapi_compiler, which is built with -fvisibility=hidden. */
 #pragma GCC visibility push(default)
 
-/* What a driver hands a finalised kernel to run ONE work-group. Ids are per dimension, dim 0
- * fastest-varying. The kernel runs every work-item of the group before returning, barriers
- * included (the finaliser owns the barrier scheme), on the calling thread; any number of
- * threads may run groups of the same kernel at once.
- * Memory a driver should know about: module-level __local variables are placed by run itself
- * in its own stack frame (one copy per running group), so worker threads need that much stack
- * on top of their own (default 8 MiB pthread stacks are ample). Kernels with barriers keep
- * per-work-item values in per-thread scratch memory (heap), and kernels that spin on atomic
+/* What a driver hands a finalised kernel to run ONE work-group (or, for kernels that take them,
+ * a batch of consecutive groups: count). Ids are per dimension, dim 0 fastest-varying. The
+ * kernel runs every work-item of the group before returning, barriers included (the finaliser
+ * owns the barrier scheme), on the calling thread; any number of threads may run groups of the
+ * same kernel at once.
+ * Memory a driver should know about: module-level __local variables of barrier-free kernels
+ * are placed by run itself in its own stack frame (one copy per running group), so worker
+ * threads need that much stack on top of their own (default 8 MiB pthread stacks are ample).
+ * Kernels with barriers keep them, and per-work-item values, in per-thread scratch memory
+ * (heap), and kernels that spin on atomic
  * loads run each work-item on a fiber with a 256 KiB stack (private arrays included); both
  * are kept per thread, reused across groups and freed when the thread exits. */
 typedef struct kc_host_group {
