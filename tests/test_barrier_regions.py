@@ -510,3 +510,36 @@ def test_cpu_batches_only_lockstep_kernels_without_per_work_item_slots():
     # tree_reduce: lockstep, nothing per work-item; scan: `v` per work-item; barriers_by_group:
     # the number of barriers depends on the group's id
     assert ['"kapi-batches"="yes"' in a for a in runs] == [True, False, False], runs
+
+
+@kapi.kernel
+def mirror(nditem, a, out, slm):
+    # Nothing is saved across the barrier (ids are recomputed): no scratch storage at all.
+    lid = nditem.get_local_id(0)
+    slm[lid] = a[nditem.get_global_id(0)]
+    kapi_api.group_barrier(nditem.get_group())
+    out[nditem.get_global_id(0)] = slm[nditem.get_local_range(0) - 1 - lid]
+
+
+FIRST = """
+import numpy as np
+import kapi
+from kapi import kernel_api as K
+import test_barrier_regions as T
+
+dev = [d for d in kapi.devices() if ":cpu:" in d.filter_string][0]
+h = np.arange(64 * 64, dtype=np.int32)
+out = kapi.zeros(h.size, dtype="i4", device=dev)
+a = kapi.asarray(h, device=dev)
+kapi.call_kernel(T.mirror, kapi.NdRange((h.size,), (64,)), a, out, K.LocalAccessor((64,), np.int32))
+print(int((out.asnumpy() == h.reshape(-1, 64)[:, ::-1].ravel()).all()))
+"""
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_barrier_kernel_saving_nothing_on_fresh_threads():
+    # The first barrier kernel of a process, on threads that never had scratch storage, with
+    # nothing to store in it (it once took a NULL for "out of memory").
+    r = run_script(FIRST)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "1"

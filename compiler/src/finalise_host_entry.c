@@ -534,10 +534,15 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   batch_layout_t L = batch_layout(b, n, rec, urec, k->local_size);
   LLVMValueRef groups_bytes = LLVMBuildMul(b, count, L.stride, "");
   LLVMValueRef bytes = LLVMBuildAdd(b, groups_bytes, LLVMConstInt(i64, 2 * brec, 0), "");
-  /* never NULL on success, even when nothing is saved: the batch's storage is always asked */
-  LLVMValueRef storage = kc_hf_call(b, scratch_fn(m), &bytes, 1);
+  /* Nothing to keep (no slots, no __local variables): no storage, and no call for it (which
+   * would answer NULL, not out of memory, on a thread that never had any). */
+  int none = !rec && !urec && !brec && !k->local_size;
+  LLVMValueRef storage = none ? LLVMConstNull(i8p) : kc_hf_call(b, scratch_fn(m), &bytes, 1);
   LLVMValueRef bbase = LLVMBuildInBoundsGEP2(b, i8, storage, &groups_bytes, 1, "kapi.bbase");
-  LLVMBuildCondBr(b, LLVMBuildIsNull(b, storage, ""), oom, sloop);
+  if (none)
+    LLVMBuildBr(b, sloop);
+  else
+    LLVMBuildCondBr(b, LLVMBuildIsNull(b, storage, ""), oom, sloop);
   LLVMPositionBuilderAtEnd(b, sloop);
   LLVMValueRef state = LLVMBuildPhi(b, i32, "state"), zero = LLVMConstInt(i32, 0, 0);
   LLVMAddIncoming(state, &zero, &go, 1);
