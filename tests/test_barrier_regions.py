@@ -390,3 +390,156 @@ def test_cpu_schemes_regions_for_barriers_fibers_for_spins():
     assert r.returncode == 0, r.stderr
     assert '"kapi-scheme"="fibers"' in r.stderr and "__kapi_host_fiber_run" in r.stderr
     assert "__kapi_host_yield" in r.stderr
+
+
+# ---- Batches of groups (CPU: lockstep kernels without per-work-item slots get several
+# groups per run call, region by region; values the same in every group of a batch are saved
+# once per batch, values that differ per group once per group) ----
+
+
+@kapi.kernel
+def weighted_group_sums(nditem, a, wts, out, s1, s2):
+    # Tree reduction over a 1-, 2- or 3-D group (linear local id), with two local buffers and
+    # a value loaded per group (`w`: the same in the group, different between groups) that is
+    # live across every barrier.
+    lx = nditem.get_local_id(0)
+    ly = nditem.get_local_id(1)
+    lz = nditem.get_local_id(2)
+    nx = nditem.get_local_range(0)
+    ny = nditem.get_local_range(1)
+    n = nx * ny * nditem.get_local_range(2)
+    lid = (lz * ny + ly) * nx + lx
+    g = nditem.get_group()
+    g0 = g.get_group_id(0)
+    g1 = g.get_group_id(1)
+    g2 = g.get_group_id(2)
+    w = wts[g2, g1, g0]
+    s1[lid] = a[nditem.get_global_id(2), nditem.get_global_id(1), nditem.get_global_id(0)]
+    s2[lid] = w * 2
+    kapi_api.group_barrier(g)
+    stride = n // 2
+    while stride > 0:
+        if lid < stride:
+            s1[lid] += s1[lid + stride]
+        kapi_api.group_barrier(g)
+        stride //= 2
+    if lid == 0:
+        out[g2, g1, g0] = s1[0] * w + s2[n - 1]
+
+
+@pytest.mark.parametrize(
+    "groups, local",
+    [
+        ((1, 1, 1), (256, 1, 1)),
+        ((37, 1, 1), (64, 1, 1)),  # 37 groups: batches of 64 work-item groups do not divide it
+        ((19, 3, 1), (8, 4, 1)),  # 2-D: a batch never crosses a row of groups
+        ((5, 3, 2), (4, 2, 2)),  # 3-D
+        ((97, 1, 1), (1, 1, 1)),
+    ],
+)
+def test_batched_groups_local_memory_and_group_values(dev, groups, local):
+    rng = np.random.default_rng(7)
+    shape = tuple(g * w for g, w in zip(groups, local, strict=True))[::-1]  # (z, y, x)
+    ha = rng.integers(0, 9, shape).astype(np.int64)
+    hw = rng.integers(1, 5, groups[::-1]).astype(np.int64)
+    a, wts = kapi.asarray(ha, device=dev), kapi.asarray(hw, device=dev)
+    out = kapi.zeros(groups[::-1], dtype="i8", device=dev)
+    n = local[0] * local[1] * local[2]
+    s1 = kapi_api.LocalAccessor((n,), np.int64)
+    s2 = kapi_api.LocalAccessor((n + 3,), np.int64)  # another size: its own offset per group
+    kapi.call_kernel(weighted_group_sums, kapi.NdRange(shape[::-1], local), a, wts, out, s1, s2)
+    lz, ly, lx = local[::-1]
+    gz, gy, gx = groups[::-1]
+    sums = ha.reshape(gz, lz, gy, ly, gx, lx).sum(axis=(1, 3, 5))
+    np.testing.assert_array_equal(out.asnumpy(), sums * hw + 2 * hw)
+
+
+@kapi.kernel
+def barriers_by_group(nditem, out, tmp):
+    # How many barriers a group meets depends on its id: the groups of a batch would not run
+    # in lockstep, so the CPU device never batches it (each group is still uniform).
+    lid = nditem.get_local_id(0)
+    g = nditem.get_group()
+    tmp[lid] = lid
+    for _ in range(g.get_group_id(0) % 3):
+        kapi_api.group_barrier(g)
+        if lid == 0:
+            tmp[0] += 10
+    kapi_api.group_barrier(g)
+    out[nditem.get_global_id(0)] = tmp[0] + tmp[lid]
+
+
+def test_groups_meeting_different_barriers(dev):
+    wg, groups = 8, 41
+    out = kapi.zeros(wg * groups, dtype="i8", device=dev)
+    kapi.call_kernel(
+        barriers_by_group,
+        kapi.NdRange((wg * groups,), (wg,)),
+        out,
+        kapi_api.LocalAccessor((wg,), np.int64),
+    )
+    g, lid = np.divmod(np.arange(wg * groups), wg)
+    want = 10 * (g % 3) + np.where(lid == 0, 10 * (g % 3), lid)
+    np.testing.assert_array_equal(out.asnumpy(), want)
+
+
+BATCHES = """
+import numpy as np
+import kapi
+from kapi import kernel_api as K
+import test_barrier_regions as T
+
+dev = [d for d in kapi.devices() if ":cpu:" in d.filter_string][0]
+for name in ("tree_reduce", "scan", "barriers_by_group"):
+    f = kapi.zeros(64, dtype="f8" if name == "tree_reduce" else "i8", device=dev)
+    args = (f, f) if name != "barriers_by_group" else (f,)
+    t = np.float64 if name == "tree_reduce" else np.int64
+    kapi.call_kernel(getattr(T, name), kapi.NdRange((64,), (8,)), *args, K.LocalAccessor((8,), t))
+"""
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_batches_only_lockstep_kernels_without_per_work_item_slots():
+    r = run_script(BATCHES, env={"KAPI_DUMP": "host", "KAPI_CACHE": "0"})
+    assert r.returncode == 0, r.stderr
+    runs = [
+        line
+        for line in r.stderr.splitlines()
+        if line.startswith("attributes #") and "kapi-scheme" in line
+    ]
+    # tree_reduce: lockstep, nothing per work-item; scan: `v` per work-item; barriers_by_group:
+    # the number of barriers depends on the group's id
+    assert ['"kapi-batches"="yes"' in a for a in runs] == [True, False, False], runs
+
+
+@kapi.kernel
+def mirror(nditem, a, out, slm):
+    # Nothing is saved across the barrier (ids are recomputed): no scratch storage at all.
+    lid = nditem.get_local_id(0)
+    slm[lid] = a[nditem.get_global_id(0)]
+    kapi_api.group_barrier(nditem.get_group())
+    out[nditem.get_global_id(0)] = slm[nditem.get_local_range(0) - 1 - lid]
+
+
+FIRST = """
+import numpy as np
+import kapi
+from kapi import kernel_api as K
+import test_barrier_regions as T
+
+dev = [d for d in kapi.devices() if ":cpu:" in d.filter_string][0]
+h = np.arange(64 * 64, dtype=np.int32)
+out = kapi.zeros(h.size, dtype="i4", device=dev)
+a = kapi.asarray(h, device=dev)
+kapi.call_kernel(T.mirror, kapi.NdRange((h.size,), (64,)), a, out, K.LocalAccessor((64,), np.int32))
+print(int((out.asnumpy() == h.reshape(-1, 64)[:, ::-1].ravel()).all()))
+"""
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_barrier_kernel_saving_nothing_on_fresh_threads():
+    # The first barrier kernel of a process, on threads that never had scratch storage, with
+    # nothing to store in it (it once took a NULL for "out of memory").
+    r = run_script(FIRST)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "1"

@@ -129,6 +129,8 @@ static int check_frames(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n, c
   for (uint32_t i = 0; i < n; i++) {
     int fiber = ks[i].scheme == KC_HF_FIBERS;
     uint64_t bytes = frame_bytes(ks[i].body, td);
+    /* the region scheme keeps __local variables in its scratch storage, under the same limit */
+    if (ks[i].scheme == KC_HF_REGIONS) bytes += ks[i].local_size;
     unsigned limit = fiber ? KC_HF_FIBER_PRIVATE : KC_HF_FRAME;
     if (bytes > limit) {
       *log = kc_msg("kernel %s needs %llu bytes of %s memory; the host CPU device supports %u",
@@ -237,6 +239,7 @@ static kc_status_t publish(work_t *w, kc_host_module_t *mod, char **log) {
     out->run = (kc_host_group_fn)addr;
     out->uses_barrier = (uint32_t)k->uses_barrier;
     out->spins = (uint32_t)k->spins;
+    out->batches = k->scheme == KC_HF_REGIONS && k->batches;
     memcpy(out->required_local_size, k->reqd, sizeof k->reqd);
     mod->count = i + 1;
   }

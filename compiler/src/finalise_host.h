@@ -13,7 +13,15 @@
 #include <stdint.h>
 
 /* Field indices of %kapi.group, the IR view of kc_host_group_t. */
-enum { KC_HG_GROUP_ID, KC_HG_GROUP_RANGE, KC_HG_LOCAL_RANGE, KC_HG_OFFSET, KC_HG_ARGS };
+enum {
+  KC_HG_GROUP_ID,
+  KC_HG_GROUP_RANGE,
+  KC_HG_LOCAL_RANGE,
+  KC_HG_OFFSET,
+  KC_HG_ARGS,
+  KC_HG_COUNT,
+  KC_HG_LOCAL_STRIDE
+};
 
 /* How a kernel's work-items run (finalise_host_entry.c). */
 typedef enum {
@@ -23,7 +31,7 @@ typedef enum {
 } kc_hf_scheme_t;
 
 /* Parameters of the region wi before the kernel's arguments. */
-#define KC_HF_WI_FIXED 9u
+#define KC_HF_WI_FIXED 12u
 /* The region wi's value for the kernel's end (its other returns are the next region). */
 #define KC_HF_REGION_EXIT 0xffffffffu
 
@@ -51,6 +59,16 @@ typedef struct kc_hf_kernel {
    * ucur and writes unext (one region's work-items run one after another, so a shared copy
    * written by one would be read by the next); run swaps them between regions. */
   LLVMValueRef ucur, unext;
+  /* ...and of the values the same in every group of a batch (bcur read, bnext written), kept
+   * only when the batch's groups run in lockstep: 1 when every group of a batch reaches the
+   * same barriers in the same order whatever its id (the batch then has one state, and the
+   * driver may batch it: kc_host_kernel_t.batches). */
+  LLVMValueRef bcur, bnext;
+  int lockstep;
+  /* 1 when run should be given batches: lockstep, and no per-work-item slots (a kernel saving
+   * values per work-item already runs long regions, and a batch only spreads its storage over
+   * more cache: the scan in bench/cpu_barrier.py ran slower batched) */
+  int batches;
   uint64_t local_size; /* bytes of the group's __local buffer (run allocates it) */
 } kc_hf_kernel_t;
 
@@ -122,7 +140,7 @@ void kc_hf_locals_free(kc_hf_locals_t *l);
  * kc_hf_block_in_cycle: 1 when bb can reach itself. */
 int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log);
 int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
-                          uint64_t urec);
+                          uint64_t urec, uint64_t brec);
 int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
 /* After wi is inlined into run and cleaned up: region loops guarded by `x < U` stop at U.
  * Returns how many loops it narrowed. */

@@ -193,18 +193,20 @@ static LLVMTypeRef group_type(LLVMContextRef c) {
   if (t) return t;
   LLVMTypeRef a3 = LLVMArrayType(LLVMInt64TypeInContext(c), 3);
   LLVMTypeRef i8pp = LLVMPointerType(LLVMPointerType(LLVMInt8TypeInContext(c), 0), 0);
-  LLVMTypeRef fields[5] = {a3, a3, a3, a3, i8pp};
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+  LLVMTypeRef fields[7] = {a3, a3, a3, a3, i8pp, i64, i64};
   t = LLVMStructCreateNamed(c, "kapi.group");
-  LLVMStructSetBody(t, fields, 5, 0);
+  LLVMStructSetBody(t, fields, 7, 0);
   return t;
 }
 
+/* Field `field` of the group descriptor, element d of it (d < 0: a scalar field). */
 static LLVMValueRef group_field(LLVMBuilderRef b, LLVMValueRef g, unsigned field, int d) {
   LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(g));
   LLVMTypeRef i32 = LLVMInt32TypeInContext(c), i64 = LLVMInt64TypeInContext(c);
   LLVMValueRef idx[3] = {LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, field, 0),
-                         LLVMConstInt(i32, (unsigned)d, 0)};
-  LLVMValueRef p = LLVMBuildInBoundsGEP2(b, group_type(c), g, idx, 3, "");
+                         LLVMConstInt(i32, (unsigned)(d < 0 ? 0 : d), 0)};
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(b, group_type(c), g, idx, d < 0 ? 2 : 3, "");
   LLVMValueRef v = LLVMBuildLoad2(b, i64, p, "");
   LLVMSetAlignment(v, 8);
   return v;
@@ -368,13 +370,14 @@ static LLVMValueRef scratch_fn(LLVMModuleRef m) {
   return f;
 }
 
-/* wi for KC_HF_REGIONS: `i32 wi(group, x, y, z, state, local, storage, ucur, unext, args...)`,
- * the
- * arguments unpacked once per group by run (reloading them from the group's argument array in
- * every region loop would be a load that no store can be proved not to clobber). wi's entry
- * block (group fields, the linear local id, the slot addresses) is re-run by every region, so
- * nothing it defines is ever saved across a barrier; it branches to the kernel's call, the
- * block that the region split turns into a switch. */
+/* wi for KC_HF_REGIONS: `i32 wi(group, x, y, z, state, local, storage, ucur, unext, j, bcur,
+ * bnext, args...)`, j the group's index in run's batch (group_id[0] + j is its id), the
+ * arguments unpacked
+ * once per group by run (reloading them from the group's argument array in every region loop would
+ * be a load that no store can be proved not to clobber). wi's entry block (group fields, the linear
+ * local id, the slot addresses) is re-run by every region, so nothing it defines is ever saved
+ * across a barrier; it branches to the kernel's call, the block that the region split turns into a
+ * switch. */
 static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
@@ -383,7 +386,7 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   LLVMTypeRef *params = calloc(np, sizeof *params);
   if (!params) return 0;
   LLVMTypeRef fixed[KC_HF_WI_FIXED] = {
-      LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p, i8p, i8p};
+      LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p, i8p, i8p, i64, i8p, i8p};
   memcpy(params, fixed, sizeof fixed);
   for (unsigned i = 0; i < k->num_args; i++)
     params[KC_HF_WI_FIXED + i] = k->arg_types[i];
@@ -394,6 +397,8 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c, wi, "body");
   LLVMPositionBuilderAtEnd(b, entry);
   load_group(b, LLVMGetParam(wi, 0), k);
+  /* the group's place in run's batch: batches run along dimension 0 */
+  k->group_id[0] = LLVMBuildAdd(b, k->group_id[0], LLVMGetParam(wi, 9), "kapi.group0");
   for (int d = 0; d < 3; d++)
     k->local_id[d] = LLVMGetParam(wi, 1 + (unsigned)d);
   k->state = LLVMGetParam(wi, 4);
@@ -401,6 +406,8 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   k->storage = LLVMGetParam(wi, 6);
   k->ucur = LLVMGetParam(wi, 7);
   k->unext = LLVMGetParam(wi, 8);
+  k->bcur = LLVMGetParam(wi, 10);
+  k->bnext = LLVMGetParam(wi, 11);
   LLVMValueRef r = LLVMBuildMul(b, k->local_id[2], k->local_range[1], "");
   r = LLVMBuildMul(b, LLVMBuildAdd(b, r, k->local_id[1], ""), k->local_range[0], "");
   k->lin = LLVMBuildAdd(b, r, k->local_id[0], "kapi.lin");
@@ -442,14 +449,60 @@ static void mark_parallel(LLVMContextRef c, LLVMValueRef call, LLVMBasicBlockRef
                   idv);
 }
 
-/* run for KC_HF_REGIONS: the per-work-item storage (`rec` bytes each), then `state = 0; until
- * EXIT: for z, y, x: next = wi(..., state)`, with one loop per state so that, once wi is
- * inlined with a constant state, each loop holds only its region. Barriers are uniform over
- * the group, so the last work-item's next state is the group's. */
+/* Byte pointer `base + off`, as a pointer of type `ty`. */
+static LLVMValueRef byte_gep(LLVMBuilderRef b, LLVMValueRef base, LLVMValueRef off, LLVMTypeRef ty,
+                             const char *name) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(base));
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(b, LLVMInt8TypeInContext(c), base, &off, 1, name);
+  return ty == LLVMTypeOf(p) ? p : LLVMBuildBitCast(b, p, ty, "");
+}
+
+/* The kernel's arguments for group j of the batch: each local-memory argument's buffer is
+ * j * local_stride bytes after group 0's. */
+static void batch_args(LLVMBuilderRef b, const kc_hf_kernel_t *k, LLVMValueRef *vals,
+                       LLVMValueRef *out, LLVMValueRef off) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(off));
+  for (unsigned i = 0; i < k->num_args; i++) {
+    out[i] = vals[i];
+    if (k->args[i].kind != KC_ARG_LOCAL) continue;
+    LLVMTypeRef t = k->arg_types[i];
+    LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), LLVMGetPointerAddressSpace(t));
+    out[i] = byte_gep(b, LLVMBuildBitCast(b, vals[i], i8p, ""), off, t, "kapi.local.j");
+  }
+}
+
+/* Per group of a batch, run's part of the scratch storage: the work-items' slots (n * rec
+ * bytes), the two copies of the group's uniform values (2 * urec), the module's __local
+ * variables (lsize); after the batch's groups, the two copies of its uniform values. */
+typedef struct {
+  LLVMValueRef wi_bytes, local_off, stride; /* i64 */
+} batch_layout_t;
+
+static batch_layout_t batch_layout(LLVMBuilderRef b, LLVMValueRef n, uint64_t rec, uint64_t urec,
+                                   uint64_t lsize) {
+  LLVMTypeRef i64 = LLVMTypeOf(n);
+  batch_layout_t L;
+  L.wi_bytes = LLVMBuildMul(b, n, LLVMConstInt(i64, rec, 0), "");
+  L.local_off = LLVMBuildAdd(b, L.wi_bytes, LLVMConstInt(i64, 2 * urec, 0), "");
+  uint64_t tail = (lsize + 63) / 64 * 64; /* rec and urec are multiples of 64 already */
+  L.stride = LLVMBuildAdd(b, L.local_off, LLVMConstInt(i64, tail, 0), "kapi.gstride");
+  return L;
+}
+
+/* run for KC_HF_REGIONS: takes a batch of groups (kc_host_group_t.count; more than one only
+ * for lockstep kernels, whose groups all reach the same barriers: kc_hf_kernel_t.lockstep),
+ * scratch storage for them (batch_layout_t), then `state = 0; until EXIT: for each group j:
+ * for z, y, x: next = wi(..., state, j)`, with one such loop nest per state so that, once wi
+ * is inlined with a constant state, each holds only its region. Barriers are uniform over a
+ * group, and in lockstep over the batch, so the last work-item's next state is the batch's.
+ * Running a region for the whole batch spreads the dispatch over it, and what depends only
+ * on values the same in every group (the batch's uniform copies, e.g. a tree reduction's
+ * stride and each loop's trip count) is computed once per batch, not per group. */
 int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
-                          uint64_t urec) {
+                          uint64_t urec, uint64_t brec) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
   LLVMValueRef fn = k->run, wi = k->body, g = LLVMGetParam(fn, 0);
   while (LLVMGetFirstBasicBlock(fn))
     LLVMDeleteBasicBlock(LLVMGetFirstBasicBlock(fn));
@@ -467,45 +520,60 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
     LLVMDisposeBuilder(b);
     return 0;
   }
-  memcpy(args + KC_HF_WI_FIXED, vals, k->num_args * sizeof *vals);
-  free(vals);
-  LLVMValueRef local = local_buffer(b, c, k->local_size), lr[3];
+  LLVMValueRef lr[3];
   for (int d = 0; d < 3; d++)
     lr[d] = group_field(b, g, KC_HG_LOCAL_RANGE, d);
+  LLVMValueRef zero64 = LLVMConstInt(i64, 0, 0), one64 = LLVMConstInt(i64, 1, 0);
+  LLVMValueRef count = group_field(b, g, KC_HG_COUNT, -1);
+  count = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, count, zero64, ""), one64, count,
+                          "kapi.count");
+  LLVMValueRef lstride = group_field(b, g, KC_HG_LOCAL_STRIDE, -1);
   LLVMValueRef n = LLVMBuildMul(b, LLVMBuildMul(b, lr[0], lr[1], ""), lr[2], "");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, LLVMConstInt(i64, 0, 0), ""), done, go);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, zero64, ""), done, go);
   LLVMPositionBuilderAtEnd(b, go);
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
-  LLVMValueRef storage = LLVMConstNull(i8p), ubase = storage;
-  if (rec || urec) {
-    LLVMValueRef wi_bytes = LLVMBuildMul(b, n, LLVMConstInt(i64, rec, 0), "");
-    LLVMValueRef bytes = LLVMBuildAdd(b, wi_bytes, LLVMConstInt(i64, 2 * urec, 0), "");
-    storage = kc_hf_call(b, scratch_fn(m), &bytes, 1);
-    ubase = LLVMBuildInBoundsGEP2(b, i8, storage, &wi_bytes, 1, "kapi.ubase");
-    LLVMBuildCondBr(b, LLVMBuildIsNull(b, storage, ""), oom, sloop);
-  } else {
+  batch_layout_t L = batch_layout(b, n, rec, urec, k->local_size);
+  LLVMValueRef groups_bytes = LLVMBuildMul(b, count, L.stride, "");
+  LLVMValueRef bytes = LLVMBuildAdd(b, groups_bytes, LLVMConstInt(i64, 2 * brec, 0), "");
+  /* Nothing to keep (no slots, no __local variables): no storage, and no call for it (which
+   * would answer NULL, not out of memory, on a thread that never had any). */
+  int none = !rec && !urec && !brec && !k->local_size;
+  LLVMValueRef storage = none ? LLVMConstNull(i8p) : kc_hf_call(b, scratch_fn(m), &bytes, 1);
+  LLVMValueRef bbase = LLVMBuildInBoundsGEP2(b, i8, storage, &groups_bytes, 1, "kapi.bbase");
+  if (none)
     LLVMBuildBr(b, sloop);
-  }
+  else
+    LLVMBuildCondBr(b, LLVMBuildIsNull(b, storage, ""), oom, sloop);
   LLVMPositionBuilderAtEnd(b, sloop);
   LLVMValueRef state = LLVMBuildPhi(b, i32, "state"), zero = LLVMConstInt(i32, 0, 0);
   LLVMAddIncoming(state, &zero, &go, 1);
   /* The two copies by offset, not by swapped pointers: alias analysis then still sees every
    * slot address as based on the scratch storage, which aliases nothing. */
-  LLVMValueRef uoff = LLVMBuildPhi(b, i64, "uoff"), zero64 = LLVMConstInt(i64, 0, 0);
+  LLVMValueRef uoff = LLVMBuildPhi(b, i64, "uoff"), boff = LLVMBuildPhi(b, i64, "boff");
   LLVMAddIncoming(uoff, &zero64, &go, 1);
-  LLVMValueRef noff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
-  LLVMValueRef cur = LLVMBuildInBoundsGEP2(b, i8, ubase, &uoff, 1, "kapi.ucur");
-  LLVMValueRef nxt = LLVMBuildInBoundsGEP2(b, i8, ubase, &noff, 1, "kapi.unext");
+  LLVMAddIncoming(boff, &zero64, &go, 1);
+  LLVMValueRef unoff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
+  LLVMValueRef bnoff = LLVMBuildSub(b, LLVMConstInt(i64, brec, 0), boff, "");
+  LLVMValueRef bcur = LLVMBuildInBoundsGEP2(b, i8, bbase, &boff, 1, "kapi.bcur");
+  LLVMValueRef bnxt = LLVMBuildInBoundsGEP2(b, i8, bbase, &bnoff, 1, "kapi.bnext");
   LLVMValueRef sw = LLVMBuildSwitch(b, state, done, nstates);
   for (uint32_t s = 0; s < nstates; s++) {
     LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
     LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
     LLVMPositionBuilderAtEnd(b, cs);
-    loop_t lz = loop_open(b, fn, cs, "wi.z");
+    loop_t lj = loop_open(b, fn, cs, "grp");
+    LLVMValueRef goff = LLVMBuildMul(b, lj.iv, L.stride, "");
+    LLVMValueRef base = LLVMBuildInBoundsGEP2(b, i8, storage, &goff, 1, "kapi.storage");
+    LLVMValueRef ubase = LLVMBuildInBoundsGEP2(b, i8, base, &L.wi_bytes, 1, "kapi.ubase");
+    LLVMValueRef cur = LLVMBuildInBoundsGEP2(b, i8, ubase, &uoff, 1, "kapi.ucur");
+    LLVMValueRef nxt = LLVMBuildInBoundsGEP2(b, i8, ubase, &unoff, 1, "kapi.unext");
+    LLVMValueRef local = k->local_size ? LLVMBuildInBoundsGEP2(b, i8, base, &L.local_off, 1, "")
+                                       : LLVMConstNull(i8p);
+    batch_args(b, k, vals, args + KC_HF_WI_FIXED, LLVMBuildMul(b, lj.iv, lstride, ""));
+    loop_t lz = loop_open(b, fn, lj.head, "wi.z");
     loop_t ly = loop_open(b, fn, lz.head, "wi.y");
     loop_t lx = loop_open(b, fn, ly.head, "wi.x");
-    LLVMValueRef fixed[KC_HF_WI_FIXED] = {g,     lx.iv,   ly.iv, lz.iv, LLVMConstInt(i32, s, 0),
-                                          local, storage, cur,   nxt};
+    LLVMValueRef fixed[KC_HF_WI_FIXED] = {
+        g, lx.iv, ly.iv, lz.iv, LLVMConstInt(i32, s, 0), local, base, cur, nxt, lj.iv, bcur, bnxt};
     memcpy(args, fixed, sizeof fixed);
     LLVMValueRef next = kc_hf_call(b, wi, args, na);
     LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, fn, "x.done");
@@ -515,11 +583,16 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
     loop_close(b, &ly, lr[1], ey);
     LLVMBasicBlockRef ez = LLVMAppendBasicBlockInContext(c, fn, "z.done");
     loop_close(b, &lz, lr[2], ez);
-    LLVMAddIncoming(state, &next, &ez, 1);
-    LLVMAddIncoming(uoff, &noff, &ez, 1); /* what this region wrote, the next one reads */
+    LLVMBasicBlockRef ej = LLVMAppendBasicBlockInContext(c, fn, "grp.done");
+    loop_close(b, &lj, count, ej);
+    LLVMAddIncoming(state, &next, &ej, 1);
+    /* what this region wrote, the next one reads */
+    LLVMAddIncoming(uoff, &unoff, &ej, 1);
+    LLVMAddIncoming(boff, &bnoff, &ej, 1);
     LLVMBuildBr(b, sloop);
   }
   free(args);
+  free(vals);
   LLVMPositionBuilderAtEnd(b, done);
   LLVMBuildRet(b, LLVMConstInt(i32, KC_OK, 0));
   LLVMPositionBuilderAtEnd(b, oom);

@@ -16,7 +16,9 @@
 #include <string.h>
 
 #define NATIVE_MAGIC "KAPIHOST"
-#define NATIVE_VERSION 2u /* 2: kernels record whether they spin (fiber scheme) */
+/* 2: kernels record whether they spin (fiber scheme); 3: and whether they take batches of groups
+ * (kc_host_kernel_t.batches) */
+#define NATIVE_VERSION 3u
 #define MAX_KERNELS 4096u
 #define MAX_ARGS 4096u
 
@@ -81,6 +83,7 @@ void *kc_hf_native_pack(const kc_host_kernel_t *ks, uint32_t n, const void *obj,
     kc_blob_put_u32(&o, k->uses_barrier);
     kc_blob_put_u32(&o, k->spins);
     kc_blob_put(&o, k->required_local_size, 12);
+    kc_blob_put_u32(&o, k->batches);
   }
   kc_blob_put(&o, &len64, 8);
   kc_blob_put(&o, obj, len);
@@ -100,7 +103,7 @@ static int get_kernel(kc_blob_in_t *in, kc_host_kernel_t *k) {
   ok = ok && kc_blob_get_args(in, MAX_ARGS, &args, &k->num_args);
   k->args = args;
   return ok && kc_blob_get_u32(in, &k->uses_barrier) && kc_blob_get_u32(in, &k->spins) &&
-         kc_blob_get(in, k->required_local_size, 12);
+         kc_blob_get(in, k->required_local_size, 12) && kc_blob_get_u32(in, &k->batches);
 }
 
 void kc_hf_native_kernels_free(kc_host_kernel_t *ks, uint32_t n) {

@@ -252,10 +252,12 @@ typedef struct {
   LLVMBuilderRef at_entry; /* before the entry block's terminator */
   uint64_t rec;            /* bytes of per-work-item storage so far */
   uint64_t urec;           /* bytes of one copy of the group's uniform values so far */
-  /* alias.scope / noalias lists telling the two copies apart (ucur read, unext written): the
-   * offsets swap at run time, so only these tell LICM that a region's reloads of uniform
-   * values are not clobbered by its saves, and can leave the work-item loop. */
-  LLVMValueRef scope[3], noalias[3]; /* SCOPE_CUR, SCOPE_NEXT, SCOPE_WI */
+  uint64_t brec;           /* bytes of one copy of the batch's uniform values so far */
+  /* alias.scope / noalias lists telling the copies apart (ucur and bcur read, unext and bnext
+   * written): the offsets swap at run time, so only these tell LICM that a region's reloads
+   * of uniform values are not clobbered by its saves, and can leave the work-item loop (and,
+   * for the batch's, the loop over the batch's groups). */
+  LLVMValueRef scope[5], noalias[5]; /* SCOPE_CUR, SCOPE_NEXT, SCOPE_WI, SCOPE_BCUR, ... */
   char *log;
 } split_t;
 
@@ -288,6 +290,21 @@ static void uniform_slot(split_t *s, uint64_t bytes, unsigned align, LLVMTypeRef
   *ld = LLVMBuildBitCast(s->at_entry, *ld, ptr_ty, "");
   *st = LLVMBuildBitCast(s->at_entry, *st, ptr_ty, "");
   s->urec += bytes;
+}
+
+/* A value the same in every group of a batch (batch_divergence): one copy per batch (two,
+ * as for the group's), which the loop over the batch's groups does not reload. */
+static void batch_slot(split_t *s, uint64_t bytes, unsigned align, LLVMTypeRef ptr_ty,
+                       LLVMValueRef *ld, LLVMValueRef *st) {
+  if (align < 1) align = 1;
+  s->brec = (s->brec + align - 1) / align * align;
+  LLVMValueRef off = LLVMConstInt(LLVMInt64TypeInContext(s->c), s->brec, 0);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(s->c);
+  *ld = LLVMBuildInBoundsGEP2(s->at_entry, i8, s->k->bcur, &off, 1, "kapi.bslot");
+  *st = LLVMBuildInBoundsGEP2(s->at_entry, i8, s->k->bnext, &off, 1, "kapi.bslot");
+  *ld = LLVMBuildBitCast(s->at_entry, *ld, ptr_ty, "");
+  *st = LLVMBuildBitCast(s->at_entry, *st, ptr_ty, "");
+  s->brec += bytes;
 }
 
 static LLVMValueRef first_non_phi(LLVMBasicBlockRef bb) {
@@ -453,19 +470,32 @@ static int is_alloca(LLVMValueRef i) {
 typedef struct {
   const live_t *l;
   const kc_hf_kernel_t *k;
+  int batch;        /* 1: between the groups of a batch (batch_divergence) */
   char *vary;       /* per tracked value */
   char *entry_vary; /* per entry-block instruction, by pmap `eidx` */
   pmap_t eidx;
   char *influenced, *done; /* per block */
+  char *inside;            /* per block: influenced, and not the join of the paths */
   word_t *pdom;            /* nb x bw post-dominator sets */
   size_t bw;
 } diverge_t;
+
+/* wi's parameters that differ between the groups of a batch: where its __local variables,
+ * slots and uniform copies are, the group's index, and its local-memory arguments. */
+static int batch_param(const kc_hf_kernel_t *k, LLVMValueRef op) {
+  LLVMValueRef wi = k->body;
+  for (unsigned i = 5; i <= 9; i++)
+    if (op == LLVMGetParam(wi, i)) return 1;
+  for (unsigned i = 0; i < k->num_args; i++)
+    if (k->args[i].kind == KC_ARG_LOCAL && op == LLVMGetParam(wi, KC_HF_WI_FIXED + i)) return 1;
+  return 0;
+}
 
 static int operand_varies(const diverge_t *d, LLVMValueRef op) {
   if (LLVMIsAArgument(op)) {
     for (int i = 0; i < 3; i++)
       if (op == d->k->local_id[i]) return 1;
-    return 0;
+    return d->batch && batch_param(d->k, op);
   }
   if (!LLVMIsAInstruction(op)) return 0;
   uint32_t v = tracked(d->l, op);
@@ -532,6 +562,7 @@ static void influence(diverge_t *d, size_t b, uint32_t *stack) {
       seen[n] = 1;
       d->influenced[n] = 1;
       if (n != b && bit_get(pd, n)) continue; /* a join: the paths meet here */
+      d->inside[n] = 1;
       stack[top++] = n;
     }
   }
@@ -545,19 +576,35 @@ static int branch_varies(const diverge_t *d, LLVMValueRef t) {
   return LLVMGetNumSuccessors(t) > 1; /* anything else with a choice: assume it varies */
 }
 
-static char *divergence(const live_t *l, const kc_hf_kernel_t *k) {
-  diverge_t d = {.l = l, .k = k, .bw = (l->nb + WBITS - 1) / WBITS};
+/* A block where the kernel stops or meets a barrier: which of them a group reaches is what
+ * decides its next region. */
+static int stops(LLVMBasicBlockRef bb) {
+  if (LLVMIsAReturnInst(LLVMGetBasicBlockTerminator(bb))) return 1;
+  for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+    if (is_barrier(i)) return 1;
+  return 0;
+}
+
+/* Which tracked values may differ between work-items (batch 0) or between the groups of a
+ * batch (batch 1: also what depends on the group's id, local memory or storage; plain loads
+ * from the same address read the same, as a store racing with them between groups would be
+ * a data race). With batch 1, *lockstep says whether every group of a batch reaches the same
+ * barriers in the same order: no barrier and no return lies on a path that a varying branch
+ * chooses (before the paths meet again). */
+static char *divergence(const live_t *l, const kc_hf_kernel_t *k, int batch, int *lockstep) {
+  diverge_t d = {.l = l, .k = k, .batch = batch, .bw = (l->nb + WBITS - 1) / WBITS};
   size_t ne = 0;
   for (LLVMValueRef i = LLVMGetFirstInstruction(l->entry); i; i = LLVMGetNextInstruction(i))
     ne++;
   d.vary = calloc(l->nv + 1, 1);
   d.entry_vary = calloc(ne + 1, 1);
   d.influenced = calloc(l->nb, 1);
+  d.inside = calloc(l->nb, 1);
   d.done = calloc(l->nb, 1);
   d.pdom = calloc(l->nb * d.bw, sizeof(word_t));
   uint32_t *stack = calloc(l->nb + 1, sizeof *stack);
-  int ok =
-      d.vary && d.entry_vary && d.influenced && d.done && d.pdom && stack && pmap_init(&d.eidx, ne);
+  int ok = d.vary && d.entry_vary && d.influenced && d.inside && d.done && d.pdom && stack &&
+           pmap_init(&d.eidx, ne);
   if (ok) {
     ne = 0;
     for (LLVMValueRef i = LLVMGetFirstInstruction(l->entry); i; i = LLVMGetNextInstruction(i))
@@ -581,7 +628,12 @@ static char *divergence(const live_t *l, const kc_hf_kernel_t *k) {
       }
     }
   }
-  free(d.entry_vary), free(d.influenced), free(d.done), free(d.pdom), free(stack);
+  if (lockstep) {
+    *lockstep = ok;
+    for (size_t b = 0; ok && b < l->nb; b++)
+      if (d.inside[b] && stops(l->blocks[b])) *lockstep = 0;
+  }
+  free(d.entry_vary), free(d.influenced), free(d.inside), free(d.done), free(d.pdom), free(stack);
   pmap_free(&d.eidx);
   if (!ok) free(d.vary);
   return ok ? d.vary : NULL;
@@ -664,21 +716,25 @@ static LLVMMetadataRef distinct_node(LLVMContextRef c, LLVMMetadataRef *ops, uns
 }
 
 static void make_scopes(split_t *s) {
-  LLVMMetadataRef domain = distinct_node(s->c, NULL, 0), sc[3];
-  for (int i = 0; i < 3; i++)
+  LLVMMetadataRef domain = distinct_node(s->c, NULL, 0), sc[5];
+  for (int i = 0; i < 5; i++)
     sc[i] = distinct_node(s->c, &domain, 1);
-  for (int i = 0; i < 3; i++) {
-    LLVMMetadataRef others[2] = {sc[(i + 1) % 3], sc[(i + 2) % 3]};
+  for (int i = 0; i < 5; i++) {
+    LLVMMetadataRef others[4];
+    for (int j = 1; j < 5; j++)
+      others[j - 1] = sc[(i + j) % 5];
     s->scope[i] = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, &sc[i], 1));
-    s->noalias[i] = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, others, 2));
+    s->noalias[i] = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, others, 4));
   }
 }
 
-enum { SCOPE_CUR, SCOPE_NEXT, SCOPE_WI };
+enum { SCOPE_CUR, SCOPE_NEXT, SCOPE_WI, SCOPE_BCUR, SCOPE_BNEXT };
+/* What kind of slot a saved value has (split_t's slots). */
+enum { SLOT_WI, SLOT_GROUP, SLOT_BATCH };
 
-/* Saves and reloads in the three kinds of slot (uniform read, uniform written, per work-item)
- * never alias each other: all come from one scratch object at offsets that alias analysis
- * cannot tell apart. */
+/* Saves and reloads in the five kinds of slot (group- and batch-uniform read and written, per
+ * work-item) never alias each other: all come from one scratch object at offsets that alias
+ * analysis cannot tell apart. */
 static void set_scopes(split_t *s, LLVMValueRef access, int which) {
   LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "alias.scope", 11), s->scope[which]);
   LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "noalias", 7), s->noalias[which]);
@@ -687,8 +743,10 @@ static void set_scopes(split_t *s, LLVMValueRef access, int which) {
 /* Splits bb after barrier `call` (number k): save `live` there and return k; the rest of bb
  * moves to the new resume block, which restores them first. */
 static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLVMValueRef *spills,
-                                  LLVMValueRef *slots, LLVMValueRef *stores, const word_t *live,
-                                  remat_t *rm) {
+                                  LLVMValueRef *slots, LLVMValueRef *stores, const char *kind,
+                                  const word_t *live, remat_t *rm) {
+  static const int save_scope[] = {SCOPE_WI, SCOPE_NEXT, SCOPE_BNEXT};
+  static const int load_scope[] = {SCOPE_WI, SCOPE_CUR, SCOPE_BCUR};
   size_t nv = rm->l->nv;
   LLVMBasicBlockRef bb = LLVMGetInstructionParent(call);
   LLVMBasicBlockRef r = LLVMAppendBasicBlockInContext(s->c, s->k->body, "resume");
@@ -705,7 +763,7 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
     if (!bit_get(live, (uint32_t)v) || !slots[v]) continue;
     LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
     LLVMValueRef st = LLVMBuildStore(s->b, LLVMBuildLoad2(s->b, t, spills[v], ""), stores[v]);
-    set_scopes(s, st, stores[v] != slots[v] ? SCOPE_NEXT : SCOPE_WI);
+    set_scopes(s, st, save_scope[(int)kind[v]]);
   }
   LLVMBuildRet(s->b, LLVMConstInt(LLVMInt32TypeInContext(s->c), k, 0));
   LLVMInstructionEraseFromParent(call);
@@ -716,7 +774,7 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
     if (!bit_get(live, (uint32_t)v)) continue;
     LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
     LLVMValueRef x = slots[v] ? LLVMBuildLoad2(s->b, t, slots[v], "") : remat(rm, rm->l->vals[v]);
-    if (slots[v]) set_scopes(s, x, stores[v] != slots[v] ? SCOPE_CUR : SCOPE_WI);
+    if (slots[v]) set_scopes(s, x, load_scope[(int)kind[v]]);
     LLVMBuildStore(s->b, x, spills[v]);
   }
   return r;
@@ -728,7 +786,7 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   word_t *live = NULL;
   LLVMValueRef *spills = NULL, *slots = NULL, *stores = NULL, *memo = NULL;
   LLVMBasicBlockRef *resume = NULL;
-  char *varying = NULL;
+  char *varying = NULL, *bvarying = NULL, *kind = NULL;
   pmap_t spill_of = {0};
   int ok = live_index(&l);
   if (ok) {
@@ -740,7 +798,8 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     stores = calloc(l.nv + 1, sizeof *stores);
     memo = calloc(l.nv + 1, sizeof *memo);
     resume = calloc(nbar + 1, sizeof *resume);
-    ok = live && spills && slots && stores && memo && resume && pmap_init(&spill_of, l.nv);
+    kind = calloc(l.nv + 1, 1);
+    ok = live && spills && slots && stores && memo && resume && kind && pmap_init(&spill_of, l.nv);
   }
   if (!ok) {
     s->log = kc_msg("out of memory");
@@ -764,8 +823,9 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   }
   for (size_t v = 0; v < l.nv; v++)
     recompute[v] = bit_get(all, (uint32_t)v) && remat_ok(&l, l.vals[v], 0);
-  varying = divergence(&l, s->k);
-  if (!varying) {
+  varying = divergence(&l, s->k, 0, NULL);
+  bvarying = varying ? divergence(&l, s->k, 1, &s->k->lockstep) : NULL;
+  if (!varying || !bvarying) {
     free(recompute);
     s->log = kc_msg("out of memory");
     ok = 0;
@@ -785,10 +845,15 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     uint64_t bytes = LLVMABISizeOfType(s->td, t);
     unsigned align = LLVMABIAlignmentOfType(s->td, t);
     if (recompute[v]) continue;
-    if (varying[v])
+    if (varying[v]) {
       slots[v] = stores[v] = slot(s, bytes, align, LLVMPointerType(t, 0));
-    else
+    } else if (!bvarying[v] && s->k->lockstep) {
+      kind[v] = SLOT_BATCH;
+      batch_slot(s, bytes, align, LLVMPointerType(t, 0), &slots[v], &stores[v]);
+    } else {
+      kind[v] = SLOT_GROUP;
       uniform_slot(s, bytes, align, LLVMPointerType(t, 0), &slots[v], &stores[v]);
+    }
   }
   free(recompute);
   if (s->rec > KC_HF_FIBER_PRIVATE) {
@@ -804,7 +869,7 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   for (size_t k = 0; k < nbar; k++) {
     demote_successor_phis(s, LLVMGetInstructionParent(bars[k]));
     resume[k] =
-        split_at(s, bars[k], (uint32_t)k + 1, spills, slots, stores, live + k * l.words, &rm);
+        split_at(s, bars[k], (uint32_t)k + 1, spills, slots, stores, kind, live + k * l.words, &rm);
   }
   /* 5. the entry block dispatches on the state. */
   LLVMValueRef br = LLVMGetBasicBlockTerminator(l.entry);
@@ -816,6 +881,7 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     LLVMAddCase(sw, LLVMConstInt(LLVMInt32TypeInContext(s->c), k + 1, 0), resume[k]);
 out:
   free(live), free(spills), free(slots), free(stores), free(memo), free(resume), free(varying);
+  free(bvarying), free(kind);
   pmap_free(&spill_of);
   live_free(&l);
   return ok;
@@ -840,9 +906,14 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
   LLVMDisposeBuilder(s.at_entry);
   free(bars);
   free(allocas);
+  k->batches = k->lockstep && s.rec == 0;
+  const char *yes = k->batches ? "yes" : "no"; /* for KAPI_DUMP=host, beside kapi-scheme */
+  LLVMAddAttributeAtIndex(
+      k->run, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(s.c, "kapi-batches", 12, yes, (unsigned)strlen(yes)));
   if (ok)
     ok = kc_hf_make_region_run(m, k, (uint32_t)nbar + 1, (s.rec + 63) / 64 * 64,
-                               (s.urec + 63) / 64 * 64);
+                               (s.urec + 63) / 64 * 64, (s.brec + 63) / 64 * 64);
   if (!ok)
     *log = s.log ? s.log : kc_msg("out of memory");
   else

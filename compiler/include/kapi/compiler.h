@@ -91,14 +91,16 @@ kc_status_t kc_spirv_disassemble(const void *spirv, size_t nbytes, char **text, 
 /* Exported from libkapi_compiler, which is built with -fvisibility=hidden. */
 #pragma GCC visibility push(default)
 
-/* What a driver hands a finalised kernel to run ONE work-group. Ids are per dimension, dim 0
- * fastest-varying. The kernel runs every work-item of the group before returning, barriers
- * included (the finaliser owns the barrier scheme), on the calling thread; any number of
- * threads may run groups of the same kernel at once.
- * Memory a driver should know about: module-level __local variables are placed by run itself
- * in its own stack frame (one copy per running group), so worker threads need that much stack
- * on top of their own (default 8 MiB pthread stacks are ample). Kernels with barriers keep
- * per-work-item values in per-thread scratch memory (heap), and kernels that spin on atomic
+/* What a driver hands a finalised kernel to run ONE work-group (or, for kernels that take them,
+ * a batch of consecutive groups: count). Ids are per dimension, dim 0 fastest-varying. The
+ * kernel runs every work-item of the group before returning, barriers included (the finaliser
+ * owns the barrier scheme), on the calling thread; any number of threads may run groups of the
+ * same kernel at once.
+ * Memory a driver should know about: module-level __local variables of barrier-free kernels
+ * are placed by run itself in its own stack frame (one copy per running group), so worker
+ * threads need that much stack on top of their own (default 8 MiB pthread stacks are ample).
+ * Kernels with barriers keep them, and per-work-item values, in per-thread scratch memory
+ * (heap), and kernels that spin on atomic
  * loads run each work-item on a fiber with a 256 KiB stack (private arrays included); both
  * are kept per thread, reused across groups and freed when the thread exits. */
 typedef struct kc_host_group {
@@ -110,6 +112,13 @@ typedef struct kc_host_group {
    * a local-memory argument, args[i] points at a `void *` holding this group's local buffer
    * (the driver allocates one per concurrently running group, kc_host_arg_t.size bytes). */
   void *const *args;
+  /* A batch: `count` groups run by this one call (0 counts as 1), consecutive along dimension 0
+   * from group_id (group_id[0] + count <= group_range[0]). Only kernels with
+   * kc_host_kernel_t.batches take more than one. Group i of the batch finds each local-memory
+   * argument's buffer `i * local_stride` bytes after the one args[] gives (the driver allocates
+   * count buffers of every local-memory argument, local_stride bytes apart). */
+  uint64_t count;
+  uint64_t local_stride;
 } kc_host_group_t;
 
 /* Returns KC_OK, or KC_ERR_OUT_OF_MEMORY when the group could not run (a kernel with barriers
@@ -138,6 +147,10 @@ typedef struct kc_host_kernel {
    * a group is guaranteed (fibers), between groups it is not, so a driver choosing the group
    * size should make groups as large as it can. */
   uint32_t spins;
+  /* 1 if run takes a batch of groups (kc_host_group_t.count > 1): it then runs each region
+   * between barriers for every group of the batch before the next region, which spreads the
+   * per-region cost over the batch. */
+  uint32_t batches;
 } kc_host_kernel_t;
 
 typedef struct kc_host_module kc_host_module_t;

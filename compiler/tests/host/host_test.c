@@ -73,29 +73,42 @@ typedef struct launch {
   atomic_ulong next;
 } launch_t;
 
+/* Groups per run call for kernels that take batches: odd, so that rows of groups seldom divide
+ * into whole batches (a batch never crosses a row of dimension 0). */
+#define BATCH 5u
+
 static void *worker(void *p) {
   launch_t *l = p;
   uint32_t na = l->k->num_args;
+  uint64_t batch = l->k->batches ? BATCH : 1, stride = 64;
+  for (uint32_t i = 0; i < na; i++)
+    if (l->k->args[i].kind == KC_ARG_LOCAL && (l->local_bytes[i] + 63) / 64 * 64 > stride)
+      stride = (l->local_bytes[i] + 63) / 64 * 64;
   void **args = calloc(na + 1, sizeof *args);
   void **bufs = calloc(na + 1, sizeof *bufs);
   for (uint32_t i = 0; i < na; i++) {
     args[i] = l->args[i];
     if (l->k->args[i].kind == KC_ARG_LOCAL) {
-      bufs[i] = aligned_alloc(64, (l->local_bytes[i] + 63) / 64 * 64);
+      bufs[i] = aligned_alloc(64, batch * stride); /* one buffer per group of a batch */
       args[i] = &bufs[i];
     }
   }
-  kc_host_group_t g = {.args = args};
+  kc_host_group_t g = {.args = args, .local_stride = stride};
   memcpy(g.group_range, l->groups, sizeof g.group_range);
   memcpy(g.local_range, l->local, sizeof g.local_range);
   memcpy(g.global_offset, l->offset, sizeof g.global_offset);
-  uint64_t total = l->groups[0] * l->groups[1] * l->groups[2];
-  for (uint64_t i; (i = atomic_fetch_add(&l->next, 1)) < total;) {
-    g.group_id[0] = i % l->groups[0];
-    g.group_id[1] = i / l->groups[0] % l->groups[1];
-    g.group_id[2] = i / (l->groups[0] * l->groups[1]);
-    kc_status_t st = l->k->run(&g);
-    CHECK(st == KC_OK, "group %llu could not run: %s", (unsigned long long)i, kc_status_name(st));
+  uint64_t total = l->groups[0] * l->groups[1] * l->groups[2], nx = l->groups[0];
+  /* a batch is `batch` consecutive group indices, cut at the end of a row */
+  for (uint64_t b; (b = atomic_fetch_add(&l->next, 1)) * batch < total;) {
+    for (uint64_t i = b * batch; i < (b + 1) * batch && i < total; i += g.count) {
+      g.group_id[0] = i % nx;
+      g.group_id[1] = i / nx % l->groups[1];
+      g.group_id[2] = i / (nx * l->groups[1]);
+      uint64_t end = (b + 1) * batch < total ? (b + 1) * batch : total;
+      g.count = end - i < nx - g.group_id[0] ? end - i : nx - g.group_id[0];
+      kc_status_t st = l->k->run(&g);
+      CHECK(st == KC_OK, "group %llu could not run: %s", (unsigned long long)i, kc_status_name(st));
+    }
   }
   for (uint32_t i = 0; i < na; i++)
     free(bufs[i]);
@@ -314,6 +327,55 @@ static void test_local_concurrent(void) {
             out[i]);
   }
   free(in), free(out);
+  kc_host_module_destroy(m);
+}
+
+/* Batches of groups (the launcher's BATCH): a module-level __local array per group of a batch,
+ * group counts that batches do not divide, rows of groups in 2-D; and a kernel whose groups
+ * meet different numbers of barriers, which is never batched. */
+static void test_batches(void) {
+  kc_host_module_t *m = finalise("kernels.spv");
+  const kc_host_kernel_t *k = kernel(m, "local_batch");
+  CHECK(k->batches, "local_batch is not batched");
+  const uint64_t shapes[][2] = {{1, 1}, {4, 1}, {5, 1}, {37, 1}, {7, 3}, {3, 4}};
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    uint64_t gx = shapes[si][0], gy = shapes[si][1], local = 64, n = local * gx * gy;
+    int *in = malloc(n * 4), *out = calloc(n, 4);
+    for (uint64_t i = 0; i < n; i++)
+      in[i] = (int)(i * 3 + si);
+    void *args[2] = {&out, &in};
+    launch_t l = {.k = k, .groups = {gx, gy, 1}, .local = {local, 1, 1}, .args = args};
+    launch(&l, 3);
+    for (uint64_t y = 0; y < gy; y++)
+      for (uint64_t i = 0; i < gx * local; i++) {
+        uint64_t g = i / local, mirror = g * local + local - 1 - i % local;
+        int want = in[y * gx * local + mirror] * 100 + (int)(y * 1000 + g);
+        CHECK(out[y * gx * local + i] == want, "shape %zu row %lu out[%lu] = %d, want %d", si,
+              (unsigned long)y, (unsigned long)i, out[y * gx * local + i], want);
+      }
+    free(in), free(out);
+  }
+  k = kernel(m, "by_group");
+  CHECK(!k->batches, "by_group is batched");
+  uint64_t local = 16, groups = 23, n = local * groups;
+  int *out = calloc(n, 4);
+  void *args[2] = {&out, NULL};
+  size_t lb[2] = {0, local * 4};
+  launch1d(k, groups, local, args, lb, 3);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t g = i / local, l = i % local;
+    int tmp[16], acc[16] = {0};
+    for (uint64_t j = 0; j < local; j++)
+      tmp[j] = (int)j;
+    for (uint64_t t = 0; t < g % 3; t++) {
+      for (uint64_t j = 0; j < local; j++)
+        acc[j] += tmp[(j + 1) % local];
+      for (uint64_t j = 0; j < local; j++)
+        tmp[j] = acc[j];
+    }
+    CHECK(out[i] == tmp[l], "by_group out[%lu] = %d, want %d", (unsigned long)i, out[i], tmp[l]);
+  }
+  free(out);
   kc_host_module_destroy(m);
 }
 
@@ -883,6 +945,11 @@ static void run_handshake(kc_host_module_t *m) {
 static void test_schemes(void) {
   kc_host_module_t *m = finalise("kernels.spv");
   const char *ir = kc_host_module_llvm_ir(m);
+  /* batches: lockstep kernels without per-work-item slots (reverse has a private array) */
+  CHECK(kernel(m, "reduce")->batches && kernel(m, "local_batch")->batches, "no batches");
+  CHECK(!kernel(m, "reverse")->batches && !kernel(m, "by_group")->batches,
+        "batches for a kernel with private arrays or barriers chosen by the group's id");
+  CHECK(!kernel(m, "triad")->batches, "batches for a barrier-free kernel");
   CHECK(!strstr(ir, "fiber"), "a kernels.spv kernel runs on fibers");
   const char *regions[] = {"reduce", "reverse"};
   for (int i = 0; i < 2; i++) {
@@ -1016,6 +1083,7 @@ int main(int argc, char **argv) {
       {"barrier_reduce", test_barrier_reduce},
       {"barrier_reverse", test_barrier_reverse},
       {"local_concurrent", test_local_concurrent},
+      {"batches", test_batches},
       {"atomics", test_atomics},
       {"math", test_math},
       {"builtins", test_builtins},

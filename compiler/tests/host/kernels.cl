@@ -62,6 +62,34 @@ kernel void reverse(global int *out, global const int *in) {
   out[g] = r * 1000 + buf[l] - priv[(g + 3) % 8] + (int)(get_group_id(0) % 7) * 0;
 }
 
+// A module-level __local array in a kernel run in batches of groups: each group of a batch
+// needs its own copy. Nothing is saved per work-item (ids are recomputed), so it batches.
+kernel void local_batch(global int *out, global const int *in) {
+  local int buf[64];
+  size_t l = get_local_id(0), n = get_local_size(0);
+  size_t i = get_global_id(1) * get_global_size(0) + get_global_id(0);
+  int gid = (int)(get_group_id(1) * 1000 + get_group_id(0));
+  buf[l] = in[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  out[i] = buf[n - 1 - l] * 100 + gid;
+}
+
+// How many barriers a group meets depends on its id: groups of one batch would not run in
+// lockstep, so the kernel is never batched (each group still barriers uniformly).
+kernel void by_group(global int *out, local int *tmp) {
+  size_t l = get_local_id(0), n = get_local_size(0);
+  int acc = 0;
+  tmp[l] = (int)l;
+  for (size_t t = 0; t < get_group_id(0) % 3; t++) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    acc += tmp[(l + 1) % n];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    tmp[l] = acc;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  out[get_global_id(0)] = tmp[l];
+}
+
 // Barrier-free use of a module-level __local array, concurrently in many groups.
 kernel void local_nobarrier(global int *out, global const int *in) {
   local int scratch[64];

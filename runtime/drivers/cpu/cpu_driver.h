@@ -18,6 +18,12 @@
 #define CPU_LOCAL_MEM_SIZE (64u * 1024u) /* bytes of local memory per work-group */
 #define CPU_LOCAL_ALIGN 128u             /* alignment of each local-memory argument */
 #define CPU_MEM_ALIGN 64u                /* alignment of USM allocations (a cache line) */
+/* Kernels that take batches of groups (kc_host_kernel_t.batches) get about CPU_BATCH_ITEMS
+ * work-items per run call, at most CPU_BATCH_GROUPS groups, and at most CPU_BATCH_LOCAL bytes of
+ * local memory for the batch (one group's always). */
+#define CPU_BATCH_ITEMS 4096u
+#define CPU_BATCH_GROUPS 64u
+#define CPU_BATCH_LOCAL (256u * 1024u)
 
 typedef struct cpu_pool cpu_pool_t;
 
@@ -125,6 +131,7 @@ typedef struct cpu_launch {
   const uint32_t *local_index;  /* their indices */
   const uint32_t *local_offset; /* each one's offset in a group's local buffer */
   uint32_t local_bytes;         /* a group's local buffer size */
+  uint32_t batch;               /* groups per run call (kc_host_group_t.count), >= 1 */
   /* What this launch site has cost so far, in 1/16 ns per work-item (0: not known yet). The
    * pool reads it to run cheap launches inline and to size chunks, and updates it after each
    * run. NULL: nothing is learned (the pool's defaults apply). */

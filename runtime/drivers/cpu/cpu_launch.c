@@ -14,6 +14,16 @@
 /* Local-memory arguments above this count take a heap array for their offsets. */
 #define STACK_LOCALS 16
 
+/* Groups per run call: one unless the kernel takes batches (the region scheme), then enough
+ * for about CPU_BATCH_ITEMS work-items within the local-memory budget. */
+static uint32_t batch_size(const cpu_kernel_t *k, uint64_t group_items, uint64_t local_bytes) {
+  if (!k->k->batches || !group_items) return 1;
+  uint64_t b = CPU_BATCH_ITEMS / group_items;
+  if (local_bytes && b > CPU_BATCH_LOCAL / local_bytes) b = CPU_BATCH_LOCAL / local_bytes;
+  if (b > CPU_BATCH_GROUPS) b = CPU_BATCH_GROUPS;
+  return b ? (uint32_t)b : 1;
+}
+
 ze_result_t cpu_launch_prepare(const cpu_kernel_t *k, const ze_group_count_t *count,
                                uint32_t *offsets, cpu_launch_t *out) {
   if (k->args_unset)
@@ -41,6 +51,7 @@ ze_result_t cpu_launch_prepare(const cpu_kernel_t *k, const ze_group_count_t *co
       .local_index = k->local_index,
       .local_offset = offsets,
       .local_bytes = (uint32_t)bytes,
+      .batch = batch_size(k, group_items, bytes),
       /* A cache of the kernel's cost, written at run time even through a const kernel. */
       .cost = (_Atomic uint32_t *)&k->cost,
   };

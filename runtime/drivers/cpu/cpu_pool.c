@@ -121,12 +121,13 @@ static bool scratch_args(cpu_scratch_t *s, const cpu_launch_t *l, void *const **
   if (!grow((void **)&s->args, &s->args_cap, l->num_args, sizeof(void *)) ||
       !grow((void **)&s->slots, &s->slots_cap, l->num_local, sizeof(void *)))
     return false;
-  if (l->local_bytes > s->local_cap) {
+  size_t bytes = (size_t)l->local_bytes * (l->batch ? l->batch : 1); /* a batch's buffers */
+  if (bytes > s->local_cap) {
     void *p = NULL;
-    if (posix_memalign(&p, CPU_LOCAL_ALIGN, l->local_bytes) != 0) return false;
+    if (posix_memalign(&p, CPU_LOCAL_ALIGN, bytes) != 0) return false;
     free(s->local);
     s->local = p;
-    s->local_cap = l->local_bytes;
+    s->local_cap = bytes;
   }
   memcpy(s->args, l->args, l->num_args * sizeof(void *));
   for (uint32_t j = 0; j < l->num_local; j++) {
@@ -181,22 +182,25 @@ static bool interrupted(poll_t *p) {
   return true;
 }
 
-/* Runs groups [first, last) of the launch in linear order (dimension 0 fastest). False when a
- * group could not run (the finaliser had no memory for its fiber stacks) or the launch was
- * interrupted. */
+/* Runs groups [first, last) of the launch in linear order (dimension 0 fastest), in batches of
+ * up to l->batch groups along dimension 0 per run call. False when a group could not run (the
+ * finaliser had no memory for its fiber stacks) or the launch was interrupted. */
 static bool run_groups(const cpu_launch_t *l, void *const *args, uint64_t first, uint64_t last,
                        poll_t *poll) {
-  kc_host_group_t g = {.args = args};
+  kc_host_group_t g = {.args = args, .count = 1, .local_stride = l->local_bytes};
   memcpy(g.group_range, l->group_count, sizeof g.group_range);
   memcpy(g.local_range, l->local_size, sizeof g.local_range);
-  uint64_t nx = l->group_count[0], ny = l->group_count[1];
+  uint64_t nx = l->group_count[0], ny = l->group_count[1], batch = l->batch ? l->batch : 1;
   g.group_id[0] = first % nx;
   g.group_id[1] = (first / nx) % ny;
   g.group_id[2] = first / (nx * ny);
-  for (uint64_t i = first; i < last; i++) {
+  for (uint64_t i = first; i < last; i += g.count) {
     if (interrupted(poll)) return false;
+    g.count = batch;
+    if (g.count > last - i) g.count = last - i;
+    if (g.count > nx - g.group_id[0]) g.count = nx - g.group_id[0];
     if (l->run(&g) != KC_OK) return false;
-    if (++g.group_id[0] == nx) {
+    if ((g.group_id[0] += g.count) == nx) {
       g.group_id[0] = 0;
       if (++g.group_id[1] == ny) {
         g.group_id[1] = 0;
