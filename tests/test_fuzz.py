@@ -5,6 +5,7 @@ Issue 12, item 1. The long run: `python tools/fuzz/kfuzz.py --kernels N --seed S
 
 import glob
 import json
+import math
 import os
 import sys
 
@@ -160,3 +161,32 @@ def test_neg_invert_of_narrow_ints_as_numba(dtype):
             pytest.xfail("CUDA's PTX JIT widens neg.s16 of -32768 (the PTX is right)")
         np.testing.assert_array_equal(neg, want[0])
         np.testing.assert_array_equal(got[1].asnumpy(), want[1])
+
+
+@kapi.kernel
+def hypot_u64(item, a, b, o):
+    i = item.get_id(0)
+    o[i] = math.hypot(a[i], b[i] - a[i])
+
+
+@numba.njit
+def hypot_u64_numba(a, b, o):
+    for i in range(a.size):
+        o[i] = math.hypot(a[i], b[i] - a[i])
+
+
+def test_hypot_of_uint64_converts_as_numba():
+    """Numba's hypot of two uint64 converts them with sitofp: hypot(200, 10 - 200) of uint8s
+    (the difference a wrapped uint64) is hypot(200, -190) = 275.86, not hypot(200, 1.8e19)
+    (found by the fuzzer)."""
+    a = np.array([200, 3, 2**63 + 5, 7], np.uint64)
+    b = np.array([10, 7, 1, 7], np.uint64)
+    want = np.zeros(4)
+    hypot_u64_numba(a, b, want)
+    assert abs(want[0] - math.hypot(200, -190)) < 1e-9
+    for dev in DEVICES:
+        o = kapi.zeros(4, dtype=np.float64, device=dev)
+        kapi.call_kernel(
+            hypot_u64, kapi.Range(4), kapi.asarray(a, device=dev), kapi.asarray(b, device=dev), o
+        )
+        np.testing.assert_allclose(o.asnumpy(), want, rtol=1e-12)
