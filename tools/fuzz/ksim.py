@@ -240,17 +240,28 @@ def unary(op, sig, v, vt):
     return cast(wrap(abs(x), bits, signed), at, rt)  # int_abs_impl / uint_abs_impl
 
 
-_M1 = {
-    "sqrt": np.sqrt,
-    "sin": np.sin,
-    "cos": np.cos,
-    "exp": np.exp,
-    "tanh": np.tanh,
-    "fabs": np.fabs,
-    "atan": np.arctan,
-    "log1p": np.log1p,
-}
-_M2 = {"atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign}
+def _libm():
+    """glibc's functions, float and double, as Numba's code calls them (NumPy's own differ by
+    an ulp now and then, which `%` of a large result turns into a visible difference)."""
+    import ctypes
+
+    lib = ctypes.CDLL("libm.so.6")
+    out = {}
+    for name, nargs in [(n, 1) for n in ("sin", "cos", "exp", "tanh", "atan", "log1p")] + [
+        (n, 2) for n in ("atan2", "hypot")
+    ]:
+        for ct, nt, suffix in (
+            (ctypes.c_double, np.float64, ""),
+            (ctypes.c_float, np.float32, "f"),
+        ):
+            fn = getattr(lib, name + suffix)
+            fn.restype, fn.argtypes = ct, [ct] * nargs
+            out[name, nt] = (lambda f, t: lambda *a: t(f(*(float(x) for x in a))))(fn, nt)
+    return out
+
+
+_LIBM = _libm()
+_EXACT = {"sqrt": np.sqrt, "fabs": np.fabs, "copysign": np.copysign}  # correctly rounded
 
 
 def math_call(name, sig, vals, types_):
@@ -264,7 +275,8 @@ def math_call(name, sig, vals, types_):
                 x = wrap(x, bits, True)  # numba's hypot_u64_impl converts with sitofp
             x = cast(x, at, rt) if k == "b" else to_float(int(x), 64)
         args.append(x)
-    fn = _M1.get(name) or _M2.get(name)
+    ft = type(args[0])
+    fn = _EXACT.get(name) or _LIBM.get((name, ft))
     if fn is None:
         raise Unsupported(f"math.{name}")
     return cast(fn(*args), _float_of(args[0]), rt)
