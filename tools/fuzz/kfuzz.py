@@ -60,15 +60,22 @@ def nbtype(name):
     return getattr(types, "boolean" if name == "bool" else name)
 
 
+_SIGS = {}
+
+
 def resolve_sig(fn, *argtypes):
     """Numba's signature of fn(*argtypes) (what the reference interpreter, ksim, follows), or
-    None when Numba rejects it."""
+    None when Numba rejects it. Remembered: the generator asks the same few thousand questions
+    over and over, and Numba's answer costs ~0.1 ms."""
     if any(t is None for t in argtypes):
         return None
-    try:
-        return typing_context().resolve_function_type(fn, argtypes, {})
-    except Exception:
-        return None
+    key = (fn, argtypes)
+    if key not in _SIGS:
+        try:
+            _SIGS[key] = typing_context().resolve_function_type(fn, argtypes, {})
+        except Exception:
+            _SIGS[key] = None
+    return _SIGS[key]
 
 
 def resolve(fn, *argtypes):
@@ -658,16 +665,37 @@ _SRC_SEQ = [0]
 LAST_KERNEL = [None]
 
 
-def run_kapi(p: Program, dev):
+def make_kernel(p: Program):
+    """p's kernel as a kapi dispatcher (compiled at its first launch, once for every device),
+    its source registered for messages under a name forget_kernel drops again."""
+    import linecache
+
     import kapi
 
     _SRC_SEQ[0] += 1
     filename = f"<fuzz-kernel-{_SRC_SEQ[0]}>"
     src = p.kernel_src()
-    import linecache
-
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     k = kapi.kernel(load(src, "fuzz_kernel", filename))
+    k.fuzz_filename = filename
+    return k
+
+
+def forget_kernel(k):
+    import linecache
+
+    linecache.cache.pop(k.fuzz_filename, None)  # 10^4 kernels' sources add up
+
+
+def run_kapi(p: Program, dev, k=None):
+    import kapi
+
+    if k is None:
+        k = make_kernel(p)
+        try:
+            return run_kapi(p, dev, k)
+        finally:
+            forget_kernel(k)
     arrays, scalars = p.inputs()
     out_i, out_f, acc = outputs(p)
     d = {
@@ -963,9 +991,17 @@ def one_kernel(p, n, seed, devices, outdir, log, minimise_s, check_every, summar
         p, n, seed, ref, summary, outdir, log
     ):
         return False
+    k = make_kernel(p)  # one front-end compile for every device
+    try:
+        return check_devices(p, n, seed, devices, outdir, log, minimise_s, summary, ref, k)
+    finally:
+        forget_kernel(k)
+
+
+def check_devices(p, n, seed, devices, outdir, log, minimise_s, summary, ref, k):
     for dev in devices:
         try:
-            got = run_kapi(p, dev)
+            got = run_kapi(p, dev, k)
         except Exception:  # minimised and reported below as a kapi-error
             got = None
         everyone = [c.index for c in p.cases]
@@ -1063,9 +1099,12 @@ def fuzz_parallel(
     chunk=4,
     log=print,
     progress_s=60,
+    recycle=100,
 ):
-    """fuzz() over `jobs` processes (spawned: one kapi each), in chunks of kernels. Returns the
-    merged summary with `done_below`: every kernel below it is done (resume with --first)."""
+    """fuzz() over `jobs` processes (spawned: one kapi each), in chunks of kernels. A process is
+    replaced after `recycle` chunks (each kernel leaves ~1 MB behind in Numba and kapi, which
+    10^4 kernels would add up). Returns the merged summary with `done_below`: every kernel
+    below it is done (resume with --first)."""
     import multiprocessing as mp
 
     start = time.time()
@@ -1076,7 +1115,7 @@ def fuzz_parallel(
     ]
     done, watermark = set(), first
     ctx = mp.get_context("spawn")
-    pool = ctx.Pool(jobs, _init_worker, (device_filters, outdir, minimise_s, check_every))
+    pool = ctx.Pool(jobs, _init_worker, (device_filters, outdir, minimise_s, check_every), recycle)
     last = start
     try:
         for f, _count, s, lines in pool.imap_unordered(_run_chunk, chunks):
@@ -1143,48 +1182,23 @@ def main(argv=None):
     )
     log = lambda m: print(m, flush=True)  # noqa: E731
     try:
-        if a.jobs > 1:
-            s = fuzz_parallel(
-                a.kernels,
-                a.seed,
-                a.cases,
-                a.device,
-                a.jobs,
-                a.out,
-                a.first,
-                a.budget,
-                a.check_every,
-                log=log,
-            )
-        else:
-            s = serial(a, devs, log)
+        s = fuzz_parallel(
+            a.kernels,
+            a.seed,
+            a.cases,
+            a.device,
+            a.jobs,
+            a.out,
+            a.first,
+            a.budget,
+            a.check_every,
+            log=log,
+        )
     except Exception:
         traceback.print_exc()
         return 2
     print("summary: " + progress_line(s, s["seconds"], s.get("done_below")), flush=True)
     return 1 if s["findings"] or s["sim_disagreements"] else 0
-
-
-def serial(a, devs, log, progress_s=60):
-    """One process, in chunks so that progress (and the resume point) is logged."""
-    start, last = time.time(), time.time()
-    total = new_summary()
-    n = a.first
-    while n < a.first + a.kernels:
-        if a.budget and time.time() - start > a.budget:
-            break
-        count = min(10, a.first + a.kernels - n)
-        merge(
-            total,
-            fuzz(count, a.seed, a.cases, devs, a.out, log, first=n, check_every=a.check_every),
-        )
-        n += count
-        if time.time() - last >= progress_s:
-            last = time.time()
-            log(progress_line(total, last - start, n))
-    total["seconds"] = round(time.time() - start, 1)
-    total["done_below"] = n
-    return total
 
 
 if __name__ == "__main__":
