@@ -42,7 +42,7 @@ fi
 if [ "$WHAT" = fuzz ]; then
   # Issue 12's long fuzz run on every device, one process per core (docs/reliability.md):
   # FUZZ_FIRST resumes (the previous call's summary gives done_below), FUZZ_BUDGET seconds.
-  step fuzz python3 tools/fuzz/kfuzz.py --seed "${FUZZ_SEED:-2000}" --kernels "${FUZZ_KERNELS:-12500}" \
+  step fuzz timeout $((${FUZZ_BUDGET:-480} + 90)) python3 tools/fuzz/kfuzz.py --seed "${FUZZ_SEED:-2000}" --kernels "${FUZZ_KERNELS:-12500}" \
     --first "${FUZZ_FIRST:-0}" --cases 8 --jobs "${FUZZ_JOBS:-$(nproc)}" --budget "${FUZZ_BUDGET:-480}" \
     --out "$OUT/fuzz-findings" 2>&1 | tee "$OUT/fuzz.log" | tail -40
   exit 0
