@@ -34,6 +34,27 @@ class Unsupported(Exception):
 OVERFLOW = [False]
 
 
+# Math functions are libm's in Numba and here, but kapi's devices use their own (libmvec in
+# vectorised loops, libdevice), an ulp or a few apart. Float `//` and `%` of such a value by one
+# much smaller magnify that into any answer in [0, y): exp(15) ** 3 % 15 is 12 or 13 depending
+# on exp's last bit. ILL[0] is set when a float `//` or `%` takes an operand derived from a
+# transcendental function and the ratio lets a few ulps exceed the comparison's 1e-5; the
+# caller then cannot blame a difference in that case on kapi (it counts and logs it).
+ILL = [False]
+TRANSCENDENTAL = {"sin", "cos", "exp", "tanh", "atan", "log1p", "atan2", "hypot"}
+_ILL_RATIO = {32: 1e-5 / (16 * 2.0**-23), 64: 1e-5 / (16 * 2.0**-52)}
+
+
+def approx(e, f):
+    """Whether Expr e's value in frame f derives from a transcendental function's result."""
+    for n in e.nodes():
+        if n.op == "math" and n.val in TRANSCENDENTAL:
+            return True
+        if (n.op == "var" and n.fmt in f.taint) or (n.op == "lm" and f.lm_taint[0]):
+            return True
+    return False
+
+
 def _nsw(v, bits, signed):
     r = wrap(v, bits, signed)
     if signed and r != v:
@@ -304,10 +325,12 @@ def minmax(op, sig, a, at, b, bt):
 class Frame:
     """One work-item's state for one case."""
 
-    __slots__ = ("env", "arrays", "lm", "k", "lid")
+    __slots__ = ("env", "arrays", "lm", "k", "lid", "taint", "lm_taint")
 
-    def __init__(self, env, arrays, lm, k, lid):
+    def __init__(self, env, arrays, lm, k, lid, lm_taint=None):
         self.env, self.arrays, self.lm, self.k, self.lid = env, arrays, lm, k, lid
+        self.taint = set()  # variables holding values derived from transcendental functions
+        self.lm_taint = lm_taint if lm_taint is not None else [False]
 
 
 def ev(e, f):
@@ -322,7 +345,10 @@ def ev(e, f):
         return e.val
     if op == "bin":
         a, b = e.kids
-        return binop(e.val, e.sig, ev(a, f), a.ty, ev(b, f), b.ty)
+        x, y = ev(a, f), ev(b, f)
+        if e.val in ("//", "%") and not ILL[0] and info(e.sig.return_type)[0] == "f":
+            _check_conditioning(e, a, b, x, y, f)
+        return binop(e.val, e.sig, x, a.ty, y, b.ty)
     if op == "un":
         (a,) = e.kids
         return unary(e.val, e.sig, ev(a, f), a.ty)
@@ -354,6 +380,14 @@ def ev(e, f):
     raise Unsupported(f"expression {op!r}")
 
 
+def _check_conditioning(e, a, b, x, y, f):
+    with np.errstate(all="ignore"):
+        x, y = float(x), float(y)
+        big = np.isfinite(x) and y != 0 and abs(x) > abs(y) * _ILL_RATIO[e.sig.return_type.bitwidth]
+    if big and (approx(a, f) or approx(b, f)):
+        ILL[0] = True
+
+
 class Sim:
     """Runs a Program's cases over every work-item, as the Numba oracle does."""
 
@@ -365,6 +399,7 @@ class Sim:
         self.scalars = {n: _pyval(v) for n, v in scalars.items()}
         n = n_items * slots * p.ncases
         self.undefined = set()  # cases where Numba's answer is undefined (see OVERFLOW)
+        self.ill = set()  # cases with an ill-conditioned float // or % (see ILL)
         self.out_i = [0] * n
         self.out_f = [0.0] * n
         self.acc = [0] * acc_n
@@ -372,10 +407,12 @@ class Sim:
     def run(self):
         p = self.p
         for case in p.cases:
-            OVERFLOW[0] = False
+            OVERFLOW[0] = ILL[0] = False
             self.run_case(case)
             if OVERFLOW[0]:
                 self.undefined.add(case.index)
+            if ILL[0]:
+                self.ill.add(case.index)
         return (
             np.array(self.out_i, np.int64),
             np.array(self.out_f, np.float64),
@@ -385,6 +422,7 @@ class Sim:
     def run_case(self, case):
         p, local = self.p, self.local
         lm = [0] * (p.ncases * local) if p.nd else None
+        lm_taint = [False]
         frames = []
         for i in range(self.n_items):
             env = dict(self.scalars)
@@ -392,7 +430,7 @@ class Sim:
             lid = i % local if p.nd else None
             if p.nd:
                 env["lid"] = lid
-            frames.append(Frame(env, self.arrays, lm, case.index, lid))
+            frames.append(Frame(env, self.arrays, lm, case.index, lid, lm_taint))
         if not p.nd:
             for fr in frames:
                 self.block(case.stmts, fr)
@@ -402,6 +440,13 @@ class Sim:
                 self.block(case.local_stmts, fr)
             for fr in frames[g * local : (g + 1) * local]:
                 self.block(case.stmts, fr)
+
+    @staticmethod
+    def taint(f, var, tainted):
+        if tainted:
+            f.taint.add(var)
+        else:
+            f.taint.discard(var)
 
     def block(self, stmts, f):
         for s in stmts:
@@ -413,6 +458,7 @@ class Sim:
             mode = m["mode"]
             if mode == "zero":
                 f.env[m["var"]] = 0
+                f.taint.discard(m["var"])
                 return
             if mode == "call":
                 a, b = s.exprs
@@ -423,16 +469,22 @@ class Sim:
                     f.lm,
                     f.k,
                     f.lid,
+                    f.lm_taint,
                 )
                 inner.env[params[1]] = cast(inner.env[params[1]], b.ty, ptypes[1])
+                inner.taint = {p for p, x in zip(params, (a, b), strict=True) if approx(x, f)}
                 f.env[m["var"]] = ev(body, inner)
+                self.taint(f, m["var"], approx(body, inner))
                 return
             (e,) = s.exprs
             v = ev(e, f)
+            tainted = approx(e, f)
             if mode == "+=":
                 vt = m["ty"]
                 v = binop("+", m["sig"], f.env[m["var"]], vt, v, e.ty)
+                tainted = tainted or m["var"] in f.taint
             f.env[m["var"]] = v
+            self.taint(f, m["var"], tainted)
             return
         if kind == "store":
             (e,) = s.exprs
@@ -450,6 +502,8 @@ class Sim:
             from numba import types
 
             f.lm[f.k * self.local + f.lid] = cast(ev(e, f), e.ty, types.int64)
+            if approx(e, f):
+                f.lm_taint[0] = True
             return
         if kind == "atomic":
             e, j = s.exprs
