@@ -39,7 +39,8 @@ OVERFLOW = [False]
 # much smaller magnify that into any answer in [0, y): exp(15) ** 3 % 15 is 12 or 13 depending
 # on exp's last bit. ILL[0] is set when a float `//` or `%` takes an operand derived from a
 # transcendental function and the ratio lets a few ulps exceed the comparison's 1e-5; the
-# caller then cannot blame a difference in that case on kapi (it counts and logs it).
+# caller then cannot blame a difference in that case on kapi (it counts and logs it). The same
+# for copysign with a NaN sign argument.
 ILL = [False]
 TRANSCENDENTAL = {"sin", "cos", "exp", "tanh", "atan", "log1p", "atan2", "hypot"}
 _ILL_RATIO = {32: 1e-5 / (16 * 2.0**-23), 64: 1e-5 / (16 * 2.0**-52)}
@@ -297,6 +298,10 @@ def math_call(name, sig, vals, types_):
             x = cast(x, at, rt) if k == "b" else to_float(int(x), 64)
         args.append(x)
     ft = type(args[0])
+    if name == "copysign" and np.isnan(args[1]):
+        # a NaN's sign is unspecified (x86's invalid-operation NaN is negative, and LLVM
+        # rewrites -(a / b) as (-a) / b): copysign(15, -(-inf / inf)) was -15 in Numba
+        ILL[0] = True
     fn = _EXACT.get(name) or _LIBM.get((name, ft))
     if fn is None:
         raise Unsupported(f"math.{name}")
