@@ -35,7 +35,8 @@ step() {
   echo "== $1"; shift; "$@"; echo "== exit $?"
 }
 # `bash bench/gpu_run.sh tests` runs only the tests, `... bench` only the benchmarks (each call
-# of the device tool has 10 minutes); no argument runs both.
+# of the device tool has 10 minutes), `... fuzz` only the long fuzz run; no argument: tests and
+# benchmarks.
 WHAT=${1:-all}
 if [ "$WHAT" != bench ]; then
 [ "${SKIP_PYTEST:-0}" = 1 ] || step pytest timeout "${PYTEST_TIMEOUT:-270}" python3 -m pytest -q -p no:cacheprovider \
@@ -46,6 +47,14 @@ if [ -x .carry/bin/cuda_driver_test ]; then
 fi
 fi
 [ "$WHAT" = tests ] && exit 0
+if [ "$WHAT" = fuzz ]; then
+  # Issue 12's long fuzz run on every device, one process per core (docs/reliability.md):
+  # FUZZ_FIRST resumes (the previous call's summary gives done_below), FUZZ_BUDGET seconds.
+  step fuzz timeout $((${FUZZ_BUDGET:-480} + 90)) python3 tools/fuzz/kfuzz.py --seed "${FUZZ_SEED:-2000}" --kernels "${FUZZ_KERNELS:-12500}" \
+    --first "${FUZZ_FIRST:-0}" --cases 8 --jobs "${FUZZ_JOBS:-$(nproc)}" --budget "${FUZZ_BUDGET:-480}" \
+    --out "$OUT/fuzz-findings" 2>&1 | tee "$OUT/fuzz.log" | tail -40
+  exit 0
+fi
 step gpu-bench timeout 200 python3 bench/gpu.py 2>&1 | tee "$OUT/gpu_bench.log"
 # Cold start and the disk cache (issue 11): fresh processes on every device, beside Numba's.
 step cold-start timeout 300 python3 bench/cold_start.py --runs 5 2>&1 | tee "$OUT/cold_start.log"

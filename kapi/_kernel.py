@@ -72,12 +72,15 @@ class CompiledKernel:
         self.prints = prints
         self.cache_key = None  # the disk cache's key (kapi/_cache.py), None when not cached
 
-    def _raise_failure(self, site, ndim, x, y, z):
+    def _raise_failure(self, site, ndim, x, y, z, v0=0, v1=0):
         """Raises what the kernel's assert or raise at `site` recorded for the first failing
-        work-item (called by the launch path once the launch has completed)."""
+        work-item (called by the launch path once the launch has completed). v0, v1: the
+        values the raise recorded (a bounds check's index and extent)."""
         cls, args, filename, line = self.raises[site]
         gid = (x, y, z)[: max(1, ndim)]
         where = f"{filename}:{line}: in kernel '{self.dispatcher.__name__}', work-item {gid}"
+        if len(args) == 2 and args[0] == BOUNDS_SITE:  # pyfront/emit_bounds.py's message
+            args = (args[1].format(index=v0, extent=v1),)
         msg = _exception_text(cls, args)
         if cls is AssertionError:
             text = f"{where}: assertion failed" + (f": {msg}" if msg else "")
@@ -106,6 +109,11 @@ class CompiledKernel:
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.dispatcher.__name__}{self.signature}>"
+
+
+# The first argument of a bounds check's raise site: the second is a message with {index} and
+# {extent}, filled from the values the failing work-item recorded (pyfront/emit_bounds.py).
+BOUNDS_SITE = "kapi.boundscheck"
 
 
 def _exception_text(cls, args) -> str:

@@ -605,9 +605,16 @@ class FunctionEmitter(
         out = list(arr.prefix)
         for v, t in zip(items, tys, strict=True):
             i = self.index_ref(arr, len(out), v, t)
-            self.check_index(arr, len(out), i)  # boundscheck only
+            if getattr(self.module, "boundscheck", False):
+                self.check_index(arr, len(out), i, self.raw_index(v, i))
             out.append(i)
         return out
+
+    def raw_index(self, v, i):
+        """i64 ref of index v before the negative-index wraparound (i: after it)."""
+        if isinstance(v, V.Const):
+            return self.scalar(V.Const(int(v.value), types.int64))
+        return self.scalar(v, types.int64) if isinstance(v, V.Scalar) else i
 
     def index_ref(self, arr, d, v, t):
         ty = _unlit(t) if t is not None else getattr(v, "ty", None)

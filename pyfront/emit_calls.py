@@ -170,6 +170,10 @@ class CallEmitter(UfuncEmitter):
     def math_call(self, name, args, sig):
         ret = _unlit(sig.return_type)
         kty = self.kty(ret)
+        if name == "hypot" and all(_unlit(t) == types.uint64 for t in sig.args):
+            # Numba's hypot_u64_impl converts its uint64 arguments with sitofp: hypot(200,
+            # uint64(10) - uint64(200)) is hypot(200, -190), not hypot(200, 1.8e19)
+            args = [V.Scalar(self.scalar(a, types.int64), types.int64) for a in args]
         ops = " ".join(self.scalar(a, ret) for a in args)
         return V.Scalar(self.b.op(f"math {kty} {name} {ops}", self.line), ret)
 

@@ -3,6 +3,7 @@ out-of-range array index raise IndexError from call_kernel at the kernel's file:
 the array and the dimension, on every device; off by default, and then the KIR has no check.
 """
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -46,7 +47,9 @@ def test_reported_case_raises_index_error_and_next_launch_works(dev):
         kapi.call_kernel(checked_shift, kapi.Range(16), a, b)
     msg = str(e.value)
     assert f"{HERE}:{line_of(shifted, 'b[i + 20]')}" in msg
-    assert "array 'b'" in msg and "dimension 0" in msg
+    # the first failing work-item's index (i + 20) and the dimension's extent
+    m = re.search(r"index (\d+) is out of bounds for array 'b' \(dimension 0, extent 16\)", msg)
+    assert m and int(m[1]) == e.value.work_item[0] + 20, msg
     assert e.value.kernel_line == line_of(shifted, "b[i + 20]")
     np.testing.assert_array_equal(c.asnumpy(), np.full(16, 7, np.float32))
     big = _f32(36, dev, 0)
@@ -79,7 +82,9 @@ def test_negative_index_past_wraparound_raises(dev):
     a, b = _f32(16, dev), _f32(16, dev, 0)
     kapi.call_kernel(kern, kapi.Range(16), a, b, np.int64(16))
     np.testing.assert_array_equal(b.asnumpy(), np.arange(16, dtype=np.float32))
-    with pytest.raises(IndexError, match=r"array 'a' \(dimension 0\)"):
+    # the index as written (before the wraparound), which only work-item 0 takes past -16
+    msg = r"index -17 is out of bounds for array 'a' \(dimension 0, extent 16\)"
+    with pytest.raises(IndexError, match=msg):
         kapi.call_kernel(kern, kapi.Range(16), a, b, np.int64(17))
 
 
@@ -95,9 +100,12 @@ def test_2d_names_the_dimension(dev):
     kapi.call_kernel(kern, kapi.Range(3, 4), a, out, np.int64(0), np.int64(0))
     np.testing.assert_array_equal(out.asnumpy(), h)
     line = line_of(two_d, "a[i + di, j + dj]")
-    with pytest.raises(IndexError, match=rf"array 'a' \(dimension 1\).*:{line}:"):
+    msg = rf"index 4 is out of bounds for array 'a' \(dimension 1, extent 4\).*:{line}:"
+    with pytest.raises(IndexError, match=msg):
         kapi.call_kernel(kern, kapi.Range(3, 4), a, out, np.int64(0), np.int64(1))
-    with pytest.raises(IndexError, match=r"array 'a' \(dimension 0\)"):
+    with pytest.raises(
+        IndexError, match=r"index 3 is out of bounds for array 'a' \(dimension 0, extent 3\)"
+    ):
         kapi.call_kernel(kern, kapi.Range(3, 4), a, out, np.int64(1), np.int64(0))
 
 
@@ -111,7 +119,9 @@ def local_overrun(nditem, a, out, slm):
 
 def test_local_accessor_checked(dev):
     a, out = _f32(16, dev), _f32(16, dev, 0)
-    with pytest.raises(IndexError, match=r"array 'slm' \(dimension 0\)"):
+    with pytest.raises(
+        IndexError, match=r"index 8 is out of bounds for array 'slm' \(dimension 0, extent 8\)"
+    ):
         slm = kapi_api.LocalAccessor((8,), np.float32)
         kapi.call_kernel(local_overrun, kapi.NdRange((16,), (8,)), a, out, slm)
     slm = kapi_api.LocalAccessor((9,), np.float32)  # room for li + 1: legal
@@ -127,7 +137,9 @@ def test_atomic_index_checked(dev):
     bins = kapi.zeros(8, dtype="i8", device=dev)
     kapi.call_kernel(atomic_overrun, kapi.Range(8), bins, np.int64(0))
     np.testing.assert_array_equal(bins.asnumpy(), np.ones(8, np.int64))
-    with pytest.raises(IndexError, match=r"array 'bins' \(dimension 0\)"):
+    with pytest.raises(
+        IndexError, match=r"index 8 is out of bounds for array 'bins' \(dimension 0, extent 8\)"
+    ):
         kapi.call_kernel(atomic_overrun, kapi.Range(8), bins, np.int64(1))
 
 
@@ -145,7 +157,8 @@ def via_device_func(item, a, b):
 def test_device_function_checked(dev):
     a, b = _f32(16, dev), _f32(16, dev, 0)
     line = line_of(load_at, "return a[i]")
-    with pytest.raises(IndexError, match=rf"array 'a' \(dimension 0\).*:{line}:"):
+    msg = rf"index 16 is out of bounds for array 'a' \(dimension 0, extent 16\).*:{line}:"
+    with pytest.raises(IndexError, match=msg):
         kapi.call_kernel(via_device_func, kapi.Range(16), a, b)
 
 
@@ -170,9 +183,12 @@ def test_environment_variable_and_option_precedence(monkeypatch):
 
 
 def test_checked_kernel_ptx_assembles():
-    """The CUDA path: the checks lower to PTX with the status buffer's compare-exchange."""
+    """The CUDA path: the checks lower to PTX with the status buffer's compare-exchange, and
+    the winner stores the index and the extent the message shows (bytes 32 and 40)."""
     ptx, _ = finalise(checked_shift.inspect_spirv(SIG1))
     assert "atom.global.cas.b32" in ptx
+    for at in (32, 40):
+        assert re.search(rf"st\.global\.u64\s+\[%rd\d+\+{at}\]", ptx), ptx
     if shutil.which("ptxas"):
         with tempfile.TemporaryDirectory() as d:
             with open(f"{d}/k.ptx", "w") as f:
@@ -194,7 +210,9 @@ def test_private_array_checked(dev):
     out = _f32(4, dev, 5)
     kapi.call_kernel(private_overrun, kapi.Range(4), out, np.int64(0))
     np.testing.assert_array_equal(out.asnumpy(), [1, 0, 0, 0])
-    with pytest.raises(IndexError, match=r"a private array \(dimension 0\)"):
+    with pytest.raises(
+        IndexError, match=r"index 4 is out of bounds for a private array \(dimension 0, extent 4\)"
+    ):
         kapi.call_kernel(private_overrun, kapi.Range(4), out, np.int64(1))
 
 
@@ -213,5 +231,6 @@ def test_row_view_reports_the_whole_arrays_dimension(dev):
     m = kapi.asarray(np.arange(12, dtype=np.float32).reshape(4, 3), device=dev)
     out = _f32(4, dev, 0)
     line = line_of(row_item, "return r[j + 2]")
-    with pytest.raises(IndexError, match=rf"array 'r' \(dimension 1\).*:{line}:"):
+    msg = rf"index 3 is out of bounds for array 'r' \(dimension 1, extent 3\).*:{line}:"
+    with pytest.raises(IndexError, match=msg):
         kapi.call_kernel(row_view, kapi.Range(4), m, out)

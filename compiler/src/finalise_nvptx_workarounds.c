@@ -5,7 +5,13 @@
  * then drops the sign bits the shift replicated. Python's `%` and `//` fix-ups produce exactly
  * `select (x < 0), K, 0`, which the DAG combiner folds into that pattern (-8 % 3 came out -1).
  * Sign tests and wide arithmetic shifts of i64 go through a one-instruction inline asm instead,
- * which instruction selection cannot fold. */
+ * which instruction selection cannot fold.
+ *
+ * The CUDA driver's PTX compiler has the converse problem with 16-bit negation: for
+ * `neg.s16` then `cvt.s64.s16` it returned 32768 for -int16(-32768), as if the negation were
+ * done in a wider register (our PTX was right). Numba negates narrow integers before widening,
+ * so `-a[i]` of an int16 array is exactly that pattern. An i16 negation is written as an asm
+ * that negates in 32 bits and wraps explicitly, leaving no 16-bit negation to widen. */
 #include "finalise_nvptx.h"
 
 #include <stdio.h>
@@ -92,13 +98,51 @@ static int guard_wide_ashr(LLVMBuilderRef b, LLVMValueRef inst) {
   return 1;
 }
 
+static LLVMValueRef neg16_scalar(LLVMBuilderRef b, LLVMValueRef x) {
+  LLVMTypeRef i16 = LLVMTypeOf(x);
+  LLVMTypeRef fty = LLVMFunctionType(i16, &i16, 1, 0);
+  /* the shifts re-sign-extend the wrapped 16 bits within the 32-bit register, so a compiler
+   * that keeps the result there (as it evidently did) still holds -32768 for -(-32768) */
+  static const char text[] = "{ .reg .b32 t; cvt.s32.s16 t, $1; neg.s32 t, t; shl.b32 t, t, 16; "
+                             "shr.s32 t, t, 16; cvt.u16.u32 $0, t; }";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, sizeof text - 1, "=h,h", 4, 0, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(b, fty, fn, &x, 1, "");
+}
+
+/* `sub i16 0, x` (or its vector form, lane by lane) becomes the asm negation; returns 1 if
+ * replaced. */
+static int guard_neg16(LLVMBuilderRef b, LLVMValueRef inst) {
+  LLVMTypeRef t = LLVMTypeOf(inst), et = t;
+  if (LLVMGetInstructionOpcode(inst) != LLVMSub || !const_equals(LLVMGetOperand(inst, 0), 0))
+    return 0;
+  if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) et = LLVMGetElementType(t);
+  if (LLVMGetTypeKind(et) != LLVMIntegerTypeKind || LLVMGetIntTypeWidth(et) != 16) return 0;
+  LLVMPositionBuilderBefore(b, inst);
+  LLVMValueRef x = LLVMGetOperand(inst, 1), repl;
+  if (t == et) {
+    repl = neg16_scalar(b, x);
+  } else {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
+    repl = LLVMGetUndef(t);
+    for (unsigned i = 0, n = LLVMGetVectorSize(t); i < n; ++i) {
+      LLVMValueRef lane = LLVMConstInt(i32, i, 0);
+      LLVMValueRef e = neg16_scalar(b, LLVMBuildExtractElement(b, x, lane, ""));
+      repl = LLVMBuildInsertElement(b, repl, e, lane, "");
+    }
+  }
+  LLVMReplaceAllUsesWith(inst, repl);
+  LLVMInstructionEraseFromParent(inst);
+  return 1;
+}
+
 void kc_nvptx_guard_sign_shifts(LLVMModuleRef mod) {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
       for (LLVMValueRef inst = LLVMGetFirstInstruction(bb), next; inst; inst = next) {
         next = LLVMGetNextInstruction(inst);
-        if (!guard_sign_test(b, inst)) guard_wide_ashr(b, inst);
+        if (!guard_sign_test(b, inst) && !guard_wide_ashr(b, inst)) guard_neg16(b, inst);
       }
   LLVMDisposeBuilder(b);
 }

@@ -138,7 +138,7 @@ int kir_scalar_kind(const char *name);
   X(UNREACHABLE, "unreachable", "")              \
   X(CALL, "call", "T@*")                         \
   X(PRINT, "print", "s*")                        \
-  X(RAISE, "raise", "d")
+  X(RAISE, "raise", "d*")
 /* clang-format on */
 
 typedef enum kir_op {
@@ -147,6 +147,9 @@ typedef enum kir_op {
 #undef KIR_OP_ENUM
       KIR_OP_COUNT
 } kir_op_t;
+
+/* `raise N v...` records up to this many i64 values for the host's message (docs/kir.md). */
+#define KIR_RAISE_VALUES 2
 
 /* Operand grammar of an op (see kir_parse.c): T type, v value, V slot, d literal int, b block,
  * p predicate, m math name, o rmw op, g group op, O order, S scope, f fill, L constant, @ function,

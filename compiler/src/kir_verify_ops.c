@@ -251,6 +251,10 @@ static int check_print(const vctx_t *c) {
 static int check_raise(const vctx_t *c) {
   if (c->in->lits[0] < 0 || c->in->lits[0] > INT32_MAX)
     FAIL("raise: the site number must be 0..2^31-1");
+  if (c->in->nargs > KIR_RAISE_VALUES)
+    FAIL("raise: at most %d values (the status record's room)", KIR_RAISE_VALUES);
+  for (int k = 0; k < c->in->nargs; k++)
+    if (arg_is(c, k, scalar(KIR_I64))) return -1;
   return 0;
 }
 

@@ -9,8 +9,11 @@
 #define SPIR_FUNC_CC 75
 #define SPIR_KERNEL_CC 76
 
+/* n8:16:32:64 names the native integer widths, so LLVM's optimisers do not narrow to the odd
+ * widths SPIR-V cannot express (a `range(x & 3)` trip count became `trunc i64 to i2`). */
 static const char *const spir64_layout =
-    "e-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024";
+    "e-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-"
+    "n8:16:32:64";
 
 LLVMTypeRef kc_scalar_type(kc_lower_t *L, kir_kind_t k) {
   switch (k) {

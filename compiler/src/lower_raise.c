@@ -1,8 +1,9 @@
 /* raise (Python's assert and raise): the failing work-item records its facts in the launch's
  * status buffer and returns; the launch then raises on the host. Only functions that may raise
  * (kc_may_raise) take the buffer, as a hidden last parameter, so other kernels are untouched.
- * Buffer (32 bytes, zeroed before the launch): u32 flag, u32 site, u64 global id x, y, z. The
- * first failing work-item wins the flag with a compare-exchange and alone writes the rest. */
+ * Buffer (48 bytes, zeroed before the launch): u32 flag, u32 site, u64 global id x, y, z, then
+ * the raise's values (i64 v0, v1: a bounds check's index and extent). The first failing
+ * work-item wins the flag with a compare-exchange and alone writes the rest. */
 #include "lower.h"
 
 #include <string.h>
@@ -76,6 +77,10 @@ int kc_lower_raise(kc_lower_t *L, const kir_inst_t *in) {
   for (unsigned d = 0; d < 3; d++) {
     LLVMValueRef at = LLVMConstInt(L->i64, d + 1, 0);
     LLVMBuildStore(L->b, global_id(L, d), LLVMBuildGEP2(L->b, L->i64, ids, &at, 1, ""));
+  }
+  for (int k = 0; k < in->nargs; k++) {
+    LLVMValueRef at = LLVMConstInt(L->i64, 4 + (unsigned)k, 0);
+    LLVMBuildStore(L->b, kc_arg(L, in, k), LLVMBuildGEP2(L->b, L->i64, ids, &at, 1, ""));
   }
   LLVMBuildBr(L->b, out);
   LLVMPositionBuilderAtEnd(L->b, out);

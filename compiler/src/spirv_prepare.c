@@ -156,6 +156,97 @@ static LLVMValueRef bool_minmax(LLVMBuilderRef b, LLVMValueRef inst, const char 
   return is_or ? LLVMBuildOr(b, x, y, "") : LLVMBuildAnd(b, x, y, "");
 }
 
+/* The elements of bool vector v combined: or (any), and (all), or their count in type t. */
+static LLVMValueRef combine_bools(LLVMBuilderRef b, LLVMValueRef v, char how, LLVMTypeRef t) {
+  LLVMTypeRef vt = LLVMTypeOf(v);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(vt));
+  LLVMValueRef acc = NULL;
+  for (unsigned e = 0; e < LLVMGetVectorSize(vt); e++) {
+    LLVMValueRef x = LLVMBuildExtractElement(b, v, LLVMConstInt(i32, e, 0), "");
+    if (how == '+') x = LLVMBuildZExt(b, x, t, "");
+    acc = !acc         ? x
+          : how == '|' ? LLVMBuildOr(b, acc, x, "")
+          : how == '&' ? LLVMBuildAnd(b, acc, x, "")
+                       : LLVMBuildAdd(b, acc, x, "");
+  }
+  return acc;
+}
+
+static int legal_width(LLVMTypeRef t) {
+  if (LLVMGetTypeKind(t) != LLVMIntegerTypeKind) return 0;
+  unsigned w = LLVMGetIntTypeWidth(t);
+  return w == 8 || w == 16 || w == 32 || w == 64;
+}
+
+/* What a use of `bitcast <N x i1> to iN` may be: `icmp eq/ne` with 0 or -1 (an any/all), or
+ * `llvm.ctpop` whose results are only zero-extended to legal widths (a count). */
+static int rewritable_use(LLVMValueRef cast, LLVMValueRef user) {
+  if (LLVMIsAICmpInst(user)) {
+    LLVMValueRef k = LLVMGetOperand(user, 1);
+    LLVMIntPredicate p = LLVMGetICmpPredicate(user);
+    return LLVMGetOperand(user, 0) == cast && LLVMIsAConstantInt(k) &&
+           (p == LLVMIntEQ || p == LLVMIntNE) &&
+           (LLVMConstIntGetSExtValue(k) == 0 || LLVMConstIntGetSExtValue(k) == -1);
+  }
+  const char *name = LLVMIsACallInst(user) ? callee_name(user) : NULL;
+  if (!name || strncmp(name, "llvm.ctpop.", 11)) return 0;
+  for (LLVMUseRef u = LLVMGetFirstUse(user); u; u = LLVMGetNextUse(u))
+    if (!LLVMIsAZExtInst(LLVMGetUser(u)) || !legal_width(LLVMTypeOf(LLVMGetUser(u)))) return 0;
+  return 1;
+}
+
+/* InstCombine turns an any/all/count of a bool vector (llvm.vector.reduce.or/and/add of
+ * <N x i1>) into `icmp ne (bitcast <N x i1> to iN), 0`, `icmp eq (..), -1` or
+ * `ctpop(bitcast ..)`: an iN SPIR-V cannot express for N other than 8, 16, 32, 64 (fuzzer
+ * findings: <4 x i1> to i4). Each use is rebuilt from the elements. Returns 1 if `cast` was
+ * rewritten (and erased, with its uses). */
+static int bool_vector_bitcast(LLVMBuilderRef b, LLVMValueRef cast) {
+  LLVMValueRef v = LLVMGetOperand(cast, 0);
+  LLVMTypeRef vt = LLVMTypeOf(v), t = LLVMTypeOf(cast);
+  if (LLVMGetTypeKind(vt) != LLVMVectorTypeKind || LLVMGetTypeKind(t) != LLVMIntegerTypeKind ||
+      legal_width(t) || !is_i1(LLVMGetUndef(LLVMGetElementType(vt))))
+    return 0;
+  enum { MAX_USERS = 16 };
+  LLVMValueRef users[MAX_USERS];
+  int n = 0;
+  for (LLVMUseRef u = LLVMGetFirstUse(cast); u; u = LLVMGetNextUse(u)) {
+    if (n == MAX_USERS || !rewritable_use(cast, LLVMGetUser(u))) return 0;
+    users[n++] = LLVMGetUser(u);
+  }
+  for (int i = 0; i < n; i++) {
+    LLVMValueRef user = users[i];
+    if (LLVMIsAICmpInst(user)) {
+      int all = LLVMConstIntGetSExtValue(LLVMGetOperand(user, 1)) == -1;
+      LLVMPositionBuilderBefore(b, user);
+      LLVMValueRef r = combine_bools(b, v, all ? '&' : '|', NULL);
+      /* any: ne 0 is r, eq 0 its negation; all: eq -1 is r, ne -1 its negation */
+      if ((LLVMGetICmpPredicate(user) == LLVMIntEQ) != all) r = LLVMBuildNot(b, r, "");
+      LLVMReplaceAllUsesWith(user, r);
+    } else {
+      for (LLVMUseRef u = LLVMGetFirstUse(user), next; u; u = next) {
+        LLVMValueRef ext = LLVMGetUser(u);
+        next = LLVMGetNextUse(u);
+        LLVMPositionBuilderBefore(b, ext);
+        LLVMReplaceAllUsesWith(ext, combine_bools(b, v, '+', LLVMTypeOf(ext)));
+        LLVMInstructionEraseFromParent(ext);
+      }
+    }
+    LLVMInstructionEraseFromParent(user);
+  }
+  LLVMInstructionEraseFromParent(cast);
+  return 1;
+}
+
+static kc_status_t legalise_bool_bitcasts(LLVMBuilderRef b, LLVMValueRef fn) {
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef inst = LLVMGetFirstInstruction(bb); inst;)
+      /* a rewrite erases instructions after inst too: rescan the block */
+      inst = LLVMGetInstructionOpcode(inst) == LLVMBitCast && bool_vector_bitcast(b, inst)
+                 ? LLVMGetFirstInstruction(bb)
+                 : LLVMGetNextInstruction(inst);
+  return KC_OK;
+}
+
 /* Returns 1 if inst was replaced (and erased), 0 if kept, -1 on an untranslatable call. */
 static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   LLVMOpcode op = LLVMGetInstructionOpcode(inst);
@@ -191,6 +282,7 @@ static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
 }
 
 static kc_status_t prepare_function(LLVMBuilderRef b, LLVMValueRef fn, char **err) {
+  legalise_bool_bitcasts(b, fn);
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef inst = LLVMGetFirstInstruction(bb), next; inst; inst = next) {
       next = LLVMGetNextInstruction(inst);

@@ -39,7 +39,8 @@ typedef struct {
   char status_busy[KX_MAX_DEVICES]; /* a synchronous launch is using it */
 } kx_entry;
 
-#define KX_STATUS_BYTES 32 /* u32 flag, u32 site, u64 global id[3] (compiler/src/lower_raise.c) */
+/* u32 flag, u32 site, u64 global id[3], i64 value[2] (compiler/src/lower_raise.c) */
+#define KX_STATUS_BYTES 48
 
 typedef struct {
   int nd; /* NdRange launch */
@@ -512,9 +513,10 @@ int kx_status_check(PyObject *compiled, const void *status, int ndim) {
   const uint32_t *w = status;
   if (!w[0]) return 0;
   const uint64_t *id = (const uint64_t *)status + 1;
-  PyObject *r = PyObject_CallMethod(compiled, "_raise_failure", "IiKKK", (unsigned)w[1], ndim,
-                                    (unsigned long long)id[0], (unsigned long long)id[1],
-                                    (unsigned long long)id[2]);
+  const int64_t *val = (const int64_t *)status + 4;
+  PyObject *r = PyObject_CallMethod(
+      compiled, "_raise_failure", "IiKKKLL", (unsigned)w[1], ndim, (unsigned long long)id[0],
+      (unsigned long long)id[1], (unsigned long long)id[2], (long long)val[0], (long long)val[1]);
   if (r) { /* _raise_failure always raises */
     Py_DECREF(r);
     PyErr_SetString(PyExc_SystemError, "kapi: a kernel's assert failed without an exception");
