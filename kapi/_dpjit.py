@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import functools
 import inspect
 import math
+import os
 import sys
 import textwrap
 import types
@@ -175,6 +177,7 @@ class _Loop:
         self.red_stmts: dict = {}  # id(statement) -> _Reduction
         self.red_divides: set[str] = set()  # reductions with a `/=`: float accumulators only
         self.lasts: list[str] = []  # body variables the host reads: they leave a last value
+        self.kbody: list[ast.stmt] = []  # the body as kernel code (_kernel_body)
         self.last_targets: list[str] = []  # loop variables the host reads
 
     @property
@@ -567,37 +570,75 @@ class _BodyRewriter(ast.NodeTransformer):
     visit_Lambda = visit_ClassDef = visit_AsyncFunctionDef = visit_FunctionDef
 
 
-def _kernel_params(loop: _Loop) -> list[str]:
-    if loop.ndrange:
-        return _reduction_params(loop)
-    bounds = []
-    for d in range(len(loop.loops)):
-        bounds += [f"__kapi_start{d}", f"__kapi_step{d}"]
-    return [_ITEM, *loop.free, *loop.reductions, *bounds]
+# Kernel shapes. A loop's kernel is generated per shape (on the first launch that needs it):
+# - "range": one work-item per iteration (loops without reductions or last values);
+# - "tree": a 1-D nd-range kernel, grid-stride loop, work-group tree per reduction (GPUs);
+# - "blocks": a barrier-free Range kernel, each work-item a contiguous block of iterations
+#   and its own partial results (the CPU device: no per-group region cost, sequential
+#   accesses per thread, as Numba's parallel loops);
+# each "unit" (every start >= 0, every step 1: prange(n), prange(a, b)) or not. In a unit
+# kernel the loop indices are known non-negative, so indexing needs no wraparound and the
+# innermost index is the work-item's id plus a constant: the CPU finaliser vectorises it as a
+# hand-written kernel. Other bounds take the general form (start + id * step, Python's
+# negative indices).
+_NONNEG = 0x7FFFFFFFFFFFFFFF  # `x & _NONNEG` is x for x >= 0, and known >= 0 by pyfront
 
 
-def _kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.FunctionDef:
+def _kernel_params(loop: _Loop, shape: str) -> list[str]:
+    n = len(loop.loops)
+    bounds = [f"__kapi_{w}{d}" for d in range(n) for w in ("start", "step")]
+    if shape == "range":
+        return [_ITEM, *loop.free, *bounds]
+    return [
+        _ITEM,
+        *loop.free,
+        *[_part(r) for r in loop.reductions],
+        *[f"__kapi_init_{r}" for r in loop.reductions],
+        *[_last(v) for v in loop.lasts],
+        *[f"__kapi_init_{v}" for v in loop.lasts],
+        "__kapi_total",
+        *(["__kapi_chunk"] if shape == "blocks" else []),
+        *[f"__kapi_count{d}" for d in range(n)],
+        *bounds,
+    ]
+
+
+def _kernel_body(loop: _Loop, resolver: _Resolver) -> list[ast.stmt]:
+    """The prange body as kernel code (reductions update private accumulators, inner pranges
+    become range); each kernel shape takes a deep copy of it."""
+    rewriter = _BodyRewriter(loop.red_stmts, resolver, loop.lasts)
+    return [rewriter.visit(s) for s in loop.body]
+
+
+def _kernel_def(loop: _Loop, kname: str, shape: str, unit: bool) -> ast.FunctionDef:
+    build = {"range": _range_stmts, "tree": _tree_stmts, "blocks": _block_stmts}[shape]
     first = loop.loops[0]
-    if loop.ndrange:
-        return _reduction_kernel_def(loop, kname, resolver)
+    args = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(arg=p) for p in _kernel_params(loop, shape)],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+    )
+    stmts = build(loop, copy.deepcopy(loop.kbody), unit)
+    fdef = ast.FunctionDef(name=kname, args=args, body=stmts, decorator_list=[])
+    return ast.copy_location(fdef, first)
+
+
+def _unit_starts(loop: _Loop) -> str:
+    return "".join(
+        f"__kapi_s{d} = __kapi_start{d} & {_NONNEG:#x}\n" for d in range(len(loop.loops))
+    )
+
+
+def _range_stmts(loop: _Loop, body, unit: bool) -> list[ast.stmt]:
+    """One work-item per iteration: `i = start + id * step` per loop of the nest."""
     ndim = len(loop.loops)
-    prologue = []
+    prologue = _located(_unit_starts(loop), loop.loops[0]) if unit else []
     for k, lp in enumerate(loop.loops):
-        dim = ndim - 1 - k  # the innermost loop varies fastest: dimension 0
-        gid = ast.Call(
-            func=ast.Attribute(value=_name(_ITEM), attr="get_id", ctx=ast.Load()),
-            args=[ast.Constant(dim)],
-            keywords=[],
-        )
-        value = ast.BinOp(
-            left=_name(f"__kapi_start{k}"),
-            op=ast.Add(),
-            right=ast.BinOp(left=gid, op=ast.Mult(), right=_name(f"__kapi_step{k}")),
-        )
-        assign = ast.Assign(targets=[_name(lp.target.id, ast.Store())], value=value)
-        prologue.append(ast.copy_location(assign, lp))
-    rewriter = _BodyRewriter(loop.red_stmts, resolver)
-    body = [rewriter.visit(s) for s in loop.body]
+        gid = f"{_ITEM}.get_id({ndim - 1 - k})"  # the innermost loop varies fastest: dim 0
+        value = f"__kapi_s{k} + {gid}" if unit else f"__kapi_start{k} + {gid} * __kapi_step{k}"
+        prologue += _located(f"{lp.target.id} = {value}\n", lp)
     if any(isinstance(n, ast.Continue) for n in _outer_jumps(body)):
         # `continue` of the prange loop ends the work-item: a one-trip loop gives it a target
         once = ast.For(
@@ -607,15 +648,7 @@ def _kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.FunctionDef
             orelse=[],
         )
         body = [ast.copy_location(once, loop.body[0])]
-    args = ast.arguments(
-        posonlyargs=[],
-        args=[ast.arg(arg=p) for p in _kernel_params(loop)],
-        kwonlyargs=[],
-        kw_defaults=[],
-        defaults=[],
-    )
-    fdef = ast.FunctionDef(name=kname, args=args, body=prologue + body, decorator_list=[])
-    return ast.copy_location(fdef, first)
+    return prologue + body
 
 
 def _part(name: str) -> str:
@@ -624,21 +657,6 @@ def _part(name: str) -> str:
 
 def _last(name: str) -> str:
     return f"__kapi_last_{name}"
-
-
-def _reduction_params(loop: _Loop) -> list[str]:
-    n = len(loop.loops)
-    return [
-        _ITEM,
-        *loop.free,
-        *[_part(r) for r in loop.reductions],
-        *[f"__kapi_init_{r}" for r in loop.reductions],
-        *[_last(v) for v in loop.lasts],
-        *[f"__kapi_init_{v}" for v in loop.lasts],
-        "__kapi_total",
-        *[f"__kapi_count{d}" for d in range(n)],
-        *[f"__kapi_{w}{d}" for d in range(n) for w in ("start", "step")],
-    ]
 
 
 def _located(src: str, where: ast.AST) -> list[ast.stmt]:
@@ -653,41 +671,51 @@ def _located(src: str, where: ast.AST) -> list[ast.stmt]:
     return stmts
 
 
-def _reduction_kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.FunctionDef:
-    """A 1-D nd-range kernel: each work-item runs a grid-stride loop over the linearised
-    iteration space (innermost loop fastest) into private accumulators (the reduction
-    variables, starting at the operator's identity), then each work-group combines them with
-    reduce_over_group and its first work-item writes the group's partial result; the host
-    combines the partials and the variable's value before the loop. A last-value variable is
-    written by the work-item that ran the last iteration (the highest linear index, the last
-    of its stride)."""
-    first = loop.loops[0]
+def _index_src(loop: _Loop, unit: bool) -> str:
+    """The loop variables from the linear index __kapi_lin (innermost loop fastest)."""
     n = len(loop.loops)
-    init = _located(
-        "".join(f"{r} = __kapi_init_{r}\n" for r in [*loop.reductions, *loop.lasts]), first
-    )
-    index = ["__kapi_rest = __kapi_lin\n"]
+    out = ["__kapi_rest = __kapi_lin\n"]
     for d in range(n - 1, -1, -1):
         target = loop.loops[d].target.id
+        start, step = (f"__kapi_s{d}", "") if unit else (f"__kapi_start{d}", f" * __kapi_step{d}")
         if d:
-            index.append(
-                f"{target} = __kapi_start{d} + (__kapi_rest % __kapi_count{d}) * __kapi_step{d}\n"
-                f"__kapi_rest = __kapi_rest // __kapi_count{d}\n"
+            out.append(
+                f"{target} = {start} + (__kapi_rest % __kapi_c{d}){step}\n"
+                f"__kapi_rest = __kapi_rest // __kapi_c{d}\n"
             )
         else:
-            index.append(f"{target} = __kapi_start0 + __kapi_rest * __kapi_step0\n")
-    rewriter = _BodyRewriter(loop.red_stmts, resolver, loop.lasts)
-    body = [rewriter.visit(s) for s in loop.body]
+            out.append(f"{target} = {start} + __kapi_rest{step}\n")
+    return "".join(out)
+
+
+def _reduction_prologue(loop: _Loop, unit: bool) -> str:
+    """Accumulators at their identities, last values at theirs; the bounds as non-negative
+    values (counts and totals are, so indexing by them needs no wraparound)."""
+    src = "".join(f"{r} = __kapi_init_{r}\n" for r in [*loop.reductions, *loop.lasts])
+    src += f"__kapi_n = __kapi_total & {_NONNEG:#x}\n"
+    for d in range(1, len(loop.loops)):
+        src += f"__kapi_c{d} = __kapi_count{d} & {_NONNEG:#x}\n"
+    return src + (_unit_starts(loop) if unit else "")
+
+
+def _tree_stmts(loop: _Loop, body, unit: bool) -> list[ast.stmt]:
+    """A 1-D nd-range kernel: each work-item runs a grid-stride loop over the linearised
+    iteration space into private accumulators (the reduction variables, starting at the
+    operator's identity), then each work-group combines them with reduce_over_group and its
+    first work-item writes the group's partial result; the host combines the partials and the
+    variable's value before the loop. A last-value variable is written by the work-item that
+    ran the last iteration (the highest linear index, the last of its stride)."""
+    first = loop.loops[0]
     (stride,) = _located(
-        f"for __kapi_lin in range({_ITEM}.get_global_id(0), __kapi_total, "
+        f"for __kapi_lin in range({_ITEM}.get_global_id(0), __kapi_n, "
         f"{_ITEM}.get_global_range(0)):\n    pass\n",
         first,
     )
-    stride.body = _located("".join(index), first) + body
+    stride.body = _located(_index_src(loop, unit), first) + body
     combine = [f"__kapi_group = {_ITEM}.get_group()\n"]
     if loop.lasts:
         combine.append(
-            f"if {_ITEM}.get_global_id(0) == (__kapi_total - 1) % {_ITEM}.get_global_range(0):\n"
+            f"if {_ITEM}.get_global_id(0) == (__kapi_n - 1) % {_ITEM}.get_global_range(0):\n"
         )
         combine += [f"    {_last(v)}[0] = {v}\n" for v in loop.lasts]
     for r in loop.reductions:
@@ -698,16 +726,38 @@ def _reduction_kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.F
         combine.append(f"if {_ITEM}.get_local_id(0) == 0:\n")
     for r in loop.reductions:
         combine.append(f"    {_part(r)}[__kapi_group.get_group_linear_id()] = {r}\n")
-    args = ast.arguments(
-        posonlyargs=[],
-        args=[ast.arg(arg=p) for p in _kernel_params(loop)],
-        kwonlyargs=[],
-        kw_defaults=[],
-        defaults=[],
+    return [
+        *_located(_reduction_prologue(loop, unit), first),
+        stride,
+        *_located("".join(combine), first),
+    ]
+
+
+def _block_stmts(loop: _Loop, body, unit: bool) -> list[ast.stmt]:
+    """A Range kernel without barriers: work-item g runs iterations [g * chunk, (g + 1) *
+    chunk) of the linearised space in order into private accumulators and writes them as
+    partial g; the work-item whose block holds the last iteration writes the last values."""
+    first = loop.loops[0]
+    (block,) = _located(
+        "for __kapi_lin in range(__kapi_beg, __kapi_end):\n    pass\n",
+        first,
     )
-    stmts = [*init, stride, *_located("".join(combine), first)]
-    fdef = ast.FunctionDef(name=kname, args=args, body=stmts, decorator_list=[])
-    return ast.copy_location(fdef, first)
+    block.body = _located(_index_src(loop, unit), first) + body
+    head = (
+        f"__kapi_g = {_ITEM}.get_id(0)\n"
+        f"__kapi_beg = __kapi_g * (__kapi_chunk & {_NONNEG:#x})\n"
+        f"__kapi_end = min(__kapi_beg + (__kapi_chunk & {_NONNEG:#x}), __kapi_n)\n"
+    )
+    tail = []
+    if loop.lasts:
+        tail.append("if __kapi_end == __kapi_n:\n")
+        tail += [f"    {_last(v)}[0] = {v}\n" for v in loop.lasts]
+    tail += [f"{_part(r)}[__kapi_g] = {r}\n" for r in loop.reductions]
+    return [
+        *_located(_reduction_prologue(loop, unit) + head, first),
+        block,
+        *_located("".join(tail), first),
+    ]
 
 
 def _outer_jumps(body):
@@ -810,28 +860,42 @@ def _identity(kind: str, dt: np.dtype):
 
 
 def _allocator(args):
-    """(make(n, dtype), has_fp64, max_groups): arrays for a kernel's extra outputs on the
+    """(make(n, dtype), has_fp64, cpu_units): arrays for a kernel's extra outputs on the
     device its arguments choose (the first kapi array's queue; NumPy arrays: the CPU device,
-    as NumPy host arrays; else the default device), and how many work-groups to use there."""
+    as NumPy host arrays; else the default device), and that device's compute units when it
+    is the CPU device (None on a GPU)."""
     arrays = [a for a in args if isinstance(a, Array)]
     if not arrays and any(isinstance(a, np.ndarray) for a in args):
-        return (lambda n, dt: np.empty(n, dt)), True, _cpu_groups(None)
+        return (lambda n, dt: np.empty(n, dt)), True, _cpu_units(None)
     q = arrays[0].sycl_queue if arrays else default_device().default_queue
     dev = q.device
-    groups = _cpu_groups(dev) if dev.is_cpu else _MAX_GROUPS
-    return (lambda n, dt: empty(n, dtype=dt, queue=q)), dev.has_aspect_fp64, groups
+    units = _cpu_units(dev) if dev.is_cpu else None
+    return (lambda n, dt: empty(n, dtype=dt, queue=q)), dev.has_aspect_fp64, units
 
 
-def _cpu_groups(dev) -> int:
-    # The CPU driver pays per work-group for the group reductions: a few hundred groups per
-    # core-pair balance that against the per-work-item stride loop (measured on 2 cores:
-    # 128-512 groups of 256 best for 2^22 iterations, 2048 twice as slow, 16 four times).
+def _cpu_units(dev) -> int:
     if dev is None:
         from ._device import devices
 
         dev = next((d for d in devices() if d.is_cpu), None)
-    units = dev.max_compute_units if dev is not None else 1
-    return max(1, min(_MAX_GROUPS, 128 * units))
+    return max(1, dev.max_compute_units if dev is not None else 1)
+
+
+def _reduce_shape(on_cpu: bool) -> str:
+    """The shape of reduction / last-value kernels: blocks on the CPU device, a work-group
+    tree on GPUs, unless KAPI_DPJIT_REDUCE names one (to compare them)."""
+    forced = os.environ.get("KAPI_DPJIT_REDUCE")
+    if forced in (None, ""):
+        return "blocks" if on_cpu else "tree"
+    if forced not in ("tree", "blocks"):
+        raise ValueError(f"KAPI_DPJIT_REDUCE must be 'tree' or 'blocks', not {forced!r}")
+    return forced
+
+
+# Work-items of a "blocks" kernel per CPU compute unit: the driver makes groups of 16 of them,
+# so four groups per thread, enough to balance the pool when threads are disturbed (on 2 cores:
+# 32 to 4096 work-items ran 2^24 iterations alike, 8 used one thread).
+_BLOCKS_PER_UNIT = 64
 
 
 def _partials(loop: _Loop, where: str, values, ngroups: int, make, fp64: bool):
@@ -892,7 +956,27 @@ def _bounds(bounds):
     return counts, starts
 
 
-def _launcher(kern, loop: _Loop, where: str):
+class _Kernels:
+    """The kernels of one prange loop, one per shape (kind, unit) launched so far, each
+    generated on the first launch that needs it."""
+
+    def __init__(self, loop: _Loop, kname: str, qualname: str, fn, cells: dict, filename: str):
+        self.loop, self.kname, self.qualname = loop, kname, qualname
+        self.fn, self.cells, self.filename = fn, cells, filename
+        self.made: dict[tuple[str, bool], object] = {}
+
+    def get(self, shape: str, unit: bool):
+        kern = self.made.get((shape, unit))
+        if kern is None:
+            defn = _kernel_def(self.loop, self.kname, shape, unit)
+            kcode = _factory(defn, list(self.cells), self.filename)
+            kfunc = _make_function(kcode, self.fn, self.cells)
+            kfunc.__qualname__ = self.qualname
+            kern = self.made[(shape, unit)] = _kernel_decorator(kfunc)
+        return kern
+
+
+def _launcher(kernels: _Kernels, loop: _Loop, where: str):
     def launch(bounds, args, red_values, last_values):
         """(reduction values, last values or None, loop variables' last values): what the
         host assigns after the loop (None: the loop ran no iteration, the names keep theirs)."""
@@ -904,20 +988,30 @@ def _launcher(kern, loop: _Loop, where: str):
         total = math.prod(counts)
         if not total:
             return red_values, None, idx
+        unit = all(starts[2 * d] >= 0 and starts[2 * d + 1] == 1 for d in range(len(counts)))
         if not loop.ndrange:
             # the innermost loop (last in bounds) is dimension 0
-            call_kernel(kern, Range(*reversed(counts)), *args, *starts)
+            call_kernel(kernels.get("range", unit), Range(*reversed(counts)), *args, *starts)
             return (), None, idx
-        make, fp64, max_groups = _allocator(args)
-        ngroups = min(-(-total // _GROUP), max_groups)
-        parts, inits = _partials(loop, where, red_values, ngroups, make, fp64)
+        make, fp64, cpu_units = _allocator(args)
+        if _reduce_shape(cpu_units is not None) == "blocks":
+            # (forced on a GPU: as many work-items as the tree's largest launch)
+            width = _MAX_GROUPS * _GROUP if cpu_units is None else cpu_units * _BLOCKS_PER_UNIT
+            chunk = -(-total // width)
+            nparts = -(-total // chunk)
+            kern, rng, extra = kernels.get("blocks", unit), Range(nparts), (chunk,)
+        else:
+            nparts = min(-(-total // _GROUP), _MAX_GROUPS)
+            kern, rng, extra = kernels.get("tree", unit), NdRange((nparts * _GROUP,), (_GROUP,)), ()
+        parts, inits = _partials(loop, where, red_values, nparts, make, fp64)
         last_dts = [
             _last_dtype(n, v, where, fp64) for n, v in zip(loop.lasts, last_values, strict=True)
         ]
         lasts = [make(1, dt) for dt in last_dts]
         last_inits = [dt.type(v) for dt, v in zip(last_dts, last_values, strict=True)]
-        rng = NdRange((ngroups * _GROUP,), (_GROUP,))
-        call_kernel(kern, rng, *args, *parts, *inits, *lasts, *last_inits, total, *counts, *starts)
+        call_kernel(
+            kern, rng, *args, *parts, *inits, *lasts, *last_inits, total, *extra, *counts, *starts
+        )
         kinds = [loop.red_kinds[r] for r in loop.reductions]
         reds = tuple(_combine(k, v, p) for k, v, p in zip(kinds, red_values, parts, strict=True))
         return (
@@ -1061,13 +1155,11 @@ def _transform(fn):
     kernels = []
     for k, (node, nest) in enumerate(nests):
         _analyse(nest, host_assigned, host_loads, fixed, filename, resolver)
-        kname = f"{fn.__name__}__prange{k}"
-        kcode = _factory(_kernel_def(nest, kname, resolver), list(cells), filename)
-        kfunc = _make_function(kcode, fn, cells)
-        kfunc.__qualname__ = f"{fn.__qualname__}.<prange{k}>"
-        kern = _kernel_decorator(kfunc)
-        kernels.append(kern)
-        cells[f"{_LAUNCH}{k}"] = types.CellType(_launcher(kern, nest, _where(filename, node)))
+        nest.kbody = _kernel_body(nest, resolver)
+        kname, qualname = f"{fn.__name__}__prange{k}", f"{fn.__qualname__}.<prange{k}>"
+        kerns = _Kernels(nest, kname, qualname, fn, cells, filename)
+        kernels.append(kerns)
+        cells[f"{_LAUNCH}{k}"] = types.CellType(_launcher(kerns, nest, _where(filename, node)))
         replacements[id(node)] = _launch_stmts(k, nest, node)
     fdef.body = [_Replace(replacements).visit(s) for s in fdef.body]
     flat = []
@@ -1096,11 +1188,17 @@ class DpjitFunction:
         self.py_func = pyfunc
         self.options = dict(options)
         self._host = None
-        self.kernels: list = []
+        self._loops: list[_Kernels] = []
+
+    @property
+    def kernels(self) -> list:
+        """The @kapi.kernel dispatchers launched so far, by loop: one per loop and kernel
+        shape (prange.md: one work-item per iteration, a work-group tree, or blocks)."""
+        return [k for loop in self._loops for k in loop.made.values()]
 
     def _compile(self):
         if self._host is None:
-            self._host, self.kernels = _transform(self.py_func)
+            self._host, self._loops = _transform(self.py_func)
         return self._host
 
     def __call__(self, *args, **kwargs):

@@ -73,6 +73,28 @@ def test_prange_start_stop_step(dev, bounds):
     np.testing.assert_array_equal(out.asnumpy(), want)
 
 
+def test_unit_bounds_index_without_wraparound_and_negative_starts_wrap(dev):
+    # prange(n) and prange(a, b) with a >= 0 index as a hand-written kernel does (the index
+    # is known >= 0: no negative-index wraparound, so the CPU vectorises it); a negative
+    # start takes the general kernel, where out[-3] is out[n - 3] as in Python
+    @dpex.dpjit
+    def shifted(out, lo, hi):
+        for i in prange(lo, hi):
+            out[i] = i
+
+    out = kapi.zeros(10, dtype=np.int64, device=dev)
+    shifted(out, 2, 6)
+    ((sig, kir),) = shifted.kernels[0].inspect_kir().items()
+    assert "wrapidx" not in kir and "global_id" in kir
+    shifted(out, -3, 1)
+    assert len(shifted.kernels) == 2  # the general kernel, beside the first
+    want = np.zeros(10, np.int64)
+    want[2:6] = range(2, 6)
+    want[[7, 8, 9, 0]] = [-3, -2, -1, 0]
+    np.testing.assert_array_equal(out.asnumpy(), want)
+    assert "wrapidx" in shifted.kernels[1].inspect_kir()[sig]
+
+
 def test_prange_two_arguments_and_zero_step(dev):
     @dpex.dpjit
     def two(out, lo, hi, step):
@@ -702,9 +724,14 @@ def test_reduction_is_a_group_tree_not_atomics(dev):
     )
     assert got == (float(n), n, n - 1)
     ((sig, kir),) = three.kernels[0].inspect_kir().items()
-    assert sig.startswith("(nditem(1)")  # an nd-range: work-groups combine the values
-    assert "group_reduce i64 add work_group" in kir and "group_reduce i32 max work_group" in kir
     assert "atomic" not in kir
+    if dev.is_cpu:  # blocks of iterations, one partial per work-item: no barrier, no tree
+        assert sig.startswith("(item(1)")
+        assert "group_reduce" not in kir and "barrier" not in kir
+    else:  # an nd-range: work-groups combine the values
+        assert sig.startswith("(nditem(1)")
+        assert "group_reduce i64 add work_group" in kir
+        assert "group_reduce i32 max work_group" in kir
 
 
 # -- private variables and last values ----------------------------------------------------------
@@ -795,11 +822,45 @@ def test_last_values_with_reductions_vs_sequential(dev):
     assert dpex.dpjit(last_values)(empty, empty) == (0.0, -1, 0.0)  # values from before
 
 
+@pytest.mark.parametrize("shape", ["tree", "blocks"])
+def test_both_reduction_shapes_on_the_cpu_device(shape, monkeypatch):
+    # the CPU device runs blocks by default and GPUs the tree; each shape runs on the CPU
+    # device too (KAPI_DPJIT_REDUCE), where both are checked against Numba / the sequential loop
+    if not kapi.devices("cpu"):
+        pytest.skip("no CPU device")
+    monkeypatch.setenv("KAPI_DPJIT_REDUCE", shape)
+    rng = np.random.default_rng(21)
+    a = rng.integers(-50, 50, 100_003).astype(np.float64)
+    b = rng.integers(0, 9, 100_003).astype(np.float32)
+    f = dpex.dpjit(reduce_all)
+    assert f(a, b)[:2] == _njit(reduce_all)(a, b)[:2]
+    assert f(a[:5], b[:5])[4:] == _njit(reduce_all)(a[:5], b[:5])[4:]  # fewer than a block
+    sig = f.kernels[0].signatures[0]
+    assert sig.startswith("(nditem(1)" if shape == "tree" else "(item(1)")
+    x = np.arange(1000, dtype=np.int32)
+    for bounds in [(0, 1000), (17, 996), (999, 1000), (4, 4)]:
+        assert dpex.dpjit(reduce_span)(x, *bounds) == _njit(reduce_span)(x, *bounds)
+        assert dpex.dpjit(reduce_strided)(x, *bounds) == reduce_strided(x, *bounds)
+    m = rng.random((37, 300))
+    want, got = _njit(reduce_2d)(m), dpex.dpjit(reduce_2d)(m)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    assert got[1] == want[1]
+    c = np.linspace(0, 9, 70_001)
+    got, want = dpex.dpjit(last_values)(c, c.copy()), last_values(c, c.copy())
+    assert got[:2] == want[:2]
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-12)
+    monkeypatch.setenv("KAPI_DPJIT_REDUCE", "atomics")
+    with pytest.raises(ValueError, match="KAPI_DPJIT_REDUCE must be 'tree' or 'blocks'"):
+        dpex.dpjit(reduce_span)(x, 0, 10)
+
+
 @pytest.mark.parametrize("which", ["reduce_all", "reduce_bits", "last_values"])
-def test_reduction_kernel_finalises_for_cuda(which):
+def test_reduction_kernel_finalises_for_cuda(which, monkeypatch):
     # the CUDA driver's PTX of a reduction / last-value kernel (needs no GPU): a barrier tree,
     # no atomics
     from nvptx_util import finalise
+
+    monkeypatch.setenv("KAPI_DPJIT_REDUCE", "tree")  # a GPU's shape, compiled on the CPU
 
     fn = globals()[which]
     a = np.arange(500, dtype=np.float64)
