@@ -26,7 +26,7 @@ from ._array import Array, empty
 from ._device import default_device
 from ._errors import KapiError
 from ._kernel import kernel as _kernel_decorator
-from ._launch import call_kernel
+from ._launch import call_kernel, call_kernel_async, wait_all
 from ._ranges import NdRange, Range
 
 _MAX_DIMS = 3
@@ -34,6 +34,8 @@ _ITEM = "__kapi_item"
 _API = "__kapi_api"
 _LAUNCH = "__kapi_launch"
 _GOP = "__kapi_gop"
+_PENDING = "__kapi_pending"  # the host function's list of launches not waited for yet
+_SETTLE = "__kapi_settle"
 # Options meaning what dpjit always does (numba.jit's nopython/parallel); others are ignored.
 _IMPLIED = {"nopython": True, "parallel": True}
 
@@ -976,22 +978,32 @@ class _Kernels:
         return kern
 
 
-def _launcher(kernels: _Kernels, loop: _Loop, where: str):
-    def launch(bounds, args, red_values, last_values):
+def _launcher(kernels: _Kernels, loop: _Loop, where: str, stats: _Stats):
+    def launch(bounds, args, red_values, last_values, pending, wait):
         """(reduction values, last values or None, loop variables' last values): what the
-        host assigns after the loop (None: the loop ran no iteration, the names keep theirs)."""
-        counts, starts = _bounds(bounds)
+        host assigns after the loop (None: the loop ran no iteration, the names keep theirs).
+        pending: the calls's launches not waited for (None: it makes none); wait: whether the
+        host may read the arrays after this loop (so it waits for them all)."""
+        try:
+            counts, starts = _bounds(bounds)
+        except BaseException:
+            if pending:
+                _settle(pending, stats)
+            raise
         idx = tuple(
             starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] if all(counts[: d + 1]) else None
             for d in range(len(counts))
         )
         total = math.prod(counts)
         if not total:
+            if wait and pending:
+                _settle(pending, stats)
             return red_values, None, idx
         unit = all(starts[2 * d] >= 0 and starts[2 * d + 1] == 1 for d in range(len(counts)))
         if not loop.ndrange:
             # the innermost loop (last in bounds) is dimension 0
-            call_kernel(kernels.get("range", unit), Range(*reversed(counts)), *args, *starts)
+            kern, rng = kernels.get("range", unit), Range(*reversed(counts))
+            _submit(kern, rng, (*args, *starts), pending, wait, stats)
             return (), None, idx
         make, fp64, cpu_units = _allocator(args)
         if _reduce_shape(cpu_units is not None) == "blocks":
@@ -1009,9 +1021,8 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str):
         ]
         lasts = [make(1, dt) for dt in last_dts]
         last_inits = [dt.type(v) for dt, v in zip(last_dts, last_values, strict=True)]
-        call_kernel(
-            kern, rng, *args, *parts, *inits, *lasts, *last_inits, total, *extra, *counts, *starts
-        )
+        kargs = (*args, *parts, *inits, *lasts, *last_inits, total, *extra, *counts, *starts)
+        _submit(kern, rng, kargs, pending, True, stats)  # the host reads the results
         kinds = [loop.red_kinds[r] for r in loop.reductions]
         reds = tuple(_combine(k, v, p) for k, v, p in zip(kinds, red_values, parts, strict=True))
         return (
@@ -1021,6 +1032,235 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str):
         )
 
     return launch
+
+
+# -- asynchronous launches ---------------------------------------------------------------------
+# A loop whose results the host does not read (no reduction, no last value) is submitted
+# without a wait when the host code after it, up to the next prange loop of the same block,
+# cannot see the arrays' contents: then that next launch is queued behind it and the host waits
+# once, at the first launch that is not followed so (or that has results). What the host may
+# run in between: assignments of sizes and metadata (`n = a.shape[0] // 2`, `dt = a.dtype`),
+# of plain names, and of new arrays (`kapi.empty_like(a)`, `np.zeros((n, 3))`); the next
+# loop's bounds must be such sizes too. Anything else (a call, reading an element, an array
+# expression, the end of the block, a return) waits first.
+
+_METADATA = {"shape", "dtype", "size", "ndim", "itemsize", "strides", "device", "sycl_queue"}
+_SIZE_CALLS = {"len", "min", "max", "int", "abs"}
+_ALLOCS = {"empty", "zeros", "ones", "full"}  # and their _like forms
+
+
+class _AsyncRules:
+    """Which host statements and loop bounds read no array contents (see above)."""
+
+    def __init__(self, resolver: _Resolver, scalars: set[str]):
+        self.resolver = resolver
+        self.scalars = scalars  # names the host only ever assigns sizes to
+
+    def _resolves(self, node, test) -> bool:
+        try:
+            obj, _ = self.resolver._value(node)
+        except (LookupError, AttributeError, ValueError):
+            return False
+        return test(obj)
+
+    def _is_module_value(self, node) -> bool:
+        """`np.float64`, `math.pi`: an attribute of a module the function sees."""
+        return isinstance(node, ast.Attribute) and self._resolves(
+            node.value, lambda o: isinstance(o, types.ModuleType)
+        )
+
+    def size(self, e, names_ok: bool = False) -> bool:
+        """An integer/float expression of constants, sizes and metadata (Names: only those
+        known to hold sizes, or any when names_ok: loop bounds, which range() reads as ints)."""
+        if isinstance(e, ast.Constant):
+            return True
+        if isinstance(e, ast.Name):
+            return names_ok or e.id in self.scalars
+        if isinstance(e, ast.Attribute):
+            return self.metadata(e) or self._is_module_value(e)
+        if isinstance(e, ast.Subscript):
+            return self.metadata(e.value) and self.size(e.slice, names_ok)
+        if isinstance(e, ast.BinOp):
+            return self.size(e.left, names_ok) and self.size(e.right, names_ok)
+        if isinstance(e, ast.UnaryOp):
+            return self.size(e.operand, names_ok)
+        if isinstance(e, ast.Tuple):
+            return all(self.size(x, names_ok) for x in e.elts)
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and not e.keywords:
+            return (
+                e.func.id in _SIZE_CALLS
+                and self.resolver.is_builtin(e.func.id)
+                and (
+                    all(self.size(a, names_ok) for a in e.args)
+                    # len(x) reads x's length only
+                    or (e.func.id == "len" and all(isinstance(a, ast.Name) for a in e.args))
+                )
+            )
+        return False
+
+    def metadata(self, e) -> bool:
+        return isinstance(e, ast.Attribute) and e.attr in _METADATA and _is_name_chain(e.value)
+
+    def _allocation(self, e) -> bool:
+        if not isinstance(e, ast.Call) or any(isinstance(a, ast.Starred) for a in e.args):
+            return False
+
+        def is_alloc(obj):
+            mod = getattr(obj, "__module__", "") or ""
+            name = getattr(obj, "__name__", "")
+            base = name[: -len("_like")] if name.endswith("_like") else name
+            return base in _ALLOCS and (mod.startswith("kapi") or mod.startswith("numpy"))
+
+        if not self._resolves(e.func, is_alloc):
+            return False
+        like = e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id
+        args = list(e.args)
+        if like.endswith("_like"):
+            if not args or not isinstance(args[0], ast.Name):
+                return False
+        elif args and not self.size(args[0], names_ok=True):  # a shape, read as integers
+            return False
+        kws = [k.value for k in e.keywords if k.arg != "shape"]
+        shapes = [k.value for k in e.keywords if k.arg == "shape"]
+        return all(self.size(v) for v in args[1:] + kws) and all(
+            self.size(v, names_ok=True) for v in shapes
+        )
+
+    def statement(self, s) -> bool:
+        if isinstance(s, ast.Pass):
+            return True
+        if not isinstance(s, ast.Assign):
+            return False
+        targets_ok = all(
+            isinstance(t, ast.Name)
+            or (isinstance(t, ast.Tuple) and all(isinstance(x, ast.Name) for x in t.elts))
+            for t in s.targets
+        )
+        v = s.value
+        return targets_ok and (
+            isinstance(v, ast.Name) or self.size(v) or self.metadata(v) or self._allocation(v)
+        )
+
+    def bounds(self, loop: _Loop) -> bool:
+        return all(self.size(a, names_ok=True) for lp in loop.loops for a in lp.iter.args)
+
+
+def _is_name_chain(e) -> bool:
+    """`x`, `np.float64`, `a.dtype`: names and attributes of names (no calls, no subscripts)."""
+    while isinstance(e, ast.Attribute):
+        e = e.value
+    return isinstance(e, ast.Name)
+
+
+def _scalar_names(host_nodes, params: set[str], rules: _AsyncRules) -> set[str]:
+    """Names whose every host assignment is a size expression (a fixpoint, so `m = n // 2`
+    counts when `n = a.shape[0]` does); parameters may hold anything, so are not."""
+    stores: dict[str, list] = {}
+    simple = set()  # the Name targets of `name = value` statements
+    for n in host_nodes:
+        if isinstance(n, ast.Assign) and all(isinstance(t, ast.Name) for t in n.targets):
+            for t in n.targets:
+                stores.setdefault(t.id, []).append(n.value)
+                simple.add(id(t))
+    bad = set(params)  # and names bound otherwise: tuple, for, with targets, `+=`, ...
+    bad |= {
+        n.id
+        for n in host_nodes
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and id(n) not in simple
+    }
+    cand = set(stores) - bad
+    while True:
+        rules.scalars = cand
+        keep = {name for name in cand if all(rules.size(v) for v in stores[name])}
+        if keep == cand:
+            return cand
+        cand = keep
+
+
+def _statement_lists(nodes):
+    """Every statement list of the function's body (not entering nested scopes)."""
+    todo = [list(nodes)]
+    while todo:
+        block = todo.pop()
+        yield block
+        for s in block:
+            if isinstance(s, _SCOPES):
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(s, field, None)
+                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                    todo.append(sub)
+            for h in getattr(s, "handlers", ()):
+                todo.append(h.body)
+            for c in getattr(s, "cases", ()):
+                todo.append(c.body)
+
+
+def _async_loops(body, nests, rules: _AsyncRules) -> set[int]:
+    """ids of the prange For nodes launched without a wait (see the rules above)."""
+    by_id = {id(node): nest for node, nest in nests}
+    out = set()
+    for block in _statement_lists(body):
+        for i, s in enumerate(block):
+            nest = by_id.get(id(s))
+            if nest is None or nest.ndrange:
+                continue
+            for t in block[i + 1 :]:
+                nxt = by_id.get(id(t))
+                if nxt is not None:
+                    if rules.bounds(nxt):
+                        out.add(id(s))
+                    break
+                if not rules.statement(t):
+                    break
+    return out
+
+
+class _Stats:
+    """Per dpjit function: kernels launched and host waits for them (tests read these)."""
+
+    def __init__(self):
+        self.launches = 0
+        self.waits = 0
+
+
+def _queue_key(args):
+    """The queue a launch with these arguments runs on, as call_kernel picks it."""
+    for a in args:
+        if isinstance(a, Array):
+            q = a.sycl_queue
+            return getattr(q, "_native", q)
+    if any(isinstance(a, np.ndarray) for a in args):
+        return "cpu"
+    return "default"
+
+
+def _settle(pending: list, stats: _Stats, event=None) -> None:
+    """Waits for every pending launch (and `event`): one host wait. Waiting on each event
+    raises what its kernel raised (a failed assert)."""
+    events = [e for _, e in pending]
+    if event is not None:
+        events.append(event)
+    pending.clear()
+    if events:
+        stats.waits += 1
+        wait_all(events)
+
+
+def _submit(kern, rng, args, pending, wait: bool, stats: _Stats) -> None:
+    """Launches kern; without `wait` (pending is a list) queued behind the pending launches."""
+    stats.launches += 1
+    if pending is None:
+        stats.waits += 1
+        call_kernel(kern, rng, *args)
+        return
+    key = _queue_key(args)
+    if pending and pending[0][0] != key:  # another queue: no order between them
+        _settle(pending, stats)
+    _, ev = call_kernel_async(kern, rng, (), *args)
+    pending.append((key, ev))
+    if wait:
+        _settle(pending, stats)
 
 
 # -- the host function -----------------------------------------------------------------------
@@ -1046,7 +1286,7 @@ class _HostRewriter(ast.NodeTransformer):
     visit_Lambda = visit_ClassDef = visit_AsyncFunctionDef = visit_FunctionDef
 
 
-def _launch_stmts(k: int, loop: _Loop, node: ast.For) -> list[ast.stmt]:
+def _launch_stmts(k: int, loop: _Loop, node: ast.For, pending: bool, wait: bool):
     bounds = ast.Tuple(
         elts=[ast.Tuple(elts=list(lp.iter.args), ctx=ast.Load()) for lp in loop.loops],
         ctx=ast.Load(),
@@ -1057,7 +1297,14 @@ def _launch_stmts(k: int, loop: _Loop, node: ast.For) -> list[ast.stmt]:
 
     call = ast.Call(
         func=_name(f"{_LAUNCH}{k}"),
-        args=[bounds, names(loop.free), names(loop.reductions), names(loop.lasts)],
+        args=[
+            bounds,
+            names(loop.free),
+            names(loop.reductions),
+            names(loop.lasts),
+            _name(_PENDING) if pending else ast.Constant(None),
+            ast.Constant(wait),
+        ],
         keywords=[],
     )
     out = "__kapi_out"
@@ -1101,7 +1348,7 @@ def _walk_host(nodes, skip):
 def _transform(fn):
     filename = fn.__code__.co_filename
     if fn.__name__ == "<lambda>":
-        return fn, []  # a lambda holds no loop: nothing to offload
+        return fn, [], _Stats()  # a lambda holds no loop: nothing to offload
     try:
         src = inspect.getsource(fn)
     except (OSError, TypeError) as e:
@@ -1151,25 +1398,42 @@ def _transform(fn):
     cells = dict(zip(code.co_freevars, fn.__closure__ or (), strict=True))
     cells[_API] = types.CellType(_kernel_api())
     cells[_GOP] = types.CellType(_kernel_api().GroupOp)
+    for _, nest in nests:
+        _analyse(nest, host_assigned, host_loads, fixed, filename, resolver)
+    rules = _AsyncRules(resolver, set())
+    params = set(code.co_varnames[:nparams])
+    _scalar_names(list(_walk_host(fdef.body, skip)), params, rules)
+    no_wait = _async_loops(fdef.body, nests, rules)
+    stats = _Stats()
     replacements = {}
     kernels = []
     for k, (node, nest) in enumerate(nests):
-        _analyse(nest, host_assigned, host_loads, fixed, filename, resolver)
         nest.kbody = _kernel_body(nest, resolver)
         kname, qualname = f"{fn.__name__}__prange{k}", f"{fn.__qualname__}.<prange{k}>"
         kerns = _Kernels(nest, kname, qualname, fn, cells, filename)
         kernels.append(kerns)
-        cells[f"{_LAUNCH}{k}"] = types.CellType(_launcher(kerns, nest, _where(filename, node)))
-        replacements[id(node)] = _launch_stmts(k, nest, node)
+        launch = _launcher(kerns, nest, _where(filename, node), stats)
+        cells[f"{_LAUNCH}{k}"] = types.CellType(launch)
+        wait = id(node) not in no_wait
+        replacements[id(node)] = _launch_stmts(k, nest, node, bool(no_wait), wait)
     fdef.body = [_Replace(replacements).visit(s) for s in fdef.body]
     flat = []
     for s in fdef.body:
         flat.extend(s if isinstance(s, list) else [s])
     fdef.body = flat
+    if no_wait:
+        # the call's launches not waited for yet; waited for however the call ends
+        cells[_SETTLE] = types.CellType(lambda pending: _settle(pending, stats))
+        where = fdef.body[0]
+        start, body = _located(
+            f"{_PENDING} = []\ntry:\n    pass\nfinally:\n    {_SETTLE}({_PENDING})\n", where
+        )
+        body.body = fdef.body
+        fdef.body = [start, body]
     hcode = _factory(fdef, list(cells), filename)
     host = _make_function(hcode, fn, cells, fn.__name__, fn.__defaults__, fn.__kwdefaults__)
     host.__qualname__ = fn.__qualname__
-    return host, kernels
+    return host, kernels, stats
 
 
 def _kernel_api():
@@ -1189,6 +1453,7 @@ class DpjitFunction:
         self.options = dict(options)
         self._host = None
         self._loops: list[_Kernels] = []
+        self._stats = _Stats()
 
     @property
     def kernels(self) -> list:
@@ -1198,7 +1463,7 @@ class DpjitFunction:
 
     def _compile(self):
         if self._host is None:
-            self._host, self._loops = _transform(self.py_func)
+            self._host, self._loops, self._stats = _transform(self.py_func)
         return self._host
 
     def __call__(self, *args, **kwargs):

@@ -1,7 +1,9 @@
 """@kapi.dpjit: prange loops outlined into kernels and launched on every device, written the
 numba-dpex way (only the imports differ), and the constructs it refuses at their file:line."""
 
+import importlib
 import math
+import sys
 import warnings
 
 import numba
@@ -875,3 +877,177 @@ def test_reduction_kernel_finalises_for_cuda(which, monkeypatch):
     assert k.__name__ in table
     assert "bar.sync" in ptx or "barrier.sync" in ptx
     assert "atom." not in ptx
+
+
+# -- asynchronous launches -----------------------------------------------------------------------
+
+
+@dpex.dpjit
+def three_steps(a, reps):
+    n = a.shape[0]
+    b = dpex.empty_like(a)
+    for i in prange(n):
+        b[i] = a[i] * 2
+    half = n // 2  # sizes and new arrays between loops: no wait
+    c = dpex.zeros(a.shape, dtype=a.dtype, device=a.device)
+    for i in prange(half, n):
+        c[i] = b[i] + 1
+    for i in prange(half):
+        c[i] = b[i] - 1
+    for _r in range(reps):  # in a host loop: the last launch of its body waits
+        for i in prange(n):
+            b[i] = c[i] + 1
+        for i in prange(n):
+            c[i] = b[i] * 2
+    return b, c
+
+
+def _waits(fn):
+    return fn._stats.launches, fn._stats.waits
+
+
+def test_consecutive_loops_wait_once(dev):
+    h = np.arange(1000, dtype=np.float32)
+    a = kapi.asarray(h, device=dev)
+    b, c = three_steps(a, 0)
+    want_c = np.where(np.arange(1000) < 500, 2 * h - 1, 2 * h + 1)
+    np.testing.assert_array_equal(c.asnumpy(), want_c)
+    before = _waits(three_steps)
+    b, c = three_steps(a, 3)
+    launches, waits = (x - y for x, y in zip(_waits(three_steps), before, strict=True))
+    assert (launches, waits) == (9, 1 + 3)  # three loops, one wait; then one per repetition
+    for _ in range(3):
+        want_b = want_c + 1
+        want_c = want_b * 2
+    np.testing.assert_array_equal(b.asnumpy(), want_b)
+    np.testing.assert_array_equal(c.asnumpy(), want_c)
+
+
+def test_host_reads_and_results_wait(dev):
+    @dpex.dpjit
+    def steps(a):
+        b = dpex.empty_like(a)
+        for i in prange(a.shape[0]):
+            b[i] = a[i] + 1
+        for i in prange(a.shape[0]):  # waits: the host reads the arrays next
+            b[i] = b[i] * 3
+        top = float(b.asnumpy().max())
+        for i in prange(a.shape[0]):  # no wait: the reduction after it waits for both
+            b[i] = b[i] / top
+        s = 0.0
+        for i in prange(a.shape[0]):
+            s += b[i]
+        return b, s
+
+    h = np.arange(1, 9, dtype=np.float32)
+    b, s = steps(kapi.asarray(h, device=dev))
+    want = (h + 1) * 3 / ((h.max() + 1) * 3)
+    np.testing.assert_allclose(b.asnumpy(), want, rtol=1e-6)
+    assert s == pytest.approx(float(want.sum()), rel=1e-6)
+    assert _waits(steps) == (4, 2)
+
+
+WAIT_FREE = {  # host statement between two loops -> whether the first loop goes without a wait
+    "n2 = a.shape[0] * 2 + len(a)": True,
+    "n2 = n * 2": False,  # n is a parameter: it could be an array
+    "d = a.dtype": True,
+    "t = np.zeros((n, 3), dtype=np.float64)": True,  # a shape is read as integers
+    "t = np.full(n, 2.0)": True,
+    "t = dpex.full_like(a, 1.5)": True,
+    "t = b": True,
+    "pass": True,
+    "x = a[0]": False,  # an element: the host reads the array
+    "t = a + 1": False,  # an array expression
+    "t = np.full(n, a)": False,  # a value from an array-valued name
+    "print(n, end='')": False,  # any call of a function that is not an allocation
+    "n2 = int(a.sum())": False,
+}
+
+
+@pytest.mark.parametrize("stmt", list(WAIT_FREE))
+def test_which_host_code_lets_a_launch_go_without_a_wait(stmt, tmp_path, monkeypatch):
+    if not kapi.devices("cpu"):
+        pytest.skip("no CPU device")
+    name = f"dpjit_wait_case{list(WAIT_FREE).index(stmt)}"
+    mod = tmp_path / f"{name}.py"
+    mod.write_text(
+        "import numpy as np\nimport kapi as dpex\nfrom kapi import prange\n\n\n"
+        "def f(a, b, n):\n"
+        "    for i in prange(n):\n"
+        "        b[i] = a[i] * 2\n"
+        f"    {stmt}\n"
+        "    for i in prange(a.shape[0]):\n"
+        "        b[i] += 1\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    f = dpex.dpjit(importlib.import_module(name).f)
+    a, b = np.arange(16.0), np.zeros(16)
+    f(a, b, 16)
+    np.testing.assert_array_equal(b, a * 2 + 1)
+    assert _waits(f) == (2, 1 if WAIT_FREE[stmt] else 2), stmt
+    del sys.modules[name]
+
+
+def test_errors_of_launches_not_waited_for_still_raise(dev):
+    @dpex.dpjit
+    def checked(a, b, step):
+        for i in prange(a.shape[0]):
+            assert a[i] >= 0, "negative"
+            b[i] = a[i] * 2
+        for i in prange(0, a.shape[0], step):  # after the first without a wait
+            b[i] += 1
+        return b
+
+    h = np.arange(8, dtype=np.float32)
+    a, b = kapi.asarray(h, device=dev), kapi.empty(8, dtype=np.float32, device=dev)
+    np.testing.assert_array_equal(checked(a, b, 1).asnumpy(), h * 2 + 1)
+    h[3] = -1
+    with pytest.raises(AssertionError, match=r"__prange0', work-item \(3,\): .*: negative$"):
+        checked(kapi.asarray(h, device=dev), b, 1)
+    before = _waits(checked)
+    with pytest.raises(ValueError, match="must not be zero"):  # the host fails between them
+        checked(a, b, 0)
+    assert _waits(checked)[1] == before[1] + 1  # the first loop was still waited for
+    before = _waits(checked)
+    checked(a, b, 1)
+    assert _waits(checked)[1] == before[1] + 1
+
+
+def test_a_loop_without_iterations_still_waits_for_the_earlier_ones(dev):
+    @dpex.dpjit
+    def two(a, b, m):
+        for i in prange(a.shape[0]):
+            b[i] = a[i] + 1
+        for i in prange(m):
+            b[i] = 0
+        return b
+
+    a = kapi.asarray(np.arange(5, dtype=np.int32), device=dev)
+    b = two(a, kapi.zeros(5, dtype=np.int32, device=dev), 0)
+    assert _waits(two) == (1, 1)
+    np.testing.assert_array_equal(b.asnumpy(), np.arange(1, 6))
+
+
+def test_loops_on_different_queues_wait_between_them():
+    if not kapi.devices("cpu"):
+        pytest.skip("no CPU device")
+    cpu = kapi.devices("cpu")[0]
+
+    @dpex.dpjit
+    def across(a, b, c):
+        for i in prange(a.shape[0]):
+            a[i] = i
+        for i in prange(b.shape[0]):  # another queue: no order with the first launch
+            b[i] = c[i] * 2
+        return a, b
+
+    q1, q2 = kapi.Queue(cpu), kapi.Queue(cpu)
+    a = kapi.zeros(10, dtype=np.int64, queue=q1)
+    b, c = kapi.zeros(10, dtype=np.int64, queue=q2), kapi.ones(10, dtype=np.int64, queue=q2)
+    across(a, b, c)
+    assert _waits(across) == (2, 2)
+    np.testing.assert_array_equal(a.asnumpy(), np.arange(10))
+    np.testing.assert_array_equal(b.asnumpy(), np.full(10, 2))
+    across(c, b, c)  # both on q2: one wait, and the second loop sees the first's values
+    assert _waits(across) == (4, 3)
+    np.testing.assert_array_equal(b.asnumpy(), np.arange(10) * 2)
