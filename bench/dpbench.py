@@ -8,8 +8,9 @@ nest); a k-means step (assignment, then the centroid update as per-block partial
 the whole array (a prange `+=` reduction). Every result is checked (kapi against Numba
 parallel, numba-cuda against Numba parallel) before timing. A time is the median of --reps
 calls of the whole function (its launches and their wait; for the reduction the partials'
-copy and the host combine), kapi and its peer called in turn, sample by sample, so that load
-on a shared machine hits both alike. Ratio: peer time / kapi time (>= 1.0: kapi as fast).
+copy and the host combine), kapi and its peer timed in turn in three rounds, so that load on
+a shared machine hits both alike, each round after an untimed call. Ratio: peer time / kapi
+time (>= 1.0: kapi as fast).
 
     python3 bench/dpbench.py [--scale 0] [--reps 15] [--only black-scholes,...]
                              [--devices cpu,gpu]
@@ -360,19 +361,19 @@ def cuda_peers():
 # ---------------------------------------------------------------- running
 
 
-def paired(f_kapi, f_peer, reps):
-    """Median seconds per call of each, called in turn (after a warm-up call each)."""
-    f_kapi()
-    f_peer()
+def paired(f_kapi, f_peer, reps, rounds=3):
+    """Median seconds per call of each: `rounds` rounds, each timing about reps / rounds
+    calls of kapi, then of the peer, after one untimed call (a parallel runtime's threads
+    may spin on the cores for a while after its last call: Numba's OpenMP ones do)."""
     tk, tp = [], []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f_kapi()
-        t1 = time.perf_counter()
-        f_peer()
-        t2 = time.perf_counter()
-        tk.append(t1 - t0)
-        tp.append(t2 - t1)
+    per = max(1, -(-reps // rounds))
+    for _ in range(rounds):
+        for f, out in ((f_kapi, tk), (f_peer, tp)):
+            f()
+            for _ in range(per):
+                t0 = time.perf_counter()
+                f()
+                out.append(time.perf_counter() - t0)
     return statistics.median(tk), statistics.median(tp)
 
 
