@@ -1,10 +1,12 @@
 """@kapi.dpjit: numba-dpex's prange offload. Each `for x in prange(...)` loop of the function is
 outlined into a @kapi.kernel over a Range (nested pranges give 2-D/3-D ranges) and the loop is
-replaced by a launch; the rest of the function stays CPython. Done once, on the first call.
-Loops with reductions or last values run as a 1-D nd-range kernel (a grid-stride loop over
-the linearised nest, a work-group tree per reduction, one partial per group combined on the
-host); the others as a Range kernel, one work-item per iteration.
-"""
+replaced by a launch; the rest of the function stays CPython. Done once, on the first call;
+each loop's kernel is generated per shape on the first launch needing it (_kernel_def).
+Loops with reductions or last values run over the linearised nest: on GPUs as a 1-D nd-range
+kernel (a grid-stride loop, a work-group tree per reduction, one partial per group), on the
+CPU device as a barrier-free Range kernel of contiguous blocks (one partial per work-item);
+the host combines the partials. The others run one work-item per iteration. Loops whose
+results the host does not read go to the queue without a wait (_async_loops)."""
 
 from __future__ import annotations
 
