@@ -362,19 +362,24 @@ def cuda_peers():
 
 
 def paired(f_kapi, f_peer, reps, rounds=3):
-    """Median seconds per call of each: `rounds` rounds, each timing about reps / rounds
-    calls of kapi, then of the peer, after one untimed call (a parallel runtime's threads
-    may spin on the cores for a while after its last call: Numba's OpenMP ones do)."""
-    tk, tp = [], []
+    """(wall, process CPU) median seconds per call of each: `rounds` rounds, each timing
+    about reps / rounds calls of kapi, then of the peer, after one untimed call (a parallel
+    runtime's threads may spin on the cores for a while after its last call: Numba's OpenMP
+    ones do). CPU time is every thread's, so it is the work done whatever else runs on a
+    loaded machine (with OMP_WAIT_POLICY=passive: without it Numba's spinning counts)."""
+    out = {f_kapi: ([], []), f_peer: ([], [])}
     per = max(1, -(-reps // rounds))
     for _ in range(rounds):
-        for f, out in ((f_kapi, tk), (f_peer, tp)):
+        for f in (f_kapi, f_peer):
             f()
+            wall, cpu = out[f]
             for _ in range(per):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 f()
-                out.append(time.perf_counter() - t0)
-    return statistics.median(tk), statistics.median(tp)
+                wall.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
+    med = statistics.median
+    return [(med(out[f][0]), med(out[f][1])) for f in (f_kapi, f_peer)]
 
 
 def host_of(x):
@@ -392,11 +397,16 @@ ROWS = []
 
 
 def report(workload, size, where, t_kapi, peer, t_peer):
-    ratio = t_peer / t_kapi
-    ROWS.append((workload, where, t_kapi, peer, t_peer, ratio))
+    """t_kapi, t_peer: (wall, CPU) seconds; the ratio is of wall times, CPU times only on
+    the CPU device (the GPU rows' host CPU time is the waiting)."""
+    ratio = t_peer[0] / t_kapi[0]
+    ROWS.append((workload, where, t_kapi[0], peer, t_peer[0], ratio))
+    cpu = ""
+    if where == "cpu":
+        cpu = f"   CPU time {t_kapi[1] * 1e3:9.3f} / {t_peer[1] * 1e3:9.3f} ms"
     print(
-        f"{workload:<18} {size:<36} {where:<4} kapi {t_kapi * 1e3:9.3f} ms  "
-        f"{peer:<18} {t_peer * 1e3:9.3f} ms  ratio {ratio:5.2f}x",
+        f"{workload:<18} {size:<36} {where:<4} kapi {t_kapi[0] * 1e3:9.3f} ms  "
+        f"{peer:<15} {t_peer[0] * 1e3:9.3f} ms  ratio {ratio:5.2f}x{cpu}",
         flush=True,
     )
 

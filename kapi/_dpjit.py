@@ -638,10 +638,13 @@ def _unit_starts(loop: _Loop) -> str:
 def _range_stmts(loop: _Loop, body, unit: bool) -> list[ast.stmt]:
     """One work-item per iteration: `i = start + id * step` per loop of the nest."""
     ndim = len(loop.loops)
-    prologue = _located(_unit_starts(loop), loop.loops[0]) if unit else []
+    prologue = []
     for k, lp in enumerate(loop.loops):
         gid = f"{_ITEM}.get_id({ndim - 1 - k})"  # the innermost loop varies fastest: dim 0
-        value = f"__kapi_s{k} + {gid}" if unit else f"__kapi_start{k} + {gid} * __kapi_step{k}"
+        if unit:
+            value = f"(__kapi_start{k} & {_NONNEG:#x}) + {gid}"
+        else:
+            value = f"__kapi_start{k} + {gid} * __kapi_step{k}"
         prologue += _located(f"{lp.target.id} = {value}\n", lp)
     if any(isinstance(n, ast.Continue) for n in _outer_jumps(body)):
         # `continue` of the prange loop ends the work-item: a one-trip loop gives it a target
