@@ -867,17 +867,58 @@ def _identity(kind: str, dt: np.dtype):
 
 
 def _allocator(args):
-    """(make(n, dtype), has_fp64, cpu_units): arrays for a kernel's extra outputs on the
+    """(make(n, dtype), key, has_fp64, cpu_units): arrays for a kernel's extra outputs on the
     device its arguments choose (the first kapi array's queue; NumPy arrays: the CPU device,
-    as NumPy host arrays; else the default device), and that device's compute units when it
-    is the CPU device (None on a GPU)."""
+    as NumPy host arrays; else the default device), a key naming where they are, and that
+    device's compute units when it is the CPU device (None on a GPU)."""
     arrays = [a for a in args if isinstance(a, Array)]
     if not arrays and any(isinstance(a, np.ndarray) for a in args):
-        return (lambda n, dt: np.empty(n, dt)), True, _cpu_units(None)
+        return (lambda n, dt: np.empty(n, dt)), "numpy", True, _cpu_units(None)
     q = arrays[0].sycl_queue if arrays else default_device().default_queue
     dev = q.device
     units = _cpu_units(dev) if dev.is_cpu else None
-    return (lambda n, dt: empty(n, dtype=dt, queue=q)), dev.has_aspect_fp64, units
+    key = getattr(q, "_native", q)
+    return (lambda n, dt: empty(n, dtype=dt, queue=q)), key, dev.has_aspect_fp64, units
+
+
+class _Buffers:
+    """The partial-result and last-value arrays of one loop, kept between its launches: a
+    launch takes them and gives them back once the host has read them (allocating and
+    freeing them cost a small reduction more than its kernel). Concurrent calls take
+    different ones (list.pop is atomic)."""
+
+    _KEEP = 4  # per key: enough for a few threads calling at once
+
+    def __init__(self):
+        self.free: dict = {}
+        self.views: dict = {}  # id(kept array) -> (array, NumPy view of its host memory)
+
+    def take(self, key, n: int, dt, make):
+        lst = self.free.get((key, n, dt))
+        if lst:
+            try:
+                return lst.pop()
+            except IndexError:  # another thread took the last one
+                pass
+        return make(n, dt)
+
+    def give(self, key, arrays) -> None:
+        for a in arrays:
+            lst = self.free.setdefault((key, a.shape[0], a.dtype), [])
+            if len(lst) < self._KEEP:
+                if isinstance(a, Array) and a._host_ok and id(a) not in self.views:
+                    self.views[id(a)] = (a, a._host_view())
+                lst.append(a)
+
+    def host(self, a) -> np.ndarray:
+        """The values of a (after the launch that wrote it was waited for): host memory read
+        in place where it is host-accessible (the CPU device), else a copy."""
+        if isinstance(a, np.ndarray):
+            return a
+        hit = self.views.get(id(a))
+        if hit is not None and hit[0] is a:
+            return hit[1]
+        return a._host_view() if a._host_ok else a.asnumpy()
 
 
 def _cpu_units(dev) -> int:
@@ -941,17 +982,17 @@ def _last_value(value, arr):
     return value.dtype.type(x)
 
 
-def _combine(kind: str, value, part):
+def _combine(kind: str, value, part: np.ndarray):
     """value (the variable before the loop) combined once with the group partials, in the
-    accumulator's dtype; a Python int/float stays one."""
-    host = part if isinstance(part, np.ndarray) else part.asnumpy()
+    accumulator's dtype; a Python int/float stays one. Called under np.errstate(all="ignore"):
+    integers wrap, as in the kernel."""
+    host = part
     ufunc = _UFUNCS[kind]
-    with np.errstate(all="ignore"):  # integers wrap, as in the kernel
-        total = ufunc.reduce(host, dtype=host.dtype)
-        if isinstance(value, (int, float)):
-            out = ufunc(host.dtype.type(value), total, dtype=host.dtype).item()
-            return float(out) if isinstance(value, float) else int(out)
-        return ufunc(value, total, dtype=value.dtype)
+    total = ufunc.reduce(host, dtype=host.dtype)
+    if isinstance(value, (int, float)):
+        out = ufunc(host.dtype.type(value), total, dtype=host.dtype).item()
+        return float(out) if isinstance(value, float) else int(out)
+    return ufunc(value, total, dtype=value.dtype)
 
 
 def _bounds(bounds):
@@ -984,6 +1025,8 @@ class _Kernels:
 
 
 def _launcher(kernels: _Kernels, loop: _Loop, where: str, stats: _Stats):
+    buffers = _Buffers()
+
     def launch(bounds, args, red_values, last_values, pending, wait):
         """(reduction values, last values or None, loop variables' last values): what the
         host assigns after the loop (None: the loop ran no iteration, the names keep theirs).
@@ -1010,7 +1053,11 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, stats: _Stats):
             kern, rng = kernels.get("range", unit), Range(*reversed(counts))
             _submit(kern, rng, (*args, *starts), pending, wait, stats)
             return (), None, idx
-        make, fp64, cpu_units = _allocator(args)
+        make0, key, fp64, cpu_units = _allocator(args)
+
+        def make(n, dt):
+            return buffers.take(key, n, dt, make0)
+
         if _reduce_shape(cpu_units is not None) == "blocks":
             # (forced on a GPU: as many work-items as the tree's largest launch)
             width = _MAX_GROUPS * _GROUP if cpu_units is None else cpu_units * _BLOCKS_PER_UNIT
@@ -1029,12 +1076,16 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, stats: _Stats):
         kargs = (*args, *parts, *inits, *lasts, *last_inits, total, *extra, *counts, *starts)
         _submit(kern, rng, kargs, pending, True, stats)  # the host reads the results
         kinds = [loop.red_kinds[r] for r in loop.reductions]
-        reds = tuple(_combine(k, v, p) for k, v, p in zip(kinds, red_values, parts, strict=True))
-        return (
-            reds,
-            tuple(_last_value(v, a) for v, a in zip(last_values, lasts, strict=True)),
-            idx,
+        with np.errstate(all="ignore"):  # integers wrap, as in the kernel
+            reds = tuple(
+                _combine(k, v, buffers.host(p))
+                for k, v, p in zip(kinds, red_values, parts, strict=True)
+            )
+        out = tuple(
+            _last_value(v, buffers.host(a)) for v, a in zip(last_values, lasts, strict=True)
         )
+        buffers.give(key, parts + lasts)
+        return reds, out, idx
 
     return launch
 

@@ -1051,3 +1051,22 @@ def test_loops_on_different_queues_wait_between_them():
     across(c, b, c)  # both on q2: one wait, and the second loop sees the first's values
     assert _waits(across) == (4, 3)
     np.testing.assert_array_equal(b.asnumpy(), np.arange(10) * 2)
+
+
+def test_reductions_reuse_their_buffers_across_calls_and_threads(dev):
+    # a loop's partial-result arrays are kept between calls; concurrent calls take their own
+    import concurrent.futures
+
+    @dpex.dpjit
+    def total(a, s):
+        for i in prange(a.shape[0]):
+            s += a[i]
+        return s
+
+    arrays = [kapi.asarray(np.full(5000 + k, k, np.int64), device=dev) for k in range(8)]
+    want = [k * (5000 + k) for k in range(8)]
+    assert [total(a, 0) for a in arrays] == want
+    assert [total(a, np.int32(1)) for a in arrays] == [np.int32(w + 1) for w in want]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            assert list(pool.map(total, arrays, [0] * 8)) == want
