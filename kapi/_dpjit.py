@@ -580,11 +580,12 @@ class _BodyRewriter(ast.NodeTransformer):
 # - "blocks": a barrier-free Range kernel, each work-item a contiguous block of iterations
 #   and its own partial results (the CPU device: no per-group region cost, sequential
 #   accesses per thread, as Numba's parallel loops);
-# each "unit" (every start >= 0, every step 1: prange(n), prange(a, b)) or not. In a unit
-# kernel the loop indices are known non-negative, so indexing needs no wraparound and the
-# innermost index is the work-item's id plus a constant: the CPU finaliser vectorises it as a
-# hand-written kernel. Other bounds take the general form (start + id * step, Python's
-# negative indices).
+# each for one form of the bounds (_bounds_form): "zero" (prange(n): every start 0, step 1)
+# indexes with the ids themselves, as a hand-written kernel does; "unit" (starts >= 0, steps
+# 1: prange(a, b)) with `(start & _NONNEG) + id`, known non-negative; in both, indexing needs
+# no negative-index wraparound and the innermost index has unit stride, so the CPU finaliser
+# vectorises the work-item loop as for a hand-written kernel. "any" takes the general form
+# (start + id * step, Python's negative indices).
 _NONNEG = 0x7FFFFFFFFFFFFFFF  # `x & _NONNEG` is x for x >= 0, and known >= 0 by pyfront
 
 
@@ -614,7 +615,7 @@ def _kernel_body(loop: _Loop, resolver: _Resolver) -> list[ast.stmt]:
     return [rewriter.visit(s) for s in loop.body]
 
 
-def _kernel_def(loop: _Loop, kname: str, shape: str, unit: bool) -> ast.FunctionDef:
+def _kernel_def(loop: _Loop, kname: str, shape: str, form: str) -> ast.FunctionDef:
     build = {"range": _range_stmts, "tree": _tree_stmts, "blocks": _block_stmts}[shape]
     first = loop.loops[0]
     args = ast.arguments(
@@ -624,7 +625,7 @@ def _kernel_def(loop: _Loop, kname: str, shape: str, unit: bool) -> ast.Function
         kw_defaults=[],
         defaults=[],
     )
-    stmts = build(loop, copy.deepcopy(loop.kbody), unit)
+    stmts = build(loop, copy.deepcopy(loop.kbody), form)
     fdef = ast.FunctionDef(name=kname, args=args, body=stmts, decorator_list=[])
     return ast.copy_location(fdef, first)
 
@@ -635,13 +636,15 @@ def _unit_starts(loop: _Loop) -> str:
     )
 
 
-def _range_stmts(loop: _Loop, body, unit: bool) -> list[ast.stmt]:
+def _range_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
     """One work-item per iteration: `i = start + id * step` per loop of the nest."""
     ndim = len(loop.loops)
     prologue = []
     for k, lp in enumerate(loop.loops):
         gid = f"{_ITEM}.get_id({ndim - 1 - k})"  # the innermost loop varies fastest: dim 0
-        if unit:
+        if form == "zero":
+            value = gid
+        elif form == "unit":
             value = f"(__kapi_start{k} & {_NONNEG:#x}) + {gid}"
         else:
             value = f"__kapi_start{k} + {gid} * __kapi_step{k}"
@@ -678,34 +681,35 @@ def _located(src: str, where: ast.AST) -> list[ast.stmt]:
     return stmts
 
 
-def _index_src(loop: _Loop, unit: bool) -> str:
+def _index_src(loop: _Loop, form: str) -> str:
     """The loop variables from the linear index __kapi_lin (innermost loop fastest)."""
     n = len(loop.loops)
     out = ["__kapi_rest = __kapi_lin\n"]
     for d in range(n - 1, -1, -1):
         target = loop.loops[d].target.id
-        start, step = (f"__kapi_s{d}", "") if unit else (f"__kapi_start{d}", f" * __kapi_step{d}")
+        start = {"zero": "", "unit": f"__kapi_s{d} + "}.get(form, f"__kapi_start{d} + ")
+        step = "" if form in ("zero", "unit") else f" * __kapi_step{d}"
         if d:
             out.append(
-                f"{target} = {start} + (__kapi_rest % __kapi_c{d}){step}\n"
+                f"{target} = {start}(__kapi_rest % __kapi_c{d}){step}\n"
                 f"__kapi_rest = __kapi_rest // __kapi_c{d}\n"
             )
         else:
-            out.append(f"{target} = {start} + __kapi_rest{step}\n")
+            out.append(f"{target} = {start}__kapi_rest{step}\n")
     return "".join(out)
 
 
-def _reduction_prologue(loop: _Loop, unit: bool) -> str:
+def _reduction_prologue(loop: _Loop, form: str) -> str:
     """Accumulators at their identities, last values at theirs; the bounds as non-negative
     values (counts and totals are, so indexing by them needs no wraparound)."""
     src = "".join(f"{r} = __kapi_init_{r}\n" for r in [*loop.reductions, *loop.lasts])
     src += f"__kapi_n = __kapi_total & {_NONNEG:#x}\n"
     for d in range(1, len(loop.loops)):
         src += f"__kapi_c{d} = __kapi_count{d} & {_NONNEG:#x}\n"
-    return src + (_unit_starts(loop) if unit else "")
+    return src + (_unit_starts(loop) if form == "unit" else "")
 
 
-def _tree_stmts(loop: _Loop, body, unit: bool) -> list[ast.stmt]:
+def _tree_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
     """A 1-D nd-range kernel: each work-item runs a grid-stride loop over the linearised
     iteration space into private accumulators (the reduction variables, starting at the
     operator's identity), then each work-group combines them with reduce_over_group and its
@@ -718,7 +722,7 @@ def _tree_stmts(loop: _Loop, body, unit: bool) -> list[ast.stmt]:
         f"{_ITEM}.get_global_range(0)):\n    pass\n",
         first,
     )
-    stride.body = _located(_index_src(loop, unit), first) + body
+    stride.body = _located(_index_src(loop, form), first) + body
     combine = [f"__kapi_group = {_ITEM}.get_group()\n"]
     if loop.lasts:
         combine.append(
@@ -734,13 +738,13 @@ def _tree_stmts(loop: _Loop, body, unit: bool) -> list[ast.stmt]:
     for r in loop.reductions:
         combine.append(f"    {_part(r)}[__kapi_group.get_group_linear_id()] = {r}\n")
     return [
-        *_located(_reduction_prologue(loop, unit), first),
+        *_located(_reduction_prologue(loop, form), first),
         stride,
         *_located("".join(combine), first),
     ]
 
 
-def _block_stmts(loop: _Loop, body, unit: bool) -> list[ast.stmt]:
+def _block_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
     """A Range kernel without barriers: work-item g runs iterations [g * chunk, (g + 1) *
     chunk) of the linearised space in order into private accumulators and writes them as
     partial g; the work-item whose block holds the last iteration writes the last values."""
@@ -749,7 +753,7 @@ def _block_stmts(loop: _Loop, body, unit: bool) -> list[ast.stmt]:
         "for __kapi_lin in range(__kapi_beg, __kapi_end):\n    pass\n",
         first,
     )
-    block.body = _located(_index_src(loop, unit), first) + body
+    block.body = _located(_index_src(loop, form), first) + body
     head = (
         f"__kapi_g = {_ITEM}.get_id(0)\n"
         f"__kapi_beg = __kapi_g * (__kapi_chunk & {_NONNEG:#x})\n"
@@ -761,7 +765,7 @@ def _block_stmts(loop: _Loop, body, unit: bool) -> list[ast.stmt]:
         tail += [f"    {_last(v)}[0] = {v}\n" for v in loop.lasts]
     tail += [f"{_part(r)}[__kapi_g] = {r}\n" for r in loop.reductions]
     return [
-        *_located(_reduction_prologue(loop, unit) + head, first),
+        *_located(_reduction_prologue(loop, form) + head, first),
         block,
         *_located("".join(tail), first),
     ]
@@ -995,6 +999,18 @@ def _combine(kind: str, value, part: np.ndarray):
     return ufunc(value, total, dtype=value.dtype)
 
 
+def _bounds_form(starts) -> str:
+    """ "zero": every start 0 and step 1 (the loop variables are the ids); "unit": starts >= 0,
+    steps 1; "any": the general kernel (see _NONNEG)."""
+    pairs = list(zip(starts[::2], starts[1::2], strict=True))
+    if all(st == 1 for _, st in pairs):
+        if all(s0 == 0 for s0, _ in pairs):
+            return "zero"
+        if all(s0 >= 0 for s0, _ in pairs):
+            return "unit"
+    return "any"
+
+
 def _bounds(bounds):
     counts, starts = [], []
     for b in bounds:
@@ -1005,7 +1021,7 @@ def _bounds(bounds):
 
 
 class _Kernels:
-    """The kernels of one prange loop, one per shape (kind, unit) launched so far, each
+    """The kernels of one prange loop, one per (shape, bounds form) launched so far, each
     generated on the first launch that needs it."""
 
     def __init__(self, loop: _Loop, kname: str, qualname: str, fn, cells: dict, filename: str):
@@ -1013,14 +1029,14 @@ class _Kernels:
         self.fn, self.cells, self.filename = fn, cells, filename
         self.made: dict[tuple[str, bool], object] = {}
 
-    def get(self, shape: str, unit: bool):
-        kern = self.made.get((shape, unit))
+    def get(self, shape: str, form: str):
+        kern = self.made.get((shape, form))
         if kern is None:
-            defn = _kernel_def(self.loop, self.kname, shape, unit)
+            defn = _kernel_def(self.loop, self.kname, shape, form)
             kcode = _factory(defn, list(self.cells), self.filename)
             kfunc = _make_function(kcode, self.fn, self.cells)
             kfunc.__qualname__ = self.qualname
-            kern = self.made[(shape, unit)] = _kernel_decorator(kfunc)
+            kern = self.made[(shape, form)] = _kernel_decorator(kfunc)
         return kern
 
 
@@ -1047,10 +1063,10 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, stats: _Stats):
             if wait and pending:
                 _settle(pending, stats)
             return red_values, None, idx
-        unit = all(starts[2 * d] >= 0 and starts[2 * d + 1] == 1 for d in range(len(counts)))
+        form = _bounds_form(starts)
         if not loop.ndrange:
             # the innermost loop (last in bounds) is dimension 0
-            kern, rng = kernels.get("range", unit), Range(*reversed(counts))
+            kern, rng = kernels.get("range", form), Range(*reversed(counts))
             _submit(kern, rng, (*args, *starts), pending, wait, stats)
             return (), None, idx
         make0, key, fp64, cpu_units = _allocator(args)
@@ -1063,10 +1079,10 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, stats: _Stats):
             width = _MAX_GROUPS * _GROUP if cpu_units is None else cpu_units * _BLOCKS_PER_UNIT
             chunk = -(-total // width)
             nparts = -(-total // chunk)
-            kern, rng, extra = kernels.get("blocks", unit), Range(nparts), (chunk,)
+            kern, rng, extra = kernels.get("blocks", form), Range(nparts), (chunk,)
         else:
             nparts = min(-(-total // _GROUP), _MAX_GROUPS)
-            kern, rng, extra = kernels.get("tree", unit), NdRange((nparts * _GROUP,), (_GROUP,)), ()
+            kern, rng, extra = kernels.get("tree", form), NdRange((nparts * _GROUP,), (_GROUP,)), ()
         parts, inits = _partials(loop, where, red_values, nparts, make, fp64)
         last_dts = [
             _last_dtype(n, v, where, fp64) for n, v in zip(loop.lasts, last_values, strict=True)

@@ -78,7 +78,8 @@ def test_prange_start_stop_step(dev, bounds):
 def test_unit_bounds_index_without_wraparound_and_negative_starts_wrap(dev):
     # prange(n) and prange(a, b) with a >= 0 index as a hand-written kernel does (the index
     # is known >= 0: no negative-index wraparound, so the CPU vectorises it); a negative
-    # start takes the general kernel, where out[-3] is out[n - 3] as in Python
+    # start takes the general kernel, where out[-3] is out[n - 3] as in Python; each form
+    # is its own kernel
     @dpex.dpjit
     def shifted(out, lo, hi):
         for i in prange(lo, hi):
@@ -95,6 +96,10 @@ def test_unit_bounds_index_without_wraparound_and_negative_starts_wrap(dev):
     want[[7, 8, 9, 0]] = [-3, -2, -1, 0]
     np.testing.assert_array_equal(out.asnumpy(), want)
     assert "wrapidx" in shifted.kernels[1].inspect_kir()[sig]
+    shifted(out, 0, 10)  # prange(n)'s form: the index is the id itself
+    (kir,) = shifted.kernels[2].inspect_kir().values()
+    assert "wrapidx" not in kir and " and " not in kir and " mul " not in kir
+    np.testing.assert_array_equal(out.asnumpy(), np.arange(10))
 
 
 def test_prange_two_arguments_and_zero_step(dev):
