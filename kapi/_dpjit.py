@@ -1119,6 +1119,7 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, stats: _Stats):
 _METADATA = {"shape", "dtype", "size", "ndim", "itemsize", "strides", "device", "sycl_queue"}
 _SIZE_CALLS = {"len", "min", "max", "int", "abs"}
 _ALLOCS = {"empty", "zeros", "ones", "full"}  # and their _like forms
+_CONSTANTS = (int, float, complex, np.generic, np.dtype, type)
 
 
 class _AsyncRules:
@@ -1136,9 +1137,12 @@ class _AsyncRules:
         return test(obj)
 
     def _is_module_value(self, node) -> bool:
-        """`np.float64`, `math.pi`: an attribute of a module the function sees."""
-        return isinstance(node, ast.Attribute) and self._resolves(
-            node.value, lambda o: isinstance(o, types.ModuleType)
+        """`np.float64`, `math.pi`: a number or type that is an attribute of a module the
+        function sees (not an array a module holds)."""
+        return (
+            isinstance(node, ast.Attribute)
+            and self._resolves(node.value, lambda o: isinstance(o, types.ModuleType))
+            and self._resolves(node, lambda o: isinstance(o, _CONSTANTS))
         )
 
     def size(self, e, names_ok: bool = False) -> bool:

@@ -958,6 +958,7 @@ WAIT_FREE = {  # host statement between two loops -> whether the first loop goes
     "d = a.dtype": True,
     "t = np.zeros((n, 3), dtype=np.float64)": True,  # a shape is read as integers
     "t = np.full(n, 2.0)": True,
+    "t = np.pi * 2 + a.shape[0]": True,
     "t = dpex.full_like(a, 1.5)": True,
     "t = b": True,
     "pass": True,
