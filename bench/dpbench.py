@@ -185,15 +185,21 @@ WORKLOADS = [
 # ---------------------------------------------------------------- numba-cuda, same algorithms
 
 
-def cuda_peers():
-    """{name: make(device arrays, scalars) -> run()}, or a string saying why there are none."""
-    try:
-        from numba import cuda
+cuda = None  # numba.cuda, once cuda_peers imported it
 
-        if not cuda.is_available():
+
+def cuda_peers():
+    """{name: make(device arrays, scalars) -> run()}, or a string saying why there are none.
+    (The kernels see numba.cuda as the global `cuda`, as numba-cuda's simulator needs.)"""
+    global cuda
+    try:
+        from numba import cuda as numba_cuda
+
+        if not numba_cuda.is_available():
             return "numba-cuda sees no GPU"
     except Exception as e:  # noqa: BLE001 - any import failure means no peer
         return f"numba-cuda does not import ({type(e).__name__}: {e})"
+    cuda = numba_cuda
 
     @cuda.jit
     def c_black_scholes(price, strike, t, rate, vol, call, put):
