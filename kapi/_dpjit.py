@@ -637,7 +637,8 @@ def _unit_starts(loop: _Loop) -> str:
 
 
 def _range_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
-    """One work-item per iteration: `i = start + id * step` per loop of the nest."""
+    """One work-item per iteration: per loop of the nest `i = id` ("zero" bounds), `i =
+    start + id` ("unit") or `i = start + id * step` ("any")."""
     ndim = len(loop.loops)
     prologue = []
     for k, lp in enumerate(loop.loops):
