@@ -73,6 +73,10 @@ step array-ops-cpu timeout 120 python3 bench/array_ops.py --device cpu --log2n 2
 # dpjit prange reductions (issue 14) on the GPU and on the host's cores, beside Numba parallel.
 step dpjit-reduce-gpu timeout 120 python3 bench/dpjit_reduce.py --device gpu --log2n 26 2>&1 | tee -a "$OUT/gpu_bench.log"
 step dpjit-reduce-cpu timeout 120 python3 bench/dpjit_reduce.py --device cpu --log2n 24 2>&1 | tee -a "$OUT/cpu.log"
+# ... and with the GPU's kernel shape (a work-group tree) on the CPU device, the shape it replaced.
+step dpjit-reduce-cpu-tree env KAPI_DPJIT_REDUCE=tree timeout 120 python3 bench/dpjit_reduce.py --device cpu --log2n 24 2>&1 | tee -a "$OUT/cpu.log"
+# dpbench workloads as @dpjit + prange: CPU device vs Numba parallel, GPU vs numba-cuda.
+step dpbench timeout 170 python3 bench/dpbench.py 2>&1 | tee -a "$OUT/dpbench.log"
 step group-reduce timeout 120 python3 bench/group_reduce.py 2>&1 | tee -a "$OUT/gpu_bench.log"
 if [ -x .carry/bin/launch_c ]; then
   step gpu-launch-c env KAPI_BENCH_DRIVER=kapi-cuda timeout 30 .carry/bin/launch_c 2000 25 2>&1 | tee -a "$OUT/gpu_bench.log"

@@ -39,7 +39,14 @@ _export(
     "zeros_like",
 )
 _export("_device", "Device", "Queue", "default_device", "devices")
-_export("_dpjit", "DpjitFunction", "HostFallbackWarning", "UnsupportedPrangeError", "dpjit")
+_export(
+    "_dpjit",
+    "DpjitFunction",
+    "HostCompileError",
+    "HostFallbackWarning",
+    "UnsupportedPrangeError",
+    "dpjit",
+)
 _export(
     "_errors",
     "DeviceError",
@@ -141,6 +148,7 @@ __all__ = [
     "default_device",
     "device_func",
     "dpjit",
+    "HostCompileError",
     "HostFallbackWarning",
     "devices",
     "empty",

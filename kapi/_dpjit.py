@@ -1,22 +1,30 @@
 """@kapi.dpjit: numba-dpex's prange offload. Each `for x in prange(...)` loop of the function is
 outlined into a @kapi.kernel over a Range (nested pranges give 2-D/3-D ranges) and the loop is
 replaced by a launch (done once, on the first call); the function around the loops is then
-compiled by Numba's njit per argument types (_dpjit_host.py), or runs in CPython where Numba
-cannot compile it.
-Loops with reductions or last values run as a 1-D nd-range kernel (a grid-stride loop over
-the linearised nest, a work-group tree per reduction, one partial per group combined on the
-host); the others as a Range kernel, one work-item per iteration.
-"""
+compiled by Numba's njit per argument types (_dpjit_host.py); where Numba cannot compile it,
+the call raises HostCompileError, or (host="python") runs in CPython. Each loop's kernel is
+generated per shape on the first launch needing it (_kernel_def).
+Loops with reductions or last values run over the linearised nest: on GPUs as a 1-D nd-range
+kernel (a grid-stride loop, a work-group tree per reduction, one partial per group), on the
+CPU device as a barrier-free Range kernel of contiguous blocks (one partial per work-item);
+the host combines the partials. The others run one work-item per iteration. Loops whose
+results the host does not read go to the queue without a wait (_async_loops): the pending
+launches live in a per-call context (_Calls) that the launchers share, outside the launch's
+Numba-typed signature."""
 
 from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
+import copy
 import functools
 import inspect
 import math
+import os
 import sys
 import textwrap
+import threading
 import types
 import warnings
 
@@ -27,7 +35,7 @@ from ._array import Array, empty
 from ._device import default_device
 from ._errors import KapiError
 from ._kernel import kernel as _kernel_decorator
-from ._launch import call_kernel
+from ._launch import call_kernel, call_kernel_async, wait_all
 from ._ranges import NdRange, Range
 
 _MAX_DIMS = 3
@@ -178,6 +186,7 @@ class _Loop:
         self.red_stmts: dict = {}  # id(statement) -> _Reduction
         self.red_divides: set[str] = set()  # reductions with a `/=`: float accumulators only
         self.lasts: list[str] = []  # body variables the host reads: they leave a last value
+        self.kbody: list[ast.stmt] = []  # the body as kernel code (_kernel_body)
         self.last_targets: list[str] = []  # loop variables the host reads
 
     @property
@@ -570,37 +579,82 @@ class _BodyRewriter(ast.NodeTransformer):
     visit_Lambda = visit_ClassDef = visit_AsyncFunctionDef = visit_FunctionDef
 
 
-def _kernel_params(loop: _Loop) -> list[str]:
-    if loop.ndrange:
-        return _reduction_params(loop)
-    bounds = []
-    for d in range(len(loop.loops)):
-        bounds += [f"__kapi_start{d}", f"__kapi_step{d}"]
-    return [_ITEM, *loop.free, *loop.reductions, *bounds]
+# Kernel shapes. A loop's kernel is generated per shape (on the first launch that needs it):
+# - "range": one work-item per iteration (loops without reductions or last values);
+# - "tree": a 1-D nd-range kernel, grid-stride loop, work-group tree per reduction (GPUs);
+# - "blocks": a barrier-free Range kernel, each work-item a contiguous block of iterations
+#   and its own partial results (the CPU device: no per-group region cost, sequential
+#   accesses per thread, as Numba's parallel loops);
+# each for one form of the bounds (_bounds_form): "zero" (prange(n): every start 0, step 1)
+# indexes with the ids themselves, as a hand-written kernel does; "unit" (starts >= 0, steps
+# 1: prange(a, b)) with `(start & _NONNEG) + id`, known non-negative; in both, indexing needs
+# no negative-index wraparound and the innermost index has unit stride, so the CPU finaliser
+# vectorises the work-item loop as for a hand-written kernel. "any" takes the general form
+# (start + id * step, Python's negative indices).
+_NONNEG = 0x7FFFFFFFFFFFFFFF  # `x & _NONNEG` is x for x >= 0, and known >= 0 by pyfront
 
 
-def _kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.FunctionDef:
+def _kernel_params(loop: _Loop, shape: str) -> list[str]:
+    n = len(loop.loops)
+    bounds = [f"__kapi_{w}{d}" for d in range(n) for w in ("start", "step")]
+    if shape == "range":
+        return [_ITEM, *loop.free, *bounds]
+    return [
+        _ITEM,
+        *loop.free,
+        *[_part(r) for r in loop.reductions],
+        *[f"__kapi_init_{r}" for r in loop.reductions],
+        *[_last(v) for v in loop.lasts],
+        *[f"__kapi_init_{v}" for v in loop.lasts],
+        "__kapi_total",
+        *(["__kapi_chunk"] if shape == "blocks" else []),
+        *[f"__kapi_count{d}" for d in range(n)],
+        *bounds,
+    ]
+
+
+def _kernel_body(loop: _Loop, resolver: _Resolver) -> list[ast.stmt]:
+    """The prange body as kernel code (reductions update private accumulators, inner pranges
+    become range); each kernel shape takes a deep copy of it."""
+    rewriter = _BodyRewriter(loop.red_stmts, resolver, loop.lasts)
+    return [rewriter.visit(s) for s in loop.body]
+
+
+def _kernel_def(loop: _Loop, kname: str, shape: str, form: str) -> ast.FunctionDef:
+    build = {"range": _range_stmts, "tree": _tree_stmts, "blocks": _block_stmts}[shape]
     first = loop.loops[0]
-    if loop.ndrange:
-        return _reduction_kernel_def(loop, kname, resolver)
+    args = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(arg=p) for p in _kernel_params(loop, shape)],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+    )
+    stmts = build(loop, copy.deepcopy(loop.kbody), form)
+    fdef = ast.FunctionDef(name=kname, args=args, body=stmts, decorator_list=[])
+    return ast.copy_location(fdef, first)
+
+
+def _unit_starts(loop: _Loop) -> str:
+    return "".join(
+        f"__kapi_s{d} = __kapi_start{d} & {_NONNEG:#x}\n" for d in range(len(loop.loops))
+    )
+
+
+def _range_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
+    """One work-item per iteration: per loop of the nest `i = id` ("zero" bounds), `i =
+    start + id` ("unit") or `i = start + id * step` ("any")."""
     ndim = len(loop.loops)
     prologue = []
     for k, lp in enumerate(loop.loops):
-        dim = ndim - 1 - k  # the innermost loop varies fastest: dimension 0
-        gid = ast.Call(
-            func=ast.Attribute(value=_name(_ITEM), attr="get_id", ctx=ast.Load()),
-            args=[ast.Constant(dim)],
-            keywords=[],
-        )
-        value = ast.BinOp(
-            left=_name(f"__kapi_start{k}"),
-            op=ast.Add(),
-            right=ast.BinOp(left=gid, op=ast.Mult(), right=_name(f"__kapi_step{k}")),
-        )
-        assign = ast.Assign(targets=[_name(lp.target.id, ast.Store())], value=value)
-        prologue.append(ast.copy_location(assign, lp))
-    rewriter = _BodyRewriter(loop.red_stmts, resolver)
-    body = [rewriter.visit(s) for s in loop.body]
+        gid = f"{_ITEM}.get_id({ndim - 1 - k})"  # the innermost loop varies fastest: dim 0
+        if form == "zero":
+            value = gid
+        elif form == "unit":
+            value = f"(__kapi_start{k} & {_NONNEG:#x}) + {gid}"
+        else:
+            value = f"__kapi_start{k} + {gid} * __kapi_step{k}"
+        prologue += _located(f"{lp.target.id} = {value}\n", lp)
     if any(isinstance(n, ast.Continue) for n in _outer_jumps(body)):
         # `continue` of the prange loop ends the work-item: a one-trip loop gives it a target
         once = ast.For(
@@ -610,15 +664,7 @@ def _kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.FunctionDef
             orelse=[],
         )
         body = [ast.copy_location(once, loop.body[0])]
-    args = ast.arguments(
-        posonlyargs=[],
-        args=[ast.arg(arg=p) for p in _kernel_params(loop)],
-        kwonlyargs=[],
-        kw_defaults=[],
-        defaults=[],
-    )
-    fdef = ast.FunctionDef(name=kname, args=args, body=prologue + body, decorator_list=[])
-    return ast.copy_location(fdef, first)
+    return prologue + body
 
 
 def _part(name: str) -> str:
@@ -627,21 +673,6 @@ def _part(name: str) -> str:
 
 def _last(name: str) -> str:
     return f"__kapi_last_{name}"
-
-
-def _reduction_params(loop: _Loop) -> list[str]:
-    n = len(loop.loops)
-    return [
-        _ITEM,
-        *loop.free,
-        *[_part(r) for r in loop.reductions],
-        *[f"__kapi_init_{r}" for r in loop.reductions],
-        *[_last(v) for v in loop.lasts],
-        *[f"__kapi_init_{v}" for v in loop.lasts],
-        "__kapi_total",
-        *[f"__kapi_count{d}" for d in range(n)],
-        *[f"__kapi_{w}{d}" for d in range(n) for w in ("start", "step")],
-    ]
 
 
 def _located(src: str, where: ast.AST) -> list[ast.stmt]:
@@ -656,41 +687,52 @@ def _located(src: str, where: ast.AST) -> list[ast.stmt]:
     return stmts
 
 
-def _reduction_kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.FunctionDef:
-    """A 1-D nd-range kernel: each work-item runs a grid-stride loop over the linearised
-    iteration space (innermost loop fastest) into private accumulators (the reduction
-    variables, starting at the operator's identity), then each work-group combines them with
-    reduce_over_group and its first work-item writes the group's partial result; the host
-    combines the partials and the variable's value before the loop. A last-value variable is
-    written by the work-item that ran the last iteration (the highest linear index, the last
-    of its stride)."""
-    first = loop.loops[0]
+def _index_src(loop: _Loop, form: str) -> str:
+    """The loop variables from the linear index __kapi_lin (innermost loop fastest)."""
     n = len(loop.loops)
-    init = _located(
-        "".join(f"{r} = __kapi_init_{r}\n" for r in [*loop.reductions, *loop.lasts]), first
-    )
-    index = ["__kapi_rest = __kapi_lin\n"]
+    out = ["__kapi_rest = __kapi_lin\n"]
     for d in range(n - 1, -1, -1):
         target = loop.loops[d].target.id
+        start = {"zero": "", "unit": f"__kapi_s{d} + "}.get(form, f"__kapi_start{d} + ")
+        step = "" if form in ("zero", "unit") else f" * __kapi_step{d}"
         if d:
-            index.append(
-                f"{target} = __kapi_start{d} + (__kapi_rest % __kapi_count{d}) * __kapi_step{d}\n"
-                f"__kapi_rest = __kapi_rest // __kapi_count{d}\n"
+            out.append(
+                f"{target} = {start}(__kapi_rest % __kapi_c{d}){step}\n"
+                f"__kapi_rest = __kapi_rest // __kapi_c{d}\n"
             )
         else:
-            index.append(f"{target} = __kapi_start0 + __kapi_rest * __kapi_step0\n")
-    rewriter = _BodyRewriter(loop.red_stmts, resolver, loop.lasts)
-    body = [rewriter.visit(s) for s in loop.body]
+            out.append(f"{target} = {start}__kapi_rest{step}\n")
+    return "".join(out)
+
+
+def _reduction_prologue(loop: _Loop, form: str) -> str:
+    """Accumulators at their identities, last values at theirs; the bounds as non-negative
+    values (counts and totals are, so indexing by them needs no wraparound)."""
+    src = "".join(f"{r} = __kapi_init_{r}\n" for r in [*loop.reductions, *loop.lasts])
+    src += f"__kapi_n = __kapi_total & {_NONNEG:#x}\n"
+    for d in range(1, len(loop.loops)):
+        src += f"__kapi_c{d} = __kapi_count{d} & {_NONNEG:#x}\n"
+    return src + (_unit_starts(loop) if form == "unit" else "")
+
+
+def _tree_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
+    """A 1-D nd-range kernel: each work-item runs a grid-stride loop over the linearised
+    iteration space into private accumulators (the reduction variables, starting at the
+    operator's identity), then each work-group combines them with reduce_over_group and its
+    first work-item writes the group's partial result; the host combines the partials and the
+    variable's value before the loop. A last-value variable is written by the work-item that
+    ran the last iteration (the highest linear index, the last of its stride)."""
+    first = loop.loops[0]
     (stride,) = _located(
-        f"for __kapi_lin in range({_ITEM}.get_global_id(0), __kapi_total, "
+        f"for __kapi_lin in range({_ITEM}.get_global_id(0), __kapi_n, "
         f"{_ITEM}.get_global_range(0)):\n    pass\n",
         first,
     )
-    stride.body = _located("".join(index), first) + body
+    stride.body = _located(_index_src(loop, form), first) + body
     combine = [f"__kapi_group = {_ITEM}.get_group()\n"]
     if loop.lasts:
         combine.append(
-            f"if {_ITEM}.get_global_id(0) == (__kapi_total - 1) % {_ITEM}.get_global_range(0):\n"
+            f"if {_ITEM}.get_global_id(0) == (__kapi_n - 1) % {_ITEM}.get_global_range(0):\n"
         )
         combine += [f"    {_last(v)}[0] = {v}\n" for v in loop.lasts]
     for r in loop.reductions:
@@ -701,16 +743,38 @@ def _reduction_kernel_def(loop: _Loop, kname: str, resolver: _Resolver) -> ast.F
         combine.append(f"if {_ITEM}.get_local_id(0) == 0:\n")
     for r in loop.reductions:
         combine.append(f"    {_part(r)}[__kapi_group.get_group_linear_id()] = {r}\n")
-    args = ast.arguments(
-        posonlyargs=[],
-        args=[ast.arg(arg=p) for p in _kernel_params(loop)],
-        kwonlyargs=[],
-        kw_defaults=[],
-        defaults=[],
+    return [
+        *_located(_reduction_prologue(loop, form), first),
+        stride,
+        *_located("".join(combine), first),
+    ]
+
+
+def _block_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
+    """A Range kernel without barriers: work-item g runs iterations [g * chunk, (g + 1) *
+    chunk) of the linearised space in order into private accumulators and writes them as
+    partial g; the work-item whose block holds the last iteration writes the last values."""
+    first = loop.loops[0]
+    (block,) = _located(
+        "for __kapi_lin in range(__kapi_beg, __kapi_end):\n    pass\n",
+        first,
     )
-    stmts = [*init, stride, *_located("".join(combine), first)]
-    fdef = ast.FunctionDef(name=kname, args=args, body=stmts, decorator_list=[])
-    return ast.copy_location(fdef, first)
+    block.body = _located(_index_src(loop, form), first) + body
+    head = (
+        f"__kapi_g = {_ITEM}.get_id(0)\n"
+        f"__kapi_beg = __kapi_g * (__kapi_chunk & {_NONNEG:#x})\n"
+        f"__kapi_end = min(__kapi_beg + (__kapi_chunk & {_NONNEG:#x}), __kapi_n)\n"
+    )
+    tail = []
+    if loop.lasts:
+        tail.append("if __kapi_end == __kapi_n:\n")
+        tail += [f"    {_last(v)}[0] = {v}\n" for v in loop.lasts]
+    tail += [f"{_part(r)}[__kapi_g] = {r}\n" for r in loop.reductions]
+    return [
+        *_located(_reduction_prologue(loop, form) + head, first),
+        block,
+        *_located("".join(tail), first),
+    ]
 
 
 def _outer_jumps(body):
@@ -813,28 +877,83 @@ def _identity(kind: str, dt: np.dtype):
 
 
 def _allocator(args):
-    """(make(n, dtype), has_fp64, max_groups): arrays for a kernel's extra outputs on the
+    """(make(n, dtype), key, has_fp64, cpu_units): arrays for a kernel's extra outputs on the
     device its arguments choose (the first kapi array's queue; NumPy arrays: the CPU device,
-    as NumPy host arrays; else the default device), and how many work-groups to use there."""
+    as NumPy host arrays; else the default device), a key naming where they are, and that
+    device's compute units when it is the CPU device (None on a GPU)."""
     arrays = [a for a in args if isinstance(a, Array)]
     if not arrays and any(isinstance(a, np.ndarray) for a in args):
-        return (lambda n, dt: np.empty(n, dt)), True, _cpu_groups(None)
+        return (lambda n, dt: np.empty(n, dt)), "numpy", True, _cpu_units(None)
     q = arrays[0].sycl_queue if arrays else default_device().default_queue
     dev = q.device
-    groups = _cpu_groups(dev) if dev.is_cpu else _MAX_GROUPS
-    return (lambda n, dt: empty(n, dtype=dt, queue=q)), dev.has_aspect_fp64, groups
+    units = _cpu_units(dev) if dev.is_cpu else None
+    key = getattr(q, "_native", q)
+    return (lambda n, dt: empty(n, dtype=dt, queue=q)), key, dev.has_aspect_fp64, units
 
 
-def _cpu_groups(dev) -> int:
-    # The CPU driver pays per work-group for the group reductions: a few hundred groups per
-    # core-pair balance that against the per-work-item stride loop (measured on 2 cores:
-    # 128-512 groups of 256 best for 2^22 iterations, 2048 twice as slow, 16 four times).
+class _Buffers:
+    """The partial-result and last-value arrays of one loop, kept between its launches: a
+    launch takes them and gives them back once the host has read them (allocating and
+    freeing them cost a small reduction more than its kernel). Concurrent calls take
+    different ones (list.pop is atomic)."""
+
+    _KEEP = 4  # per key: enough for a few threads calling at once
+
+    def __init__(self):
+        self.free: dict = {}
+        self.views: dict = {}  # id(kept array) -> (array, NumPy view of its host memory)
+
+    def take(self, key, n: int, dt, make):
+        lst = self.free.get((key, n, dt))
+        if lst:
+            try:
+                return lst.pop()
+            except IndexError:  # another thread took the last one
+                pass
+        return make(n, dt)
+
+    def give(self, key, arrays) -> None:
+        for a in arrays:
+            lst = self.free.setdefault((key, a.shape[0], a.dtype), [])
+            if len(lst) < self._KEEP:
+                if isinstance(a, Array) and a._host_ok and id(a) not in self.views:
+                    self.views[id(a)] = (a, a._host_view())
+                lst.append(a)
+
+    def host(self, a) -> np.ndarray:
+        """The values of a (after the launch that wrote it was waited for): host memory read
+        in place where it is host-accessible (the CPU device), else a copy."""
+        if isinstance(a, np.ndarray):
+            return a
+        hit = self.views.get(id(a))
+        if hit is not None and hit[0] is a:
+            return hit[1]
+        return a._host_view() if a._host_ok else a.asnumpy()
+
+
+def _cpu_units(dev) -> int:
     if dev is None:
         from ._device import devices
 
         dev = next((d for d in devices() if d.is_cpu), None)
-    units = dev.max_compute_units if dev is not None else 1
-    return max(1, min(_MAX_GROUPS, 128 * units))
+    return max(1, dev.max_compute_units if dev is not None else 1)
+
+
+def _reduce_shape(on_cpu: bool) -> str:
+    """The shape of reduction / last-value kernels: blocks on the CPU device, a work-group
+    tree on GPUs, unless KAPI_DPJIT_REDUCE names one (to compare them)."""
+    forced = os.environ.get("KAPI_DPJIT_REDUCE")
+    if forced in (None, ""):
+        return "blocks" if on_cpu else "tree"
+    if forced not in ("tree", "blocks"):
+        raise ValueError(f"KAPI_DPJIT_REDUCE must be 'tree' or 'blocks', not {forced!r}")
+    return forced
+
+
+# Work-items of a "blocks" kernel per CPU compute unit: the driver makes groups of 16 of them,
+# so four groups per thread, enough to balance the pool when threads are disturbed (on 2 cores:
+# 32 to 4096 work-items ran 2^24 iterations alike, 8 used one thread).
+_BLOCKS_PER_UNIT = 64
 
 
 def _partials(loop: _Loop, where: str, values, ngroups: int, make, fp64: bool):
@@ -873,17 +992,29 @@ def _last_value(value, arr):
     return value.dtype.type(x)
 
 
-def _combine(kind: str, value, part):
+def _combine(kind: str, value, part: np.ndarray):
     """value (the variable before the loop) combined once with the group partials, in the
-    accumulator's dtype; a Python int/float stays one."""
-    host = part if isinstance(part, np.ndarray) else part.asnumpy()
+    accumulator's dtype; a Python int/float stays one. Called under np.errstate(all="ignore"):
+    integers wrap, as in the kernel."""
+    host = part
     ufunc = _UFUNCS[kind]
-    with np.errstate(all="ignore"):  # integers wrap, as in the kernel
-        total = ufunc.reduce(host, dtype=host.dtype)
-        if isinstance(value, (int, float)):
-            out = ufunc(host.dtype.type(value), total, dtype=host.dtype).item()
-            return float(out) if isinstance(value, float) else int(out)
-        return ufunc(value, total, dtype=value.dtype)
+    total = ufunc.reduce(host, dtype=host.dtype)
+    if isinstance(value, (int, float)):
+        out = ufunc(host.dtype.type(value), total, dtype=host.dtype).item()
+        return float(out) if isinstance(value, float) else int(out)
+    return ufunc(value, total, dtype=value.dtype)
+
+
+def _bounds_form(starts) -> str:
+    """ "zero": every start 0 and step 1 (the loop variables are the ids); "unit": starts >= 0,
+    steps 1; "any": the general kernel (see _NONNEG)."""
+    pairs = list(zip(starts[::2], starts[1::2], strict=True))
+    if all(st == 1 for _, st in pairs):
+        if all(s0 == 0 for s0, _ in pairs):
+            return "zero"
+        if all(s0 >= 0 for s0, _ in pairs):
+            return "unit"
+    return "any"
 
 
 def _bounds(bounds):
@@ -895,12 +1026,45 @@ def _bounds(bounds):
     return counts, starts
 
 
-def _launcher(kern, loop: _Loop, where: str):
+class _Kernels:
+    """The kernels of one prange loop, one per (shape, bounds form) launched so far, each
+    generated on the first launch that needs it."""
+
+    def __init__(self, loop: _Loop, kname: str, qualname: str, fn, cells: dict, filename: str):
+        self.loop, self.kname, self.qualname = loop, kname, qualname
+        self.fn, self.cells, self.filename = fn, cells, filename
+        self.made: dict[tuple[str, bool], object] = {}
+
+    def get(self, shape: str, form: str):
+        kern = self.made.get((shape, form))
+        if kern is None:
+            defn = _kernel_def(self.loop, self.kname, shape, form)
+            kcode = _factory(defn, list(self.cells), self.filename)
+            kfunc = _make_function(kcode, self.fn, self.cells)
+            kfunc.__qualname__ = self.qualname
+            kern = self.made[(shape, form)] = _kernel_decorator(kfunc)
+        return kern
+
+
+def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: bool):
+    """The launch function of one loop. `wait` (whether the host may read the arrays after
+    this loop, so it waits for every pending launch) is fixed per loop; the pending launches
+    are the running call's (calls.pending()), so the launch's signature, which Numba types
+    when the host code is compiled, carries only values."""
+    buffers = _Buffers()
+    stats = calls.stats
+
     def launch(bounds, args, red_values, last_values):
         """What the host assigns after the loop: (reduction values, whether the loop ran, the
         last values, which loop variables it set, their values). A loop that ran no iteration
         hands back the values from before it; a loop variable is set when its loop ran."""
-        counts, starts = _bounds(bounds)
+        pending = calls.pending()
+        try:
+            counts, starts = _bounds(bounds)
+        except BaseException:
+            if pending:
+                _settle(pending, stats)
+            raise
         ran = tuple(all(counts[: d + 1]) for d in range(len(counts)))
         idx = tuple(
             starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] if ran[d] else 0
@@ -908,25 +1072,48 @@ def _launcher(kern, loop: _Loop, where: str):
         )
         total = math.prod(counts)
         if not total:
+            if wait and pending:
+                _settle(pending, stats)
             return tuple(red_values), False, tuple(last_values), ran, idx
+        form = _bounds_form(starts)
         if not loop.ndrange:
             # the innermost loop (last in bounds) is dimension 0
-            call_kernel(kern, Range(*reversed(counts)), *args, *starts)
+            kern, rng = kernels.get("range", form), Range(*reversed(counts))
+            _submit(kern, rng, (*args, *starts), pending, wait, stats)
             return (), True, (), ran, idx
-        make, fp64, max_groups = _allocator(args)
-        ngroups = min(-(-total // _GROUP), max_groups)
-        parts, inits = _partials(loop, where, red_values, ngroups, make, fp64)
+        make0, key, fp64, cpu_units = _allocator(args)
+
+        def make(n, dt):
+            return buffers.take(key, n, dt, make0)
+
+        if _reduce_shape(cpu_units is not None) == "blocks":
+            # (forced on a GPU: as many work-items as the tree's largest launch)
+            width = _MAX_GROUPS * _GROUP if cpu_units is None else cpu_units * _BLOCKS_PER_UNIT
+            chunk = -(-total // width)
+            nparts = -(-total // chunk)
+            kern, rng, extra = kernels.get("blocks", form), Range(nparts), (chunk,)
+        else:
+            nparts = min(-(-total // _GROUP), _MAX_GROUPS)
+            kern, rng, extra = kernels.get("tree", form), NdRange((nparts * _GROUP,), (_GROUP,)), ()
+        parts, inits = _partials(loop, where, red_values, nparts, make, fp64)
         last_dts = [
             _last_dtype(n, v, where, fp64) for n, v in zip(loop.lasts, last_values, strict=True)
         ]
         lasts = [make(1, dt) for dt in last_dts]
         last_inits = [dt.type(v) for dt, v in zip(last_dts, last_values, strict=True)]
-        rng = NdRange((ngroups * _GROUP,), (_GROUP,))
-        call_kernel(kern, rng, *args, *parts, *inits, *lasts, *last_inits, total, *counts, *starts)
+        kargs = (*args, *parts, *inits, *lasts, *last_inits, total, *extra, *counts, *starts)
+        _submit(kern, rng, kargs, pending, True, stats)  # the host reads the results
         kinds = [loop.red_kinds[r] for r in loop.reductions]
-        reds = tuple(_combine(k, v, p) for k, v, p in zip(kinds, red_values, parts, strict=True))
-        lasts = tuple(_last_value(v, a) for v, a in zip(last_values, lasts, strict=True))
-        return reds, True, lasts, ran, idx
+        with np.errstate(all="ignore"):  # integers wrap, as in the kernel
+            reds = tuple(
+                _combine(k, v, buffers.host(p))
+                for k, v, p in zip(kinds, red_values, parts, strict=True)
+            )
+        out = tuple(
+            _last_value(v, buffers.host(a)) for v, a in zip(last_values, lasts, strict=True)
+        )
+        buffers.give(key, parts + lasts)
+        return reds, True, out, ran, idx
 
     return launch
 
@@ -988,6 +1175,268 @@ class _RouteNumpy(ast.NodeTransformer):
 
 def _route_numpy(fdef, resolver, cells) -> None:
     fdef.body = [_RouteNumpy(resolver, cells).visit(s) for s in fdef.body]
+
+
+# -- asynchronous launches ---------------------------------------------------------------------
+# A loop whose results the host does not read (no reduction, no last value) is submitted
+# without a wait when the host code after it, up to the next prange loop of the same block,
+# cannot see the arrays' contents: then that next launch is queued behind it and the host waits
+# once, at the first launch that is not followed so (or that has results). What the host may
+# run in between: assignments of sizes and metadata (`n = a.shape[0] // 2`, `dt = a.dtype`),
+# of plain names, and of new arrays (`kapi.empty_like(a)`, `np.zeros((n, 3))`); the next
+# loop's bounds must be such sizes too. Anything else (a call, reading an element, an array
+# expression, the end of the block, a return) waits first.
+
+_METADATA = {"shape", "dtype", "size", "ndim", "itemsize", "strides", "device", "sycl_queue"}
+_SIZE_CALLS = {"len", "min", "max", "int", "abs"}
+_ALLOCS = {"empty", "zeros", "ones", "full"}  # and their _like forms
+_CONSTANTS = (int, float, complex, np.generic, np.dtype, type)
+
+
+class _AsyncRules:
+    """Which host statements and loop bounds read no array contents (see above)."""
+
+    def __init__(self, resolver: _Resolver, scalars: set[str]):
+        self.resolver = resolver
+        self.scalars = scalars  # names the host only ever assigns sizes to
+
+    def _resolves(self, node, test) -> bool:
+        try:
+            obj, _ = self.resolver._value(node)
+        except (LookupError, AttributeError, ValueError):
+            return False
+        return test(obj)
+
+    def _is_module_value(self, node) -> bool:
+        """`np.float64`, `math.pi`: a number or type that is an attribute of a module the
+        function sees (not an array a module holds)."""
+        return (
+            isinstance(node, ast.Attribute)
+            and self._resolves(node.value, lambda o: isinstance(o, types.ModuleType))
+            and self._resolves(node, lambda o: isinstance(o, _CONSTANTS))
+        )
+
+    def size(self, e, names_ok: bool = False) -> bool:
+        """An integer/float expression of constants, sizes and metadata (Names: only those
+        known to hold sizes, or any when names_ok: loop bounds, which range() reads as ints)."""
+        if isinstance(e, ast.Constant):
+            return True
+        if isinstance(e, ast.Name):
+            return names_ok or e.id in self.scalars
+        if isinstance(e, ast.Attribute):
+            return self.metadata(e) or self._is_module_value(e)
+        if isinstance(e, ast.Subscript):
+            return self.metadata(e.value) and self.size(e.slice, names_ok)
+        if isinstance(e, ast.BinOp):
+            return self.size(e.left, names_ok) and self.size(e.right, names_ok)
+        if isinstance(e, ast.UnaryOp):
+            return self.size(e.operand, names_ok)
+        if isinstance(e, ast.Tuple):
+            return all(self.size(x, names_ok) for x in e.elts)
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and not e.keywords:
+            return (
+                e.func.id in _SIZE_CALLS
+                and self.resolver.is_builtin(e.func.id)
+                and (
+                    all(self.size(a, names_ok) for a in e.args)
+                    # len(x) reads x's length only
+                    or (e.func.id == "len" and all(isinstance(a, ast.Name) for a in e.args))
+                )
+            )
+        return False
+
+    def metadata(self, e) -> bool:
+        return isinstance(e, ast.Attribute) and e.attr in _METADATA and _is_name_chain(e.value)
+
+    def _allocation(self, e) -> bool:
+        if not isinstance(e, ast.Call) or any(isinstance(a, ast.Starred) for a in e.args):
+            return False
+
+        def is_alloc(obj):
+            mod = getattr(obj, "__module__", "") or ""
+            name = getattr(obj, "__name__", "")
+            base = name[: -len("_like")] if name.endswith("_like") else name
+            return base in _ALLOCS and (mod.startswith("kapi") or mod.startswith("numpy"))
+
+        if not self._resolves(e.func, is_alloc):
+            return False
+        like = e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id
+        args = list(e.args)
+        if like.endswith("_like"):
+            if not args or not isinstance(args[0], ast.Name):
+                return False
+        elif args and not self.size(args[0], names_ok=True):  # a shape, read as integers
+            return False
+        kws = [k.value for k in e.keywords if k.arg != "shape"]
+        shapes = [k.value for k in e.keywords if k.arg == "shape"]
+        return all(self.size(v) for v in args[1:] + kws) and all(
+            self.size(v, names_ok=True) for v in shapes
+        )
+
+    def statement(self, s) -> bool:
+        if isinstance(s, ast.Pass):
+            return True
+        if not isinstance(s, ast.Assign):
+            return False
+        targets_ok = all(
+            isinstance(t, ast.Name)
+            or (isinstance(t, ast.Tuple) and all(isinstance(x, ast.Name) for x in t.elts))
+            for t in s.targets
+        )
+        v = s.value
+        return targets_ok and (
+            isinstance(v, ast.Name) or self.size(v) or self.metadata(v) or self._allocation(v)
+        )
+
+    def bounds(self, loop: _Loop) -> bool:
+        return all(self.size(a, names_ok=True) for lp in loop.loops for a in lp.iter.args)
+
+
+def _is_name_chain(e) -> bool:
+    """`x`, `np.float64`, `a.dtype`: names and attributes of names (no calls, no subscripts)."""
+    while isinstance(e, ast.Attribute):
+        e = e.value
+    return isinstance(e, ast.Name)
+
+
+def _scalar_names(host_nodes, params: set[str], rules: _AsyncRules) -> set[str]:
+    """Names whose every host assignment is a size expression (a fixpoint, so `m = n // 2`
+    counts when `n = a.shape[0]` does); parameters may hold anything, so are not."""
+    stores: dict[str, list] = {}
+    simple = set()  # the Name targets of `name = value` statements
+    for n in host_nodes:
+        if isinstance(n, ast.Assign) and all(isinstance(t, ast.Name) for t in n.targets):
+            for t in n.targets:
+                stores.setdefault(t.id, []).append(n.value)
+                simple.add(id(t))
+    bad = set(params)  # and names bound otherwise: tuple, for, with targets, `+=`, ...
+    bad |= {
+        n.id
+        for n in host_nodes
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and id(n) not in simple
+    }
+    cand = set(stores) - bad
+    while True:
+        rules.scalars = cand
+        keep = {name for name in cand if all(rules.size(v) for v in stores[name])}
+        if keep == cand:
+            return cand
+        cand = keep
+
+
+def _statement_lists(nodes):
+    """Every statement list of the function's body (not entering nested scopes)."""
+    todo = [list(nodes)]
+    while todo:
+        block = todo.pop()
+        yield block
+        for s in block:
+            if isinstance(s, _SCOPES):
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(s, field, None)
+                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                    todo.append(sub)
+            for h in getattr(s, "handlers", ()):
+                todo.append(h.body)
+            for c in getattr(s, "cases", ()):
+                todo.append(c.body)
+
+
+def _async_loops(body, nests, rules: _AsyncRules) -> set[int]:
+    """ids of the prange For nodes launched without a wait (see the rules above)."""
+    by_id = {id(node): nest for node, nest in nests}
+    out = set()
+    for block in _statement_lists(body):
+        for i, s in enumerate(block):
+            nest = by_id.get(id(s))
+            if nest is None or nest.ndrange:
+                continue
+            for t in block[i + 1 :]:
+                nxt = by_id.get(id(t))
+                if nxt is not None:
+                    if rules.bounds(nxt):
+                        out.add(id(s))
+                    break
+                if not rules.statement(t):
+                    break
+    return out
+
+
+class _Stats:
+    """Per dpjit function: kernels launched and host waits for them (tests read these)."""
+
+    def __init__(self):
+        self.launches = 0
+        self.waits = 0
+
+
+class _Calls(threading.local):
+    """Per dpjit function and thread: the launches not waited for yet of each running call
+    (a stack: a call may run inside another, by recursion). The Python-side wrapper around
+    the host function opens a call's list and settles it however the call ends (`running`);
+    the launchers take the innermost one. A function without asynchronous loops keeps none:
+    its launches wait at once."""
+
+    def __init__(self, stats: _Stats, asynchronous: bool):
+        self.stats = stats
+        self.asynchronous = asynchronous
+        self.stack: list[list] = []
+
+    def pending(self):
+        return self.stack[-1] if self.asynchronous and self.stack else None
+
+    @contextlib.contextmanager
+    def running(self):
+        if not self.asynchronous:
+            yield
+            return
+        pending: list = []
+        self.stack.append(pending)
+        try:
+            yield
+        finally:
+            self.stack.pop()
+            _settle(pending, self.stats)
+
+
+def _queue_key(args):
+    """The queue a launch with these arguments runs on, as call_kernel picks it."""
+    for a in args:
+        if isinstance(a, Array):
+            q = a.sycl_queue
+            return getattr(q, "_native", q)
+    if any(isinstance(a, np.ndarray) for a in args):
+        return "cpu"
+    return "default"
+
+
+def _settle(pending: list, stats: _Stats, event=None) -> None:
+    """Waits for every pending launch (and `event`): one host wait. Waiting on each event
+    raises what its kernel raised (a failed assert)."""
+    events = [e for _, e in pending]
+    if event is not None:
+        events.append(event)
+    pending.clear()
+    if events:
+        stats.waits += 1
+        wait_all(events)
+
+
+def _submit(kern, rng, args, pending, wait: bool, stats: _Stats) -> None:
+    """Launches kern; without `wait` (pending is a list) queued behind the pending launches."""
+    stats.launches += 1
+    if pending is None:
+        stats.waits += 1
+        call_kernel(kern, rng, *args)
+        return
+    key = _queue_key(args)
+    if pending and pending[0][0] != key:  # another queue: no order between them
+        _settle(pending, stats)
+    _, ev = call_kernel_async(kern, rng, (), *args)
+    pending.append((key, ev))
+    if wait:
+        _settle(pending, stats)
 
 
 # -- the host function -----------------------------------------------------------------------
@@ -1069,7 +1518,7 @@ def _walk_host(nodes, skip):
 def _transform(fn):
     filename = fn.__code__.co_filename
     if fn.__name__ == "<lambda>":
-        return fn, [], []  # a lambda holds no loop: nothing to offload
+        return fn, [], [], _Calls(_Stats(), False)  # a lambda holds no loop: nothing to offload
     try:
         src = inspect.getsource(fn)
     except (OSError, TypeError) as e:
@@ -1119,18 +1568,24 @@ def _transform(fn):
     cells = dict(zip(code.co_freevars, fn.__closure__ or (), strict=True))
     cells[_API] = types.CellType(_kernel_api())
     cells[_GOP] = types.CellType(_kernel_api().GroupOp)
+    for _, nest in nests:
+        _analyse(nest, host_assigned, host_loads, fixed, filename, resolver)
+    rules = _AsyncRules(resolver, set())
+    params = set(code.co_varnames[:nparams])
+    _scalar_names(list(_walk_host(fdef.body, skip)), params, rules)
+    no_wait = _async_loops(fdef.body, nests, rules) if not _is_generator(fn) else set()
+    # the call's launches not waited for yet, settled by DpjitFunction however the call ends
+    calls = _Calls(_Stats(), bool(no_wait))
     replacements = {}
     kernels = []
     launches = []  # (launch function, loop dimensions): the host function calls them
     for k, (node, nest) in enumerate(nests):
-        _analyse(nest, host_assigned, host_loads, fixed, filename, resolver)
-        kname = f"{fn.__name__}__prange{k}"
-        kcode = _factory(_kernel_def(nest, kname, resolver), list(cells), filename)
-        kfunc = _make_function(kcode, fn, cells)
-        kfunc.__qualname__ = f"{fn.__qualname__}.<prange{k}>"
-        kern = _kernel_decorator(kfunc)
-        kernels.append(kern)
-        launch = _launcher(kern, nest, _where(filename, node))
+        nest.kbody = _kernel_body(nest, resolver)
+        kname, qualname = f"{fn.__name__}__prange{k}", f"{fn.__qualname__}.<prange{k}>"
+        kerns = _Kernels(nest, kname, qualname, fn, cells, filename)
+        kernels.append(kerns)
+        wait = id(node) not in no_wait
+        launch = _launcher(kerns, nest, _where(filename, node), calls, wait)
         launches.append((launch, len(nest.loops)))
         cells[f"{_LAUNCH}{k}"] = types.CellType(launch)
         replacements[id(node)] = _launch_stmts(k, nest, node)
@@ -1143,7 +1598,7 @@ def _transform(fn):
     hcode = _factory(fdef, list(cells), filename)
     host = _make_function(hcode, fn, cells, fn.__name__, fn.__defaults__, fn.__kwdefaults__)
     host.__qualname__ = fn.__qualname__
-    return host, kernels, launches
+    return host, kernels, launches, calls
 
 
 def _kernel_api():
@@ -1153,35 +1608,57 @@ def _kernel_api():
 
 
 class HostFallbackWarning(UserWarning):
-    """A dpjit function's host code (the code around its prange loops) could not be compiled
-    by Numba for these argument types, so it runs in CPython; its prange loops are still
-    offloaded. Turn it into an error with
+    """A `@dpjit(fallback=True)` function's host code (the code around its prange loops) could
+    not be compiled by Numba for these argument types, so it runs in CPython; its prange loops
+    are still offloaded. Turn it into an error with
     `warnings.simplefilter("error", kapi.HostFallbackWarning)`."""
+
+    __module__ = "kapi"
+
+
+class HostCompileError(KapiError, TypeError):
+    """Numba cannot compile a dpjit function's host code (the code around its prange loops)
+    for these argument types (numba-dpex raised Numba's TypingError): the message names the
+    function's file:line, Numba's reason and the line it stopped at. `@dpjit(fallback=True)`
+    runs such host code in CPython instead, with a HostFallbackWarning."""
 
     __module__ = "kapi"
 
 
 class DpjitFunction:
     """What @kapi.dpjit returns: calls run the function with its prange loops offloaded and
-    the rest compiled by Numba's njit (or, where Numba cannot compile it, in CPython with a
-    HostFallbackWarning)."""
+    the rest compiled by Numba's njit; where Numba cannot compile it, the call raises
+    HostCompileError (or, with fallback=True, runs it in CPython with a HostFallbackWarning)."""
 
-    def __init__(self, pyfunc, options):
+    def __init__(self, pyfunc, options, fallback: bool = False):
         if not inspect.isfunction(pyfunc):
             raise ValueError(f"@kapi.dpjit decorates a Python function, not {type(pyfunc)}")
         functools.update_wrapper(self, pyfunc)
         self.py_func = pyfunc
         self.options = dict(options)
+        self.fallback = fallback
         self._host = None
         self._jit = None  # the Numba dispatcher of the host function
         self._sig = inspect.signature(pyfunc)
         self._nparams = pyfunc.__code__.co_argcount
-        self._python: dict = {}  # argument types Numba refused -> the warning saying why
-        self.kernels: list = []
+        self._python: dict = {}  # argument types Numba refused -> the message saying why
+        self._loops: list[_Kernels] = []
+        self._calls = _Calls(_Stats(), False)
+
+    @property
+    def kernels(self) -> list:
+        """The @kapi.kernel dispatchers launched so far, by loop: one per loop and kernel
+        shape (prange.md: one work-item per iteration, a work-group tree, or blocks)."""
+        return [k for loop in self._loops for k in loop.made.values()]
+
+    @property
+    def _stats(self) -> _Stats:
+        """Kernels launched and host waits for them over every call (tests read these)."""
+        return self._calls.stats
 
     def _compile(self):
         if self._host is None:
-            host, self.kernels, launches = _transform(self.py_func)
+            host, self._loops, launches, self._calls = _transform(self.py_func)
             if _njit_able(self.py_func):
                 from . import _dpjit_host
 
@@ -1202,36 +1679,49 @@ class DpjitFunction:
 
     @property
     def python_signatures(self) -> dict:
-        """Argument types whose host code runs in CPython -> the warning saying why."""
+        """Argument types Numba cannot compile the host code for -> the message saying why
+        (with fallback=True, their host code runs in CPython)."""
         return dict(self._python)
 
     def __call__(self, *args, **kwargs):
         host = self._host if self._host is not None else self._compile()
-        jit = self._jit
-        if jit is None:
-            return host(*args, **kwargs)
-        if kwargs or len(args) != self._nparams:
-            bound = self._sig.bind(*args, **kwargs)
-            bound.apply_defaults()
-            args, kwargs = bound.args, {}
-        if self._python and self._key(args) in self._python:
-            return self._in_python(host, args)
-        try:
-            return jit(*args)
-        except self._numba_error as e:
-            key = self._key(args)
-            if key in jit.overloads:
-                raise  # compiled: an error of the run (an objmode call), not of the compile
-            self._python[key] = _fallback_message(self.py_func, key, e)
-        return self._in_python(host, args)
+        # the call's pending launches are settled however it ends (_Calls.running)
+        with self._calls.running():
+            jit = self._jit
+            if jit is None:
+                return host(*args, **kwargs)
+            if kwargs or len(args) != self._nparams:
+                bound = self._sig.bind(*args, **kwargs)
+                bound.apply_defaults()
+                args, kwargs = bound.args, {}
+            if self._python and self._key(args) in self._python:
+                return self._refused(host, args)
+            try:
+                return jit(*args)
+            except self._numba_error as e:
+                key = self._key(args)
+                if key in jit.overloads:
+                    raise  # compiled: an error of the run (an objmode call), not of the compile
+                self._python[key] = _refusal_message(self.py_func, key, e)
+            return self._refused(host, args)
 
     def _key(self, args) -> tuple:
         return tuple(self._jit.typeof_pyval(a) for a in args)
 
-    def _in_python(self, host, args):
-        # every such call warns (Python's filters show it once per call site), so an
-        # "error" filter refuses each one
-        warnings.warn(self._python[self._key(args)], HostFallbackWarning, 3)
+    def _refused(self, host, args):
+        """A call whose argument types Numba cannot compile the host code for: an error, or
+        with fallback=True a run in CPython. Every such call warns (Python's filters show it
+        once per call site), so an "error" filter refuses each one."""
+        reason = self._python[self._key(args)]
+        if not self.fallback:
+            raise HostCompileError(
+                f"{reason} (`@kapi.dpjit(fallback=True)` runs such host code in CPython)"
+            )
+        warnings.warn(
+            f"{reason}; it runs in CPython (its prange loops are still offloaded)",
+            HostFallbackWarning,
+            3,
+        )
         return host(*args)
 
     def __get__(self, obj, objtype=None):
@@ -1241,17 +1731,24 @@ class DpjitFunction:
         return f"<kapi dpjit {self.__qualname__}>"
 
 
+def _is_generator(fn) -> bool:
+    flags = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+    return bool(fn.__code__.co_flags & flags)
+
+
 def _njit_able(fn) -> bool:
     """Whether Numba's dispatcher can take the function's calls: not a generator, and no
     keyword-only, *args or **kwargs parameters (calls are bound to positional arguments)."""
     code = fn.__code__
-    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+    if _is_generator(fn):
         return False
     varargs = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
     return not (code.co_kwonlyargcount or code.co_flags & varargs)
 
 
-def _fallback_message(fn, key, err) -> str:
+def _refusal_message(fn, key, err) -> str:
+    """The function's file:line, the argument types, Numba's reason and the line it stopped
+    at (kapi's own typing reason where it gave one)."""
     where = f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
     # Numba's message: a "Failed in ... pipeline" header, the reason, the source location
@@ -1263,20 +1760,21 @@ def _fallback_message(fn, key, err) -> str:
     at = [ln for ln in lines if ln.startswith("File ")]
     return (
         f"{where}: dpjit: Numba cannot compile the host code of {fn.__qualname__} for "
-        f"arguments ({', '.join(map(str, key))}): {first}"
-        + (f" ({at[-1]})" if at else "")
-        + "; it runs in CPython (its prange loops are still offloaded)"
+        f"arguments ({', '.join(map(str, key))}): {first}" + (f" ({at[-1]})" if at else "")
     )
 
 
-def dpjit(*args, **options):
+def dpjit(*args, fallback: bool = False, **options):
     """numba-dpex's @dpjit: the function's prange loops are compiled as kernels and launched on
-    the device of their arrays (compute follows data); the rest is compiled by Numba's njit
-    (CPython, with a HostFallbackWarning, where Numba cannot compile it).
+    the device of their arrays (compute follows data); the rest is compiled by Numba's njit.
+    Where Numba cannot compile it, a call raises HostCompileError; with `fallback=True` (kapi's
+    own option) it runs in CPython instead, with a HostFallbackWarning.
 
     Forms: `@dpjit`, `@dpjit(**options)`; signatures and numba.jit options are accepted and
     ignored with a warning (forceobj and pipeline_class are dropped, as numba-dpex did).
     """
+    if not isinstance(fallback, bool):
+        raise TypeError(f"dpjit's fallback= takes True or False, not {fallback!r}")
     for key, value in options.items():
         if _IMPLIED.get(key) is value:
             continue
@@ -1287,7 +1785,7 @@ def dpjit(*args, **options):
             stacklevel=2,
         )
     if len(args) == 1 and inspect.isfunction(args[0]):
-        return DpjitFunction(args[0], options)
+        return DpjitFunction(args[0], options, fallback)
     if args:
         warnings.warn(
             "dpjit signatures are ignored by kapi: prange kernels compile per argument types",
@@ -1296,6 +1794,6 @@ def dpjit(*args, **options):
         )
 
     def wrap(pyfunc):
-        return DpjitFunction(pyfunc, options)
+        return DpjitFunction(pyfunc, options, fallback)
 
     return wrap

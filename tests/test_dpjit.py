@@ -1,7 +1,10 @@
 """@kapi.dpjit: prange loops outlined into kernels and launched on every device, written the
 numba-dpex way (only the imports differ), and the constructs it refuses at their file:line."""
 
+import importlib
 import math
+import sys
+import threading
 import warnings
 
 import numba
@@ -71,6 +74,33 @@ def test_prange_start_stop_step(dev, bounds):
         want[i] = 100 + i
     want[:stop] += 1
     np.testing.assert_array_equal(out.asnumpy(), want)
+
+
+def test_unit_bounds_index_without_wraparound_and_negative_starts_wrap(dev):
+    # prange(n) and prange(a, b) with a >= 0 index as a hand-written kernel does (the index
+    # is known >= 0: no negative-index wraparound, so the CPU vectorises it); a negative
+    # start takes the general kernel, where out[-3] is out[n - 3] as in Python; each form
+    # is its own kernel
+    @dpex.dpjit
+    def shifted(out, lo, hi):
+        for i in prange(lo, hi):
+            out[i] = i
+
+    out = kapi.zeros(10, dtype=np.int64, device=dev)
+    shifted(out, 2, 6)
+    ((sig, kir),) = shifted.kernels[0].inspect_kir().items()
+    assert "wrapidx" not in kir and "global_id" in kir
+    shifted(out, -3, 1)
+    assert len(shifted.kernels) == 2  # the general kernel, beside the first
+    want = np.zeros(10, np.int64)
+    want[2:6] = range(2, 6)
+    want[[7, 8, 9, 0]] = [-3, -2, -1, 0]
+    np.testing.assert_array_equal(out.asnumpy(), want)
+    assert "wrapidx" in shifted.kernels[1].inspect_kir()[sig]
+    shifted(out, 0, 10)  # prange(n)'s form: the index is the id itself
+    (kir,) = shifted.kernels[2].inspect_kir().values()
+    assert "wrapidx" not in kir and " and " not in kir and " mul " not in kir
+    np.testing.assert_array_equal(out.asnumpy(), np.arange(10))
 
 
 def test_prange_two_arguments_and_zero_step(dev):
@@ -239,13 +269,12 @@ def test_closure_values_and_continue(dev):
     np.testing.assert_array_equal(out.asnumpy(), want)
 
 
-def test_host_code_numba_cannot_compile_runs_in_python_with_a_warning(dev):
+def _two_steps():
     class Settings:
         kernels = 2
 
     settings = Settings()
 
-    @dpex.dpjit
     def two_steps(a):
         b = dpex.empty_like(a)
         for i in prange(a.shape[0]):
@@ -255,13 +284,36 @@ def test_host_code_numba_cannot_compile_runs_in_python_with_a_warning(dev):
             b[i] = b[i] / m
         return b, settings.kernels  # a Python object: Numba cannot type it
 
+    return two_steps
+
+
+def test_host_code_numba_cannot_compile_raises_at_the_functions_line(dev):
+    two_steps = dpex.dpjit(_two_steps())
+    a = kapi.asarray(np.arange(8, dtype=np.float32), device=dev)
+    line = line_of(two_steps.py_func, "settings.kernels")
+    with pytest.raises(kapi.HostCompileError) as ei:
+        two_steps(a)
+    assert isinstance(ei.value, kapi.KapiError) and isinstance(ei.value, TypeError)
+    msg = str(ei.value)
+    assert msg.startswith(f"{HERE}:{line_of(two_steps.py_func, 'def two_steps')}: dpjit: Numba")
+    assert "Untyped global name 'settings'" in msg and f"line {line}" in msg
+    assert "fallback=True" in msg
+    assert two_steps._stats.launches == 0  # refused before anything ran
+    with pytest.raises(kapi.HostCompileError):  # each call, from the recorded reason
+        two_steps(a)
+    assert list(two_steps.python_signatures) == [(two_steps.host.typeof_pyval(a),)]
+    assert two_steps.host.signatures == []
+
+
+def test_host_code_numba_cannot_compile_runs_in_python_with_fallback(dev):
+    two_steps = dpex.dpjit(fallback=True)(_two_steps())
     a = kapi.asarray(np.arange(8, dtype=np.float32), device=dev)
     line = line_of(two_steps.py_func, "settings.kernels")
     with pytest.warns(kapi.HostFallbackWarning) as rec:
         b, nkernels = two_steps(a)
     (w,) = rec
     msg = str(w.message)
-    assert msg.startswith(f"{HERE}:{line_of(two_steps.py_func, '@dpex.dpjit')}: dpjit: Numba")
+    assert msg.startswith(f"{HERE}:{line_of(two_steps.py_func, 'def two_steps')}: dpjit: Numba")
     assert "Untyped global name 'settings'" in msg and f"line {line}" in msg
     assert "runs in CPython" in msg
     np.testing.assert_allclose(b.asnumpy(), (np.arange(8) + 1) / 8.0, rtol=1e-6)
@@ -271,6 +323,14 @@ def test_host_code_numba_cannot_compile_runs_in_python_with_a_warning(dev):
     assert list(two_steps.python_signatures) == [(two_steps.host.typeof_pyval(a),)]
     assert two_steps.host.signatures == []
     np.testing.assert_allclose(b.asnumpy(), (np.arange(8) + 1) / 8.0, rtol=1e-6)
+
+
+def test_fallback_option_takes_a_bool():
+    with pytest.raises(TypeError, match="fallback= takes True or False"):
+        dpex.dpjit(fallback="python")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # fallback is kapi's option, not an ignored one
+        assert dpex.dpjit(fallback=True)(lambda: 1).fallback is True
 
 
 def test_recompiles_per_dtype(dev):
@@ -719,9 +779,14 @@ def test_reduction_is_a_group_tree_not_atomics(dev):
     )
     assert got == (float(n), n, n - 1)
     ((sig, kir),) = three.kernels[0].inspect_kir().items()
-    assert sig.startswith("(nditem(1)")  # an nd-range: work-groups combine the values
-    assert "group_reduce i64 add work_group" in kir and "group_reduce i32 max work_group" in kir
     assert "atomic" not in kir
+    if dev.is_cpu:  # blocks of iterations, one partial per work-item: no barrier, no tree
+        assert sig.startswith("(item(1)")
+        assert "group_reduce" not in kir and "barrier" not in kir
+    else:  # an nd-range: work-groups combine the values
+        assert sig.startswith("(nditem(1)")
+        assert "group_reduce i64 add work_group" in kir
+        assert "group_reduce i32 max work_group" in kir
 
 
 # -- private variables and last values ----------------------------------------------------------
@@ -811,11 +876,45 @@ def test_last_values_with_reductions_vs_sequential(dev):
     assert dpex.dpjit(last_values)(empty, empty) == (0.0, -1, 0.0)  # values from before
 
 
+@pytest.mark.parametrize("shape", ["tree", "blocks"])
+def test_both_reduction_shapes_on_the_cpu_device(shape, monkeypatch):
+    # the CPU device runs blocks by default and GPUs the tree; each shape runs on the CPU
+    # device too (KAPI_DPJIT_REDUCE), where both are checked against Numba / the sequential loop
+    if not kapi.devices("cpu"):
+        pytest.skip("no CPU device")
+    monkeypatch.setenv("KAPI_DPJIT_REDUCE", shape)
+    rng = np.random.default_rng(21)
+    a = rng.integers(-50, 50, 100_003).astype(np.float64)
+    b = rng.integers(0, 9, 100_003).astype(np.float32)
+    f = dpex.dpjit(reduce_all)
+    assert f(a, b)[:2] == _njit(reduce_all)(a, b)[:2]
+    assert f(a[:5], b[:5])[4:] == _njit(reduce_all)(a[:5], b[:5])[4:]  # fewer than a block
+    sig = f.kernels[0].signatures[0]
+    assert sig.startswith("(nditem(1)" if shape == "tree" else "(item(1)")
+    x = np.arange(1000, dtype=np.int32)
+    for bounds in [(0, 1000), (17, 996), (999, 1000), (4, 4)]:
+        assert dpex.dpjit(reduce_span)(x, *bounds) == _njit(reduce_span)(x, *bounds)
+        assert dpex.dpjit(reduce_strided)(x, *bounds) == reduce_strided(x, *bounds)
+    m = rng.random((37, 300))
+    want, got = _njit(reduce_2d)(m), dpex.dpjit(reduce_2d)(m)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    assert got[1] == want[1]
+    c = np.linspace(0, 9, 70_001)
+    got, want = dpex.dpjit(last_values)(c, c.copy()), last_values(c, c.copy())
+    assert got[:2] == want[:2]
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-12)
+    monkeypatch.setenv("KAPI_DPJIT_REDUCE", "atomics")
+    with pytest.raises(ValueError, match="KAPI_DPJIT_REDUCE must be 'tree' or 'blocks'"):
+        dpex.dpjit(reduce_span)(x, 0, 10)
+
+
 @pytest.mark.parametrize("which", ["reduce_all", "reduce_bits", "last_values"])
-def test_reduction_kernel_finalises_for_cuda(which):
+def test_reduction_kernel_finalises_for_cuda(which, monkeypatch):
     # the CUDA driver's PTX of a reduction / last-value kernel (needs no GPU): a barrier tree,
     # no atomics
     from nvptx_util import finalise
+
+    monkeypatch.setenv("KAPI_DPJIT_REDUCE", "tree")  # a GPU's shape, compiled on the CPU
 
     fn = globals()[which]
     a = np.arange(500, dtype=np.float64)
@@ -830,3 +929,231 @@ def test_reduction_kernel_finalises_for_cuda(which):
     assert k.__name__ in table
     assert "bar.sync" in ptx or "barrier.sync" in ptx
     assert "atom." not in ptx
+
+
+# -- asynchronous launches -----------------------------------------------------------------------
+
+
+@dpex.dpjit
+def three_steps(a, reps):
+    n = a.shape[0]
+    b = dpex.empty_like(a)
+    for i in prange(n):
+        b[i] = a[i] * 2
+    half = n // 2  # sizes and new arrays between loops: no wait
+    c = dpex.zeros(a.shape, dtype=a.dtype, device=a.device)
+    for i in prange(half, n):
+        c[i] = b[i] + 1
+    for i in prange(half):
+        c[i] = b[i] - 1
+    for _r in range(reps):  # in a host loop: the last launch of its body waits
+        for i in prange(n):
+            b[i] = c[i] + 1
+        for i in prange(n):
+            c[i] = b[i] * 2
+    return b, c
+
+
+def _waits(fn):
+    return fn._stats.launches, fn._stats.waits
+
+
+def test_consecutive_loops_wait_once(dev):
+    h = np.arange(1000, dtype=np.float32)
+    a = kapi.asarray(h, device=dev)
+    b, c = three_steps(a, 0)
+    want_c = np.where(np.arange(1000) < 500, 2 * h - 1, 2 * h + 1)
+    np.testing.assert_array_equal(c.asnumpy(), want_c)
+    before = _waits(three_steps)
+    b, c = three_steps(a, 3)
+    launches, waits = (x - y for x, y in zip(_waits(three_steps), before, strict=True))
+    assert (launches, waits) == (9, 1 + 3)  # three loops, one wait; then one per repetition
+    for _ in range(3):
+        want_b = want_c + 1
+        want_c = want_b * 2
+    np.testing.assert_array_equal(b.asnumpy(), want_b)
+    np.testing.assert_array_equal(c.asnumpy(), want_c)
+
+
+def test_host_reads_and_results_wait(dev):
+    @dpex.dpjit
+    def steps(a):
+        b = dpex.empty_like(a)
+        for i in prange(a.shape[0]):
+            b[i] = a[i] + 1
+        for i in prange(a.shape[0]):  # waits: the host reads the arrays next
+            b[i] = b[i] * 3
+        top = float(b.asnumpy().max())
+        for i in prange(a.shape[0]):  # no wait: the reduction after it waits for both
+            b[i] = b[i] / top
+        s = 0.0
+        for i in prange(a.shape[0]):
+            s += b[i]
+        return b, s
+
+    h = np.arange(1, 9, dtype=np.float32)
+    b, s = steps(kapi.asarray(h, device=dev))
+    want = (h + 1) * 3 / ((h.max() + 1) * 3)
+    np.testing.assert_allclose(b.asnumpy(), want, rtol=1e-6)
+    assert s == pytest.approx(float(want.sum()), rel=1e-6)
+    assert _waits(steps) == (4, 2)
+
+
+WAIT_FREE = {  # host statement between two loops -> whether the first loop goes without a wait
+    "n2 = a.shape[0] * 2 + len(a)": True,
+    "n2 = n * 2": False,  # n is a parameter: it could be an array
+    "d = a.dtype": True,
+    "t = np.zeros((n, 3), dtype=np.float64)": True,  # a shape is read as integers
+    "t = np.full(n, 2.0)": True,
+    "t = np.pi * 2 + a.shape[0]": True,
+    "t = dpex.full_like(a, 1.5)": True,
+    "t = b": True,
+    "pass": True,
+    "x = a[0]": False,  # an element: the host reads the array
+    "t = a + 1": False,  # an array expression
+    "t = np.full(n, a)": False,  # a value from an array-valued name
+    "print(n, end='')": False,  # any call of a function that is not an allocation
+    "print(n)": False,
+    "n2 = int(a.sum())": False,
+}
+
+
+@pytest.mark.parametrize("stmt", list(WAIT_FREE))
+def test_which_host_code_lets_a_launch_go_without_a_wait(stmt, tmp_path, monkeypatch):
+    if not kapi.devices("cpu"):
+        pytest.skip("no CPU device")
+    name = f"dpjit_wait_case{list(WAIT_FREE).index(stmt)}"
+    mod = tmp_path / f"{name}.py"
+    mod.write_text(
+        "import numpy as np\nimport kapi as dpex\nfrom kapi import prange\n\n\n"
+        "def f(a, b, n):\n"
+        "    for i in prange(n):\n"
+        "        b[i] = a[i] * 2\n"
+        f"    {stmt}\n"
+        "    for i in prange(a.shape[0]):\n"
+        "        b[i] += 1\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # Numba compiles the host code of all but two (the rules are the same in CPython)
+    compiled = stmt not in ("t = np.full(n, a)", "print(n, end='')")
+    f = dpex.dpjit(fallback=not compiled)(importlib.import_module(name).f)
+    a, b = np.arange(16.0), np.zeros(16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error" if compiled else "ignore", kapi.HostFallbackWarning)
+        f(a, b, 16)
+    np.testing.assert_array_equal(b, a * 2 + 1)
+    assert _waits(f) == (2, 1 if WAIT_FREE[stmt] else 2), stmt
+    assert bool(f.host.nopython_signatures) == compiled
+    del sys.modules[name]
+
+
+def test_errors_of_launches_not_waited_for_still_raise(dev):
+    @dpex.dpjit
+    def checked(a, b, step):
+        for i in prange(a.shape[0]):
+            assert a[i] >= 0, "negative"
+            b[i] = a[i] * 2
+        for i in prange(0, a.shape[0], step):  # after the first without a wait
+            b[i] += 1
+        return b
+
+    h = np.arange(8, dtype=np.float32)
+    a, b = kapi.asarray(h, device=dev), kapi.empty(8, dtype=np.float32, device=dev)
+    np.testing.assert_array_equal(checked(a, b, 1).asnumpy(), h * 2 + 1)
+    h[3] = -1
+    with pytest.raises(AssertionError, match=r"__prange0', work-item \(3,\): .*: negative$"):
+        checked(kapi.asarray(h, device=dev), b, 1)
+    before = _waits(checked)
+    with pytest.raises(ValueError, match="must not be zero"):  # the host fails between them
+        checked(a, b, 0)
+    assert _waits(checked)[1] == before[1] + 1  # the first loop was still waited for
+    before = _waits(checked)
+    checked(a, b, 1)
+    assert _waits(checked)[1] == before[1] + 1
+    assert checked.host.nopython_signatures and checked.python_signatures == {}
+
+
+def test_calls_in_threads_keep_their_own_pending_launches(dev):
+    @dpex.dpjit
+    def chain(a, b, c):
+        for i in prange(a.shape[0]):  # no wait: the next loop is queued behind it
+            b[i] = a[i] + 1
+        for i in prange(a.shape[0]):
+            c[i] = b[i] * 2
+        return c
+
+    def work(k, out):
+        h = np.arange(64, dtype=np.float32) + k
+        a = kapi.asarray(h, device=dev)
+        for _ in range(5):
+            b, c = kapi.empty_like(a), kapi.empty_like(a)
+            out[k] = np.array_equal(chain(a, b, c).asnumpy(), (h + 1) * 2)
+
+    out: dict = {}
+    threads = [threading.Thread(target=work, args=(k, out)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == {0: True, 1: True, 2: True, 3: True}
+    assert chain.host.nopython_signatures  # the pending list never passed through Numba
+    assert chain._calls.stack == []  # this thread's: no call left open
+
+
+def test_a_loop_without_iterations_still_waits_for_the_earlier_ones(dev):
+    @dpex.dpjit
+    def two(a, b, m):
+        for i in prange(a.shape[0]):
+            b[i] = a[i] + 1
+        for i in prange(m):
+            b[i] = 0
+        return b
+
+    a = kapi.asarray(np.arange(5, dtype=np.int32), device=dev)
+    b = two(a, kapi.zeros(5, dtype=np.int32, device=dev), 0)
+    assert _waits(two) == (1, 1)
+    np.testing.assert_array_equal(b.asnumpy(), np.arange(1, 6))
+
+
+def test_loops_on_different_queues_wait_between_them():
+    if not kapi.devices("cpu"):
+        pytest.skip("no CPU device")
+    cpu = kapi.devices("cpu")[0]
+
+    @dpex.dpjit
+    def across(a, b, c):
+        for i in prange(a.shape[0]):
+            a[i] = i
+        for i in prange(b.shape[0]):  # another queue: no order with the first launch
+            b[i] = c[i] * 2
+        return a, b
+
+    q1, q2 = kapi.Queue(cpu), kapi.Queue(cpu)
+    a = kapi.zeros(10, dtype=np.int64, queue=q1)
+    b, c = kapi.zeros(10, dtype=np.int64, queue=q2), kapi.ones(10, dtype=np.int64, queue=q2)
+    across(a, b, c)
+    assert _waits(across) == (2, 2)
+    np.testing.assert_array_equal(a.asnumpy(), np.arange(10))
+    np.testing.assert_array_equal(b.asnumpy(), np.full(10, 2))
+    across(c, b, c)  # both on q2: one wait, and the second loop sees the first's values
+    assert _waits(across) == (4, 3)
+    np.testing.assert_array_equal(b.asnumpy(), np.arange(10) * 2)
+
+
+def test_reductions_reuse_their_buffers_across_calls_and_threads(dev):
+    # a loop's partial-result arrays are kept between calls; concurrent calls take their own
+    import concurrent.futures
+
+    @dpex.dpjit
+    def total(a, s):
+        for i in prange(a.shape[0]):
+            s += a[i]
+        return s
+
+    arrays = [kapi.asarray(np.full(5000 + k, k, np.int64), device=dev) for k in range(8)]
+    want = [k * (5000 + k) for k in range(8)]
+    assert [total(a, 0) for a in arrays] == want
+    assert [total(a, np.int32(1)) for a in arrays] == [np.int32(w + 1) for w in want]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            assert list(pool.map(total, arrays, [0] * 8)) == want

@@ -242,22 +242,40 @@ def test_scalar_arguments_keep_their_kernel_types(dev):
 # -- what Numba cannot compile --------------------------------------------------------------------
 
 
-def test_fallback_warns_at_the_line_and_can_be_made_an_error(dev):
+def _uses_dict():
     registry = {"scale": 3}
 
-    @dpex.dpjit
     def uses_dict(a):
         k = registry["scale"]  # a dict global: Numba cannot type it
         for i in prange(a.shape[0]):
             a[i] = i * k
 
+    return uses_dict
+
+
+def test_what_numba_cannot_compile_raises_at_the_line(dev):
+    uses_dict = dpex.dpjit(_uses_dict())
+    a = kapi.zeros(4, dtype=np.int64, device=dev)
+    with pytest.raises(kapi.HostCompileError) as ei:
+        uses_dict(a)
+    msg = str(ei.value)
+    assert msg.startswith(f"{HERE}:{line_of(uses_dict.py_func, 'def uses_dict')}: dpjit")
+    assert f"line {line_of(uses_dict.py_func, 'registry[')}" in msg
+    with pytest.raises(kapi.HostCompileError):  # each call is refused, not only the first
+        uses_dict(a)
+    assert a.asnumpy().tolist() == [0, 0, 0, 0]  # refused calls ran nothing
+    assert uses_dict.kernels == []
+
+
+def test_fallback_warns_at_the_line_and_can_be_made_an_error(dev):
+    uses_dict = dpex.dpjit(fallback=True)(_uses_dict())
     a = kapi.zeros(4, dtype=np.int64, device=dev)
     with warnings.catch_warnings():
         warnings.simplefilter("error", kapi.HostFallbackWarning)
         with pytest.raises(kapi.HostFallbackWarning) as ei:
             uses_dict(a)
     msg = str(ei.value)
-    assert msg.startswith(f"{HERE}:{line_of(uses_dict.py_func, '@dpex.dpjit')}: dpjit")
+    assert msg.startswith(f"{HERE}:{line_of(uses_dict.py_func, 'def uses_dict')}: dpjit")
     assert f"line {line_of(uses_dict.py_func, 'registry[')}" in msg
     with warnings.catch_warnings():  # each call is refused, not only the first
         warnings.simplefilter("error", kapi.HostFallbackWarning)
@@ -406,13 +424,16 @@ def test_arange_reshape_and_transpose_in_host_code(dev):
     assert f.dtype == fp(dev) and f.asnumpy().tolist() == [0, 0.25, 0.5, 0.75]
 
 
-def test_fallback_names_kapis_own_typing_reason(dev):
-    @dpex.dpjit
+def test_refusal_names_kapis_own_typing_reason(dev):
     def made(a, code):
         return dpex.zeros(a.shape[0], dtype=code, device=a.device)
 
     a = kapi.zeros(2, device=dev)
+    strict, lenient = dpex.dpjit(made), dpex.dpjit(fallback=True)(made)
+    with pytest.raises(kapi.HostCompileError, match="dtype= must be a NumPy type") as ei:
+        strict(a, "f4")  # a string variable, not a constant: Numba cannot read it
+    assert f"line {line_of(made, 'dpex.zeros(')}" in str(ei.value)
     with pytest.warns(kapi.HostFallbackWarning, match="dtype= must be a NumPy type") as rec:
-        out = made(a, "f4")  # a string variable, not a constant: Numba cannot read it
-    assert f"line {line_of(made.py_func, 'dpex.zeros(')}" in str(rec[0].message)
+        out = lenient(a, "f4")
+    assert f"line {line_of(made, 'dpex.zeros(')}" in str(rec[0].message)
     assert out.dtype == np.float32 and out.device == dev  # and CPython ran it
