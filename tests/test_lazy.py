@@ -189,7 +189,10 @@ def test_evaluation_points(dev):
     c = p.copy()
     np.testing.assert_allclose(c.asnumpy(), want)
     xh, p, want = _pend(dev)
-    np.testing.assert_allclose(np.from_dlpack(p) if dev.device_type == "cpu" else want, want)
+    if dev.device_type == "cpu":
+        np.testing.assert_allclose(np.from_dlpack(p), want)
+    else:  # NumPy cannot import GPU memory; exporting it still evaluates
+        assert p.__dlpack__() is not None
     assert not _pending(p)
     xh, p, want = _pend(dev)
     assert p.data_ptr and not _pending(p)
