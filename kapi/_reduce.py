@@ -29,8 +29,9 @@ _PER_ITEM = 16  # elements a work-item folds before another group is worth launc
 _CPU_WG = 64  # the CPU driver: work-items per group (each a contiguous chunk)
 _CPU_PER_ITEM = 256  # elements a CPU work-item folds before another group is worth it
 _CPU_GROUPS_PER_UNIT = 4  # groups per compute unit, to balance the driver's threads
-_UNROLL = 4  # accumulators of a CPU work-item's chunk loop
-_MAX_GROUPS = 1024
+_UNROLL = 4  # independent accumulators of a work-item's loop (both schemes)
+_MAX_GROUPS = 1024  # the CPU driver's cap
+_GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _MAX_ROWS = 65535
 _KERNELS: dict[str, object] = {}
 
@@ -132,14 +133,20 @@ def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fu
             return f"np.int32({load(j)} != 0)"
         return f"ACC({load(j)})"  # fold in the accumulator's type (int8 sums in int64)
 
-    if chunked and not arg:
+    if not arg:
+        # independent accumulators: several loads in flight per work-item (a GPU stalls on
+        # each load of a single chain) and vectors the CPU driver's vectoriser can widen
         u = _UNROLL
         lines += [f"    a{k} = ident" for k in range(1, u)]
-        lines.append(f"    while j + {u} <= end:")
+        if chunked:
+            lines.append(f"    while j + {u} <= end:")
+        else:
+            lines.append(f"    while j + {u - 1} * step < end:")
         for k in range(u):
             a = "acc" if k == 0 else f"a{k}"
-            lines.append(f"        {a} = {fold.format(a=a, v=conv(f'j + {k}'))}")
-        lines.append(f"        j += {u}")
+            at = f"j + {k}" if chunked else ("j" if k == 0 else f"j + {k} * step")
+            lines.append(f"        {a} = {fold.format(a=a, v=conv(at))}")
+        lines.append(f"        j += {u}" if chunked else f"        j += {u} * step")
         names = ["acc"] + [f"a{k}" for k in range(1, u)]
         while len(names) > 1:  # combine the accumulators pairwise
             names = [
@@ -292,13 +299,16 @@ def _chunked(x: Array) -> bool:
     return x.device.device_type == "cpu"
 
 
-def _groups(x: Array, n: int) -> int:
+def _groups(x: Array, n: int, rows: int = 1) -> int:
     """Work-groups per row: enough to fill the device, none with too little to fold."""
     units = max(1, x.device.max_compute_units)
     if _chunked(x):
         cap = min(_MAX_GROUPS, _CPU_GROUPS_PER_UNIT * units)
         return max(1, min(cap, -(-n // (_CPU_WG * _CPU_PER_ITEM))))
-    cap = min(_MAX_GROUPS, 32 * units)  # enough to fill it
+    # the groups of all rows together fill the device (a few waves of resident groups), and
+    # each work-item folds at least _PER_ITEM elements: as bench/group_reduce.py's fastest
+    # kernel, 2^28 elements on 132 SMs gives ~250 elements per work-item
+    cap = max(1, (_GPU_GROUPS_PER_UNIT * units) // max(1, rows))
     return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
 
 
@@ -384,7 +394,7 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
             x2, kept = _as_rows(x, axes)
         rows = x2.shape[0]
     base_op = "sum" if op == "mean" else op
-    groups = _groups(x, n)
+    groups = _groups(x, n, rows)
     if rows * n == 0:
         res = Array._allocate((rows, 1), acc_dt, x.sycl_queue, x.usm_type)
         res.fill(_identity(base_op, acc_dt) if base_op in ("sum", "prod", "any", "all") else 0)
