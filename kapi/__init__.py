@@ -43,6 +43,7 @@ from ._guvectorize import GUFunc, guvectorize
 from ._interop import from_dlpack
 from ._kernel import KernelDispatcher, device_func, kernel
 from ._launch import call_kernel, call_kernel_async, wait_all
+from ._memory import MemoryPool, get_default_memory_pool
 from ._ranges import NdRange, Range
 from ._scalar_names import scalar_names as _scalar_names
 from ._types import DpnpNdArray, ItemType, NdItemType, USMNdArray, usm_ndarray
@@ -73,6 +74,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Array",
+    "MemoryPool",
+    "get_default_memory_pool",
     "DpnpNdArray",
     "ItemType",
     "NdItemType",
