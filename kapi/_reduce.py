@@ -5,7 +5,11 @@ The reduced axes are moved last and the array seen as (rows, n) (a contiguous co
 elementwise kernel where the view cannot be); each row is reduced by `groups` work-groups of
 _WG work-items: every work-item folds a part of the row privately, the group combines
 with reduce_over_group, and one item writes the group's partial. On GPUs the parts are
-strided (neighbouring work-items read neighbouring elements: coalesced); on the CPU driver,
+strided (neighbouring work-items read neighbouring elements: coalesced) and folded by four
+independent accumulators (four loads in flight), the groups of all rows together sized to fill
+the device; a reduction over outer axes of a GPU array (rows across memory, `x.sum(axis=0)`)
+instead runs the column kernel, a work-item per (row, part) reading the array in place, with
+no transposed copy. On the CPU driver,
 which runs a group's work-items one after another on one thread, each work-item folds one
 contiguous chunk with 4 accumulators (a strided part would sweep the whole row once per
 work-item, and one accumulator is a serial chain the vectoriser cannot widen). A second
@@ -190,7 +194,127 @@ def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fu
     return "\n".join(lines) + "\n"
 
 
-def _kernel(src: str):
+def _cols_source(op: str, is_float: bool, first_pass: bool) -> str:
+    """The GPU kernel for rows that lie across memory (a reduction over a non-innermost axis,
+    `x.sum(axis=0)` of a C array): x (rows, n) with neighbouring rows neighbouring in memory;
+    work-item (p, r) folds part p of row r (a contiguous range of its n elements) into
+    out[p, r], so neighbouring work-items read neighbouring elements and no transposed copy
+    is made. A second launch of this kernel over out's transpose folds the parts."""
+    gop, fold = _OPS[op]
+    arg = fold is None
+    lines = [
+        "def _reduce_cols(it, x, xi, out, outi, n, ident, big):",
+        "    r = it.get_global_id(1)",
+        "    p = it.get_global_id(0)",
+        "    parts = it.get_global_range(0)",
+        "    if r < x.shape[0]:",
+        "        chunk = (n + parts - 1) // parts",
+        "        j = p * chunk",
+        "        end = min(n, j + chunk)",
+        "        acc = ident",
+    ]
+    if arg:
+        lines.append("        acci = big")
+    load = "x[r, j]"
+    v = f"np.int32({load} != 0)" if op in ("any", "all") else f"ACC({load})"
+    lines += ["        while j < end:", f"            v = {v}"]
+    if arg:
+        cmp = "<" if op == "argmin" else ">"
+        idx = "j" if first_pass else "xi[r, j]"
+        nan_take = " or (v != v and acc == acc)" if is_float else ""
+        lines += [
+            f"            if v {cmp} acc{nan_take}:",
+            "                acc = v",
+            f"                acci = {idx}",
+            f"            elif (v == acc{' or (v != v and acc != acc)' if is_float else ''}) "
+            f"and {idx} < acci:",
+            f"                acci = {idx}",
+        ]
+    else:
+        lines.append(f"            acc = {fold.format(a='acc', v='v')}")
+    lines += ["            j += 1", "        out[p, r] = acc"]
+    if arg:
+        lines.append("        outi[p, r] = acci")
+    del gop
+    return "\n".join(lines) + "\n"
+
+
+def _cols_view(x: Array, axes):
+    """x as a (rows, n) strided view whose rows are neighbours in memory (the kept axes merge
+    into one stride smaller than the reduced axes' one), for the GPU column kernel; None if
+    it is not such an array."""
+    if type(x) is _lazy._Pending or x.size == 0:
+        return None
+    keep = [d for d in range(x.ndim) if d not in axes]
+    if not keep:
+        return None
+    isz = x.itemsize
+    st = [s // isz if s % isz == 0 else None for s in x.strides]
+    if None in st:
+        return None
+    rs = _merged_stride([x.shape[d] for d in keep], [st[d] for d in keep])
+    cs = _merged_stride([x.shape[d] for d in axes], [st[d] for d in axes])
+    if rs is None or cs is None or not (0 < abs(rs) < abs(cs)):
+        return None
+    rows = n = 1
+    for d in keep:
+        rows *= x.shape[d]
+    for d in axes:
+        n *= x.shape[d]
+    return _ufunc._strided_view(x, (rows, n), (rs, cs))
+
+
+def _launch_cols(op, x2: Array, xi: Array | None, parts: int, acc_dt: np.dtype):
+    """One pass of the column kernel: x2 (rows, n) into partials (parts, rows)."""
+    from ._launch import call_kernel
+    from ._ranges import NdRange
+
+    rows, n = x2.shape
+    q, ut = x2.sycl_queue, x2.usm_type
+    val_dt = np.dtype(np.int32) if op in ("any", "all") else acc_dt
+    arg = op.startswith("arg")
+    out = Array._allocate((parts, rows), val_dt, q, ut)
+    outi = Array._allocate((parts, rows) if arg else (1, 1), np.dtype(np.int64), q, ut)
+    src = _cols_source(op, acc_dt.kind == "f", xi is None)
+    src = src.replace("ACC(", f"np.{acc_dt.type.__name__}(")
+    wg = min(_WG, rows)
+    with _lazy.internal():
+        call_kernel(
+            _kernel(src, "_reduce_cols"),
+            NdRange((parts, -(-rows // wg) * wg), (1, wg)),
+            x2,
+            xi if xi is not None else outi,
+            out,
+            outi,
+            np.int64(n),
+            _identity(op, acc_dt),
+            np.int64(n if xi is None else np.iinfo(np.int64).max),
+        )
+    return out, outi
+
+
+def _reduce_cols(op: str, x2: Array, acc_dt: np.dtype):
+    """x2 (rows, n), rows neighbouring in memory, reduced along n on a GPU: (values, indices)
+    of shape (1, rows), as _launch gives them."""
+    rows, n = x2.shape
+    units = max(1, x2.device.max_compute_units)
+    # enough work-items to fill the device, each folding at least _PER_ITEM elements
+    parts = max(1, min(-(-(units * _WG * _GPU_GROUPS_PER_UNIT) // rows), n // _PER_ITEM))
+    parts = min(parts, _MAX_ROWS)
+    vals, idxs = _launch_cols(op, x2, None, parts, acc_dt)
+    if parts > 1:
+        second = op
+        if op in ("any", "all"):
+            second = "max" if op == "any" else "min"
+        xi = idxs.T if op.startswith("arg") else None
+        dt = acc_dt if second == op else vals.dtype
+        vals, idxs2 = _launch_cols(second, vals.T, xi, 1, dt)
+        if xi is not None:
+            idxs = idxs2
+    return vals, idxs
+
+
+def _kernel(src: str, name: str = "_reduce"):
     k = _KERNELS.get(src)
     if k is None:
         from . import kernel_api as K
@@ -198,7 +322,7 @@ def _kernel(src: str):
 
         g = {"np": np, "K": K}
         exec(compile(src, "<kapi reduction>", "exec"), g)  # noqa: S102 - our own source
-        k = _KERNELS[src] = kernel(g["_reduce"])
+        k = _KERNELS[src] = kernel(g[name])
     return k
 
 
@@ -379,8 +503,14 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
         acc_dt = np.dtype(np.int32)  # group collectives take numbers
     if op == "mean" and dt.kind in "iub":
         acc_dt = np.dtype(np.float64)
-    fused = None
-    if x.size == 0:
+    fused = cols = None
+    if not _chunked(x) and x.ndim > 1:
+        cols = _cols_view(x, axes)  # rows across memory: the column kernel, no copy
+    if cols is not None:
+        x2 = cols
+        kept = tuple(x.shape[d] for d in range(x.ndim) if d not in axes)
+        rows = x2.shape[0]
+    elif x.size == 0:
         kept = tuple(x.shape[d] for d in range(x.ndim) if d not in axes)
         rows = 1
         for d in kept:
@@ -399,6 +529,8 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
         res = Array._allocate((rows, 1), acc_dt, x.sycl_queue, x.usm_type)
         res.fill(_identity(base_op, acc_dt) if base_op in ("sum", "prod", "any", "all") else 0)
         vals, idxs = res, None
+    elif cols is not None:
+        vals, idxs = _reduce_cols(base_op, x2, acc_dt)
     else:
         vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused)
         if groups > 1:
