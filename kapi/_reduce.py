@@ -264,10 +264,11 @@ def _cols_view(x: Array, axes):
     return _ufunc._strided_view(x, (rows, n), (rs, cs))
 
 
-def _launch_cols(op, x2: Array, xi: Array | None, parts: int, acc_dt: np.dtype):
+def _launch_cols(op, x2: Array, xi, parts: int, acc_dt: np.dtype, wait=True):
     """One pass of the column kernel: x2 (rows, n) into partials (parts, rows)."""
-    from ._launch import call_kernel
     from ._ranges import NdRange
+
+    call_kernel = _call(wait)
 
     rows, n = x2.shape
     q, ut = x2.sycl_queue, x2.usm_type
@@ -301,7 +302,7 @@ def _reduce_cols(op: str, x2: Array, acc_dt: np.dtype):
     # enough work-items to fill the device, each folding at least _PER_ITEM elements
     parts = max(1, min(-(-(units * _WG * _GPU_GROUPS_PER_UNIT) // rows), n // _PER_ITEM))
     parts = min(parts, _MAX_ROWS)
-    vals, idxs = _launch_cols(op, x2, None, parts, acc_dt)
+    vals, idxs = _launch_cols(op, x2, None, parts, acc_dt, wait=parts == 1)
     if parts > 1:
         second = op
         if op in ("any", "all"):
@@ -436,10 +437,21 @@ def _groups(x: Array, n: int, rows: int = 1) -> int:
     return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
 
 
-def _launch(op, x2: Array, xi: Array | None, groups: int, acc_dt: np.dtype, fused=None):
+def _call(wait: bool):
+    """call_kernel, or (wait=False: a pass another launch on the same in-order queue follows)
+    call_kernel_async, whose event keeps the arguments alive until the pass is done: the
+    later launch's wait covers both, one host round trip instead of two."""
+    from ._launch import call_kernel, call_kernel_async
+
+    if wait:
+        return call_kernel
+    return lambda k, rng, *args: call_kernel_async(k, rng, (), *args)
+
+
+def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, wait=True):
     """One pass: x2 (rows, n) into partials (rows, groups). fused: (expression, leaves as
     (rows, n) views or scalars), read instead of x2's elements (x2 is then one of the views)."""
-    from ._launch import call_kernel
+    call_kernel = _call(wait)
     from ._ranges import NdRange
 
     rows, n = x2.shape
@@ -532,7 +544,7 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
     elif cols is not None:
         vals, idxs = _reduce_cols(base_op, x2, acc_dt)
     else:
-        vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused)
+        vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused, wait=groups == 1)
         if groups > 1:
             second = "sum" if base_op == "sum" else base_op
             if base_op in ("any", "all"):

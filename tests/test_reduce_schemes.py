@@ -173,7 +173,9 @@ def test_reductions_across_memory(dev, scheme, monkeypatch, shape, axis):
     launch), on the CPU driver a contiguous copy is reduced; both as NumPy."""
     launches = []
     real = _reduce._launch_cols
-    monkeypatch.setattr(_reduce, "_launch_cols", lambda *a: launches.append(a[3]) or real(*a))
+    monkeypatch.setattr(
+        _reduce, "_launch_cols", lambda *a, **k: launches.append(a[3]) or real(*a, **k)
+    )
     rng = np.random.default_rng(len(shape) * 100 + shape[0])
     h = rng.uniform(-1, 1, shape)
     h.flat[17] = np.nan
