@@ -99,9 +99,8 @@ def main():
         report(f"kapi {name}", median_batch(kf, sync, reps), nbytes, rt)
         report(f"{rname} {name}", rt, nbytes)
     if pool is not None:
-        print(
-            f"pool: {pool.used_bytes() / 2**20:.1f} MiB used, {pool.free_bytes() / 2**20:.1f} MiB cached"
-        )
+        used, cached = pool.used_bytes() / 2**20, pool.free_bytes() / 2**20
+        print(f"pool: {used:.1f} MiB used, {cached:.1f} MiB cached")
     del ref
     print(f"total {time.perf_counter() - t0:.1f} s")
 
