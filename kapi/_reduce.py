@@ -197,9 +197,11 @@ def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fu
 def _cols_source(op: str, is_float: bool, first_pass: bool) -> str:
     """The GPU kernel for rows that lie across memory (a reduction over a non-innermost axis,
     `x.sum(axis=0)` of a C array): x (rows, n) with neighbouring rows neighbouring in memory;
-    work-item (p, r) folds part p of row r (a contiguous range of its n elements) into
-    out[p, r], so neighbouring work-items read neighbouring elements and no transposed copy
-    is made. A second launch of this kernel over out's transpose folds the parts."""
+    work-item (p, r) folds part p of row r (elements p, p + parts, ...) into out[p, r]. A
+    work-group spans neighbouring rows, and for few rows neighbouring parts too, so a warp
+    reads neighbouring elements and no transposed copy is made. The row kernel then
+    folds out's transpose, a group per row (arg-reductions compare the carried indices, so
+    the interleaved parts still give NumPy's first occurrence)."""
     gop, fold = _OPS[op]
     arg = fold is None
     lines = [
@@ -208,16 +210,14 @@ def _cols_source(op: str, is_float: bool, first_pass: bool) -> str:
         "    p = it.get_global_id(0)",
         "    parts = it.get_global_range(0)",
         "    if r < x.shape[0]:",
-        "        chunk = (n + parts - 1) // parts",
-        "        j = p * chunk",
-        "        end = min(n, j + chunk)",
+        "        j = p",
         "        acc = ident",
     ]
     if arg:
         lines.append("        acci = big")
     load = "x[r, j]"
     v = f"np.int32({load} != 0)" if op in ("any", "all") else f"ACC({load})"
-    lines += ["        while j < end:", f"            v = {v}"]
+    lines += ["        while j < n:", f"            v = {v}"]
     if arg:
         cmp = "<" if op == "argmin" else ">"
         idx = "j" if first_pass else "xi[r, j]"
@@ -232,7 +232,7 @@ def _cols_source(op: str, is_float: bool, first_pass: bool) -> str:
         ]
     else:
         lines.append(f"            acc = {fold.format(a='acc', v='v')}")
-    lines += ["            j += 1", "        out[p, r] = acc"]
+    lines += ["            j += parts", "        out[p, r] = acc"]
     if arg:
         lines.append("        outi[p, r] = acci")
     del gop
@@ -278,11 +278,13 @@ def _launch_cols(op, x2: Array, xi, parts: int, acc_dt: np.dtype, wait=True):
     outi = Array._allocate((parts, rows) if arg else (1, 1), np.dtype(np.int64), q, ut)
     src = _cols_source(op, acc_dt.kind == "f", xi is None)
     src = src.replace("ACC(", f"np.{acc_dt.type.__name__}(")
-    wg = min(_WG, rows)
+    wg = min(_WG, 1 << (rows - 1).bit_length())  # rows per group, then parts per group
+    wp = min(_WG // wg, parts)
+    assert parts % wp == 0, (parts, wp)
     with _lazy.internal():
         call_kernel(
             _kernel(src, "_reduce_cols"),
-            NdRange((parts, -(-rows // wg) * wg), (1, wg)),
+            NdRange((parts, -(-rows // wg) * wg), (wp, wg)),
             x2,
             xi if xi is not None else outi,
             out,
@@ -296,12 +298,13 @@ def _launch_cols(op, x2: Array, xi, parts: int, acc_dt: np.dtype, wait=True):
 
 def _reduce_cols(op: str, x2: Array, acc_dt: np.dtype):
     """x2 (rows, n), rows neighbouring in memory, reduced along n on a GPU: (values, indices)
-    of shape (1, rows), as _launch gives them."""
+    holding rows results, as _launch gives them."""
     rows, n = x2.shape
     units = max(1, x2.device.max_compute_units)
     # enough work-items to fill the device, each folding at least _PER_ITEM elements
     parts = max(1, min(-(-(units * _WG * _GPU_GROUPS_PER_UNIT) // rows), n // _PER_ITEM))
-    parts = min(parts, _MAX_ROWS)
+    wp = _WG // min(_WG, 1 << (rows - 1).bit_length())  # parts per work-group
+    parts = min(-(-parts // wp) * wp, _MAX_ROWS // wp * wp)
     vals, idxs = _launch_cols(op, x2, None, parts, acc_dt, wait=parts == 1)
     if parts > 1:
         second = op
@@ -309,7 +312,8 @@ def _reduce_cols(op: str, x2: Array, acc_dt: np.dtype):
             second = "max" if op == "any" else "min"
         xi = idxs.T if op.startswith("arg") else None
         dt = acc_dt if second == op else vals.dtype
-        vals, idxs2 = _launch_cols(second, vals.T, xi, 1, dt)
+        # the partials (parts, rows) seen as (rows, parts): one group per row folds them
+        vals, idxs2 = _launch(second, vals.T, xi, 1, dt)
         if xi is not None:
             idxs = idxs2
     return vals, idxs

@@ -163,7 +163,15 @@ def test_reductions_read_lazy_expressions(dev, scheme):
     assert type(r) is _lazy._Pending  # per row, c is one stride: read inside the reduction
 
 
-CASES = [((37, 1001), 0), ((1001, 37), 0), ((300, 3), 0), ((5, 6, 7), (0, 1)), ((4, 9, 700), 0)]
+CASES = [
+    ((37, 1001), 0),
+    ((1 << 16, 2), 0),
+    ((3000, 5), 0),
+    ((1001, 37), 0),
+    ((300, 3), 0),
+    ((5, 6, 7), (0, 1)),
+    ((4, 9, 700), 0),
+]
 
 
 @pytest.mark.parametrize("shape,axis", CASES)
