@@ -264,11 +264,11 @@ def _cols_view(x: Array, axes):
     return _ufunc._strided_view(x, (rows, n), (rs, cs))
 
 
-def _launch_cols(op, x2: Array, xi, parts: int, acc_dt: np.dtype, wait=True):
+def _launch_cols(op, x2: Array, xi, parts: int, acc_dt: np.dtype, events=None):
     """One pass of the column kernel: x2 (rows, n) into partials (parts, rows)."""
     from ._ranges import NdRange
 
-    call_kernel = _call(wait)
+    call_kernel = _call(events)
 
     rows, n = x2.shape
     q, ut = x2.sycl_queue, x2.usm_type
@@ -305,7 +305,8 @@ def _reduce_cols(op: str, x2: Array, acc_dt: np.dtype):
     parts = max(1, min(-(-(units * _WG * _GPU_GROUPS_PER_UNIT) // rows), n // _PER_ITEM))
     wp = _WG // min(_WG, 1 << (rows - 1).bit_length())  # parts per work-group
     parts = min(-(-parts // wp) * wp, _MAX_ROWS // wp * wp)
-    vals, idxs = _launch_cols(op, x2, None, parts, acc_dt, wait=parts == 1)
+    events = [] if parts > 1 else None
+    vals, idxs = _launch_cols(op, x2, None, parts, acc_dt, events)
     if parts > 1:
         second = op
         if op in ("any", "all"):
@@ -314,6 +315,7 @@ def _reduce_cols(op: str, x2: Array, acc_dt: np.dtype):
         dt = acc_dt if second == op else vals.dtype
         # the partials (parts, rows) seen as (rows, parts): one group per row folds them
         vals, idxs2 = _launch(second, vals.T, xi, 1, dt)
+        _done(events)
         if xi is not None:
             idxs = idxs2
     return vals, idxs
@@ -441,21 +443,30 @@ def _groups(x: Array, n: int, rows: int = 1) -> int:
     return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
 
 
-def _call(wait: bool):
-    """call_kernel, or (wait=False: a pass another launch on the same in-order queue follows)
-    call_kernel_async, whose event keeps the arguments alive until the pass is done: the
-    later launch's wait covers both, one host round trip instead of two."""
+def _call(events):
+    """call_kernel, or (events: a list, when a later launch on the same in-order queue waits)
+    call_kernel_async, whose Event goes into events and keeps the arguments alive until the
+    pass is done: the later launch's wait covers both, one host round trip instead of two.
+    _done(events) then lets the arguments go at once (else the queue's list of pending events
+    would hold them, and their pool blocks, until it is next pruned)."""
     from ._launch import call_kernel, call_kernel_async
 
-    if wait:
+    if events is None:
         return call_kernel
-    return lambda k, rng, *args: call_kernel_async(k, rng, (), *args)
+    return lambda k, rng, *args: events.append(call_kernel_async(k, rng, (), *args)[1])
 
 
-def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, wait=True):
+def _done(events) -> None:
+    """After a synchronous launch that followed them: the (complete) events release their
+    arguments."""
+    for ev in events or ():
+        ev.wait()
+
+
+def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events=None):
     """One pass: x2 (rows, n) into partials (rows, groups). fused: (expression, leaves as
     (rows, n) views or scalars), read instead of x2's elements (x2 is then one of the views)."""
-    call_kernel = _call(wait)
+    call_kernel = _call(events)
     from ._ranges import NdRange
 
     rows, n = x2.shape
@@ -548,13 +559,15 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
     elif cols is not None:
         vals, idxs = _reduce_cols(base_op, x2, acc_dt)
     else:
-        vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused, wait=groups == 1)
+        events = [] if groups > 1 else None
+        vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused, events)
         if groups > 1:
             second = "sum" if base_op == "sum" else base_op
             if base_op in ("any", "all"):
                 second = "max" if base_op == "any" else "min"
             xi = idxs if base_op.startswith("arg") else None
             vals, idxs2 = _launch_second(second, vals, xi, acc_dt if second == base_op else None)
+            _done(events)
             if xi is not None:
                 idxs = idxs2
     if op.startswith("arg"):

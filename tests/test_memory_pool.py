@@ -55,7 +55,13 @@ def test_freed_block_is_reused(dev, pool, usm_type):
     assert pool.total_bytes() == pool.used_bytes() + pool.free_bytes()
 
 
-def test_results_allocate_nothing_in_steady_state(dev, pool, monkeypatch):
+@pytest.mark.parametrize("chunked", [True, False], ids=["cpu-scheme", "gpu-scheme"])
+def test_results_allocate_nothing_in_steady_state(dev, pool, monkeypatch, chunked):
+    """Also with reductions whose first pass is asynchronous: their partials go back to the
+    pool once the second pass is done, not when the queue next prunes its events."""
+    from kapi import _reduce
+
+    monkeypatch.setattr(_reduce, "_chunked", lambda x: chunked)
     calls = []
     real = _memory.MemoryPool._allocate
 
@@ -66,7 +72,7 @@ def test_results_allocate_nothing_in_steady_state(dev, pool, monkeypatch):
     monkeypatch.setattr(_memory.MemoryPool, "_allocate", counted)
     h = np.random.default_rng(0).uniform(-1, 1, (64, 300)).astype(np.float32)
     x = kapi.asarray(h, device=dev)
-    for k in range(4):
+    for k in range(40):  # more than the 32 events a queue keeps before pruning
         if k == 2:
             calls.clear()  # warm: every size class used below has been freed once
         y = np.exp(x * 2 - 1)  # a new result array each time
@@ -182,3 +188,21 @@ def test_disabled_pool():
     env = dict(os.environ, KAPI_MEMORY_POOL="0", PYTHONPATH=os.getcwd())
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+@pytest.mark.parametrize("chunked", [True, False], ids=["cpu-scheme", "gpu-scheme"])
+def test_reduction_partials_return_at_once(dev, pool, monkeypatch, chunked):
+    """A reduction's asynchronous first pass gives its partials back to the pool when the
+    reduction returns, with no host read or queue wait in between."""
+    from kapi import _reduce
+
+    monkeypatch.setattr(_reduce, "_chunked", lambda x: chunked)
+    x = kapi.asarray(np.ones(1 << 16, np.float32), device=dev)
+    assert _reduce._groups(x, x.size) > 1  # two passes
+    used = pool.used_bytes()
+    for _ in range(20):
+        r = x.sum()
+        assert pool.used_bytes() == used + r._owner.nbytes  # only the result's block
+        del r
+    assert pool.used_bytes() == used
+    assert float(x.sum()) == 65536.0
