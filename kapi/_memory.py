@@ -144,11 +144,13 @@ class MemoryPool:
         del dropped  # freed here, outside the lock
 
     def _after_fork(self) -> None:
-        with self._lock:
-            _LEAKED.append(self._free)  # the parent's memory: a child frees none of it
-            self._free = {}
-            self._cached = 0
-            self._gen += 1
+        # a fresh lock: another thread of the parent may have held the old one at the fork
+        # (os.register_at_fork below takes it first, but a child must never wait on it)
+        self._lock = threading.RLock()
+        _LEAKED.append(self._free)  # the parent's memory: a child frees none of it
+        self._free = {}
+        self._cached = 0
+        self._gen += 1
 
 
 _LEAKED: list = []
@@ -161,12 +163,22 @@ def _enabled() -> bool:
 _POOL: MemoryPool | None = MemoryPool() if _enabled() else None
 
 
+def _before_fork():
+    if _POOL is not None:
+        _POOL._lock.acquire()  # no thread is inside the pool while the process forks
+
+
+def _parent():
+    if _POOL is not None:
+        _POOL._lock.release()
+
+
 def _child():
     if _POOL is not None:
         _POOL._after_fork()
 
 
-os.register_at_fork(after_in_child=_child)
+os.register_at_fork(before=_before_fork, after_in_parent=_parent, after_in_child=_child)
 
 
 def get_default_memory_pool() -> MemoryPool | None:

@@ -202,7 +202,7 @@ def _cols_source(op: str, is_float: bool, first_pass: bool) -> str:
     reads neighbouring elements and no transposed copy is made. The row kernel then
     folds out's transpose, a group per row (arg-reductions compare the carried indices, so
     the interleaved parts still give NumPy's first occurrence)."""
-    gop, fold = _OPS[op]
+    fold = _OPS[op][1]
     arg = fold is None
     lines = [
         "def _reduce_cols(it, x, xi, out, outi, n, ident, big):",
@@ -235,7 +235,6 @@ def _cols_source(op: str, is_float: bool, first_pass: bool) -> str:
     lines += ["            j += parts", "        out[p, r] = acc"]
     if arg:
         lines.append("        outi[p, r] = acci")
-    del gop
     return "\n".join(lines) + "\n"
 
 
@@ -269,7 +268,6 @@ def _launch_cols(op, x2: Array, xi, parts: int, acc_dt: np.dtype, events=None):
     from ._ranges import NdRange
 
     call_kernel = _call(events)
-
     rows, n = x2.shape
     q, ut = x2.sycl_queue, x2.usm_type
     val_dt = np.dtype(np.int32) if op in ("any", "all") else acc_dt

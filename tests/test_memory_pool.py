@@ -206,3 +206,37 @@ def test_reduction_partials_return_at_once(dev, pool, monkeypatch, chunked):
         del r
     assert pool.used_bytes() == used
     assert float(x.sum()) == 65536.0
+
+
+def test_threads_share_the_pool(dev, pool):
+    """Threads allocating and releasing at once never get the same live block twice, and the
+    pool's counts come back to where they were."""
+    import threading
+
+    used = pool.used_bytes()
+    errors = []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        live = []
+        try:
+            for _ in range(300):
+                live.append(kapi.empty(int(rng.integers(1, 3000)), np.float32, device=dev))
+                if len(live) > 8:
+                    live.pop(int(rng.integers(0, len(live))))
+            ptrs = [a._ptr for a in live]
+            assert len(set(ptrs)) == len(ptrs)
+            live.clear()
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    held = [kapi.empty(100, np.float32, device=dev) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len({a._ptr for a in held}) == 3
+    del held
+    assert pool.used_bytes() == used
