@@ -71,6 +71,7 @@ _export("_guvectorize", "GUFunc", "guvectorize")
 _export("_interop", "from_dlpack")
 _export("_kernel", "KernelDispatcher", "device_func", "kernel")
 _export("_launch", "call_kernel", "call_kernel_async", "wait_all")
+_export("_memory", "MemoryPool", "get_default_memory_pool")
 _export("_primitives", "cumprod", "cumsum", "reduce", "scan")
 _export("_ranges", "NdRange", "Range")
 _export("_sort", "argsort", "sort", "topk", "unique")
@@ -168,6 +169,8 @@ __all__ = [
     "GUFunc",
     "guvectorize",
     "where",
+    "MemoryPool",
+    "get_default_memory_pool",
     "wait_all",
     "zeros",
     "zeros_like",

@@ -14,7 +14,7 @@ import operator
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import _native
+from . import _memory, _native
 from ._device import Queue, as_queue
 from ._errors import (
     DeviceError,
@@ -158,7 +158,7 @@ class Array:
                 f"an array of shape {shape} and dtype {dtype} needs {n * dtype.itemsize} bytes, "
                 f"more than any device has; allocate less or split the data"
             )
-        buf = _native.ext().Buffer(queue.device.index, _USM_KINDS[usm_type], n * dtype.itemsize)
+        buf = _memory.allocate(queue.device.index, _USM_KINDS[usm_type], n * dtype.itemsize)
         strides = _contiguous_strides(shape, dtype.itemsize, order)
         a = cls._make(buf, buf.ptr, shape, strides, dtype, queue, usm_type, buf.host_accessible)
         a._own = True
@@ -201,7 +201,10 @@ class Array:
     def base(self):
         if _on_export is not None:
             _on_export(self)  # the owner exposes the memory (a Buffer is a writable buffer)
-        return self._owner
+        owner = self._owner
+        if type(owner) is _memory.Block:
+            return owner.detach()  # the caller may keep the Buffer: it leaves the pool
+        return owner
 
     @property
     def flags(self) -> ArrayFlags:

@@ -31,7 +31,7 @@ import weakref
 
 import numpy as np
 
-from . import _array, _native
+from . import _array, _memory, _native
 from ._array import Array, _contiguous_strides, _span
 
 ENABLED = os.environ.get("KAPI_LAZY", "1") != "0"
@@ -171,7 +171,7 @@ def _unwatched(a: Array) -> bool:
     global _BUFFER
     if _BUFFER is None:
         _BUFFER = _native.ext().Buffer
-    if type(a._owner) is not _BUFFER:
+    if type(a._owner) is not _BUFFER and type(a._owner) is not _memory.Block:
         return True
     if not _EXPORTED:
         return False

@@ -5,7 +5,11 @@ The reduced axes are moved last and the array seen as (rows, n) (a contiguous co
 elementwise kernel where the view cannot be); each row is reduced by `groups` work-groups of
 _WG work-items: every work-item folds a part of the row privately, the group combines
 with reduce_over_group, and one item writes the group's partial. On GPUs the parts are
-strided (neighbouring work-items read neighbouring elements: coalesced); on the CPU driver,
+strided (neighbouring work-items read neighbouring elements: coalesced) and folded by four
+independent accumulators (four loads in flight), the groups of all rows together sized to fill
+the device; a reduction over outer axes of a GPU array (rows across memory, `x.sum(axis=0)`)
+instead runs the column kernel, a work-item per (row, part) reading the array in place, with
+no transposed copy. On the CPU driver,
 which runs a group's work-items one after another on one thread, each work-item folds one
 contiguous chunk with 4 accumulators (a strided part would sweep the whole row once per
 work-item, and one accumulator is a serial chain the vectoriser cannot widen). A second
@@ -29,8 +33,9 @@ _PER_ITEM = 16  # elements a work-item folds before another group is worth launc
 _CPU_WG = 64  # the CPU driver: work-items per group (each a contiguous chunk)
 _CPU_PER_ITEM = 256  # elements a CPU work-item folds before another group is worth it
 _CPU_GROUPS_PER_UNIT = 4  # groups per compute unit, to balance the driver's threads
-_UNROLL = 4  # accumulators of a CPU work-item's chunk loop
-_MAX_GROUPS = 1024
+_UNROLL = 4  # independent accumulators of a work-item's loop (both schemes)
+_MAX_GROUPS = 1024  # the CPU driver's cap
+_GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _MAX_ROWS = 65535
 _KERNELS: dict[str, object] = {}
 
@@ -132,14 +137,20 @@ def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fu
             return f"np.int32({load(j)} != 0)"
         return f"ACC({load(j)})"  # fold in the accumulator's type (int8 sums in int64)
 
-    if chunked and not arg:
+    if not arg:
+        # independent accumulators: several loads in flight per work-item (a GPU stalls on
+        # each load of a single chain) and vectors the CPU driver's vectoriser can widen
         u = _UNROLL
         lines += [f"    a{k} = ident" for k in range(1, u)]
-        lines.append(f"    while j + {u} <= end:")
+        if chunked:
+            lines.append(f"    while j + {u} <= end:")
+        else:
+            lines.append(f"    while j + {u - 1} * step < end:")
         for k in range(u):
             a = "acc" if k == 0 else f"a{k}"
-            lines.append(f"        {a} = {fold.format(a=a, v=conv(f'j + {k}'))}")
-        lines.append(f"        j += {u}")
+            at = f"j + {k}" if chunked else ("j" if k == 0 else f"j + {k} * step")
+            lines.append(f"        {a} = {fold.format(a=a, v=conv(at))}")
+        lines.append(f"        j += {u}" if chunked else f"        j += {u} * step")
         names = ["acc"] + [f"a{k}" for k in range(1, u)]
         while len(names) > 1:  # combine the accumulators pairwise
             names = [
@@ -183,7 +194,132 @@ def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fu
     return "\n".join(lines) + "\n"
 
 
-def _kernel(src: str):
+def _cols_source(op: str, is_float: bool, first_pass: bool) -> str:
+    """The GPU kernel for rows that lie across memory (a reduction over a non-innermost axis,
+    `x.sum(axis=0)` of a C array): x (rows, n) with neighbouring rows neighbouring in memory;
+    work-item (p, r) folds part p of row r (elements p, p + parts, ...) into out[p, r]. A
+    work-group spans neighbouring rows, and for few rows neighbouring parts too, so a warp
+    reads neighbouring elements and no transposed copy is made. The row kernel then
+    folds out's transpose, a group per row (arg-reductions compare the carried indices, so
+    the interleaved parts still give NumPy's first occurrence)."""
+    fold = _OPS[op][1]
+    arg = fold is None
+    lines = [
+        "def _reduce_cols(it, x, xi, out, outi, n, ident, big):",
+        "    r = it.get_global_id(1)",
+        "    p = it.get_global_id(0)",
+        "    parts = it.get_global_range(0)",
+        "    if r < x.shape[0]:",
+        "        j = p",
+        "        acc = ident",
+    ]
+    if arg:
+        lines.append("        acci = big")
+    load = "x[r, j]"
+    v = f"np.int32({load} != 0)" if op in ("any", "all") else f"ACC({load})"
+    lines += ["        while j < n:", f"            v = {v}"]
+    if arg:
+        cmp = "<" if op == "argmin" else ">"
+        idx = "j" if first_pass else "xi[r, j]"
+        nan_take = " or (v != v and acc == acc)" if is_float else ""
+        lines += [
+            f"            if v {cmp} acc{nan_take}:",
+            "                acc = v",
+            f"                acci = {idx}",
+            f"            elif (v == acc{' or (v != v and acc != acc)' if is_float else ''}) "
+            f"and {idx} < acci:",
+            f"                acci = {idx}",
+        ]
+    else:
+        lines.append(f"            acc = {fold.format(a='acc', v='v')}")
+    lines += ["            j += parts", "        out[p, r] = acc"]
+    if arg:
+        lines.append("        outi[p, r] = acci")
+    return "\n".join(lines) + "\n"
+
+
+def _cols_view(x: Array, axes):
+    """x as a (rows, n) strided view whose rows are neighbours in memory (the kept axes merge
+    into one stride smaller than the reduced axes' one), for the GPU column kernel; None if
+    it is not such an array."""
+    if type(x) is _lazy._Pending or x.size == 0:
+        return None
+    keep = [d for d in range(x.ndim) if d not in axes]
+    if not keep:
+        return None
+    isz = x.itemsize
+    st = [s // isz if s % isz == 0 else None for s in x.strides]
+    if None in st:
+        return None
+    rs = _merged_stride([x.shape[d] for d in keep], [st[d] for d in keep])
+    cs = _merged_stride([x.shape[d] for d in axes], [st[d] for d in axes])
+    if rs is None or cs is None or not (0 < abs(rs) < abs(cs)):
+        return None
+    rows = n = 1
+    for d in keep:
+        rows *= x.shape[d]
+    for d in axes:
+        n *= x.shape[d]
+    return _ufunc._strided_view(x, (rows, n), (rs, cs))
+
+
+def _launch_cols(op, x2: Array, xi, parts: int, acc_dt: np.dtype, events=None):
+    """One pass of the column kernel: x2 (rows, n) into partials (parts, rows)."""
+    from ._ranges import NdRange
+
+    call_kernel = _call(events)
+    rows, n = x2.shape
+    q, ut = x2.sycl_queue, x2.usm_type
+    val_dt = np.dtype(np.int32) if op in ("any", "all") else acc_dt
+    arg = op.startswith("arg")
+    out = Array._allocate((parts, rows), val_dt, q, ut)
+    outi = Array._allocate((parts, rows) if arg else (1, 1), np.dtype(np.int64), q, ut)
+    src = _cols_source(op, acc_dt.kind == "f", xi is None)
+    src = src.replace("ACC(", f"np.{acc_dt.type.__name__}(")
+    wg = min(_WG, 1 << (rows - 1).bit_length())  # rows per group, then parts per group
+    wp = min(_WG // wg, parts)
+    assert parts % wp == 0, (parts, wp)
+    with _lazy.internal():
+        call_kernel(
+            _kernel(src, "_reduce_cols"),
+            NdRange((parts, -(-rows // wg) * wg), (wp, wg)),
+            x2,
+            xi if xi is not None else outi,
+            out,
+            outi,
+            np.int64(n),
+            _identity(op, acc_dt),
+            np.int64(n if xi is None else np.iinfo(np.int64).max),
+        )
+    return out, outi
+
+
+def _reduce_cols(op: str, x2: Array, acc_dt: np.dtype):
+    """x2 (rows, n), rows neighbouring in memory, reduced along n on a GPU: (values, indices)
+    holding rows results, as _launch gives them."""
+    rows, n = x2.shape
+    units = max(1, x2.device.max_compute_units)
+    # enough work-items to fill the device, each folding at least _PER_ITEM elements
+    parts = max(1, min(-(-(units * _WG * _GPU_GROUPS_PER_UNIT) // rows), n // _PER_ITEM))
+    wp = _WG // min(_WG, 1 << (rows - 1).bit_length())  # parts per work-group
+    parts = min(-(-parts // wp) * wp, _MAX_ROWS // wp * wp)
+    events = [] if parts > 1 else None
+    vals, idxs = _launch_cols(op, x2, None, parts, acc_dt, events)
+    if parts > 1:
+        second = op
+        if op in ("any", "all"):
+            second = "max" if op == "any" else "min"
+        xi = idxs.T if op.startswith("arg") else None
+        dt = acc_dt if second == op else vals.dtype
+        # the partials (parts, rows) seen as (rows, parts): one group per row folds them
+        vals, idxs2 = _launch(second, vals.T, xi, 1, dt)
+        _done(events)
+        if xi is not None:
+            idxs = idxs2
+    return vals, idxs
+
+
+def _kernel(src: str, name: str = "_reduce"):
     k = _KERNELS.get(src)
     if k is None:
         from . import kernel_api as K
@@ -191,7 +327,7 @@ def _kernel(src: str):
 
         g = {"np": np, "K": K}
         exec(compile(src, "<kapi reduction>", "exec"), g)  # noqa: S102 - our own source
-        k = _KERNELS[src] = kernel(g["_reduce"])
+        k = _KERNELS[src] = kernel(g[name])
     return k
 
 
@@ -292,20 +428,43 @@ def _chunked(x: Array) -> bool:
     return x.device.device_type == "cpu"
 
 
-def _groups(x: Array, n: int) -> int:
+def _groups(x: Array, n: int, rows: int = 1) -> int:
     """Work-groups per row: enough to fill the device, none with too little to fold."""
     units = max(1, x.device.max_compute_units)
     if _chunked(x):
         cap = min(_MAX_GROUPS, _CPU_GROUPS_PER_UNIT * units)
         return max(1, min(cap, -(-n // (_CPU_WG * _CPU_PER_ITEM))))
-    cap = min(_MAX_GROUPS, 32 * units)  # enough to fill it
+    # the groups of all rows together fill the device (a few waves of resident groups), and
+    # each work-item folds at least _PER_ITEM elements: as bench/group_reduce.py's fastest
+    # kernel, 2^28 elements on 132 SMs gives ~250 elements per work-item
+    cap = max(1, (_GPU_GROUPS_PER_UNIT * units) // max(1, rows))
     return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
 
 
-def _launch(op, x2: Array, xi: Array | None, groups: int, acc_dt: np.dtype, fused=None):
+def _call(events):
+    """call_kernel, or (events: a list, when a later launch on the same in-order queue waits)
+    call_kernel_async, whose Event goes into events and keeps the arguments alive until the
+    pass is done: the later launch's wait covers both, one host round trip instead of two.
+    _done(events) then lets the arguments go at once (else the queue's list of pending events
+    would hold them, and their pool blocks, until it is next pruned)."""
+    from ._launch import call_kernel, call_kernel_async
+
+    if events is None:
+        return call_kernel
+    return lambda k, rng, *args: events.append(call_kernel_async(k, rng, (), *args)[1])
+
+
+def _done(events) -> None:
+    """After a synchronous launch that followed them: the (complete) events release their
+    arguments."""
+    for ev in events or ():
+        ev.wait()
+
+
+def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events=None):
     """One pass: x2 (rows, n) into partials (rows, groups). fused: (expression, leaves as
     (rows, n) views or scalars), read instead of x2's elements (x2 is then one of the views)."""
-    from ._launch import call_kernel
+    call_kernel = _call(events)
     from ._ranges import NdRange
 
     rows, n = x2.shape
@@ -369,8 +528,14 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
         acc_dt = np.dtype(np.int32)  # group collectives take numbers
     if op == "mean" and dt.kind in "iub":
         acc_dt = np.dtype(np.float64)
-    fused = None
-    if x.size == 0:
+    fused = cols = None
+    if not _chunked(x) and x.ndim > 1:
+        cols = _cols_view(x, axes)  # rows across memory: the column kernel, no copy
+    if cols is not None:
+        x2 = cols
+        kept = tuple(x.shape[d] for d in range(x.ndim) if d not in axes)
+        rows = x2.shape[0]
+    elif x.size == 0:
         kept = tuple(x.shape[d] for d in range(x.ndim) if d not in axes)
         rows = 1
         for d in kept:
@@ -384,19 +549,23 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
             x2, kept = _as_rows(x, axes)
         rows = x2.shape[0]
     base_op = "sum" if op == "mean" else op
-    groups = _groups(x, n)
+    groups = _groups(x, n, rows)
     if rows * n == 0:
         res = Array._allocate((rows, 1), acc_dt, x.sycl_queue, x.usm_type)
         res.fill(_identity(base_op, acc_dt) if base_op in ("sum", "prod", "any", "all") else 0)
         vals, idxs = res, None
+    elif cols is not None:
+        vals, idxs = _reduce_cols(base_op, x2, acc_dt)
     else:
-        vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused)
+        events = [] if groups > 1 else None
+        vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused, events)
         if groups > 1:
             second = "sum" if base_op == "sum" else base_op
             if base_op in ("any", "all"):
                 second = "max" if base_op == "any" else "min"
             xi = idxs if base_op.startswith("arg") else None
             vals, idxs2 = _launch_second(second, vals, xi, acc_dt if second == base_op else None)
+            _done(events)
             if xi is not None:
                 idxs = idxs2
     if op.startswith("arg"):

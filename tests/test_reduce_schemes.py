@@ -118,6 +118,8 @@ def test_reduction_kernels_finalise_to_ptx(tmp_path, monkeypatch, chunked):
     (x > 0).sum().asnumpy()
     ((x * 2 - 1) ** 2).sum(axis=1).asnumpy()  # a lazy expression read inside the reduction
     (x.T > 0.5).any(axis=0).asnumpy()
+    for op in ("sum", "max", "argmin", "all"):  # GPUs: the column kernel (rows across memory)
+        getattr(x if op != "all" else x > 0, op)(axis=0).asnumpy()
     spirvs = [ck.spirv for k in _reduce._KERNELS.values() for ck in k.overloads.values()]
     assert len(spirvs) >= 10
     for n, spirv in enumerate(spirvs):
@@ -159,3 +161,55 @@ def test_reductions_read_lazy_expressions(dev, scheme):
     r = x * c
     np.testing.assert_allclose(r.sum(axis=1).asnumpy(), (a * c.asnumpy()).sum(axis=1))
     assert type(r) is _lazy._Pending  # per row, c is one stride: read inside the reduction
+
+
+CASES = [
+    ((37, 1001), 0),
+    ((1 << 16, 2), 0),
+    ((3000, 5), 0),
+    ((1001, 37), 0),
+    ((300, 3), 0),
+    ((5, 6, 7), (0, 1)),
+    ((4, 9, 700), 0),
+]
+
+
+@pytest.mark.parametrize("shape,axis", CASES)
+def test_reductions_across_memory(dev, scheme, monkeypatch, shape, axis):
+    """Reductions over an outer axis (rows across memory): on GPUs the column kernel reads
+    the array in place (neighbouring work-items, neighbouring rows; parts folded by a second
+    launch), on the CPU driver a contiguous copy is reduced; both as NumPy."""
+    launches = []
+    real = _reduce._launch_cols
+    monkeypatch.setattr(
+        _reduce, "_launch_cols", lambda *a, **k: launches.append(a[3]) or real(*a, **k)
+    )
+    rng = np.random.default_rng(len(shape) * 100 + shape[0])
+    h = rng.uniform(-1, 1, shape)
+    h.flat[17] = np.nan
+    h.flat[5] = h.flat[shape[-1] + 5] = 7.0  # a tie in one column: the first row wins
+    x = kapi.asarray(h, device=dev)
+    np.testing.assert_allclose(x.sum(axis=axis).asnumpy(), h.sum(axis=axis), rtol=1e-12)
+    np.testing.assert_array_equal(x.max(axis=axis).asnumpy(), h.max(axis=axis))
+    np.testing.assert_array_equal(x.min(axis=axis).asnumpy(), h.min(axis=axis))
+    if isinstance(axis, int):
+        np.testing.assert_array_equal(x.argmax(axis=axis).asnumpy(), h.argmax(axis=axis))
+        np.testing.assert_array_equal(x.argmin(axis=axis).asnumpy(), h.argmin(axis=axis))
+    b = h > 0.5
+    xb = kapi.asarray(b, device=dev)
+    np.testing.assert_array_equal(xb.any(axis=axis).asnumpy(), b.any(axis=axis))
+    np.testing.assert_array_equal(xb.all(axis=axis).asnumpy(), b.all(axis=axis))
+    i = np.nan_to_num(h * 100).astype(np.int8)
+    np.testing.assert_array_equal(
+        kapi.asarray(i, device=dev).sum(axis=axis).asnumpy(), i.sum(axis=axis)
+    )
+    got = x.mean(axis=axis, keepdims=True).asnumpy()
+    np.testing.assert_allclose(got, h.mean(axis=axis, keepdims=True), rtol=1e-12)
+    f = np.asfortranarray(h)  # F order: the same axis now lies along memory
+    np.testing.assert_allclose(
+        kapi.asarray(f, device=dev).sum(axis=axis).asnumpy(), h.sum(axis=axis)
+    )
+    if scheme == "strided":
+        assert launches  # the column kernel ran
+    else:
+        assert launches == []
