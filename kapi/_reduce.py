@@ -36,6 +36,7 @@ _CPU_GROUPS_PER_UNIT = 4  # groups per compute unit, to balance the driver's thr
 _UNROLL = 4  # independent accumulators of a work-item's loop (both schemes)
 _MAX_GROUPS = 1024  # the CPU driver's cap
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
+_GPU_MAX_GROUPS = 4096  # GPUs: groups of all rows together, at most
 _MAX_ROWS = 65535
 _KERNELS: dict[str, object] = {}
 
@@ -437,7 +438,9 @@ def _groups(x: Array, n: int, rows: int = 1) -> int:
     # the groups of all rows together fill the device (a few waves of resident groups), and
     # each work-item folds at least _PER_ITEM elements: as bench/group_reduce.py's fastest
     # kernel, 2^28 elements on 132 SMs gives ~250 elements per work-item
-    cap = max(1, (_GPU_GROUPS_PER_UNIT * units) // max(1, rows))
+    # (CUDA reports its SMs' warp slots as compute units, 64 per SM: the total is capped as
+    # kapi/_sort.py caps it, which also keeps every grid dimension under CUDA's 65535)
+    cap = max(1, min(_GPU_MAX_GROUPS, _GPU_GROUPS_PER_UNIT * units) // max(1, rows))
     return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
 
 

@@ -213,3 +213,16 @@ def test_reductions_across_memory(dev, scheme, monkeypatch, shape, axis):
         assert launches  # the column kernel ran
     else:
         assert launches == []
+
+
+def test_gpu_group_count_stays_within_cuda_grid_limits():
+    """CUDA reports 64 compute units per SM (8448 on an H100): the groups of a 2^28-element
+    sum must still fit one grid dimension (65535) -- they once asked for 65536."""
+    from types import SimpleNamespace
+
+    from kapi import _reduce
+
+    gpu = SimpleNamespace(device=SimpleNamespace(max_compute_units=8448, device_type="gpu"))
+    for rows in (1, 3, 1000):
+        g = _reduce._groups(gpu, 1 << 28, rows)
+        assert 1 <= g * rows <= max(rows, _reduce._GPU_MAX_GROUPS) and g <= 65535
