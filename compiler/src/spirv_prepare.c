@@ -248,6 +248,16 @@ static kc_status_t legalise_bool_bitcasts(LLVMBuilderRef b, LLVMValueRef fn) {
 }
 
 /* Returns 1 if inst was replaced (and erased), 0 if kept, -1 on an untranslatable call. */
+/* llvm.bitreverse of i1 (or of <N x i1>), which the optimiser makes from bool expressions, is
+ * the value itself: one bit reversed is that bit. NULL for anything else. */
+static LLVMValueRef bitreverse_of_bits(LLVMValueRef inst, const char *name) {
+  if (strncmp(name, "llvm.bitreverse.", 16)) return NULL;
+  LLVMTypeRef t = LLVMTypeOf(inst);
+  if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) t = LLVMGetElementType(t);
+  if (LLVMGetTypeKind(t) != LLVMIntegerTypeKind || LLVMGetIntTypeWidth(t) != 1) return NULL;
+  return LLVMGetOperand(inst, 0);
+}
+
 static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   LLVMOpcode op = LLVMGetInstructionOpcode(inst);
   if (op == LLVMFreeze) {
@@ -269,6 +279,7 @@ static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   LLVMPositionBuilderBefore(b, inst);
   LLVMValueRef repl = expand_overflow(b, inst, name);
   if (!repl) repl = expand_vector_reduce(b, inst, name);
+  if (!repl) repl = bitreverse_of_bits(inst, name);
   if (!repl) {
     kc_set_error(err,
                  "internal: the optimiser produced %s, which SPIR-V cannot express "
