@@ -231,3 +231,36 @@ def test_ksim_marks_ill_conditioned_float_mod():
     assert "((math.exp(a_uint64[((~i) % 64)]) ** (a_uint64[((~i) % 64)] & 3)) % (" in src
     _, undefined, ill = kfuzz.run_sim(p)
     assert 1 in ill and len(ill) < 8
+
+
+@kapi.kernel
+def abs_narrow(item, a, o):
+    i = item.get_id(0)
+    o[i] = abs(a[i])
+
+
+def test_int16_abs_ptx_wraps_explicitly():
+    """The long fuzz run on the H100 found abs(int16(-32768)) == 32768 on CUDA (Numba: -32768):
+    the optimiser makes llvm.abs.i16, lowered to `abs.s16`, which the driver widens as it
+    does neg.s16. The finaliser now selects over its explicit 16-bit negation."""
+    import shutil
+    import subprocess
+
+    from nvptx_util import ptx_of
+
+    a = kapi.asarray(np.array([-32768, -5, 7], np.int16), device=DEVICES[0])
+    o = kapi.zeros(3, dtype=np.int64, device=DEVICES[0])
+    kapi.call_kernel(abs_narrow, kapi.Range(3), a, o)
+    np.testing.assert_array_equal(o.asnumpy(), [-32768, 5, 7])
+    sig = [s for s in abs_narrow.inspect_kir() if "array(i16" in s][0]
+    ptx = ptx_of(abs_narrow.inspect_spirv(sig), None)
+    assert "abs.s16" not in ptx and "neg.s16" not in ptx
+    assert "neg.s32 t, t; shl.b32 t, t, 16; shr.s32 t, t, 16;" in ptx
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if os.path.exists(ptxas):
+        src = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"abs16_{os.getpid()}.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        r = subprocess.run([ptxas, "-arch=sm_90", src, "-o", os.devnull], capture_output=True)
+        os.unlink(src)
+        assert r.returncode == 0, r.stderr.decode()

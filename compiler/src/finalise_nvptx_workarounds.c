@@ -136,13 +136,37 @@ static int guard_neg16(LLVMBuilderRef b, LLVMValueRef inst) {
   return 1;
 }
 
+/* `llvm.abs.i16` (what the optimiser makes of select(x < 0, -x, x)) is lowered to `abs.s16`,
+ * which the driver's PTX compiler widens as it does neg.s16 (abs(-32768) came back 32768):
+ * rebuilt as a select over the asm negation. Returns 1 if replaced. */
+static int guard_abs16(LLVMBuilderRef b, LLVMValueRef inst) {
+  if (LLVMGetInstructionOpcode(inst) != LLVMCall) return 0;
+  LLVMValueRef callee = LLVMGetCalledValue(inst);
+  size_t len = 0;
+  const char *name = callee ? LLVMGetValueName2(callee, &len) : NULL;
+  if (!name || strncmp(name, "llvm.abs.", 9)) return 0;
+  LLVMTypeRef t = LLVMTypeOf(inst), et = t;
+  if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) et = LLVMGetElementType(t);
+  if (LLVMGetTypeKind(et) != LLVMIntegerTypeKind || LLVMGetIntTypeWidth(et) != 16) return 0;
+  LLVMPositionBuilderBefore(b, inst);
+  LLVMValueRef x = LLVMGetOperand(inst, 0);
+  LLVMValueRef neg = LLVMBuildSub(b, LLVMConstNull(t), x, "");
+  LLVMValueRef lt = LLVMBuildICmp(b, LLVMIntSLT, x, LLVMConstNull(t), "");
+  LLVMValueRef repl = LLVMBuildSelect(b, lt, neg, x, "");
+  LLVMReplaceAllUsesWith(inst, repl);
+  LLVMInstructionEraseFromParent(inst);
+  if (LLVMIsAInstruction(neg)) guard_neg16(b, neg);
+  return 1;
+}
+
 void kc_nvptx_guard_sign_shifts(LLVMModuleRef mod) {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
       for (LLVMValueRef inst = LLVMGetFirstInstruction(bb), next; inst; inst = next) {
         next = LLVMGetNextInstruction(inst);
-        if (!guard_sign_test(b, inst) && !guard_wide_ashr(b, inst)) guard_neg16(b, inst);
+        if (!guard_sign_test(b, inst) && !guard_wide_ashr(b, inst) && !guard_abs16(b, inst))
+          guard_neg16(b, inst);
       }
   LLVMDisposeBuilder(b);
 }
