@@ -83,6 +83,24 @@ def _identity(op: str, dt: np.dtype):
     return dt.type(info.max if big else info.min)
 
 
+def _fold_step(op: str, is_float: bool, idx: str, pad: str) -> list[str]:
+    """Kernel lines folding element v (index idx) into acc (and acci for arg-reductions)."""
+    fold = _OPS[op][1]
+    if fold is not None:
+        return [f"{pad}acc = {fold.format(a='acc', v='v')}"]
+    cmp = "<" if op == "argmin" else ">"
+    nan_take = " or (v != v and acc == acc)" if is_float else ""
+    nan_tie = " or (v != v and acc != acc)" if is_float else ""
+    return [
+        f"{pad}if v {cmp} acc{nan_take}:",
+        f"{pad}    acc = v",
+        f"{pad}    acci = {idx}",
+        # ties (and NaN after NaN) keep the smallest index: partials come in group order
+        f"{pad}elif (v == acc{nan_tie}) and {idx} < acci:",
+        f"{pad}    acci = {idx}",
+    ]
+
+
 def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fused=None) -> str:
     """The kernel reducing x (rows, n) into partials (rows, groups); chunked: each work-item
     folds a contiguous chunk (the CPU driver), else a strided part (GPUs). fused: (expression
@@ -159,21 +177,7 @@ def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fu
             ]
         lines.append(f"    acc = {names[0]}")
     lines += ["    while j < end:", f"        v = {conv('j')}"]
-    if arg:
-        cmp = "<" if op == "argmin" else ">"
-        idx = "j" if first_pass else "xi[row, j]"
-        nan_take = " or (v != v and acc == acc)" if is_float else ""
-        lines += [
-            f"        if v {cmp} acc{nan_take}:",
-            "            acc = v",
-            f"            acci = {idx}",
-            # ties (and NaN after NaN) keep the smallest index: partials come in group order
-            f"        elif (v == acc{' or (v != v and acc != acc)' if is_float else ''}) "
-            f"and {idx} < acci:",
-            f"            acci = {idx}",
-        ]
-    else:
-        lines.append(f"        acc = {fold.format(a='acc', v='v')}")
+    lines += _fold_step(op, is_float, "j" if first_pass else "xi[row, j]", "        ")
     lines.append("        j += step")
     red = f"K.reduce_over_group(g, acc, K.GroupOp.{gop})"
     if is_float and op in ("min", "max", "argmin", "argmax"):
@@ -219,20 +223,7 @@ def _cols_source(op: str, is_float: bool, first_pass: bool) -> str:
     load = "x[r, j]"
     v = f"np.int32({load} != 0)" if op in ("any", "all") else f"ACC({load})"
     lines += ["        while j < n:", f"            v = {v}"]
-    if arg:
-        cmp = "<" if op == "argmin" else ">"
-        idx = "j" if first_pass else "xi[r, j]"
-        nan_take = " or (v != v and acc == acc)" if is_float else ""
-        lines += [
-            f"            if v {cmp} acc{nan_take}:",
-            "                acc = v",
-            f"                acci = {idx}",
-            f"            elif (v == acc{' or (v != v and acc != acc)' if is_float else ''}) "
-            f"and {idx} < acci:",
-            f"                acci = {idx}",
-        ]
-    else:
-        lines.append(f"            acc = {fold.format(a='acc', v='v')}")
+    lines += _fold_step(op, is_float, "j" if first_pass else "xi[r, j]", "            ")
     lines += ["            j += parts", "        out[p, r] = acc"]
     if arg:
         lines.append("        outi[p, r] = acci")
