@@ -413,11 +413,16 @@ class Array:
 
     @property
     def T(self) -> Array:
+        return self._permuted(range(self.ndim - 1, -1, -1))
+
+    def _permuted(self, perm) -> Array:
+        """A view whose dimension k is this array's dimension perm[k] (no copy)."""
+        perm = tuple(perm)
         return Array._make(
             self._owner,
             self._ptr,
-            self._shape[::-1],
-            self._strides[::-1],
+            tuple(self._shape[d] for d in perm),
+            tuple(self._strides[d] for d in perm),
             self._dtype,
             self._queue,
             self._usm_type,

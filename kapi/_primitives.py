@@ -190,16 +190,7 @@ def rows_view(x: Array, axis) -> tuple[Array, tuple[int, ...], int]:
         raise np.exceptions.AxisError(ax, x.ndim)
     ax %= x.ndim
     perm = [d for d in range(x.ndim) if d != ax] + [ax]
-    t = Array._make(
-        x._owner,
-        x._ptr,
-        tuple(x.shape[d] for d in perm),
-        tuple(x.strides[d] for d in perm),
-        x.dtype,
-        x.sycl_queue,
-        x.usm_type,
-        x._host_ok,
-    )
+    t = x._permuted(perm)
     n = x.shape[ax]
     rows = 1
     for d in perm[:-1]:
@@ -220,16 +211,7 @@ def from_rows(r: Array, moved_shape, ax, ndim: int) -> Array:
     t = r.reshape(moved_shape)
     if ax is None or ax == ndim - 1:
         return t
-    v = Array._make(
-        t._owner,
-        t._ptr,
-        tuple(t.shape[d] for d in inv),
-        tuple(t.strides[d] for d in inv),
-        t.dtype,
-        t.sycl_queue,
-        t.usm_type,
-        t._host_ok,
-    )
+    v = t._permuted(inv)
     return v.copy()
 
 

@@ -354,16 +354,7 @@ def _as_rows(x: Array, axes) -> tuple[Array, tuple[int, ...]]:
     rows = 1
     for d in kept:
         rows *= d
-    t = Array._make(
-        x._owner,
-        x._ptr,
-        tuple(x.shape[d] for d in perm),
-        tuple(x.strides[d] for d in perm),
-        x.dtype,
-        x.sycl_queue,
-        x.usm_type,
-        x._host_ok,
-    )
+    t = x._permuted(perm)
     if t.layout != "C":
         c = Array._allocate(t.shape, t.dtype, t.sycl_queue, t.usm_type)
         _ufunc.launch("l0", [t], c, "reduction")
