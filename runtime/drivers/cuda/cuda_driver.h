@@ -272,6 +272,10 @@ ze_result_t cuda_module_get_kernel_names(ze_module_handle_t h, uint32_t *count, 
 ze_result_t cuda_module_get_native_binary(ze_module_handle_t h, size_t *size, uint8_t *binary);
 /* cuda_module_native.c: a native binary's parts (the finaliser's binary and the cubin, whose
  * length is 0 when it has none); 0 when the header is not this driver's. */
+/* KAPI_CUDA_DEBUG_PTX (cuda_ptx_debug.c): the directory, or NULL when unset. */
+const char *cuda_ptx_debug_dir(void);
+/* Writes PTX to the directory and returns a malloc'd copy whose line info names its lines. */
+char *cuda_ptx_debug_annotate(const char *dir, const char *ptx);
 int cuda_native_split(const void *bin, size_t len, const void **nv, size_t *nv_len,
                       const void **cubin, size_t *cubin_len);
 ze_result_t cuda_kernel_create(ze_module_handle_t m, const ze_kernel_desc_t *desc,

@@ -56,9 +56,15 @@ static void give_log(char *text, ze_module_build_log_handle_t *out) {
 
 static ze_result_t load_ptx(cuda_module_t *m, ze_module_build_log_handle_t *log) {
   char err[8192] = "";
-  int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *vals[2] = {err, (void *)(uintptr_t)sizeof err};
-  CUresult cr = cuda.cuModuleLoadDataEx(&m->mod, kc_nvptx_module_ptx(m->nv, NULL), 2, opts, vals);
+  int opts[3] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                 CU_JIT_GENERATE_LINE_INFO};
+  void *vals[3] = {err, (void *)(uintptr_t)sizeof err, (void *)(uintptr_t)1};
+  const char *ptx = kc_nvptx_module_ptx(m->nv, NULL);
+  const char *debug_dir = cuda_ptx_debug_dir();
+  char *annotated = debug_dir ? cuda_ptx_debug_annotate(debug_dir, ptx) : NULL;
+  CUresult cr =
+      cuda.cuModuleLoadDataEx(&m->mod, annotated ? annotated : ptx, annotated ? 3 : 2, opts, vals);
+  free(annotated);
   if (cr == CUDA_SUCCESS) return ZE_RESULT_SUCCESS;
   size_t n = strlen(err) + 64;
   char *text = malloc(n);
@@ -110,7 +116,7 @@ ze_result_t cuda_module_create(ze_context_handle_t c, ze_device_handle_t d,
   else
     free(text);
   /* A cubin the GPU or driver refuses costs only the JIT of the PTX beside it. */
-  int loaded = r == ZE_RESULT_SUCCESS && cubin_len &&
+  int loaded = r == ZE_RESULT_SUCCESS && cubin_len && !cuda_ptx_debug_dir() &&
                cuda.cuModuleLoadDataEx(&m->mod, cubin, 0, NULL, NULL) == CUDA_SUCCESS;
   if (r == ZE_RESULT_SUCCESS && !loaded) r = load_ptx(m, log);
   if (r != ZE_RESULT_SUCCESS) {
