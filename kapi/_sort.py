@@ -31,12 +31,13 @@ from . import _primitives as P
 from ._array import Array
 
 WG = 256  # work-items per group: one per digit value
-ITEMS = 4  # elements per work-item in a scatter chunk
+ITEMS = 4  # elements per work-item in a scatter chunk ("group": the split scans)
+RANK_ITEMS = 16  # keys per work-item in a "subgroup" chunk (8 with argsort's values)
 RADIX = 256
 _MAX_GROUPS_PER_CU = 32
 _MAX_GROUPS = 4096  # (a CUDA device reports its SMs' warp slots as compute units)
 _MIN_CHUNKS = 4
-# How a pass scatters: "subgroup" (GPUs: chunk scans by sub-group shuffles), "group" (chunk
+# How a pass scatters: "subgroup" (GPUs: chunk ranks by sub-group ballots), "group" (chunk
 # scans by work-group collectives), "serial" (kapi's CPU device); None: by device. Tests force each.
 SCATTER = None
 
@@ -167,29 +168,136 @@ SPLITSCAN
         c += C
 """
 
-# The work-group scan of the packed counters. With sub-groups of more than one work-item (GPUs)
-# each sub-group scans with shuffles and one barrier shares the sub-group totals (wt); kapi's
-# CPU device (sub-groups of one) uses the work-group collectives.
+# The work-group scan of the packed counters ("group": work-group collectives).
 _SPLIT_GROUP = """
             pre = K.exclusive_scan_over_group(g, acc, K.GroupOp.ADD)
             tot = K.reduce_over_group(g, acc, K.GroupOp.ADD)
             K.group_barrier(g)
 """
-_SPLIT_SUBGROUP = """
-            sg = it.get_sub_group()
-            sgid = sg.get_group_linear_id()
-            pre = K.exclusive_scan_over_group(sg, acc, K.GroupOp.ADD)
-            if sg.get_local_linear_id() == sg.get_local_linear_range() - 1:
-                wt[sgid] = pre + acc
-            K.group_barrier(g)
-            tot = np.uint64(0)
-            w = 0
-            while w < sg.get_group_linear_range():
-                t = wt[w]
-                if w < sgid:
-                    pre += t
-                tot += t
-                w += 1
+
+# The "subgroup" scatter (GPUs): each sub-group ranks its keys by digit with ballots (a
+# sub-group sum of one bit per lane is a 32-bit mask: one redux.sync on NVIDIA GPUs), so a
+# chunk of WG * ITEMS keys needs no per-bit splits. Sub-group w owns chunk positions
+# [w * S * ITEMS, (w + 1) * S * ITEMS) in batches of S consecutive keys (coalesced loads,
+# keys kept in registers); within a batch the lanes of equal digit (the AND of eight ballots)
+# rank by popcount of the lanes below, and the batch's highest such lane bumps the sub-group's
+# count of that digit in local memory (wh). After one barrier, work-item d turns the counts of
+# digit d into offsets over the sub-groups and the chunk's digits are scanned; each key is
+# then placed in local memory sorted by digit (stably: sub-groups, batches and lanes are in
+# index order), and written out in index order of that sorted chunk, so consecutive work-items
+# write consecutive addresses within each digit's run.
+_RANK_SRC = """
+def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, vl, ds, dc, wt):
+    g = it.get_group()
+    lid = it.get_local_id(0)
+    L = it.get_local_range(0)
+    gid = g.get_group_id(0)
+    sg = it.get_sub_group()
+    lane = sg.get_local_linear_id()
+    S = sg.get_local_linear_range()
+    w = sg.get_group_linear_id()
+    W = sg.get_group_linear_range()
+    C = L * ITEMS
+    R = 256 // L
+    d0 = lid * R
+    r = 0
+    while r < R:
+        run[d0 + r] = offs[(d0 + r) * G + gid]
+        r += 1
+    keys = K.PrivateArray(ITEMS, KDT)
+    rank = K.PrivateArray(ITEMS, np.int32)
+    VPRIV
+    ul = np.uint32(lane)
+    below = (np.uint32(1) << ul) - np.uint32(1)
+    live = np.uint32((np.uint64(1) << np.uint64(S)) - np.uint64(1))
+    wb = w * 256
+    c = gid * tile
+    end = min(n, c + tile)
+    while c < end:
+        cnt = min(C, end - c)
+        i = lane
+        while i < 256:
+            wh[wb + i] = np.int32(0)
+            i += S
+        K.group_barrier(sg)
+        for j in range(ITEMS):
+            p = w * S * ITEMS + j * S + lane
+            d = np.uint32(255)
+            if p < cnt:
+                kk = k[c + p]
+                keys[j] = kk
+                VLOAD
+                d = np.uint32((kk >> shift) & MASK)
+            m = live
+            for b in range(8):
+                bit = (d >> np.uint32(b)) & np.uint32(1)
+                bal = np.uint32(K.reduce_over_group(sg, np.uint32(bit << ul), K.GroupOp.ADD))
+                if bit != np.uint32(0):
+                    m = m & bal
+                else:
+                    m = m & (bal ^ np.uint32(0xFFFFFFFF))
+            base = wh[wb + np.int64(d)]
+            K.group_barrier(sg)
+            if (m >> ul) == np.uint32(1):
+                wh[wb + np.int64(d)] = base + np.int32(POPC(m))
+            K.group_barrier(sg)
+            rank[j] = base + np.int32(POPC(m & below))
+        K.group_barrier(g)
+        tot = np.int32(0)
+        r = 0
+        while r < R:
+            s = np.int32(0)
+            x = 0
+            while x < W:
+                t = wh[x * 256 + d0 + r]
+                wh[x * 256 + d0 + r] = s
+                s += t
+                x += 1
+            ds[d0 + r] = tot
+            dc[d0 + r] = s
+            tot += s
+            r += 1
+SCAN
+        r = 0
+        while r < R:
+            ds[d0 + r] += pre
+            r += 1
+        K.group_barrier(g)
+        for j in range(ITEMS):
+            p = w * S * ITEMS + j * S + lane
+            if p < cnt:
+                d = np.int64((keys[j] >> shift) & MASK)
+                q = ds[d] + wh[wb + d] + rank[j]
+                kl[q] = keys[j]
+                VPLACE
+        K.group_barrier(g)
+        for j in range(ITEMS):
+            q = j * L + lid
+            if q < cnt:
+                kk = kl[q]
+                d = np.int64((kk >> shift) & MASK)
+                dst = run[d] + (q - ds[d])
+                k2[dst] = kk
+                VSTORE
+        K.group_barrier(g)
+        r = 0
+        while r < R:
+            run[d0 + r] += np.int64(dc[d0 + r])
+            r += 1
+        c += C
+"""
+
+# The exclusive scan over the work-group of each work-item's digit total (tot) for
+# _rank_scatter: a sub-group scan, and one barrier to share the sub-groups' totals.
+_RANK_SCAN = """
+        pre = K.exclusive_scan_over_group(sg, tot, K.GroupOp.ADD)
+        if lane == S - 1:
+            wt[w] = pre + tot
+        K.group_barrier(g)
+        x = 0
+        while x < w:
+            pre += wt[x]
+            x += 1
 """
 
 
@@ -256,10 +364,22 @@ def _as_dtype(x: Array, dt: np.dtype) -> Array:
     )
 
 
+def _popc(x):
+    """The number of set bits of a uint32 (SWAR)."""
+    x = x - ((x >> np.uint32(1)) & np.uint32(0x55555555))
+    x = (x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333))
+    x = (x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
+    return np.uint32((x * np.uint32(0x01010101)) >> np.uint32(24))
+
+
+_popc.__kapi_device_func__ = True
+_popc.__kapi_device_options__ = {}
+
+
 def _kernel(src, entry, **subst):
     for a, b in subst.items():
         src = src.replace(a, b)
-    return P.kernel_of(src, entry, {})
+    return P.kernel_of(src, entry, {"POPC": _popc})
 
 
 def _mode(dt: np.dtype) -> int:
@@ -275,11 +395,11 @@ def _key_consts(dt: np.dtype):
     return sign, absm, inf, u((1 << bits) - 1)
 
 
-def _tile_for(x: Array, n: int) -> tuple[int, int]:
+def _tile_for(x: Array, n: int, chunk: int) -> tuple[int, int]:
     """(elements per work-group, groups): at most _MAX_GROUPS groups (enough to fill a GPU;
     more only grow the table of 256 counts per group that each pass scans) and at least
-    _MIN_CHUNKS chunks per group (so that table stays small beside the keys)."""
-    chunk = WG * ITEMS
+    _MIN_CHUNKS chunks of `chunk` elements per group (so that table stays small beside the
+    keys)."""
     cap = min(_MAX_GROUPS, _MAX_GROUPS_PER_CU * max(1, x.device.max_compute_units))
     tile = -(-n // cap)
     tile = max(_MIN_CHUNKS * chunk, -(-tile // chunk) * chunk)
@@ -323,39 +443,81 @@ def _parallel_pass(k: Array, withv: bool, kind: str):
 
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
-    tile, G = _tile_for(k, n)
+    items = (RANK_ITEMS // 2 if withv else RANK_ITEMS) if kind == "subgroup" else ITEMS
+    wg = _rank_wg(k.device) if kind == "subgroup" else WG
+    tile, G = _tile_for(k, n, wg * items)
     nd = NdRange(G * WG, WG)
+    nd_s = NdRange(G * wg, wg)
     hist_k = _kernel(_HIST_SRC, "_hist")
-    scat_k = _kernel(
-        _SCATTER_SRC,
-        "_scatter",
-        SPLITSCAN=(_SPLIT_SUBGROUP if kind == "subgroup" else _SPLIT_GROUP).strip("\n"),
-        VLOAD="vl[p] = v[c + p]" if withv else "pass",
-        VSTORE="v2[dst] = vl[o[e]]" if withv else "pass",
-    )
     hist = Array._allocate((1, RADIX * G), np.dtype(np.int64), q, ut)
     offs = Array._allocate((1, RADIX * G), np.dtype(np.int64), q, ut)
-    local = dict(
-        cnt=K.LocalAccessor(RADIX, np.uint32),
-        run=K.LocalAccessor(RADIX, np.int64),
-        first=K.LocalAccessor(RADIX, np.int32),
-        sd=K.LocalAccessor(WG * ITEMS, np.int32),
-        si=K.LocalAccessor(WG * ITEMS, np.int32),
-        kl=K.LocalAccessor(WG * ITEMS, k.dtype),
-        vl=K.LocalAccessor(WG * ITEMS if withv else 1, np.int64),
-        wt=K.LocalAccessor(WG, np.uint64),
-    )
+    sizes = (np.int64(n), np.int64(tile), np.int64(G))
     _, add = P.resolve_op("add", "sort")
     mask = k.dtype.type(RADIX - 1)
-    sizes = (np.int64(n), np.int64(tile), np.int64(G))
+    cnt = K.LocalAccessor(RADIX, np.uint32)
+    if kind == "subgroup":
+        scat_k, lm, _ = _rank_kernel(k, withv, items)
+    else:
+        scat_k = _kernel(
+            _SCATTER_SRC,
+            "_scatter",
+            SPLITSCAN=_SPLIT_GROUP.strip("\n"),
+            VLOAD="vl[p] = v[c + p]" if withv else "pass",
+            VSTORE="v2[dst] = vl[o[e]]" if withv else "pass",
+        )
+        lm = [
+            K.LocalAccessor(RADIX, np.int64),  # run
+            K.LocalAccessor(RADIX, np.int32),  # first
+            K.LocalAccessor(WG * ITEMS, np.int32),  # sd
+            K.LocalAccessor(WG * ITEMS, np.int32),  # si
+            K.LocalAccessor(WG * ITEMS, k.dtype),  # kl
+            K.LocalAccessor(WG * ITEMS if withv else 1, np.int64),  # vl
+            K.LocalAccessor(WG, np.uint64),  # wt
+        ]
 
     def one_pass(k, v, k2, v2, sh, withv):
-        call_kernel(hist_k, nd, k, hist.reshape(RADIX * G), *sizes, sh, mask, local["cnt"])
+        call_kernel(hist_k, nd, k, hist.reshape(RADIX * G), *sizes, sh, mask, cnt)
         P._scan_rows(hist, offs, add, "add", True, 0)
-        lm = [local[x] for x in ("run", "first", "sd", "si", "kl", "vl", "wt")]
-        call_kernel(scat_k, nd, k, v, k2, v2, offs.reshape(RADIX * G), *sizes, sh, mask, *lm)
+        call_kernel(scat_k, nd_s, k, v, k2, v2, offs.reshape(RADIX * G), *sizes, sh, mask, *lm)
 
     return one_pass
+
+
+def _rank_wg(dev) -> int:
+    """Work-items per group of the "subgroup" scatter: 256, or fewer with sub-groups of
+    under 8 work-items (kapi's CPU device) so that the counts per sub-group (wh) fit in
+    32 KiB of local memory."""
+    return min(WG, 32 * max(dev.sub_group_sizes or [1]))
+
+
+def _rank_kernel(k: Array, withv: bool, items: int):
+    """The "subgroup" scatter kernel for keys like k, its local memory and group size."""
+    from . import kernel_api as K
+
+    sgs = max(k.device.sub_group_sizes or [1])
+    wg = _rank_wg(k.device)
+    W = -(-wg // sgs)  # sub-groups per work-group
+    scat_k = _kernel(
+        _RANK_SRC,
+        "_rank_scatter",
+        SCAN=_RANK_SCAN.strip("\n"),
+        ITEMS=str(items),
+        KDT=f"np.{k.dtype.name}",
+        VPRIV=f"vals = K.PrivateArray({items}, np.int64)" if withv else "pass",
+        VLOAD="vals[j] = v[c + p]" if withv else "pass",
+        VPLACE="vl[q] = vals[j]" if withv else "pass",
+        VSTORE="v2[dst] = vl[q]" if withv else "pass",
+    )
+    lm = [
+        K.LocalAccessor(RADIX, np.int64),  # run: the group's next place per digit
+        K.LocalAccessor(RADIX * W, np.int32),  # wh: counts, then offsets, per sub-group
+        K.LocalAccessor(wg * items, k.dtype),  # kl: the chunk sorted by digit
+        K.LocalAccessor(wg * items if withv else 1, np.int64),  # vl
+        K.LocalAccessor(RADIX, np.int32),  # ds: where each digit starts in the chunk
+        K.LocalAccessor(RADIX, np.int32),  # dc: how many keys of each digit the chunk has
+        K.LocalAccessor(W, np.int32),  # wt: the sub-groups' digit totals
+    ]
+    return scat_k, lm, wg
 
 
 def _serial_pass(k, v, k2, v2, sh, withv):
