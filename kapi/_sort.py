@@ -7,14 +7,19 @@ the sign bit of positives, and every NaN becomes the largest key (NaNs last, as 
 argsort also maps -0.0 to +0.0 so that equal values keep their order. A descending sort
 complements the keys. Each pass sorts by 8 bits, stably:
 
-1. `_hist`: each work-group counts the digits of its tile (local-memory atomics) into a
-   digit-major table hist[digit * G + group];
+1. `_hist`: each work-group counts the digits of its tile (local-memory atomics, four
+   loads in flight per work-item) into a digit-major table hist[digit * G + group];
 2. an exclusive scan of that table (kapi.scan's kernels) gives, for every (digit, group), the
    place of its first element in the output;
-3. `_scatter`: each group walks its tile in chunks of WG * ITEMS elements, sorts a chunk by
-   digit in local memory (four stable 2-bit splits, each a work-group scan of counters packed
-   16 bits apiece into a uint64), and writes each element at its digit's running offset plus
-   its rank among the chunk's elements of that digit.
+3. the scatter: each group walks its tile in chunks, ranks each chunk's elements stably by
+   digit and writes each element at its digit's running offset plus its rank among the
+   chunk's elements of that digit. On GPUs (`_rank_scatter`) a chunk is WG * RANK_ITEMS keys
+   held in registers; each sub-group ranks its keys with ballots (sub-group sums of one bit
+   per lane), counts per sub-group and digit in local memory, and the chunk, placed in
+   local memory sorted by digit, is written out in that order (runs of equal digits are
+   written by consecutive work-items). Elsewhere (`_scatter`) a chunk of WG * ITEMS is
+   sorted by four stable 2-bit splits, each a work-group scan of counters packed 16 bits
+   apiece into a uint64.
 
 On kapi's CPU device a pass is instead a stable counting sort per contiguous block, one
 block per work-item (`_hist_serial`, the table's scan, `_scatter_serial`): no barriers, which
@@ -32,7 +37,7 @@ from ._array import Array
 
 WG = 256  # work-items per group: one per digit value
 ITEMS = 4  # elements per work-item in a scatter chunk ("group": the split scans)
-RANK_ITEMS = 16  # keys per work-item in a "subgroup" chunk (8 with argsort's values)
+RANK_ITEMS = 8  # keys per work-item in a "subgroup" chunk (half with argsort's values)
 RADIX = 256
 _MAX_GROUPS_PER_CU = 32
 _MAX_GROUPS = 4096  # (a CUDA device reports its SMs' warp slots as compute units)
@@ -93,10 +98,17 @@ def _hist(it, k, hist, n, tile, G, shift, MASK, cnt):
     i = gid * tile + lid
     end = min(n, gid * tile + tile)
     one = np.uint32(1)
+    d = K.PrivateArray(4, np.int32)
     while i < end:
-        d = np.int64((k[i] >> shift) & MASK)
-        K.AtomicRef(cnt, d, memory_scope=K.MemoryScope.WORK_GROUP).fetch_add(one)
-        i += L
+        for j in range(UNROLL):
+            q = i + j * L
+            d[j] = np.int32(-1)
+            if q < end:
+                d[j] = np.int32((k[q] >> shift) & MASK)
+        for j in range(UNROLL):
+            if d[j] >= 0:
+                K.AtomicRef(cnt, d[j], memory_scope=K.MemoryScope.WORK_GROUP).fetch_add(one)
+        i += L * 4
     K.group_barrier(g)
     hist[lid * G + gid] = np.int64(cnt[lid])
 """
@@ -220,7 +232,7 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
             wh[wb + i] = np.int32(0)
             i += S
         K.group_barrier(sg)
-        for j in range(ITEMS):
+        for j in range(UNROLL):
             p = w * S * ITEMS + j * S + lane
             d = np.uint32(255)
             if p < cnt:
@@ -263,7 +275,7 @@ SCAN
             ds[d0 + r] += pre
             r += 1
         K.group_barrier(g)
-        for j in range(ITEMS):
+        for j in range(UNROLL):
             p = w * S * ITEMS + j * S + lane
             if p < cnt:
                 d = np.int64((keys[j] >> shift) & MASK)
@@ -271,7 +283,7 @@ SCAN
                 kl[q] = keys[j]
                 VPLACE
         K.group_barrier(g)
-        for j in range(ITEMS):
+        for j in range(UNROLL):
             q = j * L + lid
             if q < cnt:
                 kk = kl[q]
@@ -376,6 +388,27 @@ _popc.__kapi_device_func__ = True
 _popc.__kapi_device_options__ = {}
 
 
+def _unroll(src: str, n: int) -> str:
+    """src with each `for j in range(UNROLL):` loop written out n times (j = 0, 1, ...), so
+    that the private arrays it indexes by j are registers rather than stack memory."""
+    out, lines, i = [], src.split("\n"), 0
+    while i < len(lines):
+        line = lines[i]
+        if line.strip() != "for j in range(UNROLL):":
+            out.append(line)
+            i += 1
+            continue
+        ind = line[: len(line) - len(line.lstrip())]
+        body, i = [], i + 1
+        while i < len(lines) and (not lines[i].strip() or lines[i].startswith(ind + " ")):
+            body.append(lines[i][4:])
+            i += 1
+        for j in range(n):
+            out.append(f"{ind}j = {j}")
+            out.extend(body)
+    return "\n".join(out)
+
+
 def _kernel(src, entry, **subst):
     for a, b in subst.items():
         src = src.replace(a, b)
@@ -448,7 +481,7 @@ def _parallel_pass(k: Array, withv: bool, kind: str):
     tile, G = _tile_for(k, n, wg * items)
     nd = NdRange(G * WG, WG)
     nd_s = NdRange(G * wg, wg)
-    hist_k = _kernel(_HIST_SRC, "_hist")
+    hist_k = _kernel(_unroll(_HIST_SRC, 4), "_hist")  # 4 loads in flight per work-item
     hist = Array._allocate((1, RADIX * G), np.dtype(np.int64), q, ut)
     offs = Array._allocate((1, RADIX * G), np.dtype(np.int64), q, ut)
     sizes = (np.int64(n), np.int64(tile), np.int64(G))
@@ -498,7 +531,7 @@ def _rank_kernel(k: Array, withv: bool, items: int):
     wg = _rank_wg(k.device)
     W = -(-wg // sgs)  # sub-groups per work-group
     scat_k = _kernel(
-        _RANK_SRC,
+        _unroll(_RANK_SRC, items),
         "_rank_scatter",
         SCAN=_RANK_SCAN.strip("\n"),
         ITEMS=str(items),
