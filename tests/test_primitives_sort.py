@@ -201,3 +201,44 @@ def test_every_scatter_kind(dev, monkeypatch, kind, dtype):
     a = kapi.asarray(h, device=dev)
     _eq(kapi.sort(a), np.sort(h))
     _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
+@pytest.mark.parametrize("withv", [False, True])
+def test_rank_scatter_ptx_ranks_by_ballots_in_registers(monkeypatch, withv):
+    """The GPUs' scatter kernel, through the NVPTX finaliser: its ranking is warp ballots
+    (redux.sync, 8 per key batch, no work-group barrier per bit), its keys and ranks stay in
+    registers (no local-memory stack arrays), and ptxas assembles it for sm_90."""
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from nvptx_util import ptx_of
+
+    from kapi import _primitives, _sort
+
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if not shutil.which(ptxas):
+        pytest.skip("ptxas not found (install the CUDA toolkit to assemble the PTX)")
+    monkeypatch.setattr(_sort, "SCATTER", "subgroup")
+    a = kapi.asarray(np.arange(5000, dtype=np.uint32)[::-1].copy(), device=DEVICES[0])
+    (kapi.argsort if withv else kapi.sort)(a)
+    items = _sort.RANK_ITEMS // 2 if withv else _sort.RANK_ITEMS
+    (kern,) = [
+        k
+        for (src, _), k in _primitives._KERNELS.items()
+        if "def _rank_scatter" in src
+        and ("vals = K.PrivateArray" in src) == withv
+        and f"K.PrivateArray({items}, np.uint32)" in src
+    ]
+    (ck,) = kern.overloads.values()
+    ptx = ptx_of(ck.spirv)
+    assert ptx.count("redux.sync") == 8 * items
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    assert ptx.count("bar.sync") <= 6  # work-group barriers per chunk, none per key batch
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "k.ptx"
+        src.write_text(ptx)
+        r = subprocess.run([ptxas, "-arch=sm_90", str(src), "-o", str(Path(d) / "k.cubin")],
+                           capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr
