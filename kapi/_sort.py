@@ -377,11 +377,17 @@ def _as_dtype(x: Array, dt: np.dtype) -> Array:
 
 
 def _popc(x):
-    """The number of set bits of a uint32 (SWAR)."""
+    """The number of set bits of a uint32 (SWAR). The byte counts are summed by shifts, not
+    by the usual multiply by 0x01010101 and shift by 24: kapi types uint32 arithmetic as
+    Numba does, in 64 bits, so that product keeps the upper bytes' partial sums above bit 31
+    and the count came out as large as 2^27 for masks with bits above 7 (on GPUs, ranks far
+    outside the chunk: the scatter wrote out of bounds and the device was lost)."""
     x = x - ((x >> np.uint32(1)) & np.uint32(0x55555555))
     x = (x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333))
     x = (x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
-    return np.uint32((x * np.uint32(0x01010101)) >> np.uint32(24))
+    x = x + (x >> np.uint32(8))
+    x = x + (x >> np.uint32(16))
+    return np.uint32(x & np.uint32(0x3F))
 
 
 _popc.__kapi_device_func__ = True

@@ -242,3 +242,29 @@ def test_rank_scatter_ptx_ranks_by_ballots_in_registers(monkeypatch, withv):
         r = subprocess.run([ptxas, "-arch=sm_90", str(src), "-o", str(Path(d) / "k.cubin")],
                            capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 0, r.stderr
+
+
+def test_popc_counts_bits_above_the_low_byte(dev):
+    """The scatter's bit count of a uint32 ballot mask, compiled as the kernels use it: the
+    ranks of lanes 8..31 depend on bits above the low byte (the multiply-based count was
+    right only below 256 under kapi's 64-bit integer arithmetic, and the ballot scatter then
+    wrote out of bounds on GPUs)."""
+    from kapi import _primitives, _sort
+    from kapi._launch import call_kernel
+    from kapi._ranges import Range
+
+    src = "def _popc_t(item, x, y):\n    i = item.get_id(0)\n    y[i] = POPC(x[i])\n"
+    k = _primitives.kernel_of(src, "_popc_t", {"POPC": _sort._popc})
+    rng = np.random.default_rng(3)
+    h = np.concatenate(
+        [
+            np.array([0, 1, 0xFF, 0x100, 0xFFFF, 0x80000000, 0xFFFFFFFF], np.uint32),
+            (np.uint32(1) << np.arange(32, dtype=np.uint32)) - np.uint32(1),
+            rng.integers(0, 2**32, 200, dtype=np.uint64).astype(np.uint32),
+        ]
+    )
+    x = kapi.asarray(h, device=dev)
+    y = kapi.asarray(np.zeros(h.size, np.uint32), device=dev)
+    call_kernel(k, Range(h.size), x, y)
+    want = np.array([bin(int(v)).count("1") for v in h], np.uint32)
+    _eq(y, want)
