@@ -13,13 +13,14 @@ complements the keys. Each pass sorts by 8 bits, stably:
    place of its first element in the output;
 3. the scatter: each group walks its tile in chunks, ranks each chunk's elements stably by
    digit and writes each element at its digit's running offset plus its rank among the
-   chunk's elements of that digit. On GPUs (`_rank_scatter`) a chunk is WG * RANK_ITEMS keys
-   held in registers; each sub-group ranks its keys with ballots (sub-group sums of one bit
-   per lane), counts per sub-group and digit in local memory, and the chunk, placed in
-   local memory sorted by digit, is written out in that order (runs of equal digits are
-   written by consecutive work-items). Elsewhere (`_scatter`) a chunk of WG * ITEMS is
-   sorted by four stable 2-bit splits, each a work-group scan of counters packed 16 bits
-   apiece into a uint64.
+   chunk's elements of that digit. On GPUs ("ballot", `_rank_scatter`) a chunk is
+   WG * RANK_ITEMS keys held in registers; each sub-group ranks its keys with ballots
+   (sub-group sums of one bit per lane), counts per sub-group and digit in local memory, and
+   the chunk, placed in local memory sorted by digit, is written out in that order (runs of
+   equal digits are written by consecutive work-items). Otherwise (`_scatter`) a chunk of
+   WG * ITEMS is sorted by four stable 2-bit splits, each a work-group scan of counters
+   packed 16 bits apiece into a uint64, by sub-group shuffles ("shuffle") or work-group
+   collectives ("group").
 
 On kapi's CPU device a pass is instead a stable counting sort per contiguous block, one
 block per work-item (`_hist_serial`, the table's scan, `_scatter_serial`): no barriers, which
@@ -30,6 +31,8 @@ sort along the last axis by sorting everything by value, then stably by row.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from . import _primitives as P
@@ -37,14 +40,18 @@ from ._array import Array
 
 WG = 256  # work-items per group: one per digit value
 ITEMS = 4  # elements per work-item in a scatter chunk ("group": the split scans)
-RANK_ITEMS = 8  # keys per work-item in a "subgroup" chunk (half with argsort's values)
+# Keys per work-item in a "ballot" chunk (half with argsort's values); KAPI_SORT_KEYS_PER_ITEM
+# overrides it (to compare: 4, 8 or 16).
+RANK_ITEMS = 8
 RADIX = 256
 _MAX_GROUPS_PER_CU = 32
 _MAX_GROUPS = 4096  # (a CUDA device reports its SMs' warp slots as compute units)
 _MIN_CHUNKS = 4
-# How a pass scatters: "subgroup" (GPUs: chunk ranks by sub-group ballots), "group" (chunk
-# scans by work-group collectives), "serial" (kapi's CPU device); None: by device. Tests force each.
+# How a pass scatters: "ballot" (GPUs: chunk ranks by sub-group ballots), "shuffle" (chunk
+# split scans by sub-group shuffles), "group" (by work-group collectives), "serial" (kapi's CPU
+# device); None: KAPI_SORT_SCATTER if set, else by device. Tests force each.
 SCATTER = None
+KINDS = ("ballot", "shuffle", "group", "serial")
 
 _KEYS_IN_SRC = """
 def _keys_in(item, x, k, v, mode, canon0, desc, SIGN, ABSM, INF, ALL, WITHV):
@@ -180,24 +187,47 @@ SPLITSCAN
         c += C
 """
 
-# The work-group scan of the packed counters ("group": work-group collectives).
+# The work-group scan of the packed counters: "group" by the work-group collectives; "shuffle"
+# (sub-groups of more than one work-item) by a scan per sub-group (shuffles) and one barrier
+# to share the sub-groups' totals (wt).
 _SPLIT_GROUP = """
             pre = K.exclusive_scan_over_group(g, acc, K.GroupOp.ADD)
             tot = K.reduce_over_group(g, acc, K.GroupOp.ADD)
             K.group_barrier(g)
 """
+_SPLIT_SUBGROUP = """
+            sg = it.get_sub_group()
+            sgid = sg.get_group_linear_id()
+            pre = K.exclusive_scan_over_group(sg, acc, K.GroupOp.ADD)
+            if sg.get_local_linear_id() == sg.get_local_linear_range() - 1:
+                wt[sgid] = pre + acc
+            K.group_barrier(g)
+            tot = np.uint64(0)
+            w = 0
+            while w < sg.get_group_linear_range():
+                t = wt[w]
+                if w < sgid:
+                    pre += t
+                tot += t
+                w += 1
+"""
 
-# The "subgroup" scatter (GPUs): each sub-group ranks its keys by digit with ballots (a
+# The "ballot" scatter (GPUs): each sub-group ranks its keys by digit with ballots (a
 # sub-group sum of one bit per lane is a 32-bit mask: one redux.sync on NVIDIA GPUs), so a
 # chunk of WG * ITEMS keys needs no per-bit splits. Sub-group w owns chunk positions
 # [w * S * ITEMS, (w + 1) * S * ITEMS) in batches of S consecutive keys (coalesced loads,
 # keys kept in registers); within a batch the lanes of equal digit (the AND of eight ballots)
 # rank by popcount of the lanes below, and the batch's highest such lane bumps the sub-group's
-# count of that digit in local memory (wh). After one barrier, work-item d turns the counts of
-# digit d into offsets over the sub-groups and the chunk's digits are scanned; each key is
-# then placed in local memory sorted by digit (stably: sub-groups, batches and lanes are in
-# index order), and written out in index order of that sorted chunk, so consecutive work-items
-# write consecutive addresses within each digit's run.
+# count of that digit in local memory (wh). Every lane of the sub-group reaches every ballot
+# and sub-group barrier: nothing before them branches per lane (a lane past the chunk's end
+# loads the chunk's last key again and is left out of the masks, m starting as the batch's
+# lanes inside the chunk), as warp-synchronous instructions require (a test checks the PTX).
+# The masks are 32 bits: sub-groups of at most 32 work-items, all full (_scatter_kind).
+# After one barrier, work-item d turns the counts of digit d into offsets over the sub-groups
+# and the chunk's digits are scanned; each key is then placed in local memory sorted by digit
+# (stably: sub-groups, batches and lanes are in index order), and written out in index order
+# of that sorted chunk, so consecutive work-items write consecutive addresses within each
+# digit's run.
 _RANK_SRC = """
 def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, vl, ds, dc, wt):
     g = it.get_group()
@@ -221,7 +251,6 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
     VPRIV
     ul = np.uint32(lane)
     below = (np.uint32(1) << ul) - np.uint32(1)
-    live = np.uint32((np.uint64(1) << np.uint64(S)) - np.uint64(1))
     wb = w * 256
     c = gid * tile
     end = min(n, c + tile)
@@ -233,14 +262,15 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
             i += S
         K.group_barrier(sg)
         for j in range(UNROLL):
-            p = w * S * ITEMS + j * S + lane
-            d = np.uint32(255)
-            if p < cnt:
-                kk = k[c + p]
-                keys[j] = kk
-                VLOAD
-                d = np.uint32((kk >> shift) & MASK)
-            m = live
+            pb = w * S * ITEMS + j * S
+            p = pb + lane
+            pl = min(p, cnt - 1)
+            kk = k[c + pl]
+            keys[j] = kk
+            VLOAD
+            d = np.uint32((kk >> shift) & MASK)
+            nb = min(max(cnt - pb, 0), S)
+            m = np.uint32((np.uint64(1) << np.uint64(nb)) - np.uint64(1))
             for b in range(8):
                 bit = (d >> np.uint32(b)) & np.uint32(1)
                 bal = np.uint32(K.reduce_over_group(sg, np.uint32(bit << ul), K.GroupOp.ADD))
@@ -445,12 +475,38 @@ def _tile_for(x: Array, n: int, chunk: int) -> tuple[int, int]:
     return tile, -(-n // tile)
 
 
+def _ballots_fit(dev) -> bool:
+    """Whether the "ballot" scatter can run on dev: its masks are 32 bits and its work-groups
+    must be whole sub-groups (a batch's positions assume every sub-group has S lanes)."""
+    wg = _rank_wg(dev)
+    return all(s <= 32 and wg % s == 0 for s in dev.sub_group_sizes or [1])
+
+
 def _scatter_kind(dev) -> str:
-    if SCATTER is not None:
-        return SCATTER
+    """How a pass scatters on dev: SCATTER, else KAPI_SORT_SCATTER, else by device."""
+    kind = SCATTER or os.environ.get("KAPI_SORT_SCATTER") or None
+    if kind is not None:
+        if kind not in KINDS:
+            raise ValueError(f"KAPI_SORT_SCATTER must be one of {', '.join(KINDS)}, not {kind!r}")
+        if kind == "ballot" and not _ballots_fit(dev):
+            raise ValueError(
+                f"the ballot scatter needs sub-groups of at most 32 work-items dividing "
+                f"{_rank_wg(dev)}; {dev.name} has {tuple(dev.sub_group_sizes)}"
+            )
+        return kind
     if _has_subgroups(dev):
-        return "subgroup"
+        return "ballot" if _ballots_fit(dev) else "shuffle"
     return "serial" if dev.device_type == "cpu" else "group"
+
+
+def _rank_items() -> int:
+    """Keys per work-item of a "ballot" chunk: KAPI_SORT_KEYS_PER_ITEM, else RANK_ITEMS."""
+    v = os.environ.get("KAPI_SORT_KEYS_PER_ITEM")
+    if not v:
+        return RANK_ITEMS
+    if v.strip() not in ("2", "4", "8", "16"):
+        raise ValueError(f"KAPI_SORT_KEYS_PER_ITEM must be 2, 4, 8 or 16, not {v!r}")
+    return int(v)
 
 
 def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int):
@@ -482,8 +538,9 @@ def _parallel_pass(k: Array, withv: bool, kind: str):
 
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
-    items = (RANK_ITEMS // 2 if withv else RANK_ITEMS) if kind == "subgroup" else ITEMS
-    wg = _rank_wg(k.device) if kind == "subgroup" else WG
+    ri = _rank_items()
+    items = (max(1, ri // 2) if withv else ri) if kind == "ballot" else ITEMS
+    wg = _rank_wg(k.device) if kind == "ballot" else WG
     tile, G = _tile_for(k, n, wg * items)
     nd = NdRange(G * WG, WG)
     nd_s = NdRange(G * wg, wg)
@@ -494,13 +551,14 @@ def _parallel_pass(k: Array, withv: bool, kind: str):
     _, add = P.resolve_op("add", "sort")
     mask = k.dtype.type(RADIX - 1)
     cnt = K.LocalAccessor(RADIX, np.uint32)
-    if kind == "subgroup":
+    if kind == "ballot":
         scat_k, lm, _ = _rank_kernel(k, withv, items)
     else:
+        split = _SPLIT_SUBGROUP if kind == "shuffle" else _SPLIT_GROUP
         scat_k = _kernel(
             _SCATTER_SRC,
             "_scatter",
-            SPLITSCAN=_SPLIT_GROUP.strip("\n"),
+            SPLITSCAN=split.strip("\n"),
             VLOAD="vl[p] = v[c + p]" if withv else "pass",
             VSTORE="v2[dst] = vl[o[e]]" if withv else "pass",
         )
@@ -523,14 +581,14 @@ def _parallel_pass(k: Array, withv: bool, kind: str):
 
 
 def _rank_wg(dev) -> int:
-    """Work-items per group of the "subgroup" scatter: 256, or fewer with sub-groups of
+    """Work-items per group of the "ballot" scatter: 256, or fewer with sub-groups of
     under 8 work-items (kapi's CPU device) so that the counts per sub-group (wh) fit in
     32 KiB of local memory."""
     return min(WG, 32 * max(dev.sub_group_sizes or [1]))
 
 
 def _rank_kernel(k: Array, withv: bool, items: int):
-    """The "subgroup" scatter kernel for keys like k, its local memory and group size."""
+    """The "ballot" scatter kernel for keys like k, its local memory and group size."""
     from . import kernel_api as K
 
     sgs = max(k.device.sub_group_sizes or [1])
@@ -543,7 +601,7 @@ def _rank_kernel(k: Array, withv: bool, items: int):
         ITEMS=str(items),
         KDT=f"np.{k.dtype.name}",
         VPRIV=f"vals = K.PrivateArray({items}, np.int64)" if withv else "pass",
-        VLOAD="vals[j] = v[c + p]" if withv else "pass",
+        VLOAD="vals[j] = v[c + pl]" if withv else "pass",
         VPLACE="vl[q] = vals[j]" if withv else "pass",
         VSTORE="v2[dst] = vl[q]" if withv else "pass",
     )

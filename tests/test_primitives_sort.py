@@ -188,12 +188,12 @@ def test_unique_2d_and_empty(dev):
     assert u.size == 0 and c.size == 0
 
 
-@pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
+@pytest.mark.parametrize("kind", ["ballot", "shuffle", "group", "serial"])
 @pytest.mark.parametrize("dtype", ["uint32", "float64", "int8"])
 def test_every_scatter_kind(dev, monkeypatch, kind, dtype):
-    """The three ways a pass scatters (chunk scans by sub-groups: GPUs; by work-group
-    collectives; sequential blocks: kapi's CPU device) all sort right on every device
-    (sub-groups of one work-item included)."""
+    """The four ways a pass scatters (chunks ranked by sub-group ballots: GPUs; chunk split
+    scans by sub-group shuffles; by work-group collectives; sequential blocks: kapi's CPU
+    device) all sort right on every device (sub-groups of one work-item included)."""
     from kapi import _sort
 
     monkeypatch.setattr(_sort, "SCATTER", kind)
@@ -203,45 +203,82 @@ def test_every_scatter_kind(dev, monkeypatch, kind, dtype):
     _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
 
 
-@pytest.mark.parametrize("withv", [False, True])
-def test_rank_scatter_ptx_ranks_by_ballots_in_registers(monkeypatch, withv):
-    """The GPUs' scatter kernel, through the NVPTX finaliser: its ranking is warp ballots
-    (redux.sync, 8 per key batch, no work-group barrier per bit), its keys and ranks stay in
-    registers (no local-memory stack arrays), and ptxas assembles it for sm_90."""
+def _scatter_ptx(entry: str, want) -> str:
+    """The PTX of the one cached sort kernel `entry` whose source `want` accepts, for uint32
+    keys."""
+    from nvptx_util import ptx_of
+
+    from kapi import _primitives
+
+    (kern,) = [
+        k for (src, _), k in _primitives._KERNELS.items() if f"def {entry}(" in src and want(src)
+    ]
+    (ck,) = [c for sig, c in kern.overloads.items() if sig[1][0] == "array(u32,1,C,global)"]
+    return ptx_of(ck.spirv)
+
+
+def _assemble_sm90(ptx: str):
     import shutil
     import subprocess
     import tempfile
     from pathlib import Path
 
-    from nvptx_util import ptx_of
-
-    from kapi import _primitives, _sort
-
     ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
     if not shutil.which(ptxas):
         pytest.skip("ptxas not found (install the CUDA toolkit to assemble the PTX)")
-    monkeypatch.setattr(_sort, "SCATTER", "subgroup")
-    a = kapi.asarray(np.arange(5000, dtype=np.uint32)[::-1].copy(), device=DEVICES[0])
-    (kapi.argsort if withv else kapi.sort)(a)
-    items = _sort.RANK_ITEMS // 2 if withv else _sort.RANK_ITEMS
-    (kern,) = [
-        k
-        for (src, _), k in _primitives._KERNELS.items()
-        if "def _rank_scatter" in src
-        and ("vals = K.PrivateArray" in src) == withv
-        and f"K.PrivateArray({items}, np.uint32)" in src
-    ]
-    (ck,) = kern.overloads.values()
-    ptx = ptx_of(ck.spirv)
-    assert ptx.count("redux.sync") == 8 * items
-    assert "ld.local" not in ptx and "st.local" not in ptx
-    assert ptx.count("bar.sync") <= 6  # work-group barriers per chunk, none per key batch
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "k.ptx"
         src.write_text(ptx)
         r = subprocess.run([ptxas, "-arch=sm_90", str(src), "-o", str(Path(d) / "k.cubin")],
                            capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("items", ["4", "8", "16"])
+@pytest.mark.parametrize("withv", [False, True])
+def test_rank_scatter_ptx_ranks_by_ballots_in_registers(monkeypatch, withv, items):
+    """The GPUs' scatter kernel (each KAPI_SORT_KEYS_PER_ITEM the benchmark compares), through
+    the NVPTX finaliser: its ranking is warp ballots (redux.sync, 8 per key batch, no
+    work-group barrier per bit) that no lane-varying branch guards, its keys and ranks stay in
+    registers (no local-memory stack arrays), and ptxas assembles it for sm_90."""
+    from nvptx_util import divergent_warp_sync
+
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", "ballot")
+    monkeypatch.setenv("KAPI_SORT_KEYS_PER_ITEM", items)
+    a = kapi.asarray(np.arange(5000, dtype=np.uint32)[::-1].copy(), device=DEVICES[0])
+    (kapi.argsort if withv else kapi.sort)(a)
+    n = int(items) // 2 if withv else int(items)
+    ptx = _scatter_ptx(
+        "_rank_scatter",
+        lambda src: (
+            ("vals = K.PrivateArray" in src) == withv
+            and f"keys = K.PrivateArray({n}, np.uint32)" in src
+        ),
+    )
+    assert ptx.count("redux.sync") == 8 * n
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    assert ptx.count("bar.sync") <= 6  # work-group barriers per chunk, none per key batch
+    assert divergent_warp_sync(ptx, "_rank_scatter") == []  # every lane reaches every ballot
+    _assemble_sm90(ptx)
+
+
+def test_shuffle_scatter_ptx_has_no_divergent_shuffles(monkeypatch):
+    """The "shuffle" scatter (KAPI_SORT_SCATTER=shuffle): its sub-group scans are warp
+    shuffles that every lane reaches, and ptxas assembles it for sm_90."""
+    from nvptx_util import divergent_warp_sync
+
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", "shuffle")
+    kapi.sort(kapi.asarray(np.arange(5000, dtype=np.uint32)[::-1].copy(), device=DEVICES[0]))
+    ptx = _scatter_ptx(
+        "_scatter", lambda src: "sg = it.get_sub_group()" in src and "vl[p] = v" not in src
+    )
+    assert "shfl.sync.up" in ptx
+    assert divergent_warp_sync(ptx, "_scatter") == []
+    _assemble_sm90(ptx)
 
 
 def test_popc_counts_bits_above_the_low_byte(dev):
