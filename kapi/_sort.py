@@ -53,29 +53,60 @@ _MIN_CHUNKS = 4
 SCATTER = None
 KINDS = ("ballot", "shuffle", "group", "serial")
 
+# GPUs: the keys of x (into k, with WRITE; the indices into v, with WITHV) and which of their
+# bits vary: the work-items stride over x, OR the keys they visit and their complements, and
+# each group reduces both before one work-item ORs them into vo[0] and vo[1] (a bit varies
+# where some key has it set and some clear: vo[0] & vo[1]). One pass over x, where separate OR
+# and AND reductions of k read the keys twice more. kapi's CPU device runs the same body as a
+# plain work-item loop (`_keys_map`, which its driver vectorises) and kapi.reduce's OR and AND.
 _KEYS_IN_SRC = """
-def _keys_in(item, x, k, v, mode, canon0, desc, SIGN, ABSM, INF, ALL, WITHV):
-    i = item.get_id(0)
-    b = x[i]
-    z = b ^ b
-    if mode == 1:
-        b = b ^ SIGN
-    elif mode == 2:
-        if (b & ABSM) > INF:
-            b = ALL
-        else:
-            if canon0 != 0 and (b & ABSM) == z:
-                b = z
-            if (b & SIGN) != z:
-                b = b ^ ALL
-            else:
-                b = b | SIGN
-    if desc != 0:
-        b = b ^ ALL
-    k[i] = b
-    if WITHV != 0:
-        v[i] = i
+def _keys_in(it, x, k, v, vo, n, mode, canon0, desc, SIGN, ABSM, INF, ALL, WRITE, WITHV):
+    g = it.get_group()
+    i = it.get_global_id(0)
+    T = it.get_global_range(0)
+    ones = np.uint64(0)
+    zeros = np.uint64(0)
+    while i < n:
+KEYBODY
+        i += T
+    ones = K.reduce_over_group(g, ones, K.GroupOp.OR)
+    zeros = K.reduce_over_group(g, zeros, K.GroupOp.OR)
+    if it.get_local_linear_id() == 0:
+        K.AtomicRef(vo, 0).fetch_or(ones)
+        K.AtomicRef(vo, 1).fetch_or(zeros)
 """
+
+_KEYS_MAP_SRC = """
+def _keys_map(it, x, k, v, vo, n, mode, canon0, desc, SIGN, ABSM, INF, ALL, WRITE, WITHV):
+    i = it.get_id(0)
+KEYBODY
+"""
+
+_KEY_BODY = """
+        b = x[i]
+        z = b ^ b
+        if mode == 1:
+            b = b ^ SIGN
+        elif mode == 2:
+            if (b & ABSM) > INF:
+                b = ALL
+            else:
+                if canon0 != 0 and (b & ABSM) == z:
+                    b = z
+                if (b & SIGN) != z:
+                    b = b ^ ALL
+                else:
+                    b = b | SIGN
+        if desc != 0:
+            b = b ^ ALL
+        if WRITE != 0:
+            k[i] = b
+        if WITHV != 0:
+            v[i] = i
+        ones = ones | np.uint64(b)
+        zeros = zeros | np.uint64(b ^ ALL)
+"""
+_KEY_BODY_MAP = _KEY_BODY.split("        ones = ones")[0].replace("\n        ", "\n    ")
 
 _KEYS_OUT_SRC = """
 def _keys_out(item, k, x, mode, desc, SIGN, ALL):
@@ -509,9 +540,10 @@ def _rank_items() -> int:
     return int(v)
 
 
-def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int):
+def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int, keep_input=False):
     """Sorts keys k (unsigned, 1-D) stably, with values v (int64) when given, by every byte
-    in which bits_vary has a bit set. Returns the sorted (k, v); the inputs are clobbered."""
+    in which bits_vary has a bit set. Returns the sorted (k, v); the inputs are clobbered,
+    except k with keep_input (the result is then a new array, never k itself)."""
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
     withv = v is not None
@@ -520,13 +552,19 @@ def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int):
     k2 = Array._allocate((n,), k.dtype, q, ut)
     v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
     v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
+    src = k
     for shift in range(0, nbits, 8):
         if not (bits_vary >> shift) & (RADIX - 1):
             continue
         one_pass(k, v, k2, v2, k.dtype.type(shift), withv)
         k, k2 = k2, k
+        if k2 is src and keep_input:
+            k2 = Array._allocate((n,), k.dtype, q, ut)
         if withv:
             v, v2 = v2, v
+    if k is src and keep_input:  # no pass ran
+        k2[...] = k
+        k = k2
     return k, (v if withv else None)
 
 
@@ -643,33 +681,45 @@ def _serial_pass(k, v, k2, v2, sh, withv):
 
 def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     """The order-preserving unsigned keys of x (1-D, contiguous) and, with withv, the
-    indices 0..n-1; the bits in which the keys differ."""
+    indices 0..n-1; the bits in which the keys differ. Unsigned keys sorted ascending without
+    indices are x's own memory (no copy; _radix_passes(keep_input=True) leaves it alone)."""
     from ._launch import call_kernel
-    from ._ranges import Range
+    from ._ranges import NdRange, Range
 
     n = x.size
     dt = x.dtype
     udt = _uint_of(dt)
-    k = Array._allocate((n,), udt, x.sycl_queue, x.usm_type)
-    v = Array._allocate((n if withv else 1,), np.dtype(np.int64), x.sycl_queue, x.usm_type)
+    q, ut = x.sycl_queue, x.usm_type
+    write = withv or _mode(dt) != 0 or descending
+    k = Array._allocate((n,), udt, q, ut) if write else _as_dtype(x, udt)
+    v = Array._allocate((n if withv else 1,), np.dtype(np.int64), q, ut)
+    vo = Array._allocate((2,), np.dtype(np.uint64), q, ut)
+    serial = _scatter_kind(x.device) == "serial"
+    if serial and not write:
+        return k, None, _vary(k)
+    if serial:
+        launch = Range(n)
+        kern = _kernel(_KEYS_MAP_SRC, "_keys_map", KEYBODY=_KEY_BODY_MAP.strip("\n"))
+    else:
+        cap = min(_MAX_GROUPS, _MAX_GROUPS_PER_CU * max(1, x.device.max_compute_units))
+        groups = max(1, min(cap, -(-n // (WG * 16))))  # 16 keys or more per work-item
+        launch = NdRange(groups * WG, WG)
+        kern = _kernel(_KEYS_IN_SRC, "_keys_in", KEYBODY=_KEY_BODY.strip("\n"))
+        vo.fill(0)
     sign, absm, inf, allb = _key_consts(dt)
-    call_kernel(
-        _kernel(_KEYS_IN_SRC, "_keys_in"),
-        Range(n),
-        _as_dtype(x, udt),
-        k,
-        v,
-        np.int32(_mode(dt)),
-        np.int32(canon_zero),
-        np.int32(descending),
-        sign,
-        absm,
-        inf,
-        allb,
-        np.int32(withv),
-    )
-    vary = int(P.reduce("or", k).asnumpy()) ^ int(P.reduce("and", k).asnumpy())
-    return k, (v if withv else None), vary
+    mode, flags = np.int32(_mode(dt)), (np.int32(canon_zero), np.int32(descending))
+    consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv))
+    k_arg = k if write else Array._allocate((1,), udt, q, ut)
+    call_kernel(kern, launch, _as_dtype(x, udt), k_arg, v, vo, np.int64(n), mode, *flags, *consts)
+    if serial:
+        return k, (v if withv else None), _vary(k)
+    ones, zeros = (int(b) for b in vo.asnumpy())
+    return k, (v if withv else None), ones & zeros
+
+
+def _vary(k: Array) -> int:
+    """The bits in which the keys k differ, by kapi.reduce (kapi's CPU device)."""
+    return int(P.reduce("or", k).asnumpy()) ^ int(P.reduce("and", k).asnumpy())
 
 
 def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=False):
@@ -681,9 +731,12 @@ def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=Fal
     if dt == np.bool_:
         x = _as_dtype(x, np.dtype(np.uint8))
     k, v, vary = _keys(x, want_indices, descending, want_indices and dt.kind == "f")
-    k, v = _radix_passes(k, v, vary, dt.itemsize * 8)
+    in_place = not want_indices and _mode(dt) == 0 and not descending  # k is x's memory
+    k, v = _radix_passes(k, v, vary, dt.itemsize * 8, keep_input=in_place)
     vals = None
-    if want_values:
+    if want_values and in_place:
+        vals = k if k.dtype == dt else _as_dtype(k, dt)  # the keys are the values
+    elif want_values:
         vals = Array._allocate((x.size,), dt, x.sycl_queue, x.usm_type)
         sign, _, _, allb = _key_consts(x.dtype)
         call_kernel(

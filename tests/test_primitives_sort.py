@@ -95,6 +95,49 @@ def test_sort_skips_bytes_that_never_differ(dev):
     _eq(kapi.argsort(c), np.arange(5000))
 
 
+@pytest.mark.parametrize(
+    "dtype,hi", [("uint8", 256), ("uint16", 7), ("uint32", 1 << 16), ("uint64", 1 << 40),
+                 ("int8", 100), ("int32", 1 << 20), ("int64", 1 << 62)]
+)  # fmt: skip
+def test_sort_finds_the_bits_that_vary(dev, monkeypatch, dtype, hi):
+    """The keys kernel's OR of the keys and of their complements names exactly the bits in
+    which the keys differ (those bytes get a pass), for every key width."""
+    from kapi import _sort
+
+    seen = []
+    passes = _sort._radix_passes
+
+    def record(k, v, bits_vary, nbits, keep_input=False):
+        seen.append(bits_vary)
+        return passes(k, v, bits_vary, nbits, keep_input)
+
+    monkeypatch.setattr(_sort, "_radix_passes", record)
+    dt = np.dtype(dtype)
+    h = np.random.default_rng(4).integers(-hi if dt.kind == "i" else 0, hi, 7001).astype(dt)
+    _eq(kapi.sort(kapi.asarray(h, device=dev)), np.sort(h))
+    u = h.view(f"u{dt.itemsize}")
+    if dt.kind == "i":
+        u = u ^ u.dtype.type(1 << (8 * dt.itemsize - 1))
+    want = int(np.bitwise_or.reduce(u)) & int(np.bitwise_or.reduce(~u))
+    assert seen == [want]
+
+
+@pytest.mark.parametrize("dtype,hi", [("bool", 2), ("uint8", 1), ("uint8", 200),
+                                      ("uint32", 1 << 16), ("uint32", 1 << 32)])  # fmt: skip
+def test_unsigned_sort_leaves_its_input_alone(dev, dtype, hi):
+    """An ascending sort of unsigned keys radix-sorts the input's own memory (no key copy):
+    with 0, 1, 2 or 4 passes the input stays as it was and the result is new memory."""
+    h = np.random.default_rng(5).integers(0, hi, 6000, dtype=np.uint64).astype(dtype)
+    a = kapi.asarray(h, device=dev)
+    s = kapi.sort(a)
+    _eq(s, np.sort(h))
+    _eq(a, h)
+    s[:] = s.dtype.type(1)  # (h of all zeros: a result sharing its memory would show)
+    _eq(a, h)
+    _eq(kapi.unique(a), np.unique(h))
+    _eq(a, h)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "int64", "uint8"])
 @pytest.mark.parametrize("axis", [-1, 0, None])
 def test_sort_2d_axes(dev, dtype, axis):
