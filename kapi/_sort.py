@@ -7,14 +7,20 @@ the sign bit of positives, and every NaN becomes the largest key (NaNs last, as 
 argsort also maps -0.0 to +0.0 so that equal values keep their order. A descending sort
 complements the keys. Each pass sorts by 8 bits, stably:
 
-1. `_hist`: each work-group counts the digits of its tile (local-memory atomics) into a
-   digit-major table hist[digit * G + group];
+1. `_hist`: each work-group counts the digits of its tile (local-memory atomics, four
+   loads in flight per work-item) into a digit-major table hist[digit * G + group];
 2. an exclusive scan of that table (kapi.scan's kernels) gives, for every (digit, group), the
    place of its first element in the output;
-3. `_scatter`: each group walks its tile in chunks of WG * ITEMS elements, sorts a chunk by
-   digit in local memory (four stable 2-bit splits, each a work-group scan of counters packed
-   16 bits apiece into a uint64), and writes each element at its digit's running offset plus
-   its rank among the chunk's elements of that digit.
+3. the scatter: each group walks its tile in chunks, ranks each chunk's elements stably by
+   digit and writes each element at its digit's running offset plus its rank among the
+   chunk's elements of that digit. On GPUs ("ballot", `_rank_scatter`) a chunk is
+   WG * RANK_ITEMS keys held in registers; each sub-group ranks its keys with ballots
+   (sub-group sums of one bit per lane), counts per sub-group and digit in local memory, and
+   the chunk, placed in local memory sorted by digit, is written out in that order (runs of
+   equal digits are written by consecutive work-items). Otherwise (`_scatter`) a chunk of
+   WG * ITEMS is sorted by four stable 2-bit splits, each a work-group scan of counters
+   packed 16 bits apiece into a uint64, by sub-group shuffles ("shuffle") or work-group
+   collectives ("group").
 
 On kapi's CPU device a pass is instead a stable counting sort per contiguous block, one
 block per work-item (`_hist_serial`, the table's scan, `_scatter_serial`): no barriers, which
@@ -25,44 +31,82 @@ sort along the last axis by sorting everything by value, then stably by row.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from . import _primitives as P
 from ._array import Array
 
 WG = 256  # work-items per group: one per digit value
-ITEMS = 4  # elements per work-item in a scatter chunk
+ITEMS = 4  # elements per work-item in a scatter chunk ("group": the split scans)
+# Keys per work-item in a "ballot" chunk (half with argsort's values); KAPI_SORT_KEYS_PER_ITEM
+# overrides it (to compare: 4, 8 or 16).
+RANK_ITEMS = 8
 RADIX = 256
 _MAX_GROUPS_PER_CU = 32
 _MAX_GROUPS = 4096  # (a CUDA device reports its SMs' warp slots as compute units)
 _MIN_CHUNKS = 4
-# How a pass scatters: "subgroup" (GPUs: chunk scans by sub-group shuffles), "group" (chunk
-# scans by work-group collectives), "serial" (kapi's CPU device); None: by device. Tests force each.
+# How a pass scatters: "ballot" (GPUs: chunk ranks by sub-group ballots), "shuffle" (chunk
+# split scans by sub-group shuffles), "group" (by work-group collectives), "serial" (kapi's CPU
+# device); None: KAPI_SORT_SCATTER if set, else by device. Tests force each.
 SCATTER = None
+KINDS = ("ballot", "shuffle", "group", "serial")
 
+# GPUs: the keys of x (into k, with WRITE; the indices into v, with WITHV) and which of their
+# bits vary: the work-items stride over x, OR the keys they visit and their complements, and
+# each group reduces both before one work-item ORs them into vo[0] and vo[1] (a bit varies
+# where some key has it set and some clear: vo[0] & vo[1]). One pass over x, where separate OR
+# and AND reductions of k read the keys twice more. kapi's CPU device runs the same body as a
+# plain work-item loop (`_keys_map`, which its driver vectorises) and kapi.reduce's OR and AND.
 _KEYS_IN_SRC = """
-def _keys_in(item, x, k, v, mode, canon0, desc, SIGN, ABSM, INF, ALL, WITHV):
-    i = item.get_id(0)
-    b = x[i]
-    z = b ^ b
-    if mode == 1:
-        b = b ^ SIGN
-    elif mode == 2:
-        if (b & ABSM) > INF:
-            b = ALL
-        else:
-            if canon0 != 0 and (b & ABSM) == z:
-                b = z
-            if (b & SIGN) != z:
-                b = b ^ ALL
-            else:
-                b = b | SIGN
-    if desc != 0:
-        b = b ^ ALL
-    k[i] = b
-    if WITHV != 0:
-        v[i] = i
+def _keys_in(it, x, k, v, vo, n, mode, canon0, desc, SIGN, ABSM, INF, ALL, WRITE, WITHV):
+    g = it.get_group()
+    i = it.get_global_id(0)
+    T = it.get_global_range(0)
+    ones = np.uint64(0)
+    zeros = np.uint64(0)
+    while i < n:
+KEYBODY
+        i += T
+    ones = K.reduce_over_group(g, ones, K.GroupOp.OR)
+    zeros = K.reduce_over_group(g, zeros, K.GroupOp.OR)
+    if it.get_local_linear_id() == 0:
+        K.AtomicRef(vo, 0).fetch_or(ones)
+        K.AtomicRef(vo, 1).fetch_or(zeros)
 """
+
+_KEYS_MAP_SRC = """
+def _keys_map(it, x, k, v, vo, n, mode, canon0, desc, SIGN, ABSM, INF, ALL, WRITE, WITHV):
+    i = it.get_id(0)
+KEYBODY
+"""
+
+_KEY_BODY = """
+        b = x[i]
+        z = b ^ b
+        if mode == 1:
+            b = b ^ SIGN
+        elif mode == 2:
+            if (b & ABSM) > INF:
+                b = ALL
+            else:
+                if canon0 != 0 and (b & ABSM) == z:
+                    b = z
+                if (b & SIGN) != z:
+                    b = b ^ ALL
+                else:
+                    b = b | SIGN
+        if desc != 0:
+            b = b ^ ALL
+        if WRITE != 0:
+            k[i] = b
+        if WITHV != 0:
+            v[i] = i
+        ones = ones | np.uint64(b)
+        zeros = zeros | np.uint64(b ^ ALL)
+"""
+_KEY_BODY_MAP = _KEY_BODY.split("        ones = ones")[0].replace("\n        ", "\n    ")
 
 _KEYS_OUT_SRC = """
 def _keys_out(item, k, x, mode, desc, SIGN, ALL):
@@ -92,10 +136,17 @@ def _hist(it, k, hist, n, tile, G, shift, MASK, cnt):
     i = gid * tile + lid
     end = min(n, gid * tile + tile)
     one = np.uint32(1)
+    d = K.PrivateArray(4, np.int32)
     while i < end:
-        d = np.int64((k[i] >> shift) & MASK)
-        K.AtomicRef(cnt, d, memory_scope=K.MemoryScope.WORK_GROUP).fetch_add(one)
-        i += L
+        for j in range(UNROLL):
+            q = i + j * L
+            d[j] = np.int32(-1)
+            if q < end:
+                d[j] = np.int32((k[q] >> shift) & MASK)
+        for j in range(UNROLL):
+            if d[j] >= 0:
+                K.AtomicRef(cnt, d[j], memory_scope=K.MemoryScope.WORK_GROUP).fetch_add(one)
+        i += L * 4
     K.group_barrier(g)
     hist[lid * G + gid] = np.int64(cnt[lid])
 """
@@ -167,9 +218,9 @@ SPLITSCAN
         c += C
 """
 
-# The work-group scan of the packed counters. With sub-groups of more than one work-item (GPUs)
-# each sub-group scans with shuffles and one barrier shares the sub-group totals (wt); kapi's
-# CPU device (sub-groups of one) uses the work-group collectives.
+# The work-group scan of the packed counters: "group" by the work-group collectives; "shuffle"
+# (sub-groups of more than one work-item) by a scan per sub-group (shuffles) and one barrier
+# to share the sub-groups' totals (wt).
 _SPLIT_GROUP = """
             pre = K.exclusive_scan_over_group(g, acc, K.GroupOp.ADD)
             tot = K.reduce_over_group(g, acc, K.GroupOp.ADD)
@@ -190,6 +241,136 @@ _SPLIT_SUBGROUP = """
                     pre += t
                 tot += t
                 w += 1
+"""
+
+# The "ballot" scatter (GPUs): each sub-group ranks its keys by digit with ballots (a
+# sub-group sum of one bit per lane is a 32-bit mask: one redux.sync on NVIDIA GPUs), so a
+# chunk of WG * ITEMS keys needs no per-bit splits. Sub-group w owns chunk positions
+# [w * S * ITEMS, (w + 1) * S * ITEMS) in batches of S consecutive keys (coalesced loads,
+# keys kept in registers); within a batch the lanes of equal digit (the AND of eight ballots)
+# rank by popcount of the lanes below, and the batch's highest such lane bumps the sub-group's
+# count of that digit in local memory (wh). Every lane of the sub-group reaches every ballot
+# and sub-group barrier: nothing before them branches per lane (a lane past the chunk's end
+# loads the chunk's last key again and is left out of the masks, m starting as the batch's
+# lanes inside the chunk), as warp-synchronous instructions require (a test checks the PTX).
+# The masks are 32 bits: sub-groups of at most 32 work-items, all full (_scatter_kind).
+# After one barrier, work-item d turns the counts of digit d into offsets over the sub-groups
+# and the chunk's digits are scanned; each key is then placed in local memory sorted by digit
+# (stably: sub-groups, batches and lanes are in index order), and written out in index order
+# of that sorted chunk, so consecutive work-items write consecutive addresses within each
+# digit's run.
+_RANK_SRC = """
+def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, vl, ds, dc, wt):
+    g = it.get_group()
+    lid = it.get_local_id(0)
+    L = it.get_local_range(0)
+    gid = g.get_group_id(0)
+    sg = it.get_sub_group()
+    lane = sg.get_local_linear_id()
+    S = sg.get_local_linear_range()
+    w = sg.get_group_linear_id()
+    W = sg.get_group_linear_range()
+    C = L * ITEMS
+    R = 256 // L
+    d0 = lid * R
+    r = 0
+    while r < R:
+        run[d0 + r] = offs[(d0 + r) * G + gid]
+        r += 1
+    keys = K.PrivateArray(ITEMS, KDT)
+    rank = K.PrivateArray(ITEMS, np.int32)
+    VPRIV
+    ul = np.uint32(lane)
+    below = (np.uint32(1) << ul) - np.uint32(1)
+    wb = w * 256
+    c = gid * tile
+    end = min(n, c + tile)
+    while c < end:
+        cnt = min(C, end - c)
+        i = lane
+        while i < 256:
+            wh[wb + i] = np.int32(0)
+            i += S
+        K.group_barrier(sg)
+        for j in range(UNROLL):
+            pb = w * S * ITEMS + j * S
+            p = pb + lane
+            pl = min(p, cnt - 1)
+            kk = k[c + pl]
+            keys[j] = kk
+            VLOAD
+            d = np.uint32((kk >> shift) & MASK)
+            nb = min(max(cnt - pb, 0), S)
+            m = np.uint32((np.uint64(1) << np.uint64(nb)) - np.uint64(1))
+            for b in range(8):
+                bit = (d >> np.uint32(b)) & np.uint32(1)
+                bal = np.uint32(K.reduce_over_group(sg, np.uint32(bit << ul), K.GroupOp.ADD))
+                if bit != np.uint32(0):
+                    m = m & bal
+                else:
+                    m = m & (bal ^ np.uint32(0xFFFFFFFF))
+            base = wh[wb + np.int64(d)]
+            K.group_barrier(sg)
+            if (m >> ul) == np.uint32(1):
+                wh[wb + np.int64(d)] = base + np.int32(POPC(m))
+            K.group_barrier(sg)
+            rank[j] = base + np.int32(POPC(m & below))
+        K.group_barrier(g)
+        tot = np.int32(0)
+        r = 0
+        while r < R:
+            s = np.int32(0)
+            x = 0
+            while x < W:
+                t = wh[x * 256 + d0 + r]
+                wh[x * 256 + d0 + r] = s
+                s += t
+                x += 1
+            ds[d0 + r] = tot
+            dc[d0 + r] = s
+            tot += s
+            r += 1
+SCAN
+        r = 0
+        while r < R:
+            ds[d0 + r] += pre
+            r += 1
+        K.group_barrier(g)
+        for j in range(UNROLL):
+            p = w * S * ITEMS + j * S + lane
+            if p < cnt:
+                d = np.int64((keys[j] >> shift) & MASK)
+                q = ds[d] + wh[wb + d] + rank[j]
+                kl[q] = keys[j]
+                VPLACE
+        K.group_barrier(g)
+        for j in range(UNROLL):
+            q = j * L + lid
+            if q < cnt:
+                kk = kl[q]
+                d = np.int64((kk >> shift) & MASK)
+                dst = run[d] + (q - ds[d])
+                k2[dst] = kk
+                VSTORE
+        K.group_barrier(g)
+        r = 0
+        while r < R:
+            run[d0 + r] += np.int64(dc[d0 + r])
+            r += 1
+        c += C
+"""
+
+# The exclusive scan over the work-group of each work-item's digit total (tot) for
+# _rank_scatter: a sub-group scan, and one barrier to share the sub-groups' totals.
+_RANK_SCAN = """
+        pre = K.exclusive_scan_over_group(sg, tot, K.GroupOp.ADD)
+        if lane == S - 1:
+            wt[w] = pre + tot
+        K.group_barrier(g)
+        x = 0
+        while x < w:
+            pre += wt[x]
+            x += 1
 """
 
 
@@ -256,10 +437,49 @@ def _as_dtype(x: Array, dt: np.dtype) -> Array:
     )
 
 
+def _popc(x):
+    """The number of set bits of a uint32 (SWAR). The byte counts are summed by shifts, not
+    by the usual multiply by 0x01010101 and shift by 24: kapi types uint32 arithmetic as
+    Numba does, in 64 bits, so that product keeps the upper bytes' partial sums above bit 31
+    and the count came out as large as 2^27 for masks with bits above 7 (on GPUs, ranks far
+    outside the chunk: the scatter wrote out of bounds and the device was lost)."""
+    x = x - ((x >> np.uint32(1)) & np.uint32(0x55555555))
+    x = (x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333))
+    x = (x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
+    x = x + (x >> np.uint32(8))
+    x = x + (x >> np.uint32(16))
+    return np.uint32(x & np.uint32(0x3F))
+
+
+_popc.__kapi_device_func__ = True
+_popc.__kapi_device_options__ = {}
+
+
+def _unroll(src: str, n: int) -> str:
+    """src with each `for j in range(UNROLL):` loop written out n times (j = 0, 1, ...), so
+    that the private arrays it indexes by j are registers rather than stack memory."""
+    out, lines, i = [], src.split("\n"), 0
+    while i < len(lines):
+        line = lines[i]
+        if line.strip() != "for j in range(UNROLL):":
+            out.append(line)
+            i += 1
+            continue
+        ind = line[: len(line) - len(line.lstrip())]
+        body, i = [], i + 1
+        while i < len(lines) and (not lines[i].strip() or lines[i].startswith(ind + " ")):
+            body.append(lines[i][4:])
+            i += 1
+        for j in range(n):
+            out.append(f"{ind}j = {j}")
+            out.extend(body)
+    return "\n".join(out)
+
+
 def _kernel(src, entry, **subst):
     for a, b in subst.items():
         src = src.replace(a, b)
-    return P.kernel_of(src, entry, {})
+    return P.kernel_of(src, entry, {"POPC": _popc})
 
 
 def _mode(dt: np.dtype) -> int:
@@ -275,28 +495,55 @@ def _key_consts(dt: np.dtype):
     return sign, absm, inf, u((1 << bits) - 1)
 
 
-def _tile_for(x: Array, n: int) -> tuple[int, int]:
+def _tile_for(x: Array, n: int, chunk: int) -> tuple[int, int]:
     """(elements per work-group, groups): at most _MAX_GROUPS groups (enough to fill a GPU;
     more only grow the table of 256 counts per group that each pass scans) and at least
-    _MIN_CHUNKS chunks per group (so that table stays small beside the keys)."""
-    chunk = WG * ITEMS
+    _MIN_CHUNKS chunks of `chunk` elements per group (so that table stays small beside the
+    keys)."""
     cap = min(_MAX_GROUPS, _MAX_GROUPS_PER_CU * max(1, x.device.max_compute_units))
     tile = -(-n // cap)
     tile = max(_MIN_CHUNKS * chunk, -(-tile // chunk) * chunk)
     return tile, -(-n // tile)
 
 
+def _ballots_fit(dev) -> bool:
+    """Whether the "ballot" scatter can run on dev: its masks are 32 bits and its work-groups
+    must be whole sub-groups (a batch's positions assume every sub-group has S lanes)."""
+    wg = _rank_wg(dev)
+    return all(s <= 32 and wg % s == 0 for s in dev.sub_group_sizes or [1])
+
+
 def _scatter_kind(dev) -> str:
-    if SCATTER is not None:
-        return SCATTER
+    """How a pass scatters on dev: SCATTER, else KAPI_SORT_SCATTER, else by device."""
+    kind = SCATTER or os.environ.get("KAPI_SORT_SCATTER") or None
+    if kind is not None:
+        if kind not in KINDS:
+            raise ValueError(f"KAPI_SORT_SCATTER must be one of {', '.join(KINDS)}, not {kind!r}")
+        if kind == "ballot" and not _ballots_fit(dev):
+            raise ValueError(
+                f"the ballot scatter needs sub-groups of at most 32 work-items dividing "
+                f"{_rank_wg(dev)}; {dev.name} has {tuple(dev.sub_group_sizes)}"
+            )
+        return kind
     if _has_subgroups(dev):
-        return "subgroup"
+        return "ballot" if _ballots_fit(dev) else "shuffle"
     return "serial" if dev.device_type == "cpu" else "group"
 
 
-def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int):
+def _rank_items() -> int:
+    """Keys per work-item of a "ballot" chunk: KAPI_SORT_KEYS_PER_ITEM, else RANK_ITEMS."""
+    v = os.environ.get("KAPI_SORT_KEYS_PER_ITEM")
+    if not v:
+        return RANK_ITEMS
+    if v.strip() not in ("2", "4", "8", "16"):
+        raise ValueError(f"KAPI_SORT_KEYS_PER_ITEM must be 2, 4, 8 or 16, not {v!r}")
+    return int(v)
+
+
+def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int, keep_input=False):
     """Sorts keys k (unsigned, 1-D) stably, with values v (int64) when given, by every byte
-    in which bits_vary has a bit set. Returns the sorted (k, v); the inputs are clobbered."""
+    in which bits_vary has a bit set. Returns the sorted (k, v); the inputs are clobbered,
+    except k with keep_input (the result is then a new array, never k itself)."""
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
     withv = v is not None
@@ -305,13 +552,19 @@ def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int):
     k2 = Array._allocate((n,), k.dtype, q, ut)
     v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
     v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
+    src = k
     for shift in range(0, nbits, 8):
         if not (bits_vary >> shift) & (RADIX - 1):
             continue
         one_pass(k, v, k2, v2, k.dtype.type(shift), withv)
         k, k2 = k2, k
+        if k2 is src and keep_input:
+            k2 = Array._allocate((n,), k.dtype, q, ut)
         if withv:
             v, v2 = v2, v
+    if k is src and keep_input:  # no pass ran
+        k2[...] = k
+        k = k2
     return k, (v if withv else None)
 
 
@@ -323,39 +576,83 @@ def _parallel_pass(k: Array, withv: bool, kind: str):
 
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
-    tile, G = _tile_for(k, n)
+    ri = _rank_items()
+    items = (max(1, ri // 2) if withv else ri) if kind == "ballot" else ITEMS
+    wg = _rank_wg(k.device) if kind == "ballot" else WG
+    tile, G = _tile_for(k, n, wg * items)
     nd = NdRange(G * WG, WG)
-    hist_k = _kernel(_HIST_SRC, "_hist")
-    scat_k = _kernel(
-        _SCATTER_SRC,
-        "_scatter",
-        SPLITSCAN=(_SPLIT_SUBGROUP if kind == "subgroup" else _SPLIT_GROUP).strip("\n"),
-        VLOAD="vl[p] = v[c + p]" if withv else "pass",
-        VSTORE="v2[dst] = vl[o[e]]" if withv else "pass",
-    )
+    nd_s = NdRange(G * wg, wg)
+    hist_k = _kernel(_unroll(_HIST_SRC, 4), "_hist")  # 4 loads in flight per work-item
     hist = Array._allocate((1, RADIX * G), np.dtype(np.int64), q, ut)
     offs = Array._allocate((1, RADIX * G), np.dtype(np.int64), q, ut)
-    local = dict(
-        cnt=K.LocalAccessor(RADIX, np.uint32),
-        run=K.LocalAccessor(RADIX, np.int64),
-        first=K.LocalAccessor(RADIX, np.int32),
-        sd=K.LocalAccessor(WG * ITEMS, np.int32),
-        si=K.LocalAccessor(WG * ITEMS, np.int32),
-        kl=K.LocalAccessor(WG * ITEMS, k.dtype),
-        vl=K.LocalAccessor(WG * ITEMS if withv else 1, np.int64),
-        wt=K.LocalAccessor(WG, np.uint64),
-    )
+    sizes = (np.int64(n), np.int64(tile), np.int64(G))
     _, add = P.resolve_op("add", "sort")
     mask = k.dtype.type(RADIX - 1)
-    sizes = (np.int64(n), np.int64(tile), np.int64(G))
+    cnt = K.LocalAccessor(RADIX, np.uint32)
+    if kind == "ballot":
+        scat_k, lm, _ = _rank_kernel(k, withv, items)
+    else:
+        split = _SPLIT_SUBGROUP if kind == "shuffle" else _SPLIT_GROUP
+        scat_k = _kernel(
+            _SCATTER_SRC,
+            "_scatter",
+            SPLITSCAN=split.strip("\n"),
+            VLOAD="vl[p] = v[c + p]" if withv else "pass",
+            VSTORE="v2[dst] = vl[o[e]]" if withv else "pass",
+        )
+        lm = [
+            K.LocalAccessor(RADIX, np.int64),  # run
+            K.LocalAccessor(RADIX, np.int32),  # first
+            K.LocalAccessor(WG * ITEMS, np.int32),  # sd
+            K.LocalAccessor(WG * ITEMS, np.int32),  # si
+            K.LocalAccessor(WG * ITEMS, k.dtype),  # kl
+            K.LocalAccessor(WG * ITEMS if withv else 1, np.int64),  # vl
+            K.LocalAccessor(WG, np.uint64),  # wt
+        ]
 
     def one_pass(k, v, k2, v2, sh, withv):
-        call_kernel(hist_k, nd, k, hist.reshape(RADIX * G), *sizes, sh, mask, local["cnt"])
+        call_kernel(hist_k, nd, k, hist.reshape(RADIX * G), *sizes, sh, mask, cnt)
         P._scan_rows(hist, offs, add, "add", True, 0)
-        lm = [local[x] for x in ("run", "first", "sd", "si", "kl", "vl", "wt")]
-        call_kernel(scat_k, nd, k, v, k2, v2, offs.reshape(RADIX * G), *sizes, sh, mask, *lm)
+        call_kernel(scat_k, nd_s, k, v, k2, v2, offs.reshape(RADIX * G), *sizes, sh, mask, *lm)
 
     return one_pass
+
+
+def _rank_wg(dev) -> int:
+    """Work-items per group of the "ballot" scatter: 256, or fewer with sub-groups of
+    under 8 work-items (kapi's CPU device) so that the counts per sub-group (wh) fit in
+    32 KiB of local memory."""
+    return min(WG, 32 * max(dev.sub_group_sizes or [1]))
+
+
+def _rank_kernel(k: Array, withv: bool, items: int):
+    """The "ballot" scatter kernel for keys like k, its local memory and group size."""
+    from . import kernel_api as K
+
+    sgs = max(k.device.sub_group_sizes or [1])
+    wg = _rank_wg(k.device)
+    W = -(-wg // sgs)  # sub-groups per work-group
+    scat_k = _kernel(
+        _unroll(_RANK_SRC, items),
+        "_rank_scatter",
+        SCAN=_RANK_SCAN.strip("\n"),
+        ITEMS=str(items),
+        KDT=f"np.{k.dtype.name}",
+        VPRIV=f"vals = K.PrivateArray({items}, np.int64)" if withv else "pass",
+        VLOAD="vals[j] = v[c + pl]" if withv else "pass",
+        VPLACE="vl[q] = vals[j]" if withv else "pass",
+        VSTORE="v2[dst] = vl[q]" if withv else "pass",
+    )
+    lm = [
+        K.LocalAccessor(RADIX, np.int64),  # run: the group's next place per digit
+        K.LocalAccessor(RADIX * W, np.int32),  # wh: counts, then offsets, per sub-group
+        K.LocalAccessor(wg * items, k.dtype),  # kl: the chunk sorted by digit
+        K.LocalAccessor(wg * items if withv else 1, np.int64),  # vl
+        K.LocalAccessor(RADIX, np.int32),  # ds: where each digit starts in the chunk
+        K.LocalAccessor(RADIX, np.int32),  # dc: how many keys of each digit the chunk has
+        K.LocalAccessor(W, np.int32),  # wt: the sub-groups' digit totals
+    ]
+    return scat_k, lm, wg
 
 
 def _serial_pass(k, v, k2, v2, sh, withv):
@@ -384,33 +681,45 @@ def _serial_pass(k, v, k2, v2, sh, withv):
 
 def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     """The order-preserving unsigned keys of x (1-D, contiguous) and, with withv, the
-    indices 0..n-1; the bits in which the keys differ."""
+    indices 0..n-1; the bits in which the keys differ. Unsigned keys sorted ascending without
+    indices are x's own memory (no copy; _radix_passes(keep_input=True) leaves it alone)."""
     from ._launch import call_kernel
-    from ._ranges import Range
+    from ._ranges import NdRange, Range
 
     n = x.size
     dt = x.dtype
     udt = _uint_of(dt)
-    k = Array._allocate((n,), udt, x.sycl_queue, x.usm_type)
-    v = Array._allocate((n if withv else 1,), np.dtype(np.int64), x.sycl_queue, x.usm_type)
+    q, ut = x.sycl_queue, x.usm_type
+    write = withv or _mode(dt) != 0 or descending
+    k = Array._allocate((n,), udt, q, ut) if write else _as_dtype(x, udt)
+    v = Array._allocate((n if withv else 1,), np.dtype(np.int64), q, ut)
+    vo = Array._allocate((2,), np.dtype(np.uint64), q, ut)
+    serial = _scatter_kind(x.device) == "serial"
+    if serial and not write:
+        return k, None, _vary(k)
+    if serial:
+        launch = Range(n)
+        kern = _kernel(_KEYS_MAP_SRC, "_keys_map", KEYBODY=_KEY_BODY_MAP.strip("\n"))
+    else:
+        cap = min(_MAX_GROUPS, _MAX_GROUPS_PER_CU * max(1, x.device.max_compute_units))
+        groups = max(1, min(cap, -(-n // (WG * 16))))  # 16 keys or more per work-item
+        launch = NdRange(groups * WG, WG)
+        kern = _kernel(_KEYS_IN_SRC, "_keys_in", KEYBODY=_KEY_BODY.strip("\n"))
+        vo.fill(0)
     sign, absm, inf, allb = _key_consts(dt)
-    call_kernel(
-        _kernel(_KEYS_IN_SRC, "_keys_in"),
-        Range(n),
-        _as_dtype(x, udt),
-        k,
-        v,
-        np.int32(_mode(dt)),
-        np.int32(canon_zero),
-        np.int32(descending),
-        sign,
-        absm,
-        inf,
-        allb,
-        np.int32(withv),
-    )
-    vary = int(P.reduce("or", k).asnumpy()) ^ int(P.reduce("and", k).asnumpy())
-    return k, (v if withv else None), vary
+    mode, flags = np.int32(_mode(dt)), (np.int32(canon_zero), np.int32(descending))
+    consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv))
+    k_arg = k if write else Array._allocate((1,), udt, q, ut)
+    call_kernel(kern, launch, _as_dtype(x, udt), k_arg, v, vo, np.int64(n), mode, *flags, *consts)
+    if serial:
+        return k, (v if withv else None), _vary(k)
+    ones, zeros = (int(b) for b in vo.asnumpy())
+    return k, (v if withv else None), ones & zeros
+
+
+def _vary(k: Array) -> int:
+    """The bits in which the keys k differ, by kapi.reduce (kapi's CPU device)."""
+    return int(P.reduce("or", k).asnumpy()) ^ int(P.reduce("and", k).asnumpy())
 
 
 def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=False):
@@ -422,9 +731,12 @@ def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=Fal
     if dt == np.bool_:
         x = _as_dtype(x, np.dtype(np.uint8))
     k, v, vary = _keys(x, want_indices, descending, want_indices and dt.kind == "f")
-    k, v = _radix_passes(k, v, vary, dt.itemsize * 8)
+    in_place = not want_indices and _mode(dt) == 0 and not descending  # k is x's memory
+    k, v = _radix_passes(k, v, vary, dt.itemsize * 8, keep_input=in_place)
     vals = None
-    if want_values:
+    if want_values and in_place:
+        vals = k if k.dtype == dt else _as_dtype(k, dt)  # the keys are the values
+    elif want_values:
         vals = Array._allocate((x.size,), dt, x.sycl_queue, x.usm_type)
         sign, _, _, allb = _key_consts(x.dtype)
         call_kernel(

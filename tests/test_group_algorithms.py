@@ -589,6 +589,55 @@ def test_ptx_collectives_and_sub_group_barrier(tmp_path):
     assemble_for_sm90(ptx, tmp_path)
 
 
+def _sum_if_positive(nd, x, y):
+    sg = nd.get_sub_group()
+    i = nd.get_local_id(0)
+    v = x[i]
+    if v > 0:  # lanes of one warp part here: the reduction is undefined on sm_70+
+        v = K.reduce_over_group(sg, v, GroupOp.ADD)
+    y[i] = v
+
+
+def _sum_lane_times(nd, x, y):
+    sg = nd.get_sub_group()
+    i = nd.get_local_id(0)
+    v = x[i]
+    j = 0
+    while j < sg.get_local_id():  # a trip count per lane
+        v = K.reduce_over_group(sg, v, GroupOp.ADD)
+        j += 1
+    y[i] = v
+
+
+def _sum_converged(nd, x, y):
+    sg = nd.get_sub_group()
+    i = nd.get_local_id(0)
+    v = x[i]
+    if v > 0:
+        v = np.int32(v + 1)
+    v = K.reduce_over_group(sg, v, GroupOp.ADD)  # after the lanes meet again
+    if x[0] > 3:  # every lane loads the same element: a uniform branch
+        v = K.reduce_over_group(sg, v, GroupOp.ADD)
+    K.group_barrier(nd.get_group())
+    y[i] = v
+
+
+def test_ptx_divergence_check_finds_warp_ops_under_lane_varying_branches():
+    """tests/nvptx_util.divergent_warp_sync, which the sort's PTX tests rely on: it names
+    sub-group reductions under a per-lane `if` or in a loop whose trip count differs between
+    lanes, and passes those after the lanes meet again or under a branch all lanes take alike."""
+    from nvptx_util import divergent_warp_sync
+
+    sig = f"nditem(1), {I32}, {I32}"
+    for fn in (_sum_if_positive, _sum_lane_times):
+        ptx = ptx_of(kapi.kernel(fn), sig)
+        found = divergent_warp_sync(ptx, fn.__name__)
+        assert found and all("redux.sync" in f for f in found), (fn.__name__, found)
+    ptx = ptx_of(kapi.kernel(_sum_converged), sig)
+    assert ptx.count("redux.sync") == 2 and "bar.sync" in ptx
+    assert divergent_warp_sync(ptx, "_sum_converged") == []
+
+
 KIR_NAMES = {
     np.int32: "i32",
     np.uint32: "u32",

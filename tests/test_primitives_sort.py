@@ -95,6 +95,49 @@ def test_sort_skips_bytes_that_never_differ(dev):
     _eq(kapi.argsort(c), np.arange(5000))
 
 
+@pytest.mark.parametrize(
+    "dtype,hi", [("uint8", 256), ("uint16", 7), ("uint32", 1 << 16), ("uint64", 1 << 40),
+                 ("int8", 100), ("int32", 1 << 20), ("int64", 1 << 62)]
+)  # fmt: skip
+def test_sort_finds_the_bits_that_vary(dev, monkeypatch, dtype, hi):
+    """The keys kernel's OR of the keys and of their complements names exactly the bits in
+    which the keys differ (those bytes get a pass), for every key width."""
+    from kapi import _sort
+
+    seen = []
+    passes = _sort._radix_passes
+
+    def record(k, v, bits_vary, nbits, keep_input=False):
+        seen.append(bits_vary)
+        return passes(k, v, bits_vary, nbits, keep_input)
+
+    monkeypatch.setattr(_sort, "_radix_passes", record)
+    dt = np.dtype(dtype)
+    h = np.random.default_rng(4).integers(-hi if dt.kind == "i" else 0, hi, 7001).astype(dt)
+    _eq(kapi.sort(kapi.asarray(h, device=dev)), np.sort(h))
+    u = h.view(f"u{dt.itemsize}")
+    if dt.kind == "i":
+        u = u ^ u.dtype.type(1 << (8 * dt.itemsize - 1))
+    want = int(np.bitwise_or.reduce(u)) & int(np.bitwise_or.reduce(~u))
+    assert seen == [want]
+
+
+@pytest.mark.parametrize("dtype,hi", [("bool", 2), ("uint8", 1), ("uint8", 200),
+                                      ("uint32", 1 << 16), ("uint32", 1 << 32)])  # fmt: skip
+def test_unsigned_sort_leaves_its_input_alone(dev, dtype, hi):
+    """An ascending sort of unsigned keys radix-sorts the input's own memory (no key copy):
+    with 0, 1, 2 or 4 passes the input stays as it was and the result is new memory."""
+    h = np.random.default_rng(5).integers(0, hi, 6000, dtype=np.uint64).astype(dtype)
+    a = kapi.asarray(h, device=dev)
+    s = kapi.sort(a)
+    _eq(s, np.sort(h))
+    _eq(a, h)
+    s[:] = s.dtype.type(1)  # (h of all zeros: a result sharing its memory would show)
+    _eq(a, h)
+    _eq(kapi.unique(a), np.unique(h))
+    _eq(a, h)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "int64", "uint8"])
 @pytest.mark.parametrize("axis", [-1, 0, None])
 def test_sort_2d_axes(dev, dtype, axis):
@@ -188,12 +231,12 @@ def test_unique_2d_and_empty(dev):
     assert u.size == 0 and c.size == 0
 
 
-@pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
+@pytest.mark.parametrize("kind", ["ballot", "shuffle", "group", "serial"])
 @pytest.mark.parametrize("dtype", ["uint32", "float64", "int8"])
 def test_every_scatter_kind(dev, monkeypatch, kind, dtype):
-    """The three ways a pass scatters (chunk scans by sub-groups: GPUs; by work-group
-    collectives; sequential blocks: kapi's CPU device) all sort right on every device
-    (sub-groups of one work-item included)."""
+    """The four ways a pass scatters (chunks ranked by sub-group ballots: GPUs; chunk split
+    scans by sub-group shuffles; by work-group collectives; sequential blocks: kapi's CPU
+    device) all sort right on every device (sub-groups of one work-item included)."""
     from kapi import _sort
 
     monkeypatch.setattr(_sort, "SCATTER", kind)
@@ -201,3 +244,107 @@ def test_every_scatter_kind(dev, monkeypatch, kind, dtype):
     a = kapi.asarray(h, device=dev)
     _eq(kapi.sort(a), np.sort(h))
     _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
+def _scatter_ptx(entry: str, want) -> str:
+    """The PTX of the one cached sort kernel `entry` whose source `want` accepts, for uint32
+    keys."""
+    from nvptx_util import ptx_of
+
+    from kapi import _primitives
+
+    (kern,) = [
+        k for (src, _), k in _primitives._KERNELS.items() if f"def {entry}(" in src and want(src)
+    ]
+    (ck,) = [c for sig, c in kern.overloads.items() if sig[1][0] == "array(u32,1,C,global)"]
+    return ptx_of(ck.spirv)
+
+
+def _assemble_sm90(ptx: str):
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if not shutil.which(ptxas):
+        pytest.skip("ptxas not found (install the CUDA toolkit to assemble the PTX)")
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "k.ptx"
+        src.write_text(ptx)
+        r = subprocess.run([ptxas, "-arch=sm_90", str(src), "-o", str(Path(d) / "k.cubin")],
+                           capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("items", ["4", "8", "16"])
+@pytest.mark.parametrize("withv", [False, True])
+def test_rank_scatter_ptx_ranks_by_ballots_in_registers(monkeypatch, withv, items):
+    """The GPUs' scatter kernel (each KAPI_SORT_KEYS_PER_ITEM the benchmark compares), through
+    the NVPTX finaliser: its ranking is warp ballots (redux.sync, 8 per key batch, no
+    work-group barrier per bit) that no lane-varying branch guards, its keys and ranks stay in
+    registers (no local-memory stack arrays), and ptxas assembles it for sm_90."""
+    from nvptx_util import divergent_warp_sync
+
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", "ballot")
+    monkeypatch.setenv("KAPI_SORT_KEYS_PER_ITEM", items)
+    a = kapi.asarray(np.arange(5000, dtype=np.uint32)[::-1].copy(), device=DEVICES[0])
+    (kapi.argsort if withv else kapi.sort)(a)
+    n = int(items) // 2 if withv else int(items)
+    ptx = _scatter_ptx(
+        "_rank_scatter",
+        lambda src: (
+            ("vals = K.PrivateArray" in src) == withv
+            and f"keys = K.PrivateArray({n}, np.uint32)" in src
+        ),
+    )
+    assert ptx.count("redux.sync") == 8 * n
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    assert ptx.count("bar.sync") <= 6  # work-group barriers per chunk, none per key batch
+    assert divergent_warp_sync(ptx, "_rank_scatter") == []  # every lane reaches every ballot
+    _assemble_sm90(ptx)
+
+
+def test_shuffle_scatter_ptx_has_no_divergent_shuffles(monkeypatch):
+    """The "shuffle" scatter (KAPI_SORT_SCATTER=shuffle): its sub-group scans are warp
+    shuffles that every lane reaches, and ptxas assembles it for sm_90."""
+    from nvptx_util import divergent_warp_sync
+
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", "shuffle")
+    kapi.sort(kapi.asarray(np.arange(5000, dtype=np.uint32)[::-1].copy(), device=DEVICES[0]))
+    ptx = _scatter_ptx(
+        "_scatter", lambda src: "sg = it.get_sub_group()" in src and "vl[p] = v" not in src
+    )
+    assert "shfl.sync.up" in ptx
+    assert divergent_warp_sync(ptx, "_scatter") == []
+    _assemble_sm90(ptx)
+
+
+def test_popc_counts_bits_above_the_low_byte(dev):
+    """The scatter's bit count of a uint32 ballot mask, compiled as the kernels use it: the
+    ranks of lanes 8..31 depend on bits above the low byte (the multiply-based count was
+    right only below 256 under kapi's 64-bit integer arithmetic, and the ballot scatter then
+    wrote out of bounds on GPUs)."""
+    from kapi import _primitives, _sort
+    from kapi._launch import call_kernel
+    from kapi._ranges import Range
+
+    src = "def _popc_t(item, x, y):\n    i = item.get_id(0)\n    y[i] = POPC(x[i])\n"
+    k = _primitives.kernel_of(src, "_popc_t", {"POPC": _sort._popc})
+    rng = np.random.default_rng(3)
+    h = np.concatenate(
+        [
+            np.array([0, 1, 0xFF, 0x100, 0xFFFF, 0x80000000, 0xFFFFFFFF], np.uint32),
+            (np.uint32(1) << np.arange(32, dtype=np.uint32)) - np.uint32(1),
+            rng.integers(0, 2**32, 200, dtype=np.uint64).astype(np.uint32),
+        ]
+    )
+    x = kapi.asarray(h, device=dev)
+    y = kapi.asarray(np.zeros(h.size, np.uint32), device=dev)
+    call_kernel(k, Range(h.size), x, y)
+    want = np.array([bin(int(v)).count("1") for v in h], np.uint32)
+    _eq(y, want)

@@ -1,0 +1,195 @@
+"""kapi.sort's radix scatter variants (issue 13: sort of 2^27 uint32 at least 0.5x cupy.sort),
+each in its own process, so that one that faults (CUDA device lost) cannot hide the others.
+
+    python3 bench/sort_variants.py [--device gpu] [--log2n 27] [--variants ballot:8,shuffle]
+                                   [--sanitize ballot:8,shuffle] [--sanitize-log2n 14]
+
+A variant is KIND[:KEYS] with KIND one of kapi/_sort.py's KINDS (KAPI_SORT_SCATTER) and KEYS
+the ballot scatter's keys per work-item (KAPI_SORT_KEYS_PER_ITEM); "cupy" times cupy.sort and
+cupy.argsort on the same data. First, where compute-sanitizer exists, a small sort and argsort
+of each --sanitize variant runs under its memcheck (then synccheck and racecheck for the first
+one). Then each variant sorts 2^log2n random uint32 (seed 0): kapi.sort is checked against
+np.sort of the whole array, kapi.argsort against np.argsort(kind="stable") of 2^22 of them, and
+both are timed (medians over batches, as bench/primitives.py). The table gives ms per call and
+the ratio to cupy.sort (above 1: kapi is faster; the target is 0.5).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT = "ballot:8,ballot:4,ballot:16,shuffle,group,cupy"
+
+
+def _data(log2n):
+    return np.random.default_rng(0).integers(0, 2**32, 1 << log2n, dtype=np.uint32)
+
+
+def _ref_path(log2n):
+    return os.path.join(os.environ.get("TMPDIR", "/tmp"), f"kapi_sort_ref_{log2n}.npy")
+
+
+def _sorted(h, log2n):
+    """np.sort(h): above 2^22 from the file the parent process wrote (once for all variants)."""
+    return np.load(_ref_path(log2n)) if log2n > 22 else np.sort(h)
+
+
+def worker(args):
+    """One variant, in this process (its environment names it): prints one RESULT line."""
+    from timing import median_batch
+
+    h = _data(args.log2n)
+    nh = min(h.size, 1 << 22)
+    out = {"variant": args.name}
+    if args.name == "cupy":
+        import cupy as cp
+
+        c = cp.asarray(h)
+        sync = cp.cuda.Device().synchronize
+        ok = bool((cp.sort(c).get() == _sorted(h, args.log2n)).all())
+        out["sort_ms"] = 1e3 * median_batch(lambda: cp.sort(c), sync, args.reps, 5)
+        out["argsort_ms"] = 1e3 * median_batch(lambda: cp.argsort(c), sync, args.reps, 5)
+        out["check"] = "ok" if ok else "WRONG"
+        print("RESULT " + json.dumps(out), flush=True)
+        return
+    import kapi
+    from kapi import _sort
+
+    dev = kapi.Device(args.device) if args.device else kapi.default_device()
+    out["kind"] = _sort._scatter_kind(dev)
+    out["keys_per_item"] = _sort._rank_items() if out["kind"] == "ballot" else ""
+    k = kapi.asarray(h, device=dev)
+    t0 = time.perf_counter()
+    s = kapi.sort(k).asnumpy()
+    out["first_call_s"] = round(time.perf_counter() - t0, 2)
+    want = _sorted(h, args.log2n)
+    bad = []
+    if not np.array_equal(s, want):
+        bad.append(f"sort: {int((s != want).sum())} of {s.size} differ")
+    got = kapi.argsort(k[:nh]).asnumpy()
+    if not np.array_equal(got, np.argsort(h[:nh], kind="stable")):
+        bad.append("argsort differs from np.argsort(kind='stable')")
+    out["check"] = "; ".join(bad) or "ok"
+    if not args.check_only:
+        sync = dev.default_queue.wait
+        out["sort_ms"] = 1e3 * median_batch(lambda: kapi.sort(k), sync, args.reps, 5)
+        out["argsort_ms"] = 1e3 * median_batch(lambda: kapi.argsort(k), sync, args.reps, 5)
+    print("RESULT " + json.dumps(out), flush=True)
+    if bad:
+        sys.exit(1)
+
+
+def _env(variant):
+    kind, _, keys = variant.partition(":")
+    env = dict(os.environ)
+    env.pop("KAPI_SORT_KEYS_PER_ITEM", None)
+    env.pop("KAPI_SORT_SCATTER", None)
+    if kind != "cupy":
+        env["KAPI_SORT_SCATTER"] = kind
+    if keys:
+        env["KAPI_SORT_KEYS_PER_ITEM"] = keys
+    return env
+
+
+def _run(cmd, env, timeout):
+    """(exit status, combined output); 124 when it ran past timeout."""
+    try:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        return r.returncode, r.stdout + r.stderr
+    except subprocess.TimeoutExpired as e:
+        text = (e.stdout or b"") + (e.stderr or b"")
+        return 124, text.decode(errors="replace") if isinstance(text, bytes) else text
+
+
+def _worker_cmd(args, variant, log2n, check_only=False):
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", variant, "--log2n", str(log2n)]
+    cmd += ["--reps", str(args.reps)] + (["--device", args.device] if args.device else [])
+    return cmd + (["--check-only"] if check_only else [])
+
+
+def _tail(text, n=12):
+    return "\n".join("    " + ln for ln in text.strip().splitlines()[-n:])
+
+
+def sanitize(args):
+    cs = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    if not os.path.exists(cs):
+        print("compute-sanitizer: not found (no sanitizer runs)")
+        return
+    variants = [v for v in args.sanitize.split(",") if v and v != "cupy"]
+    _ensure_ref(args.sanitize_log2n)
+    for i, v in enumerate(variants):
+        for tool in ("memcheck", "synccheck", "racecheck") if i == 0 else ("memcheck",):
+            cmd = [cs, "--tool", tool, "--error-exitcode", "99"]
+            cmd += _worker_cmd(args, v, args.sanitize_log2n, check_only=True)
+            t0 = time.perf_counter()
+            rc, text = _run(cmd, _env(v), args.timeout)
+            summary = [ln for ln in text.splitlines() if "ERROR SUMMARY" in ln]
+            print(f"compute-sanitizer {tool:9s} {v:10s} 2^{args.sanitize_log2n}: exit {rc}, "
+                  f"{summary[-1].strip('= ') if summary else 'no summary'}, "
+                  f"{time.perf_counter() - t0:.0f} s")  # fmt: skip
+            if rc != 0:
+                print(_tail(text, 30))
+
+
+def _ensure_ref(log2n):
+    if log2n > 22 and not os.path.exists(_ref_path(log2n)):
+        np.save(_ref_path(log2n), np.sort(_data(log2n)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default=None, help="kapi filter string (default device if none)")
+    ap.add_argument("--log2n", type=int, default=27)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--variants", default=DEFAULT)
+    ap.add_argument("--sanitize", default="ballot:8,shuffle", help="variants run under "
+                    "compute-sanitizer first ('' for none)")  # fmt: skip
+    ap.add_argument("--sanitize-log2n", type=int, default=14)
+    ap.add_argument("--timeout", type=int, default=150, help="seconds per process")
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--check-only", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        args.name = args.worker
+        sys.path.insert(0, HERE)
+        worker(args)
+        return
+    if args.sanitize:
+        sanitize(args)
+    t0 = time.perf_counter()
+    _ensure_ref(args.log2n)
+    print(f"reference np.sort of 2^{args.log2n} uint32: {time.perf_counter() - t0:.1f} s")
+    rows = []
+    for v in [v for v in args.variants.split(",") if v]:
+        t0 = time.perf_counter()
+        rc, text = _run(_worker_cmd(args, v, args.log2n), _env(v), args.timeout)
+        res = [ln for ln in text.splitlines() if ln.startswith("RESULT ")]
+        r = json.loads(res[-1][7:]) if res else {"variant": v, "check": f"exit {rc}, no result"}
+        r["rc"], r["wall_s"] = rc, round(time.perf_counter() - t0, 1)
+        rows.append(r)
+        print(f"{v}: exit {rc} in {r['wall_s']} s: {json.dumps(r)}", flush=True)
+        if rc != 0:
+            print(_tail(text))
+    cupy = next((r.get("sort_ms") for r in rows if r["variant"] == "cupy"), None)
+    print(f"\nsort of 2^{args.log2n} uint32 (random, 32 bits), ms per call; x cupy = "
+          "cupy.sort / kapi.sort (target >= 0.5)")  # fmt: skip
+    print("| variant | scatter | keys/item | sort ms | x cupy | argsort ms | check | exit |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        s, a = r.get("sort_ms"), r.get("argsort_ms")
+        ratio = f"{cupy / s:.2f}" if cupy and s and r["variant"] != "cupy" else ""
+        print(f"| {r['variant']} | {r.get('kind', '')} | {r.get('keys_per_item', '')} | "
+              f"{f'{s:.2f}' if s else ''} | {ratio} | {f'{a:.2f}' if a else ''} | "
+              f"{r['check']} | {r['rc']} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
