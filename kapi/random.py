@@ -86,11 +86,43 @@ _U53_OPEN = (
 _U24_OPEN = "(np.float64(({w} >> np.uint64(8))) + 1.0) * 5.9604644775390625e-08"
 
 
-def _store(j: int, expr: str) -> str:
+# STAGED: the work-group stages its outputs in local memory, then writes them out with
+# consecutive work-items at consecutive addresses (GPUs: one counter's PER outputs side by
+# side would make every store a strided one). Same numbers at the same places.
+_GEN_HEAD_STAGED = """
+def _gen(it, out, n, base, k0, k1, lm):
+    g = it.get_group()
+    lid = it.get_local_id(0)
+    L = it.get_local_range(0)
+    i = it.get_global_id(0)
+    c = base + np.uint64(i)
+    r0, r1, r2, r3 = PHILOX(c & np.uint64(0xFFFFFFFF), c >> np.uint64(32), np.uint64(0),
+                            np.uint64(0), k0, k1)
+    j = lid * PER
+"""
+
+_GEN_TAIL_STAGED = """
+    K.group_barrier(g)
+    o = g.get_group_id(0) * L * PER
+    w = 0
+    while w < PER:
+        q = w * L + lid
+        if o + q < n:
+            out[o + q] = lm[q]
+        w += 1
+"""
+
+STAGED = None  # True: _GEN_HEAD_STAGED's kernel; None: on every device but kapi's CPU
+WG = 256
+
+
+def _store(j: int, expr: str, staged: bool = False) -> str:
+    if staged:
+        return f"    lm[j + {j}] = {expr}\n"
     return f"    if j + {j} < n:\n        out[j + {j}] = {expr}\n"
 
 
-def _gen_source(kind: str, dtype: np.dtype) -> tuple[str, int]:
+def _gen_source(kind: str, dtype: np.dtype, staged: bool = False) -> tuple[str, int]:
     """The generating kernel's source and how many outputs one counter gives."""
     f32 = dtype == np.float32
     cvt = "np.float32" if f32 else "np.float64"
@@ -99,10 +131,10 @@ def _gen_source(kind: str, dtype: np.dtype) -> tuple[str, int]:
         per = 4 if f32 else 2
         if f32:
             for w in range(4):
-                body += _store(w, f"np.float32({_U24.format(w=f'r{w}')})")
+                body += _store(w, staged=staged, expr=f"np.float32({_U24.format(w=f'r{w}')})")
         else:
-            body += _store(0, _U53.format(a="r0", b="r1"))
-            body += _store(1, _U53.format(a="r2", b="r3"))
+            body += _store(0, _U53.format(a="r0", b="r1"), staged)
+            body += _store(1, _U53.format(a="r2", b="r3"), staged)
     else:  # standard_normal: Box-Muller on pairs of uniforms
         if f32:
             per = 4
@@ -116,8 +148,10 @@ def _gen_source(kind: str, dtype: np.dtype) -> tuple[str, int]:
         for p, (u1, u2) in enumerate(pairs):
             body += f"    rad{p} = math.sqrt(-2.0 * math.log({u1}))\n"
             body += f"    ang{p} = 6.283185307179586 * {u2}\n"
-            body += _store(2 * p, f"{cvt}(rad{p} * math.cos(ang{p}))")
-            body += _store(2 * p + 1, f"{cvt}(rad{p} * math.sin(ang{p}))")
+            body += _store(2 * p, f"{cvt}(rad{p} * math.cos(ang{p}))", staged)
+            body += _store(2 * p + 1, f"{cvt}(rad{p} * math.sin(ang{p}))", staged)
+    if staged:
+        return (_GEN_HEAD_STAGED + body + _GEN_TAIL_STAGED).replace("PER", str(per)), per
     return _GEN_HEAD.replace("PER", str(per)) + body, per
 
 
@@ -194,18 +228,20 @@ class Generator:
         dev = device if device is not None else self._device
         out = _array.empty(shape, dtype=dt, device=dev, usm_type=usm_type or self._usm)
         n = out.size
-        src, per = _gen_source(kind, dt)
+        staged = STAGED if STAGED is not None else out.device.device_type != "cpu"
+        src, per = _gen_source(kind, dt, staged)
         counters = -(-n // per)
         if counters:
-            call_kernel(
-                _kernel(src, "_gen"),
-                Range(counters),
-                out.reshape(n),
-                np.int64(n),
-                np.uint64(self._ctr),
-                self._k0,
-                self._k1,
-            )
+            args = (out.reshape(n), np.int64(n), np.uint64(self._ctr), self._k0, self._k1)
+            if staged:
+                from . import kernel_api as K
+                from ._ranges import NdRange
+
+                groups = -(-counters // WG)
+                lm = K.LocalAccessor(WG * per, dt)
+                call_kernel(_kernel(src, "_gen"), NdRange(groups * WG, WG), *args, lm)
+            else:
+                call_kernel(_kernel(src, "_gen"), Range(counters), *args)
         self._ctr += counters
         return out
 
