@@ -479,6 +479,114 @@ CHUNK
 """
 
 
+# The GPUs' scan ("subgroup"): a chunk is L * SCAN_ITEMS elements, loaded coalesced into
+# local memory (stg, one pad slot per 32 so that a work-item's run of SCAN_ITEMS is read
+# without bank conflicts); each work-item folds its own run of SCAN_ITEMS consecutive
+# elements in order, the runs' totals go through CHUNK (one sub-group scan and two barriers
+# per chunk rather than per L elements), and _scan_apply_b writes each run's scan back to
+# local memory, then out coalesced.
+_STAGE_RUNS = """
+        K.group_barrier(g)
+        e = 0
+        while e < SCAN_ITEMS:
+            q = e * L + lid
+            if q < m:
+                stg[q + q // 32] = x[row, c + q]
+            e += 1
+        K.group_barrier(g)
+        b0 = lid * SCAN_ITEMS
+        v = stg[b0 + b0 // 32] if b0 < m else stg[0]
+        e = 1
+        while e < SCAN_ITEMS:
+            q = b0 + e
+            if q < m:
+                v = OP(v, stg[q + q // 32])
+            e += 1
+        cnt = (m + SCAN_ITEMS - 1) // SCAN_ITEMS
+"""
+
+_SCAN_SUMS_B_SRC = """
+def _scan_sums_b(it, x, sums, n, seg, slm, stg):
+    row = it.get_global_id(0)
+    g = it.get_group()
+    lid = it.get_local_id(1)
+    L = it.get_local_range(1)
+    gid = g.get_group_id(1)
+    start = gid * seg
+    end = min(n, start + seg)
+    carry = x[row, start]
+    c = start
+    while c < end:
+        m = min(L * SCAN_ITEMS, end - c)
+STAGE
+CHUNK
+        if c == start:
+            carry = tot
+        else:
+            carry = OP(carry, tot)
+        c += L * SCAN_ITEMS
+    if lid == 0:
+        sums[row, gid] = carry
+"""
+
+_SCAN_APPLY_B_SRC = """
+def _scan_apply_b(it, x, out, pre, n, seg, slm, ident, EXCL, stg, tl):
+    row = it.get_global_id(0)
+    g = it.get_group()
+    lid = it.get_local_id(1)
+    L = it.get_local_range(1)
+    gid = g.get_group_id(1)
+    start = gid * seg
+    end = min(n, start + seg)
+    has = gid > 0
+    carry = pre[row, gid - 1] if has else x[row, start]
+    c = start
+    while c < end:
+        m = min(L * SCAN_ITEMS, end - c)
+STAGE
+CHUNK
+        tl[lid] = t
+        K.group_barrier(g)
+        b0 = lid * SCAN_ITEMS
+        if b0 < m:
+            p = carry
+            if lid > 0:
+                p = OP(carry, tl[lid - 1]) if has else tl[lid - 1]
+            r = stg[b0 + b0 // 32]
+            if has or lid > 0:
+                r = OP(p, r)
+            stg[b0 + b0 // 32] = r
+            e = 1
+            while e < SCAN_ITEMS:
+                q = b0 + e
+                if q < m:
+                    r = OP(r, stg[q + q // 32])
+                    stg[q + q // 32] = r
+                e += 1
+        K.group_barrier(g)
+        e = 0
+        while e < SCAN_ITEMS:
+            q = e * L + lid
+            if q < m:
+                r = stg[q + q // 32]
+                if EXCL != 0:
+                    if c + q + 1 < n:
+                        out[row, c + q + 1] = r
+                else:
+                    out[row, c + q] = r
+            e += 1
+        if has:
+            carry = OP(carry, tot)
+        else:
+            carry = tot
+            has = True
+        c += L * SCAN_ITEMS
+    if EXCL != 0 and gid == 0 and lid == 0:
+        out[row, 0] = ident
+"""
+SCAN_ITEMS = 8  # elements per work-item in a chunk of the GPUs' scan
+
+
 # kapi's CPU device runs barriers as one loop over the group per stretch between them, so a
 # scan there is better sequential: each work-item owns a contiguous block of a row (phase 1:
 # its total; phase 3: its scan from the carried total), no barriers.
@@ -565,28 +673,46 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     from ._ranges import NdRange
 
     rows, n = x2.shape
+    runs = kind == "subgroup"
+    per = WG * SCAN_ITEMS if runs else WG  # elements per chunk
     groups = _groups_for(x2, n)
     seg = -(-n // groups)
-    seg = -(-seg // WG) * WG  # whole chunks
+    seg = -(-seg // per) * per  # whole chunks
     groups = -(-n // seg)  # every group has at least one element
     slm = K.LocalAccessor(WG, x2.dtype)
     q, ut = x2.sycl_queue, x2.usm_type
     env = {"OP": fn}
-    chunk = (_CHUNK_SUBGROUP if kind == "subgroup" else _CHUNK_GROUP).strip("\n")
+    chunk = (_CHUNK_SUBGROUP if runs else _CHUNK_GROUP).strip("\n")
+    extra = ()
+    if runs:
+        stage = _STAGE_RUNS.strip("\n")
+        sums_src = _SCAN_SUMS_B_SRC.replace("STAGE", stage).replace("CHUNK", chunk)
+        apply_src = _SCAN_APPLY_B_SRC.replace("STAGE", stage).replace("CHUNK", chunk)
+        sums_src = sums_src.replace("SCAN_ITEMS", str(SCAN_ITEMS))
+        apply_src = apply_src.replace("SCAN_ITEMS", str(SCAN_ITEMS))
+        names = ("_scan_sums_b", "_scan_apply_b")
+        stg = K.LocalAccessor(per + per // 32, x2.dtype)
+        extra = (stg,)
+    else:
+        sums_src = _SCAN_SUMS_SRC.replace("CHUNK", chunk)
+        apply_src = _SCAN_APPLY_SRC.replace("CHUNK", chunk)
+        names = ("_scan_sums", "_scan_apply")
     if groups > 1:
         sums = Array._allocate((rows, groups), x2.dtype, q, ut)
         pre = Array._allocate((rows, groups), x2.dtype, q, ut)
-        ks = kernel_of(_SCAN_SUMS_SRC.replace("CHUNK", chunk), "_scan_sums", env, key)
+        ks = kernel_of(sums_src, names[0], env, key)
     else:
         pre = Array._allocate((rows, 1), x2.dtype, q, ut)  # not read: group 0 has no carry
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
         nd = NdRange((r1 - r0, groups * WG), (1, WG))
         if groups > 1:
-            call_kernel(ks, nd, x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(seg), slm)
+            call_kernel(ks, nd, x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(seg), slm, *extra)
     if groups > 1:
         _scan_rows(sums, pre, fn, key, False, ident)
-    ka = kernel_of(_SCAN_APPLY_SRC.replace("CHUNK", chunk), "_scan_apply", env, key)
+    ka = kernel_of(apply_src, names[1], env, key)
+    if runs:
+        extra = (stg, K.LocalAccessor(WG, x2.dtype))
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
         nd = NdRange((r1 - r0, groups * WG), (1, WG))
@@ -601,6 +727,7 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
             slm,
             x2.dtype.type(ident),
             np.int32(excl),
+            *extra,
         )
 
 
