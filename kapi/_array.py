@@ -104,6 +104,14 @@ def _shortest_pattern(b: bytes) -> bytes:
     return b[:n]
 
 
+def _untraced() -> None:
+    """Host reads and writes cannot be part of a recorded launch plan (kapi/_replay.py)."""
+    if _memory._TRACING:
+        from ._replay import untraceable
+
+        untraceable()
+
+
 def _host_buffer(ptr: int, nbytes: int, keep):
     buf = (ctypes.c_char * max(nbytes, 1)).from_address(ptr)
     buf._kapi_keep = keep  # the NumPy view keeps the memory's owner alive
@@ -257,12 +265,14 @@ class Array:
 
     def _host_view(self) -> np.ndarray:
         """A NumPy view of host-addressable memory (after the queue's pending work)."""
+        _untraced()
         self._queue.wait()
         lo, hi = _span(self._shape, self._strides, self.itemsize)
         buf = _host_buffer(self._ptr + lo, hi - lo, self)
         return np.ndarray(self._shape, self._dtype, buf, -lo, self._strides)
 
     def _read_span(self) -> tuple[np.ndarray, int]:
+        _untraced()
         lo, hi = _span(self._shape, self._strides, self.itemsize)
         host = np.empty(max(hi - lo, 1), np.uint8)
         if hi > lo:
@@ -294,6 +304,7 @@ class Array:
 
     def _assign(self, value) -> None:
         """self[...] = value, with NumPy broadcasting and casting."""
+        _untraced()
         if _on_write is not None:
             _on_write(self)
         if isinstance(value, Array):
@@ -327,6 +338,7 @@ class Array:
         if item.ndim != 0:
             raise ValueError("fill takes a scalar")
         pattern = _shortest_pattern(item.tobytes())
+        _untraced()
         if _on_write is not None:
             _on_write(self)
         if self.layout != "A" and self.size:
