@@ -9,6 +9,7 @@ shared USM), reads and writes go through a NumPy view of it; elsewhere through q
 from __future__ import annotations
 
 import ctypes
+import functools
 import operator
 
 import numpy as np
@@ -64,6 +65,11 @@ def _shape_tuple(shape) -> tuple[int, ...]:
 
 
 def _contiguous_strides(shape, itemsize: int, order: str) -> tuple[int, ...]:
+    return _contiguous_strides_of(tuple(shape), itemsize, order)
+
+
+@functools.lru_cache(maxsize=4096)
+def _contiguous_strides_of(shape, itemsize: int, order: str) -> tuple[int, ...]:
     strides = [0] * len(shape)
     acc = itemsize
     dims = range(len(shape) - 1, -1, -1) if order == "C" else range(len(shape))
@@ -83,8 +89,26 @@ def _is_contiguous(shape, strides, itemsize: int, order: str) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=4096)
+def _desc_parts(dtype, shape, strides) -> tuple[str, tuple[int, ...]]:
+    """(KIR type key, strides in elements) of an array kernel argument (Array._kdesc)."""
+    i = dtype.itemsize
+    if _is_contiguous(shape, strides, i, "C"):
+        layout = "C"
+    else:
+        layout = "F" if _is_contiguous(shape, strides, i, "F") else "A"
+    return f"array({DTYPE_TO_KIR[dtype]},{len(shape)},{layout},global)", tuple(
+        s // i for s in strides
+    )
+
+
 def _span(shape, strides, itemsize: int) -> tuple[int, int]:
     """[lo, hi) byte offsets, relative to element 0, that the array touches."""
+    return _span_of(tuple(shape), tuple(strides), itemsize)
+
+
+@functools.lru_cache(maxsize=4096)
+def _span_of(shape, strides, itemsize: int) -> tuple[int, int]:
     if any(s == 0 for s in shape):
         return 0, 0
     lo = hi = 0
@@ -247,17 +271,9 @@ class Array:
                 raise UnsupportedKernelArgumentError(
                     f"kernels take arrays of 1 to 3 dimensions; this one has {nd}"
                 )
-            i = self.itemsize
-            key = f"array({DTYPE_TO_KIR[self._dtype]},{nd},{self.layout},global)"
-            desc = (
-                "A",
-                key,
-                self._queue.device.index,
-                self._queue._native,
-                self._ptr,
-                self._shape,
-                tuple(s // i for s in self._strides),
-            )
+            key, est = _desc_parts(self._dtype, self._shape, self._strides)
+            q = self._queue
+            desc = ("A", key, q.device.index, q._native, self._ptr, self._shape, est)
             kd = self._kd = _native.ext().ArgDesc(desc)
         return kd
 

@@ -29,12 +29,14 @@ import operator
 
 import numpy as np
 
+from . import _replay
 from ._array import Array
 
 WG = 256  # work-items per group
 _PER_ITEM = 16  # elements a work-item handles before another group is worth launching
 _MAX_ROWS = 65535  # a grid dimension other than CUDA's x holds at most 65535 groups
 _KERNELS: dict = {}
+_PLANS = _replay.plans()  # reduce/scan call key -> its recorded launches (kapi/_replay.py)
 
 
 def _add(a, b):
@@ -254,8 +256,8 @@ def _reduce(it, x, out, n, slm, flg):
 
 def _reduce_rows(x2: Array, fn, key, groups: int) -> Array:
     from . import kernel_api as K
-    from ._launch import call_kernel
     from ._ranges import NdRange
+    from ._replay import launch as call_kernel  # recorded while a plan is traced
 
     rows, n = x2.shape
     out = Array._allocate((rows, groups), x2.dtype, x2.sycl_queue, x2.usm_type)
@@ -282,8 +284,8 @@ REDUCE = None  # "group" (work-groups) or "serial" (kapi's CPU device); None: by
 def _fold_serial(x2: Array, fn, key) -> Array:
     """Each row of x2 (rows, n) folded in order by blocks, one per work-item (kapi's CPU
     device: no barriers), then the blocks' values by one work-item per row."""
-    from ._launch import call_kernel
     from ._ranges import Range
+    from ._replay import launch as call_kernel  # recorded while a plan is traced
 
     rows, n = x2.shape
     k = kernel_of(_SCAN_SERIAL_SUMS_SRC, "_scan_serial_sums", {"OP": fn}, key)
@@ -323,6 +325,31 @@ def reduce(op, a, axis=None, identity=None, dtype=None, keepdims=False):
     (default: a's, or NumPy's add.reduce dtype for "add"/"mul" on small integers) is the
     dtype a is converted to and op computes in. Returns a kapi array (0-d for axis=None).
     """
+    if (
+        type(a) is Array
+        and a.size
+        and identity is None
+        and (axis is None or type(axis) is int)
+        and (dtype is None or isinstance(dtype, (np.dtype, type)))
+        and type(keepdims) is bool
+    ):
+        # the host path once per key; later calls replay its launches (kapi/_replay.py)
+        key = ("reduce", op, a._shape, a._strides, a._dtype, axis, dtype, keepdims, a._queue)
+        key += (a._usm_type, REDUCE)
+        try:
+            plan = _PLANS.get(key, False)
+        except TypeError:  # an unhashable op: the general path (which words its error)
+            plan = None
+        if plan is False:
+            return _replay.record(
+                key, _PLANS, a, _reduce_general, op, a, axis, None, dtype, keepdims
+            )
+        if plan is not None:
+            return plan.replay(a)
+    return _reduce_general(op, a, axis, identity, dtype, keepdims)
+
+
+def _reduce_general(op, a, axis, identity, dtype, keepdims):
     name, fn = resolve_op(op, "kapi.reduce")
     check_array(a, "kapi.reduce")
     dt = _result_dtype(name, a.dtype, dtype)
@@ -629,8 +656,8 @@ SCAN = None  # "subgroup" (GPUs), "group" or "serial" (kapi's CPU device); None:
 
 
 def _scan_serial(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
-    from ._launch import call_kernel
     from ._ranges import Range
+    from ._replay import launch as call_kernel  # recorded while a plan is traced
 
     rows, n = x2.shape
     T = min(256, max(1, n // 4096))
@@ -669,8 +696,8 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
         _scan_serial(x2, out, fn, key, excl, ident)
         return
     from . import kernel_api as K
-    from ._launch import call_kernel
     from ._ranges import NdRange
+    from ._replay import launch as call_kernel  # recorded while a plan is traced
 
     rows, n = x2.shape
     runs = kind == "subgroup"
@@ -740,6 +767,30 @@ def scan(a, op="add", axis=None, inclusive=True, identity=None, dtype=None):
     function needs identity= for an exclusive scan). op needs to be associative (the order of
     operands is kept). dtype as for kapi.reduce (cumsum's dtype for "add"/"mul").
     """
+    if (
+        type(a) is Array
+        and a._shape
+        and a.size
+        and identity is None
+        and (axis is None or type(axis) is int)
+        and (dtype is None or isinstance(dtype, (np.dtype, type)))
+        and type(inclusive) is bool
+    ):
+        # the host path once per key; later calls replay its launches (kapi/_replay.py)
+        key = ("scan", op, a._shape, a._strides, a._dtype, axis, inclusive, dtype, a._queue)
+        key += (a._usm_type, SCAN)
+        try:
+            plan = _PLANS.get(key, False)
+        except TypeError:  # an unhashable op: the general path (which words its error)
+            plan = None
+        if plan is False:
+            return _replay.record(key, _PLANS, a, _scan, a, op, axis, inclusive, None, dtype)
+        if plan is not None:
+            return plan.replay(a)
+    return _scan(a, op, axis, inclusive, identity, dtype)
+
+
+def _scan(a, op, axis, inclusive, identity, dtype):
     name, fn = resolve_op(op, "kapi.scan")
     check_array(a, "kapi.scan")
     dt = _result_dtype(name, a.dtype, dtype)

@@ -361,7 +361,7 @@ def _as_rows(x: Array, axes) -> tuple[Array, tuple[int, ...]]:
     t = x._permuted(perm)
     if t.layout != "C":
         c = Array._allocate(t.shape, t.dtype, t.sycl_queue, t.usm_type)
-        _ufunc.launch("l0", [t], c, "reduction")
+        _ufunc.launch("l0", [t], c, "reduction", fresh=True)
         t = c
     return t.reshape(rows, n), kept
 
@@ -602,7 +602,7 @@ def _reduce(op: str, x: Array, axis=None, keepdims: bool = False) -> Array:
         res = idxs  # without an axis: the index into the flattened (C order) array, as NumPy
     elif op in ("any", "all"):
         res = Array._allocate(vals.shape, np.dtype(np.bool_), vals.sycl_queue, vals.usm_type)
-        _ufunc.launch("l0 != 0", [vals], res, op)
+        _ufunc.launch("l0 != 0", [vals], res, op, fresh=True)
     else:
         res = vals
     if op == "mean":

@@ -22,13 +22,14 @@ import collections
 import threading
 import weakref
 
-from . import _lazy, _memory, _native
-from ._array import Array
+from . import _memory, _native
 
 _TLS = threading.local()  # .trace: the Trace recording on this thread, if any
 _MAX_PLANS = 2048  # plans kept per cache; past that the oldest goes
-_IN_FLIGHT = 8  # replayed calls whose temporaries may still be held by pending launches
-_RECENT: collections.deque = collections.deque()  # their events, oldest first
+_IN_FLIGHT = 4  # replayed calls whose arrays may still be held by their pending launches
+_IN_FLIGHT_BYTES = 1 << 28  # and the most bytes they may hold (unless it is one call's)
+_RECENT: collections.deque = collections.deque()  # (events, bytes) of those, oldest first
+_RECENT_BYTES = 0
 _RECENT_LOCK = threading.Lock()
 _TRACING_LOCK = threading.Lock()
 
@@ -138,7 +139,8 @@ class Plan:
     """A recorded call: replay(x) gives what the general path gave for an x of this key."""
 
     __slots__ = (
-        "bufs", "views", "xviews", "launches", "result", "own", "dev", "_xcache", "__weakref__",
+        "bufs", "nbytes", "xviews", "bviews", "launches", "result", "own", "dev", "_xcache",
+        "__weakref__",
     )  # fmt: skip
 
     def __init__(self, trace: Trace, result: int, own: bool):
@@ -146,29 +148,43 @@ class Plan:
         used = sorted({v[0] for v in trace.views if v[0] >= 0})
         renum = {b: k for k, b in enumerate(used)}
         self.bufs = tuple(trace.bufs[b] for b in used)
+        self.nbytes = sum(b[2] for b in self.bufs)
         args = {k for launch in trace.launches for _, k in launch[3]}
-        views = []
-        for k, (src, off, shape, strides, dt, ut) in enumerate(trace.views):
+        # the views of x first, then those of the temporaries: a replay's list of views is
+        # the (cached) views of x followed by the new ones, in this order
+        order = sorted(range(len(trace.views)), key=lambda k: trace.views[k][0] >= 0)
+        place = {k: n for n, k in enumerate(order)}
+        xviews, bviews = [], []
+        for k in order:
+            src, off, shape, strides, dt, ut = trace.views[k]
             # a kernel argument's descriptor parts (what Array._kdesc computes), made once
             desc = _kdesc_parts(dt, shape, strides) if k in args else None
-            views.append((renum.get(src, -1), off, shape, strides, dt, ut, desc))
-        self.views = tuple(views)
-        self.xviews = tuple(k for k, v in enumerate(self.views) if v[0] < 0)
-        self.launches = tuple(trace.launches)
-        self.result, self.own = result, own
+            if src < 0:
+                xviews.append((off, shape, strides, dt, ut, desc))
+            else:
+                bviews.append((renum[src], off, shape, strides, dt, ut, desc))
+        self.xviews, self.bviews = tuple(xviews), tuple(bviews)
+        self.launches = tuple(
+            (kernel, rng, consts, tuple((i, place[k]) for i, k in refs))
+            for kernel, rng, consts, refs in trace.launches
+        )
+        self.result, self.own = place[result], own
         q = trace.x._queue
         self.dev = (q.device.index, q._native)
         self._xcache = None  # (weakref to the last x, its views), while that x lives
 
-    def _x_views(self, x: Array) -> dict[int, Array]:
+    def _x_views(self, x: Array) -> list[Array]:
         c = self._xcache
         if c is not None and c[0]() is x:
             return c[1]
         q, owner, ptr, host = x._queue, x._owner, x._ptr, x._host_ok
-        views = {}
-        for k in self.xviews:
-            _, off, shape, strides, dt, ut, _ = self.views[k]
-            views[k] = Array._make(owner, ptr + off, shape, strides, dt, q, ut, host)
+        dev, qn = self.dev
+        views = []
+        for off, shape, strides, dt, ut, desc in self.xviews:
+            v = Array._make(owner, ptr + off, shape, strides, dt, q, ut, host)
+            if desc is not None:
+                v._kd = _ARGDESC(("A", desc[0], dev, qn, ptr + off, shape, desc[1]))
+            views.append(v)
         ref = weakref.ref(x, _drop_cache(self))
         self._xcache = (ref, views)
         return views
@@ -179,18 +195,19 @@ class Plan:
             from ._launch import call_kernel_async
 
             _ASYNC, _ARGDESC = call_kernel_async, _native.ext().ArgDesc
-        blocks = [_memory.allocate(d, k, n) for d, k, n in self.bufs]
-        views = dict(self._x_views(x)) if self.xviews else {}
+        alloc = _memory.allocate
+        blocks = [alloc(d, k, n) for d, k, n in self.bufs]
+        views = list(self._x_views(x)) if self.xviews else []
         q = x._queue
         dev, qn = self.dev
         make, argdesc = Array._make, _ARGDESC
-        for k, (src, off, shape, strides, dt, ut, desc) in enumerate(self.views):
-            if src >= 0:
-                b = blocks[src]
-                ptr = b.ptr + off
-                v = views[k] = make(b, ptr, shape, strides, dt, q, ut, b.host_accessible)
-                if desc is not None:
-                    v._kd = argdesc(("A", desc[0], dev, qn, ptr, shape, desc[1]))
+        for src, off, shape, strides, dt, ut, desc in self.bviews:
+            b = blocks[src]
+            ptr = b.ptr + off
+            v = make(b, ptr, shape, strides, dt, q, ut, b.host_accessible)
+            if desc is not None:
+                v._kd = argdesc(("A", desc[0], dev, qn, ptr, shape, desc[1]))
+            views.append(v)
         res = views[self.result]
         res._own = self.own
         call_kernel_async = _ASYNC
@@ -207,7 +224,7 @@ class Plan:
         finally:
             if internal is not None:
                 internal.__exit__(None, None, None)
-        _retire(events)
+        _retire(events, self.nbytes)
         return res
 
 
@@ -215,18 +232,13 @@ _ASYNC = _ARGDESC = None
 
 
 def _kdesc_parts(dt, shape, strides):
-    """(type key, strides in elements) of an array argument, as Array._kdesc makes them."""
-    from ._array import _is_contiguous
-    from ._types import DTYPE_TO_KIR
+    """(type key, strides in elements) of an array argument, as Array._kdesc makes them;
+    None where Array._kdesc raises (at the launch, with its words)."""
+    from ._array import _desc_parts
 
-    nd, i = len(shape), dt.itemsize
-    if not 1 <= nd <= 3 or any(s % i for s in strides):
-        return None  # Array._kdesc words the error, at the launch
-    if _is_contiguous(shape, strides, i, "C"):
-        layout = "C"
-    else:
-        layout = "F" if _is_contiguous(shape, strides, i, "F") else "A"
-    return f"array({DTYPE_TO_KIR[dt]},{nd},{layout},global)", tuple(s // i for s in strides)
+    if not 1 <= len(shape) <= 3:
+        return None
+    return _desc_parts(dt, shape, strides)
 
 
 def _drop_cache(plan: Plan):
@@ -240,14 +252,20 @@ def _drop_cache(plan: Plan):
     return drop
 
 
-def _retire(events) -> None:
-    """Keeps the events of the last _IN_FLIGHT replayed calls; older ones are waited for
-    (long done, as a rule), which lets their temporaries go back to the pool at once rather
-    than when the queue next prunes its list of pending events."""
+def _retire(events, nbytes: int) -> None:
+    """Keeps the events of the last _IN_FLIGHT replayed calls (_IN_FLIGHT_BYTES of arrays at
+    most); older ones are waited for (done by then, as a rule), which lets their arrays go
+    back to the pool at once rather than when the queue next prunes its pending events."""
+    global _RECENT_BYTES
+    old = []
     with _RECENT_LOCK:
-        _RECENT.append(events)
-        old = _RECENT.popleft() if len(_RECENT) > _IN_FLIGHT else None
-    for ev in old or ():
+        _RECENT.append((events, nbytes))
+        _RECENT_BYTES += nbytes
+        while len(_RECENT) > _IN_FLIGHT or (len(_RECENT) > 1 and _RECENT_BYTES > _IN_FLIGHT_BYTES):
+            evs, n = _RECENT.popleft()
+            _RECENT_BYTES -= n
+            old.extend(evs)
+    for ev in old:
         ev.wait()
 
 
@@ -296,3 +314,8 @@ def record(key, cache: dict, x: Array, fn, *args):
         cache.pop(next(iter(cache)))
     cache[key] = plan  # None: this key keeps the general path (and is not traced again)
     return res
+
+
+# Last: kapi/_array.py imports the reductions, which make their cache of plans here.
+from . import _lazy  # noqa: E402
+from ._array import Array  # noqa: E402

@@ -16,12 +16,15 @@ so successive calls give independent numbers, as NumPy's Generator does.
 
 from __future__ import annotations
 
+import functools
 import operator
+import os
 
 import numpy as np
 
 from . import _primitives as P
 from ._array import Array
+from ._launch import call_kernel
 
 __all__ = ["Generator", "default_rng", "philox4x32"]
 
@@ -122,6 +125,7 @@ def _store(j: int, expr: str, staged: bool = False) -> str:
     return f"    if j + {j} < n:\n        out[j + {j}] = {expr}\n"
 
 
+@functools.cache
 def _gen_source(kind: str, dtype: np.dtype, staged: bool = False) -> tuple[str, int]:
     """The generating kernel's source and how many outputs one counter gives."""
     f32 = dtype == np.float32
@@ -187,6 +191,40 @@ def philox4x32(counters, keys, device=None):
     return out
 
 
+_PLANS: dict = {}  # (kind, dtype, size, device, usm_type, STAGED) -> what _fill launches
+
+
+def _plan(kind: str, dtype, size, device, usm_type):
+    """What a call of _fill launches, but for the counter: (queue, usm_type, shape, dtype,
+    n, flat view's (shape, strides) or None, counters, (kernel, range, n, local memory))."""
+    from . import _array
+    from ._ranges import Range
+
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        raise TypeError(f"kapi.random: dtype must be float32 or float64, not {dt}")
+    shape = _size_tuple(size)
+    proto = _array.empty(shape, dtype=dt, device=device, usm_type=usm_type)
+    q, ut, n = proto.sycl_queue, proto.usm_type, proto.size
+    staged = STAGED if STAGED is not None else proto.device.device_type != "cpu"
+    src, per = _gen_source(kind, dt, staged)
+    counters = -(-n // per)
+    flat = None if len(shape) == 1 else ((n,), (dt.itemsize,))
+    launch = None
+    if counters:
+        if staged:
+            from . import kernel_api as K
+            from ._ranges import NdRange
+
+            groups = -(-counters // WG)
+            rng = NdRange(groups * WG, WG)
+            extra = (K.LocalAccessor(WG * per, dt),)
+        else:
+            rng, extra = Range(counters), ()
+        launch = (_kernel(src, "_gen"), rng, np.int64(n), extra)
+    return q, ut, shape, dt, n, flat, counters, launch
+
+
 def _size_tuple(size) -> tuple[int, ...]:
     if size is None:
         return ()
@@ -217,31 +255,29 @@ class Generator:
         return f"kapi.random.Generator(Philox4x32-10, counter={self._ctr})"
 
     def _fill(self, kind: str, size, dtype, device, usm_type) -> Array:
-        from . import _array
-        from ._launch import call_kernel
-        from ._ranges import Range
-
-        dt = np.dtype(dtype)
-        if dt not in (np.float32, np.float64):
-            raise TypeError(f"kapi.random: dtype must be float32 or float64, not {dt}")
-        shape = _size_tuple(size)
         dev = device if device is not None else self._device
-        out = _array.empty(shape, dtype=dt, device=dev, usm_type=usm_type or self._usm)
-        n = out.size
-        staged = STAGED if STAGED is not None else out.device.device_type != "cpu"
-        src, per = _gen_source(kind, dt, staged)
-        counters = -(-n // per)
+        ut = usm_type or self._usm
+        # no device named: the default one, which KAPI_DEFAULT_DEVICE may change
+        where = dev if dev is not None else os.environ.get("KAPI_DEFAULT_DEVICE")
+        key = (kind, dtype, size, dev is None, where, ut, STAGED)
+        try:
+            plan = _PLANS.get(key)
+        except TypeError:  # an unhashable size or device: no plan
+            key = plan = None
+        if plan is None:
+            plan = _plan(kind, dtype, size, dev, ut)
+            if key is not None:
+                if len(_PLANS) >= 256:
+                    _PLANS.clear()
+                _PLANS[key] = plan
+        q, ut, shape, dt, n, flat, counters, launch = plan
+        out = Array._allocate(shape, dt, q, ut)
         if counters:
-            args = (out.reshape(n), np.int64(n), np.uint64(self._ctr), self._k0, self._k1)
-            if staged:
-                from . import kernel_api as K
-                from ._ranges import NdRange
-
-                groups = -(-counters // WG)
-                lm = K.LocalAccessor(WG * per, dt)
-                call_kernel(_kernel(src, "_gen"), NdRange(groups * WG, WG), *args, lm)
-            else:
-                call_kernel(_kernel(src, "_gen"), Range(counters), *args)
+            kernel, rng, nn, extra = launch
+            view = out if flat is None else Array._make(
+                out._owner, out._ptr, *flat, dt, q, ut, out._host_ok
+            )  # fmt: skip
+            call_kernel(kernel, rng, view, nn, np.uint64(self._ctr), self._k0, self._k1, *extra)
         self._ctr += counters
         return out
 
