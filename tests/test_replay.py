@@ -152,3 +152,62 @@ def test_cumsum_plans_never_mix(dev, monkeypatch):
                                               np.cumprod(h[:7], axis=0))  # fmt: skip
     assert len(calls) >= 10
     assert _primitives  # the plans live in kapi/_primitives.py's cache
+
+
+def test_elementwise_launch_plans_never_mix(dev):
+    """One expression over operands of other strides, offsets, dtypes and shapes, in turn and
+    twice each: every launch works out its own views (kapi/_ufunc.py's launch plans)."""
+    from kapi import _ufunc
+
+    h = np.arange(60, dtype=np.float32).reshape(6, 10)
+    a = kapi.asarray(h, device=dev)
+    pairs = [
+        (a, h),
+        (a.T, h.T),
+        (a[::2], h[::2]),
+        (a[1:], h[1:]),
+        (a[:-1], h[:-1]),
+        (a[:, ::-1], h[:, ::-1]),
+        (a.astype(np.float64), h.astype(np.float64)),
+        (a.astype(np.int32), h.astype(np.int32)),
+        (a.reshape(60), h.reshape(60)),
+    ]
+    for _round in range(2):
+        for x, hx in pairs:
+            np.testing.assert_allclose((x * 2 + x).asnumpy(), hx * 2 + hx)
+            out = kapi.empty(hx.shape, hx.dtype, device=dev)
+            np.multiply(x, 3, out=out)
+            np.testing.assert_allclose(out.asnumpy(), hx * 3)
+    assert len(_ufunc._LAUNCH_PLANS) >= len(pairs)
+
+
+def test_random_plans_keep_the_stream(dev, monkeypatch):
+    """Generator calls of other sizes, shapes and dtypes in turn (each kept plan: kernel,
+    range, local memory) give the numbers of a generator that plans nothing."""
+    import kapi.random as kr
+
+    calls = [(10, np.float32), ((2, 5), np.float32), (10, np.float64), (1000, np.float32)]
+    calls += [(11, np.float64), ((3, 4, 5), np.float32)] * 2
+
+    def draw():
+        g = kr.default_rng(7, device=dev)
+        outs = []
+        for size, dt in calls:
+            for kind in ("random", "standard_normal"):
+                r = getattr(g, kind)(size, dtype=dt)
+                assert r.shape == (size if isinstance(size, tuple) else (size,))
+                assert r.dtype == dt and r.device == dev
+                outs.append(r.asnumpy())
+        return outs
+
+    first = draw()  # plans made here and reused by the second half of `calls`
+    assert kr._PLANS
+
+    class Forgetful(dict):
+        def __setitem__(self, key, value):  # keeps nothing: every call plans afresh
+            pass
+
+    monkeypatch.setattr(kr, "_PLANS", Forgetful())
+    for x, y in zip(first, draw(), strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(first[0], first[2])  # the stream moves on between calls
