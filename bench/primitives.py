@@ -8,7 +8,9 @@ calls with one wait each. Rates are in millions of elements per second (Melem/s)
 on at most 2^22 elements (the host would take too long on more), so compare its rate, not its
 time. "x cupy" is CuPy's time over kapi's (above 1: kapi is faster).
 
-    python3 bench/primitives.py [--device gpu|cpu] [--log2n 27] [--reps N]
+    python3 bench/primitives.py [--device gpu|cpu] [--log2n 27] [--reps N] [--no-sort]
+
+--no-sort leaves out sort and argsort (cumsum, reduce and random only).
 
 Defaults: 2^27 elements on a GPU, 2^22 on the CPU driver. Finishes in well under 2 minutes.
 """
@@ -26,11 +28,38 @@ def line(name, sec, n, ref_sec=None, ref_name=""):
     print(f"  {name:36s} {sec * 1e3:10.3f} ms {n / sec / 1e6:10.1f} Melem/s{ratio}")
 
 
+def sort_rows(dev, hk, nh, n, cp, time_k, time_c, time_h):
+    """Sort and argsort of uint32 beside CuPy (if cp) and NumPy."""
+    k = kapi.asarray(hk, device=dev)
+    if not np.array_equal(kapi.sort(k).asnumpy(), np.sort(hk)):
+        raise SystemExit("kapi.sort differs from np.sort")
+    if not np.array_equal(kapi.argsort(k[:nh]).asnumpy(), np.argsort(hk[:nh], kind="stable")):
+        raise SystemExit("kapi.argsort differs from np.argsort")
+    print("sort of uint32 (random, 32 bits: 4 radix passes)")
+    t_sort = time_k(lambda: kapi.sort(k))
+    c_sort = None
+    if cp is not None:
+        ck = cp.asarray(hk)
+        c_sort = time_c(lambda: cp.sort(ck))
+    line("kapi.sort", t_sort, n, c_sort, "cupy.sort")
+    if c_sort:
+        line("cupy.sort", c_sort, n)
+    t = time_h(lambda: np.sort(hk[:nh]))
+    line("np.sort (host)", t, nh)
+    t_arg = time_k(lambda: kapi.argsort(k))
+    c_arg = time_c(lambda: cp.argsort(ck)) if cp is not None else None
+    line("kapi.argsort", t_arg, n, c_arg, "cupy.argsort")
+    if c_arg:
+        line("cupy.argsort", c_arg, n)
+    line("np.argsort(kind='stable') (host)", time_h(lambda: np.argsort(hk[:nh], kind="stable")), nh)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default=None, help="kapi filter string (default device if none)")
     ap.add_argument("--log2n", type=int, default=None)
     ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--no-sort", action="store_true", help="leave out sort and argsort")
     args = ap.parse_args()
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     log2n = args.log2n or (27 if dev.is_gpu else 22)
@@ -67,28 +96,8 @@ def main():
         return median_batch(fn, lambda: None, 1, 3)
 
     # sort / argsort of uint32
-    k = kapi.asarray(hk, device=dev)
-    if not np.array_equal(kapi.sort(k).asnumpy(), np.sort(hk)):
-        raise SystemExit("kapi.sort differs from np.sort")
-    if not np.array_equal(kapi.argsort(k[:nh]).asnumpy(), np.argsort(hk[:nh], kind="stable")):
-        raise SystemExit("kapi.argsort differs from np.argsort")
-    print("sort of uint32 (random, 32 bits: 4 radix passes)")
-    t_sort = time_k(lambda: kapi.sort(k))
-    c_sort = None
-    if cp is not None:
-        ck = cp.asarray(hk)
-        c_sort = time_c(lambda: cp.sort(ck))
-    line("kapi.sort", t_sort, n, c_sort, "cupy.sort")
-    if c_sort:
-        line("cupy.sort", c_sort, n)
-    t = time_h(lambda: np.sort(hk[:nh]))
-    line("np.sort (host)", t, nh)
-    t_arg = time_k(lambda: kapi.argsort(k))
-    c_arg = time_c(lambda: cp.argsort(ck)) if cp is not None else None
-    line("kapi.argsort", t_arg, n, c_arg, "cupy.argsort")
-    if c_arg:
-        line("cupy.argsort", c_arg, n)
-    line("np.argsort(kind='stable') (host)", time_h(lambda: np.argsort(hk[:nh], kind="stable")), nh)
+    if not args.no_sort:
+        sort_rows(dev, hk, nh, n, cp, time_k, time_c, time_h)
 
     # cumsum and reduce of float32
     f = kapi.asarray(hf, device=dev)

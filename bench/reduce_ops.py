@@ -11,8 +11,11 @@ GB/s counts the bytes read (and written, for the chain).
 
     python3 bench/reduce_ops.py [--device gpu|cpu] [--log2n 28] [--reps N]
     KAPI_MEMORY_POOL=0 python3 bench/reduce_ops.py ...   # the pool off
+    python3 bench/reduce_ops.py --overhead [--device cpu]
 
-Defaults: 2^28 elements on a GPU, 2^22 on the CPU driver.
+Defaults: 2^28 elements on a GPU, 2^22 on the CPU driver. --overhead times the host path
+instead: each call on a 16-element float32 array (the kernel's own time is then nothing),
+microseconds per call, beside a bare `kapi.call_kernel` of a one-line kernel.
 """
 
 import argparse
@@ -22,6 +25,7 @@ import numpy as np
 from timing import median_batch
 
 import kapi
+import kapi.random
 from kapi import _lazy
 
 A, B = np.float32(1.5), np.float32(0.25)
@@ -32,14 +36,54 @@ def report(name, sec, nbytes, ref=None):
     print(f"  {name:34s} {sec * 1e3:9.3f} ms  {nbytes / sec / 1e9:8.1f} GB/s{ratio}")
 
 
+@kapi.kernel
+def _touch(item, a):
+    i = item.get_id(0)
+    a[i] = a[i] + np.float32(1)
+
+
+def overhead(dev, reps):
+    """Microseconds per call of the array library's host path, on 16 elements."""
+    h = np.arange(16, dtype=np.float32)
+    x = kapi.asarray(h, device=dev)
+    X = kapi.asarray(h.reshape(4, 4), device=dev)
+    b = kapi.asarray(h > 7, device=dev)
+    rng = kapi.Range(16)
+    sync = dev.default_queue.wait
+    print(f"device: {dev.name}; host cost per call on 16 float32 (median of batches of {reps})")
+    cases = [
+        ("kapi.call_kernel (bare launch)", lambda: kapi.call_kernel(_touch, rng, x)),
+        ("x.sum()", lambda: x.sum()),
+        ("x.max()", lambda: x.max()),
+        ("x.argmax()", lambda: x.argmax()),
+        ("x.mean()", lambda: x.mean()),
+        ("b.any()", lambda: b.any()),
+        ("X.sum(axis=1)", lambda: X.sum(axis=1)),
+        ("X.sum(axis=0)", lambda: X.sum(axis=0)),
+        ("X.argmin(axis=0)", lambda: X.argmin(axis=0)),
+        ("float(x.sum())", lambda: float(x.sum())),
+        ("kapi.cumsum(x)", lambda: kapi.cumsum(x)),
+        ("(x * a + x) * x - b, new array", lambda: _lazy.realize((x * A + x) * x - B)),
+        ("kapi.random uniform(16)", lambda: gen.random(16, dtype=np.float32)),
+        ("kapi.random normal(16)", lambda: gen.standard_normal(16, dtype=np.float32)),
+    ]
+    gen = kapi.random.default_rng(0, device=dev)
+    for name, f in cases:
+        print(f"  {name:34s} {median_batch(f, sync, reps) * 1e6:9.2f} us")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default=None, help="kapi filter string (default device if none)")
     ap.add_argument("--log2n", type=int, default=None)
     ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--overhead", action="store_true", help="host cost per call, 16 elements")
     args = ap.parse_args()
     t0 = time.perf_counter()
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
+    if args.overhead:
+        overhead(dev, args.reps or 2000)
+        return
     log2n = args.log2n or (28 if dev.is_gpu else 22)
     n, side = 1 << log2n, 1 << (log2n // 2)
     reps = args.reps or (20 if dev.is_gpu else 3)

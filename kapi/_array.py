@@ -9,6 +9,7 @@ shared USM), reads and writes go through a NumPy view of it; elsewhere through q
 from __future__ import annotations
 
 import ctypes
+import functools
 import operator
 
 import numpy as np
@@ -64,6 +65,11 @@ def _shape_tuple(shape) -> tuple[int, ...]:
 
 
 def _contiguous_strides(shape, itemsize: int, order: str) -> tuple[int, ...]:
+    return _contiguous_strides_of(tuple(shape), itemsize, order)
+
+
+@functools.lru_cache(maxsize=4096)
+def _contiguous_strides_of(shape, itemsize: int, order: str) -> tuple[int, ...]:
     strides = [0] * len(shape)
     acc = itemsize
     dims = range(len(shape) - 1, -1, -1) if order == "C" else range(len(shape))
@@ -83,8 +89,26 @@ def _is_contiguous(shape, strides, itemsize: int, order: str) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=4096)
+def _desc_parts(dtype, shape, strides) -> tuple[str, tuple[int, ...]]:
+    """(KIR type key, strides in elements) of an array kernel argument (Array._kdesc)."""
+    i = dtype.itemsize
+    if _is_contiguous(shape, strides, i, "C"):
+        layout = "C"
+    else:
+        layout = "F" if _is_contiguous(shape, strides, i, "F") else "A"
+    return f"array({DTYPE_TO_KIR[dtype]},{len(shape)},{layout},global)", tuple(
+        s // i for s in strides
+    )
+
+
 def _span(shape, strides, itemsize: int) -> tuple[int, int]:
     """[lo, hi) byte offsets, relative to element 0, that the array touches."""
+    return _span_of(tuple(shape), tuple(strides), itemsize)
+
+
+@functools.lru_cache(maxsize=4096)
+def _span_of(shape, strides, itemsize: int) -> tuple[int, int]:
     if any(s == 0 for s in shape):
         return 0, 0
     lo = hi = 0
@@ -102,6 +126,14 @@ def _shortest_pattern(b: bytes) -> bytes:
     while n > 1 and b[: n // 2] * 2 == b[:n]:
         n //= 2
     return b[:n]
+
+
+def _untraced() -> None:
+    """Host reads and writes cannot be part of a recorded launch plan (kapi/_replay.py)."""
+    if _memory._TRACING:
+        from ._replay import untraceable
+
+        untraceable()
 
 
 def _host_buffer(ptr: int, nbytes: int, keep):
@@ -239,17 +271,9 @@ class Array:
                 raise UnsupportedKernelArgumentError(
                     f"kernels take arrays of 1 to 3 dimensions; this one has {nd}"
                 )
-            i = self.itemsize
-            key = f"array({DTYPE_TO_KIR[self._dtype]},{nd},{self.layout},global)"
-            desc = (
-                "A",
-                key,
-                self._queue.device.index,
-                self._queue._native,
-                self._ptr,
-                self._shape,
-                tuple(s // i for s in self._strides),
-            )
+            key, est = _desc_parts(self._dtype, self._shape, self._strides)
+            q = self._queue
+            desc = ("A", key, q.device.index, q._native, self._ptr, self._shape, est)
             kd = self._kd = _native.ext().ArgDesc(desc)
         return kd
 
@@ -257,12 +281,14 @@ class Array:
 
     def _host_view(self) -> np.ndarray:
         """A NumPy view of host-addressable memory (after the queue's pending work)."""
+        _untraced()
         self._queue.wait()
         lo, hi = _span(self._shape, self._strides, self.itemsize)
         buf = _host_buffer(self._ptr + lo, hi - lo, self)
         return np.ndarray(self._shape, self._dtype, buf, -lo, self._strides)
 
     def _read_span(self) -> tuple[np.ndarray, int]:
+        _untraced()
         lo, hi = _span(self._shape, self._strides, self.itemsize)
         host = np.empty(max(hi - lo, 1), np.uint8)
         if hi > lo:
@@ -294,6 +320,7 @@ class Array:
 
     def _assign(self, value) -> None:
         """self[...] = value, with NumPy broadcasting and casting."""
+        _untraced()
         if _on_write is not None:
             _on_write(self)
         if isinstance(value, Array):
@@ -327,6 +354,7 @@ class Array:
         if item.ndim != 0:
             raise ValueError("fill takes a scalar")
         pattern = _shortest_pattern(item.tobytes())
+        _untraced()
         if _on_write is not None:
             _on_write(self)
         if self.layout != "A" and self.size:

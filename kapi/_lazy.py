@@ -131,13 +131,13 @@ class Gen:
         return f"np.{t.op}({', '.join(parts)})"
 
 
-def evaluate_into(tree: _Tree, out: Array, what: str) -> None:
-    """out[...] = tree's value, as one kernel."""
+def evaluate_into(tree: _Tree, out: Array, what: str, fresh: bool = False) -> None:
+    """out[...] = tree's value, as one kernel (fresh: out is a new array)."""
     from ._ufunc import launch
 
     g = Gen()
     expr = g.expr(tree)
-    launch(expr, g.leaves, out, what)
+    launch(expr, g.leaves, out, what, fresh=fresh)
 
 
 # -- pending arrays ------------------------------------------------------------------------
@@ -200,7 +200,7 @@ def make(tree: _Tree, shape, queue, usm_type: str) -> Array:
         eager = any(_unwatched(a) for a in tree.arrays.values())
     if eager:
         out = Array._allocate(shape, dt, queue, usm_type)
-        evaluate_into(tree, out, "kapi elementwise expression")
+        evaluate_into(tree, out, "kapi elementwise expression", fresh=True)
         return out
     p = object.__new__(_Pending)
     p._shape, p._strides, p._dtype = shape, _contiguous_strides(shape, dt.itemsize, "C"), dt
@@ -219,7 +219,7 @@ def realize(p: Array) -> Array:
     entry = _PENDING.pop(pid, None)
     try:
         out = Array._allocate(p._shape, p._dtype, p._queue, p._usm_type)
-        evaluate_into(p._expr, out, "kapi elementwise expression")
+        evaluate_into(p._expr, out, "kapi elementwise expression", fresh=True)
     except BaseException:
         if entry is not None:
             _PENDING[pid] = entry

@@ -186,9 +186,18 @@ def get_default_memory_pool() -> MemoryPool | None:
     return _POOL
 
 
+_TRACING = 0  # threads recording a launch plan (kapi/_replay.py), which sees allocations
+
+
 def allocate(device: int, kind: int, nbytes: int):
     """The owner of a new array's memory: a pool Block, or a Buffer of its own when the pool
     is disabled. Both have .ptr and .host_accessible."""
     if _POOL is None:
-        return _native.ext().Buffer(device, kind, nbytes)
-    return _POOL.malloc(device, kind, nbytes)
+        owner = _native.ext().Buffer(device, kind, nbytes)
+    else:
+        owner = _POOL.malloc(device, kind, nbytes)
+    if _TRACING:
+        from ._replay import on_allocate
+
+        on_allocate(owner, device, kind, nbytes)
+    return owner

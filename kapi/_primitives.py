@@ -29,12 +29,14 @@ import operator
 
 import numpy as np
 
+from . import _replay
 from ._array import Array
 
 WG = 256  # work-items per group
 _PER_ITEM = 16  # elements a work-item handles before another group is worth launching
 _MAX_ROWS = 65535  # a grid dimension other than CUDA's x holds at most 65535 groups
 _KERNELS: dict = {}
+_PLANS = _replay.plans()  # reduce/scan call key -> its recorded launches (kapi/_replay.py)
 
 
 def _add(a, b):
@@ -254,8 +256,8 @@ def _reduce(it, x, out, n, slm, flg):
 
 def _reduce_rows(x2: Array, fn, key, groups: int) -> Array:
     from . import kernel_api as K
-    from ._launch import call_kernel
     from ._ranges import NdRange
+    from ._replay import launch as call_kernel  # recorded while a plan is traced
 
     rows, n = x2.shape
     out = Array._allocate((rows, groups), x2.dtype, x2.sycl_queue, x2.usm_type)
@@ -282,8 +284,8 @@ REDUCE = None  # "group" (work-groups) or "serial" (kapi's CPU device); None: by
 def _fold_serial(x2: Array, fn, key) -> Array:
     """Each row of x2 (rows, n) folded in order by blocks, one per work-item (kapi's CPU
     device: no barriers), then the blocks' values by one work-item per row."""
-    from ._launch import call_kernel
     from ._ranges import Range
+    from ._replay import launch as call_kernel  # recorded while a plan is traced
 
     rows, n = x2.shape
     k = kernel_of(_SCAN_SERIAL_SUMS_SRC, "_scan_serial_sums", {"OP": fn}, key)
@@ -323,6 +325,31 @@ def reduce(op, a, axis=None, identity=None, dtype=None, keepdims=False):
     (default: a's, or NumPy's add.reduce dtype for "add"/"mul" on small integers) is the
     dtype a is converted to and op computes in. Returns a kapi array (0-d for axis=None).
     """
+    if (
+        type(a) is Array
+        and a.size
+        and identity is None
+        and (axis is None or type(axis) is int)
+        and (dtype is None or isinstance(dtype, (np.dtype, type)))
+        and type(keepdims) is bool
+    ):
+        # the host path once per key; later calls replay its launches (kapi/_replay.py)
+        key = ("reduce", op, a._shape, a._strides, a._dtype, axis, dtype, keepdims, a._queue)
+        key += (a._usm_type, REDUCE)
+        try:
+            plan = _PLANS.get(key, False)
+        except TypeError:  # an unhashable op: the general path (which words its error)
+            plan = None
+        if plan is False:
+            return _replay.record(
+                key, _PLANS, a, _reduce_general, op, a, axis, None, dtype, keepdims
+            )
+        if plan is not None:
+            return plan.replay(a)
+    return _reduce_general(op, a, axis, identity, dtype, keepdims)
+
+
+def _reduce_general(op, a, axis, identity, dtype, keepdims):
     name, fn = resolve_op(op, "kapi.reduce")
     check_array(a, "kapi.reduce")
     dt = _result_dtype(name, a.dtype, dtype)
@@ -479,6 +506,114 @@ CHUNK
 """
 
 
+# The GPUs' scan ("subgroup"): a chunk is L * SCAN_ITEMS elements, loaded coalesced into
+# local memory (stg, one pad slot per 32 so that a work-item's run of SCAN_ITEMS is read
+# without bank conflicts); each work-item folds its own run of SCAN_ITEMS consecutive
+# elements in order, the runs' totals go through CHUNK (one sub-group scan and two barriers
+# per chunk rather than per L elements), and _scan_apply_b writes each run's scan back to
+# local memory, then out coalesced.
+_STAGE_RUNS = """
+        K.group_barrier(g)
+        e = 0
+        while e < SCAN_ITEMS:
+            q = e * L + lid
+            if q < m:
+                stg[q + q // 32] = x[row, c + q]
+            e += 1
+        K.group_barrier(g)
+        b0 = lid * SCAN_ITEMS
+        v = stg[b0 + b0 // 32] if b0 < m else stg[0]
+        e = 1
+        while e < SCAN_ITEMS:
+            q = b0 + e
+            if q < m:
+                v = OP(v, stg[q + q // 32])
+            e += 1
+        cnt = (m + SCAN_ITEMS - 1) // SCAN_ITEMS
+"""
+
+_SCAN_SUMS_B_SRC = """
+def _scan_sums_b(it, x, sums, n, seg, slm, stg):
+    row = it.get_global_id(0)
+    g = it.get_group()
+    lid = it.get_local_id(1)
+    L = it.get_local_range(1)
+    gid = g.get_group_id(1)
+    start = gid * seg
+    end = min(n, start + seg)
+    carry = x[row, start]
+    c = start
+    while c < end:
+        m = min(L * SCAN_ITEMS, end - c)
+STAGE
+CHUNK
+        if c == start:
+            carry = tot
+        else:
+            carry = OP(carry, tot)
+        c += L * SCAN_ITEMS
+    if lid == 0:
+        sums[row, gid] = carry
+"""
+
+_SCAN_APPLY_B_SRC = """
+def _scan_apply_b(it, x, out, pre, n, seg, slm, ident, EXCL, stg, tl):
+    row = it.get_global_id(0)
+    g = it.get_group()
+    lid = it.get_local_id(1)
+    L = it.get_local_range(1)
+    gid = g.get_group_id(1)
+    start = gid * seg
+    end = min(n, start + seg)
+    has = gid > 0
+    carry = pre[row, gid - 1] if has else x[row, start]
+    c = start
+    while c < end:
+        m = min(L * SCAN_ITEMS, end - c)
+STAGE
+CHUNK
+        tl[lid] = t
+        K.group_barrier(g)
+        b0 = lid * SCAN_ITEMS
+        if b0 < m:
+            p = carry
+            if lid > 0:
+                p = OP(carry, tl[lid - 1]) if has else tl[lid - 1]
+            r = stg[b0 + b0 // 32]
+            if has or lid > 0:
+                r = OP(p, r)
+            stg[b0 + b0 // 32] = r
+            e = 1
+            while e < SCAN_ITEMS:
+                q = b0 + e
+                if q < m:
+                    r = OP(r, stg[q + q // 32])
+                    stg[q + q // 32] = r
+                e += 1
+        K.group_barrier(g)
+        e = 0
+        while e < SCAN_ITEMS:
+            q = e * L + lid
+            if q < m:
+                r = stg[q + q // 32]
+                if EXCL != 0:
+                    if c + q + 1 < n:
+                        out[row, c + q + 1] = r
+                else:
+                    out[row, c + q] = r
+            e += 1
+        if has:
+            carry = OP(carry, tot)
+        else:
+            carry = tot
+            has = True
+        c += L * SCAN_ITEMS
+    if EXCL != 0 and gid == 0 and lid == 0:
+        out[row, 0] = ident
+"""
+SCAN_ITEMS = 8  # elements per work-item in a chunk of the GPUs' scan
+
+
 # kapi's CPU device runs barriers as one loop over the group per stretch between them, so a
 # scan there is better sequential: each work-item owns a contiguous block of a row (phase 1:
 # its total; phase 3: its scan from the carried total), no barriers.
@@ -521,8 +656,8 @@ SCAN = None  # "subgroup" (GPUs), "group" or "serial" (kapi's CPU device); None:
 
 
 def _scan_serial(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
-    from ._launch import call_kernel
     from ._ranges import Range
+    from ._replay import launch as call_kernel  # recorded while a plan is traced
 
     rows, n = x2.shape
     T = min(256, max(1, n // 4096))
@@ -561,32 +696,50 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
         _scan_serial(x2, out, fn, key, excl, ident)
         return
     from . import kernel_api as K
-    from ._launch import call_kernel
     from ._ranges import NdRange
+    from ._replay import launch as call_kernel  # recorded while a plan is traced
 
     rows, n = x2.shape
+    runs = kind == "subgroup"
+    per = WG * SCAN_ITEMS if runs else WG  # elements per chunk
     groups = _groups_for(x2, n)
     seg = -(-n // groups)
-    seg = -(-seg // WG) * WG  # whole chunks
+    seg = -(-seg // per) * per  # whole chunks
     groups = -(-n // seg)  # every group has at least one element
     slm = K.LocalAccessor(WG, x2.dtype)
     q, ut = x2.sycl_queue, x2.usm_type
     env = {"OP": fn}
-    chunk = (_CHUNK_SUBGROUP if kind == "subgroup" else _CHUNK_GROUP).strip("\n")
+    chunk = (_CHUNK_SUBGROUP if runs else _CHUNK_GROUP).strip("\n")
+    extra = ()
+    if runs:
+        stage = _STAGE_RUNS.strip("\n")
+        sums_src = _SCAN_SUMS_B_SRC.replace("STAGE", stage).replace("CHUNK", chunk)
+        apply_src = _SCAN_APPLY_B_SRC.replace("STAGE", stage).replace("CHUNK", chunk)
+        sums_src = sums_src.replace("SCAN_ITEMS", str(SCAN_ITEMS))
+        apply_src = apply_src.replace("SCAN_ITEMS", str(SCAN_ITEMS))
+        names = ("_scan_sums_b", "_scan_apply_b")
+        stg = K.LocalAccessor(per + per // 32, x2.dtype)
+        extra = (stg,)
+    else:
+        sums_src = _SCAN_SUMS_SRC.replace("CHUNK", chunk)
+        apply_src = _SCAN_APPLY_SRC.replace("CHUNK", chunk)
+        names = ("_scan_sums", "_scan_apply")
     if groups > 1:
         sums = Array._allocate((rows, groups), x2.dtype, q, ut)
         pre = Array._allocate((rows, groups), x2.dtype, q, ut)
-        ks = kernel_of(_SCAN_SUMS_SRC.replace("CHUNK", chunk), "_scan_sums", env, key)
+        ks = kernel_of(sums_src, names[0], env, key)
     else:
         pre = Array._allocate((rows, 1), x2.dtype, q, ut)  # not read: group 0 has no carry
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
         nd = NdRange((r1 - r0, groups * WG), (1, WG))
         if groups > 1:
-            call_kernel(ks, nd, x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(seg), slm)
+            call_kernel(ks, nd, x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(seg), slm, *extra)
     if groups > 1:
         _scan_rows(sums, pre, fn, key, False, ident)
-    ka = kernel_of(_SCAN_APPLY_SRC.replace("CHUNK", chunk), "_scan_apply", env, key)
+    ka = kernel_of(apply_src, names[1], env, key)
+    if runs:
+        extra = (stg, K.LocalAccessor(WG, x2.dtype))
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
         nd = NdRange((r1 - r0, groups * WG), (1, WG))
@@ -601,6 +754,7 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
             slm,
             x2.dtype.type(ident),
             np.int32(excl),
+            *extra,
         )
 
 
@@ -613,6 +767,30 @@ def scan(a, op="add", axis=None, inclusive=True, identity=None, dtype=None):
     function needs identity= for an exclusive scan). op needs to be associative (the order of
     operands is kept). dtype as for kapi.reduce (cumsum's dtype for "add"/"mul").
     """
+    if (
+        type(a) is Array
+        and a._shape
+        and a.size
+        and identity is None
+        and (axis is None or type(axis) is int)
+        and (dtype is None or isinstance(dtype, (np.dtype, type)))
+        and type(inclusive) is bool
+    ):
+        # the host path once per key; later calls replay its launches (kapi/_replay.py)
+        key = ("scan", op, a._shape, a._strides, a._dtype, axis, inclusive, dtype, a._queue)
+        key += (a._usm_type, SCAN)
+        try:
+            plan = _PLANS.get(key, False)
+        except TypeError:  # an unhashable op: the general path (which words its error)
+            plan = None
+        if plan is False:
+            return _replay.record(key, _PLANS, a, _scan, a, op, axis, inclusive, None, dtype)
+        if plan is not None:
+            return plan.replay(a)
+    return _scan(a, op, axis, inclusive, identity, dtype)
+
+
+def _scan(a, op, axis, inclusive, identity, dtype):
     name, fn = resolve_op(op, "kapi.scan")
     check_array(a, "kapi.scan")
     dt = _result_dtype(name, a.dtype, dtype)

@@ -20,12 +20,13 @@ first occurrence); NaN wins for min/max/argmin/argmax as in NumPy.
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 
 import numpy as np
 
-from . import _lazy, _ufunc
+from . import _lazy, _replay, _ufunc
 from ._array import Array
 
 _WG = 256  # work-items per group
@@ -39,6 +40,8 @@ _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _GPU_MAX_GROUPS = 4096  # GPUs: groups of all rows together, at most
 _MAX_ROWS = 65535
 _KERNELS: dict[str, object] = {}
+_PLANS = _replay.plans()  # call key -> its recorded launches (kapi/_replay.py)
+_DUMMIES: dict[tuple, Array] = {}  # (queue, usm_type) -> the unused index array
 
 # op -> (GroupOp name, fold expression over acc and v)
 _OPS = {
@@ -265,7 +268,7 @@ def _launch_cols(op, x2: Array, xi, parts: int, acc_dt: np.dtype, events=None):
     val_dt = np.dtype(np.int32) if op in ("any", "all") else acc_dt
     arg = op.startswith("arg")
     out = Array._allocate((parts, rows), val_dt, q, ut)
-    outi = Array._allocate((parts, rows) if arg else (1, 1), np.dtype(np.int64), q, ut)
+    outi = Array._allocate((parts, rows), np.dtype(np.int64), q, ut) if arg else _dummy(q, ut)
     src = _cols_source(op, acc_dt.kind == "f", xi is None)
     src = src.replace("ACC(", f"np.{acc_dt.type.__name__}(")
     wg = min(_WG, 1 << (rows - 1).bit_length())  # rows per group, then parts per group
@@ -323,6 +326,7 @@ def _kernel(src: str, name: str = "_reduce"):
     return k
 
 
+@functools.lru_cache(maxsize=1024)
 def _src_for(op, dt, first_pass, chunked=False, fused=None):
     src = _source(op, dt.kind == "f", first_pass, chunked, fused)
     return src.replace("ACC(", f"np.{dt.type.__name__}(")
@@ -357,7 +361,7 @@ def _as_rows(x: Array, axes) -> tuple[Array, tuple[int, ...]]:
     t = x._permuted(perm)
     if t.layout != "C":
         c = Array._allocate(t.shape, t.dtype, t.sycl_queue, t.usm_type)
-        _ufunc.launch("l0", [t], c, "reduction")
+        _ufunc.launch("l0", [t], c, "reduction", fresh=True)
         t = c
     return t.reshape(rows, n), kept
 
@@ -431,12 +435,21 @@ def _call(events):
     call_kernel_async, whose Event goes into events and keeps the arguments alive until the
     pass is done: the later launch's wait covers both, one host round trip instead of two.
     _done(events) then lets the arguments go at once (else the queue's list of pending events
-    would hold them, and their pool blocks, until it is next pruned)."""
-    from ._launch import call_kernel, call_kernel_async
-
+    would hold them, and their pool blocks, until it is next pruned). Both through
+    _replay.launch, which records them while a plan is traced."""
     if events is None:
-        return call_kernel
-    return lambda k, rng, *args: events.append(call_kernel_async(k, rng, (), *args)[1])
+        return _replay.launch
+    return lambda k, rng, *args: _replay.launch(k, rng, *args, events=events)
+
+
+def _dummy(q, ut: str) -> Array:
+    """The (1, 1) int64 array passed for the index parameters a pass does not use (no kernel
+    reads or writes it): one per queue and USM kind, which a plan passes as it is."""
+    d = _DUMMIES.get((q, ut))
+    if d is None:
+        d = Array._allocate((1, 1), np.dtype(np.int64), q, ut)
+        d = _DUMMIES[(q, ut)] = _replay.constant(d)
+    return d
 
 
 def _done(events) -> None:
@@ -456,9 +469,8 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
     q, ut = x2.sycl_queue, x2.usm_type
     val_dt = np.dtype(np.int32) if op in ("any", "all") else acc_dt
     out = Array._allocate((rows, groups), val_dt, q, ut)
-    outi = Array._allocate(
-        (rows, groups) if op.startswith("arg") else (1, 1), np.dtype(np.int64), q, ut
-    )
+    arg = op.startswith("arg")
+    outi = Array._allocate((rows, groups), np.dtype(np.int64), q, ut) if arg else _dummy(q, ut)
     cpu = _chunked(x2)
     wg = _CPU_WG if cpu else _WG
     leaves = ()
@@ -467,7 +479,6 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
         expr, leaves = fused
         shape = (expr, tuple(isinstance(v, Array) for v in leaves))
     src = _src_for(op, acc_dt, xi is None, cpu, shape)
-    arg = op.startswith("arg")
     # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
@@ -488,7 +499,41 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
 
 
 def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
-    """x.<op>(axis, keepdims) as kernels; reducing every axis gives a 0-d array."""
+    """x.<op>(axis, keepdims) as kernels; reducing every axis gives a 0-d array.
+
+    The host path runs once per (op, shape, strides, dtype, axis, keepdims, queue, USM kind):
+    later calls replay its recorded launches (kapi/_replay.py) without waiting for them."""
+    if (
+        type(x) is Array
+        and x._shape
+        and (
+            axis is None
+            or type(axis) is int
+            or (type(axis) is tuple and all(type(a) is int for a in axis))
+        )
+    ):
+        key = (op, x._shape, x._strides, x._dtype, axis, keepdims is True, x._queue, x._usm_type)
+        plan = _PLANS.get(key, False)
+        if plan is False:
+            if not x.size or (keepdims is not True and keepdims is not False):
+                res = _reduce(op, x, axis, keepdims)
+            else:
+                res = _replay.record(key, _PLANS, x, _reduce, op, x, axis, keepdims)
+        elif plan is None:
+            res = _reduce(op, x, axis, keepdims)
+        else:
+            res = plan.replay(x)
+    else:
+        res = _reduce(op, x, axis, keepdims)
+    if out is not None:
+        _ufunc.check_out(out, res.shape, res.dtype, op, "unsafe")
+        _ufunc.launch("l0", [res], out, op)
+        return out
+    return res  # a 0-d array without axes, as the array API says (NumPy: a scalar)
+
+
+def _reduce(op: str, x: Array, axis=None, keepdims: bool = False) -> Array:
+    """reduce's general path (without out=)."""
     if not isinstance(x, Array):
         raise TypeError(f"kapi {op} takes a kapi array, not {type(x).__name__}")
     dt = x.dtype
@@ -557,25 +602,21 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
         res = idxs  # without an axis: the index into the flattened (C order) array, as NumPy
     elif op in ("any", "all"):
         res = Array._allocate(vals.shape, np.dtype(np.bool_), vals.sycl_queue, vals.usm_type)
-        _ufunc.launch("l0 != 0", [vals], res, op)
+        _ufunc.launch("l0 != 0", [vals], res, op, fresh=True)
     else:
         res = vals
     if op == "mean":
         res = _ufunc.apply(np.true_divide, (res, n)) if n else _nan_mean(res)
         if dt.kind == "f" and res.dtype != dt:
             res = res.astype(dt)
+        res = _lazy.realize(res)  # at once: a plan records launches, not pending arrays
     shape = kept
     if keepdims:
         full = list(x.shape)
         for d in axes:
             full[d] = 1
         shape = tuple(full)
-    res = res.reshape(shape)
-    if out is not None:
-        _ufunc.check_out(out, shape, res.dtype, op, "unsafe")
-        _ufunc.launch("l0", [res], out, op)
-        return out
-    return res  # a 0-d array without axes, as the array API says (NumPy: a scalar)
+    return res.reshape(shape)
 
 
 def _nan_mean(res: Array) -> Array:

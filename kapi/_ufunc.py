@@ -16,7 +16,7 @@ import numbers
 
 import numpy as np
 
-from . import _lazy
+from . import _lazy, _native
 from ._array import Array, _span
 from ._errors import ExecutionQueueInferenceError, UnsupportedDtypeError
 from ._types import DTYPE_TO_KIR
@@ -224,24 +224,74 @@ def _inline_pending(leaves) -> tuple[list, list[str]]:
     return leaves + g.leaves, defs
 
 
-def launch(expr: str, leaves, out: Array, what: str, env=None, cache=None) -> None:
+_LAUNCH_PLANS: dict = {}  # launch key -> (kernel, range, views' (shape, strides, descriptor))
+
+
+def launch(
+    expr: str, leaves, out: Array, what: str, env=None, cache=None, fresh: bool = False
+) -> None:
     """Runs out[...] = expr over the broadcast leaves (Arrays, pending ones included, or
-    scalars already converted to their loop dtypes)."""
+    scalars already converted to their loop dtypes). fresh: out is a new array, which no
+    input and no pending expression can be reading."""
     global LAUNCHES
     if out.size == 0:
         return
-    _lazy.before_write(out)  # pending expressions reading out's memory run first
+    if not fresh:
+        _lazy.before_write(out)  # pending expressions reading out's memory run first
     leaves, defs = _inline_pending(leaves)
-    # An output that overlaps an input in any other way than element for element would be
-    # read after it is written: such inputs are copied first, as NumPy does.
-    leaves = [
-        x.copy()
-        if isinstance(x, Array)
-        and _overlaps(x, out)
-        and (x._ptr != out._ptr or x.strides != out.strides or x.shape != out.shape)
-        else x
-        for x in leaves
-    ]
+    if not fresh:
+        # An output that overlaps an input in any other way than element for element would
+        # be read after it is written: such inputs are copied first, as NumPy does.
+        leaves = [
+            x.copy()
+            if isinstance(x, Array)
+            and _overlaps(x, out)
+            and (x._ptr != out._ptr or x.strides != out.strides or x.shape != out.shape)
+            else x
+            for x in leaves
+        ]
+    # The kernel, its range and the views' shapes and strides depend on the expression and
+    # the operands' shapes, strides and types only: worked out once per such key.
+    key = None
+    if env is None and cache is None:
+        key = (expr, *defs, out._shape, out._strides, out._dtype)
+        key += tuple(
+            (x._shape, x._strides, x._dtype) if isinstance(x, Array) else type(x) for x in leaves
+        )
+        plan = _LAUNCH_PLANS.get(key)
+    if key is None or plan is None:
+        plan = _plan_launch(expr, leaves, defs, out, what, env, cache)
+        if key is not None:
+            if len(_LAUNCH_PLANS) >= 4096:
+                _LAUNCH_PLANS.pop(next(iter(_LAUNCH_PLANS)))
+            _LAUNCH_PLANS[key] = plan
+    kernel, rng, specs = plan
+    argdesc = _native.ext().ArgDesc
+    args = []
+    k = 0
+    for x in (out, *leaves):
+        if isinstance(x, Array):
+            shape, strides, desc = specs[k]
+            k += 1
+            q, ptr = x._queue, x._ptr
+            v = Array._make(x._owner, ptr, shape, strides, x._dtype, q, x._usm_type, x._host_ok)
+            v._kd = argdesc(("A", desc[0], q.device.index, q._native, ptr, shape, desc[1]))
+            args.append(v)
+        elif x is not None:
+            args.append(x)
+    from ._replay import launch as submit
+
+    LAUNCHES += 1
+    with _lazy.internal():
+        submit(kernel, rng, *args)
+
+
+def _plan_launch(expr, leaves, defs, out, what, env, cache):
+    """(kernel, range, [(shape, strides in bytes, (type key, strides in elements))] of the
+    views of out and of each array leaf) of a launch (see launch)."""
+    from ._array import _desc_parts
+    from ._ranges import Range
+
     arrays = [x for x in leaves if isinstance(x, Array)]
     shape = out.shape
     strides = [_broadcast_strides(out, shape)] + [_broadcast_strides(a, shape) for a in arrays]
@@ -252,21 +302,13 @@ def launch(expr: str, leaves, out: Array, what: str, env=None, cache=None) -> No
             f"contiguous ones; shape {shape} with these strides needs {len(cshape)} "
             "(use contiguous arrays, e.g. .copy())"
         )
-    views = iter(cstrides[1:])
-    args = []
-    for x in leaves:
-        if isinstance(x, Array):
-            args.append(_strided_view(x, cshape, next(views)))
-        elif x is not None:
-            args.append(x)
+    specs = []
+    for a, st in zip([out, *arrays], cstrides, strict=True):
+        i = a.itemsize
+        bst = tuple(s * i for s in st)
+        specs.append((cshape, bst, _desc_parts(a.dtype, cshape, bst)))
     src = kernel_source(expr, leaves, len(cshape), defs)
-    from ._launch import call_kernel
-    from ._ranges import Range
-
-    view = _strided_view(out, cshape, cstrides[0])
-    LAUNCHES += 1
-    with _lazy.internal():
-        call_kernel(_kernel_for(src, env, cache), Range(*cshape), view, *args)
+    return _kernel_for(src, env, cache), Range(*cshape), tuple(specs)
 
 
 def check_out(out, shape, dtype, ufunc_name: str, casting: str = "same_kind") -> Array:

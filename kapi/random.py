@@ -16,12 +16,15 @@ so successive calls give independent numbers, as NumPy's Generator does.
 
 from __future__ import annotations
 
+import functools
 import operator
+import os
 
 import numpy as np
 
 from . import _primitives as P
 from ._array import Array
+from ._launch import call_kernel
 
 __all__ = ["Generator", "default_rng", "philox4x32"]
 
@@ -86,11 +89,44 @@ _U53_OPEN = (
 _U24_OPEN = "(np.float64(({w} >> np.uint64(8))) + 1.0) * 5.9604644775390625e-08"
 
 
-def _store(j: int, expr: str) -> str:
+# STAGED: the work-group stages its outputs in local memory, then writes them out with
+# consecutive work-items at consecutive addresses (GPUs: one counter's PER outputs side by
+# side would make every store a strided one). Same numbers at the same places.
+_GEN_HEAD_STAGED = """
+def _gen(it, out, n, base, k0, k1, lm):
+    g = it.get_group()
+    lid = it.get_local_id(0)
+    L = it.get_local_range(0)
+    i = it.get_global_id(0)
+    c = base + np.uint64(i)
+    r0, r1, r2, r3 = PHILOX(c & np.uint64(0xFFFFFFFF), c >> np.uint64(32), np.uint64(0),
+                            np.uint64(0), k0, k1)
+    j = lid * PER
+"""
+
+_GEN_TAIL_STAGED = """
+    K.group_barrier(g)
+    o = g.get_group_id(0) * L * PER
+    w = 0
+    while w < PER:
+        q = w * L + lid
+        if o + q < n:
+            out[o + q] = lm[q]
+        w += 1
+"""
+
+STAGED = None  # True: _GEN_HEAD_STAGED's kernel; None: on every device but kapi's CPU
+WG = 256
+
+
+def _store(j: int, expr: str, staged: bool = False) -> str:
+    if staged:
+        return f"    lm[j + {j}] = {expr}\n"
     return f"    if j + {j} < n:\n        out[j + {j}] = {expr}\n"
 
 
-def _gen_source(kind: str, dtype: np.dtype) -> tuple[str, int]:
+@functools.cache
+def _gen_source(kind: str, dtype: np.dtype, staged: bool = False) -> tuple[str, int]:
     """The generating kernel's source and how many outputs one counter gives."""
     f32 = dtype == np.float32
     cvt = "np.float32" if f32 else "np.float64"
@@ -99,10 +135,10 @@ def _gen_source(kind: str, dtype: np.dtype) -> tuple[str, int]:
         per = 4 if f32 else 2
         if f32:
             for w in range(4):
-                body += _store(w, f"np.float32({_U24.format(w=f'r{w}')})")
+                body += _store(w, staged=staged, expr=f"np.float32({_U24.format(w=f'r{w}')})")
         else:
-            body += _store(0, _U53.format(a="r0", b="r1"))
-            body += _store(1, _U53.format(a="r2", b="r3"))
+            body += _store(0, _U53.format(a="r0", b="r1"), staged)
+            body += _store(1, _U53.format(a="r2", b="r3"), staged)
     else:  # standard_normal: Box-Muller on pairs of uniforms
         if f32:
             per = 4
@@ -116,8 +152,10 @@ def _gen_source(kind: str, dtype: np.dtype) -> tuple[str, int]:
         for p, (u1, u2) in enumerate(pairs):
             body += f"    rad{p} = math.sqrt(-2.0 * math.log({u1}))\n"
             body += f"    ang{p} = 6.283185307179586 * {u2}\n"
-            body += _store(2 * p, f"{cvt}(rad{p} * math.cos(ang{p}))")
-            body += _store(2 * p + 1, f"{cvt}(rad{p} * math.sin(ang{p}))")
+            body += _store(2 * p, f"{cvt}(rad{p} * math.cos(ang{p}))", staged)
+            body += _store(2 * p + 1, f"{cvt}(rad{p} * math.sin(ang{p}))", staged)
+    if staged:
+        return (_GEN_HEAD_STAGED + body + _GEN_TAIL_STAGED).replace("PER", str(per)), per
     return _GEN_HEAD.replace("PER", str(per)) + body, per
 
 
@@ -153,6 +191,40 @@ def philox4x32(counters, keys, device=None):
     return out
 
 
+_PLANS: dict = {}  # (kind, dtype, size, device, usm_type, STAGED) -> what _fill launches
+
+
+def _plan(kind: str, dtype, size, device, usm_type):
+    """What a call of _fill launches, but for the counter: (queue, usm_type, shape, dtype,
+    n, flat view's (shape, strides) or None, counters, (kernel, range, n, local memory))."""
+    from . import _array
+    from ._ranges import Range
+
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        raise TypeError(f"kapi.random: dtype must be float32 or float64, not {dt}")
+    shape = _size_tuple(size)
+    proto = _array.empty(shape, dtype=dt, device=device, usm_type=usm_type)
+    q, ut, n = proto.sycl_queue, proto.usm_type, proto.size
+    staged = STAGED if STAGED is not None else proto.device.device_type != "cpu"
+    src, per = _gen_source(kind, dt, staged)
+    counters = -(-n // per)
+    flat = None if len(shape) == 1 else ((n,), (dt.itemsize,))
+    launch = None
+    if counters:
+        if staged:
+            from . import kernel_api as K
+            from ._ranges import NdRange
+
+            groups = -(-counters // WG)
+            rng = NdRange(groups * WG, WG)
+            extra = (K.LocalAccessor(WG * per, dt),)
+        else:
+            rng, extra = Range(counters), ()
+        launch = (_kernel(src, "_gen"), rng, np.int64(n), extra)
+    return q, ut, shape, dt, n, flat, counters, launch
+
+
 def _size_tuple(size) -> tuple[int, ...]:
     if size is None:
         return ()
@@ -183,29 +255,29 @@ class Generator:
         return f"kapi.random.Generator(Philox4x32-10, counter={self._ctr})"
 
     def _fill(self, kind: str, size, dtype, device, usm_type) -> Array:
-        from . import _array
-        from ._launch import call_kernel
-        from ._ranges import Range
-
-        dt = np.dtype(dtype)
-        if dt not in (np.float32, np.float64):
-            raise TypeError(f"kapi.random: dtype must be float32 or float64, not {dt}")
-        shape = _size_tuple(size)
         dev = device if device is not None else self._device
-        out = _array.empty(shape, dtype=dt, device=dev, usm_type=usm_type or self._usm)
-        n = out.size
-        src, per = _gen_source(kind, dt)
-        counters = -(-n // per)
+        ut = usm_type or self._usm
+        # no device named: the default one, which KAPI_DEFAULT_DEVICE may change
+        where = dev if dev is not None else os.environ.get("KAPI_DEFAULT_DEVICE")
+        key = (kind, dtype, size, dev is None, where, ut, STAGED)
+        try:
+            plan = _PLANS.get(key)
+        except TypeError:  # an unhashable size or device: no plan
+            key = plan = None
+        if plan is None:
+            plan = _plan(kind, dtype, size, dev, ut)
+            if key is not None:
+                if len(_PLANS) >= 256:
+                    _PLANS.clear()
+                _PLANS[key] = plan
+        q, ut, shape, dt, n, flat, counters, launch = plan
+        out = Array._allocate(shape, dt, q, ut)
         if counters:
-            call_kernel(
-                _kernel(src, "_gen"),
-                Range(counters),
-                out.reshape(n),
-                np.int64(n),
-                np.uint64(self._ctr),
-                self._k0,
-                self._k1,
-            )
+            kernel, rng, nn, extra = launch
+            view = out if flat is None else Array._make(
+                out._owner, out._ptr, *flat, dt, q, ut, out._host_ok
+            )  # fmt: skip
+            call_kernel(kernel, rng, view, nn, np.uint64(self._ctr), self._k0, self._k1, *extra)
         self._ctr += counters
         return out
 

@@ -18,3 +18,19 @@ atexit.register(shutil.rmtree, _session_dir, True)
 @pytest.fixture(autouse=True)
 def _kapi_cache_dir(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("KAPI_CACHE_DIR", str(tmp_path_factory.mktemp("kapi-cache")))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_launch_plans():
+    """Recorded launch plans (kapi/_replay.py) start empty and are dropped after each test:
+    tests patch the library's scheme choices (which kernels, which variant), and a plan
+    recorded under one test's patch must not replay in the next."""
+    import sys
+
+    rp = sys.modules.get("kapi._replay")
+    if rp is not None:
+        rp.clear_plans()
+    yield
+    rp = sys.modules.get("kapi._replay")
+    if rp is not None:
+        rp.clear_plans()

@@ -192,18 +192,27 @@ def test_disabled_pool():
 
 @pytest.mark.parametrize("chunked", [True, False], ids=["cpu-scheme", "gpu-scheme"])
 def test_reduction_partials_return_at_once(dev, pool, monkeypatch, chunked):
-    """A reduction's asynchronous first pass gives its partials back to the pool when the
-    reduction returns, with no host read or queue wait in between."""
-    from kapi import _reduce
+    """A reduction's partials go back to the pool without a host read: the recording call's
+    when it returns; replayed calls (kapi/_replay.py, which do not wait) hold theirs while at
+    most _IN_FLIGHT later calls are queued, and none once the queue has been waited for."""
+    from kapi import _memory, _reduce, _replay
 
     monkeypatch.setattr(_reduce, "_chunked", lambda x: chunked)
     x = kapi.asarray(np.ones(1 << 16, np.float32), device=dev)
     assert _reduce._groups(x, x.size) > 1  # two passes
     used = pool.used_bytes()
-    for _ in range(20):
+    r = x.sum()  # the general path, recorded
+    assert pool.used_bytes() == used + r._owner.nbytes  # only the result's block
+    del r
+    assert pool.used_bytes() == used
+    (plan,) = [p for p in _reduce._PLANS.values() if p is not None]
+    per_call = sum(_memory._size_class(n) for _, _, n in plan.bufs)
+    assert len(plan.bufs) == 2  # partials and result
+    for _ in range(3 * _replay._IN_FLIGHT):
         r = x.sum()
-        assert pool.used_bytes() == used + r._owner.nbytes  # only the result's block
+        assert pool.used_bytes() <= used + (_replay._IN_FLIGHT + 1) * per_call
         del r
+    x.sycl_queue.wait()
     assert pool.used_bytes() == used
     assert float(x.sum()) == 65536.0
 

@@ -328,9 +328,11 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
     kapi.scan(b, right, inclusive=False, identity=np.int32(0))
     kapi.reduce(absmax, b)
     g = kapi.random.default_rng(0, device=cpu)
-    for dt in (np.float32, np.float64):
-        g.random(10, dtype=dt)
-        g.standard_normal(10, dtype=dt)
+    for staged in (False, True):  # the direct stores (CPU) and the staged ones (GPUs)
+        monkeypatch.setattr(kapi.random, "STAGED", staged)
+        for dt in (np.float32, np.float64):
+            g.random(10, dtype=dt)
+            g.standard_normal(10, dtype=dt)
     kapi.random.philox4x32(np.zeros((1, 4), np.uint32), np.zeros((1, 2), np.uint32), cpu)
     spirvs = [ck.spirv for k in _primitives._KERNELS.values() for ck in k.overloads.values()]
     assert len(spirvs) >= 30
