@@ -193,8 +193,9 @@ INT_PAIRS = [
 
 
 def py_int_ops(a, b):
+    overflow = a == -(2**63) and b == -1  # Numba's int_divmod_signed: 0, not a trap
     return [
-        wrap(a // b) if b else 0,
+        wrap(a // b) if b and not overflow else 0,
         wrap(a % b) if b else 0,
         wrap(pow(a, b, M64)) if b >= 0 else 0,
         wrap(a << b) if 0 <= b < 64 else 0,

@@ -259,3 +259,35 @@ def _assembles(ptx: str, tag: str) -> None:
         r = subprocess.run([ptxas, "-arch=sm_90", src, "-o", os.devnull], capture_output=True)
         os.unlink(src)
         assert r.returncode == 0, r.stderr.decode()
+
+
+@kapi.kernel
+def floordiv_mod(item, a, b, q, r):
+    i = item.get_id(0)
+    q[i] = a[i] // b[i]
+    r[i] = a[i] % b[i]
+
+
+@numba.njit
+def floordiv_mod_numba(a, b, q, r):
+    for i in range(a.size):
+        q[i] = a[i] // b[i]
+        r[i] = a[i] % b[i]
+
+
+def test_int_min_floordiv_minus_one_as_numba():
+    """Numba's int_divmod_signed gives 0 and 0 for INT64_MIN // -1 and % -1 (x86's idiv would
+    trap); kapi wrapped to INT64_MIN (long fuzz run, seed 2000 kernel 1075). Other quotients by
+    -1 and the floor rounding stay as they were."""
+    lo = np.iinfo(np.int64).min
+    a = np.array([lo, lo, lo + 1, 7, -7, 0, lo, 9], np.int64)
+    b = np.array([-1, 1, -1, -1, -1, -1, 3, -4], np.int64)
+    want = [np.zeros(8, np.int64) for _ in range(2)]
+    floordiv_mod_numba(a, b, *want)
+    assert want[0][0] == 0 and want[1][0] == 0
+    for dev in DEVICES:
+        got = [kapi.zeros(8, dtype=np.int64, device=dev) for _ in range(2)]
+        args = [kapi.asarray(a, device=dev), kapi.asarray(b, device=dev)]
+        kapi.call_kernel(floordiv_mod, kapi.Range(8), *args, *got)
+        np.testing.assert_array_equal(got[0].asnumpy(), want[0])
+        np.testing.assert_array_equal(got[1].asnumpy(), want[1])

@@ -222,12 +222,14 @@ static kc_status_t nvptx_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, kc_nvp
     return KC_ERR_TARGET;
   }
   size_t n = LLVMGetBufferSize(buf);
-  out->ptx = malloc(n + 1);
-  if (out->ptx) {
-    memcpy(out->ptx, LLVMGetBufferStart(buf), n);
-    out->ptx[n] = 0;
-    out->ptx_len = strlen(out->ptx);
+  char *text = malloc(n + 1);
+  if (text) {
+    memcpy(text, LLVMGetBufferStart(buf), n);
+    text[n] = 0;
+    out->ptx = kc_nvptx_mask_rotates(text);
+    free(text);
   }
+  if (out->ptx) out->ptx_len = strlen(out->ptx);
   LLVMDisposeMemoryBuffer(buf);
   return out->ptx ? KC_OK : KC_ERR_OUT_OF_MEMORY;
 }

@@ -74,4 +74,8 @@ LLVMValueRef kc_nvptx_lower_printf(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValu
  * Run after the last optimisation, right before code generation. */
 void kc_nvptx_guard_sign_shifts(LLVMModuleRef mod);
 
+/* ptx with each 64-bit rotate by a register taking its amount modulo 64 (LLVM 15 prints it
+ * unmasked; finalise_nvptx_workarounds.c); malloc'ed, NULL when out of memory. */
+char *kc_nvptx_mask_rotates(const char *ptx);
+
 #endif

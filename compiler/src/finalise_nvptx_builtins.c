@@ -338,16 +338,9 @@ static const char *libdevice_alias(const char *n) {
   return NULL;
 }
 
-static LLVMValueRef lower_math(bi_call_t *c, const char *n, char **log) {
+static LLVMValueRef lower_math_scalar(bi_call_t *c, const char *n, char **log) {
   LLVMTypeKind k = LLVMGetTypeKind(c->ret);
-  if (c->nargs == 0) return NULL;
   LLVMTypeKind ak = LLVMGetTypeKind(LLVMTypeOf(c->args[0]));
-  if (k == LLVMVectorTypeKind || ak == LLVMVectorTypeKind || ak == LLVMPointerTypeKind) {
-    *log = kc_msg("vector or pointer form of math function '%s' is not supported on "
-                  "NVIDIA GPUs",
-                  n);
-    return NULL;
-  }
   if (k == LLVMIntegerTypeKind && ak == LLVMIntegerTypeKind) {
     LLVMValueRef v = int_math(c, n);
     return v ? v : math_intrinsic(c, n);
@@ -363,10 +356,49 @@ static LLVMValueRef lower_math(bi_call_t *c, const char *n, char **log) {
   }
   char name[64];
   snprintf(name, sizeof name, "__nv_%s%s", nv, fp32 ? "f" : "");
-  LLVMTypeRef ft = LLVMGetCalledFunctionType(c->call);
+  LLVMTypeRef params[8];
+  for (unsigned i = 0; i < c->nargs; ++i)
+    params[i] = LLVMTypeOf(c->args[i]);
+  LLVMTypeRef ft = LLVMFunctionType(c->ret, params, c->nargs, 0);
   LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
   if (!fn) fn = LLVMAddFunction(c->mod, name, ft);
   return LLVMBuildCall2(c->b, ft, fn, c->args, c->nargs, "");
+}
+
+/* A vector form (the vectorisers make them from unrolled loops: `abs` of <4 x i64> in a fuzzer
+ * kernel) is its scalar lowering element by element; a scalar argument stays as it is. */
+static LLVMValueRef lower_math_vector(bi_call_t *c, const char *n, char **log) {
+  bi_call_t e = *c;
+  e.ret = LLVMGetElementType(c->ret);
+  LLVMValueRef out = LLVMGetUndef(c->ret);
+  for (unsigned i = 0; i < LLVMGetVectorSize(c->ret); ++i) {
+    LLVMValueRef idx = LLVMConstInt(LLVMInt32TypeInContext(c->ctx), i, 0);
+    for (unsigned a = 0; a < c->nargs; ++a)
+      e.args[a] = LLVMGetTypeKind(LLVMTypeOf(c->args[a])) == LLVMVectorTypeKind
+                      ? LLVMBuildExtractElement(c->b, c->args[a], idx, "")
+                      : c->args[a];
+    LLVMValueRef r = lower_math_scalar(&e, n, log);
+    if (!r) return NULL;
+    out = LLVMBuildInsertElement(c->b, out, r, idx, "");
+  }
+  return out;
+}
+
+static LLVMValueRef lower_math(bi_call_t *c, const char *n, char **log) {
+  if (c->nargs == 0) return NULL;
+  int vec = 0, ptr = 0;
+  for (unsigned a = 0; a < c->nargs; ++a) {
+    LLVMTypeKind ak = LLVMGetTypeKind(LLVMTypeOf(c->args[a]));
+    vec |= ak == LLVMVectorTypeKind, ptr |= ak == LLVMPointerTypeKind;
+  }
+  if (LLVMGetTypeKind(c->ret) == LLVMVectorTypeKind && !ptr) return lower_math_vector(c, n, log);
+  if (vec || LLVMGetTypeKind(LLVMTypeOf(c->args[0])) == LLVMPointerTypeKind) {
+    *log = kc_msg("vector or pointer form of math function '%s' is not supported on "
+                  "NVIDIA GPUs",
+                  n);
+    return NULL;
+  }
+  return lower_math_scalar(c, n, log);
 }
 
 int kc_nvptx_spirv_name(const char *sym, char *out, size_t cap) {

@@ -11,10 +11,14 @@
  * `neg.s16` then `cvt.s64.s16` it returned 32768 for -int16(-32768), as if the negation were
  * done in a wider register (our PTX was right). Numba negates narrow integers before widening,
  * so `-a[i]` of an int16 array is exactly that pattern. An i16 negation is written as an asm
- * that negates in 32 bits and wraps explicitly, leaving no 16-bit negation to widen. */
+ * that negates in 32 bits and wraps explicitly, leaving no 16-bit negation to widen.
+ *
+ * And 64-bit rotates by a register amount, which LLVM 15 prints without taking the amount
+ * modulo 64: patched in the PTX text (kc_nvptx_mask_rotates). */
 #include "finalise_nvptx.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static LLVMValueRef sign_shift_scalar(LLVMBuilderRef b, LLVMValueRef x, unsigned amount) {
@@ -169,4 +173,53 @@ void kc_nvptx_guard_sign_shifts(LLVMModuleRef mod) {
           guard_neg16(b, inst);
       }
   LLVMDisposeBuilder(b);
+}
+
+/* LLVM 15's ROTL64reg_sw / ROTR64reg_sw (a 64-bit rotate by a register) print
+ *   shl.b64 %lhs, src, amt; sub.u32 %amt2, 64, amt; shr.b64 %rhs, src, %amt2; add.u64 ..
+ * with amt itself where a rotate means amt modulo 64, and the DAG combiner drops an explicit
+ * `and amt, 63` as redundant for a rotate: `~(1 << (u & 63))`, which it folds into
+ * rotl(-2, u), gave 0 for u >= 64 (fuzzer finding). Rotates come from several combines (that
+ * one, shl/srl pairs, funnel shifts), so the printed template itself is patched: the amount
+ * is masked into %amt1 first. */
+static const char rot_decl[] = ".reg .u32 %amt2;\n\t";
+
+/* Length of the patched block starting at p (just after rot_decl) written to out (if not
+ * NULL), or 0 when p is not the template. */
+static size_t patch_rotate(const char *p, char *out) {
+  static const char shl[] = "shl.b64 \t%lhs, ", shr[] = "shr.b64 \t%lhs, ";
+  if (strncmp(p, shl, sizeof shl - 1) && strncmp(p, shr, sizeof shr - 1)) return 0;
+  const char *src = p + sizeof shl - 1, *comma = strchr(src, ','), *semi = strchr(src, ';');
+  if (!comma || !semi || comma > semi) return 0;
+  const char *amt = comma + 2;
+  int alen = (int)(semi - amt), slen = (int)(comma - src);
+  char want[96];
+  snprintf(want, sizeof want, ";\n\tsub.u32 \t%%amt2, 64, %.*s;", alen, amt);
+  if (alen <= 0 || alen > 32 || slen > 32 || strncmp(semi, want, strlen(want))) return 0;
+  char buf[320];
+  int n = snprintf(buf, sizeof buf,
+                   ".reg .u32 %%amt1;\n\tand.b32 \t%%amt1, %.*s, 63;\n\t%.7s \t%%lhs, %.*s, "
+                   "%%amt1;\n\tsub.u32 \t%%amt2, 64, %%amt1;",
+                   alen, amt, p, slen, src);
+  if (out) memcpy(out, buf, (size_t)n);
+  return (size_t)n | (size_t)(semi + strlen(want) - p) << 16; /* written, consumed */
+}
+
+char *kc_nvptx_mask_rotates(const char *ptx) {
+  size_t n = strlen(ptx), count = 0;
+  for (const char *p = strstr(ptx, rot_decl); p; p = strstr(p + 1, rot_decl))
+    count++;
+  char *out = malloc(n + count * 64 + 1), *o = out;
+  if (!out) return NULL;
+  const char *p = ptx;
+  for (const char *hit; (hit = strstr(p, rot_decl));) {
+    hit += sizeof rot_decl - 1;
+    memcpy(o, p, (size_t)(hit - p));
+    o += hit - p;
+    size_t r = patch_rotate(hit, o);
+    o += r & 0xffff;
+    p = hit + (r >> 16);
+  }
+  strcpy(o, p);
+  return out;
 }

@@ -1,6 +1,6 @@
 /* Python's `//`, `%` and integer `**` (docs/kir.md): floor semantics with the result's sign
  * following the divisor, integer division by zero giving 0 (kernels cannot raise), and
- * INT_MIN // -1 wrapping instead of LLVM's undefined behaviour. */
+ * INT_MIN // -1 giving 0 as in Numba (never LLVM's undefined sdiv overflow). */
 #include "lower.h"
 
 #include <stdio.h>
@@ -63,7 +63,13 @@ LLVMValueRef kc_floordiv(kc_lower_t *L, kir_kind_t k, LLVMValueRef a, LLVMValueR
     q = LLVMBuildSDiv(L->b, a, sb, "");
     LLVMValueRef fix = needs_floor_fix(L, LLVMBuildSRem(L->b, a, sb, ""), sb);
     q = LLVMBuildSelect(L->b, fix, LLVMBuildSub(L->b, q, cnst(q, 1), ""), q, "");
-    q = LLVMBuildSelect(L->b, bm1, LLVMBuildNeg(L->b, a, ""), q, "");
+    /* a // -1 is -a, but INT_MIN // -1 is 0 as in Numba (int_divmod_signed and the
+     * floor_divide ufunc), with no sdiv that could trap */
+    unsigned bits = LLVMGetIntTypeWidth(LLVMTypeOf(a));
+    LLVMValueRef amin =
+        LLVMBuildICmp(L->b, LLVMIntEQ, a, LLVMConstInt(LLVMTypeOf(a), 1ULL << (bits - 1), 0), "");
+    LLVMValueRef neg = LLVMBuildSelect(L->b, amin, cnst(a, 0), LLVMBuildNeg(L->b, a, ""), "");
+    q = LLVMBuildSelect(L->b, bm1, neg, q, "");
   } else {
     q = LLVMBuildUDiv(L->b, a, sb, "");
   }

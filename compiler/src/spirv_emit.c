@@ -4,6 +4,8 @@
 #include "compile.h"
 #include "translator.h"
 
+#include <llvm-c/Analysis.h>
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,15 @@ kc_status_t kc_emit_spirv(LLVMModuleRef mod, void **spirv, size_t *nbytes, char 
   kc_order_blocks(mod);
   kc_status_t legal = kc_check_spirv_types(mod, err);
   if (legal != KC_OK) return legal;
+  /* The translator asserts (exits the process) on IR that does not verify: a bug in the
+   * rewrites above (or in kc_spirv_prepare) must be an error, not a dead process. */
+  if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+    kc_set_error(err, "internal: the module prepared for SPIR-V is invalid LLVM IR: %s", msg);
+    LLVMDisposeMessage(msg);
+    return KC_ERR_LLVM;
+  }
+  LLVMDisposeMessage(msg);
+  msg = NULL;
   if (!kc_tr_write_spirv(mod, spirv, nbytes, &msg)) {
     kc_set_error(err, "%s", msg ? msg : "SPIR-V emission failed");
     free(msg);

@@ -72,9 +72,15 @@ static LLVMValueRef widen_inst(widen_t *c, LLVMValueRef v, unsigned n, LLVMTypeR
   case LLVMTrunc: /* from a wider native or odd width */
   case LLVMZExt:
   case LLVMSExt: {
-    LLVMValueRef a = odd_width(LLVMTypeOf(x)) ? widened(c, x) : x;
-    if (op == LLVMSExt) a = sign_in(b, a, LLVMGetIntTypeWidth(LLVMTypeOf(x)));
-    LLVMPositionBuilderBefore(b, v);
+    int odd = odd_width(LLVMTypeOf(x));
+    LLVMValueRef a = odd ? widened(c, x) : x;
+    LLVMPositionBuilderBefore(b, v); /* widened() leaves the builder at x */
+    if (op == LLVMSExt) {
+      /* an odd-width source is widened with zero high bits: sign-extend it within its own
+       * width first; a native one (an i1 included: `sext i1 to i2` is 0 or 3) extends as is */
+      if (odd) a = sign_in(b, a, LLVMGetIntTypeWidth(LLVMTypeOf(x)));
+      if (LLVMGetIntTypeWidth(LLVMTypeOf(a)) < w) a = LLVMBuildSExt(b, a, wt, "");
+    }
     return LLVMBuildAnd(b, resize(b, a, w), mask_of(wt, n), "");
   }
   case LLVMAdd:
@@ -266,9 +272,33 @@ static LLVMValueRef first_illegal(LLVMValueRef fn) {
   return NULL;
 }
 
+/* ---- shifts of booleans ---------------------------------------------------------------------
+ * The translator 15 rewrites `shl`/`lshr` of i1 into shifts of i32 and then asserts (exits the
+ * process, SPIRVRegularizeLLVM.cpp:612 `V->user_empty()`) erasing the original (fuzzer finding:
+ * the widening above once sign-extended an i1 with a shift pair). A shift of one bit by
+ * anything but 0 is poison, so each such shift is its first operand. */
+
+static int is_bool_type(LLVMTypeRef t) {
+  if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) t = LLVMGetElementType(t);
+  return LLVMGetTypeKind(t) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) == 1;
+}
+
+static void drop_bool_shifts(LLVMValueRef fn) {
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb), next; i; i = next) {
+      next = LLVMGetNextInstruction(i);
+      LLVMOpcode op = LLVMGetInstructionOpcode(i);
+      if ((op == LLVMShl || op == LLVMLShr || op == LLVMAShr) && is_bool_type(LLVMTypeOf(i))) {
+        LLVMReplaceAllUsesWith(i, LLVMGetOperand(i, 0));
+        LLVMInstructionEraseFromParent(i);
+      }
+    }
+}
+
 kc_status_t kc_check_spirv_types(LLVMModuleRef mod, char **err) {
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
     if (!LLVMIsDeclaration(fn) && first_illegal(fn)) widen_function(fn);
+    if (!LLVMIsDeclaration(fn)) drop_bool_shifts(fn);
     LLVMValueRef bad = LLVMIsDeclaration(fn) ? NULL : first_illegal(fn);
     if (bad) {
       char *text = LLVMPrintValueToString(bad);

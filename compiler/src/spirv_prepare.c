@@ -178,60 +178,98 @@ static int legal_width(LLVMTypeRef t) {
   return w == 8 || w == 16 || w == 32 || w == 64;
 }
 
-/* What a use of `bitcast <N x i1> to iN` may be: `icmp eq/ne` with 0 or -1 (an any/all), or
- * `llvm.ctpop` whose results are only zero-extended to legal widths (a count). */
-static int rewritable_use(LLVMValueRef cast, LLVMValueRef user) {
-  if (LLVMIsAICmpInst(user)) {
-    LLVMValueRef k = LLVMGetOperand(user, 1);
-    LLVMIntPredicate p = LLVMGetICmpPredicate(user);
-    return LLVMGetOperand(user, 0) == cast && LLVMIsAConstantInt(k) &&
-           (p == LLVMIntEQ || p == LLVMIntNE) &&
-           (LLVMConstIntGetSExtValue(k) == 0 || LLVMConstIntGetSExtValue(k) == -1);
-  }
+/* `icmp eq/ne` of the cast with 0 or -1: an any/all. */
+static int is_any_all(LLVMValueRef cast, LLVMValueRef user) {
+  if (!LLVMIsAICmpInst(user)) return 0;
+  LLVMValueRef k = LLVMGetOperand(user, 1);
+  LLVMIntPredicate p = LLVMGetICmpPredicate(user);
+  return LLVMGetOperand(user, 0) == cast && LLVMIsAConstantInt(k) &&
+         (p == LLVMIntEQ || p == LLVMIntNE) &&
+         (LLVMConstIntGetSExtValue(k) == 0 || LLVMConstIntGetSExtValue(k) == -1);
+}
+
+static int is_ctpop(LLVMValueRef user) {
   const char *name = LLVMIsACallInst(user) ? callee_name(user) : NULL;
-  if (!name || strncmp(name, "llvm.ctpop.", 11)) return 0;
-  for (LLVMUseRef u = LLVMGetFirstUse(user); u; u = LLVMGetNextUse(u))
+  return name && !strncmp(name, "llvm.ctpop.", 11);
+}
+
+/* Whether every use of `inst` zero-extends it to a legal width. */
+static int only_zext_to_legal(LLVMValueRef inst) {
+  for (LLVMUseRef u = LLVMGetFirstUse(inst); u; u = LLVMGetNextUse(u))
     if (!LLVMIsAZExtInst(LLVMGetUser(u)) || !legal_width(LLVMTypeOf(LLVMGetUser(u)))) return 0;
   return 1;
 }
 
-/* InstCombine turns an any/all/count of a bool vector (llvm.vector.reduce.or/and/add of
- * <N x i1>) into `icmp ne (bitcast <N x i1> to iN), 0`, `icmp eq (..), -1` or
- * `ctpop(bitcast ..)`: an iN SPIR-V cannot express for N other than 8, 16, 32, 64 (fuzzer
- * findings: <4 x i1> to i4). Each use is rebuilt from the elements. Returns 1 if `cast` was
- * rewritten (and erased, with its uses). */
+/* The bits of bool vector v as an integer of type t (element e is bit e): the value of
+ * `bitcast v to iN`, built in a legal width. */
+static LLVMValueRef pack_bools(LLVMBuilderRef b, LLVMValueRef v, LLVMTypeRef t) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
+  LLVMValueRef acc = NULL;
+  for (unsigned e = 0; e < LLVMGetVectorSize(LLVMTypeOf(v)); e++) {
+    LLVMValueRef x = LLVMBuildExtractElement(b, v, LLVMConstInt(i32, e, 0), "");
+    x = LLVMBuildShl(b, LLVMBuildZExt(b, x, t, ""), LLVMConstInt(t, e, 0), "");
+    acc = acc ? LLVMBuildOr(b, acc, x, "") : x;
+  }
+  return acc;
+}
+
+/* A count of the elements of v (a `ctpop` of the cast) replacing `pop`: in each legal-width
+ * zext of it directly, else in the next legal width, truncated to pop's odd width (which
+ * spirv_legal.c's widening then carries through adds, masks and compares). */
+static void rebuild_count(LLVMBuilderRef b, LLVMValueRef v, LLVMValueRef pop, LLVMTypeRef wide) {
+  if (!only_zext_to_legal(pop)) {
+    LLVMPositionBuilderBefore(b, pop);
+    LLVMValueRef n = combine_bools(b, v, '+', wide);
+    LLVMReplaceAllUsesWith(pop, LLVMBuildTrunc(b, n, LLVMTypeOf(pop), ""));
+    return;
+  }
+  for (LLVMUseRef u = LLVMGetFirstUse(pop), next; u; u = next) {
+    LLVMValueRef ext = LLVMGetUser(u);
+    next = LLVMGetNextUse(u);
+    LLVMPositionBuilderBefore(b, ext);
+    LLVMReplaceAllUsesWith(ext, combine_bools(b, v, '+', LLVMTypeOf(ext)));
+    LLVMInstructionEraseFromParent(ext);
+  }
+}
+
+/* InstCombine turns reductions of a bool vector (llvm.vector.reduce.or/and/add/xor of
+ * <N x i1>) into `icmp ne (bitcast <N x i1> to iN), 0`, `icmp eq (..), -1`, `ctpop(bitcast ..)`
+ * and `ctpop(..) & 1`, and sums counts in iN: an iN SPIR-V cannot express for N other than 8,
+ * 16, 32, 64 (fuzzer findings: <4 x i1> to i4). any/all and counts are rebuilt from the
+ * elements; any other use gets the packed bits truncated to iN, for spirv_legal.c to widen.
+ * Returns 1 if `cast` was rewritten (and erased, with the uses rebuilt). */
 static int bool_vector_bitcast(LLVMBuilderRef b, LLVMValueRef cast) {
   LLVMValueRef v = LLVMGetOperand(cast, 0);
   LLVMTypeRef vt = LLVMTypeOf(v), t = LLVMTypeOf(cast);
   if (LLVMGetTypeKind(vt) != LLVMVectorTypeKind || LLVMGetTypeKind(t) != LLVMIntegerTypeKind ||
-      legal_width(t) || !is_i1(LLVMGetUndef(LLVMGetElementType(vt))))
+      legal_width(t) || LLVMGetIntTypeWidth(t) > 64 || !is_i1(LLVMGetUndef(LLVMGetElementType(vt))))
     return 0;
-  enum { MAX_USERS = 16 };
-  LLVMValueRef users[MAX_USERS];
-  int n = 0;
-  for (LLVMUseRef u = LLVMGetFirstUse(cast); u; u = LLVMGetNextUse(u)) {
-    if (n == MAX_USERS || !rewritable_use(cast, LLVMGetUser(u))) return 0;
-    users[n++] = LLVMGetUser(u);
-  }
-  for (int i = 0; i < n; i++) {
-    LLVMValueRef user = users[i];
-    if (LLVMIsAICmpInst(user)) {
+  unsigned n = LLVMGetIntTypeWidth(t);
+  LLVMTypeRef wide = LLVMIntTypeInContext(LLVMGetTypeContext(t), n <= 8    ? 8
+                                                                 : n <= 16 ? 16
+                                                                 : n <= 32 ? 32
+                                                                           : 64);
+  for (LLVMUseRef u = LLVMGetFirstUse(cast), next; u; u = next) {
+    LLVMValueRef user = LLVMGetUser(u);
+    next = LLVMGetNextUse(u);
+    while (next && LLVMGetUser(next) == user)
+      next = LLVMGetNextUse(next); /* erased below */
+    if (is_any_all(cast, user)) {
       int all = LLVMConstIntGetSExtValue(LLVMGetOperand(user, 1)) == -1;
       LLVMPositionBuilderBefore(b, user);
       LLVMValueRef r = combine_bools(b, v, all ? '&' : '|', NULL);
       /* any: ne 0 is r, eq 0 its negation; all: eq -1 is r, ne -1 its negation */
       if ((LLVMGetICmpPredicate(user) == LLVMIntEQ) != all) r = LLVMBuildNot(b, r, "");
       LLVMReplaceAllUsesWith(user, r);
-    } else {
-      for (LLVMUseRef u = LLVMGetFirstUse(user), next; u; u = next) {
-        LLVMValueRef ext = LLVMGetUser(u);
-        next = LLVMGetNextUse(u);
-        LLVMPositionBuilderBefore(b, ext);
-        LLVMReplaceAllUsesWith(ext, combine_bools(b, v, '+', LLVMTypeOf(ext)));
-        LLVMInstructionEraseFromParent(ext);
-      }
+      LLVMInstructionEraseFromParent(user);
+    } else if (is_ctpop(user)) {
+      rebuild_count(b, v, user, wide);
+      LLVMInstructionEraseFromParent(user);
     }
-    LLVMInstructionEraseFromParent(user);
+  }
+  if (LLVMGetFirstUse(cast)) { /* any other use: the bits themselves, right after the cast */
+    LLVMPositionBuilderBefore(b, LLVMGetNextInstruction(cast));
+    LLVMReplaceAllUsesWith(cast, LLVMBuildTrunc(b, pack_bools(b, v, wide), t, ""));
   }
   LLVMInstructionEraseFromParent(cast);
   return 1;
