@@ -722,6 +722,7 @@ def _reduction_prologue(loop: _Loop, form: str) -> str:
 # load of a single chain; the CPU device's adds wait on each other), as kapi/_reduce.py folds.
 # The body is repeated that many times, so only small loop-free bodies are unrolled.
 _UNROLL = 4
+_CHAINS = 8
 _UNROLL_MAX_NODES = 200
 
 
@@ -741,13 +742,15 @@ class _Renamer(ast.NodeTransformer):
 
 
 def _unroll_factor(loop: _Loop) -> int:
-    """_UNROLL for a loop with reductions whose body is small and has no loops, else 1."""
+    """Copies of a small loop-free body with reductions: about _CHAINS independent
+    accumulators in all (several reductions are independent chains already, and each copy
+    of each costs a GPU work-item registers), at most _UNROLL; else 1."""
     if not loop.reductions:
         return 1
     nodes = list(_walk_scope(loop.kbody))
     if len(nodes) > _UNROLL_MAX_NODES or any(isinstance(n, (ast.For, ast.While)) for n in nodes):
         return 1
-    return _UNROLL
+    return max(1, min(_UNROLL, _CHAINS // len(loop.reductions)))
 
 
 def _fold_loop(loop: _Loop, body, form: str, stride: str | None) -> list[ast.stmt]:

@@ -52,6 +52,30 @@ def sums_skip_last(a, b):
     return s, t, lo, hi, p, x
 
 
+def two_skip_last(a, b):
+    s = 0.0
+    lo = np.inf
+    x = 0.0
+    for i in numba.prange(a.shape[0]):
+        x = a[i] - b[i]
+        if a[i] == 3.0:
+            continue
+        s -= a[i] * b[i]
+        lo = min(x, lo)
+    return s, lo, x
+
+
+def three(a):
+    s = 0
+    hi = -1.0
+    p = 1.0
+    for i in numba.prange(a.shape[0]):
+        s += np.int64(a[i])
+        hi = max(hi, a[i])
+        p *= 1.0 + (i % 4099 == 1)
+    return s, hi, p
+
+
 def bits(x):
     band = -1
     bor = np.uint16(0)
@@ -95,15 +119,19 @@ def test_unrolled_reductions_match_numba(dev, monkeypatch, n):
     b = rng.integers(-3, 4, n).astype(np.float64)
     # Numba's parallel loop leaves some thread's last value (it warns): that one is the
     # sequential run's
+    last = (a[-1] - b[-1] if n else 0.0,)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", numba.NumbaParallelSafetyWarning)
-        want = numba.njit(parallel=True)(sums_skip_last)(a, b)[:5]
-    want += (a[-1] - b[-1] if n else 0.0,)
+        want5 = numba.njit(parallel=True)(sums_skip_last)(a, b)[:5] + last
+        want2 = numba.njit(parallel=True)(two_skip_last)(a, b)[:2] + last
+    want3 = numba.njit(parallel=True)(three)(a)
     for shape in _shapes(dev):
         monkeypatch.setenv("KAPI_DPJIT_REDUCE", shape)
         got = _run(sums_skip_last, dev, a, b)
-        assert got == want, (shape, got, want)
+        assert got == want5, (shape, got, want5)
         assert type(got[1]) is int and type(got[0]) is float
+        assert _run(two_skip_last, dev, a, b) == want2
+        assert _run(three, dev, a) == want3
 
 
 @pytest.mark.parametrize("n", [0, 3, 6, 1000, 65_539])
@@ -126,14 +154,24 @@ def _kernel_names(fn, dev, *host):
     return set(k.py_func.__code__.co_varnames)
 
 
+def _accumulators(names, k):
+    return {n for n in names if n.startswith(f"__kapi_acc{k}_")}
+
+
 def test_small_loop_free_bodies_are_unrolled(dev):
+    # about eight independent accumulators in all: four copies of one or two reductions, two
+    # of three or four, none of more (they are independent chains already)
     a = np.arange(100.0)
-    names = _kernel_names(sums_skip_last, dev, a, a)
-    accs = {f"__kapi_acc{k}_{r}" for k in (1, 2, 3) for r in ("s", "t", "lo", "hi", "p")}
-    assert accs <= names
-    assert "__kapi_acc4_s" not in names
+    names = _kernel_names(two_skip_last, dev, a, a)
+    for k in (1, 2, 3):
+        assert _accumulators(names, k) == {f"__kapi_acc{k}_s", f"__kapi_acc{k}_lo"}
+    assert not _accumulators(names, 4)
+    names = _kernel_names(three, dev, a)
+    assert _accumulators(names, 1) == {"__kapi_acc1_s", "__kapi_acc1_hi", "__kapi_acc1_p"}
+    assert not _accumulators(names, 2)
+    assert not _accumulators(_kernel_names(sums_skip_last, dev, a, a), 1)
     # a body with a loop keeps one accumulator: its iterations are not worth repeating
-    assert not any(n.startswith("__kapi_acc") for n in _kernel_names(inner_loop, dev, a))
+    assert not _accumulators(_kernel_names(inner_loop, dev, a), 1)
 
 
 def l2_total(a):
