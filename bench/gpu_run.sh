@@ -79,6 +79,10 @@ step dpjit-reduce-cpu timeout 120 python3 bench/dpjit_reduce.py --device cpu --l
 step dpjit-reduce-cpu-tree env KAPI_DPJIT_REDUCE=tree timeout 120 python3 bench/dpjit_reduce.py --device cpu --log2n 24 2>&1 | tee -a "$OUT/cpu.log"
 # dpbench workloads as @dpjit + prange: CPU device vs Numba parallel, GPU vs numba-cuda.
 step dpbench timeout 170 python3 bench/dpbench.py 2>&1 | tee -a "$OUT/dpbench.log"
+# What a dpjit call costs besides its kernel: the l2 norm's reduction from 2^10 (fixed cost
+# only) to dpbench's 2^25, beside numba-cuda / Numba parallel.
+step dpjit-overhead-gpu timeout 120 python3 bench/dpjit_overhead.py --device gpu 2>&1 | tee -a "$OUT/dpbench.log"
+step dpjit-overhead-cpu timeout 120 python3 bench/dpjit_overhead.py --device cpu --log2n 10,13,16,19,22 2>&1 | tee -a "$OUT/dpbench.log"
 step group-reduce timeout 120 python3 bench/group_reduce.py 2>&1 | tee -a "$OUT/gpu_bench.log"
 if [ -x .carry/bin/launch_c ]; then
   step gpu-launch-c env KAPI_BENCH_DRIVER=kapi-cuda timeout 30 .carry/bin/launch_c 2000 25 2>&1 | tee -a "$OUT/gpu_bench.log"

@@ -20,7 +20,6 @@ import contextlib
 import copy
 import functools
 import inspect
-import math
 import os
 import sys
 import textwrap
@@ -709,26 +708,125 @@ def _reduction_prologue(loop: _Loop, form: str) -> str:
     """Accumulators at their identities, last values at theirs; the bounds as non-negative
     values (counts and totals are, so indexing by them needs no wraparound)."""
     src = "".join(f"{r} = __kapi_init_{r}\n" for r in [*loop.reductions, *loop.lasts])
+    for k in range(1, _unroll_factor(loop)):
+        src += "".join(f"{_acc(r, k)} = __kapi_init_{r}\n" for r in loop.reductions)
     src += f"__kapi_n = __kapi_total & {_NONNEG:#x}\n"
     for d in range(1, len(loop.loops)):
         src += f"__kapi_c{d} = __kapi_count{d} & {_NONNEG:#x}\n"
     return src + (_unit_starts(loop) if form == "unit" else "")
 
 
+# Independent accumulators of a reduction kernel's loop: each reduction variable gets _UNROLL
+# copies, iterations j, j + s, j + 2s, j + 3s go to different ones (s: the stride), so a
+# work-item has that many loads in flight and no serial chain of adds (a GPU stalls on each
+# load of a single chain; the CPU device's adds wait on each other), as kapi/_reduce.py folds.
+# The body is repeated that many times, so only small loop-free bodies are unrolled.
+_UNROLL = 4
+_CHAINS = 8
+_UNROLL_MAX_NODES = 200
+
+
+def _acc(name: str, k: int) -> str:
+    return name if k == 0 else f"__kapi_acc{k}_{name}"
+
+
+class _Renamer(ast.NodeTransformer):
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def visit_Name(self, node):
+        new = self.names.get(node.id)
+        if new is not None:
+            node.id = new
+        return node
+
+
+def _unroll_factor(loop: _Loop) -> int:
+    """Copies of a small loop-free body with reductions: about _CHAINS independent
+    accumulators in all (several reductions are independent chains already, and each copy
+    of each costs a GPU work-item registers), at most _UNROLL; else 1."""
+    if not loop.reductions:
+        return 1
+    nodes = list(_walk_scope(loop.kbody))
+    if len(nodes) > _UNROLL_MAX_NODES or any(isinstance(n, (ast.For, ast.While)) for n in nodes):
+        return 1
+    return max(1, min(_UNROLL, _CHAINS // len(loop.reductions)))
+
+
+def _fold_loop(loop: _Loop, body, form: str, stride: str | None) -> list[ast.stmt]:
+    """The loop of a reduction kernel: __kapi_lin runs from __kapi_j (a non-negative start
+    assigned before) while below __kapi_end, by `stride` (None: 1); the body runs in order of
+    the index, so the last iteration a work-item runs is its highest (its last values). The
+    unrolled loop folds into _unroll_factor accumulators, combined after it; a remainder loop
+    runs the rest into the first."""
+    first = loop.loops[0]
+    u = _unroll_factor(loop)
+    step = "1" if stride is None else stride
+    jumps = any(isinstance(n, ast.Continue) for n in _outer_jumps(body))
+
+    def iteration(lin: str, stmts, advance: str = "") -> list[ast.stmt]:
+        head = _located(f"__kapi_lin = {lin}\n{advance}" + _index_src(loop, form), first)
+        if jumps and not advance:
+            # `continue` of the prange loop ends the iteration: a one-trip loop is its target
+            (once,) = _located("for __kapi_once in range(1):\n    pass\n", first)
+            once.body = stmts
+            stmts = [once]
+        return head + stmts
+
+    out = []
+    if u > 1:
+        span = f"{u - 1} * {step}" if stride is not None else str(u - 1)
+        pre = f"__kapi_ustep = {u} * {stride}\n" if stride is not None else ""
+        out += _located(pre, first)
+        (unrolled,) = _located(f"while __kapi_j + {span} < __kapi_end:\n    pass\n", first)
+        stmts = []
+        for k in range(u):
+            b = copy.deepcopy(body)
+            if k:
+                names = {r: _acc(r, k) for r in loop.reductions}
+                b = [_Renamer(names).visit(s) for s in b]
+            off = "" if k == 0 else (f" + {k} * {stride}" if stride is not None else f" + {k}")
+            stmts += iteration(f"__kapi_j{off}", b)
+        nxt = "__kapi_ustep" if stride is not None else str(u)
+        unrolled.body = stmts + _located(f"__kapi_j = __kapi_j + {nxt}\n", first)
+        out.append(unrolled)
+    (rest,) = _located("while __kapi_j < __kapi_end:\n    pass\n", first)
+    # the index advances first, so that `continue` in the body goes on to the next one
+    rest.body = iteration("__kapi_j", copy.deepcopy(body), f"__kapi_j = __kapi_j + {step}\n")
+    out.append(rest)
+    combine = []
+    for r in loop.reductions if u > 1 else ():
+        names = [_acc(r, k) for k in range(u)]
+        kind = loop.red_kinds[r]
+        while len(names) > 1:  # pairwise: (a0 op a1) op (a2 op a3)
+            names = [_combine_src(kind, names[k], names[k + 1]) for k in range(0, len(names), 2)]
+        combine.append(f"{r} = {_part(r)}.dtype.type({names[0]})\n")
+    return out + _located("".join(combine), first)
+
+
+_COMBINE_OPS = {"ADD": "+", "MUL": "*", "AND": "&", "OR": "|", "XOR": "^"}
+
+
+def _combine_src(kind: str, a: str, b: str) -> str:
+    if kind in ("MIN", "MAX"):
+        return f"{kind.lower()}({a}, {b})"
+    return f"({a} {_COMBINE_OPS[kind]} {b})"
+
+
 def _tree_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
-    """A 1-D nd-range kernel: each work-item runs a grid-stride loop over the linearised
-    iteration space into private accumulators (the reduction variables, starting at the
-    operator's identity), then each work-group combines them with reduce_over_group and its
+    """A 1-D nd-range kernel: each work-item folds a strided part of the linearised iteration
+    space (items next to each other read next iterations: coalesced) into private
+    accumulators (the reduction variables, starting at the operator's identity; unrolled into
+    several, _fold_loop), then each work-group combines them with reduce_over_group and its
     first work-item writes the group's partial result; the host combines the partials and the
     variable's value before the loop. A last-value variable is written by the work-item that
     ran the last iteration (the highest linear index, the last of its stride)."""
     first = loop.loops[0]
-    (stride,) = _located(
-        f"for __kapi_lin in range({_ITEM}.get_global_id(0), __kapi_n, "
-        f"{_ITEM}.get_global_range(0)):\n    pass\n",
-        first,
+    head = (
+        f"__kapi_end = __kapi_n\n"
+        f"__kapi_j = {_ITEM}.get_global_id(0)\n"
+        f"__kapi_stride = {_ITEM}.get_global_range(0)\n"
     )
-    stride.body = _located(_index_src(loop, form), first) + body
     combine = [f"__kapi_group = {_ITEM}.get_group()\n"]
     if loop.lasts:
         combine.append(
@@ -744,26 +842,22 @@ def _tree_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
     for r in loop.reductions:
         combine.append(f"    {_part(r)}[__kapi_group.get_group_linear_id()] = {r}\n")
     return [
-        *_located(_reduction_prologue(loop, form), first),
-        stride,
+        *_located(_reduction_prologue(loop, form) + head, first),
+        *_fold_loop(loop, body, form, "__kapi_stride"),
         *_located("".join(combine), first),
     ]
 
 
 def _block_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
     """A Range kernel without barriers: work-item g runs iterations [g * chunk, (g + 1) *
-    chunk) of the linearised space in order into private accumulators and writes them as
-    partial g; the work-item whose block holds the last iteration writes the last values."""
+    chunk) of the linearised space in order into private accumulators (unrolled into several,
+    _fold_loop) and writes them as partial g; the work-item whose block holds the last
+    iteration writes the last values."""
     first = loop.loops[0]
-    (block,) = _located(
-        "for __kapi_lin in range(__kapi_beg, __kapi_end):\n    pass\n",
-        first,
-    )
-    block.body = _located(_index_src(loop, form), first) + body
     head = (
         f"__kapi_g = {_ITEM}.get_id(0)\n"
-        f"__kapi_beg = __kapi_g * (__kapi_chunk & {_NONNEG:#x})\n"
-        f"__kapi_end = min(__kapi_beg + (__kapi_chunk & {_NONNEG:#x}), __kapi_n)\n"
+        f"__kapi_j = __kapi_g * (__kapi_chunk & {_NONNEG:#x})\n"
+        f"__kapi_end = min(__kapi_j + (__kapi_chunk & {_NONNEG:#x}), __kapi_n)\n"
     )
     tail = []
     if loop.lasts:
@@ -772,7 +866,7 @@ def _block_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
     tail += [f"{_part(r)}[__kapi_g] = {r}\n" for r in loop.reductions]
     return [
         *_located(_reduction_prologue(loop, form) + head, first),
-        block,
+        *_fold_loop(loop, body, form, None),
         *_located("".join(tail), first),
     ]
 
@@ -876,59 +970,67 @@ def _identity(kind: str, dt: np.dtype):
     return dt.type(ids.get(kind, 0))
 
 
-def _allocator(args):
-    """(make(n, dtype), key, has_fp64, cpu_units): arrays for a kernel's extra outputs on the
-    device its arguments choose (the first kapi array's queue; NumPy arrays: the CPU device,
-    as NumPy host arrays; else the default device), a key naming where they are, and that
-    device's compute units when it is the CPU device (None on a GPU)."""
-    arrays = [a for a in args if isinstance(a, Array)]
-    if not arrays and any(isinstance(a, np.ndarray) for a in args):
-        return (lambda n, dt: np.empty(n, dt)), "numpy", True, _cpu_units(None)
-    q = arrays[0].sycl_queue if arrays else default_device().default_queue
+def _placement(args):
+    """The queue a loop's launch runs on, as call_kernel picks it: the first kapi array's;
+    None for NumPy arrays (the CPU device, with NumPy host arrays for the extra outputs);
+    else the default device's."""
+    for a in args:
+        if isinstance(a, Array):
+            return a._queue
+    for a in args:
+        if isinstance(a, np.ndarray):
+            return None
+    return default_device().default_queue
+
+
+def _allocator(q):
+    """(make(n, dtype), has_fp64, cpu_units) of a reduction's partial and last-value arrays on
+    queue q (None: NumPy arrays), cpu_units being the CPU device's compute units (None on a
+    GPU). On a GPU they are host memory the kernel writes through (pinned, device-mapped):
+    the host reads the results in place after the launch's one wait, no copy after it."""
+    if q is None:
+        return (lambda n, dt: np.empty(n, dt)), True, _cpu_units(None)
     dev = q.device
-    units = _cpu_units(dev) if dev.is_cpu else None
-    key = getattr(q, "_native", q)
-    return (lambda n, dt: empty(n, dtype=dt, queue=q)), key, dev.has_aspect_fp64, units
+    if dev.is_cpu:
+        return (lambda n, dt: empty(n, dtype=dt, queue=q)), dev.has_aspect_fp64, _cpu_units(dev)
+    make = functools.partial(_host_array, q)
+    return make, dev.has_aspect_fp64, None
+
+
+def _host_array(q, n: int, dt) -> Array:
+    return empty(n, dtype=dt, queue=q, usm_type="host")
 
 
 class _Buffers:
-    """The partial-result and last-value arrays of one loop, kept between its launches: a
-    launch takes them and gives them back once the host has read them (allocating and
-    freeing them cost a small reduction more than its kernel). Concurrent calls take
-    different ones (list.pop is atomic)."""
+    """One set of a launch's partial-result and last-value arrays, kept between the loop's
+    launches of one geometry (allocating and freeing them cost a small reduction more than
+    its kernel), with NumPy views of their host memory once read: a launch takes a set from
+    its geometry's pool and gives it back once the host has read it; concurrent calls take
+    different ones (list.pop and append are atomic)."""
 
-    _KEEP = 4  # per key: enough for a few threads calling at once
+    __slots__ = ("parts", "lasts", "views")
+    KEEP = 4  # per geometry: enough for a few threads calling at once
 
-    def __init__(self):
-        self.free: dict = {}
-        self.views: dict = {}  # id(kept array) -> (array, NumPy view of its host memory)
+    def __init__(self, plan, nparts: int):
+        self.parts = [plan.make(nparts, dt) for dt in plan.part_dts]
+        self.lasts = [plan.make(1, dt) for dt in plan.last_dts]
+        self.views = None
 
-    def take(self, key, n: int, dt, make):
-        lst = self.free.get((key, n, dt))
-        if lst:
-            try:
-                return lst.pop()
-            except IndexError:  # another thread took the last one
-                pass
-        return make(n, dt)
+    def read(self) -> list[np.ndarray]:
+        """The arrays' values (after the launch that wrote them was waited for): host memory
+        read in place (the CPU device, host USM on GPUs, NumPy arrays), else a copy."""
+        views = self.views
+        if views is None:
+            views = [_host_values(a) for a in (*self.parts, *self.lasts)]
+            if all(isinstance(a, np.ndarray) or a._host_ok for a in (*self.parts, *self.lasts)):
+                self.views = views  # in place: valid for every later launch too
+        return views
 
-    def give(self, key, arrays) -> None:
-        for a in arrays:
-            lst = self.free.setdefault((key, a.shape[0], a.dtype), [])
-            if len(lst) < self._KEEP:
-                if isinstance(a, Array) and a._host_ok and id(a) not in self.views:
-                    self.views[id(a)] = (a, a._host_view())
-                lst.append(a)
 
-    def host(self, a) -> np.ndarray:
-        """The values of a (after the launch that wrote it was waited for): host memory read
-        in place where it is host-accessible (the CPU device), else a copy."""
-        if isinstance(a, np.ndarray):
-            return a
-        hit = self.views.get(id(a))
-        if hit is not None and hit[0] is a:
-            return hit[1]
-        return a._host_view() if a._host_ok else a.asnumpy()
+def _host_values(a) -> np.ndarray:
+    if isinstance(a, np.ndarray):
+        return a
+    return a._host_view() if a._host_ok else a.asnumpy()
 
 
 def _cpu_units(dev) -> int:
@@ -939,10 +1041,9 @@ def _cpu_units(dev) -> int:
     return max(1, dev.max_compute_units if dev is not None else 1)
 
 
-def _reduce_shape(on_cpu: bool) -> str:
+def _reduce_shape(on_cpu: bool, forced) -> str:
     """The shape of reduction / last-value kernels: blocks on the CPU device, a work-group
-    tree on GPUs, unless KAPI_DPJIT_REDUCE names one (to compare them)."""
-    forced = os.environ.get("KAPI_DPJIT_REDUCE")
+    tree on GPUs, unless KAPI_DPJIT_REDUCE (forced) names one (to compare them)."""
     if forced in (None, ""):
         return "blocks" if on_cpu else "tree"
     if forced not in ("tree", "blocks"):
@@ -954,19 +1055,9 @@ def _reduce_shape(on_cpu: bool) -> str:
 # so four groups per thread, enough to balance the pool when threads are disturbed (on 2 cores:
 # 32 to 4096 work-items ran 2^24 iterations alike, 8 used one thread).
 _BLOCKS_PER_UNIT = 64
-
-
-def _partials(loop: _Loop, where: str, values, ngroups: int, make, fp64: bool):
-    """One array of ngroups partial results per reduction, and the identities."""
-    parts, inits = [], []
-    for name, v in zip(loop.reductions, values, strict=True):
-        kind = loop.red_kinds[name]
-        dt = _acc_dtype(name, kind, v, where, name in loop.red_divides)
-        if dt == np.float64 and isinstance(v, float) and not fp64:
-            dt = np.dtype(np.float32)
-        parts.append(make(ngroups, dt))
-        inits.append(_identity(kind, dt))
-    return parts, inits
+# Iterations a tree kernel's work-item folds at least before another group is worth launching
+# (its loop is unrolled _UNROLL times), as kapi/_reduce.py's GPU scheme.
+_PER_ITEM = 16
 
 
 def _last_dtype(name: str, value, where: str, fp64: bool) -> np.dtype:
@@ -985,22 +1076,21 @@ def _last_dtype(name: str, value, where: str, fp64: bool) -> np.dtype:
     )
 
 
-def _last_value(value, arr):
-    x = (arr if isinstance(arr, np.ndarray) else arr.asnumpy())[0]
+def _last_value(value, host: np.ndarray):
+    x = host[0]
     if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
         return type(value)(x.item())
     return value.dtype.type(x)
 
 
-def _combine(kind: str, value, part: np.ndarray):
+def _combine(ufunc, value, part: np.ndarray):
     """value (the variable before the loop) combined once with the group partials, in the
     accumulator's dtype; a Python int/float stays one. Called under np.errstate(all="ignore"):
     integers wrap, as in the kernel."""
-    host = part
-    ufunc = _UFUNCS[kind]
-    total = ufunc.reduce(host, dtype=host.dtype)
+    dt = part.dtype
+    total = ufunc.reduce(part, dtype=dt)
     if isinstance(value, (int, float)):
-        out = ufunc(host.dtype.type(value), total, dtype=host.dtype).item()
+        out = ufunc(dt.type(value), total, dtype=dt).item()
         return float(out) if isinstance(value, float) else int(out)
     return ufunc(value, total, dtype=value.dtype)
 
@@ -1008,11 +1098,10 @@ def _combine(kind: str, value, part: np.ndarray):
 def _bounds_form(starts) -> str:
     """ "zero": every start 0 and step 1 (the loop variables are the ids); "unit": starts >= 0,
     steps 1; "any": the general kernel (see _NONNEG)."""
-    pairs = list(zip(starts[::2], starts[1::2], strict=True))
-    if all(st == 1 for _, st in pairs):
-        if all(s0 == 0 for s0, _ in pairs):
+    if all(st == 1 for st in starts[1::2]):
+        if not any(starts[::2]):
             return "zero"
-        if all(s0 >= 0 for s0, _ in pairs):
+        if all(s0 >= 0 for s0 in starts[::2]):
             return "unit"
     return "any"
 
@@ -1046,13 +1135,53 @@ class _Kernels:
         return kern
 
 
+class _Plan:
+    """A reduction / last-value loop's launch for one queue, bounds form and the types of the
+    variables' values before it: everything but the iteration count, worked out on its first
+    launch (the launch path is per call, the host's fixed cost of a small loop)."""
+
+    __slots__ = ("kern", "blocks", "width", "make", "part_dts", "inits", "ufuncs", "last_dts")
+
+    def __init__(self, kernels: _Kernels, loop: _Loop, where: str, q, form, forced, reds, lasts):
+        make, fp64, cpu_units = _allocator(q)
+        self.make = make
+        self.blocks = _reduce_shape(cpu_units is not None, forced) == "blocks"
+        # blocks forced on a GPU: as many work-items as the tree's largest launch
+        self.width = _MAX_GROUPS * _GROUP if cpu_units is None else cpu_units * _BLOCKS_PER_UNIT
+        self.kern = kernels.get("blocks" if self.blocks else "tree", form)
+        self.part_dts, self.inits, self.ufuncs = [], [], []
+        for name, v in zip(loop.reductions, reds, strict=True):
+            kind = loop.red_kinds[name]
+            dt = _acc_dtype(name, kind, v, where, name in loop.red_divides)
+            if dt == np.float64 and isinstance(v, float) and not fp64:
+                dt = np.dtype(np.float32)
+            self.part_dts.append(dt)
+            self.inits.append(_identity(kind, dt))
+            self.ufuncs.append(_UFUNCS[kind])
+        self.last_dts = [
+            _last_dtype(n, v, where, fp64) for n, v in zip(loop.lasts, lasts, strict=True)
+        ]
+
+    def geometry(self, total: int):
+        """(partial results, index space, the kernel's extra arguments) for total iterations."""
+        if self.blocks:
+            chunk = -(-total // self.width)
+            nparts = -(-total // chunk)
+            return nparts, Range(nparts), (chunk,)
+        nparts = max(1, min(-(-total // (_GROUP * _PER_ITEM)), _MAX_GROUPS))
+        return nparts, NdRange((nparts * _GROUP,), (_GROUP,)), ()
+
+
 def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: bool):
     """The launch function of one loop. `wait` (whether the host may read the arrays after
     this loop, so it waits for every pending launch) is fixed per loop; the pending launches
     are the running call's (calls.pending()), so the launch's signature, which Numba types
     when the host code is compiled, carries only values."""
-    buffers = _Buffers()
     stats = calls.stats
+    plans: dict = {}  # (queue, form, value types) -> _Plan
+    shapes: dict = {}  # (plan key, total) -> (geometry, pool of _Buffers)
+    ndims = len(loop.loops)
+    forced = os.environ.get("KAPI_DPJIT_REDUCE")  # read once per function: a launch is hot
 
     def launch(bounds, args, red_values, last_values):
         """What the host assigns after the loop: (reduction values, whether the loop ran, the
@@ -1065,13 +1194,13 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
             if pending:
                 _settle(pending, stats)
             raise
-        ran = tuple(all(counts[: d + 1]) for d in range(len(counts)))
-        idx = tuple(
-            starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] if ran[d] else 0
-            for d in range(len(counts))
-        )
-        total = math.prod(counts)
+        total = counts[0]
+        for c in counts[1:]:
+            total *= c
+        idx = tuple(starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] for d in range(ndims))
         if not total:
+            ran = tuple(all(counts[: d + 1]) for d in range(ndims))
+            idx = tuple(i if r else 0 for i, r in zip(idx, ran, strict=True))
             if wait and pending:
                 _settle(pending, stats)
             return tuple(red_values), False, tuple(last_values), ran, idx
@@ -1080,40 +1209,43 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
             # the innermost loop (last in bounds) is dimension 0
             kern, rng = kernels.get("range", form), Range(*reversed(counts))
             _submit(kern, rng, (*args, *starts), pending, wait, stats)
-            return (), True, (), ran, idx
-        make0, key, fp64, cpu_units = _allocator(args)
-
-        def make(n, dt):
-            return buffers.take(key, n, dt, make0)
-
-        if _reduce_shape(cpu_units is not None) == "blocks":
-            # (forced on a GPU: as many work-items as the tree's largest launch)
-            width = _MAX_GROUPS * _GROUP if cpu_units is None else cpu_units * _BLOCKS_PER_UNIT
-            chunk = -(-total // width)
-            nparts = -(-total // chunk)
-            kern, rng, extra = kernels.get("blocks", form), Range(nparts), (chunk,)
-        else:
-            nparts = min(-(-total // _GROUP), _MAX_GROUPS)
-            kern, rng, extra = kernels.get("tree", form), NdRange((nparts * _GROUP,), (_GROUP,)), ()
-        parts, inits = _partials(loop, where, red_values, nparts, make, fp64)
-        last_dts = [
-            _last_dtype(n, v, where, fp64) for n, v in zip(loop.lasts, last_values, strict=True)
-        ]
-        lasts = [make(1, dt) for dt in last_dts]
-        last_inits = [dt.type(v) for dt, v in zip(last_dts, last_values, strict=True)]
-        kargs = (*args, *parts, *inits, *lasts, *last_inits, total, *extra, *counts, *starts)
-        _submit(kern, rng, kargs, pending, True, stats)  # the host reads the results
-        kinds = [loop.red_kinds[r] for r in loop.reductions]
-        with np.errstate(all="ignore"):  # integers wrap, as in the kernel
-            reds = tuple(
-                _combine(k, v, buffers.host(p))
-                for k, v, p in zip(kinds, red_values, parts, strict=True)
-            )
-        out = tuple(
-            _last_value(v, buffers.host(a)) for v, a in zip(last_values, lasts, strict=True)
+            return (), True, (), (True,) * ndims, idx
+        q = _placement(args)
+        pkey = (q, form, *map(type, red_values), *map(type, last_values))
+        plan = plans.get(pkey)
+        if plan is None:
+            plan = _Plan(kernels, loop, where, q, form, forced, red_values, last_values)
+            plans[pkey] = plan
+        shape = shapes.get((pkey, total))
+        if shape is None:
+            if len(shapes) > 64:
+                shapes.clear()
+            shape = shapes[(pkey, total)] = (plan.geometry(total), [])
+        (nparts, rng, extra), pool = shape
+        try:
+            bufs = pool.pop()
+        except IndexError:
+            bufs = _Buffers(plan, nparts)
+        last_inits = [dt.type(v) for dt, v in zip(plan.last_dts, last_values, strict=True)]
+        kargs = (
+            *args,
+            *bufs.parts,
+            *plan.inits,
+            *bufs.lasts,
+            *last_inits,
+            total,
+            *extra,
+            *counts,
+            *starts,
         )
-        buffers.give(key, parts + lasts)
-        return reds, True, out, ran, idx
+        _submit(plan.kern, rng, kargs, pending, True, stats)  # the host reads the results
+        views = bufs.read()
+        with np.errstate(all="ignore"):  # integers wrap, as in the kernel
+            reds = tuple(map(_combine, plan.ufuncs, red_values, views))
+        out = tuple(map(_last_value, last_values, views[len(plan.ufuncs) :]))
+        if len(pool) < _Buffers.KEEP:
+            pool.append(bufs)
+        return reds, True, out, (True,) * ndims, idx
 
     return launch
 
@@ -1685,25 +1817,30 @@ class DpjitFunction:
 
     def __call__(self, *args, **kwargs):
         host = self._host if self._host is not None else self._compile()
+        if not self._calls.asynchronous:  # every launch waits: no pending ones to settle
+            return self._run(host, args, kwargs)
         # the call's pending launches are settled however it ends (_Calls.running)
         with self._calls.running():
-            jit = self._jit
-            if jit is None:
-                return host(*args, **kwargs)
-            if kwargs or len(args) != self._nparams:
-                bound = self._sig.bind(*args, **kwargs)
-                bound.apply_defaults()
-                args, kwargs = bound.args, {}
-            if self._python and self._key(args) in self._python:
-                return self._refused(host, args)
-            try:
-                return jit(*args)
-            except self._numba_error as e:
-                key = self._key(args)
-                if key in jit.overloads:
-                    raise  # compiled: an error of the run (an objmode call), not of the compile
-                self._python[key] = _refusal_message(self.py_func, key, e)
+            return self._run(host, args, kwargs)
+
+    def _run(self, host, args, kwargs):
+        jit = self._jit
+        if jit is None:
+            return host(*args, **kwargs)
+        if kwargs or len(args) != self._nparams:
+            bound = self._sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = bound.args
+        if self._python and self._key(args) in self._python:
             return self._refused(host, args)
+        try:
+            return jit(*args)
+        except self._numba_error as e:
+            key = self._key(args)
+            if key in jit.overloads:
+                raise  # compiled: an error of the run (an objmode call), not of the compile
+            self._python[key] = _refusal_message(self.py_func, key, e)
+        return self._refused(host, args)
 
     def _key(self, args) -> tuple:
         return tuple(self._jit.typeof_pyval(a) for a in args)
