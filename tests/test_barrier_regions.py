@@ -435,6 +435,10 @@ def weighted_group_sums(nditem, a, wts, out, s1, s2):
         ((19, 3, 1), (8, 4, 1)),  # 2-D: a batch never crosses a row of groups
         ((5, 3, 2), (4, 2, 2)),  # 3-D
         ((97, 1, 1), (1, 1, 1)),
+        # groups of one row in a 3-D range: the flat loop nest (no y, z loops), while the
+        # same kernel's other launches here take the full one
+        ((6, 4, 2), (32, 1, 1)),
+        ((3, 5, 2), (1, 8, 1)),  # rows of one work-item: the full nest, x loops of one
     ],
 )
 def test_batched_groups_local_memory_and_group_values(dev, groups, local):

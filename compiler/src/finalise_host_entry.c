@@ -489,12 +489,84 @@ static batch_layout_t batch_layout(LLVMBuilderRef b, LLVMValueRef n, uint64_t re
   return L;
 }
 
+/* What every region's loop nest shares: run's values and the work-item function's arguments. */
+typedef struct {
+  LLVMBuilderRef b;
+  LLVMContextRef c;
+  LLVMValueRef fn, wi, g, storage, count, lstride, uoff, unoff, bcur, bnxt;
+  LLVMValueRef lr[3], *vals, *args;
+  batch_layout_t L;
+  const kc_hf_kernel_t *k;
+  unsigned na;
+} nest_t;
+
+/* One region's loop nest, from block `from`: `for each group j: for z, y, x: next = wi(...,
+ * state, j)`, or with `flat` (groups of one row: local range 1 in y and z) `for each group j:
+ * for x` with y = z = 0. Returns the block after it (the builder left there) and, in *next,
+ * the region's next state. The flat nest exists because loops of one iteration between the
+ * group and work-item loops are not free: they hold the x loop's set-up (trip count, vector
+ * checks) inside them and keep registers, which for a tree reduction's narrow steps cost as
+ * much as the steps' work. */
+static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t s, int flat,
+                                     LLVMValueRef *next) {
+  LLVMBuilderRef b = t->b;
+  LLVMContextRef c = t->c;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c), i64 = LLVMInt64TypeInContext(c);
+  LLVMValueRef zero64 = LLVMConstInt(i64, 0, 0);
+  LLVMPositionBuilderAtEnd(b, from);
+  loop_t lj = loop_open(b, t->fn, from, "grp");
+  LLVMValueRef goff = LLVMBuildMul(b, lj.iv, t->L.stride, "");
+  LLVMValueRef base = LLVMBuildInBoundsGEP2(b, i8, t->storage, &goff, 1, "kapi.storage");
+  LLVMValueRef ubase = LLVMBuildInBoundsGEP2(b, i8, base, &t->L.wi_bytes, 1, "kapi.ubase");
+  LLVMValueRef cur = LLVMBuildInBoundsGEP2(b, i8, ubase, &t->uoff, 1, "kapi.ucur");
+  LLVMValueRef nxt = LLVMBuildInBoundsGEP2(b, i8, ubase, &t->unoff, 1, "kapi.unext");
+  LLVMValueRef local = t->k->local_size ? LLVMBuildInBoundsGEP2(b, i8, base, &t->L.local_off, 1, "")
+                                        : LLVMConstNull(i8p);
+  batch_args(b, t->k, t->vals, t->args + KC_HF_WI_FIXED, LLVMBuildMul(b, lj.iv, t->lstride, ""));
+  loop_t lz = {0}, ly = {0};
+  LLVMBasicBlockRef xfrom = lj.head;
+  if (!flat) {
+    lz = loop_open(b, t->fn, lj.head, "wi.z");
+    ly = loop_open(b, t->fn, lz.head, "wi.y");
+    xfrom = ly.head;
+  }
+  loop_t lx = loop_open(b, t->fn, xfrom, "wi.x");
+  LLVMValueRef fixed[KC_HF_WI_FIXED] = {t->g,
+                                        lx.iv,
+                                        flat ? zero64 : ly.iv,
+                                        flat ? zero64 : lz.iv,
+                                        LLVMConstInt(i32, s, 0),
+                                        local,
+                                        base,
+                                        cur,
+                                        nxt,
+                                        lj.iv,
+                                        t->bcur,
+                                        t->bnxt};
+  memcpy(t->args, fixed, sizeof fixed);
+  *next = kc_hf_call(b, t->wi, t->args, t->na);
+  LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, t->fn, "x.done");
+  loop_close(b, &lx, t->lr[0], ex);
+  mark_parallel(c, *next, lx.latch);
+  if (!flat) {
+    LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, t->fn, "y.done");
+    loop_close(b, &ly, t->lr[1], ey);
+    LLVMBasicBlockRef ez = LLVMAppendBasicBlockInContext(c, t->fn, "z.done");
+    loop_close(b, &lz, t->lr[2], ez);
+  }
+  LLVMBasicBlockRef ej = LLVMAppendBasicBlockInContext(c, t->fn, "grp.done");
+  loop_close(b, &lj, t->count, ej);
+  return ej;
+}
+
 /* run for KC_HF_REGIONS: takes a batch of groups (kc_host_group_t.count; more than one only
  * for lockstep kernels, whose groups all reach the same barriers: kc_hf_kernel_t.lockstep),
  * scratch storage for them (batch_layout_t), then `state = 0; until EXIT: for each group j:
  * for z, y, x: next = wi(..., state, j)`, with one such loop nest per state so that, once wi
- * is inlined with a constant state, each holds only its region. Barriers are uniform over a
- * group, and in lockstep over the batch, so the last work-item's next state is the batch's.
+ * is inlined with a constant state, each holds only its region (two per state: the flat one
+ * for groups of one row, region_nest). Barriers are uniform over a group, and in lockstep
+ * over the batch, so the last work-item's next state is the batch's.
  * Running a region for the whole batch spreads the dispatch over it, and what depends only
  * on values the same in every group (the batch's uniform copies, e.g. a tree reduction's
  * stride and each loop's trip count) is computed once per batch, not per group. */
@@ -503,7 +575,7 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
   LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
-  LLVMValueRef fn = k->run, wi = k->body, g = LLVMGetParam(fn, 0);
+  LLVMValueRef fn = k->run, g = LLVMGetParam(fn, 0);
   while (LLVMGetFirstBasicBlock(fn))
     LLVMDeleteBasicBlock(LLVMGetFirstBasicBlock(fn));
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
@@ -513,36 +585,39 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(c, fn, "go");
   LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, fn, "state");
   LLVMPositionBuilderAtEnd(b, entry);
-  unsigned na = KC_HF_WI_FIXED + k->num_args;
-  LLVMValueRef *args = calloc(na, sizeof *args), *vals = unpack_args(b, g, k);
-  if (!args || !vals) {
-    free(args), free(vals);
+  nest_t t = {.b = b, .c = c, .fn = fn, .wi = k->body, .g = g, .k = k};
+  t.na = KC_HF_WI_FIXED + k->num_args;
+  t.args = calloc(t.na, sizeof *t.args);
+  t.vals = unpack_args(b, g, k);
+  if (!t.args || !t.vals) {
+    free(t.args), free(t.vals);
     LLVMDisposeBuilder(b);
     return 0;
   }
-  LLVMValueRef lr[3];
   for (int d = 0; d < 3; d++)
-    lr[d] = group_field(b, g, KC_HG_LOCAL_RANGE, d);
+    t.lr[d] = group_field(b, g, KC_HG_LOCAL_RANGE, d);
   LLVMValueRef zero64 = LLVMConstInt(i64, 0, 0), one64 = LLVMConstInt(i64, 1, 0);
   LLVMValueRef count = group_field(b, g, KC_HG_COUNT, -1);
-  count = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, count, zero64, ""), one64, count,
-                          "kapi.count");
-  LLVMValueRef lstride = group_field(b, g, KC_HG_LOCAL_STRIDE, -1);
-  LLVMValueRef n = LLVMBuildMul(b, LLVMBuildMul(b, lr[0], lr[1], ""), lr[2], "");
+  t.count = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, count, zero64, ""), one64, count,
+                            "kapi.count");
+  t.lstride = group_field(b, g, KC_HG_LOCAL_STRIDE, -1);
+  LLVMValueRef rows = LLVMBuildMul(b, t.lr[1], t.lr[2], "");
+  LLVMValueRef n = LLVMBuildMul(b, t.lr[0], rows, "");
+  LLVMValueRef flat = LLVMBuildICmp(b, LLVMIntEQ, rows, one64, "kapi.flat");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, zero64, ""), done, go);
   LLVMPositionBuilderAtEnd(b, go);
-  batch_layout_t L = batch_layout(b, n, rec, urec, k->local_size);
-  LLVMValueRef groups_bytes = LLVMBuildMul(b, count, L.stride, "");
+  t.L = batch_layout(b, n, rec, urec, k->local_size);
+  LLVMValueRef groups_bytes = LLVMBuildMul(b, t.count, t.L.stride, "");
   LLVMValueRef bytes = LLVMBuildAdd(b, groups_bytes, LLVMConstInt(i64, 2 * brec, 0), "");
   /* Nothing to keep (no slots, no __local variables): no storage, and no call for it (which
    * would answer NULL, not out of memory, on a thread that never had any). */
   int none = !rec && !urec && !brec && !k->local_size;
-  LLVMValueRef storage = none ? LLVMConstNull(i8p) : kc_hf_call(b, scratch_fn(m), &bytes, 1);
-  LLVMValueRef bbase = LLVMBuildInBoundsGEP2(b, i8, storage, &groups_bytes, 1, "kapi.bbase");
+  t.storage = none ? LLVMConstNull(i8p) : kc_hf_call(b, scratch_fn(m), &bytes, 1);
+  LLVMValueRef bbase = LLVMBuildInBoundsGEP2(b, i8, t.storage, &groups_bytes, 1, "kapi.bbase");
   if (none)
     LLVMBuildBr(b, sloop);
   else
-    LLVMBuildCondBr(b, LLVMBuildIsNull(b, storage, ""), oom, sloop);
+    LLVMBuildCondBr(b, LLVMBuildIsNull(b, t.storage, ""), oom, sloop);
   LLVMPositionBuilderAtEnd(b, sloop);
   LLVMValueRef state = LLVMBuildPhi(b, i32, "state"), zero = LLVMConstInt(i32, 0, 0);
   LLVMAddIncoming(state, &zero, &go, 1);
@@ -551,48 +626,31 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMValueRef uoff = LLVMBuildPhi(b, i64, "uoff"), boff = LLVMBuildPhi(b, i64, "boff");
   LLVMAddIncoming(uoff, &zero64, &go, 1);
   LLVMAddIncoming(boff, &zero64, &go, 1);
-  LLVMValueRef unoff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
+  t.uoff = uoff;
+  t.unoff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
   LLVMValueRef bnoff = LLVMBuildSub(b, LLVMConstInt(i64, brec, 0), boff, "");
-  LLVMValueRef bcur = LLVMBuildInBoundsGEP2(b, i8, bbase, &boff, 1, "kapi.bcur");
-  LLVMValueRef bnxt = LLVMBuildInBoundsGEP2(b, i8, bbase, &bnoff, 1, "kapi.bnext");
+  t.bcur = LLVMBuildInBoundsGEP2(b, i8, bbase, &boff, 1, "kapi.bcur");
+  t.bnxt = LLVMBuildInBoundsGEP2(b, i8, bbase, &bnoff, 1, "kapi.bnext");
   LLVMValueRef sw = LLVMBuildSwitch(b, state, done, nstates);
   for (uint32_t s = 0; s < nstates; s++) {
     LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
+    LLVMBasicBlockRef cflat = LLVMAppendBasicBlockInContext(c, fn, "region.flat");
+    LLVMBasicBlockRef cfull = LLVMAppendBasicBlockInContext(c, fn, "region.full");
     LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
     LLVMPositionBuilderAtEnd(b, cs);
-    loop_t lj = loop_open(b, fn, cs, "grp");
-    LLVMValueRef goff = LLVMBuildMul(b, lj.iv, L.stride, "");
-    LLVMValueRef base = LLVMBuildInBoundsGEP2(b, i8, storage, &goff, 1, "kapi.storage");
-    LLVMValueRef ubase = LLVMBuildInBoundsGEP2(b, i8, base, &L.wi_bytes, 1, "kapi.ubase");
-    LLVMValueRef cur = LLVMBuildInBoundsGEP2(b, i8, ubase, &uoff, 1, "kapi.ucur");
-    LLVMValueRef nxt = LLVMBuildInBoundsGEP2(b, i8, ubase, &unoff, 1, "kapi.unext");
-    LLVMValueRef local = k->local_size ? LLVMBuildInBoundsGEP2(b, i8, base, &L.local_off, 1, "")
-                                       : LLVMConstNull(i8p);
-    batch_args(b, k, vals, args + KC_HF_WI_FIXED, LLVMBuildMul(b, lj.iv, lstride, ""));
-    loop_t lz = loop_open(b, fn, lj.head, "wi.z");
-    loop_t ly = loop_open(b, fn, lz.head, "wi.y");
-    loop_t lx = loop_open(b, fn, ly.head, "wi.x");
-    LLVMValueRef fixed[KC_HF_WI_FIXED] = {
-        g, lx.iv, ly.iv, lz.iv, LLVMConstInt(i32, s, 0), local, base, cur, nxt, lj.iv, bcur, bnxt};
-    memcpy(args, fixed, sizeof fixed);
-    LLVMValueRef next = kc_hf_call(b, wi, args, na);
-    LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, fn, "x.done");
-    loop_close(b, &lx, lr[0], ex);
-    mark_parallel(c, next, lx.latch);
-    LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, fn, "y.done");
-    loop_close(b, &ly, lr[1], ey);
-    LLVMBasicBlockRef ez = LLVMAppendBasicBlockInContext(c, fn, "z.done");
-    loop_close(b, &lz, lr[2], ez);
-    LLVMBasicBlockRef ej = LLVMAppendBasicBlockInContext(c, fn, "grp.done");
-    loop_close(b, &lj, count, ej);
-    LLVMAddIncoming(state, &next, &ej, 1);
-    /* what this region wrote, the next one reads */
-    LLVMAddIncoming(uoff, &unoff, &ej, 1);
-    LLVMAddIncoming(boff, &bnoff, &ej, 1);
-    LLVMBuildBr(b, sloop);
+    LLVMBuildCondBr(b, flat, cflat, cfull);
+    for (int f = 0; f < 2; f++) {
+      LLVMValueRef next;
+      LLVMBasicBlockRef ej = region_nest(&t, f ? cflat : cfull, s, f, &next);
+      LLVMAddIncoming(state, &next, &ej, 1);
+      /* what this region wrote, the next one reads */
+      LLVMAddIncoming(uoff, &t.unoff, &ej, 1);
+      LLVMAddIncoming(boff, &bnoff, &ej, 1);
+      LLVMBuildBr(b, sloop);
+    }
   }
-  free(args);
-  free(vals);
+  free(t.args);
+  free(t.vals);
   LLVMPositionBuilderAtEnd(b, done);
   LLVMBuildRet(b, LLVMConstInt(i32, KC_OK, 0));
   LLVMPositionBuilderAtEnd(b, oom);
@@ -603,8 +661,8 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMAddAttributeAtIndex(fn, 1, LLVMCreateEnumAttribute(c, attr_kind("noalias"), 0));
   LLVMAddAttributeAtIndex(fn, 1, LLVMCreateEnumAttribute(c, attr_kind("readonly"), 0));
   /* wi is now an ordinary function to inline into each region loop. */
-  LLVMSetLinkage(wi, LLVMInternalLinkage);
-  LLVMAddAttributeAtIndex(wi, LLVMAttributeFunctionIndex,
+  LLVMSetLinkage(k->body, LLVMInternalLinkage);
+  LLVMAddAttributeAtIndex(k->body, LLVMAttributeFunctionIndex,
                           LLVMCreateEnumAttribute(c, attr_kind("alwaysinline"), 0));
   return 1;
 }
