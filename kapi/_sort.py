@@ -247,7 +247,10 @@ _SPLIT_SUBGROUP = """
 # sub-group sum of one bit per lane is a 32-bit mask: one redux.sync on NVIDIA GPUs), so a
 # chunk of WG * ITEMS keys needs no per-bit splits. Sub-group w owns chunk positions
 # [w * S * ITEMS, (w + 1) * S * ITEMS) in batches of S consecutive keys (coalesced loads,
-# keys kept in registers); within a batch the lanes of equal digit (the AND of eight ballots)
+# keys kept in registers, all of a work-item's loads issued before the first ballot: a
+# sub-group barrier between batches keeps later loads from being moved up, so one load per
+# batch waited out its memory latency ITEMS times per chunk); within a batch the lanes of
+# equal digit (the AND of eight ballots)
 # rank by popcount of the lanes below, and the batch's highest such lane bumps the sub-group's
 # count of that digit in local memory (wh). Every lane of the sub-group reaches every ballot
 # and sub-group barrier: nothing before them branches per lane (a lane past the chunk's end
@@ -281,7 +284,8 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
     rank = K.PrivateArray(ITEMS, np.int32)
     VPRIV
     ul = np.uint32(lane)
-    below = (np.uint32(1) << ul) - np.uint32(1)
+    lb = np.uint32(np.uint32(1) << ul)  # this lane's bit in a ballot
+    below = lb - np.uint32(1)
     wb = w * 256
     c = gid * tile
     end = min(n, c + tile)
@@ -293,22 +297,18 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
             i += S
         K.group_barrier(sg)
         for j in range(UNROLL):
-            pb = w * S * ITEMS + j * S
-            p = pb + lane
-            pl = min(p, cnt - 1)
-            kk = k[c + pl]
-            keys[j] = kk
+            pl = min(w * S * ITEMS + j * S + lane, cnt - 1)
+            keys[j] = k[c + pl]
             VLOAD
-            d = np.uint32((kk >> shift) & MASK)
+        for j in range(UNROLL):
+            pb = w * S * ITEMS + j * S
+            d = np.uint32((keys[j] >> shift) & MASK)
             nb = min(max(cnt - pb, 0), S)
             m = np.uint32((np.uint64(1) << np.uint64(nb)) - np.uint64(1))
             for b in range(8):
-                bit = (d >> np.uint32(b)) & np.uint32(1)
-                bal = np.uint32(K.reduce_over_group(sg, np.uint32(bit << ul), K.GroupOp.ADD))
-                if bit != np.uint32(0):
-                    m = m & bal
-                else:
-                    m = m & (bal ^ np.uint32(0xFFFFFFFF))
+                set_ = np.uint32(np.uint32(0) - ((d >> np.uint32(b)) & np.uint32(1)))
+                bal = np.uint32(K.reduce_over_group(sg, np.uint32(lb & set_), K.GroupOp.ADD))
+                m = np.uint32(m & (bal ^ set_ ^ np.uint32(0xFFFFFFFF)))
             base = wh[wb + np.int64(d)]
             K.group_barrier(sg)
             if (m >> ul) == np.uint32(1):
