@@ -31,6 +31,7 @@ sort along the last axis by sorting everything by value, then stably by row.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -455,6 +456,7 @@ _popc.__kapi_device_func__ = True
 _popc.__kapi_device_options__ = {}
 
 
+@functools.cache
 def _unroll(src: str, n: int) -> str:
     """src with each `for j in range(UNROLL):` loop written out n times (j = 0, 1, ...), so
     that the private arrays it indexes by j are registers rather than stack memory."""
@@ -540,10 +542,11 @@ def _rank_items() -> int:
     return int(v)
 
 
-def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int, keep_input=False):
+def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=False):
     """Sorts keys k (unsigned, 1-D) stably, with values v (int64) when given, by every byte
-    in which bits_vary has a bit set. Returns the sorted (k, v); the inputs are clobbered,
-    except k with keep_input (the result is then a new array, never k itself)."""
+    in which bits_vary (an int, or a function giving it) has a bit set. Returns the sorted
+    (k, v); the inputs are clobbered, except k with keep_input (the result is then a new
+    array, never k itself)."""
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
     withv = v is not None
@@ -552,6 +555,8 @@ def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int, keep_in
     k2 = Array._allocate((n,), k.dtype, q, ut)
     v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
     v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
+    if callable(bits_vary):  # a wait for the device: after the host's setup above
+        bits_vary = bits_vary()
     src = k
     for shift in range(0, nbits, 8):
         if not (bits_vary >> shift) & (RADIX - 1):
@@ -610,10 +615,12 @@ def _parallel_pass(k: Array, withv: bool, kind: str):
             K.LocalAccessor(WG, np.uint64),  # wt
         ]
 
+    hist1, offs1 = hist.reshape(RADIX * G), offs.reshape(RADIX * G)
+
     def one_pass(k, v, k2, v2, sh, withv):
-        call_kernel(hist_k, nd, k, hist.reshape(RADIX * G), *sizes, sh, mask, cnt)
+        call_kernel(hist_k, nd, k, hist1, *sizes, sh, mask, cnt)
         P._scan_rows(hist, offs, add, "add", True, 0)
-        call_kernel(scat_k, nd_s, k, v, k2, v2, offs.reshape(RADIX * G), *sizes, sh, mask, *lm)
+        call_kernel(scat_k, nd_s, k, v, k2, v2, offs1, *sizes, sh, mask, *lm)
 
     return one_pass
 
@@ -681,7 +688,8 @@ def _serial_pass(k, v, k2, v2, sh, withv):
 
 def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     """The order-preserving unsigned keys of x (1-D, contiguous) and, with withv, the
-    indices 0..n-1; the bits in which the keys differ. Unsigned keys sorted ascending without
+    indices 0..n-1; a function giving the bits in which the keys differ (it waits for the
+    device: called once the passes are set up). Unsigned keys sorted ascending without
     indices are x's own memory (no copy; _radix_passes(keep_input=True) leaves it alone)."""
     from ._launch import call_kernel
     from ._ranges import NdRange, Range
@@ -696,7 +704,7 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     vo = Array._allocate((2,), np.dtype(np.uint64), q, ut)
     serial = _scatter_kind(x.device) == "serial"
     if serial and not write:
-        return k, None, _vary(k)
+        return k, None, lambda: _vary(k)
     if serial:
         launch = Range(n)
         kern = _kernel(_KEYS_MAP_SRC, "_keys_map", KEYBODY=_KEY_BODY_MAP.strip("\n"))
@@ -712,9 +720,13 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     k_arg = k if write else Array._allocate((1,), udt, q, ut)
     call_kernel(kern, launch, _as_dtype(x, udt), k_arg, v, vo, np.int64(n), mode, *flags, *consts)
     if serial:
-        return k, (v if withv else None), _vary(k)
-    ones, zeros = (int(b) for b in vo.asnumpy())
-    return k, (v if withv else None), ones & zeros
+        return k, (v if withv else None), lambda: _vary(k)
+
+    def vary():
+        ones, zeros = (int(b) for b in vo.asnumpy())
+        return ones & zeros
+
+    return k, (v if withv else None), vary
 
 
 def _vary(k: Array) -> int:
