@@ -31,6 +31,7 @@ sort along the last axis by sorting everything by value, then stably by row.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -247,7 +248,10 @@ _SPLIT_SUBGROUP = """
 # sub-group sum of one bit per lane is a 32-bit mask: one redux.sync on NVIDIA GPUs), so a
 # chunk of WG * ITEMS keys needs no per-bit splits. Sub-group w owns chunk positions
 # [w * S * ITEMS, (w + 1) * S * ITEMS) in batches of S consecutive keys (coalesced loads,
-# keys kept in registers); within a batch the lanes of equal digit (the AND of eight ballots)
+# keys kept in registers, all of a work-item's loads issued before the first ballot: a
+# sub-group barrier between batches keeps later loads from being moved up, so one load per
+# batch waited out its memory latency ITEMS times per chunk); within a batch the lanes of
+# equal digit (the AND of eight ballots)
 # rank by popcount of the lanes below, and the batch's highest such lane bumps the sub-group's
 # count of that digit in local memory (wh). Every lane of the sub-group reaches every ballot
 # and sub-group barrier: nothing before them branches per lane (a lane past the chunk's end
@@ -281,7 +285,8 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
     rank = K.PrivateArray(ITEMS, np.int32)
     VPRIV
     ul = np.uint32(lane)
-    below = (np.uint32(1) << ul) - np.uint32(1)
+    lb = np.uint32(np.uint32(1) << ul)  # this lane's bit in a ballot
+    below = lb - np.uint32(1)
     wb = w * 256
     c = gid * tile
     end = min(n, c + tile)
@@ -293,22 +298,18 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
             i += S
         K.group_barrier(sg)
         for j in range(UNROLL):
-            pb = w * S * ITEMS + j * S
-            p = pb + lane
-            pl = min(p, cnt - 1)
-            kk = k[c + pl]
-            keys[j] = kk
+            pl = min(w * S * ITEMS + j * S + lane, cnt - 1)
+            keys[j] = k[c + pl]
             VLOAD
-            d = np.uint32((kk >> shift) & MASK)
+        for j in range(UNROLL):
+            pb = w * S * ITEMS + j * S
+            d = np.uint32((keys[j] >> shift) & MASK)
             nb = min(max(cnt - pb, 0), S)
             m = np.uint32((np.uint64(1) << np.uint64(nb)) - np.uint64(1))
             for b in range(8):
-                bit = (d >> np.uint32(b)) & np.uint32(1)
-                bal = np.uint32(K.reduce_over_group(sg, np.uint32(bit << ul), K.GroupOp.ADD))
-                if bit != np.uint32(0):
-                    m = m & bal
-                else:
-                    m = m & (bal ^ np.uint32(0xFFFFFFFF))
+                set_ = np.uint32(np.uint32(0) - ((d >> np.uint32(b)) & np.uint32(1)))
+                bal = np.uint32(K.reduce_over_group(sg, np.uint32(lb & set_), K.GroupOp.ADD))
+                m = np.uint32(m & (bal ^ set_ ^ np.uint32(0xFFFFFFFF)))
             base = wh[wb + np.int64(d)]
             K.group_barrier(sg)
             if (m >> ul) == np.uint32(1):
@@ -455,6 +456,7 @@ _popc.__kapi_device_func__ = True
 _popc.__kapi_device_options__ = {}
 
 
+@functools.cache
 def _unroll(src: str, n: int) -> str:
     """src with each `for j in range(UNROLL):` loop written out n times (j = 0, 1, ...), so
     that the private arrays it indexes by j are registers rather than stack memory."""
@@ -540,10 +542,11 @@ def _rank_items() -> int:
     return int(v)
 
 
-def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int, keep_input=False):
+def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=False):
     """Sorts keys k (unsigned, 1-D) stably, with values v (int64) when given, by every byte
-    in which bits_vary has a bit set. Returns the sorted (k, v); the inputs are clobbered,
-    except k with keep_input (the result is then a new array, never k itself)."""
+    in which bits_vary (an int, or a function giving it) has a bit set. Returns the sorted
+    (k, v); the inputs are clobbered, except k with keep_input (the result is then a new
+    array, never k itself)."""
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
     withv = v is not None
@@ -552,6 +555,8 @@ def _radix_passes(k: Array, v: Array | None, bits_vary: int, nbits: int, keep_in
     k2 = Array._allocate((n,), k.dtype, q, ut)
     v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
     v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
+    if callable(bits_vary):  # a wait for the device: after the host's setup above
+        bits_vary = bits_vary()
     src = k
     for shift in range(0, nbits, 8):
         if not (bits_vary >> shift) & (RADIX - 1):
@@ -610,10 +615,12 @@ def _parallel_pass(k: Array, withv: bool, kind: str):
             K.LocalAccessor(WG, np.uint64),  # wt
         ]
 
+    hist1, offs1 = hist.reshape(RADIX * G), offs.reshape(RADIX * G)
+
     def one_pass(k, v, k2, v2, sh, withv):
-        call_kernel(hist_k, nd, k, hist.reshape(RADIX * G), *sizes, sh, mask, cnt)
+        call_kernel(hist_k, nd, k, hist1, *sizes, sh, mask, cnt)
         P._scan_rows(hist, offs, add, "add", True, 0)
-        call_kernel(scat_k, nd_s, k, v, k2, v2, offs.reshape(RADIX * G), *sizes, sh, mask, *lm)
+        call_kernel(scat_k, nd_s, k, v, k2, v2, offs1, *sizes, sh, mask, *lm)
 
     return one_pass
 
@@ -681,7 +688,8 @@ def _serial_pass(k, v, k2, v2, sh, withv):
 
 def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     """The order-preserving unsigned keys of x (1-D, contiguous) and, with withv, the
-    indices 0..n-1; the bits in which the keys differ. Unsigned keys sorted ascending without
+    indices 0..n-1; a function giving the bits in which the keys differ (it waits for the
+    device: called once the passes are set up). Unsigned keys sorted ascending without
     indices are x's own memory (no copy; _radix_passes(keep_input=True) leaves it alone)."""
     from ._launch import call_kernel
     from ._ranges import NdRange, Range
@@ -696,7 +704,7 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     vo = Array._allocate((2,), np.dtype(np.uint64), q, ut)
     serial = _scatter_kind(x.device) == "serial"
     if serial and not write:
-        return k, None, _vary(k)
+        return k, None, lambda: _vary(k)
     if serial:
         launch = Range(n)
         kern = _kernel(_KEYS_MAP_SRC, "_keys_map", KEYBODY=_KEY_BODY_MAP.strip("\n"))
@@ -712,9 +720,13 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     k_arg = k if write else Array._allocate((1,), udt, q, ut)
     call_kernel(kern, launch, _as_dtype(x, udt), k_arg, v, vo, np.int64(n), mode, *flags, *consts)
     if serial:
-        return k, (v if withv else None), _vary(k)
-    ones, zeros = (int(b) for b in vo.asnumpy())
-    return k, (v if withv else None), ones & zeros
+        return k, (v if withv else None), lambda: _vary(k)
+
+    def vary():
+        ones, zeros = (int(b) for b in vo.asnumpy())
+        return ones & zeros
+
+    return k, (v if withv else None), vary
 
 
 def _vary(k: Array) -> int:

@@ -108,8 +108,8 @@ def test_sort_finds_the_bits_that_vary(dev, monkeypatch, dtype, hi):
     passes = _sort._radix_passes
 
     def record(k, v, bits_vary, nbits, keep_input=False):
-        seen.append(bits_vary)
-        return passes(k, v, bits_vary, nbits, keep_input)
+        seen.append(bits_vary() if callable(bits_vary) else bits_vary)
+        return passes(k, v, seen[-1], nbits, keep_input)
 
     monkeypatch.setattr(_sort, "_radix_passes", record)
     dt = np.dtype(dtype)
