@@ -17,9 +17,13 @@ scan (reduce-then-scan, three phases): each work-group owns a contiguous segment
 phase 1 writes each segment's total, phase 2 scans the totals (recursively, the same
 function), phase 3 scans each segment in chunks of one element per work-item (Hillis-Steele
 in local memory, order preserving) starting from the scanned total of the segments before
-it. The operation needs only to be associative. An exclusive scan writes each inclusive
-value one place to the right and the identity first. On kapi's CPU device each work-item
-scans a contiguous block sequentially instead (no barriers).
+it. The operation needs only to be associative. On GPUs a chunk is SCAN_ITEMS elements per
+work-item (runs folded in order, one sub-group scan per chunk), the next chunk's loads are in
+flight while a chunk is scanned, and phase 1 of the named operations (all commutative) is a
+plain reduction of each segment (four strided accumulators per work-item, no barriers).
+An exclusive scan writes each inclusive value one place to the right and the identity first.
+On kapi's CPU device each work-item scans a contiguous block sequentially instead (no
+barriers).
 """
 
 from __future__ import annotations
@@ -507,10 +511,13 @@ CHUNK
 """
 
 
-SCAN_ITEMS = 8  # elements per work-item in a chunk of the GPUs' scan
 # The GPU run compares shapes by these (bench/RESULTS.md): KAPI_SCAN_SUMS=scan runs phase 1
 # of the named operations as the order-keeping _scan_sums_b (default "reduce": _scan_sums_r);
-# KAPI_SCAN_GROUPS caps the work-groups (segments) per row of the GPUs' scan.
+# KAPI_SCAN_GROUPS caps the work-groups (segments) per row of the GPUs' scan;
+# KAPI_SCAN_ITEMS (a power of two, 1 to 32) is SCAN_ITEMS.
+SCAN_ITEMS = int(os.environ.get("KAPI_SCAN_ITEMS", "8"))  # elements per work-item per chunk
+if SCAN_ITEMS not in (1, 2, 4, 8, 16, 32):
+    raise ValueError(f"KAPI_SCAN_ITEMS must be 1, 2, 4, 8, 16 or 32, not {SCAN_ITEMS}")
 SCAN_SUMS = os.environ.get("KAPI_SCAN_SUMS", "reduce")
 SCAN_GROUPS = int(os.environ.get("KAPI_SCAN_GROUPS", "4096"))
 
@@ -851,7 +858,7 @@ def scan(a, op="add", axis=None, inclusive=True, identity=None, dtype=None):
     ):
         # the host path once per key; later calls replay its launches (kapi/_replay.py)
         key = ("scan", op, a._shape, a._strides, a._dtype, axis, inclusive, dtype, a._queue)
-        key += (a._usm_type, SCAN, SCAN_SUMS, SCAN_GROUPS)
+        key += (a._usm_type, SCAN, SCAN_SUMS, SCAN_GROUPS, SCAN_ITEMS)
         try:
             plan = _PLANS.get(key, False)
         except TypeError:  # an unhashable op: the general path (which words its error)

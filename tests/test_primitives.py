@@ -263,6 +263,22 @@ def test_gpu_scan_phase_one_shapes(dev, monkeypatch, sums, groups):
     _same(kapi.scan(kapi.asarray(b, device=dev), "or"), np.logical_or.accumulate(b))
 
 
+@pytest.mark.parametrize("items", [1, 16])
+def test_gpu_scan_items_per_work_item(dev, monkeypatch, items):
+    """The GPUs' scan with other run lengths per work-item (KAPI_SCAN_ITEMS): in order, with
+    a partial last chunk, inclusive and exclusive."""
+    from kapi import _primitives
+
+    monkeypatch.setattr(_primitives, "SCAN", "subgroup")
+    monkeypatch.setattr(_primitives, "SCAN_ITEMS", items)
+    n = 70_001
+    h = _data("int64", n, seed=24)
+    a = kapi.asarray(h, device=dev)
+    _same(kapi.cumsum(a), np.cumsum(h))
+    _same(kapi.scan(a, "add", inclusive=False), np.concatenate([[0], np.cumsum(h)[:-1]]))
+    _same(kapi.scan(a, right), h)
+
+
 @pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
 @pytest.mark.parametrize("n", [1000, 300_001])
 def test_scan_keeps_operand_order(dev, monkeypatch, kind, n):
