@@ -627,7 +627,7 @@ def _scan_sums_r(it, x, sums, n, seg, slm, ident):
 """
 
 _SCAN_APPLY_B_SRC = """
-def _scan_apply_b(it, x, out, pre, n, seg, slm, ident, EXCL, stg, tl):
+def _scan_apply_b(it, x, out, pres, n, seg, slm, ident, EXCL, stg):
     row = it.get_global_id(0)
     g = it.get_group()
     lid = it.get_local_id(1)
@@ -636,20 +636,23 @@ def _scan_apply_b(it, x, out, pre, n, seg, slm, ident, EXCL, stg, tl):
     start = gid * seg
     end = min(n, start + seg)
     has = gid > 0
-    carry = pre[row, gid - 1] if has else x[row, start]
+    carry = pres[row, gid - 1] if has else x[row, start]
     c = start
 PREFETCH
     while c < end:
         m = min(L * SCAN_ITEMS, end - c)
 STAGE
 CHUNK
-        tl[lid] = t
-        K.group_barrier(g)
+        # the runs before this work-item's: the previous lane's value, or for a sub-group's
+        # first lane the sub-groups before it (pre, from the chunk scan); no local memory,
+        # no barrier
+        u = K.shift_group_right(sg, t, 1)
+        ex = u if lane > 0 else pre
         b0 = lid * SCAN_ITEMS
         if b0 < m:
             p = carry
             if lid > 0:
-                p = OP(carry, tl[lid - 1]) if has else tl[lid - 1]
+                p = OP(carry, ex) if has else ex
             r = stg[b0 + b0 // 32]
             if has or lid > 0:
                 r = OP(p, r)
@@ -819,7 +822,7 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
         _scan_rows(sums, pre, fn, key, False, ident)
     ka = kernel_of(apply_src, names[1], env, key)
     if runs:
-        extra = (stg, K.LocalAccessor(WG, x2.dtype))
+        extra = (stg,)
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
         nd = NdRange((r1 - r0, groups * WG), (1, WG))
