@@ -25,6 +25,7 @@ lazily: an expression with such a leaf is evaluated at once. KAPI_LAZY=0 turns l
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import weakref
@@ -195,9 +196,10 @@ def make(tree: _Tree, shape, queue, usm_type: str) -> Array:
     too big, or a new leaf's memory is not watched."""
     shape = tuple(shape)
     dt = tree.dtype
+    arrays = tree.arrays.values()
     eager = not ENABLED or tree.too_big()
     if not eager:
-        eager = any(_unwatched(a) for a in tree.arrays.values())
+        eager = any(_unwatched(a) for a in arrays)
     if eager:
         out = Array._allocate(shape, dt, queue, usm_type)
         evaluate_into(tree, out, "kapi elementwise expression", fresh=True)
@@ -206,8 +208,8 @@ def make(tree: _Tree, shape, queue, usm_type: str) -> Array:
     p._shape, p._strides, p._dtype = shape, _contiguous_strides(shape, dt.itemsize, "C"), dt
     p._queue, p._usm_type, p._kd, p._own, p._expr = queue, usm_type, None, True, tree
     pid = id(p)
-    ref = weakref.ref(p, lambda r, pid=pid: _forget(pid, r))
-    _PENDING[pid] = (ref, tuple(_range(a) for a in tree.arrays.values()))
+    ref = weakref.ref(p, functools.partial(_forget, pid))
+    _PENDING[pid] = (ref, tuple(_range(a) for a in arrays))
     return p
 
 

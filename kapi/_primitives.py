@@ -17,15 +17,20 @@ scan (reduce-then-scan, three phases): each work-group owns a contiguous segment
 phase 1 writes each segment's total, phase 2 scans the totals (recursively, the same
 function), phase 3 scans each segment in chunks of one element per work-item (Hillis-Steele
 in local memory, order preserving) starting from the scanned total of the segments before
-it. The operation needs only to be associative. An exclusive scan writes each inclusive
-value one place to the right and the identity first. On kapi's CPU device each work-item
-scans a contiguous block sequentially instead (no barriers).
+it. The operation needs only to be associative. On GPUs a chunk is SCAN_ITEMS elements per
+work-item (runs folded in order, one sub-group scan per chunk), the next chunk's loads are in
+flight while a chunk is scanned, and phase 1 of the named operations (all commutative) is a
+plain reduction of each segment (four strided accumulators per work-item, no barriers).
+An exclusive scan writes each inclusive value one place to the right and the identity first.
+On kapi's CPU device each work-item scans a contiguous block sequentially instead (no
+barriers).
 """
 
 from __future__ import annotations
 
 import inspect
 import operator
+import os
 
 import numpy as np
 
@@ -506,31 +511,57 @@ CHUNK
 """
 
 
+# The GPU run compares shapes by these (bench/RESULTS.md): KAPI_SCAN_SUMS=scan runs phase 1
+# of the named operations as the order-keeping _scan_sums_b (default "reduce": _scan_sums_r);
+# KAPI_SCAN_GROUPS caps the work-groups (segments) per row of the GPUs' scan;
+# KAPI_SCAN_ITEMS (a power of two, 1 to 32) is SCAN_ITEMS.
+SCAN_ITEMS = int(os.environ.get("KAPI_SCAN_ITEMS", "8"))  # elements per work-item per chunk
+if SCAN_ITEMS not in (1, 2, 4, 8, 16, 32):
+    raise ValueError(f"KAPI_SCAN_ITEMS must be 1, 2, 4, 8, 16 or 32, not {SCAN_ITEMS}")
+SCAN_SUMS = os.environ.get("KAPI_SCAN_SUMS", "reduce")
+SCAN_GROUPS = int(os.environ.get("KAPI_SCAN_GROUPS", "4096"))
+
+
 # The GPUs' scan ("subgroup"): a chunk is L * SCAN_ITEMS elements, loaded coalesced into
 # local memory (stg, one pad slot per 32 so that a work-item's run of SCAN_ITEMS is read
 # without bank conflicts); each work-item folds its own run of SCAN_ITEMS consecutive
 # elements in order, the runs' totals go through CHUNK (one sub-group scan and two barriers
 # per chunk rather than per L elements), and _scan_apply_b writes each run's scan back to
-# local memory, then out coalesced.
-_STAGE_RUNS = """
-        K.group_barrier(g)
-        e = 0
-        while e < SCAN_ITEMS:
-            q = e * L + lid
-            if q < m:
-                stg[q + q // 32] = x[row, c + q]
-            e += 1
-        K.group_barrier(g)
-        b0 = lid * SCAN_ITEMS
-        v = stg[b0 + b0 // 32] if b0 < m else stg[0]
-        e = 1
-        while e < SCAN_ITEMS:
-            q = b0 + e
-            if q < m:
-                v = OP(v, stg[q + q // 32])
-            e += 1
-        cnt = (m + SCAN_ITEMS - 1) // SCAN_ITEMS
-"""
+# local memory, then out coalesced. The next chunk's SCAN_ITEMS loads per work-item are
+# issued before this chunk is scanned (PREFETCH, into registers p0, p1, ...; indices clamped
+# to the segment, so no load is conditional and all are in flight together while the
+# barriers and the sub-group scan of this chunk run): a work-group is never waiting on one
+# load at a time.
+def _prefetch(pad: str, first: str) -> str:
+    """Lines loading the chunk at c (its elements e * L + lid, clamped to end - 1) into
+    p0 .. p{SCAN_ITEMS-1}; `first`: the chunk's start expression."""
+    return "\n".join(
+        f"{pad}p{e} = x[row, min({first} + {e} * L + lid, end - 1)]" for e in range(SCAN_ITEMS)
+    )
+
+
+def _stage_runs() -> str:
+    pad = " " * 8
+    lines = [f"{pad}K.group_barrier(g)"]
+    for e in range(SCAN_ITEMS):  # garbage past m is never read (stg holds a whole chunk)
+        q = f"{e} * L + lid"
+        lines.append(f"{pad}stg[{q} + ({q}) // 32] = p{e}")
+    lines += [
+        f"{pad}if c + L * SCAN_ITEMS < end:",
+        _prefetch(pad + "    ", "c + L * SCAN_ITEMS"),
+        f"{pad}K.group_barrier(g)",
+        f"{pad}b0 = lid * SCAN_ITEMS",
+        f"{pad}v = stg[b0 + b0 // 32] if b0 < m else stg[0]",
+        f"{pad}e = 1",
+        f"{pad}while e < SCAN_ITEMS:",
+        f"{pad}    q = b0 + e",
+        f"{pad}    if q < m:",
+        f"{pad}        v = OP(v, stg[q + q // 32])",
+        f"{pad}    e += 1",
+        f"{pad}cnt = (m + SCAN_ITEMS - 1) // SCAN_ITEMS",
+    ]
+    return "\n".join(lines)
+
 
 _SCAN_SUMS_B_SRC = """
 def _scan_sums_b(it, x, sums, n, seg, slm, stg):
@@ -543,6 +574,7 @@ def _scan_sums_b(it, x, sums, n, seg, slm, stg):
     end = min(n, start + seg)
     carry = x[row, start]
     c = start
+PREFETCH
     while c < end:
         m = min(L * SCAN_ITEMS, end - c)
 STAGE
@@ -556,8 +588,46 @@ CHUNK
         sums[row, gid] = carry
 """
 
+# Phase 1 on GPUs for the named operations (all commutative): a segment's total needs no
+# order, so it is folded as kapi.reduce folds a row: each work-item strides through the
+# segment with four independent accumulators (four loads in flight, no barriers), then the
+# group combines them in local memory. Reading is all this pass does, at reduction speed.
+_SCAN_SUMS_R_SRC = """
+def _scan_sums_r(it, x, sums, n, seg, slm, ident):
+    row = it.get_global_id(0)
+    g = it.get_group()
+    lid = it.get_local_id(1)
+    L = it.get_local_range(1)
+    gid = g.get_group_id(1)
+    start = gid * seg
+    end = min(n, start + seg)
+    j = start + lid
+    a0 = ident
+    a1 = ident
+    a2 = ident
+    a3 = ident
+    while j + 3 * L < end:
+        a0 = OP(a0, x[row, j])
+        a1 = OP(a1, x[row, j + L])
+        a2 = OP(a2, x[row, j + 2 * L])
+        a3 = OP(a3, x[row, j + 3 * L])
+        j += 4 * L
+    while j < end:
+        a0 = OP(a0, x[row, j])
+        j += L
+    slm[lid] = OP(OP(a0, a1), OP(a2, a3))
+    s = L // 2
+    while s > 0:
+        K.group_barrier(g)
+        if lid < s:
+            slm[lid] = OP(slm[lid], slm[lid + s])
+        s //= 2
+    if lid == 0:
+        sums[row, gid] = slm[0]
+"""
+
 _SCAN_APPLY_B_SRC = """
-def _scan_apply_b(it, x, out, pre, n, seg, slm, ident, EXCL, stg, tl):
+def _scan_apply_b(it, x, out, pres, n, seg, slm, ident, EXCL, stg):
     row = it.get_global_id(0)
     g = it.get_group()
     lid = it.get_local_id(1)
@@ -566,19 +636,23 @@ def _scan_apply_b(it, x, out, pre, n, seg, slm, ident, EXCL, stg, tl):
     start = gid * seg
     end = min(n, start + seg)
     has = gid > 0
-    carry = pre[row, gid - 1] if has else x[row, start]
+    carry = pres[row, gid - 1] if has else x[row, start]
     c = start
+PREFETCH
     while c < end:
         m = min(L * SCAN_ITEMS, end - c)
 STAGE
 CHUNK
-        tl[lid] = t
-        K.group_barrier(g)
+        # the runs before this work-item's: the previous lane's value, or for a sub-group's
+        # first lane the sub-groups before it (pre, from the chunk scan); no local memory,
+        # no barrier
+        u = K.shift_group_right(sg, t, 1)
+        ex = u if lane > 0 else pre
         b0 = lid * SCAN_ITEMS
         if b0 < m:
             p = carry
             if lid > 0:
-                p = OP(carry, tl[lid - 1]) if has else tl[lid - 1]
+                p = OP(carry, ex) if has else ex
             r = stg[b0 + b0 // 32]
             if has or lid > 0:
                 r = OP(p, r)
@@ -611,7 +685,6 @@ CHUNK
     if EXCL != 0 and gid == 0 and lid == 0:
         out[row, 0] = ident
 """
-SCAN_ITEMS = 8  # elements per work-item in a chunk of the GPUs' scan
 
 
 # kapi's CPU device runs barriers as one loop over the group per stretch between them, so a
@@ -703,6 +776,9 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     runs = kind == "subgroup"
     per = WG * SCAN_ITEMS if runs else WG  # elements per chunk
     groups = _groups_for(x2, n)
+    if runs:  # GPUs: as many segments as a reduction's groups (more loads in flight)
+        cap = min(SCAN_GROUPS, 32 * max(1, x2.device.max_compute_units))
+        groups = max(1, min(cap, -(-n // (WG * _PER_ITEM))))
     seg = -(-n // groups)
     seg = -(-seg // per) * per  # whole chunks
     groups = -(-n // seg)  # every group has at least one element
@@ -711,15 +787,20 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     env = {"OP": fn}
     chunk = (_CHUNK_SUBGROUP if runs else _CHUNK_GROUP).strip("\n")
     extra = ()
+    sums_extra = ()
     if runs:
-        stage = _STAGE_RUNS.strip("\n")
+        stage, pf = _stage_runs(), _prefetch(" " * 4, "c")
         sums_src = _SCAN_SUMS_B_SRC.replace("STAGE", stage).replace("CHUNK", chunk)
         apply_src = _SCAN_APPLY_B_SRC.replace("STAGE", stage).replace("CHUNK", chunk)
-        sums_src = sums_src.replace("SCAN_ITEMS", str(SCAN_ITEMS))
-        apply_src = apply_src.replace("SCAN_ITEMS", str(SCAN_ITEMS))
+        sums_src = sums_src.replace("PREFETCH", pf).replace("SCAN_ITEMS", str(SCAN_ITEMS))
+        apply_src = apply_src.replace("PREFETCH", pf).replace("SCAN_ITEMS", str(SCAN_ITEMS))
         names = ("_scan_sums_b", "_scan_apply_b")
         stg = K.LocalAccessor(per + per // 32, x2.dtype)
-        extra = (stg,)
+        sums_extra = (stg,)
+        ident_r = named_identity(key, x2.dtype) if isinstance(key, str) else None
+        if SCAN_SUMS == "reduce" and ident_r is not None:  # a named (commutative) operation
+            sums_src, names = _SCAN_SUMS_R_SRC, ("_scan_sums_r", names[1])
+            sums_extra = (x2.dtype.type(ident_r),)
     else:
         sums_src = _SCAN_SUMS_SRC.replace("CHUNK", chunk)
         apply_src = _SCAN_APPLY_SRC.replace("CHUNK", chunk)
@@ -734,12 +815,14 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
         r1 = min(rows, r0 + _MAX_ROWS)
         nd = NdRange((r1 - r0, groups * WG), (1, WG))
         if groups > 1:
-            call_kernel(ks, nd, x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(seg), slm, *extra)
+            call_kernel(
+                ks, nd, x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(seg), slm, *sums_extra
+            )
     if groups > 1:
         _scan_rows(sums, pre, fn, key, False, ident)
     ka = kernel_of(apply_src, names[1], env, key)
     if runs:
-        extra = (stg, K.LocalAccessor(WG, x2.dtype))
+        extra = (stg,)
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
         nd = NdRange((r1 - r0, groups * WG), (1, WG))
@@ -778,7 +861,7 @@ def scan(a, op="add", axis=None, inclusive=True, identity=None, dtype=None):
     ):
         # the host path once per key; later calls replay its launches (kapi/_replay.py)
         key = ("scan", op, a._shape, a._strides, a._dtype, axis, inclusive, dtype, a._queue)
-        key += (a._usm_type, SCAN)
+        key += (a._usm_type, SCAN, SCAN_SUMS, SCAN_GROUPS, SCAN_ITEMS)
         try:
             plan = _PLANS.get(key, False)
         except TypeError:  # an unhashable op: the general path (which words its error)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import os
 import re
 
 import numpy as np
@@ -39,6 +40,13 @@ _MAX_GROUPS = 1024  # the CPU driver's cap
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _GPU_MAX_GROUPS = 4096  # GPUs: groups of all rows together, at most
 _MAX_ROWS = 65535
+# The GPU run compares shapes by these (bench/RESULTS.md): KAPI_REDUCE_ARG_UNROLL=0 folds
+# argmin/argmax with one (value, index) pair per work-item; KAPI_REDUCE_COLS_UNROLL=0 the
+# column kernel with one accumulator.
+ARG_UNROLL = os.environ.get("KAPI_REDUCE_ARG_UNROLL", "1") != "0"
+_COLS_SECOND_ROWS = 1024  # the column kernel's second pass: at least this many rows
+_COLS_SECOND_PARTS = 256  # and at most this many partials per row
+COLS_UNROLL = os.environ.get("KAPI_REDUCE_COLS_UNROLL", "1") != "0"
 _KERNELS: dict[str, object] = {}
 _PLANS = _replay.plans()  # call key -> its recorded launches (kapi/_replay.py)
 _DUMMIES: dict[tuple, Array] = {}  # (queue, usm_type) -> the unused index array
@@ -86,22 +94,47 @@ def _identity(op: str, dt: np.dtype):
     return dt.type(info.max if big else info.min)
 
 
-def _fold_step(op: str, is_float: bool, idx: str, pad: str) -> list[str]:
+def _fold_step(
+    op: str, is_float: bool, idx: str, pad: str, acc="acc", acci="acci", v="v"
+) -> list[str]:
     """Kernel lines folding element v (index idx) into acc (and acci for arg-reductions)."""
     fold = _OPS[op][1]
     if fold is not None:
-        return [f"{pad}acc = {fold.format(a='acc', v='v')}"]
+        return [f"{pad}{acc} = {fold.format(a=acc, v=v)}"]
     cmp = "<" if op == "argmin" else ">"
-    nan_take = " or (v != v and acc == acc)" if is_float else ""
-    nan_tie = " or (v != v and acc != acc)" if is_float else ""
+    nan_take = f" or ({v} != {v} and {acc} == {acc})" if is_float else ""
+    nan_tie = f" or ({v} != {v} and {acc} != {acc})" if is_float else ""
     return [
-        f"{pad}if v {cmp} acc{nan_take}:",
-        f"{pad}    acc = v",
-        f"{pad}    acci = {idx}",
+        f"{pad}if {v} {cmp} {acc}{nan_take}:",
+        f"{pad}    {acc} = {v}",
+        f"{pad}    {acci} = {idx}",
         # ties (and NaN after NaN) keep the smallest index: partials come in group order
-        f"{pad}elif (v == acc{nan_tie}) and {idx} < acci:",
-        f"{pad}    acci = {idx}",
+        f"{pad}elif ({v} == {acc}{nan_tie}) and {idx} < {acci}:",
+        f"{pad}    {acci} = {idx}",
     ]
+
+
+def _arg_unrolled(op: str, is_float: bool, first_pass: bool, conv) -> list[str]:
+    """The strided loop of an arg-reduction with _UNROLL independent (value, index) pairs
+    (all loads issued before the compares: several in flight, as for the other reductions),
+    then the pairs folded into (acc, acci) by the same step: ties keep the smallest index,
+    so the result is the first occurrence whatever pair saw it."""
+    u = _UNROLL
+    lines = []
+    for k in range(1, u):
+        lines += [f"    a{k} = ident", f"    ai{k} = big"]
+    lines.append(f"    while j + {u - 1} * step < end:")
+    for k in range(u):
+        lines.append(f"        v{k} = {conv('j' if k == 0 else f'j + {k} * step')}")
+    for k in range(u):
+        at = "j" if k == 0 else f"j + {k} * step"
+        idx = at if first_pass else f"xi[row, {at}]"
+        a, ai = ("acc", "acci") if k == 0 else (f"a{k}", f"ai{k}")
+        lines += _fold_step(op, is_float, idx, "        ", a, ai, f"v{k}")
+    lines.append(f"        j += {u} * step")
+    for k in range(1, u):
+        lines += _fold_step(op, is_float, f"ai{k}", "    ", "acc", "acci", f"a{k}")
+    return lines
 
 
 def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fused=None) -> str:
@@ -179,6 +212,8 @@ def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fu
                 "(" + fold.format(a=names[k], v=names[k + 1]) + ")" for k in range(0, len(names), 2)
             ]
         lines.append(f"    acc = {names[0]}")
+    elif not chunked and ARG_UNROLL:
+        lines += _arg_unrolled(op, is_float, first_pass, conv)
     lines += ["    while j < end:", f"        v = {conv('j')}"]
     lines += _fold_step(op, is_float, "j" if first_pass else "xi[row, j]", "        ")
     lines.append("        j += step")
@@ -223,9 +258,29 @@ def _cols_source(op: str, is_float: bool, first_pass: bool) -> str:
     ]
     if arg:
         lines.append("        acci = big")
-    load = "x[r, j]"
-    v = f"np.int32({load} != 0)" if op in ("any", "all") else f"ACC({load})"
-    lines += ["        while j < n:", f"            v = {v}"]
+
+    def conv(at):
+        load = f"x[r, {at}]"
+        return f"np.int32({load} != 0)" if op in ("any", "all") else f"ACC({load})"
+
+    if COLS_UNROLL:  # independent accumulators: _UNROLL loads in flight per work-item
+        u = _UNROLL
+        for k in range(1, u):
+            lines.append(f"        a{k} = ident")
+            if arg:
+                lines.append(f"        ai{k} = big")
+        lines.append(f"        while j + {u - 1} * parts < n:")
+        for k in range(u):
+            lines.append(f"            v{k} = {conv('j' if k == 0 else f'j + {k} * parts')}")
+        for k in range(u):
+            at = "j" if k == 0 else f"j + {k} * parts"
+            idx = at if first_pass else f"xi[r, {at}]"
+            a, ai = ("acc", "acci") if k == 0 else (f"a{k}", f"ai{k}")
+            lines += _fold_step(op, is_float, idx, "            ", a, ai, f"v{k}")
+        lines.append(f"            j += {u} * parts")
+        for k in range(1, u):
+            lines += _fold_step(op, is_float, f"ai{k}", "        ", "acc", "acci", f"a{k}")
+    lines += ["        while j < n:", f"            v = {conv('j')}"]
     lines += _fold_step(op, is_float, "j" if first_pass else "xi[r, j]", "            ")
     lines += ["            j += parts", "        out[p, r] = acc"]
     if arg:
@@ -295,7 +350,11 @@ def _reduce_cols(op: str, x2: Array, acc_dt: np.dtype):
     rows, n = x2.shape
     units = max(1, x2.device.max_compute_units)
     # enough work-items to fill the device, each folding at least _PER_ITEM elements
-    parts = max(1, min(-(-(units * _WG * _GPU_GROUPS_PER_UNIT) // rows), n // _PER_ITEM))
+    # (CUDA's compute units are warp slots, 64 per SM: all parts together are capped as the
+    # row kernel's groups are, else 2^14 rows of 2^14 got 1024 parts, the partials were 64 MB
+    # and the second pass read them across memory)
+    items = min(units * _GPU_GROUPS_PER_UNIT, _GPU_MAX_GROUPS) * _WG
+    parts = max(1, min(-(-items // rows), n // _PER_ITEM))
     wp = _WG // min(_WG, 1 << (rows - 1).bit_length())  # parts per work-group
     parts = min(-(-parts // wp) * wp, _MAX_ROWS // wp * wp)
     events = [] if parts > 1 else None
@@ -306,8 +365,15 @@ def _reduce_cols(op: str, x2: Array, acc_dt: np.dtype):
             second = "max" if op == "any" else "min"
         xi = idxs.T if op.startswith("arg") else None
         dt = acc_dt if second == op else vals.dtype
-        # the partials (parts, rows) seen as (rows, parts): one group per row folds them
-        vals, idxs2 = _launch(second, vals.T, xi, 1, dt)
+        if rows >= _COLS_SECOND_ROWS and parts <= _COLS_SECOND_PARTS:
+            # many rows, few parts: the partials (parts, rows) folded by the column kernel
+            # again (a work-item per row reads its parts down a column: coalesced)
+            vals, idxs2 = _launch_cols(second, vals.T, xi, 1, dt)
+            vals = vals.reshape(rows, 1)
+            idxs2 = idxs2.reshape(rows, 1) if xi is not None else idxs2
+        else:
+            # the partials (parts, rows) seen as (rows, parts): one group per row folds them
+            vals, idxs2 = _launch(second, vals.T, xi, 1, dt)
         _done(events)
         if xi is not None:
             idxs = idxs2

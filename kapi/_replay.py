@@ -109,18 +109,18 @@ def on_allocate(owner, device: int, kind: int, nbytes: int) -> None:
 def launch(kernel, rng, *args, events=None) -> None:
     """call_kernel for the array library's own kernels, recorded while a trace runs; with
     events (a list), call_kernel_async instead, its Event appended to events."""
-    from ._launch import call_kernel, call_kernel_async
-
     t = getattr(_TLS, "trace", None)
     if t is not None and t.ok:
         try:
             t.launched(kernel, rng, args)
         except Untraceable:
             t.ok = False
+    if _ASYNC is None:
+        _bind()
     if events is None:
-        call_kernel(kernel, rng, *args)
+        _SYNC(kernel, rng, *args)
     else:
-        events.append(call_kernel_async(kernel, rng, (), *args)[1])
+        events.append(_ASYNC(kernel, rng, (), *args)[1])
 
 
 def constant(a: Array) -> Array:
@@ -190,11 +190,8 @@ class Plan:
         return views
 
     def replay(self, x: Array) -> Array:
-        global _ASYNC, _ARGDESC
         if _ASYNC is None:
-            from ._launch import call_kernel_async
-
-            _ASYNC, _ARGDESC = call_kernel_async, _native.ext().ArgDesc
+            _bind()
         alloc = _memory.allocate
         blocks = [alloc(d, k, n) for d, k, n in self.bufs]
         views = list(self._x_views(x)) if self.xviews else []
@@ -228,7 +225,15 @@ class Plan:
         return res
 
 
-_ASYNC = _ARGDESC = None
+_SYNC = _ASYNC = _ARGDESC = None
+
+
+def _bind() -> None:
+    """The launch functions, looked up once (kapi/_launch.py imports after this module)."""
+    global _SYNC, _ASYNC, _ARGDESC
+    from ._launch import call_kernel, call_kernel_async
+
+    _SYNC, _ARGDESC, _ASYNC = call_kernel, _native.ext().ArgDesc, call_kernel_async
 
 
 def _kdesc_parts(dt, shape, strides):

@@ -16,7 +16,7 @@ import numbers
 
 import numpy as np
 
-from . import _lazy, _native
+from . import _lazy, _native, _replay
 from ._array import Array, _span
 from ._errors import ExecutionQueueInferenceError, UnsupportedDtypeError
 from ._types import DTYPE_TO_KIR
@@ -279,11 +279,9 @@ def launch(
             args.append(v)
         elif x is not None:
             args.append(x)
-    from ._replay import launch as submit
-
     LAUNCHES += 1
     with _lazy.internal():
-        submit(kernel, rng, *args)
+        _replay.launch(kernel, rng, *args)
 
 
 def _plan_launch(expr, leaves, defs, out, what, env, cache):
@@ -344,12 +342,16 @@ def apply(ufunc, inputs, out=None, casting="same_kind") -> Array:
     arrays = [o for o in ops if isinstance(o, Array)]
     if out is not None:
         arrays.append(out)
-    queue = common_queue(arrays, f"numpy.{name}")
+    queue = arrays[0]._queue if arrays else None
+    if any(a._queue is not queue for a in arrays):  # (error messages are built only here)
+        queue = common_queue(arrays, f"numpy.{name}")
     types = [resolve_type(o) for o in ops]
     loop = loop_dtypes(ufunc, types)
     res_dt = loop[-1]
-    check_kapi_dtype(res_dt, f"numpy.{name}'s result")
-    shape = result_shape([a.shape for a in ops if isinstance(a, Array)])
+    if res_dt not in DTYPE_TO_KIR:
+        check_kapi_dtype(res_dt, f"numpy.{name}'s result")
+    shapes = [a._shape for a in ops if isinstance(a, Array)]
+    shape = result_shape(shapes)
     if out is not None:
         # a pending output gets its memory first: operands that are out itself then read
         # it as a concrete array instead of recomputing its expression

@@ -7,8 +7,9 @@ and any element can be computed independently. Everything up to the final conver
 32-bit integer arithmetic (done in uint64 registers and masked), so a seed gives the same
 bits, and the same uniform numbers, on every device. Uniform floats take the top 24 (float32)
 or 53 (float64, from two 32-bit words) bits: [0, 1) on a grid of 2**-24 or 2**-53. Normal
-numbers use Box-Muller on pairs of uniforms, computed in float64 (rounded for float32), so
-they agree across devices up to the libraries' last-bit differences in log, sin and cos.
+numbers use Box-Muller on pairs of uniforms, computed in the output's precision (float32
+normals in float32 math, within a few ulps of the float64 computation rounded), so they
+agree across devices up to the libraries' last-bit differences in log, sin and cos.
 
 A call consumes whole counters (four 32-bit words each) and the next call starts after them,
 so successive calls give independent numbers, as NumPy's Generator does.
@@ -87,6 +88,14 @@ _U53_OPEN = (
     " * 1.1102230246251565e-16"
 )  # (0, 1]: log() of it is finite
 _U24_OPEN = "(np.float64(({w} >> np.uint64(8))) + 1.0) * 5.9604644775390625e-08"
+# the same values in float32 (24-bit integers times 2**-24: exact)
+_F24 = "np.float32({w} >> np.uint64(8)) * np.float32(5.9604644775390625e-08)"
+_F24_OPEN = "np.float32(({w} >> np.uint64(8)) + np.uint64(1)) * np.float32(5.9604644775390625e-08)"
+# float32 normals: Box-Muller in float32 (log, sqrt, sin, cos of float32, as CuPy's float32
+# normals), within a few float32 ulps of the float64 computation rounded (the argument
+# 2 pi u rounded to float32 costs at most ~5e-7 absolute before the radius, <= 5.8, scales
+# it); KAPI_NORMAL_F32=0 computes them in float64 and rounds, as float64 normals are made.
+NORMAL_F32 = os.environ.get("KAPI_NORMAL_F32", "1") != "0"
 
 
 # STAGED: the work-group stages its outputs in local memory, then writes them out with
@@ -126,8 +135,11 @@ def _store(j: int, expr: str, staged: bool = False) -> str:
 
 
 @functools.cache
-def _gen_source(kind: str, dtype: np.dtype, staged: bool = False) -> tuple[str, int]:
+def _gen_source(
+    kind: str, dtype: np.dtype, staged: bool = False, f32: bool = True
+) -> tuple[str, int]:
     """The generating kernel's source and how many outputs one counter gives."""
+    f32_math = f32 and dtype == np.float32  # float32 normals in float32 math
     f32 = dtype == np.float32
     cvt = "np.float32" if f32 else "np.float64"
     body = ""
@@ -149,9 +161,19 @@ def _gen_source(kind: str, dtype: np.dtype, staged: bool = False) -> tuple[str, 
         else:
             per = 2
             pairs = [(_U53_OPEN.format(a="r0", b="r1"), _U53.format(a="r2", b="r3"))]
+        if f32_math:  # float32 math: the uniforms are exact in float32 too
+            pairs = [
+                (_F24_OPEN.format(w="r0"), _F24.format(w="r1")),
+                (_F24_OPEN.format(w="r2"), _F24.format(w="r3")),
+            ]
+        two, two_pi = (
+            ("np.float32(-2.0)", "np.float32(6.2831855)")
+            if f32 and NORMAL_F32
+            else ("-2.0", "6.283185307179586")
+        )
         for p, (u1, u2) in enumerate(pairs):
-            body += f"    rad{p} = math.sqrt(-2.0 * math.log({u1}))\n"
-            body += f"    ang{p} = 6.283185307179586 * {u2}\n"
+            body += f"    rad{p} = math.sqrt({two} * math.log({u1}))\n"
+            body += f"    ang{p} = {two_pi} * {u2}\n"
             body += _store(2 * p, f"{cvt}(rad{p} * math.cos(ang{p}))", staged)
             body += _store(2 * p + 1, f"{cvt}(rad{p} * math.sin(ang{p}))", staged)
     if staged:
@@ -191,7 +213,7 @@ def philox4x32(counters, keys, device=None):
     return out
 
 
-_PLANS: dict = {}  # (kind, dtype, size, device, usm_type, STAGED) -> what _fill launches
+_PLANS: dict = {}  # (kind, dtype, size, device, usm_type, STAGED, NORMAL_F32) -> launches
 
 
 def _plan(kind: str, dtype, size, device, usm_type):
@@ -207,7 +229,7 @@ def _plan(kind: str, dtype, size, device, usm_type):
     proto = _array.empty(shape, dtype=dt, device=device, usm_type=usm_type)
     q, ut, n = proto.sycl_queue, proto.usm_type, proto.size
     staged = STAGED if STAGED is not None else proto.device.device_type != "cpu"
-    src, per = _gen_source(kind, dt, staged)
+    src, per = _gen_source(kind, dt, staged, NORMAL_F32)
     counters = -(-n // per)
     flat = None if len(shape) == 1 else ((n,), (dt.itemsize,))
     launch = None
@@ -259,7 +281,7 @@ class Generator:
         ut = usm_type or self._usm
         # no device named: the default one, which KAPI_DEFAULT_DEVICE may change
         where = dev if dev is not None else os.environ.get("KAPI_DEFAULT_DEVICE")
-        key = (kind, dtype, size, dev is None, where, ut, STAGED)
+        key = (kind, dtype, size, dev is None, where, ut, STAGED, NORMAL_F32)
         try:
             plan = _PLANS.get(key)
         except TypeError:  # an unhashable size or device: no plan

@@ -227,6 +227,58 @@ def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
     np.testing.assert_array_equal(ex[1:], np.minimum.accumulate(h)[:-1])
 
 
+@pytest.mark.parametrize("groups", [3, 4096])
+@pytest.mark.parametrize("sums", ["reduce", "scan"])
+def test_gpu_scan_phase_one_shapes(dev, monkeypatch, sums, groups):
+    """The GPUs' scan ("subgroup") with either phase 1 (a segment's total folded as a
+    reduction, in any order, for the named operations; or scanned in order) and few or many
+    segments: every named operation as NumPy's, NaN propagating, the last chunk partial."""
+    from kapi import _primitives
+
+    monkeypatch.setattr(_primitives, "SCAN", "subgroup")
+    monkeypatch.setattr(_primitives, "SCAN_SUMS", sums)
+    monkeypatch.setattr(_primitives, "SCAN_GROUPS", groups)
+    n = 100_003
+    h = _data("int32", n, seed=21)
+    a = kapi.asarray(h, device=dev)
+    _same(kapi.cumsum(a), np.cumsum(h))
+    _same(kapi.scan(a, "min"), np.minimum.accumulate(h))
+    _same(kapi.scan(a, "xor"), np.bitwise_xor.accumulate(h))
+    _same(
+        kapi.scan(a, "or", inclusive=False),
+        np.concatenate([[0], np.bitwise_or.accumulate(h)[:-1]]).astype(np.int32),
+    )
+    _same(kapi.scan(a, "and"), np.bitwise_and.accumulate(h))
+    _same(kapi.scan(a, left), np.full(n, h[0]))
+    m = ((h % 3) + 1).astype(np.uint32)
+    _same(
+        kapi.scan(kapi.asarray(m, device=dev), "mul", dtype=np.uint32),
+        np.multiply.accumulate(m).astype(np.uint32),
+    )
+    f = _data("float64", n, seed=22)
+    f[77_777] = np.nan
+    got = kapi.scan(kapi.asarray(f, device=dev), "max").asnumpy()
+    np.testing.assert_array_equal(got, np.maximum.accumulate(f))
+    b = _data("bool", n, seed=23)
+    _same(kapi.scan(kapi.asarray(b, device=dev), "or"), np.logical_or.accumulate(b))
+
+
+@pytest.mark.parametrize("items", [1, 16])
+def test_gpu_scan_items_per_work_item(dev, monkeypatch, items):
+    """The GPUs' scan with other run lengths per work-item (KAPI_SCAN_ITEMS): in order, with
+    a partial last chunk, inclusive and exclusive."""
+    from kapi import _primitives
+
+    monkeypatch.setattr(_primitives, "SCAN", "subgroup")
+    monkeypatch.setattr(_primitives, "SCAN_ITEMS", items)
+    n = 70_001
+    h = _data("int64", n, seed=24)
+    a = kapi.asarray(h, device=dev)
+    _same(kapi.cumsum(a), np.cumsum(h))
+    _same(kapi.scan(a, "add", inclusive=False), np.concatenate([[0], np.cumsum(h)[:-1]]))
+    _same(kapi.scan(a, right), h)
+
+
 @pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
 @pytest.mark.parametrize("n", [1000, 300_001])
 def test_scan_keeps_operand_order(dev, monkeypatch, kind, n):

@@ -171,6 +171,7 @@ CASES = [
     ((300, 3), 0),
     ((5, 6, 7), (0, 1)),
     ((4, 9, 700), 0),
+    ((300, 2000), 0),  # GPUs: the partials folded by the column kernel too
 ]
 
 
@@ -189,7 +190,9 @@ def test_reductions_across_memory(dev, scheme, monkeypatch, shape, axis):
     h.flat[17] = np.nan
     h.flat[5] = h.flat[shape[-1] + 5] = 7.0  # a tie in one column: the first row wins
     x = kapi.asarray(h, device=dev)
-    np.testing.assert_allclose(x.sum(axis=axis).asnumpy(), h.sum(axis=axis), rtol=1e-12)
+    tol = 1e-14 * h.size  # (a column sum near 0 loses its relative precision)
+    got = x.sum(axis=axis).asnumpy()
+    np.testing.assert_allclose(got, h.sum(axis=axis), rtol=1e-12, atol=tol)
     np.testing.assert_array_equal(x.max(axis=axis).asnumpy(), h.max(axis=axis))
     np.testing.assert_array_equal(x.min(axis=axis).asnumpy(), h.min(axis=axis))
     if isinstance(axis, int):
@@ -204,7 +207,8 @@ def test_reductions_across_memory(dev, scheme, monkeypatch, shape, axis):
         kapi.asarray(i, device=dev).sum(axis=axis).asnumpy(), i.sum(axis=axis)
     )
     got = x.mean(axis=axis, keepdims=True).asnumpy()
-    np.testing.assert_allclose(got, h.mean(axis=axis, keepdims=True), rtol=1e-12)
+    want = h.mean(axis=axis, keepdims=True)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=tol * want.size / h.size)
     f = np.asfortranarray(h)  # F order: the same axis now lies along memory
     np.testing.assert_allclose(
         kapi.asarray(f, device=dev).sum(axis=axis).asnumpy(), h.sum(axis=axis)
