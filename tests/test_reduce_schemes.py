@@ -45,8 +45,10 @@ def test_sum_min_max_any_all(dev, scheme, n):
     assert bool(xb.any()) == bool(b.any()) and bool(xb.all()) == bool(b.all())
 
 
+@pytest.mark.parametrize("unroll", [False, True], ids=["one-pair", "four-pairs"])
 @pytest.mark.parametrize("n", [5, 64 * 256 + 1, (1 << 20) + 7])
-def test_arg_reductions_first_occurrence(dev, scheme, n):
+def test_arg_reductions_first_occurrence(dev, scheme, n, unroll, monkeypatch):
+    monkeypatch.setattr(_reduce, "ARG_UNROLL", unroll)
     h = np.zeros(n, np.float64)
     h[n // 3] = h[n - 1] = 5.0  # a tie across chunks: the first index wins
     h[n // 2] = h[1 if n > 1 else 0] = -5.0
