@@ -1276,6 +1276,9 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
     a = ap.parse_args(argv)
     os.environ.setdefault("KAPI_CACHE", "0")  # 10^5 distinct kernels: keep them off the disk
+    # and out of the CUDA driver's JIT cache, which 16 processes would fill and evict under its
+    # lock for nothing (each PTX is new)
+    os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
     import kapi
 
     devs = [kapi.Device(f) for f in a.device] if a.device else kapi.devices()

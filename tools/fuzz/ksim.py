@@ -73,12 +73,14 @@ def _nsw(v, bits, signed):
 
 # --- types and casts -------------------------------------------------------------------------
 
+# Keyed by id: Numba's types are interned, and their own __hash__ and __eq__ (Python code) were
+# a fifth of the interpreter's time. Each entry keeps its type alive, so ids stay unique.
 _INFO = {}
 
 
 def info(t):
     """(kind, bits, signed) of a Numba scalar type: kind 'b', 'i' or 'f'."""
-    r = _INFO.get(t)
+    r = _INFO.get(id(t))
     if r is None:
         from numba import types
 
@@ -90,8 +92,9 @@ def info(t):
             r = ("f", t.bitwidth, True)
         else:
             raise Unsupported(f"type {t}")
-        _INFO[t] = r
-    return r
+        _INFO[id(t)] = r, t
+        return r
+    return r[0]
 
 
 def wrap(v, bits, signed):
@@ -113,10 +116,13 @@ def to_float(v, bits):
 
 
 def cast(v, frm, to):
-    if frm is to or frm == to:
+    if frm is to:
         return v
-    fk, fb, _ = info(frm)
-    tk, tb, ts = info(to)
+    f = info(frm)
+    tk, tb, ts = t = info(to)
+    if f == t:  # the same scalar type (as Numba's ==, which is slower)
+        return v
+    fk = f[0]
     if tk == "b":
         return bool(v != 0)
     if tk == "i":
@@ -190,7 +196,7 @@ def binop(sym, sig, a, at, b, bt):
     if sym in ("<", "<=", "==", "!=", ">", ">="):
         x = cast(a, at, sig.args[0])
         y = cast(b, bt, sig.args[1])
-        if sig.args[0] != sig.args[1]:
+        if sig.args[0] is not sig.args[1] and info(sig.args[0]) != info(sig.args[1]):
             raise Unsupported(f"compare of {sig.args}")
         return bool(_CMP[sym](x, y))
     if sym == "**":
