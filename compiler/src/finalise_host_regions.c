@@ -789,13 +789,12 @@ static int low_bits_only(LLVMValueRef v, pmap_t *seen, size_t *budget, LLVMValue
 /* Whether arithmetic instruction x carries nsw or nuw. Restored from 32 bits, a saved value's
  * high bits differ, and an overflow flag could then make the low bits poison; the C API of
  * LLVM 15 can neither read nor clear the flags, so they are read from the printed
- * instruction (`%x = add nsw i64 ...`: the flags come before the type). */
+ * instruction: `%x = add nuw nsw i64 ...`, the flags right after the opcode. */
 static int has_wrap_flags(LLVMValueRef x) {
   char *text = LLVMPrintValueToString(x);
-  if (!text) return 1;
-  const char *ty = strstr(text, " i"); /* the operands' type, after the opcode and its flags */
-  const char *nuw = strstr(text, " nuw"), *nsw = strstr(text, " nsw");
-  int flagged = !ty || (nuw && nuw < ty) || (nsw && nsw < ty);
+  const char *p = text ? strstr(text, " = ") : NULL;
+  if (p) p = strchr(p + 3, ' '); /* after the opcode */
+  int flagged = !p || !strncmp(p, " nuw ", 5) || !strncmp(p, " nsw ", 5);
   LLVMDisposeMessage(text);
   return flagged;
 }
