@@ -506,7 +506,9 @@ typedef struct {
  * the region's next state. The flat nest exists because loops of one iteration between the
  * group and work-item loops are not free: they hold the x loop's set-up (trip count, vector
  * checks) inside them and keep registers, which for a tree reduction's narrow steps cost as
- * much as the steps' work. */
+ * much as the steps' work (in cache, its tree's time per group halved without them). One
+ * loop over the rows instead of y and z took half that gain; both nests took about 70 ms
+ * more to compile than one, so only batched kernels, whose regions are short, get both. */
 static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t s, int flat,
                                      LLVMValueRef *next) {
   LLVMBuilderRef b = t->b;
@@ -564,12 +566,12 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
  * for lockstep kernels, whose groups all reach the same barriers: kc_hf_kernel_t.lockstep),
  * scratch storage for them (batch_layout_t), then `state = 0; until EXIT: for each group j:
  * for z, y, x: next = wi(..., state, j)`, with one such loop nest per state so that, once wi
- * is inlined with a constant state, each holds only its region (two per state: the flat one
- * for groups of one row, region_nest). Barriers are uniform over a group, and in lockstep
- * over the batch, so the last work-item's next state is the batch's.
- * Running a region for the whole batch spreads the dispatch over it, and what depends only
- * on values the same in every group (the batch's uniform copies, e.g. a tree reduction's
- * stride and each loop's trip count) is computed once per batch, not per group. */
+ * is inlined with a constant state, each holds only its region (for batched kernels two per
+ * state, the flat one taken by groups of one row: region_nest). Barriers are uniform over a group,
+ * and in lockstep over the batch, so the last work-item's next state is the batch's. Running a
+ * region for the whole batch spreads the dispatch over it, and what depends only on values the same
+ * in every group (the batch's uniform copies, e.g. a tree reduction's stride and each loop's trip
+ * count) is computed once per batch, not per group. */
 int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
                           uint64_t urec, uint64_t brec) {
   LLVMContextRef c = LLVMGetModuleContext(m);
@@ -603,7 +605,7 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   t.lstride = group_field(b, g, KC_HG_LOCAL_STRIDE, -1);
   LLVMValueRef rows = LLVMBuildMul(b, t.lr[1], t.lr[2], "");
   LLVMValueRef n = LLVMBuildMul(b, t.lr[0], rows, "");
-  LLVMValueRef flat = LLVMBuildICmp(b, LLVMIntEQ, rows, one64, "kapi.flat");
+  LLVMValueRef flat = k->batches ? LLVMBuildICmp(b, LLVMIntEQ, rows, one64, "kapi.flat") : NULL;
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, zero64, ""), done, go);
   LLVMPositionBuilderAtEnd(b, go);
   t.L = batch_layout(b, n, rec, urec, k->local_size);
@@ -634,14 +636,17 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMValueRef sw = LLVMBuildSwitch(b, state, done, nstates);
   for (uint32_t s = 0; s < nstates; s++) {
     LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
-    LLVMBasicBlockRef cflat = LLVMAppendBasicBlockInContext(c, fn, "region.flat");
-    LLVMBasicBlockRef cfull = LLVMAppendBasicBlockInContext(c, fn, "region.full");
     LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
-    LLVMPositionBuilderAtEnd(b, cs);
-    LLVMBuildCondBr(b, flat, cflat, cfull);
-    for (int f = 0; f < 2; f++) {
+    LLVMBasicBlockRef nests[2] = {cs, NULL}; /* the full nest's start, the flat one's */
+    if (k->batches) {
+      nests[0] = LLVMAppendBasicBlockInContext(c, fn, "region.full");
+      nests[1] = LLVMAppendBasicBlockInContext(c, fn, "region.flat");
+      LLVMPositionBuilderAtEnd(b, cs);
+      LLVMBuildCondBr(b, flat, nests[1], nests[0]);
+    }
+    for (int f = 0; f < 2 && nests[f]; f++) {
       LLVMValueRef next;
-      LLVMBasicBlockRef ej = region_nest(&t, f ? cflat : cfull, s, f, &next);
+      LLVMBasicBlockRef ej = region_nest(&t, nests[f], s, f, &next);
       LLVMAddIncoming(state, &next, &ej, 1);
       /* what this region wrote, the next one reads */
       LLVMAddIncoming(uoff, &t.unoff, &ej, 1);

@@ -24,6 +24,7 @@
 
 #include <llvm-c/DebugInfo.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -258,6 +259,8 @@ typedef struct {
    * of uniform values are not clobbered by its saves, and can leave the work-item loop (and,
    * for the batch's, the loop over the batch's groups). */
   LLVMValueRef scope[5], noalias[5]; /* SCOPE_CUR, SCOPE_NEXT, SCOPE_WI, SCOPE_BCUR, ... */
+  char *narrow;                      /* per live value: saved in 32 bits (narrow_saves) */
+  unsigned nnarrow;                  /* how many are (KAPI_DUMP=host shows "kapi-saves32") */
   char *log;
 } split_t;
 
@@ -740,6 +743,92 @@ static void set_scopes(split_t *s, LLVMValueRef access, int which) {
   LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "noalias", 7), s->noalias[which]);
 }
 
+/* ---- Saves in 32 bits ---------------------------------------------------------------------- */
+
+/* Whether only the low 32 bits of integer value v matter to what uses it: followed through
+ * arithmetic whose low bits depend only on its operands' low bits (add, sub, mul, and, or,
+ * xor, shl by another value; select and phi) down to truncations to 32 bits or fewer. Each
+ * add, sub, mul and shl met is kept in `chain`; at most *budget values are visited. */
+static int low_bits_only(LLVMValueRef v, pmap_t *seen, size_t *budget, LLVMValueRef *chain,
+                         size_t *nchain) {
+  if (pmap_get(seen, v) != UINT32_MAX) return 1;
+  if (!*budget) return 0;
+  --*budget;
+  pmap_put(seen, v, 1);
+  for (LLVMUseRef u = LLVMGetFirstUse(v); u; u = LLVMGetNextUse(u)) {
+    LLVMValueRef user = LLVMGetUser(u);
+    if (!LLVMIsAInstruction(user)) return 0;
+    switch (LLVMGetInstructionOpcode(user)) {
+    case LLVMTrunc:
+      if (LLVMGetIntTypeWidth(LLVMTypeOf(user)) > 32) return 0;
+      continue;
+    case LLVMShl:
+      if (LLVMGetOperand(user, 1) == v) return 0; /* a shift count needs all its bits */
+      /* fall through */
+    case LLVMAdd:
+    case LLVMSub:
+    case LLVMMul:
+      if (pmap_get(seen, user) == UINT32_MAX) chain[(*nchain)++] = user;
+      break;
+    case LLVMSelect:
+      if (LLVMGetOperand(user, 0) == v) return 0;
+      break;
+    case LLVMAnd:
+    case LLVMOr:
+    case LLVMXor:
+    case LLVMPHI:
+      break;
+    default:
+      return 0;
+    }
+    if (!low_bits_only(user, seen, budget, chain, nchain)) return 0;
+  }
+  return 1;
+}
+
+/* Whether arithmetic instruction x carries nsw or nuw. Restored from 32 bits, a saved value's
+ * high bits differ, and an overflow flag could then make the low bits poison; the C API of
+ * LLVM 15 can neither read nor clear the flags, so they are read from the printed
+ * instruction: `%x = add nuw nsw i64 ...`, the flags right after the opcode. */
+static int has_wrap_flags(LLVMValueRef x) {
+  char *text = LLVMPrintValueToString(x);
+  const char *p = text ? strstr(text, " = ") : NULL;
+  if (p) p = strchr(p + 3, ' '); /* after the opcode */
+  int flagged = !p || !strncmp(p, " nuw ", 5) || !strncmp(p, " nsw ", 5);
+  LLVMDisposeMessage(text);
+  return flagged;
+}
+
+/* Marks (s->narrow) the saved integer values wider than 32 bits of which only the low 32
+ * matter: they are saved in 4 bytes and restored zero-extended. A scan's running sum (Numba
+ * types an int32 plus an int32 as int64; the kernel stores it back into int32 memory) then
+ * fills twice the lanes of a vector in the region loops that save and restore it. */
+static int narrow_saves(split_t *s, const live_t *l, const word_t *all, const char *recompute) {
+  pmap_t seen;
+  LLVMValueRef *chain = malloc((l->nv + 1) * sizeof *chain);
+  if (!chain || !pmap_init(&seen, l->nv)) {
+    free(chain);
+    return 0;
+  }
+  for (size_t v = 0; v < l->nv; v++) {
+    LLVMTypeRef t = LLVMTypeOf(l->vals[v]);
+    if (!bit_get(all, (uint32_t)v) || recompute[v] || LLVMGetTypeKind(t) != LLVMIntegerTypeKind ||
+        LLVMGetIntTypeWidth(t) <= 32)
+      continue;
+    memset(seen.keys, 0, seen.cap * sizeof *seen.keys);
+    size_t budget = l->nv, n = 0;
+    if (!low_bits_only(l->vals[v], &seen, &budget, chain, &n)) continue;
+    int flagged = 0;
+    for (size_t i = 0; i < n && !flagged; i++)
+      flagged = has_wrap_flags(chain[i]);
+    s->narrow[v] = !flagged;
+    s->nnarrow += !flagged;
+  }
+  pmap_free(&seen);
+  free(chain);
+  return 1;
+}
+
 /* Splits bb after barrier `call` (number k): save `live` there and return k; the rest of bb
  * moves to the new resume block, which restores them first. */
 static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLVMValueRef *spills,
@@ -762,7 +851,9 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
   for (size_t v = 0; v < nv; v++) {
     if (!bit_get(live, (uint32_t)v) || !slots[v]) continue;
     LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
-    LLVMValueRef st = LLVMBuildStore(s->b, LLVMBuildLoad2(s->b, t, spills[v], ""), stores[v]);
+    LLVMValueRef x = LLVMBuildLoad2(s->b, t, spills[v], "");
+    if (s->narrow[v]) x = LLVMBuildTrunc(s->b, x, LLVMInt32TypeInContext(s->c), "");
+    LLVMValueRef st = LLVMBuildStore(s->b, x, stores[v]);
     set_scopes(s, st, save_scope[(int)kind[v]]);
   }
   LLVMBuildRet(s->b, LLVMConstInt(LLVMInt32TypeInContext(s->c), k, 0));
@@ -773,8 +864,10 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
   for (size_t v = 0; v < nv; v++) {
     if (!bit_get(live, (uint32_t)v)) continue;
     LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
-    LLVMValueRef x = slots[v] ? LLVMBuildLoad2(s->b, t, slots[v], "") : remat(rm, rm->l->vals[v]);
+    LLVMTypeRef st = s->narrow[v] ? LLVMInt32TypeInContext(s->c) : t;
+    LLVMValueRef x = slots[v] ? LLVMBuildLoad2(s->b, st, slots[v], "") : remat(rm, rm->l->vals[v]);
     if (slots[v]) set_scopes(s, x, load_scope[(int)kind[v]]);
+    if (s->narrow[v]) x = LLVMBuildZExt(s->b, x, t, "");
     LLVMBuildStore(s->b, x, spills[v]);
   }
   return r;
@@ -831,6 +924,13 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     ok = 0;
     goto out;
   }
+  s->narrow = calloc(l.nv + 1, 1);
+  if (!s->narrow || !narrow_saves(s, &l, all, recompute)) {
+    free(recompute);
+    s->log = kc_msg("out of memory");
+    ok = 0;
+    goto out;
+  }
   for (size_t v = 0; v < l.nv; v++) {
     if (!bit_get(all, (uint32_t)v)) continue;
     LLVMTypeRef t = LLVMTypeOf(l.vals[v]);
@@ -842,6 +942,7 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
       goto out;
     }
     pmap_put(&spill_of, spills[v], (uint32_t)v);
+    if (s->narrow[v]) t = LLVMInt32TypeInContext(s->c); /* the slot's type */
     uint64_t bytes = LLVMABISizeOfType(s->td, t);
     unsigned align = LLVMABIAlignmentOfType(s->td, t);
     if (recompute[v]) continue;
@@ -911,6 +1012,12 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
   LLVMAddAttributeAtIndex(
       k->run, LLVMAttributeFunctionIndex,
       LLVMCreateStringAttribute(s.c, "kapi-batches", 12, yes, (unsigned)strlen(yes)));
+  char n32[24];
+  snprintf(n32, sizeof n32, "%u", s.nnarrow);
+  LLVMAddAttributeAtIndex(
+      k->run, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(s.c, "kapi-saves32", 12, n32, (unsigned)strlen(n32)));
+  free(s.narrow);
   if (ok)
     ok = kc_hf_make_region_run(m, k, (uint32_t)nbar + 1, (s.rec + 63) / 64 * 64,
                                (s.urec + 63) / 64 * 64, (s.brec + 63) / 64 * 64);
