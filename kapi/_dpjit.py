@@ -187,6 +187,7 @@ class _Loop:
         self.lasts: list[str] = []  # body variables the host reads: they leave a last value
         self.kbody: list[ast.stmt] = []  # the body as kernel code (_kernel_body)
         self.last_targets: list[str] = []  # loop variables the host reads
+        self.trip_vars: set[str] = set()  # free variables read only in range() bounds
 
     @property
     def ndrange(self) -> bool:
@@ -593,14 +594,16 @@ class _BodyRewriter(ast.NodeTransformer):
 _NONNEG = 0x7FFFFFFFFFFFFFFF  # `x & _NONNEG` is x for x >= 0, and known >= 0 by pyfront
 
 
-def _kernel_params(loop: _Loop, shape: str) -> list[str]:
+def _kernel_params(loop: _Loop, shape: str, fixed=()) -> list[str]:
+    """fixed: free variables the kernel sees as constants (_trip_consts), not parameters."""
     n = len(loop.loops)
     bounds = [f"__kapi_{w}{d}" for d in range(n) for w in ("start", "step")]
+    free = [v for v in loop.free if v not in fixed]
     if shape == "range":
-        return [_ITEM, *loop.free, *bounds]
+        return [_ITEM, *free, *bounds]
     return [
         _ITEM,
-        *loop.free,
+        *free,
         *[_part(r) for r in loop.reductions],
         *[f"__kapi_init_{r}" for r in loop.reductions],
         *[_last(v) for v in loop.lasts],
@@ -619,12 +622,47 @@ def _kernel_body(loop: _Loop, resolver: _Resolver) -> list[ast.stmt]:
     return [rewriter.visit(s) for s in loop.body]
 
 
-def _kernel_def(loop: _Loop, kname: str, shape: str, form: str) -> ast.FunctionDef:
+# Trip counts as constants: a free variable the body reads only in range() bounds (`dims` in
+# `for k in range(dims)`) whose value at a launch is a small non-negative int is compiled into
+# the kernel as a constant, one kernel per value: the short inner loop is then unrolled, where
+# a run-time count of 3 cost the CPU device more per iteration of the prange loop than Numba's
+# loop (bench/RESULTS.md, issue 14). Larger values take the general kernel.
+_TRIP_CONST_MAX = 16
+
+
+def _trip_vars(loop: _Loop, resolver: _Resolver) -> set[str]:
+    """Free variables of the loop every read of which is inside the bounds of a `for ... in
+    range(...)` (or an inner prange) of the body."""
+    total: dict[str, int] = {}
+    in_bounds: dict[str, int] = {}
+    for n in _walk_scope(loop.body):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            total[n.id] = total.get(n.id, 0) + 1
+        if not (isinstance(n, ast.For) and isinstance(n.iter, ast.Call)):
+            continue
+        func = n.iter.func
+        ranged = isinstance(func, ast.Name) and func.id == "range" and resolver.is_builtin("range")
+        if ranged or resolver.is_prange(n):
+            for m in _walk_scope(n.iter.args):
+                if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Load):
+                    in_bounds[m.id] = in_bounds.get(m.id, 0) + 1
+    return {v for v in loop.free if total.get(v) and in_bounds.get(v) == total[v]}
+
+
+def _trip_consts(trips, args) -> tuple:
+    """((name, value), ...) of the trip-count variables (trips: (index in args, name)) whose
+    values are small enough to compile in."""
+    return tuple(
+        (n, args[k]) for k, n in trips if type(args[k]) is int and 0 <= args[k] <= _TRIP_CONST_MAX
+    )
+
+
+def _kernel_def(loop: _Loop, kname: str, shape: str, form: str, fixed=()) -> ast.FunctionDef:
     build = {"range": _range_stmts, "tree": _tree_stmts, "blocks": _block_stmts}[shape]
     first = loop.loops[0]
     args = ast.arguments(
         posonlyargs=[],
-        args=[ast.arg(arg=p) for p in _kernel_params(loop, shape)],
+        args=[ast.arg(arg=p) for p in _kernel_params(loop, shape, fixed)],
         kwonlyargs=[],
         kw_defaults=[],
         defaults=[],
@@ -1124,14 +1162,17 @@ class _Kernels:
         self.fn, self.cells, self.filename = fn, cells, filename
         self.made: dict[tuple[str, bool], object] = {}
 
-    def get(self, shape: str, form: str):
-        kern = self.made.get((shape, form))
+    def get(self, shape: str, form: str, consts: tuple = ()):
+        """consts: ((name, value), ...) of free variables the kernel takes as constants."""
+        kern = self.made.get((shape, form, consts))
         if kern is None:
-            defn = _kernel_def(self.loop, self.kname, shape, form)
-            kcode = _factory(defn, list(self.cells), self.filename)
-            kfunc = _make_function(kcode, self.fn, self.cells)
+            defn = _kernel_def(self.loop, self.kname, shape, form, [n for n, _ in consts])
+            cells = dict(self.cells)
+            cells.update((n, types.CellType(v)) for n, v in consts)
+            kcode = _factory(defn, list(cells), self.filename)
+            kfunc = _make_function(kcode, self.fn, cells)
             kfunc.__qualname__ = self.qualname
-            kern = self.made[(shape, form)] = _kernel_decorator(kfunc)
+            kern = self.made[(shape, form, consts)] = _kernel_decorator(kfunc)
         return kern
 
 
@@ -1142,13 +1183,13 @@ class _Plan:
 
     __slots__ = ("kern", "blocks", "width", "make", "part_dts", "inits", "ufuncs", "last_dts")
 
-    def __init__(self, kernels: _Kernels, loop: _Loop, where: str, q, form, forced, reds, lasts):
+    def __init__(self, kernels, loop: _Loop, where: str, q, form, consts, forced, reds, lasts):
         make, fp64, cpu_units = _allocator(q)
         self.make = make
         self.blocks = _reduce_shape(cpu_units is not None, forced) == "blocks"
         # blocks forced on a GPU: as many work-items as the tree's largest launch
         self.width = _MAX_GROUPS * _GROUP if cpu_units is None else cpu_units * _BLOCKS_PER_UNIT
-        self.kern = kernels.get("blocks" if self.blocks else "tree", form)
+        self.kern = kernels.get("blocks" if self.blocks else "tree", form, consts)
         self.part_dts, self.inits, self.ufuncs = [], [], []
         for name, v in zip(loop.reductions, reds, strict=True):
             kind = loop.red_kinds[name]
@@ -1182,6 +1223,7 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
     shapes: dict = {}  # (plan key, total) -> (geometry, pool of _Buffers)
     ndims = len(loop.loops)
     forced = os.environ.get("KAPI_DPJIT_REDUCE")  # read once per function: a launch is hot
+    trips = [(k, n) for k, n in enumerate(loop.free) if n in loop.trip_vars]
 
     def launch(bounds, args, red_values, last_values):
         """What the host assigns after the loop: (reduction values, whether the loop ran, the
@@ -1205,16 +1247,22 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
                 _settle(pending, stats)
             return tuple(red_values), False, tuple(last_values), ran, idx
         form = _bounds_form(starts)
+        consts = ()
+        if trips:
+            consts = _trip_consts(trips, args)
+            if consts:
+                fixed = {n for n, _ in consts}
+                args = tuple(a for a, n in zip(args, loop.free, strict=True) if n not in fixed)
         if not loop.ndrange:
             # the innermost loop (last in bounds) is dimension 0
-            kern, rng = kernels.get("range", form), Range(*reversed(counts))
+            kern, rng = kernels.get("range", form, consts), Range(*reversed(counts))
             _submit(kern, rng, (*args, *starts), pending, wait, stats)
             return (), True, (), (True,) * ndims, idx
         q = _placement(args)
-        pkey = (q, form, *map(type, red_values), *map(type, last_values))
+        pkey = (q, form, consts, *map(type, red_values), *map(type, last_values))
         plan = plans.get(pkey)
         if plan is None:
-            plan = _Plan(kernels, loop, where, q, form, forced, red_values, last_values)
+            plan = _Plan(kernels, loop, where, q, form, consts, forced, red_values, last_values)
             plans[pkey] = plan
         shape = shapes.get((pkey, total))
         if shape is None:
@@ -1713,6 +1761,7 @@ def _transform(fn):
     launches = []  # (launch function, loop dimensions): the host function calls them
     for k, (node, nest) in enumerate(nests):
         nest.kbody = _kernel_body(nest, resolver)
+        nest.trip_vars = _trip_vars(nest, resolver)
         kname, qualname = f"{fn.__name__}__prange{k}", f"{fn.__qualname__}.<prange{k}>"
         kerns = _Kernels(nest, kname, qualname, fn, cells, filename)
         kernels.append(kerns)
