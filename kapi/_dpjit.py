@@ -1121,12 +1121,18 @@ def _last_value(value, host: np.ndarray):
     return value.dtype.type(x)
 
 
+_F64 = np.dtype(np.float64)
+_SCALAR_SAFE = {np.add: float.__add__, np.multiply: float.__mul__}
+
+
 def _combine(ufunc, value, part: np.ndarray):
     """value (the variable before the loop) combined once with the group partials, in the
     accumulator's dtype; a Python int/float stays one. Called under np.errstate(all="ignore"):
     integers wrap, as in the kernel."""
     dt = part.dtype
     total = ufunc.reduce(part, dtype=dt)
+    if type(value) is float and dt == _F64 and ufunc in _SCALAR_SAFE:
+        return float(_SCALAR_SAFE[ufunc](value, total))  # the same float64 operation
     if isinstance(value, (int, float)):
         out = ufunc(dt.type(value), total, dtype=dt).item()
         return float(out) if isinstance(value, float) else int(out)
@@ -1230,16 +1236,22 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
         last values, which loop variables it set, their values). A loop that ran no iteration
         hands back the values from before it; a loop variable is set when its loop ran."""
         pending = calls.pending()
-        try:
-            counts, starts = _bounds(bounds)
-        except BaseException:
-            if pending:
-                _settle(pending, stats)
-            raise
-        total = counts[0]
-        for c in counts[1:]:
-            total *= c
-        idx = tuple(starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] for d in range(ndims))
+        b0 = bounds[0]
+        if ndims == 1 and len(b0) == 1 and type(b0[0]) is int:  # prange(n): the usual one
+            n = b0[0]
+            total = n if n > 0 else 0
+            counts, starts, idx = [total], [0, 1], (n - 1,)
+        else:
+            try:
+                counts, starts = _bounds(bounds)
+            except BaseException:
+                if pending:
+                    _settle(pending, stats)
+                raise
+            total = counts[0]
+            for c in counts[1:]:
+                total *= c
+            idx = tuple(starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] for d in range(ndims))
         if not total:
             ran = tuple(all(counts[: d + 1]) for d in range(ndims))
             idx = tuple(i if r else 0 for i, r in zip(idx, ran, strict=True))
