@@ -19,6 +19,7 @@ from kapi_testing import devices_or_skip
 
 import kapi
 from kapi import _dpjit
+from pyfront import KernelTypingError
 
 DEVICES = devices_or_skip()
 
@@ -346,3 +347,42 @@ def test_variables_read_outside_range_stay_parameters(dev):
     np.testing.assert_array_equal(out.asnumpy(), want_out)
     (k,) = f.kernels
     assert "reps" in _params(k)
+
+
+def row_norms(a, d):
+    for i in numba.prange(a.shape[0]):
+        s = 0.0
+        for k in range(a.shape[1]):
+            s += a[i, k] * a[i, k]
+        d[i] = np.sqrt(s)
+
+
+def bad_axis(a, d):
+    for i in numba.prange(a.shape[0]):
+        s = 0.0
+        for k in range(a.shape[2]):
+            s += a[i, k]
+        d[i] = s
+
+
+@pytest.mark.parametrize("cols", [4, 40])
+def test_shape_bounds_compile_in_and_match_numba(dev, cols):
+    h = np.random.default_rng(cols).random((301, cols))
+    want = np.zeros(301)
+    numba.njit(parallel=True)(row_norms)(h, want)
+    f = kapi.dpjit(row_norms)
+    d = kapi.zeros(301, device=dev)
+    f(kapi.asarray(h, device=dev), d)
+    np.testing.assert_allclose(d.asnumpy(), want, rtol=1e-14)
+    (k,) = f.kernels
+    # `a.shape[1]` in the range bound: passed by the launch, compiled in up to 16
+    assert ("__kapi_dim1_a" in _params(k)) == (cols > 16)
+    consts = [c.cell_contents for c in k.py_func.__closure__ or ()]
+    assert (cols in consts) == (cols <= 16)
+
+
+def test_shape_bound_of_a_missing_axis_is_the_kernels_error(dev):
+    f = kapi.dpjit(bad_axis)
+    with pytest.raises(KernelTypingError, match="test_dpjit_unroll.py") as e:
+        f(kapi.zeros((3, 4), device=dev), kapi.zeros(3, device=dev))
+    assert "__kapi_dim" not in str(e.value)
