@@ -5,9 +5,12 @@ compiled by Numba's njit per argument types (_dpjit_host.py); where Numba cannot
 the call raises HostCompileError, or (host="python") runs in CPython. Each loop's kernel is
 generated per shape on the first launch needing it (_kernel_def).
 Loops with reductions or last values run over the linearised nest: on GPUs as a 1-D nd-range
-kernel (a grid-stride loop, a work-group tree per reduction, one partial per group), on the
-CPU device as a barrier-free Range kernel of contiguous blocks (one partial per work-item);
-the host combines the partials. The others run one work-item per iteration. Loops whose
+kernel (a grid-stride loop, a work-group tree per reduction, one partial per group, in host
+memory), on the CPU device as a barrier-free Range kernel of contiguous blocks (one partial
+per work-item); small bodies fold into several independent accumulators (_fold_loop); the
+host combines the partials, from a per-loop plan (_Plan) and kept arrays (_Buffers). Small
+trip counts of the body's range() loops are compiled into per-value kernels (_trip_vars,
+_ShapeBounds). The others run one work-item per iteration. Loops whose
 results the host does not read go to the queue without a wait (_async_loops): the pending
 launches live in a per-call context (_Calls) that the launchers share, outside the launch's
 Numba-typed signature."""
