@@ -309,6 +309,34 @@ def cuda_peers():
         if t == 0:
             parts[cuda.blockIdx.x] = tree[0]
 
+    @cuda.jit
+    def c_sumsq4(a, parts):
+        # kapi's GPU shape since branch dpjit-perf2: four independent accumulators per
+        # thread (four loads in flight), then the same block tree
+        tree = cuda.shared.array(256, numba.float64)
+        s0 = s1 = s2 = s3 = 0.0
+        i, step, n = cuda.grid(1), cuda.gridsize(1), a.shape[0]
+        while i + 3 * step < n:
+            s0 += a[i] * a[i]
+            s1 += a[i + step] * a[i + step]
+            s2 += a[i + 2 * step] * a[i + 2 * step]
+            s3 += a[i + 3 * step] * a[i + 3 * step]
+            i += 4 * step
+        while i < n:
+            s0 += a[i] * a[i]
+            i += step
+        t = cuda.threadIdx.x
+        tree[t] = (s0 + s1) + (s2 + s3)
+        cuda.syncthreads()
+        w = 128
+        while w > 0:
+            if t < w:
+                tree[t] += tree[t + w]
+            cuda.syncthreads()
+            w //= 2
+        if t == 0:
+            parts[cuda.blockIdx.x] = tree[0]
+
     def blocks(n, threads=256):
         return (n + threads - 1) // threads
 
@@ -344,15 +372,18 @@ def cuda_peers():
 
         return run
 
-    def total(a):
-        ngroups = min(blocks(a.shape[0], group), 1024)
+    def total(a, kernel=c_sumsq, per_item=1):
+        ngroups = max(1, min(blocks(a.shape[0], group * per_item), 1024))
         parts = cuda.device_array(ngroups)
 
         def run():
-            c_sumsq[ngroups, group](a, parts)
+            kernel[ngroups, group](a, parts)
             return np.sqrt(parts.copy_to_host().sum())
 
         return run
+
+    def total4(a):
+        return total(a, c_sumsq4, 16)  # kapi's group count: 16 iterations per thread at least
 
     return {
         "black-scholes": bs,
@@ -360,6 +391,7 @@ def cuda_peers():
         "kmeans-step": km,
         "l2-norm-rows": rows,
         "l2-norm-total": total,
+        "l2-norm-total-x4": total4,
         "_to_device": cuda.to_device,
     }
 
@@ -450,6 +482,13 @@ def run_workload(spec, opt, rng, peers, gpu):
         check(name, "numba-cuda", got, want, outs, returns)
         t_kapi, t_cuda = paired(lambda: dj(*kargs), crun, opt.reps)
         report(name, size, "gpu", t_kapi, "numba-cuda", t_cuda)
+        if f"{name}-x4" in peers:  # the peer with kapi's unrolled loop too (not in the mean)
+            crun4 = peers[f"{name}-x4"](*cargs)
+            got = [*cargs, crun4()]
+            check(name, "numba-cuda x4", got, want, outs, returns)
+            t_kapi, t_cuda = paired(lambda: dj(*kargs), crun4, opt.reps)
+            report(name, size, "gpu", t_kapi, "numba-cuda x4", t_cuda)
+            ROWS.pop()
     return time.perf_counter() - t0
 
 

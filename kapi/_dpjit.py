@@ -5,9 +5,12 @@ compiled by Numba's njit per argument types (_dpjit_host.py); where Numba cannot
 the call raises HostCompileError, or (host="python") runs in CPython. Each loop's kernel is
 generated per shape on the first launch needing it (_kernel_def).
 Loops with reductions or last values run over the linearised nest: on GPUs as a 1-D nd-range
-kernel (a grid-stride loop, a work-group tree per reduction, one partial per group), on the
-CPU device as a barrier-free Range kernel of contiguous blocks (one partial per work-item);
-the host combines the partials. The others run one work-item per iteration. Loops whose
+kernel (a grid-stride loop, a work-group tree per reduction, one partial per group, in host
+memory), on the CPU device as a barrier-free Range kernel of contiguous blocks (one partial
+per work-item); small bodies fold into several independent accumulators (_fold_loop); the
+host combines the partials, from a per-loop plan (_Plan) and kept arrays (_Buffers). Small
+trip counts of the body's range() loops are compiled into per-value kernels (_trip_vars,
+_ShapeBounds). The others run one work-item per iteration. Loops whose
 results the host does not read go to the queue without a wait (_async_loops): the pending
 launches live in a per-call context (_Calls) that the launchers share, outside the launch's
 Numba-typed signature."""
@@ -187,6 +190,9 @@ class _Loop:
         self.lasts: list[str] = []  # body variables the host reads: they leave a last value
         self.kbody: list[ast.stmt] = []  # the body as kernel code (_kernel_body)
         self.last_targets: list[str] = []  # loop variables the host reads
+        self.trip_vars: set[str] = set()  # free variables read only in range() bounds
+        self.dims: list[tuple[str, str, int]] = []  # (name, array, axis): `a.shape[k]` bounds
+        self.kbody_dims: list[ast.stmt] = []  # kbody reading those as the names
 
     @property
     def ndrange(self) -> bool:
@@ -593,14 +599,17 @@ class _BodyRewriter(ast.NodeTransformer):
 _NONNEG = 0x7FFFFFFFFFFFFFFF  # `x & _NONNEG` is x for x >= 0, and known >= 0 by pyfront
 
 
-def _kernel_params(loop: _Loop, shape: str) -> list[str]:
+def _kernel_params(loop: _Loop, shape: str, fixed=(), dims=False) -> list[str]:
+    """fixed: free variables the kernel sees as constants (_trip_consts), not parameters;
+    dims: the kernel takes loop.dims after the free variables (_ShapeBounds)."""
     n = len(loop.loops)
     bounds = [f"__kapi_{w}{d}" for d in range(n) for w in ("start", "step")]
+    free = [v for v in _free_names(loop, dims) if v not in fixed]
     if shape == "range":
-        return [_ITEM, *loop.free, *bounds]
+        return [_ITEM, *free, *bounds]
     return [
         _ITEM,
-        *loop.free,
+        *free,
         *[_part(r) for r in loop.reductions],
         *[f"__kapi_init_{r}" for r in loop.reductions],
         *[_last(v) for v in loop.lasts],
@@ -619,17 +628,123 @@ def _kernel_body(loop: _Loop, resolver: _Resolver) -> list[ast.stmt]:
     return [rewriter.visit(s) for s in loop.body]
 
 
-def _kernel_def(loop: _Loop, kname: str, shape: str, form: str) -> ast.FunctionDef:
+# Trip counts as constants: a free variable the body reads only in range() bounds (`dims` in
+# `for k in range(dims)`) whose value at a launch is a small non-negative int is compiled into
+# the kernel as a constant, one kernel per value: the short inner loop is then unrolled, where
+# a run-time count of 3 cost the CPU device more per iteration of the prange loop than Numba's
+# loop (bench/RESULTS.md, issue 14). Larger values take the general kernel.
+_TRIP_CONST_MAX = 16
+
+
+def _trip_vars(loop: _Loop, resolver: _Resolver) -> set[str]:
+    """Free variables of the loop every read of which is inside the bounds of a `for ... in
+    range(...)` (or an inner prange) of the body."""
+    total: dict[str, int] = {}
+    in_bounds: dict[str, int] = {}
+    for n in _walk_scope(loop.body):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            total[n.id] = total.get(n.id, 0) + 1
+        if not (isinstance(n, ast.For) and isinstance(n.iter, ast.Call)):
+            continue
+        func = n.iter.func
+        ranged = isinstance(func, ast.Name) and func.id == "range" and resolver.is_builtin("range")
+        if ranged or resolver.is_prange(n):
+            for m in _walk_scope(n.iter.args):
+                if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Load):
+                    in_bounds[m.id] = in_bounds.get(m.id, 0) + 1
+    return {v for v in loop.free if total.get(v) and in_bounds.get(v) == total[v]}
+
+
+class _ShapeBounds(ast.NodeTransformer):
+    """In the bounds of the body's range loops, `a.shape[k]` of a free variable `a` (k a
+    constant) becomes a name the launch passes (and may compile in, as a trip count)."""
+
+    def __init__(self, free):
+        self.free = set(free)
+        self.dims: dict[tuple[str, int], str] = {}
+
+    def visit_For(self, node):
+        node = self.generic_visit(node)
+        it = node.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+            it.args = [self._bound(a) for a in it.args]
+        return node
+
+    def _bound(self, e):
+        if (
+            isinstance(e, ast.Subscript)
+            and isinstance(e.value, ast.Attribute)
+            and e.value.attr == "shape"
+            and isinstance(e.value.value, ast.Name)
+            and e.value.value.id in self.free
+            and isinstance(e.slice, ast.Constant)
+            and type(e.slice.value) is int
+            and e.slice.value >= 0
+        ):
+            key = (e.value.value.id, e.slice.value)
+            name = self.dims.setdefault(key, f"__kapi_dim{key[1]}_{key[0]}")
+            return ast.copy_location(_name(name), e)
+        if isinstance(e, (ast.BinOp, ast.UnaryOp)):
+            for field in ("left", "right", "operand"):
+                if hasattr(e, field):
+                    setattr(e, field, self._bound(getattr(e, field)))
+        return e
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_Lambda = visit_ClassDef = visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def _shape_bounds(loop: _Loop, resolver: _Resolver) -> None:
+    """loop.dims and loop.kbody_dims (see _ShapeBounds), when the body has such bounds."""
+    if not resolver.is_builtin("range"):
+        return
+    t = _ShapeBounds(loop.free)
+    body = [t.visit(s) for s in copy.deepcopy(loop.kbody)]
+    if t.dims:
+        loop.dims = [(name, a, k) for (a, k), name in t.dims.items()]
+        loop.kbody_dims = body
+
+
+def _dim_values(loop: _Loop, args):
+    """The values of loop.dims for the launch's free values, or None where one is not an
+    array with that axis (the kernel then reads `a.shape[k]` itself, or fails to compile
+    with the body's own error)."""
+    out = []
+    for _, a, k in loop.dims:
+        x = args[loop.free.index(a)]
+        if not isinstance(x, (Array, np.ndarray)) or x.ndim <= k:
+            return None
+        out.append(x.shape[k])
+    return out
+
+
+def _trip_consts(trips, args) -> tuple:
+    """((name, value), ...) of the trip-count variables (trips: (index in args, name)) whose
+    values are small enough to compile in."""
+    return tuple(
+        (n, args[k]) for k, n in trips if type(args[k]) is int and 0 <= args[k] <= _TRIP_CONST_MAX
+    )
+
+
+def _free_names(loop: _Loop, dims: bool) -> list[str]:
+    return [*loop.free, *(n for n, _, _ in loop.dims)] if dims else loop.free
+
+
+def _kernel_def(
+    loop: _Loop, kname: str, shape: str, form: str, fixed=(), dims=False
+) -> ast.FunctionDef:
     build = {"range": _range_stmts, "tree": _tree_stmts, "blocks": _block_stmts}[shape]
     first = loop.loops[0]
     args = ast.arguments(
         posonlyargs=[],
-        args=[ast.arg(arg=p) for p in _kernel_params(loop, shape)],
+        args=[ast.arg(arg=p) for p in _kernel_params(loop, shape, fixed, dims)],
         kwonlyargs=[],
         kw_defaults=[],
         defaults=[],
     )
-    stmts = build(loop, copy.deepcopy(loop.kbody), form)
+    stmts = build(loop, copy.deepcopy(loop.kbody_dims if dims else loop.kbody), form)
     fdef = ast.FunctionDef(name=kname, args=args, body=stmts, decorator_list=[])
     return ast.copy_location(fdef, first)
 
@@ -1083,12 +1198,18 @@ def _last_value(value, host: np.ndarray):
     return value.dtype.type(x)
 
 
+_F64 = np.dtype(np.float64)
+_SCALAR_SAFE = {np.add: float.__add__, np.multiply: float.__mul__}
+
+
 def _combine(ufunc, value, part: np.ndarray):
     """value (the variable before the loop) combined once with the group partials, in the
     accumulator's dtype; a Python int/float stays one. Called under np.errstate(all="ignore"):
     integers wrap, as in the kernel."""
     dt = part.dtype
     total = ufunc.reduce(part, dtype=dt)
+    if type(value) is float and dt == _F64 and ufunc in _SCALAR_SAFE:
+        return float(_SCALAR_SAFE[ufunc](value, total))  # the same float64 operation
     if isinstance(value, (int, float)):
         out = ufunc(dt.type(value), total, dtype=dt).item()
         return float(out) if isinstance(value, float) else int(out)
@@ -1124,14 +1245,19 @@ class _Kernels:
         self.fn, self.cells, self.filename = fn, cells, filename
         self.made: dict[tuple[str, bool], object] = {}
 
-    def get(self, shape: str, form: str):
-        kern = self.made.get((shape, form))
+    def get(self, shape: str, form: str, consts: tuple = (), dims: bool = False):
+        """consts: ((name, value), ...) of free variables the kernel takes as constants;
+        dims: whether it takes loop.dims (_ShapeBounds)."""
+        kern = self.made.get((shape, form, consts, dims))
         if kern is None:
-            defn = _kernel_def(self.loop, self.kname, shape, form)
-            kcode = _factory(defn, list(self.cells), self.filename)
-            kfunc = _make_function(kcode, self.fn, self.cells)
+            fixed = [n for n, _ in consts]
+            defn = _kernel_def(self.loop, self.kname, shape, form, fixed, dims)
+            cells = dict(self.cells)
+            cells.update((n, types.CellType(v)) for n, v in consts)
+            kcode = _factory(defn, list(cells), self.filename)
+            kfunc = _make_function(kcode, self.fn, cells)
             kfunc.__qualname__ = self.qualname
-            kern = self.made[(shape, form)] = _kernel_decorator(kfunc)
+            kern = self.made[(shape, form, consts, dims)] = _kernel_decorator(kfunc)
         return kern
 
 
@@ -1142,13 +1268,13 @@ class _Plan:
 
     __slots__ = ("kern", "blocks", "width", "make", "part_dts", "inits", "ufuncs", "last_dts")
 
-    def __init__(self, kernels: _Kernels, loop: _Loop, where: str, q, form, forced, reds, lasts):
+    def __init__(self, kernels, loop: _Loop, where: str, q, form, variant, forced, reds, lasts):
         make, fp64, cpu_units = _allocator(q)
         self.make = make
         self.blocks = _reduce_shape(cpu_units is not None, forced) == "blocks"
         # blocks forced on a GPU: as many work-items as the tree's largest launch
         self.width = _MAX_GROUPS * _GROUP if cpu_units is None else cpu_units * _BLOCKS_PER_UNIT
-        self.kern = kernels.get("blocks" if self.blocks else "tree", form)
+        self.kern = kernels.get("blocks" if self.blocks else "tree", form, *variant)
         self.part_dts, self.inits, self.ufuncs = [], [], []
         for name, v in zip(loop.reductions, reds, strict=True):
             kind = loop.red_kinds[name]
@@ -1182,22 +1308,35 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
     shapes: dict = {}  # (plan key, total) -> (geometry, pool of _Buffers)
     ndims = len(loop.loops)
     forced = os.environ.get("KAPI_DPJIT_REDUCE")  # read once per function: a launch is hot
+    # the trip-count variables (index in the kernel's free values, name), without and with
+    # loop.dims (those are read only in range bounds by construction)
+    trip_names = loop.trip_vars | {n for n, _, _ in loop.dims}
+    trips = [
+        [(k, n) for k, n in enumerate(_free_names(loop, dims)) if n in trip_names]
+        for dims in (False, True)
+    ]
 
     def launch(bounds, args, red_values, last_values):
         """What the host assigns after the loop: (reduction values, whether the loop ran, the
         last values, which loop variables it set, their values). A loop that ran no iteration
         hands back the values from before it; a loop variable is set when its loop ran."""
         pending = calls.pending()
-        try:
-            counts, starts = _bounds(bounds)
-        except BaseException:
-            if pending:
-                _settle(pending, stats)
-            raise
-        total = counts[0]
-        for c in counts[1:]:
-            total *= c
-        idx = tuple(starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] for d in range(ndims))
+        b0 = bounds[0]
+        if ndims == 1 and len(b0) == 1 and type(b0[0]) is int:  # prange(n): the usual one
+            n = b0[0]
+            total = n if n > 0 else 0
+            counts, starts, idx = [total], [0, 1], (n - 1,)
+        else:
+            try:
+                counts, starts = _bounds(bounds)
+            except BaseException:
+                if pending:
+                    _settle(pending, stats)
+                raise
+            total = counts[0]
+            for c in counts[1:]:
+                total *= c
+            idx = tuple(starts[2 * d] + (counts[d] - 1) * starts[2 * d + 1] for d in range(ndims))
         if not total:
             ran = tuple(all(counts[: d + 1]) for d in range(ndims))
             idx = tuple(i if r else 0 for i, r in zip(idx, ran, strict=True))
@@ -1205,16 +1344,29 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
                 _settle(pending, stats)
             return tuple(red_values), False, tuple(last_values), ran, idx
         form = _bounds_form(starts)
+        dims = False
+        if loop.dims:
+            extra = _dim_values(loop, args)
+            if extra is not None:
+                args, dims = (*args, *extra), True
+        consts = ()
+        if trips[dims]:
+            consts = _trip_consts(trips[dims], args)
+            if consts:
+                fixed = {n for n, _ in consts}
+                names = _free_names(loop, dims)
+                args = tuple(a for a, n in zip(args, names, strict=True) if n not in fixed)
+        variant = (consts, dims)
         if not loop.ndrange:
             # the innermost loop (last in bounds) is dimension 0
-            kern, rng = kernels.get("range", form), Range(*reversed(counts))
+            kern, rng = kernels.get("range", form, *variant), Range(*reversed(counts))
             _submit(kern, rng, (*args, *starts), pending, wait, stats)
             return (), True, (), (True,) * ndims, idx
         q = _placement(args)
-        pkey = (q, form, *map(type, red_values), *map(type, last_values))
+        pkey = (q, form, variant, *map(type, red_values), *map(type, last_values))
         plan = plans.get(pkey)
         if plan is None:
-            plan = _Plan(kernels, loop, where, q, form, forced, red_values, last_values)
+            plan = _Plan(kernels, loop, where, q, form, variant, forced, red_values, last_values)
             plans[pkey] = plan
         shape = shapes.get((pkey, total))
         if shape is None:
@@ -1713,6 +1865,8 @@ def _transform(fn):
     launches = []  # (launch function, loop dimensions): the host function calls them
     for k, (node, nest) in enumerate(nests):
         nest.kbody = _kernel_body(nest, resolver)
+        nest.trip_vars = _trip_vars(nest, resolver)
+        _shape_bounds(nest, resolver)
         kname, qualname = f"{fn.__name__}__prange{k}", f"{fn.__qualname__}.<prange{k}>"
         kerns = _Kernels(nest, kname, qualname, fn, cells, filename)
         kernels.append(kerns)

@@ -19,6 +19,7 @@ from kapi_testing import devices_or_skip
 
 import kapi
 from kapi import _dpjit
+from pyfront import KernelTypingError
 
 DEVICES = devices_or_skip()
 
@@ -269,3 +270,119 @@ def test_launches_reuse_their_partial_arrays(dev, monkeypatch):
     assert part.usm_type == ("device" if dev.device_type == "cpu" else "host")
     assert f(kapi.asarray(h[:7], device=dev)) == pytest.approx(np.sqrt((h[:7] ** 2).sum()))
     assert len(made) == 2  # another geometry: its own arrays
+
+
+# -- trip counts compiled in -------------------------------------------------------------------
+
+
+def pairwise(x1, x2, dist):
+    dims = x1.shape[1]
+    for i in numba.prange(x1.shape[0]):
+        for j in numba.prange(x2.shape[0]):
+            d = 0.0
+            for k in range(dims):
+                tmp = x1[i, k] - x2[j, k]
+                d += tmp * tmp
+            dist[i, j] = np.sqrt(d)
+
+
+def scaled_rows(a, reps, out):
+    s = 0.0
+    for i in numba.prange(a.shape[0]):
+        t = 0.0
+        for _ in range(1, reps + 1):
+            t += a[i]
+        out[i] = t * reps  # `reps` is read outside range(): it stays a parameter
+        s += t
+    return s
+
+
+def counted(a, m):
+    s = 0
+    for i in numba.prange(a.shape[0]):
+        for k in range(m):
+            s += a[i] + k
+    return s
+
+
+def _params(k):
+    code = k.py_func.__code__
+    return code.co_varnames[: code.co_argcount]
+
+
+@pytest.mark.parametrize("dims", [1, 3, 16, 17])
+def test_small_trip_counts_compile_in_and_match_numba(dev, dims):
+    rng = np.random.default_rng(dims)
+    x1, x2 = rng.random((37, dims)), rng.random((53, dims))
+    want = np.zeros((37, 53))
+    numba.njit(parallel=True)(pairwise)(x1, x2, want)
+    f = kapi.dpjit(pairwise)
+    dist = kapi.zeros((37, 53), device=dev)
+    f(kapi.asarray(x1, device=dev), kapi.asarray(x2, device=dev), dist)
+    np.testing.assert_allclose(dist.asnumpy(), want, rtol=1e-14)
+    (k,) = f.kernels
+    # up to 16 the count is a constant of the kernel (one kernel per value), beyond it a
+    # parameter
+    assert ("dims" in _params(k)) == (dims > 16)
+
+
+def test_trip_count_kernels_per_value_and_reductions(dev):
+    a = np.arange(1000, dtype=np.int64)
+    f = kapi.dpjit(counted)
+    x = kapi.asarray(a, device=dev)
+    nj = numba.njit(parallel=True)(counted)
+    for m in (0, 2, 5, 2, 40, 41, -3):
+        assert f(x, m) == nj(a, m)
+    # 0, 2, 5 compiled in (2 twice: one kernel); 40, 41 and -3 share the general kernel
+    assert sorted("m" in _params(k) for k in f.kernels) == [False, False, False, True]
+
+
+def test_variables_read_outside_range_stay_parameters(dev):
+    h = np.arange(100.0)
+    out = kapi.zeros(100, device=dev)
+    want_out = np.zeros(100)
+    want = numba.njit(parallel=True)(scaled_rows)(h, 3, want_out)
+    f = kapi.dpjit(scaled_rows)
+    assert f(kapi.asarray(h, device=dev), 3, out) == want
+    np.testing.assert_array_equal(out.asnumpy(), want_out)
+    (k,) = f.kernels
+    assert "reps" in _params(k)
+
+
+def row_norms(a, d):
+    for i in numba.prange(a.shape[0]):
+        s = 0.0
+        for k in range(a.shape[1]):
+            s += a[i, k] * a[i, k]
+        d[i] = np.sqrt(s)
+
+
+def bad_axis(a, d):
+    for i in numba.prange(a.shape[0]):
+        s = 0.0
+        for k in range(a.shape[2]):
+            s += a[i, k]
+        d[i] = s
+
+
+@pytest.mark.parametrize("cols", [4, 40])
+def test_shape_bounds_compile_in_and_match_numba(dev, cols):
+    h = np.random.default_rng(cols).random((301, cols))
+    want = np.zeros(301)
+    numba.njit(parallel=True)(row_norms)(h, want)
+    f = kapi.dpjit(row_norms)
+    d = kapi.zeros(301, device=dev)
+    f(kapi.asarray(h, device=dev), d)
+    np.testing.assert_allclose(d.asnumpy(), want, rtol=1e-14)
+    (k,) = f.kernels
+    # `a.shape[1]` in the range bound: passed by the launch, compiled in up to 16
+    assert ("__kapi_dim1_a" in _params(k)) == (cols > 16)
+    consts = [c.cell_contents for c in k.py_func.__closure__ or ()]
+    assert (cols in consts) == (cols <= 16)
+
+
+def test_shape_bound_of_a_missing_axis_is_the_kernels_error(dev):
+    f = kapi.dpjit(bad_axis)
+    with pytest.raises(KernelTypingError, match="test_dpjit_unroll.py") as e:
+        f(kapi.zeros((3, 4), device=dev), kapi.zeros(3, device=dev))
+    assert "__kapi_dim" not in str(e.value)
