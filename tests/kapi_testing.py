@@ -18,6 +18,13 @@ def devices_or_skip():
         pytest.skip(f"no kapi runtime: {e}", allow_module_level=True)
 
 
+def needs_cpu_device():
+    """Skip, with the reason, a test that needs kapi's CPU device (NumPy array arguments,
+    `device="cpu"`) in a run whose KAPI_DRIVERS leaves that driver out."""
+    if not any(d.device_type == "cpu" for d in kapi.devices()):
+        pytest.skip("needs kapi's CPU device, which KAPI_DRIVERS leaves out in this run")
+
+
 def line_of(fn, text):
     """Line number of the first source line of `fn` containing `text`."""
     src, start = inspect.getsourcelines(fn)

@@ -3,6 +3,7 @@ and PyTorch (DLPack). Skipped where there is no CUDA device or library."""
 
 import numpy as np
 import pytest
+from kapi_testing import needs_cpu_device
 
 import kapi
 
@@ -27,6 +28,10 @@ def test_export_dlpack_device_and_cai():
     assert a.__dlpack_device__() == (2, 0)
     cai = a.__cuda_array_interface__
     assert cai["data"][0] == a.data_ptr and cai["shape"] == (8,) and cai["typestr"] == "<f4"
+
+
+def test_cpu_arrays_have_no_cuda_array_interface():
+    needs_cpu_device()
     with pytest.raises(AttributeError):
         _ = kapi.zeros(2, device="cpu").__cuda_array_interface__
 

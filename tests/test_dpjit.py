@@ -10,7 +10,7 @@ import warnings
 import numba
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip, line_of
+from kapi_testing import devices_or_skip, line_of, needs_cpu_device
 
 import kapi
 import kapi as dpex
@@ -914,6 +914,7 @@ def test_reduction_kernel_finalises_for_cuda(which, monkeypatch):
     # no atomics
     from nvptx_util import finalise
 
+    needs_cpu_device()
     monkeypatch.setenv("KAPI_DPJIT_REDUCE", "tree")  # a GPU's shape, compiled on the CPU
 
     fn = globals()[which]
