@@ -4,7 +4,7 @@ kapi's scalar type names as signature entries and conversions."""
 import numba
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip
+from kapi_testing import devices_or_skip, needs_cpu_device
 from numba import float32, int32, int64, types, void
 from numba.core.errors import TypingError
 
@@ -58,6 +58,7 @@ def test_eager_compilation_of_a_kernel_without_item():
 
     k = dpex.kernel((types.float64[::1],))(scale)
     assert [ck.index for ck in k.overloads.values()] == [None]
+    needs_cpu_device()  # NumPy arguments
     a = np.ones(1)
     with pytest.warns(DeprecationWarning):
         dpex.call_kernel(k, kapi.Range(1), a)

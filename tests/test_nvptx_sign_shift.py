@@ -7,6 +7,7 @@ PTX for the kernel that showed it, here on any machine (the finaliser needs no G
 import re
 
 import numpy as np
+from kapi_testing import needs_cpu_device
 from nvptx_util import ptx_of
 
 import kapi
@@ -23,6 +24,7 @@ def mod_sum(item, a, out):
 
 
 def test_python_mod_of_negative_i64_has_no_overlong_unsigned_bfe():
+    needs_cpu_device()
     h = np.arange(-10, 10, dtype=np.int64)
     out = kapi.zeros(20, dtype=np.int64, device="cpu")
     kapi.call_kernel(mod_sum, kernel_api.Range(20), kapi.asarray(h, device="cpu"), out)
@@ -44,6 +46,7 @@ def test_rotate_by_register_masks_its_amount():
     `& 63` (a rotate's own modulo, which the combiner assumes): `~(1 << (u & 63))` of a uint32
     u >= 64 was 0 on the H100 (long fuzz run, seed 2000 kernel 2017). The finaliser patches the
     printed rotate to mask its amount; ptxas accepts the result."""
+    needs_cpu_device()
     import os
     import shutil
     import subprocess
