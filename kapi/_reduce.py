@@ -115,26 +115,29 @@ def _fold_step(
     ]
 
 
-def _arg_unrolled(op: str, is_float: bool, first_pass: bool, conv) -> list[str]:
-    """The strided loop of an arg-reduction with _UNROLL independent (value, index) pairs
-    (all loads issued before the compares: several in flight, as for the other reductions),
-    then the pairs folded into (acc, acci) by the same step: ties keep the smallest index,
-    so the result is the first occurrence whatever pair saw it."""
+def _unrolled(op, is_float, first_pass, conv, *, arg, step, bound, row, pad) -> list[str]:
+    """A strided fold with _UNROLL independent accumulators (for arg-reductions (value, index)
+    pairs): all loads issued before the folds, several in flight, then the accumulators folded
+    into (acc, acci) by the same step; for arg-reductions ties keep the smallest index, so the
+    result is the first occurrence whatever pair saw it. `step` and `bound` name the stride
+    and the end, `row` the row variable of the index array, `pad` the loop's indentation."""
     u = _UNROLL
     lines = []
     for k in range(1, u):
-        lines += [f"    a{k} = ident", f"    ai{k} = big"]
-    lines.append(f"    while j + {u - 1} * step < end:")
+        lines.append(f"{pad}a{k} = ident")
+        if arg:
+            lines.append(f"{pad}ai{k} = big")
+    lines.append(f"{pad}while j + {u - 1} * {step} < {bound}:")
     for k in range(u):
-        lines.append(f"        v{k} = {conv('j' if k == 0 else f'j + {k} * step')}")
+        lines.append(f"{pad}    v{k} = {conv('j' if k == 0 else f'j + {k} * {step}')}")
     for k in range(u):
-        at = "j" if k == 0 else f"j + {k} * step"
-        idx = at if first_pass else f"xi[row, {at}]"
+        at = "j" if k == 0 else f"j + {k} * {step}"
+        idx = at if first_pass else f"xi[{row}, {at}]"
         a, ai = ("acc", "acci") if k == 0 else (f"a{k}", f"ai{k}")
-        lines += _fold_step(op, is_float, idx, "        ", a, ai, f"v{k}")
-    lines.append(f"        j += {u} * step")
+        lines += _fold_step(op, is_float, idx, pad + "    ", a, ai, f"v{k}")
+    lines.append(f"{pad}    j += {u} * {step}")
     for k in range(1, u):
-        lines += _fold_step(op, is_float, f"ai{k}", "    ", "acc", "acci", f"a{k}")
+        lines += _fold_step(op, is_float, f"ai{k}", pad, "acc", "acci", f"a{k}")
     return lines
 
 
@@ -214,7 +217,17 @@ def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fu
             ]
         lines.append(f"    acc = {names[0]}")
     elif not chunked and ARG_UNROLL:
-        lines += _arg_unrolled(op, is_float, first_pass, conv)
+        lines += _unrolled(
+            op,
+            is_float,
+            first_pass,
+            conv,
+            arg=True,
+            step="step",
+            bound="end",
+            row="row",
+            pad="    ",
+        )
     lines += ["    while j < end:", f"        v = {conv('j')}"]
     lines += _fold_step(op, is_float, "j" if first_pass else "xi[row, j]", "        ")
     lines.append("        j += step")
@@ -265,22 +278,17 @@ def _cols_source(op: str, is_float: bool, first_pass: bool) -> str:
         return f"np.int32({load} != 0)" if op in ("any", "all") else f"ACC({load})"
 
     if COLS_UNROLL:  # independent accumulators: _UNROLL loads in flight per work-item
-        u = _UNROLL
-        for k in range(1, u):
-            lines.append(f"        a{k} = ident")
-            if arg:
-                lines.append(f"        ai{k} = big")
-        lines.append(f"        while j + {u - 1} * parts < n:")
-        for k in range(u):
-            lines.append(f"            v{k} = {conv('j' if k == 0 else f'j + {k} * parts')}")
-        for k in range(u):
-            at = "j" if k == 0 else f"j + {k} * parts"
-            idx = at if first_pass else f"xi[r, {at}]"
-            a, ai = ("acc", "acci") if k == 0 else (f"a{k}", f"ai{k}")
-            lines += _fold_step(op, is_float, idx, "            ", a, ai, f"v{k}")
-        lines.append(f"            j += {u} * parts")
-        for k in range(1, u):
-            lines += _fold_step(op, is_float, f"ai{k}", "        ", "acc", "acci", f"a{k}")
+        lines += _unrolled(
+            op,
+            is_float,
+            first_pass,
+            conv,
+            arg=arg,
+            step="parts",
+            bound="n",
+            row="r",
+            pad="        ",
+        )
     lines += ["        while j < n:", f"            v = {conv('j')}"]
     lines += _fold_step(op, is_float, "j" if first_pass else "xi[r, j]", "            ")
     lines += ["            j += parts", "        out[p, r] = acc"]
