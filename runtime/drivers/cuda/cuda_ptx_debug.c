@@ -21,12 +21,14 @@ const char *cuda_ptx_debug_dir(void) {
 static int is_instruction(const char *line, size_t len, int in_body) {
   if (!in_body || len == 0 || (line[0] != '\t' && line[0] != ' ')) return 0;
   size_t i = 0;
-  while (i < len && (line[i] == '\t' || line[i] == ' ')) ++i;
+  while (i < len && (line[i] == '\t' || line[i] == ' '))
+    ++i;
   if (i == len) return 0;
   char c = line[i];
   if (c == '.' || c == '{' || c == '}' || c == '/' || c == ')' || c == '(') return 0;
   size_t end = len;
-  while (end > i && (line[end - 1] == ' ' || line[end - 1] == '\r')) --end;
+  while (end > i && (line[end - 1] == ' ' || line[end - 1] == '\r'))
+    --end;
   return line[end - 1] != ':' && line[end - 1] != ',';
 }
 
@@ -47,7 +49,8 @@ char *cuda_ptx_debug_annotate(const char *dir, const char *ptx) {
   char path[4096];
   write_copy(dir, ptx, path, sizeof path);
   size_t n = strlen(ptx), lines = 1;
-  for (size_t i = 0; i < n; ++i) lines += ptx[i] == '\n';
+  for (size_t i = 0; i < n; ++i)
+    lines += ptx[i] == '\n';
   size_t cap = n + lines * 24 + strlen(path) + 64;
   char *out = malloc(cap);
   if (!out) return NULL;
