@@ -341,16 +341,7 @@ def reduce(op, a, axis=None, identity=None, dtype=None, keepdims=False):
         # the host path once per key; later calls replay its launches (kapi/_replay.py)
         key = ("reduce", op, a._shape, a._strides, a._dtype, axis, dtype, keepdims, a._queue)
         key += (a._usm_type, REDUCE)
-        try:
-            plan = _PLANS.get(key, False)
-        except TypeError:  # an unhashable op: the general path (which words its error)
-            plan = None
-        if plan is False:
-            return _replay.record(
-                key, _PLANS, a, _reduce_general, op, a, axis, None, dtype, keepdims
-            )
-        if plan is not None:
-            return plan.replay(a)
+        return _replay.call(key, _PLANS, a, _reduce_general, op, a, axis, None, dtype, keepdims)
     return _reduce_general(op, a, axis, identity, dtype, keepdims)
 
 
@@ -862,14 +853,7 @@ def scan(a, op="add", axis=None, inclusive=True, identity=None, dtype=None):
         # the host path once per key; later calls replay its launches (kapi/_replay.py)
         key = ("scan", op, a._shape, a._strides, a._dtype, axis, inclusive, dtype, a._queue)
         key += (a._usm_type, SCAN, SCAN_SUMS, SCAN_GROUPS, SCAN_ITEMS)
-        try:
-            plan = _PLANS.get(key, False)
-        except TypeError:  # an unhashable op: the general path (which words its error)
-            plan = None
-        if plan is False:
-            return _replay.record(key, _PLANS, a, _scan, a, op, axis, inclusive, None, dtype)
-        if plan is not None:
-            return plan.replay(a)
+        return _replay.call(key, _PLANS, a, _scan, a, op, axis, inclusive, None, dtype)
     return _scan(a, op, axis, inclusive, identity, dtype)
 
 

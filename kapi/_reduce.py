@@ -581,23 +581,16 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
     if (
         type(x) is Array
         and x._shape
+        and x.size
+        and type(keepdims) is bool
         and (
             axis is None
             or type(axis) is int
             or (type(axis) is tuple and all(type(a) is int for a in axis))
         )
     ):
-        key = (op, x._shape, x._strides, x._dtype, axis, keepdims is True, x._queue, x._usm_type)
-        plan = _PLANS.get(key, False)
-        if plan is False:
-            if not x.size or (keepdims is not True and keepdims is not False):
-                res = _reduce(op, x, axis, keepdims)
-            else:
-                res = _replay.record(key, _PLANS, x, _reduce, op, x, axis, keepdims)
-        elif plan is None:
-            res = _reduce(op, x, axis, keepdims)
-        else:
-            res = plan.replay(x)
+        key = (op, x._shape, x._strides, x._dtype, axis, keepdims, x._queue, x._usm_type)
+        res = _replay.call(key, _PLANS, x, _reduce, op, x, axis, keepdims)
     else:
         res = _reduce(op, x, axis, keepdims)
     if out is not None:

@@ -290,6 +290,19 @@ def clear_plans() -> None:
         d.clear()
 
 
+def call(key, cache: dict, x: Array, fn, *args):
+    """fn(*args) through cache's plan for key: replayed where one was recorded, recorded on
+    the key's first call, fn itself where the key keeps the general path or cannot be hashed
+    (a device function among its parts)."""
+    try:
+        plan = cache.get(key, False)
+    except TypeError:
+        return fn(*args)
+    if plan is False:
+        return record(key, cache, x, fn, *args)
+    return fn(*args) if plan is None else plan.replay(x)
+
+
 def record(key, cache: dict, x: Array, fn, *args):
     """fn(*args), the general path of a call whose only array input is x; recorded as
     cache[key]'s plan if it can be repeated. The result as fn gave it (a lazy result is
