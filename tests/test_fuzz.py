@@ -46,6 +46,34 @@ def test_short_run_finds_no_mismatch(tmp_path):
     assert s["cases"] >= CASES * KERNELS * 3 // 4
 
 
+# The many-kernels run: SMALL_KERNELS kernels of one case each (each its own random program,
+# compiled as its own module), over min(cores, 8) processes; about 0.2 s of one core per kernel
+# on the CPU device. The long run (docs/reliability.md) is the same with 10^5 kernels.
+SMALL_KERNELS = int(os.environ.get("KAPI_FUZZ_SMALL_KERNELS", "2000"))
+
+
+def test_many_one_case_kernels_find_no_mismatch(tmp_path):
+    jobs = max(1, min(os.cpu_count() or 1, 8))
+    filters = [d.filter_string for d in DEVICES]
+    s = kfuzz.fuzz_parallel(
+        SMALL_KERNELS,
+        SEED + 1,
+        1,
+        filters,
+        jobs,
+        str(tmp_path),
+        check_every=500,
+        log=lambda m: None,
+    )
+    found = [f"{f['kind']} {f['detail']}\n" + kernel_of(f["file"]) for f in s["findings"]]
+    assert not found, "\n\n".join(found)
+    assert not s["sim_disagreements"], s["sim_disagreements"]
+    assert s["done_below"] == SMALL_KERNELS, s  # every chunk came back: no worker died
+    assert s["kernels"] + s["oracle_errors"] == SMALL_KERNELS, s
+    assert s["numba_checked"] >= SMALL_KERNELS // 500
+    assert s["sim_unsupported"] == 0
+
+
 def kernel_of(path):
     if not path:
         return "(not saved)"
