@@ -617,3 +617,28 @@ def test_cpu_saves_int64_values_whose_high_bits_are_dropped_in_32_bits():
     # the scan's running sum `v`; wide_values' u, on both sides of the barriers (w, compared
     # and stored whole, keeps 64 bits: test_wide_integers_across_barriers fails otherwise)
     assert saves32[0] == 1 and saves32[1] >= 1, runs
+
+
+@kapi.kernel
+def strided_stores_around_a_conditional_one(nditem, out, s):
+    i = nditem.get_global_id(0)
+    lid = nditem.get_local_id(0)
+    kapi_api.group_barrier(nditem.get_group())
+    out[i * 4 + 2] = 3
+    out[i * 4 + 0] = 1
+    out[i * 4 + 3] = 7
+    if lid & 3:
+        out[i * 4 + 0] = s
+    out[i * 4 + 2] = -1
+    out[i * 4 + 1] = 1
+
+
+def test_strided_stores_keep_their_order_around_a_conditional_store(dev):
+    # Found by the fuzzer: the CPU device's region loop (marked parallel) joined the four
+    # strided stores into one interleaved store placed after the conditional one, so every
+    # out[4i] read 1 (compiler/src/optimise.c).
+    out = kapi.zeros(256, dtype="i8", device=dev)
+    kapi.call_kernel(strided_stores_around_a_conditional_one, kapi.NdRange((64,), (16,)), out, -18)
+    want = np.tile(np.array([1, 1, -1, 7], np.int64), (64, 1))
+    want[np.arange(64) % 16 % 4 != 0, 0] = -18
+    np.testing.assert_array_equal(out.asnumpy().reshape(64, 4), want)
