@@ -410,6 +410,21 @@ class FunctionEmitter(
             return self.expr(value, target)
         raise self.unsupported(type(value).__name__, f"'{value}' is not supported in kernels")
 
+    def zero_of(self, ty, e):
+        """Numba's value of a variable read before any assignment on some path (lowering's
+        get_constant_null): zero of its type, never an UnboundLocalError."""
+        uty = _unlit(ty)
+        if isinstance(uty, types.Complex):
+            return self.complex_const(0j, uty)
+        if isinstance(uty, types.Number | types.Boolean):
+            return V.Const(_py_cast(0, uty), uty)
+        if isinstance(uty, types.BaseTuple):
+            return V.Tuple([self.zero_of(t, e) for t in uty])
+        raise self.unsupported(
+            "unassigned variable",
+            f"a variable of type {uty} may be read before it is assigned; assign it on every path",
+        )
+
     def python_value(self, pv, ty):
         if isinstance(ty, types.IntEnumMember):
             return V.Const(int(pv), ty.dtype)
@@ -458,6 +473,8 @@ class FunctionEmitter(
             return self.get(e.value).second
         if op == "cast":
             return self.get(e.value)
+        if op in ("null", "undef"):  # a variable read where it may be unassigned: zero, as Numba
+            return self.zero_of(self.typemap[target.name], e)
         if op in _UNSUPPORTED_EXPRS:
             construct, msg = _UNSUPPORTED_EXPRS[op]
             raise self.unsupported(construct, msg)

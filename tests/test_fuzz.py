@@ -380,3 +380,33 @@ def test_int_min_floordiv_minus_one_as_numba():
         kapi.call_kernel(floordiv_mod, kapi.Range(8), *args, *got)
         np.testing.assert_array_equal(got[0].asnumpy(), want[0])
         np.testing.assert_array_equal(got[1].asnumpy(), want[1])
+
+
+@kapi.kernel
+def maybe_unassigned(item, out, n):
+    i = item.get_id(0)
+    for _ in range(n & 3):
+        if math.sqrt(3):
+            v = 0 > n
+    out[i] = math.hypot(v, v | 1)  # noqa: F821 (unassigned when n & 3 == 0)
+
+
+@numba.njit
+def maybe_unassigned_numba(n):
+    for _ in range(n & 3):
+        if math.sqrt(3):
+            v = 0 > n
+    return math.hypot(v, v | 1)  # noqa: F821
+
+
+def test_variable_unassigned_on_a_path_reads_zero_as_numba():
+    """A variable assigned only inside a loop that may not run: Numba reads zero on that path
+    (its lowering of `null`), pyfront refused the `null` (seed 5000 kernel 3952). At O2 the
+    loop then vectorised into a select of vectors on a scalar condition, which SPIR-V 1.2
+    rejects (spirv_prepare.c splats the condition)."""
+    for n in (4, 5, -7, 8, 1, -2, 3, 0):
+        for dev in DEVICES:
+            got = kapi.zeros(4, dtype=np.float64, device=dev)
+            kapi.call_kernel(maybe_unassigned, kapi.Range(4), got, n)
+            want = np.full(4, maybe_unassigned_numba(n))
+            np.testing.assert_array_equal(got.asnumpy(), want, err_msg=f"n={n} on {dev}")

@@ -296,6 +296,24 @@ static LLVMValueRef bitreverse_of_bits(LLVMValueRef inst, const char *name) {
   return LLVMGetOperand(inst, 0);
 }
 
+/* InstCombine writes a select of vectors on a splat condition with the scalar condition;
+ * SPIR-V before 1.4 (the translator's 1.2) wants the condition as wide as the operands. */
+static int splat_select_condition(LLVMBuilderRef b, LLVMValueRef inst) {
+  LLVMTypeRef t = LLVMTypeOf(inst);
+  LLVMValueRef cond = LLVMGetOperand(inst, 0);
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind ||
+      LLVMGetTypeKind(LLVMTypeOf(cond)) == LLVMVectorTypeKind)
+    return 0;
+  LLVMPositionBuilderBefore(b, inst);
+  unsigned n = LLVMGetVectorSize(t);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
+  LLVMValueRef one = LLVMBuildInsertElement(b, LLVMGetUndef(LLVMVectorType(LLVMTypeOf(cond), n)),
+                                            cond, LLVMConstInt(i32, 0, 0), "");
+  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(i32, n));
+  LLVMSetOperand(inst, 0, LLVMBuildShuffleVector(b, one, LLVMGetUndef(LLVMTypeOf(one)), zeros, ""));
+  return 1;
+}
+
 static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   LLVMOpcode op = LLVMGetInstructionOpcode(inst);
   if (op == LLVMFreeze) {
@@ -303,6 +321,7 @@ static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
     LLVMInstructionEraseFromParent(inst);
     return 1;
   }
+  if (op == LLVMSelect) return splat_select_condition(b, inst);
   const char *name = op == LLVMCall ? callee_name(inst) : NULL;
   if (op == LLVMSIToFP || op == LLVMUIToFP || op == LLVMICmp || (name && is_i1(inst))) {
     LLVMPositionBuilderBefore(b, inst);
