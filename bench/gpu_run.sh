@@ -49,9 +49,11 @@ fi
 [ "$WHAT" = tests ] && exit 0
 if [ "$WHAT" = fuzz ]; then
   # Issue 12's long fuzz run on every device, one process per core (docs/reliability.md):
-  # FUZZ_FIRST resumes (the previous call's summary gives done_below), FUZZ_BUDGET seconds.
+  # FUZZ_FIRST resumes (the previous call's summary gives done_below), FUZZ_BUDGET seconds,
+  # FUZZ_CASES cases per kernel (1: the 100,000-kernel run), FUZZ_DEVICE one device filter.
   step fuzz timeout $((${FUZZ_BUDGET:-480} + 90)) python3 tools/fuzz/kfuzz.py --seed "${FUZZ_SEED:-2000}" --kernels "${FUZZ_KERNELS:-12500}" \
-    --first "${FUZZ_FIRST:-0}" --cases 8 --jobs "${FUZZ_JOBS:-$(nproc)}" --budget "${FUZZ_BUDGET:-480}" \
+    --first "${FUZZ_FIRST:-0}" --cases "${FUZZ_CASES:-8}" --jobs "${FUZZ_JOBS:-$(nproc)}" --budget "${FUZZ_BUDGET:-480}" \
+    ${FUZZ_DEVICE:+--device "$FUZZ_DEVICE"} \
     --out /tmp/fuzz-findings 2>&1 | tee "$OUT/fuzz.log" | tail -40
   # the device tool brings back at most 8 files: the findings travel as one archive
   [ -d /tmp/fuzz-findings ] && tar -czf "$OUT/fuzz-findings.tgz" -C /tmp fuzz-findings
