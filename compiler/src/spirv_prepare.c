@@ -81,6 +81,43 @@ static LLVMValueRef expand_overflow(LLVMBuilderRef b, LLVMValueRef call, const c
   return LLVMBuildInsertValue(b, agg, ov, 1, "");
 }
 
+/* A constant of type t (an integer or an integer vector) with every element `v`. */
+static LLVMValueRef splat_const(LLVMTypeRef t, unsigned long long v) {
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return LLVMConstInt(t, v, 0);
+  unsigned n = LLVMGetVectorSize(t);
+  LLVMValueRef e = LLVMConstInt(LLVMGetElementType(t), v, 0), elems[64];
+  if (n > 64) return NULL;
+  for (unsigned i = 0; i < n; i++)
+    elems[i] = e;
+  return LLVMConstVector(elems, n);
+}
+
+/* llvm.uadd.sat and llvm.ssub.sat (InstCombine makes them from a compare and select around
+ * an add or sub; the translator 15 has no SPIR-V for these two, unlike usub.sat and sadd.sat),
+ * rebuilt from plain arithmetic. Scalars or vectors. */
+static LLVMValueRef expand_saturating(LLVMBuilderRef b, LLVMValueRef call, const char *name) {
+  int uadd = !strncmp(name, "llvm.uadd.sat.", 14);
+  if (!uadd && strncmp(name, "llvm.ssub.sat.", 14)) return NULL;
+  LLVMValueRef x = LLVMGetOperand(call, 0), y = LLVMGetOperand(call, 1);
+  LLVMTypeRef t = LLVMTypeOf(x), et = t;
+  if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) et = LLVMGetElementType(t);
+  unsigned w = LLVMGetIntTypeWidth(et);
+  LLVMValueRef zero = LLVMConstNull(t);
+  if (uadd) {
+    LLVMValueRef r = LLVMBuildAdd(b, x, y, "");
+    return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, r, x, ""), LLVMConstAllOnes(t), r, "");
+  }
+  /* x - y overflows when x and y differ in sign and r's sign differs from x's */
+  LLVMValueRef r = LLVMBuildSub(b, x, y, "");
+  LLVMValueRef s = LLVMBuildAnd(b, LLVMBuildXor(b, x, y, ""), LLVMBuildXor(b, x, r, ""), "");
+  LLVMValueRef ov = LLVMBuildICmp(b, LLVMIntSLT, s, zero, "");
+  LLVMValueRef max = splat_const(t, (w >= 64 ? ~0ULL : (1ULL << w) - 1) >> 1);
+  LLVMValueRef min = splat_const(t, 1ULL << (w - 1));
+  if (!max || !min) return NULL;
+  LLVMValueRef lim = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, x, zero, ""), min, max, "");
+  return LLVMBuildSelect(b, ov, lim, r, "");
+}
+
 /* One step of an integer vector reduction, on two scalars. */
 static LLVMValueRef reduce_step(LLVMBuilderRef b, const char *kind, LLVMValueRef x,
                                 LLVMValueRef y) {
@@ -335,6 +372,7 @@ static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   if (!name || strncmp(name, "llvm.", 5) || is_translatable(name)) return 0;
   LLVMPositionBuilderBefore(b, inst);
   LLVMValueRef repl = expand_overflow(b, inst, name);
+  if (!repl) repl = expand_saturating(b, inst, name);
   if (!repl) repl = expand_vector_reduce(b, inst, name);
   if (!repl) repl = bitreverse_of_bits(inst, name);
   if (!repl) {

@@ -1,6 +1,7 @@
 /* Unit test of spirv_prepare.c (linked in directly: it is private to the library), on LLVM IR
- * the optimiser can produce but no KIR fixture reliably provokes: overflow intrinsics the
- * translator lacks are expanded into plain arithmetic, freeze is dropped, and an intrinsic the
+ * the optimiser can produce but no KIR fixture reliably provokes: overflow and saturating
+ * intrinsics the translator lacks are expanded into plain arithmetic (their values checked on
+ * constants, which the builder folds), freeze is dropped, and an intrinsic the
  * translator cannot express becomes KC_ERR_LLVM instead of reaching the translator (which would
  * exit the process). */
 #include "compile.h"
@@ -37,9 +38,9 @@ static const char ir_text[] =
     "  ret i32 %r\n"
     "}\n";
 
-static const char bad_text[] = "declare i32 @llvm.ssub.sat.i32(i32, i32)\n"
-                               "define i32 @g(i32 %a, i32 %b) {\n"
-                               "  %r = call i32 @llvm.ssub.sat.i32(i32 %a, i32 %b)\n"
+static const char bad_text[] = "declare i32 @llvm.bitreverse.i32(i32)\n"
+                               "define i32 @g(i32 %a) {\n"
+                               "  %r = call i32 @llvm.bitreverse.i32(i32 %a)\n"
                                "  ret i32 %r\n"
                                "}\n";
 
@@ -53,6 +54,77 @@ static LLVMModuleRef parse(LLVMContextRef ctx, const char *text) {
     return NULL;
   }
   return mod;
+}
+
+/* name(x, y) on constants, and the value its expansion must fold to */
+static const struct {
+  const char *fn, *type;
+  long long x, y, want;
+} sat_cases[] = {
+    {"uadd", "i8", 200, 100, -1},
+    {"uadd", "i8", 20, 10, 30},
+    {"uadd", "i8", -1, 0, -1},
+    {"ssub", "i8", -100, 100, -128},
+    {"ssub", "i8", 100, -100, 127},
+    {"ssub", "i8", 5, 7, -2},
+    {"ssub", "i8", -128, -1, -127},
+    {"uadd", "i64", -1, 1, -1},
+    {"uadd", "i64", 5, 6, 11},
+    {"ssub", "i64", -0x7fffffffffffffffLL - 1, 1, -0x7fffffffffffffffLL - 1},
+    {"ssub", "i64", 0x7fffffffffffffffLL, -1, 0x7fffffffffffffffLL},
+};
+
+/* Values are compared as signed iN (an unsigned 255 in i8 is -1). */
+static int check_saturating(LLVMContextRef ctx) {
+  char text[8192] = "", line[256];
+  size_t n = sizeof sat_cases / sizeof sat_cases[0];
+  for (size_t i = 0; i < n; i++) {
+    const char *t = sat_cases[i].type;
+    snprintf(line, sizeof line, "declare %s @llvm.%s.sat.%s(%s, %s)\n", t, sat_cases[i].fn, t, t,
+             t);
+    if (!strstr(text, line)) strncat(text, line, sizeof text - strlen(text) - 1);
+    snprintf(line, sizeof line,
+             "define %s @c%zu() {\n  %%r = call %s @llvm.%s.sat.%s(%s %lld, %s %lld)\n"
+             "  ret %s %%r\n}\n",
+             t, i, t, sat_cases[i].fn, t, t, sat_cases[i].x, t, sat_cases[i].y, t);
+    strncat(text, line, sizeof text - strlen(text) - 1);
+  }
+  strncat(text,
+          "declare <2 x i8> @llvm.ssub.sat.v2i8(<2 x i8>, <2 x i8>)\ndefine <2 x i8> @v() {\n"
+          "  %r = call <2 x i8> @llvm.ssub.sat.v2i8(<2 x i8> <i8 100, i8 -100>, "
+          "<2 x i8> <i8 -100, i8 1>)\n  ret <2 x i8> %r\n}\n",
+          sizeof text - strlen(text) - 1);
+  LLVMModuleRef mod = parse(ctx, text);
+  char *err = NULL;
+  int bad = 0;
+  if (!mod || kc_spirv_prepare(mod, &err) != KC_OK) {
+    fprintf(stderr, "saturating: prepare failed: %s\n", err ? err : "");
+    free(err);
+    if (mod) LLVMDisposeModule(mod);
+    return 1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    snprintf(line, sizeof line, "c%zu", i);
+    LLVMValueRef ret =
+        LLVMGetBasicBlockTerminator(LLVMGetEntryBasicBlock(LLVMGetNamedFunction(mod, line)));
+    LLVMValueRef r = LLVMGetOperand(ret, 0);
+    if (!LLVMIsAConstantInt(r) || LLVMConstIntGetSExtValue(r) != sat_cases[i].want) {
+      fprintf(stderr, "llvm.%s.sat.%s(%lld, %lld) did not fold to %lld\n", sat_cases[i].fn,
+              sat_cases[i].type, sat_cases[i].x, sat_cases[i].y, sat_cases[i].want);
+      bad = 1;
+    }
+  }
+  LLVMValueRef ret =
+      LLVMGetBasicBlockTerminator(LLVMGetEntryBasicBlock(LLVMGetNamedFunction(mod, "v")));
+  LLVMValueRef r = LLVMGetOperand(ret, 0);
+  static const long long vwant[2] = {127, -101};
+  for (unsigned k = 0; k < 2; k++) {
+    LLVMValueRef e = LLVMGetAggregateElement(r, k);
+    if (!e || LLVMConstIntGetSExtValue(e) != vwant[k])
+      bad = 1, fprintf(stderr, "llvm.ssub.sat.v2i8 lane %u did not fold to %lld\n", k, vwant[k]);
+  }
+  LLVMDisposeModule(mod);
+  return bad;
 }
 
 int main(void) {
@@ -75,11 +147,12 @@ int main(void) {
   if (mod) LLVMDisposeModule(mod);
   LLVMModuleRef badmod = parse(ctx, bad_text);
   if (!badmod || kc_spirv_prepare(badmod, &err) != KC_ERR_LLVM || !err) {
-    fprintf(stderr, "llvm.ssub.sat was not rejected\n");
+    fprintf(stderr, "llvm.bitreverse.i32 was not rejected\n");
     bad = 1;
   }
   if (badmod) LLVMDisposeModule(badmod);
   free(err);
+  bad |= check_saturating(ctx);
   LLVMContextDispose(ctx);
   return bad;
 }
