@@ -144,10 +144,11 @@ def named_identity(name, dt: np.dtype):
     return dt.type(info.max if big else info.min)
 
 
-def kernel_of(source: str, entry: str, env: dict, key=None):
+def kernel_of(source: str, entry: str, env: dict, key=None, options=None):
     """The kernel `entry` defined by source (our own generated text), built once per
-    (source, key); env holds its globals (device functions it calls)."""
-    ck = (source, key)
+    (source, key, options); env holds its globals (device functions it calls); options are
+    @kapi.kernel's (max_registers=...)."""
+    ck = (source, key) if not options else (source, key, tuple(sorted(options.items())))
     k = _KERNELS.get(ck)
     if k is None:
         from . import kernel_api as K
@@ -155,7 +156,7 @@ def kernel_of(source: str, entry: str, env: dict, key=None):
 
         g = {"np": np, "K": K, **env}
         exec(compile(source, f"<kapi {entry}>", "exec"), g)  # noqa: S102 - our own source
-        k = _KERNELS[ck] = kernel(g[entry])
+        k = _KERNELS[ck] = kernel(g[entry], **(options or {}))
     return k
 
 

@@ -44,6 +44,9 @@ ITEMS = 4  # elements per work-item in a scatter chunk ("group": the split scans
 # Keys per work-item in a "ballot" chunk (half with argsort's values); KAPI_SORT_KEYS_PER_ITEM
 # overrides it (to compare: 4, 8 or 16).
 RANK_ITEMS = 8
+# The ballot scatter's register cap per work-item on GPUs that have one (@kapi.kernel's
+# max_registers; None: the back end's choice); KAPI_SORT_MAXREG overrides it (0: none).
+RANK_MAX_REGISTERS = None
 RADIX = 256
 _MAX_GROUPS_PER_CU = 32
 _MAX_GROUPS = 4096  # (a CUDA device reports its SMs' warp slots as compute units)
@@ -478,10 +481,10 @@ def _unroll(src: str, n: int) -> str:
     return "\n".join(out)
 
 
-def _kernel(src, entry, **subst):
+def _kernel(src, entry, options=None, **subst):
     for a, b in subst.items():
         src = src.replace(a, b)
-    return P.kernel_of(src, entry, {"POPC": _popc})
+    return P.kernel_of(src, entry, {"POPC": _popc}, options=options)
 
 
 def _mode(dt: np.dtype) -> int:
@@ -540,6 +543,21 @@ def _rank_items() -> int:
     if v.strip() not in ("2", "4", "8", "16"):
         raise ValueError(f"KAPI_SORT_KEYS_PER_ITEM must be 2, 4, 8 or 16, not {v!r}")
     return int(v)
+
+
+def _rank_max_registers() -> int | None:
+    """The ballot scatter's max_registers: KAPI_SORT_MAXREG (0: none), else
+    RANK_MAX_REGISTERS."""
+    v = os.environ.get("KAPI_SORT_MAXREG")
+    if not v:
+        return RANK_MAX_REGISTERS
+    try:
+        n = int(v)
+    except ValueError:
+        n = -1
+    if n != 0 and not 16 <= n <= 255:
+        raise ValueError(f"KAPI_SORT_MAXREG must be 0 (no cap) or 16..255, not {v!r}")
+    return n or None
 
 
 def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=False):
@@ -639,9 +657,11 @@ def _rank_kernel(k: Array, withv: bool, items: int):
     sgs = max(k.device.sub_group_sizes or [1])
     wg = _rank_wg(k.device)
     W = -(-wg // sgs)  # sub-groups per work-group
+    maxreg = _rank_max_registers()
     scat_k = _kernel(
         _unroll(_RANK_SRC, items),
         "_rank_scatter",
+        {"max_registers": maxreg} if maxreg else None,
         SCAN=_RANK_SCAN.strip("\n"),
         ITEMS=str(items),
         KDT=f"np.{k.dtype.name}",

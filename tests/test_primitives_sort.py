@@ -254,7 +254,7 @@ def _scatter_ptx(entry: str, want) -> str:
     from kapi import _primitives
 
     (kern,) = [
-        k for (src, _), k in _primitives._KERNELS.items() if f"def {entry}(" in src and want(src)
+        k for (src, *_), k in _primitives._KERNELS.items() if f"def {entry}(" in src and want(src)
     ]
     (ck,) = [c for sig, c in kern.overloads.items() if sig[1][0] == "array(u32,1,C,global)"]
     return ptx_of(ck.spirv)
