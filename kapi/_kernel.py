@@ -355,7 +355,7 @@ class KernelDispatcher:
             )
         else:
             mod = _pyfront_compile(
-                self.py_func, argtypes, index, self.boundscheck, self.max_registers
+                self.py_func, argtypes, index, self.boundscheck, max_registers=self.max_registers
             )
             entry, llvm_ir, spirv = _compile_kir(mod.text, self.opt_level)
             raises, prints = getattr(mod, "raises", ()), getattr(mod, "prints", False)

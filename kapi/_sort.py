@@ -270,13 +270,13 @@ _RANK_SRC = """
 def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, vl, ds, dc, wt):
     g = it.get_group()
     lid = it.get_local_id(0)
-    L = it.get_local_range(0)
+    L = WGSIZE
     gid = g.get_group_id(0)
     sg = it.get_sub_group()
     lane = sg.get_local_linear_id()
-    S = sg.get_local_linear_range()
+    S = SGSIZE
     w = sg.get_group_linear_id()
-    W = sg.get_group_linear_range()
+    W = NSUB
     C = L * ITEMS
     R = 256 // L
     d0 = lid * R
@@ -291,23 +291,27 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
     lb = np.uint32(np.uint32(1) << ul)  # this lane's bit in a ballot
     below = lb - np.uint32(1)
     wb = w * 256
-    c = gid * tile
+    pw = w * S * ITEMS + lane  # this lane's first place in a chunk; its batch j: + j * S
+    c = gid * (tile & np.int64(0x7FFFFFFFFFFFFFFF))  # known >= 0: no index wraparound
     end = min(n, c + tile)
     while c < end:
         cnt = min(C, end - c)
+        rem = cnt - pw  # batch j's key of this lane is in the chunk if j * S < rem
+        rl = cnt - lid  # the same for the writes: j * L < rl
         i = lane
         while i < 256:
             wh[wb + i] = np.int32(0)
             i += S
         K.group_barrier(sg)
+        cw = c + pw
         for j in range(UNROLL):
-            pl = min(w * S * ITEMS + j * S + lane, cnt - 1)
-            keys[j] = k[c + pl]
-            VLOAD
+            if j * S < rem:
+                ql = cw + j * S
+                keys[j] = k[ql]
+                VLOAD
         for j in range(UNROLL):
-            pb = w * S * ITEMS + j * S
             d = np.uint32((keys[j] >> shift) & MASK)
-            nb = min(max(cnt - pb, 0), S)
+            nb = min(max(rem + lane - j * S, 0), S)
             m = np.uint32((np.uint64(1) << np.uint64(nb)) - np.uint64(1))
             for b in range(8):
                 set_ = np.uint32(np.uint32(0) - ((d >> np.uint32(b)) & np.uint32(1)))
@@ -318,7 +322,8 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
             if (m >> ul) == np.uint32(1):
                 wh[wb + np.int64(d)] = base + np.int32(POPC(m))
             K.group_barrier(sg)
-            rank[j] = base + np.int32(POPC(m & below))
+            rk = np.int32((base + np.int32(POPC(m & below))) | (np.int32(d) << 16))
+            rank[j] = K.permute_group_by_xor(sg, rk, 0)  # (see above)
         K.group_barrier(g)
         tot = np.int32(0)
         r = 0
@@ -341,16 +346,16 @@ SCAN
             r += 1
         K.group_barrier(g)
         for j in range(UNROLL):
-            p = w * S * ITEMS + j * S + lane
-            if p < cnt:
-                d = np.int64((keys[j] >> shift) & MASK)
-                q = ds[d] + wh[wb + d] + rank[j]
+            if j * S < rem:
+                pk = rank[j]
+                d = np.int64(pk >> 16)
+                q = ds[d] + wh[wb + d] + (pk & 0xFFFF)
                 kl[q] = keys[j]
                 VPLACE
         K.group_barrier(g)
         for j in range(UNROLL):
-            q = j * L + lid
-            if q < cnt:
+            if j * L < rl:
+                q = lid + j * L
                 kk = kl[q]
                 d = np.int64((kk >> shift) & MASK)
                 dst = run[d] + (q - ds[d])
@@ -647,16 +652,27 @@ def _rank_wg(dev) -> int:
     """Work-items per group of the "ballot" scatter: 256, or fewer with sub-groups of
     under 8 work-items (kapi's CPU device) so that the counts per sub-group (wh) fit in
     32 KiB of local memory."""
-    return min(WG, 32 * max(dev.sub_group_sizes or [1]))
+    return _rank_wg_of(dev.sub_group_sizes or [1])
+
+
+def _rank_wg_of(sub_group_sizes) -> int:
+    return min(WG, 32 * max(sub_group_sizes))
 
 
 def _rank_kernel(k: Array, withv: bool, items: int):
     """The "ballot" scatter kernel for keys like k, its local memory and group size."""
+    return _rank_kernel_for(k.dtype, withv, items, tuple(k.device.sub_group_sizes or [1]))
+
+
+def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tuple):
+    """The "ballot" scatter kernel for keys of dtype kdt on a device with these sub-group
+    sizes, its local memory and group size (tests build the NVIDIA form on any device)."""
     from . import kernel_api as K
 
-    sgs = max(k.device.sub_group_sizes or [1])
-    wg = _rank_wg(k.device)
+    sgs = max(sub_group_sizes)
+    wg = _rank_wg_of(sub_group_sizes)
     W = -(-wg // sgs)  # sub-groups per work-group
+    one_size = len(set(sub_group_sizes)) == 1
     maxreg = _rank_max_registers()
     scat_k = _kernel(
         _unroll(_RANK_SRC, items),
@@ -664,16 +680,21 @@ def _rank_kernel(k: Array, withv: bool, items: int):
         {"max_registers": maxreg} if maxreg else None,
         SCAN=_RANK_SCAN.strip("\n"),
         ITEMS=str(items),
-        KDT=f"np.{k.dtype.name}",
+        # one sub-group size (NVIDIA: 32): a constant, so each batch's place in the chunk is
+        # a constant offset from one address rather than a 64-bit register per batch
+        SGSIZE=str(sgs) if one_size else "sg.get_local_linear_range()",
+        WGSIZE=str(wg),
+        NSUB=str(wg // sgs) if one_size else "sg.get_group_linear_range()",
+        KDT=f"np.{kdt.name}",
         VPRIV=f"vals = K.PrivateArray({items}, np.int64)" if withv else "pass",
-        VLOAD="vals[j] = v[c + pl]" if withv else "pass",
+        VLOAD="vals[j] = v[ql]" if withv else "pass",
         VPLACE="vl[q] = vals[j]" if withv else "pass",
         VSTORE="v2[dst] = vl[q]" if withv else "pass",
     )
     lm = [
         K.LocalAccessor(RADIX, np.int64),  # run: the group's next place per digit
         K.LocalAccessor(RADIX * W, np.int32),  # wh: counts, then offsets, per sub-group
-        K.LocalAccessor(wg * items, k.dtype),  # kl: the chunk sorted by digit
+        K.LocalAccessor(wg * items, kdt),  # kl: the chunk sorted by digit
         K.LocalAccessor(wg * items if withv else 1, np.int64),  # vl
         K.LocalAccessor(RADIX, np.int32),  # ds: where each digit starts in the chunk
         K.LocalAccessor(RADIX, np.int32),  # dc: how many keys of each digit the chunk has
