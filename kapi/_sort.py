@@ -47,6 +47,8 @@ RANK_ITEMS = 8
 # The ballot scatter's register cap per work-item on GPUs that have one (@kapi.kernel's
 # max_registers; None: the back end's choice); KAPI_SORT_MAXREG overrides it (0: none).
 RANK_MAX_REGISTERS = None
+# Whether the ballot scatter prefetches the next chunk's keys (KAPI_SORT_PREFETCH overrides).
+RANK_PREFETCH = True
 RADIX = 256
 _MAX_GROUPS_PER_CU = 32
 _MAX_GROUPS = 4096  # (a CUDA device reports its SMs' warp slots as compute units)
@@ -294,6 +296,7 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
     pw = w * S * ITEMS + lane  # this lane's first place in a chunk; its batch j: + j * S
     c = gid * (tile & np.int64(0x7FFFFFFFFFFFFFFF))  # known >= 0: no index wraparound
     end = min(n, c + tile)
+PREFETCH0
     while c < end:
         cnt = min(C, end - c)
         rem = cnt - pw  # batch j's key of this lane is in the chunk if j * S < rem
@@ -303,12 +306,7 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
             wh[wb + i] = np.int32(0)
             i += S
         K.group_barrier(sg)
-        cw = c + pw
-        for j in range(UNROLL):
-            if j * S < rem:
-                ql = cw + j * S
-                keys[j] = k[ql]
-                VLOAD
+LOADKEYS
         for j in range(UNROLL):
             d = np.uint32((keys[j] >> shift) & MASK)
             nb = min(max(rem + lane - j * S, 0), S)
@@ -366,7 +364,48 @@ SCAN
         while r < R:
             run[d0 + r] += np.int64(dc[d0 + r])
             r += 1
+NEXTKEYS
         c += C
+"""
+
+# How _rank_scatter gets a chunk's keys: loaded at the chunk's start ("LOADKEYS"), or, with
+# prefetching, the next chunk's loads issued at the start of this one into a second set of
+# registers (nk) and moved into keys at its end, so their memory latency overlaps this
+# chunk's ranking and writes rather than stalling the group (a group holds one chunk in
+# flight otherwise: about 0.5 TB/s over the SMs' few resident groups).
+_RANK_LOAD = """
+        cw = c + pw
+        for j in range(UNROLL):
+            if j * S < rem:
+                ql = cw + j * S
+                keys[j] = k[ql]
+                VLOAD
+"""
+_RANK_PREFETCH0 = """
+    nk = K.PrivateArray(ITEMS, KDT)
+    VNPRIV
+    rem = min(C, end - c) - pw
+    cw = c + pw
+    for j in range(UNROLL):
+        if j * S < rem:
+            ql = cw + j * S
+            keys[j] = k[ql]
+            VLOAD
+"""
+_RANK_PREFETCH = """
+        cn = c + C
+        remn = min(C, end - cn) - pw
+        cwn = cn + pw
+        for j in range(UNROLL):
+            if j * S < remn:
+                ql = cwn + j * S
+                nk[j] = k[ql]
+                VNLOAD
+"""
+_RANK_NEXT = """
+        for j in range(UNROLL):
+            keys[j] = nk[j]
+            VNEXT
 """
 
 # The exclusive scan over the work-group of each work-item's digit total (tot) for
@@ -550,6 +589,17 @@ def _rank_items() -> int:
     return int(v)
 
 
+def _rank_prefetch() -> bool:
+    """Whether the ballot scatter loads the next chunk's keys while it ranks and writes
+    this one: KAPI_SORT_PREFETCH (0 or 1), else RANK_PREFETCH."""
+    v = os.environ.get("KAPI_SORT_PREFETCH")
+    if not v:
+        return RANK_PREFETCH
+    if v not in ("0", "1"):
+        raise ValueError(f"KAPI_SORT_PREFETCH must be 0 or 1, not {v!r}")
+    return v == "1"
+
+
 def _rank_max_registers() -> int | None:
     """The ballot scatter's max_registers: KAPI_SORT_MAXREG (0: none), else
     RANK_MAX_REGISTERS."""
@@ -674,8 +724,16 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
     W = -(-wg // sgs)  # sub-groups per work-group
     one_size = len(set(sub_group_sizes)) == 1
     maxreg = _rank_max_registers()
+    pre = _rank_prefetch()
+    src = _RANK_SRC
+    for a, b in (
+        ("PREFETCH0", _RANK_PREFETCH0 if pre else ""),
+        ("LOADKEYS", _RANK_PREFETCH if pre else _RANK_LOAD),
+        ("NEXTKEYS", _RANK_NEXT if pre else ""),
+    ):
+        src = src.replace(a + "\n", b.strip("\n") + "\n" if b else "")
     scat_k = _kernel(
-        _unroll(_RANK_SRC, items),
+        _unroll(src, items),
         "_rank_scatter",
         {"max_registers": maxreg} if maxreg else None,
         SCAN=_RANK_SCAN.strip("\n"),
@@ -688,6 +746,9 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
         KDT=f"np.{kdt.name}",
         VPRIV=f"vals = K.PrivateArray({items}, np.int64)" if withv else "pass",
         VLOAD="vals[j] = v[ql]" if withv else "pass",
+        VNPRIV=f"nv = K.PrivateArray({items}, np.int64)" if withv else "pass",
+        VNLOAD="nv[j] = v[ql]" if withv else "pass",
+        VNEXT="vals[j] = nv[j]" if withv else "pass",
         VPLACE="vl[q] = vals[j]" if withv else "pass",
         VSTORE="v2[dst] = vl[q]" if withv else "pass",
     )
