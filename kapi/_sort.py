@@ -42,8 +42,9 @@ from ._array import Array
 WG = 256  # work-items per group: one per digit value
 ITEMS = 4  # elements per work-item in a scatter chunk ("group": the split scans)
 # Keys per work-item in a "ballot" chunk (half with argsort's values); KAPI_SORT_KEYS_PER_ITEM
-# overrides it (to compare: 4, 8 or 16).
-RANK_ITEMS = 8
+# overrides it (to compare: 4, 8 or 16). 16 on the H100 (bench/RESULTS.md, issue 13): sort
+# 9.7 ms against 11.3 with 8, argsort 18.8 against 26.8 (longer runs per digit per chunk).
+RANK_ITEMS = 16
 # The ballot scatter's register cap per work-item on GPUs that have one (@kapi.kernel's
 # max_registers; None: the back end's choice); KAPI_SORT_MAXREG overrides it (0: none).
 RANK_MAX_REGISTERS = None
@@ -631,15 +632,21 @@ def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=F
     if callable(bits_vary):  # a wait for the device: after the host's setup above
         bits_vary = bits_vary()
     src = k
+    # GPUs: the passes' launches do not wait (call_kernel does), so the device runs them back
+    # to back; their Events keep the arguments alive, and the last wait covers all (one queue,
+    # in order). About 20 launches per sort each waited out a host round trip before.
+    events = [] if kind != "serial" else None
     for shift in range(0, nbits, 8):
         if not (bits_vary >> shift) & (RADIX - 1):
             continue
-        one_pass(k, v, k2, v2, k.dtype.type(shift), withv)
+        one_pass(k, v, k2, v2, k.dtype.type(shift), withv, events)
         k, k2 = k2, k
         if k2 is src and keep_input:
             k2 = Array._allocate((n,), k.dtype, q, ut)
         if withv:
             v, v2 = v2, v
+    for ev in events or ():
+        ev.wait()
     if k is src and keep_input:  # no pass ran
         k2[...] = k
         k = k2
@@ -649,8 +656,8 @@ def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=F
 def _parallel_pass(k: Array, withv: bool, kind: str):
     """One pass by work-groups: histograms, their scan, the chunked stable scatter."""
     from . import kernel_api as K
-    from ._launch import call_kernel
     from ._ranges import NdRange
+    from ._replay import launch
 
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
@@ -690,10 +697,10 @@ def _parallel_pass(k: Array, withv: bool, kind: str):
 
     hist1, offs1 = hist.reshape(RADIX * G), offs.reshape(RADIX * G)
 
-    def one_pass(k, v, k2, v2, sh, withv):
-        call_kernel(hist_k, nd, k, hist1, *sizes, sh, mask, cnt)
-        P._scan_rows(hist, offs, add, "add", True, 0)
-        call_kernel(scat_k, nd_s, k, v, k2, v2, offs1, *sizes, sh, mask, *lm)
+    def one_pass(k, v, k2, v2, sh, withv, events):
+        launch(hist_k, nd, k, hist1, *sizes, sh, mask, cnt, events=events)
+        P._scan_rows(hist, offs, add, "add", True, 0, events)
+        launch(scat_k, nd_s, k, v, k2, v2, offs1, *sizes, sh, mask, *lm, events=events)
 
     return one_pass
 
@@ -764,7 +771,7 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
     return scat_k, lm, wg
 
 
-def _serial_pass(k, v, k2, v2, sh, withv):
+def _serial_pass(k, v, k2, v2, sh, withv, events=None):
     """One pass on kapi's CPU device: T work-items each own a contiguous block and count,
     then scatter, it sequentially (a stable counting sort per block), so no barriers."""
     from ._launch import call_kernel
