@@ -261,14 +261,21 @@ _SPLIT_SUBGROUP = """
 # rank by popcount of the lanes below, and the batch's highest such lane bumps the sub-group's
 # count of that digit in local memory (wh). Every lane of the sub-group reaches every ballot
 # and sub-group barrier: nothing before them branches per lane (a lane past the chunk's end
-# loads the chunk's last key again and is left out of the masks, m starting as the batch's
-# lanes inside the chunk), as warp-synchronous instructions require (a test checks the PTX).
-# The masks are 32 bits: sub-groups of at most 32 work-items, all full (_scatter_kind).
-# After one barrier, work-item d turns the counts of digit d into offsets over the sub-groups
-# and the chunk's digits are scanned; each key is then placed in local memory sorted by digit
-# (stably: sub-groups, batches and lanes are in index order), and written out in index order
-# of that sorted chunk, so consecutive work-items write consecutive addresses within each
-# digit's run.
+# loads nothing, ranks whatever key it holds and is left out of the masks, m starting as the
+# batch's lanes inside the chunk), as warp-synchronous instructions require (a test checks
+# the PTX). The masks are 32 bits: sub-groups of at most 32 work-items, all full
+# (_scatter_kind). After one barrier, work-item d turns the counts of digit d into offsets
+# over the sub-groups and the chunk's digits are scanned; each key is then placed in local
+# memory sorted by digit (stably: sub-groups, batches and lanes are in index order), and
+# written out in index order of that sorted chunk, so consecutive work-items write
+# consecutive addresses within each digit's run.
+# Registers (128 per work-item with 8 keys before; 69 now, 80 with the prefetch): the group
+# and sub-group sizes are constants where the device has one sub-group size (S = 32 on
+# NVIDIA GPUs), so a batch's keys are at constant offsets from one index that pyfront knows
+# is >= 0 (no negative-index wraparound), where LLVM kept one 64-bit place per batch; and a
+# key's rank and digit are packed into one int32 passed through a sub-group permute by 0
+# (itself), which LLVM cannot see through, so it cannot sink the rank's popcount past the
+# barriers and keep its inputs (mask, count, digit and address, 7 registers per key) alive.
 _RANK_SRC = """
 def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, vl, ds, dc, wt):
     g = it.get_group()
