@@ -129,8 +129,8 @@ int kc_spirv_max_registers(const uint32_t *w, size_t nw) {
     const char *s = (const char *)&w[i + 1];
     if (op == SPV_OP_SOURCE_EXTENSION && room > plen && memchr(s, 0, room) &&
         strncmp(s, MAXREG_PREFIX, plen) == 0) {
-      int v = atoi(s + plen);
-      return v > 0 ? v : 0;
+      int v = atoi(s + plen); /* a module not made by us may say anything: ptxas's range */
+      return v >= KIR_MIN_REGISTERS && v <= KIR_MAX_REGISTERS ? v : 0;
     }
     i += len;
   }
