@@ -4,8 +4,11 @@ each in its own process, so that one that faults (CUDA device lost) cannot hide 
     python3 bench/sort_variants.py [--device gpu] [--log2n 27] [--variants ballot:8,shuffle]
                                    [--sanitize ballot:8,shuffle] [--sanitize-log2n 14]
 
-A variant is KIND[:KEYS] with KIND one of kapi/_sort.py's KINDS (KAPI_SORT_SCATTER) and KEYS
-the ballot scatter's keys per work-item (KAPI_SORT_KEYS_PER_ITEM); "cupy" times cupy.sort and
+A variant is KIND[:KEYS[:MAXREG[:PREFETCH]]] with KIND one of kapi/_sort.py's KINDS
+(KAPI_SORT_SCATTER), KEYS the ballot scatter's keys per work-item (KAPI_SORT_KEYS_PER_ITEM;
+empty: the default), MAXREG its register cap per work-item (KAPI_SORT_MAXREG: @kapi.kernel's
+max_registers, 0 for none) and PREFETCH 0 or 1 (KAPI_SORT_PREFETCH: the next chunk's keys
+loaded during this one); e.g. ballot:8:64, ballot::80, ballot:8::0; "cupy" times cupy.sort and
 cupy.argsort on the same data. First, where compute-sanitizer exists, a small sort and argsort
 of each --sanitize variant runs under its memcheck (then synccheck and racecheck for the first
 one). Then each variant sorts 2^log2n random uint32 (seed 0): kapi.sort is checked against
@@ -25,7 +28,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT = "ballot:8,ballot:4,ballot:16,shuffle,group,cupy"
+DEFAULT = "ballot:8,ballot:8::0,ballot:4,ballot:16,shuffle,cupy"
 
 
 def _data(log2n):
@@ -65,6 +68,8 @@ def worker(args):
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     out["kind"] = _sort._scatter_kind(dev)
     out["keys_per_item"] = _sort._rank_items() if out["kind"] == "ballot" else ""
+    out["max_registers"] = (_sort._rank_max_registers() or 0) if out["kind"] == "ballot" else ""
+    out["prefetch"] = int(_sort._rank_prefetch()) if out["kind"] == "ballot" else ""
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()
@@ -87,14 +92,20 @@ def worker(args):
 
 
 def _env(variant):
-    kind, _, keys = variant.partition(":")
+    kind, _, rest = variant.partition(":")
+    keys, _, rest = rest.partition(":")
+    maxreg, _, prefetch = rest.partition(":")
     env = dict(os.environ)
-    env.pop("KAPI_SORT_KEYS_PER_ITEM", None)
-    env.pop("KAPI_SORT_SCATTER", None)
+    for name in ("KEYS_PER_ITEM", "SCATTER", "MAXREG", "PREFETCH"):
+        env.pop("KAPI_SORT_" + name, None)
+    if prefetch:
+        env["KAPI_SORT_PREFETCH"] = prefetch
     if kind != "cupy":
         env["KAPI_SORT_SCATTER"] = kind
     if keys:
         env["KAPI_SORT_KEYS_PER_ITEM"] = keys
+    if maxreg:
+        env["KAPI_SORT_MAXREG"] = maxreg
     return env
 
 
@@ -181,12 +192,14 @@ def main():
     cupy = next((r.get("sort_ms") for r in rows if r["variant"] == "cupy"), None)
     print(f"\nsort of 2^{args.log2n} uint32 (random, 32 bits), ms per call; x cupy = "
           "cupy.sort / kapi.sort (target >= 0.5)")  # fmt: skip
-    print("| variant | scatter | keys/item | sort ms | x cupy | argsort ms | check | exit |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| variant | scatter | keys/item | max regs | prefetch | sort ms | x cupy | argsort ms "
+          "| check | exit |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         s, a = r.get("sort_ms"), r.get("argsort_ms")
         ratio = f"{cupy / s:.2f}" if cupy and s and r["variant"] != "cupy" else ""
         print(f"| {r['variant']} | {r.get('kind', '')} | {r.get('keys_per_item', '')} | "
+              f"{r.get('max_registers', '')} | {r.get('prefetch', '')} | "
               f"{f'{s:.2f}' if s else ''} | {ratio} | {f'{a:.2f}' if a else ''} | "
               f"{r['check']} | {r['rc']} |")  # fmt: skip
 

@@ -395,9 +395,13 @@ def spirv_lookup(dispatcher, index, argtypes):
         _refuse(f"kernel {dispatcher.__qualname__} is not cached on disk: {e}")
         return None, None
     dispatcher._cache_refusal = None
-    # bounds-checked kernels differ; unchecked ones keep the keys they always had
-    checked = {"boundscheck": True} if getattr(dispatcher, "boundscheck", False) else None
-    key = spirv_key(ident, index, argtypes, dispatcher.opt_level, checked)
+    # bounds-checked or register-capped kernels differ; others keep the keys they always had
+    opts = {}
+    if getattr(dispatcher, "boundscheck", False):
+        opts["boundscheck"] = True
+    if getattr(dispatcher, "max_registers", None):
+        opts["max_registers"] = dispatcher.max_registers
+    key = spirv_key(ident, index, argtypes, dispatcher.opt_level, opts or None)
     payload = load(key, ".spv")
     debug(f"{'hit' if payload else 'miss'} {dispatcher.__qualname__} {key[:16]}")
     here = dispatcher.py_func.__code__.co_filename

@@ -136,6 +136,27 @@ def _boundscheck(option) -> bool:
     return env == "1"
 
 
+# ptxas's range for a per-entry register cap (.maxnreg, -maxrregcount); KIR checks it too.
+MIN_REGISTERS, MAX_REGISTERS = 16, 255
+
+
+def _max_registers(option) -> int | None:
+    """The max_registers option (numba-cuda's name): None, or an int in 16..255 that caps the
+    registers per work-item on GPUs that have such a cap (kapi's CUDA driver); other devices
+    accept and ignore it."""
+    if option is None:
+        return None
+    if isinstance(option, bool) or not hasattr(option, "__index__"):
+        raise TypeError(f"max_registers must be an int, not {type(option).__name__}")
+    option = option.__index__()
+    if not MIN_REGISTERS <= option <= MAX_REGISTERS:
+        raise ValueError(
+            f"max_registers must be {MIN_REGISTERS}..{MAX_REGISTERS} (registers per work-item), "
+            f"not {option}"
+        )
+    return int(option)
+
+
 def _compile_kir(text: str, opt_level: int):
     native = _native.ext()
     try:
@@ -199,11 +220,17 @@ def _as_kapi_error(e):
     return new
 
 
-def _pyfront_compile(pyfunc, argtypes, index, boundscheck=False):
+def _pyfront_compile(pyfunc, argtypes, index, boundscheck=False, max_registers=None):
     import pyfront
 
     try:
-        return pyfront.compile_kernel(pyfunc, list(argtypes), index=index, boundscheck=boundscheck)
+        return pyfront.compile_kernel(
+            pyfunc,
+            list(argtypes),
+            index=index,
+            boundscheck=boundscheck,
+            max_registers=max_registers,
+        )
     except pyfront.KernelError as e:
         raise _as_kapi_error(e) from None
 
@@ -237,6 +264,7 @@ class KernelDispatcher:
             raise ValueError(f"opt_level must be 0..3, got {opt}")
         self.opt_level = int(opt)
         self.boundscheck = _boundscheck(self.options.get("boundscheck"))
+        self.max_registers = _max_registers(self.options.get("max_registers"))
         params = inspect.signature(pyfunc).parameters.values()
         if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
             raise InvalidKernelSpecializationError(
@@ -326,7 +354,9 @@ class KernelDispatcher:
                 hit["prints"],
             )
         else:
-            mod = _pyfront_compile(self.py_func, argtypes, index, self.boundscheck)
+            mod = _pyfront_compile(
+                self.py_func, argtypes, index, self.boundscheck, max_registers=self.max_registers
+            )
             entry, llvm_ir, spirv = _compile_kir(mod.text, self.opt_level)
             raises, prints = getattr(mod, "raises", ()), getattr(mod, "prints", False)
             ck = CompiledKernel(

@@ -144,10 +144,11 @@ def named_identity(name, dt: np.dtype):
     return dt.type(info.max if big else info.min)
 
 
-def kernel_of(source: str, entry: str, env: dict, key=None):
+def kernel_of(source: str, entry: str, env: dict, key=None, options=None):
     """The kernel `entry` defined by source (our own generated text), built once per
-    (source, key); env holds its globals (device functions it calls)."""
-    ck = (source, key)
+    (source, key, options); env holds its globals (device functions it calls); options are
+    @kapi.kernel's (max_registers=...)."""
+    ck = (source, key) if not options else (source, key, tuple(sorted(options.items())))
     k = _KERNELS.get(ck)
     if k is None:
         from . import kernel_api as K
@@ -155,7 +156,7 @@ def kernel_of(source: str, entry: str, env: dict, key=None):
 
         g = {"np": np, "K": K, **env}
         exec(compile(source, f"<kapi {entry}>", "exec"), g)  # noqa: S102 - our own source
-        k = _KERNELS[ck] = kernel(g[entry])
+        k = _KERNELS[ck] = kernel(g[entry], **(options or {}))
     return k
 
 
@@ -753,15 +754,21 @@ def _scan_kind(dev) -> str:
     return "serial" if dev.device_type == "cpu" else "group"
 
 
-def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
-    """Scans each row of x2 (rows, n) into out (rows, n), inclusively or exclusively."""
+def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident, events=None) -> None:
+    """Scans each row of x2 (rows, n) into out (rows, n), inclusively or exclusively. With
+    events (a list; not on kapi's CPU device's serial scan), the launches do not wait: their
+    Events go into the list (the caller waits, after later launches on the same in-order
+    queue)."""
     kind = SCAN or _scan_kind(x2.device)
     if kind == "serial":
         _scan_serial(x2, out, fn, key, excl, ident)
         return
     from . import kernel_api as K
     from ._ranges import NdRange
-    from ._replay import launch as call_kernel  # recorded while a plan is traced
+    from ._replay import launch  # recorded while a plan is traced
+
+    def call_kernel(kern, nd, *args):
+        launch(kern, nd, *args, events=events)
 
     rows, n = x2.shape
     runs = kind == "subgroup"
@@ -810,7 +817,7 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
                 ks, nd, x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(seg), slm, *sums_extra
             )
     if groups > 1:
-        _scan_rows(sums, pre, fn, key, False, ident)
+        _scan_rows(sums, pre, fn, key, False, ident, events)
     ka = kernel_of(apply_src, names[1], env, key)
     if runs:
         extra = (stg,)

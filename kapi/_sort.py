@@ -42,8 +42,14 @@ from ._array import Array
 WG = 256  # work-items per group: one per digit value
 ITEMS = 4  # elements per work-item in a scatter chunk ("group": the split scans)
 # Keys per work-item in a "ballot" chunk (half with argsort's values); KAPI_SORT_KEYS_PER_ITEM
-# overrides it (to compare: 4, 8 or 16).
-RANK_ITEMS = 8
+# overrides it (to compare: 4, 8 or 16). 16 on the H100 (bench/RESULTS.md, issue 13): sort
+# 9.7 ms against 11.3 with 8, argsort 18.8 against 26.8 (longer runs per digit per chunk).
+RANK_ITEMS = 16
+# The ballot scatter's register cap per work-item on GPUs that have one (@kapi.kernel's
+# max_registers; None: the back end's choice); KAPI_SORT_MAXREG overrides it (0: none).
+RANK_MAX_REGISTERS = None
+# Whether the ballot scatter prefetches the next chunk's keys (KAPI_SORT_PREFETCH overrides).
+RANK_PREFETCH = True
 RADIX = 256
 _MAX_GROUPS_PER_CU = 32
 _MAX_GROUPS = 4096  # (a CUDA device reports its SMs' warp slots as compute units)
@@ -255,25 +261,32 @@ _SPLIT_SUBGROUP = """
 # rank by popcount of the lanes below, and the batch's highest such lane bumps the sub-group's
 # count of that digit in local memory (wh). Every lane of the sub-group reaches every ballot
 # and sub-group barrier: nothing before them branches per lane (a lane past the chunk's end
-# loads the chunk's last key again and is left out of the masks, m starting as the batch's
-# lanes inside the chunk), as warp-synchronous instructions require (a test checks the PTX).
-# The masks are 32 bits: sub-groups of at most 32 work-items, all full (_scatter_kind).
-# After one barrier, work-item d turns the counts of digit d into offsets over the sub-groups
-# and the chunk's digits are scanned; each key is then placed in local memory sorted by digit
-# (stably: sub-groups, batches and lanes are in index order), and written out in index order
-# of that sorted chunk, so consecutive work-items write consecutive addresses within each
-# digit's run.
+# loads nothing, ranks whatever key it holds and is left out of the masks, m starting as the
+# batch's lanes inside the chunk), as warp-synchronous instructions require (a test checks
+# the PTX). The masks are 32 bits: sub-groups of at most 32 work-items, all full
+# (_scatter_kind). After one barrier, work-item d turns the counts of digit d into offsets
+# over the sub-groups and the chunk's digits are scanned; each key is then placed in local
+# memory sorted by digit (stably: sub-groups, batches and lanes are in index order), and
+# written out in index order of that sorted chunk, so consecutive work-items write
+# consecutive addresses within each digit's run.
+# Registers (128 per work-item with 8 keys before; 69 now, 80 with the prefetch): the group
+# and sub-group sizes are constants where the device has one sub-group size (S = 32 on
+# NVIDIA GPUs), so a batch's keys are at constant offsets from one index that pyfront knows
+# is >= 0 (no negative-index wraparound), where LLVM kept one 64-bit place per batch; and a
+# key's rank and digit are packed into one int32 passed through a sub-group permute by 0
+# (itself), which LLVM cannot see through, so it cannot sink the rank's popcount past the
+# barriers and keep its inputs (mask, count, digit and address, 7 registers per key) alive.
 _RANK_SRC = """
 def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, vl, ds, dc, wt):
     g = it.get_group()
     lid = it.get_local_id(0)
-    L = it.get_local_range(0)
+    L = WGSIZE
     gid = g.get_group_id(0)
     sg = it.get_sub_group()
     lane = sg.get_local_linear_id()
-    S = sg.get_local_linear_range()
+    S = SGSIZE
     w = sg.get_group_linear_id()
-    W = sg.get_group_linear_range()
+    W = NSUB
     C = L * ITEMS
     R = 256 // L
     d0 = lid * R
@@ -288,23 +301,23 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
     lb = np.uint32(np.uint32(1) << ul)  # this lane's bit in a ballot
     below = lb - np.uint32(1)
     wb = w * 256
-    c = gid * tile
+    pw = w * S * ITEMS + lane  # this lane's first place in a chunk; its batch j: + j * S
+    c = gid * (tile & np.int64(0x7FFFFFFFFFFFFFFF))  # known >= 0: no index wraparound
     end = min(n, c + tile)
+PREFETCH0
     while c < end:
         cnt = min(C, end - c)
+        rem = cnt - pw  # batch j's key of this lane is in the chunk if j * S < rem
+        rl = cnt - lid  # the same for the writes: j * L < rl
         i = lane
         while i < 256:
             wh[wb + i] = np.int32(0)
             i += S
         K.group_barrier(sg)
+LOADKEYS
         for j in range(UNROLL):
-            pl = min(w * S * ITEMS + j * S + lane, cnt - 1)
-            keys[j] = k[c + pl]
-            VLOAD
-        for j in range(UNROLL):
-            pb = w * S * ITEMS + j * S
             d = np.uint32((keys[j] >> shift) & MASK)
-            nb = min(max(cnt - pb, 0), S)
+            nb = min(max(rem + lane - j * S, 0), S)
             m = np.uint32((np.uint64(1) << np.uint64(nb)) - np.uint64(1))
             for b in range(8):
                 set_ = np.uint32(np.uint32(0) - ((d >> np.uint32(b)) & np.uint32(1)))
@@ -315,7 +328,8 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
             if (m >> ul) == np.uint32(1):
                 wh[wb + np.int64(d)] = base + np.int32(POPC(m))
             K.group_barrier(sg)
-            rank[j] = base + np.int32(POPC(m & below))
+            rk = np.int32((base + np.int32(POPC(m & below))) | (np.int32(d) << 16))
+            rank[j] = K.permute_group_by_xor(sg, rk, 0)  # (see above)
         K.group_barrier(g)
         tot = np.int32(0)
         r = 0
@@ -338,16 +352,16 @@ SCAN
             r += 1
         K.group_barrier(g)
         for j in range(UNROLL):
-            p = w * S * ITEMS + j * S + lane
-            if p < cnt:
-                d = np.int64((keys[j] >> shift) & MASK)
-                q = ds[d] + wh[wb + d] + rank[j]
+            if j * S < rem:
+                pk = rank[j]
+                d = np.int64(pk >> 16)
+                q = ds[d] + wh[wb + d] + (pk & 0xFFFF)
                 kl[q] = keys[j]
                 VPLACE
         K.group_barrier(g)
         for j in range(UNROLL):
-            q = j * L + lid
-            if q < cnt:
+            if j * L < rl:
+                q = lid + j * L
                 kk = kl[q]
                 d = np.int64((kk >> shift) & MASK)
                 dst = run[d] + (q - ds[d])
@@ -358,7 +372,48 @@ SCAN
         while r < R:
             run[d0 + r] += np.int64(dc[d0 + r])
             r += 1
+NEXTKEYS
         c += C
+"""
+
+# How _rank_scatter gets a chunk's keys: loaded at the chunk's start ("LOADKEYS"), or, with
+# prefetching, the next chunk's loads issued at the start of this one into a second set of
+# registers (nk) and moved into keys at its end, so their memory latency overlaps this
+# chunk's ranking and writes rather than stalling the group (a group holds one chunk in
+# flight otherwise: about 0.5 TB/s over the SMs' few resident groups).
+_RANK_LOAD = """
+        cw = c + pw
+        for j in range(UNROLL):
+            if j * S < rem:
+                ql = cw + j * S
+                keys[j] = k[ql]
+                VLOAD
+"""
+_RANK_PREFETCH0 = """
+    nk = K.PrivateArray(ITEMS, KDT)
+    VNPRIV
+    rem = min(C, end - c) - pw
+    cw = c + pw
+    for j in range(UNROLL):
+        if j * S < rem:
+            ql = cw + j * S
+            keys[j] = k[ql]
+            VLOAD
+"""
+_RANK_PREFETCH = """
+        cn = c + C
+        remn = min(C, end - cn) - pw
+        cwn = cn + pw
+        for j in range(UNROLL):
+            if j * S < remn:
+                ql = cwn + j * S
+                nk[j] = k[ql]
+                VNLOAD
+"""
+_RANK_NEXT = """
+        for j in range(UNROLL):
+            keys[j] = nk[j]
+            VNEXT
 """
 
 # The exclusive scan over the work-group of each work-item's digit total (tot) for
@@ -478,10 +533,10 @@ def _unroll(src: str, n: int) -> str:
     return "\n".join(out)
 
 
-def _kernel(src, entry, **subst):
+def _kernel(src, entry, options=None, **subst):
     for a, b in subst.items():
         src = src.replace(a, b)
-    return P.kernel_of(src, entry, {"POPC": _popc})
+    return P.kernel_of(src, entry, {"POPC": _popc}, options=options)
 
 
 def _mode(dt: np.dtype) -> int:
@@ -542,6 +597,32 @@ def _rank_items() -> int:
     return int(v)
 
 
+def _rank_prefetch() -> bool:
+    """Whether the ballot scatter loads the next chunk's keys while it ranks and writes
+    this one: KAPI_SORT_PREFETCH (0 or 1), else RANK_PREFETCH."""
+    v = os.environ.get("KAPI_SORT_PREFETCH")
+    if not v:
+        return RANK_PREFETCH
+    if v not in ("0", "1"):
+        raise ValueError(f"KAPI_SORT_PREFETCH must be 0 or 1, not {v!r}")
+    return v == "1"
+
+
+def _rank_max_registers() -> int | None:
+    """The ballot scatter's max_registers: KAPI_SORT_MAXREG (0: none), else
+    RANK_MAX_REGISTERS."""
+    v = os.environ.get("KAPI_SORT_MAXREG")
+    if not v:
+        return RANK_MAX_REGISTERS
+    try:
+        n = int(v)
+    except ValueError:
+        n = -1
+    if n != 0 and not 16 <= n <= 255:
+        raise ValueError(f"KAPI_SORT_MAXREG must be 0 (no cap) or 16..255, not {v!r}")
+    return n or None
+
+
 def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=False):
     """Sorts keys k (unsigned, 1-D) stably, with values v (int64) when given, by every byte
     in which bits_vary (an int, or a function giving it) has a bit set. Returns the sorted
@@ -558,15 +639,21 @@ def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=F
     if callable(bits_vary):  # a wait for the device: after the host's setup above
         bits_vary = bits_vary()
     src = k
+    # GPUs: the passes' launches do not wait (call_kernel does), so the device runs them back
+    # to back; their Events keep the arguments alive, and the last wait covers all (one queue,
+    # in order). About 20 launches per sort each waited out a host round trip before.
+    events = [] if kind != "serial" else None
     for shift in range(0, nbits, 8):
         if not (bits_vary >> shift) & (RADIX - 1):
             continue
-        one_pass(k, v, k2, v2, k.dtype.type(shift), withv)
+        one_pass(k, v, k2, v2, k.dtype.type(shift), withv, events)
         k, k2 = k2, k
         if k2 is src and keep_input:
             k2 = Array._allocate((n,), k.dtype, q, ut)
         if withv:
             v, v2 = v2, v
+    for ev in events or ():
+        ev.wait()
     if k is src and keep_input:  # no pass ran
         k2[...] = k
         k = k2
@@ -576,8 +663,8 @@ def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=F
 def _parallel_pass(k: Array, withv: bool, kind: str):
     """One pass by work-groups: histograms, their scan, the chunked stable scatter."""
     from . import kernel_api as K
-    from ._launch import call_kernel
     from ._ranges import NdRange
+    from ._replay import launch
 
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
@@ -617,10 +704,10 @@ def _parallel_pass(k: Array, withv: bool, kind: str):
 
     hist1, offs1 = hist.reshape(RADIX * G), offs.reshape(RADIX * G)
 
-    def one_pass(k, v, k2, v2, sh, withv):
-        call_kernel(hist_k, nd, k, hist1, *sizes, sh, mask, cnt)
-        P._scan_rows(hist, offs, add, "add", True, 0)
-        call_kernel(scat_k, nd_s, k, v, k2, v2, offs1, *sizes, sh, mask, *lm)
+    def one_pass(k, v, k2, v2, sh, withv, events):
+        launch(hist_k, nd, k, hist1, *sizes, sh, mask, cnt, events=events)
+        P._scan_rows(hist, offs, add, "add", True, 0, events)
+        launch(scat_k, nd_s, k, v, k2, v2, offs1, *sizes, sh, mask, *lm, events=events)
 
     return one_pass
 
@@ -629,31 +716,60 @@ def _rank_wg(dev) -> int:
     """Work-items per group of the "ballot" scatter: 256, or fewer with sub-groups of
     under 8 work-items (kapi's CPU device) so that the counts per sub-group (wh) fit in
     32 KiB of local memory."""
-    return min(WG, 32 * max(dev.sub_group_sizes or [1]))
+    return _rank_wg_of(dev.sub_group_sizes or [1])
+
+
+def _rank_wg_of(sub_group_sizes) -> int:
+    return min(WG, 32 * max(sub_group_sizes))
 
 
 def _rank_kernel(k: Array, withv: bool, items: int):
     """The "ballot" scatter kernel for keys like k, its local memory and group size."""
+    return _rank_kernel_for(k.dtype, withv, items, tuple(k.device.sub_group_sizes or [1]))
+
+
+def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tuple):
+    """The "ballot" scatter kernel for keys of dtype kdt on a device with these sub-group
+    sizes, its local memory and group size (tests build the NVIDIA form on any device)."""
     from . import kernel_api as K
 
-    sgs = max(k.device.sub_group_sizes or [1])
-    wg = _rank_wg(k.device)
+    sgs = max(sub_group_sizes)
+    wg = _rank_wg_of(sub_group_sizes)
     W = -(-wg // sgs)  # sub-groups per work-group
+    one_size = len(set(sub_group_sizes)) == 1
+    maxreg = _rank_max_registers()
+    pre = _rank_prefetch()
+    src = _RANK_SRC
+    for a, b in (
+        ("PREFETCH0", _RANK_PREFETCH0 if pre else ""),
+        ("LOADKEYS", _RANK_PREFETCH if pre else _RANK_LOAD),
+        ("NEXTKEYS", _RANK_NEXT if pre else ""),
+    ):
+        src = src.replace(a + "\n", b.strip("\n") + "\n" if b else "")
     scat_k = _kernel(
-        _unroll(_RANK_SRC, items),
+        _unroll(src, items),
         "_rank_scatter",
+        {"max_registers": maxreg} if maxreg else None,
         SCAN=_RANK_SCAN.strip("\n"),
         ITEMS=str(items),
-        KDT=f"np.{k.dtype.name}",
+        # one sub-group size (NVIDIA: 32): a constant, so each batch's place in the chunk is
+        # a constant offset from one address rather than a 64-bit register per batch
+        SGSIZE=str(sgs) if one_size else "sg.get_local_linear_range()",
+        WGSIZE=str(wg),
+        NSUB=str(wg // sgs) if one_size else "sg.get_group_linear_range()",
+        KDT=f"np.{kdt.name}",
         VPRIV=f"vals = K.PrivateArray({items}, np.int64)" if withv else "pass",
-        VLOAD="vals[j] = v[c + pl]" if withv else "pass",
+        VLOAD="vals[j] = v[ql]" if withv else "pass",
+        VNPRIV=f"nv = K.PrivateArray({items}, np.int64)" if withv else "pass",
+        VNLOAD="nv[j] = v[ql]" if withv else "pass",
+        VNEXT="vals[j] = nv[j]" if withv else "pass",
         VPLACE="vl[q] = vals[j]" if withv else "pass",
         VSTORE="v2[dst] = vl[q]" if withv else "pass",
     )
     lm = [
         K.LocalAccessor(RADIX, np.int64),  # run: the group's next place per digit
         K.LocalAccessor(RADIX * W, np.int32),  # wh: counts, then offsets, per sub-group
-        K.LocalAccessor(wg * items, k.dtype),  # kl: the chunk sorted by digit
+        K.LocalAccessor(wg * items, kdt),  # kl: the chunk sorted by digit
         K.LocalAccessor(wg * items if withv else 1, np.int64),  # vl
         K.LocalAccessor(RADIX, np.int32),  # ds: where each digit starts in the chunk
         K.LocalAccessor(RADIX, np.int32),  # dc: how many keys of each digit the chunk has
@@ -662,7 +778,7 @@ def _rank_kernel(k: Array, withv: bool, items: int):
     return scat_k, lm, wg
 
 
-def _serial_pass(k, v, k2, v2, sh, withv):
+def _serial_pass(k, v, k2, v2, sh, withv, events=None):
     """One pass on kapi's CPU device: T work-items each own a contiguous block and count,
     then scatter, it sequentially (a stable counting sort per block), so no barriers."""
     from ._launch import call_kernel

@@ -80,20 +80,21 @@ def _check_signature(pyfunc, argtypes, index):
 _lock = threading.RLock()
 
 
-def compile_kernel(pyfunc, argtypes, *, index=None, boundscheck=False):
+def compile_kernel(pyfunc, argtypes, *, index=None, boundscheck=False, max_registers=None):
     """Compile `pyfunc` for `argtypes` (KIR type strings, without the index parameter).
 
     With `boundscheck`, every array element access checks its indices and raises IndexError
-    (KIR `raise`) when one is out of range.
+    (KIR `raise`) when one is out of range. `max_registers` (an int) becomes the kernel's
+    KIR attribute of that name: a cap on registers per work-item for GPU back ends.
 
     Thread-safe (compilations are serialised). Raises KernelError subclasses for bad kernels
     and ValueError for a malformed `index`.
     """
     with _lock:
-        return _compile(pyfunc, argtypes, index, boundscheck)
+        return _compile(pyfunc, argtypes, index, boundscheck, max_registers)
 
 
-def _compile(pyfunc, argtypes, index, boundscheck=False):
+def _compile(pyfunc, argtypes, index, boundscheck=False, max_registers=None):
     from .ktypes import parse_type
     from .module import ModuleEmitter
 
@@ -107,7 +108,7 @@ def _compile(pyfunc, argtypes, index, boundscheck=False):
             raise KernelTypingError(
                 f"argument '{name}': {e}", fname, line, construct="argument"
             ) from None
-    emitter = ModuleEmitter(boundscheck)
+    emitter = ModuleEmitter(boundscheck, max_registers)
     entry, text = emitter.compile(pyfunc, ntypes, index)
     return KirModule(text, entry, tuple(emitter.raises), emitter.prints)
 

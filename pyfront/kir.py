@@ -57,6 +57,7 @@ class FunctionBuilder:
         self.restype = restype
         self.filename = filename
         self.lineno = lineno
+        self.attrs = ""  # kernel attributes after the header's line, e.g. "max_registers 64"
         self.slots = {}
         self.blocks = []  # [(label, [lines])]
         self._hoisted = []
@@ -107,7 +108,8 @@ class FunctionBuilder:
         params = ", ".join(f"%{n}: {t}" for n, t in self.params)
         out = [
             f"{self.kind} @{self.name}({params}) -> {self.restype} "
-            f"file {_quote(self.filename)} line {self.lineno} {{"
+            f"file {_quote(self.filename)} line {self.lineno}"
+            f"{' ' + self.attrs if self.attrs else ''} {{"
         ]
         out += [f"  var {ref} {kty}" for ref, kty in self.slots.items()]
         for i, (label, lines) in enumerate(self.blocks):

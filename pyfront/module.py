@@ -9,8 +9,9 @@ from .typer import Typer
 
 
 class ModuleEmitter:
-    def __init__(self, boundscheck=False):
+    def __init__(self, boundscheck=False, max_registers=None):
         self.boundscheck = boundscheck  # check array indices (pyfront/emit_bounds.py)
+        self.max_registers = max_registers  # the kernel's register cap (KIR max_registers)
         self.typer = Typer()
         self._names = {}  # (pyfunc, argtypes) -> KIR name
         self._used = set()
@@ -64,7 +65,10 @@ def _emit(tf, module, kind, name, views):
     signed = set()
     while True:
         em = FunctionEmitter(tf, module, kind, name, views=views, signed_vars=signed)
-        text = em.run().text()
+        b = em.run()
+        if kind == "kernel" and module.max_registers:
+            b.attrs = f"max_registers {int(module.max_registers)}"
+        text = b.text()
         if not em.new_signed:
             return text
         signed |= em.new_signed

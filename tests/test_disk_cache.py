@@ -47,9 +47,9 @@ def front(monkeypatch):
     calls = []
     real = _kernel._pyfront_compile
 
-    def counting(pyfunc, argtypes, index, boundscheck=False):
+    def counting(pyfunc, argtypes, index, boundscheck=False, max_registers=None):
         calls.append(pyfunc.__name__)
-        return real(pyfunc, argtypes, index, boundscheck)
+        return real(pyfunc, argtypes, index, boundscheck, max_registers=max_registers)
 
     monkeypatch.setattr(_kernel, "_pyfront_compile", counting)
     return calls
@@ -525,6 +525,19 @@ def test_hit_keeps_assert_sites_and_print(cache_dir, front, dev, capfd):
     capfd.readouterr()
     kapi.call_kernel(k2, kapi.Range(1), b, np.float32(5.0))
     assert "item 0" in capfd.readouterr().out
+
+
+def test_max_registers_is_part_of_the_key(cache_dir, front):
+    """A register-capped kernel, the same kernel uncapped and with another cap are three
+    entries (their SPIR-V differs: the cap travels in it); each hits."""
+    plain = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}))
+    capped = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, max_registers=32))
+    other = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, max_registers=40))
+    assert front == ["k", "k", "k"] and len(entries(cache_dir)) == 3
+    assert "max_registers" not in plain.kir and "max_registers 32 {" in capped.kir
+    assert len({plain.spirv, capped.spirv, other.spirv}) == 3
+    again = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, max_registers=32))
+    assert front == ["k", "k", "k"] and again.spirv == capped.spirv
 
 
 def test_boundscheck_is_part_of_the_key(cache_dir, front):

@@ -20,6 +20,10 @@ kc_status_t kc_spirv_prepare(LLVMModuleRef mod, char **err);
 
 /* spirv_emit.c: LLVM module -> validated SPIR-V with no imported functions. */
 kc_status_t kc_emit_spirv(LLVMModuleRef mod, void **spirv, size_t *nbytes, char **err);
+/* The register cap a module's kernel asks for (KIR max_registers, carried by kc_emit_spirv as
+ * OpSourceExtension "kapi.max_registers N"); 0 for none or a value outside 16..255. Read by
+ * the NVPTX finaliser. */
+int kc_spirv_max_registers(const uint32_t *words, size_t nwords);
 /* KC_ERR_SPIRV when a function has Import linkage (a driver could not link it). */
 kc_status_t kc_spirv_check_no_imports(const void *spirv, size_t nbytes, char **err);
 

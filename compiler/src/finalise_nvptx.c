@@ -236,7 +236,7 @@ static kc_status_t nvptx_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, kc_nvp
 
 /* Steps after reading, on the NVPTX module. */
 static kc_status_t nvptx_lower(LLVMContextRef ctx, LLVMModuleRef mod, const kc_nvptx_options_t *o,
-                               kc_nvptx_module_t *out, char **log) {
+                               int maxreg, kc_nvptx_module_t *out, char **log) {
   LLVMTargetMachineRef tm = nvptx_machine(o, log);
   if (!tm) return KC_ERR_TARGET;
   LLVMSetTarget(mod, NVPTX_TRIPLE);
@@ -253,6 +253,7 @@ static kc_status_t nvptx_lower(LLVMContextRef ctx, LLVMModuleRef mod, const kc_n
   if (st == KC_OK) st = nvptx_internalise(mod, &out->kernels);
   if (st == KC_OK) st = nvptx_optimise(mod, tm, o->opt_level, log);
   if (st == KC_OK) kc_nvptx_coarsen_finish(mod, &out->kernels);
+  if (st == KC_OK) kc_nvptx_cap_registers(mod, &out->kernels, maxreg);
   if (st == KC_OK) st = nvptx_check_resolved(mod, log);
   if (st == KC_OK) kc_nvptx_guard_sign_shifts(mod);
   if (st == KC_OK) st = nvptx_emit(mod, tm, out, log);
@@ -284,7 +285,8 @@ static kc_status_t nvptx_finalise_words(const uint32_t *words, size_t nbytes,
   LLVMContextSetDiagnosticHandler(ctx, nvptx_diagnostic, &diagnostic);
   LLVMModuleRef mod = NULL;
   kc_status_t st = nvptx_read(ctx, words, nbytes, &mod, log);
-  if (st == KC_OK) st = nvptx_lower(ctx, mod, opts, m, log);
+  int maxreg = kc_spirv_max_registers(words, nbytes / 4);
+  if (st == KC_OK) st = nvptx_lower(ctx, mod, opts, maxreg, m, log);
   if (st == KC_OK && diagnostic) {
     st = KC_ERR_LLVM;
     *log = diagnostic;

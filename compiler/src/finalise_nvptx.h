@@ -44,6 +44,10 @@ kc_status_t kc_nvptx_native_unpack(const void *blob, size_t len, uint32_t sm, in
 kc_status_t kc_nvptx_coarsen(LLVMModuleRef mod, kc_nvptx_kernel_list_t *ks);
 void kc_nvptx_coarsen_finish(LLVMModuleRef mod, kc_nvptx_kernel_list_t *ks);
 
+/* Caps every entry of ks (coarsened ones included) at n registers per thread (`.maxnreg`):
+ * the kernel's max_registers, which the SPIR-V carries (kc_spirv_max_registers). n <= 0: none. */
+void kc_nvptx_cap_registers(LLVMModuleRef mod, const kc_nvptx_kernel_list_t *ks, int n);
+
 /* Marks fn as a PTX entry (!nvvm.annotations). */
 void kc_nvptx_annotate_kernel(LLVMModuleRef mod, LLVMValueRef fn);
 

@@ -121,6 +121,25 @@ void kc_nvptx_annotate_kernel(LLVMModuleRef mod, LLVMValueRef fn) {
   LLVMAddNamedMetadataOperand(mod, "nvvm.annotations", LLVMMDNodeInContext(ctx, ops, 3));
 }
 
+/* !{fn, !"maxnreg", i32 n}: LLVM prints it as `.maxnreg n`, which ptxas obeys for that entry
+ * (spilling to local memory what does not fit). */
+static void annotate_maxnreg(LLVMModuleRef mod, LLVMValueRef fn, int n) {
+  LLVMContextRef ctx = LLVMGetModuleContext(mod);
+  LLVMValueRef ops[3] = {fn, LLVMMDStringInContext(ctx, "maxnreg", 7),
+                         LLVMConstInt(LLVMInt32TypeInContext(ctx), (unsigned)n, 0)};
+  LLVMAddNamedMetadataOperand(mod, "nvvm.annotations", LLVMMDNodeInContext(ctx, ops, 3));
+}
+
+void kc_nvptx_cap_registers(LLVMModuleRef mod, const kc_nvptx_kernel_list_t *ks, int n) {
+  if (n <= 0) return;
+  for (uint32_t i = 0; i < ks->count; ++i) {
+    LLVMValueRef fn = LLVMGetNamedFunction(mod, ks->items[i].name);
+    if (fn) annotate_maxnreg(mod, fn, n);
+    const char *coarse = ks->items[i].coarse_name;
+    if (coarse && (fn = LLVMGetNamedFunction(mod, coarse))) annotate_maxnreg(mod, fn, n);
+  }
+}
+
 /* Kernel calls (rare) and every other call use the C convention on NVPTX. */
 static void reset_calling_conventions(LLVMModuleRef mod) {
   for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {

@@ -55,6 +55,9 @@ typedef struct kir_type {
 
 #define KIR_TYPE_STR_MAX 64 /* buffer size for kir_type_str */
 #define KIR_MAX_STATIC_EXTENT (1u << 20)
+/* The range of a kernel's max_registers (ptxas's: -maxrregcount / .maxnreg). */
+#define KIR_MIN_REGISTERS 16
+#define KIR_MAX_REGISTERS 255
 int kir_type_is_static(kir_type_t t);
 
 int kir_type_eq(kir_type_t a, kir_type_t b);
@@ -276,6 +279,7 @@ typedef struct kir_func {
   const char *file;
   int line, text_line;
   int is_kernel;
+  int max_registers; /* kernel attribute: a cap on registers per work-item, 0 for none */
   kir_type_t ret;
   int *params; /* value indices */
   int nparams, params_cap;

@@ -419,6 +419,20 @@ static int parse_param(parser_t *p) {
   return 0;
 }
 
+/* `max_registers N`: a kernel's cap on registers per work-item, as CUDA's maxnreg, which
+ * ptxas accepts from 16 to 255 (docs/kir.md). */
+static int parse_max_registers(parser_t *p) {
+  const char *w = expect(p, KIR_TOK_WORD, "a register count");
+  int64_t v;
+  if (!w || parse_int_word(p, w, &v)) return -1;
+  if (!p->f->is_kernel) return perr(p, "max_registers is an attribute of the kernel only");
+  if (v < KIR_MIN_REGISTERS || v > KIR_MAX_REGISTERS)
+    return perr(p, "max_registers must be %d..%d, not %lld", KIR_MIN_REGISTERS, KIR_MAX_REGISTERS,
+                (long long)v);
+  p->f->max_registers = (int)v;
+  return 0;
+}
+
 static int parse_header_tail(parser_t *p) {
   kir_func_t *f = p->f;
   if (expect_punct(p, "->") || parse_type(p, &f->ret)) return -1;
@@ -432,6 +446,8 @@ static int parse_header_tail(parser_t *p) {
       int64_t v;
       if (!w || parse_int_word(p, w, &v)) return -1;
       f->line = (int)v;
+    } else if (!strcmp(t->text, "max_registers")) {
+      if (parse_max_registers(p)) return -1;
     } else {
       return perr(p, "unexpected '%s' in function header", t->text);
     }

@@ -3,6 +3,7 @@
  * lower_<concern>.c. Variable slots become entry-block allocas that the optimiser promotes. */
 #include "lower.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,13 @@ static LLVMValueRef declare_func(kc_lower_t *L, const kir_func_t *f, int may_rai
   LLVMSetFunctionCallConv(fn, f->is_kernel ? SPIR_KERNEL_CC : SPIR_FUNC_CC);
   if (!f->is_kernel) LLVMSetLinkage(fn, LLVMInternalLinkage);
   kc_set_fn_attrs(L, fn);
+  if (f->max_registers) { /* kc_emit_spirv carries it into the SPIR-V */
+    char v[16];
+    int len = snprintf(v, sizeof v, "%d", f->max_registers);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(L->ctx, KC_MAX_REGISTERS_ATTR,
+                                                      sizeof KC_MAX_REGISTERS_ATTR - 1, v, len));
+  }
   return fn;
 }
 

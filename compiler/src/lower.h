@@ -7,6 +7,9 @@
 
 #include "kir.h"
 
+/* The kernel's string attribute that carries KIR's max_registers to SPIR-V emission. */
+#define KC_MAX_REGISTERS_ATTR "kapi-max-registers"
+
 #include <llvm-c/Core.h>
 
 /* SPIR address spaces (docs/kir.md: every pointer has a known one; never generic). */
