@@ -494,6 +494,7 @@ typedef struct {
   LLVMBuilderRef b;
   LLVMContextRef c;
   LLVMValueRef fn, wi, g, storage, count, lstride, uoff, unoff, bcur, bnxt;
+  LLVMValueRef pass; /* regions run so far in this call (NULL: no prefetching) */
   LLVMValueRef lr[3], *vals, *args;
   batch_layout_t L;
   const kc_hf_kernel_t *k;
@@ -526,6 +527,10 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
   LLVMValueRef local = t->k->local_size ? LLVMBuildInBoundsGEP2(b, i8, base, &t->L.local_off, 1, "")
                                         : LLVMConstNull(i8p);
   batch_args(b, t->k, t->vals, t->args + KC_HF_WI_FIXED, LLVMBuildMul(b, lj.iv, t->lstride, ""));
+  /* the next batch's input, prefetched while the later regions run (finalise_host_prefetch.c) */
+  if (t->pass && flat && s == 0) kc_hf_prefetch_tag(lj.iv, 0);
+  if (t->pass && flat && s != 0)
+    kc_hf_prefetch_mark(LLVMGetGlobalParent(t->fn), b, lj.iv, t->count, t->pass, t->lr[0]);
   loop_t lz = {0}, ly = {0};
   LLVMBasicBlockRef xfrom = lj.head;
   if (!flat) {
@@ -534,6 +539,7 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
     xfrom = ly.head;
   }
   loop_t lx = loop_open(b, t->fn, xfrom, "wi.x");
+  if (t->pass && flat && s == 0) kc_hf_prefetch_tag(lx.iv, 1);
   LLVMValueRef fixed[KC_HF_WI_FIXED] = {t->g,
                                         lx.iv,
                                         flat ? zero64 : ly.iv,
@@ -629,6 +635,10 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMAddIncoming(uoff, &zero64, &go, 1);
   LLVMAddIncoming(boff, &zero64, &go, 1);
   t.uoff = uoff;
+  if (k->batches && kc_hf_prefetch_lines()) {
+    t.pass = LLVMBuildPhi(b, i64, "kapi.pass");
+    LLVMAddIncoming(t.pass, &zero64, &go, 1);
+  }
   t.unoff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
   LLVMValueRef bnoff = LLVMBuildSub(b, LLVMConstInt(i64, brec, 0), boff, "");
   t.bcur = LLVMBuildInBoundsGEP2(b, i8, bbase, &boff, 1, "kapi.bcur");
@@ -651,6 +661,10 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
       /* what this region wrote, the next one reads */
       LLVMAddIncoming(uoff, &t.unoff, &ej, 1);
       LLVMAddIncoming(boff, &bnoff, &ej, 1);
+      if (t.pass) {
+        LLVMValueRef np = LLVMBuildAdd(b, t.pass, one64, "");
+        LLVMAddIncoming(t.pass, &np, &ej, 1);
+      }
       LLVMBuildBr(b, sloop);
     }
   }

@@ -1,0 +1,316 @@
+/* Host finaliser: batched barrier kernels prefetch the next batch's input while the current
+ * batch runs its later regions.
+ *
+ * A batch runs region 0 (a tree reduction's copy of its input into local memory) for all its
+ * groups, then the later regions (the tree's steps), which read nothing from global memory: on
+ * a host where the input streams from DRAM, the core's memory requests stop while the steps run
+ * and the copy's memory time and the steps' compute add up. Here every later region's loop over
+ * the batch's groups, at group j, prefetches a few cache lines of what region 0 will load for
+ * group j of the next batch (the groups after this batch along dimension 0, which the driver
+ * runs next), a different few lines in each region run after the copy, so the requests are
+ * spread over the steps instead of issued in one burst that would wait for the core's few line
+ * fill buffers.
+ *
+ * How: kc_hf_make_region_run tags the flat nest of region 0 (its group and x induction phis)
+ * and puts a marker call `kapi.prefetch.mark(j, count, pass, local_range_x)` in the group loop
+ * of every later region's flat nest. After wi is inlined into run and cleaned up, region 0's
+ * loads from global memory (addrspace 1) are plain loads whose addresses are expressions of the
+ * tagged phis and of values computed before the state loop (arguments, group fields);
+ * kc_hf_prefetch_expand copies each such address expression at every marker with the group phi
+ * replaced by `count + j` and the x phi by the line's first work-item, and prefetches it. Only
+ * expressions without memory access (loads of the read-only group descriptor aside), calls or
+ * untagged phis are copied, and divisions only by non-zero constants, so the copy can neither
+ * trap nor change what the kernel computes: a prefetch never faults, whatever its address.
+ */
+#include "finalise_host.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PF_MARK "kapi.prefetch.mark"
+#define PF_TAG_GROUP "kapi.prefetch.group"
+#define PF_TAG_X "kapi.prefetch.x"
+#define MAX_LOADS 4u  /* address expressions prefetched per marker */
+#define MAX_NODES 48u /* instructions copied per address expression */
+#define LINE 64u
+
+unsigned kc_hf_prefetch_lines(void) {
+  const char *v = getenv("KAPI_HOST_PREFETCH");
+  if (!v || !*v) return KC_HF_PREFETCH_LINES;
+  long n = strtol(v, NULL, 10);
+  return n < 0 ? 0 : n > 64 ? 64 : (unsigned)n;
+}
+
+static unsigned kind_id(LLVMContextRef c, const char *name) {
+  return LLVMGetMDKindIDInContext(c, name, (unsigned)strlen(name));
+}
+
+void kc_hf_prefetch_tag(LLVMValueRef phi, int is_x) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(phi));
+  LLVMMetadataRef none = LLVMMDNodeInContext2(c, NULL, 0);
+  LLVMSetMetadata(phi, kind_id(c, is_x ? PF_TAG_X : PF_TAG_GROUP), LLVMMetadataAsValue(c, none));
+}
+
+static unsigned attr_kind(const char *name) {
+  return LLVMGetEnumAttributeKindForName(name, strlen(name));
+}
+
+void kc_hf_prefetch_mark(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef j, LLVMValueRef count,
+                         LLVMValueRef pass, LLVMValueRef lrx) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMValueRef f = LLVMGetNamedFunction(m, PF_MARK);
+  if (!f) {
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(c), ps[4] = {i64, i64, i64, i64};
+    f = LLVMAddFunction(m, PF_MARK, LLVMFunctionType(LLVMVoidTypeInContext(c), ps, 4, 0));
+    /* Touches no memory the kernel can see: the clean-up passes move loads and stores
+     * across it as if it were not there, and do not delete it. */
+    static const char *const attrs[] = {"inaccessiblememonly", "nounwind", "willreturn"};
+    for (size_t i = 0; i < 3; i++)
+      LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                              LLVMCreateEnumAttribute(c, attr_kind(attrs[i]), 0));
+  }
+  LLVMValueRef args[4] = {j, count, pass, lrx};
+  kc_hf_call(b, f, args, 4);
+}
+
+/* ---- Copying an address expression ---------------------------------------------------- */
+
+typedef struct {
+  LLVMValueRef fn;                   /* run */
+  LLVMBasicBlockRef *before;         /* blocks that dominate the state loop */
+  size_t nbefore;
+  unsigned tag_group, tag_x;         /* metadata kinds */
+  LLVMValueRef from[MAX_NODES], to[MAX_NODES];
+  unsigned n;
+  LLVMValueRef group_to, x_to;       /* what the tagged phis become at this marker */
+  LLVMBuilderRef b;
+  int reaches_x;                     /* the expression depends on the x phi */
+} copy_t;
+
+static int dominating(const copy_t *cp, LLVMValueRef v) {
+  if (!LLVMIsAInstruction(v)) return 1; /* constants, globals, run's parameters */
+  LLVMBasicBlockRef bb = LLVMGetInstructionParent(v);
+  for (size_t i = 0; i < cp->nbefore; i++)
+    if (cp->before[i] == bb) return 1;
+  return 0;
+}
+
+/* Whether a pointer is derived from run's parameter 0 (the group descriptor, read-only while
+ * the batch runs) by address arithmetic alone. */
+static int group_pointer(LLVMValueRef fn, LLVMValueRef p, int depth) {
+  if (p == LLVMGetParam(fn, 0)) return 1;
+  if (depth > 4 || !LLVMIsAInstruction(p)) return 0;
+  LLVMOpcode op = LLVMGetInstructionOpcode(p);
+  if (op != LLVMGetElementPtr && op != LLVMBitCast) return 0;
+  return group_pointer(fn, LLVMGetOperand(p, 0), depth + 1);
+}
+
+static int pure_opcode(LLVMValueRef i) {
+  switch (LLVMGetInstructionOpcode(i)) {
+  case LLVMAdd:
+  case LLVMSub:
+  case LLVMMul:
+  case LLVMShl:
+  case LLVMLShr:
+  case LLVMAShr:
+  case LLVMAnd:
+  case LLVMOr:
+  case LLVMXor:
+  case LLVMTrunc:
+  case LLVMZExt:
+  case LLVMSExt:
+  case LLVMGetElementPtr:
+  case LLVMBitCast:
+  case LLVMAddrSpaceCast:
+  case LLVMPtrToInt:
+  case LLVMIntToPtr:
+  case LLVMICmp:
+  case LLVMSelect:
+    return 1;
+  case LLVMUDiv:
+  case LLVMURem: {
+    LLVMValueRef d = LLVMGetOperand(i, 1);
+    return LLVMIsAConstantInt(d) && LLVMConstIntGetZExtValue(d) != 0;
+  }
+  case LLVMSDiv:
+  case LLVMSRem: { /* x86 traps on INT_MIN / -1 too */
+    LLVMValueRef d = LLVMGetOperand(i, 1);
+    return LLVMIsAConstantInt(d) && LLVMConstIntGetSExtValue(d) > 0;
+  }
+  default:
+    return 0;
+  }
+}
+
+/* v's copy at the builder (NULL when v cannot be copied). */
+static LLVMValueRef copy_value(copy_t *cp, LLVMValueRef v) {
+  if (LLVMIsAPHINode(v)) {
+    if (LLVMGetMetadata(v, cp->tag_group)) return cp->group_to;
+    if (LLVMGetMetadata(v, cp->tag_x)) {
+      cp->reaches_x = 1;
+      return cp->x_to;
+    }
+  }
+  if (dominating(cp, v)) return v;
+  for (unsigned i = 0; i < cp->n; i++)
+    if (cp->from[i] == v) return cp->to[i];
+  if (!LLVMIsAInstruction(v) || cp->n == MAX_NODES) return NULL;
+  int load = LLVMIsALoadInst(v) && !LLVMGetVolatile(v) &&
+             LLVMGetOrdering(v) == LLVMAtomicOrderingNotAtomic &&
+             group_pointer(cp->fn, LLVMGetOperand(v, 0), 0);
+  if (!load && (LLVMIsAPHINode(v) || !pure_opcode(v))) return NULL;
+  int nops = LLVMGetNumOperands(v);
+  LLVMValueRef ops[8];
+  if (nops > 8) return NULL;
+  for (int i = 0; i < nops; i++)
+    if (!(ops[i] = copy_value(cp, LLVMGetOperand(v, (unsigned)i)))) return NULL;
+  LLVMValueRef c = LLVMInstructionClone(v);
+  LLVMInsertIntoBuilder(cp->b, c);
+  for (int i = 0; i < nops; i++)
+    LLVMSetOperand(c, (unsigned)i, ops[i]);
+  cp->from[cp->n] = v;
+  cp->to[cp->n++] = c;
+  return c;
+}
+
+/* ---- Finding region 0's loads and the markers ---------------------------------------- */
+
+/* Blocks from run's entry down the chain of single successors (returning blocks aside) with
+ * single predecessors: they dominate the state loop and everything in it. */
+static size_t dominating_blocks(LLVMValueRef fn, LLVMBasicBlockRef *out, size_t cap) {
+  size_t n = 0;
+  LLVMBasicBlockRef cur = LLVMGetEntryBasicBlock(fn);
+  while (cur && n < cap) {
+    out[n++] = cur;
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(cur);
+    LLVMBasicBlockRef next = NULL;
+    int many = 0;
+    for (unsigned i = 0; t && i < LLVMGetNumSuccessors(t); i++) {
+      LLVMBasicBlockRef s = LLVMGetSuccessor(t, i);
+      if (LLVMIsAReturnInst(LLVMGetBasicBlockTerminator(s))) continue;
+      if (next && next != s) many = 1;
+      next = s;
+    }
+    if (!next || many) break;
+    unsigned preds = 0;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
+      LLVMValueRef bt = LLVMGetBasicBlockTerminator(bb);
+      for (unsigned i = 0; bt && i < LLVMGetNumSuccessors(bt); i++)
+        preds += LLVMGetSuccessor(bt, i) == next;
+    }
+    if (preds != 1) break;
+    cur = next;
+  }
+  return n;
+}
+
+static int is_mark(LLVMValueRef i, LLVMValueRef mark) {
+  return mark && LLVMIsACallInst(i) && LLVMGetCalledValue(i) == mark;
+}
+
+/* Whether v's expression (up to what dominates the state loop) reaches the tagged x phi:
+ * the load is in region 0's flat nest, and its address moves with the work-item. */
+static int reaches_x(const copy_t *cp, LLVMValueRef v, int depth) {
+  if (!LLVMIsAInstruction(v) || dominating(cp, v) || depth > 24) return 0;
+  if (LLVMIsAPHINode(v)) return LLVMGetMetadata(v, cp->tag_x) != NULL;
+  int nops = LLVMGetNumOperands(v);
+  for (int i = 0; i < nops; i++)
+    if (reaches_x(cp, LLVMGetOperand(v, (unsigned)i), depth + 1)) return 1;
+  return 0;
+}
+
+/* Region 0's loads from global memory (each address expression once), at most MAX_LOADS. */
+static unsigned region0_loads(copy_t *cp, LLVMValueRef *loads) {
+  unsigned n = 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(cp->fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+      if (!LLVMIsALoadInst(i) || LLVMGetVolatile(i)) continue;
+      LLVMValueRef p = LLVMGetOperand(i, 0);
+      if (LLVMGetPointerAddressSpace(LLVMTypeOf(p)) != 1 || !reaches_x(cp, p, 0)) continue;
+      int seen = 0;
+      for (unsigned k = 0; k < n && !seen; k++)
+        seen = LLVMGetOperand(loads[k], 0) == p;
+      if (seen || n == MAX_LOADS) continue;
+      loads[n++] = i;
+    }
+  return n;
+}
+
+/* The cache lines this marker prefetches for each load: lines [(pass-1)*L, pass*L) of the
+ * next batch's group j, a line being 64 bytes of consecutive work-items' elements. */
+static void expand_mark(LLVMModuleRef m, copy_t *cp, LLVMValueRef mark, LLVMValueRef *loads,
+                        unsigned nloads, unsigned lines, unsigned locality) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+  LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
+  LLVMValueRef pf = kc_hf_intrinsic(m, "llvm.prefetch", &i8p, 1);
+  LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
+  LLVMBuilderRef b = cp->b;
+  LLVMPositionBuilderBefore(b, mark);
+  LLVMValueRef j = LLVMGetOperand(mark, 0), count = LLVMGetOperand(mark, 1);
+  LLVMValueRef pass = LLVMGetOperand(mark, 2), lrx = LLVMGetOperand(mark, 3);
+  LLVMValueRef one = LLVMConstInt(i64, 1, 0);
+  cp->group_to = LLVMBuildAdd(b, count, j, "kapi.pf.group");
+  LLVMValueRef first = LLVMBuildMul(b, LLVMBuildSub(b, pass, one, ""),
+                                    LLVMConstInt(i64, lines, 0), "kapi.pf.line");
+  LLVMValueRef last_x = LLVMBuildSub(b, lrx, one, "");
+  for (unsigned k = 0; k < nloads && pf; k++) {
+    LLVMTypeRef et = LLVMTypeOf(loads[k]);
+    uint64_t size = LLVMStoreSizeOfType(td, et);
+    uint64_t step = size && size < LINE ? LINE / size : 1; /* work-items per line */
+    for (unsigned q = 0; q < lines; q++) {
+      LLVMValueRef line = LLVMBuildAdd(b, first, LLVMConstInt(i64, q, 0), "");
+      LLVMValueRef x = LLVMBuildMul(b, line, LLVMConstInt(i64, step, 0), "");
+      /* beyond the group's last work-item: its last line again (already on its way) */
+      LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, x, lrx, "");
+      cp->x_to = LLVMBuildSelect(b, in, x, last_x, "kapi.pf.x");
+      cp->n = 0;
+      cp->reaches_x = 0;
+      LLVMValueRef addr = copy_value(cp, LLVMGetOperand(loads[k], 0));
+      if (!addr) break; /* the expression cannot be copied: no prefetch for this load */
+      LLVMValueRef p = LLVMBuildAddrSpaceCast(b, addr, LLVMPointerType(LLVMInt8TypeInContext(c), 0), "");
+      LLVMValueRef args[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, locality, 0),
+                              LLVMConstInt(i32, 1, 0)};
+      kc_hf_call(b, pf, args, 4);
+      if (!cp->reaches_x) break; /* the same address for every work-item: one prefetch */
+    }
+  }
+}
+
+int kc_hf_prefetch_expand(LLVMModuleRef m, kc_hf_kernel_t *k) {
+  LLVMValueRef mark = LLVMGetNamedFunction(m, PF_MARK);
+  if (!mark) return 0;
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  size_t nb = 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(k->run); bb; bb = LLVMGetNextBasicBlock(bb))
+    nb++;
+  LLVMBasicBlockRef *before = malloc((nb + 1) * sizeof *before);
+  LLVMValueRef *marks = malloc((nb * 4 + 1) * sizeof *marks);
+  size_t nmarks = 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(k->run); marks && bb;
+       bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+      if (is_mark(i, mark) && nmarks < nb * 4) marks[nmarks++] = i;
+  int done = 0;
+  if (before && marks) {
+    copy_t cp = {.fn = k->run, .before = before, .tag_group = kind_id(c, PF_TAG_GROUP),
+                 .tag_x = kind_id(c, PF_TAG_X)};
+    cp.nbefore = dominating_blocks(k->run, before, nb);
+    cp.b = LLVMCreateBuilderInContext(c);
+    LLVMValueRef loads[MAX_LOADS];
+    unsigned nloads = region0_loads(&cp, loads);
+    unsigned lines = kc_hf_prefetch_lines();
+    const char *loc = getenv("KAPI_HOST_PREFETCH_LOCALITY");
+    unsigned locality = loc && *loc >= '0' && *loc <= '3' ? (unsigned)(*loc - '0') : 3;
+    for (size_t i = 0; i < nmarks && nloads && lines; i++) {
+      expand_mark(m, &cp, marks[i], loads, nloads, lines, locality);
+      done++;
+    }
+    LLVMDisposeBuilder(cp.b);
+  }
+  for (size_t i = 0; marks && i < nmarks; i++)
+    LLVMInstructionEraseFromParent(marks[i]);
+  free(before);
+  free(marks);
+  return done;
+}
