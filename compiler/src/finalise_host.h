@@ -148,18 +148,22 @@ int kc_hf_narrow_region_loops(kc_hf_kernel_t *k);
 int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
 
 /* finalise_host_prefetch.c: batched kernels prefetch the next batch's region-0 input during
- * the later regions. kc_hf_prefetch_lines: cache lines per group that each later region
- * prefetches (KAPI_HOST_PREFETCH, default KC_HF_PREFETCH_LINES; 0: none). While run is built,
- * kc_hf_prefetch_tag marks region 0's flat nest's group (is_x 0) and x (is_x 1) induction phis
- * and kc_hf_prefetch_mark puts a marker in a later region's group loop; once wi is inlined and
- * cleaned up, kc_hf_prefetch_expand turns the markers into prefetches (removing them all);
- * returns how many it expanded. */
-#define KC_HF_PREFETCH_LINES 0u
-unsigned kc_hf_prefetch_lines(void);
+ * the later regions. While run is built, kc_hf_prefetch_tag marks region 0's flat nest's group
+ * (is_x 0) and x (is_x 1) induction phis, and each later region's flat group loop gets
+ * `n = kc_hf_prefetch_count(lrx, pass); for q < n: kc_hf_prefetch_mark(j, count, pass, lrx,
+ * q, n)`;
+ * once wi is inlined and cleaned up, kc_hf_prefetch_expand sets n and turns the markers into
+ * prefetches (or removes them); it returns how many address expressions each marker
+ * prefetches (0: none). kc_hf_prefetch_lines: KAPI_HOST_PREFETCH, -1 (unset or `auto`) for
+ * lines per region from the group's size, else that many (0: off). */
+#define KC_HF_PREFETCH_SPREAD 8u /* auto: a group's lines spread over this many regions */
+int kc_hf_prefetch_lines(void);
 void kc_hf_prefetch_tag(LLVMValueRef phi, int is_x);
+LLVMValueRef kc_hf_prefetch_count(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef lrx,
+                                  LLVMValueRef pass);
 void kc_hf_prefetch_mark(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef j, LLVMValueRef count,
-                         LLVMValueRef pass, LLVMValueRef lrx);
-int kc_hf_prefetch_expand(LLVMModuleRef m, kc_hf_kernel_t *k);
+                         LLVMValueRef pass, LLVMValueRef lrx, LLVMValueRef q, LLVMValueRef n);
+unsigned kc_hf_prefetch_expand(LLVMModuleRef m, kc_hf_kernel_t *k);
 
 /* finalise_host_ids.c: rewrites id builtins and barriers inside each kernel's body. */
 int kc_hf_lower_ids(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);

@@ -501,6 +501,31 @@ typedef struct {
   unsigned na;
 } nest_t;
 
+/* In a later region's group loop, at group j: `for q < n: mark(j, ..., q, n)`, n the lines
+ * of group j of the next batch that this region prefetches (the marker and n are filled in
+ * once wi is inlined: kc_hf_prefetch_expand). Returns the block after the loop. */
+static LLVMBasicBlockRef prefetch_loop(nest_t *t, LLVMValueRef j) {
+  LLVMModuleRef m = LLVMGetGlobalParent(t->fn);
+  LLVMValueRef n = kc_hf_prefetch_count(m, t->b, t->lr[0], t->pass);
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(t->c, t->fn, "pf.go");
+  LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(t->c, t->fn, "pf.done");
+  LLVMValueRef zero = LLVMConstInt(LLVMTypeOf(n), 0, 0);
+  LLVMBuildCondBr(t->b, LLVMBuildICmp(t->b, LLVMIntNE, n, zero, ""), go, after);
+  LLVMPositionBuilderAtEnd(t->b, go);
+  loop_t lq = loop_open(t->b, t->fn, go, "pf");
+  kc_hf_prefetch_mark(m, t->b, j, t->count, t->pass, t->lr[0], lq.iv, n);
+  loop_close(t->b, &lq, n, after);
+  /* a loop of one to a few prefetches: unrolling it would only add a remainder loop */
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(t->c, NULL, 0);
+  LLVMMetadataRef off = LLVMMDStringInContext2(t->c, "llvm.loop.unroll.disable", 24);
+  LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(t->c, &off, 1)};
+  LLVMMetadataRef id = LLVMMDNodeInContext2(t->c, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(tmp, id);
+  LLVMSetMetadata(LLVMGetBasicBlockTerminator(lq.latch),
+                  LLVMGetMDKindIDInContext(t->c, "llvm.loop", 9), LLVMMetadataAsValue(t->c, id));
+  return after;
+}
+
 /* One region's loop nest, from block `from`: `for each group j: for z, y, x: next = wi(...,
  * state, j)`, or with `flat` (groups of one row: local range 1 in y and z) `for each group j:
  * for x` with y = z = 0. Returns the block after it (the builder left there) and, in *next,
@@ -529,10 +554,8 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
   batch_args(b, t->k, t->vals, t->args + KC_HF_WI_FIXED, LLVMBuildMul(b, lj.iv, t->lstride, ""));
   /* the next batch's input, prefetched while the later regions run (finalise_host_prefetch.c) */
   if (t->pass && flat && s == 0) kc_hf_prefetch_tag(lj.iv, 0);
-  if (t->pass && flat && s != 0)
-    kc_hf_prefetch_mark(LLVMGetGlobalParent(t->fn), b, lj.iv, t->count, t->pass, t->lr[0]);
   loop_t lz = {0}, ly = {0};
-  LLVMBasicBlockRef xfrom = lj.head;
+  LLVMBasicBlockRef xfrom = t->pass && flat && s != 0 ? prefetch_loop(t, lj.iv) : lj.head;
   if (!flat) {
     lz = loop_open(b, t->fn, lj.head, "wi.z");
     ly = loop_open(b, t->fn, lz.head, "wi.y");

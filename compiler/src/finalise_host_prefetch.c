@@ -24,21 +24,23 @@
  */
 #include "finalise_host.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define PF_MARK "kapi.prefetch.mark"
+#define PF_COUNT "kapi.prefetch.count"
 #define PF_TAG_GROUP "kapi.prefetch.group"
 #define PF_TAG_X "kapi.prefetch.x"
 #define MAX_LOADS 4u  /* address expressions prefetched per marker */
 #define MAX_NODES 48u /* instructions copied per address expression */
 #define LINE 64u
 
-unsigned kc_hf_prefetch_lines(void) {
+int kc_hf_prefetch_lines(void) {
   const char *v = getenv("KAPI_HOST_PREFETCH");
-  if (!v || !*v) return KC_HF_PREFETCH_LINES;
+  if (!v || !*v || strcmp(v, "auto") == 0) return -1;
   long n = strtol(v, NULL, 10);
-  return n < 0 ? 0 : n > 64 ? 64 : (unsigned)n;
+  return n < 0 ? 0 : n > 64 ? 64 : (int)n;
 }
 
 static unsigned kind_id(LLVMContextRef c, const char *name) {
@@ -55,36 +57,53 @@ static unsigned attr_kind(const char *name) {
   return LLVMGetEnumAttributeKindForName(name, strlen(name));
 }
 
+static void add_attrs(LLVMContextRef c, LLVMValueRef f, const char *const *attrs, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(c, attr_kind(attrs[i]), 0));
+}
+
+LLVMValueRef kc_hf_prefetch_count(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef lrx,
+                                  LLVMValueRef pass) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMValueRef f = LLVMGetNamedFunction(m, PF_COUNT);
+  if (!f) {
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(c), ps[2] = {i64, i64};
+    f = LLVMAddFunction(m, PF_COUNT, LLVMFunctionType(i64, ps, 2, 0));
+    static const char *const attrs[] = {"readnone", "nounwind", "willreturn"};
+    add_attrs(c, f, attrs, 3);
+  }
+  LLVMValueRef args[2] = {lrx, pass};
+  return kc_hf_call(b, f, args, 2);
+}
+
 void kc_hf_prefetch_mark(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef j, LLVMValueRef count,
-                         LLVMValueRef pass, LLVMValueRef lrx) {
+                         LLVMValueRef pass, LLVMValueRef lrx, LLVMValueRef q, LLVMValueRef n) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMValueRef f = LLVMGetNamedFunction(m, PF_MARK);
   if (!f) {
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(c), ps[4] = {i64, i64, i64, i64};
-    f = LLVMAddFunction(m, PF_MARK, LLVMFunctionType(LLVMVoidTypeInContext(c), ps, 4, 0));
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(c), ps[6] = {i64, i64, i64, i64, i64, i64};
+    f = LLVMAddFunction(m, PF_MARK, LLVMFunctionType(LLVMVoidTypeInContext(c), ps, 6, 0));
     /* Touches no memory the kernel can see: the clean-up passes move loads and stores
      * across it as if it were not there, and do not delete it. */
     static const char *const attrs[] = {"inaccessiblememonly", "nounwind", "willreturn"};
-    for (size_t i = 0; i < 3; i++)
-      LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                              LLVMCreateEnumAttribute(c, attr_kind(attrs[i]), 0));
+    add_attrs(c, f, attrs, 3);
   }
-  LLVMValueRef args[4] = {j, count, pass, lrx};
-  kc_hf_call(b, f, args, 4);
+  LLVMValueRef args[6] = {j, count, pass, lrx, q, n};
+  kc_hf_call(b, f, args, 6);
 }
 
 /* ---- Copying an address expression ---------------------------------------------------- */
 
 typedef struct {
-  LLVMValueRef fn;                   /* run */
-  LLVMBasicBlockRef *before;         /* blocks that dominate the state loop */
+  LLVMValueRef fn;           /* run */
+  LLVMBasicBlockRef *before; /* blocks that dominate the state loop */
   size_t nbefore;
-  unsigned tag_group, tag_x;         /* metadata kinds */
+  unsigned tag_group, tag_x; /* metadata kinds */
   LLVMValueRef from[MAX_NODES], to[MAX_NODES];
   unsigned n;
-  LLVMValueRef group_to, x_to;       /* what the tagged phis become at this marker */
+  LLVMValueRef group_to, x_to; /* what the tagged phis become at this marker */
   LLVMBuilderRef b;
-  int reaches_x;                     /* the expression depends on the x phi */
 } copy_t;
 
 static int dominating(const copy_t *cp, LLVMValueRef v) {
@@ -142,14 +161,29 @@ static int pure_opcode(LLVMValueRef i) {
   }
 }
 
+/* Whether copy_value can copy v: the same walk, building nothing. */
+static int copyable(const copy_t *cp, LLVMValueRef v, unsigned *budget) {
+  if (LLVMIsAPHINode(v) && (LLVMGetMetadata(v, cp->tag_group) || LLVMGetMetadata(v, cp->tag_x)))
+    return 1;
+  if (dominating(cp, v)) return 1;
+  if (!LLVMIsAInstruction(v) || !*budget) return 0;
+  --*budget;
+  int load = LLVMIsALoadInst(v) && !LLVMGetVolatile(v) &&
+             LLVMGetOrdering(v) == LLVMAtomicOrderingNotAtomic &&
+             group_pointer(cp->fn, LLVMGetOperand(v, 0), 0);
+  if (!load && (LLVMIsAPHINode(v) || !pure_opcode(v))) return 0;
+  int nops = LLVMGetNumOperands(v);
+  if (nops > 8) return 0;
+  for (int i = 0; i < nops; i++)
+    if (!copyable(cp, LLVMGetOperand(v, (unsigned)i), budget)) return 0;
+  return 1;
+}
+
 /* v's copy at the builder (NULL when v cannot be copied). */
 static LLVMValueRef copy_value(copy_t *cp, LLVMValueRef v) {
   if (LLVMIsAPHINode(v)) {
     if (LLVMGetMetadata(v, cp->tag_group)) return cp->group_to;
-    if (LLVMGetMetadata(v, cp->tag_x)) {
-      cp->reaches_x = 1;
-      return cp->x_to;
-    }
+    if (LLVMGetMetadata(v, cp->tag_x)) return cp->x_to;
   }
   if (dominating(cp, v)) return v;
   for (unsigned i = 0; i < cp->n; i++)
@@ -204,10 +238,6 @@ static size_t dominating_blocks(LLVMValueRef fn, LLVMBasicBlockRef *out, size_t 
   return n;
 }
 
-static int is_mark(LLVMValueRef i, LLVMValueRef mark) {
-  return mark && LLVMIsACallInst(i) && LLVMGetCalledValue(i) == mark;
-}
-
 /* Whether v's expression (up to what dominates the state loop) reaches the tagged x phi:
  * the load is in region 0's flat nest, and its address moves with the work-item. */
 static int reaches_x(const copy_t *cp, LLVMValueRef v, int depth) {
@@ -226,7 +256,10 @@ static unsigned region0_loads(copy_t *cp, LLVMValueRef *loads) {
     for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
       if (!LLVMIsALoadInst(i) || LLVMGetVolatile(i)) continue;
       LLVMValueRef p = LLVMGetOperand(i, 0);
-      if (LLVMGetPointerAddressSpace(LLVMTypeOf(p)) != 1 || !reaches_x(cp, p, 0)) continue;
+      unsigned budget = MAX_NODES;
+      if (LLVMGetPointerAddressSpace(LLVMTypeOf(p)) != 1 || !reaches_x(cp, p, 0) ||
+          !copyable(cp, p, &budget))
+        continue;
       int seen = 0;
       for (unsigned k = 0; k < n && !seen; k++)
         seen = LLVMGetOperand(loads[k], 0) == p;
@@ -236,10 +269,11 @@ static unsigned region0_loads(copy_t *cp, LLVMValueRef *loads) {
   return n;
 }
 
-/* The cache lines this marker prefetches for each load: lines [(pass-1)*L, pass*L) of the
- * next batch's group j, a line being 64 bytes of consecutive work-items' elements. */
-static void expand_mark(LLVMModuleRef m, copy_t *cp, LLVMValueRef mark, LLVMValueRef *loads,
-                        unsigned nloads, unsigned lines, unsigned locality) {
+/* The cache line this marker prefetches for each load: line (pass-1)*per + q of the next
+ * batch's group j, a line being 64 bytes of consecutive work-items' elements (beyond the
+ * group's last work-item of a narrower load: its last line again, already on its way). */
+static void expand_mark(LLVMModuleRef m, copy_t *cp, LLVMValueRef mark, LLVMValueRef per,
+                        LLVMValueRef *loads, unsigned nloads, unsigned locality) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
   LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
@@ -249,68 +283,121 @@ static void expand_mark(LLVMModuleRef m, copy_t *cp, LLVMValueRef mark, LLVMValu
   LLVMPositionBuilderBefore(b, mark);
   LLVMValueRef j = LLVMGetOperand(mark, 0), count = LLVMGetOperand(mark, 1);
   LLVMValueRef pass = LLVMGetOperand(mark, 2), lrx = LLVMGetOperand(mark, 3);
+  LLVMValueRef q = LLVMGetOperand(mark, 4);
   LLVMValueRef one = LLVMConstInt(i64, 1, 0);
   cp->group_to = LLVMBuildAdd(b, count, j, "kapi.pf.group");
-  LLVMValueRef first = LLVMBuildMul(b, LLVMBuildSub(b, pass, one, ""),
-                                    LLVMConstInt(i64, lines, 0), "kapi.pf.line");
+  LLVMValueRef line =
+      LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSub(b, pass, one, ""), per, ""), q, "kapi.pf.line");
   LLVMValueRef last_x = LLVMBuildSub(b, lrx, one, "");
   for (unsigned k = 0; k < nloads && pf; k++) {
-    LLVMTypeRef et = LLVMTypeOf(loads[k]);
-    uint64_t size = LLVMStoreSizeOfType(td, et);
+    uint64_t size = LLVMStoreSizeOfType(td, LLVMTypeOf(loads[k]));
     uint64_t step = size && size < LINE ? LINE / size : 1; /* work-items per line */
-    for (unsigned q = 0; q < lines; q++) {
-      LLVMValueRef line = LLVMBuildAdd(b, first, LLVMConstInt(i64, q, 0), "");
-      LLVMValueRef x = LLVMBuildMul(b, line, LLVMConstInt(i64, step, 0), "");
-      /* beyond the group's last work-item: its last line again (already on its way) */
-      LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, x, lrx, "");
-      cp->x_to = LLVMBuildSelect(b, in, x, last_x, "kapi.pf.x");
-      cp->n = 0;
-      cp->reaches_x = 0;
-      LLVMValueRef addr = copy_value(cp, LLVMGetOperand(loads[k], 0));
-      if (!addr) break; /* the expression cannot be copied: no prefetch for this load */
-      LLVMValueRef p = LLVMBuildAddrSpaceCast(b, addr, LLVMPointerType(LLVMInt8TypeInContext(c), 0), "");
-      LLVMValueRef args[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, locality, 0),
-                              LLVMConstInt(i32, 1, 0)};
-      kc_hf_call(b, pf, args, 4);
-      if (!cp->reaches_x) break; /* the same address for every work-item: one prefetch */
-    }
+    LLVMValueRef x = LLVMBuildMul(b, line, LLVMConstInt(i64, step, 0), "");
+    LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, x, lrx, "");
+    cp->x_to = LLVMBuildSelect(b, in, x, last_x, "kapi.pf.x");
+    cp->n = 0;
+    LLVMValueRef addr = copy_value(cp, LLVMGetOperand(loads[k], 0));
+    if (!addr) continue; /* checked by the caller: not reached */
+    LLVMValueRef p =
+        LLVMBuildAddrSpaceCast(b, addr, LLVMPointerType(LLVMInt8TypeInContext(c), 0), "");
+    LLVMValueRef args[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, locality, 0),
+                            LLVMConstInt(i32, 1, 0)};
+    kc_hf_call(b, pf, args, 4);
   }
 }
 
-int kc_hf_prefetch_expand(LLVMModuleRef m, kc_hf_kernel_t *k) {
-  LLVMValueRef mark = LLVMGetNamedFunction(m, PF_MARK);
-  if (!mark) return 0;
+/* At placeholder `count(lrx, pass)` (before it): the lines per region, *per (KAPI_HOST_PREFETCH,
+ * or auto: a group's lines of the widest load, L, over KC_HF_PREFETCH_SPREAD regions, at least
+ * 1), and returns this region's count, the lines left of L from line (pass-1)*per, at most
+ * per. */
+static LLVMValueRef counts(LLVMBuilderRef b, LLVMValueRef ph, unsigned size, int lines,
+                           LLVMValueRef *per) {
+  LLVMValueRef lrx = LLVMGetOperand(ph, 0), pass = LLVMGetOperand(ph, 1);
+  LLVMTypeRef i64 = LLVMTypeOf(lrx);
+  LLVMValueRef zero = LLVMConstInt(i64, 0, 0), one = LLVMConstInt(i64, 1, 0);
+  LLVMPositionBuilderBefore(b, ph);
+  LLVMValueRef bytes = LLVMBuildMul(b, lrx, LLVMConstInt(i64, size, 0), "");
+  LLVMValueRef total = LLVMBuildUDiv(b, LLVMBuildAdd(b, bytes, LLVMConstInt(i64, LINE - 1, 0), ""),
+                                     LLVMConstInt(i64, LINE, 0), "kapi.pf.lines");
+  if (lines > 0) {
+    *per = LLVMConstInt(i64, (unsigned)lines, 0);
+  } else {
+    LLVMValueRef s = LLVMConstInt(i64, KC_HF_PREFETCH_SPREAD, 0);
+    LLVMValueRef p =
+        LLVMBuildUDiv(b, LLVMBuildAdd(b, total, LLVMBuildSub(b, s, one, ""), ""), s, "");
+    *per = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, p, zero, ""), one, p, "kapi.pf.per");
+  }
+  LLVMValueRef start = LLVMBuildMul(b, LLVMBuildSub(b, pass, one, ""), *per, "");
+  LLVMValueRef left = LLVMBuildSub(b, total, start, "");
+  LLVMValueRef n = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, left, *per, ""), left, *per, "");
+  return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, start, total, ""), n, zero, "kapi.pf.n");
+}
+
+static LLVMValueRef *calls_to(LLVMValueRef fn, LLVMValueRef callee, size_t *n) {
+  size_t cap = 0;
+  *n = 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); callee && bb;
+       bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+      cap += LLVMIsACallInst(i) && LLVMGetCalledValue(i) == callee;
+  LLVMValueRef *out = malloc((cap + 1) * sizeof *out);
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); out && callee && bb;
+       bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+      if (LLVMIsACallInst(i) && LLVMGetCalledValue(i) == callee) out[(*n)++] = i;
+  return out;
+}
+
+unsigned kc_hf_prefetch_expand(LLVMModuleRef m, kc_hf_kernel_t *k) {
   LLVMContextRef c = LLVMGetModuleContext(m);
-  size_t nb = 0;
+  size_t nmarks = 0, ncounts = 0, nb = 0;
+  LLVMValueRef *marks = calls_to(k->run, LLVMGetNamedFunction(m, PF_MARK), &nmarks);
+  LLVMValueRef *phs = calls_to(k->run, LLVMGetNamedFunction(m, PF_COUNT), &ncounts);
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(k->run); bb; bb = LLVMGetNextBasicBlock(bb))
     nb++;
   LLVMBasicBlockRef *before = malloc((nb + 1) * sizeof *before);
-  LLVMValueRef *marks = malloc((nb * 4 + 1) * sizeof *marks);
-  size_t nmarks = 0;
-  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(k->run); marks && bb;
-       bb = LLVMGetNextBasicBlock(bb))
-    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
-      if (is_mark(i, mark) && nmarks < nb * 4) marks[nmarks++] = i;
-  int done = 0;
-  if (before && marks) {
-    copy_t cp = {.fn = k->run, .before = before, .tag_group = kind_id(c, PF_TAG_GROUP),
-                 .tag_x = kind_id(c, PF_TAG_X)};
+  LLVMValueRef *pers = malloc((ncounts + 1) * sizeof *pers),
+               *ns = malloc((ncounts + 1) * sizeof *ns);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+  unsigned nloads = 0;
+  if (marks && phs && before && pers && ns) {
+    copy_t cp = {.fn = k->run,
+                 .before = before,
+                 .tag_group = kind_id(c, PF_TAG_GROUP),
+                 .tag_x = kind_id(c, PF_TAG_X),
+                 .b = b};
     cp.nbefore = dominating_blocks(k->run, before, nb);
-    cp.b = LLVMCreateBuilderInContext(c);
     LLVMValueRef loads[MAX_LOADS];
-    unsigned nloads = region0_loads(&cp, loads);
-    unsigned lines = kc_hf_prefetch_lines();
+    nloads = nmarks ? region0_loads(&cp, loads) : 0;
+    unsigned size = 0;
+    for (unsigned i = 0; i < nloads; i++) {
+      unsigned sz = (unsigned)LLVMStoreSizeOfType(LLVMGetModuleDataLayout(m), LLVMTypeOf(loads[i]));
+      if (sz > size) size = sz;
+    }
+    for (size_t i = 0; i < ncounts; i++)
+      ns[i] = nloads ? counts(b, phs[i], size, kc_hf_prefetch_lines(), &pers[i])
+                     : LLVMConstInt(i64, 0, 0);
     const char *loc = getenv("KAPI_HOST_PREFETCH_LOCALITY");
     unsigned locality = loc && *loc >= '0' && *loc <= '3' ? (unsigned)(*loc - '0') : 3;
-    for (size_t i = 0; i < nmarks && nloads && lines; i++) {
-      expand_mark(m, &cp, marks[i], loads, nloads, lines, locality);
-      done++;
-    }
-    LLVMDisposeBuilder(cp.b);
+    for (size_t i = 0; i < nmarks && nloads; i++)
+      for (size_t h = 0; h < ncounts; h++)
+        if (LLVMGetOperand(marks[i], 5) == phs[h])
+          expand_mark(m, &cp, marks[i], pers[h], loads, nloads, locality);
   }
-  for (size_t i = 0; marks && i < nmarks; i++)
+  for (size_t i = 0; i < nmarks; i++)
     LLVMInstructionEraseFromParent(marks[i]);
-  free(before);
-  free(marks);
-  return done;
+  for (size_t i = 0; i < ncounts; i++) {
+    LLVMReplaceAllUsesWith(phs[i], ns && nloads ? ns[i] : LLVMConstInt(i64, 0, 0));
+    LLVMInstructionEraseFromParent(phs[i]);
+  }
+  LLVMDisposeBuilder(b);
+  free(marks), free(phs), free(before), free(pers), free(ns);
+  /* for KAPI_DUMP=host, beside kapi-scheme: how many loads' addresses the regions prefetch */
+  char num[16];
+  snprintf(num, sizeof num, "%u", nloads);
+  LLVMAddAttributeAtIndex(
+      k->run, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(c, "kapi-prefetch", 13, num, (unsigned)strlen(num)));
+  return nloads;
 }
