@@ -30,6 +30,7 @@
 
 #define PF_MARK "kapi.prefetch.mark"
 #define PF_COUNT "kapi.prefetch.count"
+#define PF_ON "kapi.prefetch.on"
 #define PF_TAG_GROUP "kapi.prefetch.group"
 #define PF_TAG_X "kapi.prefetch.x"
 #define MAX_LOADS 4u  /* address expressions prefetched per marker */
@@ -74,6 +75,20 @@ LLVMValueRef kc_hf_prefetch_count(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRe
     add_attrs(c, f, attrs, 3);
   }
   LLVMValueRef args[2] = {lrx, pass};
+  return kc_hf_call(b, f, args, 2);
+}
+
+LLVMValueRef kc_hf_prefetch_on(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef items,
+                               LLVMValueRef lrx) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMValueRef f = LLVMGetNamedFunction(m, PF_ON);
+  if (!f) {
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(c), ps[2] = {i64, i64};
+    f = LLVMAddFunction(m, PF_ON, LLVMFunctionType(LLVMInt1TypeInContext(c), ps, 2, 0));
+    static const char *const attrs[] = {"readnone", "nounwind", "willreturn"};
+    add_attrs(c, f, attrs, 3);
+  }
+  LLVMValueRef args[2] = {items, lrx};
   return kc_hf_call(b, f, args, 2);
 }
 
@@ -333,6 +348,21 @@ static LLVMValueRef counts(LLVMBuilderRef b, LLVMValueRef ph, unsigned size, int
   return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, start, total, ""), n, zero, "kapi.pf.n");
 }
 
+/* auto's gate, before placeholder `on(items, lrx)`: region 0 reads at least
+ * KC_HF_PREFETCH_MIN_BYTES in all, at least KC_HF_PREFETCH_MIN_LINES lines per group. */
+static LLVMValueRef gate(LLVMBuilderRef b, LLVMValueRef ph, unsigned size) {
+  LLVMValueRef items = LLVMGetOperand(ph, 0), lrx = LLVMGetOperand(ph, 1);
+  LLVMTypeRef i64 = LLVMTypeOf(items);
+  LLVMPositionBuilderBefore(b, ph);
+  LLVMValueRef sz = LLVMConstInt(i64, size, 0);
+  LLVMValueRef big = LLVMBuildICmp(
+      b, LLVMIntUGE, items, LLVMConstInt(i64, (KC_HF_PREFETCH_MIN_BYTES + size - 1) / size, 0), "");
+  LLVMValueRef wide =
+      LLVMBuildICmp(b, LLVMIntUGE, LLVMBuildMul(b, lrx, sz, ""),
+                    LLVMConstInt(i64, (uint64_t)KC_HF_PREFETCH_MIN_LINES * LINE, 0), "");
+  return LLVMBuildAnd(b, big, wide, "kapi.pf.on");
+}
+
 static LLVMValueRef *calls_to(LLVMValueRef fn, LLVMValueRef callee, size_t *n) {
   size_t cap = 0;
   *n = 0;
@@ -360,7 +390,7 @@ unsigned kc_hf_prefetch_expand(LLVMModuleRef m, kc_hf_kernel_t *k) {
                *ns = malloc((ncounts + 1) * sizeof *ns);
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
-  unsigned nloads = 0;
+  unsigned nloads = 0, size = 0;
   if (marks && phs && before && pers && ns) {
     copy_t cp = {.fn = k->run,
                  .before = before,
@@ -370,7 +400,6 @@ unsigned kc_hf_prefetch_expand(LLVMModuleRef m, kc_hf_kernel_t *k) {
     cp.nbefore = dominating_blocks(k->run, before, nb);
     LLVMValueRef loads[MAX_LOADS];
     nloads = nmarks ? region0_loads(&cp, loads) : 0;
-    unsigned size = 0;
     for (unsigned i = 0; i < nloads; i++) {
       unsigned sz = (unsigned)LLVMStoreSizeOfType(LLVMGetModuleDataLayout(m), LLVMTypeOf(loads[i]));
       if (sz > size) size = sz;
@@ -391,6 +420,15 @@ unsigned kc_hf_prefetch_expand(LLVMModuleRef m, kc_hf_kernel_t *k) {
     LLVMReplaceAllUsesWith(phs[i], ns && nloads ? ns[i] : LLVMConstInt(i64, 0, 0));
     LLVMInstructionEraseFromParent(phs[i]);
   }
+  size_t nons = 0;
+  LLVMValueRef *ons = calls_to(k->run, LLVMGetNamedFunction(m, PF_ON), &nons);
+  for (size_t i = 0; ons && i < nons; i++) {
+    LLVMValueRef on = LLVMConstInt(LLVMInt1TypeInContext(c), nloads != 0, 0);
+    if (nloads && kc_hf_prefetch_lines() < 0) on = gate(b, ons[i], size);
+    LLVMReplaceAllUsesWith(ons[i], on);
+    LLVMInstructionEraseFromParent(ons[i]);
+  }
+  free(ons);
   LLVMDisposeBuilder(b);
   free(marks), free(phs), free(before), free(pers), free(ns);
   /* for KAPI_DUMP=host, beside kapi-scheme: how many loads' addresses the regions prefetch */
