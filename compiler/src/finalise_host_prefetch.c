@@ -12,12 +12,16 @@
  * fill buffers.
  *
  * How: kc_hf_make_region_run tags the flat nest of region 0 (its group and x induction phis)
- * and puts a marker call `kapi.prefetch.mark(j, count, pass, local_range_x)` in the group loop
- * of every later region's flat nest. After wi is inlined into run and cleaned up, region 0's
- * loads from global memory (addrspace 1) are plain loads whose addresses are expressions of the
- * tagged phis and of values computed before the state loop (arguments, group fields);
- * kc_hf_prefetch_expand copies each such address expression at every marker with the group phi
- * replaced by `count + j` and the x phi by the line's first work-item, and prefetches it. Only
+ * and gives every later region a third nest, the flat one with, at the top of its group loop,
+ * `n = kapi.prefetch.count(lrx, pass); for q < n: kapi.prefetch.mark(j, count, pass, lrx, q,
+ * n)` (pass: regions run so far in this call), taken when `kapi.prefetch.on(items, lrx)`.
+ * After wi is inlined into run and cleaned up, region 0's loads from global memory (addrspace
+ * 1) are plain loads whose addresses are expressions of the tagged phis and of values computed
+ * before the state loop (arguments, group fields); kc_hf_prefetch_expand copies each such
+ * address expression at every marker with the group phi replaced by `count + j` and the x phi
+ * by the first work-item of line (pass-1)*per + q, and prefetches it; n becomes the lines left
+ * of that group (at most per, the lines per region), `on` the gate (auto: at least
+ * KC_HF_PREFETCH_MIN_BYTES read by region 0, KC_HF_PREFETCH_MIN_LINES per group). Only
  * expressions without memory access (loads of the read-only group descriptor aside), calls or
  * untagged phis are copied, and divisions only by non-zero constants, so the copy can neither
  * trap nor change what the kernel computes: a prefetch never faults, whatever its address.
