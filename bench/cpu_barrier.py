@@ -11,12 +11,19 @@ triad, reduction and scan timed in turn, sample by sample, so that load on a sha
 hits their ratios less).
 
     .venv/bin/python bench/cpu_barrier.py [--n 512] [--tile 16] [--elems 16777216] [--wg 256]
+        [--prefetch 0,2,4] [--skip-matmul]
+
+`--prefetch` compares the reduction compiled with each listed KAPI_HOST_PREFETCH value (cache
+lines per group that each tree step prefetches of the next batch's input; `P:L` also sets
+KAPI_HOST_PREFETCH_LOCALITY to L), in one process: each variant is its own kernel, timed in
+turn with the triad and the scan, which run between any two reductions as without it.
 """
 
 import argparse
 import os
 import statistics
 import time
+import types
 
 import numba
 import numpy as np
@@ -76,8 +83,7 @@ def triad(item, a, b, c, s):
     a[i] = b[i] + s * c[i]
 
 
-@kapi.kernel
-def tree_reduce(nditem, a, out, slm):
+def tree_reduce_py(nditem, a, out, slm):
     lid = nditem.get_local_id(0)
     slm[lid] = a[nditem.get_global_id(0)]
     K.group_barrier(nditem.get_group())
@@ -89,6 +95,43 @@ def tree_reduce(nditem, a, out, slm):
         stride //= 2
     if lid == 0:
         out[nditem.get_group().get_group_id(0)] = slm[0]
+
+
+tree_reduce = kapi.kernel(tree_reduce_py)
+
+
+def tree_reduce_variant(spec):
+    """The reduction compiled with KAPI_HOST_PREFETCH (and _LOCALITY) from `spec` ("P" or
+    "P:L"): a kernel of its own name, so its SPIR-V and module differ from the others', built
+    on its first call (timing warms it up) under the environment set here."""
+    lines, _, loc = spec.partition(":")
+    name = f"tree_reduce_pf{lines}_{loc or 'd'}"
+    code = tree_reduce_py.__code__.replace(co_name=name)
+    if hasattr(code, "co_qualname"):
+        code = code.replace(co_qualname=name)
+    fn = types.FunctionType(code, tree_reduce_py.__globals__, name)
+    fn.__qualname__ = name
+    k = kapi.kernel(fn)
+
+    def build(nd, *args):
+        saved = {
+            v: os.environ.get(v) for v in ("KAPI_HOST_PREFETCH", "KAPI_HOST_PREFETCH_LOCALITY")
+        }
+        os.environ["KAPI_HOST_PREFETCH"] = lines
+        if loc:
+            os.environ["KAPI_HOST_PREFETCH_LOCALITY"] = loc
+        else:
+            os.environ.pop("KAPI_HOST_PREFETCH_LOCALITY", None)
+        try:
+            kapi.call_kernel(k, nd, *args)
+        finally:
+            for v, old in saved.items():
+                if old is None:
+                    os.environ.pop(v, None)
+                else:
+                    os.environ[v] = old
+
+    return k, build
 
 
 @kapi.kernel
@@ -161,7 +204,7 @@ def bench_matmul(cpu, n, repeat):
         )
 
 
-def bench_reduce_scan(cpu, elems, wg, repeat):
+def bench_reduce_scan(cpu, elems, wg, repeat, prefetch=()):
     rng = np.random.default_rng(1)
     h = rng.random(elems, dtype=np.float32)
     a = kapi.asarray(h, device=cpu)
@@ -192,16 +235,31 @@ def bench_reduce_scan(cpu, elems, wg, repeat):
     run_scan()
     want = np.cumsum(hi.reshape(-1, wg), axis=1, dtype=np.int32).ravel()
     np.testing.assert_array_equal(s_out.asnumpy(), want)
-    tt, tr, ts = median_times((run_triad, run_reduce, run_scan), repeat)
+    variants = []
+    for spec in prefetch:
+        k, build = tree_reduce_variant(spec)
+        build(nd, a, r_out, slm)
+        np.testing.assert_allclose(r_out.asnumpy(), h.reshape(-1, wg).sum(axis=1), rtol=1e-4)
+        variants.append((spec, lambda k=k: kapi.call_kernel(k, nd, a, r_out, slm)))
+    # each reduction between a triad and a scan, which push its input out of the caches
+    fns = [run_triad, run_reduce, run_scan]
+    for _, fn in variants:
+        fns += [run_triad, fn, run_scan]
+    meds = median_times(fns, repeat)
+    tt = statistics.median(meds[0::3])
+    ts = statistics.median(meds[2::3])
     bw_triad = 3 * 4 * elems / tt / 1e9
-    bw_reduce = 4 * elems / tr / 1e9
-    row(
-        f"tree reduction f32 wg {wg}",
-        f"{bw_reduce:.2f} GB/s",
-        "kapi triad f32",
-        f"{bw_triad:.2f} GB/s",
-        bw_reduce / bw_triad,
-    )
+    for name, tr in [("", meds[1])] + [
+        (f", prefetch {spec}", meds[4 + 3 * i]) for i, (spec, _) in enumerate(variants)
+    ]:
+        bw_reduce = 4 * elems / tr / 1e9
+        row(
+            f"tree reduction f32 wg {wg}{name}",
+            f"{bw_reduce:.2f} GB/s",
+            "kapi triad f32",
+            f"{bw_triad:.2f} GB/s",
+            bw_reduce / bw_triad,
+        )
 
     bw_scan = 2 * 4 * elems / ts / 1e9
     row(
@@ -219,12 +277,18 @@ def main():
     ap.add_argument("--elems", type=int, default=1 << 24)
     ap.add_argument("--wg", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument(
+        "--prefetch", default="", help="KAPI_HOST_PREFETCH values to compare, P[:L],..."
+    )
+    ap.add_argument("--skip-matmul", action="store_true")
     args = ap.parse_args()
     cpu = kapi.Device("cpu")
     print(f"{cpu}, {os.cpu_count()} cores, numba threads {numba.get_num_threads()}")
     print(f"{'kapi (region scheme)':<34} {'':>10} | {'reference':<30} {'':>10} | ratio")
-    bench_matmul(cpu, args.n, args.repeat)
-    bench_reduce_scan(cpu, args.elems, args.wg, args.repeat)
+    if not args.skip_matmul:
+        bench_matmul(cpu, args.n, args.repeat)
+    prefetch = [v for v in args.prefetch.split(",") if v]
+    bench_reduce_scan(cpu, args.elems, args.wg, args.repeat, prefetch)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,12 @@ after its copy into local memory and after each tree step, timed in turn in one 
 
 `S<k>` runs the steps with stride > k (`S<wg/2>`: the copy and the final store only; `S0`:
 the whole reduction); `copy` is the copy alone. Differences between columns are what the
-steps cost. In cache with the default 2^20 elements (4 MiB).
+steps cost. In cache with the default 2^20 elements (4 MiB); with `--flush MIB` a copy of that
+many MiB runs (untimed) before every launch, so the input comes from memory as in
+bench/cpu_barrier.py, where the triad and the scan run between two reductions.
 
     PYTHONPATH=$PWD .venv/bin/python bench/cpu_tree_steps.py [--log2n 20] [--wg 256] [--repeat 201]
+        [--flush 512]
 """
 
 import argparse
@@ -37,6 +40,12 @@ def tree_until(stop):
 
 
 @kapi.kernel
+def flush_copy(item, dst, src):
+    i = item.get_id(0)
+    dst[i] = src[i]
+
+
+@kapi.kernel
 def copy_only(nditem, a, out, slm):
     lid = nditem.get_local_id(0)
     slm[lid] = a[nditem.get_global_id(0)]
@@ -50,6 +59,7 @@ def main():
     ap.add_argument("--log2n", type=int, default=20)
     ap.add_argument("--wg", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=201)
+    ap.add_argument("--flush", type=int, default=0, help="MiB copied before each launch")
     args = ap.parse_args()
     cpu = kapi.Device("cpu")
     n, wg = 1 << args.log2n, args.wg
@@ -70,14 +80,29 @@ def main():
     np.testing.assert_allclose(r.asnumpy(), h.reshape(-1, wg)[:, 0], rtol=0)  # copy ran last
     fns["S0"]()
     np.testing.assert_allclose(r.asnumpy(), h.reshape(-1, wg).sum(axis=1), rtol=1e-4)
+    flush = lambda: None  # noqa: E731
+    if args.flush:
+        fl = args.flush << 18  # float32 elements in each of the two buffers
+        fsrc = kapi.asarray(np.ones(fl, dtype=np.float32), device=cpu)
+        fdst = kapi.empty(fl, dtype="f4", device=cpu)
+        rng = kapi.Range(fl)
+
+        def flush():
+            kapi.call_kernel(flush_copy, rng, fdst, fsrc)  # synchronous, as the timed launches
+
+        flush()
     times = {k: [] for k in fns}
     for _ in range(args.repeat):
         for k, f in fns.items():
+            flush()
             t0 = time.perf_counter()
             f()
             times[k].append(time.perf_counter() - t0)
     groups = n // wg
-    print(f"{cpu}, 2^{args.log2n} f32, groups of {wg}: ns per group (minimum of {args.repeat})")
+    where = f", input from memory ({args.flush} MiB copied before each)" if args.flush else ""
+    print(
+        f"{cpu}, 2^{args.log2n} f32, groups of {wg}{where}: ns per group (minimum of {args.repeat})"
+    )
     print("  ".join(f"{k} {min(v) * 1e9 / groups:.1f}" for k, v in times.items()))
 
 

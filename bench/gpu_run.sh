@@ -100,9 +100,10 @@ if [ -x .carry/bin/stream_triad ]; then
     .carry/bin/stream_triad 67108864 15 2>&1 | tee -a "$OUT/cpu.log"
 fi
 # Barrier kernels on the CPU device (region scheme) beside Numba parallel, on this host's cores.
-step cpu-barrier env KAPI_DEFAULT_DEVICE=cpu timeout 120 python3 bench/cpu_barrier.py 2>&1 | tee -a "$OUT/cpu.log"
+# The reduction also without prefetching the next batch (`prefetch 0`) and as by default.
+step cpu-barrier env KAPI_DEFAULT_DEVICE=cpu timeout 120 python3 bench/cpu_barrier.py --repeat 21 --prefetch 0,auto 2>&1 | tee -a "$OUT/cpu.log"
 # Where a tree reduction's time per group goes on this host (issue 10): in cache, from memory.
-step cpu-tree-steps bash -c 'timeout 120 python3 bench/cpu_tree_steps.py && timeout 120 python3 bench/cpu_tree_steps.py --log2n 24 --repeat 31' 2>&1 | tee -a "$OUT/cpu.log"
+step cpu-tree-steps bash -c 'timeout 120 python3 bench/cpu_tree_steps.py && timeout 120 python3 bench/cpu_tree_steps.py --log2n 24 --repeat 15 --flush 512' 2>&1 | tee -a "$OUT/cpu.log"
 step cpu-pairwise timeout 90 python3 bench/pairwise_cpu.py 2>&1 | tee -a "$OUT/cpu.log"
 # Parallel primitives on the CPU device beside NumPy (issue 13 item 4), on this host's cores.
 step cpu-primitives timeout 120 python3 bench/primitives.py --device cpu --log2n 24 2>&1 | tee -a "$OUT/cpu.log"

@@ -3,6 +3,7 @@ barriers (one work-item loop per region, finalise_host_regions.c); kernels spinn
 load run on fibers, which must let the work-item they wait for progress."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -427,20 +428,20 @@ def weighted_group_sums(nditem, a, wts, out, s1, s2):
         out[g2, g1, g0] = s1[0] * w + s2[n - 1]
 
 
-@pytest.mark.parametrize(
-    "groups, local",
-    [
-        ((1, 1, 1), (256, 1, 1)),
-        ((37, 1, 1), (64, 1, 1)),  # 37 groups: batches of 64 work-item groups do not divide it
-        ((19, 3, 1), (8, 4, 1)),  # 2-D: a batch never crosses a row of groups
-        ((5, 3, 2), (4, 2, 2)),  # 3-D
-        ((97, 1, 1), (1, 1, 1)),
-        # groups of one row in a 3-D range: the flat loop nest (no y, z loops), while the
-        # same kernel's other launches here take the full one
-        ((6, 4, 2), (32, 1, 1)),
-        ((3, 5, 2), (1, 8, 1)),  # rows of one work-item: the full nest, x loops of one
-    ],
-)
+BATCH_SHAPES = [
+    ((1, 1, 1), (256, 1, 1)),
+    ((37, 1, 1), (64, 1, 1)),  # 37 groups: batches of 64 work-item groups do not divide it
+    ((19, 3, 1), (8, 4, 1)),  # 2-D: a batch never crosses a row of groups
+    ((5, 3, 2), (4, 2, 2)),  # 3-D
+    ((97, 1, 1), (1, 1, 1)),
+    # groups of one row in a 3-D range: the flat loop nest (no y, z loops), while the
+    # same kernel's other launches here take the full one
+    ((6, 4, 2), (32, 1, 1)),
+    ((3, 5, 2), (1, 8, 1)),  # rows of one work-item: the full nest, x loops of one
+]
+
+
+@pytest.mark.parametrize("groups, local", BATCH_SHAPES)
 def test_batched_groups_local_memory_and_group_values(dev, groups, local):
     rng = np.random.default_rng(7)
     shape = tuple(g * w for g, w in zip(groups, local, strict=True))[::-1]  # (z, y, x)
@@ -642,3 +643,113 @@ def test_strided_stores_keep_their_order_around_a_conditional_store(dev):
     want = np.tile(np.array([1, 1, -1, 7], np.int64), (64, 1))
     want[np.arange(64) % 16 % 4 != 0, 0] = -18
     np.testing.assert_array_equal(out.asnumpy().reshape(64, 4), want)
+
+
+def gather_sums(nditem, a, idx, scale, out, slm):
+    # Region 0 reads through an index array (the index's address follows the work-item; the
+    # gathered element's depends on a load) and at gid // scale (a division by a run-time
+    # value, which a prefetch's address copy must not contain): the CPU device prefetches
+    # what it can copy of the next batch's addresses, and results never change.
+    lid = nditem.get_local_id(0)
+    gid = nditem.get_global_id(0)
+    slm[lid] = a[idx[gid]] + a[gid // scale]
+    kapi_api.group_barrier(nditem.get_group())
+    stride = nditem.get_local_range(0) // 2
+    while stride > 0:
+        if lid < stride:
+            slm[lid] += slm[lid + stride]
+        kapi_api.group_barrier(nditem.get_group())
+        stride //= 2
+    if lid == 0:
+        out[nditem.get_group().get_group_id(0)] = slm[0]
+
+
+def check_gather_sums(dev, wg, groups):
+    n = wg * groups
+    rng = np.random.default_rng(3)
+    h = rng.integers(0, 50, n).astype(np.float32)
+    hi = rng.permutation(n).astype(np.int64)
+    a, idx = kapi.asarray(h, device=dev), kapi.asarray(hi, device=dev)
+    out = kapi.zeros(groups, dtype="f4", device=dev)
+    slm = kapi_api.LocalAccessor((wg,), np.float32)
+    kapi.call_kernel(gather_sums, kapi.NdRange((n,), (wg,)), a, idx, 3, out, slm)
+    want = (h[hi] + h[np.arange(n) // 3]).reshape(-1, wg).sum(axis=1)
+    np.testing.assert_array_equal(out.asnumpy(), want)
+
+
+def test_gather_in_the_first_region(dev):
+    check_gather_sums(dev, 256, 41)
+
+
+PREFETCH = """
+import numpy as np
+import kapi
+import test_barrier_regions as T
+
+dev = [d for d in kapi.devices() if ":cpu:" in d.filter_string][0]
+for wg in (1, 8, 64, 256, 1024):
+    T.test_tree_reduction_many_groups(dev, wg)
+for groups, local in T.BATCH_SHAPES:
+    T.test_batched_groups_local_memory_and_group_values(dev, groups, local)
+T.check_gather_sums(dev, 256, 41)
+T.check_gather_sums(dev, 64, 300)
+print("ok")
+"""
+
+
+def prefetched_loads(dump):
+    """{kernel: {"kapi-prefetch" of each module it was compiled into}} from KAPI_DUMP=host."""
+    out = {}
+    for ir in dump.split("; ---- kapi cpu driver: host LLVM IR ----")[1:]:
+        names = re.findall(r"define i32 @(\w+)\.kapi\.run\(.*\) .*#(\d+)", ir)
+        for name, group in names:
+            attrs = re.search(rf"^attributes #{group} = {{(.*)}}$", ir, re.M).group(1)
+            n = re.search(r'"kapi-prefetch"="(\d+)"', attrs)
+            out.setdefault(name, set()).add(int(n.group(1)) if n else None)
+    return out
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+@pytest.mark.parametrize("lines", ["1", "2", "5"])
+def test_cpu_prefetching_the_next_batch_changes_no_result(lines):
+    # KAPI_HOST_PREFETCH=N prefetches N lines per group in every later region whatever the
+    # launch's size (auto leaves launches under 16 MiB alone): every batched shape of this
+    # file, with the prefetches in, and the host IR says which kernels got them.
+    r = run_script(
+        PREFETCH, env={"KAPI_HOST_PREFETCH": lines, "KAPI_CACHE": "0", "KAPI_DUMP": "host"}
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip() == "ok"
+    assert prefetched_loads(r.stderr) == {
+        "tree_reduce": {1},
+        "weighted_group_sums": {1},
+        "gather_sums": {1},
+    }
+    assert "call void @llvm.prefetch" in r.stderr
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_no_prefetching_when_off():
+    r = run_script(
+        PREFETCH, env={"KAPI_HOST_PREFETCH": "0", "KAPI_CACHE": "0", "KAPI_DUMP": "host"}
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert prefetched_loads(r.stderr) == {
+        "tree_reduce": {0},
+        "weighted_group_sums": {0},
+        "gather_sums": {0},
+    }
+    assert "@llvm.prefetch" not in r.stderr
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+@pytest.mark.parametrize("wg", [256, 1024])
+def test_cpu_tree_reduction_large_enough_to_prefetch(wg):
+    # 16 MiB of input: the default (auto) prefetching runs
+    n = 1 << 22
+    h = (np.arange(n) % 29).astype(np.float32)
+    a = kapi.asarray(h, device=CPU[0])
+    out = kapi.zeros(n // wg, dtype="f4", device=CPU[0])
+    slm = kapi_api.LocalAccessor((wg,), np.float32)
+    kapi.call_kernel(tree_reduce, kapi.NdRange((n,), (wg,)), a, out, slm)
+    np.testing.assert_array_equal(out.asnumpy(), h.reshape(-1, wg).sum(axis=1))

@@ -188,6 +188,7 @@ static kc_status_t split_regions(work_t *w, char **log) {
     if (w->ks[i].scheme == KC_HF_REGIONS) {
       w->ks[i].body = w->ks[i].run;
       kc_hf_narrow_region_loops(&w->ks[i]);
+      kc_hf_prefetch_expand(w->m, &w->ks[i]);
     }
   return KC_OK;
 }

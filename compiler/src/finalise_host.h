@@ -147,6 +147,32 @@ int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
 int kc_hf_narrow_region_loops(kc_hf_kernel_t *k);
 int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
 
+/* finalise_host_prefetch.c: batched kernels prefetch the next batch's region-0 input during
+ * the later regions. While run is built, kc_hf_prefetch_tag marks region 0's flat nest's group
+ * (is_x 0) and x (is_x 1) induction phis, and each later region's flat group loop gets
+ * `n = kc_hf_prefetch_count(lrx, pass); for q < n: kc_hf_prefetch_mark(j, count, pass, lrx,
+ * q, n)`, in a nest of its own taken when kc_hf_prefetch_on(items, lrx) (the launch's
+ * work-items, x local range);
+ * once wi is inlined and cleaned up, kc_hf_prefetch_expand sets n and turns the markers into
+ * prefetches (or removes them); it returns how many address expressions each marker
+ * prefetches (0: none). kc_hf_prefetch_lines: KAPI_HOST_PREFETCH, -1 (unset or `auto`) for
+ * lines per region from the group's size, else that many (0: off). */
+#define KC_HF_PREFETCH_SPREAD 8u /* auto: a group's lines spread over this many regions */
+/* auto prefetches only launches whose region 0 reads at least this many bytes (smaller ones
+ * may find their input in cache, where the prefetches only cost) in groups of at least this
+ * many lines (a smaller group's steps are too short to cover them) */
+#define KC_HF_PREFETCH_MIN_BYTES (16u << 20)
+#define KC_HF_PREFETCH_MIN_LINES 16u
+int kc_hf_prefetch_lines(void);
+void kc_hf_prefetch_tag(LLVMValueRef phi, int is_x);
+LLVMValueRef kc_hf_prefetch_count(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef lrx,
+                                  LLVMValueRef pass);
+LLVMValueRef kc_hf_prefetch_on(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef items,
+                               LLVMValueRef lrx);
+void kc_hf_prefetch_mark(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef j, LLVMValueRef count,
+                         LLVMValueRef pass, LLVMValueRef lrx, LLVMValueRef q, LLVMValueRef n);
+unsigned kc_hf_prefetch_expand(LLVMModuleRef m, kc_hf_kernel_t *k);
+
 /* finalise_host_ids.c: rewrites id builtins and barriers inside each kernel's body. */
 int kc_hf_lower_ids(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
 /* 1 when call is a work-group control barrier (one that needs the region or fiber scheme). */

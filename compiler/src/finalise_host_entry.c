@@ -494,23 +494,51 @@ typedef struct {
   LLVMBuilderRef b;
   LLVMContextRef c;
   LLVMValueRef fn, wi, g, storage, count, lstride, uoff, unoff, bcur, bnxt;
+  LLVMValueRef pass; /* regions run so far in this call (NULL: no prefetching) */
+  LLVMValueRef pfon; /* i1: this launch prefetches (kc_hf_prefetch_on) */
   LLVMValueRef lr[3], *vals, *args;
   batch_layout_t L;
   const kc_hf_kernel_t *k;
   unsigned na;
 } nest_t;
 
+/* In a later region's group loop, at group j: `for q < n: mark(j, ..., q, n)`, n the lines
+ * of group j of the next batch that this region prefetches (the marker and n are filled in
+ * once wi is inlined: kc_hf_prefetch_expand). Returns the block after the loop. */
+static LLVMBasicBlockRef prefetch_loop(nest_t *t, LLVMValueRef j) {
+  LLVMModuleRef m = LLVMGetGlobalParent(t->fn);
+  LLVMValueRef n = kc_hf_prefetch_count(m, t->b, t->lr[0], t->pass);
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(t->c, t->fn, "pf.go");
+  LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(t->c, t->fn, "pf.done");
+  LLVMValueRef zero = LLVMConstInt(LLVMTypeOf(n), 0, 0);
+  LLVMBuildCondBr(t->b, LLVMBuildICmp(t->b, LLVMIntNE, n, zero, ""), go, after);
+  LLVMPositionBuilderAtEnd(t->b, go);
+  loop_t lq = loop_open(t->b, t->fn, go, "pf");
+  kc_hf_prefetch_mark(m, t->b, j, t->count, t->pass, t->lr[0], lq.iv, n);
+  loop_close(t->b, &lq, n, after);
+  /* a loop of one to a few prefetches: unrolling it would only add a remainder loop */
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(t->c, NULL, 0);
+  LLVMMetadataRef off = LLVMMDStringInContext2(t->c, "llvm.loop.unroll.disable", 24);
+  LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(t->c, &off, 1)};
+  LLVMMetadataRef id = LLVMMDNodeInContext2(t->c, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(tmp, id);
+  LLVMSetMetadata(LLVMGetBasicBlockTerminator(lq.latch),
+                  LLVMGetMDKindIDInContext(t->c, "llvm.loop", 9), LLVMMetadataAsValue(t->c, id));
+  return after;
+}
+
 /* One region's loop nest, from block `from`: `for each group j: for z, y, x: next = wi(...,
  * state, j)`, or with `flat` (groups of one row: local range 1 in y and z) `for each group j:
- * for x` with y = z = 0. Returns the block after it (the builder left there) and, in *next,
- * the region's next state. The flat nest exists because loops of one iteration between the
- * group and work-item loops are not free: they hold the x loop's set-up (trip count, vector
- * checks) inside them and keep registers, which for a tree reduction's narrow steps cost as
- * much as the steps' work (in cache, its tree's time per group halved without them). One
- * loop over the rows instead of y and z took half that gain; both nests took about 70 ms
- * more to compile than one, so only batched kernels, whose regions are short, get both. */
+ * for x` with y = z = 0, and with `pf` (flat only) prefetching for the next batch first. Returns
+ * the block after it (the builder left there) and, in *next, the region's next state. The flat nest
+ * exists because loops of one iteration between the group and work-item loops are not free: they
+ * hold the x loop's set-up (trip count, vector checks) inside them and keep registers, which for a
+ * tree reduction's narrow steps cost as much as the steps' work (in cache, its tree's time per
+ * group halved without them). One loop over the rows instead of y and z took half that gain; both
+ * nests took about 70 ms more to compile than one, so only batched kernels, whose regions are
+ * short, get both. */
 static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t s, int flat,
-                                     LLVMValueRef *next) {
+                                     int pf, LLVMValueRef *next) {
   LLVMBuilderRef b = t->b;
   LLVMContextRef c = t->c;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
@@ -526,14 +554,17 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
   LLVMValueRef local = t->k->local_size ? LLVMBuildInBoundsGEP2(b, i8, base, &t->L.local_off, 1, "")
                                         : LLVMConstNull(i8p);
   batch_args(b, t->k, t->vals, t->args + KC_HF_WI_FIXED, LLVMBuildMul(b, lj.iv, t->lstride, ""));
+  /* the next batch's input, prefetched while the later regions run (finalise_host_prefetch.c) */
+  if (t->pass && flat && s == 0) kc_hf_prefetch_tag(lj.iv, 0);
   loop_t lz = {0}, ly = {0};
-  LLVMBasicBlockRef xfrom = lj.head;
+  LLVMBasicBlockRef xfrom = pf ? prefetch_loop(t, lj.iv) : lj.head;
   if (!flat) {
     lz = loop_open(b, t->fn, lj.head, "wi.z");
     ly = loop_open(b, t->fn, lz.head, "wi.y");
     xfrom = ly.head;
   }
   loop_t lx = loop_open(b, t->fn, xfrom, "wi.x");
+  if (t->pass && flat && s == 0) kc_hf_prefetch_tag(lx.iv, 1);
   LLVMValueRef fixed[KC_HF_WI_FIXED] = {t->g,
                                         lx.iv,
                                         flat ? zero64 : ly.iv,
@@ -616,6 +647,12 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   int none = !rec && !urec && !brec && !k->local_size;
   t.storage = none ? LLVMConstNull(i8p) : kc_hf_call(b, scratch_fn(m), &bytes, 1);
   LLVMValueRef bbase = LLVMBuildInBoundsGEP2(b, i8, t.storage, &groups_bytes, 1, "kapi.bbase");
+  if (k->batches && kc_hf_prefetch_lines()) { /* whether this launch prefetches at all */
+    LLVMValueRef items = n;
+    for (int d = 0; d < 3; d++)
+      items = LLVMBuildMul(b, items, group_field(b, g, KC_HG_GROUP_RANGE, d), "");
+    t.pfon = kc_hf_prefetch_on(m, b, items, t.lr[0]);
+  }
   if (none)
     LLVMBuildBr(b, sloop);
   else
@@ -629,6 +666,10 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMAddIncoming(uoff, &zero64, &go, 1);
   LLVMAddIncoming(boff, &zero64, &go, 1);
   t.uoff = uoff;
+  if (k->batches && kc_hf_prefetch_lines()) {
+    t.pass = LLVMBuildPhi(b, i64, "kapi.pass");
+    LLVMAddIncoming(t.pass, &zero64, &go, 1);
+  }
   t.unoff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
   LLVMValueRef bnoff = LLVMBuildSub(b, LLVMConstInt(i64, brec, 0), boff, "");
   t.bcur = LLVMBuildInBoundsGEP2(b, i8, bbase, &boff, 1, "kapi.bcur");
@@ -637,20 +678,35 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   for (uint32_t s = 0; s < nstates; s++) {
     LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
     LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
-    LLVMBasicBlockRef nests[2] = {cs, NULL}; /* the full nest's start, the flat one's */
+    /* the full nest's start, the flat one's, the flat one prefetching for the next batch's */
+    LLVMBasicBlockRef nests[3] = {cs, NULL, NULL};
     if (k->batches) {
       nests[0] = LLVMAppendBasicBlockInContext(c, fn, "region.full");
       nests[1] = LLVMAppendBasicBlockInContext(c, fn, "region.flat");
       LLVMPositionBuilderAtEnd(b, cs);
       LLVMBuildCondBr(b, flat, nests[1], nests[0]);
     }
-    for (int f = 0; f < 2 && nests[f]; f++) {
+    if (k->batches && t.pass && s != 0) {
+      /* A nest of its own, not a branch in the flat one: the prefetches' values would hold
+       * registers in launches that do not prefetch (a tree in cache ran slower for them). */
+      nests[2] = LLVMAppendBasicBlockInContext(c, fn, "region.flat.pf");
+      LLVMBasicBlockRef pick = nests[1];
+      nests[1] = LLVMAppendBasicBlockInContext(c, fn, "region.flat");
+      LLVMPositionBuilderAtEnd(b, pick);
+      LLVMBuildCondBr(b, t.pfon, nests[2], nests[1]);
+    }
+    for (int f = 0; f < 3; f++) {
+      if (!nests[f]) continue;
       LLVMValueRef next;
-      LLVMBasicBlockRef ej = region_nest(&t, nests[f], s, f, &next);
+      LLVMBasicBlockRef ej = region_nest(&t, nests[f], s, f != 0, f == 2, &next);
       LLVMAddIncoming(state, &next, &ej, 1);
       /* what this region wrote, the next one reads */
       LLVMAddIncoming(uoff, &t.unoff, &ej, 1);
       LLVMAddIncoming(boff, &bnoff, &ej, 1);
+      if (t.pass) {
+        LLVMValueRef np = LLVMBuildAdd(b, t.pass, one64, "");
+        LLVMAddIncoming(t.pass, &np, &ej, 1);
+      }
       LLVMBuildBr(b, sloop);
     }
   }

@@ -16,9 +16,19 @@
 
 /* Groups per run call: one unless the kernel takes batches (the region scheme), then enough
  * for about CPU_BATCH_ITEMS work-items within the local-memory budget. */
+static uint64_t batch_items(void) {
+  static uint64_t items;
+  if (!items) {
+    const char *v = getenv("KAPI_CPU_BATCH_ITEMS");
+    long n = v ? strtol(v, NULL, 10) : 0;
+    items = n > 0 ? (uint64_t)n : CPU_BATCH_ITEMS;
+  }
+  return items;
+}
+
 static uint32_t batch_size(const cpu_kernel_t *k, uint64_t group_items, uint64_t local_bytes) {
   if (!k->k->batches || !group_items) return 1;
-  uint64_t b = CPU_BATCH_ITEMS / group_items;
+  uint64_t b = batch_items() / group_items;
   if (local_bytes && b > CPU_BATCH_LOCAL / local_bytes) b = CPU_BATCH_LOCAL / local_bytes;
   if (b > CPU_BATCH_GROUPS) b = CPU_BATCH_GROUPS;
   return b ? (uint32_t)b : 1;
