@@ -161,6 +161,13 @@ static int is_i1(LLVMValueRef v) {
   return LLVMGetTypeKind(t) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) == 1;
 }
 
+/* An i1 or a vector of i1. */
+static int is_bool_like(LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? is_i1(LLVMGetUndef(LLVMGetElementType(t)))
+                                                  : is_i1(v);
+}
+
 /* SPIR-V has no ordering or number conversion on booleans, and the translator gets both wrong
  * when the optimiser narrows to i1 (fuzzer findings): `sitofp i1 true` came out +1.0, and an
  * ordered compare of i1 became an invalid OpUGreaterThan on bool. Both are rewritten on i8, or
@@ -183,9 +190,13 @@ static LLVMValueRef widen_bool_op(LLVMBuilderRef b, LLVMValueRef inst, LLVMOpcod
   return LLVMBuildICmp(b, p, x[0], x[1], "");
 }
 
-/* min/max intrinsics on i1 (the translator writes them as ordered compares on bool): unsigned
- * max and signed min (true is -1) are `or`, the others `and`. NULL for any other call. */
+/* min/max and abs intrinsics on i1 or its vectors (the translator writes them as ordered compares
+ * on bool): unsigned max and signed min (true is -1) are `or`, the others `and`. NULL for any other
+ * call. */
 static LLVMValueRef bool_minmax(LLVMBuilderRef b, LLVMValueRef inst, const char *name) {
+  /* |x| of an i1 is x (true is -1, whose absolute value wraps back to -1); the translator
+   * made it an OpenCL s_abs of a bool, which SPIR-V rejects (fuzzer, seed 6000) */
+  if (!strncmp(name, "llvm.abs.", 9)) return LLVMGetOperand(inst, 0);
   int is_or = !strncmp(name, "llvm.umax.", 10) || !strncmp(name, "llvm.smin.", 10);
   int is_and = !strncmp(name, "llvm.umin.", 10) || !strncmp(name, "llvm.smax.", 10);
   if (!is_or && !is_and) return NULL;
@@ -360,7 +371,7 @@ static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   }
   if (op == LLVMSelect) return splat_select_condition(b, inst);
   const char *name = op == LLVMCall ? callee_name(inst) : NULL;
-  if (op == LLVMSIToFP || op == LLVMUIToFP || op == LLVMICmp || (name && is_i1(inst))) {
+  if (op == LLVMSIToFP || op == LLVMUIToFP || op == LLVMICmp || (name && is_bool_like(inst))) {
     LLVMPositionBuilderBefore(b, inst);
     LLVMValueRef repl = name ? bool_minmax(b, inst, name) : widen_bool_op(b, inst, op);
     if (repl) {
@@ -387,7 +398,53 @@ static int prepare_inst(LLVMBuilderRef b, LLVMValueRef inst, char **err) {
   return 1;
 }
 
+/* dest's phis, rebuilt with one incoming entry from `from` now coming from `via` (the C API
+ * cannot change an incoming block in place). */
+static void move_one_incoming(LLVMBuilderRef b, LLVMBasicBlockRef dest, LLVMBasicBlockRef from,
+                              LLVMBasicBlockRef via) {
+  for (LLVMValueRef phi = LLVMGetFirstInstruction(dest), next; phi && LLVMIsAPHINode(phi);
+       phi = next) {
+    next = LLVMGetNextInstruction(phi);
+    LLVMPositionBuilderBefore(b, phi);
+    LLVMValueRef np = LLVMBuildPhi(b, LLVMTypeOf(phi), "");
+    int moved = 0;
+    for (unsigned i = 0; i < LLVMCountIncoming(phi); i++) {
+      LLVMValueRef v = LLVMGetIncomingValue(phi, i);
+      LLVMBasicBlockRef bb = LLVMGetIncomingBlock(phi, i);
+      if (bb == from && !moved) bb = via, moved = 1;
+      LLVMAddIncoming(np, &v, &bb, 1);
+    }
+    LLVMReplaceAllUsesWith(phi, np);
+    LLVMInstructionEraseFromParent(phi);
+  }
+}
+
+/* A branch or switch that reaches one block by two edges (switch cases sharing a target, the
+ * optimiser's `br i1 %c, label %x, label %x`) gives that block's phis two entries for one
+ * predecessor, which SPIR-V's validator refuses (fuzzer, seed 6000 kernel 14838): every edge
+ * after the first to a block goes through a block of its own. */
+static void split_repeated_edges(LLVMBuilderRef b, LLVMValueRef fn) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(fn));
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
+    LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
+    unsigned n = term ? LLVMGetNumSuccessors(term) : 0;
+    for (unsigned i = 1; i < n; i++) {
+      LLVMBasicBlockRef dest = LLVMGetSuccessor(term, i);
+      int seen = 0;
+      for (unsigned k = 0; k < i && !seen; k++)
+        seen = LLVMGetSuccessor(term, k) == dest;
+      if (!seen) continue;
+      LLVMBasicBlockRef via = LLVMInsertBasicBlockInContext(c, dest, "kapi.edge");
+      LLVMPositionBuilderAtEnd(b, via);
+      LLVMBuildBr(b, dest);
+      LLVMSetSuccessor(term, i, via);
+      move_one_incoming(b, dest, bb, via);
+    }
+  }
+}
+
 static kc_status_t prepare_function(LLVMBuilderRef b, LLVMValueRef fn, char **err) {
+  split_repeated_edges(b, fn);
   legalise_bool_bitcasts(b, fn);
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef inst = LLVMGetFirstInstruction(bb), next; inst; inst = next) {

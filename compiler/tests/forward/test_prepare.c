@@ -56,6 +56,48 @@ static LLVMModuleRef parse(LLVMContextRef ctx, const char *text) {
   return mod;
 }
 
+/* Two edges into one block: a switch's cases sharing a target, and a branch whose two arms
+ * are one block; each phi keeps one entry per edge. */
+static const char edges_text[] =
+    "declare i1 @llvm.abs.i1(i1, i1)\n"
+    "define i64 @e(i64 %x, i1 %c) {\n"
+    "entry:\n"
+    "  switch i64 %x, label %d [ i64 1, label %t\n i64 2, label %t\n i64 3, label %u ]\n"
+    "u:\n"
+    "  br i1 %c, label %t, label %t\n"
+    "d:\n"
+    "  br label %t\n"
+    "t:\n"
+    "  %p = phi i64 [ 5, %entry ], [ 5, %entry ], [ 7, %u ], [ 7, %u ], [ 9, %d ]\n"
+    "  %a = call i1 @llvm.abs.i1(i1 %c, i1 false)\n"
+    "  %z = zext i1 %a to i64\n"
+    "  %r = add i64 %p, %z\n"
+    "  ret i64 %r\n"
+    "}\n";
+
+static int check_edges(LLVMContextRef ctx) {
+  LLVMModuleRef mod = parse(ctx, edges_text);
+  char *err = NULL, *msg = NULL;
+  int bad = !mod || kc_spirv_prepare(mod, &err) != KC_OK;
+  if (!bad && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg))
+    bad = 1, fprintf(stderr, "edges: %s\n", msg);
+  LLVMDisposeMessage(msg);
+  free(err);
+  LLVMValueRef fn = mod ? LLVMGetNamedFunction(mod, "e") : NULL;
+  for (LLVMBasicBlockRef bb = fn ? LLVMGetFirstBasicBlock(fn) : NULL; bb;
+       bb = LLVMGetNextBasicBlock(bb)) {
+    LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
+    for (unsigned i = 0; i < LLVMGetNumSuccessors(term); i++)
+      for (unsigned k = 0; k < i; k++)
+        if (LLVMGetSuccessor(term, k) == LLVMGetSuccessor(term, i))
+          bad = 1, fprintf(stderr, "edges: a block is still reached twice from one terminator\n");
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+      if (LLVMIsACallInst(in)) bad = 1, fprintf(stderr, "edges: llvm.abs.i1 left in place\n");
+  }
+  if (mod) LLVMDisposeModule(mod);
+  return bad;
+}
+
 /* name(x, y) on constants, and the value its expansion must fold to */
 static const struct {
   const char *fn, *type;
@@ -153,6 +195,7 @@ int main(void) {
   if (badmod) LLVMDisposeModule(badmod);
   free(err);
   bad |= check_saturating(ctx);
+  bad |= check_edges(ctx);
   LLVMContextDispose(ctx);
   return bad;
 }
