@@ -410,3 +410,21 @@ def test_variable_unassigned_on_a_path_reads_zero_as_numba():
             kapi.call_kernel(maybe_unassigned, kapi.Range(4), got, n)
             want = np.full(4, maybe_unassigned_numba(n))
             np.testing.assert_array_equal(got.asnumpy(), want, err_msg=f"n={n} on {dev}")
+
+
+def test_trig_of_an_argument_beyond_the_ulp_model_is_ill_conditioned():
+    """sin(exp(i) ** 3) on the CPU device differed from Numba (seed 5000 kernel 15716): kapi's
+    pow() and Numba's multiplications round differently, and at 3.5e19 a few ulps are more than
+    a period. ksim marks trig of such arguments ill-conditioned; small ones keep no slack."""
+    import ksim
+    from numba import types
+
+    for x, ill in ((3.5e19, True), (2.0**52, True), (3.0, False), (1e6, False)):
+        for ty, cast in ((types.float64, np.float64), (types.float32, np.float32)):
+            if ty is types.float32 and x > 3e38:
+                continue
+            ksim.ILL[0] = False
+            sig = kfuzz.resolve_sig(math.sin, ty)
+            ksim.math_call("sin", sig, [cast(x)], [ty])
+            assert ksim.ILL[0] is (ill or (ty is types.float32 and x >= 2.0**22)), (x, ty)
+    ksim.ILL[0] = False
