@@ -376,40 +376,34 @@ NEXTKEYS
         c += C
 """
 
+
 # How _rank_scatter gets a chunk's keys: loaded at the chunk's start ("LOADKEYS"), or, with
 # prefetching, the next chunk's loads issued at the start of this one into a second set of
 # registers (nk) and moved into keys at its end, so their memory latency overlaps this
 # chunk's ranking and writes rather than stalling the group (a group holds one chunk in
 # flight otherwise: about 0.5 TB/s over the SMs' few resident groups).
-_RANK_LOAD = """
-        cw = c + pw
-        for j in range(UNROLL):
-            if j * S < rem:
-                ql = cw + j * S
-                keys[j] = k[ql]
-                VLOAD
-"""
-_RANK_PREFETCH0 = """
-    nk = K.PrivateArray(ITEMS, KDT)
-    VNPRIV
-    rem = min(C, end - c) - pw
-    cw = c + pw
-    for j in range(UNROLL):
-        if j * S < rem:
-            ql = cw + j * S
-            keys[j] = k[ql]
-            VLOAD
-"""
-_RANK_PREFETCH = """
-        cn = c + C
-        remn = min(C, end - cn) - pw
-        cwn = cn + pw
-        for j in range(UNROLL):
-            if j * S < remn:
-                ql = cwn + j * S
-                nk[j] = k[ql]
-                VNLOAD
-"""
+def _chunk_loads(indent: str, c0: str, cw: str, rem: str, dest: str, vload: str) -> str:
+    """The loop loading a chunk's keys (from c0) into dest, and values by vload."""
+    lines = [
+        f"{cw} = {c0} + pw",
+        "for j in range(UNROLL):",
+        f"    if j * S < {rem}:",
+        f"        ql = {cw} + j * S",
+        f"        {dest}[j] = k[ql]",
+        f"        {vload}",
+    ]
+    return "\n" + "".join(f"{indent}{ln}\n" for ln in lines)
+
+
+_RANK_LOAD = _chunk_loads(" " * 8, "c", "cw", "rem", "keys", "VLOAD")
+_RANK_PREFETCH0 = (
+    "\n    nk = K.PrivateArray(ITEMS, KDT)\n    VNPRIV\n    rem = min(C, end - c) - pw"
+    + _chunk_loads(" " * 4, "c", "cw", "rem", "keys", "VLOAD")
+)
+_RANK_PREFETCH = "\n        cn = c + C\n        remn = min(C, end - cn) - pw" + _chunk_loads(
+    " " * 8, "cn", "cwn", "remn", "nk", "VNLOAD"
+)
+
 _RANK_NEXT = """
         for j in range(UNROLL):
             keys[j] = nk[j]
