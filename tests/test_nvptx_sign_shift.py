@@ -69,3 +69,30 @@ def test_rotate_by_register_masks_its_amount():
         r = subprocess.run([ptxas, "-arch=sm_90", src, "-o", os.devnull], capture_output=True)
         os.unlink(src)
         assert r.returncode == 0, r.stderr.decode()
+
+
+@kapi.kernel
+def shift_by_31(item, s, t, out, out32):
+    i = item.get_id(0)
+    out[i] = s[i] * 2147483648  # int32 widened to int64, then shl 31
+    out32[i] = np.int32(t[i]) << np.int32(15)
+
+
+def test_shift_of_a_sign_extension_by_half_the_width_keeps_its_sign():
+    """LLVM 15's mul.wide combine made `sext(int32 s) << 31` a `mul.wide.s32 s, -2147483648`
+    (1 << 31 read as a signed 32-bit immediate): -12 * 2**31 came out positive on the H100
+    (long fuzz run, seed 6000 kernel 401). The finaliser shifts through an asm instead; the
+    kernel runs on every device and the PTX has no such immediate."""
+    s = np.array([-12, -1, 0, 1, 7, -(2**31), 2**31 - 1, 3], np.int32)
+    t = np.array([-3, -1, 0, 1, 5, -(2**15), 2**15 - 1, 2], np.int16)
+    for dev in kapi.devices():
+        out = kapi.zeros(8, dtype=np.int64, device=dev)
+        out32 = kapi.zeros(8, dtype=np.int64, device=dev)
+        args = [kapi.asarray(s, device=dev), kapi.asarray(t, device=dev), out, out32]
+        kapi.call_kernel(shift_by_31, kernel_api.Range(8), *args)
+        np.testing.assert_array_equal(out.asnumpy(), s.astype(np.int64) * 2**31)
+        want32 = (t.astype(np.int64) << 15).astype(np.int32).astype(np.int64)
+        np.testing.assert_array_equal(out32.asnumpy(), want32)
+    ptx = ptx_of(next(iter(shift_by_31.inspect_spirv().values())))
+    assert not re.search(r"mul\.wide\.s(32|16)\s+%\w+, %\w+, -(2147483648|32768);", ptx), ptx
+    assert re.search(r"shl\.b64 %rd\d+, %rd\d+, 31;", ptx), ptx

@@ -13,6 +13,9 @@
  * so `-a[i]` of an int16 array is exactly that pattern. An i16 negation is written as an asm
  * that negates in 32 bits and wraps explicitly, leaving no 16-bit negation to widen.
  *
+ * Shifts by 31 of an i64 (15 of an i32) go through an asm too: the mul.wide combine gives
+ * them a signed immediate that overflows (guard_half_width_shl).
+ *
  * And 64-bit rotates by a register amount, which LLVM 15 prints without taking the amount
  * modulo 64: patched in the PTX text (kc_nvptx_mask_rotates). */
 #include "finalise_nvptx.h"
@@ -140,6 +143,50 @@ static int guard_neg16(LLVMBuilderRef b, LLVMValueRef inst) {
   return 1;
 }
 
+/* `shl i64 x, 31` (or `shl i32 x, 15`): when x is a sign extension from half the width,
+ * LLVM 15's mul.wide combine makes it `mul.wide.s32 x, 1 << 31`, an immediate that in a
+ * signed 32-bit operand is -2^31: the product's sign flips (-12 << 31 came out positive;
+ * fuzzer, seed 6000 kernel 401). The shift goes through an asm the combine cannot see into,
+ * lane by lane for vectors. Returns 1 if replaced. */
+static LLVMValueRef shl_asm_scalar(LLVMBuilderRef b, LLVMValueRef x, unsigned amount) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  int w = (int)LLVMGetIntTypeWidth(t);
+  LLVMTypeRef fty = LLVMFunctionType(t, &t, 1, 0);
+  char text[32];
+  snprintf(text, sizeof text, "shl.b%d $0, $1, %u;", w, amount);
+  const char *cons = w == 64 ? "=l,l" : "=r,r";
+  LLVMValueRef fn =
+      LLVMGetInlineAsm(fty, text, strlen(text), (char *)cons, 4, 0, 0, LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(b, fty, fn, &x, 1, "");
+}
+
+static int guard_half_width_shl(LLVMBuilderRef b, LLVMValueRef inst) {
+  if (LLVMGetInstructionOpcode(inst) != LLVMShl) return 0;
+  LLVMTypeRef t = LLVMTypeOf(inst), et = t;
+  if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) et = LLVMGetElementType(t);
+  unsigned w = LLVMGetIntTypeWidth(et);
+  long long amount;
+  if ((w != 64 && w != 32) || !const_int(LLVMGetOperand(inst, 1), &amount) ||
+      amount != (long long)w / 2 - 1)
+    return 0;
+  LLVMPositionBuilderBefore(b, inst);
+  LLVMValueRef x = LLVMGetOperand(inst, 0), repl;
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) {
+    repl = shl_asm_scalar(b, x, (unsigned)amount);
+  } else {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
+    repl = LLVMGetUndef(t);
+    for (unsigned i = 0, n = LLVMGetVectorSize(t); i < n; ++i) {
+      LLVMValueRef lane = LLVMConstInt(i32, i, 0);
+      LLVMValueRef s = shl_asm_scalar(b, LLVMBuildExtractElement(b, x, lane, ""), (unsigned)amount);
+      repl = LLVMBuildInsertElement(b, repl, s, lane, "");
+    }
+  }
+  LLVMReplaceAllUsesWith(inst, repl);
+  LLVMInstructionEraseFromParent(inst);
+  return 1;
+}
+
 /* `llvm.abs.i16` (what the optimiser makes of select(x < 0, -x, x)) is lowered to `abs.s16`,
  * which the driver's PTX compiler widens as it does neg.s16 (abs(-32768) came back 32768):
  * rebuilt as a select over the asm negation. Returns 1 if replaced. */
@@ -169,7 +216,8 @@ void kc_nvptx_guard_sign_shifts(LLVMModuleRef mod) {
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
       for (LLVMValueRef inst = LLVMGetFirstInstruction(bb), next; inst; inst = next) {
         next = LLVMGetNextInstruction(inst);
-        if (!guard_sign_test(b, inst) && !guard_wide_ashr(b, inst) && !guard_abs16(b, inst))
+        if (!guard_sign_test(b, inst) && !guard_wide_ashr(b, inst) && !guard_abs16(b, inst) &&
+            !guard_half_width_shl(b, inst))
           guard_neg16(b, inst);
       }
   LLVMDisposeBuilder(b);
