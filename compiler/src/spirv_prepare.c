@@ -283,14 +283,15 @@ static void rebuild_count(LLVMBuilderRef b, LLVMValueRef v, LLVMValueRef pop, LL
 /* InstCombine turns reductions of a bool vector (llvm.vector.reduce.or/and/add/xor of
  * <N x i1>) into `icmp ne (bitcast <N x i1> to iN), 0`, `icmp eq (..), -1`, `ctpop(bitcast ..)`
  * and `ctpop(..) & 1`, and sums counts in iN: an iN SPIR-V cannot express for N other than 8,
- * 16, 32, 64 (fuzzer findings: <4 x i1> to i4). any/all and counts are rebuilt from the
+ * 16, 32, 64 (fuzzer findings: <4 x i1> to i4), and a bitcast of a bool vector SPIR-V refuses
+ * at any width (<8 x i1> to i8: seed 6000 kernel 16660). any/all and counts are rebuilt from the
  * elements; any other use gets the packed bits truncated to iN, for spirv_legal.c to widen.
  * Returns 1 if `cast` was rewritten (and erased, with the uses rebuilt). */
 static int bool_vector_bitcast(LLVMBuilderRef b, LLVMValueRef cast) {
   LLVMValueRef v = LLVMGetOperand(cast, 0);
   LLVMTypeRef vt = LLVMTypeOf(v), t = LLVMTypeOf(cast);
   if (LLVMGetTypeKind(vt) != LLVMVectorTypeKind || LLVMGetTypeKind(t) != LLVMIntegerTypeKind ||
-      legal_width(t) || LLVMGetIntTypeWidth(t) > 64 || !is_i1(LLVMGetUndef(LLVMGetElementType(vt))))
+      LLVMGetIntTypeWidth(t) > 64 || !is_i1(LLVMGetUndef(LLVMGetElementType(vt))))
     return 0;
   unsigned n = LLVMGetIntTypeWidth(t);
   LLVMTypeRef wide = LLVMIntTypeInContext(LLVMGetTypeContext(t), n <= 8    ? 8
