@@ -211,3 +211,19 @@ def divergent_warp_sync(ptx: str, entry: str) -> list[str]:
                 if _parse(ln)[1].startswith(_WARP_SYNC):
                     found.append(f"{blocks[x][0]}: {ln} (under the branch ending {label})")
     return found
+
+
+def assert_assembles(ptx: str, tag: str) -> None:
+    """ptxas (when the CUDA toolkit is here) accepts ptx for sm_90."""
+    import os
+    import shutil
+    import subprocess
+
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if os.path.exists(ptxas):
+        src = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"{tag}_{os.getpid()}.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        r = subprocess.run([ptxas, "-arch=sm_90", src, "-o", os.devnull], capture_output=True)
+        os.unlink(src)
+        assert r.returncode == 0, r.stderr.decode()

@@ -108,10 +108,7 @@ def test_regression(path, dev):
 def test_regression_ptx(path):
     """The CUDA path without a GPU: each regression kernel's SPIR-V finalises to PTX that
     ptxas accepts."""
-    import shutil
-    import subprocess
-
-    from nvptx_util import ptx_of
+    from nvptx_util import assert_assembles, ptx_of
 
     with open(path) as f:
         rec = json.load(f)
@@ -125,14 +122,7 @@ def test_regression_ptx(path):
         pytest.skip(f"the kernel calls math functions and {libdevice} is not installed")
     ptx = ptx_of(spirv, libdevice if os.path.exists(libdevice) else None)
     assert ".entry" in ptx
-    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
-    if os.path.exists(ptxas):
-        src = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"kfuzz_{os.getpid()}.ptx")
-        with open(src, "w") as f:
-            f.write(ptx)
-        r = subprocess.run([ptxas, "-arch=sm_90", src, "-o", os.devnull], capture_output=True)
-        os.unlink(src)
-        assert r.returncode == 0, r.stderr.decode()
+    assert_assembles(ptx, "kfuzz")
 
 
 def _passes(rec, dev):
@@ -202,7 +192,7 @@ def test_int16_negation_ptx_wraps_explicitly():
     """The CUDA driver's PTX compiler returned 32768 for -int16(-32768) from `neg.s16` then
     `cvt.s64.s16` (it widened the negation). The NVPTX finaliser now negates in 32 bits and
     re-sign-extends the low 16 bits itself (finalise_nvptx_workarounds.c); ptxas accepts it."""
-    from nvptx_util import ptx_of
+    from nvptx_util import assert_assembles, ptx_of
 
     a = kapi.asarray(np.array([-32768, 5], np.int16), device=DEVICES[0])
     outs = [kapi.zeros(2, dtype=np.int64, device=DEVICES[0]) for _ in range(2)]
@@ -212,7 +202,7 @@ def test_int16_negation_ptx_wraps_explicitly():
     ptx = ptx_of(neg_invert.inspect_spirv(sig), None)
     assert "neg.s16" not in ptx
     assert "neg.s32 t, t; shl.b32 t, t, 16; shr.s32 t, t, 16;" in ptx
-    _assembles(ptx, "neg16")
+    assert_assembles(ptx, "neg16")
 
 
 @kapi.kernel
@@ -327,7 +317,7 @@ def test_int16_abs_ptx_wraps_explicitly():
     """The long fuzz run on the H100 found abs(int16(-32768)) == 32768 on CUDA (Numba: -32768):
     the optimiser makes llvm.abs.i16, lowered to `abs.s16`, which the driver widens as it
     does neg.s16. The finaliser now selects over its explicit 16-bit negation."""
-    from nvptx_util import ptx_of
+    from nvptx_util import assert_assembles, ptx_of
 
     a = kapi.asarray(np.array([-32768, -5, 7], np.int16), device=DEVICES[0])
     o = kapi.zeros(3, dtype=np.int64, device=DEVICES[0])
@@ -337,22 +327,7 @@ def test_int16_abs_ptx_wraps_explicitly():
     ptx = ptx_of(abs_narrow.inspect_spirv(sig), None)
     assert "abs.s16" not in ptx and "neg.s16" not in ptx
     assert "neg.s32 t, t; shl.b32 t, t, 16; shr.s32 t, t, 16;" in ptx
-    _assembles(ptx, "abs16")
-
-
-def _assembles(ptx: str, tag: str) -> None:
-    """ptxas (when the CUDA toolkit is here) accepts ptx for sm_90."""
-    import shutil
-    import subprocess
-
-    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
-    if os.path.exists(ptxas):
-        src = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"{tag}_{os.getpid()}.ptx")
-        with open(src, "w") as f:
-            f.write(ptx)
-        r = subprocess.run([ptxas, "-arch=sm_90", src, "-o", os.devnull], capture_output=True)
-        os.unlink(src)
-        assert r.returncode == 0, r.stderr.decode()
+    assert_assembles(ptx, "abs16")
 
 
 @kapi.kernel
