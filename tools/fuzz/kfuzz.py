@@ -977,23 +977,35 @@ def perturbed_hull(p: Program):
 
 def within_hull(p: Program, got, hull, c):
     """Whether case c's outputs in `got` (and the accumulator, if c has atomics) all lie in
-    the perturbed hull, within the comparison's float tolerance."""
+    the perturbed hull, within the comparison's float tolerance.
+
+    Ten reruns sample the libraries' freedom; they do not bound it. Where they spread an
+    output, the ulps are magnified chaotically (exp(127) % 1.5, a branch on hypot(a, b) - a)
+    and the true range is wider than the samples: such an element's hull is widened by its
+    own width on each side (on the H100, libdevice's exp(int8) % (|sin| + 1) fell just
+    outside the sampled range; seed 6000 kernel 23241). An accumulator the reruns moved at
+    all is a sum over work-items of such outputs, each moved its own way, whose combinations
+    ten samples cannot cover: it is not judged (kernel 18954). Outputs the reruns left in
+    place get no slack beyond the float tolerance."""
     per = SLOTS * p.ncases
     mine = (np.arange(len(got[0])) % per) // SLOTS == c
     (ilo, ihi), (flo, fhi, fnan), (alo, ahi) = hull
     gi, gf = got[0][mine], got[1][mine]
-    if not ((gi >= ilo[mine]) & (gi <= ihi[mine])).all():
+    lo_i, hi_i = ilo[mine].astype(object), ihi[mine].astype(object)  # no wrap-around
+    w_i = hi_i - lo_i
+    if not ((gi >= lo_i - w_i) & (gi <= hi_i + w_i)).all():
         return False
     lo, hi = flo[mine], fhi[mine]
     with np.errstate(all="ignore"):
+        w = np.where(np.isfinite(hi - lo), hi - lo, 0.0)
         tol = 1e-5 * np.fmax(np.abs(lo), np.abs(hi))
         tol = np.where(np.isfinite(tol), tol, 0.0)
-        inside = (gf >= lo - tol) & (gf <= hi + tol)
+        inside = (gf >= lo - w - tol) & (gf <= hi + w + tol)
     if not (inside | (np.isnan(gf) & fnan[mine])).all():
         return False
     case = next(x for x in p.cases if x.index == c)
     if any(s.kind == "atomic" for s in walk(case.stmts)):
-        return bool(((got[2] >= alo) & (got[2] <= ahi)).all())
+        return bool((alo != ahi).any() or ((got[2] >= alo) & (got[2] <= ahi)).all())
     return True
 
 
