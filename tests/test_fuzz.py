@@ -433,3 +433,41 @@ def test_hull_explains_any_library_within_the_ulp_model(n):
         finally:
             kfuzz.ksim.PERTURB[0] = None
         assert kfuzz.within_hull(p, got, hull, 0), seed
+
+
+def test_cuda_contraction_moves_float_products_by_an_ulp():
+    """Seed 7000 kernel 8493 on the H100: `(-5 - a * c) % (abs(math.sqrt(a & 3)) + 1.0)` with
+    a a uint64 near 1e19 and c = -5.0 gave 0.0427 where Python gives 0.616. CUDA fuses the
+    multiply and the subtraction into one fma (kapi's NVPTX finaliser allows contraction, as
+    nvcc and numba-cuda do), one rounding where Python has two, and `%` of so large a value
+    magnifies the difference: the H100's values are exactly the fused ones. ksim's model for
+    CUDA (CONTRACT) moves each float product by up to an ulp, which brackets the unrounded
+    product; without it products stay put."""
+    from fractions import Fraction
+
+    from numba.core import types
+    from numba.core.typing import signature
+
+    ksim = kfuzz.ksim
+    sig = signature(types.float64, types.float64, types.float64)
+    h100 = {13249165344346336530: 0.042710000736663645, 3322470248653700334: 0.533144146121658}
+    for a, seen in h100.items():
+        y = math.sqrt(a & 3) + 1.0
+        fused = float(Fraction(-5) - Fraction(float(a)) * Fraction(-5.0))
+        assert math.fmod(fused, y) % y == seen
+        exact = Fraction(float(a)) * Fraction(-5.0)
+        moved = []
+        for step in (-1, 1):
+            ksim.PERTURB[0] = lambda step=step: step
+            try:
+                ksim.CONTRACT[0] = False
+                assert ksim.binop("*", sig, float(a), types.float64, -5.0, types.float64) == (
+                    float(a) * -5.0
+                )
+                ksim.CONTRACT[0] = True
+                moved.append(ksim.binop("*", sig, float(a), types.float64, -5.0, types.float64))
+            finally:
+                ksim.PERTURB[0] = None
+                ksim.CONTRACT[0] = False
+        assert Fraction(moved[0]) <= exact <= Fraction(moved[1])
+        assert moved[0] < float(a) * -5.0 < moved[1]

@@ -255,7 +255,7 @@ static kc_status_t nvptx_lower(LLVMContextRef ctx, LLVMModuleRef mod, const kc_n
   if (st == KC_OK) kc_nvptx_coarsen_finish(mod, &out->kernels);
   if (st == KC_OK) kc_nvptx_cap_registers(mod, &out->kernels, maxreg);
   if (st == KC_OK) st = nvptx_check_resolved(mod, log);
-  if (st == KC_OK) kc_nvptx_guard_sign_shifts(mod);
+  if (st == KC_OK) kc_nvptx_avoid_miscompiles(mod);
   if (st == KC_OK) st = nvptx_emit(mod, tm, out, log);
   LLVMDisposeTargetMachine(tm);
   return st;

@@ -73,10 +73,12 @@ LLVMValueRef kc_nvptx_group(LLVMModuleRef mod, LLVMBuilderRef b, const char *kin
 LLVMValueRef kc_nvptx_lower_printf(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef call,
                                    char **log);
 
-/* Rewrites i64 sign tests and wide arithmetic shifts so LLVM 15's NVPTX instruction selection
- * cannot miscompile them into an unsigned bit-field extract (finalise_nvptx_workarounds.c).
- * Run after the last optimisation, right before code generation. */
-void kc_nvptx_guard_sign_shifts(LLVMModuleRef mod);
+/* Rewrites the IR shapes that LLVM 15's NVPTX instruction selection or the driver's PTX
+ * compiler miscompile (i64 sign tests and wide shifts, 16-bit negation and abs, shifts by half
+ * the width minus one, `sitofp i1`, 64-bit and compared float abs) into equivalent forms they
+ * cannot (finalise_nvptx_workarounds.c). Run after the last optimisation, right before code
+ * generation. */
+void kc_nvptx_avoid_miscompiles(LLVMModuleRef mod);
 
 /* ptx with each 64-bit rotate by a register taking its amount modulo 64 (LLVM 15 prints it
  * unmasked; finalise_nvptx_workarounds.c); malloc'ed, NULL when out of memory. */

@@ -17,7 +17,15 @@
  * them a signed immediate that overflows (guard_half_width_shl).
  *
  * And 64-bit rotates by a register amount, which LLVM 15 prints without taking the amount
- * modulo 64: patched in the PTX text (kc_nvptx_mask_rotates). */
+ * modulo 64: patched in the PTX text (kc_nvptx_mask_rotates).
+ *
+ * LLVM 15 selects `sitofp i1` as `selp.u32 1, 0` and a signed convert, so true became +1.0
+ * where it is -1.0 (guard_sitofp_bool). And the driver's PTX compiler reasons wrongly about
+ * `abs` twice (probed on the H100 with hand-written PTX, bench/RESULTS.md): after `abs.s64`
+ * it folds a compare of the negation against a constant beyond 32 bits as if on the low 32
+ * bits, and it folds `abs.f32(x) > -1` to true, forgetting NaN (`abs.f64` is right). So
+ * 64-bit integer abs is written as neg and max, and a float abs a compare reads as a mask
+ * of the sign bit, both in asm (guard_abs). */
 #include "finalise_nvptx.h"
 
 #include <stdio.h>
@@ -210,14 +218,96 @@ static int guard_abs16(LLVMBuilderRef b, LLVMValueRef inst) {
   return 1;
 }
 
-void kc_nvptx_guard_sign_shifts(LLVMModuleRef mod) {
+/* A one-operand asm of type t over x, lane by lane when x is a vector. */
+static LLVMValueRef asm_lanes(LLVMBuilderRef b, LLVMValueRef x, const char *text,
+                              const char *cons) {
+  LLVMTypeRef t = LLVMTypeOf(x), et = t;
+  int vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+  if (vec) et = LLVMGetElementType(t);
+  LLVMTypeRef fty = LLVMFunctionType(et, &et, 1, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 0,
+                                     0, LLVMInlineAsmDialectATT, 0);
+  if (!vec) return LLVMBuildCall2(b, fty, fn, &x, 1, "");
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
+  LLVMValueRef v = LLVMGetUndef(t);
+  for (unsigned i = 0, n = LLVMGetVectorSize(t); i < n; ++i) {
+    LLVMValueRef lane = LLVMConstInt(i32, i, 0);
+    LLVMValueRef e = LLVMBuildExtractElement(b, x, lane, "");
+    v = LLVMBuildInsertElement(b, v, LLVMBuildCall2(b, fty, fn, &e, 1, ""), lane, "");
+  }
+  return v;
+}
+
+static LLVMTypeRef element_type(LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
+}
+
+/* `sitofp i1 b` (or its vector form) becomes `select b, -1.0, 0.0`. Returns 1 if replaced. */
+static int guard_sitofp_bool(LLVMBuilderRef b, LLVMValueRef inst) {
+  if (LLVMGetInstructionOpcode(inst) != LLVMSIToFP) return 0;
+  LLVMValueRef x = LLVMGetOperand(inst, 0);
+  LLVMTypeRef et = element_type(x);
+  if (LLVMGetTypeKind(et) != LLVMIntegerTypeKind || LLVMGetIntTypeWidth(et) != 1) return 0;
+  LLVMTypeRef t = LLVMTypeOf(inst), ft = element_type(inst);
+  LLVMValueRef m1 = LLVMConstReal(ft, -1.0), zero = LLVMConstNull(t);
+  if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) {
+    unsigned n = LLVMGetVectorSize(t);
+    LLVMValueRef lanes[64];
+    if (n > 64) return 0;
+    for (unsigned i = 0; i < n; ++i)
+      lanes[i] = m1;
+    m1 = LLVMConstVector(lanes, n);
+  }
+  LLVMPositionBuilderBefore(b, inst);
+  LLVMValueRef repl = LLVMBuildSelect(b, x, m1, zero, "");
+  LLVMReplaceAllUsesWith(inst, repl);
+  LLVMInstructionEraseFromParent(inst);
+  return 1;
+}
+
+static int has_fcmp_user(LLVMValueRef v) {
+  for (LLVMUseRef u = LLVMGetFirstUse(v); u; u = LLVMGetNextUse(u))
+    if (LLVMGetInstructionOpcode(LLVMGetUser(u)) == LLVMFCmp) return 1;
+  return 0;
+}
+
+/* `llvm.abs` of i64 always, and `llvm.fabs` of float when a compare reads it, become asm
+ * (lane by lane for vectors). Returns 1 if replaced. */
+static int guard_abs(LLVMBuilderRef b, LLVMValueRef inst) {
+  if (LLVMGetInstructionOpcode(inst) != LLVMCall) return 0;
+  LLVMValueRef callee = LLVMGetCalledValue(inst);
+  size_t len = 0;
+  const char *name = callee ? LLVMGetValueName2(callee, &len) : NULL;
+  if (!name) return 0;
+  LLVMTypeRef et = element_type(inst);
+  const char *text, *cons;
+  if (!strncmp(name, "llvm.abs.", 9) && LLVMGetTypeKind(et) == LLVMIntegerTypeKind &&
+      LLVMGetIntTypeWidth(et) == 64) {
+    text = "{ .reg .b64 t; neg.s64 t, $1; max.s64 $0, $1, t; }";
+    cons = "=l,l";
+  } else if (!strncmp(name, "llvm.fabs.", 10) && LLVMGetTypeKind(et) == LLVMFloatTypeKind &&
+             has_fcmp_user(inst)) {
+    text = "{ .reg .b32 t; mov.b32 t, $1; and.b32 t, t, 2147483647; mov.b32 $0, t; }";
+    cons = "=f,f";
+  } else {
+    return 0;
+  }
+  LLVMPositionBuilderBefore(b, inst);
+  LLVMValueRef repl = asm_lanes(b, LLVMGetOperand(inst, 0), text, cons);
+  LLVMReplaceAllUsesWith(inst, repl);
+  LLVMInstructionEraseFromParent(inst);
+  return 1;
+}
+
+void kc_nvptx_avoid_miscompiles(LLVMModuleRef mod) {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
       for (LLVMValueRef inst = LLVMGetFirstInstruction(bb), next; inst; inst = next) {
         next = LLVMGetNextInstruction(inst);
         if (!guard_sign_test(b, inst) && !guard_wide_ashr(b, inst) && !guard_abs16(b, inst) &&
-            !guard_half_width_shl(b, inst))
+            !guard_half_width_shl(b, inst) && !guard_sitofp_bool(b, inst) && !guard_abs(b, inst))
           guard_neg16(b, inst);
       }
   LLVMDisposeBuilder(b);

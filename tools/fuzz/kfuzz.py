@@ -770,7 +770,7 @@ def outcome(p: Program, dev):
     except Exception as e:
         return "kapi-error", f"{type(e).__name__}: {e}", [c.index for c in p.cases]
     bad = bad_cases(p, got, want)
-    ulps = explained(p, got, bad, {})  # minimising must not shrink a bug into an ulp
+    ulps = explained(p, got, bad, {}, contracts(dev))  # minimising must not shrink a bug
     bad = [c for c in bad if c not in ulps]
     return ("mismatch" if bad else "ok"), "", bad
 
@@ -924,20 +924,23 @@ def run_sim(p: Program):
 PERTURB_RUNS = 10  # ksim reruns of a differing kernel, transcendental results moved by ulps
 
 
-def ulp_sensitive(n):
+def ulp_sensitive(n, contract=False):
     """Whether Expr node n is one whose result the devices compute with their own libraries,
-    an ulp or a few from Numba's: a transcendental function, or a float `**`."""
+    an ulp or a few from Numba's: a transcendental function, or a float `**`; with
+    `contract` (CUDA, see ksim.CONTRACT), a float `*` too."""
     if n.op == "math":
         return n.val in ksim.TRANSCENDENTAL
-    return n.op == "bin" and n.val == "**" and is_float(n.ty)
+    if n.op == "bin" and is_float(n.ty):
+        return n.val == "**" or (contract and n.val == "*")
+    return False
 
 
-def math_cases(p: Program):
+def math_cases(p: Program, contract=False):
     """Indices of the cases with an ulp-sensitive operation (directly or in a device
     function): the only ones the devices' own math libraries can make differ."""
 
     def uses(e):
-        return any(ulp_sensitive(n) for n in e.nodes())
+        return any(ulp_sensitive(n, contract) for n in e.nodes())
 
     out = set()
     for c in p.cases:
@@ -947,11 +950,12 @@ def math_cases(p: Program):
     return out
 
 
-def perturbed_hull(p: Program):
+def perturbed_hull(p: Program, contract=False):
     """Per output element, the range of ksim's answers when every transcendental (and float
     `**`) result is moved by up to ksim.MAX_ULPS ulps (all the same way, then at random per
     call), as (lo, hi) for out_i and acc and (lo, hi, NaN possible) for out_f; None when ksim
-    cannot run p. What a device's libdevice or libmvec may legitimately give lies inside it."""
+    cannot run p. What a device's libdevice or libmvec may legitimately give lies inside it.
+    With `contract`, float products move by up to an ulp as well (ksim.CONTRACT)."""
     rng = random.Random(f"kfuzz/perturb/{p.data_seed}")
     m = ksim.MAX_ULPS
     steps = [(lambda k=k: k) for k in (-m, -1, 1, m)]
@@ -959,6 +963,7 @@ def perturbed_hull(p: Program):
     runs = []
     try:
         runs.append(run_sim(p)[0])
+        ksim.CONTRACT[0] = contract
         for step in steps:
             ksim.PERTURB[0] = step
             runs.append(run_sim(p)[0])
@@ -966,6 +971,7 @@ def perturbed_hull(p: Program):
         return None
     finally:
         ksim.PERTURB[0] = None
+        ksim.CONTRACT[0] = False
     ints, floats, acc = (np.stack([r[a] for r in runs]) for a in range(3))
     with np.errstate(invalid="ignore"):
         return (
@@ -1009,17 +1015,24 @@ def within_hull(p: Program, got, hull, c):
     return True
 
 
-def explained(p: Program, got, cases, ref):
+def explained(p: Program, got, cases, ref, contract=False):
     """The cases among `cases` whose difference the devices' math libraries explain (they call
-    a transcendental function and lie in the perturbed hull, computed once into ref)."""
-    cand = [c for c in cases if c in math_cases(p)]
+    a transcendental function and lie in the perturbed hull, computed once into ref); with
+    `contract`, CUDA's fused multiply-adds too."""
+    cand = [c for c in cases if c in math_cases(p, contract)]
     if not cand or got is None:
         return []
-    if "hull" not in ref:
-        ref["hull"] = perturbed_hull(p)
-    if ref["hull"] is None:
+    key = ("hull", contract)
+    if key not in ref:
+        ref[key] = perturbed_hull(p, contract)
+    if ref[key] is None:
         return []
-    return [c for c in cand if within_hull(p, got, ref["hull"], c)]
+    return [c for c in cand if within_hull(p, got, ref[key], c)]
+
+
+def contracts(dev):
+    """Whether dev fuses multiplies and adds (the CUDA driver's PTX, finalise_nvptx.c)."""
+    return str(getattr(dev, "filter_string", dev)).startswith("cuda")
 
 
 def kernel_rng(seed, n):
@@ -1123,7 +1136,7 @@ def check_devices(p, n, seed, devices, outdir, log, minimise_s, summary, ref, k)
         # a transcendental's last bits magnified (float // or %, sin of a large value,
         # cancellation), or a NaN's sign: nobody's bug
         ill = set(bad) & set(ref["ill"])
-        ill |= set(explained(p, got, sorted(set(bad) - ill), ref))
+        ill |= set(explained(p, got, sorted(set(bad) - ill), ref, contracts(dev)))
         if ill:
             summary["ill_conditioned"] += len(ill)
             log(f"ill-conditioned: kernel {n} cases {sorted(ill)} on {dev.filter_string} differ")

@@ -51,6 +51,11 @@ TRANSCENDENTAL = {"sin", "cos", "exp", "tanh", "atan", "log1p", "atan2", "hypot"
 # None, or a callable giving the whole ulps (positive or negative) by which to move the next
 # transcendental result.
 PERTURB = [None]
+# CUDA contracts a float multiply and a following add into one fma (as nvcc --fmad=true and
+# numba-cuda do; finalise_nvptx.c), one rounding where Python has two: the product as if
+# unrounded, within an ulp of Python's. CONTRACT[0] set: PERTURB moves float products too,
+# by at most one ulp.
+CONTRACT = [False]
 MAX_ULPS = 4  # libdevice's and libmvec's documented maximum errors are 1-4 ulps
 
 
@@ -219,7 +224,10 @@ def binop(sym, sig, a, at, b, bt):
         if sym in ("//", "%"):
             q, m = real_divmod(x, y)
             return q if sym == "//" else m
-        return _FOP[sym](x, y)
+        r = _FOP[sym](x, y)
+        if sym == "*" and CONTRACT[0] and PERTURB[0] is not None:
+            r = nudge(r, max(-1, min(1, PERTURB[0]())))
+        return r
     if sym in ("//", "%"):
         if signed and y == -1 and x == -(1 << (bits - 1)):
             return 0  # Numba's int_divmod_signed: no SIGFPE, 0 and 0

@@ -1,0 +1,93 @@
+"""Regressions from the long fuzz run on the H100 (seed 7000), where the CUDA device alone
+differed: `sitofp i1`, which LLVM 15's NVPTX back end selects as +1.0 for true, and two folds
+of `abs` by the driver's PTX compiler (CUDA 13). Probed with hand-written PTX on the H100
+(bench/RESULTS.md): after `abs.s64`, a compare of the negation against a constant beyond 32
+bits was decided on the low 32 bits; `abs.f32(x) > -1` was folded to true, forgetting NaN.
+The NVPTX finaliser rewrites each shape (compiler/src/finalise_nvptx_workarounds.c). Each
+kernel runs on every device here, and its PTX, made on any machine, shows the rewrite."""
+
+import math
+import re
+
+import numpy as np
+from kapi_testing import devices_or_skip
+from nvptx_util import assert_assembles, ptx_of
+
+import kapi
+from kapi import kernel_api
+
+DEVICES = devices_or_skip()
+
+
+def _ptx(k):
+    return ptx_of(next(iter(k.inspect_spirv().values())))
+
+
+@kapi.kernel
+def neg_bool_scaled(item, a, b, out):
+    i = item.get_id(0)
+    c = (a[i] != 3) & (b[i] != 7.0)
+    x = -c  # -1 or 0, as an int64
+    out[i] = x * b[i] + x  # one bool converted to float, read twice
+
+
+def test_negated_bool_converts_to_minus_one():
+    """Seed 7000 kernel 11710: `math.exp(min(lid, -c))` with c a conjunction of compares was
+    e^1 on the H100: LLVM folded -c to `sitofp i1 c`, which it selected as `selp.u32 1, 0`."""
+    a = np.array([3, 1, 2, 3, 5, 0, -3, 4], np.int64)
+    b = np.array([7.0, 7.0, 2.5, 1.0, -4.0, 0.0, 9.0, 7.5])
+    c = (a != 3) & (b != 7.0)
+    x = -c.astype(np.int64)
+    want = x * b + x
+    for dev in DEVICES:
+        out = kapi.zeros(8, dtype=np.float64, device=dev)
+        args = [kapi.asarray(a, device=dev), kapi.asarray(b, device=dev), out]
+        kapi.call_kernel(neg_bool_scaled, kernel_api.Range(8), *args)
+        np.testing.assert_array_equal(out.asnumpy(), want, err_msg=str(dev))
+    ptx = _ptx(neg_bool_scaled)
+    assert not re.search(r"selp\.u32\s+%r\d+, 1, 0, %p\d+;\s*cvt\.rn\.f64\.s32", ptx), ptx
+    assert "0dBFF0000000000000" in ptx, ptx  # the select of -1.0
+    assert_assembles(ptx, "negbool")
+
+
+@kapi.kernel
+def neg_abs_compare(item, acc, v):
+    i = item.get_id(0)
+    kernel_api.AtomicRef(acc, (((-1099511627776) >= (-abs(i))) % 64) % 8).fetch_add(v)
+
+
+def test_negated_abs_compared_beyond_32_bits():
+    """Seed 6000 kernel 13585: `-2**40 >= -abs(i)` is false for every work-item, but the
+    atomic went to acc[1] on the H100. 64-bit abs is now neg and max, in asm."""
+    for dev in DEVICES:
+        acc = kapi.zeros(8, dtype=np.int64, device=dev)
+        kapi.call_kernel(neg_abs_compare, kernel_api.Range(256), acc, np.int64(3))
+        want = np.zeros(8, np.int64)
+        want[0] = 3 * 256
+        np.testing.assert_array_equal(acc.asnumpy(), want, err_msg=str(dev))
+    ptx = _ptx(neg_abs_compare)
+    assert "abs.s64" not in ptx, ptx
+    assert re.search(r"max\.s64", ptx), ptx
+    assert_assembles(ptx, "negabs")
+
+
+@kapi.kernel
+def fabs_above_minus_one(item, a, out):
+    i = item.get_id(0)
+    out[i] = (-1) < math.fabs(a[i])
+
+
+def test_float_abs_compare_keeps_nan():
+    """Seed 7000 kernel 6256: `-1 < fabs(x)` must be false for NaN; the H100 made it true
+    for every x. A float abs that a compare reads is now a mask of the sign bit, in asm."""
+    a = np.array([1.0, -2.0, np.nan, -np.nan, np.inf, -0.0, -np.inf, 0.5], np.float32)
+    for dev in DEVICES:
+        out = kapi.zeros(8, dtype=np.bool_, device=dev)
+        kapi.call_kernel(
+            fabs_above_minus_one, kernel_api.Range(8), kapi.asarray(a, device=dev), out
+        )
+        np.testing.assert_array_equal(out.asnumpy(), np.abs(a) > -1, err_msg=str(dev))
+    ptx = _ptx(fabs_above_minus_one)
+    assert "abs.f32" not in ptx, ptx
+    assert "and.b32 t, t, 2147483647" in ptx, ptx
+    assert_assembles(ptx, "fabscmp")
