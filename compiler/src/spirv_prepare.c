@@ -81,15 +81,25 @@ static LLVMValueRef expand_overflow(LLVMBuilderRef b, LLVMValueRef call, const c
   return LLVMBuildInsertValue(b, agg, ov, 1, "");
 }
 
-/* A constant of type t (an integer or an integer vector) with every element `v`. */
-static LLVMValueRef splat_const(LLVMTypeRef t, unsigned long long v) {
-  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return LLVMConstInt(t, v, 0);
+/* Scalar constant e, or, when t is a vector type, the vector of t with every element e (NULL
+ * beyond 64 lanes, far above the vectorisers' widths). */
+static LLVMValueRef splat(LLVMTypeRef t, LLVMValueRef e) {
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return e;
   unsigned n = LLVMGetVectorSize(t);
-  LLVMValueRef e = LLVMConstInt(LLVMGetElementType(t), v, 0), elems[64];
+  LLVMValueRef elems[64];
   if (n > 64) return NULL;
   for (unsigned i = 0; i < n; i++)
     elems[i] = e;
   return LLVMConstVector(elems, n);
+}
+
+static LLVMTypeRef element_type(LLVMTypeRef t) {
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
+}
+
+/* A constant of type t (an integer or an integer vector) with every element `v`. */
+static LLVMValueRef splat_const(LLVMTypeRef t, unsigned long long v) {
+  return splat(t, LLVMConstInt(element_type(t), v, 0));
 }
 
 /* llvm.uadd.sat and llvm.ssub.sat (InstCombine makes them from a compare and select around
@@ -173,16 +183,21 @@ static int is_bool_like(LLVMValueRef v) {
  * ordered compare of i1 became an invalid OpUGreaterThan on bool. Both are rewritten on i8, or
  * as a select. NULL when inst is none of these. */
 static LLVMValueRef widen_bool_op(LLVMBuilderRef b, LLVMValueRef inst, LLVMOpcode op) {
-  if ((op == LLVMSIToFP || op == LLVMUIToFP) && is_i1(LLVMGetOperand(inst, 0))) {
+  /* vectors too: the SLP vectoriser makes `sitofp <4 x i1>`, which came out +1.0 per true
+   * lane on the CPU device (fuzzer, seed 5000 kernel 86794) */
+  if ((op == LLVMSIToFP || op == LLVMUIToFP) && is_bool_like(LLVMGetOperand(inst, 0))) {
     LLVMTypeRef t = LLVMTypeOf(inst);
-    LLVMValueRef on = LLVMConstReal(t, op == LLVMSIToFP ? -1.0 : 1.0);
-    return LLVMBuildSelect(b, LLVMGetOperand(inst, 0), on, LLVMConstReal(t, 0.0), "");
+    LLVMValueRef on = splat(t, LLVMConstReal(element_type(t), op == LLVMSIToFP ? -1.0 : 1.0));
+    if (!on) return NULL;
+    return LLVMBuildSelect(b, LLVMGetOperand(inst, 0), on, LLVMConstNull(t), "");
   }
-  if (op != LLVMICmp || !is_i1(LLVMGetOperand(inst, 0))) return NULL;
+  if (op != LLVMICmp || !is_bool_like(LLVMGetOperand(inst, 0))) return NULL;
   LLVMIntPredicate p = LLVMGetICmpPredicate(inst);
   if (p == LLVMIntEQ || p == LLVMIntNE) return NULL;
   int sign = p == LLVMIntSGT || p == LLVMIntSGE || p == LLVMIntSLT || p == LLVMIntSLE;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(LLVMGetTypeContext(LLVMTypeOf(inst)));
+  LLVMTypeRef bt = LLVMTypeOf(LLVMGetOperand(inst, 0));
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(LLVMGetTypeContext(bt));
+  if (LLVMGetTypeKind(bt) == LLVMVectorTypeKind) i8 = LLVMVectorType(i8, LLVMGetVectorSize(bt));
   LLVMValueRef x[2];
   for (int k = 0; k < 2; k++)
     x[k] = sign ? LLVMBuildSExt(b, LLVMGetOperand(inst, k), i8, "")
