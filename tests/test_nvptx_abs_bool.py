@@ -7,9 +7,11 @@ The NVPTX finaliser rewrites each shape (compiler/src/finalise_nvptx_workarounds
 kernel runs on every device here, and its PTX, made on any machine, shows the rewrite."""
 
 import math
+import os
 import re
 
 import numpy as np
+import pytest
 from kapi_testing import devices_or_skip
 from nvptx_util import assert_assembles, ptx_of
 
@@ -17,10 +19,11 @@ import kapi
 from kapi import kernel_api
 
 DEVICES = devices_or_skip()
+LIBDEVICE = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"
 
 
-def _ptx(k):
-    return ptx_of(next(iter(k.inspect_spirv().values())))
+def _ptx(k, libdevice=None):
+    return ptx_of(next(iter(k.inspect_spirv().values())), libdevice)
 
 
 @kapi.kernel
@@ -91,3 +94,30 @@ def test_float_abs_compare_keeps_nan():
     assert "abs.f32" not in ptx, ptx
     assert "and.b32 t, t, 2147483647" in ptx, ptx
     assert_assembles(ptx, "fabscmp")
+
+
+@kapi.kernel
+def exp_of_abs(item, a, out):
+    i = item.get_id(0)
+    out[i] = 3 > math.exp(abs(a[i]))
+
+
+def test_int32_abs_of_the_minimum_stays_negative():
+    """Seed 7000 kernel 30047: abs(int32 min) wraps to itself, as in Numba, so exp of it is 0;
+    LLVM tests exp's argument sign on the integer (`abs.s32(a) < 0`), which the H100's PTX
+    compiler decided false. 32-bit abs is now neg and max, in asm."""
+    a = np.array([-(2**31), -5, 7, 0, 2**31 - 1, -1, 1, -(2**31) + 1], np.int32)
+    wrapped = np.where(a < 0, -a, a).astype(np.int32)  # two's complement, as kapi and Numba
+    with np.errstate(over="ignore"):
+        want = 3 > np.exp(wrapped.astype(np.float64))
+    for dev in DEVICES:
+        out = kapi.zeros(8, dtype=np.bool_, device=dev)
+        kapi.call_kernel(exp_of_abs, kernel_api.Range(8), kapi.asarray(a, device=dev), out)
+        np.testing.assert_array_equal(out.asnumpy(), want, err_msg=str(dev))
+
+
+@pytest.mark.skipif(not os.path.exists(LIBDEVICE), reason=f"exp needs CUDA's {LIBDEVICE}")
+def test_int32_abs_is_not_ptx_abs():
+    ptx = _ptx(exp_of_abs, LIBDEVICE)
+    assert "abs.s32" not in ptx, ptx
+    assert_assembles(ptx, "abs32")

@@ -23,9 +23,10 @@
  * where it is -1.0 (guard_sitofp_bool). And the driver's PTX compiler reasons wrongly about
  * `abs` twice (probed on the H100 with hand-written PTX, bench/RESULTS.md): after `abs.s64`
  * it folds a compare of the negation against a constant beyond 32 bits as if on the low 32
- * bits, and it folds `abs.f32(x) > -1` to true, forgetting NaN (`abs.f64` is right). So
- * 64-bit integer abs is written as neg and max, and a float abs a compare reads as a mask
- * of the sign bit, both in asm (guard_abs). */
+ * bits, it decided `abs.s32(x) < 0` false for the most negative x (whose abs wraps to
+ * itself: exp(abs(int32 min)) came out inf, not 0), and it folds `abs.f32(x) > -1` to true,
+ * forgetting NaN (`abs.f64` is right). So 32- and 64-bit integer abs is written as neg and
+ * max, and a float abs a compare reads as a mask of the sign bit, both in asm (guard_abs). */
 #include "finalise_nvptx.h"
 
 #include <stdio.h>
@@ -282,10 +283,13 @@ static int guard_abs(LLVMBuilderRef b, LLVMValueRef inst) {
   if (!name) return 0;
   LLVMTypeRef et = element_type(inst);
   const char *text, *cons;
-  if (!strncmp(name, "llvm.abs.", 9) && LLVMGetTypeKind(et) == LLVMIntegerTypeKind &&
-      LLVMGetIntTypeWidth(et) == 64) {
+  unsigned w = LLVMGetTypeKind(et) == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(et) : 0;
+  if (!strncmp(name, "llvm.abs.", 9) && w == 64) {
     text = "{ .reg .b64 t; neg.s64 t, $1; max.s64 $0, $1, t; }";
     cons = "=l,l";
+  } else if (!strncmp(name, "llvm.abs.", 9) && w == 32) {
+    text = "{ .reg .b32 t; neg.s32 t, $1; max.s32 $0, $1, t; }";
+    cons = "=r,r";
   } else if (!strncmp(name, "llvm.fabs.", 10) && LLVMGetTypeKind(et) == LLVMFloatTypeKind &&
              has_fcmp_user(inst)) {
     text = "{ .reg .b32 t; mov.b32 t, $1; and.b32 t, t, 2147483647; mov.b32 $0, t; }";
