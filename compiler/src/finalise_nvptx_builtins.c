@@ -426,6 +426,13 @@ static LLVMValueRef lower_one(bi_call_t *c, const char *base, char **log) {
   if (!strncmp(base, "Group", 5)) return kc_nvptx_group(c->mod, c->b, base + 5, c->args, c->nargs);
   if (!strcmp(base, "ocl_printf")) return kc_nvptx_lower_printf(c->mod, c->b, c->call, log);
   if (!strncmp(base, "ocl_", 4)) return lower_math(c, base + 4, log);
+  if (!strcmp(base, "BitCount") && c->nargs == 1) {
+    /* OpBitCount: the vectorisers count masks of compares with llvm.ctpop (fuzzer, seed 7000
+     * kernel 47980), in the operand's width, widened if the result is wider */
+    LLVMTypeRef t = LLVMTypeOf(c->args[0]);
+    LLVMValueRef r = intrinsic(c, "llvm.ctpop", &t, 1, c->args, 1);
+    return t == c->ret ? r : LLVMBuildZExtOrBitCast(c->b, r, c->ret, "");
+  }
   return lower_relational(c, base);
 }
 
