@@ -61,7 +61,8 @@ def neg_abs_compare(item, acc, v):
 
 def test_negated_abs_compared_beyond_32_bits():
     """Seed 6000 kernel 13585: `-2**40 >= -abs(i)` is false for every work-item, but the
-    atomic went to acc[1] on the H100. 64-bit abs is now neg and max, in asm."""
+    atomic went to acc[1] on the H100. 64-bit abs is now a sign-mask xor and subtraction, in
+    asm."""
     for dev in DEVICES:
         acc = kapi.zeros(8, dtype=np.int64, device=dev)
         kapi.call_kernel(neg_abs_compare, kernel_api.Range(256), acc, np.int64(3))
@@ -70,7 +71,7 @@ def test_negated_abs_compared_beyond_32_bits():
         np.testing.assert_array_equal(acc.asnumpy(), want, err_msg=str(dev))
     ptx = _ptx(neg_abs_compare)
     assert "abs.s64" not in ptx, ptx
-    assert re.search(r"max\.s64", ptx), ptx
+    assert re.search(r"shr\.s64 m, %rd\d+, 63; xor\.b64 t, %rd\d+, m; sub\.s64", ptx), ptx
     assert_assembles(ptx, "negabs")
 
 
@@ -97,6 +98,29 @@ def test_float_abs_compare_keeps_nan():
 
 
 @kapi.kernel
+def abs_or_byte(item, a, s, out):
+    i = item.get_id(0)
+    out[i] = max(abs(a[i]), s)
+
+
+def test_int32_abs_of_the_minimum_under_max_with_a_byte():
+    """Seed 7000 kernel 63838: `max(abs(a), s)` with a an int32 and s a uint8 is 8 for a =
+    int32 min (abs wraps); with abs written as max(x, -x), the H100's PTX compiler still
+    took it for non-negative and made the max unsigned (2^31). The sign-mask form is right."""
+    a = np.array([-(2**31), -5, 7, 0, 2**31 - 1, -1, 1, -(2**31) + 1], np.int32)
+    wrapped = np.where(a < 0, -a, a).astype(np.int32).astype(np.int64)
+    for dev in DEVICES:
+        out = kapi.zeros(8, dtype=np.int64, device=dev)
+        args = [kapi.asarray(a, device=dev), np.uint8(8), out]
+        kapi.call_kernel(abs_or_byte, kernel_api.Range(8), *args)
+        np.testing.assert_array_equal(out.asnumpy(), np.maximum(wrapped, 8), err_msg=str(dev))
+    ptx = _ptx(abs_or_byte)
+    assert "abs.s32" not in ptx and "max.s32 t" not in ptx, ptx
+    assert re.search(r"shr\.s32 m, %r\d+, 31; xor\.b32 t, %r\d+, m; sub\.s32", ptx), ptx
+    assert_assembles(ptx, "absbyte")
+
+
+@kapi.kernel
 def exp_of_abs(item, a, out):
     i = item.get_id(0)
     out[i] = 3 > math.exp(abs(a[i]))
@@ -105,7 +129,7 @@ def exp_of_abs(item, a, out):
 def test_int32_abs_of_the_minimum_stays_negative():
     """Seed 7000 kernel 30047: abs(int32 min) wraps to itself, as in Numba, so exp of it is 0;
     LLVM tests exp's argument sign on the integer (`abs.s32(a) < 0`), which the H100's PTX
-    compiler decided false. 32-bit abs is now neg and max, in asm."""
+    compiler decided false. 32-bit abs is now a sign-mask xor and subtraction, in asm."""
     a = np.array([-(2**31), -5, 7, 0, 2**31 - 1, -1, 1, -(2**31) + 1], np.int32)
     wrapped = np.where(a < 0, -a, a).astype(np.int32)  # two's complement, as kapi and Numba
     with np.errstate(over="ignore"):

@@ -25,8 +25,10 @@
  * it folds a compare of the negation against a constant beyond 32 bits as if on the low 32
  * bits, it decided `abs.s32(x) < 0` false for the most negative x (whose abs wraps to
  * itself: exp(abs(int32 min)) came out inf, not 0), and it folds `abs.f32(x) > -1` to true,
- * forgetting NaN (`abs.f64` is right). So 32- and 64-bit integer abs is written as neg and
- * max, and a float abs a compare reads as a mask of the sign bit, both in asm (guard_abs). */
+ * forgetting NaN (`abs.f64` is right). It treats `max(x, -x)` alike (max with a uint8 of
+ * abs(int32 min) came out 2^31), but not the sign-mask form `(x ^ (x >> 31)) - (x >> 31)`,
+ * which was right for every consumer probed. So 32- and 64-bit integer abs is that form, and
+ * a float abs a compare reads is a mask of the sign bit, both in asm (guard_abs). */
 #include "finalise_nvptx.h"
 
 #include <stdio.h>
@@ -285,10 +287,10 @@ static int guard_abs(LLVMBuilderRef b, LLVMValueRef inst) {
   const char *text, *cons;
   unsigned w = LLVMGetTypeKind(et) == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(et) : 0;
   if (!strncmp(name, "llvm.abs.", 9) && w == 64) {
-    text = "{ .reg .b64 t; neg.s64 t, $1; max.s64 $0, $1, t; }";
+    text = "{ .reg .b64 m, t; shr.s64 m, $1, 63; xor.b64 t, $1, m; sub.s64 $0, t, m; }";
     cons = "=l,l";
   } else if (!strncmp(name, "llvm.abs.", 9) && w == 32) {
-    text = "{ .reg .b32 t; neg.s32 t, $1; max.s32 $0, $1, t; }";
+    text = "{ .reg .b32 m, t; shr.s32 m, $1, 31; xor.b32 t, $1, m; sub.s32 $0, t, m; }";
     cons = "=r,r";
   } else if (!strncmp(name, "llvm.fabs.", 10) && LLVMGetTypeKind(et) == LLVMFloatTypeKind &&
              has_fcmp_user(inst)) {
