@@ -142,6 +142,9 @@ def test_int32_abs_of_the_minimum_stays_negative():
 
 @pytest.mark.skipif(not os.path.exists(LIBDEVICE), reason=f"exp needs CUDA's {LIBDEVICE}")
 def test_int32_abs_is_not_ptx_abs():
+    dev = DEVICES[0]
+    a = kapi.asarray(np.array([-(2**31), 5], np.int32), device=dev)
+    kapi.call_kernel(exp_of_abs, kernel_api.Range(2), a, kapi.zeros(2, dtype=np.bool_, device=dev))
     ptx = _ptx(exp_of_abs, LIBDEVICE)
     assert "abs.s32" not in ptx, ptx
     assert_assembles(ptx, "abs32")
