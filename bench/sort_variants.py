@@ -5,10 +5,11 @@ each in its own process, so that one that faults (CUDA device lost) cannot hide 
                                    [--sanitize ballot:8,shuffle] [--sanitize-log2n 14]
 
 A variant is KIND[:KEYS[:MAXREG[:PREFETCH]]] with KIND one of kapi/_sort.py's KINDS
-(KAPI_SORT_SCATTER), KEYS the ballot scatter's keys per work-item (KAPI_SORT_KEYS_PER_ITEM;
-empty: the default), MAXREG its register cap per work-item (KAPI_SORT_MAXREG: @kapi.kernel's
-max_registers, 0 for none) and PREFETCH 0 or 1 (KAPI_SORT_PREFETCH: the next chunk's keys
-loaded during this one); e.g. ballot:8:64, ballot::80, ballot:8::0; "cupy" times cupy.sort and
+(KAPI_SORT_SCATTER), KEYS the keys per work-item of a ballot chunk or a onesweep tile
+(KAPI_SORT_KEYS_PER_ITEM; empty: the default), MAXREG the ballot scatter's register cap per
+work-item (KAPI_SORT_MAXREG: @kapi.kernel's max_registers, 0 for none) and PREFETCH 0 or 1
+(KAPI_SORT_PREFETCH: the ballot scatter loads the next chunk's keys during this one); e.g.
+onesweep:8, ballot:8:64, ballot::80, ballot:8::0; "cupy" times cupy.sort and
 cupy.argsort on the same data. First, where compute-sanitizer exists, a small sort and argsort
 of each --sanitize variant runs under its memcheck (then synccheck and racecheck for the first
 one). Then each variant sorts 2^log2n random uint32 (seed 0): kapi.sort is checked against
@@ -28,7 +29,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT = "ballot:8,ballot:8::0,ballot:4,ballot:16,shuffle,cupy"
+DEFAULT = "onesweep,onesweep:8,ballot:16,ballot:8,cupy"
 
 
 def _data(log2n):
@@ -67,7 +68,8 @@ def worker(args):
 
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     out["kind"] = _sort._scatter_kind(dev)
-    out["keys_per_item"] = _sort._rank_items() if out["kind"] == "ballot" else ""
+    ranked = out["kind"] in ("ballot", "onesweep")
+    out["keys_per_item"] = _sort._rank_items() if ranked else ""
     out["max_registers"] = (_sort._rank_max_registers() or 0) if out["kind"] == "ballot" else ""
     out["prefetch"] = int(_sort._rank_prefetch()) if out["kind"] == "ballot" else ""
     k = kapi.asarray(h, device=dev)
