@@ -488,7 +488,7 @@ def _osclear(item, st, tk, NTK):
 # is then written out sorted by digit through local memory, as `_rank_scatter` writes a
 # chunk. Status words alternate between two banks: each group zeroes its row of the other
 # bank for the next pass (every tile is taken by exactly one group). The look-back's loads
-# are atomic (acquire), so they are read again on each turn of the wait (ld.acquire.gpu).
+# are atomic, so they are read again on each turn of the wait (not hoisted out of it).
 _ONESWEEP_HEAD = """
 def _onesweep(it, k, v, k2, v2, st, tk, dstart, n, T, dp, bank, shift, MASK,
               run, wh, kl, vl, ds, dc, wt, tl):
@@ -526,6 +526,9 @@ def _onesweep(it, k, v, k2, v2, st, tk, dstart, n, T, dp, bank, shift, MASK,
     cnt = min(C, n - c)
 """
 
+# The look-back of work-item d for digit d: LBW status words read at once (tiles j, j-1, ...,
+# j-LBW+1: their loads in flight together), then added in tile order up to the first
+# inclusive prefix; a word not ready yet restarts the window at its tile (spinning there).
 _ONESWEEP_LOOKBACK = """
     r = 0
     while r < R:
@@ -533,23 +536,63 @@ _ONESWEEP_LOOKBACK = """
         cd = np.int64(dc[d])
         excl = np.int64(0)
         if tile == 0:
-            K.AtomicRef(st, mine + d, K.MemoryOrder.RELEASE).store(np.uint32(cd | INCL))
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32(cd | INCL))
         else:
-            K.AtomicRef(st, mine + d, K.MemoryOrder.RELEASE).store(np.uint32(cd | AGG))
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32(cd | AGG))
             j = tile - 1
             while j >= 0:
-                s = K.AtomicRef(st, bank * rows + j * 256 + d, K.MemoryOrder.ACQUIRE).load()
-                f = np.int64(s >> np.uint32(30))
-                if f != 0:
-                    excl += np.int64(s & np.uint32(0x3FFFFFFF))
-                    if f == 2:
-                        j = -1
-                    else:
-                        j -= 1
-            K.AtomicRef(st, mine + d, K.MemoryOrder.RELEASE).store(np.uint32((excl + cd) | INCL))
+LBLOADS
+                go = 1
+                nj = j - LBW
+LBSCAN
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32((excl + cd) | INCL))
         run[d] = dstart[dp * 256 + d] + excl
         r += 1
 """
+_LB_LOAD = """                s{i} = np.uint32(INCL)
+                if j - {i} >= 0:
+                    s{i} = K.AtomicRef(st, bank * rows + (j - {i}) * 256 + d, ORDLD).load()"""
+_LB_SCAN = """                if go == 1:
+                    f = np.int64(s{i} >> np.uint32(30))
+                    if f == 0:
+                        go = 0
+                        nj = j - {i}
+                    else:
+                        excl += np.int64(s{i} & np.uint32(0x3FFFFFFF))
+                        if f == 2:
+                            go = 0
+                            nj = -1"""
+# KAPI_SORT_LOOKBACK: status words per look-back step (1, 2, 4, 8 or 16);
+# KAPI_SORT_LOOKBACK_ORDER: "relaxed" (ld.relaxed.gpu: the flag and count are one word, so
+# nothing else needs ordering) or "acquire" (acquire loads, release stores).
+OS_LOOKBACK = 4
+OS_ORDER = "relaxed"
+_OS_ORDERS = {
+    "relaxed": ("K.MemoryOrder.RELAXED", "K.MemoryOrder.RELAXED"),
+    "acquire": ("K.MemoryOrder.ACQUIRE", "K.MemoryOrder.RELEASE"),
+}
+
+
+def _os_lookback() -> tuple[int, str]:
+    w = os.environ.get("KAPI_SORT_LOOKBACK") or str(OS_LOOKBACK)
+    if w not in ("1", "2", "4", "8", "16"):
+        raise ValueError(f"KAPI_SORT_LOOKBACK must be 1, 2, 4, 8 or 16, not {w!r}")
+    o = os.environ.get("KAPI_SORT_LOOKBACK_ORDER") or OS_ORDER
+    if o not in _OS_ORDERS:
+        raise ValueError(f"KAPI_SORT_LOOKBACK_ORDER must be relaxed or acquire, not {o!r}")
+    return int(w), o
+
+
+def _lookback_src(width: int, order: str) -> str:
+    ld, st = _OS_ORDERS[order]
+    loads = "\n".join(_LB_LOAD.format(i=i) for i in range(width))
+    scan = "\n".join(_LB_SCAN.format(i=i) for i in range(width))
+    src = _ONESWEEP_LOOKBACK.replace("LBLOADS", loads).replace(
+        "LBSCAN", scan + "\n" + " " * 16 + "j = nj"
+    )
+    return src.replace("LBW", str(width)).replace("ORDLD", ld).replace("ORDST", st)
+
+
 _OS_AGG = 1 << 30
 _OS_INCL = 2 << 30
 _OS_MAX_N = 1 << 30  # counts and prefixes in 30 bits
@@ -570,7 +613,7 @@ def _onesweep_src() -> str:
     )
     a, b, c = _RANK_SRC.index(m1), _RANK_SRC.index(m2), _RANK_SRC.index(m3)
     rank, write = _dedent4(_RANK_SRC[a:b]), _dedent4(_RANK_SRC[b:c])
-    return _ONESWEEP_HEAD + rank + _ONESWEEP_LOOKBACK.lstrip("\n") + write
+    return _ONESWEEP_HEAD + rank + _lookback_src(*_os_lookback()).lstrip("\n") + write
 
 
 _HIST_SERIAL_SRC = """
@@ -949,9 +992,11 @@ def _onesweep_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes
     one_size = len(set(sub_group_sizes)) == 1
     src = _onesweep_src()
     src = src.replace("LOADKEYS\n", _dedent4(_RANK_LOAD).strip("\n") + "\n")
+    maxreg = _rank_max_registers()
     kern = _kernel(
         _unroll(src, items),
         "_onesweep",
+        {"max_registers": maxreg} if maxreg else None,
         SCAN=_dedent4(_RANK_SCAN).strip("\n"),
         ITEMS=str(items),
         SGSIZE=str(sgs) if one_size else "sg.get_local_linear_range()",
