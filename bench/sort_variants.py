@@ -70,11 +70,13 @@ def worker(args):
 
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     out["kind"] = _sort._scatter_kind(dev)
-    ranked = out["kind"] in ("ballot", "onesweep")
+    if _sort._scatter_kind(dev, True) != out["kind"]:
+        out["kind"] += f" (argsort: {_sort._scatter_kind(dev, True)})"
+    ranked = out["kind"].split()[0] in ("ballot", "onesweep")
     out["keys_per_item"] = _sort._rank_items() if ranked else ""
     out["max_registers"] = (_sort._rank_max_registers() or 0) if ranked else ""
-    out["prefetch"] = int(_sort._rank_prefetch()) if out["kind"] == "ballot" else ""
-    lb = _sort._os_lookback() if out["kind"] == "onesweep" else ("", "")
+    out["prefetch"] = int(_sort._rank_prefetch()) if out["kind"].startswith("ballot") else ""
+    lb = _sort._os_lookback() if "onesweep" in out["kind"] else ("", "")
     out["lookback"] = f"{lb[0]} {lb[1]}".strip()
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()

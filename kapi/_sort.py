@@ -22,6 +22,16 @@ complements the keys. Each pass sorts by 8 bits, stably:
    packed 16 bits apiece into a uint64, by sub-group shuffles ("shuffle") or work-group
    collectives ("group").
 
+GPUs sort keys with values (argsort, topk, 2-D sorts) by the "onesweep" kind instead
+(Adinets & Merrill 2022, CUB's onesweep): `_keys_in` also counts the digits of every byte
+position while it makes the keys (local counts, then global atomics into a [positions, 256]
+table) and `_dscan` scans each row once: no `_hist` or scan per pass. Each pass is then one
+kernel (`_onesweep`): work-groups take tiles by a ticket counter, rank their tile's keys by
+ballots as above, publish each digit's tile count in a status word (flag and 30-bit count)
+and look back over the earlier tiles' words (decoupled look-back) for the digit's place,
+then write the tile sorted by digit. Keys and values are read and written once per pass.
+Up to 2^30 elements (the counts' 30 bits); larger sorts use the "ballot" passes.
+
 On kapi's CPU device a pass is instead a stable counting sort per contiguous block, one
 block per work-item (`_hist_serial`, the table's scan, `_scatter_serial`): no barriers, which
 the CPU runs best. Passes over digits in which no two keys differ are skipped (the OR and
@@ -54,11 +64,16 @@ RADIX = 256
 _MAX_GROUPS_PER_CU = 32
 _MAX_GROUPS = 4096  # (a CUDA device reports its SMs' warp slots as compute units)
 _MIN_CHUNKS = 4
-# How a pass scatters: "ballot" (GPUs: chunk ranks by sub-group ballots), "shuffle" (chunk
-# split scans by sub-group shuffles), "group" (by work-group collectives), "serial" (kapi's CPU
-# device); None: KAPI_SORT_SCATTER if set, else by device. Tests force each.
+# How a pass scatters: "ballot" (GPUs: chunk ranks by sub-group ballots), "onesweep" (GPUs:
+# one kernel per pass, tiles by ticket, decoupled look-back), "shuffle" (chunk split scans by
+# sub-group shuffles), "group" (by work-group collectives), "serial" (kapi's CPU device);
+# None: KAPI_SORT_SCATTER if set, else by device. Tests force each.
 SCATTER = None
 KINDS = ("ballot", "onesweep", "shuffle", "group", "serial")
+# GPUs by default: "onesweep" when values travel with the keys (argsort, topk, 2-D sorts),
+# "ballot" for keys alone. H100, 2^27 uint32 (bench/RESULTS.md, issue 13, onesweep): argsort
+# 11.5 ms against 17.2 with ballot, sort 9.1 against 8.3.
+ONESWEEP_WITH_VALUES = True
 
 # GPUs: the keys of x (into k, with WRITE; the indices into v, with WITHV) and which of their
 # bits vary: the work-items stride over x, OR the keys they visit and their complements, and
@@ -327,11 +342,12 @@ LOADKEYS
                 bal = np.uint32(K.reduce_over_group(sg, np.uint32(lb & set_), K.GroupOp.ADD))
                 m = np.uint32(m & (bal ^ set_ ^ np.uint32(0xFFFFFFFF)))
             base = wh[wb + np.int64(d)]
+            pr = np.int32(POPC(m & below))  # lanes below with this digit
             K.group_barrier(sg)
-            if (m >> ul) == np.uint32(1):
-                wh[wb + np.int64(d)] = base + np.int32(POPC(m))
+            if (m >> ul) == np.uint32(1):  # the digit's highest lane: pr + 1 of them
+                wh[wb + np.int64(d)] = base + pr + np.int32(1)
             K.group_barrier(sg)
-            rk = np.int32((base + np.int32(POPC(m & below))) | (np.int32(d) << 16))
+            rk = np.int32((base + pr) | (np.int32(d) << 16))
             rank[j] = K.permute_group_by_xor(sg, rk, 0)  # (see above)
         K.group_barrier(g)
         tot = np.int32(0)
@@ -684,12 +700,14 @@ def _popc(x):
     by the usual multiply by 0x01010101 and shift by 24: kapi types uint32 arithmetic as
     Numba does, in 64 bits, so that product keeps the upper bytes' partial sums above bit 31
     and the count came out as large as 2^27 for masks with bits above 7 (on GPUs, ranks far
-    outside the chunk: the scatter wrote out of bounds and the device was lost)."""
-    x = x - ((x >> np.uint32(1)) & np.uint32(0x55555555))
-    x = (x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333))
-    x = (x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
-    x = x + (x >> np.uint32(8))
-    x = x + (x >> np.uint32(16))
+    outside the chunk: the scatter wrote out of bounds and the device was lost). Each step
+    is cut back to 32 bits, so that LLVM does it in 32-bit arithmetic (one instruction per
+    operation on GPUs rather than two)."""
+    x = np.uint32(x - ((x >> np.uint32(1)) & np.uint32(0x55555555)))
+    x = np.uint32((x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333)))
+    x = np.uint32((x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F))
+    x = np.uint32(x + (x >> np.uint32(8)))
+    x = np.uint32(x + (x >> np.uint32(16)))
     return np.uint32(x & np.uint32(0x3F))
 
 
@@ -756,8 +774,9 @@ def _ballots_fit(dev) -> bool:
     return all(s <= 32 and wg % s == 0 for s in dev.sub_group_sizes or [1])
 
 
-def _scatter_kind(dev) -> str:
-    """How a pass scatters on dev: SCATTER, else KAPI_SORT_SCATTER, else by device."""
+def _scatter_kind(dev, withv: bool = False) -> str:
+    """How a pass scatters on dev: SCATTER, else KAPI_SORT_SCATTER, else by device (and on
+    GPUs by whether values travel with the keys: ONESWEEP_WITH_VALUES)."""
     kind = SCATTER or os.environ.get("KAPI_SORT_SCATTER") or None
     if kind is not None:
         if kind not in KINDS:
@@ -769,14 +788,16 @@ def _scatter_kind(dev) -> str:
             )
         return kind
     if _has_subgroups(dev):
-        return "ballot" if _ballots_fit(dev) else "shuffle"
+        if not _ballots_fit(dev):
+            return "shuffle"
+        return "onesweep" if withv and ONESWEEP_WITH_VALUES else "ballot"
     return "serial" if dev.device_type == "cpu" else "group"
 
 
-def _pass_kind(dev, n: int) -> str:
+def _pass_kind(dev, n: int, withv: bool = False) -> str:
     """_scatter_kind, but "ballot" for "onesweep" when n is too large for its 30-bit
     status words."""
-    kind = _scatter_kind(dev)
+    kind = _scatter_kind(dev, withv)
     return "ballot" if kind == "onesweep" and n >= _OS_MAX_N else kind
 
 
@@ -825,7 +846,7 @@ def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=F
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
     withv = v is not None
-    kind = _pass_kind(k.device, n)
+    kind = _pass_kind(k.device, n, withv)
     # GPUs: the passes' launches do not wait (call_kernel does), so the device runs them back
     # to back; their Events keep the arguments alive, and the last wait covers all (one queue,
     # in order). About 20 launches per sort each waited out a host round trip before.
@@ -1153,7 +1174,7 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     k = Array._allocate((n,), udt, q, ut) if write else _as_dtype(x, udt)
     v = Array._allocate((n if withv else 1,), np.dtype(np.int64), q, ut)
     vo = Array._allocate((2,), np.dtype(np.uint64), q, ut)
-    kind = _pass_kind(x.device, n)
+    kind = _pass_kind(x.device, n, withv)
     serial = kind == "serial"
     if serial and not write:
         return k, None, lambda: _vary(k), None

@@ -512,3 +512,22 @@ def test_popc_counts_bits_above_the_low_byte(dev):
     call_kernel(k, Range(h.size), x, y)
     want = np.array([bin(int(v)).count("1") for v in h], np.uint32)
     _eq(y, want)
+
+
+def test_default_kind_by_device_and_values(monkeypatch):
+    """Without KAPI_SORT_SCATTER: GPUs with sub-groups of 32 sort keys alone by "ballot" and
+    keys with values (argsort) by "onesweep"; kapi's CPU device by "serial"; sub-groups too
+    wide for 32-bit ballots by "shuffle"."""
+    from types import SimpleNamespace
+
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", None)
+    monkeypatch.delenv("KAPI_SORT_SCATTER", raising=False)
+    gpu = SimpleNamespace(sub_group_sizes=[32], device_type="gpu", name="gpu")
+    assert (_sort._scatter_kind(gpu), _sort._scatter_kind(gpu, True)) == ("ballot", "onesweep")
+    assert _sort._pass_kind(gpu, 1 << 30, True) == "ballot"
+    wide = SimpleNamespace(sub_group_sizes=[64], device_type="gpu", name="wide")
+    assert _sort._scatter_kind(wide, True) == "shuffle"
+    cpu = SimpleNamespace(sub_group_sizes=[1], device_type="cpu", name="cpu")
+    assert _sort._scatter_kind(cpu, True) == "serial"
