@@ -2,22 +2,23 @@
 each in its own process, so that one that faults (CUDA device lost) cannot hide the others.
 
     python3 bench/sort_variants.py [--device gpu] [--log2n 27] [--variants ballot:8,shuffle]
-                                   [--sanitize ballot:8,shuffle] [--sanitize-log2n 14]
+                                   [--sanitize default,ballot:8] [--sanitize-log2n 14]
 
 A variant is KIND[:KEYS[:MAXREG[:PREFETCH]]] with KIND one of kapi/_sort.py's KINDS
-(KAPI_SORT_SCATTER), KEYS the keys per work-item of a ballot chunk or a onesweep tile
-(KAPI_SORT_KEYS_PER_ITEM; empty: the default), MAXREG the ballot or onesweep kernel's register
-cap per work-item (KAPI_SORT_MAXREG: @kapi.kernel's max_registers, 0 for none) and PREFETCH 0
-or 1 (KAPI_SORT_PREFETCH: the ballot scatter loads the next chunk's keys during this one); e.g.
-ballot:8:64, ballot::80, ballot:8::0. Onesweep variants take two more fields,
-KIND:KEYS:::LOOKBACK:ORDER (KAPI_SORT_LOOKBACK: status words per look-back step;
-KAPI_SORT_LOOKBACK_ORDER: relaxed or acquire), e.g. onesweep:16:::8:relaxed. "cupy" times
-cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer exists, a small
-sort and argsort of each --sanitize variant runs under its memcheck (then synccheck and
-racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed 0): kapi.sort
-is checked against np.sort of the whole array, kapi.argsort against np.argsort(kind="stable")
-of 2^22 of them, and both are timed (medians over batches, as bench/primitives.py). The table
-gives ms per call and the ratio to cupy.sort (above 1: kapi is faster; the target is 0.5).
+(KAPI_SORT_SCATTER) or "default" (the device's own choice), KEYS the keys per work-item of a
+ballot chunk or a onesweep tile (KAPI_SORT_KEYS_PER_ITEM; empty: the default), MAXREG the
+ballot or onesweep kernel's register cap per work-item (KAPI_SORT_MAXREG: @kapi.kernel's
+max_registers, 0 for none) and PREFETCH 0 or 1 (KAPI_SORT_PREFETCH: the ballot scatter loads
+the next chunk's keys during this one); e.g. ballot:8:64, ballot::80, ballot:8::0. Onesweep
+variants take two more fields, KIND:KEYS:::LOOKBACK:ORDER (KAPI_SORT_LOOKBACK: status words per
+look-back step; KAPI_SORT_LOOKBACK_ORDER: relaxed or acquire), e.g. onesweep:16:::8:relaxed.
+"cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
+exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
+synccheck and racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed
+0): kapi.sort is checked against np.sort of the whole array, kapi.argsort against
+np.argsort(kind="stable") of 2^22 of them, and both are timed (medians over batches, as
+bench/primitives.py). The table gives ms per call and the ratio to cupy.sort (above 1: kapi is
+faster; the target is 0.5).
 """
 
 import argparse
@@ -31,7 +32,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT = "onesweep,onesweep:8,ballot:16,ballot:8,cupy"
+DEFAULT = "default,onesweep,ballot,cupy"
 
 
 def _data(log2n):
@@ -114,7 +115,7 @@ def _env(variant):
         env["KAPI_SORT_LOOKBACK_ORDER"] = order
     if prefetch:
         env["KAPI_SORT_PREFETCH"] = prefetch
-    if kind != "cupy":
+    if kind not in ("cupy", "default"):
         env["KAPI_SORT_SCATTER"] = kind
     if keys:
         env["KAPI_SORT_KEYS_PER_ITEM"] = keys
@@ -175,7 +176,7 @@ def main():
     ap.add_argument("--log2n", type=int, default=27)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--variants", default=DEFAULT)
-    ap.add_argument("--sanitize", default="ballot:8,shuffle", help="variants run under "
+    ap.add_argument("--sanitize", default="default,ballot:8", help="variants run under "
                     "compute-sanitizer first ('' for none)")  # fmt: skip
     ap.add_argument("--sanitize-log2n", type=int, default=14)
     ap.add_argument("--timeout", type=int, default=150, help="seconds per process")
