@@ -72,7 +72,7 @@ SCATTER = None
 KINDS = ("ballot", "onesweep", "shuffle", "group", "serial")
 # GPUs by default: "onesweep" when values travel with the keys (argsort, topk, 2-D sorts),
 # "ballot" for keys alone. H100, 2^27 uint32 (bench/RESULTS.md, issue 13, onesweep): argsort
-# 11.5 ms against 17.2 with ballot, sort 9.1 against 8.3.
+# 10.9-11.1 ms against 17.3 with ballot, sort 8.4-8.7 against 7.5.
 ONESWEEP_WITH_VALUES = True
 
 # GPUs: the keys of x (into k, with WRITE; the indices into v, with WITHV) and which of their
@@ -578,10 +578,11 @@ _LB_SCAN = """                if go == 1:
                         if f == 2:
                             go = 0
                             nj = -1"""
-# KAPI_SORT_LOOKBACK: status words per look-back step (1, 2, 4, 8 or 16);
+# KAPI_SORT_LOOKBACK: status words per look-back step (1, 2, 4, 8 or 16; H100: 2 and 4 about
+# equal, 8 slower, 16 much slower);
 # KAPI_SORT_LOOKBACK_ORDER: "relaxed" (ld.relaxed.gpu: the flag and count are one word, so
 # nothing else needs ordering) or "acquire" (acquire loads, release stores).
-OS_LOOKBACK = 4
+OS_LOOKBACK = 2
 OS_ORDER = "relaxed"
 _OS_ORDERS = {
     "relaxed": ("K.MemoryOrder.RELAXED", "K.MemoryOrder.RELAXED"),
@@ -700,14 +701,14 @@ def _popc(x):
     by the usual multiply by 0x01010101 and shift by 24: kapi types uint32 arithmetic as
     Numba does, in 64 bits, so that product keeps the upper bytes' partial sums above bit 31
     and the count came out as large as 2^27 for masks with bits above 7 (on GPUs, ranks far
-    outside the chunk: the scatter wrote out of bounds and the device was lost). Each step
-    is cut back to 32 bits, so that LLVM does it in 32-bit arithmetic (one instruction per
-    operation on GPUs rather than two)."""
-    x = np.uint32(x - ((x >> np.uint32(1)) & np.uint32(0x55555555)))
-    x = np.uint32((x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333)))
-    x = np.uint32((x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F))
-    x = np.uint32(x + (x >> np.uint32(8)))
-    x = np.uint32(x + (x >> np.uint32(16)))
+    outside the chunk: the scatter wrote out of bounds and the device was lost). It stays
+    64-bit arithmetic on GPUs (truncating each step does not make LLVM narrow it): a
+    popcount builtin would make it one instruction (bench/RESULTS.md, one-sweep sort)."""
+    x = x - ((x >> np.uint32(1)) & np.uint32(0x55555555))
+    x = (x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333))
+    x = (x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
+    x = x + (x >> np.uint32(8))
+    x = x + (x >> np.uint32(16))
     return np.uint32(x & np.uint32(0x3F))
 
 
