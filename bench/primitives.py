@@ -75,7 +75,8 @@ def main():
 
     print(
         f"device: {dev.name}; n = 2^{log2n} (NumPy: 2^{nh.bit_length() - 1}); radix scatter: "
-        f"{_sort._scatter_kind(dev)}, scan: {_primitives._scan_kind(dev)}"
+        f"{_sort._scatter_kind(dev)} (argsort: {_sort._scatter_kind(dev, True)}), "
+        f"scan: {_primitives._scan_kind(dev)}"
     )
 
     cp = None

@@ -2,19 +2,23 @@
 each in its own process, so that one that faults (CUDA device lost) cannot hide the others.
 
     python3 bench/sort_variants.py [--device gpu] [--log2n 27] [--variants ballot:8,shuffle]
-                                   [--sanitize ballot:8,shuffle] [--sanitize-log2n 14]
+                                   [--sanitize default,ballot:8] [--sanitize-log2n 14]
 
 A variant is KIND[:KEYS[:MAXREG[:PREFETCH]]] with KIND one of kapi/_sort.py's KINDS
-(KAPI_SORT_SCATTER), KEYS the ballot scatter's keys per work-item (KAPI_SORT_KEYS_PER_ITEM;
-empty: the default), MAXREG its register cap per work-item (KAPI_SORT_MAXREG: @kapi.kernel's
-max_registers, 0 for none) and PREFETCH 0 or 1 (KAPI_SORT_PREFETCH: the next chunk's keys
-loaded during this one); e.g. ballot:8:64, ballot::80, ballot:8::0; "cupy" times cupy.sort and
-cupy.argsort on the same data. First, where compute-sanitizer exists, a small sort and argsort
-of each --sanitize variant runs under its memcheck (then synccheck and racecheck for the first
-one). Then each variant sorts 2^log2n random uint32 (seed 0): kapi.sort is checked against
-np.sort of the whole array, kapi.argsort against np.argsort(kind="stable") of 2^22 of them, and
-both are timed (medians over batches, as bench/primitives.py). The table gives ms per call and
-the ratio to cupy.sort (above 1: kapi is faster; the target is 0.5).
+(KAPI_SORT_SCATTER) or "default" (the device's own choice), KEYS the keys per work-item of a
+ballot chunk or a onesweep tile (KAPI_SORT_KEYS_PER_ITEM; empty: the default), MAXREG the
+ballot or onesweep kernel's register cap per work-item (KAPI_SORT_MAXREG: @kapi.kernel's
+max_registers, 0 for none) and PREFETCH 0 or 1 (KAPI_SORT_PREFETCH: the ballot scatter loads
+the next chunk's keys during this one); e.g. ballot:8:64, ballot::80, ballot:8::0. Onesweep
+variants take two more fields, KIND:KEYS:::LOOKBACK:ORDER (KAPI_SORT_LOOKBACK: status words per
+look-back step; KAPI_SORT_LOOKBACK_ORDER: relaxed or acquire), e.g. onesweep:16:::8:relaxed.
+"cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
+exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
+synccheck and racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed
+0): kapi.sort is checked against np.sort of the whole array, kapi.argsort against
+np.argsort(kind="stable") of 2^22 of them, and both are timed (medians over batches, as
+bench/primitives.py). The table gives ms per call and the ratio to cupy.sort (above 1: kapi is
+faster; the target is 0.5).
 """
 
 import argparse
@@ -28,7 +32,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT = "ballot:8,ballot:8::0,ballot:4,ballot:16,shuffle,cupy"
+DEFAULT = "default,onesweep,ballot,cupy"
 
 
 def _data(log2n):
@@ -67,9 +71,14 @@ def worker(args):
 
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     out["kind"] = _sort._scatter_kind(dev)
-    out["keys_per_item"] = _sort._rank_items() if out["kind"] == "ballot" else ""
-    out["max_registers"] = (_sort._rank_max_registers() or 0) if out["kind"] == "ballot" else ""
-    out["prefetch"] = int(_sort._rank_prefetch()) if out["kind"] == "ballot" else ""
+    if _sort._scatter_kind(dev, True) != out["kind"]:
+        out["kind"] += f" (argsort: {_sort._scatter_kind(dev, True)})"
+    ranked = out["kind"].split()[0] in ("ballot", "onesweep")
+    out["keys_per_item"] = _sort._rank_items() if ranked else ""
+    out["max_registers"] = (_sort._rank_max_registers() or 0) if ranked else ""
+    out["prefetch"] = int(_sort._rank_prefetch()) if out["kind"].startswith("ballot") else ""
+    lb = _sort._os_lookback() if "onesweep" in out["kind"] else ("", "")
+    out["lookback"] = f"{lb[0]} {lb[1]}".strip()
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()
@@ -94,13 +103,19 @@ def worker(args):
 def _env(variant):
     kind, _, rest = variant.partition(":")
     keys, _, rest = rest.partition(":")
-    maxreg, _, prefetch = rest.partition(":")
+    maxreg, _, rest = rest.partition(":")
+    prefetch, _, rest = rest.partition(":")
+    lookback, _, order = rest.partition(":")
     env = dict(os.environ)
-    for name in ("KEYS_PER_ITEM", "SCATTER", "MAXREG", "PREFETCH"):
+    for name in ("KEYS_PER_ITEM", "SCATTER", "MAXREG", "PREFETCH", "LOOKBACK", "LOOKBACK_ORDER"):
         env.pop("KAPI_SORT_" + name, None)
+    if lookback:
+        env["KAPI_SORT_LOOKBACK"] = lookback
+    if order:
+        env["KAPI_SORT_LOOKBACK_ORDER"] = order
     if prefetch:
         env["KAPI_SORT_PREFETCH"] = prefetch
-    if kind != "cupy":
+    if kind not in ("cupy", "default"):
         env["KAPI_SORT_SCATTER"] = kind
     if keys:
         env["KAPI_SORT_KEYS_PER_ITEM"] = keys
@@ -161,7 +176,7 @@ def main():
     ap.add_argument("--log2n", type=int, default=27)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--variants", default=DEFAULT)
-    ap.add_argument("--sanitize", default="ballot:8,shuffle", help="variants run under "
+    ap.add_argument("--sanitize", default="default,ballot:8", help="variants run under "
                     "compute-sanitizer first ('' for none)")  # fmt: skip
     ap.add_argument("--sanitize-log2n", type=int, default=14)
     ap.add_argument("--timeout", type=int, default=150, help="seconds per process")
@@ -192,14 +207,14 @@ def main():
     cupy = next((r.get("sort_ms") for r in rows if r["variant"] == "cupy"), None)
     print(f"\nsort of 2^{args.log2n} uint32 (random, 32 bits), ms per call; x cupy = "
           "cupy.sort / kapi.sort (target >= 0.5)")  # fmt: skip
-    print("| variant | scatter | keys/item | max regs | prefetch | sort ms | x cupy | argsort ms "
-          "| check | exit |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| variant | scatter | keys/item | max regs | prefetch | look-back | sort ms | x cupy "
+          "| argsort ms | check | exit |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         s, a = r.get("sort_ms"), r.get("argsort_ms")
         ratio = f"{cupy / s:.2f}" if cupy and s and r["variant"] != "cupy" else ""
         print(f"| {r['variant']} | {r.get('kind', '')} | {r.get('keys_per_item', '')} | "
-              f"{r.get('max_registers', '')} | {r.get('prefetch', '')} | "
+              f"{r.get('max_registers', '')} | {r.get('prefetch', '')} | {r.get('lookback', '')} | "
               f"{f'{s:.2f}' if s else ''} | {ratio} | {f'{a:.2f}' if a else ''} | "
               f"{r['check']} | {r['rc']} |")  # fmt: skip
 

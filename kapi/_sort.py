@@ -22,6 +22,16 @@ complements the keys. Each pass sorts by 8 bits, stably:
    packed 16 bits apiece into a uint64, by sub-group shuffles ("shuffle") or work-group
    collectives ("group").
 
+GPUs sort keys with values (argsort, topk, 2-D sorts) by the "onesweep" kind instead
+(Adinets & Merrill 2022, CUB's onesweep): `_keys_in` also counts the digits of every byte
+position while it makes the keys (local counts, then global atomics into a [positions, 256]
+table) and `_dscan` scans each row once: no `_hist` or scan per pass. Each pass is then one
+kernel (`_onesweep`): work-groups take tiles by a ticket counter, rank their tile's keys by
+ballots as above, publish each digit's tile count in a status word (flag and 30-bit count)
+and look back over the earlier tiles' words (decoupled look-back) for the digit's place,
+then write the tile sorted by digit. Keys and values are read and written once per pass.
+Up to 2^30 elements (the counts' 30 bits); larger sorts use the "ballot" passes.
+
 On kapi's CPU device a pass is instead a stable counting sort per contiguous block, one
 block per work-item (`_hist_serial`, the table's scan, `_scatter_serial`): no barriers, which
 the CPU runs best. Passes over digits in which no two keys differ are skipped (the OR and
@@ -54,11 +64,16 @@ RADIX = 256
 _MAX_GROUPS_PER_CU = 32
 _MAX_GROUPS = 4096  # (a CUDA device reports its SMs' warp slots as compute units)
 _MIN_CHUNKS = 4
-# How a pass scatters: "ballot" (GPUs: chunk ranks by sub-group ballots), "shuffle" (chunk
-# split scans by sub-group shuffles), "group" (by work-group collectives), "serial" (kapi's CPU
-# device); None: KAPI_SORT_SCATTER if set, else by device. Tests force each.
+# How a pass scatters: "ballot" (GPUs: chunk ranks by sub-group ballots), "onesweep" (GPUs:
+# one kernel per pass, tiles by ticket, decoupled look-back), "shuffle" (chunk split scans by
+# sub-group shuffles), "group" (by work-group collectives), "serial" (kapi's CPU device);
+# None: KAPI_SORT_SCATTER if set, else by device. Tests force each.
 SCATTER = None
-KINDS = ("ballot", "shuffle", "group", "serial")
+KINDS = ("ballot", "onesweep", "shuffle", "group", "serial")
+# GPUs by default: "onesweep" when values travel with the keys (argsort, topk, 2-D sorts),
+# "ballot" for keys alone. H100, 2^27 uint32 (bench/RESULTS.md, issue 13, onesweep): argsort
+# 10.9-11.1 ms against 17.3 with ballot, sort 8.4-8.7 against 7.5.
+ONESWEEP_WITH_VALUES = True
 
 # GPUs: the keys of x (into k, with WRITE; the indices into v, with WITHV) and which of their
 # bits vary: the work-items stride over x, OR the keys they visit and their complements, and
@@ -67,15 +82,17 @@ KINDS = ("ballot", "shuffle", "group", "serial")
 # and AND reductions of k read the keys twice more. kapi's CPU device runs the same body as a
 # plain work-item loop (`_keys_map`, which its driver vectorises) and kapi.reduce's OR and AND.
 _KEYS_IN_SRC = """
-def _keys_in(it, x, k, v, vo, n, mode, canon0, desc, SIGN, ABSM, INF, ALL, WRITE, WITHV):
+def _keys_in(it, x, k, v, vo, n, mode, canon0, desc, SIGN, ABSM, INF, ALL, WRITE, WITHVHARGS):
     g = it.get_group()
     i = it.get_global_id(0)
     T = it.get_global_range(0)
     ones = np.uint64(0)
     zeros = np.uint64(0)
+HINIT
     while i < n:
 KEYBODY
         i += T
+HFLUSH
     ones = K.reduce_over_group(g, ones, K.GroupOp.OR)
     zeros = K.reduce_over_group(g, zeros, K.GroupOp.OR)
     if it.get_local_linear_id() == 0:
@@ -112,6 +129,7 @@ _KEY_BODY = """
             v[i] = i
         ones = ones | np.uint64(b)
         zeros = zeros | np.uint64(b ^ ALL)
+HBODY
 """
 _KEY_BODY_MAP = _KEY_BODY.split("        ones = ones")[0].replace("\n        ", "\n    ")
 
@@ -324,11 +342,12 @@ LOADKEYS
                 bal = np.uint32(K.reduce_over_group(sg, np.uint32(lb & set_), K.GroupOp.ADD))
                 m = np.uint32(m & (bal ^ set_ ^ np.uint32(0xFFFFFFFF)))
             base = wh[wb + np.int64(d)]
+            pr = np.int32(POPC(m & below))  # lanes below with this digit
             K.group_barrier(sg)
-            if (m >> ul) == np.uint32(1):
-                wh[wb + np.int64(d)] = base + np.int32(POPC(m))
+            if (m >> ul) == np.uint32(1):  # the digit's highest lane: pr + 1 of them
+                wh[wb + np.int64(d)] = base + pr + np.int32(1)
             K.group_barrier(sg)
-            rk = np.int32((base + np.int32(POPC(m & below))) | (np.int32(d) << 16))
+            rk = np.int32((base + pr) | (np.int32(d) << 16))
             rank[j] = K.permute_group_by_xor(sg, rk, 0)  # (see above)
         K.group_barrier(g)
         tot = np.int32(0)
@@ -424,6 +443,196 @@ _RANK_SCAN = """
 """
 
 
+# The "onesweep" kind (GPUs; Adinets & Merrill 2022, CUB's onesweep radix sort). `_keys_in`
+# also counts every digit position of every key (the per-pass histograms, all from the one
+# read of the keys it already makes): per-group counts in local memory (hl), added into the
+# table gh[position * 256 + digit] with one global atomic per non-zero count; `_dscan` turns
+# each position's row into where each digit starts in the output. Then one kernel per pass.
+_HIST_INIT = """
+    lid = it.get_local_id(0)
+    L = it.get_local_range(0)
+    one = np.uint32(1)
+    q = lid
+    while q < NPOS * 256:
+        hl[q] = np.uint32(0)
+        q += L
+    K.group_barrier(g)
+"""
+_HIST_COUNT = (
+    "        K.AtomicRef(hl, {p} * 256 + np.int64((b >> KDT({sh})) & KDT(255)), "
+    "memory_scope=K.MemoryScope.WORK_GROUP).fetch_add(one)"
+)
+_HIST_FLUSH = """
+    K.group_barrier(g)
+    q = lid
+    while q < NPOS * 256:
+        c = hl[q]
+        if c != np.uint32(0):
+            K.AtomicRef(gh, q).fetch_add(np.int64(c))
+        q += L
+"""
+
+_DSCAN_SRC = """
+def _dscan(it, gh, dstart, NPOS):
+    g = it.get_group()
+    d = it.get_local_id(0)
+    p = 0
+    while p < NPOS:
+        dstart[p * 256 + d] = K.exclusive_scan_over_group(g, gh[p * 256 + d], K.GroupOp.ADD)
+        p += 1
+"""
+
+# Zeroes the first bank of status words and the tickets before a sort's first pass.
+_OSCLEAR_SRC = """
+def _osclear(item, st, tk, NTK):
+    i = item.get_id(0)
+    st[i] = np.uint32(0)
+    if i < NTK:
+        tk[i] = np.int32(0)
+"""
+
+# `_onesweep`, one launch per pass: each work-group takes the next tile number from a ticket
+# counter (tk[position]), so tiles are taken in the order groups start and every earlier tile
+# belongs to a group already running: waiting for it cannot deadlock. The group loads its
+# tile of WG * ITEMS keys into registers and ranks them by ballots (`_rank_scatter`'s code),
+# which gives its count of each digit (dc). Then for each digit d (work-item d of 256) it
+# publishes the count in its status word st[bank, tile, d] (flag in bits 30-31: 0 not ready,
+# 1 this tile's count, 2 the inclusive prefix over tiles 0..tile; count or prefix in bits
+# 0-29, so n < 2^30), and looks back over tiles tile-1, tile-2, ..., adding counts until it
+# meets an inclusive prefix (decoupled look-back), then publishes its own inclusive prefix.
+# The digit's place in the output is dstart[position, d] + that exclusive prefix. The tile
+# is then written out sorted by digit through local memory, as `_rank_scatter` writes a
+# chunk. Status words alternate between two banks: each group zeroes its row of the other
+# bank for the next pass (every tile is taken by exactly one group). The look-back's loads
+# are atomic, so they are read again on each turn of the wait (not hoisted out of it).
+_ONESWEEP_HEAD = """
+def _onesweep(it, k, v, k2, v2, st, tk, dstart, n, T, dp, bank, shift, MASK,
+              run, wh, kl, vl, ds, dc, wt, tl):
+    g = it.get_group()
+    lid = it.get_local_id(0)
+    L = WGSIZE
+    sg = it.get_sub_group()
+    lane = sg.get_local_linear_id()
+    S = SGSIZE
+    w = sg.get_group_linear_id()
+    W = NSUB
+    C = L * ITEMS
+    R = 256 // L
+    d0 = lid * R
+    if lid == 0:
+        tl[0] = np.int64(K.AtomicRef(tk, dp).fetch_add(np.int32(1)))
+    K.group_barrier(g)
+    tile = tl[0] & np.int64(0x7FFFFFFFFFFFFFFF)  # known >= 0: no index wraparound
+    rows = T * 256
+    mine = bank * rows + tile * 256
+    other = (1 - bank) * rows + tile * 256
+    r = 0
+    while r < R:
+        st[other + d0 + r] = np.uint32(0)
+        r += 1
+    keys = K.PrivateArray(ITEMS, KDT)
+    rank = K.PrivateArray(ITEMS, np.int32)
+    VPRIV
+    ul = np.uint32(lane)
+    lb = np.uint32(np.uint32(1) << ul)  # this lane's bit in a ballot
+    below = lb - np.uint32(1)
+    wb = w * 256
+    pw = w * S * ITEMS + lane  # this lane's first place in the tile; its batch j: + j * S
+    c = tile * C
+    cnt = min(C, n - c)
+"""
+
+# The look-back of work-item d for digit d: LBW status words read at once (tiles j, j-1, ...,
+# j-LBW+1: their loads in flight together), then added in tile order up to the first
+# inclusive prefix; a word not ready yet restarts the window at its tile (spinning there).
+_ONESWEEP_LOOKBACK = """
+    r = 0
+    while r < R:
+        d = d0 + r
+        cd = np.int64(dc[d])
+        excl = np.int64(0)
+        if tile == 0:
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32(cd | INCL))
+        else:
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32(cd | AGG))
+            j = tile - 1
+            while j >= 0:
+LBLOADS
+                go = 1
+                nj = j - LBW
+LBSCAN
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32((excl + cd) | INCL))
+        run[d] = dstart[dp * 256 + d] + excl
+        r += 1
+"""
+_LB_LOAD = """                s{i} = np.uint32(INCL)
+                if j - {i} >= 0:
+                    s{i} = K.AtomicRef(st, bank * rows + (j - {i}) * 256 + d, ORDLD).load()"""
+_LB_SCAN = """                if go == 1:
+                    f = np.int64(s{i} >> np.uint32(30))
+                    if f == 0:
+                        go = 0
+                        nj = j - {i}
+                    else:
+                        excl += np.int64(s{i} & np.uint32(0x3FFFFFFF))
+                        if f == 2:
+                            go = 0
+                            nj = -1"""
+# KAPI_SORT_LOOKBACK: status words per look-back step (1, 2, 4, 8 or 16; H100: 2 and 4 about
+# equal, 8 slower, 16 much slower);
+# KAPI_SORT_LOOKBACK_ORDER: "relaxed" (ld.relaxed.gpu: the flag and count are one word, so
+# nothing else needs ordering) or "acquire" (acquire loads, release stores).
+OS_LOOKBACK = 2
+OS_ORDER = "relaxed"
+_OS_ORDERS = {
+    "relaxed": ("K.MemoryOrder.RELAXED", "K.MemoryOrder.RELAXED"),
+    "acquire": ("K.MemoryOrder.ACQUIRE", "K.MemoryOrder.RELEASE"),
+}
+
+
+def _os_lookback() -> tuple[int, str]:
+    w = os.environ.get("KAPI_SORT_LOOKBACK") or str(OS_LOOKBACK)
+    if w not in ("1", "2", "4", "8", "16"):
+        raise ValueError(f"KAPI_SORT_LOOKBACK must be 1, 2, 4, 8 or 16, not {w!r}")
+    o = os.environ.get("KAPI_SORT_LOOKBACK_ORDER") or OS_ORDER
+    if o not in _OS_ORDERS:
+        raise ValueError(f"KAPI_SORT_LOOKBACK_ORDER must be relaxed or acquire, not {o!r}")
+    return int(w), o
+
+
+def _lookback_src(width: int, order: str) -> str:
+    ld, st = _OS_ORDERS[order]
+    loads = "\n".join(_LB_LOAD.format(i=i) for i in range(width))
+    scan = "\n".join(_LB_SCAN.format(i=i) for i in range(width))
+    src = _ONESWEEP_LOOKBACK.replace("LBLOADS", loads).replace(
+        "LBSCAN", scan + "\n" + " " * 16 + "j = nj"
+    )
+    return src.replace("LBW", str(width)).replace("ORDLD", ld).replace("ORDST", st)
+
+
+_OS_AGG = 1 << 30
+_OS_INCL = 2 << 30
+_OS_MAX_N = 1 << 30  # counts and prefixes in 30 bits
+
+
+def _dedent4(text: str) -> str:
+    return "\n".join(ln[4:] if ln.startswith("    ") else ln for ln in text.split("\n"))
+
+
+def _onesweep_src() -> str:
+    """`_onesweep`'s source: its head, `_rank_scatter`'s ranking of one chunk (here the tile),
+    the look-back, and `_rank_scatter`'s write of the chunk sorted by digit (out of its chunk
+    loop: one indent less)."""
+    m1 = "        rem = cnt - pw"
+    m2 = "        K.group_barrier(g)\n        for j in range(UNROLL):\n            if j * S < rem:"
+    m3 = (
+        "        K.group_barrier(g)\n        r = 0\n        while r < R:\n            run[d0 + r] +"
+    )
+    a, b, c = _RANK_SRC.index(m1), _RANK_SRC.index(m2), _RANK_SRC.index(m3)
+    rank, write = _dedent4(_RANK_SRC[a:b]), _dedent4(_RANK_SRC[b:c])
+    return _ONESWEEP_HEAD + rank + _lookback_src(*_os_lookback()).lstrip("\n") + write
+
+
 _HIST_SERIAL_SRC = """
 def _hist_serial(item, k, hist, n, B, T, shift, MASK):
     t = item.get_id(0)
@@ -492,7 +701,9 @@ def _popc(x):
     by the usual multiply by 0x01010101 and shift by 24: kapi types uint32 arithmetic as
     Numba does, in 64 bits, so that product keeps the upper bytes' partial sums above bit 31
     and the count came out as large as 2^27 for masks with bits above 7 (on GPUs, ranks far
-    outside the chunk: the scatter wrote out of bounds and the device was lost)."""
+    outside the chunk: the scatter wrote out of bounds and the device was lost). It stays
+    64-bit arithmetic on GPUs (truncating each step does not make LLVM narrow it): a
+    popcount builtin would make it one instruction (bench/RESULTS.md, one-sweep sort)."""
     x = x - ((x >> np.uint32(1)) & np.uint32(0x55555555))
     x = (x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333))
     x = (x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
@@ -564,21 +775,31 @@ def _ballots_fit(dev) -> bool:
     return all(s <= 32 and wg % s == 0 for s in dev.sub_group_sizes or [1])
 
 
-def _scatter_kind(dev) -> str:
-    """How a pass scatters on dev: SCATTER, else KAPI_SORT_SCATTER, else by device."""
+def _scatter_kind(dev, withv: bool = False) -> str:
+    """How a pass scatters on dev: SCATTER, else KAPI_SORT_SCATTER, else by device (and on
+    GPUs by whether values travel with the keys: ONESWEEP_WITH_VALUES)."""
     kind = SCATTER or os.environ.get("KAPI_SORT_SCATTER") or None
     if kind is not None:
         if kind not in KINDS:
             raise ValueError(f"KAPI_SORT_SCATTER must be one of {', '.join(KINDS)}, not {kind!r}")
-        if kind == "ballot" and not _ballots_fit(dev):
+        if kind in ("ballot", "onesweep") and not _ballots_fit(dev):
             raise ValueError(
-                f"the ballot scatter needs sub-groups of at most 32 work-items dividing "
+                f"the {kind} scatter needs sub-groups of at most 32 work-items dividing "
                 f"{_rank_wg(dev)}; {dev.name} has {tuple(dev.sub_group_sizes)}"
             )
         return kind
     if _has_subgroups(dev):
-        return "ballot" if _ballots_fit(dev) else "shuffle"
+        if not _ballots_fit(dev):
+            return "shuffle"
+        return "onesweep" if withv and ONESWEEP_WITH_VALUES else "ballot"
     return "serial" if dev.device_type == "cpu" else "group"
+
+
+def _pass_kind(dev, n: int, withv: bool = False) -> str:
+    """_scatter_kind, but "ballot" for "onesweep" when n is too large for its 30-bit
+    status words."""
+    kind = _scatter_kind(dev, withv)
+    return "ballot" if kind == "onesweep" and n >= _OS_MAX_N else kind
 
 
 def _rank_items() -> int:
@@ -617,26 +838,32 @@ def _rank_max_registers() -> int | None:
     return n or None
 
 
-def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=False):
+def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=False, hist=None):
     """Sorts keys k (unsigned, 1-D) stably, with values v (int64) when given, by every byte
     in which bits_vary (an int, or a function giving it) has a bit set. Returns the sorted
     (k, v); the inputs are clobbered, except k with keep_input (the result is then a new
-    array, never k itself)."""
+    array, never k itself). hist: the keys' digit counts (`_keys`), used by the "onesweep"
+    kind (counted here when None)."""
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
     withv = v is not None
-    kind = _scatter_kind(k.device)
-    one_pass = _serial_pass if kind == "serial" else _parallel_pass(k, withv, kind)
+    kind = _pass_kind(k.device, n, withv)
+    # GPUs: the passes' launches do not wait (call_kernel does), so the device runs them back
+    # to back; their Events keep the arguments alive, and the last wait covers all (one queue,
+    # in order). About 20 launches per sort each waited out a host round trip before.
+    events = [] if kind != "serial" else None
+    if kind == "serial":
+        one_pass = _serial_pass
+    elif kind == "onesweep":
+        one_pass = _onesweep_setup(k, withv, hist, events)
+    else:
+        one_pass = _parallel_pass(k, withv, kind)
     k2 = Array._allocate((n,), k.dtype, q, ut)
     v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
     v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
     if callable(bits_vary):  # a wait for the device: after the host's setup above
         bits_vary = bits_vary()
     src = k
-    # GPUs: the passes' launches do not wait (call_kernel does), so the device runs them back
-    # to back; their Events keep the arguments alive, and the last wait covers all (one queue,
-    # in order). About 20 launches per sort each waited out a host round trip before.
-    events = [] if kind != "serial" else None
     for shift in range(0, nbits, 8):
         if not (bits_vary >> shift) & (RADIX - 1):
             continue
@@ -772,6 +999,139 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
     return scat_k, lm, wg
 
 
+def _onesweep_kernel(k: Array, withv: bool, items: int):
+    return _onesweep_kernel_for(k.dtype, withv, items, tuple(k.device.sub_group_sizes or [1]))
+
+
+def _onesweep_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tuple):
+    """The "onesweep" pass kernel for keys of dtype kdt on a device with these sub-group
+    sizes, its local memory and group size (tests build the NVIDIA form on any device)."""
+    from . import kernel_api as K
+
+    sgs = max(sub_group_sizes)
+    wg = _rank_wg_of(sub_group_sizes)
+    W = -(-wg // sgs)
+    one_size = len(set(sub_group_sizes)) == 1
+    src = _onesweep_src()
+    src = src.replace("LOADKEYS\n", _dedent4(_RANK_LOAD).strip("\n") + "\n")
+    maxreg = _rank_max_registers()
+    kern = _kernel(
+        _unroll(src, items),
+        "_onesweep",
+        {"max_registers": maxreg} if maxreg else None,
+        SCAN=_dedent4(_RANK_SCAN).strip("\n"),
+        ITEMS=str(items),
+        SGSIZE=str(sgs) if one_size else "sg.get_local_linear_range()",
+        WGSIZE=str(wg),
+        NSUB=str(wg // sgs) if one_size else "sg.get_group_linear_range()",
+        KDT=f"np.{kdt.name}",
+        VPRIV=f"vals = K.PrivateArray({items}, np.int64)" if withv else "pass",
+        VLOAD="vals[j] = v[ql]" if withv else "pass",
+        VPLACE="vl[q] = vals[j]" if withv else "pass",
+        VSTORE="v2[dst] = vl[q]" if withv else "pass",
+        INCL=str(_OS_INCL),
+        AGG=str(_OS_AGG),
+    )
+    lm = [
+        K.LocalAccessor(RADIX, np.int64),  # run: where the tile's digits go in the output
+        K.LocalAccessor(RADIX * W, np.int32),  # wh: counts, then offsets, per sub-group
+        K.LocalAccessor(wg * items, kdt),  # kl: the tile sorted by digit
+        K.LocalAccessor(wg * items if withv else 1, np.int64),  # vl
+        K.LocalAccessor(RADIX, np.int32),  # ds: where each digit starts in the tile
+        K.LocalAccessor(RADIX, np.int32),  # dc: how many keys of each digit the tile has
+        K.LocalAccessor(W, np.int32),  # wt: the sub-groups' digit totals
+        K.LocalAccessor(1, np.int64),  # tl: the tile number
+    ]
+    return kern, lm, wg
+
+
+def _keys_in_kernel(hist_positions: int, kdt: np.dtype):
+    """`_keys_in`, counting every digit of hist_positions byte positions of each key into
+    its extra arguments (hl: local counts; gh: the global table) when that is not 0."""
+    if not hist_positions:
+        return _kernel(
+            _KEYS_IN_SRC,
+            "_keys_in",
+            KEYBODY=_KEY_BODY.strip("\n"),
+            HARGS="",
+            HINIT="",
+            HFLUSH="",
+            HBODY="",
+        )
+    count = "\n".join(_HIST_COUNT.format(p=p, sh=8 * p) for p in range(hist_positions))
+    return _kernel(
+        _KEYS_IN_SRC,
+        "_keys_in",
+        KEYBODY=_KEY_BODY.strip("\n"),
+        HARGS=", hl, gh",
+        HINIT=_HIST_INIT.strip("\n"),
+        HFLUSH=_HIST_FLUSH.strip("\n"),
+        HBODY=count,
+        NPOS=str(hist_positions),
+        KDT=f"np.{kdt.name}",
+    )
+
+
+def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
+    """The one-pass-per-digit function of the "onesweep" kind for keys k: the digit
+    histograms (hist, from `_keys`; else counted here by `_keys_in` over k), their scan, the
+    status words and tickets, cleared."""
+    from ._ranges import NdRange, Range
+    from ._replay import launch
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    npos = k.dtype.itemsize
+    if hist is None:
+        hist = _digit_hist(k, npos)
+    ri = _rank_items()
+    items = max(1, ri // 2) if withv else ri
+    kern, lm, wg = _onesweep_kernel(k, withv, items)
+    T = -(-n // (wg * items))
+    dstart = Array._allocate((npos * RADIX,), np.dtype(np.int64), q, ut)
+    st = Array._allocate((2 * T * RADIX,), np.dtype(np.uint32), q, ut)
+    # int32 tickets: a kernel with 64-bit atomics and sub-group shuffles fails kapi's SPIR-V
+    # validation (spirv_tools.c checks such modules against the OpenCL capabilities only)
+    tk = Array._allocate((npos,), np.dtype(np.int32), q, ut)
+    launch(_kernel(_DSCAN_SRC, "_dscan"), NdRange(RADIX, RADIX), hist, dstart, np.int64(npos),
+           events=events)  # fmt: skip
+    launch(_kernel(_OSCLEAR_SRC, "_osclear"), Range(T * RADIX), st, tk, np.int64(npos),
+           events=events)  # fmt: skip
+    mask = k.dtype.type(RADIX - 1)
+    state = {"bank": 0}
+
+    def one_pass(k, v, k2, v2, sh, withv, events):
+        b = state["bank"]
+        state["bank"] = 1 - b
+        args = (st, tk, dstart, np.int64(n), np.int64(T), np.int64(int(sh) // 8), np.int64(b))
+        launch(kern, NdRange(T * wg, wg), k, v, k2, v2, *args, sh, mask, *lm, events=events)
+
+    return one_pass
+
+
+def _digit_hist(k: Array, npos: int) -> Array:
+    """The digit counts of the keys k (unsigned, sorted as they are) at byte positions
+    0..npos-1: an int64 table [position * 256 + digit], by `_keys_in` (writing nothing)."""
+    from . import kernel_api as K
+    from ._launch import call_kernel
+    from ._ranges import NdRange
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    hist = Array._allocate((npos * RADIX,), np.dtype(np.int64), q, ut)
+    hist.fill(0)
+    vo = Array._allocate((2,), np.dtype(np.uint64), q, ut)
+    vo.fill(0)
+    one = Array._allocate((1,), k.dtype, q, ut)
+    v = Array._allocate((1,), np.dtype(np.int64), q, ut)
+    sign, absm, inf, allb = _key_consts(k.dtype)
+    z = np.int32(0)
+    hl = K.LocalAccessor(npos * RADIX, np.uint32)
+    call_kernel(_keys_in_kernel(npos, k.dtype), NdRange(_keys_groups(k) * WG, WG), k, one, v,
+                vo, np.int64(n), z, z, z, sign, absm, inf, allb, z, z, hl, hist)  # fmt: skip
+    return hist
+
+
 def _serial_pass(k, v, k2, v2, sh, withv, events=None):
     """One pass on kapi's CPU device: T work-items each own a contiguous block and count,
     then scatter, it sequentially (a stable counting sort per block), so no barriers."""
@@ -799,8 +1159,11 @@ def _serial_pass(k, v, k2, v2, sh, withv, events=None):
 def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     """The order-preserving unsigned keys of x (1-D, contiguous) and, with withv, the
     indices 0..n-1; a function giving the bits in which the keys differ (it waits for the
-    device: called once the passes are set up). Unsigned keys sorted ascending without
-    indices are x's own memory (no copy; _radix_passes(keep_input=True) leaves it alone)."""
+    device: called once the passes are set up); with the "onesweep" kind, the keys' digit
+    counts at every byte position (`_digit_hist`'s table), else None. Unsigned keys sorted
+    ascending without indices are x's own memory (no copy; _radix_passes(keep_input=True)
+    leaves it alone)."""
+    from . import kernel_api as K
     from ._launch import call_kernel
     from ._ranges import NdRange, Range
 
@@ -812,31 +1175,43 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     k = Array._allocate((n,), udt, q, ut) if write else _as_dtype(x, udt)
     v = Array._allocate((n if withv else 1,), np.dtype(np.int64), q, ut)
     vo = Array._allocate((2,), np.dtype(np.uint64), q, ut)
-    serial = _scatter_kind(x.device) == "serial"
+    kind = _pass_kind(x.device, n, withv)
+    serial = kind == "serial"
     if serial and not write:
-        return k, None, lambda: _vary(k)
+        return k, None, lambda: _vary(k), None
+    npos = udt.itemsize if kind == "onesweep" else 0
+    hist, hargs = None, ()
     if serial:
         launch = Range(n)
         kern = _kernel(_KEYS_MAP_SRC, "_keys_map", KEYBODY=_KEY_BODY_MAP.strip("\n"))
     else:
-        cap = min(_MAX_GROUPS, _MAX_GROUPS_PER_CU * max(1, x.device.max_compute_units))
-        groups = max(1, min(cap, -(-n // (WG * 16))))  # 16 keys or more per work-item
-        launch = NdRange(groups * WG, WG)
-        kern = _kernel(_KEYS_IN_SRC, "_keys_in", KEYBODY=_KEY_BODY.strip("\n"))
+        launch = NdRange(_keys_groups(x) * WG, WG)
+        kern = _keys_in_kernel(npos, udt)
         vo.fill(0)
+        if npos:
+            hist = Array._allocate((npos * RADIX,), np.dtype(np.int64), q, ut)
+            hist.fill(0)
+            hargs = (K.LocalAccessor(npos * RADIX, np.uint32), hist)
     sign, absm, inf, allb = _key_consts(dt)
     mode, flags = np.int32(_mode(dt)), (np.int32(canon_zero), np.int32(descending))
     consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv))
     k_arg = k if write else Array._allocate((1,), udt, q, ut)
-    call_kernel(kern, launch, _as_dtype(x, udt), k_arg, v, vo, np.int64(n), mode, *flags, *consts)
+    x_u = _as_dtype(x, udt)
+    call_kernel(kern, launch, x_u, k_arg, v, vo, np.int64(n), mode, *flags, *consts, *hargs)
     if serial:
-        return k, (v if withv else None), lambda: _vary(k)
+        return k, (v if withv else None), lambda: _vary(k), None
 
     def vary():
         ones, zeros = (int(b) for b in vo.asnumpy())
         return ones & zeros
 
-    return k, (v if withv else None), vary
+    return k, (v if withv else None), vary, hist
+
+
+def _keys_groups(x: Array) -> int:
+    """Work-groups of `_keys_in` over x: enough to fill the device, 16 keys or more each."""
+    cap = min(_MAX_GROUPS, _MAX_GROUPS_PER_CU * max(1, x.device.max_compute_units))
+    return max(1, min(cap, -(-x.size // (WG * 16))))
 
 
 def _vary(k: Array) -> int:
@@ -852,9 +1227,9 @@ def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=Fal
     dt = x.dtype
     if dt == np.bool_:
         x = _as_dtype(x, np.dtype(np.uint8))
-    k, v, vary = _keys(x, want_indices, descending, want_indices and dt.kind == "f")
+    k, v, vary, hist = _keys(x, want_indices, descending, want_indices and dt.kind == "f")
     in_place = not want_indices and _mode(dt) == 0 and not descending  # k is x's memory
-    k, v = _radix_passes(k, v, vary, dt.itemsize * 8, keep_input=in_place)
+    k, v = _radix_passes(k, v, vary, dt.itemsize * 8, keep_input=in_place, hist=hist)
     vals = None
     if want_values and in_place:
         vals = k if k.dtype == dt else _as_dtype(k, dt)  # the keys are the values
@@ -890,8 +1265,8 @@ def _sort_rows(x2: Array, want_values: bool, descending: bool) -> Array:
     dt = flat.dtype
     if dt == np.bool_:
         flat = _as_dtype(flat, np.dtype(np.uint8))
-    k, v, vary = _keys(flat, True, descending, dt.kind == "f")
-    k, v = _radix_passes(k, v, vary, dt.itemsize * 8)
+    k, v, vary, hist = _keys(flat, True, descending, dt.kind == "f")
+    k, v = _radix_passes(k, v, vary, dt.itemsize * 8, hist=hist)
     rk = Array._allocate((flat.size,), np.dtype(np.uint64), flat.sycl_queue, flat.usm_type)
     call_kernel(_kernel(_ROWKEY_SRC, "_rowkey"), Range(flat.size), v, rk, np.int64(m))
     rk, v = _radix_passes(rk, v, (1 << (rows - 1).bit_length()) - 1, 64)

@@ -107,9 +107,9 @@ def test_sort_finds_the_bits_that_vary(dev, monkeypatch, dtype, hi):
     seen = []
     passes = _sort._radix_passes
 
-    def record(k, v, bits_vary, nbits, keep_input=False):
+    def record(k, v, bits_vary, nbits, keep_input=False, hist=None):
         seen.append(bits_vary() if callable(bits_vary) else bits_vary)
-        return passes(k, v, seen[-1], nbits, keep_input)
+        return passes(k, v, seen[-1], nbits, keep_input, hist)
 
     monkeypatch.setattr(_sort, "_radix_passes", record)
     dt = np.dtype(dtype)
@@ -231,12 +231,13 @@ def test_unique_2d_and_empty(dev):
     assert u.size == 0 and c.size == 0
 
 
-@pytest.mark.parametrize("kind", ["ballot", "shuffle", "group", "serial"])
+@pytest.mark.parametrize("kind", ["ballot", "onesweep", "shuffle", "group", "serial"])
 @pytest.mark.parametrize("dtype", ["uint32", "float64", "int8"])
 def test_every_scatter_kind(dev, monkeypatch, kind, dtype):
-    """The four ways a pass scatters (chunks ranked by sub-group ballots: GPUs; chunk split
-    scans by sub-group shuffles; by work-group collectives; sequential blocks: kapi's CPU
-    device) all sort right on every device (sub-groups of one work-item included)."""
+    """The five ways a pass scatters (chunks ranked by sub-group ballots: GPUs; one kernel
+    per pass with decoupled look-back; chunk split scans by sub-group shuffles; by
+    work-group collectives; sequential blocks: kapi's CPU device) all sort right on every
+    device (sub-groups of one work-item included)."""
     from kapi import _sort
 
     monkeypatch.setattr(_sort, "SCATTER", kind)
@@ -244,6 +245,120 @@ def test_every_scatter_kind(dev, monkeypatch, kind, dtype):
     a = kapi.asarray(h, device=dev)
     _eq(kapi.sort(a), np.sort(h))
     _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
+# Tiles of the onesweep kind hold 256 * 16 keys on GPUs (256 * 8 with argsort's values) and
+# 32 * 16 on kapi's CPU device (groups of 32 there): sizes below, at and past one tile.
+_OS_SIZES = [1, 2, 255, 511, 512, 513, 4095, 4096, 4097, 3 * 4096 + 5, 1 << 20]
+
+
+@pytest.mark.parametrize("n", _OS_SIZES)
+def test_onesweep_sizes(dev, monkeypatch, n):
+    """The "onesweep" kind (KAPI_SORT_SCATTER=onesweep: digit histograms from the keys pass,
+    one kernel per pass, tiles taken by ticket, decoupled look-back over the tiles' status
+    words) sorts and argsorts (stably) every size: one partial tile, whole tiles, tails."""
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", "onesweep")
+    h = _keys("uint32", n, seed=n)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_onesweep_dtypes_and_descending(dev, monkeypatch, dtype):
+    """Every dtype (1, 2, 4 and 8 byte keys: as many digit positions counted in the keys
+    pass) ascending and descending, sort and stable argsort, against NumPy."""
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", "onesweep")
+    h = _keys(dtype, 30_011, seed=4)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+    _eq(kapi.sort(a, descending=True), np.sort(h)[::-1])  # NaNs first
+
+
+def test_onesweep_argsort_is_stable_with_few_values(dev, monkeypatch):
+    """Many equal keys across many tiles (every tile's count of a digit is large, and the
+    look-back adds them in tile order): argsort keeps equal keys in index order."""
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", "onesweep")
+    h = np.random.default_rng(5).integers(0, 3, 100_000).astype(np.int32) * 65537
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+    _eq(kapi.argsort(a, descending=True), np.argsort(-h, kind="stable"))
+
+
+def test_onesweep_rows_count_their_own_digits(dev, monkeypatch):
+    """2-D sorts radix-sort row numbers (keys no `_keys` pass made): their digit counts come
+    from `_keys_in` run over them alone (`_digit_hist`)."""
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", "onesweep")
+    h = _keys("float32", 7 * 3001, seed=6).reshape(7, 3001)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a, axis=0), np.argsort(h, axis=0, kind="stable"))
+
+
+def test_onesweep_falls_back_past_30_bits(monkeypatch):
+    """Status words keep counts in 30 bits: from 2^30 keys the ballot scatter runs instead."""
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", "onesweep")
+    assert _sort._pass_kind(DEVICES[0], (1 << 30) - 1) == "onesweep"
+    assert _sort._pass_kind(DEVICES[0], 1 << 30) == "ballot"
+    monkeypatch.setattr(_sort, "SCATTER", "nonesuch")
+    with pytest.raises(ValueError, match="onesweep"):
+        _sort._scatter_kind(DEVICES[0])
+
+
+@pytest.mark.parametrize(
+    "withv,items,width,order",
+    [(False, 16, "1", "acquire"), (False, 16, "4", "relaxed"), (False, 8, "8", "relaxed"),
+     (True, 8, "2", "acquire")],
+)  # fmt: skip
+def test_onesweep_ptx_spins_on_reloaded_status_words(monkeypatch, withv, items, width, order):
+    """The onesweep pass kernel as NVIDIA GPUs get it (sub-groups of 32, groups of 256):
+    ballot ranking (8 redux.sync per key batch) that no lane-varying branch guards, keys in
+    registers without spills, and a look-back whose status loads are volatile/acquire loads
+    inside the wait loop (read again on every turn, not hoisted: a hoisted load would spin
+    forever); ptxas assembles it for sm_90."""
+    import re
+
+    from nvptx_util import divergent_warp_sync, ptx_of
+
+    from kapi import _sort
+    from kapi._types import local_kir
+
+    monkeypatch.setenv("KAPI_SORT_LOOKBACK", width)
+    monkeypatch.setenv("KAPI_SORT_LOOKBACK_ORDER", order)
+    kern, lm, wg = _sort._onesweep_kernel_for(np.dtype(np.uint32), withv, items, (32,))
+    assert wg == 256
+    g, i64 = "array(u32,1,C,global)", "array(i64,1,C,global)"
+    argtypes = (g, i64, g, i64, g, "array(i32,1,C,global)", i64, "i64", "i64", "i64", "i64")
+    argtypes += ("u32", "u32") + tuple(local_kir(a.dtype, a.shape) for a in lm)
+    ptx = ptx_of(kern.compile(argtypes, ("nditem", 1)).spirv)
+    assert ptx.count("redux.sync") == 8 * items
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    assert divergent_warp_sync(ptx, "_onesweep") == []
+    # the wait: a block that loads the status word and branches back to itself or earlier
+    loads = [m.start() for m in re.finditer(r"ld\.(volatile|acquire)[.\w]*global\.u32", ptx)]
+    assert len(loads) == int(width), loads  # the window's loads, none hoisted or merged
+    labels = {m.group(1): m.start() for m in re.finditer(r"^(\$L__BB\d+_\d+):", ptx, re.M)}
+    for at in loads:
+        back = [
+            m for m in re.finditer(r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+);", ptx)
+            if m.start() > at and labels[m.group(1)] < at
+        ]  # fmt: skip
+        assert back, "a status load is not inside the wait loop"
+    fences = ptx.count("membar.gl") + ptx.count("fence.")
+    assert (fences > 0) == (order == "acquire")  # relaxed: no fence per turn of the wait
+    assert len(re.findall(r"st\.(volatile|release)[.\w]*global\.u32", ptx)) == 3
+    assert _registers_sm90(ptx) <= 128
 
 
 def _scatter_ptx(entry: str, want) -> str:
@@ -397,3 +512,22 @@ def test_popc_counts_bits_above_the_low_byte(dev):
     call_kernel(k, Range(h.size), x, y)
     want = np.array([bin(int(v)).count("1") for v in h], np.uint32)
     _eq(y, want)
+
+
+def test_default_kind_by_device_and_values(monkeypatch):
+    """Without KAPI_SORT_SCATTER: GPUs with sub-groups of 32 sort keys alone by "ballot" and
+    keys with values (argsort) by "onesweep"; kapi's CPU device by "serial"; sub-groups too
+    wide for 32-bit ballots by "shuffle"."""
+    from types import SimpleNamespace
+
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", None)
+    monkeypatch.delenv("KAPI_SORT_SCATTER", raising=False)
+    gpu = SimpleNamespace(sub_group_sizes=[32], device_type="gpu", name="gpu")
+    assert (_sort._scatter_kind(gpu), _sort._scatter_kind(gpu, True)) == ("ballot", "onesweep")
+    assert _sort._pass_kind(gpu, 1 << 30, True) == "ballot"
+    wide = SimpleNamespace(sub_group_sizes=[64], device_type="gpu", name="wide")
+    assert _sort._scatter_kind(wide, True) == "shuffle"
+    cpu = SimpleNamespace(sub_group_sizes=[1], device_type="cpu", name="cpu")
+    assert _sort._scatter_kind(cpu, True) == "serial"
