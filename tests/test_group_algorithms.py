@@ -655,3 +655,24 @@ def test_ptx_of_every_collective_assembles(op, dtype, tmp_path):
     ptx = ptx_of(algorithms_kernel(op), f"nditem(2), array({t},1,C,global), array({t},2,C,global)")
     assert "shfl.sync" in ptx or "redux.sync" in ptx
     assemble_for_sm90(ptx, tmp_path)
+
+
+@kapi.kernel
+def shuffle_then_count(nd, a, acc):
+    sg = nd.get_sub_group()
+    i = nd.get_global_linear_id()
+    x = K.shuffle_xor(sg, a[i], 1)
+    K.AtomicRef(acc, 0).fetch_add(x)
+
+
+def test_shuffle_beside_a_64_bit_atomic(dev):
+    """A kernel with an int64 atomic is validated in SPIR-V's universal environment against
+    kapi's list of OpenCL capabilities, which lacked the sub-group shuffles': such a kernel
+    was refused ("capability 5568 is not available in OpenCL"; found writing the one-sweep
+    sort, which fell back to int32 tickets)."""
+    a = np.arange(64, dtype=np.int64)
+    acc = kapi.zeros(1, dtype=np.int64, device=dev)
+    kapi.call_kernel(
+        shuffle_then_count, kapi.NdRange((64,), (32,)), kapi.asarray(a, device=dev), acc
+    )
+    assert acc.asnumpy()[0] == a.sum()  # a permutation within each sub-group keeps the sum

@@ -22,11 +22,13 @@ static void create_context(void) {
 
 enum { SPV_OP_CAPABILITY = 17, SPV_CAP_INT64_ATOMICS = 12 };
 
-/* OpenCL 2.0 full profile capabilities (guaranteed and optional), the float atomic
- * extensions, and Int64Atomics. */
+/* OpenCL 2.0 full profile capabilities (guaranteed and optional), those of the extensions
+ * the translator may use (float atomics; SPV_INTEL_subgroups: 5568-5570, the sub-group
+ * shuffles, which a kernel with an i64 atomic was refused for), and Int64Atomics. */
 static int opencl_capability(uint32_t cap) {
-  static const uint32_t allowed[] = {4,  5,  6,  7,  8,  9,  10, 11,   12,   13,   14,   15,
-                                     17, 18, 19, 21, 22, 38, 39, 5612, 5613, 6033, 6034, 0};
+  static const uint32_t allowed[] = {4,  5,    6,    7,    8,    9,    10,   11,   12,
+                                     13, 14,   15,   17,   18,   19,   21,   22,   38,
+                                     39, 5568, 5569, 5570, 5612, 5613, 6033, 6034, 0};
   for (int i = 0; allowed[i]; i++)
     if (allowed[i] == cap) return 1;
   return 0;
