@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole pytest suite on the GPU machine in one device call: CUDA and the host's CPU device
+# at once, each split over pytest-xdist workers (about 6 minutes on the 16-core H100 host,
+# where the sequential halves of bench/gpu_run.sh need two calls). The machine has no
+# network: carry the wheels, made here with
+#   pip download pytest-xdist execnet --no-deps -d .whl
+# and the rest as for bench/gpu_run.sh:
+#   run(command="T=400 bash bench/gpu_suite.sh",
+#       carry=["kapi/_lib", ".carry/debs", ".carry/bin", ".carry/fixtures", ".whl"])
+# T: seconds per run; NC, NP: workers for CUDA and for the CPU device. Logs go to $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT" /tmp/deps
+for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
+export KAPI_LIB_DIR=$PWD/kapi/_lib PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive
+export PYTHONPYCACHEPREFIX=/tmp/kapi-pycache PATH=/usr/local/cuda/bin:$PATH
+run() {
+  KAPI_DRIVERS=$1 timeout "${T:-420}" python3 -m pytest -q -n "$2" -p no:cacheprovider -rfE \
+    --tb=short tests >"$OUT/$1_all.log" 2>&1
+}
+run cuda "${NC:-8}" &
+run cpu "${NP:-4}" &
+wait
+for f in "$OUT"/cuda_all.log "$OUT"/cpu_all.log; do
+  echo "## $f"
+  grep -E "^(FAILED|ERROR)" "$f" | head -40
+  tail -2 "$f"
+done
