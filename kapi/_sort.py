@@ -954,10 +954,7 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
     sizes, its local memory and group size (tests build the NVIDIA form on any device)."""
     from . import kernel_api as K
 
-    sgs = max(sub_group_sizes)
-    wg = _rank_wg_of(sub_group_sizes)
-    W = -(-wg // sgs)  # sub-groups per work-group
-    one_size = len(set(sub_group_sizes)) == 1
+    sgs, wg, W, one_size = _rank_shape(sub_group_sizes)
     maxreg = _rank_max_registers()
     pre = _rank_prefetch()
     src = _RANK_SRC
@@ -972,6 +969,25 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
         "_rank_scatter",
         {"max_registers": maxreg} if maxreg else None,
         SCAN=_RANK_SCAN.strip("\n"),
+        VNPRIV=f"nv = K.PrivateArray({items}, np.int64)" if withv else "pass",
+        VNLOAD="nv[j] = v[ql]" if withv else "pass",
+        VNEXT="vals[j] = nv[j]" if withv else "pass",
+        **_rank_fields(kdt, withv, items, sgs, wg, one_size),
+    )
+    return scat_k, _rank_locals(K, kdt, withv, items, wg, W), wg
+
+
+def _rank_shape(sub_group_sizes):
+    """(sub-group size, group size, sub-groups per group, whether the device has one size)."""
+    sgs = max(sub_group_sizes)
+    wg = _rank_wg_of(sub_group_sizes)
+    return sgs, wg, -(-wg // sgs), len(set(sub_group_sizes)) == 1
+
+
+def _rank_fields(kdt, withv, items, sgs, wg, one_size):
+    """The template fields the ballot ranking's code has in both the ballot scatter and the
+    onesweep pass."""
+    return dict(
         ITEMS=str(items),
         # one sub-group size (NVIDIA: 32): a constant, so each batch's place in the chunk is
         # a constant offset from one address rather than a 64-bit register per batch
@@ -981,14 +997,15 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
         KDT=f"np.{kdt.name}",
         VPRIV=f"vals = K.PrivateArray({items}, np.int64)" if withv else "pass",
         VLOAD="vals[j] = v[ql]" if withv else "pass",
-        VNPRIV=f"nv = K.PrivateArray({items}, np.int64)" if withv else "pass",
-        VNLOAD="nv[j] = v[ql]" if withv else "pass",
-        VNEXT="vals[j] = nv[j]" if withv else "pass",
         VPLACE="vl[q] = vals[j]" if withv else "pass",
         VSTORE="v2[dst] = vl[q]" if withv else "pass",
     )
-    lm = [
-        K.LocalAccessor(RADIX, np.int64),  # run: the group's next place per digit
+
+
+def _rank_locals(K, kdt, withv, items, wg, W):
+    """The ranking's local memory (a chunk, or a onesweep tile, is wg * items keys)."""
+    return [
+        K.LocalAccessor(RADIX, np.int64),  # run: where the chunk's digits go in the output
         K.LocalAccessor(RADIX * W, np.int32),  # wh: counts, then offsets, per sub-group
         K.LocalAccessor(wg * items, kdt),  # kl: the chunk sorted by digit
         K.LocalAccessor(wg * items if withv else 1, np.int64),  # vl
@@ -996,7 +1013,6 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
         K.LocalAccessor(RADIX, np.int32),  # dc: how many keys of each digit the chunk has
         K.LocalAccessor(W, np.int32),  # wt: the sub-groups' digit totals
     ]
-    return scat_k, lm, wg
 
 
 def _onesweep_kernel(k: Array, withv: bool, items: int):
@@ -1008,10 +1024,7 @@ def _onesweep_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes
     sizes, its local memory and group size (tests build the NVIDIA form on any device)."""
     from . import kernel_api as K
 
-    sgs = max(sub_group_sizes)
-    wg = _rank_wg_of(sub_group_sizes)
-    W = -(-wg // sgs)
-    one_size = len(set(sub_group_sizes)) == 1
+    sgs, wg, W, one_size = _rank_shape(sub_group_sizes)
     src = _onesweep_src()
     src = src.replace("LOADKEYS\n", _dedent4(_RANK_LOAD).strip("\n") + "\n")
     maxreg = _rank_max_registers()
@@ -1020,28 +1033,12 @@ def _onesweep_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes
         "_onesweep",
         {"max_registers": maxreg} if maxreg else None,
         SCAN=_dedent4(_RANK_SCAN).strip("\n"),
-        ITEMS=str(items),
-        SGSIZE=str(sgs) if one_size else "sg.get_local_linear_range()",
-        WGSIZE=str(wg),
-        NSUB=str(wg // sgs) if one_size else "sg.get_group_linear_range()",
-        KDT=f"np.{kdt.name}",
-        VPRIV=f"vals = K.PrivateArray({items}, np.int64)" if withv else "pass",
-        VLOAD="vals[j] = v[ql]" if withv else "pass",
-        VPLACE="vl[q] = vals[j]" if withv else "pass",
-        VSTORE="v2[dst] = vl[q]" if withv else "pass",
         INCL=str(_OS_INCL),
         AGG=str(_OS_AGG),
+        **_rank_fields(kdt, withv, items, sgs, wg, one_size),
     )
-    lm = [
-        K.LocalAccessor(RADIX, np.int64),  # run: where the tile's digits go in the output
-        K.LocalAccessor(RADIX * W, np.int32),  # wh: counts, then offsets, per sub-group
-        K.LocalAccessor(wg * items, kdt),  # kl: the tile sorted by digit
-        K.LocalAccessor(wg * items if withv else 1, np.int64),  # vl
-        K.LocalAccessor(RADIX, np.int32),  # ds: where each digit starts in the tile
-        K.LocalAccessor(RADIX, np.int32),  # dc: how many keys of each digit the tile has
-        K.LocalAccessor(W, np.int32),  # wt: the sub-groups' digit totals
-        K.LocalAccessor(1, np.int64),  # tl: the tile number
-    ]
+    lm = _rank_locals(K, kdt, withv, items, wg, W)
+    lm.append(K.LocalAccessor(1, np.int64))  # tl: the tile number
     return kern, lm, wg
 
 

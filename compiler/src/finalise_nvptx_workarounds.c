@@ -198,17 +198,26 @@ static int guard_half_width_shl(LLVMBuilderRef b, LLVMValueRef inst) {
   return 1;
 }
 
+static LLVMTypeRef element_type(LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
+}
+
+/* The name of the function a call instruction calls; NULL for anything else. */
+static const char *callee_name(LLVMValueRef inst) {
+  if (LLVMGetInstructionOpcode(inst) != LLVMCall) return NULL;
+  LLVMValueRef callee = LLVMGetCalledValue(inst);
+  size_t len = 0;
+  return callee ? LLVMGetValueName2(callee, &len) : NULL;
+}
+
 /* `llvm.abs.i16` (what the optimiser makes of select(x < 0, -x, x)) is lowered to `abs.s16`,
  * which the driver's PTX compiler widens as it does neg.s16 (abs(-32768) came back 32768):
  * rebuilt as a select over the asm negation. Returns 1 if replaced. */
 static int guard_abs16(LLVMBuilderRef b, LLVMValueRef inst) {
-  if (LLVMGetInstructionOpcode(inst) != LLVMCall) return 0;
-  LLVMValueRef callee = LLVMGetCalledValue(inst);
-  size_t len = 0;
-  const char *name = callee ? LLVMGetValueName2(callee, &len) : NULL;
+  const char *name = callee_name(inst);
   if (!name || strncmp(name, "llvm.abs.", 9)) return 0;
-  LLVMTypeRef t = LLVMTypeOf(inst), et = t;
-  if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) et = LLVMGetElementType(t);
+  LLVMTypeRef t = LLVMTypeOf(inst), et = element_type(inst);
   if (LLVMGetTypeKind(et) != LLVMIntegerTypeKind || LLVMGetIntTypeWidth(et) != 16) return 0;
   LLVMPositionBuilderBefore(b, inst);
   LLVMValueRef x = LLVMGetOperand(inst, 0);
@@ -241,11 +250,6 @@ static LLVMValueRef asm_lanes(LLVMBuilderRef b, LLVMValueRef x, const char *text
   return v;
 }
 
-static LLVMTypeRef element_type(LLVMValueRef v) {
-  LLVMTypeRef t = LLVMTypeOf(v);
-  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
-}
-
 /* `sitofp i1 b` (or its vector form) becomes `select b, -1.0, 0.0`. Returns 1 if replaced. */
 static int guard_sitofp_bool(LLVMBuilderRef b, LLVMValueRef inst) {
   if (LLVMGetInstructionOpcode(inst) != LLVMSIToFP) return 0;
@@ -275,13 +279,10 @@ static int has_fcmp_user(LLVMValueRef v) {
   return 0;
 }
 
-/* `llvm.abs` of i64 always, and `llvm.fabs` of float when a compare reads it, become asm
- * (lane by lane for vectors). Returns 1 if replaced. */
+/* `llvm.abs` of i32 and i64 always, and `llvm.fabs` of float when a compare reads it, become
+ * asm (lane by lane for vectors). Returns 1 if replaced. */
 static int guard_abs(LLVMBuilderRef b, LLVMValueRef inst) {
-  if (LLVMGetInstructionOpcode(inst) != LLVMCall) return 0;
-  LLVMValueRef callee = LLVMGetCalledValue(inst);
-  size_t len = 0;
-  const char *name = callee ? LLVMGetValueName2(callee, &len) : NULL;
+  const char *name = callee_name(inst);
   if (!name) return 0;
   LLVMTypeRef et = element_type(inst);
   const char *text, *cons;
