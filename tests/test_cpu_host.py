@@ -123,9 +123,12 @@ def test_pool_ignores_openmp_binding():
 # KeyboardInterrupt must come within seconds, and the device must run the next launches right.
 CTRL_C = """
 import faulthandler, os, signal, sys, threading, time
+# A shell without job control starts background commands with SIGINT ignored, and Python
+# then installs no handler: Ctrl-C could not work at all. Install it as an interactive run has.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+faulthandler.dump_traceback_later(100, exit=True)  # a hang shows its threads' stacks
 import numpy as np
 import kapi
-faulthandler.dump_traceback_later(100, exit=True)  # a hang shows its threads' stacks
 dev = [d for d in kapi.devices() if d.filter_string.startswith("level_zero:cpu")][0]
 
 @kapi.kernel
@@ -142,23 +145,14 @@ n = 1 << 22
 space = kapi.NdRange((n,), (256,))
 out = kapi.empty(n, dtype=np.float32, device=dev)
 kapi.call_kernel(spin, space, out, 1)  # compiled before the clock starts
-done = threading.Event()
-sent = []
-
-def ctrl_c():  # as a user would: Ctrl-C, and again if nothing happens
-    while not done.wait(0.5) and len(sent) < 20:
-        sent.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGINT)
-
-threading.Thread(target=ctrl_c, daemon=True).start()
+threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
 t0 = time.monotonic()
 try:
     kapi.call_kernel(spin, space, out, 10**5)
     raise SystemExit("the launch ran to completion")
 except KeyboardInterrupt:
-    took = time.monotonic() - sent[0]
-done.set()
-print("interrupted", round(took, 2), "s after the first of", len(sent), "signals", file=sys.stderr)
+    took = time.monotonic() - t0
+print("interrupted after", round(took, 2), "s", file=sys.stderr)
 assert took < 5.0, took
 
 # The device still works: the same kernel, short, checked against NumPy in float32.
@@ -183,10 +177,8 @@ print("ok")
 
 def test_ctrl_c_interrupts_a_long_launch():
     """Ctrl-C during a long CPU launch raises KeyboardInterrupt within seconds and the device
-    still works. The signal is repeated every 0.5 s until the launch stops, as a user presses
-    again: in two full-suite runs on the 2-core dev box (2026-11-24, fifth session; one of
-    them a fresh-clone CI run) the child ran past 120 s with one signal, which 7 runs of this
-    test alone, under load too, never did; not diagnosed (see bench/RESULTS.md). The count
-    and the time from the first signal are printed on stderr."""
+    still works. The child installs Python's SIGINT handler itself: started from a shell
+    without job control (`(make test &)`, as the fifth session's CI runs of 2026-11-24 were),
+    it inherited SIGINT ignored and ran the whole launch past the 120 s limit."""
     r = run_python(CTRL_C, timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
