@@ -35,29 +35,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-static LLVMValueRef sign_shift_scalar(LLVMBuilderRef b, LLVMValueRef x, unsigned amount) {
-  LLVMTypeRef i64 = LLVMTypeOf(x);
-  LLVMTypeRef fty = LLVMFunctionType(i64, &i64, 1, 0);
-  char text[32];
-  snprintf(text, sizeof text, "shr.s64 $0, $1, %u;", amount);
-  LLVMValueRef fn =
-      LLVMGetInlineAsm(fty, text, strlen(text), "=l,l", 4, 0, 0, LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(b, fty, fn, &x, 1, "");
-}
-
-/* The asm shift of x, lane by lane when x is a vector (from coarsened work-item loops, which
- * instruction selection splits into the same scalar pattern). */
-static LLVMValueRef sign_shift(LLVMBuilderRef b, LLVMValueRef x, unsigned amount) {
-  LLVMTypeRef t = LLVMTypeOf(x);
-  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return sign_shift_scalar(b, x, amount);
+/* A one-operand asm `text` (constraints `cons`) over x, lane by lane when x is a vector (from
+ * coarsened work-item loops, which instruction selection splits into the scalar pattern). */
+static LLVMValueRef asm_lanes(LLVMBuilderRef b, LLVMValueRef x, const char *text,
+                              const char *cons) {
+  LLVMTypeRef t = LLVMTypeOf(x), et = t;
+  int vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+  if (vec) et = LLVMGetElementType(t);
+  LLVMTypeRef fty = LLVMFunctionType(et, &et, 1, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 0,
+                                     0, LLVMInlineAsmDialectATT, 0);
+  if (!vec) return LLVMBuildCall2(b, fty, fn, &x, 1, "");
   LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
   LLVMValueRef v = LLVMGetUndef(t);
   for (unsigned i = 0, n = LLVMGetVectorSize(t); i < n; ++i) {
     LLVMValueRef lane = LLVMConstInt(i32, i, 0);
-    LLVMValueRef s = sign_shift_scalar(b, LLVMBuildExtractElement(b, x, lane, ""), amount);
-    v = LLVMBuildInsertElement(b, v, s, lane, "");
+    LLVMValueRef e = LLVMBuildExtractElement(b, x, lane, "");
+    v = LLVMBuildInsertElement(b, v, LLVMBuildCall2(b, fty, fn, &e, 1, ""), lane, "");
   }
   return v;
+}
+
+/* The asm arithmetic shift right of i64 x (or each lane) by amount. */
+static LLVMValueRef sign_shift(LLVMBuilderRef b, LLVMValueRef x, unsigned amount) {
+  char text[32];
+  snprintf(text, sizeof text, "shr.s64 $0, $1, %u;", amount);
+  return asm_lanes(b, x, text, "=l,l");
 }
 
 /* i64, or a vector of i64. */
@@ -116,17 +119,10 @@ static int guard_wide_ashr(LLVMBuilderRef b, LLVMValueRef inst) {
   return 1;
 }
 
-static LLVMValueRef neg16_scalar(LLVMBuilderRef b, LLVMValueRef x) {
-  LLVMTypeRef i16 = LLVMTypeOf(x);
-  LLVMTypeRef fty = LLVMFunctionType(i16, &i16, 1, 0);
-  /* the shifts re-sign-extend the wrapped 16 bits within the 32-bit register, so a compiler
-   * that keeps the result there (as it evidently did) still holds -32768 for -(-32768) */
-  static const char text[] = "{ .reg .b32 t; cvt.s32.s16 t, $1; neg.s32 t, t; shl.b32 t, t, 16; "
-                             "shr.s32 t, t, 16; cvt.u16.u32 $0, t; }";
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, sizeof text - 1, "=h,h", 4, 0, 0,
-                                     LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(b, fty, fn, &x, 1, "");
-}
+/* the shifts re-sign-extend the wrapped 16 bits within the 32-bit register, so a compiler that
+ * keeps the result there (as it evidently did) still holds -32768 for -(-32768) */
+static const char neg16_asm[] = "{ .reg .b32 t; cvt.s32.s16 t, $1; neg.s32 t, t; shl.b32 t, t, 16; "
+                                "shr.s32 t, t, 16; cvt.u16.u32 $0, t; }";
 
 /* `sub i16 0, x` (or its vector form, lane by lane) becomes the asm negation; returns 1 if
  * replaced. */
@@ -137,18 +133,7 @@ static int guard_neg16(LLVMBuilderRef b, LLVMValueRef inst) {
   if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) et = LLVMGetElementType(t);
   if (LLVMGetTypeKind(et) != LLVMIntegerTypeKind || LLVMGetIntTypeWidth(et) != 16) return 0;
   LLVMPositionBuilderBefore(b, inst);
-  LLVMValueRef x = LLVMGetOperand(inst, 1), repl;
-  if (t == et) {
-    repl = neg16_scalar(b, x);
-  } else {
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
-    repl = LLVMGetUndef(t);
-    for (unsigned i = 0, n = LLVMGetVectorSize(t); i < n; ++i) {
-      LLVMValueRef lane = LLVMConstInt(i32, i, 0);
-      LLVMValueRef e = neg16_scalar(b, LLVMBuildExtractElement(b, x, lane, ""));
-      repl = LLVMBuildInsertElement(b, repl, e, lane, "");
-    }
-  }
+  LLVMValueRef repl = asm_lanes(b, LLVMGetOperand(inst, 1), neg16_asm, "=h,h");
   LLVMReplaceAllUsesWith(inst, repl);
   LLVMInstructionEraseFromParent(inst);
   return 1;
@@ -159,18 +144,6 @@ static int guard_neg16(LLVMBuilderRef b, LLVMValueRef inst) {
  * signed 32-bit operand is -2^31: the product's sign flips (-12 << 31 came out positive;
  * fuzzer, seed 6000 kernel 401). The shift goes through an asm the combine cannot see into,
  * lane by lane for vectors. Returns 1 if replaced. */
-static LLVMValueRef shl_asm_scalar(LLVMBuilderRef b, LLVMValueRef x, unsigned amount) {
-  LLVMTypeRef t = LLVMTypeOf(x);
-  int w = (int)LLVMGetIntTypeWidth(t);
-  LLVMTypeRef fty = LLVMFunctionType(t, &t, 1, 0);
-  char text[32];
-  snprintf(text, sizeof text, "shl.b%d $0, $1, %u;", w, amount);
-  const char *cons = w == 64 ? "=l,l" : "=r,r";
-  LLVMValueRef fn =
-      LLVMGetInlineAsm(fty, text, strlen(text), (char *)cons, 4, 0, 0, LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(b, fty, fn, &x, 1, "");
-}
-
 static int guard_half_width_shl(LLVMBuilderRef b, LLVMValueRef inst) {
   if (LLVMGetInstructionOpcode(inst) != LLVMShl) return 0;
   LLVMTypeRef t = LLVMTypeOf(inst), et = t;
@@ -181,18 +154,9 @@ static int guard_half_width_shl(LLVMBuilderRef b, LLVMValueRef inst) {
       amount != (long long)w / 2 - 1)
     return 0;
   LLVMPositionBuilderBefore(b, inst);
-  LLVMValueRef x = LLVMGetOperand(inst, 0), repl;
-  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) {
-    repl = shl_asm_scalar(b, x, (unsigned)amount);
-  } else {
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
-    repl = LLVMGetUndef(t);
-    for (unsigned i = 0, n = LLVMGetVectorSize(t); i < n; ++i) {
-      LLVMValueRef lane = LLVMConstInt(i32, i, 0);
-      LLVMValueRef s = shl_asm_scalar(b, LLVMBuildExtractElement(b, x, lane, ""), (unsigned)amount);
-      repl = LLVMBuildInsertElement(b, repl, s, lane, "");
-    }
-  }
+  char text[32];
+  snprintf(text, sizeof text, "shl.b%u $0, $1, %lld;", w, amount);
+  LLVMValueRef repl = asm_lanes(b, LLVMGetOperand(inst, 0), text, w == 64 ? "=l,l" : "=r,r");
   LLVMReplaceAllUsesWith(inst, repl);
   LLVMInstructionEraseFromParent(inst);
   return 1;
@@ -228,26 +192,6 @@ static int guard_abs16(LLVMBuilderRef b, LLVMValueRef inst) {
   LLVMInstructionEraseFromParent(inst);
   if (LLVMIsAInstruction(neg)) guard_neg16(b, neg);
   return 1;
-}
-
-/* A one-operand asm of type t over x, lane by lane when x is a vector. */
-static LLVMValueRef asm_lanes(LLVMBuilderRef b, LLVMValueRef x, const char *text,
-                              const char *cons) {
-  LLVMTypeRef t = LLVMTypeOf(x), et = t;
-  int vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
-  if (vec) et = LLVMGetElementType(t);
-  LLVMTypeRef fty = LLVMFunctionType(et, &et, 1, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 0,
-                                     0, LLVMInlineAsmDialectATT, 0);
-  if (!vec) return LLVMBuildCall2(b, fty, fn, &x, 1, "");
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
-  LLVMValueRef v = LLVMGetUndef(t);
-  for (unsigned i = 0, n = LLVMGetVectorSize(t); i < n; ++i) {
-    LLVMValueRef lane = LLVMConstInt(i32, i, 0);
-    LLVMValueRef e = LLVMBuildExtractElement(b, x, lane, "");
-    v = LLVMBuildInsertElement(b, v, LLVMBuildCall2(b, fty, fn, &e, 1, ""), lane, "");
-  }
-  return v;
 }
 
 /* `sitofp i1 b` (or its vector form) becomes `select b, -1.0, 0.0`. Returns 1 if replaced. */
