@@ -28,7 +28,14 @@
  * forgetting NaN (`abs.f64` is right). It treats `max(x, -x)` alike (max with a uint8 of
  * abs(int32 min) came out 2^31), but not the sign-mask form `(x ^ (x >> 31)) - (x >> 31)`,
  * which was right for every consumer probed. So 32- and 64-bit integer abs is that form, and
- * a float abs a compare reads is a mask of the sign bit, both in asm (guard_abs). */
+ * a float abs a compare reads is a mask of the sign bit, both in asm (guard_abs).
+ *
+ * Loop strength reduction, which runs inside code generation after every IR rewrite of ours,
+ * pushes a truncation to i1 into the arithmetic below it (scalar evolution models `x & 2` of
+ * an even x as a one-bit truncation): a loop bound `(2 * i) & 2` became `mul i1` of the
+ * truncated factors, which LLVM 15's NVPTX instruction selection cannot select (the module
+ * failed to build; fuzzer, seed 7000 kernel 117857). guard_one_bit hides such arithmetic
+ * behind a `freeze`, which scalar evolution does not look through. */
 #include "finalise_nvptx.h"
 
 #include <stdio.h>
@@ -251,6 +258,32 @@ static int guard_abs(LLVMBuilderRef b, LLVMValueRef inst) {
   return 1;
 }
 
+/* Whether scalar evolution may narrow x's operands to one bit through inst: inst is a mask
+ * of one bit (`and x, 2^k`), a truncation to i1, or a shift by all but one bit (`shl x, N-1`,
+ * the first half of a sign extension of bit 0). */
+static int narrows_to_one_bit(LLVMValueRef inst) {
+  LLVMTypeRef t = LLVMTypeOf(inst);
+  if (LLVMGetTypeKind(t) != LLVMIntegerTypeKind) return 0;
+  LLVMOpcode op = LLVMGetInstructionOpcode(inst);
+  if (op == LLVMTrunc) return LLVMGetIntTypeWidth(t) == 1;
+  unsigned w = LLVMGetIntTypeWidth(t);
+  long long k;
+  if (w == 1 || w > 64 || !const_int(LLVMGetOperand(inst, 1), &k)) return 0;
+  unsigned long long m = (unsigned long long)k & (~0ULL >> (64 - w));
+  if (op == LLVMAnd) return m && !(m & (m - 1));
+  return op == LLVMShl && m == w - 1;
+}
+
+/* x behind a freeze when x is arithmetic inst narrows to one bit. Returns 1 if done. */
+static int guard_one_bit(LLVMBuilderRef b, LLVMValueRef inst) {
+  if (!narrows_to_one_bit(inst)) return 0;
+  LLVMValueRef x = LLVMGetOperand(inst, 0);
+  if (!LLVMIsABinaryOperator(x) && !LLVMIsACastInst(x)) return 0;
+  LLVMPositionBuilderBefore(b, inst);
+  LLVMSetOperand(inst, 0, LLVMBuildFreeze(b, x, ""));
+  return 1;
+}
+
 void kc_nvptx_avoid_miscompiles(LLVMModuleRef mod) {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
@@ -259,7 +292,7 @@ void kc_nvptx_avoid_miscompiles(LLVMModuleRef mod) {
         next = LLVMGetNextInstruction(inst);
         if (!guard_sign_test(b, inst) && !guard_wide_ashr(b, inst) && !guard_abs16(b, inst) &&
             !guard_half_width_shl(b, inst) && !guard_sitofp_bool(b, inst) && !guard_abs(b, inst))
-          guard_neg16(b, inst);
+          if (!guard_neg16(b, inst)) guard_one_bit(b, inst);
       }
   LLVMDisposeBuilder(b);
 }
