@@ -22,6 +22,7 @@ DEVICES = devices_or_skip()
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools", "fuzz"))
 import kfuzz  # noqa: E402
+import ksim  # noqa: E402
 
 # Kernels of the short run; each holds CASES cases. kapi's compile dominates (about a second
 # per kernel on a 2-core machine); Numba's compile of the oracle, which checks the interpreter
@@ -471,3 +472,52 @@ def test_cuda_contraction_moves_float_products_by_an_ulp():
                 ksim.CONTRACT[0] = False
         assert Fraction(moved[0]) <= exact <= Fraction(moved[1])
         assert moved[0] < float(a) * -5.0 < moved[1]
+
+
+def test_a_kernel_numba_rejects_too_is_not_a_finding():
+    """Seed 7000 kernel 121467 on the H100: `if c * c:` with c = -2**40. Numba's dead-branch
+    pruning folds the product with Python's integers and leaves 2**80 behind as a literal that
+    cannot be typed: Numba raises "Int value is too large" and so does kapi, which shares its
+    front end (a KernelTypingError naming the line). ksim had seen a signed overflow there,
+    so Numba was not asked, and kapi's error was reported. A kapi error now counts only when
+    Numba compiles the oracle."""
+    p = kfuzz.random_program(kfuzz.kernel_rng(7000, 121467), 1)
+    assert not kfuzz.numba_compiles(p)
+    k = kfuzz.make_kernel(p)
+    try:
+        want = r"fuzz-kernel-\d+>:\d+: .*too large"
+        with pytest.raises(numba.core.errors.TypingError, match=want):
+            kfuzz.run_kapi(p, DEVICES[0], k)
+    finally:
+        kfuzz.forget_kernel(k)
+    summary, logged = kfuzz.new_summary(), []
+    args = (7000, DEVICES[:1], None, logged.append, 0, 10**9, summary)
+    assert not kfuzz.one_kernel(p, 121467, *args)
+    assert summary["oracle_errors"] == 1 and not summary["findings"], (summary, logged)
+    # a kernel Numba compiles is still judged
+    q = kfuzz.random_program(kfuzz.kernel_rng(7000, 121466), 1)
+    assert kfuzz.numba_compiles(q)
+    assert kfuzz.one_kernel(q, 121466, *args) and summary["oracle_errors"] == 1
+
+
+def test_a_compare_of_transcendentals_ulps_apart_is_ill_conditioned():
+    """Seed 5000 kernel 147317 on the CPU device: `atan2(a, -219) <= atan2(s, 1.0)` with a
+    and s near 2e18, both results within an ulp of pi/2: glibc rounds the left one up, the
+    CPU device's atan2 down, and the compare flips. The perturbed reruns move each call by
+    up to 4 ulps at random and happened never to reverse the two (1 chance in 30). A float
+    compare a few ulps apart in a case that calls a transcendental is ill-conditioned now."""
+    p = kfuzz.random_program(kfuzz.kernel_rng(5000, 147317), 1)
+    assert "math.atan2" in p.kernel_src()
+    _, _, ill = kfuzz.run_sim(p)
+    assert ill == [0]
+    assert not ksim.NEAR[0]  # left as found
+    sig = numba.core.typing.signature(numba.types.boolean, numba.types.float64, numba.types.float64)
+    f64 = numba.types.float64
+    ulp = math.ulp(math.pi / 2)
+    for near, far, want in ((True, 8 * ulp, True), (True, 9 * ulp, False), (False, 0.0, False)):
+        ksim.ILL[0], ksim.NEAR[0] = False, near
+        try:
+            ksim.binop("<=", sig, math.pi / 2 + far, f64, math.pi / 2, f64)
+            assert ksim.ILL[0] is want, (near, far)
+        finally:
+            ksim.ILL[0] = ksim.NEAR[0] = False
