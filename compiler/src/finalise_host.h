@@ -164,6 +164,12 @@ int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
 #define KC_HF_PREFETCH_MIN_BYTES (16u << 20)
 #define KC_HF_PREFETCH_MIN_LINES 16u
 int kc_hf_prefetch_lines(void);
+/* Which batch the prefetches are for (1: the next; KAPI_HOST_PREFETCH_AHEAD) and the first
+ * region that prefetches (1: the one after the copy; 0: the copy too; KAPI_HOST_PREFETCH_FIRST) */
+#define KC_HF_PREFETCH_AHEAD 1
+#define KC_HF_PREFETCH_FIRST 1
+int kc_hf_prefetch_ahead(void);
+int kc_hf_prefetch_first(void);
 void kc_hf_prefetch_tag(LLVMValueRef phi, int is_x);
 LLVMValueRef kc_hf_prefetch_count(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef lrx,
                                   LLVMValueRef pass);

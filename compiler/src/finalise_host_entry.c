@@ -555,7 +555,7 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
                                         : LLVMConstNull(i8p);
   batch_args(b, t->k, t->vals, t->args + KC_HF_WI_FIXED, LLVMBuildMul(b, lj.iv, t->lstride, ""));
   /* the next batch's input, prefetched while the later regions run (finalise_host_prefetch.c) */
-  if (t->pass && flat && s == 0) kc_hf_prefetch_tag(lj.iv, 0);
+  if (t->pass && flat && !pf && s == 0) kc_hf_prefetch_tag(lj.iv, 0);
   loop_t lz = {0}, ly = {0};
   LLVMBasicBlockRef xfrom = pf ? prefetch_loop(t, lj.iv) : lj.head;
   if (!flat) {
@@ -564,7 +564,7 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
     xfrom = ly.head;
   }
   loop_t lx = loop_open(b, t->fn, xfrom, "wi.x");
-  if (t->pass && flat && s == 0) kc_hf_prefetch_tag(lx.iv, 1);
+  if (t->pass && flat && !pf && s == 0) kc_hf_prefetch_tag(lx.iv, 1);
   LLVMValueRef fixed[KC_HF_WI_FIXED] = {t->g,
                                         lx.iv,
                                         flat ? zero64 : ly.iv,
@@ -686,7 +686,7 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
       LLVMPositionBuilderAtEnd(b, cs);
       LLVMBuildCondBr(b, flat, nests[1], nests[0]);
     }
-    if (k->batches && t.pass && s != 0) {
+    if (k->batches && t.pass && s >= (uint32_t)kc_hf_prefetch_first()) {
       /* A nest of its own, not a branch in the flat one: the prefetches' values would hold
        * registers in launches that do not prefetch (a tree in cache ran slower for them). */
       nests[2] = LLVMAppendBasicBlockInContext(c, fn, "region.flat.pf");

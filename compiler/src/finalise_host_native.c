@@ -30,8 +30,9 @@ static void host_id_init(void) {
   char *t = LLVMGetDefaultTargetTriple(), *c = LLVMGetHostCPUName(), *f = LLVMGetHostCPUFeatures();
   const char *loc = getenv("KAPI_HOST_PREFETCH_LOCALITY");
   host_id =
-      kc_msg("%s;%s;%s;%s;pf%u.%s", t, c, f, getenv("KAPI_HOST_NO_LIBMVEC") ? "nomvec" : "mvec",
-             kc_hf_prefetch_lines(), loc ? loc : "");
+      kc_msg("%s;%s;%s;%s;pf%u.%s.%d.%d", t, c, f,
+             getenv("KAPI_HOST_NO_LIBMVEC") ? "nomvec" : "mvec", kc_hf_prefetch_lines(),
+             loc ? loc : "", kc_hf_prefetch_ahead(), kc_hf_prefetch_first());
   LLVMDisposeMessage(t);
   LLVMDisposeMessage(c);
   LLVMDisposeMessage(f);

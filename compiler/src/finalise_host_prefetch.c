@@ -48,6 +48,17 @@ int kc_hf_prefetch_lines(void) {
   return n < 0 ? 0 : n > 64 ? 64 : (int)n;
 }
 
+int kc_hf_prefetch_ahead(void) {
+  const char *v = getenv("KAPI_HOST_PREFETCH_AHEAD");
+  long n = v && *v ? strtol(v, NULL, 10) : 0;
+  return n < 1 ? KC_HF_PREFETCH_AHEAD : n > 8 ? 8 : (int)n;
+}
+
+int kc_hf_prefetch_first(void) {
+  const char *v = getenv("KAPI_HOST_PREFETCH_FIRST");
+  return v && (*v == '0' || *v == '1') ? *v - '0' : KC_HF_PREFETCH_FIRST;
+}
+
 static unsigned kind_id(LLVMContextRef c, const char *name) {
   return LLVMGetMDKindIDInContext(c, name, (unsigned)strlen(name));
 }
@@ -304,9 +315,11 @@ static void expand_mark(LLVMModuleRef m, copy_t *cp, LLVMValueRef mark, LLVMValu
   LLVMValueRef pass = LLVMGetOperand(mark, 2), lrx = LLVMGetOperand(mark, 3);
   LLVMValueRef q = LLVMGetOperand(mark, 4);
   LLVMValueRef one = LLVMConstInt(i64, 1, 0);
-  cp->group_to = LLVMBuildAdd(b, count, j, "kapi.pf.group");
+  LLVMValueRef ahead = LLVMConstInt(i64, (unsigned)kc_hf_prefetch_ahead(), 0);
+  cp->group_to = LLVMBuildAdd(b, LLVMBuildMul(b, count, ahead, ""), j, "kapi.pf.group");
+  LLVMValueRef first = LLVMConstInt(i64, (unsigned)kc_hf_prefetch_first(), 0);
   LLVMValueRef line =
-      LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSub(b, pass, one, ""), per, ""), q, "kapi.pf.line");
+      LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSub(b, pass, first, ""), per, ""), q, "kapi.pf.line");
   LLVMValueRef last_x = LLVMBuildSub(b, lrx, one, "");
   for (unsigned k = 0; k < nloads && pf; k++) {
     uint64_t size = LLVMStoreSizeOfType(td, LLVMTypeOf(loads[k]));
@@ -346,7 +359,8 @@ static LLVMValueRef counts(LLVMBuilderRef b, LLVMValueRef ph, unsigned size, int
         LLVMBuildUDiv(b, LLVMBuildAdd(b, total, LLVMBuildSub(b, s, one, ""), ""), s, "");
     *per = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, p, zero, ""), one, p, "kapi.pf.per");
   }
-  LLVMValueRef start = LLVMBuildMul(b, LLVMBuildSub(b, pass, one, ""), *per, "");
+  LLVMValueRef first = LLVMConstInt(i64, (unsigned)kc_hf_prefetch_first(), 0);
+  LLVMValueRef start = LLVMBuildMul(b, LLVMBuildSub(b, pass, first, ""), *per, "");
   LLVMValueRef left = LLVMBuildSub(b, total, start, "");
   LLVMValueRef n = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, left, *per, ""), left, *per, "");
   return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, start, total, ""), n, zero, "kapi.pf.n");
