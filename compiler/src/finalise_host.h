@@ -164,12 +164,17 @@ int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
 #define KC_HF_PREFETCH_MIN_BYTES (16u << 20)
 #define KC_HF_PREFETCH_MIN_LINES 16u
 int kc_hf_prefetch_lines(void);
-/* Which batch the prefetches are for (1: the next; KAPI_HOST_PREFETCH_AHEAD) and the first
- * region that prefetches (1: the one after the copy; 0: the copy too; KAPI_HOST_PREFETCH_FIRST) */
+/* Which batch the prefetches are for (KAPI_HOST_PREFETCH_AHEAD; 1: the next), the first region
+ * that prefetches (KAPI_HOST_PREFETCH_FIRST; 0: the copy too, 1: the regions after it) and their
+ * locality (KAPI_HOST_PREFETCH_LOCALITY, llvm.prefetch's: 2 is prefetcht1, into L2). The copy
+ * region prefetching too and into L2 rather than L1 ran the tree reduction 2-9% faster on the
+ * 16-core host (bench/RESULTS.md, sixth session); two batches ahead gained nothing. */
 #define KC_HF_PREFETCH_AHEAD 1
-#define KC_HF_PREFETCH_FIRST 1
+#define KC_HF_PREFETCH_FIRST 0
+#define KC_HF_PREFETCH_LOCALITY 2
 int kc_hf_prefetch_ahead(void);
 int kc_hf_prefetch_first(void);
+int kc_hf_prefetch_locality(void);
 void kc_hf_prefetch_tag(LLVMValueRef phi, int is_x);
 LLVMValueRef kc_hf_prefetch_count(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef lrx,
                                   LLVMValueRef pass);

@@ -56,7 +56,12 @@ int kc_hf_prefetch_ahead(void) {
 
 int kc_hf_prefetch_first(void) {
   const char *v = getenv("KAPI_HOST_PREFETCH_FIRST");
-  return v && (*v == '0' || *v == '1') ? *v - '0' : KC_HF_PREFETCH_FIRST;
+  return v && (*v == '0' || *v == '1') && !v[1] ? *v - '0' : KC_HF_PREFETCH_FIRST;
+}
+
+int kc_hf_prefetch_locality(void) {
+  const char *v = getenv("KAPI_HOST_PREFETCH_LOCALITY");
+  return v && *v >= '0' && *v <= '3' && !v[1] ? *v - '0' : KC_HF_PREFETCH_LOCALITY;
 }
 
 static unsigned kind_id(LLVMContextRef c, const char *name) {
@@ -425,8 +430,7 @@ unsigned kc_hf_prefetch_expand(LLVMModuleRef m, kc_hf_kernel_t *k) {
     for (size_t i = 0; i < ncounts; i++)
       ns[i] = nloads ? counts(b, phs[i], size, kc_hf_prefetch_lines(), &pers[i])
                      : LLVMConstInt(i64, 0, 0);
-    const char *loc = getenv("KAPI_HOST_PREFETCH_LOCALITY");
-    unsigned locality = loc && *loc >= '0' && *loc <= '3' ? (unsigned)(*loc - '0') : 3;
+    unsigned locality = (unsigned)kc_hf_prefetch_locality();
     for (size_t i = 0; i < nmarks && nloads; i++)
       for (size_t h = 0; h < ncounts; h++)
         if (LLVMGetOperand(marks[i], 5) == phs[h])

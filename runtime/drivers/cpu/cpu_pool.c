@@ -389,17 +389,6 @@ static void close_launch(cpu_pool_t *pool) {
   }
 }
 
-/* Chunks per participant in a launch without a known cost (KAPI_CPU_CHUNKS, default 8). */
-static uint64_t chunks_per_participant(void) {
-  static uint64_t n;
-  if (!n) {
-    const char *v = getenv("KAPI_CPU_CHUNKS");
-    long c = v ? strtol(v, NULL, 10) : 0;
-    n = c > 0 ? (uint64_t)c : 8;
-  }
-  return n;
-}
-
 /* How a launch is shared: chunk size and how many workers may join (0: the caller runs it
  * alone). Without a known cost: alone when tiny, else about eight chunks per participant.
  * With one: alone when expected to be quick, and chunks no cheaper than CHUNK_NS. */
@@ -410,7 +399,7 @@ static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, ui
   if (cost && !__builtin_mul_overflow(cost, items, &est_ns)) est_ns >>= 4;
   bool alone =
       pool->threads == 0 || total == 1 || (cost ? est_ns < INLINE_NS : items <= INLINE_ITEMS);
-  uint64_t chunk = total / (p * chunks_per_participant());
+  uint64_t chunk = total / (p * 8);
   if (cost) {
     uint64_t group_ns = est_ns / total ? est_ns / total : 1;
     if (chunk < CHUNK_NS / group_ns) chunk = CHUNK_NS / group_ns;
