@@ -16,8 +16,10 @@ hits their ratios less).
 `--prefetch` compares the reduction compiled with each listed KAPI_HOST_PREFETCH value (cache
 lines per group that each tree step prefetches of the next batch's input; `P:L` also sets
 KAPI_HOST_PREFETCH_LOCALITY to L, `P:aA` KAPI_HOST_PREFETCH_AHEAD to A, `P:fF`
-KAPI_HOST_PREFETCH_FIRST to F, in any combination: `auto:a2:f0`), in one process: each variant is its own kernel, timed in
-turn with the triad and the scan, which run between any two reductions as without it.
+KAPI_HOST_PREFETCH_FIRST to F, in any combination: `auto:a2:f0`), in one process: each
+variant is its own kernel, timed in turn with the triad and the scan, which run between any
+two reductions as without it. `--copy` adds the reduction's copy into local memory alone (its
+first and last regions), the floor of its time.
 """
 
 import argparse
