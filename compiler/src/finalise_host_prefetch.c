@@ -323,8 +323,8 @@ static void expand_mark(LLVMModuleRef m, copy_t *cp, LLVMValueRef mark, LLVMValu
   LLVMValueRef ahead = LLVMConstInt(i64, (unsigned)kc_hf_prefetch_ahead(), 0);
   cp->group_to = LLVMBuildAdd(b, LLVMBuildMul(b, count, ahead, ""), j, "kapi.pf.group");
   LLVMValueRef first = LLVMConstInt(i64, (unsigned)kc_hf_prefetch_first(), 0);
-  LLVMValueRef line =
-      LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSub(b, pass, first, ""), per, ""), q, "kapi.pf.line");
+  LLVMValueRef line = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSub(b, pass, first, ""), per, ""), q,
+                                   "kapi.pf.line");
   LLVMValueRef last_x = LLVMBuildSub(b, lrx, one, "");
   for (unsigned k = 0; k < nloads && pf; k++) {
     uint64_t size = LLVMStoreSizeOfType(td, LLVMTypeOf(loads[k]));
