@@ -753,12 +753,12 @@ def prefetch_calls(dump, kernel):
 
 PREFETCH_PLACES = {
     # env: (batches ahead, the copy region prefetches, locality)
-    "default": ({}, (1, True, 2)),
+    "default": ({}, (2, True, 2)),
     "later regions, L1": (
         {"KAPI_HOST_PREFETCH_FIRST": "1", "KAPI_HOST_PREFETCH_LOCALITY": "3"},
-        (1, False, 3),
+        (2, False, 3),
     ),
-    "two ahead": ({"KAPI_HOST_PREFETCH_AHEAD": "2"}, (2, True, 2)),
+    "next batch": ({"KAPI_HOST_PREFETCH_AHEAD": "1"}, (1, True, 2)),
 }
 
 

@@ -164,12 +164,15 @@ int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
 #define KC_HF_PREFETCH_MIN_BYTES (16u << 20)
 #define KC_HF_PREFETCH_MIN_LINES 16u
 int kc_hf_prefetch_lines(void);
-/* Which batch the prefetches are for (KAPI_HOST_PREFETCH_AHEAD; 1: the next), the first region
- * that prefetches (KAPI_HOST_PREFETCH_FIRST; 0: the copy too, 1: the regions after it) and their
- * locality (KAPI_HOST_PREFETCH_LOCALITY, llvm.prefetch's: 2 is prefetcht1, into L2). The copy
- * region prefetching too and into L2 rather than L1 ran the tree reduction 2-9% faster on the
- * 16-core host (bench/RESULTS.md, sixth session); two batches ahead gained nothing. */
-#define KC_HF_PREFETCH_AHEAD 1
+/* Which batch the prefetches are for (KAPI_HOST_PREFETCH_AHEAD; 1: the next, 2: the one after,
+ * so a batch's copy never waits for lines requested in the previous batch's last steps), the
+ * first region that prefetches (KAPI_HOST_PREFETCH_FIRST; 0: the copy too, so memory is kept
+ * busy while it runs; 1: only the regions after it) and their locality
+ * (KAPI_HOST_PREFETCH_LOCALITY, llvm.prefetch's: 2 is prefetcht1, into L2). Against the fifth
+ * session's choice (1, 1, 3), on the 16-core host: the tree reduction in groups of 512 and 1024
+ * 9-15% faster, in groups of 256 0-6%, two ahead another 2-3% there (bench/RESULTS.md, sixth
+ * session). */
+#define KC_HF_PREFETCH_AHEAD 2
 #define KC_HF_PREFETCH_FIRST 0
 #define KC_HF_PREFETCH_LOCALITY 2
 int kc_hf_prefetch_ahead(void);
