@@ -147,9 +147,9 @@ int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
 int kc_hf_narrow_region_loops(kc_hf_kernel_t *k);
 int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
 
-/* finalise_host_prefetch.c: batched kernels prefetch the next batch's region-0 input during
- * the later regions. While run is built, kc_hf_prefetch_tag marks region 0's flat nest's group
- * (is_x 0) and x (is_x 1) induction phis, and each later region's flat group loop gets
+/* finalise_host_prefetch.c: batched kernels prefetch a later batch's region-0 input while a
+ * batch runs. While run is built, kc_hf_prefetch_tag marks region 0's flat nest's group
+ * (is_x 0) and x (is_x 1) induction phis, and each prefetching region's flat group loop gets
  * `n = kc_hf_prefetch_count(lrx, pass); for q < n: kc_hf_prefetch_mark(j, count, pass, lrx,
  * q, n)`, in a nest of its own taken when kc_hf_prefetch_on(items, lrx) (the launch's
  * work-items, x local range);

@@ -1,30 +1,32 @@
-/* Host finaliser: batched barrier kernels prefetch the next batch's input while the current
- * batch runs its later regions.
+/* Host finaliser: batched barrier kernels prefetch a later batch's input while the current
+ * batch runs.
  *
  * A batch runs region 0 (a tree reduction's copy of its input into local memory) for all its
  * groups, then the later regions (the tree's steps), which read nothing from global memory: on
  * a host where the input streams from DRAM, the core's memory requests stop while the steps run
- * and the copy's memory time and the steps' compute add up. Here every later region's loop over
- * the batch's groups, at group j, prefetches a few cache lines of what region 0 will load for
- * group j of the next batch (the groups after this batch along dimension 0, which the driver
- * runs next), a different few lines in each region run after the copy, so the requests are
- * spread over the steps instead of issued in one burst that would wait for the core's few line
- * fill buffers.
+ * and the copy's memory time and the steps' compute add up. Here every region's loop over the
+ * batch's groups (from region KC_HF_PREFETCH_FIRST on: by default the copy too, so memory stays
+ * busy while it runs), at group j, prefetches a few cache lines of what region 0 will load for
+ * group j of the batch KC_HF_PREFETCH_AHEAD batches on (the groups after this batch along
+ * dimension 0, which the driver runs next), a different few lines in each region, so the
+ * requests are spread over the regions instead of issued in one burst that would wait for the
+ * core's few line fill buffers.
  *
- * How: kc_hf_make_region_run tags the flat nest of region 0 (its group and x induction phis)
- * and gives every later region a third nest, the flat one with, at the top of its group loop,
- * `n = kapi.prefetch.count(lrx, pass); for q < n: kapi.prefetch.mark(j, count, pass, lrx, q,
- * n)` (pass: regions run so far in this call), taken when `kapi.prefetch.on(items, lrx)`.
- * After wi is inlined into run and cleaned up, region 0's loads from global memory (addrspace
- * 1) are plain loads whose addresses are expressions of the tagged phis and of values computed
- * before the state loop (arguments, group fields); kc_hf_prefetch_expand copies each such
- * address expression at every marker with the group phi replaced by `count + j` and the x phi
- * by the first work-item of line (pass-1)*per + q, and prefetches it; n becomes the lines left
- * of that group (at most per, the lines per region), `on` the gate (auto: at least
- * KC_HF_PREFETCH_MIN_BYTES read by region 0, KC_HF_PREFETCH_MIN_LINES per group). Only
- * expressions without memory access (loads of the read-only group descriptor aside), calls or
- * untagged phis are copied, and divisions only by non-zero constants, so the copy can neither
- * trap nor change what the kernel computes: a prefetch never faults, whatever its address.
+ * How: kc_hf_make_region_run tags region 0's flat nest without prefetches (its group and x
+ * induction phis) and gives every prefetching region a third nest, the flat one with, at the
+ * top of its group loop, `n = kapi.prefetch.count(lrx, pass); for q < n:
+ * kapi.prefetch.mark(j, count, pass, lrx, q, n)` (pass: regions run so far in this call), taken
+ * when `kapi.prefetch.on(items, lrx)`. After wi is inlined into run and cleaned up, region 0's
+ * loads from global memory (addrspace 1) are plain loads whose addresses are expressions of the
+ * tagged phis and of values computed before the state loop (arguments, group fields);
+ * kc_hf_prefetch_expand copies each such address expression at every marker with the group phi
+ * replaced by `count * ahead + j` and the x phi by the first work-item of line
+ * (pass-first)*per + q, and prefetches it; n becomes the lines left of that group (at most per,
+ * the lines per region), `on` the gate (auto: at least KC_HF_PREFETCH_MIN_BYTES read by region
+ * 0, KC_HF_PREFETCH_MIN_LINES per group). Only expressions without memory access (loads of the
+ * read-only group descriptor aside), calls or untagged phis are copied, and divisions only by
+ * non-zero constants, so the copy can neither trap nor change what the kernel computes: a
+ * prefetch never faults, whatever its address.
  */
 #include "finalise_host.h"
 
