@@ -11,12 +11,15 @@ triad, reduction and scan timed in turn, sample by sample, so that load on a sha
 hits their ratios less).
 
     .venv/bin/python bench/cpu_barrier.py [--n 512] [--tile 16] [--elems 16777216] [--wg 256]
-        [--prefetch 0,2,4] [--skip-matmul]
+        [--prefetch 0,2,4] [--skip-matmul] [--copy]
 
 `--prefetch` compares the reduction compiled with each listed KAPI_HOST_PREFETCH value (cache
 lines per group that each tree step prefetches of the next batch's input; `P:L` also sets
-KAPI_HOST_PREFETCH_LOCALITY to L), in one process: each variant is its own kernel, timed in
-turn with the triad and the scan, which run between any two reductions as without it.
+KAPI_HOST_PREFETCH_LOCALITY to L, `P:aA` KAPI_HOST_PREFETCH_AHEAD to A, `P:fF`
+KAPI_HOST_PREFETCH_FIRST to F, in any combination: `auto:a2:f0`), in one process: each
+variant is its own kernel, timed in turn with the triad and the scan, which run between any
+two reductions as without it. `--copy` adds the reduction's copy into local memory alone (its
+first and last regions), the floor of its time.
 """
 
 import argparse
@@ -100,12 +103,36 @@ def tree_reduce_py(nditem, a, out, slm):
 tree_reduce = kapi.kernel(tree_reduce_py)
 
 
+PREFETCH_ENV = (
+    "KAPI_HOST_PREFETCH",
+    "KAPI_HOST_PREFETCH_LOCALITY",
+    "KAPI_HOST_PREFETCH_AHEAD",
+    "KAPI_HOST_PREFETCH_FIRST",
+)
+
+
+def prefetch_env(spec):
+    """The environment of a --prefetch spec: `P[:L][:aA][:fF]`, P lines per region (or auto),
+    L the locality, A the batches ahead, F the first region that prefetches."""
+    parts = spec.split(":")
+    env = dict.fromkeys(PREFETCH_ENV)
+    env["KAPI_HOST_PREFETCH"] = parts[0]
+    for p in parts[1:]:
+        if p.startswith("a"):
+            env["KAPI_HOST_PREFETCH_AHEAD"] = p[1:]
+        elif p.startswith("f"):
+            env["KAPI_HOST_PREFETCH_FIRST"] = p[1:]
+        else:
+            env["KAPI_HOST_PREFETCH_LOCALITY"] = p
+    return env
+
+
 def tree_reduce_variant(spec):
-    """The reduction compiled with KAPI_HOST_PREFETCH (and _LOCALITY) from `spec` ("P" or
-    "P:L"): a kernel of its own name, so its SPIR-V and module differ from the others', built
-    on its first call (timing warms it up) under the environment set here."""
-    lines, _, loc = spec.partition(":")
-    name = f"tree_reduce_pf{lines}_{loc or 'd'}"
+    """The reduction compiled with the prefetch settings of `spec` (prefetch_env): a kernel of
+    its own name, so its SPIR-V and module differ from the others', built on its first call
+    (timing warms it up) under the environment set here."""
+    tag = "".join(c if c.isalnum() else "_" for c in spec)
+    name = f"tree_reduce_pf{tag}"
     code = tree_reduce_py.__code__.replace(co_name=name)
     if hasattr(code, "co_qualname"):
         code = code.replace(co_qualname=name)
@@ -114,14 +141,12 @@ def tree_reduce_variant(spec):
     k = kapi.kernel(fn)
 
     def build(nd, *args):
-        saved = {
-            v: os.environ.get(v) for v in ("KAPI_HOST_PREFETCH", "KAPI_HOST_PREFETCH_LOCALITY")
-        }
-        os.environ["KAPI_HOST_PREFETCH"] = lines
-        if loc:
-            os.environ["KAPI_HOST_PREFETCH_LOCALITY"] = loc
-        else:
-            os.environ.pop("KAPI_HOST_PREFETCH_LOCALITY", None)
+        saved = {v: os.environ.get(v) for v in PREFETCH_ENV}
+        for v, val in prefetch_env(spec).items():
+            if val is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = val
         try:
             kapi.call_kernel(k, nd, *args)
         finally:
@@ -132,6 +157,16 @@ def tree_reduce_variant(spec):
                     os.environ[v] = old
 
     return k, build
+
+
+@kapi.kernel
+def copy_in(nditem, a, out, slm):
+    # the reduction's first and last regions alone: its copy into local memory is its floor
+    lid = nditem.get_local_id(0)
+    slm[lid] = a[nditem.get_global_id(0)]
+    K.group_barrier(nditem.get_group())
+    if lid == 0:
+        out[nditem.get_group().get_group_id(0)] = slm[0]
 
 
 @kapi.kernel
@@ -204,7 +239,7 @@ def bench_matmul(cpu, n, repeat):
         )
 
 
-def bench_reduce_scan(cpu, elems, wg, repeat, prefetch=()):
+def bench_reduce_scan(cpu, elems, wg, repeat, prefetch=(), copy=False):
     rng = np.random.default_rng(1)
     h = rng.random(elems, dtype=np.float32)
     a = kapi.asarray(h, device=cpu)
@@ -241,6 +276,10 @@ def bench_reduce_scan(cpu, elems, wg, repeat, prefetch=()):
         build(nd, a, r_out, slm)
         np.testing.assert_allclose(r_out.asnumpy(), h.reshape(-1, wg).sum(axis=1), rtol=1e-4)
         variants.append((spec, lambda k=k: kapi.call_kernel(k, nd, a, r_out, slm)))
+    if copy:
+        kapi.call_kernel(copy_in, nd, a, r_out, slm)
+        np.testing.assert_array_equal(r_out.asnumpy(), h.reshape(-1, wg)[:, 0])
+        variants.append(("copy", lambda: kapi.call_kernel(copy_in, nd, a, r_out, slm)))
     # each reduction between a triad and a scan, which push its input out of the caches
     fns = [run_triad, run_reduce, run_scan]
     for _, fn in variants:
@@ -249,12 +288,18 @@ def bench_reduce_scan(cpu, elems, wg, repeat, prefetch=()):
     tt = statistics.median(meds[0::3])
     ts = statistics.median(meds[2::3])
     bw_triad = 3 * 4 * elems / tt / 1e9
-    for name, tr in [("", meds[1])] + [
-        (f", prefetch {spec}", meds[4 + 3 * i]) for i, (spec, _) in enumerate(variants)
+    for name, tr in [(f"tree reduction f32 wg {wg}", meds[1])] + [
+        (
+            f"copy into local memory wg {wg}"
+            if spec == "copy"
+            else f"tree reduction f32 wg {wg}, prefetch {spec}",
+            meds[4 + 3 * i],
+        )
+        for i, (spec, _) in enumerate(variants)
     ]:
         bw_reduce = 4 * elems / tr / 1e9
         row(
-            f"tree reduction f32 wg {wg}{name}",
+            name,
             f"{bw_reduce:.2f} GB/s",
             "kapi triad f32",
             f"{bw_triad:.2f} GB/s",
@@ -281,6 +326,9 @@ def main():
         "--prefetch", default="", help="KAPI_HOST_PREFETCH values to compare, P[:L],..."
     )
     ap.add_argument("--skip-matmul", action="store_true")
+    ap.add_argument(
+        "--copy", action="store_true", help="also time the reduction's copy into local memory alone"
+    )
     args = ap.parse_args()
     cpu = kapi.Device("cpu")
     print(f"{cpu}, {os.cpu_count()} cores, numba threads {numba.get_num_threads()}")
@@ -288,7 +336,7 @@ def main():
     if not args.skip_matmul:
         bench_matmul(cpu, args.n, args.repeat)
     prefetch = [v for v in args.prefetch.split(",") if v]
-    bench_reduce_scan(cpu, args.elems, args.wg, args.repeat, prefetch)
+    bench_reduce_scan(cpu, args.elems, args.wg, args.repeat, prefetch, args.copy)
 
 
 if __name__ == "__main__":

@@ -742,6 +742,53 @@ def test_cpu_no_prefetching_when_off():
     assert "@llvm.prefetch" not in r.stderr
 
 
+def prefetch_calls(dump, kernel):
+    """The llvm.prefetch calls (their arguments) in the run entry of `kernel`'s modules."""
+    calls = []
+    for ir in dump.split("; ---- kapi cpu driver: host LLVM IR ----")[1:]:
+        if re.search(rf"define i32 @{kernel}\.kapi\.run\(", ir):
+            calls += re.findall(r"call void @llvm\.prefetch\.p0i8\((.*)\)", ir)
+    return calls
+
+
+PREFETCH_PLACES = {
+    # env: (batches ahead, the copy region prefetches, locality)
+    "default": ({}, (2, True, 2)),
+    "later regions, L1": (
+        {"KAPI_HOST_PREFETCH_FIRST": "1", "KAPI_HOST_PREFETCH_LOCALITY": "3"},
+        (2, False, 3),
+    ),
+    "next batch": ({"KAPI_HOST_PREFETCH_AHEAD": "1"}, (1, True, 2)),
+}
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+@pytest.mark.parametrize("place", list(PREFETCH_PLACES))
+def test_cpu_prefetch_placement_changes_no_result(place):
+    # Where the prefetches go (which batch, whether the copy region issues some, the cache
+    # level) changes no result of any batched shape, and the host IR shows each choice: the
+    # copy region's prefetching nest is one more call site, the locality llvm.prefetch's third
+    # argument, the batch ahead a multiple of the batch's group count in the address.
+    more, (ahead, copy, locality) = PREFETCH_PLACES[place]
+    env = {
+        "KAPI_HOST_PREFETCH": "2",
+        "KAPI_CACHE": "0",
+        "KAPI_DUMP": "host",
+        "KAPI_HOST_PREFETCH_AHEAD": "",
+        "KAPI_HOST_PREFETCH_FIRST": "",
+        "KAPI_HOST_PREFETCH_LOCALITY": "",
+    }
+    r = run_script(PREFETCH, env=dict(env, **more))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip() == "ok"
+    calls = prefetch_calls(r.stderr, "tree_reduce")
+    # one site per region that prefetches: the tree's step and its final store, and the copy
+    assert len(calls) == 2 + copy, calls
+    assert all(c.endswith(f"i32 0, i32 {locality}, i32 1") for c in calls), calls
+    shifted = re.findall(r"%\S+ = shl i64 %kapi\.count, 1", r.stderr)
+    assert bool(shifted) == (ahead == 2)
+
+
 @pytest.mark.skipif(not CPU, reason="no CPU device")
 @pytest.mark.parametrize("wg", [256, 1024])
 def test_cpu_tree_reduction_large_enough_to_prefetch(wg):

@@ -147,9 +147,9 @@ int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
 int kc_hf_narrow_region_loops(kc_hf_kernel_t *k);
 int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
 
-/* finalise_host_prefetch.c: batched kernels prefetch the next batch's region-0 input during
- * the later regions. While run is built, kc_hf_prefetch_tag marks region 0's flat nest's group
- * (is_x 0) and x (is_x 1) induction phis, and each later region's flat group loop gets
+/* finalise_host_prefetch.c: batched kernels prefetch a later batch's region-0 input while a
+ * batch runs. While run is built, kc_hf_prefetch_tag marks region 0's flat nest's group
+ * (is_x 0) and x (is_x 1) induction phis, and each prefetching region's flat group loop gets
  * `n = kc_hf_prefetch_count(lrx, pass); for q < n: kc_hf_prefetch_mark(j, count, pass, lrx,
  * q, n)`, in a nest of its own taken when kc_hf_prefetch_on(items, lrx) (the launch's
  * work-items, x local range);
@@ -164,6 +164,20 @@ int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
 #define KC_HF_PREFETCH_MIN_BYTES (16u << 20)
 #define KC_HF_PREFETCH_MIN_LINES 16u
 int kc_hf_prefetch_lines(void);
+/* Which batch the prefetches are for (KAPI_HOST_PREFETCH_AHEAD; 1: the next, 2: the one after,
+ * so a batch's copy never waits for lines requested in the previous batch's last steps), the
+ * first region that prefetches (KAPI_HOST_PREFETCH_FIRST; 0: the copy too, so memory is kept
+ * busy while it runs; 1: only the regions after it) and their locality
+ * (KAPI_HOST_PREFETCH_LOCALITY, llvm.prefetch's: 2 is prefetcht1, into L2). Against the fifth
+ * session's choice (1, 1, 3), on the 16-core host: the tree reduction in groups of 512 and 1024
+ * 9-15% faster, in groups of 256 0-6%, two ahead another 2-3% there (bench/RESULTS.md, sixth
+ * session). */
+#define KC_HF_PREFETCH_AHEAD 2
+#define KC_HF_PREFETCH_FIRST 0
+#define KC_HF_PREFETCH_LOCALITY 2
+int kc_hf_prefetch_ahead(void);
+int kc_hf_prefetch_first(void);
+int kc_hf_prefetch_locality(void);
 void kc_hf_prefetch_tag(LLVMValueRef phi, int is_x);
 LLVMValueRef kc_hf_prefetch_count(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef lrx,
                                   LLVMValueRef pass);

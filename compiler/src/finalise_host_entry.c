@@ -502,8 +502,8 @@ typedef struct {
   unsigned na;
 } nest_t;
 
-/* In a later region's group loop, at group j: `for q < n: mark(j, ..., q, n)`, n the lines
- * of group j of the next batch that this region prefetches (the marker and n are filled in
+/* In a prefetching region's group loop, at group j: `for q < n: mark(j, ..., q, n)`, n the
+ * lines of group j of a later batch that this region prefetches (the marker and n are filled in
  * once wi is inlined: kc_hf_prefetch_expand). Returns the block after the loop. */
 static LLVMBasicBlockRef prefetch_loop(nest_t *t, LLVMValueRef j) {
   LLVMModuleRef m = LLVMGetGlobalParent(t->fn);
@@ -529,7 +529,7 @@ static LLVMBasicBlockRef prefetch_loop(nest_t *t, LLVMValueRef j) {
 
 /* One region's loop nest, from block `from`: `for each group j: for z, y, x: next = wi(...,
  * state, j)`, or with `flat` (groups of one row: local range 1 in y and z) `for each group j:
- * for x` with y = z = 0, and with `pf` (flat only) prefetching for the next batch first. Returns
+ * for x` with y = z = 0, and with `pf` (flat only) prefetching for a later batch first. Returns
  * the block after it (the builder left there) and, in *next, the region's next state. The flat nest
  * exists because loops of one iteration between the group and work-item loops are not free: they
  * hold the x loop's set-up (trip count, vector checks) inside them and keep registers, which for a
@@ -554,8 +554,9 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
   LLVMValueRef local = t->k->local_size ? LLVMBuildInBoundsGEP2(b, i8, base, &t->L.local_off, 1, "")
                                         : LLVMConstNull(i8p);
   batch_args(b, t->k, t->vals, t->args + KC_HF_WI_FIXED, LLVMBuildMul(b, lj.iv, t->lstride, ""));
-  /* the next batch's input, prefetched while the later regions run (finalise_host_prefetch.c) */
-  if (t->pass && flat && s == 0) kc_hf_prefetch_tag(lj.iv, 0);
+  /* region 0's loads, which the prefetching nests copy for a later batch
+   * (finalise_host_prefetch.c): tagged in the one nest without prefetches */
+  if (t->pass && flat && !pf && s == 0) kc_hf_prefetch_tag(lj.iv, 0);
   loop_t lz = {0}, ly = {0};
   LLVMBasicBlockRef xfrom = pf ? prefetch_loop(t, lj.iv) : lj.head;
   if (!flat) {
@@ -564,7 +565,7 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
     xfrom = ly.head;
   }
   loop_t lx = loop_open(b, t->fn, xfrom, "wi.x");
-  if (t->pass && flat && s == 0) kc_hf_prefetch_tag(lx.iv, 1);
+  if (t->pass && flat && !pf && s == 0) kc_hf_prefetch_tag(lx.iv, 1);
   LLVMValueRef fixed[KC_HF_WI_FIXED] = {t->g,
                                         lx.iv,
                                         flat ? zero64 : ly.iv,
@@ -678,7 +679,7 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   for (uint32_t s = 0; s < nstates; s++) {
     LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
     LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
-    /* the full nest's start, the flat one's, the flat one prefetching for the next batch's */
+    /* the full nest's start, the flat one's, the flat one prefetching for a later batch's */
     LLVMBasicBlockRef nests[3] = {cs, NULL, NULL};
     if (k->batches) {
       nests[0] = LLVMAppendBasicBlockInContext(c, fn, "region.full");
@@ -686,7 +687,7 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
       LLVMPositionBuilderAtEnd(b, cs);
       LLVMBuildCondBr(b, flat, nests[1], nests[0]);
     }
-    if (k->batches && t.pass && s != 0) {
+    if (k->batches && t.pass && s >= (uint32_t)kc_hf_prefetch_first()) {
       /* A nest of its own, not a branch in the flat one: the prefetches' values would hold
        * registers in launches that do not prefetch (a tree in cache ran slower for them). */
       nests[2] = LLVMAppendBasicBlockInContext(c, fn, "region.flat.pf");

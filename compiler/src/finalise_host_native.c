@@ -28,10 +28,9 @@ static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 /* Code generated for one CPU may use instructions another lacks: the binary names its host. */
 static void host_id_init(void) {
   char *t = LLVMGetDefaultTargetTriple(), *c = LLVMGetHostCPUName(), *f = LLVMGetHostCPUFeatures();
-  const char *loc = getenv("KAPI_HOST_PREFETCH_LOCALITY");
-  host_id =
-      kc_msg("%s;%s;%s;%s;pf%u.%s", t, c, f, getenv("KAPI_HOST_NO_LIBMVEC") ? "nomvec" : "mvec",
-             kc_hf_prefetch_lines(), loc ? loc : "");
+  host_id = kc_msg("%s;%s;%s;%s;pf%d.%d.%d.%d", t, c, f,
+                   getenv("KAPI_HOST_NO_LIBMVEC") ? "nomvec" : "mvec", kc_hf_prefetch_lines(),
+                   kc_hf_prefetch_locality(), kc_hf_prefetch_ahead(), kc_hf_prefetch_first());
   LLVMDisposeMessage(t);
   LLVMDisposeMessage(c);
   LLVMDisposeMessage(f);

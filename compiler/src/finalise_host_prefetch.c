@@ -1,30 +1,32 @@
-/* Host finaliser: batched barrier kernels prefetch the next batch's input while the current
- * batch runs its later regions.
+/* Host finaliser: batched barrier kernels prefetch a later batch's input while the current
+ * batch runs.
  *
  * A batch runs region 0 (a tree reduction's copy of its input into local memory) for all its
  * groups, then the later regions (the tree's steps), which read nothing from global memory: on
  * a host where the input streams from DRAM, the core's memory requests stop while the steps run
- * and the copy's memory time and the steps' compute add up. Here every later region's loop over
- * the batch's groups, at group j, prefetches a few cache lines of what region 0 will load for
- * group j of the next batch (the groups after this batch along dimension 0, which the driver
- * runs next), a different few lines in each region run after the copy, so the requests are
- * spread over the steps instead of issued in one burst that would wait for the core's few line
- * fill buffers.
+ * and the copy's memory time and the steps' compute add up. Here every region's loop over the
+ * batch's groups (from region KC_HF_PREFETCH_FIRST on: by default the copy too, so memory stays
+ * busy while it runs), at group j, prefetches a few cache lines of what region 0 will load for
+ * group j of the batch KC_HF_PREFETCH_AHEAD batches on (the groups after this batch along
+ * dimension 0, which the driver runs next), a different few lines in each region, so the
+ * requests are spread over the regions instead of issued in one burst that would wait for the
+ * core's few line fill buffers.
  *
- * How: kc_hf_make_region_run tags the flat nest of region 0 (its group and x induction phis)
- * and gives every later region a third nest, the flat one with, at the top of its group loop,
- * `n = kapi.prefetch.count(lrx, pass); for q < n: kapi.prefetch.mark(j, count, pass, lrx, q,
- * n)` (pass: regions run so far in this call), taken when `kapi.prefetch.on(items, lrx)`.
- * After wi is inlined into run and cleaned up, region 0's loads from global memory (addrspace
- * 1) are plain loads whose addresses are expressions of the tagged phis and of values computed
- * before the state loop (arguments, group fields); kc_hf_prefetch_expand copies each such
- * address expression at every marker with the group phi replaced by `count + j` and the x phi
- * by the first work-item of line (pass-1)*per + q, and prefetches it; n becomes the lines left
- * of that group (at most per, the lines per region), `on` the gate (auto: at least
- * KC_HF_PREFETCH_MIN_BYTES read by region 0, KC_HF_PREFETCH_MIN_LINES per group). Only
- * expressions without memory access (loads of the read-only group descriptor aside), calls or
- * untagged phis are copied, and divisions only by non-zero constants, so the copy can neither
- * trap nor change what the kernel computes: a prefetch never faults, whatever its address.
+ * How: kc_hf_make_region_run tags region 0's flat nest without prefetches (its group and x
+ * induction phis) and gives every prefetching region a third nest, the flat one with, at the
+ * top of its group loop, `n = kapi.prefetch.count(lrx, pass); for q < n:
+ * kapi.prefetch.mark(j, count, pass, lrx, q, n)` (pass: regions run so far in this call), taken
+ * when `kapi.prefetch.on(items, lrx)`. After wi is inlined into run and cleaned up, region 0's
+ * loads from global memory (addrspace 1) are plain loads whose addresses are expressions of the
+ * tagged phis and of values computed before the state loop (arguments, group fields);
+ * kc_hf_prefetch_expand copies each such address expression at every marker with the group phi
+ * replaced by `count * ahead + j` and the x phi by the first work-item of line
+ * (pass-first)*per + q, and prefetches it; n becomes the lines left of that group (at most per,
+ * the lines per region), `on` the gate (auto: at least KC_HF_PREFETCH_MIN_BYTES read by region
+ * 0, KC_HF_PREFETCH_MIN_LINES per group). Only expressions without memory access (loads of the
+ * read-only group descriptor aside), calls or untagged phis are copied, and divisions only by
+ * non-zero constants, so the copy can neither trap nor change what the kernel computes: a
+ * prefetch never faults, whatever its address.
  */
 #include "finalise_host.h"
 
@@ -46,6 +48,22 @@ int kc_hf_prefetch_lines(void) {
   if (!v || !*v || strcmp(v, "auto") == 0) return -1;
   long n = strtol(v, NULL, 10);
   return n < 0 ? 0 : n > 64 ? 64 : (int)n;
+}
+
+int kc_hf_prefetch_ahead(void) {
+  const char *v = getenv("KAPI_HOST_PREFETCH_AHEAD");
+  long n = v && *v ? strtol(v, NULL, 10) : 0;
+  return n < 1 ? KC_HF_PREFETCH_AHEAD : n > 8 ? 8 : (int)n;
+}
+
+int kc_hf_prefetch_first(void) {
+  const char *v = getenv("KAPI_HOST_PREFETCH_FIRST");
+  return v && (*v == '0' || *v == '1') && !v[1] ? *v - '0' : KC_HF_PREFETCH_FIRST;
+}
+
+int kc_hf_prefetch_locality(void) {
+  const char *v = getenv("KAPI_HOST_PREFETCH_LOCALITY");
+  return v && *v >= '0' && *v <= '3' && !v[1] ? *v - '0' : KC_HF_PREFETCH_LOCALITY;
 }
 
 static unsigned kind_id(LLVMContextRef c, const char *name) {
@@ -304,9 +322,11 @@ static void expand_mark(LLVMModuleRef m, copy_t *cp, LLVMValueRef mark, LLVMValu
   LLVMValueRef pass = LLVMGetOperand(mark, 2), lrx = LLVMGetOperand(mark, 3);
   LLVMValueRef q = LLVMGetOperand(mark, 4);
   LLVMValueRef one = LLVMConstInt(i64, 1, 0);
-  cp->group_to = LLVMBuildAdd(b, count, j, "kapi.pf.group");
-  LLVMValueRef line =
-      LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSub(b, pass, one, ""), per, ""), q, "kapi.pf.line");
+  LLVMValueRef ahead = LLVMConstInt(i64, (unsigned)kc_hf_prefetch_ahead(), 0);
+  cp->group_to = LLVMBuildAdd(b, LLVMBuildMul(b, count, ahead, ""), j, "kapi.pf.group");
+  LLVMValueRef first = LLVMConstInt(i64, (unsigned)kc_hf_prefetch_first(), 0);
+  LLVMValueRef line = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSub(b, pass, first, ""), per, ""), q,
+                                   "kapi.pf.line");
   LLVMValueRef last_x = LLVMBuildSub(b, lrx, one, "");
   for (unsigned k = 0; k < nloads && pf; k++) {
     uint64_t size = LLVMStoreSizeOfType(td, LLVMTypeOf(loads[k]));
@@ -346,7 +366,8 @@ static LLVMValueRef counts(LLVMBuilderRef b, LLVMValueRef ph, unsigned size, int
         LLVMBuildUDiv(b, LLVMBuildAdd(b, total, LLVMBuildSub(b, s, one, ""), ""), s, "");
     *per = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, p, zero, ""), one, p, "kapi.pf.per");
   }
-  LLVMValueRef start = LLVMBuildMul(b, LLVMBuildSub(b, pass, one, ""), *per, "");
+  LLVMValueRef first = LLVMConstInt(i64, (unsigned)kc_hf_prefetch_first(), 0);
+  LLVMValueRef start = LLVMBuildMul(b, LLVMBuildSub(b, pass, first, ""), *per, "");
   LLVMValueRef left = LLVMBuildSub(b, total, start, "");
   LLVMValueRef n = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, left, *per, ""), left, *per, "");
   return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, start, total, ""), n, zero, "kapi.pf.n");
@@ -411,8 +432,7 @@ unsigned kc_hf_prefetch_expand(LLVMModuleRef m, kc_hf_kernel_t *k) {
     for (size_t i = 0; i < ncounts; i++)
       ns[i] = nloads ? counts(b, phs[i], size, kc_hf_prefetch_lines(), &pers[i])
                      : LLVMConstInt(i64, 0, 0);
-    const char *loc = getenv("KAPI_HOST_PREFETCH_LOCALITY");
-    unsigned locality = loc && *loc >= '0' && *loc <= '3' ? (unsigned)(*loc - '0') : 3;
+    unsigned locality = (unsigned)kc_hf_prefetch_locality();
     for (size_t i = 0; i < nmarks && nloads; i++)
       for (size_t h = 0; h < ncounts; h++)
         if (LLVMGetOperand(marks[i], 5) == phs[h])
