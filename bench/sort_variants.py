@@ -11,7 +11,9 @@ ballot or onesweep kernel's register cap per work-item (KAPI_SORT_MAXREG: @kapi.
 max_registers, 0 for none) and PREFETCH 0 or 1 (KAPI_SORT_PREFETCH: the ballot scatter loads
 the next chunk's keys during this one); e.g. ballot:8:64, ballot::80, ballot:8::0. Onesweep
 variants take two more fields, KIND:KEYS:::LOOKBACK:ORDER (KAPI_SORT_LOOKBACK: status words per
-look-back step; KAPI_SORT_LOOKBACK_ORDER: relaxed or acquire), e.g. onesweep:16:::8:relaxed.
+look-back step; KAPI_SORT_LOOKBACK_ORDER: relaxed or acquire), e.g. onesweep:16:::8:relaxed,
+and a seventh, MATCH (KAPI_SORT_MATCH: how the ranking of both kinds finds a key's equal digits
+in its batch, "ballot" or "atomic"), e.g. ballot:16:::::atomic.
 "cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
 exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
 synccheck and racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed
@@ -79,6 +81,7 @@ def worker(args):
     out["prefetch"] = int(_sort._rank_prefetch()) if out["kind"].startswith("ballot") else ""
     lb = _sort._os_lookback() if "onesweep" in out["kind"] else ("", "")
     out["lookback"] = f"{lb[0]} {lb[1]}".strip()
+    out["match"] = _sort._rank_match() if ranked else ""
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()
@@ -105,10 +108,14 @@ def _env(variant):
     keys, _, rest = rest.partition(":")
     maxreg, _, rest = rest.partition(":")
     prefetch, _, rest = rest.partition(":")
-    lookback, _, order = rest.partition(":")
+    lookback, _, rest = rest.partition(":")
+    order, _, match = rest.partition(":")
     env = dict(os.environ)
-    for name in ("KEYS_PER_ITEM", "SCATTER", "MAXREG", "PREFETCH", "LOOKBACK", "LOOKBACK_ORDER"):
+    names = ("KEYS_PER_ITEM", "SCATTER", "MAXREG", "PREFETCH", "LOOKBACK", "LOOKBACK_ORDER")
+    for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)
+    if match:
+        env["KAPI_SORT_MATCH"] = match
     if lookback:
         env["KAPI_SORT_LOOKBACK"] = lookback
     if order:
@@ -207,14 +214,15 @@ def main():
     cupy = next((r.get("sort_ms") for r in rows if r["variant"] == "cupy"), None)
     print(f"\nsort of 2^{args.log2n} uint32 (random, 32 bits), ms per call; x cupy = "
           "cupy.sort / kapi.sort (target >= 0.5)")  # fmt: skip
-    print("| variant | scatter | keys/item | max regs | prefetch | look-back | sort ms | x cupy "
-          "| argsort ms | check | exit |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| variant | scatter | keys/item | max regs | prefetch | look-back | match | sort ms "
+          "| x cupy | argsort ms | check | exit |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         s, a = r.get("sort_ms"), r.get("argsort_ms")
         ratio = f"{cupy / s:.2f}" if cupy and s and r["variant"] != "cupy" else ""
         print(f"| {r['variant']} | {r.get('kind', '')} | {r.get('keys_per_item', '')} | "
               f"{r.get('max_registers', '')} | {r.get('prefetch', '')} | {r.get('lookback', '')} | "
+              f"{r.get('match', '')} | "
               f"{f'{s:.2f}' if s else ''} | {ratio} | {f'{a:.2f}' if a else ''} | "
               f"{r['check']} | {r['rc']} |")  # fmt: skip
 
