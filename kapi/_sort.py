@@ -369,6 +369,10 @@ SCAN
         while r < R:
             ds[d0 + r] += pre
             r += 1
+        r = 0
+        while r < R:  # run[d] + q: where the sorted chunk's place q of digit d goes
+            run[d0 + r] -= np.int64(ds[d0 + r])
+            r += 1
         K.group_barrier(g)
         for j in range(UNROLL):
             if j * S < rem:
@@ -383,13 +387,13 @@ SCAN
                 q = lid + j * L
                 kk = kl[q]
                 d = np.int64((kk >> shift) & MASK)
-                dst = run[d] + (q - ds[d])
+                dst = run[d] + q
                 k2[dst] = kk
                 VSTORE
         K.group_barrier(g)
         r = 0
         while r < R:
-            run[d0 + r] += np.int64(dc[d0 + r])
+            run[d0 + r] += np.int64(ds[d0 + r] + dc[d0 + r])
             r += 1
 NEXTKEYS
         c += C
@@ -667,7 +671,7 @@ def _onesweep_src() -> str:
     the look-back, and `_rank_scatter`'s write of the chunk sorted by digit (out of its chunk
     loop: one indent less)."""
     m1 = "        rem = cnt - pw"
-    m2 = "        K.group_barrier(g)\n        for j in range(UNROLL):\n            if j * S < rem:"
+    m2 = "        r = 0\n        while r < R:  # run[d] + q"
     m3 = (
         "        K.group_barrier(g)\n        r = 0\n        while r < R:\n            run[d0 + r] +"
     )
