@@ -37,24 +37,30 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = "default,onesweep,ballot,cupy"
 
 
-def _data(log2n):
-    return np.random.default_rng(0).integers(0, 2**32, 1 << log2n, dtype=np.uint32)
+def _data(log2n, distinct=0):
+    """2^log2n random uint32 (seed 0); with distinct, drawn from that many random values."""
+    rng = np.random.default_rng(0)
+    if not distinct:
+        return rng.integers(0, 2**32, 1 << log2n, dtype=np.uint32)
+    values = rng.integers(0, 2**32, distinct, dtype=np.uint32)
+    return values[rng.integers(0, distinct, 1 << log2n)]
 
 
-def _ref_path(log2n):
-    return os.path.join(os.environ.get("TMPDIR", "/tmp"), f"kapi_sort_ref_{log2n}.npy")
+def _ref_path(log2n, distinct=0):
+    name = f"kapi_sort_ref_{log2n}_{distinct}.npy"
+    return os.path.join(os.environ.get("TMPDIR", "/tmp"), name)
 
 
-def _sorted(h, log2n):
+def _sorted(h, log2n, distinct=0):
     """np.sort(h): above 2^22 from the file the parent process wrote (once for all variants)."""
-    return np.load(_ref_path(log2n)) if log2n > 22 else np.sort(h)
+    return np.load(_ref_path(log2n, distinct)) if log2n > 22 else np.sort(h)
 
 
 def worker(args):
     """One variant, in this process (its environment names it): prints one RESULT line."""
     from timing import median_batch
 
-    h = _data(args.log2n)
+    h = _data(args.log2n, args.distinct)
     nh = min(h.size, 1 << 22)
     out = {"variant": args.name}
     if args.name == "cupy":
@@ -62,7 +68,7 @@ def worker(args):
 
         c = cp.asarray(h)
         sync = cp.cuda.Device().synchronize
-        ok = bool((cp.sort(c).get() == _sorted(h, args.log2n)).all())
+        ok = bool((cp.sort(c).get() == _sorted(h, args.log2n, args.distinct)).all())
         out["sort_ms"] = 1e3 * median_batch(lambda: cp.sort(c), sync, args.reps, 5)
         out["argsort_ms"] = 1e3 * median_batch(lambda: cp.argsort(c), sync, args.reps, 5)
         out["check"] = "ok" if ok else "WRONG"
@@ -86,7 +92,7 @@ def worker(args):
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()
     out["first_call_s"] = round(time.perf_counter() - t0, 2)
-    want = _sorted(h, args.log2n)
+    want = _sorted(h, args.log2n, args.distinct)
     bad = []
     if not np.array_equal(s, want):
         bad.append(f"sort: {int((s != want).sum())} of {s.size} differ")
@@ -143,7 +149,8 @@ def _run(cmd, env, timeout):
 
 def _worker_cmd(args, variant, log2n, check_only=False):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", variant, "--log2n", str(log2n)]
-    cmd += ["--reps", str(args.reps)] + (["--device", args.device] if args.device else [])
+    cmd += ["--reps", str(args.reps), "--distinct", str(args.distinct)]
+    cmd += ["--device", args.device] if args.device else []
     return cmd + (["--check-only"] if check_only else [])
 
 
@@ -172,9 +179,9 @@ def sanitize(args):
                 print(_tail(text, 30))
 
 
-def _ensure_ref(log2n):
-    if log2n > 22 and not os.path.exists(_ref_path(log2n)):
-        np.save(_ref_path(log2n), np.sort(_data(log2n)))
+def _ensure_ref(log2n, distinct=0):
+    if log2n > 22 and not os.path.exists(_ref_path(log2n, distinct)):
+        np.save(_ref_path(log2n, distinct), np.sort(_data(log2n, distinct)))
 
 
 def main():
@@ -182,6 +189,8 @@ def main():
     ap.add_argument("--device", default=None, help="kapi filter string (default device if none)")
     ap.add_argument("--log2n", type=int, default=27)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--distinct", type=int, default=0, help="keys drawn from this many random "
+                    "values (0: all random): equal digits collide in the ranking")  # fmt: skip
     ap.add_argument("--variants", default=DEFAULT)
     ap.add_argument("--sanitize", default="default,ballot:8", help="variants run under "
                     "compute-sanitizer first ('' for none)")  # fmt: skip
@@ -198,7 +207,7 @@ def main():
     if args.sanitize:
         sanitize(args)
     t0 = time.perf_counter()
-    _ensure_ref(args.log2n)
+    _ensure_ref(args.log2n, args.distinct)
     print(f"reference np.sort of 2^{args.log2n} uint32: {time.perf_counter() - t0:.1f} s")
     rows = []
     for v in [v for v in args.variants.split(",") if v]:
@@ -212,7 +221,8 @@ def main():
         if rc != 0:
             print(_tail(text))
     cupy = next((r.get("sort_ms") for r in rows if r["variant"] == "cupy"), None)
-    print(f"\nsort of 2^{args.log2n} uint32 (random, 32 bits), ms per call; x cupy = "
+    what = f"{args.distinct} distinct values" if args.distinct else "random, 32 bits"
+    print(f"\nsort of 2^{args.log2n} uint32 ({what}), ms per call; x cupy = "
           "cupy.sort / kapi.sort (target >= 0.5)")  # fmt: skip
     print("| variant | scatter | keys/item | max regs | prefetch | look-back | match | sort ms "
           "| x cupy | argsort ms | check | exit |")  # fmt: skip

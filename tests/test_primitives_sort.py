@@ -504,6 +504,7 @@ def test_rank_scatter_ptx_of_this_device_assembles(monkeypatch, withv, items):
     from kapi import _sort
 
     monkeypatch.setattr(_sort, "SCATTER", "ballot")
+    monkeypatch.setenv("KAPI_SORT_MATCH", "ballot")
     monkeypatch.setenv("KAPI_SORT_KEYS_PER_ITEM", items)
     a = kapi.asarray(np.arange(5000, dtype=np.uint32)[::-1].copy(), device=DEVICES[0])
     (kapi.argsort if withv else kapi.sort)(a)
@@ -514,6 +515,7 @@ def test_rank_scatter_ptx_of_this_device_assembles(monkeypatch, withv, items):
             ("vals = K.PrivateArray" in src) == withv
             and f"keys = K.PrivateArray({n}, np.uint32)" in src
             and f"    L = {_sort._rank_wg(DEVICES[0])}\n" in src  # not the NVIDIA form
+            and "fetch_or(lb)" not in src  # the ballot match, not an atomic one cached too
         ),
     )
     _match_counts(ptx, "ballot", n, popc=False)  # sub-groups of 1 on kapi's CPU device
