@@ -11,7 +11,9 @@ ballot or onesweep kernel's register cap per work-item (KAPI_SORT_MAXREG: @kapi.
 max_registers, 0 for none) and PREFETCH 0 or 1 (KAPI_SORT_PREFETCH: the ballot scatter loads
 the next chunk's keys during this one); e.g. ballot:8:64, ballot::80, ballot:8::0. Onesweep
 variants take two more fields, KIND:KEYS:::LOOKBACK:ORDER (KAPI_SORT_LOOKBACK: status words per
-look-back step; KAPI_SORT_LOOKBACK_ORDER: relaxed or acquire), e.g. onesweep:16:::8:relaxed.
+look-back step; KAPI_SORT_LOOKBACK_ORDER: relaxed or acquire), e.g. onesweep:16:::8:relaxed,
+and a seventh, MATCH (KAPI_SORT_MATCH: how the ranking of both kinds finds a key's equal digits
+in its batch, "ballot" or "atomic"), e.g. ballot:16:::::atomic.
 "cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
 exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
 synccheck and racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed
@@ -35,24 +37,30 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = "default,onesweep,ballot,cupy"
 
 
-def _data(log2n):
-    return np.random.default_rng(0).integers(0, 2**32, 1 << log2n, dtype=np.uint32)
+def _data(log2n, distinct=0):
+    """2^log2n random uint32 (seed 0); with distinct, drawn from that many random values."""
+    rng = np.random.default_rng(0)
+    if not distinct:
+        return rng.integers(0, 2**32, 1 << log2n, dtype=np.uint32)
+    values = rng.integers(0, 2**32, distinct, dtype=np.uint32)
+    return values[rng.integers(0, distinct, 1 << log2n)]
 
 
-def _ref_path(log2n):
-    return os.path.join(os.environ.get("TMPDIR", "/tmp"), f"kapi_sort_ref_{log2n}.npy")
+def _ref_path(log2n, distinct=0):
+    name = f"kapi_sort_ref_{log2n}_{distinct}.npy"
+    return os.path.join(os.environ.get("TMPDIR", "/tmp"), name)
 
 
-def _sorted(h, log2n):
+def _sorted(h, log2n, distinct=0):
     """np.sort(h): above 2^22 from the file the parent process wrote (once for all variants)."""
-    return np.load(_ref_path(log2n)) if log2n > 22 else np.sort(h)
+    return np.load(_ref_path(log2n, distinct)) if log2n > 22 else np.sort(h)
 
 
 def worker(args):
     """One variant, in this process (its environment names it): prints one RESULT line."""
     from timing import median_batch
 
-    h = _data(args.log2n)
+    h = _data(args.log2n, args.distinct)
     nh = min(h.size, 1 << 22)
     out = {"variant": args.name}
     if args.name == "cupy":
@@ -60,7 +68,7 @@ def worker(args):
 
         c = cp.asarray(h)
         sync = cp.cuda.Device().synchronize
-        ok = bool((cp.sort(c).get() == _sorted(h, args.log2n)).all())
+        ok = bool((cp.sort(c).get() == _sorted(h, args.log2n, args.distinct)).all())
         out["sort_ms"] = 1e3 * median_batch(lambda: cp.sort(c), sync, args.reps, 5)
         out["argsort_ms"] = 1e3 * median_batch(lambda: cp.argsort(c), sync, args.reps, 5)
         out["check"] = "ok" if ok else "WRONG"
@@ -79,11 +87,12 @@ def worker(args):
     out["prefetch"] = int(_sort._rank_prefetch()) if out["kind"].startswith("ballot") else ""
     lb = _sort._os_lookback() if "onesweep" in out["kind"] else ("", "")
     out["lookback"] = f"{lb[0]} {lb[1]}".strip()
+    out["match"] = _sort._rank_match() if ranked else ""
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()
     out["first_call_s"] = round(time.perf_counter() - t0, 2)
-    want = _sorted(h, args.log2n)
+    want = _sorted(h, args.log2n, args.distinct)
     bad = []
     if not np.array_equal(s, want):
         bad.append(f"sort: {int((s != want).sum())} of {s.size} differ")
@@ -105,10 +114,14 @@ def _env(variant):
     keys, _, rest = rest.partition(":")
     maxreg, _, rest = rest.partition(":")
     prefetch, _, rest = rest.partition(":")
-    lookback, _, order = rest.partition(":")
+    lookback, _, rest = rest.partition(":")
+    order, _, match = rest.partition(":")
     env = dict(os.environ)
-    for name in ("KEYS_PER_ITEM", "SCATTER", "MAXREG", "PREFETCH", "LOOKBACK", "LOOKBACK_ORDER"):
+    names = ("KEYS_PER_ITEM", "SCATTER", "MAXREG", "PREFETCH", "LOOKBACK", "LOOKBACK_ORDER")
+    for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)
+    if match:
+        env["KAPI_SORT_MATCH"] = match
     if lookback:
         env["KAPI_SORT_LOOKBACK"] = lookback
     if order:
@@ -136,7 +149,8 @@ def _run(cmd, env, timeout):
 
 def _worker_cmd(args, variant, log2n, check_only=False):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", variant, "--log2n", str(log2n)]
-    cmd += ["--reps", str(args.reps)] + (["--device", args.device] if args.device else [])
+    cmd += ["--reps", str(args.reps), "--distinct", str(args.distinct)]
+    cmd += ["--device", args.device] if args.device else []
     return cmd + (["--check-only"] if check_only else [])
 
 
@@ -165,9 +179,9 @@ def sanitize(args):
                 print(_tail(text, 30))
 
 
-def _ensure_ref(log2n):
-    if log2n > 22 and not os.path.exists(_ref_path(log2n)):
-        np.save(_ref_path(log2n), np.sort(_data(log2n)))
+def _ensure_ref(log2n, distinct=0):
+    if log2n > 22 and not os.path.exists(_ref_path(log2n, distinct)):
+        np.save(_ref_path(log2n, distinct), np.sort(_data(log2n, distinct)))
 
 
 def main():
@@ -175,6 +189,8 @@ def main():
     ap.add_argument("--device", default=None, help="kapi filter string (default device if none)")
     ap.add_argument("--log2n", type=int, default=27)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--distinct", type=int, default=0, help="keys drawn from this many random "
+                    "values (0: all random): equal digits collide in the ranking")  # fmt: skip
     ap.add_argument("--variants", default=DEFAULT)
     ap.add_argument("--sanitize", default="default,ballot:8", help="variants run under "
                     "compute-sanitizer first ('' for none)")  # fmt: skip
@@ -191,7 +207,7 @@ def main():
     if args.sanitize:
         sanitize(args)
     t0 = time.perf_counter()
-    _ensure_ref(args.log2n)
+    _ensure_ref(args.log2n, args.distinct)
     print(f"reference np.sort of 2^{args.log2n} uint32: {time.perf_counter() - t0:.1f} s")
     rows = []
     for v in [v for v in args.variants.split(",") if v]:
@@ -205,16 +221,18 @@ def main():
         if rc != 0:
             print(_tail(text))
     cupy = next((r.get("sort_ms") for r in rows if r["variant"] == "cupy"), None)
-    print(f"\nsort of 2^{args.log2n} uint32 (random, 32 bits), ms per call; x cupy = "
+    what = f"{args.distinct} distinct values" if args.distinct else "random, 32 bits"
+    print(f"\nsort of 2^{args.log2n} uint32 ({what}), ms per call; x cupy = "
           "cupy.sort / kapi.sort (target >= 0.5)")  # fmt: skip
-    print("| variant | scatter | keys/item | max regs | prefetch | look-back | sort ms | x cupy "
-          "| argsort ms | check | exit |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| variant | scatter | keys/item | max regs | prefetch | look-back | match | sort ms "
+          "| x cupy | argsort ms | check | exit |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         s, a = r.get("sort_ms"), r.get("argsort_ms")
         ratio = f"{cupy / s:.2f}" if cupy and s and r["variant"] != "cupy" else ""
         print(f"| {r['variant']} | {r.get('kind', '')} | {r.get('keys_per_item', '')} | "
               f"{r.get('max_registers', '')} | {r.get('prefetch', '')} | {r.get('lookback', '')} | "
+              f"{r.get('match', '')} | "
               f"{f'{s:.2f}' if s else ''} | {ratio} | {f'{a:.2f}' if a else ''} | "
               f"{r['check']} | {r['rc']} |")  # fmt: skip
 

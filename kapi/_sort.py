@@ -275,8 +275,10 @@ _SPLIT_SUBGROUP = """
 # keys kept in registers, all of a work-item's loads issued before the first ballot: a
 # sub-group barrier between batches keeps later loads from being moved up, so one load per
 # batch waited out its memory latency ITEMS times per chunk); within a batch the lanes of
-# equal digit (the AND of eight ballots)
-# rank by popcount of the lanes below, and the batch's highest such lane bumps the sub-group's
+# equal digit (the AND of eight ballots, each kept or complemented by the lane's bit) rank by
+# the popcount of the lanes below (kernel_api.popcount: one popc.b32 on NVIDIA GPUs, where a
+# software count took about 20 64-bit instructions per batch), and the batch's highest such
+# lane bumps the sub-group's
 # count of that digit in local memory (wh). Every lane of the sub-group reaches every ballot
 # and sub-group barrier: nothing before them branches per lane (a lane past the chunk's end
 # loads nothing, ranks whatever key it holds and is left out of the masks, m starting as the
@@ -295,7 +297,8 @@ _SPLIT_SUBGROUP = """
 # (itself), which LLVM cannot see through, so it cannot sink the rank's popcount past the
 # barriers and keep its inputs (mask, count, digit and address, 7 registers per key) alive.
 _RANK_SRC = """
-def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, vl, ds, dc, wt):
+def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, vl, ds, dc, wt,
+                  mk):
     g = it.get_group()
     lid = it.get_local_id(0)
     L = WGSIZE
@@ -330,22 +333,19 @@ PREFETCH0
         i = lane
         while i < 256:
             wh[wb + i] = np.int32(0)
+            MKZERO
             i += S
         K.group_barrier(sg)
 LOADKEYS
         for j in range(UNROLL):
             d = np.uint32((keys[j] >> shift) & MASK)
-            nb = min(max(rem + lane - j * S, 0), S)
-            m = np.uint32((np.uint64(1) << np.uint64(nb)) - np.uint64(1))
-            for b in range(8):
-                set_ = np.uint32(np.uint32(0) - ((d >> np.uint32(b)) & np.uint32(1)))
-                bal = np.uint32(K.reduce_over_group(sg, np.uint32(lb & set_), K.GroupOp.ADD))
-                m = np.uint32(m & (bal ^ set_ ^ np.uint32(0xFFFFFFFF)))
+MATCH
             base = wh[wb + np.int64(d)]
-            pr = np.int32(POPC(m & below))  # lanes below with this digit
+            pr = np.int32(K.popcount(np.uint32(m & below)))  # lanes below with this digit
             K.group_barrier(sg)
             if (m >> ul) == np.uint32(1):  # the digit's highest lane: pr + 1 of them
                 wh[wb + np.int64(d)] = base + pr + np.int32(1)
+                MKRESET
             K.group_barrier(sg)
             rk = np.int32((base + pr) | (np.int32(d) << 16))
             rank[j] = K.permute_group_by_xor(sg, rk, 0)  # (see above)
@@ -369,6 +369,10 @@ SCAN
         while r < R:
             ds[d0 + r] += pre
             r += 1
+        r = 0
+        while r < R:  # run[d] + q: where the sorted chunk's place q of digit d goes
+            run[d0 + r] -= np.int64(ds[d0 + r])
+            r += 1
         K.group_barrier(g)
         for j in range(UNROLL):
             if j * S < rem:
@@ -383,17 +387,62 @@ SCAN
                 q = lid + j * L
                 kk = kl[q]
                 d = np.int64((kk >> shift) & MASK)
-                dst = run[d] + (q - ds[d])
+                dst = run[d] + q
                 k2[dst] = kk
                 VSTORE
         K.group_barrier(g)
         r = 0
         while r < R:
-            run[d0 + r] += np.int64(dc[d0 + r])
+            run[d0 + r] += np.int64(ds[d0 + r] + dc[d0 + r])
             r += 1
 NEXTKEYS
         c += C
 """
+
+
+# How a sub-group finds, for each lane's digit d, the mask m of its batch's lanes with digit d
+# (KAPI_SORT_MATCH, RANK_MATCH): "ballot", eight ballots, one per bit of d, each kept or
+# complemented by the lane's bit, ANDed together, starting from the lanes inside the chunk; or
+# "atomic" (CUB's WARP_MATCH_ATOMIC_OR), each lane inside the chunk ORs its bit into the
+# sub-group's word for d in local memory (mk: 256 per sub-group, zero between uses), a
+# sub-group barrier, each lane reads its digit's word, and the digit's highest lane zeroes it
+# once every lane has read it (after the next sub-group barrier): one shared-memory atomic and
+# one load per key where the ballots take 8 redux.sync and about 40 other instructions.
+_MATCH_BALLOT = """
+            nb = min(max(rem + lane - j * S, 0), S)
+            m = np.uint32((np.uint64(1) << np.uint64(nb)) - np.uint64(1))
+            for b in range(8):
+                set_ = np.uint32(np.uint32(0) - ((d >> np.uint32(b)) & np.uint32(1)))
+                bal = np.uint32(K.reduce_over_group(sg, np.uint32(lb & set_), K.GroupOp.ADD))
+                m = np.uint32(m & (bal ^ set_ ^ np.uint32(0xFFFFFFFF)))
+"""
+_MATCH_ATOMIC = """
+            if j * S < rem:
+                K.AtomicRef(mk, wb + np.int64(d), memory_scope=WGSCOPE).fetch_or(lb)
+            K.group_barrier(sg)
+            m = mk[wb + np.int64(d)]
+"""
+# "atomic" by default: H100, 2^27 uint32 (bench/RESULTS.md, issue 13, sixth session): sort
+# (ballot kind) 6.81 ms against 7.72 with the ballots, argsort (onesweep) 11.50 against 11.77.
+RANK_MATCH = "atomic"
+MATCHES = ("ballot", "atomic")
+
+
+def _rank_src() -> str:
+    """`_rank_scatter`'s source with the digit matching that _rank_match chooses."""
+    atomic = _rank_match() == "atomic"
+    match = (_MATCH_ATOMIC if atomic else _MATCH_BALLOT).lstrip("\n")
+    src = _RANK_SRC.replace("MATCH\n", match.replace("WGSCOPE", "K.MemoryScope.WORK_GROUP"))
+    src = src.replace("MKZERO", "mk[wb + i] = np.uint32(0)" if atomic else "pass")
+    return src.replace("MKRESET", "mk[wb + np.int64(d)] = np.uint32(0)" if atomic else "pass")
+
+
+def _rank_match() -> str:
+    """How the ranking matches digits: KAPI_SORT_MATCH (ballot or atomic), else RANK_MATCH."""
+    v = os.environ.get("KAPI_SORT_MATCH") or RANK_MATCH
+    if v not in MATCHES:
+        raise ValueError(f"KAPI_SORT_MATCH must be ballot or atomic, not {v!r}")
+    return v
 
 
 # How _rank_scatter gets a chunk's keys: loaded at the chunk's start ("LOADKEYS"), or, with
@@ -507,7 +556,7 @@ def _osclear(item, st, tk, NTK):
 # are atomic, so they are read again on each turn of the wait (not hoisted out of it).
 _ONESWEEP_HEAD = """
 def _onesweep(it, k, v, k2, v2, st, tk, dstart, n, T, dp, bank, shift, MASK,
-              run, wh, kl, vl, ds, dc, wt, tl):
+              run, wh, kl, vl, ds, dc, wt, mk, tl):
     g = it.get_group()
     lid = it.get_local_id(0)
     L = WGSIZE
@@ -624,12 +673,13 @@ def _onesweep_src() -> str:
     the look-back, and `_rank_scatter`'s write of the chunk sorted by digit (out of its chunk
     loop: one indent less)."""
     m1 = "        rem = cnt - pw"
-    m2 = "        K.group_barrier(g)\n        for j in range(UNROLL):\n            if j * S < rem:"
+    m2 = "        r = 0\n        while r < R:  # run[d] + q"
     m3 = (
         "        K.group_barrier(g)\n        r = 0\n        while r < R:\n            run[d0 + r] +"
     )
-    a, b, c = _RANK_SRC.index(m1), _RANK_SRC.index(m2), _RANK_SRC.index(m3)
-    rank, write = _dedent4(_RANK_SRC[a:b]), _dedent4(_RANK_SRC[b:c])
+    src = _rank_src()
+    a, b, c = src.index(m1), src.index(m2), src.index(m3)
+    rank, write = _dedent4(src[a:b]), _dedent4(src[b:c])
     return _ONESWEEP_HEAD + rank + _lookback_src(*_os_lookback()).lstrip("\n") + write
 
 
@@ -696,26 +746,6 @@ def _as_dtype(x: Array, dt: np.dtype) -> Array:
     )
 
 
-def _popc(x):
-    """The number of set bits of a uint32 (SWAR). The byte counts are summed by shifts, not
-    by the usual multiply by 0x01010101 and shift by 24: kapi types uint32 arithmetic as
-    Numba does, in 64 bits, so that product keeps the upper bytes' partial sums above bit 31
-    and the count came out as large as 2^27 for masks with bits above 7 (on GPUs, ranks far
-    outside the chunk: the scatter wrote out of bounds and the device was lost). It stays
-    64-bit arithmetic on GPUs (truncating each step does not make LLVM narrow it): a
-    popcount builtin would make it one instruction (bench/RESULTS.md, one-sweep sort)."""
-    x = x - ((x >> np.uint32(1)) & np.uint32(0x55555555))
-    x = (x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333))
-    x = (x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
-    x = x + (x >> np.uint32(8))
-    x = x + (x >> np.uint32(16))
-    return np.uint32(x & np.uint32(0x3F))
-
-
-_popc.__kapi_device_func__ = True
-_popc.__kapi_device_options__ = {}
-
-
 @functools.cache
 def _unroll(src: str, n: int) -> str:
     """src with each `for j in range(UNROLL):` loop written out n times (j = 0, 1, ...), so
@@ -741,7 +771,7 @@ def _unroll(src: str, n: int) -> str:
 def _kernel(src, entry, options=None, **subst):
     for a, b in subst.items():
         src = src.replace(a, b)
-    return P.kernel_of(src, entry, {"POPC": _popc}, options=options)
+    return P.kernel_of(src, entry, {}, options=options)
 
 
 def _mode(dt: np.dtype) -> int:
@@ -935,13 +965,15 @@ def _parallel_pass(k: Array, withv: bool, kind: str):
 
 def _rank_wg(dev) -> int:
     """Work-items per group of the "ballot" scatter: 256, or fewer with sub-groups of
-    under 8 work-items (kapi's CPU device) so that the counts per sub-group (wh) fit in
-    32 KiB of local memory."""
+    under 8 work-items (kapi's CPU device) so that the counts per sub-group (wh), and the
+    "atomic" match's words (mk), fit in 32 KiB of local memory."""
     return _rank_wg_of(dev.sub_group_sizes or [1])
 
 
 def _rank_wg_of(sub_group_sizes) -> int:
-    return min(WG, 32 * max(sub_group_sizes))
+    # the "atomic" match adds as many match words (mk) as counts: half as many sub-groups
+    subs = 16 if _rank_match() == "atomic" else 32
+    return min(WG, subs * max(sub_group_sizes))
 
 
 def _rank_kernel(k: Array, withv: bool, items: int):
@@ -957,7 +989,7 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
     sgs, wg, W, one_size = _rank_shape(sub_group_sizes)
     maxreg = _rank_max_registers()
     pre = _rank_prefetch()
-    src = _RANK_SRC
+    src = _rank_src()
     for a, b in (
         ("PREFETCH0", _RANK_PREFETCH0 if pre else ""),
         ("LOADKEYS", _RANK_PREFETCH if pre else _RANK_LOAD),
@@ -1012,6 +1044,7 @@ def _rank_locals(K, kdt, withv, items, wg, W):
         K.LocalAccessor(RADIX, np.int32),  # ds: where each digit starts in the chunk
         K.LocalAccessor(RADIX, np.int32),  # dc: how many keys of each digit the chunk has
         K.LocalAccessor(W, np.int32),  # wt: the sub-groups' digit totals
+        K.LocalAccessor(RADIX * W if _rank_match() == "atomic" else 1, np.uint32),  # mk
     ]
 
 

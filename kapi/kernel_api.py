@@ -43,6 +43,8 @@ __all__ += [
     "shuffle_xor",
     "sub_group_barrier",
 ]
+# Integer builtins (SYCL's names; kapi's own, numba-dpex 0.23 has none).
+__all__ += ["popcount"]
 
 
 class MemoryOrder(IntEnum):
@@ -385,6 +387,17 @@ def all_of_group(group, pred):
 def none_of_group(group, pred):
     _one_item(group, "none_of_group")
     return not pred
+
+
+def popcount(x):
+    """The number of set bits of the integer x, as x's type (SYCL's `sycl::popcount`): a
+    negative value counts the bits of its two's complement in x's width (a Python int is
+    an int64, as in kernels)."""
+    if isinstance(x, bool | np.bool_) or not isinstance(x, int | np.integer):
+        raise TypeError(f"popcount(x): x must be an integer, not {type(x).__name__}")
+    dt = x.dtype if isinstance(x, np.integer) else np.dtype(np.int64)
+    bits = int(x) & ((1 << (8 * dt.itemsize)) - 1)
+    return dt.type(bin(bits).count("1"))
 
 
 def atomic_fence(memory_order, memory_scope):

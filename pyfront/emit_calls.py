@@ -416,6 +416,10 @@ class CallEmitter(UfuncEmitter):
         self.b.emit(f"barrier {scope}", self.line)
         return V.Static(None)
 
+    def _popcount(self, args, kws, sig):
+        x = self.bind_values(K.popcount, args, kws)["x"]
+        return self.unary_op("popcount", x, _unlit(sig.return_type))
+
     def _atomic_fence(self, args, kws, sig):
         b = self.bind_values(K.atomic_fence, args, kws)
         order = self.enum_const(b["memory_order"], ORDERS, "atomic_fence memory_order")
@@ -638,6 +642,7 @@ _BUILTINS = {
     math.exp2: CallEmitter._exp2,
     K.group_barrier: CallEmitter._group_barrier,
     K.atomic_fence: CallEmitter._atomic_fence,
+    K.popcount: CallEmitter._popcount,
     K.AtomicRef: CallEmitter._atomic_ref,
     K.PrivateArray: CallEmitter._private_array,
 }

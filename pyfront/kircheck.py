@@ -26,6 +26,7 @@ _SAME_TYPE_OPS = {
     "neg",
     "abs",
     "not",
+    "popcount",
 }
 
 

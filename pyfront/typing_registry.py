@@ -230,6 +230,16 @@ class AtomicFence(nb.AbstractTemplate):
         return _sig_of(types.none, b)
 
 
+@_global(K.popcount)
+class Popcount(nb.AbstractTemplate):
+    def generic(self, args, kws):
+        b = bind(K.popcount, args, kws)
+        x = types.unliteral(b["x"])
+        if not isinstance(x, types.Integer):
+            _fail(f"popcount(x): x must be an integer (of any width and signedness), not {x}")
+        return nb.signature(x, x)
+
+
 # ---- AtomicRef --------------------------------------------------------------------------------
 
 

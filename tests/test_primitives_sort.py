@@ -247,6 +247,35 @@ def test_every_scatter_kind(dev, monkeypatch, kind, dtype):
     _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
 
 
+@pytest.mark.parametrize("match", ["ballot", "atomic"])
+@pytest.mark.parametrize("kind", ["ballot", "onesweep"])
+def test_rank_matches_sort_right(dev, monkeypatch, kind, match):
+    """Both ways the ranking finds a key's equal digits in its batch (KAPI_SORT_MATCH: eight
+    ballots, or CUB's atomic OR of each lane's bit into its digit's word in local memory,
+    which the digit's highest lane clears for the next batch), in both ranked kinds: random
+    keys, keys of three values (most lanes of a batch share a digit: the atomic ORs
+    collide, the words are cleared and reused batch after batch), a size ending inside a
+    batch, and a stable argsort."""
+    from kapi import _sort
+
+    monkeypatch.setattr(_sort, "SCATTER", kind)
+    monkeypatch.setenv("KAPI_SORT_MATCH", match)
+    rng = np.random.default_rng(21)
+    few = (rng.integers(0, 3, 70_001) * 0x01010101).astype(np.uint32)
+    for h in (_keys("uint32", 100_003, seed=20), few, _keys("int16", 4096 + 17, seed=22)):
+        a = kapi.asarray(h, device=dev)
+        _eq(kapi.sort(a), np.sort(h))
+        _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
+def test_rank_match_must_be_known(monkeypatch):
+    from kapi import _sort
+
+    monkeypatch.setenv("KAPI_SORT_MATCH", "vote")
+    with pytest.raises(ValueError, match="KAPI_SORT_MATCH must be ballot or atomic"):
+        _sort._rank_match()
+
+
 # Tiles of the onesweep kind hold 256 * 16 keys on GPUs (256 * 8 with argsort's values) and
 # 32 * 16 on kapi's CPU device (groups of 32 there): sizes below, at and past one tile.
 _OS_SIZES = [1, 2, 255, 511, 512, 513, 4095, 4096, 4097, 3 * 4096 + 5, 1 << 20]
@@ -321,7 +350,10 @@ def test_onesweep_falls_back_past_30_bits(monkeypatch):
     [(False, 16, "1", "acquire"), (False, 16, "4", "relaxed"), (False, 8, "8", "relaxed"),
      (True, 8, "2", "acquire")],
 )  # fmt: skip
-def test_onesweep_ptx_spins_on_reloaded_status_words(monkeypatch, withv, items, width, order):
+@pytest.mark.parametrize("match", ["ballot", "atomic"])
+def test_onesweep_ptx_spins_on_reloaded_status_words(
+    monkeypatch, withv, items, width, order, match
+):
     """The onesweep pass kernel as NVIDIA GPUs get it (sub-groups of 32, groups of 256):
     ballot ranking (8 redux.sync per key batch) that no lane-varying branch guards, keys in
     registers without spills, and a look-back whose status loads are volatile/acquire loads
@@ -336,13 +368,14 @@ def test_onesweep_ptx_spins_on_reloaded_status_words(monkeypatch, withv, items, 
 
     monkeypatch.setenv("KAPI_SORT_LOOKBACK", width)
     monkeypatch.setenv("KAPI_SORT_LOOKBACK_ORDER", order)
+    monkeypatch.setenv("KAPI_SORT_MATCH", match)
     kern, lm, wg = _sort._onesweep_kernel_for(np.dtype(np.uint32), withv, items, (32,))
     assert wg == 256
     g, i64 = "array(u32,1,C,global)", "array(i64,1,C,global)"
     argtypes = (g, i64, g, i64, g, "array(i32,1,C,global)", i64, "i64", "i64", "i64", "i64")
     argtypes += ("u32", "u32") + tuple(local_kir(a.dtype, a.shape) for a in lm)
     ptx = ptx_of(kern.compile(argtypes, ("nditem", 1)).spirv)
-    assert ptx.count("redux.sync") == 8 * items
+    _match_counts(ptx, match, items)
     assert "ld.local" not in ptx and "st.local" not in ptx
     assert divergent_warp_sync(ptx, "_onesweep") == []
     # the wait: a block that loads the status word and branches back to itself or earlier
@@ -417,19 +450,36 @@ _RANK_REGS = {(False, 4): 64, (False, 8): 80, (False, 16): 128, (True, 2): 64, (
               (True, 8): 120}  # fmt: skip
 
 
+def _match_counts(ptx: str, match: str, batches: int, popc=True):
+    """The ranking's digit matching in PTX: 8 warp ballots (redux.sync) per key batch, or one
+    shared-memory atomic OR ("atomic"); then one hardware popcount per batch either way
+    (popc: where the sub-group size is 32; LLVM drops a count of one possible bit)."""
+    import re
+
+    ors = len(re.findall(r"\b(atom|red)\.shared\.or\.b32", ptx))
+    want = (8 * batches, 0) if match == "ballot" else (0, batches)
+    assert (ptx.count("redux.sync"), ors) == want
+    if popc:
+        assert ptx.count("popc.b32") == batches  # kernel_api.popcount
+
+
+@pytest.mark.parametrize("match", ["ballot", "atomic"])
 @pytest.mark.parametrize("items", [4, 8, 16])
 @pytest.mark.parametrize("withv", [False, True])
-def test_rank_scatter_ptx_ranks_by_ballots_in_registers(withv, items):
+def test_rank_scatter_ptx_ranks_by_ballots_in_registers(monkeypatch, withv, items, match):
     """The GPUs' scatter kernel as NVIDIA GPUs get it (sub-groups of 32, groups of 256; each
     KAPI_SORT_KEYS_PER_ITEM the benchmark compares), through the NVPTX finaliser: its ranking
-    is warp ballots (redux.sync, 8 per key batch, no work-group barrier per bit) that no
-    lane-varying branch guards, its keys and ranks stay in registers (no local-memory stack
-    arrays, no spills, few registers: occupancy), and ptxas assembles it for sm_90."""
+    is warp ballots (redux.sync, 8 per key batch, no work-group barrier per bit) or one
+    shared-memory atomic OR per batch (KAPI_SORT_MATCH=atomic), with no lane-varying branch
+    around a warp-synchronous instruction, its keys and ranks stay in registers (no
+    local-memory stack arrays, no spills, few registers: occupancy), and ptxas assembles it
+    for sm_90."""
     from nvptx_util import divergent_warp_sync, ptx_of
 
     from kapi import _sort
     from kapi._types import local_kir
 
+    monkeypatch.setenv("KAPI_SORT_MATCH", match)
     n = items // 2 if withv else items
     kern, lm, wg = _sort._rank_kernel_for(np.dtype(np.uint32), withv, n, (32,))
     assert wg == 256
@@ -437,7 +487,7 @@ def test_rank_scatter_ptx_ranks_by_ballots_in_registers(withv, items):
     argtypes = (g, i64, g, i64, i64, "i64", "i64", "i64", "u32", "u32")
     argtypes += tuple(local_kir(a.dtype, a.shape) for a in lm)
     ptx = ptx_of(kern.compile(argtypes, ("nditem", 1)).spirv)
-    assert ptx.count("redux.sync") == 8 * n
+    _match_counts(ptx, match, n)
     assert "ld.local" not in ptx and "st.local" not in ptx
     assert ptx.count("bar.sync") <= 6  # work-group barriers per chunk, none per key batch
     assert divergent_warp_sync(ptx, "_rank_scatter") == []  # every lane reaches every ballot
@@ -454,6 +504,7 @@ def test_rank_scatter_ptx_of_this_device_assembles(monkeypatch, withv, items):
     from kapi import _sort
 
     monkeypatch.setattr(_sort, "SCATTER", "ballot")
+    monkeypatch.setenv("KAPI_SORT_MATCH", "ballot")
     monkeypatch.setenv("KAPI_SORT_KEYS_PER_ITEM", items)
     a = kapi.asarray(np.arange(5000, dtype=np.uint32)[::-1].copy(), device=DEVICES[0])
     (kapi.argsort if withv else kapi.sort)(a)
@@ -464,9 +515,10 @@ def test_rank_scatter_ptx_of_this_device_assembles(monkeypatch, withv, items):
             ("vals = K.PrivateArray" in src) == withv
             and f"keys = K.PrivateArray({n}, np.uint32)" in src
             and f"    L = {_sort._rank_wg(DEVICES[0])}\n" in src  # not the NVIDIA form
+            and "fetch_or(lb)" not in src  # the ballot match, not an atomic one cached too
         ),
     )
-    assert ptx.count("redux.sync") == 8 * n
+    _match_counts(ptx, "ballot", n, popc=False)  # sub-groups of 1 on kapi's CPU device
     assert divergent_warp_sync(ptx, "_rank_scatter") == []
     _assemble_sm90(ptx)
 
@@ -486,32 +538,6 @@ def test_shuffle_scatter_ptx_has_no_divergent_shuffles(monkeypatch):
     assert "shfl.sync.up" in ptx
     assert divergent_warp_sync(ptx, "_scatter") == []
     _assemble_sm90(ptx)
-
-
-def test_popc_counts_bits_above_the_low_byte(dev):
-    """The scatter's bit count of a uint32 ballot mask, compiled as the kernels use it: the
-    ranks of lanes 8..31 depend on bits above the low byte (the multiply-based count was
-    right only below 256 under kapi's 64-bit integer arithmetic, and the ballot scatter then
-    wrote out of bounds on GPUs)."""
-    from kapi import _primitives, _sort
-    from kapi._launch import call_kernel
-    from kapi._ranges import Range
-
-    src = "def _popc_t(item, x, y):\n    i = item.get_id(0)\n    y[i] = POPC(x[i])\n"
-    k = _primitives.kernel_of(src, "_popc_t", {"POPC": _sort._popc})
-    rng = np.random.default_rng(3)
-    h = np.concatenate(
-        [
-            np.array([0, 1, 0xFF, 0x100, 0xFFFF, 0x80000000, 0xFFFFFFFF], np.uint32),
-            (np.uint32(1) << np.arange(32, dtype=np.uint32)) - np.uint32(1),
-            rng.integers(0, 2**32, 200, dtype=np.uint64).astype(np.uint32),
-        ]
-    )
-    x = kapi.asarray(h, device=dev)
-    y = kapi.asarray(np.zeros(h.size, np.uint32), device=dev)
-    call_kernel(k, Range(h.size), x, y)
-    want = np.array([bin(int(v)).count("1") for v in h], np.uint32)
-    _eq(y, want)
 
 
 def test_default_kind_by_device_and_values(monkeypatch):

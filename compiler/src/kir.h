@@ -97,6 +97,7 @@ int kir_scalar_kind(const char *name);
   X(OR, "or", "Tvv")                             \
   X(XOR, "xor", "Tvv")                           \
   X(NOT, "not", "Tv")                            \
+  X(POPCOUNT, "popcount", "Tv")                  \
   X(SHL, "shl", "Tvv")                           \
   X(SHR, "shr", "Tvv")                           \
   X(CMP, "cmp", "Tpvv")                          \

@@ -302,6 +302,8 @@ int kir_verify_inst(const kir_module_t *m, const kir_func_t *f, const kir_inst_t
     return same_typed(c, 2, logic, "an integer or bool type");
   case KIR_OP_NOT:
     return same_typed(c, 1, logic, "an integer or bool type");
+  case KIR_OP_POPCOUNT:
+    return same_typed(c, 1, kir_is_int(k), "an integer type");
   case KIR_OP_SHL:
   case KIR_OP_SHR:
     return same_typed(c, 2, kir_is_int(k), "an integer type");

@@ -126,6 +126,7 @@ static int lower_inst(kc_lower_t *L, const kir_inst_t *in) {
   case KIR_OP_NEG:
   case KIR_OP_ABS:
   case KIR_OP_NOT:
+  case KIR_OP_POPCOUNT:
     return kc_lower_unary(L, in);
   case KIR_OP_CMP:
     return kc_lower_cmp(L, in);

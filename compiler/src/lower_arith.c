@@ -150,6 +150,10 @@ int kc_lower_unary(kc_lower_t *L, const kir_inst_t *in) {
   LLVMValueRef a = kc_arg(L, in, 0), r;
   if (in->op == KIR_OP_NOT) {
     r = LLVMBuildNot(L->b, a, "");
+  } else if (in->op == KIR_OP_POPCOUNT) {
+    /* OpenCL.std popcount (any integer width; signedness does not matter): both finalisers
+     * turn it into llvm.ctpop, one popc on NVIDIA GPUs */
+    r = kc_ocl_call(L, "popcount", k, &a, 1);
   } else if (kir_is_float(k)) {
     r = in->op == KIR_OP_NEG ? LLVMBuildFNeg(L->b, a, "") : kc_ocl_call(L, "fabs", k, &a, 1);
   } else if (in->op == KIR_OP_NEG) {
