@@ -934,12 +934,9 @@ def run_sim(p: Program):
     overflow, see ksim.OVERFLOW) and the ill-conditioned ones (ksim.ILL);
     ksim.Unsupported where it cannot model p."""
     devf = {d[0]: (d[1], d[2], d[3]) for c in p.cases for d in c.devfuncs}
-    sim = ksim.Sim(p, N_ITEMS, LOCAL, SLOTS, ACC, devf, math_cases(p, ksim.CONTRACT[0]))
+    sim = ksim.Sim(p, N_ITEMS, LOCAL, SLOTS, ACC, devf)
     with np.errstate(all="ignore"):
-        try:
-            outs = sim.run()
-        finally:
-            ksim.NEAR[0] = False
+        outs = sim.run()
     return outs, sorted(sim.undefined), sorted(sim.ill)
 
 

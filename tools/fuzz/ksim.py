@@ -45,12 +45,11 @@ OVERFLOW = [False]
 # kernel with every transcendental and float `**` result moved by a few ulps (PERTURB, see
 # kfuzz.perturbed_hull) and blames kapi only for values outside the range those runs span.
 # ILL[0] is set for what no ulp explains: copysign with a NaN sign argument; and a compare
-# of floats a few ulps apart in a case that calls a transcendental (NEAR[0] set for such
-# cases), whose outcome any library's last bits may flip: atan2(2.3e18, -219) <= atan2(2e18,
+# of floats a few ulps apart, one of them computed by a transcendental in the compare's own
+# operands, whose outcome any library's last bits may flip: atan2(2.3e18, -219) <= atan2(2e18,
 # 1.0) differs by one ulp between glibc and the CPU device (seed 5000 kernel 147317), and the
 # perturbed reruns, moving each call its own way at random, happened never to reverse them.
 ILL = [False]
-NEAR = [False]
 TRANSCENDENTAL = {"sin", "cos", "exp", "tanh", "atan", "log1p", "atan2", "hypot"}
 
 # None, or a callable giving the whole ulps (positive or negative) by which to move the next
@@ -209,7 +208,8 @@ def power(a, e, rt):
     return r
 
 
-def binop(sym, sig, a, at, b, bt):
+def binop(sym, sig, a, at, b, bt, near=False):
+    """a sym b under sig; `near`: a float compare a few ulps apart is ill-conditioned (ILL)."""
     rt = sig.return_type
     k, bits, signed = info(rt)
     if sym in ("<", "<=", "==", "!=", ">", ">="):
@@ -217,7 +217,7 @@ def binop(sym, sig, a, at, b, bt):
         y = cast(b, bt, sig.args[1])
         if sig.args[0] is not sig.args[1] and info(sig.args[0]) != info(sig.args[1]):
             raise Unsupported(f"compare of {sig.args}")
-        if NEAR[0] and info(sig.args[0])[0] == "f" and _within_ulps(x, y, 2 * MAX_ULPS):
+        if near and info(sig.args[0])[0] == "f" and _within_ulps(x, y, 2 * MAX_ULPS):
             ILL[0] = True
         return bool(_CMP[sym](x, y))
     if sym == "**":
@@ -389,6 +389,15 @@ class Frame:
         self.env, self.arrays, self.lm, self.k, self.lid = env, arrays, lm, k, lid
 
 
+def _libm_valued(e):
+    """Whether Expr e calls a transcendental function or a float `**`."""
+    return any(
+        (n.op == "math" and n.val in TRANSCENDENTAL)
+        or (n.op == "bin" and n.val == "**" and info(n.ty)[0] == "f")
+        for n in e.nodes()
+    )
+
+
 def ev(e, f):
     """The value of Expr e (of type e.ty) in frame f."""
     op = e.op
@@ -401,7 +410,8 @@ def ev(e, f):
         return e.val
     if op == "bin":
         a, b = e.kids
-        return binop(e.val, e.sig, ev(a, f), a.ty, ev(b, f), b.ty)
+        near = e.val in _CMP and (_libm_valued(a) or _libm_valued(b))
+        return binop(e.val, e.sig, ev(a, f), a.ty, ev(b, f), b.ty, near)
     if op == "un":
         (a,) = e.kids
         return unary(e.val, e.sig, ev(a, f), a.ty)
@@ -436,9 +446,8 @@ def ev(e, f):
 class Sim:
     """Runs a Program's cases over every work-item, as the Numba oracle does."""
 
-    def __init__(self, p, n_items, local, slots, acc_n, devfuncs, near=()):
+    def __init__(self, p, n_items, local, slots, acc_n, devfuncs):
         self.p, self.n_items, self.local, self.slots = p, n_items, local, slots
-        self.near = set(near)  # cases whose close float compares are ill-conditioned (NEAR)
         self.devfuncs = devfuncs  # name -> (params, body Expr, param types)
         arrays, scalars = p.inputs()
         self.arrays = {n: _pyvals(a) for n, a in arrays.items()}
@@ -454,7 +463,6 @@ class Sim:
         p = self.p
         for case in p.cases:
             OVERFLOW[0] = ILL[0] = False
-            NEAR[0] = case.index in self.near
             self.run_case(case)
             if OVERFLOW[0]:
                 self.undefined.add(case.index)
