@@ -227,3 +227,27 @@ def assert_assembles(ptx: str, tag: str) -> None:
         r = subprocess.run([ptxas, "-arch=sm_90", src, "-o", os.devnull], capture_output=True)
         os.unlink(src)
         assert r.returncode == 0, r.stderr.decode()
+
+
+def kernel_ptx(kern, signature: str) -> str:
+    """The PTX of a kapi kernel's specialisation `signature` (inspect_spirv's key), without
+    work-item coarsening: the instructions as the kernel wrote them."""
+    return finalise(kern.inspect_spirv(signature), coarsen=False)[0]
+
+
+def assemble_or_skip(ptx: str, tmp_path) -> None:
+    """ptxas accepts ptx for sm_90; the test is skipped, saying why, without the toolkit."""
+    import os
+    import shutil
+    import subprocess
+
+    import pytest
+
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if not os.path.exists(ptxas):
+        pytest.skip("ptxas not found (install the CUDA toolkit to assemble the PTX)")
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    r = subprocess.run([ptxas, "-arch=sm_90", str(src), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr

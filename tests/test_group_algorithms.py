@@ -7,13 +7,10 @@ broadcast ids follow get_local_linear_id's order (the last dimension fastest). G
 cover multiples of 32 and not, 1-D and 2-D.
 """
 
-import os
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 from kapi_testing import devices_or_skip, line_of
+from nvptx_util import assemble_or_skip, kernel_ptx
 
 import kapi
 import pyfront
@@ -542,51 +539,34 @@ def test_collective_needs_a_group():
 # ---- PTX (no GPU needed) ---------------------------------------------------------------
 
 
-def ptx_of(kern, signature):
-    from nvptx_util import finalise
-
-    return finalise(kern.inspect_spirv(signature), coarsen=False)[0]
-
-
-def assemble_for_sm90(ptx, tmp_path):
-    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
-    if not os.path.exists(ptxas):
-        pytest.skip("ptxas not found (install the CUDA toolkit to assemble the PTX)")
-    src = tmp_path / "k.ptx"
-    src.write_text(ptx)
-    r = subprocess.run([ptxas, "-arch=sm_90", str(src), "-o", str(tmp_path / "k.cubin")],
-                       capture_output=True, text=True)  # fmt: skip
-    assert r.returncode == 0, r.stderr
-
-
 I64_2D = "array(i64,2,C,global)"
 
 
 def test_ptx_shuffles_are_warp_shuffles(tmp_path):
     sig = f"nditem(1), {I32}, array(i32,2,C,global), i32"
-    ptx = ptx_of(shuffles, sig)
+    ptx = kernel_ptx(shuffles, sig)
     for mode in ("idx", "down", "up", "bfly"):
         assert f"shfl.sync.{mode}.b32" in ptx, mode
     assert "bar.sync" not in ptx  # sub-group operations never wait for the work-group
-    assemble_for_sm90(ptx, tmp_path)
+    assemble_or_skip(ptx, tmp_path)
 
 
 def test_ptx_collectives_and_sub_group_barrier(tmp_path):
     sig = "nditem(2), array(f64,1,C,global), array(f64,2,C,global)"
-    ptx = ptx_of(algorithms_kernel(GroupOp.MUL), sig)
+    ptx = kernel_ptx(algorithms_kernel(GroupOp.MUL), sig)
     assert "shfl.sync.up.b32" in ptx and "shfl.sync.idx.b32" in ptx  # sub-group scans
     assert "bar.sync" in ptx and ".shared" in ptx  # work-group ones: scratch + barriers
-    assemble_for_sm90(ptx, tmp_path)
-    ptx = ptx_of(algorithms_kernel(GroupOp.MIN), f"nditem(1), {I32}, array(i32,2,C,global)")
+    assemble_or_skip(ptx, tmp_path)
+    ptx = kernel_ptx(algorithms_kernel(GroupOp.MIN), f"nditem(1), {I32}, array(i32,2,C,global)")
     assert "redux.sync.min.s32" in ptx  # 32-bit integer sub-group reductions (sm_80+)
-    assemble_for_sm90(ptx, tmp_path)
+    assemble_or_skip(ptx, tmp_path)
     sig = f"nditem(1), {I32}, i32, i64, array(i32,2,C,global)"
-    ptx = ptx_of(votes, sig)
+    ptx = kernel_ptx(votes, sig)
     assert "vote.sync.any.pred" in ptx and "vote.sync.all.pred" in ptx
-    assemble_for_sm90(ptx, tmp_path)
-    ptx = ptx_of(sg_exchange, f"nditem(1), {F32}, {F32}, array(f32,1,C,local), bool")
+    assemble_or_skip(ptx, tmp_path)
+    ptx = kernel_ptx(sg_exchange, f"nditem(1), {F32}, {F32}, array(f32,1,C,local), bool")
     assert "bar.warp.sync" in ptx and "bar.sync" not in ptx
-    assemble_for_sm90(ptx, tmp_path)
+    assemble_or_skip(ptx, tmp_path)
 
 
 def _sum_if_positive(nd, x, y):
@@ -630,10 +610,10 @@ def test_ptx_divergence_check_finds_warp_ops_under_lane_varying_branches():
 
     sig = f"nditem(1), {I32}, {I32}"
     for fn in (_sum_if_positive, _sum_lane_times):
-        ptx = ptx_of(kapi.kernel(fn), sig)
+        ptx = kernel_ptx(kapi.kernel(fn), sig)
         found = divergent_warp_sync(ptx, fn.__name__)
         assert found and all("redux.sync" in f for f in found), (fn.__name__, found)
-    ptx = ptx_of(kapi.kernel(_sum_converged), sig)
+    ptx = kernel_ptx(kapi.kernel(_sum_converged), sig)
     assert ptx.count("redux.sync") == 2 and "bar.sync" in ptx
     assert divergent_warp_sync(ptx, "_sum_converged") == []
 
@@ -652,9 +632,10 @@ KIR_NAMES = {
 )
 def test_ptx_of_every_collective_assembles(op, dtype, tmp_path):
     t = KIR_NAMES[dtype]
-    ptx = ptx_of(algorithms_kernel(op), f"nditem(2), array({t},1,C,global), array({t},2,C,global)")
+    sig = f"nditem(2), array({t},1,C,global), array({t},2,C,global)"
+    ptx = kernel_ptx(algorithms_kernel(op), sig)
     assert "shfl.sync" in ptx or "redux.sync" in ptx
-    assemble_for_sm90(ptx, tmp_path)
+    assemble_or_skip(ptx, tmp_path)
 
 
 @kapi.kernel

@@ -2,14 +2,12 @@
 number of set bits of an integer of any width and signedness, as the argument's type, on every
 device, in plain CPython, in KIR and as one `popc` in NVIDIA PTX."""
 
-import os
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 from kapi_testing import devices_or_skip, line_of
+from nvptx_util import assemble_or_skip, kernel_ptx
 
 import kapi
 import pyfront
@@ -144,23 +142,6 @@ def test_kir_of_popcount():
 # ---- PTX (no GPU needed) ---------------------------------------------------------------------
 
 
-def _ptx(kern, signature):
-    from nvptx_util import finalise
-
-    return finalise(kern.inspect_spirv(signature), coarsen=False)[0]
-
-
-def _assemble_sm90(ptx, tmp_path):
-    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
-    if not os.path.exists(ptxas):
-        pytest.skip("ptxas not found (install the CUDA toolkit to assemble the PTX)")
-    src = tmp_path / "k.ptx"
-    src.write_text(ptx)
-    r = subprocess.run([ptxas, "-arch=sm_90", str(src), "-o", str(tmp_path / "k.cubin")],
-                       capture_output=True, text=True)  # fmt: skip
-    assert r.returncode == 0, r.stderr
-
-
 @pytest.mark.parametrize(
     "kty, popc",
     [("u32", "popc.b32"), ("i32", "popc.b32"), ("u64", "popc.b64"), ("i64", "popc.b64"),
@@ -170,8 +151,8 @@ def test_ptx_popcount_is_one_popc(kty, popc, tmp_path):
     """One hardware popc per call (32-bit for widths up to 32, 64-bit for 64), no bit-twiddling
     loop or shift ladder, and ptxas assembles it for sm_90."""
     sig = f"item(1), array({kty},1,C,global), array({kty},1,C,global)"
-    ptx = _ptx(_pc, sig)
+    ptx = kernel_ptx(_pc, sig)
     assert len(re.findall(r"\bpopc\.b(32|64)\b", ptx)) == 1, ptx
     assert popc in ptx, ptx
     assert not re.search(r"\b(shr|and)\.b?\w*\s[^\n]*(1431655765|0x55555555)", ptx)
-    _assemble_sm90(ptx, tmp_path)
+    assemble_or_skip(ptx, tmp_path)
