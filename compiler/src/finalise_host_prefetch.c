@@ -56,14 +56,18 @@ int kc_hf_prefetch_ahead(void) {
   return n < 1 ? KC_HF_PREFETCH_AHEAD : n > 8 ? 8 : (int)n;
 }
 
+/* The single digit lo..hi that environment variable `name` holds, else dflt. */
+static int env_digit(const char *name, int lo, int hi, int dflt) {
+  const char *v = getenv(name);
+  return v && *v >= '0' + lo && *v <= '0' + hi && !v[1] ? *v - '0' : dflt;
+}
+
 int kc_hf_prefetch_first(void) {
-  const char *v = getenv("KAPI_HOST_PREFETCH_FIRST");
-  return v && (*v == '0' || *v == '1') && !v[1] ? *v - '0' : KC_HF_PREFETCH_FIRST;
+  return env_digit("KAPI_HOST_PREFETCH_FIRST", 0, 1, KC_HF_PREFETCH_FIRST);
 }
 
 int kc_hf_prefetch_locality(void) {
-  const char *v = getenv("KAPI_HOST_PREFETCH_LOCALITY");
-  return v && *v >= '0' && *v <= '3' && !v[1] ? *v - '0' : KC_HF_PREFETCH_LOCALITY;
+  return env_digit("KAPI_HOST_PREFETCH_LOCALITY", 0, 3, KC_HF_PREFETCH_LOCALITY);
 }
 
 static unsigned kind_id(LLVMContextRef c, const char *name) {

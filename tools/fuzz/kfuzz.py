@@ -943,23 +943,12 @@ def run_sim(p: Program):
 PERTURB_RUNS = 10  # ksim reruns of a differing kernel, transcendental results moved by ulps
 
 
-def ulp_sensitive(n, contract=False):
-    """Whether Expr node n is one whose result the devices compute with their own libraries,
-    an ulp or a few from Numba's: a transcendental function, or a float `**`; with
-    `contract` (CUDA, see ksim.CONTRACT), a float `*` too."""
-    if n.op == "math":
-        return n.val in ksim.TRANSCENDENTAL
-    if n.op == "bin" and is_float(n.ty):
-        return n.val == "**" or (contract and n.val == "*")
-    return False
-
-
 def math_cases(p: Program, contract=False):
     """Indices of the cases with an ulp-sensitive operation (directly or in a device
     function): the only ones the devices' own math libraries can make differ."""
 
     def uses(e):
-        return any(ulp_sensitive(n, contract) for n in e.nodes())
+        return any(ksim.ulp_sensitive(n, contract) for n in e.nodes())
 
     out = set()
     for c in p.cases:

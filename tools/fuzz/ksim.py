@@ -389,13 +389,20 @@ class Frame:
         self.env, self.arrays, self.lm, self.k, self.lid = env, arrays, lm, k, lid
 
 
+def ulp_sensitive(n, contract=False):
+    """Whether Expr node n is one whose result the devices compute with their own libraries,
+    an ulp or a few from Numba's: a transcendental function, or a float `**`; with
+    `contract` (CUDA, see CONTRACT), a float `*` too."""
+    if n.op == "math":
+        return n.val in TRANSCENDENTAL
+    if n.op == "bin" and info(n.ty)[0] == "f":
+        return n.val == "**" or (contract and n.val == "*")
+    return False
+
+
 def _libm_valued(e):
     """Whether Expr e calls a transcendental function or a float `**`."""
-    return any(
-        (n.op == "math" and n.val in TRANSCENDENTAL)
-        or (n.op == "bin" and n.val == "**" and info(n.ty)[0] == "f")
-        for n in e.nodes()
-    )
+    return any(ulp_sensitive(n) for n in e.nodes())
 
 
 def ev(e, f):
