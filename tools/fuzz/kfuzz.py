@@ -969,19 +969,19 @@ def perturbed_hull(p: Program, contract=False, runs=PERTURB_RUNS):
     m = ksim.MAX_ULPS
     steps = [(lambda k=k: k) for k in (-m, -1, 1, m)]
     steps += [lambda: rng.randint(-m, m)] * (runs - len(steps))
-    runs = []
+    outs = []
     try:
-        runs.append(run_sim(p)[0])
+        outs.append(run_sim(p)[0])
         ksim.CONTRACT[0] = contract
         for step in steps:
             ksim.PERTURB[0] = step
-            runs.append(run_sim(p)[0])
+            outs.append(run_sim(p)[0])
     except ksim.Unsupported:
         return None
     finally:
         ksim.PERTURB[0] = None
         ksim.CONTRACT[0] = False
-    ints, floats, acc = (np.stack([r[a] for r in runs]) for a in range(3))
+    ints, floats, acc = (np.stack([r[a] for r in outs]) for a in range(3))
     with np.errstate(invalid="ignore"):
         return (
             (ints.min(0), ints.max(0)),
@@ -1036,17 +1036,17 @@ def explained(p: Program, got, cases, ref, contract=False):
     cand = [c for c in cases if c in math_cases(p, contract)]
     if not cand or got is None:
         return []
-    out = []
+    left = cand  # the cases no hull has explained yet
     for runs in (PERTURB_RUNS, WIDE_RUNS):
+        if not left:
+            break
         key = ("hull", contract, runs)
         if key not in ref:
             ref[key] = perturbed_hull(p, contract, runs)
         if ref[key] is None:
-            return out
-        out += [c for c in cand if c not in out and within_hull(p, got, ref[key], c)]
-        if len(out) == len(cand):
             break
-    return sorted(out)
+        left = [c for c in left if not within_hull(p, got, ref[key], c)]
+    return [c for c in cand if c not in left]
 
 
 def contracts(dev):
