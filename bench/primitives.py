@@ -71,7 +71,8 @@ def main():
     rng = np.random.default_rng(0)
     hk = rng.integers(0, 2**32, n, dtype=np.uint32)
     hf = rng.random(n, dtype=np.float32)
-    from kapi import _primitives, _sort
+    from kapi._numeric import primitives as _primitives
+    from kapi._numeric import sort as _sort
 
     print(
         f"device: {dev.name}; n = 2^{log2n} (NumPy: 2^{nh.bit_length() - 1}); radix scatter: "

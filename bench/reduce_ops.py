@@ -26,7 +26,7 @@ from timing import median_batch
 
 import kapi
 import kapi.random
-from kapi import _lazy
+from kapi._numeric import lazy as _lazy
 
 A, B = np.float32(1.5), np.float32(0.25)
 

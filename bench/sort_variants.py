@@ -4,7 +4,7 @@ each in its own process, so that one that faults (CUDA device lost) cannot hide 
     python3 bench/sort_variants.py [--device gpu] [--log2n 27] [--variants ballot:8,shuffle]
                                    [--sanitize default,ballot:8] [--sanitize-log2n 14]
 
-A variant is KIND[:KEYS[:MAXREG[:PREFETCH]]] with KIND one of kapi/_sort.py's KINDS
+A variant is KIND[:KEYS[:MAXREG[:PREFETCH]]] with KIND one of kapi/_numeric/sort.py's KINDS
 (KAPI_SORT_SCATTER) or "default" (the device's own choice), KEYS the keys per work-item of a
 ballot chunk or a onesweep tile (KAPI_SORT_KEYS_PER_ITEM; empty: the default), MAXREG the
 ballot or onesweep kernel's register cap per work-item (KAPI_SORT_MAXREG: @kapi.kernel's
@@ -75,7 +75,7 @@ def worker(args):
         print("RESULT " + json.dumps(out), flush=True)
         return
     import kapi
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     out["kind"] = _sort._scatter_kind(dev)

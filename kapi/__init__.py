@@ -25,7 +25,7 @@ def _export(module: str, *names: str, **renamed: str) -> None:
 
 
 _export(
-    "_array",
+    "_numeric",
     "Array",
     "arange",
     "asarray",
@@ -38,9 +38,9 @@ _export(
     "zeros",
     "zeros_like",
 )
-_export("_device", "Device", "Queue", "default_device", "devices")
+_export("_memory.device", "Device", "Queue", "default_device", "devices")
 _export(
-    "_dpjit",
+    "_dpjit.dpjit",
     "DpjitFunction",
     "HostCompileError",
     "HostFallbackWarning",
@@ -66,17 +66,17 @@ _export(
     "UnsupportedGroupWorkItemSizeError",
     "UnsupportedKernelArgumentError",
 )
-_export("_fuse", "FusedFunction", "fuse")
-_export("_guvectorize", "GUFunc", "guvectorize")
-_export("_interop", "from_dlpack")
-_export("_kernel", "KernelDispatcher", "device_func", "kernel")
-_export("_launch", "call_kernel", "call_kernel_async", "wait_all")
-_export("_memory", "MemoryPool", "get_default_memory_pool")
-_export("_primitives", "cumprod", "cumsum", "reduce", "scan")
-_export("_ranges", "NdRange", "Range")
-_export("_sort", "argsort", "sort", "topk", "unique")
+_export("_numeric.fuse", "FusedFunction", "fuse")
+_export("_numeric.guvectorize", "GUFunc", "guvectorize")
+_export("_numeric", "from_dlpack")
+_export("_kernel.dispatcher", "KernelDispatcher", "device_func", "kernel")
+_export("_kernel.launch", "call_kernel", "call_kernel_async", "wait_all")
+_export("_memory.pool", "MemoryPool", "get_default_memory_pool")
+_export("_numeric.primitives", "cumprod", "cumsum", "reduce", "scan")
+_export("_kernel.ranges", "NdRange", "Range")
+_export("_numeric.sort", "argsort", "sort", "topk", "unique")
 _export(
-    "_types",
+    "_kernel.types",
     "DpnpNdArray",
     "ItemType",
     "NdItemType",
@@ -84,10 +84,10 @@ _export(
     "usm_ndarray",
     array_type="array",
 )
-_export("_ufunc", "where")
-_export("_vectorize", "VectorizedFunction", "vectorize")
+_export("_numeric.ufunc", "where")
+_export("_numeric.vectorize", "VectorizedFunction", "vectorize")
 
-# Scalar types, as numba-dpex exports them (kapi/_scalar_names.py): conversions
+# Scalar types, as numba-dpex exports them (kapi/_kernel/scalar_names.py): conversions
 # (kapi.int32(0)), dtypes, signature entries, signature objects (kapi.int64(kapi.int64)) and
 # array types (kapi.float32[::1]). All come from one scalar_names() table, bound together.
 _SCALAR_NAMES = (
@@ -103,7 +103,7 @@ _SUBMODULES = ("kernel_api", "random")
 
 
 def _bind_scalars():
-    from ._scalar_names import SCALARS
+    from ._kernel.scalar_names import SCALARS
 
     for name in _SCALAR_NAMES:
         globals()[name] = SCALARS[name]

@@ -14,7 +14,7 @@ def main(argv: list[str]) -> int:
         return (_cli.cache_main if argv[0] == "cache" else _cli.compile_main)(argv[1:])
     verbose = "-v" in argv or "--verbose" in argv
     from . import _native
-    from ._device import default_device, devices
+    from ._memory.device import default_device, devices
 
     try:
         devs = devices()

@@ -29,7 +29,7 @@ def _human(n: int) -> str:
 
 
 def cache_main(argv: list[str]) -> int:
-    from . import _cache
+    from ._cache import store as _cache
 
     p = argparse.ArgumentParser(prog="python -m kapi cache", description="kapi's disk cache")
     p.add_argument("--clear", action="store_true", help="remove every entry")
@@ -90,10 +90,10 @@ def compile_main(argv: list[str]) -> int:
     if a.output:
         os.environ["KAPI_CACHE_DIR"] = os.path.abspath(a.output)
         os.environ["KAPI_CACHE"] = "1"
-    from . import _cache
-    from ._device import Device, devices
-    from ._kernel import KernelDispatcher
-    from ._types import parse_signature
+    from ._cache import store as _cache
+    from ._kernel.dispatcher import KernelDispatcher
+    from ._kernel.types import parse_signature
+    from ._memory.device import Device, devices
 
     if not _cache.enabled():
         print("kapi compile: the disk cache is off (KAPI_CACHE=0)", file=sys.stderr)

@@ -92,27 +92,6 @@ class UnsupportedDtypeError(KapiError, TypeError):
     """An array dtype kapi arrays or kernels do not support."""
 
 
-_MISSING_WITH_TYPING_ERROR: list[type] = []
-
-
-def missing_specialization(message: str) -> Exception:
-    """A MissingSpecializationError that `except numba.core.errors.TypingError` (numba-dpex's
-    class for a call matching no declared signature) catches too. Numba is imported here, on
-    an error path, never at `import kapi`."""
-    try:
-        from numba.core.errors import TypingError
-    except ImportError:  # pragma: no cover - Numba is a dependency of the compiler
-        return MissingSpecializationError(message)
-    if not _MISSING_WITH_TYPING_ERROR:
-        cls = type(
-            "MissingSpecializationError",
-            (MissingSpecializationError, TypingError),
-            {"__module__": "kapi", "__doc__": MissingSpecializationError.__doc__},
-        )
-        _MISSING_WITH_TYPING_ERROR.append(cls)
-    return _MISSING_WITH_TYPING_ERROR[0](message)
-
-
 # Status name (from the C libraries) -> exception class. Unknown names fall back by prefix.
 _STATUS_CLASSES: dict[str, type[Exception]] = {
     "KC_ERR_INVALID_ARGUMENT": KernelCompileError,

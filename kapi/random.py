@@ -23,9 +23,9 @@ import os
 
 import numpy as np
 
-from . import _primitives as P
-from ._array import Array
-from ._launch import call_kernel
+from ._kernel.launch import call_kernel
+from ._memory.array import Array
+from ._numeric import primitives as P
 
 __all__ = ["Generator", "default_rng", "philox4x32"]
 
@@ -191,9 +191,9 @@ def philox4x32(counters, keys, device=None):
     """The raw Philox-4x32-10 blocks: counters (n, 4) and keys (n, 2) of uint32 (NumPy or
     kapi arrays) give (n, 4) uint32, computed on `device` (default: the kapi arrays' device,
     else the default device). For checking against the Random123 known answers."""
-    from . import _array
-    from ._launch import call_kernel
-    from ._ranges import Range
+    from ._kernel.launch import call_kernel
+    from ._kernel.ranges import Range
+    from ._memory import array as _array
 
     def put(x, shape):
         if isinstance(x, Array):
@@ -219,8 +219,8 @@ _PLANS: dict = {}  # (kind, dtype, size, device, usm_type, STAGED, NORMAL_F32) -
 def _plan(kind: str, dtype, size, device, usm_type):
     """What a call of _fill launches, but for the counter: (queue, usm_type, shape, dtype,
     n, flat view's (shape, strides) or None, counters, (kernel, range, n, local memory))."""
-    from . import _array
-    from ._ranges import Range
+    from ._kernel.ranges import Range
+    from ._memory import array as _array
 
     dt = np.dtype(dtype)
     if dt not in (np.float32, np.float64):
@@ -235,8 +235,9 @@ def _plan(kind: str, dtype, size, device, usm_type):
     launch = None
     if counters:
         if staged:
-            from . import kernel_api as K
-            from ._ranges import NdRange
+            from kapi_lang import kernel_api as K
+
+            from ._kernel.ranges import NdRange
 
             groups = -(-counters // WG)
             rng = NdRange(groups * WG, WG)

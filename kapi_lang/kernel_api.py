@@ -2,6 +2,7 @@
 
 These classes run kernels in plain CPython (the simulator) and are the names pyfront's typing
 registry recognises inside kernels. No Numba here: the compiled semantics live in pyfront.
+Users reach them as kapi.kernel_api, which adds the launch API (call_kernel, Range, NdRange).
 """
 
 import operator
@@ -563,11 +564,3 @@ class PrivateArray:
 
     def __setitem__(self, idx, val):
         self._data[idx] = val
-
-
-# The launch API under numba-dpex's kernel_api names (kapi/_ranges.py, kapi/_launch.py).
-# Here call_kernel compiles and runs the kernel on a device, plain functions included.
-from ._launch import call_kernel  # noqa: E402
-from ._ranges import NdRange, Range  # noqa: E402
-
-__all__ += ["NdRange", "Range", "call_kernel"]

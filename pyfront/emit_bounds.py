@@ -4,7 +4,8 @@ extent, and an out-of-range one fails the work-item with KIR `raise` (an IndexEr
 array, the index as written, the dimension and its extent, raised by call_kernel; see
 emit_print.py and docs/kir.md)."""
 
-# The raise site's first argument, which tells the launcher (kapi/_kernel.py BOUNDS_SITE) to
+# The raise site's first argument, which tells the launcher (kapi/_kernel/dispatcher.py
+# BOUNDS_SITE) to
 # fill {index} and {extent} of the second from the values the work-item recorded.
 BOUNDS_SITE = "kapi.boundscheck"
 

@@ -11,7 +11,7 @@ import operator
 
 import numpy as np
 
-from kapi import kernel_api as K
+from kapi_lang import kernel_api as K
 
 from . import values as V
 from ._numba import types

@@ -5,7 +5,7 @@ instructions, shuffles are `sg_shuffle*`, and the collectives over a Group or a 
 `group_*` instructions whose scope (work_group / sub_group) comes from the group argument.
 """
 
-from kapi import kernel_api as K
+from kapi_lang import kernel_api as K
 
 from . import values as V
 from ._numba import types

@@ -5,7 +5,7 @@ sub-group barrier and shuffles, and the collectives over a Group or a SubGroup. 
 emitted by emit_group.py.
 """
 
-from kapi import kernel_api as K
+from kapi_lang import kernel_api as K
 
 from . import _numba as nb
 from .ktypes import GroupType, NdItemType, SubGroupType

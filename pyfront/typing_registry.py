@@ -10,7 +10,7 @@ import inspect
 import math
 import operator
 
-from kapi import kernel_api as K
+from kapi_lang import kernel_api as K
 
 from . import _numba as nb
 from .errors import KernelError, UnsupportedConstructError

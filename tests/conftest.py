@@ -22,15 +22,15 @@ def _kapi_cache_dir(monkeypatch, tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _fresh_launch_plans():
-    """Recorded launch plans (kapi/_replay.py) start empty and are dropped after each test:
+    """Recorded launch plans (kapi/_numeric/replay.py) start empty and are dropped after each test:
     tests patch the library's scheme choices (which kernels, which variant), and a plan
     recorded under one test's patch must not replay in the next."""
     import sys
 
-    rp = sys.modules.get("kapi._replay")
+    rp = sys.modules.get("kapi._numeric.replay")
     if rp is not None:
         rp.clear_plans()
     yield
-    rp = sys.modules.get("kapi._replay")
+    rp = sys.modules.get("kapi._numeric.replay")
     if rp is not None:
         rp.clear_plans()

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import kapi
-from kapi import _device
+from kapi._memory import device as _device
 
 try:
     DEVICES = kapi.devices()

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import kapi
-from kapi import _kernel
-from kapi._types import parse_signature
+from kapi._kernel import dispatcher as _kernel
+from kapi._kernel.types import parse_signature
 
 
 @pytest.fixture

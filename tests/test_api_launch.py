@@ -382,7 +382,7 @@ def test_launches_from_several_threads(dev):
 
 
 def test_compiler_errors_map_to_kernel_compile_error():
-    from kapi import _kernel
+    from kapi._kernel import dispatcher as _kernel
 
     with pytest.raises(kapi.KernelCompileError, match="expected 'kernel'") as info:
         _kernel._compile_kir("kir 1\nnonsense\n", 2)

@@ -276,7 +276,7 @@ def test_fuse_matches_numpy(dev):
 
 
 def test_fuse_is_one_kernel(dev):
-    from kapi import _ufunc
+    from kapi._numeric import ufunc as _ufunc
 
     f = kapi.fuse(lambda x, y: (x * 2 + y) / 3 - x)
     before = len(_ufunc._KERNELS)
@@ -404,7 +404,8 @@ def test_generated_kernels_finalise_to_ptx(tmp_path):
 
     from nvptx_util import ptx_of
 
-    from kapi import _reduce, _ufunc
+    from kapi._numeric import reduce as _reduce
+    from kapi._numeric import ufunc as _ufunc
 
     ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
     libdevice = Path(ptxas).resolve().parents[1] / "nvvm" / "libdevice" / "libdevice.10.bc"
@@ -491,7 +492,7 @@ def test_vectorize_signature_selection_and_out(dev):
 def test_reductions_in_row_chunks(dev, monkeypatch):
     """Rows go in launches of at most _MAX_ROWS (CUDA's 65535 groups per y/z grid dimension);
     a small limit here checks the chunking on every device."""
-    from kapi import _reduce
+    from kapi._numeric import reduce as _reduce
 
     monkeypatch.setattr(_reduce, "_MAX_ROWS", 7)
     a = _data(np.float64, (30, 5000), 21)

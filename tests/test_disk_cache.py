@@ -1,4 +1,5 @@
-"""The disk cache (kapi/_cache.py, kapi/_identity.py): a hit skips the front end and LLVM, and
+"""The disk cache (kapi/_cache/store.py, kapi/_cache/identity.py): a hit skips the front end and
+LLVM, and
 every part of the key misses when it changes. Kernels are built from source text compiled
 under one fixed file name, so two builds of the same text have equal code objects (as a
 script run twice does) and a change to one part of the text changes only that part. Each test
@@ -18,8 +19,10 @@ import pytest
 from kapi_testing import devices_or_skip
 
 import kapi
-from kapi import _cache, _identity, _kernel
 from kapi import kernel_api as kapi_api
+from kapi._cache import identity as _identity
+from kapi._cache import store as _cache
+from kapi._kernel import dispatcher as _kernel
 
 DEVICES = devices_or_skip()
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -372,7 +372,7 @@ def test_dpjit_calls_dpjit(dev):
 def test_a_result_of_another_type_than_compiled_for_is_a_clear_error():
     # a result's dtype is decided while Numba compiles (NumPy's rules, the default device);
     # where kapi gives another one at run time (a device without fp64), the call stops
-    from kapi import _dpjit_host
+    from kapi._dpjit import host as _dpjit_host
 
     with pytest.raises(TypeError, match=r"zeros gave a 1-d float32 array where its compiled "):
         _dpjit_host._expect(kapi.zeros(2, dtype=np.float32), np.dtype(np.float64), 1, "zeros")

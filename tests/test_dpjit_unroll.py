@@ -1,4 +1,4 @@
-"""dpjit reduction kernels with several independent accumulators (kapi/_dpjit.py, _fold_loop):
+"""dpjit reduction kernels with several independent accumulators (kapi/_dpjit/dpjit.py, _fold_loop):
 results against Numba njit(parallel=True) around every remainder of the unrolled loop, in
 both kernel shapes (the GPU's strided tree, the CPU device's contiguous blocks); what the
 kernels compile to (four loads in flight and no index wraparound in the PTX, vector loads in
@@ -18,7 +18,7 @@ import pytest
 from kapi_testing import devices_or_skip
 
 import kapi
-from kapi import _dpjit
+from kapi._dpjit import dpjit as _dpjit
 from pyfront import KernelTypingError
 
 DEVICES = devices_or_skip()

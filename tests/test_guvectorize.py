@@ -7,7 +7,7 @@ import pytest
 from kapi_testing import devices_or_skip
 
 import kapi
-from kapi import _guvectorize
+from kapi._numeric import guvectorize as _guvectorize
 
 DEVICES = devices_or_skip()
 ids = [d.filter_string for d in DEVICES]

@@ -70,7 +70,7 @@ def test_every_export_is_public_and_resolves():
     for name in [*kapi.__all__, *kapi._SCALAR_NAMES]:
         assert getattr(kapi, name) is not None, name
     assert kapi.i4 is kapi.int32 and kapi.f8 is kapi.double and kapi.none is kapi.void
-    assert kapi.array_type is kapi._types.array
+    assert kapi.array_type is kapi._kernel.types.array
     from kapi import kernel_api
 
     assert kapi.kernel_api is kernel_api
@@ -86,7 +86,7 @@ def test_user_error_check_covers_kapi_and_pyfront_errors():
     # call_kernel drops kapi's frames from these (kapi/_ext/call.c), pyfront's without
     # kapi importing pyfront for a launch the disk cache serves
     import pyfront
-    from kapi._launch import _UserError
+    from kapi._kernel.launch import _UserError
 
     assert isinstance(kapi.KernelCompileError("x"), _UserError)
     assert isinstance(pyfront.KernelTypingError("m", "f.py", 3), _UserError)

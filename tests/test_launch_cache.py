@@ -13,7 +13,7 @@ from kapi_testing import devices_or_skip
 import kapi
 from kapi import _native
 from kapi import kernel_api as kapi_api
-from kapi._types import DTYPE_TO_KIR
+from kapi._memory.dtypes import DTYPE_TO_KIR
 
 DEVICES = devices_or_skip()
 
@@ -301,7 +301,7 @@ def _numpy_cases():
 
 def test_numpy_array_keys_match_the_python_helper():
     _cpu()
-    from kapi._launch import _numpy_desc
+    from kapi._kernel.launch import _numpy_desc
 
     for a in _numpy_cases():
         kapi.call_kernel(touch, kapi.Range(1), a)

@@ -1,4 +1,4 @@
-"""Lazy fusion of elementwise expressions on kapi arrays (kapi/_lazy.py): one kernel per
+"""Lazy fusion of elementwise expressions on kapi arrays (kapi/_numeric/lazy.py): one kernel per
 expression, results and dtypes as eager NumPy, evaluation points, snapshot semantics when an
 input changes before evaluation, kapi.where and astype on the device, KAPI_LAZY=0."""
 
@@ -12,7 +12,8 @@ import pytest
 from kapi_testing import devices_or_skip
 
 import kapi
-from kapi import _lazy, _ufunc
+from kapi._numeric import lazy as _lazy
+from kapi._numeric import ufunc as _ufunc
 
 DEVICES = devices_or_skip()
 ids = [d.filter_string for d in DEVICES]
@@ -367,7 +368,7 @@ def test_lazy_off_launches_each_operator(dev, monkeypatch):
 
 
 def test_kapi_lazy_environment_variable():
-    code = "import kapi._lazy as l; print(l.ENABLED)"
+    code = "import kapi._numeric.lazy as l; print(l.ENABLED)"
     env = dict(os.environ, KAPI_LAZY="0", PYTHONPATH=os.getcwd())
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr

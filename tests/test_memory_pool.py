@@ -1,4 +1,4 @@
-"""kapi's caching memory pool (kapi/_memory.py): freed arrays' memory is reused by the next
+"""kapi's caching memory pool (kapi/_memory/pool.py): freed arrays' memory is reused by the next
 array of its size class on its device, results of operators and reductions allocate nothing
 in steady state, memory a pending launch uses is not reused before the launch completes, an
 out-of-memory allocation frees the cache and retries, and KAPI_MEMORY_POOL=0 disables it."""
@@ -12,7 +12,7 @@ import pytest
 from kapi_testing import devices_or_skip
 
 import kapi
-from kapi import _memory
+from kapi._memory import pool as _memory
 
 DEVICES = devices_or_skip()
 
@@ -59,7 +59,7 @@ def test_freed_block_is_reused(dev, pool, usm_type):
 def test_results_allocate_nothing_in_steady_state(dev, pool, monkeypatch, chunked):
     """Also with reductions whose first pass is asynchronous: their partials go back to the
     pool once the second pass is done, not when the queue next prunes its events."""
-    from kapi import _reduce
+    from kapi._numeric import reduce as _reduce
 
     monkeypatch.setattr(_reduce, "_chunked", lambda x: chunked)
     calls = []
@@ -72,7 +72,7 @@ def test_results_allocate_nothing_in_steady_state(dev, pool, monkeypatch, chunke
     monkeypatch.setattr(_memory.MemoryPool, "_allocate", counted)
     h = np.random.default_rng(0).uniform(-1, 1, (64, 300)).astype(np.float32)
     x = kapi.asarray(h, device=dev)
-    from kapi import _replay
+    from kapi._numeric import replay as _replay
 
     warm = _replay._IN_FLIGHT + 2  # replayed calls may hold their arrays that long (async GPUs)
     for k in range(40):  # more than the 32 events a queue keeps before pruning
@@ -197,9 +197,12 @@ def test_disabled_pool():
 @pytest.mark.parametrize("chunked", [True, False], ids=["cpu-scheme", "gpu-scheme"])
 def test_reduction_partials_return_at_once(dev, pool, monkeypatch, chunked):
     """A reduction's partials go back to the pool without a host read: the recording call's
-    when it returns; replayed calls (kapi/_replay.py, which do not wait) hold theirs while at
+    when it returns; replayed calls (kapi/_numeric/replay.py, which do not wait) hold theirs while
+    at
     most _IN_FLIGHT later calls are queued, and none once the queue has been waited for."""
-    from kapi import _memory, _reduce, _replay
+    from kapi._memory import pool as _memory
+    from kapi._numeric import reduce as _reduce
+    from kapi._numeric import replay as _replay
 
     monkeypatch.setattr(_reduce, "_chunked", lambda x: chunked)
     x = kapi.asarray(np.ones(1 << 16, np.float32), device=dev)

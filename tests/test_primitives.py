@@ -122,7 +122,7 @@ def test_reduce_ufuncs_and_aliases_name_the_same_ops(dev):
 @pytest.mark.parametrize("n", [1, 255, 256, 257, 70_001, 1_000_003])
 def test_reduce_device_function_any_size(dev, monkeypatch, kind, n):
     """Both ways to reduce (work-groups: GPUs; blocks per work-item: kapi's CPU device)."""
-    from kapi import _primitives
+    from kapi._numeric import primitives as _primitives
 
     monkeypatch.setattr(_primitives, "REDUCE", kind)
     h = _data("float64", n, seed=n)
@@ -213,7 +213,7 @@ SIZES_KINDS.append((1_200_007, None))  # the device's own scan
 
 @pytest.mark.parametrize("n, kind", SIZES_KINDS)
 def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
-    from kapi import _primitives
+    from kapi._numeric import primitives as _primitives
 
     monkeypatch.setattr(_primitives, "SCAN", kind)
     h = _data("int64", n, seed=n)
@@ -233,7 +233,7 @@ def test_gpu_scan_phase_one_shapes(dev, monkeypatch, sums, groups):
     """The GPUs' scan ("subgroup") with either phase 1 (a segment's total folded as a
     reduction, in any order, for the named operations; or scanned in order) and few or many
     segments: every named operation as NumPy's, NaN propagating, the last chunk partial."""
-    from kapi import _primitives
+    from kapi._numeric import primitives as _primitives
 
     monkeypatch.setattr(_primitives, "SCAN", "subgroup")
     monkeypatch.setattr(_primitives, "SCAN_SUMS", sums)
@@ -267,7 +267,7 @@ def test_gpu_scan_phase_one_shapes(dev, monkeypatch, sums, groups):
 def test_gpu_scan_items_per_work_item(dev, monkeypatch, items):
     """The GPUs' scan with other run lengths per work-item (KAPI_SCAN_ITEMS): in order, with
     a partial last chunk, inclusive and exclusive."""
-    from kapi import _primitives
+    from kapi._numeric import primitives as _primitives
 
     monkeypatch.setattr(_primitives, "SCAN", "subgroup")
     monkeypatch.setattr(_primitives, "SCAN_ITEMS", items)
@@ -285,7 +285,7 @@ def test_scan_keeps_operand_order(dev, monkeypatch, kind, n):
     """left/right are associative but not commutative: any reordering changes the result.
     Every way to scan (sub-groups: GPUs; work-groups; sequential blocks: kapi's CPU device)
     on every device."""
-    from kapi import _primitives
+    from kapi._numeric import primitives as _primitives
 
     monkeypatch.setattr(_primitives, "SCAN", kind)
     h = _data("int32", n, seed=8)
@@ -301,7 +301,7 @@ def test_scan_keeps_operand_order(dev, monkeypatch, kind, n):
 @pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 def test_cumsum_axis(dev, monkeypatch, kind, axis):
-    from kapi import _primitives
+    from kapi._numeric import primitives as _primitives
 
     monkeypatch.setattr(_primitives, "SCAN", kind)
     h = _data("float32", (33, 517), seed=9)
@@ -347,7 +347,7 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
 
     from nvptx_util import ptx_of
 
-    from kapi import _primitives
+    from kapi._numeric import primitives as _primitives
 
     ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
     libdevice = Path(ptxas).resolve().parents[1] / "nvvm" / "libdevice" / "libdevice.10.bc"
@@ -363,7 +363,7 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
         kapi.cumsum(a)
     b = kapi.asarray(_data("int32", 600, seed=2), device=cpu)
     kapi.topk(b, 3)
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setattr(_primitives, "REDUCE", "group")  # the reductions on GPUs
     kapi.reduce("max", b)

@@ -102,7 +102,7 @@ def test_sort_skips_bytes_that_never_differ(dev):
 def test_sort_finds_the_bits_that_vary(dev, monkeypatch, dtype, hi):
     """The keys kernel's OR of the keys and of their complements names exactly the bits in
     which the keys differ (those bytes get a pass), for every key width."""
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     seen = []
     passes = _sort._radix_passes
@@ -238,7 +238,7 @@ def test_every_scatter_kind(dev, monkeypatch, kind, dtype):
     per pass with decoupled look-back; chunk split scans by sub-group shuffles; by
     work-group collectives; sequential blocks: kapi's CPU device) all sort right on every
     device (sub-groups of one work-item included)."""
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setattr(_sort, "SCATTER", kind)
     h = _keys(dtype, 200_003, seed=10)
@@ -256,7 +256,7 @@ def test_rank_matches_sort_right(dev, monkeypatch, kind, match):
     keys, keys of three values (most lanes of a batch share a digit: the atomic ORs
     collide, the words are cleared and reused batch after batch), a size ending inside a
     batch, and a stable argsort."""
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setattr(_sort, "SCATTER", kind)
     monkeypatch.setenv("KAPI_SORT_MATCH", match)
@@ -269,7 +269,7 @@ def test_rank_matches_sort_right(dev, monkeypatch, kind, match):
 
 
 def test_rank_match_must_be_known(monkeypatch):
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setenv("KAPI_SORT_MATCH", "vote")
     with pytest.raises(ValueError, match="KAPI_SORT_MATCH must be ballot or atomic"):
@@ -286,7 +286,7 @@ def test_onesweep_sizes(dev, monkeypatch, n):
     """The "onesweep" kind (KAPI_SORT_SCATTER=onesweep: digit histograms from the keys pass,
     one kernel per pass, tiles taken by ticket, decoupled look-back over the tiles' status
     words) sorts and argsorts (stably) every size: one partial tile, whole tiles, tails."""
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setattr(_sort, "SCATTER", "onesweep")
     h = _keys("uint32", n, seed=n)
@@ -299,7 +299,7 @@ def test_onesweep_sizes(dev, monkeypatch, n):
 def test_onesweep_dtypes_and_descending(dev, monkeypatch, dtype):
     """Every dtype (1, 2, 4 and 8 byte keys: as many digit positions counted in the keys
     pass) ascending and descending, sort and stable argsort, against NumPy."""
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setattr(_sort, "SCATTER", "onesweep")
     h = _keys(dtype, 30_011, seed=4)
@@ -312,7 +312,7 @@ def test_onesweep_dtypes_and_descending(dev, monkeypatch, dtype):
 def test_onesweep_argsort_is_stable_with_few_values(dev, monkeypatch):
     """Many equal keys across many tiles (every tile's count of a digit is large, and the
     look-back adds them in tile order): argsort keeps equal keys in index order."""
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setattr(_sort, "SCATTER", "onesweep")
     h = np.random.default_rng(5).integers(0, 3, 100_000).astype(np.int32) * 65537
@@ -324,7 +324,7 @@ def test_onesweep_argsort_is_stable_with_few_values(dev, monkeypatch):
 def test_onesweep_rows_count_their_own_digits(dev, monkeypatch):
     """2-D sorts radix-sort row numbers (keys no `_keys` pass made): their digit counts come
     from `_keys_in` run over them alone (`_digit_hist`)."""
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setattr(_sort, "SCATTER", "onesweep")
     h = _keys("float32", 7 * 3001, seed=6).reshape(7, 3001)
@@ -335,7 +335,7 @@ def test_onesweep_rows_count_their_own_digits(dev, monkeypatch):
 
 def test_onesweep_falls_back_past_30_bits(monkeypatch):
     """Status words keep counts in 30 bits: from 2^30 keys the ballot scatter runs instead."""
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setattr(_sort, "SCATTER", "onesweep")
     assert _sort._pass_kind(DEVICES[0], (1 << 30) - 1) == "onesweep"
@@ -363,8 +363,8 @@ def test_onesweep_ptx_spins_on_reloaded_status_words(
 
     from nvptx_util import divergent_warp_sync, ptx_of
 
-    from kapi import _sort
-    from kapi._types import local_kir
+    from kapi._kernel.types import local_kir
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setenv("KAPI_SORT_LOOKBACK", width)
     monkeypatch.setenv("KAPI_SORT_LOOKBACK_ORDER", order)
@@ -399,7 +399,7 @@ def _scatter_ptx(entry: str, want) -> str:
     keys."""
     from nvptx_util import ptx_of
 
-    from kapi import _primitives
+    from kapi._numeric import primitives as _primitives
 
     (kern,) = [
         k for (src, *_), k in _primitives._KERNELS.items() if f"def {entry}(" in src and want(src)
@@ -476,8 +476,8 @@ def test_rank_scatter_ptx_ranks_by_ballots_in_registers(monkeypatch, withv, item
     for sm_90."""
     from nvptx_util import divergent_warp_sync, ptx_of
 
-    from kapi import _sort
-    from kapi._types import local_kir
+    from kapi._kernel.types import local_kir
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setenv("KAPI_SORT_MATCH", match)
     n = items // 2 if withv else items
@@ -501,7 +501,7 @@ def test_rank_scatter_ptx_of_this_device_assembles(monkeypatch, withv, items):
     of one work-item) also passes the warp checks and assembles for sm_90."""
     from nvptx_util import divergent_warp_sync
 
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setattr(_sort, "SCATTER", "ballot")
     monkeypatch.setenv("KAPI_SORT_MATCH", "ballot")
@@ -528,7 +528,7 @@ def test_shuffle_scatter_ptx_has_no_divergent_shuffles(monkeypatch):
     shuffles that every lane reaches, and ptxas assembles it for sm_90."""
     from nvptx_util import divergent_warp_sync
 
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setattr(_sort, "SCATTER", "shuffle")
     kapi.sort(kapi.asarray(np.arange(5000, dtype=np.uint32)[::-1].copy(), device=DEVICES[0]))
@@ -546,7 +546,7 @@ def test_default_kind_by_device_and_values(monkeypatch):
     wide for 32-bit ballots by "shuffle"."""
     from types import SimpleNamespace
 
-    from kapi import _sort
+    from kapi._numeric import sort as _sort
 
     monkeypatch.setattr(_sort, "SCATTER", None)
     monkeypatch.delenv("KAPI_SORT_SCATTER", raising=False)

@@ -1,4 +1,5 @@
-"""Both reduction schemes of kapi/_reduce.py (contiguous chunks with several accumulators for
+"""Both reduction schemes of kapi/_numeric/reduce.py (contiguous chunks with several accumulators
+for
 the CPU driver, strided parts for GPUs) on every device, at sizes around their chunk, unroll
 and group boundaries, against NumPy; and the CPU scheme's loads are contiguous vectors."""
 
@@ -7,7 +8,7 @@ import pytest
 from kapi_testing import devices_or_skip
 
 import kapi
-from kapi import _reduce
+from kapi._numeric import reduce as _reduce
 
 DEVICES = devices_or_skip()
 ids = [d.filter_string for d in DEVICES]
@@ -139,7 +140,7 @@ def test_reductions_read_lazy_expressions(dev, scheme):
     """A reduction of a pending (lazy) expression computes it as it reads (no elementwise
     kernel, no temporary; the pending array stays pending), on both schemes; a leaf that
     cannot be seen as (rows, n) falls back to evaluating first. Results as NumPy's."""
-    from kapi import _lazy
+    from kapi._numeric import lazy as _lazy
 
     rng = np.random.default_rng(5)
     a, b = rng.uniform(-1, 1, (40, 30)), rng.uniform(-1, 1, (40, 30))
@@ -226,7 +227,7 @@ def test_gpu_group_count_stays_within_cuda_grid_limits():
     sum must still fit one grid dimension (65535) -- they once asked for 65536."""
     from types import SimpleNamespace
 
-    from kapi import _reduce
+    from kapi._numeric import reduce as _reduce
 
     gpu = SimpleNamespace(device=SimpleNamespace(max_compute_units=8448, device_type="gpu"))
     for rows in (1, 3, 1000):

@@ -1,4 +1,5 @@
-"""Recorded launch plans (kapi/_replay.py): a reduction's host path runs once per (op, shape,
+"""Recorded launch plans (kapi/_numeric/replay.py): a reduction's host path runs once per (op,
+shape,
 strides, dtype, axis, keepdims, device), later calls replay its launches. A plan reused for
 another key would compute the wrong thing: these tests interleave keys that differ in one
 field each and compare every call (the recording one and the replays) with NumPy."""
@@ -8,7 +9,9 @@ import pytest
 from kapi_testing import devices_or_skip
 
 import kapi
-from kapi import _primitives, _reduce, _replay
+from kapi._numeric import primitives as _primitives
+from kapi._numeric import reduce as _reduce
+from kapi._numeric import replay as _replay
 
 DEVICES = devices_or_skip()
 
@@ -151,13 +154,13 @@ def test_cumsum_plans_never_mix(dev, monkeypatch):
                 np.testing.assert_array_equal(kapi.cumprod(a[:7], axis=0).asnumpy(),
                                               np.cumprod(h[:7], axis=0))  # fmt: skip
     assert len(calls) >= 10
-    assert _primitives  # the plans live in kapi/_primitives.py's cache
+    assert _primitives  # the plans live in kapi/_numeric/primitives.py's cache
 
 
 def test_elementwise_launch_plans_never_mix(dev):
     """One expression over operands of other strides, offsets, dtypes and shapes, in turn and
-    twice each: every launch works out its own views (kapi/_ufunc.py's launch plans)."""
-    from kapi import _ufunc
+    twice each: every launch works out its own views (kapi/_numeric/ufunc.py's launch plans)."""
+    from kapi._numeric import ufunc as _ufunc
 
     h = np.arange(60, dtype=np.float32).reshape(6, 10)
     a = kapi.asarray(h, device=dev)

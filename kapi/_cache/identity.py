@@ -20,7 +20,7 @@ import types
 
 import numpy as np
 
-from ._cache import _sha256
+from .store import _sha256
 
 _MAX_ARRAY_BYTES = 1 << 20  # global arrays are compile-time constants; bigger ones: no cache
 _STABLE_MODULES = ("kapi", "numpy", "math", "cmath", "builtins", "operator", "numba", "pyfront")

@@ -155,7 +155,7 @@ def environment_token() -> bytes:
     libraries' build ids, Numba's version (its typing) and the interpreter's minor version.
     Hashing the sources costs milliseconds, so the result is remembered in the cache directory
     under a digest of the files' sizes and times."""
-    from . import __version__
+    from .. import __version__
 
     here = os.path.dirname(os.path.abspath(__file__))
     sources, libraries = _sources(here), _libraries(here)
@@ -371,7 +371,8 @@ def native_key(spirv_key_: str, device_token: str) -> str:
     return _sha256(f"{spirv_key_}\0{device_token}".encode()).hexdigest()
 
 
-# -- the dispatcher's side (kapi/_kernel.py calls these) ----------------------------------------
+# -- the dispatcher's side (kapi/_kernel/dispatcher.py calls these)
+# ----------------------------------------
 
 
 def spirv_lookup(dispatcher, index, argtypes):
@@ -379,7 +380,7 @@ def spirv_lookup(dispatcher, index, argtypes):
     kernel is not cached on disk (off, or a value it reads cannot be hashed)."""
     if not dispatcher.options.get("cache", True) or not enabled():
         return None, None
-    from ._identity import Uncacheable, identity
+    from .identity import Uncacheable, identity
 
     try:
         ident = identity(dispatcher.py_func)
@@ -475,7 +476,7 @@ def spirv_store(key, ck) -> None:
 def device_token(device_index: int) -> str:
     """What a native binary depends on besides the SPIR-V: the driver and its version, the
     device (its name gives the architecture), and the drivers' code-generation settings."""
-    from ._device import _all_devices
+    from .._memory.device import _all_devices
 
     info = _all_devices()[device_index]._info
     env = sorted(
@@ -488,7 +489,7 @@ def native_prepare(ck, device_index: int) -> None:
     """Before a kernel's first launch on a device: hands a cached native binary to the
     runtime, or keeps the one the runtime builds now. A binary the driver refuses (another
     CPU, a newer driver) is rebuilt and replaced."""
-    from . import _native
+    from .. import _native
 
     ext = _native.ext()
     key = native_key(ck.cache_key, device_token(device_index))
@@ -503,7 +504,7 @@ def native_prepare(ck, device_index: int) -> None:
     if native is None:
         debug(f"device {device_index}'s driver gives no native binaries; SPIR-V cached only")
         return
-    from ._device import _all_devices
+    from .._memory.device import _all_devices
 
     store(
         key,

@@ -32,13 +32,13 @@ import warnings
 
 import numpy as np
 
-from . import _array
-from ._array import Array, empty
-from ._device import default_device
-from ._errors import KapiError
-from ._kernel import kernel as _kernel_decorator
-from ._launch import call_kernel, call_kernel_async, wait_all
-from ._ranges import NdRange, Range
+from .._errors import KapiError
+from .._kernel.dispatcher import kernel as _kernel_decorator
+from .._kernel.launch import call_kernel, call_kernel_async, wait_all
+from .._kernel.ranges import NdRange, Range
+from .._memory import array as _array
+from .._memory.array import Array, empty
+from .._memory.device import default_device
 
 _MAX_DIMS = 3
 _ITEM = "__kapi_item"
@@ -834,7 +834,8 @@ def _reduction_prologue(loop: _Loop, form: str) -> str:
 # Independent accumulators of a reduction kernel's loop: each reduction variable gets _UNROLL
 # copies, iterations j, j + s, j + 2s, j + 3s go to different ones (s: the stride), so a
 # work-item has that many loads in flight and no serial chain of adds (a GPU stalls on each
-# load of a single chain; the CPU device's adds wait on each other), as kapi/_reduce.py folds.
+# load of a single chain; the CPU device's adds wait on each other), as kapi/_numeric/reduce.py
+# folds.
 # The body is repeated that many times, so only small loop-free bodies are unrolled.
 _UNROLL = 4
 _CHAINS = 8
@@ -1150,7 +1151,7 @@ def _host_values(a) -> np.ndarray:
 
 def _cpu_units(dev) -> int:
     if dev is None:
-        from ._device import devices
+        from .._memory.device import devices
 
         dev = next((d for d in devices() if d.is_cpu), None)
     return max(1, dev.max_compute_units if dev is not None else 1)
@@ -1171,7 +1172,7 @@ def _reduce_shape(on_cpu: bool, forced) -> str:
 # 32 to 4096 work-items ran 2^24 iterations alike, 8 used one thread).
 _BLOCKS_PER_UNIT = 64
 # Iterations a tree kernel's work-item folds at least before another group is worth launching
-# (its loop is unrolled _UNROLL times), as kapi/_reduce.py's GPU scheme.
+# (its loop is unrolled _UNROLL times), as kapi/_numeric/reduce.py's GPU scheme.
 _PER_ITEM = 16
 
 
@@ -1888,7 +1889,7 @@ def _transform(fn):
 
 
 def _kernel_api():
-    from . import kernel_api
+    from kapi_lang import kernel_api
 
     return kernel_api
 
@@ -1946,7 +1947,7 @@ class DpjitFunction:
         if self._host is None:
             host, self._loops, launches, self._calls = _transform(self.py_func)
             if _njit_able(self.py_func):
-                from . import _dpjit_host
+                from . import host as _dpjit_host
 
                 for launch, ndims in launches:
                     _dpjit_host.register_launch(launch, ndims)

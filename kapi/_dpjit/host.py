@@ -40,13 +40,13 @@ from numba.extending import (
 )
 from numba.np import numpy_support
 
-from . import _array
-from ._array import Array
-from ._device import Device, Queue, default_device
-from ._dpjit import DpjitFunction
-from ._kernel import KernelDispatcher
-from ._launch import call_kernel
-from ._ranges import NdRange, Range
+from .._kernel.dispatcher import KernelDispatcher
+from .._kernel.launch import call_kernel
+from .._kernel.ranges import NdRange, Range
+from .._memory import array as _array
+from .._memory.array import Array
+from .._memory.device import Device, Queue, default_device
+from .dpjit import DpjitFunction
 
 __all__ = ["KapiArrayType", "KapiObjectType", "NumbaError", "compile_host", "register_launch"]
 
@@ -759,7 +759,7 @@ def _register_np_like(like):
 
 
 def _register_np_likes():
-    from ._dpjit import NP_LIKE
+    from .dpjit import NP_LIKE
 
     for like in NP_LIKE.values():
         _register_np_like(like)

@@ -4,7 +4,7 @@
  */
 #include "kx.h"
 
-/* Set by kapi/_launch.py through rt_call_configure. */
+/* Set by kapi/_kernel/launch.py through rt_call_configure. */
 static PyObject *g_make_launcher; /* kernel -> Launcher (and caches it on the kernel) */
 static PyObject *g_user_errors;   /* tuple of exception classes that are the user's to fix */
 static PyObject *g_launcher_name;

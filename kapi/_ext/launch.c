@@ -22,7 +22,7 @@
 #define KX_MAX_ARGS 64   /* Python-level kernel arguments */
 #define KX_MAX_KARGS 896 /* Level Zero arguments: 2 * (1 + 2*3) per complex array at most */
 
-/* Set once by kapi/_launch.py through rt_launch_configure (the argument half's part goes to
+/* Set once by kapi/_kernel/launch.py through rt_launch_configure (the argument half's part goes to
  * kx_args_configure). */
 static PyObject *g_ndrange_type, *g_host_queue;
 static PyObject *g_global_name, *g_local_name, *g_specialize_name, *g_prepare_name;
@@ -673,7 +673,7 @@ int kx_is_launcher(PyObject *o) {
   return PyObject_TypeCheck(o, (PyTypeObject *)launcher_type);
 }
 
-/* Set by kapi/_lazy.py through rt_lazy_configure: its dict of pending (lazy) arrays and the
+/* Set by kapi/_numeric/lazy.py through rt_lazy_configure: its dict of pending (lazy) arrays and the
  * hook that evaluates those reading memory a launch may write. Checked before anything else,
  * so that no evaluation runs in the middle of classifying this launch's arguments. */
 static PyObject *g_lazy_pending, *g_lazy_hook;
@@ -822,7 +822,7 @@ static PyObject *py_lazy_configure(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"rt_launch_configure", py_configure, METH_VARARGS, "Registers the Python launch helpers."},
     {"rt_lazy_configure", py_lazy_configure, METH_VARARGS,
-     "Registers kapi/_lazy.py's pending arrays and its hook run before launches."},
+     "Registers kapi/_numeric/lazy.py's pending arrays and its hook run before launches."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-/* Set once by kapi/_launch.py through rt_launch_configure (kx_args_configure). */
+/* Set once by kapi/_kernel/launch.py through rt_launch_configure (kx_args_configure). */
 static PyObject *g_array_type, *g_arg_desc;
 static kx_slot g_kd_slot;
 static PyObject *g_kd_name, *g_kdesc_name, *g_strides_name;
@@ -242,7 +242,7 @@ static int numpy_arg(PyObject *arg, kx_arg *a) {
     return 0;
   }
   /* A read-only array takes the Python path: its type key says so, and the compiled kernel
-   * is checked for stores to it (kapi/_kernel.py). */
+   * is checked for stores to it (kapi/_kernel/dispatcher.py). */
   const kx_np_format *t = array && v.readonly ? NULL : np_format(v.format);
   int done = t && v.itemsize > 0 && np_fill(arg, &v, t, array, a);
   PyBuffer_Release(&v); /* as before: the launch holds the array, not an export of it */

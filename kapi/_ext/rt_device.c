@@ -1,5 +1,5 @@
 /* kapi extension: runtime initialisation and the device list. Python builds kapi.Device
- * objects from the plain dicts returned here (kapi/_device.py), so this file stays a thin
+ * objects from the plain dicts returned here (kapi/_memory/device.py), so this file stays a thin
  * copy of kr_device_info_t.
  */
 #include "fork.h"

@@ -1,4 +1,4 @@
-/* kapi extension: native binaries of device programs, for the disk cache (kapi/_cache.py).
+/* kapi extension: native binaries of device programs, for the disk cache (kapi/_cache/store.py).
  * rt_native_binary builds (or finds) the device's module for a SPIR-V module and returns the
  * driver's native binary of it; rt_cache_native gives the runtime's module cache a module
  * made from such a binary, so the launch path's kr_kernel_get builds nothing.

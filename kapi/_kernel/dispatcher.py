@@ -3,7 +3,7 @@
 A KernelDispatcher owns one Python function and a cache of CompiledKernel objects keyed by
 (index space kind, argument KIR types). A new key compiles once: pyfront -> KIR -> compiler
 (C) -> LLVM IR + SPIR-V. Device programs built from the SPIR-V are cached per device inside
-each CompiledKernel by the launch path. The disk cache (kapi/_cache.py) sits in front of both:
+each CompiledKernel by the launch path. The disk cache (kapi/_cache/store.py) sits in front of both:
 a specialisation it holds skips the front end and the compiler, a device program it holds
 skips the driver's build.
 """
@@ -16,19 +16,41 @@ import re
 import sys
 import warnings
 
-from . import _cache, _native
-from ._errors import (
+from .. import _native
+from .._cache import store as _cache
+from .._errors import (
     InvalidKernelSpecializationError,
     KapiError,
     KernelCallError,
     KernelHasReturnValueError,
+    MissingSpecializationError,
     UnsupportedKernelArgumentError,
     from_status,
-    missing_specialization,
 )
-from ._numba_sig import is_numba_signature, numba_signature_parts
+from .numba_sig import is_numba_signature, numba_signature_parts
 
-# kapi/_types.py (which imports NumPy) is imported where a signature is parsed or printed:
+_MISSING_WITH_TYPING_ERROR: list[type] = []
+
+
+def missing_specialization(message: str) -> Exception:
+    """A MissingSpecializationError that `except numba.core.errors.TypingError` (numba-dpex's
+    class for a call matching no declared signature) catches too. Numba is imported here, on
+    an error path, never at `import kapi`."""
+    try:
+        from numba.core.errors import TypingError
+    except ImportError:  # pragma: no cover - Numba is a dependency of the compiler
+        return MissingSpecializationError(message)
+    if not _MISSING_WITH_TYPING_ERROR:
+        cls = type(
+            "MissingSpecializationError",
+            (MissingSpecializationError, TypingError),
+            {"__module__": "kapi", "__doc__": MissingSpecializationError.__doc__},
+        )
+        _MISSING_WITH_TYPING_ERROR.append(cls)
+    return _MISSING_WITH_TYPING_ERROR[0](message)
+
+
+# kapi/_kernel/types.py (which imports NumPy) is imported where a signature is parsed or printed:
 # @kapi.kernel on a function without signatures does not import NumPy.
 
 _DEFAULT_OPT = 2
@@ -70,7 +92,7 @@ class CompiledKernel:
         self.device_kernels = {}  # device key -> native kernel handle (filled by the launcher)
         self.raises = raises  # assert/raise sites: (class, args, file, line); see docs/kir.md
         self.prints = prints
-        self.cache_key = None  # the disk cache's key (kapi/_cache.py), None when not cached
+        self.cache_key = None  # the disk cache's key (kapi/_cache/store.py), None when not cached
 
     def _raise_failure(self, site, ndim, x, y, z, v0=0, v1=0):
         """Raises what the kernel's assert or raise at `site` recorded for the first failing
@@ -95,7 +117,7 @@ class CompiledKernel:
 
     @property
     def signature(self) -> str:
-        from ._types import format_signature
+        from .types import format_signature
 
         return format_signature(self.index, self.argtypes)
 
@@ -168,7 +190,7 @@ def _compile_kir(text: str, opt_level: int):
 
 _KERNEL_ERRORS: dict[tuple, type] = {}
 
-# Prefix of the type key of a read-only NumPy array argument (kapi/_launch.py adds it).
+# Prefix of the type key of a read-only NumPy array argument (kapi/_kernel/launch.py adds it).
 READONLY_MARK = "readonly "
 # KIR instructions that only read an array operand; any other use may store through it.
 _READ_ONLY_OPS = frozenset(("aload", "atomic_load", "dim", "stride", "wrapidx"))
@@ -272,7 +294,7 @@ class KernelDispatcher:
             )
         self.nparams = len(inspect.signature(pyfunc).parameters)
         self.overloads: dict[tuple, CompiledKernel] = {}
-        self._launcher = None  # the native launcher (kapi/_launch.py creates it)
+        self._launcher = None  # the native launcher (kapi/_kernel/launch.py creates it)
         self._signatures = None
         self._cache_refusal = None  # why the disk cache refused this kernel (KAPI_DEBUG=cache)
         if signatures is not None:
@@ -281,7 +303,7 @@ class KernelDispatcher:
     # -- signatures and compilation ------------------------------------------------------
 
     def _set_signatures(self, signatures):
-        from ._types import parse_signature
+        from .types import parse_signature
 
         for s in signatures if isinstance(signatures, list) else [signatures]:
             if is_numba_signature(s) and numba_signature_parts(s)[1] is not None:
@@ -319,7 +341,7 @@ class KernelDispatcher:
 
         `index` is ("item", ndim), ("nditem", ndim) or None (kernel without an item argument).
         """
-        from ._types import declared_match, format_signature, without_local_shapes
+        from .types import declared_match, format_signature, without_local_shapes
 
         argtypes = tuple(argtypes)
         key = (index, argtypes)
@@ -387,7 +409,7 @@ class KernelDispatcher:
     # -- inspection (as Numba's dispatchers: a dict without a signature) -------------------
 
     def _find(self, signature) -> CompiledKernel:
-        from ._types import format_signature, parse_signature
+        from .types import format_signature, parse_signature
 
         if isinstance(signature, CompiledKernel):
             return signature
@@ -505,7 +527,7 @@ def device_func(function_or_signature=None, **options):
         pyfunc.__kapi_device_func__ = True
         pyfunc.__kapi_device_options__ = dict(options)
         if function_or_signature is not None:
-            from ._types import parse_signature
+            from .types import parse_signature
 
             sigs = function_or_signature
             sigs = sigs if isinstance(sigs, list) else [sigs]
@@ -531,7 +553,7 @@ def _is_signature(obj) -> bool:
 
 def _declared_return(sig) -> str | None:
     """The KIR result type a Numba signature object declares (None: not declared, or void)."""
-    from ._types import normalize_type
+    from .types import normalize_type
 
     if not is_numba_signature(sig):
         return None

@@ -15,18 +15,19 @@ import weakref
 
 import numpy as np
 
-from . import _native
-from ._array import Array
-from ._device import default_device, devices
-from ._errors import (
+from .. import _native
+from .._errors import (
     DeviceNotFoundError,
     KapiError,
     UnsupportedDtypeError,
     UnsupportedKernelArgumentError,
 )
-from ._kernel import READONLY_MARK, KernelDispatcher
-from ._ranges import NdRange
-from ._types import DTYPE_TO_KIR, kir_scalar, local_kir
+from .._memory.array import Array
+from .._memory.device import default_device, devices
+from .._memory.dtypes import DTYPE_TO_KIR
+from .dispatcher import READONLY_MARK, KernelDispatcher
+from .ranges import NdRange
+from .types import kir_scalar, local_kir
 
 _configured = False
 _auto_kernels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -97,7 +98,7 @@ def _arg_desc(obj, pos: int):
         return _arg_desc(np.asarray(obj)[()], pos)
     if isinstance(obj, complex):  # Python's complex is complex128, as Numba types it
         return ("S", "c128", np.complex128(obj).tobytes())
-    from ._interop import import_foreign
+    from .._memory.interop import import_foreign
 
     a = import_foreign(obj)
     if a is not None:
@@ -155,7 +156,7 @@ def _make_launcher(kernel):
         if inspect.isfunction(kernel):
             k = _auto_kernels.get(kernel)
             if k is None:
-                from ._kernel import kernel as decorate
+                from .dispatcher import kernel as decorate
 
                 k = _auto_kernels[kernel] = decorate(kernel)
             kernel = k

@@ -2,13 +2,14 @@
 `types.int32[::1]`, `types.Array(types.float32, 2, "F")`, `types.int64`, `numba.int32` and
 signature objects such as `void(types.int32[::1])` or `int64(int64, int64)`.
 
-They become KIR type strings (kapi/_types.py). kapi recognises them by their module and imports
+They become KIR type strings (kapi/_kernel/types.py). kapi recognises them by their module and
+imports
 Numba only when it is handed one, so `import kapi` stays free of Numba.
 """
 
 from __future__ import annotations
 
-from ._errors import InvalidKernelSpecializationError
+from .._errors import InvalidKernelSpecializationError
 
 
 class Signature:
@@ -59,7 +60,7 @@ def _scalar_dtype(t, where: str):
 
 def numba_type_to_kir(t, array_kir, kir_scalar) -> str:
     """The KIR type of one Numba type. `array_kir(dtype, ndim, layout)` and
-    `kir_scalar(dtype)` (kapi/_types.py) raise UnsupportedDtypeError for dtypes kernels do
+    `kir_scalar(dtype)` (kapi/_kernel/types.py) raise UnsupportedDtypeError for dtypes kernels do
     not support, naming the supported ones."""
     from numba.core import types
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable
 
-from ._errors import (
+from .._errors import (
     InvalidRangeError,
     UnmatchedNumberOfRangeDimsError,
     UnsupportedGroupWorkItemSizeError,

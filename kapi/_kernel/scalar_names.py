@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._numba_sig import Signature, is_numba_object
+from .numba_sig import Signature, is_numba_object
 
 
 def _is_type(obj) -> bool:
@@ -69,7 +69,7 @@ class ScalarType:
         return self.type(*args)
 
     def __getitem__(self, key) -> str:
-        from ._types import array_kir
+        from .types import array_kir
 
         ndim, layout = _slice_layout(key)
         return array_kir(self.type, ndim, layout)

@@ -10,42 +10,14 @@ import re
 
 import numpy as np
 
-from ._errors import InvalidKernelSpecializationError, UnsupportedDtypeError
-from ._numba_sig import (
+from .._errors import InvalidKernelSpecializationError, UnsupportedDtypeError
+from .._memory.dtypes import DTYPE_TO_KIR, SCALAR_KIR, SUPPORTED_DTYPES
+from .numba_sig import (
     is_numba_object,
     is_numba_signature,
     numba_signature_parts,
     numba_type_to_kir,
 )
-
-# NumPy dtype -> KIR scalar type. Kernels and kapi arrays support exactly these.
-DTYPE_TO_KIR: dict[np.dtype, str] = {
-    np.dtype(np.bool_): "bool",
-    np.dtype(np.int8): "i8",
-    np.dtype(np.int16): "i16",
-    np.dtype(np.int32): "i32",
-    np.dtype(np.int64): "i64",
-    np.dtype(np.uint8): "u8",
-    np.dtype(np.uint16): "u16",
-    np.dtype(np.uint32): "u32",
-    np.dtype(np.uint64): "u64",
-    np.dtype(np.float32): "f32",
-    np.dtype(np.float64): "f64",
-    np.dtype(np.float16): "f16",  # arithmetic in f32, as Numba types it (docs/kir.md)
-    # complex: pyfront expands a complex value into its two parts (docs/architecture.md)
-    np.dtype(np.complex64): "c64",
-    np.dtype(np.complex128): "c128",
-}
-try:  # bfloat16 arrays where ml_dtypes is installed (not a dependency): elements read as float32
-    import ml_dtypes
-
-    BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
-    DTYPE_TO_KIR[BFLOAT16] = "bf16"
-except ImportError:
-    BFLOAT16 = None
-KIR_TO_DTYPE: dict[str, np.dtype] = {v: k for k, v in DTYPE_TO_KIR.items()}
-SCALAR_KIR = frozenset(KIR_TO_DTYPE)
-SUPPORTED_DTYPES = tuple(DTYPE_TO_KIR)
 
 _ADDRSPACES = ("global", "local", "private")
 _ARRAY_RE = re.compile(

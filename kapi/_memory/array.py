@@ -15,21 +15,23 @@ import operator
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import _memory, _native
-from ._device import Queue, as_queue
-from ._errors import (
+from .. import _native
+from .._errors import (
     DeviceError,
     OutOfDeviceMemoryError,
     UnsupportedDtypeError,
     UnsupportedKernelArgumentError,
 )
-from ._flags import ArrayFlags
-from ._types import DTYPE_TO_KIR, SUPPORTED_DTYPES
+from . import pool as _memory
+from .device import Queue, as_queue
+from .dtypes import DTYPE_TO_KIR, SUPPORTED_DTYPES
+from .flags import ArrayFlags
 
 _USM_KINDS = {"host": 1, "device": 2, "shared": 3}
 _USM_NAMES = {v: k for k, v in _USM_KINDS.items()}
 
-# Set by kapi/_lazy.py (only then can lazy expressions exist): _on_write(a) before kapi writes
+# Set by kapi/_numeric/lazy.py (only then can lazy expressions exist): _on_write(a) before kapi
+# writes
 # a's memory, _on_export(a) when a's memory leaves kapi's sight (host view, DLPack, ...).
 _on_write = _on_export = None
 
@@ -129,11 +131,9 @@ def _shortest_pattern(b: bytes) -> bytes:
 
 
 def _untraced() -> None:
-    """Host reads and writes cannot be part of a recorded launch plan (kapi/_replay.py)."""
+    """Host reads and writes cannot be part of a recorded launch plan (kapi/_numeric/replay.py)."""
     if _memory._TRACING:
-        from ._replay import untraceable
-
-        untraceable()
+        _memory.untraceable()
 
 
 def _host_buffer(ptr: int, nbytes: int, keep):
@@ -156,7 +156,7 @@ class Array:
         "_host_ok",
         "_kd",
         "_own",
-        "_expr",  # a pending array's expression (kapi/_lazy.py)
+        "_expr",  # a pending array's expression (kapi/_numeric/lazy.py)
         "__weakref__",
     )
 
@@ -376,9 +376,7 @@ class Array:
         dt = _check_dtype(dtype)
         if dt == self._dtype and not copy:
             return self
-        from ._ufunc import astype
-
-        return astype(self, dt)
+        return _convert(self, dt)
 
     def to_device(self, device, stream=None) -> Array:
         """This array on another device (a copy), or itself if it is already there."""
@@ -535,12 +533,12 @@ class Array:
         }
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        from ._interop import dlpack_device
+        from .interop import dlpack_device
 
         return dlpack_device(self.device)
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
-        from ._interop import to_dlpack
+        from .interop import to_dlpack
 
         return to_dlpack(self, dl_device=dl_device, copy=copy, max_version=max_version)
 
@@ -671,7 +669,7 @@ def asarray(
     Device memory of another library is wrapped without a copy when it is on the requested
     device (or no device is requested); host data (NumPy, lists, buffers) is copied into USM.
     """
-    from ._interop import import_foreign
+    from .interop import import_foreign
 
     explicit = device is not None or sycl_queue is not None or queue is not None
     if isinstance(obj, Array):
@@ -711,7 +709,7 @@ def asarray(
     return out
 
 
-# Operators, NumPy ufuncs and reductions on Array are installed by _ops and _reduce: whoever
-# imports Array gets them (kapi's own names are imported lazily, kapi/__init__.py). The launch
-# path comes with arrays too, so that a kernel's first call pays for the call only.
-from . import _launch, _ops, _reduce  # noqa: E402, F401
+# The array library (kapi._numeric) sits above arrays: importing it installs the operators,
+# NumPy ufuncs and reductions on Array, and sets this conversion kernel's launcher. kapi's
+# root hands Array and every function that makes one out through that package.
+_convert = None

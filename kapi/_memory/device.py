@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import os
 
-from . import _native
-from ._errors import DeviceNotFoundError
+from .. import _native
+from .._errors import DeviceNotFoundError
 
 _TYPE_NAMES = {1: "gpu", 2: "cpu", 3: "fpga", 4: "mca", 5: "vpu"}
 _DEVICE_TYPES = frozenset(_TYPE_NAMES.values()) | {"accelerator"}

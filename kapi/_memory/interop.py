@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _native
-from ._array import Array, _check_dtype
-from ._device import Device, devices
-from ._errors import DeviceNotFoundError, UnsupportedDtypeError
-from ._types import BFLOAT16
+from .. import _native
+from .._errors import DeviceNotFoundError, UnsupportedDtypeError
+from .array import Array, _check_dtype
+from .device import Device, devices
+from .dtypes import BFLOAT16
 
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_ONEAPI = 1, 2, 3, 14
 _KIND_TO_USM = {1: "host", 2: "device", 3: "shared"}
@@ -84,7 +84,7 @@ def _from_capsule(capsule) -> Array:
     ptr, shape, strides, code, bits, lanes, dtype, did, holder, _ro = ext.rt_dlpack_import(capsule)
     dt = _dtype_from_dl(code, bits, lanes)
     if strides is None:
-        from ._array import _contiguous_strides
+        from .array import _contiguous_strides
 
         sb = _contiguous_strides(shape, dt.itemsize, "C")
     else:
@@ -129,7 +129,7 @@ def _from_usm_interface(obj, iface) -> Array:
     offset = iface.get("offset", 0) or 0
     ptr += offset * dt.itemsize
     strides = iface.get("strides")
-    from ._array import _contiguous_strides
+    from .array import _contiguous_strides
 
     sb = (
         _contiguous_strides(shape, dt.itemsize, "C")
@@ -149,7 +149,7 @@ def _from_cuda_interface(obj, iface) -> Array:
     dt = _check_dtype(np.dtype(iface["typestr"]))
     shape = tuple(iface["shape"])
     ptr = iface["data"][0]
-    from ._array import _contiguous_strides
+    from .array import _contiguous_strides
 
     strides = iface.get("strides")
     sb = _contiguous_strides(shape, dt.itemsize, "C") if strides is None else tuple(strides)

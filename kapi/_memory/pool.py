@@ -20,8 +20,8 @@ import gc
 import os
 import threading
 
-from . import _native
-from ._errors import OutOfDeviceMemoryError
+from .. import _native
+from .._errors import OutOfDeviceMemoryError
 
 _SMALL = 512  # allocation granularity (CuPy's), and the size class step below _LARGE
 _LARGE = 1 << 20  # from here a class spans 1/16 of its power of two (at most 6.25% unused)
@@ -186,7 +186,11 @@ def get_default_memory_pool() -> MemoryPool | None:
     return _POOL
 
 
-_TRACING = 0  # threads recording a launch plan (kapi/_replay.py), which sees allocations
+# Threads recording a launch plan (kapi._numeric.replay, which sits above arrays and sets the
+# two hooks below when it loads): the recorder sees allocations and host transfers.
+_TRACING = 0
+on_allocate = None  # (owner, device, kind, nbytes)
+untraceable = None  # () a host copy or fill, which a plan cannot repeat
 
 
 def allocate(device: int, kind: int, nbytes: int):
@@ -197,7 +201,5 @@ def allocate(device: int, kind: int, nbytes: int):
     else:
         owner = _POOL.malloc(device, kind, nbytes)
     if _TRACING:
-        from ._replay import on_allocate
-
         on_allocate(owner, device, kind, nbytes)
     return owner

@@ -3,7 +3,8 @@
 `f = kapi.fuse(lambda x, y: np.exp(-(x - 1.5) ** 2) * y)` traces the function once per
 argument types with symbolic operands that record every operator and ufunc call (types
 resolved by NumPy 2's rules at each step, exactly as the unfused operators would), then runs
-the whole expression as one generated kernel (kapi/_ufunc.py) where the arrays live: one pass
+the whole expression as one generated kernel (kapi/_numeric/ufunc.py) where the arrays live: one
+pass
 over memory instead of one per operator, and no temporaries. Like cupy.fuse; kapi arrays do
 not build such expressions lazily on their own.
 """
@@ -14,9 +15,9 @@ import functools
 
 import numpy as np
 
-from . import _ufunc
-from ._array import Array
-from ._ops import _BINARY, _COMPARE, _UNARY
+from .._memory.array import Array
+from . import ufunc as _ufunc
+from .ops import _BINARY, _COMPARE, _UNARY
 
 
 class _Node:

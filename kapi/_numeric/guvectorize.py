@@ -20,11 +20,12 @@ import re
 
 import numpy as np
 
-from . import _ufunc
-from ._array import Array, _span
-from ._numba_sig import is_numba_signature, numba_signature_parts
-from ._types import KIR_TO_DTYPE, normalize_type
-from ._vectorize import _dtype_of_name, _reaches
+from .._kernel.numba_sig import is_numba_signature, numba_signature_parts
+from .._kernel.types import normalize_type
+from .._memory.array import Array, _span
+from .._memory.dtypes import KIR_TO_DTYPE
+from . import ufunc as _ufunc
+from .vectorize import _dtype_of_name, _reaches
 
 _DIMS = re.compile(r"\(\s*(\w+(?:\s*,\s*\w+)*)?\s*\)")
 _LAYOUT = re.compile(r"^\s*(\(.*?\)(?:\s*,\s*\(.*?\))*)\s*->\s*(\(.*?\)(?:\s*,\s*\(.*?\))*)\s*$")
@@ -145,7 +146,7 @@ class GUFunc:
     """What @kapi.guvectorize returns: call it on kapi arrays (and scalars for () inputs)."""
 
     def __init__(self, pyfunc, signatures, layout: str):
-        from ._kernel import device_func
+        from .._kernel.dispatcher import device_func
 
         self._pyfunc = pyfunc
         self.layout = layout
@@ -322,8 +323,8 @@ class GUFunc:
         params = ", ".join(f"a{n}" for n in range(len(exprs)))
         call = f"_f({', '.join(exprs)})"
         src = f"def _elementwise(item, {params}):\n    i = item.get_id(0)\n    {call}\n"
-        from ._launch import call_kernel
-        from ._ranges import Range
+        from .._kernel.launch import call_kernel
+        from .._kernel.ranges import Range
 
         k = _ufunc._kernel_for(src, {"_f": self._device_func}, self._kernels)
         call_kernel(k, Range(size), *kargs)

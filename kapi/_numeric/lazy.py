@@ -1,6 +1,6 @@
 """Lazy elementwise expressions: `a * x + y` on kapi arrays as ONE kernel.
 
-An operator or ufunc on kapi arrays (kapi/_ufunc.py), `astype` and `kapi.where` check their
+An operator or ufunc on kapi arrays (kapi/_numeric/ufunc.py), `astype` and `kapi.where` check their
 operands at once (types by NumPy 2's rules, shapes, devices: errors come from the operator
 that caused them) and return a *pending* array: its shape, dtype and device are known, its
 value is an expression tree over concrete arrays and scalars. A pending operand of a further
@@ -32,8 +32,10 @@ import weakref
 
 import numpy as np
 
-from . import _array, _memory, _native
-from ._array import Array, _contiguous_strides, _span
+from .. import _native
+from .._memory import array as _array
+from .._memory import pool as _memory
+from .._memory.array import Array, _contiguous_strides, _span
 
 ENABLED = os.environ.get("KAPI_LAZY", "1") != "0"
 MAX_OPS = 32  # operations in one expression; past this it is evaluated (kernel size)
@@ -134,7 +136,7 @@ class Gen:
 
 def evaluate_into(tree: _Tree, out: Array, what: str, fresh: bool = False) -> None:
     """out[...] = tree's value, as one kernel (fresh: out is a new array)."""
-    from ._ufunc import launch
+    from .ufunc import launch
 
     g = Gen()
     expr = g.expr(tree)

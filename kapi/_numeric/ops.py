@@ -1,13 +1,13 @@
 """Python operators and `__array_ufunc__` on kapi arrays (installed on kapi.Array by
 kapi/__init__.py): each operator is its NumPy ufunc (`x + y` is `np.add(x, y)`), run as a
-generated kernel on the device where the operands live (kapi/_ufunc.py)."""
+generated kernel on the device where the operands live (kapi/_numeric/ufunc.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import _ufunc
-from ._array import Array
+from .._memory.array import Array
+from . import ufunc as _ufunc
 
 # operator name -> ufunc; reflected (__radd__) and in-place (__iadd__) forms follow
 _BINARY = {

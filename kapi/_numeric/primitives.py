@@ -6,7 +6,7 @@ The operation is a binary `@kapi.device_func` (or a name: "add", "mul", "min", "
 result is stored in the array's dtype. The kernels are built once per (kind, operation) and
 specialised per dtype by the kernel dispatcher.
 
-reduce: the reduced axis is moved last ((rows, n), as kapi/_reduce.py does); each row is
+reduce: the reduced axis is moved last ((rows, n), as kapi/_numeric/reduce.py does); each row is
 folded by `groups` work-groups (every work-item folds a strided part privately, then the
 group combines in local memory, in order of work-item ids); a second launch with one group
 per row folds the partials. No identity is needed: work-items without elements carry a
@@ -34,14 +34,14 @@ import os
 
 import numpy as np
 
-from . import _replay
-from ._array import Array
+from .._memory.array import Array
+from . import replay as _replay
 
 WG = 256  # work-items per group
 _PER_ITEM = 16  # elements a work-item handles before another group is worth launching
 _MAX_ROWS = 65535  # a grid dimension other than CUDA's x holds at most 65535 groups
 _KERNELS: dict = {}
-_PLANS = _replay.plans()  # reduce/scan call key -> its recorded launches (kapi/_replay.py)
+_PLANS = _replay.plans()  # reduce/scan call key -> its recorded launches (kapi/_numeric/replay.py)
 
 
 def _add(a, b):
@@ -151,8 +151,9 @@ def kernel_of(source: str, entry: str, env: dict, key=None, options=None):
     ck = (source, key) if not options else (source, key, tuple(sorted(options.items())))
     k = _KERNELS.get(ck)
     if k is None:
-        from . import kernel_api as K
-        from ._kernel import kernel
+        from kapi_lang import kernel_api as K
+
+        from .._kernel.dispatcher import kernel
 
         g = {"np": np, "K": K, **env}
         exec(compile(source, f"<kapi {entry}>", "exec"), g)  # noqa: S102 - our own source
@@ -261,9 +262,10 @@ def _reduce(it, x, out, n, slm, flg):
 
 
 def _reduce_rows(x2: Array, fn, key, groups: int) -> Array:
-    from . import kernel_api as K
-    from ._ranges import NdRange
-    from ._replay import launch as call_kernel  # recorded while a plan is traced
+    from kapi_lang import kernel_api as K
+
+    from .._kernel.ranges import NdRange
+    from .replay import launch as call_kernel  # recorded while a plan is traced
 
     rows, n = x2.shape
     out = Array._allocate((rows, groups), x2.dtype, x2.sycl_queue, x2.usm_type)
@@ -290,8 +292,8 @@ REDUCE = None  # "group" (work-groups) or "serial" (kapi's CPU device); None: by
 def _fold_serial(x2: Array, fn, key) -> Array:
     """Each row of x2 (rows, n) folded in order by blocks, one per work-item (kapi's CPU
     device: no barriers), then the blocks' values by one work-item per row."""
-    from ._ranges import Range
-    from ._replay import launch as call_kernel  # recorded while a plan is traced
+    from .._kernel.ranges import Range
+    from .replay import launch as call_kernel  # recorded while a plan is traced
 
     rows, n = x2.shape
     k = kernel_of(_SCAN_SERIAL_SUMS_SRC, "_scan_serial_sums", {"OP": fn}, key)
@@ -339,7 +341,7 @@ def reduce(op, a, axis=None, identity=None, dtype=None, keepdims=False):
         and (dtype is None or isinstance(dtype, (np.dtype, type)))
         and type(keepdims) is bool
     ):
-        # the host path once per key; later calls replay its launches (kapi/_replay.py)
+        # the host path once per key; later calls replay its launches (kapi/_numeric/replay.py)
         key = ("reduce", op, a._shape, a._strides, a._dtype, axis, dtype, keepdims, a._queue)
         key += (a._usm_type, REDUCE)
         return _replay.call(key, _PLANS, a, _reduce_general, op, a, axis, None, dtype, keepdims)
@@ -721,8 +723,8 @@ SCAN = None  # "subgroup" (GPUs), "group" or "serial" (kapi's CPU device); None:
 
 
 def _scan_serial(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
-    from ._ranges import Range
-    from ._replay import launch as call_kernel  # recorded while a plan is traced
+    from .._kernel.ranges import Range
+    from .replay import launch as call_kernel  # recorded while a plan is traced
 
     rows, n = x2.shape
     T = min(256, max(1, n // 4096))
@@ -763,9 +765,10 @@ def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident, events=None) -
     if kind == "serial":
         _scan_serial(x2, out, fn, key, excl, ident)
         return
-    from . import kernel_api as K
-    from ._ranges import NdRange
-    from ._replay import launch  # recorded while a plan is traced
+    from kapi_lang import kernel_api as K
+
+    from .._kernel.ranges import NdRange
+    from .replay import launch  # recorded while a plan is traced
 
     def call_kernel(kern, nd, *args):
         launch(kern, nd, *args, events=events)
@@ -857,7 +860,7 @@ def scan(a, op="add", axis=None, inclusive=True, identity=None, dtype=None):
         and (dtype is None or isinstance(dtype, (np.dtype, type)))
         and type(inclusive) is bool
     ):
-        # the host path once per key; later calls replay its launches (kapi/_replay.py)
+        # the host path once per key; later calls replay its launches (kapi/_numeric/replay.py)
         key = ("scan", op, a._shape, a._strides, a._dtype, axis, inclusive, dtype, a._queue)
         key += (a._usm_type, SCAN, SCAN_SUMS, SCAN_GROUPS, SCAN_ITEMS)
         return _replay.call(key, _PLANS, a, _scan, a, op, axis, inclusive, None, dtype)

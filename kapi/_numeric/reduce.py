@@ -27,8 +27,10 @@ import re
 
 import numpy as np
 
-from . import _lazy, _replay, _ufunc
-from ._array import Array
+from .._memory.array import Array
+from . import lazy as _lazy
+from . import replay as _replay
+from . import ufunc as _ufunc
 
 _WG = 256  # work-items per group
 _PER_ITEM = 16  # elements a work-item folds before another group is worth launching
@@ -49,7 +51,7 @@ _COLS_SECOND_ROWS = 1024  # the column kernel's second pass: at least this many 
 _COLS_SECOND_PARTS = 256  # and at most this many partials per row
 COLS_UNROLL = os.environ.get("KAPI_REDUCE_COLS_UNROLL", "1") != "0"
 _KERNELS: dict[str, object] = {}
-_PLANS = _replay.plans()  # call key -> its recorded launches (kapi/_replay.py)
+_PLANS = _replay.plans()  # call key -> its recorded launches (kapi/_numeric/replay.py)
 _DUMMIES: dict[tuple, Array] = {}  # (queue, usm_type) -> the unused index array
 
 # op -> (GroupOp name, fold expression over acc and v)
@@ -324,7 +326,7 @@ def _cols_view(x: Array, axes):
 
 def _launch_cols(op, x2: Array, xi, parts: int, acc_dt: np.dtype, events=None):
     """One pass of the column kernel: x2 (rows, n) into partials (parts, rows)."""
-    from ._ranges import NdRange
+    from .._kernel.ranges import NdRange
 
     call_kernel = _call(events)
     rows, n = x2.shape
@@ -392,8 +394,9 @@ def _reduce_cols(op: str, x2: Array, acc_dt: np.dtype):
 def _kernel(src: str, name: str = "_reduce"):
     k = _KERNELS.get(src)
     if k is None:
-        from . import kernel_api as K
-        from ._kernel import kernel
+        from kapi_lang import kernel_api as K
+
+        from .._kernel.dispatcher import kernel
 
         g = {"np": np, "K": K}
         exec(compile(src, "<kapi reduction>", "exec"), g)  # noqa: S102 - our own source
@@ -500,7 +503,7 @@ def _groups(x: Array, n: int, rows: int = 1) -> int:
     # each work-item folds at least _PER_ITEM elements: as bench/group_reduce.py's fastest
     # kernel, 2^28 elements on 132 SMs gives ~250 elements per work-item
     # (CUDA reports its SMs' warp slots as compute units, 64 per SM: the total is capped as
-    # kapi/_sort.py caps it, which also keeps every grid dimension under CUDA's 65535)
+    # kapi/_numeric/sort.py caps it, which also keeps every grid dimension under CUDA's 65535)
     cap = max(1, min(_GPU_MAX_GROUPS, _GPU_GROUPS_PER_UNIT * units) // max(1, rows))
     return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
 
@@ -538,7 +541,7 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
     """One pass: x2 (rows, n) into partials (rows, groups). fused: (expression, leaves as
     (rows, n) views or scalars), read instead of x2's elements (x2 is then one of the views)."""
     call_kernel = _call(events)
-    from ._ranges import NdRange
+    from .._kernel.ranges import NdRange
 
     rows, n = x2.shape
     q, ut = x2.sycl_queue, x2.usm_type
@@ -577,7 +580,7 @@ def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
     """x.<op>(axis, keepdims) as kernels; reducing every axis gives a 0-d array.
 
     The host path runs once per (op, shape, strides, dtype, axis, keepdims, queue, USM kind):
-    later calls replay its recorded launches (kapi/_replay.py) without waiting for them."""
+    later calls replay its recorded launches (kapi/_numeric/replay.py) without waiting for them."""
     if (
         type(x) is Array
         and x._shape

@@ -12,7 +12,8 @@ the recorded kernels with the recorded ranges and scalars, asynchronously (the q
 in order; reading the result waits for it, as any read of a kapi array waits for its queue).
 A call whose general path does anything a plan cannot repeat (a host copy, a fill, an array
 other than x and its own temporaries, a lazy result) is not recorded: it keeps the general
-path. kapi/_reduce.py and kapi/_primitives.py key their plans; tests/test_replay.py checks
+path. kapi/_numeric/reduce.py and kapi/_numeric/primitives.py key their plans; tests/test_replay.py
+checks
 that plans of different shapes, dtypes and axes never mix.
 """
 
@@ -22,7 +23,8 @@ import collections
 import threading
 import weakref
 
-from . import _memory, _native
+from .. import _native
+from .._memory import pool as _memory
 
 _TLS = threading.local()  # .trace: the Trace recording on this thread, if any
 _MAX_PLANS = 2048  # plans kept per cache; past that the oldest goes
@@ -229,9 +231,9 @@ _SYNC = _ASYNC = _ARGDESC = None
 
 
 def _bind() -> None:
-    """The launch functions, looked up once (kapi/_launch.py imports after this module)."""
+    """The launch functions, looked up once (kapi/_kernel/launch.py imports after this module)."""
     global _SYNC, _ASYNC, _ARGDESC
-    from ._launch import call_kernel, call_kernel_async
+    from .._kernel.launch import call_kernel, call_kernel_async
 
     _SYNC, _ARGDESC, _ASYNC = call_kernel, _native.ext().ArgDesc, call_kernel_async
 
@@ -239,7 +241,7 @@ def _bind() -> None:
 def _kdesc_parts(dt, shape, strides):
     """(type key, strides in elements) of an array argument, as Array._kdesc makes them;
     None where Array._kdesc raises (at the launch, with its words)."""
-    from ._array import _desc_parts
+    from .._memory.array import _desc_parts
 
     if not 1 <= len(shape) <= 3:
         return None
@@ -334,6 +336,9 @@ def record(key, cache: dict, x: Array, fn, *args):
     return res
 
 
-# Last: kapi/_array.py imports the reductions, which make their cache of plans here.
-from . import _lazy  # noqa: E402
-from ._array import Array  # noqa: E402
+_memory.on_allocate = on_allocate
+_memory.untraceable = untraceable
+
+# Last: the reductions, which make their cache of plans here, load with the array library.
+from .._memory.array import Array  # noqa: E402
+from . import lazy as _lazy  # noqa: E402

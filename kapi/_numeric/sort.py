@@ -46,8 +46,8 @@ import os
 
 import numpy as np
 
-from . import _primitives as P
-from ._array import Array
+from .._memory.array import Array
+from . import primitives as P
 
 WG = 256  # work-items per group: one per digit value
 ITEMS = 4  # elements per work-item in a scatter chunk ("group": the split scans)
@@ -913,9 +913,10 @@ def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=F
 
 def _parallel_pass(k: Array, withv: bool, kind: str):
     """One pass by work-groups: histograms, their scan, the chunked stable scatter."""
-    from . import kernel_api as K
-    from ._ranges import NdRange
-    from ._replay import launch
+    from kapi_lang import kernel_api as K
+
+    from .._kernel.ranges import NdRange
+    from .replay import launch
 
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
@@ -984,7 +985,7 @@ def _rank_kernel(k: Array, withv: bool, items: int):
 def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tuple):
     """The "ballot" scatter kernel for keys of dtype kdt on a device with these sub-group
     sizes, its local memory and group size (tests build the NVIDIA form on any device)."""
-    from . import kernel_api as K
+    from kapi_lang import kernel_api as K
 
     sgs, wg, W, one_size = _rank_shape(sub_group_sizes)
     maxreg = _rank_max_registers()
@@ -1055,7 +1056,7 @@ def _onesweep_kernel(k: Array, withv: bool, items: int):
 def _onesweep_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tuple):
     """The "onesweep" pass kernel for keys of dtype kdt on a device with these sub-group
     sizes, its local memory and group size (tests build the NVIDIA form on any device)."""
-    from . import kernel_api as K
+    from kapi_lang import kernel_api as K
 
     sgs, wg, W, one_size = _rank_shape(sub_group_sizes)
     src = _onesweep_src()
@@ -1106,8 +1107,8 @@ def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
     """The one-pass-per-digit function of the "onesweep" kind for keys k: the digit
     histograms (hist, from `_keys`; else counted here by `_keys_in` over k), their scan, the
     status words and tickets, cleared."""
-    from ._ranges import NdRange, Range
-    from ._replay import launch
+    from .._kernel.ranges import NdRange, Range
+    from .replay import launch
 
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
@@ -1142,9 +1143,10 @@ def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
 def _digit_hist(k: Array, npos: int) -> Array:
     """The digit counts of the keys k (unsigned, sorted as they are) at byte positions
     0..npos-1: an int64 table [position * 256 + digit], by `_keys_in` (writing nothing)."""
-    from . import kernel_api as K
-    from ._launch import call_kernel
-    from ._ranges import NdRange
+    from kapi_lang import kernel_api as K
+
+    from .._kernel.launch import call_kernel
+    from .._kernel.ranges import NdRange
 
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
@@ -1165,8 +1167,8 @@ def _digit_hist(k: Array, npos: int) -> Array:
 def _serial_pass(k, v, k2, v2, sh, withv, events=None):
     """One pass on kapi's CPU device: T work-items each own a contiguous block and count,
     then scatter, it sequentially (a stable counting sort per block), so no barriers."""
-    from ._launch import call_kernel
-    from ._ranges import Range
+    from .._kernel.launch import call_kernel
+    from .._kernel.ranges import Range
 
     n = k.size
     T = min(256, max(1, n // 4096))
@@ -1193,9 +1195,10 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     counts at every byte position (`_digit_hist`'s table), else None. Unsigned keys sorted
     ascending without indices are x's own memory (no copy; _radix_passes(keep_input=True)
     leaves it alone)."""
-    from . import kernel_api as K
-    from ._launch import call_kernel
-    from ._ranges import NdRange, Range
+    from kapi_lang import kernel_api as K
+
+    from .._kernel.launch import call_kernel
+    from .._kernel.ranges import NdRange, Range
 
     n = x.size
     dt = x.dtype
@@ -1251,8 +1254,8 @@ def _vary(k: Array) -> int:
 
 def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=False):
     """(sorted values or None, sorting indices or None) of the 1-D contiguous array x."""
-    from ._launch import call_kernel
-    from ._ranges import Range
+    from .._kernel.launch import call_kernel
+    from .._kernel.ranges import Range
 
     dt = x.dtype
     if dt == np.bool_:
@@ -1287,8 +1290,8 @@ def _check(a, what: str) -> Array:
 def _sort_rows(x2: Array, want_values: bool, descending: bool) -> Array:
     """Sorts (or argsorts) each row of x2 (rows, m): every element by value, then stably by
     row; returns the (rows, m) values or indices within rows."""
-    from ._launch import call_kernel
-    from ._ranges import Range
+    from .._kernel.launch import call_kernel
+    from .._kernel.ranges import Range
 
     rows, m = x2.shape
     flat = x2.reshape(x2.size)
@@ -1416,8 +1419,8 @@ def unique(a, return_counts: bool = False):
     """np.unique on a's device: the sorted unique values of the flattened a (NaNs collapsed
     into one, as NumPy 2's equal_nan=True); with return_counts, also how often each occurs
     (int64)."""
-    from ._launch import call_kernel
-    from ._ranges import Range
+    from .._kernel.launch import call_kernel
+    from .._kernel.ranges import Range
 
     _check(a, "kapi.unique")
     q, ut = a.sycl_queue, a.usm_type

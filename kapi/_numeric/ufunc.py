@@ -1,6 +1,6 @@
 """Elementwise NumPy ufuncs and operators on kapi arrays, run as generated kapi kernels.
 
-`x * 4`, `np.sin(x)`, `np.add(x, y, out=z)` and fused expressions (kapi.fuse, kapi/_fuse.py)
+`x * 4`, `np.sin(x)`, `np.add(x, y, out=z)` and fused expressions (kapi.fuse, kapi/_numeric/fuse.py)
 all end here: an expression tree of ufunc calls over leaves (arrays and scalars) becomes the
 source of one kernel, `out[i, j] = np.multiply(a0[i, j], s1)`, compiled through the normal
 @kapi.kernel pipeline (pyfront/emit_ufuncs.py lowers np.<ufunc> on scalars) and cached per
@@ -16,10 +16,13 @@ import numbers
 
 import numpy as np
 
-from . import _lazy, _native, _replay
-from ._array import Array, _span
-from ._errors import ExecutionQueueInferenceError, UnsupportedDtypeError
-from ._types import DTYPE_TO_KIR
+from .. import _native
+from .._errors import ExecutionQueueInferenceError, UnsupportedDtypeError
+from .._memory import array as _array
+from .._memory.array import Array, _span
+from .._memory.dtypes import DTYPE_TO_KIR
+from . import lazy as _lazy
+from . import replay as _replay
 
 _KERNELS: dict[str, object] = {}  # kernel source -> KernelDispatcher
 _IDX = "ijk"
@@ -184,7 +187,7 @@ def _kernel_for(source: str, env: dict | None = None, cache: dict | None = None)
     cache = _KERNELS if cache is None else cache
     k = cache.get(source)
     if k is None:
-        from ._kernel import kernel
+        from .._kernel.dispatcher import kernel
 
         g = {"np": np, **(env or {})}
         exec(compile(source, "<kapi elementwise>", "exec"), g)  # noqa: S102 - our own source
@@ -287,8 +290,8 @@ def launch(
 def _plan_launch(expr, leaves, defs, out, what, env, cache):
     """(kernel, range, [(shape, strides in bytes, (type key, strides in elements))] of the
     views of out and of each array leaf) of a launch (see launch)."""
-    from ._array import _desc_parts
-    from ._ranges import Range
+    from .._kernel.ranges import Range
+    from .._memory.array import _desc_parts
 
     arrays = [x for x in leaves if isinstance(x, Array)]
     shape = out.shape
@@ -428,3 +431,6 @@ def _to_dtype(x, dt: np.dtype):
         if not info.min <= x <= info.max:
             raise OverflowError(f"Python integer {x} out of bounds for {dt}")
     return dt.type(x)
+
+
+_array._convert = astype  # Array.astype's kernel (arrays sit below the array library)

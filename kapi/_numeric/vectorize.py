@@ -4,7 +4,7 @@ kapi arrays, in numba-cuda's form (`@vectorize(["float32(float32, float32)"], ta
 The function becomes a device function; a call picks the first signature the operands' types
 reach (exactly, else by NumPy's safe casting; Python scalars by kind), broadcasts the
 operands, and runs `out[i] = f(T0(a[i]), T1(b[i]), ...)` as a generated kernel
-(kapi/_ufunc.py) where the arrays live. The result has the signature's return type;
+(kapi/_numeric/ufunc.py) where the arrays live. The result has the signature's return type;
 `out=` takes a kapi array of the broadcast shape.
 """
 
@@ -15,10 +15,11 @@ import re
 
 import numpy as np
 
-from . import _ufunc
-from ._array import Array
-from ._numba_sig import is_numba_signature, numba_signature_parts
-from ._types import KIR_TO_DTYPE, normalize_type
+from .._kernel.numba_sig import is_numba_signature, numba_signature_parts
+from .._kernel.types import normalize_type
+from .._memory.array import Array
+from .._memory.dtypes import KIR_TO_DTYPE
+from . import ufunc as _ufunc
 
 # Numba's scalar names that NumPy does not spell the same way
 _NAMES = {"boolean": "bool", "bool_": "bool", "b1": "bool", "float_": "float32", "byte": "int8"}
@@ -72,7 +73,7 @@ class VectorizedFunction:
     """What @kapi.vectorize returns: call it like a ufunc on kapi arrays and scalars."""
 
     def __init__(self, pyfunc, signatures):
-        from ._kernel import device_func
+        from .._kernel.dispatcher import device_func
 
         self._pyfunc = pyfunc
         self.types = [parse(s) for s in signatures]
