@@ -80,6 +80,7 @@ test-asan: setup
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 	git ls-files '*.c' '*.h' '*.cpp' | xargs clang-format --dry-run --Werror
 
 format:
