@@ -53,7 +53,7 @@ test-c:
 test-py:
 	$(PY) -m pytest -q tests
 
-# Intel's OpenCL CPU runtime runs our SPIR-V as a second opinion (tests/test_opencl_reference.py).
+# Intel's OpenCL CPU runtime runs our SPIR-V as a second opinion (tests/reliability/test_opencl_reference.py).
 # Its wheels are about 1 GB installed, so they get their own environment, not requirements.txt.
 OCL_VENV ?= .venv-ocl
 OCL_PACKAGES := pyopencl intel-opencl-rt intel-cmplr-lib-rt
@@ -61,7 +61,7 @@ test-opencl: build
 	test -x $(OCL_VENV)/bin/python || python3 -m venv $(OCL_VENV)
 	$(OCL_VENV)/bin/python -m pip install -q -r requirements.txt $(OCL_PACKAGES)
 	$(OCL_VENV)/bin/python -m pip install -q --no-deps --no-build-isolation -e .
-	KAPI_REQUIRE_OPENCL=1 $(OCL_VENV)/bin/python -m pytest -q -rs tests/test_opencl_reference.py
+	KAPI_REQUIRE_OPENCL=1 $(OCL_VENV)/bin/python -m pytest -q -rs tests/reliability/test_opencl_reference.py
 
 # The C libraries and C tests again with AddressSanitizer and UBSan (build-asan/, libraries in
 # build-asan/lib so kapi/_lib keeps the normal build). LLVM and libze are not instrumented and

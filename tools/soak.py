@@ -7,7 +7,7 @@ kernels compiled, reporting memory per kernel. Issue 12, item 2.
 
 Targets: under 1 MB of resident-memory growth per 10^5 launches (after the first interval,
 which warms caches), under 2 MB per compiled kernel. Exit status 1 when a result is wrong or a
-target is missed. tests/test_soak.py runs a tiny version.
+target is missed. tests/reliability/test_soak.py runs a tiny version.
 """
 
 from __future__ import annotations

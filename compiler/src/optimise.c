@@ -18,7 +18,7 @@
  * access with shuffles): a barrier kernel's region loops are marked parallel, for which LLVM
  * 15's loop access analysis records no dependences, and the vectoriser then takes "none" for
  * "none between these two": it sank a group of stores past a conditional store to one of its
- * addresses in the same work-item (found by the fuzzer; tests/fuzz_regressions/
+ * addresses in the same work-item (found by the fuzzer; tests/reliability/fuzz_regressions/
  * region_loop_interleaved_store_passes_conditional_store.json). Strided accesses become
  * gathers and scatters; bench/cpu_barrier.py and bench/dpbench.py's CPU rows did not move.
  * No switch lookup tables: SimplifyCFG turns a switch that picks constants into a load from a

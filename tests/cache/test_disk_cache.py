@@ -25,7 +25,7 @@ from kapi._cache import store as _cache
 from kapi._kernel import dispatcher as _kernel
 
 DEVICES = devices_or_skip()
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIG = (("item", 1), ("array(f32,1,C,global)", "f32"))
 FILE = "/virtual/kapi_cache_kernels.py"
 

@@ -157,7 +157,7 @@ def test_scalar_aliases():
 
 
 def test_dpjit_of_a_function_without_prange_runs_it():
-    f = kapi.dpjit(lambda x: x + 1)  # tests/test_dpjit.py covers the prange offload
+    f = kapi.dpjit(lambda x: x + 1)  # tests/dpjit/test_dpjit.py covers the prange offload
     assert isinstance(f, kapi.DpjitFunction) and f(2) == 3 and f.kernels == []
 
 

@@ -13,7 +13,7 @@ import pytest
 from kapi_testing import devices_or_skip
 
 DEVICES = devices_or_skip()
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 PRELUDE = """
 import os, sys, threading, numpy as np, kapi

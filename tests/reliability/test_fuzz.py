@@ -1,7 +1,7 @@
 """The differential fuzzer (tools/fuzz/kfuzz.py) in the test suite: a short seeded run on every
 device against the reference interpreter (tools/fuzz/ksim.py), with the Numba oracle checking
 the interpreter on some kernels, the minimised findings of earlier runs replayed as
-regressions (tests/fuzz_regressions/*.json), and the fixes they led to pinned by name.
+regressions (tests/reliability/fuzz_regressions/*.json), and the fixes they led to pinned by name.
 Issue 12, item 1. The long run: docs/reliability.md, "Differential fuzzer"."""
 
 import glob
@@ -20,7 +20,7 @@ import kapi
 
 DEVICES = devices_or_skip()
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools", "fuzz"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "fuzz"))
 import kfuzz  # noqa: E402
 import ksim  # noqa: E402
 

@@ -180,7 +180,7 @@ def test_spirv_agrees_with_intel_opencl_cpu(tmp_path):
     r = subprocess.run(
         [sys.executable, "-c", SCRIPT],
         env=env,
-        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        cwd=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."),
         capture_output=True,
         text=True,
         timeout=300,

@@ -9,9 +9,7 @@ from types import SimpleNamespace
 from kapi_testing import devices_or_skip
 
 DEVICES = devices_or_skip()
-sys.path.insert(
-    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
-)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import soak  # noqa: E402
 
 

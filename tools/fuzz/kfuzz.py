@@ -11,7 +11,7 @@ shift past the width, no float -> int conversion).
 Compiles dominate, so one kernel holds many cases (each with its own output slots); a mismatch
 is pinned to its case, which is then minimised (statements dropped, expressions replaced by a
 same-typed part) while it still mismatches, and written as a regression file that
-tests/test_fuzz.py replays.
+tests/reliability/test_fuzz.py replays.
 
     python tools/fuzz/kfuzz.py --kernels 200 --seed 1 [--cases 8] [--out DIR]
 """
@@ -1032,7 +1032,7 @@ def explained(p: Program, got, cases, ref, contract=False):
     A case outside the hull of PERTURB_RUNS reruns is judged again on WIDE_RUNS of them: where
     the ulps are magnified into an exponent (exp of a sum of `x % (|cos| + 1)`, seed 7000
     kernel 237421 on the H100), ten samples and their widening cover a fraction of what a
-    library within the ulp model gives, and 300 cover it (tests/test_fuzz.py)."""
+    library within the ulp model gives, and 300 cover it (tests/reliability/test_fuzz.py)."""
     cand = [c for c in cases if c in math_cases(p, contract)]
     if not cand or got is None:
         return []

@@ -342,7 +342,8 @@ print(out.asnumpy().tolist())
 
 
 def run_script(src, *args, env=None):
-    path = os.pathsep.join([os.getcwd(), os.path.dirname(os.path.abspath(__file__))])
+    tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    path = os.pathsep.join([os.getcwd(), os.path.abspath(tests)])
     e = dict(os.environ, PYTHONPATH=path, **(env or {}))
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(src), *args],

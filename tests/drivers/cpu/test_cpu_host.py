@@ -16,7 +16,7 @@ CPU = [d for d in devices_or_skip() if d.filter_string.startswith("level_zero:cp
 if not CPU:  # pragma: no cover
     pytest.skip("no kapi CPU device", allow_module_level=True)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 def run_python(code, env=None, timeout=120):
