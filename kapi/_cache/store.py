@@ -10,6 +10,11 @@ never see a partial entry and concurrent writers of one key leave one whole file
 refreshes the entry's mtime; when the directory grows past its cap the least recently used
 entries go. A directory that cannot be written is not an error: kernels compile in memory.
 
+Entries hold code this process runs, so kapi uses a cache directory only where nobody but the
+user (or root) can have written it; it creates its directories 0700 and its files 0600, and
+checks each file it reads on the descriptor it reads it from ("who may have written the
+cache" below).
+
 The key's environment part (`environment_token`) covers kapi's and pyfront's sources, the
 native libraries, Numba's install and the interpreter's minor version; it is computed once
 per process from file metadata (a few dozen stat calls).
@@ -20,6 +25,7 @@ from __future__ import annotations
 import functools
 import marshal
 import os
+import stat
 import sys
 
 try:  # CPython's built-in SHA-256: `import hashlib` (OpenSSL) would cost `import kapi` time
@@ -39,10 +45,14 @@ SUFFIXES = (".spv", ".nat")
 _reasons_shown: set[str] = set()
 
 
+def debugging() -> bool:
+    flags = {p.strip().lower() for p in os.environ.get("KAPI_DEBUG", "").split(",")}
+    return "cache" in flags or "all" in flags
+
+
 def debug(msg: str) -> None:
     """KAPI_DEBUG=cache (or all) prints the cache's decisions: hits, misses, refusals."""
-    flags = {p.strip().lower() for p in os.environ.get("KAPI_DEBUG", "").split(",")}
-    if "cache" in flags or "all" in flags:
+    if debugging():
         print(f"kapi cache: {msg}", file=sys.stderr, flush=True)
 
 
@@ -167,23 +177,12 @@ def environment_token() -> bytes:
         except OSError:
             st.update(f"{path}\0missing\0".encode())
     head = f"kapi {__version__} format {FORMAT} py {sys.version_info[:2]}\0".encode()
-    memo = os.path.join(directory(), f"env-{st.hexdigest()[:32]}")
-    try:
-        with open(memo, "rb") as f:
-            token = f.read()
-        if len(token) == 32:
-            return _sha256(head + token).digest()
-    except OSError:
-        pass
+    memo = f"env-{st.hexdigest()[:32]}"
+    token = _read(memo)
+    if token is not None and len(token) == 32:
+        return _sha256(head + token).digest()
     token = _content_token(sources, libraries)
-    try:
-        os.makedirs(os.path.dirname(memo), exist_ok=True)
-        fd, tmp = _mkstemp(os.path.dirname(memo))
-        with os.fdopen(fd, "wb") as f:
-            f.write(token)
-        os.replace(tmp, memo)
-    except OSError:
-        pass
+    _write(memo, token)
     return _sha256(head + token).digest()
 
 
@@ -229,16 +228,12 @@ def _decode(data: bytes):
 
 
 def load(key: str, suffix: str):
-    """The entry's payload, or None on a miss (absent, unreadable, corrupt or foreign)."""
+    """The entry's payload, or None on a miss (absent, unreadable, corrupt, foreign, or in a
+    directory or file that another user could have written)."""
+    data = _read(key + suffix)
+    if data is None:
+        return None
     path = os.path.join(directory(), key + suffix)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        debug(f"cannot read {path}: {e}")
-        return None
     payload, why = _decode(data)
     if why is None and not (isinstance(payload, dict) and payload.get("key") == key):
         payload, why = None, "holds another key"
@@ -254,19 +249,62 @@ def load(key: str, suffix: str):
 
 def store(key: str, suffix: str, payload: dict) -> bool:
     """Writes the entry atomically (temporary file, then rename); False if the directory
-    cannot be written (the kernel keeps working from memory)."""
-    folder = directory()
-    payload = dict(payload, key=key)
+    cannot be written or is not trusted (the kernel keeps working from memory)."""
+    if not _write(key + suffix, _encode(dict(payload, key=key))):
+        return False
+    evict(size_cap())
+    return True
+
+
+def _read(name: str) -> bytes | None:
+    """The file `name` of the cache directory, or None: absent, unreadable, or written by
+    someone this process does not trust (judged on the descriptor it is read from, so the file
+    checked is the file read)."""
+    trust = _trusted_directory()
+    if trust is None:
+        return None
+    path = os.path.join(trust[0], name)
     try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = _mkstemp(folder)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        debug(f"cannot read {path}: {e}")
+        return None
+    with open(fd, "rb") as f:
+        st = os.fstat(fd)
+        why = _untrusted(st, path, trust[1])
+        if why is None and not stat.S_ISREG(st.st_mode):
+            why = (f"{path} is not a file", None)
+        if why is not None:
+            debug(f"{why[0]}; not loaded")
+            return None
+        try:
+            return f.read()
+        except OSError as e:
+            debug(f"cannot read {path}: {e}")
+            return None
+
+
+def _write(name: str, data: bytes) -> bool:
+    """Writes the file `name` of the cache directory atomically, private to the user (shared
+    with the directory's group under KAPI_CACHE_SHARED=group); False if it cannot."""
+    trust = _trusted_directory(create=True)
+    if trust is None:
+        return False
+    folder, gid = trust
+    try:
+        fd, tmp = _mkstemp(folder)  # mode 0600
     except OSError as e:
         _refuse(f"cannot write to {folder} ({e.strerror or e}); compiling in memory")
         return False
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(_encode(payload))
-        os.replace(tmp, os.path.join(folder, key + suffix))
+            if gid is not None:  # readable by the group that shares the cache
+                os.fchown(f.fileno(), -1, gid)
+                os.fchmod(f.fileno(), 0o660)
+            f.write(data)
+        os.replace(tmp, os.path.join(folder, name))
     except OSError as e:
         try:
             os.unlink(tmp)
@@ -274,7 +312,6 @@ def store(key: str, suffix: str, payload: dict) -> bool:
             pass
         _refuse(f"cannot write to {folder} ({e.strerror or e}); compiling in memory")
         return False
-    evict(size_cap())
     return True
 
 
@@ -284,14 +321,180 @@ def _refuse(msg: str) -> None:
         debug(msg)
 
 
+# -- who may have written the cache ------------------------------------------------------------
+#
+# As OpenSSH's StrictModes does for key files: a directory is trusted when it is owned by the
+# user or by root (root can change anything anyway: an administrator's read-only bundle) and is
+# writable by nobody else; its parents are checked the same way up to the first the user owns,
+# since whoever can write a parent can put another directory in its place. Every file read is
+# judged again on its open descriptor, so a file another user slipped in (or a directory
+# swapped after the check) is never unmarshalled. KAPI_CACHE_SHARED=group extends the trust to
+# the members of the cache directory's group (owners, and group-writable files of that group),
+# for a cache shared on purpose. A directory that fails is off for
+# the process, with one warning; verdicts are kept per directory (a few stat calls a process).
+
+_verdicts: dict[str, tuple[bool, int | None]] = {}  # directory -> (trusted, shared group)
+
+
+def _trusted_directory(create: bool = False) -> tuple[str, int | None] | None:
+    """(the cache directory, the group it is shared with or None) if this process may read and
+    write it; None if it is absent (created first when `create`), unusable or not trusted."""
+    folder = directory()
+    verdict = _verdicts.get(folder)
+    if verdict is None:
+        made = _make_private(folder) if create else None
+        try:
+            why, fix, gid = _judge(folder)
+        except FileNotFoundError:
+            if not create:
+                return None  # nothing to read yet; judged when something is written
+            why, fix, gid = f"cannot create {folder} ({made})", None, None
+        except OSError as e:
+            why, fix, gid = f"cannot use {folder} ({e.strerror or e})", None, None
+        verdict = _verdicts[folder] = (why is None, gid)
+        if fix is not None:
+            _warn(
+                f"kapi's disk cache is off in this process: {why}, so code in it could have "
+                f"been written by another user. Kernels still run, compiled in memory. {fix} "
+                f"(KAPI_DEBUG=cache gives the details.)"
+            )
+        elif why is not None:
+            _refuse(f"{why}; compiling in memory")
+    return (folder, verdict[1]) if verdict[0] else None
+
+
+def _make_private(folder: str) -> str | None:
+    """Creates the directory and its missing parents with mode 0700 (os.makedirs gives the
+    parents the umask's mode); why it could not, or None."""
+    missing = []
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:  # another process made it: judged like any other
+            pass
+        except OSError as e:
+            return e.strerror or str(e)
+    return None
+
+
+def _judge(folder: str) -> tuple[str | None, str | None, int | None]:
+    """(why the directory is not trusted or None, what to do or None when it is not a question
+    of trust, the group it is shared with or None)."""
+    real = os.path.realpath(folder)
+    st = os.stat(real)
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{folder} is not a directory", None, None
+    gid = None
+    if _shared_with_group():
+        if st.st_gid not in {os.getegid(), *os.getgroups()}:
+            why = f"KAPI_CACHE_SHARED=group, but you are not in {folder}'s group ({st.st_gid})"
+            return why, "Ask its owner to add you to the group.", None
+        gid = st.st_gid
+    path, euid = real, os.geteuid()
+    while True:
+        what = folder if path == real else f"its parent {path}"
+        if debugging():
+            debug(f"{path}: owner {_user(st.st_uid)}, group {st.st_gid}, mode {_mode(st)}")
+        untrusted = _untrusted(st, what, gid, parent=path != real)
+        if untrusted is not None:
+            return (*untrusted, gid)
+        if st.st_uid == euid:  # the user's own: whoever could replace it is the user
+            return None, None, gid
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None, None, gid
+        path, st = parent, os.stat(parent)
+
+
+def _untrusted(st, what: str, gid: int | None, parent: bool = False) -> tuple[str, str] | None:
+    """(why, what to do) if another user could have written this file or directory, else None.
+    Parents may be sticky and open to all (/tmp): there only a name's owner may replace it."""
+    mode, euid = st.st_mode, os.geteuid()
+    sticky = parent and mode & stat.S_ISVTX
+    own = "point KAPI_CACHE_DIR at a directory of your own"
+    if mode & stat.S_IWOTH and not sticky:
+        why = f"{what} is writable by every user (mode {_mode(st)})"
+    elif st.st_uid not in (euid, 0) and not (gid is not None and _member(st.st_uid, gid)):
+        why = f"{what} is owned by {_user(st.st_uid)}, not by you ({_user(euid)})"
+        if gid is not None:
+            why += f" nor by a member of group {gid}"
+        if parent:
+            return why, f"Move the cache: {own}."
+        return why, (
+            f"Remove it or {own}; a cache shared on purpose is set up as kapi's guide says "
+            f'(docs/guide/environment.md, "Disk cache").'
+        )
+    elif mode & stat.S_IWGRP and st.st_gid != gid and not sticky:
+        why = f"{what} is writable by its group (mode {_mode(st)})"
+        if not parent:
+            return why, (
+                f"Run `chmod go-w {what}` or {own} (or, if every member of its group may run "
+                f"code in your processes, set KAPI_CACHE_SHARED=group)."
+            )
+    else:
+        return None
+    path = what.removeprefix("its parent ")
+    return why, f"Run `chmod go-w {path}` or {own}."
+
+
+@functools.cache
+def _member(uid: int, gid: int) -> bool:
+    """Whether user uid is in group gid (as its primary group or a listed member)."""
+    try:
+        import grp
+        import pwd
+
+        user = pwd.getpwuid(uid)
+        return user.pw_gid == gid or user.pw_name in grp.getgrgid(gid).gr_mem
+    except (ImportError, KeyError):
+        return False
+
+
+def _shared_with_group() -> bool:
+    return os.environ.get("KAPI_CACHE_SHARED", "").strip().lower() == "group"
+
+
+def _user(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _mode(st) -> str:
+    return f"{stat.S_IMODE(st.st_mode):04o}"
+
+
+def _warn(msg: str) -> None:
+    """A UserWarning shown at the first frame outside kapi (the user's call that needed it)."""
+    import warnings
+
+    package = os.path.dirname(sys.modules[__name__.partition(".")[0]].__file__) + os.sep
+    frame, level = sys._getframe(0), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(msg, UserWarning, stacklevel=level)
+
+
 # -- listing and eviction ----------------------------------------------------------------------
 
 
 def entries() -> list[tuple[str, int, float]]:
     """(path, size, mtime) of every entry, oldest first."""
     out = []
+    trust = _trusted_directory()
+    if trust is None:
+        return out
     try:
-        it = os.scandir(directory())
+        it = os.scandir(trust[0])
     except OSError:
         return out
     with it:
@@ -327,11 +530,14 @@ def evict(cap: int) -> int:
 def clear() -> int:
     """Removes every entry (and the remembered environment digests); returns how many entries."""
     removed = 0
+    trust = _trusted_directory()
+    if trust is None:
+        return 0
     try:
-        for n in os.listdir(directory()):
+        for n in os.listdir(trust[0]):
             if n.startswith(("env-", ".tmp-")):
                 try:
-                    os.unlink(os.path.join(directory(), n))
+                    os.unlink(os.path.join(trust[0], n))
                 except OSError:
                     pass
     except OSError:
@@ -347,11 +553,10 @@ def clear() -> int:
 
 def describe(path: str) -> dict | None:
     """An entry's payload minus the bulky parts, for `python -m kapi cache`."""
-    try:
-        with open(path, "rb") as f:
-            payload, why = _decode(f.read())
-    except OSError as e:
-        return {"error": str(e)}
+    data = _read(os.path.basename(path))
+    if data is None:
+        return {"error": "unreadable, or written by another user (KAPI_DEBUG=cache says which)"}
+    payload, why = _decode(data)
     if why is not None:
         return {"error": why}
     return {k: v for k, v in payload.items() if k in ("kernel", "signature", "device", "key")}
