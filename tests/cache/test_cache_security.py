@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from kapi import _cache
+from kapi._cache import store as _cache
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 IS_ROOT = os.geteuid() == 0
 KEY = "5e" * 32
 PAYLOAD = {"kernel": "k", "spirv": b"\x03\x02\x23\x07"}
