@@ -1,6 +1,6 @@
 /* Native binaries' byte layout (native_blob.h): writer, bounds-checked reader, strings and
  * kernel argument lists, for both finalisers' kernel tables. */
-#include "native_blob.h"
+#include "finalise/native_blob.h"
 
 #include <stdlib.h>
 #include <string.h>

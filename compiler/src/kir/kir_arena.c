@@ -1,6 +1,6 @@
 /* The arena that owns one KIR module: parsing allocates many small pieces that all die
  * together, so they are carved from large chunks and freed in one sweep. */
-#include "kir.h"
+#include "kir/kir.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* Control-flow facts the verifier needs: reachable blocks, immediate dominators (Cooper,
  * Harvey and Kennedy's iterative algorithm over reverse postorder) and call-graph cycles. */
-#include "kir.h"
+#include "kir/kir.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* Error messages for KIR: "file:line: error: what (KIR line N)". The source line comes from
  * the instruction's #N when it has one, so users see their own file:line. */
-#include "kir.h"
+#include "kir/kir.h"
 
 #include <stdarg.h>
 #include <stdio.h>

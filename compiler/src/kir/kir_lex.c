@@ -1,6 +1,6 @@
 /* KIR lexer: one text line -> tokens. Commas are separators, `;` starts a comment; sigils
  * (% $ ^ @ #) are stripped from names so the parser compares plain strings. */
-#include "kir.h"
+#include "kir/kir.h"
 
 #include <ctype.h>
 #include <string.h>

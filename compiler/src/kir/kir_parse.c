@@ -2,7 +2,7 @@
  * grammar and resolves names; types and control flow are kir_verify.c's business. Operands
  * follow each op's spec string from kir.h, so adding an op is one table row. */
 #define _GNU_SOURCE /* strtod_l: literals must not depend on the host process's locale */
-#include "kir.h"
+#include "kir/kir.h"
 
 #include <errno.h>
 #include <locale.h>

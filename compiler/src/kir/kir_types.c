@@ -1,6 +1,6 @@
 /* KIR vocabulary: scalar and array types, the op table and the keyword tables the parser,
  * verifier and lowering share. */
-#include "kir.h"
+#include "kir/kir.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* KIR verifier, module and function structure: one kernel, unique names, resolved calls,
  * parameter and slot types, one terminator per block, SSA dominance and no recursion. The
  * per-op type rules are in kir_verify_ops.c. After this passes, lowering cannot fail on KIR. */
-#include "kir.h"
+#include "kir/kir.h"
 
 #include <stdlib.h>
 #include <string.h>

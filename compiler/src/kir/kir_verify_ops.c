@@ -1,6 +1,6 @@
 /* KIR verifier, per-op type rules (docs/kir.md, "Instructions"). Each rule names the operand
  * and both types, so a pyfront bug reads as a sentence at the user's file:line. */
-#include "kir.h"
+#include "kir/kir.h"
 
 typedef struct vctx {
   const kir_module_t *m;

@@ -1,7 +1,7 @@
 /* Lowering driver: one LLVM module (spir64, typed pointers) per KIR module. Declares every
  * function with its ABI, then lowers each body block by block, dispatching instructions to
  * lower_<concern>.c. Variable slots become entry-block allocas that the optimiser promotes. */
-#include "lower.h"
+#include "lower/lower.h"
 
 #include <stdio.h>
 #include <stdlib.h>

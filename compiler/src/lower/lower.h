@@ -5,7 +5,7 @@
 #ifndef KAPI_COMPILER_LOWER_H
 #define KAPI_COMPILER_LOWER_H
 
-#include "kir.h"
+#include "kir/kir.h"
 
 /* The kernel's string attribute that carries KIR's max_registers to SPIR-V emission. */
 #define KC_MAX_REGISTERS_ATTR "kapi-max-registers"

@@ -1,7 +1,7 @@
 /* Arithmetic with Python's semantics (docs/kir.md): constants, casts by source signedness,
  * wrapping integer ops, shifts that saturate instead of being poison, comparisons where float
  * `ne` is unordered, min/max as `a < b ? a : b`. Floor division and modulo: lower_pydiv.c. */
-#include "lower.h"
+#include "lower/lower.h"
 
 int kc_lower_const(kc_lower_t *L, const kir_inst_t *in) {
   kir_kind_t k = in->type.kind;

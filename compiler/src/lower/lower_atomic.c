@@ -2,7 +2,7 @@
  * atomic_add, which means work-group scope). Float add/sub use AtomicFAddEXT
  * (SPV_EXT_shader_atomic_float_add); float min/max are compare-exchange loops on the bits, so
  * they need no extra capability. */
-#include "lower.h"
+#include "lower/lower.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Builtins in SPIR-V-friendly form: declarations of `__spirv_*` functions (Itanium-mangled as
  * the translator expects), the index space (`__spirv_BuiltIn*`) and work-group barriers.
  * Dimension 0 is SPIR-V component 0, the fastest-varying one, as in numba-dpex. */
-#include "lower.h"
+#include "lower/lower.h"
 
 #include <stdio.h>
 #include <string.h>

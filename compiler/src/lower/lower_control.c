@@ -1,6 +1,6 @@
 /* Control flow and calls: branches to the lowered KIR blocks, returns, and calls to device
  * functions with arrays expanded to pointer + extents + strides (the device-function ABI). */
-#include "lower.h"
+#include "lower/lower.h"
 
 #include <stdlib.h>
 

@@ -5,7 +5,7 @@
  * those builtins. Work-group collectives go through a module-level local scratch and
  * work-group barriers, which every driver runs as it runs the user's own barriers.
  */
-#include "lower.h"
+#include "lower/lower.h"
 
 #include <math.h>
 #include <stdio.h>

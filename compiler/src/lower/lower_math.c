@@ -1,7 +1,7 @@
 /* Math as OpenCL.std extended instructions through `__spirv_ocl_*` calls, in the operand's own
  * precision (an f32 kernel never gets a double from here); isnan/isinf/isfinite are plain
  * float comparisons. */
-#include "lower.h"
+#include "lower/lower.h"
 
 #include <math.h>
 #include <stdio.h>

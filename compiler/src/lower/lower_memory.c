@@ -1,7 +1,7 @@
 /* Memory: the kernel ABI (arrays arrive as pointer + extents + strides, docs/kir.md), the
  * device-function ABI, variable slots, array element access and private arrays. Layout C and F
  * index from the extents alone, so contiguous arrays need no stride multiplies. */
-#include "lower.h"
+#include "lower/lower.h"
 
 #include <stdio.h>
 #include <string.h>

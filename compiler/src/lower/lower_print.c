@@ -5,7 +5,7 @@
  * chosen to read like Python: integers as %ld/%lu widened to 64 bits (`l` is 64-bit in OpenCL
  * C, on CUDA and on Linux x86-64; OpenCL has no `ll`), floats as %.9g (f32) and %.17g (f64),
  * enough digits to read the exact value back, and bools as True/False through %s. */
-#include "lower.h"
+#include "lower/lower.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Python's `//`, `%` and integer `**` (docs/kir.md): floor semantics with the result's sign
  * following the divisor, integer division by zero giving 0 (kernels cannot raise), and
  * INT_MIN // -1 giving 0 as in Numba (never LLVM's undefined sdiv overflow). */
-#include "lower.h"
+#include "lower/lower.h"
 
 #include <stdio.h>
 

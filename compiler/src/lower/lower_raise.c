@@ -4,7 +4,7 @@
  * Buffer (48 bytes, zeroed before the launch): u32 flag, u32 site, u64 global id x, y, z, then
  * the raise's values (i64 v0, v1: a bounds check's index and extent). The first failing
  * work-item wins the flag with a compare-exchange and alone writes the rest. */
-#include "lower.h"
+#include "lower/lower.h"
 
 #include <string.h>
 

@@ -2,8 +2,8 @@
  * in the OpenCL environment, and a scan rejects Import linkage, which spirv-val accepts but no
  * driver can link (TOOLCHAIN.md: the unmangled-builtin trap). */
 #include "compile.h"
-#include "lower.h"
-#include "translator.h"
+#include "lower/lower.h"
+#include "spirv/translator.h"
 
 #include <llvm-c/Analysis.h>
 

@@ -1,6 +1,6 @@
 // The only C++ in the compiler: SPIRV-LLVM-Translator's API behind translator.h.
 // Options live here so forward emission and reverse reading agree on extensions and version.
-#include "translator.h"
+#include "spirv/translator.h"
 
 #include <LLVMSPIRVLib/LLVMSPIRVLib.h>
 #include <llvm/IR/Constants.h>

@@ -4,12 +4,12 @@
  * its own finalise_host_*.c. LLVM fatal errors during our LLVM work come back as KC_ERR_LLVM
  * through the compiler's one guard (llvm_guard.c).
  */
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include "compile.h"
-#include "finalise_host_jit.h"
-#include "finalise_host_native.h"
-#include "translator.h"
+#include "finalise/host/finalise_host_jit.h"
+#include "finalise/host/finalise_host_native.h"
+#include "spirv/translator.h"
 
 #include <llvm-c/Analysis.h>
 #include <pthread.h>

@@ -4,7 +4,7 @@
  * strengthened where LLVM has no exact equivalent); every scope becomes system scope, which is
  * at least as strong as any OpenCL scope.
  */
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <stdlib.h>
 #include <string.h>

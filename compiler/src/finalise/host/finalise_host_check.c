@@ -5,7 +5,7 @@
  * after validation, so instruction word counts are known to be sound. A small walk of its own:
  * SPIRV-Tools' header may be included by one file only (spirv_tools.c).
  */
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  * spinning one can let the others progress. In all, run allocates the group's buffer for __local
  * globals in its own frame.
  */
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <llvm-c/DebugInfo.h>
 

@@ -12,7 +12,7 @@
  * are freed when the thread exits.
  */
 #define _GNU_SOURCE
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * fences. A work-group runs on one thread, so group-scoped fences only need to order the
  * compiler; a sub-group is one work-item.
  */
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <stdlib.h>
 #include <string.h>

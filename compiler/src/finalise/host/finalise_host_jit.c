@@ -6,7 +6,7 @@
  * never a silent bind.
  */
 #define _GNU_SOURCE
-#include "finalise_host_jit.h"
+#include "finalise/host/finalise_host_jit.h"
 
 #include <dlfcn.h>
 #include <llvm-c/Error.h>

@@ -2,7 +2,7 @@
 #ifndef KAPI_COMPILER_FINALISE_HOST_JIT_H
 #define KAPI_COMPILER_FINALISE_HOST_JIT_H
 
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>

@@ -6,7 +6,7 @@
  * The globals themselves are left unused for global DCE; one that survives optimisation means a
  * use we could not rewrite, and kc_host_finalise reports it.
  */
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * calls to the C library's libm (float `sinhf`, double `sinh`; vectors scalarised). glibc's
  * libm is within OpenCL's ULP bounds for every function mapped to it here.
  */
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <math.h>
 #include <stdio.h>

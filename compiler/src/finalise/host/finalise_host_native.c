@@ -6,8 +6,8 @@
  * reader trusts nothing: every length is checked against the buffer, and a binary made for
  * another CPU or by another format version is refused (the caller builds from SPIR-V).
  */
-#include "finalise_host_native.h"
-#include "native_blob.h"
+#include "finalise/host/finalise_host_native.h"
+#include "finalise/native_blob.h"
 
 #include <dlfcn.h>
 #include <llvm-c/TargetMachine.h>

@@ -2,7 +2,7 @@
 #ifndef KAPI_COMPILER_FINALISE_HOST_NATIVE_H
 #define KAPI_COMPILER_FINALISE_HOST_NATIVE_H
 
-#include "finalise_host_jit.h"
+#include "finalise/host/finalise_host_jit.h"
 
 #include <stddef.h>
 

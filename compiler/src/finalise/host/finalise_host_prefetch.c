@@ -28,7 +28,7 @@
  * non-zero constants, so the copy can neither trap nor change what the kernel computes: a
  * prefetch never faults, whatever its address.
  */
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * to the process's standard output with one write(2) under a lock: lines of concurrent
  * work-items never interleave, and nothing waits in a stdio buffer once the launch completes.
  */
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -20,7 +20,7 @@
  * work-item contiguous), replacing the alloca.
  * storage is this thread's scratch (kc_host_scratch), allocated by run per group.
  */
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <llvm-c/DebugInfo.h>
 

@@ -4,7 +4,7 @@
  * vote is the predicate. Work-group collectives never get here: the forward compiler builds
  * them from local memory and barriers (lower_group.c).
  */
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Small helpers the host finaliser's phases share: mangled-name parsing, intrinsic
  * declarations, and finding the builtin calls each phase rewrites.
  */
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <ctype.h>
 #include <stdarg.h>

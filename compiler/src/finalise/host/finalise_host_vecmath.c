@@ -8,7 +8,7 @@
  * KAPI_HOST_NO_LIBMVEC set, calls stay scalar.
  */
 #define _GNU_SOURCE
-#include "finalise_host.h"
+#include "finalise/host/finalise_host.h"
 
 #include <llvm-c/TargetMachine.h>
 #include <pthread.h>

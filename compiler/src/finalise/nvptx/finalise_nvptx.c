@@ -2,9 +2,9 @@
  * (validate, read, remap address spaces, lower builtins, link libdevice, optimise, emit) and
  * owns the resulting module; the builtins and kernel preparation live beside it.
  */
-#include "finalise_nvptx.h"
+#include "finalise/nvptx/finalise_nvptx.h"
 #include "compile.h"
-#include "translator.h"
+#include "spirv/translator.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>

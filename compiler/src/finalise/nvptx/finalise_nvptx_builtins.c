@@ -3,7 +3,7 @@
  * or by a call to CUDA's libdevice. Rewriting call sites, not defining a library, lets
  * constant dimensions, scopes and semantics pick the exact instruction.
  */
-#include "finalise_nvptx.h"
+#include "finalise/nvptx/finalise_nvptx.h"
 
 #include <llvm-c/Target.h>
 

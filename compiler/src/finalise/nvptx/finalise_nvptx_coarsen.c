@@ -6,7 +6,7 @@
  * work-items of one launch that touch the same plain memory location, one of them writing, are
  * a data race and undefined, so no alias check between iterations is needed.
  */
-#include "finalise_nvptx.h"
+#include "finalise/nvptx/finalise_nvptx.h"
 
 #include <llvm-c/DebugInfo.h>
 #include <llvm-c/Target.h>

@@ -2,7 +2,7 @@
  * arguments, and the !nvvm.annotations that make them PTX entries. Local-memory arguments are
  * rebased on one dynamic shared-memory block, since CUDA has no per-argument shared memory.
  */
-#include "finalise_nvptx.h"
+#include "finalise/nvptx/finalise_nvptx.h"
 
 #include <llvm-c/Target.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
  * turns the PTX into GPU code as for a finalised module. Every length is checked against the
  * buffer; a binary made with other options is refused.
  */
-#include "finalise_nvptx.h"
-#include "native_blob.h"
+#include "finalise/native_blob.h"
+#include "finalise/nvptx/finalise_nvptx.h"
 
 #include <stdlib.h>
 #include <string.h>

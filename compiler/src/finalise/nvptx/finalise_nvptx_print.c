@@ -3,7 +3,7 @@
  * slot (kapi's print passes only 64-bit integers, doubles and string pointers), pointers made
  * generic. The CUDA driver prints the device's buffer at the next synchronisation.
  */
-#include "finalise_nvptx.h"
+#include "finalise/nvptx/finalise_nvptx.h"
 
 #include <stdlib.h>
 

@@ -4,7 +4,7 @@
  * member mask), and SubgroupSize is that warp's real size. Shuffles (SPV_INTEL_subgroups)
  * become shfl.sync; 64-bit values move as two 32-bit halves.
  */
-#include "finalise_nvptx.h"
+#include "finalise/nvptx/finalise_nvptx.h"
 
 #include <string.h>
 

@@ -3,8 +3,8 @@
  * SPIRV-LLVM-Translator 15 assert (it is built with assertions, which abort the process).
  * Those checks are shared with the host finaliser (kc_hf_check_spirv, kc_hf_sanitise_spirv).
  */
-#include "finalise_host.h"
-#include "finalise_nvptx.h"
+#include "finalise/host/finalise_host.h"
+#include "finalise/nvptx/finalise_nvptx.h"
 
 #include <stdlib.h>
 #include <string.h>

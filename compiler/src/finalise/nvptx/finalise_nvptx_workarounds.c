@@ -37,7 +37,7 @@
  * truncated factors, which LLVM 15's NVPTX instruction selection cannot select (the module
  * failed to build; fuzzer, seed 7000 kernel 117857). guard_one_bit hides such arithmetic
  * behind a `freeze`, which scalar evolution does not look through. */
-#include "finalise_nvptx.h"
+#include "finalise/nvptx/finalise_nvptx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
