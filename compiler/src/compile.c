@@ -2,8 +2,8 @@
  * -> optimise -> SPIR-V (translator) -> SPIRV-Tools validation -> import check. Each call owns
  * its LLVM context, so calls on different threads do not interfere. */
 #include "compile.h"
-#include "kir.h"
-#include "lower.h"
+#include "kir/kir.h"
+#include "lower/lower.h"
 
 #include <llvm-c/Analysis.h>
 #include <stdarg.h>

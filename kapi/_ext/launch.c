@@ -39,7 +39,7 @@ typedef struct {
   char status_busy[KX_MAX_DEVICES]; /* a synchronous launch is using it */
 } kx_entry;
 
-/* u32 flag, u32 site, u64 global id[3], i64 value[2] (compiler/src/lower_raise.c) */
+/* u32 flag, u32 site, u64 global id[3], i64 value[2] (compiler/src/lower/lower_raise.c) */
 #define KX_STATUS_BYTES 48
 
 typedef struct {

@@ -2408,7 +2408,7 @@ def int_dot_blocked(item, a, b, c):
 
 def test_integer_reduction_over_unrolled_tile_vector_reduce():
     # regression: the SLP vectoriser's llvm.vector.reduce.add has no SPIR-V; the compiler
-    # now expands it (compiler/src/spirv_prepare.c) instead of failing at opt_level 2
+    # now expands it (compiler/src/spirv/spirv_prepare.c) instead of failing at opt_level 2
     h = np.arange(64, dtype=np.int32).reshape(8, 8)
     c = dpex.zeros(8, dtype=np.int32)
     dpex.call_kernel(int_dot_blocked, kapi.Range(8), dpex.asarray(h), dpex.asarray(h), c)

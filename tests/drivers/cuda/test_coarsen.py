@@ -1,6 +1,7 @@
 """Coarsening on NVIDIA GPUs: a kernel whose work-items never interact gets a second PTX entry
 running several consecutive work-items per thread with 16-byte accesses, which the CUDA driver
-launches when the pointers are 16-byte aligned (compiler/src/finalise_nvptx_coarsen.c).
+launches when the pointers are 16-byte aligned
+(compiler/src/finalise/nvptx/finalise_nvptx_coarsen.c).
 
 The PTX checks run anywhere (the finaliser needs no GPU). The launch checks run on every
 device: on the CPU they pin the reference results, on an NVIDIA GPU they take the coarsened

@@ -3,8 +3,8 @@ differed: `sitofp i1`, which LLVM 15's NVPTX back end selects as +1.0 for true, 
 of `abs` by the driver's PTX compiler (CUDA 13). Probed with hand-written PTX on the H100
 (bench/RESULTS.md): after `abs.s64`, a compare of the negation against a constant beyond 32
 bits was decided on the low 32 bits; `abs.f32(x) > -1` was folded to true, forgetting NaN.
-The NVPTX finaliser rewrites each shape (compiler/src/finalise_nvptx_workarounds.c). Each
-kernel runs on every device here, and its PTX, made on any machine, shows the rewrite."""
+The NVPTX finaliser rewrites each shape (compiler/src/finalise/nvptx/finalise_nvptx_workarounds.c).
+Each kernel runs on every device here, and its PTX, made on any machine, shows the rewrite."""
 
 import math
 import os

@@ -2,11 +2,11 @@
 fuzz run on the H100): `range((i + i) & 3)` made loop strength reduction, inside LLVM 15's
 NVPTX code generation, multiply the one-bit truncations of the index's factors: a `mul i1`,
 which NVPTX instruction selection cannot select, so the module failed to build on CUDA. The
-NVPTX finaliser hides such arithmetic behind a `freeze` (compiler/src/
-finalise_nvptx_workarounds.c, guard_one_bit). The first kernel is the finding's shape (it fails
-to assemble without the guard); the other two are the guard's other one-bit forms (bit 0, and a
-sign extension of it). Each kernel runs on every device here; its PTX, made on any machine,
-must assemble."""
+NVPTX finaliser hides such arithmetic behind a `freeze`
+(compiler/src/finalise/nvptx/finalise_nvptx_workarounds.c, guard_one_bit). The first kernel is
+the finding's shape (it fails to assemble without the guard); the other two are the guard's
+other one-bit forms (bit 0, and a sign extension of it). Each kernel runs on every device here;
+its PTX, made on any machine, must assemble."""
 
 import numpy as np
 import pytest

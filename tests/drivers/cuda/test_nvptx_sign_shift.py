@@ -1,8 +1,9 @@
 """Regression: LLVM 15's NVPTX instruction selection turns `and (sra x, 63), 3` (Python's
 `%` fix-up for negative i64 operands) into `bfe.u64 x, 63, 2`, an unsigned extract that drops
 the replicated sign bits: -8 % 3 came out -1 on the H200. The NVPTX finaliser guards i64 sign
-tests and wide arithmetic shifts (compiler/src/finalise_nvptx_workarounds.c); this checks the
-PTX for the kernel that showed it, here on any machine (the finaliser needs no GPU)."""
+tests and wide arithmetic shifts (compiler/src/finalise/nvptx/finalise_nvptx_workarounds.c);
+this checks the PTX for the kernel that showed it, here on any machine (the finaliser needs no
+GPU)."""
 
 import re
 

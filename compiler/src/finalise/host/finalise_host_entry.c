@@ -1,0 +1,779 @@
+/* Host finaliser: finds the kernels and generates each one's per-work-group entry
+ * `void NAME.kapi.run(const kc_host_group_t *)`, the function kc_host_kernel_t.run points at.
+ *
+ * Barrier-free kernels (KC_HF_LOOP): run unpacks the arguments once, then loops z, y, x (dim 0
+ * innermost) over the group's work-items calling the kernel, which is inlined later; the loop
+ * variables are the local ids, so the vectoriser sees consecutive work-items as consecutive
+ * iterations.
+ * Kernels with barriers (KC_HF_REGIONS): `i32 NAME.kapi.wi(group, x, y, z, state, local,
+ * storage, ucur, unext, args...)` runs one work-item from region `state` to its next barrier
+ * and returns the next region (finalise_host_regions.c splits it after inlining); run, built after
+ * that split, runs one work-item loop per region. Kernels that spin on an atomic load
+ * (KC_HF_FIBERS): `NAME.kapi.wi(group, local_id, local)` runs one work-item, and run hands it to
+ * kc_host_fiber_run, which runs every work-item on its own fiber (finalise_host_fiber.c) so that a
+ * spinning one can let the others progress. In all, run allocates the group's buffer for __local
+ * globals in its own frame.
+ */
+#include "finalise/host/finalise_host.h"
+
+#include <llvm-c/DebugInfo.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { SPIR_KERNEL_CC = 76 };
+
+static unsigned attr_kind(const char *name) {
+  return LLVMGetEnumAttributeKindForName(name, strlen(name));
+}
+
+static int is_byval(LLVMValueRef f, unsigned i) {
+  return LLVMGetEnumAttributeAtIndex(f, i + 1, attr_kind("byval")) != NULL;
+}
+
+/* reqd_work_group_size metadata (three i32 constants), if present. */
+static void read_reqd(LLVMValueRef f, uint32_t reqd[3]) {
+  size_t n = 0;
+  LLVMValueMetadataEntry *md = LLVMGlobalCopyAllMetadata(f, &n);
+  unsigned want =
+      LLVMGetMDKindIDInContext(LLVMGetTypeContext(LLVMTypeOf(f)), "reqd_work_group_size", 20);
+  for (size_t i = 0; i < n; i++) {
+    if (LLVMValueMetadataEntriesGetKind(md, (unsigned)i) != want) continue;
+    LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(f));
+    LLVMValueRef node =
+        LLVMMetadataAsValue(c, LLVMValueMetadataEntriesGetMetadata(md, (unsigned)i));
+    if (LLVMGetMDNodeNumOperands(node) != 3) continue;
+    LLVMValueRef ops[3];
+    LLVMGetMDNodeOperands(node, ops);
+    for (int d = 0; d < 3; d++)
+      if (ops[d] && LLVMIsAConstantInt(ops[d]))
+        reqd[d] = (uint32_t)LLVMConstIntGetZExtValue(ops[d]);
+  }
+  if (md) LLVMDisposeValueMetadataEntries(md);
+}
+
+static int collect_args(LLVMValueRef f, LLVMTargetDataRef td, kc_hf_kernel_t *k, char **log) {
+  k->num_args = LLVMCountParams(f);
+  k->args = calloc(k->num_args + 1, sizeof *k->args);
+  k->arg_types = calloc(k->num_args + 1, sizeof *k->arg_types);
+  k->arg_byval = calloc(k->num_args + 1, 1);
+  if (!k->args || !k->arg_types || !k->arg_byval) return *log = kc_msg("out of memory"), 0;
+  for (unsigned i = 0; i < k->num_args; i++) {
+    LLVMTypeRef t = LLVMTypeOf(LLVMGetParam(f, i));
+    k->arg_types[i] = t;
+    k->arg_byval[i] = LLVMGetTypeKind(t) == LLVMPointerTypeKind && is_byval(f, i);
+    int ptr = LLVMGetTypeKind(t) == LLVMPointerTypeKind;
+    if (ptr && LLVMGetPointerAddressSpace(t) == 3) {
+      k->args[i].kind = KC_ARG_LOCAL;
+      continue;
+    }
+    LLVMTypeRef vt = ptr && is_byval(f, i) ? LLVMGetElementType(t) : t;
+    if (!LLVMTypeIsSized(vt)) {
+      *log = kc_msg("kernel %s: argument %u has an unsized type", k->name, i);
+      return 0;
+    }
+    k->args[i].kind = KC_ARG_VALUE;
+    k->args[i].size = (uint32_t)LLVMABISizeOfType(td, vt);
+  }
+  return 1;
+}
+
+/* Marks (in `marked`, parallel to the module's function list) every function that reaches a
+ * work-group barrier, directly or through calls. */
+static void mark_barrier_users(LLVMModuleRef m, LLVMValueRef *fns, char *marked, size_t nf) {
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t i = 0; i < nf; i++) {
+      if (marked[i]) continue;
+      for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fns[i]); bb && !marked[i];
+           bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+          if (!LLVMIsACallInst(in)) continue;
+          LLVMValueRef callee = LLVMGetCalledValue(in);
+          int hit = kc_hf_kernel_calls_barrier(in);
+          for (size_t j = 0; j < nf && !hit; j++)
+            hit = marked[j] && fns[j] == callee;
+          if (hit) {
+            marked[i] = 1;
+            changed = 1;
+            break;
+          }
+        }
+    }
+  }
+  (void)m;
+}
+
+static int is_atomic_load(LLVMValueRef in) {
+  return LLVMIsALoadInst(in) && LLVMGetOrdering(in) != LLVMAtomicOrderingNotAtomic;
+}
+
+static int index_of_fn(LLVMValueRef *fns, size_t nf, LLVMValueRef f) {
+  for (size_t j = 0; j < nf; j++)
+    if (fns[j] == f) return (int)j;
+  return -1;
+}
+
+/* Marks every function that may spin on an atomic load: one in a loop, a call in a loop to a
+ * function with an atomic load anywhere below it, or a call to a function that may spin.
+ * Such kernels need forward progress between work-items, which only fibers give. */
+static void mark_spinners(LLVMValueRef *fns, char *spins, size_t nf) {
+  char *loads = calloc(nf + 1, 1);
+  if (!loads) return;
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t i = 0; i < nf; i++)
+      for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fns[i]); bb;
+           bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+          int callee = LLVMIsACallInst(in) ? index_of_fn(fns, nf, LLVMGetCalledValue(in)) : -1;
+          int load = is_atomic_load(in) || (callee >= 0 && loads[callee]);
+          if (load && !loads[i]) loads[i] = changed = 1;
+          int spin = (callee >= 0 && spins[callee]) || (load && kc_hf_block_in_cycle(bb));
+          if (spin && !spins[i]) spins[i] = changed = 1;
+        }
+  }
+  free(loads);
+}
+
+int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t **out,
+                          uint32_t *count, char **log) {
+  size_t nf = 0;
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    nf++;
+  LLVMValueRef *fns = calloc(nf + 1, sizeof *fns);
+  char *marked = calloc(nf + 1, 1), *spins = calloc(nf + 1, 1);
+  kc_hf_kernel_t *ks = calloc(nf + 1, sizeof *ks);
+  if (!fns || !marked || !spins || !ks) {
+    free(fns), free(marked), free(spins), free(ks);
+    return *log = kc_msg("out of memory"), 0;
+  }
+  nf = 0;
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    fns[nf++] = f;
+  mark_barrier_users(m, fns, marked, nf);
+  mark_spinners(fns, spins, nf);
+  uint32_t n = 0;
+  int ok = 1;
+  for (size_t i = 0; i < nf && ok; i++) {
+    LLVMValueRef f = fns[i];
+    if (LLVMGetFunctionCallConv(f) != SPIR_KERNEL_CC || LLVMIsDeclaration(f)) continue;
+    kc_hf_kernel_t *k = &ks[n++];
+    k->kernel = f;
+    k->name = strdup(LLVMGetValueName(f));
+    k->uses_barrier = marked[i];
+    k->spins = spins[i];
+    k->scheme = k->spins ? KC_HF_FIBERS : k->uses_barrier ? KC_HF_REGIONS : KC_HF_LOOP;
+    read_reqd(f, k->reqd);
+    ok = k->name ? collect_args(f, td, k, log) : (*log = kc_msg("out of memory"), 0);
+  }
+  free(fns);
+  free(marked);
+  free(spins);
+  if (!ok) return kc_hf_kernels_free(ks, n), 0;
+  *out = ks;
+  *count = n;
+  return 1;
+}
+
+void kc_hf_kernels_free(kc_hf_kernel_t *ks, uint32_t n) {
+  if (!ks) return;
+  for (uint32_t i = 0; i < n; i++) {
+    free(ks[i].name);
+    free(ks[i].args);
+    free(ks[i].arg_types);
+    free(ks[i].arg_byval);
+  }
+  free(ks);
+}
+
+/* %kapi.group: the IR view of kc_host_group_t. */
+static LLVMTypeRef group_type(LLVMContextRef c) {
+  LLVMTypeRef t = LLVMGetTypeByName2(c, "kapi.group");
+  if (t) return t;
+  LLVMTypeRef a3 = LLVMArrayType(LLVMInt64TypeInContext(c), 3);
+  LLVMTypeRef i8pp = LLVMPointerType(LLVMPointerType(LLVMInt8TypeInContext(c), 0), 0);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+  LLVMTypeRef fields[7] = {a3, a3, a3, a3, i8pp, i64, i64};
+  t = LLVMStructCreateNamed(c, "kapi.group");
+  LLVMStructSetBody(t, fields, 7, 0);
+  return t;
+}
+
+/* Field `field` of the group descriptor, element d of it (d < 0: a scalar field). */
+static LLVMValueRef group_field(LLVMBuilderRef b, LLVMValueRef g, unsigned field, int d) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(g));
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c), i64 = LLVMInt64TypeInContext(c);
+  LLVMValueRef idx[3] = {LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, field, 0),
+                         LLVMConstInt(i32, (unsigned)(d < 0 ? 0 : d), 0)};
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(b, group_type(c), g, idx, d < 0 ? 2 : 3, "");
+  LLVMValueRef v = LLVMBuildLoad2(b, i64, p, "");
+  LLVMSetAlignment(v, 8);
+  return v;
+}
+
+static void load_group(LLVMBuilderRef b, LLVMValueRef g, kc_hf_kernel_t *k) {
+  for (int d = 0; d < 3; d++) {
+    k->group_id[d] = group_field(b, g, KC_HG_GROUP_ID, d);
+    k->group_range[d] = group_field(b, g, KC_HG_GROUP_RANGE, d);
+    k->local_range[d] = group_field(b, g, KC_HG_LOCAL_RANGE, d);
+    k->offset[d] = group_field(b, g, KC_HG_OFFSET, d);
+  }
+}
+
+/* Loads the kernel's arguments from group->args (byte pointers of any alignment). Done once
+ * per group, before any loop, so that stores through kernel pointers cannot force reloads.
+ * Returns a malloc'd array of num_args values (NULL when out of memory). */
+static LLVMValueRef *unpack_args(LLVMBuilderRef b, LLVMValueRef g, const kc_hf_kernel_t *k) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(g));
+  LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0), i32 = LLVMInt32TypeInContext(c);
+  LLVMValueRef idx[2] = {LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, KC_HG_ARGS, 0)};
+  LLVMValueRef pa = LLVMBuildInBoundsGEP2(b, group_type(c), g, idx, 2, "");
+  LLVMValueRef args = LLVMBuildLoad2(b, LLVMPointerType(i8p, 0), pa, "args");
+  LLVMValueRef *vals = calloc(k->num_args + 1, sizeof *vals);
+  for (unsigned i = 0; vals && i < k->num_args; i++) {
+    LLVMValueRef ix = LLVMConstInt(i32, i, 0);
+    LLVMValueRef p = LLVMBuildLoad2(b, i8p, LLVMBuildInBoundsGEP2(b, i8p, args, &ix, 1, ""), "");
+    LLVMTypeRef t = k->arg_types[i];
+    if (k->args[i].kind == KC_ARG_VALUE && k->arg_byval[i]) {
+      vals[i] = LLVMBuildPointerCast(b, p, t, "");
+      continue;
+    }
+    LLVMValueRef v = LLVMBuildLoad2(b, t, LLVMBuildBitCast(b, p, LLVMPointerType(t, 0), ""), "");
+    LLVMSetAlignment(v, 1);
+    vals[i] = v;
+  }
+  return vals;
+}
+
+static LLVMValueRef local_buffer(LLVMBuilderRef b, LLVMContextRef c, uint64_t size) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(c);
+  if (size == 0) return LLVMConstNull(LLVMPointerType(i8, 0));
+  LLVMValueRef a = LLVMBuildAlloca(b, LLVMArrayType(i8, (unsigned)size), "kapi.local");
+  LLVMSetAlignment(a, 64);
+  return LLVMBuildBitCast(b, a, LLVMPointerType(i8, 0), "kapi.local.base");
+}
+
+static LLVMValueRef add_function(LLVMModuleRef m, const char *kname, const char *suffix,
+                                 LLVMTypeRef fty) {
+  char *name = kc_msg("%s.kapi.%s", kname, suffix);
+  LLVMValueRef f = name ? LLVMAddFunction(m, name, fty) : NULL;
+  free(name);
+  return f;
+}
+
+/* One counted loop level: header with the induction phi, body built by the caller, latch. */
+typedef struct {
+  LLVMBasicBlockRef head, latch;
+  LLVMValueRef iv;
+} loop_t;
+
+static loop_t loop_open(LLVMBuilderRef b, LLVMValueRef fn, LLVMBasicBlockRef from, const char *n) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(fn));
+  loop_t l = {LLVMAppendBasicBlockInContext(c, fn, n), LLVMAppendBasicBlockInContext(c, fn, n), 0};
+  LLVMBuildBr(b, l.head);
+  LLVMPositionBuilderAtEnd(b, l.head);
+  l.iv = LLVMBuildPhi(b, LLVMInt64TypeInContext(c), n);
+  LLVMValueRef zero = LLVMConstInt(LLVMInt64TypeInContext(c), 0, 0);
+  LLVMAddIncoming(l.iv, &zero, &from, 1);
+  return l;
+}
+
+/* Ends the body (the builder's current block) by branching to the latch; the latch steps the
+ * induction variable and loops while it is below `count`. Leaves the builder in `exit`. */
+static void loop_close(LLVMBuilderRef b, loop_t *l, LLVMValueRef count, LLVMBasicBlockRef exit) {
+  LLVMBuildBr(b, l->latch);
+  LLVMPositionBuilderAtEnd(b, l->latch);
+  LLVMValueRef next = LLVMBuildNUWAdd(b, l->iv, LLVMConstInt(LLVMTypeOf(l->iv), 1, 0), "");
+  LLVMAddIncoming(l->iv, &next, &l->latch, 1);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, next, count, ""), l->head, exit);
+  LLVMPositionBuilderAtEnd(b, exit);
+}
+
+static int make_loop_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, uint64_t lsize) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMValueRef fn = k->run;
+  LLVMValueRef g = LLVMGetParam(fn, 0);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, fn, "entry");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, fn, "done");
+  LLVMPositionBuilderAtEnd(b, entry);
+  k->local_base = local_buffer(b, c, lsize);
+  load_group(b, g, k);
+  LLVMValueRef *vals = unpack_args(b, g, k);
+  if (!vals) return 0;
+  LLVMValueRef zero = LLVMConstInt(LLVMInt64TypeInContext(c), 0, 0), empty = NULL;
+  for (int d = 0; d < 3; d++) {
+    LLVMValueRef z = LLVMBuildICmp(b, LLVMIntEQ, k->local_range[d], zero, "");
+    empty = empty ? LLVMBuildOr(b, empty, z, "") : z;
+  }
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(c, fn, "go");
+  LLVMBuildCondBr(b, empty, done, go);
+  LLVMPositionBuilderAtEnd(b, go);
+  loop_t lz = loop_open(b, fn, go, "wi.z");
+  loop_t ly = loop_open(b, fn, lz.head, "wi.y");
+  loop_t lx = loop_open(b, fn, ly.head, "wi.x");
+  k->local_id[0] = lx.iv, k->local_id[1] = ly.iv, k->local_id[2] = lz.iv;
+  kc_hf_call(b, k->kernel, vals, k->num_args);
+  free(vals);
+  LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, fn, "x.done");
+  loop_close(b, &lx, k->local_range[0], ex);
+  LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, fn, "y.done");
+  loop_close(b, &ly, k->local_range[1], ey);
+  loop_close(b, &lz, k->local_range[2], done);
+  LLVMBuildRet(b, LLVMConstInt(LLVMInt32TypeInContext(c), KC_OK, 0));
+  return 1;
+}
+
+static int make_fiber_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, uint64_t lsize) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
+  LLVMTypeRef gp = LLVMPointerType(group_type(c), 0);
+  LLVMTypeRef wparams[3] = {gp, LLVMPointerType(i64, 0), i8p};
+  LLVMTypeRef wty = LLVMFunctionType(LLVMVoidTypeInContext(c), wparams, 3, 0);
+  LLVMValueRef wi = add_function(m, k->name, "wi", wty);
+  /* wi: one work-item; local ids are fixed for the fiber's life, so load them once. */
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c, wi, "entry"));
+  LLVMValueRef g = LLVMGetParam(wi, 0), lid = LLVMGetParam(wi, 1);
+  load_group(b, g, k);
+  for (int d = 0; d < 3; d++) {
+    LLVMValueRef ix = LLVMConstInt(i64, (unsigned)d, 0);
+    k->local_id[d] = LLVMBuildLoad2(b, i64, LLVMBuildInBoundsGEP2(b, i64, lid, &ix, 1, ""), "");
+  }
+  k->local_base = LLVMGetParam(wi, 2);
+  LLVMValueRef *vals = unpack_args(b, g, k);
+  if (!vals) return 0;
+  kc_hf_call(b, k->kernel, vals, k->num_args);
+  free(vals);
+  LLVMBuildRetVoid(b);
+  k->body = wi;
+  /* run: the group's local buffer, then every work-item on its fiber. */
+  LLVMTypeRef rparams[3] = {gp, LLVMPointerType(wty, 0), i8p};
+  LLVMTypeRef rty = LLVMFunctionType(LLVMInt32TypeInContext(c), rparams, 3, 0);
+  LLVMValueRef fr = LLVMGetNamedFunction(m, "__kapi_host_fiber_run");
+  if (!fr) fr = LLVMAddFunction(m, "__kapi_host_fiber_run", rty);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c, k->run, "entry"));
+  LLVMValueRef args[3] = {LLVMGetParam(k->run, 0), wi, local_buffer(b, c, lsize)};
+  LLVMBuildRet(b, kc_hf_call(b, fr, args, 3));
+  return 1;
+}
+
+static LLVMValueRef scratch_fn(LLVMModuleRef m) {
+  LLVMValueRef f = LLVMGetNamedFunction(m, "__kapi_host_scratch");
+  if (f) return f;
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
+  f = LLVMAddFunction(m, "__kapi_host_scratch", LLVMFunctionType(i8p, &i64, 1, 0));
+  /* Like malloc's: the storage aliases nothing else, so stores through kernel pointers never
+   * force values kept there to be reloaded. */
+  LLVMAddAttributeAtIndex(f, LLVMAttributeReturnIndex,
+                          LLVMCreateEnumAttribute(c, attr_kind("noalias"), 0));
+  return f;
+}
+
+/* wi for KC_HF_REGIONS: `i32 wi(group, x, y, z, state, local, storage, ucur, unext, j, bcur,
+ * bnext, args...)`, j the group's index in run's batch (group_id[0] + j is its id), the
+ * arguments unpacked
+ * once per group by run (reloading them from the group's argument array in every region loop would
+ * be a load that no store can be proved not to clobber). wi's entry block (group fields, the linear
+ * local id, the slot addresses) is re-run by every region, so nothing it defines is ever saved
+ * across a barrier; it branches to the kernel's call, the block that the region split turns into a
+ * switch. */
+static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+  LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
+  unsigned np = KC_HF_WI_FIXED + k->num_args;
+  LLVMTypeRef *params = calloc(np, sizeof *params);
+  if (!params) return 0;
+  LLVMTypeRef fixed[KC_HF_WI_FIXED] = {
+      LLVMPointerType(group_type(c), 0), i64, i64, i64, i32, i8p, i8p, i8p, i8p, i64, i8p, i8p};
+  memcpy(params, fixed, sizeof fixed);
+  for (unsigned i = 0; i < k->num_args; i++)
+    params[KC_HF_WI_FIXED + i] = k->arg_types[i];
+  LLVMValueRef wi = add_function(m, k->name, "wi", LLVMFunctionType(i32, params, np, 0));
+  free(params);
+  if (!wi) return 0;
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, wi, "entry");
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c, wi, "body");
+  LLVMPositionBuilderAtEnd(b, entry);
+  load_group(b, LLVMGetParam(wi, 0), k);
+  /* the group's place in run's batch: batches run along dimension 0 */
+  k->group_id[0] = LLVMBuildAdd(b, k->group_id[0], LLVMGetParam(wi, 9), "kapi.group0");
+  for (int d = 0; d < 3; d++)
+    k->local_id[d] = LLVMGetParam(wi, 1 + (unsigned)d);
+  k->state = LLVMGetParam(wi, 4);
+  k->local_base = LLVMGetParam(wi, 5);
+  k->storage = LLVMGetParam(wi, 6);
+  k->ucur = LLVMGetParam(wi, 7);
+  k->unext = LLVMGetParam(wi, 8);
+  k->bcur = LLVMGetParam(wi, 10);
+  k->bnext = LLVMGetParam(wi, 11);
+  LLVMValueRef r = LLVMBuildMul(b, k->local_id[2], k->local_range[1], "");
+  r = LLVMBuildMul(b, LLVMBuildAdd(b, r, k->local_id[1], ""), k->local_range[0], "");
+  k->lin = LLVMBuildAdd(b, r, k->local_id[0], "kapi.lin");
+  k->nwi = LLVMBuildMul(b, LLVMBuildMul(b, k->local_range[0], k->local_range[1], ""),
+                        k->local_range[2], "kapi.n");
+  LLVMBuildBr(b, body);
+  LLVMPositionBuilderAtEnd(b, body);
+  LLVMValueRef *vals = calloc(k->num_args + 1, sizeof *vals);
+  if (!vals) return 0;
+  for (unsigned i = 0; i < k->num_args; i++)
+    vals[i] = LLVMGetParam(wi, KC_HF_WI_FIXED + i);
+  kc_hf_call(b, k->kernel, vals, k->num_args);
+  free(vals);
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_HF_REGION_EXIT, 0));
+  k->body = wi;
+  /* run is rebuilt after the split; until then it only has to be a valid definition. */
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c, k->run, "entry"));
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_OK, 0));
+  return 1;
+}
+
+/* A loop id (a node whose first operand is itself, which LLVM makes distinct). */
+static LLVMMetadataRef self_loop_id(LLVMContextRef c) {
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
+  LLVMMetadataRef id = LLVMMDNodeInContext2(c, &tmp, 1);
+  LLVMMetadataReplaceAllUsesWith(tmp, id); /* frees the temporary */
+  return id;
+}
+
+/* Marks the work-item loop closed by `latch` parallel: the work-items of one region share no
+ * memory without a barrier (racing on plain memory is undefined), so the vectoriser needs no
+ * run-time alias checks, which it could not build between global and __local pointers. The
+ * mark on the call reaches every memory access inlined from it. */
+static void mark_parallel(LLVMContextRef c, LLVMValueRef call, LLVMBasicBlockRef latch) {
+  LLVMMetadataRef id = self_loop_id(c);
+  LLVMValueRef idv = LLVMMetadataAsValue(c, id);
+  LLVMSetMetadata(call, LLVMGetMDKindIDInContext(c, "llvm.mem.parallel_loop_access", 29), idv);
+  LLVMSetMetadata(LLVMGetBasicBlockTerminator(latch), LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
+                  idv);
+}
+
+/* Byte pointer `base + off`, as a pointer of type `ty`. */
+static LLVMValueRef byte_gep(LLVMBuilderRef b, LLVMValueRef base, LLVMValueRef off, LLVMTypeRef ty,
+                             const char *name) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(base));
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(b, LLVMInt8TypeInContext(c), base, &off, 1, name);
+  return ty == LLVMTypeOf(p) ? p : LLVMBuildBitCast(b, p, ty, "");
+}
+
+/* The kernel's arguments for group j of the batch: each local-memory argument's buffer is
+ * j * local_stride bytes after group 0's. */
+static void batch_args(LLVMBuilderRef b, const kc_hf_kernel_t *k, LLVMValueRef *vals,
+                       LLVMValueRef *out, LLVMValueRef off) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(off));
+  for (unsigned i = 0; i < k->num_args; i++) {
+    out[i] = vals[i];
+    if (k->args[i].kind != KC_ARG_LOCAL) continue;
+    LLVMTypeRef t = k->arg_types[i];
+    LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), LLVMGetPointerAddressSpace(t));
+    out[i] = byte_gep(b, LLVMBuildBitCast(b, vals[i], i8p, ""), off, t, "kapi.local.j");
+  }
+}
+
+/* Per group of a batch, run's part of the scratch storage: the work-items' slots (n * rec
+ * bytes), the two copies of the group's uniform values (2 * urec), the module's __local
+ * variables (lsize); after the batch's groups, the two copies of its uniform values. */
+typedef struct {
+  LLVMValueRef wi_bytes, local_off, stride; /* i64 */
+} batch_layout_t;
+
+static batch_layout_t batch_layout(LLVMBuilderRef b, LLVMValueRef n, uint64_t rec, uint64_t urec,
+                                   uint64_t lsize) {
+  LLVMTypeRef i64 = LLVMTypeOf(n);
+  batch_layout_t L;
+  L.wi_bytes = LLVMBuildMul(b, n, LLVMConstInt(i64, rec, 0), "");
+  L.local_off = LLVMBuildAdd(b, L.wi_bytes, LLVMConstInt(i64, 2 * urec, 0), "");
+  uint64_t tail = (lsize + 63) / 64 * 64; /* rec and urec are multiples of 64 already */
+  L.stride = LLVMBuildAdd(b, L.local_off, LLVMConstInt(i64, tail, 0), "kapi.gstride");
+  return L;
+}
+
+/* What every region's loop nest shares: run's values and the work-item function's arguments. */
+typedef struct {
+  LLVMBuilderRef b;
+  LLVMContextRef c;
+  LLVMValueRef fn, wi, g, storage, count, lstride, uoff, unoff, bcur, bnxt;
+  LLVMValueRef pass; /* regions run so far in this call (NULL: no prefetching) */
+  LLVMValueRef pfon; /* i1: this launch prefetches (kc_hf_prefetch_on) */
+  LLVMValueRef lr[3], *vals, *args;
+  batch_layout_t L;
+  const kc_hf_kernel_t *k;
+  unsigned na;
+} nest_t;
+
+/* In a prefetching region's group loop, at group j: `for q < n: mark(j, ..., q, n)`, n the
+ * lines of group j of a later batch that this region prefetches (the marker and n are filled in
+ * once wi is inlined: kc_hf_prefetch_expand). Returns the block after the loop. */
+static LLVMBasicBlockRef prefetch_loop(nest_t *t, LLVMValueRef j) {
+  LLVMModuleRef m = LLVMGetGlobalParent(t->fn);
+  LLVMValueRef n = kc_hf_prefetch_count(m, t->b, t->lr[0], t->pass);
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(t->c, t->fn, "pf.go");
+  LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(t->c, t->fn, "pf.done");
+  LLVMValueRef zero = LLVMConstInt(LLVMTypeOf(n), 0, 0);
+  LLVMBuildCondBr(t->b, LLVMBuildICmp(t->b, LLVMIntNE, n, zero, ""), go, after);
+  LLVMPositionBuilderAtEnd(t->b, go);
+  loop_t lq = loop_open(t->b, t->fn, go, "pf");
+  kc_hf_prefetch_mark(m, t->b, j, t->count, t->pass, t->lr[0], lq.iv, n);
+  loop_close(t->b, &lq, n, after);
+  /* a loop of one to a few prefetches: unrolling it would only add a remainder loop */
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(t->c, NULL, 0);
+  LLVMMetadataRef off = LLVMMDStringInContext2(t->c, "llvm.loop.unroll.disable", 24);
+  LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(t->c, &off, 1)};
+  LLVMMetadataRef id = LLVMMDNodeInContext2(t->c, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(tmp, id);
+  LLVMSetMetadata(LLVMGetBasicBlockTerminator(lq.latch),
+                  LLVMGetMDKindIDInContext(t->c, "llvm.loop", 9), LLVMMetadataAsValue(t->c, id));
+  return after;
+}
+
+/* One region's loop nest, from block `from`: `for each group j: for z, y, x: next = wi(...,
+ * state, j)`, or with `flat` (groups of one row: local range 1 in y and z) `for each group j:
+ * for x` with y = z = 0, and with `pf` (flat only) prefetching for a later batch first. Returns
+ * the block after it (the builder left there) and, in *next, the region's next state. The flat nest
+ * exists because loops of one iteration between the group and work-item loops are not free: they
+ * hold the x loop's set-up (trip count, vector checks) inside them and keep registers, which for a
+ * tree reduction's narrow steps cost as much as the steps' work (in cache, its tree's time per
+ * group halved without them). One loop over the rows instead of y and z took half that gain; both
+ * nests took about 70 ms more to compile than one, so only batched kernels, whose regions are
+ * short, get both. */
+static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t s, int flat,
+                                     int pf, LLVMValueRef *next) {
+  LLVMBuilderRef b = t->b;
+  LLVMContextRef c = t->c;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c), i64 = LLVMInt64TypeInContext(c);
+  LLVMValueRef zero64 = LLVMConstInt(i64, 0, 0);
+  LLVMPositionBuilderAtEnd(b, from);
+  loop_t lj = loop_open(b, t->fn, from, "grp");
+  LLVMValueRef goff = LLVMBuildMul(b, lj.iv, t->L.stride, "");
+  LLVMValueRef base = LLVMBuildInBoundsGEP2(b, i8, t->storage, &goff, 1, "kapi.storage");
+  LLVMValueRef ubase = LLVMBuildInBoundsGEP2(b, i8, base, &t->L.wi_bytes, 1, "kapi.ubase");
+  LLVMValueRef cur = LLVMBuildInBoundsGEP2(b, i8, ubase, &t->uoff, 1, "kapi.ucur");
+  LLVMValueRef nxt = LLVMBuildInBoundsGEP2(b, i8, ubase, &t->unoff, 1, "kapi.unext");
+  LLVMValueRef local = t->k->local_size ? LLVMBuildInBoundsGEP2(b, i8, base, &t->L.local_off, 1, "")
+                                        : LLVMConstNull(i8p);
+  batch_args(b, t->k, t->vals, t->args + KC_HF_WI_FIXED, LLVMBuildMul(b, lj.iv, t->lstride, ""));
+  /* region 0's loads, which the prefetching nests copy for a later batch
+   * (finalise_host_prefetch.c): tagged in the one nest without prefetches */
+  if (t->pass && flat && !pf && s == 0) kc_hf_prefetch_tag(lj.iv, 0);
+  loop_t lz = {0}, ly = {0};
+  LLVMBasicBlockRef xfrom = pf ? prefetch_loop(t, lj.iv) : lj.head;
+  if (!flat) {
+    lz = loop_open(b, t->fn, lj.head, "wi.z");
+    ly = loop_open(b, t->fn, lz.head, "wi.y");
+    xfrom = ly.head;
+  }
+  loop_t lx = loop_open(b, t->fn, xfrom, "wi.x");
+  if (t->pass && flat && !pf && s == 0) kc_hf_prefetch_tag(lx.iv, 1);
+  LLVMValueRef fixed[KC_HF_WI_FIXED] = {t->g,
+                                        lx.iv,
+                                        flat ? zero64 : ly.iv,
+                                        flat ? zero64 : lz.iv,
+                                        LLVMConstInt(i32, s, 0),
+                                        local,
+                                        base,
+                                        cur,
+                                        nxt,
+                                        lj.iv,
+                                        t->bcur,
+                                        t->bnxt};
+  memcpy(t->args, fixed, sizeof fixed);
+  *next = kc_hf_call(b, t->wi, t->args, t->na);
+  LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, t->fn, "x.done");
+  loop_close(b, &lx, t->lr[0], ex);
+  mark_parallel(c, *next, lx.latch);
+  if (!flat) {
+    LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, t->fn, "y.done");
+    loop_close(b, &ly, t->lr[1], ey);
+    LLVMBasicBlockRef ez = LLVMAppendBasicBlockInContext(c, t->fn, "z.done");
+    loop_close(b, &lz, t->lr[2], ez);
+  }
+  LLVMBasicBlockRef ej = LLVMAppendBasicBlockInContext(c, t->fn, "grp.done");
+  loop_close(b, &lj, t->count, ej);
+  return ej;
+}
+
+/* run for KC_HF_REGIONS: takes a batch of groups (kc_host_group_t.count; more than one only
+ * for lockstep kernels, whose groups all reach the same barriers: kc_hf_kernel_t.lockstep),
+ * scratch storage for them (batch_layout_t), then `state = 0; until EXIT: for each group j:
+ * for z, y, x: next = wi(..., state, j)`, with one such loop nest per state so that, once wi
+ * is inlined with a constant state, each holds only its region (for batched kernels two per
+ * state, the flat one taken by groups of one row: region_nest). Barriers are uniform over a group,
+ * and in lockstep over the batch, so the last work-item's next state is the batch's. Running a
+ * region for the whole batch spreads the dispatch over it, and what depends only on values the same
+ * in every group (the batch's uniform copies, e.g. a tree reduction's stride and each loop's trip
+ * count) is computed once per batch, not per group. */
+int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
+                          uint64_t urec, uint64_t brec) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
+  LLVMValueRef fn = k->run, g = LLVMGetParam(fn, 0);
+  while (LLVMGetFirstBasicBlock(fn))
+    LLVMDeleteBasicBlock(LLVMGetFirstBasicBlock(fn));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, fn, "entry");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, fn, "done");
+  LLVMBasicBlockRef oom = LLVMAppendBasicBlockInContext(c, fn, "oom");
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(c, fn, "go");
+  LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, fn, "state");
+  LLVMPositionBuilderAtEnd(b, entry);
+  nest_t t = {.b = b, .c = c, .fn = fn, .wi = k->body, .g = g, .k = k};
+  t.na = KC_HF_WI_FIXED + k->num_args;
+  t.args = calloc(t.na, sizeof *t.args);
+  t.vals = unpack_args(b, g, k);
+  if (!t.args || !t.vals) {
+    free(t.args), free(t.vals);
+    LLVMDisposeBuilder(b);
+    return 0;
+  }
+  for (int d = 0; d < 3; d++)
+    t.lr[d] = group_field(b, g, KC_HG_LOCAL_RANGE, d);
+  LLVMValueRef zero64 = LLVMConstInt(i64, 0, 0), one64 = LLVMConstInt(i64, 1, 0);
+  LLVMValueRef count = group_field(b, g, KC_HG_COUNT, -1);
+  t.count = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, count, zero64, ""), one64, count,
+                            "kapi.count");
+  t.lstride = group_field(b, g, KC_HG_LOCAL_STRIDE, -1);
+  LLVMValueRef rows = LLVMBuildMul(b, t.lr[1], t.lr[2], "");
+  LLVMValueRef n = LLVMBuildMul(b, t.lr[0], rows, "");
+  LLVMValueRef flat = k->batches ? LLVMBuildICmp(b, LLVMIntEQ, rows, one64, "kapi.flat") : NULL;
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, zero64, ""), done, go);
+  LLVMPositionBuilderAtEnd(b, go);
+  t.L = batch_layout(b, n, rec, urec, k->local_size);
+  LLVMValueRef groups_bytes = LLVMBuildMul(b, t.count, t.L.stride, "");
+  LLVMValueRef bytes = LLVMBuildAdd(b, groups_bytes, LLVMConstInt(i64, 2 * brec, 0), "");
+  /* Nothing to keep (no slots, no __local variables): no storage, and no call for it (which
+   * would answer NULL, not out of memory, on a thread that never had any). */
+  int none = !rec && !urec && !brec && !k->local_size;
+  t.storage = none ? LLVMConstNull(i8p) : kc_hf_call(b, scratch_fn(m), &bytes, 1);
+  LLVMValueRef bbase = LLVMBuildInBoundsGEP2(b, i8, t.storage, &groups_bytes, 1, "kapi.bbase");
+  if (k->batches && kc_hf_prefetch_lines()) { /* whether this launch prefetches at all */
+    LLVMValueRef items = n;
+    for (int d = 0; d < 3; d++)
+      items = LLVMBuildMul(b, items, group_field(b, g, KC_HG_GROUP_RANGE, d), "");
+    t.pfon = kc_hf_prefetch_on(m, b, items, t.lr[0]);
+  }
+  if (none)
+    LLVMBuildBr(b, sloop);
+  else
+    LLVMBuildCondBr(b, LLVMBuildIsNull(b, t.storage, ""), oom, sloop);
+  LLVMPositionBuilderAtEnd(b, sloop);
+  LLVMValueRef state = LLVMBuildPhi(b, i32, "state"), zero = LLVMConstInt(i32, 0, 0);
+  LLVMAddIncoming(state, &zero, &go, 1);
+  /* The two copies by offset, not by swapped pointers: alias analysis then still sees every
+   * slot address as based on the scratch storage, which aliases nothing. */
+  LLVMValueRef uoff = LLVMBuildPhi(b, i64, "uoff"), boff = LLVMBuildPhi(b, i64, "boff");
+  LLVMAddIncoming(uoff, &zero64, &go, 1);
+  LLVMAddIncoming(boff, &zero64, &go, 1);
+  t.uoff = uoff;
+  if (k->batches && kc_hf_prefetch_lines()) {
+    t.pass = LLVMBuildPhi(b, i64, "kapi.pass");
+    LLVMAddIncoming(t.pass, &zero64, &go, 1);
+  }
+  t.unoff = LLVMBuildSub(b, LLVMConstInt(i64, urec, 0), uoff, "");
+  LLVMValueRef bnoff = LLVMBuildSub(b, LLVMConstInt(i64, brec, 0), boff, "");
+  t.bcur = LLVMBuildInBoundsGEP2(b, i8, bbase, &boff, 1, "kapi.bcur");
+  t.bnxt = LLVMBuildInBoundsGEP2(b, i8, bbase, &bnoff, 1, "kapi.bnext");
+  LLVMValueRef sw = LLVMBuildSwitch(b, state, done, nstates);
+  for (uint32_t s = 0; s < nstates; s++) {
+    LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
+    LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
+    /* the full nest's start, the flat one's, the flat one prefetching for a later batch's */
+    LLVMBasicBlockRef nests[3] = {cs, NULL, NULL};
+    if (k->batches) {
+      nests[0] = LLVMAppendBasicBlockInContext(c, fn, "region.full");
+      nests[1] = LLVMAppendBasicBlockInContext(c, fn, "region.flat");
+      LLVMPositionBuilderAtEnd(b, cs);
+      LLVMBuildCondBr(b, flat, nests[1], nests[0]);
+    }
+    if (k->batches && t.pass && s >= (uint32_t)kc_hf_prefetch_first()) {
+      /* A nest of its own, not a branch in the flat one: the prefetches' values would hold
+       * registers in launches that do not prefetch (a tree in cache ran slower for them). */
+      nests[2] = LLVMAppendBasicBlockInContext(c, fn, "region.flat.pf");
+      LLVMBasicBlockRef pick = nests[1];
+      nests[1] = LLVMAppendBasicBlockInContext(c, fn, "region.flat");
+      LLVMPositionBuilderAtEnd(b, pick);
+      LLVMBuildCondBr(b, t.pfon, nests[2], nests[1]);
+    }
+    for (int f = 0; f < 3; f++) {
+      if (!nests[f]) continue;
+      LLVMValueRef next;
+      LLVMBasicBlockRef ej = region_nest(&t, nests[f], s, f != 0, f == 2, &next);
+      LLVMAddIncoming(state, &next, &ej, 1);
+      /* what this region wrote, the next one reads */
+      LLVMAddIncoming(uoff, &t.unoff, &ej, 1);
+      LLVMAddIncoming(boff, &bnoff, &ej, 1);
+      if (t.pass) {
+        LLVMValueRef np = LLVMBuildAdd(b, t.pass, one64, "");
+        LLVMAddIncoming(t.pass, &np, &ej, 1);
+      }
+      LLVMBuildBr(b, sloop);
+    }
+  }
+  free(t.args);
+  free(t.vals);
+  LLVMPositionBuilderAtEnd(b, done);
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_OK, 0));
+  LLVMPositionBuilderAtEnd(b, oom);
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_ERR_OUT_OF_MEMORY, 0));
+  LLVMDisposeBuilder(b);
+  /* The group descriptor is the driver's, read-only while the group runs, and no kernel
+   * pointer reaches it: its fields stay in registers across the kernel's stores. */
+  LLVMAddAttributeAtIndex(fn, 1, LLVMCreateEnumAttribute(c, attr_kind("noalias"), 0));
+  LLVMAddAttributeAtIndex(fn, 1, LLVMCreateEnumAttribute(c, attr_kind("readonly"), 0));
+  /* wi is now an ordinary function to inline into each region loop. */
+  LLVMSetLinkage(k->body, LLVMInternalLinkage);
+  LLVMAddAttributeAtIndex(k->body, LLVMAttributeFunctionIndex,
+                          LLVMCreateEnumAttribute(c, attr_kind("alwaysinline"), 0));
+  return 1;
+}
+
+/* Every function but the generated entries is inlined into them and then deleted. */
+static void internalise(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMAttributeRef always = LLVMCreateEnumAttribute(c, attr_kind("alwaysinline"), 0);
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    if (LLVMIsDeclaration(f)) continue;
+    int entry = 0;
+    for (uint32_t i = 0; i < n && !entry; i++)
+      entry = f == ks[i].run || f == ks[i].body;
+    if (entry) continue;
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, attr_kind("noinline"));
+    LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, attr_kind("optnone"));
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, always);
+  }
+}
+
+int kc_hf_make_entries(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n,
+                       const kc_hf_locals_t *locals, char **log) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef gp = LLVMPointerType(group_type(c), 0);
+  LLVMTypeRef rty = LLVMFunctionType(LLVMInt32TypeInContext(c), &gp, 1, 0);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+  for (uint32_t i = 0; i < n; i++) {
+    kc_hf_kernel_t *k = &ks[i];
+    k->run = add_function(m, k->name, "run", rty);
+    if (!k->run) {
+      LLVMDisposeBuilder(b);
+      return *log = kc_msg("out of memory"), 0;
+    }
+    k->body = k->run;
+    k->local_size = locals->size;
+    static const char *const scheme[] = {"loop", "regions", "fibers"};
+    LLVMAddAttributeAtIndex(k->run, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(c, "kapi-scheme", 11, scheme[k->scheme],
+                                                      (unsigned)strlen(scheme[k->scheme])));
+    int ok = k->scheme == KC_HF_FIBERS    ? make_fiber_run(m, b, k, locals->size)
+             : k->scheme == KC_HF_REGIONS ? make_region_wi(m, b, k)
+                                          : make_loop_run(m, b, k, locals->size);
+    if (!ok) {
+      LLVMDisposeBuilder(b);
+      return *log = kc_msg("out of memory"), 0;
+    }
+  }
+  LLVMDisposeBuilder(b);
+  internalise(m, ks, n);
+  return 1;
+}

@@ -1,0 +1,248 @@
+/* Host finaliser: everything about the ORC LLJIT and the host target. One JIT per finalised
+ * module (so modules are independent and thread-safe); the target machine is the host CPU with
+ * all its features, used both to optimise (the vectoriser needs the real vector width) and to
+ * generate code. The JIT binds only the fiber runtime, libm/libmvec functions (from those
+ * libraries, opened by soname) and memory intrinsics; any other external symbol is an error,
+ * never a silent bind.
+ */
+#define _GNU_SOURCE
+#include "finalise/host/finalise_host_jit.h"
+
+#include <dlfcn.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The ORC error reporter: keeps the message for the log instead of printing it. */
+static void report(void *ctx, LLVMErrorRef err) {
+  char **slot = ctx;
+  char *m = LLVMGetErrorMessage(err);
+  if (!*slot) *slot = kc_msg("%s", m);
+  LLVMDisposeErrorMessage(m);
+}
+
+static char *take_error(LLVMErrorRef err, const char *what) {
+  char *m = LLVMGetErrorMessage(err);
+  char *r = kc_msg("%s: %s", what, m);
+  LLVMDisposeErrorMessage(m);
+  return r;
+}
+
+static LLVMTargetMachineRef host_machine(char **log) {
+  char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+  LLVMTargetRef t;
+  LLVMTargetMachineRef tm = NULL;
+  if (LLVMGetTargetFromTriple(triple, &t, &err)) {
+    *log = kc_msg("no LLVM target for the host (%s): %s", triple, err ? err : "");
+  } else {
+    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+    tm = LLVMCreateTargetMachine(t, triple, cpu, features, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                 LLVMCodeModelJITDefault);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+    if (!tm) *log = kc_msg("cannot create a target machine for %s", triple);
+  }
+  LLVMDisposeMessage(err);
+  LLVMDisposeMessage(triple);
+  return tm;
+}
+
+/* The math libraries, opened by soname once per process (RTLD_LOCAL: we look in them by handle,
+ * and add nothing to the process's global scope). A kernel's build must not depend on which
+ * libraries the process happened to load, or in what order: a search of the process finds the
+ * first library that defines `erf`, which need not be libm. */
+static struct {
+  void *libm, *libmvec;
+  char why[256]; /* why libm.so.6 did not open, for the log of a kernel that needed it */
+} libs;
+static pthread_once_t libs_once = PTHREAD_ONCE_INIT;
+
+static void libs_open(void) {
+  libs.libm = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
+  if (!libs.libm) snprintf(libs.why, sizeof libs.why, "%s", dlerror());
+  if (!getenv("KAPI_HOST_NO_LIBMVEC")) libs.libmvec = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
+}
+
+/* 1 when addr lies in the library whose file name starts with soname_base. dlsym on a handle
+ * also searches the library's dependencies (libc): a name libm does not define is not taken. */
+static int defined_in(void *addr, const char *soname_base) {
+  Dl_info info;
+  if (!addr || !dladdr(addr, &info) || !info.dli_fname) return 0;
+  const char *base = strrchr(info.dli_fname, '/');
+  base = base ? base + 1 : info.dli_fname;
+  return !strncmp(base, soname_base, strlen(soname_base));
+}
+
+/* Memory intrinsics bind to the C library this library links (always present). glibc defines
+ * a few math functions in libc too (frexp, ldexp, modf...): libm may hand back libc's copy. */
+static void *c_library_symbol(const char *name) {
+  static const struct {
+    const char *name;
+    void *addr;
+  } mem[] = {{"memcpy", (void *)memcpy}, {"memmove", (void *)memmove}, {"memset", (void *)memset}};
+  for (size_t i = 0; i < sizeof mem / sizeof mem[0]; i++)
+    if (!strcmp(name, mem[i].name)) return mem[i].addr;
+  return NULL;
+}
+
+static int libc_math_name(const char *name) {
+  static const char *const names[] = {"frexp", "frexpf", "ldexp",   "ldexpf",   "modf",
+                                      "modff", "scalbn", "scalbnf", "copysign", "copysignf"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(name, names[i])) return 1;
+  return 0;
+}
+
+void *kc_hf_math_symbol(const char *name) {
+  pthread_once(&libs_once, libs_open);
+  void *a = c_library_symbol(name);
+  if (a) return a;
+  if (!strncmp(name, "_ZGV", 4)) {
+    a = libs.libmvec ? dlsym(libs.libmvec, name) : NULL;
+    return defined_in(a, "libmvec.so") ? a : NULL;
+  }
+  a = libs.libm ? dlsym(libs.libm, name) : NULL;
+  return defined_in(a, "libm.so") || (a && libc_math_name(name)) ? a : NULL;
+}
+
+/* The JIT's definition generator: each external symbol a module needs, and no other, is bound
+ * here to its address in libm, libmvec or libc, as an absolute symbol. Names left unbound stay
+ * undefined, and the lookup reports them ("Symbols not found"). */
+static LLVMErrorRef generate(LLVMOrcDefinitionGeneratorRef gen, void *ctx,
+                             LLVMOrcLookupStateRef *ls, LLVMOrcLookupKind kind,
+                             LLVMOrcJITDylibRef jd, LLVMOrcJITDylibLookupFlags jd_flags,
+                             LLVMOrcCLookupSet set, size_t n) {
+  (void)gen, (void)ctx, (void)ls, (void)kind, (void)jd_flags;
+  LLVMOrcCSymbolMapPair *syms = calloc(n ? n : 1, sizeof *syms);
+  if (!syms) return LLVMCreateStringError("out of memory");
+  LLVMJITSymbolFlags flags = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable,
+                              0};
+  size_t found = 0;
+  for (size_t i = 0; i < n; i++) {
+    void *a = kc_hf_math_symbol(LLVMOrcSymbolStringPoolEntryStr(set[i].Name));
+    if (!a) continue;
+    LLVMOrcRetainSymbolStringPoolEntry(set[i].Name); /* the map takes a reference */
+    syms[found++] =
+        (LLVMOrcCSymbolMapPair){set[i].Name, {(LLVMOrcExecutorAddress)(uintptr_t)a, flags}};
+  }
+  LLVMErrorRef e = found ? LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(syms, found)) : NULL;
+  free(syms);
+  return e;
+}
+
+static int define_runtime(kc_hf_jit_t *j, char **log) {
+  LLVMOrcExecutionSessionRef es = LLVMOrcLLJITGetExecutionSession(j->jit);
+  LLVMJITSymbolFlags flags = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable,
+                              0};
+  LLVMOrcCSymbolMapPair syms[] = {
+      {LLVMOrcExecutionSessionIntern(es, "__kapi_host_fiber_run"),
+       {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_fiber_run, flags}},
+      {LLVMOrcExecutionSessionIntern(es, "__kapi_host_barrier"),
+       {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_fiber_barrier, flags}},
+      {LLVMOrcExecutionSessionIntern(es, "__kapi_host_yield"),
+       {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_fiber_yield, flags}},
+      {LLVMOrcExecutionSessionIntern(es, "__kapi_host_scratch"),
+       {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_scratch, flags}},
+      {LLVMOrcExecutionSessionIntern(es, "__kapi_host_printf"),
+       {(LLVMOrcExecutorAddress)(uintptr_t)kc_host_printf, flags}},
+  };
+  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
+  LLVMErrorRef e =
+      LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(syms, sizeof syms / sizeof syms[0]));
+  if (!e)
+    LLVMOrcJITDylibAddGenerator(jd,
+                                LLVMOrcCreateCustomCAPIDefinitionGenerator(generate, NULL, NULL));
+  if (e) *log = take_error(e, "cannot set up the JIT's symbols");
+  return !e;
+}
+
+int kc_hf_jit_create(kc_hf_jit_t *j, char **log) {
+  memset(j, 0, sizeof *j);
+  LLVMTargetMachineRef for_jit = host_machine(log);
+  if (!for_jit) return 0;
+  j->tm = host_machine(log);
+  if (!j->tm) return LLVMDisposeTargetMachine(for_jit), 0;
+  LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+      builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(for_jit));
+  LLVMErrorRef e = LLVMOrcCreateLLJIT(&j->jit, builder);
+  if (e) {
+    *log = take_error(e, "cannot create the JIT");
+    j->jit = NULL;
+    kc_hf_jit_dispose(j);
+    return 0;
+  }
+  LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(j->jit), report,
+                                          &j->session_error);
+  if (!define_runtime(j, log)) return kc_hf_jit_dispose(j), 0;
+  return 1;
+}
+
+static void on_diagnostic(LLVMDiagnosticInfoRef di, void *ctx) {
+  kc_hf_jit_t *j = ctx;
+  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || j->diagnostic) return;
+  char *d = LLVMGetDiagInfoDescription(di);
+  j->diagnostic = kc_msg("%s", d ? d : "LLVM error");
+  LLVMDisposeMessage(d);
+}
+
+void kc_hf_jit_capture_diagnostics(kc_hf_jit_t *j, LLVMContextRef ctx) {
+  LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, j);
+}
+
+void kc_hf_jit_dispose(kc_hf_jit_t *j) {
+  if (j->jit) {
+    LLVMErrorRef e = LLVMOrcDisposeLLJIT(j->jit);
+    if (e) LLVMConsumeError(e);
+  }
+  if (j->tm) LLVMDisposeTargetMachine(j->tm);
+  free(j->session_error);
+  free(j->diagnostic);
+  memset(j, 0, sizeof *j);
+}
+
+void kc_hf_jit_prepare(kc_hf_jit_t *j, LLVMModuleRef m) {
+  LLVMSetTarget(m, LLVMOrcLLJITGetTripleString(j->jit));
+  LLVMSetDataLayout(m, LLVMOrcLLJITGetDataLayoutStr(j->jit));
+}
+
+int kc_hf_jit_passes(kc_hf_jit_t *j, LLVMModuleRef m, const char *passes, char **log) {
+  LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(o, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
+  LLVMPassBuilderOptionsSetLoopUnrolling(o, 1);
+  LLVMPassBuilderOptionsSetLoopInterleaving(o, 1);
+  LLVMErrorRef e = LLVMRunPasses(m, passes, j->tm, o);
+  LLVMDisposePassBuilderOptions(o);
+  if (e) *log = take_error(e, "LLVM passes failed");
+  return !e;
+}
+
+int kc_hf_jit_add(kc_hf_jit_t *j, LLVMOrcThreadSafeModuleRef tsm, char **log) {
+  LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), tsm);
+  if (e) {
+    LLVMOrcDisposeThreadSafeModule(tsm);
+    *log = take_error(e, "cannot add the module to the JIT");
+  }
+  return !e;
+}
+
+int kc_hf_jit_lookup(kc_hf_jit_t *j, const char *name, void **addr, char **log) {
+  LLVMOrcExecutorAddress a = 0;
+  LLVMErrorRef e = LLVMOrcLLJITLookup(j->jit, &a, name);
+  if (e) {
+    char *m = LLVMGetErrorMessage(e);
+    const char *more = j->session_error ? j->session_error : j->diagnostic;
+    pthread_once(&libs_once, libs_open);
+    *log = kc_msg("code generation for %s failed: %s%s%s%s%s", name, m, more ? "; " : "",
+                  more ? more : "",
+                  libs.libm ? "" : "; libm.so.6 did not open: ", libs.libm ? "" : libs.why);
+    LLVMDisposeErrorMessage(m);
+    return 0;
+  }
+  *addr = (void *)(uintptr_t)a;
+  return 1;
+}

@@ -1,0 +1,1205 @@
+/* Host finaliser: the region scheme for kernels with work-group barriers (KC_HF_REGIONS).
+ *
+ * After the kernel is inlined into `i32 wi(group, x, y, z, state, local, storage)` and its
+ * barriers are lowered to calls of __kapi_host_barrier, wi is split at every barrier k into a
+ * continuation: the barrier becomes "save the values live after it; return k", and the code
+ * after it becomes resume block k, which reloads them. wi's entry block (group fields,
+ * arguments, the slot addresses) is re-run by every call, so it switches on `state` to the
+ * kernel's start (0) or to resume block k. run (finalise_host_entry.c) then calls wi in one
+ * work-item loop per state; once wi is inlined with a constant state, each loop holds one
+ * region and vectorises like a barrier-free kernel.
+ *
+ * What is saved: SSA liveness (backward dataflow, phi uses on their incoming edges) gives the
+ * values live right after each barrier. Each such value is demoted to a wi-local alloca (as
+ * reg2mem does: store after its definition, load before each use), saved from it at the
+ * barrier and restored into it at the resume block; SROA later turns the allocas back into
+ * registers, so a value costs one store and one load per barrier it crosses and none inside
+ * a region. Its per-work-item slot is `storage + n * offset + lin * size` (one array per
+ * value, work-items consecutive, so the region loops read and write it contiguously).
+ * Private arrays (allocas) outlive a region too: each gets a slot the same way (its bytes per
+ * work-item contiguous), replacing the alloca.
+ * storage is this thread's scratch (kc_host_scratch), allocated by run per group.
+ */
+#include "finalise/host/finalise_host.h"
+
+#include <llvm-c/DebugInfo.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Pointer sets and maps (open addressing; keys are LLVM object pointers) ----------- */
+
+typedef struct {
+  void **keys;
+  uint32_t *vals;
+  size_t cap; /* power of two */
+} pmap_t;
+
+static size_t pmap_hash(const void *p, size_t cap) {
+  uintptr_t h = (uintptr_t)p;
+  h ^= h >> 17;
+  h *= (uintptr_t)0x9e3779b97f4a7c15ull;
+  return (size_t)(h >> 7) & (cap - 1);
+}
+
+static int pmap_init(pmap_t *m, size_t n) {
+  m->cap = 16;
+  while (m->cap < 2 * n + 2)
+    m->cap *= 2;
+  m->keys = calloc(m->cap, sizeof *m->keys);
+  m->vals = calloc(m->cap, sizeof *m->vals);
+  return m->keys && m->vals;
+}
+
+static void pmap_free(pmap_t *m) {
+  free(m->keys);
+  free(m->vals);
+}
+
+/* Slot of p: its own, or the empty one where it would go. */
+static size_t pmap_slot(const pmap_t *m, const void *p) {
+  size_t i = pmap_hash(p, m->cap);
+  while (m->keys[i] && m->keys[i] != p)
+    i = (i + 1) & (m->cap - 1);
+  return i;
+}
+
+static void pmap_put(pmap_t *m, void *p, uint32_t v) {
+  size_t i = pmap_slot(m, p);
+  m->keys[i] = p;
+  m->vals[i] = v;
+}
+
+/* UINT32_MAX when p is not in the map. */
+static uint32_t pmap_get(const pmap_t *m, const void *p) {
+  size_t i = pmap_slot(m, p);
+  return m->keys[i] ? m->vals[i] : UINT32_MAX;
+}
+
+/* ---- Cycles ------------------------------------------------------------------------ */
+
+int kc_hf_block_in_cycle(LLVMBasicBlockRef bb) {
+  size_t nb = 0;
+  LLVMValueRef fn = LLVMGetBasicBlockParent(bb);
+  for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(fn); b; b = LLVMGetNextBasicBlock(b))
+    nb++;
+  pmap_t seen;
+  LLVMBasicBlockRef *stack = malloc((nb + 1) * sizeof *stack);
+  if (!stack || !pmap_init(&seen, nb)) {
+    free(stack), pmap_free(&seen);
+    return 1; /* out of memory: the safe answer (fibers) */
+  }
+  size_t top = 0;
+  int found = 0;
+  stack[top++] = bb;
+  while (top && !found) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(stack[--top]);
+    unsigned ns = t ? LLVMGetNumSuccessors(t) : 0;
+    for (unsigned i = 0; i < ns && !found; i++) {
+      LLVMBasicBlockRef s = LLVMGetSuccessor(t, i);
+      found = s == bb;
+      if (!found && pmap_get(&seen, s) == UINT32_MAX) {
+        pmap_put(&seen, s, 1);
+        stack[top++] = s;
+      }
+    }
+  }
+  free(stack);
+  pmap_free(&seen);
+  return found;
+}
+
+/* ---- Liveness -------------------------------------------------------------------------- */
+
+typedef uint64_t word_t;
+#define WBITS 64u
+
+typedef struct {
+  LLVMValueRef fn;
+  LLVMBasicBlockRef entry;
+  size_t nb, nv, words; /* blocks, tracked values, words per bitset */
+  LLVMBasicBlockRef *blocks;
+  LLVMValueRef *vals; /* tracked: non-void instructions outside the entry block */
+  pmap_t bidx, vidx;
+  word_t *use, *def, *in, *out, *phiout; /* nb bitsets each */
+} live_t;
+
+static word_t *row(word_t *set, const live_t *l, size_t b) {
+  return set + b * l->words;
+}
+
+static void bit_set(word_t *s, uint32_t i) {
+  s[i / WBITS] |= (word_t)1 << (i % WBITS);
+}
+
+static void bit_clear(word_t *s, uint32_t i) {
+  s[i / WBITS] &= ~((word_t)1 << (i % WBITS));
+}
+
+static int bit_get(const word_t *s, uint32_t i) {
+  return (int)((s[i / WBITS] >> (i % WBITS)) & 1);
+}
+
+static uint32_t tracked(const live_t *l, LLVMValueRef v) {
+  return LLVMIsAInstruction(v) ? pmap_get(&l->vidx, v) : UINT32_MAX;
+}
+
+static void live_free(live_t *l) {
+  free(l->blocks);
+  free(l->vals);
+  pmap_free(&l->bidx);
+  pmap_free(&l->vidx);
+  free(l->use), free(l->def), free(l->in), free(l->out), free(l->phiout);
+}
+
+static int live_index(live_t *l) {
+  for (LLVMBasicBlockRef b = l->entry; b; b = LLVMGetNextBasicBlock(b)) {
+    l->nb++;
+    if (b == l->entry) continue;
+    for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i))
+      l->nv += LLVMGetTypeKind(LLVMTypeOf(i)) != LLVMVoidTypeKind;
+  }
+  l->words = (l->nv + WBITS - 1) / WBITS + 1;
+  l->blocks = calloc(l->nb, sizeof *l->blocks);
+  l->vals = calloc(l->nv + 1, sizeof *l->vals);
+  size_t bits = l->nb * l->words;
+  l->use = calloc(bits, sizeof(word_t)), l->def = calloc(bits, sizeof(word_t));
+  l->in = calloc(bits, sizeof(word_t)), l->out = calloc(bits, sizeof(word_t));
+  l->phiout = calloc(bits, sizeof(word_t));
+  if (!pmap_init(&l->bidx, l->nb) || !pmap_init(&l->vidx, l->nv) || !l->blocks || !l->vals ||
+      !l->use || !l->def || !l->in || !l->out || !l->phiout)
+    return 0;
+  size_t nb = 0, nv = 0;
+  for (LLVMBasicBlockRef b = l->entry; b; b = LLVMGetNextBasicBlock(b)) {
+    pmap_put(&l->bidx, b, (uint32_t)nb);
+    l->blocks[nb++] = b;
+    if (b == l->entry) continue;
+    for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i))
+      if (LLVMGetTypeKind(LLVMTypeOf(i)) != LLVMVoidTypeKind) {
+        pmap_put(&l->vidx, i, (uint32_t)nv);
+        l->vals[nv++] = i;
+      }
+  }
+  return 1;
+}
+
+/* use/def of each block; a phi's operands are used at the end of the incoming block. */
+static void live_local(live_t *l) {
+  for (size_t bi = 0; bi < l->nb; bi++) {
+    word_t *use = row(l->use, l, bi), *def = row(l->def, l, bi);
+    for (LLVMValueRef i = LLVMGetFirstInstruction(l->blocks[bi]); i;
+         i = LLVMGetNextInstruction(i)) {
+      if (LLVMIsAPHINode(i)) {
+        for (unsigned k = 0; k < LLVMCountIncoming(i); k++) {
+          uint32_t v = tracked(l, LLVMGetIncomingValue(i, k));
+          uint32_t p = pmap_get(&l->bidx, LLVMGetIncomingBlock(i, k));
+          if (v != UINT32_MAX && p != UINT32_MAX) bit_set(row(l->phiout, l, p), v);
+        }
+      } else {
+        for (int k = 0; k < LLVMGetNumOperands(i); k++) {
+          uint32_t v = tracked(l, LLVMGetOperand(i, k));
+          if (v != UINT32_MAX && !bit_get(def, v)) bit_set(use, v);
+        }
+      }
+      uint32_t d = tracked(l, i);
+      if (d != UINT32_MAX) bit_set(def, d);
+    }
+  }
+}
+
+static void live_solve(live_t *l) {
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t bi = l->nb; bi-- > 0;) {
+      word_t *out = row(l->out, l, bi), *in = row(l->in, l, bi);
+      LLVMValueRef t = LLVMGetBasicBlockTerminator(l->blocks[bi]);
+      unsigned ns = t ? LLVMGetNumSuccessors(t) : 0;
+      const word_t *po = row(l->phiout, l, bi);
+      for (size_t w = 0; w < l->words; w++) {
+        word_t o = po[w];
+        for (unsigned s = 0; s < ns; s++)
+          o |= row(l->in, l, pmap_get(&l->bidx, LLVMGetSuccessor(t, s)))[w];
+        word_t n = row(l->use, l, bi)[w] | (o & ~row(l->def, l, bi)[w]);
+        if (o != out[w] || n != in[w]) changed = 1;
+        out[w] = o, in[w] = n;
+      }
+    }
+  }
+}
+
+/* Values live right after `call` (a barrier): the block's live-out, walked back to it. */
+static void live_after(const live_t *l, LLVMValueRef call, word_t *set) {
+  LLVMBasicBlockRef bb = LLVMGetInstructionParent(call);
+  memcpy(set, row(l->out, l, pmap_get(&l->bidx, bb)), l->words * sizeof(word_t));
+  for (LLVMValueRef i = LLVMGetLastInstruction(bb); i != call; i = LLVMGetPreviousInstruction(i)) {
+    uint32_t d = tracked(l, i);
+    if (d != UINT32_MAX) bit_clear(set, d);
+    for (int k = 0; k < LLVMGetNumOperands(i); k++) {
+      uint32_t v = tracked(l, LLVMGetOperand(i, k));
+      if (v != UINT32_MAX) bit_set(set, v);
+    }
+  }
+}
+
+/* ---- The split -------------------------------------------------------------------------- */
+
+typedef struct {
+  LLVMModuleRef m;
+  LLVMContextRef c;
+  LLVMTargetDataRef td;
+  kc_hf_kernel_t *k;
+  LLVMBuilderRef b;
+  LLVMBuilderRef at_entry; /* before the entry block's terminator */
+  uint64_t rec;            /* bytes of per-work-item storage so far */
+  uint64_t urec;           /* bytes of one copy of the group's uniform values so far */
+  uint64_t brec;           /* bytes of one copy of the batch's uniform values so far */
+  /* alias.scope / noalias lists telling the copies apart (ucur and bcur read, unext and bnext
+   * written): the offsets swap at run time, so only these tell LICM that a region's reloads
+   * of uniform values are not clobbered by its saves, and can leave the work-item loop (and,
+   * for the batch's, the loop over the batch's groups). */
+  LLVMValueRef scope[5], noalias[5]; /* SCOPE_CUR, SCOPE_NEXT, SCOPE_WI, SCOPE_BCUR, ... */
+  char *narrow;                      /* per live value: saved in 32 bits (narrow_saves) */
+  unsigned nnarrow;                  /* how many are (KAPI_DUMP=host shows "kapi-saves32") */
+  char *log;
+} split_t;
+
+/* Per-work-item slot of `bytes` (aligned to `align`), as a pointer to `ty`, built in the
+ * entry block. */
+static LLVMValueRef slot(split_t *s, uint64_t bytes, unsigned align, LLVMTypeRef ptr_ty) {
+  if (align < 1) align = 1;
+  bytes = (bytes + align - 1) / align * align;
+  s->rec = (s->rec + align - 1) / align * align;
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(s->c);
+  LLVMBuilderRef b = s->at_entry;
+  LLVMValueRef off = LLVMBuildMul(b, s->k->nwi, LLVMConstInt(i64, s->rec, 0), "");
+  off = LLVMBuildAdd(b, off, LLVMBuildMul(b, s->k->lin, LLVMConstInt(i64, bytes, 0), ""), "");
+  LLVMValueRef p =
+      LLVMBuildInBoundsGEP2(b, LLVMInt8TypeInContext(s->c), s->k->storage, &off, 1, "kapi.slot");
+  s->rec += bytes;
+  return LLVMBuildBitCast(b, p, ptr_ty, "");
+}
+
+/* A value the same in every work-item keeps one copy per group (two: see ucur/unext), at a
+ * loop-invariant address that LICM takes the region loop's stores and reloads out of. */
+static void uniform_slot(split_t *s, uint64_t bytes, unsigned align, LLVMTypeRef ptr_ty,
+                         LLVMValueRef *ld, LLVMValueRef *st) {
+  if (align < 1) align = 1;
+  s->urec = (s->urec + align - 1) / align * align;
+  LLVMValueRef off = LLVMConstInt(LLVMInt64TypeInContext(s->c), s->urec, 0);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(s->c);
+  *ld = LLVMBuildInBoundsGEP2(s->at_entry, i8, s->k->ucur, &off, 1, "kapi.uslot");
+  *st = LLVMBuildInBoundsGEP2(s->at_entry, i8, s->k->unext, &off, 1, "kapi.uslot");
+  *ld = LLVMBuildBitCast(s->at_entry, *ld, ptr_ty, "");
+  *st = LLVMBuildBitCast(s->at_entry, *st, ptr_ty, "");
+  s->urec += bytes;
+}
+
+/* A value the same in every group of a batch (batch_divergence): one copy per batch (two,
+ * as for the group's), which the loop over the batch's groups does not reload. */
+static void batch_slot(split_t *s, uint64_t bytes, unsigned align, LLVMTypeRef ptr_ty,
+                       LLVMValueRef *ld, LLVMValueRef *st) {
+  if (align < 1) align = 1;
+  s->brec = (s->brec + align - 1) / align * align;
+  LLVMValueRef off = LLVMConstInt(LLVMInt64TypeInContext(s->c), s->brec, 0);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(s->c);
+  *ld = LLVMBuildInBoundsGEP2(s->at_entry, i8, s->k->bcur, &off, 1, "kapi.bslot");
+  *st = LLVMBuildInBoundsGEP2(s->at_entry, i8, s->k->bnext, &off, 1, "kapi.bslot");
+  *ld = LLVMBuildBitCast(s->at_entry, *ld, ptr_ty, "");
+  *st = LLVMBuildBitCast(s->at_entry, *st, ptr_ty, "");
+  s->brec += bytes;
+}
+
+static LLVMValueRef first_non_phi(LLVMBasicBlockRef bb) {
+  LLVMValueRef i = LLVMGetFirstInstruction(bb);
+  while (i && LLVMIsAPHINode(i))
+    i = LLVMGetNextInstruction(i);
+  return i;
+}
+
+static LLVMValueRef entry_alloca(split_t *s, LLVMTypeRef t) {
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(s->k->body);
+  LLVMPositionBuilderBefore(s->b, LLVMGetFirstInstruction(entry));
+  return LLVMBuildAlloca(s->b, t, "kapi.spill");
+}
+
+static LLVMValueRef load_at(split_t *s, LLVMValueRef before, LLVMValueRef a, LLVMTypeRef t) {
+  LLVMPositionBuilderBefore(s->b, before);
+  return LLVMBuildLoad2(s->b, t, a, "");
+}
+
+/* reg2mem for one value: a store after its definition, a load before each use (phi uses at
+ * the end of the incoming block). Returns the alloca. */
+static LLVMValueRef demote(split_t *s, LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  LLVMValueRef a = entry_alloca(s, t);
+  size_t nu = 0, cap = 8;
+  LLVMValueRef *users = malloc(cap * sizeof *users);
+  for (LLVMUseRef u = LLVMGetFirstUse(v); u && users; u = LLVMGetNextUse(u)) {
+    if (nu == cap) {
+      LLVMValueRef *p = realloc(users, (cap *= 2) * sizeof *p);
+      if (!p) free(users);
+      users = p;
+      if (!p) break;
+    }
+    users[nu++] = LLVMGetUser(u);
+  }
+  if (!users) return NULL;
+  for (size_t i = 0; i < nu; i++) {
+    LLVMValueRef u = users[i];
+    int dup = 0;
+    for (size_t j = 0; j < i && !dup; j++)
+      dup = users[j] == u;
+    if (dup) continue;
+    int phi = LLVMIsAPHINode(u) != NULL;
+    for (int k = 0; k < LLVMGetNumOperands(u); k++) {
+      if (LLVMGetOperand(u, k) != v) continue;
+      LLVMValueRef at = phi ? LLVMGetBasicBlockTerminator(LLVMGetIncomingBlock(u, (unsigned)k)) : u;
+      LLVMSetOperand(u, (unsigned)k, load_at(s, at, a, t));
+    }
+  }
+  free(users);
+  LLVMValueRef after =
+      LLVMIsAPHINode(v) ? first_non_phi(LLVMGetInstructionParent(v)) : LLVMGetNextInstruction(v);
+  LLVMPositionBuilderBefore(s->b, after);
+  LLVMBuildStore(s->b, v, a);
+  return a;
+}
+
+/* DemotePHIToStack: stores at the ends of the incoming blocks, a load replacing the phi. */
+static void demote_phi(split_t *s, LLVMValueRef phi) {
+  LLVMTypeRef t = LLVMTypeOf(phi);
+  LLVMValueRef a = entry_alloca(s, t);
+  for (unsigned i = 0; i < LLVMCountIncoming(phi); i++) {
+    LLVMPositionBuilderBefore(s->b, LLVMGetBasicBlockTerminator(LLVMGetIncomingBlock(phi, i)));
+    LLVMBuildStore(s->b, LLVMGetIncomingValue(phi, i), a);
+  }
+  LLVMValueRef ld = load_at(s, first_non_phi(LLVMGetInstructionParent(phi)), a, t);
+  LLVMReplaceAllUsesWith(phi, ld);
+  LLVMInstructionEraseFromParent(phi);
+}
+
+/* Phis in the successors of bb name bb as their predecessor; the split moves bb's terminator
+ * to a new block, and the C API cannot rename a phi's incoming block, so they go to memory. */
+static void demote_successor_phis(split_t *s, LLVMBasicBlockRef bb) {
+  LLVMValueRef t = LLVMGetBasicBlockTerminator(bb);
+  for (unsigned i = 0; t && i < LLVMGetNumSuccessors(t); i++) {
+    LLVMBasicBlockRef succ = LLVMGetSuccessor(t, i);
+    LLVMValueRef p = LLVMGetFirstInstruction(succ);
+    while (p && LLVMIsAPHINode(p)) {
+      demote_phi(s, p);
+      p = LLVMGetFirstInstruction(succ);
+    }
+  }
+}
+
+/* Lifetime markers would bound a private array to one region; its slot outlives them all. */
+static void drop_lifetimes(LLVMValueRef fn) {
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
+      LLVMValueRef next = LLVMGetNextInstruction(i);
+      if (LLVMIsACallInst(i)) {
+        LLVMValueRef f = LLVMGetCalledValue(i);
+        const char *n = LLVMIsAFunction(f) ? LLVMGetValueName(f) : "";
+        if (!strncmp(n, "llvm.lifetime.", 14)) LLVMInstructionEraseFromParent(i);
+      }
+      i = next;
+    }
+}
+
+/* Private arrays: each alloca becomes this work-item's part of a slot. */
+static int privatise_allocas(split_t *s, LLVMValueRef *allocas, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    LLVMValueRef a = allocas[i], count = LLVMGetOperand(a, 0);
+    if (!LLVMIsAConstantInt(count)) {
+      s->log = kc_msg("kernel %s: a private array of run-time size in a kernel with barriers is "
+                      "not supported on the host CPU device",
+                      s->k->name);
+      return 0;
+    }
+    LLVMTypeRef t = LLVMGetAllocatedType(a);
+    uint64_t bytes = LLVMABISizeOfType(s->td, t) * LLVMConstIntGetZExtValue(count);
+    unsigned align = LLVMGetAlignment(a);
+    if (align < LLVMABIAlignmentOfType(s->td, t)) align = LLVMABIAlignmentOfType(s->td, t);
+    if (align > 64 || bytes > KC_HF_FIBER_PRIVATE) {
+      s->log = kc_msg("kernel %s needs %llu bytes of private (per work-item) memory aligned to "
+                      "%u; the host CPU device supports %u aligned to 64",
+                      s->k->name, (unsigned long long)bytes, align, KC_HF_FIBER_PRIVATE);
+      return 0;
+    }
+    LLVMValueRef p = slot(s, bytes, align, LLVMTypeOf(a));
+    LLVMReplaceAllUsesWith(a, p);
+    LLVMInstructionEraseFromParent(a);
+  }
+  return 1;
+}
+
+static LLVMValueRef *collect(LLVMValueRef fn, int (*want)(LLVMValueRef), size_t *count) {
+  size_t n = 0, cap = 16;
+  LLVMValueRef *v = malloc(cap * sizeof *v);
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb && v; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i && v; i = LLVMGetNextInstruction(i)) {
+      if (!want(i)) continue;
+      if (n == cap) {
+        LLVMValueRef *p = realloc(v, (cap *= 2) * sizeof *p);
+        if (!p) free(v);
+        v = p;
+        if (!p) break;
+      }
+      v[n++] = i;
+    }
+  *count = n;
+  return v;
+}
+
+static int is_barrier(LLVMValueRef i) {
+  if (!LLVMIsACallInst(i)) return 0;
+  LLVMValueRef f = LLVMGetCalledValue(i);
+  return LLVMIsAFunction(f) && !strcmp(LLVMGetValueName(f), "__kapi_host_barrier");
+}
+
+static int is_alloca(LLVMValueRef i) {
+  return LLVMIsAAllocaInst(i) != NULL;
+}
+
+/* ---- Divergence ------------------------------------------------------------------------- */
+
+/* Which tracked values may differ between the work-items of a group (1 in the result, nv
+ * entries); the others are saved once per group. Seeds: the local ids, loads that are
+ * atomic, calls, read-modify-writes and allocas (private memory); then data dependence, and
+ * for phis also control dependence: a phi is varying where a varying branch decides which
+ * incoming edge is taken, that is in any block reached from the branch before one of its
+ * post-dominators (loop headers of loops with varying exits included). Sound, not sharp. */
+typedef struct {
+  const live_t *l;
+  const kc_hf_kernel_t *k;
+  int batch;        /* 1: between the groups of a batch (batch_divergence) */
+  char *vary;       /* per tracked value */
+  char *entry_vary; /* per entry-block instruction, by pmap `eidx` */
+  pmap_t eidx;
+  char *influenced, *done; /* per block */
+  char *inside;            /* per block: influenced, and not the join of the paths */
+  word_t *pdom;            /* nb x bw post-dominator sets */
+  size_t bw;
+} diverge_t;
+
+/* wi's parameters that differ between the groups of a batch: where its __local variables,
+ * slots and uniform copies are, the group's index, and its local-memory arguments. */
+static int batch_param(const kc_hf_kernel_t *k, LLVMValueRef op) {
+  LLVMValueRef wi = k->body;
+  for (unsigned i = 5; i <= 9; i++)
+    if (op == LLVMGetParam(wi, i)) return 1;
+  for (unsigned i = 0; i < k->num_args; i++)
+    if (k->args[i].kind == KC_ARG_LOCAL && op == LLVMGetParam(wi, KC_HF_WI_FIXED + i)) return 1;
+  return 0;
+}
+
+static int operand_varies(const diverge_t *d, LLVMValueRef op) {
+  if (LLVMIsAArgument(op)) {
+    for (int i = 0; i < 3; i++)
+      if (op == d->k->local_id[i]) return 1;
+    return d->batch && batch_param(d->k, op);
+  }
+  if (!LLVMIsAInstruction(op)) return 0;
+  uint32_t v = tracked(d->l, op);
+  if (v != UINT32_MAX) return d->vary[v];
+  uint32_t e = pmap_get(&d->eidx, op);
+  return e != UINT32_MAX && d->entry_vary[e];
+}
+
+static int inst_varies(const diverge_t *d, LLVMValueRef i) {
+  if (LLVMIsAPHINode(i)) {
+    if (d->influenced[pmap_get(&d->l->bidx, LLVMGetInstructionParent(i))]) return 1;
+    for (unsigned k = 0; k < LLVMCountIncoming(i); k++)
+      if (operand_varies(d, LLVMGetIncomingValue(i, k))) return 1;
+    return 0;
+  }
+  if (LLVMIsACallInst(i) || LLVMIsAAtomicRMWInst(i) || LLVMIsAAtomicCmpXchgInst(i) ||
+      LLVMIsAAllocaInst(i))
+    return 1;
+  if (LLVMIsALoadInst(i) && LLVMGetOrdering(i) != LLVMAtomicOrderingNotAtomic) return 1;
+  for (int k = 0; k < LLVMGetNumOperands(i); k++)
+    if (operand_varies(d, LLVMGetOperand(i, k))) return 1;
+  return 0;
+}
+
+static void post_dominators(diverge_t *d) {
+  const live_t *l = d->l;
+  for (size_t b = 0; b < l->nb; b++)
+    memset(d->pdom + b * d->bw, 0xff, d->bw * sizeof(word_t));
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t b = l->nb; b-- > 0;) {
+      word_t *set = d->pdom + b * d->bw;
+      LLVMValueRef t = LLVMGetBasicBlockTerminator(l->blocks[b]);
+      unsigned ns = t ? LLVMGetNumSuccessors(t) : 0;
+      for (size_t w = 0; w < d->bw; w++) {
+        word_t x = ns ? ~(word_t)0 : 0;
+        for (unsigned s = 0; s < ns; s++)
+          x &= d->pdom[pmap_get(&l->bidx, LLVMGetSuccessor(t, s)) * d->bw + w];
+        if (w == b / WBITS) x |= (word_t)1 << (b % WBITS);
+        if (x != set[w]) set[w] = x, changed = 1;
+      }
+    }
+  }
+}
+
+/* Blocks reached from b's successors before a post-dominator of b (which is marked too). */
+static void influence(diverge_t *d, size_t b, uint32_t *stack) {
+  const live_t *l = d->l;
+  const word_t *pd = d->pdom + b * d->bw;
+  size_t top = 0;
+  char *seen = calloc(l->nb, 1);
+  if (!seen) {
+    memset(d->influenced, 1, l->nb); /* out of memory: everything varies */
+    return;
+  }
+  stack[top++] = (uint32_t)b;
+  while (top) {
+    size_t cur = stack[--top];
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(l->blocks[cur]);
+    unsigned ns = t ? LLVMGetNumSuccessors(t) : 0;
+    for (unsigned s = 0; s < ns; s++) {
+      uint32_t n = pmap_get(&l->bidx, LLVMGetSuccessor(t, s));
+      if (seen[n]) continue;
+      seen[n] = 1;
+      d->influenced[n] = 1;
+      if (n != b && bit_get(pd, n)) continue; /* a join: the paths meet here */
+      d->inside[n] = 1;
+      stack[top++] = n;
+    }
+  }
+  free(seen);
+}
+
+static int branch_varies(const diverge_t *d, LLVMValueRef t) {
+  if (!t) return 0;
+  if (LLVMIsABranchInst(t)) return LLVMIsConditional(t) && operand_varies(d, LLVMGetCondition(t));
+  if (LLVMIsASwitchInst(t)) return operand_varies(d, LLVMGetOperand(t, 0));
+  return LLVMGetNumSuccessors(t) > 1; /* anything else with a choice: assume it varies */
+}
+
+/* A block where the kernel stops or meets a barrier: which of them a group reaches is what
+ * decides its next region. */
+static int stops(LLVMBasicBlockRef bb) {
+  if (LLVMIsAReturnInst(LLVMGetBasicBlockTerminator(bb))) return 1;
+  for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+    if (is_barrier(i)) return 1;
+  return 0;
+}
+
+/* Which tracked values may differ between work-items (batch 0) or between the groups of a
+ * batch (batch 1: also what depends on the group's id, local memory or storage; plain loads
+ * from the same address read the same, as a store racing with them between groups would be
+ * a data race). With batch 1, *lockstep says whether every group of a batch reaches the same
+ * barriers in the same order: no barrier and no return lies on a path that a varying branch
+ * chooses (before the paths meet again). */
+static char *divergence(const live_t *l, const kc_hf_kernel_t *k, int batch, int *lockstep) {
+  diverge_t d = {.l = l, .k = k, .batch = batch, .bw = (l->nb + WBITS - 1) / WBITS};
+  size_t ne = 0;
+  for (LLVMValueRef i = LLVMGetFirstInstruction(l->entry); i; i = LLVMGetNextInstruction(i))
+    ne++;
+  d.vary = calloc(l->nv + 1, 1);
+  d.entry_vary = calloc(ne + 1, 1);
+  d.influenced = calloc(l->nb, 1);
+  d.inside = calloc(l->nb, 1);
+  d.done = calloc(l->nb, 1);
+  d.pdom = calloc(l->nb * d.bw, sizeof(word_t));
+  uint32_t *stack = calloc(l->nb + 1, sizeof *stack);
+  int ok = d.vary && d.entry_vary && d.influenced && d.inside && d.done && d.pdom && stack &&
+           pmap_init(&d.eidx, ne);
+  if (ok) {
+    ne = 0;
+    for (LLVMValueRef i = LLVMGetFirstInstruction(l->entry); i; i = LLVMGetNextInstruction(i))
+      pmap_put(&d.eidx, i, (uint32_t)ne++);
+    post_dominators(&d);
+    for (int changed = 1; changed;) {
+      changed = 0;
+      for (size_t b = 0; b < l->nb; b++) {
+        for (LLVMValueRef i = LLVMGetFirstInstruction(l->blocks[b]); i;
+             i = LLVMGetNextInstruction(i)) {
+          uint32_t v = tracked(l, i);
+          char *flag = v != UINT32_MAX ? &d.vary[v]
+                       : b == 0        ? &d.entry_vary[pmap_get(&d.eidx, i)]
+                                       : NULL;
+          if (flag && !*flag && inst_varies(&d, i)) *flag = 1, changed = 1;
+        }
+        if (!d.done[b] && branch_varies(&d, LLVMGetBasicBlockTerminator(l->blocks[b]))) {
+          d.done[b] = 1, changed = 1;
+          influence(&d, b, stack);
+        }
+      }
+    }
+  }
+  if (lockstep) {
+    *lockstep = ok;
+    for (size_t b = 0; ok && b < l->nb; b++)
+      if (d.inside[b] && stops(l->blocks[b])) *lockstep = 0;
+  }
+  free(d.entry_vary), free(d.influenced), free(d.inside), free(d.done), free(d.pdom), free(stack);
+  pmap_free(&d.eidx);
+  if (!ok) free(d.vary);
+  return ok ? d.vary : NULL;
+}
+
+/* ---- Rematerialisation ------------------------------------------------------------------ */
+
+/* Values computed without memory from entry-block values (ids, addresses of a work-item's
+ * elements) are recomputed after a barrier instead of saved: cheaper than a slot, and the
+ * vectoriser keeps seeing `base + x` rather than a loaded value. */
+static int remat_opcode(LLVMOpcode op) {
+  switch (op) {
+  case LLVMGetElementPtr:
+  case LLVMBitCast:
+  case LLVMAddrSpaceCast:
+  case LLVMPtrToInt:
+  case LLVMIntToPtr:
+  case LLVMTrunc:
+  case LLVMZExt:
+  case LLVMSExt:
+  case LLVMAdd:
+  case LLVMSub:
+  case LLVMMul:
+  case LLVMShl:
+  case LLVMLShr:
+  case LLVMAShr:
+  case LLVMAnd:
+  case LLVMOr:
+  case LLVMXor:
+  case LLVMICmp:
+  case LLVMSelect:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static int remat_ok(const live_t *l, LLVMValueRef v, int depth) {
+  if (!LLVMIsAInstruction(v) || LLVMGetInstructionParent(v) == l->entry) return 1;
+  if (depth > 6 || tracked(l, v) == UINT32_MAX || !remat_opcode(LLVMGetInstructionOpcode(v)))
+    return 0;
+  for (int i = 0; i < LLVMGetNumOperands(v); i++)
+    if (!remat_ok(l, LLVMGetOperand(v, i), depth + 1)) return 0;
+  return 1;
+}
+
+typedef struct {
+  const live_t *l;
+  const pmap_t *spill_of; /* spill alloca -> tracked value it holds */
+  LLVMValueRef *memo;     /* per tracked value: its clone at this resume block */
+  LLVMBuilderRef b;
+} remat_t;
+
+/* The original value behind an operand that demotion replaced with a reload. */
+static LLVMValueRef undemoted(const remat_t *r, LLVMValueRef op) {
+  if (!LLVMIsALoadInst(op)) return op;
+  uint32_t v = pmap_get(r->spill_of, LLVMGetOperand(op, 0));
+  return v == UINT32_MAX ? op : r->l->vals[v];
+}
+
+static LLVMValueRef remat(remat_t *r, LLVMValueRef v) {
+  v = undemoted(r, v);
+  if (!LLVMIsAInstruction(v) || LLVMGetInstructionParent(v) == r->l->entry) return v;
+  uint32_t i = tracked(r->l, v);
+  if (r->memo[i]) return r->memo[i];
+  LLVMValueRef c = LLVMInstructionClone(v);
+  for (int k = 0; k < LLVMGetNumOperands(v); k++)
+    LLVMSetOperand(c, (unsigned)k, remat(r, LLVMGetOperand(v, k)));
+  LLVMInsertIntoBuilder(r->b, c);
+  return r->memo[i] = c;
+}
+
+static LLVMMetadataRef distinct_node(LLVMContextRef c, LLVMMetadataRef *ops, unsigned n) {
+  LLVMMetadataRef all[3];
+  all[0] = LLVMTemporaryMDNode(c, NULL, 0);
+  if (n) memcpy(all + 1, ops, n * sizeof *ops);
+  LLVMMetadataRef node = LLVMMDNodeInContext2(c, all, n + 1);
+  LLVMMetadataReplaceAllUsesWith(all[0], node); /* self-reference: distinct */
+  return node;
+}
+
+static void make_scopes(split_t *s) {
+  LLVMMetadataRef domain = distinct_node(s->c, NULL, 0), sc[5];
+  for (int i = 0; i < 5; i++)
+    sc[i] = distinct_node(s->c, &domain, 1);
+  for (int i = 0; i < 5; i++) {
+    LLVMMetadataRef others[4];
+    for (int j = 1; j < 5; j++)
+      others[j - 1] = sc[(i + j) % 5];
+    s->scope[i] = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, &sc[i], 1));
+    s->noalias[i] = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, others, 4));
+  }
+}
+
+enum { SCOPE_CUR, SCOPE_NEXT, SCOPE_WI, SCOPE_BCUR, SCOPE_BNEXT };
+/* What kind of slot a saved value has (split_t's slots). */
+enum { SLOT_WI, SLOT_GROUP, SLOT_BATCH };
+
+/* Saves and reloads in the five kinds of slot (group- and batch-uniform read and written, per
+ * work-item) never alias each other: all come from one scratch object at offsets that alias
+ * analysis cannot tell apart. */
+static void set_scopes(split_t *s, LLVMValueRef access, int which) {
+  LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "alias.scope", 11), s->scope[which]);
+  LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "noalias", 7), s->noalias[which]);
+}
+
+/* ---- Saves in 32 bits ---------------------------------------------------------------------- */
+
+/* Whether only the low 32 bits of integer value v matter to what uses it: followed through
+ * arithmetic whose low bits depend only on its operands' low bits (add, sub, mul, and, or,
+ * xor, shl by another value; select and phi) down to truncations to 32 bits or fewer. Each
+ * add, sub, mul and shl met is kept in `chain`; at most *budget values are visited. */
+static int low_bits_only(LLVMValueRef v, pmap_t *seen, size_t *budget, LLVMValueRef *chain,
+                         size_t *nchain) {
+  if (pmap_get(seen, v) != UINT32_MAX) return 1;
+  if (!*budget) return 0;
+  --*budget;
+  pmap_put(seen, v, 1);
+  for (LLVMUseRef u = LLVMGetFirstUse(v); u; u = LLVMGetNextUse(u)) {
+    LLVMValueRef user = LLVMGetUser(u);
+    if (!LLVMIsAInstruction(user)) return 0;
+    switch (LLVMGetInstructionOpcode(user)) {
+    case LLVMTrunc:
+      if (LLVMGetIntTypeWidth(LLVMTypeOf(user)) > 32) return 0;
+      continue;
+    case LLVMShl:
+      if (LLVMGetOperand(user, 1) == v) return 0; /* a shift count needs all its bits */
+      /* fall through */
+    case LLVMAdd:
+    case LLVMSub:
+    case LLVMMul:
+      if (pmap_get(seen, user) == UINT32_MAX) chain[(*nchain)++] = user;
+      break;
+    case LLVMSelect:
+      if (LLVMGetOperand(user, 0) == v) return 0;
+      break;
+    case LLVMAnd:
+    case LLVMOr:
+    case LLVMXor:
+    case LLVMPHI:
+      break;
+    default:
+      return 0;
+    }
+    if (!low_bits_only(user, seen, budget, chain, nchain)) return 0;
+  }
+  return 1;
+}
+
+/* Whether arithmetic instruction x carries nsw or nuw. Restored from 32 bits, a saved value's
+ * high bits differ, and an overflow flag could then make the low bits poison; the C API of
+ * LLVM 15 can neither read nor clear the flags, so they are read from the printed
+ * instruction: `%x = add nuw nsw i64 ...`, the flags right after the opcode. */
+static int has_wrap_flags(LLVMValueRef x) {
+  char *text = LLVMPrintValueToString(x);
+  const char *p = text ? strstr(text, " = ") : NULL;
+  if (p) p = strchr(p + 3, ' '); /* after the opcode */
+  int flagged = !p || !strncmp(p, " nuw ", 5) || !strncmp(p, " nsw ", 5);
+  LLVMDisposeMessage(text);
+  return flagged;
+}
+
+/* Marks (s->narrow) the saved integer values wider than 32 bits of which only the low 32
+ * matter: they are saved in 4 bytes and restored zero-extended. A scan's running sum (Numba
+ * types an int32 plus an int32 as int64; the kernel stores it back into int32 memory) then
+ * fills twice the lanes of a vector in the region loops that save and restore it. */
+static int narrow_saves(split_t *s, const live_t *l, const word_t *all, const char *recompute) {
+  pmap_t seen;
+  LLVMValueRef *chain = malloc((l->nv + 1) * sizeof *chain);
+  if (!chain || !pmap_init(&seen, l->nv)) {
+    free(chain);
+    return 0;
+  }
+  for (size_t v = 0; v < l->nv; v++) {
+    LLVMTypeRef t = LLVMTypeOf(l->vals[v]);
+    if (!bit_get(all, (uint32_t)v) || recompute[v] || LLVMGetTypeKind(t) != LLVMIntegerTypeKind ||
+        LLVMGetIntTypeWidth(t) <= 32)
+      continue;
+    memset(seen.keys, 0, seen.cap * sizeof *seen.keys);
+    size_t budget = l->nv, n = 0;
+    if (!low_bits_only(l->vals[v], &seen, &budget, chain, &n)) continue;
+    int flagged = 0;
+    for (size_t i = 0; i < n && !flagged; i++)
+      flagged = has_wrap_flags(chain[i]);
+    s->narrow[v] = !flagged;
+    s->nnarrow += !flagged;
+  }
+  pmap_free(&seen);
+  free(chain);
+  return 1;
+}
+
+/* Splits bb after barrier `call` (number k): save `live` there and return k; the rest of bb
+ * moves to the new resume block, which restores them first. */
+static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLVMValueRef *spills,
+                                  LLVMValueRef *slots, LLVMValueRef *stores, const char *kind,
+                                  const word_t *live, remat_t *rm) {
+  static const int save_scope[] = {SCOPE_WI, SCOPE_NEXT, SCOPE_BNEXT};
+  static const int load_scope[] = {SCOPE_WI, SCOPE_CUR, SCOPE_BCUR};
+  size_t nv = rm->l->nv;
+  LLVMBasicBlockRef bb = LLVMGetInstructionParent(call);
+  LLVMBasicBlockRef r = LLVMAppendBasicBlockInContext(s->c, s->k->body, "resume");
+  LLVMPositionBuilderAtEnd(s->b, r);
+  for (LLVMValueRef i = LLVMGetNextInstruction(call); i;) {
+    LLVMValueRef next = LLVMGetNextInstruction(i);
+    LLVMInstructionRemoveFromParent(i);
+    LLVMInsertIntoBuilder(s->b, i);
+    i = next;
+  }
+  LLVMValueRef first = LLVMGetFirstInstruction(r);
+  LLVMPositionBuilderAtEnd(s->b, bb);
+  for (size_t v = 0; v < nv; v++) {
+    if (!bit_get(live, (uint32_t)v) || !slots[v]) continue;
+    LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
+    LLVMValueRef x = LLVMBuildLoad2(s->b, t, spills[v], "");
+    if (s->narrow[v]) x = LLVMBuildTrunc(s->b, x, LLVMInt32TypeInContext(s->c), "");
+    LLVMValueRef st = LLVMBuildStore(s->b, x, stores[v]);
+    set_scopes(s, st, save_scope[(int)kind[v]]);
+  }
+  LLVMBuildRet(s->b, LLVMConstInt(LLVMInt32TypeInContext(s->c), k, 0));
+  LLVMInstructionEraseFromParent(call);
+  LLVMPositionBuilderBefore(s->b, first);
+  memset(rm->memo, 0, nv * sizeof *rm->memo);
+  rm->b = s->b;
+  for (size_t v = 0; v < nv; v++) {
+    if (!bit_get(live, (uint32_t)v)) continue;
+    LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
+    LLVMTypeRef st = s->narrow[v] ? LLVMInt32TypeInContext(s->c) : t;
+    LLVMValueRef x = slots[v] ? LLVMBuildLoad2(s->b, st, slots[v], "") : remat(rm, rm->l->vals[v]);
+    if (slots[v]) set_scopes(s, x, load_scope[(int)kind[v]]);
+    if (s->narrow[v]) x = LLVMBuildZExt(s->b, x, t, "");
+    LLVMBuildStore(s->b, x, spills[v]);
+  }
+  return r;
+}
+
+static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allocas,
+                 size_t nalloca) {
+  live_t l = {.fn = s->k->body, .entry = LLVMGetEntryBasicBlock(s->k->body)};
+  word_t *live = NULL;
+  LLVMValueRef *spills = NULL, *slots = NULL, *stores = NULL, *memo = NULL;
+  LLVMBasicBlockRef *resume = NULL;
+  char *varying = NULL, *bvarying = NULL, *kind = NULL;
+  pmap_t spill_of = {0};
+  int ok = live_index(&l);
+  if (ok) {
+    live_local(&l);
+    live_solve(&l);
+    live = calloc((nbar + 1) * l.words, sizeof *live);
+    spills = calloc(l.nv + 1, sizeof *spills);
+    slots = calloc(l.nv + 1, sizeof *slots);
+    stores = calloc(l.nv + 1, sizeof *stores);
+    memo = calloc(l.nv + 1, sizeof *memo);
+    resume = calloc(nbar + 1, sizeof *resume);
+    kind = calloc(l.nv + 1, 1);
+    ok = live && spills && slots && stores && memo && resume && kind && pmap_init(&spill_of, l.nv);
+  }
+  if (!ok) {
+    s->log = kc_msg("out of memory");
+    goto out;
+  }
+  /* 1. liveness on the untouched CFG; `all` (row nbar) is the union over barriers. */
+  word_t *all = live + nbar * l.words;
+  for (size_t k = 0; k < nbar; k++) {
+    live_after(&l, bars[k], live + k * l.words);
+    for (size_t w = 0; w < l.words; w++)
+      all[w] |= live[k * l.words + w];
+  }
+  /* 2. private arrays to slots (their addresses are entry-block values, never saved). */
+  if (!(ok = privatise_allocas(s, allocas, nalloca))) goto out;
+  /* 3. saved values to wi-local allocas, each with its slot unless it is recomputed. */
+  char *recompute = calloc(l.nv + 1, 1);
+  if (!recompute) {
+    s->log = kc_msg("out of memory");
+    ok = 0;
+    goto out;
+  }
+  for (size_t v = 0; v < l.nv; v++)
+    recompute[v] = bit_get(all, (uint32_t)v) && remat_ok(&l, l.vals[v], 0);
+  varying = divergence(&l, s->k, 0, NULL);
+  bvarying = varying ? divergence(&l, s->k, 1, &s->k->lockstep) : NULL;
+  if (!varying || !bvarying) {
+    free(recompute);
+    s->log = kc_msg("out of memory");
+    ok = 0;
+    goto out;
+  }
+  s->narrow = calloc(l.nv + 1, 1);
+  if (!s->narrow || !narrow_saves(s, &l, all, recompute)) {
+    free(recompute);
+    s->log = kc_msg("out of memory");
+    ok = 0;
+    goto out;
+  }
+  for (size_t v = 0; v < l.nv; v++) {
+    if (!bit_get(all, (uint32_t)v)) continue;
+    LLVMTypeRef t = LLVMTypeOf(l.vals[v]);
+    if (!LLVMTypeIsSized(t) || !(spills[v] = demote(s, l.vals[v]))) {
+      free(recompute);
+      s->log =
+          kc_msg("kernel %s: a value of an unsupported type is live across a barrier", s->k->name);
+      ok = 0;
+      goto out;
+    }
+    pmap_put(&spill_of, spills[v], (uint32_t)v);
+    if (s->narrow[v]) t = LLVMInt32TypeInContext(s->c); /* the slot's type */
+    uint64_t bytes = LLVMABISizeOfType(s->td, t);
+    unsigned align = LLVMABIAlignmentOfType(s->td, t);
+    if (recompute[v]) continue;
+    if (varying[v]) {
+      slots[v] = stores[v] = slot(s, bytes, align, LLVMPointerType(t, 0));
+    } else if (!bvarying[v] && s->k->lockstep) {
+      kind[v] = SLOT_BATCH;
+      batch_slot(s, bytes, align, LLVMPointerType(t, 0), &slots[v], &stores[v]);
+    } else {
+      kind[v] = SLOT_GROUP;
+      uniform_slot(s, bytes, align, LLVMPointerType(t, 0), &slots[v], &stores[v]);
+    }
+  }
+  free(recompute);
+  if (s->rec > KC_HF_FIBER_PRIVATE) {
+    s->log = kc_msg("kernel %s needs %llu bytes of private (per work-item) memory; the host CPU "
+                    "device supports %u",
+                    s->k->name, (unsigned long long)s->rec, KC_HF_FIBER_PRIVATE);
+    ok = 0;
+    goto out;
+  }
+  /* 4. split at each barrier. */
+  make_scopes(s);
+  remat_t rm = {.l = &l, .spill_of = &spill_of, .memo = memo};
+  for (size_t k = 0; k < nbar; k++) {
+    demote_successor_phis(s, LLVMGetInstructionParent(bars[k]));
+    resume[k] =
+        split_at(s, bars[k], (uint32_t)k + 1, spills, slots, stores, kind, live + k * l.words, &rm);
+  }
+  /* 5. the entry block dispatches on the state. */
+  LLVMValueRef br = LLVMGetBasicBlockTerminator(l.entry);
+  LLVMBasicBlockRef body = LLVMGetSuccessor(br, 0);
+  LLVMInstructionEraseFromParent(br);
+  LLVMPositionBuilderAtEnd(s->b, l.entry);
+  LLVMValueRef sw = LLVMBuildSwitch(s->b, s->k->state, body, (unsigned)nbar);
+  for (size_t k = 0; k < nbar; k++)
+    LLVMAddCase(sw, LLVMConstInt(LLVMInt32TypeInContext(s->c), k + 1, 0), resume[k]);
+out:
+  free(live), free(spills), free(slots), free(stores), free(memo), free(resume), free(varying);
+  free(bvarying), free(kind);
+  pmap_free(&spill_of);
+  live_free(&l);
+  return ok;
+}
+
+int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
+  split_t s = {.m = m, .c = LLVMGetModuleContext(m), .td = LLVMGetModuleDataLayout(m), .k = k};
+  drop_lifetimes(k->body);
+  size_t nbar = 0, nalloca = 0;
+  LLVMValueRef *bars = collect(k->body, is_barrier, &nbar);
+  LLVMValueRef *allocas = collect(k->body, is_alloca, &nalloca);
+  s.b = LLVMCreateBuilderInContext(s.c);
+  s.at_entry = LLVMCreateBuilderInContext(s.c);
+  int ok = bars && allocas;
+  if (!ok) s.log = kc_msg("out of memory");
+  if (ok) {
+    LLVMPositionBuilderBefore(s.at_entry,
+                              LLVMGetBasicBlockTerminator(LLVMGetEntryBasicBlock(k->body)));
+    ok = split(&s, bars, nbar, allocas, nalloca);
+  }
+  LLVMDisposeBuilder(s.b);
+  LLVMDisposeBuilder(s.at_entry);
+  free(bars);
+  free(allocas);
+  k->batches = k->lockstep && s.rec == 0;
+  const char *yes = k->batches ? "yes" : "no"; /* for KAPI_DUMP=host, beside kapi-scheme */
+  LLVMAddAttributeAtIndex(
+      k->run, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(s.c, "kapi-batches", 12, yes, (unsigned)strlen(yes)));
+  char n32[24];
+  snprintf(n32, sizeof n32, "%u", s.nnarrow);
+  LLVMAddAttributeAtIndex(
+      k->run, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(s.c, "kapi-saves32", 12, n32, (unsigned)strlen(n32)));
+  free(s.narrow);
+  if (ok)
+    ok = kc_hf_make_region_run(m, k, (uint32_t)nbar + 1, (s.rec + 63) / 64 * 64,
+                               (s.urec + 63) / 64 * 64, (s.brec + 63) / 64 * 64);
+  if (!ok)
+    *log = s.log ? s.log : kc_msg("out of memory");
+  else
+    free(s.log);
+  return ok;
+}
+
+/* ---- Forward progress on fibers ------------------------------------------------------ */
+
+static int is_atomic_load(LLVMValueRef i) {
+  return LLVMIsALoadInst(i) && LLVMGetOrdering(i) != LLVMAtomicOrderingNotAtomic;
+}
+
+int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log) {
+  if (!k->spins) return 1;
+  size_t n = 0;
+  LLVMValueRef *loads = collect(k->body, is_atomic_load, &n);
+  if (!loads) return *log = kc_msg("out of memory"), 0;
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMValueRef f = LLVMGetNamedFunction(m, "__kapi_host_yield");
+  if (!f)
+    f = LLVMAddFunction(m, "__kapi_host_yield",
+                        LLVMFunctionType(LLVMVoidTypeInContext(c), NULL, 0, 0));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+  for (size_t i = 0; i < n; i++) {
+    if (!kc_hf_block_in_cycle(LLVMGetInstructionParent(loads[i]))) continue;
+    LLVMPositionBuilderBefore(b, loads[i]);
+    kc_hf_call(b, f, NULL, 0);
+  }
+  LLVMDisposeBuilder(b);
+  free(loads);
+  return 1;
+}
+
+/* ---- Narrowing region loops ---------------------------------------------------------------- */
+
+/* A region loop whose every iteration does nothing unless `x < U` (U the same for the whole
+ * loop), as a tree reduction's `if lid < stride` makes it once wi is inlined and cleaned up,
+ * needs to run only while x < U: its bound becomes max(min(n, U), 1) (the loop is do-while,
+ * and iteration 0 then skips itself when U <= 0). Matched strictly: header = the induction
+ * phi, then the guard; the guard's false edge goes straight to the latch, which only steps
+ * and tests; nothing from the loop is used after it. */
+typedef struct {
+  LLVMBasicBlockRef head, latch;
+  LLVMValueRef iv, next, exit_cmp, guard;
+} narrow_t;
+
+static int only_inside(LLVMValueRef v, const pmap_t *in_loop) {
+  for (LLVMUseRef u = LLVMGetFirstUse(v); u; u = LLVMGetNextUse(u))
+    if (pmap_get(in_loop, LLVMGetInstructionParent(LLVMGetUser(u))) == UINT32_MAX) return 0;
+  return 1;
+}
+
+/* Blocks of the loop headed by n->head with latch n->latch (reachable from the head without
+ * passing the latch), into `in`; 0 when the loop has another way out. */
+static int loop_blocks(const narrow_t *n, pmap_t *in, LLVMBasicBlockRef *stack, size_t cap) {
+  size_t top = 0;
+  pmap_put(in, n->latch, 1);
+  pmap_put(in, n->head, 1);
+  stack[top++] = n->head;
+  while (top) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(stack[--top]);
+    for (unsigned i = 0; t && i < LLVMGetNumSuccessors(t); i++) {
+      LLVMBasicBlockRef s = LLVMGetSuccessor(t, i);
+      if (pmap_get(in, s) != UINT32_MAX) continue;
+      if (LLVMIsAReturnInst(LLVMGetBasicBlockTerminator(s)) || top == cap) return 0;
+      pmap_put(in, s, 1);
+      stack[top++] = s;
+    }
+  }
+  return 1;
+}
+
+static int match_latch(narrow_t *n) {
+  LLVMValueRef t = LLVMGetBasicBlockTerminator(n->latch);
+  if (!t || !LLVMIsABranchInst(t) || !LLVMIsConditional(t)) return 0;
+  LLVMValueRef c = LLVMGetCondition(t);
+  if (!LLVMIsAICmpInst(c) || LLVMGetOperand(c, 0) != n->next) return 0;
+  LLVMIntPredicate p = LLVMGetICmpPredicate(c);
+  int back = LLVMGetSuccessor(t, 0) == n->head;
+  if (!((p == LLVMIntULT && back) || (p == LLVMIntNE && back) || (p == LLVMIntEQ && !back)))
+    return 0;
+  /* the latch: the step, the test, the branch, and nothing else */
+  LLVMValueRef first = LLVMGetFirstInstruction(n->latch);
+  if (first != n->next || LLVMGetNextInstruction(first) != c || LLVMGetNextInstruction(c) != t)
+    return 0;
+  n->exit_cmp = c;
+  return 1;
+}
+
+static int match_head(narrow_t *n) {
+  LLVMValueRef iv = LLVMGetFirstInstruction(n->head);
+  if (!iv || !LLVMIsAPHINode(iv) || LLVMCountIncoming(iv) != 2) return 0;
+  LLVMValueRef after = LLVMGetNextInstruction(iv);
+  if (LLVMIsAPHINode(after)) return 0; /* another loop-carried value: iterations matter */
+  int li = LLVMGetIncomingBlock(iv, 0) == n->latch ? 0 : 1;
+  if (LLVMGetIncomingBlock(iv, (unsigned)li) != n->latch) return 0;
+  LLVMValueRef start = LLVMGetIncomingValue(iv, (unsigned)!li);
+  LLVMValueRef next = LLVMGetIncomingValue(iv, (unsigned)li);
+  if (!LLVMIsAConstantInt(start) || LLVMConstIntGetZExtValue(start) != 0) return 0;
+  if (!LLVMIsAInstruction(next) || LLVMGetInstructionOpcode(next) != LLVMAdd ||
+      LLVMGetOperand(next, 0) != iv || !LLVMIsAConstantInt(LLVMGetOperand(next, 1)) ||
+      LLVMConstIntGetZExtValue(LLVMGetOperand(next, 1)) != 1)
+    return 0;
+  LLVMValueRef t = LLVMGetBasicBlockTerminator(n->head);
+  if (!LLVMIsABranchInst(t) || !LLVMIsConditional(t) || LLVMGetSuccessor(t, 1) != n->latch)
+    return 0;
+  LLVMValueRef g = LLVMGetCondition(t);
+  if (!LLVMIsAICmpInst(g) || LLVMGetOperand(g, 0) != iv) return 0;
+  LLVMIntPredicate p = LLVMGetICmpPredicate(g);
+  if (p != LLVMIntSLT && p != LLVMIntULT) return 0;
+  n->iv = iv, n->next = next, n->guard = g;
+  return 1;
+}
+
+/* The bound becomes max(m, 1) with m = min(n, U) (U clamped at 0 for a signed guard); every
+ * iteration left then has x < U exactly when U > 0 (n >= 1: run skips empty groups), which
+ * replaces the guard: the same for the whole loop, so the body is no longer masked per
+ * work-item, and written as U > 0 it tells later passes U's sign (`slm[lid + U]` then needs
+ * no negative-index wrap-around and loads contiguously). */
+static void narrow_one(LLVMBuilderRef b, narrow_t *n, LLVMBasicBlockRef pre) {
+  LLVMValueRef bound = LLVMGetOperand(n->exit_cmp, 1), u = LLVMGetOperand(n->guard, 1);
+  LLVMTypeRef t = LLVMTypeOf(bound);
+  LLVMPositionBuilderBefore(b, LLVMGetBasicBlockTerminator(pre));
+  LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+  int is_signed = LLVMGetICmpPredicate(n->guard) == LLVMIntSLT;
+  LLVMValueRef any = LLVMBuildICmp(b, is_signed ? LLVMIntSGT : LLVMIntNE, u, zero, "kapi.active");
+  if (is_signed) u = LLVMBuildSelect(b, any, u, zero, ""); /* negative U: none active */
+  LLVMValueRef m = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, u, bound, ""), u, bound, "");
+  m = LLVMBuildSelect(b, any, m, one, "kapi.narrowed");
+  LLVMSetOperand(n->exit_cmp, 1, m);
+  LLVMReplaceAllUsesWith(n->guard, any);
+  LLVMInstructionEraseFromParent(n->guard);
+}
+
+int kc_hf_narrow_region_loops(kc_hf_kernel_t *k) {
+  LLVMValueRef fn = k->run;
+  size_t nb = 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    nb++;
+  LLVMBasicBlockRef *stack = malloc((nb + 1) * sizeof *stack);
+  if (!stack) return 0;
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetTypeContext(LLVMTypeOf(fn)));
+  int count = 0;
+  for (LLVMBasicBlockRef h = LLVMGetFirstBasicBlock(fn); h; h = LLVMGetNextBasicBlock(h)) {
+    narrow_t n = {.head = h};
+    LLVMValueRef iv = LLVMGetFirstInstruction(h);
+    if (!iv || !LLVMIsAPHINode(iv) || LLVMCountIncoming(iv) != 2) continue;
+    LLVMBasicBlockRef pre = NULL;
+    for (unsigned i = 0; i < 2; i++) {
+      LLVMBasicBlockRef from = LLVMGetIncomingBlock(iv, i);
+      LLVMValueRef t = LLVMGetBasicBlockTerminator(from);
+      if (LLVMIsABranchInst(t) && LLVMIsConditional(t))
+        n.latch = from;
+      else
+        pre = from;
+    }
+    if (!n.latch || !pre || !match_head(&n) || !match_latch(&n)) continue;
+    pmap_t in;
+    if (!pmap_init(&in, nb)) break;
+    int ok = loop_blocks(&n, &in, stack, nb);
+    LLVMValueRef u = LLVMGetOperand(n.guard, 1);
+    ok = ok && (!LLVMIsAInstruction(u) || pmap_get(&in, LLVMGetInstructionParent(u)) == UINT32_MAX);
+    for (LLVMBasicBlockRef bb = h; ok && bb; bb = LLVMGetNextBasicBlock(bb)) {
+      if (pmap_get(&in, bb) == UINT32_MAX) continue;
+      for (LLVMValueRef i = LLVMGetFirstInstruction(bb); ok && i; i = LLVMGetNextInstruction(i))
+        ok = only_inside(i, &in);
+    }
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); ok && bb != h;
+         bb = LLVMGetNextBasicBlock(bb))
+      if (pmap_get(&in, bb) != UINT32_MAX)
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); ok && i; i = LLVMGetNextInstruction(i))
+          ok = only_inside(i, &in);
+    pmap_free(&in);
+    if (!ok) continue;
+    narrow_one(b, &n, pre);
+    count++;
+  }
+  LLVMDisposeBuilder(b);
+  free(stack);
+  return count;
+}
