@@ -363,7 +363,7 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
         kapi.cumsum(a)
     b = kapi.asarray(_data("int32", 600, seed=2), device=cpu)
     kapi.topk(b, 3)
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
     monkeypatch.setattr(_primitives, "REDUCE", "group")  # the reductions on GPUs
     kapi.reduce("max", b)
@@ -373,8 +373,8 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
         kapi.cumsum(b)
         kapi.scan(b, right)
         kapi.cumsum(kapi.asarray(_data("bool", 900, seed=4), device=cpu))
-    for kind in _sort.KINDS:  # every way a radix pass can scatter
-        monkeypatch.setattr(_sort, "SCATTER", kind)
+    for kind in _radix.KINDS:  # every way a radix pass can scatter
+        monkeypatch.setattr(_radix, "SCATTER", kind)
         kapi.argsort(b)
         kapi.sort(kapi.asarray(_data("uint64", 99, seed=3), device=cpu))
     kapi.scan(b, right, inclusive=False, identity=np.int32(0))
