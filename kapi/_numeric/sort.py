@@ -12,6 +12,7 @@ import numpy as np
 
 from .._memory.array import Array
 from . import primitives as P
+from .scan import scan
 from .sort_kernels import _KEYS_OUT_SRC
 from .sort_radix import _as_dtype, _kernel, _key_consts, _keys, _mode, _radix_passes, _uint_of
 
@@ -214,7 +215,7 @@ def unique(a, return_counts: bool = False):
     call_kernel(
         _kernel(_UNIQUE_FLAGS_SRC, "_uflags"), Range(n), s, f, np.int32(a.dtype.kind == "f")
     )
-    pos = P.scan(f, "add", inclusive=False)
+    pos = scan(f, "add", inclusive=False)
     u = int(pos[n - 1]) + int(f[n - 1])
     out = Array._allocate((u,), a.dtype, q, ut)
     starts = Array._allocate((u,), np.dtype(np.int64), q, ut)

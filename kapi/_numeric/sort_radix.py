@@ -48,6 +48,7 @@ import numpy as np
 
 from .._memory.array import Array
 from . import primitives as P
+from .scan import _scan_rows
 from .sort_kernels import (
     _DSCAN_SRC,
     _HIST_COUNT,
@@ -332,7 +333,7 @@ def _parallel_pass(k: Array, withv: bool, kind: str):
 
     def one_pass(k, v, k2, v2, sh, withv, events):
         launch(hist_k, nd, k, hist1, *sizes, sh, mask, cnt, events=events)
-        P._scan_rows(hist, offs, add, "add", True, 0, events)
+        _scan_rows(hist, offs, add, "add", True, 0, events)
         launch(scat_k, nd_s, k, v, k2, v2, offs1, *sizes, sh, mask, *lm, events=events)
 
     return one_pass
@@ -555,7 +556,7 @@ def _serial_pass(k, v, k2, v2, sh, withv, events=None):
     hist_k = _kernel(_HIST_SERIAL_SRC, "_hist_serial")
     call_kernel(hist_k, Range(T), k, hist.reshape(RADIX * T), *sizes, sh, mask)
     _, add = P.resolve_op("add", "sort")
-    P._scan_rows(hist, offs, add, "add", True, 0)
+    _scan_rows(hist, offs, add, "add", True, 0)
     scat_k = _kernel(
         _SCATTER_SERIAL_SRC, "_scatter_serial", VCOPY="v2[dst] = v[i]" if withv else "pass"
     )
