@@ -71,13 +71,13 @@ def main():
     rng = np.random.default_rng(0)
     hk = rng.integers(0, 2**32, n, dtype=np.uint32)
     hf = rng.random(n, dtype=np.float32)
-    from kapi._numeric import primitives as _primitives
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import scan as _scan
+    from kapi._numeric import sort_radix as _radix
 
     print(
         f"device: {dev.name}; n = 2^{log2n} (NumPy: 2^{nh.bit_length() - 1}); radix scatter: "
-        f"{_sort._scatter_kind(dev)} (argsort: {_sort._scatter_kind(dev, True)}), "
-        f"scan: {_primitives._scan_kind(dev)}"
+        f"{_radix._scatter_kind(dev)} (argsort: {_radix._scatter_kind(dev, True)}), "
+        f"scan: {_scan._scan_kind(dev)}"
     )
 
     cp = None

@@ -4,7 +4,7 @@ each in its own process, so that one that faults (CUDA device lost) cannot hide 
     python3 bench/sort_variants.py [--device gpu] [--log2n 27] [--variants ballot:8,shuffle]
                                    [--sanitize default,ballot:8] [--sanitize-log2n 14]
 
-A variant is KIND[:KEYS[:MAXREG[:PREFETCH]]] with KIND one of kapi/_numeric/sort.py's KINDS
+A variant is KIND[:KEYS[:MAXREG[:PREFETCH]]] with KIND one of kapi/_numeric/sort_radix.py's KINDS
 (KAPI_SORT_SCATTER) or "default" (the device's own choice), KEYS the keys per work-item of a
 ballot chunk or a onesweep tile (KAPI_SORT_KEYS_PER_ITEM; empty: the default), MAXREG the
 ballot or onesweep kernel's register cap per work-item (KAPI_SORT_MAXREG: @kapi.kernel's
@@ -75,19 +75,20 @@ def worker(args):
         print("RESULT " + json.dumps(out), flush=True)
         return
     import kapi
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
 
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
-    out["kind"] = _sort._scatter_kind(dev)
-    if _sort._scatter_kind(dev, True) != out["kind"]:
-        out["kind"] += f" (argsort: {_sort._scatter_kind(dev, True)})"
+    out["kind"] = _radix._scatter_kind(dev)
+    if _radix._scatter_kind(dev, True) != out["kind"]:
+        out["kind"] += f" (argsort: {_radix._scatter_kind(dev, True)})"
     ranked = out["kind"].split()[0] in ("ballot", "onesweep")
-    out["keys_per_item"] = _sort._rank_items() if ranked else ""
-    out["max_registers"] = (_sort._rank_max_registers() or 0) if ranked else ""
-    out["prefetch"] = int(_sort._rank_prefetch()) if out["kind"].startswith("ballot") else ""
-    lb = _sort._os_lookback() if "onesweep" in out["kind"] else ("", "")
+    out["keys_per_item"] = _radix._rank_items() if ranked else ""
+    out["max_registers"] = (_radix._rank_max_registers() or 0) if ranked else ""
+    out["prefetch"] = int(_radix._rank_prefetch()) if out["kind"].startswith("ballot") else ""
+    lb = _sort_kernels._os_lookback() if "onesweep" in out["kind"] else ("", "")
     out["lookback"] = f"{lb[0]} {lb[1]}".strip()
-    out["match"] = _sort._rank_match() if ranked else ""
+    out["match"] = _sort_kernels._rank_match() if ranked else ""
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()

@@ -1,6 +1,6 @@
 """dpjit's host side: the function around the prange loops compiled by Numba's njit.
 
-_dpjit.py outlines each prange loop into a kernel and replaces the loop by a call of a launch
+dpjit.py outlines each prange loop into a kernel and replaces the loop by a call of a launch
 function; this module compiles the resulting host function with `numba.njit` (nopython), so
 sequential loops, scalar arithmetic and control flow around the pranges run as machine code.
 What the host code does with kapi objects goes back to Python through `numba.objmode`:

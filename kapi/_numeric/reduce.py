@@ -503,7 +503,7 @@ def _groups(x: Array, n: int, rows: int = 1) -> int:
     # each work-item folds at least _PER_ITEM elements: as bench/group_reduce.py's fastest
     # kernel, 2^28 elements on 132 SMs gives ~250 elements per work-item
     # (CUDA reports its SMs' warp slots as compute units, 64 per SM: the total is capped as
-    # kapi/_numeric/sort.py caps it, which also keeps every grid dimension under CUDA's 65535)
+    # kapi/_numeric/sort_radix.py caps it, which also keeps every grid dimension under CUDA's 65535)
     cap = max(1, min(_GPU_MAX_GROUPS, _GPU_GROUPS_PER_UNIT * units) // max(1, rows))
     return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
 

@@ -12,7 +12,7 @@ the recorded kernels with the recorded ranges and scalars, asynchronously (the q
 in order; reading the result waits for it, as any read of a kapi array waits for its queue).
 A call whose general path does anything a plan cannot repeat (a host copy, a fill, an array
 other than x and its own temporaries, a lazy result) is not recorded: it keeps the general
-path. kapi/_numeric/reduce.py and kapi/_numeric/primitives.py key their plans;
+path. kapi/_numeric/reduce.py, primitives.py and scan.py key their plans;
 tests/numeric/test_replay.py checks that plans of different shapes, dtypes and axes never mix.
 """
 

@@ -1,8 +1,9 @@
-"""dpjit reduction kernels with several independent accumulators (kapi/_dpjit/dpjit.py, _fold_loop):
-results against Numba njit(parallel=True) around every remainder of the unrolled loop, in
-both kernel shapes (the GPU's strided tree, the CPU device's contiguous blocks); what the
-kernels compile to (four loads in flight and no index wraparound in the PTX, vector loads in
-the CPU device's host IR); and the launch's reuse of its partial-result arrays."""
+"""dpjit reduction kernels with several independent accumulators (_fold_loop, in
+kapi/_dpjit/kernels.py): results against Numba njit(parallel=True) around every remainder of
+the unrolled loop, in both kernel shapes (the GPU's strided tree, the CPU device's contiguous
+blocks); what the kernels compile to (four loads in flight and no index wraparound in the PTX,
+vector loads in the CPU device's host IR); and the launch's reuse of its partial-result arrays
+(kapi/_dpjit/launching.py)."""
 
 import os
 import re
@@ -18,7 +19,7 @@ import pytest
 from kapi_testing import devices_or_skip
 
 import kapi
-from kapi._dpjit import dpjit as _dpjit
+from kapi._dpjit import launching as _launching
 from pyfront import KernelTypingError
 
 DEVICES = devices_or_skip()
@@ -252,13 +253,13 @@ def test_launches_reuse_their_partial_arrays(dev, monkeypatch):
     """Repeated calls take the same partial-result arrays (no allocation per call); on a GPU
     they are host memory the kernel writes, read in place after the launch's one wait."""
     made = []
-    init = _dpjit._Buffers.__init__
+    init = _launching._Buffers.__init__
 
     def counting(self, plan, nparts):
         init(self, plan, nparts)
         made.append(self)
 
-    monkeypatch.setattr(_dpjit._Buffers, "__init__", counting)
+    monkeypatch.setattr(_launching._Buffers, "__init__", counting)
     h = np.arange(10_000.0)
     a = kapi.asarray(h, device=dev)
     f = kapi.dpjit(l2_total)

@@ -213,9 +213,9 @@ SIZES_KINDS.append((1_200_007, None))  # the device's own scan
 
 @pytest.mark.parametrize("n, kind", SIZES_KINDS)
 def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
-    from kapi._numeric import primitives as _primitives
+    from kapi._numeric import scan as _scan
 
-    monkeypatch.setattr(_primitives, "SCAN", kind)
+    monkeypatch.setattr(_scan, "SCAN", kind)
     h = _data("int64", n, seed=n)
     a = kapi.asarray(h, device=dev)
     inc = np.cumsum(h)
@@ -233,11 +233,11 @@ def test_gpu_scan_phase_one_shapes(dev, monkeypatch, sums, groups):
     """The GPUs' scan ("subgroup") with either phase 1 (a segment's total folded as a
     reduction, in any order, for the named operations; or scanned in order) and few or many
     segments: every named operation as NumPy's, NaN propagating, the last chunk partial."""
-    from kapi._numeric import primitives as _primitives
+    from kapi._numeric import scan as _scan
 
-    monkeypatch.setattr(_primitives, "SCAN", "subgroup")
-    monkeypatch.setattr(_primitives, "SCAN_SUMS", sums)
-    monkeypatch.setattr(_primitives, "SCAN_GROUPS", groups)
+    monkeypatch.setattr(_scan, "SCAN", "subgroup")
+    monkeypatch.setattr(_scan, "SCAN_SUMS", sums)
+    monkeypatch.setattr(_scan, "SCAN_GROUPS", groups)
     n = 100_003
     h = _data("int32", n, seed=21)
     a = kapi.asarray(h, device=dev)
@@ -267,10 +267,10 @@ def test_gpu_scan_phase_one_shapes(dev, monkeypatch, sums, groups):
 def test_gpu_scan_items_per_work_item(dev, monkeypatch, items):
     """The GPUs' scan with other run lengths per work-item (KAPI_SCAN_ITEMS): in order, with
     a partial last chunk, inclusive and exclusive."""
-    from kapi._numeric import primitives as _primitives
+    from kapi._numeric import scan as _scan
 
-    monkeypatch.setattr(_primitives, "SCAN", "subgroup")
-    monkeypatch.setattr(_primitives, "SCAN_ITEMS", items)
+    monkeypatch.setattr(_scan, "SCAN", "subgroup")
+    monkeypatch.setattr(_scan, "SCAN_ITEMS", items)
     n = 70_001
     h = _data("int64", n, seed=24)
     a = kapi.asarray(h, device=dev)
@@ -285,9 +285,9 @@ def test_scan_keeps_operand_order(dev, monkeypatch, kind, n):
     """left/right are associative but not commutative: any reordering changes the result.
     Every way to scan (sub-groups: GPUs; work-groups; sequential blocks: kapi's CPU device)
     on every device."""
-    from kapi._numeric import primitives as _primitives
+    from kapi._numeric import scan as _scan
 
-    monkeypatch.setattr(_primitives, "SCAN", kind)
+    monkeypatch.setattr(_scan, "SCAN", kind)
     h = _data("int32", n, seed=8)
     a = kapi.asarray(h, device=dev)
     _same(kapi.scan(a, left), np.full(n, h[0]))
@@ -301,9 +301,9 @@ def test_scan_keeps_operand_order(dev, monkeypatch, kind, n):
 @pytest.mark.parametrize("kind", ["subgroup", "group", "serial"])
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 def test_cumsum_axis(dev, monkeypatch, kind, axis):
-    from kapi._numeric import primitives as _primitives
+    from kapi._numeric import scan as _scan
 
-    monkeypatch.setattr(_primitives, "SCAN", kind)
+    monkeypatch.setattr(_scan, "SCAN", kind)
     h = _data("float32", (33, 517), seed=9)
     a = kapi.asarray(h, device=dev)
     tol = 1e-6 * np.abs(h).sum()
@@ -348,6 +348,7 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
     from nvptx_util import ptx_of
 
     from kapi._numeric import primitives as _primitives
+    from kapi._numeric import scan as _scan
 
     ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
     libdevice = Path(ptxas).resolve().parents[1] / "nvvm" / "libdevice" / "libdevice.10.bc"
@@ -363,18 +364,18 @@ def test_primitive_kernels_finalise_to_ptx(tmp_path, monkeypatch):
         kapi.cumsum(a)
     b = kapi.asarray(_data("int32", 600, seed=2), device=cpu)
     kapi.topk(b, 3)
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
     monkeypatch.setattr(_primitives, "REDUCE", "group")  # the reductions on GPUs
     kapi.reduce("max", b)
     kapi.reduce(absmax, b)
     for kind in ("subgroup", "group"):  # the scans on GPUs
-        monkeypatch.setattr(_primitives, "SCAN", kind)
+        monkeypatch.setattr(_scan, "SCAN", kind)
         kapi.cumsum(b)
         kapi.scan(b, right)
         kapi.cumsum(kapi.asarray(_data("bool", 900, seed=4), device=cpu))
-    for kind in _sort.KINDS:  # every way a radix pass can scatter
-        monkeypatch.setattr(_sort, "SCATTER", kind)
+    for kind in _radix.KINDS:  # every way a radix pass can scatter
+        monkeypatch.setattr(_radix, "SCATTER", kind)
         kapi.argsort(b)
         kapi.sort(kapi.asarray(_data("uint64", 99, seed=3), device=cpu))
     kapi.scan(b, right, inclusive=False, identity=np.int32(0))

@@ -238,9 +238,9 @@ def test_every_scatter_kind(dev, monkeypatch, kind, dtype):
     per pass with decoupled look-back; chunk split scans by sub-group shuffles; by
     work-group collectives; sequential blocks: kapi's CPU device) all sort right on every
     device (sub-groups of one work-item included)."""
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
-    monkeypatch.setattr(_sort, "SCATTER", kind)
+    monkeypatch.setattr(_radix, "SCATTER", kind)
     h = _keys(dtype, 200_003, seed=10)
     a = kapi.asarray(h, device=dev)
     _eq(kapi.sort(a), np.sort(h))
@@ -256,9 +256,9 @@ def test_rank_matches_sort_right(dev, monkeypatch, kind, match):
     keys, keys of three values (most lanes of a batch share a digit: the atomic ORs
     collide, the words are cleared and reused batch after batch), a size ending inside a
     batch, and a stable argsort."""
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
-    monkeypatch.setattr(_sort, "SCATTER", kind)
+    monkeypatch.setattr(_radix, "SCATTER", kind)
     monkeypatch.setenv("KAPI_SORT_MATCH", match)
     rng = np.random.default_rng(21)
     few = (rng.integers(0, 3, 70_001) * 0x01010101).astype(np.uint32)
@@ -269,11 +269,11 @@ def test_rank_matches_sort_right(dev, monkeypatch, kind, match):
 
 
 def test_rank_match_must_be_known(monkeypatch):
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_kernels as _sort_kernels
 
     monkeypatch.setenv("KAPI_SORT_MATCH", "vote")
     with pytest.raises(ValueError, match="KAPI_SORT_MATCH must be ballot or atomic"):
-        _sort._rank_match()
+        _sort_kernels._rank_match()
 
 
 # Tiles of the onesweep kind hold 256 * 16 keys on GPUs (256 * 8 with argsort's values) and
@@ -286,9 +286,9 @@ def test_onesweep_sizes(dev, monkeypatch, n):
     """The "onesweep" kind (KAPI_SORT_SCATTER=onesweep: digit histograms from the keys pass,
     one kernel per pass, tiles taken by ticket, decoupled look-back over the tiles' status
     words) sorts and argsorts (stably) every size: one partial tile, whole tiles, tails."""
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
-    monkeypatch.setattr(_sort, "SCATTER", "onesweep")
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
     h = _keys("uint32", n, seed=n)
     a = kapi.asarray(h, device=dev)
     _eq(kapi.sort(a), np.sort(h))
@@ -299,9 +299,9 @@ def test_onesweep_sizes(dev, monkeypatch, n):
 def test_onesweep_dtypes_and_descending(dev, monkeypatch, dtype):
     """Every dtype (1, 2, 4 and 8 byte keys: as many digit positions counted in the keys
     pass) ascending and descending, sort and stable argsort, against NumPy."""
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
-    monkeypatch.setattr(_sort, "SCATTER", "onesweep")
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
     h = _keys(dtype, 30_011, seed=4)
     a = kapi.asarray(h, device=dev)
     _eq(kapi.sort(a), np.sort(h))
@@ -312,9 +312,9 @@ def test_onesweep_dtypes_and_descending(dev, monkeypatch, dtype):
 def test_onesweep_argsort_is_stable_with_few_values(dev, monkeypatch):
     """Many equal keys across many tiles (every tile's count of a digit is large, and the
     look-back adds them in tile order): argsort keeps equal keys in index order."""
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
-    monkeypatch.setattr(_sort, "SCATTER", "onesweep")
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
     h = np.random.default_rng(5).integers(0, 3, 100_000).astype(np.int32) * 65537
     a = kapi.asarray(h, device=dev)
     _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
@@ -324,9 +324,9 @@ def test_onesweep_argsort_is_stable_with_few_values(dev, monkeypatch):
 def test_onesweep_rows_count_their_own_digits(dev, monkeypatch):
     """2-D sorts radix-sort row numbers (keys no `_keys` pass made): their digit counts come
     from `_keys_in` run over them alone (`_digit_hist`)."""
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
-    monkeypatch.setattr(_sort, "SCATTER", "onesweep")
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
     h = _keys("float32", 7 * 3001, seed=6).reshape(7, 3001)
     a = kapi.asarray(h, device=dev)
     _eq(kapi.sort(a), np.sort(h))
@@ -335,14 +335,14 @@ def test_onesweep_rows_count_their_own_digits(dev, monkeypatch):
 
 def test_onesweep_falls_back_past_30_bits(monkeypatch):
     """Status words keep counts in 30 bits: from 2^30 keys the ballot scatter runs instead."""
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
-    monkeypatch.setattr(_sort, "SCATTER", "onesweep")
-    assert _sort._pass_kind(DEVICES[0], (1 << 30) - 1) == "onesweep"
-    assert _sort._pass_kind(DEVICES[0], 1 << 30) == "ballot"
-    monkeypatch.setattr(_sort, "SCATTER", "nonesuch")
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    assert _radix._pass_kind(DEVICES[0], (1 << 30) - 1) == "onesweep"
+    assert _radix._pass_kind(DEVICES[0], 1 << 30) == "ballot"
+    monkeypatch.setattr(_radix, "SCATTER", "nonesuch")
     with pytest.raises(ValueError, match="onesweep"):
-        _sort._scatter_kind(DEVICES[0])
+        _radix._scatter_kind(DEVICES[0])
 
 
 @pytest.mark.parametrize(
@@ -364,12 +364,12 @@ def test_onesweep_ptx_spins_on_reloaded_status_words(
     from nvptx_util import divergent_warp_sync, ptx_of
 
     from kapi._kernel.types import local_kir
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
     monkeypatch.setenv("KAPI_SORT_LOOKBACK", width)
     monkeypatch.setenv("KAPI_SORT_LOOKBACK_ORDER", order)
     monkeypatch.setenv("KAPI_SORT_MATCH", match)
-    kern, lm, wg = _sort._onesweep_kernel_for(np.dtype(np.uint32), withv, items, (32,))
+    kern, lm, wg = _radix._onesweep_kernel_for(np.dtype(np.uint32), withv, items, (32,))
     assert wg == 256
     g, i64 = "array(u32,1,C,global)", "array(i64,1,C,global)"
     argtypes = (g, i64, g, i64, g, "array(i32,1,C,global)", i64, "i64", "i64", "i64", "i64")
@@ -477,11 +477,11 @@ def test_rank_scatter_ptx_ranks_by_ballots_in_registers(monkeypatch, withv, item
     from nvptx_util import divergent_warp_sync, ptx_of
 
     from kapi._kernel.types import local_kir
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
     monkeypatch.setenv("KAPI_SORT_MATCH", match)
     n = items // 2 if withv else items
-    kern, lm, wg = _sort._rank_kernel_for(np.dtype(np.uint32), withv, n, (32,))
+    kern, lm, wg = _radix._rank_kernel_for(np.dtype(np.uint32), withv, n, (32,))
     assert wg == 256
     g, i64 = "array(u32,1,C,global)", "array(i64,1,C,global)"
     argtypes = (g, i64, g, i64, i64, "i64", "i64", "i64", "u32", "u32")
@@ -501,9 +501,9 @@ def test_rank_scatter_ptx_of_this_device_assembles(monkeypatch, withv, items):
     of one work-item) also passes the warp checks and assembles for sm_90."""
     from nvptx_util import divergent_warp_sync
 
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
-    monkeypatch.setattr(_sort, "SCATTER", "ballot")
+    monkeypatch.setattr(_radix, "SCATTER", "ballot")
     monkeypatch.setenv("KAPI_SORT_MATCH", "ballot")
     monkeypatch.setenv("KAPI_SORT_KEYS_PER_ITEM", items)
     a = kapi.asarray(np.arange(5000, dtype=np.uint32)[::-1].copy(), device=DEVICES[0])
@@ -514,7 +514,7 @@ def test_rank_scatter_ptx_of_this_device_assembles(monkeypatch, withv, items):
         lambda src: (
             ("vals = K.PrivateArray" in src) == withv
             and f"keys = K.PrivateArray({n}, np.uint32)" in src
-            and f"    L = {_sort._rank_wg(DEVICES[0])}\n" in src  # not the NVIDIA form
+            and f"    L = {_radix._rank_wg(DEVICES[0])}\n" in src  # not the NVIDIA form
             and "fetch_or(lb)" not in src  # the ballot match, not an atomic one cached too
         ),
     )
@@ -528,9 +528,9 @@ def test_shuffle_scatter_ptx_has_no_divergent_shuffles(monkeypatch):
     shuffles that every lane reaches, and ptxas assembles it for sm_90."""
     from nvptx_util import divergent_warp_sync
 
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
-    monkeypatch.setattr(_sort, "SCATTER", "shuffle")
+    monkeypatch.setattr(_radix, "SCATTER", "shuffle")
     kapi.sort(kapi.asarray(np.arange(5000, dtype=np.uint32)[::-1].copy(), device=DEVICES[0]))
     ptx = _scatter_ptx(
         "_scatter", lambda src: "sg = it.get_sub_group()" in src and "vl[p] = v" not in src
@@ -546,14 +546,14 @@ def test_default_kind_by_device_and_values(monkeypatch):
     wide for 32-bit ballots by "shuffle"."""
     from types import SimpleNamespace
 
-    from kapi._numeric import sort as _sort
+    from kapi._numeric import sort_radix as _radix
 
-    monkeypatch.setattr(_sort, "SCATTER", None)
+    monkeypatch.setattr(_radix, "SCATTER", None)
     monkeypatch.delenv("KAPI_SORT_SCATTER", raising=False)
     gpu = SimpleNamespace(sub_group_sizes=[32], device_type="gpu", name="gpu")
-    assert (_sort._scatter_kind(gpu), _sort._scatter_kind(gpu, True)) == ("ballot", "onesweep")
-    assert _sort._pass_kind(gpu, 1 << 30, True) == "ballot"
+    assert (_radix._scatter_kind(gpu), _radix._scatter_kind(gpu, True)) == ("ballot", "onesweep")
+    assert _radix._pass_kind(gpu, 1 << 30, True) == "ballot"
     wide = SimpleNamespace(sub_group_sizes=[64], device_type="gpu", name="wide")
-    assert _sort._scatter_kind(wide, True) == "shuffle"
+    assert _radix._scatter_kind(wide, True) == "shuffle"
     cpu = SimpleNamespace(sub_group_sizes=[1], device_type="cpu", name="cpu")
-    assert _sort._scatter_kind(cpu, True) == "serial"
+    assert _radix._scatter_kind(cpu, True) == "serial"

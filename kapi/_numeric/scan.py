@@ -1,0 +1,542 @@
+"""kapi.scan, kapi.cumsum and kapi.cumprod: prefix scans with any binary operation, generated as
+kapi kernels on the array's device from primitives.py's operations, kernels and row views (and
+its plan cache: a scan's launches are recorded and replayed as a reduction's are).
+
+scan (reduce-then-scan, three phases): each work-group owns a contiguous segment of a row;
+phase 1 writes each segment's total, phase 2 scans the totals (recursively, the same
+function), phase 3 scans each segment in chunks of one element per work-item (Hillis-Steele
+in local memory, order preserving) starting from the scanned total of the segments before
+it. The operation needs only to be associative. On GPUs a chunk is SCAN_ITEMS elements per
+work-item (runs folded in order, one sub-group scan per chunk), the next chunk's loads are in
+flight while a chunk is scanned, and phase 1 of the named operations (all commutative) is a
+plain reduction of each segment (four strided accumulators per work-item, no barriers).
+An exclusive scan writes each inclusive value one place to the right and the identity first.
+On kapi's CPU device each work-item scans a contiguous block sequentially instead (no
+barriers).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .._memory.array import Array
+from . import replay as _replay
+from .primitives import (
+    _MAX_ROWS,
+    _PER_ITEM,
+    _PLANS,
+    _SCAN_SERIAL_SUMS_SRC,
+    WG,
+    _as_uint8,
+    _groups_for,
+    _result_dtype,
+    check_array,
+    from_rows,
+    kernel_of,
+    named_identity,
+    resolve_op,
+    rows_view,
+)
+
+# One chunk of L consecutive elements (one per work-item, `cnt` of them valid) scanned
+# inclusively and in order: after it, t is this work-item's inclusive value within the chunk
+# and tot the chunk's total. Items past cnt only ever read items before them, so the valid
+# ones never see their garbage and no identity is needed.
+# By work-groups: Hillis-Steele in local memory.
+_CHUNK_GROUP = """
+        K.group_barrier(g)
+        slm[lid] = v
+        t = v
+        off = 1
+        while off < L:
+            K.group_barrier(g)
+            t = slm[lid]
+            if lid >= off:
+                t = OP(slm[lid - off], t)
+            K.group_barrier(g)
+            slm[lid] = t
+            off *= 2
+        K.group_barrier(g)
+        tot = slm[cnt - 1]
+"""
+# By sub-groups (GPUs): Hillis-Steele by shuffles within each sub-group, then the last valid
+# item of each sub-group shares its value and every item folds those of the sub-groups before
+# its own (sub-groups all have S items: S divides L). Two barriers per chunk.
+_CHUNK_SUBGROUP = """
+        sg = it.get_sub_group()
+        lane = sg.get_local_linear_id()
+        S = sg.get_local_linear_range()
+        sgid = sg.get_group_linear_id()
+        t = v
+        off = 1
+        while off < S:
+            u = K.shift_group_right(sg, t, off)
+            if lane >= off:
+                t = OP(u, t)
+            off *= 2
+        K.group_barrier(g)
+        if lid < cnt and (lane == S - 1 or lid == cnt - 1):
+            slm[sgid] = t
+        K.group_barrier(g)
+        tot = slm[0]
+        pre = tot
+        w = 1
+        while w <= (cnt - 1) // S:
+            sw = slm[w]
+            if w < sgid:
+                pre = OP(pre, sw)
+            tot = OP(tot, sw)
+            w += 1
+        if sgid > 0:
+            t = OP(pre, t)
+"""
+
+_SCAN_SUMS_SRC = """
+def _scan_sums(it, x, sums, n, seg, slm):
+    row = it.get_global_id(0)
+    g = it.get_group()
+    lid = it.get_local_id(1)
+    L = it.get_local_range(1)
+    gid = g.get_group_id(1)
+    start = gid * seg
+    end = min(n, start + seg)
+    carry = x[row, start]
+    c = start
+    while c < end:
+        cnt = min(L, end - c)
+        v = x[row, c + lid] if lid < cnt else x[row, c]
+CHUNK
+        if c == start:
+            carry = tot
+        else:
+            carry = OP(carry, tot)
+        c += L
+    if lid == 0:
+        sums[row, gid] = carry
+"""
+
+_SCAN_APPLY_SRC = """
+def _scan_apply(it, x, out, pre, n, seg, slm, ident, EXCL):
+    row = it.get_global_id(0)
+    g = it.get_group()
+    lid = it.get_local_id(1)
+    L = it.get_local_range(1)
+    gid = g.get_group_id(1)
+    start = gid * seg
+    end = min(n, start + seg)
+    has = gid > 0
+    carry = pre[row, gid - 1] if has else x[row, start]
+    c = start
+    while c < end:
+        cnt = min(L, end - c)
+        v = x[row, c + lid] if lid < cnt else x[row, c]
+CHUNK
+        if lid < cnt:
+            r = OP(carry, t) if has else t
+            if EXCL != 0:
+                if c + lid + 1 < n:
+                    out[row, c + lid + 1] = r
+            else:
+                out[row, c + lid] = r
+        if has:
+            carry = OP(carry, tot)
+        else:
+            carry = tot
+            has = True
+        c += L
+    if EXCL != 0 and gid == 0 and lid == 0:
+        out[row, 0] = ident
+"""
+
+
+# The GPU run compares shapes by these (bench/RESULTS.md): KAPI_SCAN_SUMS=scan runs phase 1
+# of the named operations as the order-keeping _scan_sums_b (default "reduce": _scan_sums_r);
+# KAPI_SCAN_GROUPS caps the work-groups (segments) per row of the GPUs' scan;
+# KAPI_SCAN_ITEMS (a power of two, 1 to 32) is SCAN_ITEMS.
+SCAN_ITEMS = int(os.environ.get("KAPI_SCAN_ITEMS", "8"))  # elements per work-item per chunk
+if SCAN_ITEMS not in (1, 2, 4, 8, 16, 32):
+    raise ValueError(f"KAPI_SCAN_ITEMS must be 1, 2, 4, 8, 16 or 32, not {SCAN_ITEMS}")
+SCAN_SUMS = os.environ.get("KAPI_SCAN_SUMS", "reduce")
+SCAN_GROUPS = int(os.environ.get("KAPI_SCAN_GROUPS", "4096"))
+
+
+# The GPUs' scan ("subgroup"): a chunk is L * SCAN_ITEMS elements, loaded coalesced into
+# local memory (stg, one pad slot per 32 so that a work-item's run of SCAN_ITEMS is read
+# without bank conflicts); each work-item folds its own run of SCAN_ITEMS consecutive
+# elements in order, the runs' totals go through CHUNK (one sub-group scan and two barriers
+# per chunk rather than per L elements), and _scan_apply_b writes each run's scan back to
+# local memory, then out coalesced. The next chunk's SCAN_ITEMS loads per work-item are
+# issued before this chunk is scanned (PREFETCH, into registers p0, p1, ...; indices clamped
+# to the segment, so no load is conditional and all are in flight together while the
+# barriers and the sub-group scan of this chunk run): a work-group is never waiting on one
+# load at a time.
+def _prefetch(pad: str, first: str) -> str:
+    """Lines loading the chunk at c (its elements e * L + lid, clamped to end - 1) into
+    p0 .. p{SCAN_ITEMS-1}; `first`: the chunk's start expression."""
+    return "\n".join(
+        f"{pad}p{e} = x[row, min({first} + {e} * L + lid, end - 1)]" for e in range(SCAN_ITEMS)
+    )
+
+
+def _stage_runs() -> str:
+    pad = " " * 8
+    lines = [f"{pad}K.group_barrier(g)"]
+    for e in range(SCAN_ITEMS):  # garbage past m is never read (stg holds a whole chunk)
+        q = f"{e} * L + lid"
+        lines.append(f"{pad}stg[{q} + ({q}) // 32] = p{e}")
+    lines += [
+        f"{pad}if c + L * SCAN_ITEMS < end:",
+        _prefetch(pad + "    ", "c + L * SCAN_ITEMS"),
+        f"{pad}K.group_barrier(g)",
+        f"{pad}b0 = lid * SCAN_ITEMS",
+        f"{pad}v = stg[b0 + b0 // 32] if b0 < m else stg[0]",
+        f"{pad}e = 1",
+        f"{pad}while e < SCAN_ITEMS:",
+        f"{pad}    q = b0 + e",
+        f"{pad}    if q < m:",
+        f"{pad}        v = OP(v, stg[q + q // 32])",
+        f"{pad}    e += 1",
+        f"{pad}cnt = (m + SCAN_ITEMS - 1) // SCAN_ITEMS",
+    ]
+    return "\n".join(lines)
+
+
+_SCAN_SUMS_B_SRC = """
+def _scan_sums_b(it, x, sums, n, seg, slm, stg):
+    row = it.get_global_id(0)
+    g = it.get_group()
+    lid = it.get_local_id(1)
+    L = it.get_local_range(1)
+    gid = g.get_group_id(1)
+    start = gid * seg
+    end = min(n, start + seg)
+    carry = x[row, start]
+    c = start
+PREFETCH
+    while c < end:
+        m = min(L * SCAN_ITEMS, end - c)
+STAGE
+CHUNK
+        if c == start:
+            carry = tot
+        else:
+            carry = OP(carry, tot)
+        c += L * SCAN_ITEMS
+    if lid == 0:
+        sums[row, gid] = carry
+"""
+
+# Phase 1 on GPUs for the named operations (all commutative): a segment's total needs no
+# order, so it is folded as kapi.reduce folds a row: each work-item strides through the
+# segment with four independent accumulators (four loads in flight, no barriers), then the
+# group combines them in local memory. Reading is all this pass does, at reduction speed.
+_SCAN_SUMS_R_SRC = """
+def _scan_sums_r(it, x, sums, n, seg, slm, ident):
+    row = it.get_global_id(0)
+    g = it.get_group()
+    lid = it.get_local_id(1)
+    L = it.get_local_range(1)
+    gid = g.get_group_id(1)
+    start = gid * seg
+    end = min(n, start + seg)
+    j = start + lid
+    a0 = ident
+    a1 = ident
+    a2 = ident
+    a3 = ident
+    while j + 3 * L < end:
+        a0 = OP(a0, x[row, j])
+        a1 = OP(a1, x[row, j + L])
+        a2 = OP(a2, x[row, j + 2 * L])
+        a3 = OP(a3, x[row, j + 3 * L])
+        j += 4 * L
+    while j < end:
+        a0 = OP(a0, x[row, j])
+        j += L
+    slm[lid] = OP(OP(a0, a1), OP(a2, a3))
+    s = L // 2
+    while s > 0:
+        K.group_barrier(g)
+        if lid < s:
+            slm[lid] = OP(slm[lid], slm[lid + s])
+        s //= 2
+    if lid == 0:
+        sums[row, gid] = slm[0]
+"""
+
+_SCAN_APPLY_B_SRC = """
+def _scan_apply_b(it, x, out, pres, n, seg, slm, ident, EXCL, stg):
+    row = it.get_global_id(0)
+    g = it.get_group()
+    lid = it.get_local_id(1)
+    L = it.get_local_range(1)
+    gid = g.get_group_id(1)
+    start = gid * seg
+    end = min(n, start + seg)
+    has = gid > 0
+    carry = pres[row, gid - 1] if has else x[row, start]
+    c = start
+PREFETCH
+    while c < end:
+        m = min(L * SCAN_ITEMS, end - c)
+STAGE
+CHUNK
+        # the runs before this work-item's: the previous lane's value, or for a sub-group's
+        # first lane the sub-groups before it (pre, from the chunk scan); no local memory,
+        # no barrier
+        u = K.shift_group_right(sg, t, 1)
+        ex = u if lane > 0 else pre
+        b0 = lid * SCAN_ITEMS
+        if b0 < m:
+            p = carry
+            if lid > 0:
+                p = OP(carry, ex) if has else ex
+            r = stg[b0 + b0 // 32]
+            if has or lid > 0:
+                r = OP(p, r)
+            stg[b0 + b0 // 32] = r
+            e = 1
+            while e < SCAN_ITEMS:
+                q = b0 + e
+                if q < m:
+                    r = OP(r, stg[q + q // 32])
+                    stg[q + q // 32] = r
+                e += 1
+        K.group_barrier(g)
+        e = 0
+        while e < SCAN_ITEMS:
+            q = e * L + lid
+            if q < m:
+                r = stg[q + q // 32]
+                if EXCL != 0:
+                    if c + q + 1 < n:
+                        out[row, c + q + 1] = r
+                else:
+                    out[row, c + q] = r
+            e += 1
+        if has:
+            carry = OP(carry, tot)
+        else:
+            carry = tot
+            has = True
+        c += L * SCAN_ITEMS
+    if EXCL != 0 and gid == 0 and lid == 0:
+        out[row, 0] = ident
+"""
+
+
+# kapi's CPU device runs barriers as one loop over the group per stretch between them, so a
+# scan there is better sequential: each work-item owns a contiguous block of a row (phase 1:
+# its total, by primitives.py's _scan_serial_sums; phase 3: its scan from the carried
+# total), no barriers.
+_SCAN_SERIAL_APPLY_SRC = """
+def _scan_serial_apply(item, x, out, pre, n, B, ident, EXCL):
+    row = item.get_id(0)
+    t = item.get_id(1)
+    i = t * B
+    end = min(n, i + B)
+    acc = OP(pre[row, t - 1], x[row, i]) if t > 0 else x[row, i]
+    while True:
+        if EXCL != 0:
+            if i + 1 < n:
+                out[row, i + 1] = acc
+        else:
+            out[row, i] = acc
+        i += 1
+        if i >= end:
+            break
+        acc = OP(acc, x[row, i])
+    if EXCL != 0 and t == 0:
+        out[row, 0] = ident
+"""
+
+SCAN = None  # "subgroup" (GPUs), "group" or "serial" (kapi's CPU device); None: by device
+
+
+def _scan_serial(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
+    from .._kernel.ranges import Range
+    from .replay import launch as call_kernel  # recorded while a plan is traced
+
+    rows, n = x2.shape
+    T = min(256, max(1, n // 4096))
+    B = -(-n // T)
+    T = -(-n // B)  # every block has at least one element
+    q, ut = x2.sycl_queue, x2.usm_type
+    env = {"OP": fn}
+    pre = Array._allocate((rows, T), x2.dtype, q, ut)
+    if T > 1:
+        sums = Array._allocate((rows, T), x2.dtype, q, ut)
+        ks = kernel_of(_SCAN_SERIAL_SUMS_SRC, "_scan_serial_sums", env, key)
+        for r0 in range(0, rows, _MAX_ROWS):
+            r1 = min(rows, r0 + _MAX_ROWS)
+            call_kernel(ks, Range(r1 - r0, T), x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(B))
+        _scan_rows(sums, pre, fn, key, False, ident)
+    ka = kernel_of(_SCAN_SERIAL_APPLY_SRC, "_scan_serial_apply", env, key)
+    for r0 in range(0, rows, _MAX_ROWS):
+        r1 = min(rows, r0 + _MAX_ROWS)
+        call_kernel(
+            ka, Range(r1 - r0, T), x2[r0:r1], out[r0:r1], pre[r0:r1], np.int64(n), np.int64(B),
+            x2.dtype.type(ident), np.int32(excl),
+        )  # fmt: skip
+
+
+def _scan_kind(dev) -> str:
+    sizes = dev.sub_group_sizes or [1]
+    if max(sizes) > 1 and all(WG % s == 0 for s in sizes):
+        return "subgroup"
+    return "serial" if dev.device_type == "cpu" else "group"
+
+
+def _scan_rows(x2: Array, out: Array, fn, key, excl: bool, ident, events=None) -> None:
+    """Scans each row of x2 (rows, n) into out (rows, n), inclusively or exclusively. With
+    events (a list; not on kapi's CPU device's serial scan), the launches do not wait: their
+    Events go into the list (the caller waits, after later launches on the same in-order
+    queue)."""
+    kind = SCAN or _scan_kind(x2.device)
+    if kind == "serial":
+        _scan_serial(x2, out, fn, key, excl, ident)
+        return
+    from kapi_lang import kernel_api as K
+
+    from .._kernel.ranges import NdRange
+    from .replay import launch  # recorded while a plan is traced
+
+    def call_kernel(kern, nd, *args):
+        launch(kern, nd, *args, events=events)
+
+    rows, n = x2.shape
+    runs = kind == "subgroup"
+    per = WG * SCAN_ITEMS if runs else WG  # elements per chunk
+    groups = _groups_for(x2, n)
+    if runs:  # GPUs: as many segments as a reduction's groups (more loads in flight)
+        cap = min(SCAN_GROUPS, 32 * max(1, x2.device.max_compute_units))
+        groups = max(1, min(cap, -(-n // (WG * _PER_ITEM))))
+    seg = -(-n // groups)
+    seg = -(-seg // per) * per  # whole chunks
+    groups = -(-n // seg)  # every group has at least one element
+    slm = K.LocalAccessor(WG, x2.dtype)
+    q, ut = x2.sycl_queue, x2.usm_type
+    env = {"OP": fn}
+    chunk = (_CHUNK_SUBGROUP if runs else _CHUNK_GROUP).strip("\n")
+    extra = ()
+    sums_extra = ()
+    if runs:
+        stage, pf = _stage_runs(), _prefetch(" " * 4, "c")
+        sums_src = _SCAN_SUMS_B_SRC.replace("STAGE", stage).replace("CHUNK", chunk)
+        apply_src = _SCAN_APPLY_B_SRC.replace("STAGE", stage).replace("CHUNK", chunk)
+        sums_src = sums_src.replace("PREFETCH", pf).replace("SCAN_ITEMS", str(SCAN_ITEMS))
+        apply_src = apply_src.replace("PREFETCH", pf).replace("SCAN_ITEMS", str(SCAN_ITEMS))
+        names = ("_scan_sums_b", "_scan_apply_b")
+        stg = K.LocalAccessor(per + per // 32, x2.dtype)
+        sums_extra = (stg,)
+        ident_r = named_identity(key, x2.dtype) if isinstance(key, str) else None
+        if SCAN_SUMS == "reduce" and ident_r is not None:  # a named (commutative) operation
+            sums_src, names = _SCAN_SUMS_R_SRC, ("_scan_sums_r", names[1])
+            sums_extra = (x2.dtype.type(ident_r),)
+    else:
+        sums_src = _SCAN_SUMS_SRC.replace("CHUNK", chunk)
+        apply_src = _SCAN_APPLY_SRC.replace("CHUNK", chunk)
+        names = ("_scan_sums", "_scan_apply")
+    if groups > 1:
+        sums = Array._allocate((rows, groups), x2.dtype, q, ut)
+        pre = Array._allocate((rows, groups), x2.dtype, q, ut)
+        ks = kernel_of(sums_src, names[0], env, key)
+    else:
+        pre = Array._allocate((rows, 1), x2.dtype, q, ut)  # not read: group 0 has no carry
+    for r0 in range(0, rows, _MAX_ROWS):
+        r1 = min(rows, r0 + _MAX_ROWS)
+        nd = NdRange((r1 - r0, groups * WG), (1, WG))
+        if groups > 1:
+            call_kernel(
+                ks, nd, x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(seg), slm, *sums_extra
+            )
+    if groups > 1:
+        _scan_rows(sums, pre, fn, key, False, ident, events)
+    ka = kernel_of(apply_src, names[1], env, key)
+    if runs:
+        extra = (stg,)
+    for r0 in range(0, rows, _MAX_ROWS):
+        r1 = min(rows, r0 + _MAX_ROWS)
+        nd = NdRange((r1 - r0, groups * WG), (1, WG))
+        call_kernel(
+            ka,
+            nd,
+            x2[r0:r1],
+            out[r0:r1],
+            pre[r0:r1],
+            np.int64(n),
+            np.int64(seg),
+            slm,
+            x2.dtype.type(ident),
+            np.int32(excl),
+            *extra,
+        )
+
+
+def scan(a, op="add", axis=None, inclusive=True, identity=None, dtype=None):
+    """Prefix scan of a with the binary operation op along axis (None: the flattened
+    array, as np.cumsum), on a's device.
+
+    Inclusive: out[i] = a[0] op ... op a[i]; exclusive: out[0] = identity,
+    out[i] = a[0] op ... op a[i-1] (the named operations know their identity; a device
+    function needs identity= for an exclusive scan). op needs to be associative (the order of
+    operands is kept). dtype as for kapi.reduce (cumsum's dtype for "add"/"mul").
+    """
+    if (
+        type(a) is Array
+        and a._shape
+        and a.size
+        and identity is None
+        and (axis is None or type(axis) is int)
+        and (dtype is None or isinstance(dtype, (np.dtype, type)))
+        and type(inclusive) is bool
+    ):
+        # the host path once per key; later calls replay its launches (kapi/_numeric/replay.py)
+        key = ("scan", op, a._shape, a._strides, a._dtype, axis, inclusive, dtype, a._queue)
+        key += (a._usm_type, SCAN, SCAN_SUMS, SCAN_GROUPS, SCAN_ITEMS)
+        return _replay.call(key, _PLANS, a, _scan, a, op, axis, inclusive, None, dtype)
+    return _scan(a, op, axis, inclusive, identity, dtype)
+
+
+def _scan(a, op, axis, inclusive, identity, dtype):
+    name, fn = resolve_op(op, "kapi.scan")
+    check_array(a, "kapi.scan")
+    dt = _result_dtype(name, a.dtype, dtype)
+    if identity is None:
+        identity = named_identity(name, dt)
+    if not inclusive and identity is None:
+        raise ValueError("kapi.scan: an exclusive scan with this op needs identity=...")
+    x = _as_uint8(a if a.dtype == dt else a.astype(dt))
+    if a.ndim == 0 and axis is None:
+        x = x.reshape(1)
+    x2, moved, ax = rows_view(x, axis)
+    out = Array._allocate(x2.shape, x2.dtype, a.sycl_queue, a.usm_type)
+    if out.size:
+        key = op if name is None else name
+        _scan_rows(x2, out, fn, key, not inclusive, identity if identity is not None else 0)
+    r = from_rows(out, moved, ax, max(1, x.ndim) if axis is not None else 1)
+    return r.astype(dt) if dt == np.bool_ else r
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """np.cumsum on a's device: axis=None scans the flattened array; small integers and
+    bools sum in int64 (uint64 for unsigned), as NumPy."""
+    r = scan(a, "add", axis=axis, dtype=dtype)
+    return _into(r, out, "cumsum")
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """np.cumprod on a's device (NumPy's axis and dtype rules)."""
+    r = scan(a, "mul", axis=axis, dtype=dtype)
+    return _into(r, out, "cumprod")
+
+
+def _into(r: Array, out, what: str) -> Array:
+    if out is None:
+        return r
+    if not isinstance(out, Array) or out.shape != r.shape:
+        raise ValueError(f"{what}: out must be a kapi array of shape {r.shape}")
+    out[...] = r if out.dtype == r.dtype else r.astype(out.dtype)
+    return out

@@ -1,0 +1,648 @@
+"""The radix sort's kernels as source templates: kapi kernel code in strings whose fields
+sort_radix.py fills in per key dtype, scatter kind and device (the keys, the histograms and
+scatters of each kind, the onesweep pass and its look-back, the CPU device's serial pass).
+Also the choices that only change the sources: the digit matching (KAPI_SORT_MATCH) and the
+look-back (KAPI_SORT_LOOKBACK, KAPI_SORT_LOOKBACK_ORDER)."""
+
+from __future__ import annotations
+
+import os
+
+# GPUs: the keys of x (into k, with WRITE; the indices into v, with WITHV) and which of their
+# bits vary: the work-items stride over x, OR the keys they visit and their complements, and
+# each group reduces both before one work-item ORs them into vo[0] and vo[1] (a bit varies
+# where some key has it set and some clear: vo[0] & vo[1]). One pass over x, where separate OR
+# and AND reductions of k read the keys twice more. kapi's CPU device runs the same body as a
+# plain work-item loop (`_keys_map`, which its driver vectorises) and kapi.reduce's OR and AND.
+_KEYS_IN_SRC = """
+def _keys_in(it, x, k, v, vo, n, mode, canon0, desc, SIGN, ABSM, INF, ALL, WRITE, WITHVHARGS):
+    g = it.get_group()
+    i = it.get_global_id(0)
+    T = it.get_global_range(0)
+    ones = np.uint64(0)
+    zeros = np.uint64(0)
+HINIT
+    while i < n:
+KEYBODY
+        i += T
+HFLUSH
+    ones = K.reduce_over_group(g, ones, K.GroupOp.OR)
+    zeros = K.reduce_over_group(g, zeros, K.GroupOp.OR)
+    if it.get_local_linear_id() == 0:
+        K.AtomicRef(vo, 0).fetch_or(ones)
+        K.AtomicRef(vo, 1).fetch_or(zeros)
+"""
+
+_KEYS_MAP_SRC = """
+def _keys_map(it, x, k, v, vo, n, mode, canon0, desc, SIGN, ABSM, INF, ALL, WRITE, WITHV):
+    i = it.get_id(0)
+KEYBODY
+"""
+
+_KEY_BODY = """
+        b = x[i]
+        z = b ^ b
+        if mode == 1:
+            b = b ^ SIGN
+        elif mode == 2:
+            if (b & ABSM) > INF:
+                b = ALL
+            else:
+                if canon0 != 0 and (b & ABSM) == z:
+                    b = z
+                if (b & SIGN) != z:
+                    b = b ^ ALL
+                else:
+                    b = b | SIGN
+        if desc != 0:
+            b = b ^ ALL
+        if WRITE != 0:
+            k[i] = b
+        if WITHV != 0:
+            v[i] = i
+        ones = ones | np.uint64(b)
+        zeros = zeros | np.uint64(b ^ ALL)
+HBODY
+"""
+_KEY_BODY_MAP = _KEY_BODY.split("        ones = ones")[0].replace("\n        ", "\n    ")
+
+_KEYS_OUT_SRC = """
+def _keys_out(item, k, x, mode, desc, SIGN, ALL):
+    i = item.get_id(0)
+    b = k[i]
+    z = b ^ b
+    if desc != 0:
+        b = b ^ ALL
+    if mode == 1:
+        b = b ^ SIGN
+    elif mode == 2:
+        if (b & SIGN) != z:
+            b = b ^ SIGN
+        else:
+            b = b ^ ALL
+    x[i] = b
+"""
+
+_HIST_SRC = """
+def _hist(it, k, hist, n, tile, G, shift, MASK, cnt):
+    g = it.get_group()
+    lid = it.get_local_id(0)
+    L = it.get_local_range(0)
+    gid = g.get_group_id(0)
+    cnt[lid] = np.uint32(0)
+    K.group_barrier(g)
+    i = gid * tile + lid
+    end = min(n, gid * tile + tile)
+    one = np.uint32(1)
+    d = K.PrivateArray(4, np.int32)
+    while i < end:
+        for j in range(UNROLL):
+            q = i + j * L
+            d[j] = np.int32(-1)
+            if q < end:
+                d[j] = np.int32((k[q] >> shift) & MASK)
+        for j in range(UNROLL):
+            if d[j] >= 0:
+                K.AtomicRef(cnt, d[j], memory_scope=K.MemoryScope.WORK_GROUP).fetch_add(one)
+        i += L * 4
+    K.group_barrier(g)
+    hist[lid * G + gid] = np.int64(cnt[lid])
+"""
+
+# ITEMS is 4: the private arrays' literal shapes below say so.
+_SCATTER_SRC = """
+def _scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, first, sd, si, kl, vl, wt):
+    g = it.get_group()
+    lid = it.get_local_id(0)
+    L = it.get_local_range(0)
+    gid = g.get_group_id(0)
+    C = L * 4
+    run[lid] = offs[lid * G + gid]
+    d = K.PrivateArray(4, np.int32)
+    o = K.PrivateArray(4, np.int32)
+    pe = K.PrivateArray(4, np.uint64)
+    M16 = np.uint64(0xFFFF)
+    c = gid * tile
+    end = min(n, c + tile)
+    while c < end:
+        cnt = min(C, end - c)
+        K.group_barrier(g)
+        for e in range(4):
+            p = lid * 4 + e
+            if p < cnt:
+                kk = k[c + p]
+                kl[p] = kk
+                VLOAD
+                d[e] = np.int32((kk >> shift) & MASK)
+            else:
+                d[e] = np.int32(255)
+            o[e] = np.int32(p)
+        sh = 0
+        while sh < 8:
+            acc = np.uint64(0)
+            for e in range(4):
+                pe[e] = acc
+                acc += np.uint64(1) << np.uint64(16 * ((d[e] >> sh) & 3))
+SPLITSCAN
+            for e in range(4):
+                b2 = (d[e] >> sh) & 3
+                pos = np.int64(((pre + pe[e]) >> np.uint64(16 * b2)) & M16)
+                q = 0
+                while q < b2:
+                    pos += np.int64((tot >> np.uint64(16 * q)) & M16)
+                    q += 1
+                sd[pos] = d[e]
+                si[pos] = o[e]
+            K.group_barrier(g)
+            for e in range(4):
+                d[e] = sd[lid * 4 + e]
+                o[e] = si[lid * 4 + e]
+            sh += 2
+        for e in range(4):
+            p = lid * 4 + e
+            if p == 0 or sd[p - 1] != d[e]:
+                first[d[e]] = np.int32(p)
+        K.group_barrier(g)
+        for e in range(4):
+            if o[e] < cnt:
+                dst = run[d[e]] + (lid * 4 + e - first[d[e]])
+                k2[dst] = kl[o[e]]
+                VSTORE
+        K.group_barrier(g)
+        for e in range(4):
+            p = lid * 4 + e
+            if p == C - 1 or sd[p + 1] != d[e]:
+                run[d[e]] += p - first[d[e]] + 1
+        c += C
+"""
+
+# The work-group scan of the packed counters: "group" by the work-group collectives; "shuffle"
+# (sub-groups of more than one work-item) by a scan per sub-group (shuffles) and one barrier
+# to share the sub-groups' totals (wt).
+_SPLIT_GROUP = """
+            pre = K.exclusive_scan_over_group(g, acc, K.GroupOp.ADD)
+            tot = K.reduce_over_group(g, acc, K.GroupOp.ADD)
+            K.group_barrier(g)
+"""
+_SPLIT_SUBGROUP = """
+            sg = it.get_sub_group()
+            sgid = sg.get_group_linear_id()
+            pre = K.exclusive_scan_over_group(sg, acc, K.GroupOp.ADD)
+            if sg.get_local_linear_id() == sg.get_local_linear_range() - 1:
+                wt[sgid] = pre + acc
+            K.group_barrier(g)
+            tot = np.uint64(0)
+            w = 0
+            while w < sg.get_group_linear_range():
+                t = wt[w]
+                if w < sgid:
+                    pre += t
+                tot += t
+                w += 1
+"""
+
+# The "ballot" scatter (GPUs): each sub-group ranks its keys by digit with ballots (a
+# sub-group sum of one bit per lane is a 32-bit mask: one redux.sync on NVIDIA GPUs), so a
+# chunk of WG * ITEMS keys needs no per-bit splits. Sub-group w owns chunk positions
+# [w * S * ITEMS, (w + 1) * S * ITEMS) in batches of S consecutive keys (coalesced loads,
+# keys kept in registers, all of a work-item's loads issued before the first ballot: a
+# sub-group barrier between batches keeps later loads from being moved up, so one load per
+# batch waited out its memory latency ITEMS times per chunk); within a batch the lanes of
+# equal digit (the AND of eight ballots, each kept or complemented by the lane's bit) rank by
+# the popcount of the lanes below (kernel_api.popcount: one popc.b32 on NVIDIA GPUs, where a
+# software count took about 20 64-bit instructions per batch), and the batch's highest such
+# lane bumps the sub-group's
+# count of that digit in local memory (wh). Every lane of the sub-group reaches every ballot
+# and sub-group barrier: nothing before them branches per lane (a lane past the chunk's end
+# loads nothing, ranks whatever key it holds and is left out of the masks, m starting as the
+# batch's lanes inside the chunk), as warp-synchronous instructions require (a test checks
+# the PTX). The masks are 32 bits: sub-groups of at most 32 work-items, all full
+# (_scatter_kind). After one barrier, work-item d turns the counts of digit d into offsets
+# over the sub-groups and the chunk's digits are scanned; each key is then placed in local
+# memory sorted by digit (stably: sub-groups, batches and lanes are in index order), and
+# written out in index order of that sorted chunk, so consecutive work-items write
+# consecutive addresses within each digit's run.
+# Registers (128 per work-item with 8 keys before; 69 now, 80 with the prefetch): the group
+# and sub-group sizes are constants where the device has one sub-group size (S = 32 on
+# NVIDIA GPUs), so a batch's keys are at constant offsets from one index that pyfront knows
+# is >= 0 (no negative-index wraparound), where LLVM kept one 64-bit place per batch; and a
+# key's rank and digit are packed into one int32 passed through a sub-group permute by 0
+# (itself), which LLVM cannot see through, so it cannot sink the rank's popcount past the
+# barriers and keep its inputs (mask, count, digit and address, 7 registers per key) alive.
+_RANK_SRC = """
+def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, vl, ds, dc, wt,
+                  mk):
+    g = it.get_group()
+    lid = it.get_local_id(0)
+    L = WGSIZE
+    gid = g.get_group_id(0)
+    sg = it.get_sub_group()
+    lane = sg.get_local_linear_id()
+    S = SGSIZE
+    w = sg.get_group_linear_id()
+    W = NSUB
+    C = L * ITEMS
+    R = 256 // L
+    d0 = lid * R
+    r = 0
+    while r < R:
+        run[d0 + r] = offs[(d0 + r) * G + gid]
+        r += 1
+    keys = K.PrivateArray(ITEMS, KDT)
+    rank = K.PrivateArray(ITEMS, np.int32)
+    VPRIV
+    ul = np.uint32(lane)
+    lb = np.uint32(np.uint32(1) << ul)  # this lane's bit in a ballot
+    below = lb - np.uint32(1)
+    wb = w * 256
+    pw = w * S * ITEMS + lane  # this lane's first place in a chunk; its batch j: + j * S
+    c = gid * (tile & np.int64(0x7FFFFFFFFFFFFFFF))  # known >= 0: no index wraparound
+    end = min(n, c + tile)
+PREFETCH0
+    while c < end:
+        cnt = min(C, end - c)
+        rem = cnt - pw  # batch j's key of this lane is in the chunk if j * S < rem
+        rl = cnt - lid  # the same for the writes: j * L < rl
+        i = lane
+        while i < 256:
+            wh[wb + i] = np.int32(0)
+            MKZERO
+            i += S
+        K.group_barrier(sg)
+LOADKEYS
+        for j in range(UNROLL):
+            d = np.uint32((keys[j] >> shift) & MASK)
+MATCH
+            base = wh[wb + np.int64(d)]
+            pr = np.int32(K.popcount(np.uint32(m & below)))  # lanes below with this digit
+            K.group_barrier(sg)
+            if (m >> ul) == np.uint32(1):  # the digit's highest lane: pr + 1 of them
+                wh[wb + np.int64(d)] = base + pr + np.int32(1)
+                MKRESET
+            K.group_barrier(sg)
+            rk = np.int32((base + pr) | (np.int32(d) << 16))
+            rank[j] = K.permute_group_by_xor(sg, rk, 0)  # (see above)
+        K.group_barrier(g)
+        tot = np.int32(0)
+        r = 0
+        while r < R:
+            s = np.int32(0)
+            x = 0
+            while x < W:
+                t = wh[x * 256 + d0 + r]
+                wh[x * 256 + d0 + r] = s
+                s += t
+                x += 1
+            ds[d0 + r] = tot
+            dc[d0 + r] = s
+            tot += s
+            r += 1
+SCAN
+        r = 0
+        while r < R:
+            ds[d0 + r] += pre
+            r += 1
+        r = 0
+        while r < R:  # run[d] + q: where the sorted chunk's place q of digit d goes
+            run[d0 + r] -= np.int64(ds[d0 + r])
+            r += 1
+        K.group_barrier(g)
+        for j in range(UNROLL):
+            if j * S < rem:
+                pk = rank[j]
+                d = np.int64(pk >> 16)
+                q = ds[d] + wh[wb + d] + (pk & 0xFFFF)
+                kl[q] = keys[j]
+                VPLACE
+        K.group_barrier(g)
+        for j in range(UNROLL):
+            if j * L < rl:
+                q = lid + j * L
+                kk = kl[q]
+                d = np.int64((kk >> shift) & MASK)
+                dst = run[d] + q
+                k2[dst] = kk
+                VSTORE
+        K.group_barrier(g)
+        r = 0
+        while r < R:
+            run[d0 + r] += np.int64(ds[d0 + r] + dc[d0 + r])
+            r += 1
+NEXTKEYS
+        c += C
+"""
+
+
+# How a sub-group finds, for each lane's digit d, the mask m of its batch's lanes with digit d
+# (KAPI_SORT_MATCH, RANK_MATCH): "ballot", eight ballots, one per bit of d, each kept or
+# complemented by the lane's bit, ANDed together, starting from the lanes inside the chunk; or
+# "atomic" (CUB's WARP_MATCH_ATOMIC_OR), each lane inside the chunk ORs its bit into the
+# sub-group's word for d in local memory (mk: 256 per sub-group, zero between uses), a
+# sub-group barrier, each lane reads its digit's word, and the digit's highest lane zeroes it
+# once every lane has read it (after the next sub-group barrier): one shared-memory atomic and
+# one load per key where the ballots take 8 redux.sync and about 40 other instructions.
+_MATCH_BALLOT = """
+            nb = min(max(rem + lane - j * S, 0), S)
+            m = np.uint32((np.uint64(1) << np.uint64(nb)) - np.uint64(1))
+            for b in range(8):
+                set_ = np.uint32(np.uint32(0) - ((d >> np.uint32(b)) & np.uint32(1)))
+                bal = np.uint32(K.reduce_over_group(sg, np.uint32(lb & set_), K.GroupOp.ADD))
+                m = np.uint32(m & (bal ^ set_ ^ np.uint32(0xFFFFFFFF)))
+"""
+_MATCH_ATOMIC = """
+            if j * S < rem:
+                K.AtomicRef(mk, wb + np.int64(d), memory_scope=WGSCOPE).fetch_or(lb)
+            K.group_barrier(sg)
+            m = mk[wb + np.int64(d)]
+"""
+# "atomic" by default: H100, 2^27 uint32 (bench/RESULTS.md, issue 13, sixth session): sort
+# (ballot kind) 6.81 ms against 7.72 with the ballots, argsort (onesweep) 11.50 against 11.77.
+RANK_MATCH = "atomic"
+MATCHES = ("ballot", "atomic")
+
+
+def _rank_src() -> str:
+    """`_rank_scatter`'s source with the digit matching that _rank_match chooses."""
+    atomic = _rank_match() == "atomic"
+    match = (_MATCH_ATOMIC if atomic else _MATCH_BALLOT).lstrip("\n")
+    src = _RANK_SRC.replace("MATCH\n", match.replace("WGSCOPE", "K.MemoryScope.WORK_GROUP"))
+    src = src.replace("MKZERO", "mk[wb + i] = np.uint32(0)" if atomic else "pass")
+    return src.replace("MKRESET", "mk[wb + np.int64(d)] = np.uint32(0)" if atomic else "pass")
+
+
+def _rank_match() -> str:
+    """How the ranking matches digits: KAPI_SORT_MATCH (ballot or atomic), else RANK_MATCH."""
+    v = os.environ.get("KAPI_SORT_MATCH") or RANK_MATCH
+    if v not in MATCHES:
+        raise ValueError(f"KAPI_SORT_MATCH must be ballot or atomic, not {v!r}")
+    return v
+
+
+# How _rank_scatter gets a chunk's keys: loaded at the chunk's start ("LOADKEYS"), or, with
+# prefetching, the next chunk's loads issued at the start of this one into a second set of
+# registers (nk) and moved into keys at its end, so their memory latency overlaps this
+# chunk's ranking and writes rather than stalling the group (a group holds one chunk in
+# flight otherwise: about 0.5 TB/s over the SMs' few resident groups).
+def _chunk_loads(indent: str, c0: str, cw: str, rem: str, dest: str, vload: str) -> str:
+    """The loop loading a chunk's keys (from c0) into dest, and values by vload."""
+    lines = [
+        f"{cw} = {c0} + pw",
+        "for j in range(UNROLL):",
+        f"    if j * S < {rem}:",
+        f"        ql = {cw} + j * S",
+        f"        {dest}[j] = k[ql]",
+        f"        {vload}",
+    ]
+    return "\n" + "".join(f"{indent}{ln}\n" for ln in lines)
+
+
+_RANK_LOAD = _chunk_loads(" " * 8, "c", "cw", "rem", "keys", "VLOAD")
+_RANK_PREFETCH0 = (
+    "\n    nk = K.PrivateArray(ITEMS, KDT)\n    VNPRIV\n    rem = min(C, end - c) - pw"
+    + _chunk_loads(" " * 4, "c", "cw", "rem", "keys", "VLOAD")
+)
+_RANK_PREFETCH = "\n        cn = c + C\n        remn = min(C, end - cn) - pw" + _chunk_loads(
+    " " * 8, "cn", "cwn", "remn", "nk", "VNLOAD"
+)
+
+_RANK_NEXT = """
+        for j in range(UNROLL):
+            keys[j] = nk[j]
+            VNEXT
+"""
+
+# The exclusive scan over the work-group of each work-item's digit total (tot) for
+# _rank_scatter: a sub-group scan, and one barrier to share the sub-groups' totals.
+_RANK_SCAN = """
+        pre = K.exclusive_scan_over_group(sg, tot, K.GroupOp.ADD)
+        if lane == S - 1:
+            wt[w] = pre + tot
+        K.group_barrier(g)
+        x = 0
+        while x < w:
+            pre += wt[x]
+            x += 1
+"""
+
+
+# The "onesweep" kind (GPUs; Adinets & Merrill 2022, CUB's onesweep radix sort). `_keys_in`
+# also counts every digit position of every key (the per-pass histograms, all from the one
+# read of the keys it already makes): per-group counts in local memory (hl), added into the
+# table gh[position * 256 + digit] with one global atomic per non-zero count; `_dscan` turns
+# each position's row into where each digit starts in the output. Then one kernel per pass.
+_HIST_INIT = """
+    lid = it.get_local_id(0)
+    L = it.get_local_range(0)
+    one = np.uint32(1)
+    q = lid
+    while q < NPOS * 256:
+        hl[q] = np.uint32(0)
+        q += L
+    K.group_barrier(g)
+"""
+_HIST_COUNT = (
+    "        K.AtomicRef(hl, {p} * 256 + np.int64((b >> KDT({sh})) & KDT(255)), "
+    "memory_scope=K.MemoryScope.WORK_GROUP).fetch_add(one)"
+)
+_HIST_FLUSH = """
+    K.group_barrier(g)
+    q = lid
+    while q < NPOS * 256:
+        c = hl[q]
+        if c != np.uint32(0):
+            K.AtomicRef(gh, q).fetch_add(np.int64(c))
+        q += L
+"""
+
+_DSCAN_SRC = """
+def _dscan(it, gh, dstart, NPOS):
+    g = it.get_group()
+    d = it.get_local_id(0)
+    p = 0
+    while p < NPOS:
+        dstart[p * 256 + d] = K.exclusive_scan_over_group(g, gh[p * 256 + d], K.GroupOp.ADD)
+        p += 1
+"""
+
+# Zeroes the first bank of status words and the tickets before a sort's first pass.
+_OSCLEAR_SRC = """
+def _osclear(item, st, tk, NTK):
+    i = item.get_id(0)
+    st[i] = np.uint32(0)
+    if i < NTK:
+        tk[i] = np.int32(0)
+"""
+
+# `_onesweep`, one launch per pass: each work-group takes the next tile number from a ticket
+# counter (tk[position]), so tiles are taken in the order groups start and every earlier tile
+# belongs to a group already running: waiting for it cannot deadlock. The group loads its
+# tile of WG * ITEMS keys into registers and ranks them by ballots (`_rank_scatter`'s code),
+# which gives its count of each digit (dc). Then for each digit d (work-item d of 256) it
+# publishes the count in its status word st[bank, tile, d] (flag in bits 30-31: 0 not ready,
+# 1 this tile's count, 2 the inclusive prefix over tiles 0..tile; count or prefix in bits
+# 0-29, so n < 2^30), and looks back over tiles tile-1, tile-2, ..., adding counts until it
+# meets an inclusive prefix (decoupled look-back), then publishes its own inclusive prefix.
+# The digit's place in the output is dstart[position, d] + that exclusive prefix. The tile
+# is then written out sorted by digit through local memory, as `_rank_scatter` writes a
+# chunk. Status words alternate between two banks: each group zeroes its row of the other
+# bank for the next pass (every tile is taken by exactly one group). The look-back's loads
+# are atomic, so they are read again on each turn of the wait (not hoisted out of it).
+_ONESWEEP_HEAD = """
+def _onesweep(it, k, v, k2, v2, st, tk, dstart, n, T, dp, bank, shift, MASK,
+              run, wh, kl, vl, ds, dc, wt, mk, tl):
+    g = it.get_group()
+    lid = it.get_local_id(0)
+    L = WGSIZE
+    sg = it.get_sub_group()
+    lane = sg.get_local_linear_id()
+    S = SGSIZE
+    w = sg.get_group_linear_id()
+    W = NSUB
+    C = L * ITEMS
+    R = 256 // L
+    d0 = lid * R
+    if lid == 0:
+        tl[0] = np.int64(K.AtomicRef(tk, dp).fetch_add(np.int32(1)))
+    K.group_barrier(g)
+    tile = tl[0] & np.int64(0x7FFFFFFFFFFFFFFF)  # known >= 0: no index wraparound
+    rows = T * 256
+    mine = bank * rows + tile * 256
+    other = (1 - bank) * rows + tile * 256
+    r = 0
+    while r < R:
+        st[other + d0 + r] = np.uint32(0)
+        r += 1
+    keys = K.PrivateArray(ITEMS, KDT)
+    rank = K.PrivateArray(ITEMS, np.int32)
+    VPRIV
+    ul = np.uint32(lane)
+    lb = np.uint32(np.uint32(1) << ul)  # this lane's bit in a ballot
+    below = lb - np.uint32(1)
+    wb = w * 256
+    pw = w * S * ITEMS + lane  # this lane's first place in the tile; its batch j: + j * S
+    c = tile * C
+    cnt = min(C, n - c)
+"""
+
+# The look-back of work-item d for digit d: LBW status words read at once (tiles j, j-1, ...,
+# j-LBW+1: their loads in flight together), then added in tile order up to the first
+# inclusive prefix; a word not ready yet restarts the window at its tile (spinning there).
+_ONESWEEP_LOOKBACK = """
+    r = 0
+    while r < R:
+        d = d0 + r
+        cd = np.int64(dc[d])
+        excl = np.int64(0)
+        if tile == 0:
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32(cd | INCL))
+        else:
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32(cd | AGG))
+            j = tile - 1
+            while j >= 0:
+LBLOADS
+                go = 1
+                nj = j - LBW
+LBSCAN
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32((excl + cd) | INCL))
+        run[d] = dstart[dp * 256 + d] + excl
+        r += 1
+"""
+_LB_LOAD = """                s{i} = np.uint32(INCL)
+                if j - {i} >= 0:
+                    s{i} = K.AtomicRef(st, bank * rows + (j - {i}) * 256 + d, ORDLD).load()"""
+_LB_SCAN = """                if go == 1:
+                    f = np.int64(s{i} >> np.uint32(30))
+                    if f == 0:
+                        go = 0
+                        nj = j - {i}
+                    else:
+                        excl += np.int64(s{i} & np.uint32(0x3FFFFFFF))
+                        if f == 2:
+                            go = 0
+                            nj = -1"""
+# KAPI_SORT_LOOKBACK: status words per look-back step (1, 2, 4, 8 or 16; H100: 2 and 4 about
+# equal, 8 slower, 16 much slower);
+# KAPI_SORT_LOOKBACK_ORDER: "relaxed" (ld.relaxed.gpu: the flag and count are one word, so
+# nothing else needs ordering) or "acquire" (acquire loads, release stores).
+OS_LOOKBACK = 2
+OS_ORDER = "relaxed"
+_OS_ORDERS = {
+    "relaxed": ("K.MemoryOrder.RELAXED", "K.MemoryOrder.RELAXED"),
+    "acquire": ("K.MemoryOrder.ACQUIRE", "K.MemoryOrder.RELEASE"),
+}
+
+
+def _os_lookback() -> tuple[int, str]:
+    w = os.environ.get("KAPI_SORT_LOOKBACK") or str(OS_LOOKBACK)
+    if w not in ("1", "2", "4", "8", "16"):
+        raise ValueError(f"KAPI_SORT_LOOKBACK must be 1, 2, 4, 8 or 16, not {w!r}")
+    o = os.environ.get("KAPI_SORT_LOOKBACK_ORDER") or OS_ORDER
+    if o not in _OS_ORDERS:
+        raise ValueError(f"KAPI_SORT_LOOKBACK_ORDER must be relaxed or acquire, not {o!r}")
+    return int(w), o
+
+
+def _lookback_src(width: int, order: str) -> str:
+    ld, st = _OS_ORDERS[order]
+    loads = "\n".join(_LB_LOAD.format(i=i) for i in range(width))
+    scan = "\n".join(_LB_SCAN.format(i=i) for i in range(width))
+    src = _ONESWEEP_LOOKBACK.replace("LBLOADS", loads).replace(
+        "LBSCAN", scan + "\n" + " " * 16 + "j = nj"
+    )
+    return src.replace("LBW", str(width)).replace("ORDLD", ld).replace("ORDST", st)
+
+
+_OS_AGG = 1 << 30
+_OS_INCL = 2 << 30
+_OS_MAX_N = 1 << 30  # counts and prefixes in 30 bits
+
+
+def _dedent4(text: str) -> str:
+    return "\n".join(ln[4:] if ln.startswith("    ") else ln for ln in text.split("\n"))
+
+
+def _onesweep_src() -> str:
+    """`_onesweep`'s source: its head, `_rank_scatter`'s ranking of one chunk (here the tile),
+    the look-back, and `_rank_scatter`'s write of the chunk sorted by digit (out of its chunk
+    loop: one indent less)."""
+    m1 = "        rem = cnt - pw"
+    m2 = "        r = 0\n        while r < R:  # run[d] + q"
+    m3 = (
+        "        K.group_barrier(g)\n        r = 0\n        while r < R:\n            run[d0 + r] +"
+    )
+    src = _rank_src()
+    a, b, c = src.index(m1), src.index(m2), src.index(m3)
+    rank, write = _dedent4(src[a:b]), _dedent4(src[b:c])
+    return _ONESWEEP_HEAD + rank + _lookback_src(*_os_lookback()).lstrip("\n") + write
+
+
+_HIST_SERIAL_SRC = """
+def _hist_serial(item, k, hist, n, B, T, shift, MASK):
+    t = item.get_id(0)
+    cnt = K.PrivateArray(256, np.int64, fill_zeros=True)
+    i = t * B
+    end = min(n, i + B)
+    while i < end:
+        cnt[np.int64((k[i] >> shift) & MASK)] += 1
+        i += 1
+    for d in range(256):
+        hist[d * T + t] = cnt[d]
+"""
+
+_SCATTER_SERIAL_SRC = """
+def _scatter_serial(item, k, v, k2, v2, offs, n, B, T, shift, MASK):
+    t = item.get_id(0)
+    off = K.PrivateArray(256, np.int64)
+    for d in range(256):
+        off[d] = offs[d * T + t]
+    i = t * B
+    end = min(n, i + B)
+    while i < end:
+        kk = k[i]
+        d = np.int64((kk >> shift) & MASK)
+        dst = off[d]
+        off[d] = dst + 1
+        k2[dst] = kk
+        VCOPY
+        i += 1
+"""

@@ -1,0 +1,627 @@
+"""The LSD radix sort under kapi.sort, kapi.argsort, kapi.topk and kapi.unique (sort.py):
+the order-preserving keys, the passes of each scatter kind and which kind runs on which device,
+as kernels built from sort_kernels.py's sources.
+
+Keys are the array's bits seen as unsigned integers of its width, made order-preserving
+first (`_keys_in`): signed integers flip the sign bit; floats flip every bit of negatives and
+the sign bit of positives, and every NaN becomes the largest key (NaNs last, as NumPy);
+argsort also maps -0.0 to +0.0 so that equal values keep their order. A descending sort
+complements the keys. Each pass sorts by 8 bits, stably:
+
+1. `_hist`: each work-group counts the digits of its tile (local-memory atomics, four
+   loads in flight per work-item) into a digit-major table hist[digit * G + group];
+2. an exclusive scan of that table (kapi.scan's kernels) gives, for every (digit, group), the
+   place of its first element in the output;
+3. the scatter: each group walks its tile in chunks, ranks each chunk's elements stably by
+   digit and writes each element at its digit's running offset plus its rank among the
+   chunk's elements of that digit. On GPUs ("ballot", `_rank_scatter`) a chunk is
+   WG * RANK_ITEMS keys held in registers; each sub-group ranks its keys with ballots
+   (sub-group sums of one bit per lane), counts per sub-group and digit in local memory, and
+   the chunk, placed in local memory sorted by digit, is written out in that order (runs of
+   equal digits are written by consecutive work-items). Otherwise (`_scatter`) a chunk of
+   WG * ITEMS is sorted by four stable 2-bit splits, each a work-group scan of counters
+   packed 16 bits apiece into a uint64, by sub-group shuffles ("shuffle") or work-group
+   collectives ("group").
+
+GPUs sort keys with values (argsort, topk, 2-D sorts) by the "onesweep" kind instead
+(Adinets & Merrill 2022, CUB's onesweep): `_keys_in` also counts the digits of every byte
+position while it makes the keys (local counts, then global atomics into a [positions, 256]
+table) and `_dscan` scans each row once: no `_hist` or scan per pass. Each pass is then one
+kernel (`_onesweep`): work-groups take tiles by a ticket counter, rank their tile's keys by
+ballots as above, publish each digit's tile count in a status word (flag and 30-bit count)
+and look back over the earlier tiles' words (decoupled look-back) for the digit's place,
+then write the tile sorted by digit. Keys and values are read and written once per pass.
+Up to 2^30 elements (the counts' 30 bits); larger sorts use the "ballot" passes.
+
+On kapi's CPU device a pass is instead a stable counting sort per contiguous block, one
+block per work-item (`_hist_serial`, the table's scan, `_scatter_serial`): no barriers, which
+the CPU runs best. Passes over digits in which no two keys differ are skipped (the OR and
+AND of all keys tell which bits vary), so small integer ranges cost fewer passes.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+from .._memory.array import Array
+from . import primitives as P
+from .scan import _scan_rows
+from .sort_kernels import (
+    _DSCAN_SRC,
+    _HIST_COUNT,
+    _HIST_FLUSH,
+    _HIST_INIT,
+    _HIST_SERIAL_SRC,
+    _HIST_SRC,
+    _KEY_BODY,
+    _KEY_BODY_MAP,
+    _KEYS_IN_SRC,
+    _KEYS_MAP_SRC,
+    _OS_AGG,
+    _OS_INCL,
+    _OS_MAX_N,
+    _OSCLEAR_SRC,
+    _RANK_LOAD,
+    _RANK_NEXT,
+    _RANK_PREFETCH,
+    _RANK_PREFETCH0,
+    _RANK_SCAN,
+    _SCATTER_SERIAL_SRC,
+    _SCATTER_SRC,
+    _SPLIT_GROUP,
+    _SPLIT_SUBGROUP,
+    _dedent4,
+    _onesweep_src,
+    _rank_match,
+    _rank_src,
+)
+
+WG = 256  # work-items per group: one per digit value
+ITEMS = 4  # elements per work-item in a scatter chunk ("group": the split scans)
+# Keys per work-item in a "ballot" chunk (half with argsort's values); KAPI_SORT_KEYS_PER_ITEM
+# overrides it (to compare: 4, 8 or 16). 16 on the H100 (bench/RESULTS.md, issue 13): sort
+# 9.7 ms against 11.3 with 8, argsort 18.8 against 26.8 (longer runs per digit per chunk).
+RANK_ITEMS = 16
+# The ballot scatter's register cap per work-item on GPUs that have one (@kapi.kernel's
+# max_registers; None: the back end's choice); KAPI_SORT_MAXREG overrides it (0: none).
+RANK_MAX_REGISTERS = None
+# Whether the ballot scatter prefetches the next chunk's keys (KAPI_SORT_PREFETCH overrides).
+RANK_PREFETCH = True
+RADIX = 256
+_MAX_GROUPS_PER_CU = 32
+_MAX_GROUPS = 4096  # (a CUDA device reports its SMs' warp slots as compute units)
+_MIN_CHUNKS = 4
+# How a pass scatters: "ballot" (GPUs: chunk ranks by sub-group ballots), "onesweep" (GPUs:
+# one kernel per pass, tiles by ticket, decoupled look-back), "shuffle" (chunk split scans by
+# sub-group shuffles), "group" (by work-group collectives), "serial" (kapi's CPU device);
+# None: KAPI_SORT_SCATTER if set, else by device. Tests force each.
+SCATTER = None
+KINDS = ("ballot", "onesweep", "shuffle", "group", "serial")
+# GPUs by default: "onesweep" when values travel with the keys (argsort, topk, 2-D sorts),
+# "ballot" for keys alone. H100, 2^27 uint32 (bench/RESULTS.md, issue 13, onesweep): argsort
+# 10.9-11.1 ms against 17.3 with ballot, sort 8.4-8.7 against 7.5.
+ONESWEEP_WITH_VALUES = True
+
+
+def _has_subgroups(dev) -> bool:
+    return max(dev.sub_group_sizes or [1]) > 1
+
+
+def _uint_of(dt: np.dtype) -> np.dtype:
+    return np.dtype(f"u{dt.itemsize}")
+
+
+def _as_dtype(x: Array, dt: np.dtype) -> Array:
+    """x's memory seen as dtype dt of the same item size (no copy)."""
+    return Array._make(
+        x._owner, x._ptr, x.shape, x.strides, dt, x.sycl_queue, x.usm_type, x._host_ok
+    )
+
+
+@functools.cache
+def _unroll(src: str, n: int) -> str:
+    """src with each `for j in range(UNROLL):` loop written out n times (j = 0, 1, ...), so
+    that the private arrays it indexes by j are registers rather than stack memory."""
+    out, lines, i = [], src.split("\n"), 0
+    while i < len(lines):
+        line = lines[i]
+        if line.strip() != "for j in range(UNROLL):":
+            out.append(line)
+            i += 1
+            continue
+        ind = line[: len(line) - len(line.lstrip())]
+        body, i = [], i + 1
+        while i < len(lines) and (not lines[i].strip() or lines[i].startswith(ind + " ")):
+            body.append(lines[i][4:])
+            i += 1
+        for j in range(n):
+            out.append(f"{ind}j = {j}")
+            out.extend(body)
+    return "\n".join(out)
+
+
+def _kernel(src, entry, options=None, **subst):
+    for a, b in subst.items():
+        src = src.replace(a, b)
+    return P.kernel_of(src, entry, {}, options=options)
+
+
+def _mode(dt: np.dtype) -> int:
+    return {"u": 0, "b": 0, "i": 1, "f": 2}[dt.kind]
+
+
+def _key_consts(dt: np.dtype):
+    u = _uint_of(dt).type
+    bits = dt.itemsize * 8
+    sign = u(1 << (bits - 1))
+    absm = u((1 << (bits - 1)) - 1)
+    inf = u(np.array(np.inf, dt).view(_uint_of(dt))) if dt.kind == "f" else u(0)
+    return sign, absm, inf, u((1 << bits) - 1)
+
+
+def _tile_for(x: Array, n: int, chunk: int) -> tuple[int, int]:
+    """(elements per work-group, groups): at most _MAX_GROUPS groups (enough to fill a GPU;
+    more only grow the table of 256 counts per group that each pass scans) and at least
+    _MIN_CHUNKS chunks of `chunk` elements per group (so that table stays small beside the
+    keys)."""
+    cap = min(_MAX_GROUPS, _MAX_GROUPS_PER_CU * max(1, x.device.max_compute_units))
+    tile = -(-n // cap)
+    tile = max(_MIN_CHUNKS * chunk, -(-tile // chunk) * chunk)
+    return tile, -(-n // tile)
+
+
+def _ballots_fit(dev) -> bool:
+    """Whether the "ballot" scatter can run on dev: its masks are 32 bits and its work-groups
+    must be whole sub-groups (a batch's positions assume every sub-group has S lanes)."""
+    wg = _rank_wg(dev)
+    return all(s <= 32 and wg % s == 0 for s in dev.sub_group_sizes or [1])
+
+
+def _scatter_kind(dev, withv: bool = False) -> str:
+    """How a pass scatters on dev: SCATTER, else KAPI_SORT_SCATTER, else by device (and on
+    GPUs by whether values travel with the keys: ONESWEEP_WITH_VALUES)."""
+    kind = SCATTER or os.environ.get("KAPI_SORT_SCATTER") or None
+    if kind is not None:
+        if kind not in KINDS:
+            raise ValueError(f"KAPI_SORT_SCATTER must be one of {', '.join(KINDS)}, not {kind!r}")
+        if kind in ("ballot", "onesweep") and not _ballots_fit(dev):
+            raise ValueError(
+                f"the {kind} scatter needs sub-groups of at most 32 work-items dividing "
+                f"{_rank_wg(dev)}; {dev.name} has {tuple(dev.sub_group_sizes)}"
+            )
+        return kind
+    if _has_subgroups(dev):
+        if not _ballots_fit(dev):
+            return "shuffle"
+        return "onesweep" if withv and ONESWEEP_WITH_VALUES else "ballot"
+    return "serial" if dev.device_type == "cpu" else "group"
+
+
+def _pass_kind(dev, n: int, withv: bool = False) -> str:
+    """_scatter_kind, but "ballot" for "onesweep" when n is too large for its 30-bit
+    status words."""
+    kind = _scatter_kind(dev, withv)
+    return "ballot" if kind == "onesweep" and n >= _OS_MAX_N else kind
+
+
+def _rank_items() -> int:
+    """Keys per work-item of a "ballot" chunk: KAPI_SORT_KEYS_PER_ITEM, else RANK_ITEMS."""
+    v = os.environ.get("KAPI_SORT_KEYS_PER_ITEM")
+    if not v:
+        return RANK_ITEMS
+    if v.strip() not in ("2", "4", "8", "16"):
+        raise ValueError(f"KAPI_SORT_KEYS_PER_ITEM must be 2, 4, 8 or 16, not {v!r}")
+    return int(v)
+
+
+def _rank_prefetch() -> bool:
+    """Whether the ballot scatter loads the next chunk's keys while it ranks and writes
+    this one: KAPI_SORT_PREFETCH (0 or 1), else RANK_PREFETCH."""
+    v = os.environ.get("KAPI_SORT_PREFETCH")
+    if not v:
+        return RANK_PREFETCH
+    if v not in ("0", "1"):
+        raise ValueError(f"KAPI_SORT_PREFETCH must be 0 or 1, not {v!r}")
+    return v == "1"
+
+
+def _rank_max_registers() -> int | None:
+    """The ballot scatter's max_registers: KAPI_SORT_MAXREG (0: none), else
+    RANK_MAX_REGISTERS."""
+    v = os.environ.get("KAPI_SORT_MAXREG")
+    if not v:
+        return RANK_MAX_REGISTERS
+    try:
+        n = int(v)
+    except ValueError:
+        n = -1
+    if n != 0 and not 16 <= n <= 255:
+        raise ValueError(f"KAPI_SORT_MAXREG must be 0 (no cap) or 16..255, not {v!r}")
+    return n or None
+
+
+def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=False, hist=None):
+    """Sorts keys k (unsigned, 1-D) stably, with values v (int64) when given, by every byte
+    in which bits_vary (an int, or a function giving it) has a bit set. Returns the sorted
+    (k, v); the inputs are clobbered, except k with keep_input (the result is then a new
+    array, never k itself). hist: the keys' digit counts (`_keys`), used by the "onesweep"
+    kind (counted here when None)."""
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    withv = v is not None
+    kind = _pass_kind(k.device, n, withv)
+    # GPUs: the passes' launches do not wait (call_kernel does), so the device runs them back
+    # to back; their Events keep the arguments alive, and the last wait covers all (one queue,
+    # in order). About 20 launches per sort each waited out a host round trip before.
+    events = [] if kind != "serial" else None
+    if kind == "serial":
+        one_pass = _serial_pass
+    elif kind == "onesweep":
+        one_pass = _onesweep_setup(k, withv, hist, events)
+    else:
+        one_pass = _parallel_pass(k, withv, kind)
+    k2 = Array._allocate((n,), k.dtype, q, ut)
+    v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
+    v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
+    if callable(bits_vary):  # a wait for the device: after the host's setup above
+        bits_vary = bits_vary()
+    src = k
+    for shift in range(0, nbits, 8):
+        if not (bits_vary >> shift) & (RADIX - 1):
+            continue
+        one_pass(k, v, k2, v2, k.dtype.type(shift), withv, events)
+        k, k2 = k2, k
+        if k2 is src and keep_input:
+            k2 = Array._allocate((n,), k.dtype, q, ut)
+        if withv:
+            v, v2 = v2, v
+    for ev in events or ():
+        ev.wait()
+    if k is src and keep_input:  # no pass ran
+        k2[...] = k
+        k = k2
+    return k, (v if withv else None)
+
+
+def _parallel_pass(k: Array, withv: bool, kind: str):
+    """One pass by work-groups: histograms, their scan, the chunked stable scatter."""
+    from kapi_lang import kernel_api as K
+
+    from .._kernel.ranges import NdRange
+    from .replay import launch
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    ri = _rank_items()
+    items = (max(1, ri // 2) if withv else ri) if kind == "ballot" else ITEMS
+    wg = _rank_wg(k.device) if kind == "ballot" else WG
+    tile, G = _tile_for(k, n, wg * items)
+    nd = NdRange(G * WG, WG)
+    nd_s = NdRange(G * wg, wg)
+    hist_k = _kernel(_unroll(_HIST_SRC, 4), "_hist")  # 4 loads in flight per work-item
+    hist = Array._allocate((1, RADIX * G), np.dtype(np.int64), q, ut)
+    offs = Array._allocate((1, RADIX * G), np.dtype(np.int64), q, ut)
+    sizes = (np.int64(n), np.int64(tile), np.int64(G))
+    _, add = P.resolve_op("add", "sort")
+    mask = k.dtype.type(RADIX - 1)
+    cnt = K.LocalAccessor(RADIX, np.uint32)
+    if kind == "ballot":
+        scat_k, lm, _ = _rank_kernel(k, withv, items)
+    else:
+        split = _SPLIT_SUBGROUP if kind == "shuffle" else _SPLIT_GROUP
+        scat_k = _kernel(
+            _SCATTER_SRC,
+            "_scatter",
+            SPLITSCAN=split.strip("\n"),
+            VLOAD="vl[p] = v[c + p]" if withv else "pass",
+            VSTORE="v2[dst] = vl[o[e]]" if withv else "pass",
+        )
+        lm = [
+            K.LocalAccessor(RADIX, np.int64),  # run
+            K.LocalAccessor(RADIX, np.int32),  # first
+            K.LocalAccessor(WG * ITEMS, np.int32),  # sd
+            K.LocalAccessor(WG * ITEMS, np.int32),  # si
+            K.LocalAccessor(WG * ITEMS, k.dtype),  # kl
+            K.LocalAccessor(WG * ITEMS if withv else 1, np.int64),  # vl
+            K.LocalAccessor(WG, np.uint64),  # wt
+        ]
+
+    hist1, offs1 = hist.reshape(RADIX * G), offs.reshape(RADIX * G)
+
+    def one_pass(k, v, k2, v2, sh, withv, events):
+        launch(hist_k, nd, k, hist1, *sizes, sh, mask, cnt, events=events)
+        _scan_rows(hist, offs, add, "add", True, 0, events)
+        launch(scat_k, nd_s, k, v, k2, v2, offs1, *sizes, sh, mask, *lm, events=events)
+
+    return one_pass
+
+
+def _rank_wg(dev) -> int:
+    """Work-items per group of the "ballot" scatter: 256, or fewer with sub-groups of
+    under 8 work-items (kapi's CPU device) so that the counts per sub-group (wh), and the
+    "atomic" match's words (mk), fit in 32 KiB of local memory."""
+    return _rank_wg_of(dev.sub_group_sizes or [1])
+
+
+def _rank_wg_of(sub_group_sizes) -> int:
+    # the "atomic" match adds as many match words (mk) as counts: half as many sub-groups
+    subs = 16 if _rank_match() == "atomic" else 32
+    return min(WG, subs * max(sub_group_sizes))
+
+
+def _rank_kernel(k: Array, withv: bool, items: int):
+    """The "ballot" scatter kernel for keys like k, its local memory and group size."""
+    return _rank_kernel_for(k.dtype, withv, items, tuple(k.device.sub_group_sizes or [1]))
+
+
+def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tuple):
+    """The "ballot" scatter kernel for keys of dtype kdt on a device with these sub-group
+    sizes, its local memory and group size (tests build the NVIDIA form on any device)."""
+    from kapi_lang import kernel_api as K
+
+    sgs, wg, W, one_size = _rank_shape(sub_group_sizes)
+    maxreg = _rank_max_registers()
+    pre = _rank_prefetch()
+    src = _rank_src()
+    for a, b in (
+        ("PREFETCH0", _RANK_PREFETCH0 if pre else ""),
+        ("LOADKEYS", _RANK_PREFETCH if pre else _RANK_LOAD),
+        ("NEXTKEYS", _RANK_NEXT if pre else ""),
+    ):
+        src = src.replace(a + "\n", b.strip("\n") + "\n" if b else "")
+    scat_k = _kernel(
+        _unroll(src, items),
+        "_rank_scatter",
+        {"max_registers": maxreg} if maxreg else None,
+        SCAN=_RANK_SCAN.strip("\n"),
+        VNPRIV=f"nv = K.PrivateArray({items}, np.int64)" if withv else "pass",
+        VNLOAD="nv[j] = v[ql]" if withv else "pass",
+        VNEXT="vals[j] = nv[j]" if withv else "pass",
+        **_rank_fields(kdt, withv, items, sgs, wg, one_size),
+    )
+    return scat_k, _rank_locals(K, kdt, withv, items, wg, W), wg
+
+
+def _rank_shape(sub_group_sizes):
+    """(sub-group size, group size, sub-groups per group, whether the device has one size)."""
+    sgs = max(sub_group_sizes)
+    wg = _rank_wg_of(sub_group_sizes)
+    return sgs, wg, -(-wg // sgs), len(set(sub_group_sizes)) == 1
+
+
+def _rank_fields(kdt, withv, items, sgs, wg, one_size):
+    """The template fields the ballot ranking's code has in both the ballot scatter and the
+    onesweep pass."""
+    return dict(
+        ITEMS=str(items),
+        # one sub-group size (NVIDIA: 32): a constant, so each batch's place in the chunk is
+        # a constant offset from one address rather than a 64-bit register per batch
+        SGSIZE=str(sgs) if one_size else "sg.get_local_linear_range()",
+        WGSIZE=str(wg),
+        NSUB=str(wg // sgs) if one_size else "sg.get_group_linear_range()",
+        KDT=f"np.{kdt.name}",
+        VPRIV=f"vals = K.PrivateArray({items}, np.int64)" if withv else "pass",
+        VLOAD="vals[j] = v[ql]" if withv else "pass",
+        VPLACE="vl[q] = vals[j]" if withv else "pass",
+        VSTORE="v2[dst] = vl[q]" if withv else "pass",
+    )
+
+
+def _rank_locals(K, kdt, withv, items, wg, W):
+    """The ranking's local memory (a chunk, or a onesweep tile, is wg * items keys)."""
+    return [
+        K.LocalAccessor(RADIX, np.int64),  # run: where the chunk's digits go in the output
+        K.LocalAccessor(RADIX * W, np.int32),  # wh: counts, then offsets, per sub-group
+        K.LocalAccessor(wg * items, kdt),  # kl: the chunk sorted by digit
+        K.LocalAccessor(wg * items if withv else 1, np.int64),  # vl
+        K.LocalAccessor(RADIX, np.int32),  # ds: where each digit starts in the chunk
+        K.LocalAccessor(RADIX, np.int32),  # dc: how many keys of each digit the chunk has
+        K.LocalAccessor(W, np.int32),  # wt: the sub-groups' digit totals
+        K.LocalAccessor(RADIX * W if _rank_match() == "atomic" else 1, np.uint32),  # mk
+    ]
+
+
+def _onesweep_kernel(k: Array, withv: bool, items: int):
+    return _onesweep_kernel_for(k.dtype, withv, items, tuple(k.device.sub_group_sizes or [1]))
+
+
+def _onesweep_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tuple):
+    """The "onesweep" pass kernel for keys of dtype kdt on a device with these sub-group
+    sizes, its local memory and group size (tests build the NVIDIA form on any device)."""
+    from kapi_lang import kernel_api as K
+
+    sgs, wg, W, one_size = _rank_shape(sub_group_sizes)
+    src = _onesweep_src()
+    src = src.replace("LOADKEYS\n", _dedent4(_RANK_LOAD).strip("\n") + "\n")
+    maxreg = _rank_max_registers()
+    kern = _kernel(
+        _unroll(src, items),
+        "_onesweep",
+        {"max_registers": maxreg} if maxreg else None,
+        SCAN=_dedent4(_RANK_SCAN).strip("\n"),
+        INCL=str(_OS_INCL),
+        AGG=str(_OS_AGG),
+        **_rank_fields(kdt, withv, items, sgs, wg, one_size),
+    )
+    lm = _rank_locals(K, kdt, withv, items, wg, W)
+    lm.append(K.LocalAccessor(1, np.int64))  # tl: the tile number
+    return kern, lm, wg
+
+
+def _keys_in_kernel(hist_positions: int, kdt: np.dtype):
+    """`_keys_in`, counting every digit of hist_positions byte positions of each key into
+    its extra arguments (hl: local counts; gh: the global table) when that is not 0."""
+    if not hist_positions:
+        return _kernel(
+            _KEYS_IN_SRC,
+            "_keys_in",
+            KEYBODY=_KEY_BODY.strip("\n"),
+            HARGS="",
+            HINIT="",
+            HFLUSH="",
+            HBODY="",
+        )
+    count = "\n".join(_HIST_COUNT.format(p=p, sh=8 * p) for p in range(hist_positions))
+    return _kernel(
+        _KEYS_IN_SRC,
+        "_keys_in",
+        KEYBODY=_KEY_BODY.strip("\n"),
+        HARGS=", hl, gh",
+        HINIT=_HIST_INIT.strip("\n"),
+        HFLUSH=_HIST_FLUSH.strip("\n"),
+        HBODY=count,
+        NPOS=str(hist_positions),
+        KDT=f"np.{kdt.name}",
+    )
+
+
+def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
+    """The one-pass-per-digit function of the "onesweep" kind for keys k: the digit
+    histograms (hist, from `_keys`; else counted here by `_keys_in` over k), their scan, the
+    status words and tickets, cleared."""
+    from .._kernel.ranges import NdRange, Range
+    from .replay import launch
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    npos = k.dtype.itemsize
+    if hist is None:
+        hist = _digit_hist(k, npos)
+    ri = _rank_items()
+    items = max(1, ri // 2) if withv else ri
+    kern, lm, wg = _onesweep_kernel(k, withv, items)
+    T = -(-n // (wg * items))
+    dstart = Array._allocate((npos * RADIX,), np.dtype(np.int64), q, ut)
+    st = Array._allocate((2 * T * RADIX,), np.dtype(np.uint32), q, ut)
+    # int32 tickets: a kernel with 64-bit atomics and sub-group shuffles fails kapi's SPIR-V
+    # validation (spirv_tools.c checks such modules against the OpenCL capabilities only)
+    tk = Array._allocate((npos,), np.dtype(np.int32), q, ut)
+    launch(_kernel(_DSCAN_SRC, "_dscan"), NdRange(RADIX, RADIX), hist, dstart, np.int64(npos),
+           events=events)  # fmt: skip
+    launch(_kernel(_OSCLEAR_SRC, "_osclear"), Range(T * RADIX), st, tk, np.int64(npos),
+           events=events)  # fmt: skip
+    mask = k.dtype.type(RADIX - 1)
+    state = {"bank": 0}
+
+    def one_pass(k, v, k2, v2, sh, withv, events):
+        b = state["bank"]
+        state["bank"] = 1 - b
+        args = (st, tk, dstart, np.int64(n), np.int64(T), np.int64(int(sh) // 8), np.int64(b))
+        launch(kern, NdRange(T * wg, wg), k, v, k2, v2, *args, sh, mask, *lm, events=events)
+
+    return one_pass
+
+
+def _digit_hist(k: Array, npos: int) -> Array:
+    """The digit counts of the keys k (unsigned, sorted as they are) at byte positions
+    0..npos-1: an int64 table [position * 256 + digit], by `_keys_in` (writing nothing)."""
+    from kapi_lang import kernel_api as K
+
+    from .._kernel.launch import call_kernel
+    from .._kernel.ranges import NdRange
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    hist = Array._allocate((npos * RADIX,), np.dtype(np.int64), q, ut)
+    hist.fill(0)
+    vo = Array._allocate((2,), np.dtype(np.uint64), q, ut)
+    vo.fill(0)
+    one = Array._allocate((1,), k.dtype, q, ut)
+    v = Array._allocate((1,), np.dtype(np.int64), q, ut)
+    sign, absm, inf, allb = _key_consts(k.dtype)
+    z = np.int32(0)
+    hl = K.LocalAccessor(npos * RADIX, np.uint32)
+    call_kernel(_keys_in_kernel(npos, k.dtype), NdRange(_keys_groups(k) * WG, WG), k, one, v,
+                vo, np.int64(n), z, z, z, sign, absm, inf, allb, z, z, hl, hist)  # fmt: skip
+    return hist
+
+
+def _serial_pass(k, v, k2, v2, sh, withv, events=None):
+    """One pass on kapi's CPU device: T work-items each own a contiguous block and count,
+    then scatter, it sequentially (a stable counting sort per block), so no barriers."""
+    from .._kernel.launch import call_kernel
+    from .._kernel.ranges import Range
+
+    n = k.size
+    T = min(256, max(1, n // 4096))
+    B = -(-n // T)
+    q, ut = k.sycl_queue, k.usm_type
+    hist = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
+    offs = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
+    mask = k.dtype.type(RADIX - 1)
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    hist_k = _kernel(_HIST_SERIAL_SRC, "_hist_serial")
+    call_kernel(hist_k, Range(T), k, hist.reshape(RADIX * T), *sizes, sh, mask)
+    _, add = P.resolve_op("add", "sort")
+    _scan_rows(hist, offs, add, "add", True, 0)
+    scat_k = _kernel(
+        _SCATTER_SERIAL_SRC, "_scatter_serial", VCOPY="v2[dst] = v[i]" if withv else "pass"
+    )
+    call_kernel(scat_k, Range(T), k, v, k2, v2, offs.reshape(RADIX * T), *sizes, sh, mask)
+
+
+def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
+    """The order-preserving unsigned keys of x (1-D, contiguous) and, with withv, the
+    indices 0..n-1; a function giving the bits in which the keys differ (it waits for the
+    device: called once the passes are set up); with the "onesweep" kind, the keys' digit
+    counts at every byte position (`_digit_hist`'s table), else None. Unsigned keys sorted
+    ascending without indices are x's own memory (no copy; _radix_passes(keep_input=True)
+    leaves it alone)."""
+    from kapi_lang import kernel_api as K
+
+    from .._kernel.launch import call_kernel
+    from .._kernel.ranges import NdRange, Range
+
+    n = x.size
+    dt = x.dtype
+    udt = _uint_of(dt)
+    q, ut = x.sycl_queue, x.usm_type
+    write = withv or _mode(dt) != 0 or descending
+    k = Array._allocate((n,), udt, q, ut) if write else _as_dtype(x, udt)
+    v = Array._allocate((n if withv else 1,), np.dtype(np.int64), q, ut)
+    vo = Array._allocate((2,), np.dtype(np.uint64), q, ut)
+    kind = _pass_kind(x.device, n, withv)
+    serial = kind == "serial"
+    if serial and not write:
+        return k, None, lambda: _vary(k), None
+    npos = udt.itemsize if kind == "onesweep" else 0
+    hist, hargs = None, ()
+    if serial:
+        launch = Range(n)
+        kern = _kernel(_KEYS_MAP_SRC, "_keys_map", KEYBODY=_KEY_BODY_MAP.strip("\n"))
+    else:
+        launch = NdRange(_keys_groups(x) * WG, WG)
+        kern = _keys_in_kernel(npos, udt)
+        vo.fill(0)
+        if npos:
+            hist = Array._allocate((npos * RADIX,), np.dtype(np.int64), q, ut)
+            hist.fill(0)
+            hargs = (K.LocalAccessor(npos * RADIX, np.uint32), hist)
+    sign, absm, inf, allb = _key_consts(dt)
+    mode, flags = np.int32(_mode(dt)), (np.int32(canon_zero), np.int32(descending))
+    consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv))
+    k_arg = k if write else Array._allocate((1,), udt, q, ut)
+    x_u = _as_dtype(x, udt)
+    call_kernel(kern, launch, x_u, k_arg, v, vo, np.int64(n), mode, *flags, *consts, *hargs)
+    if serial:
+        return k, (v if withv else None), lambda: _vary(k), None
+
+    def vary():
+        ones, zeros = (int(b) for b in vo.asnumpy())
+        return ones & zeros
+
+    return k, (v if withv else None), vary, hist
+
+
+def _keys_groups(x: Array) -> int:
+    """Work-groups of `_keys_in` over x: enough to fill the device, 16 keys or more each."""
+    cap = min(_MAX_GROUPS, _MAX_GROUPS_PER_CU * max(1, x.device.max_compute_units))
+    return max(1, min(cap, -(-x.size // (WG * 16))))
+
+
+def _vary(k: Array) -> int:
+    """The bits in which the keys k differ, by kapi.reduce (kapi's CPU device)."""
+    return int(P.reduce("or", k).asnumpy()) ^ int(P.reduce("and", k).asnumpy())
