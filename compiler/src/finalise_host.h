@@ -102,6 +102,10 @@ int kc_hf_lower_math(LLVMModuleRef m, char **log);
  * opened by soname whatever the process loaded, or a memory intrinsic; NULL otherwise. */
 void *kc_hf_math_symbol(const char *name);
 
+/* finalise_host_rt.c: the compiler-rt builtins x86 code generation may call (half and bfloat
+ * conversions, 128-bit integer division and conversions, powi), by name; NULL for others. */
+void *kc_hf_rt_symbol(const char *name);
+
 /* finalise_host_vecmath.c: scalar libm calls the loop vectoriser may turn into glibc libmvec
  * calls. kc_hf_vectorisable: 1 when libmvec is loaded and has `dname` (double name: "sin").
  * kc_hf_vec_libm_call: the annotated scalar call (float/double scalars), or NULL. keep/release

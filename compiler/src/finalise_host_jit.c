@@ -2,8 +2,9 @@
  * module (so modules are independent and thread-safe); the target machine is the host CPU with
  * all its features, used both to optimise (the vectoriser needs the real vector width) and to
  * generate code. The JIT binds only the fiber runtime, libm/libmvec functions (from those
- * libraries, opened by soname) and memory intrinsics; any other external symbol is an error,
- * never a silent bind.
+ * libraries, opened by soname), memory intrinsics and the compiler-rt builtins x86 code
+ * generation calls (finalise_host_rt.c); any other external symbol is an error, never a silent
+ * bind.
  */
 #define _GNU_SOURCE
 #include "finalise_host_jit.h"
@@ -109,8 +110,9 @@ void *kc_hf_math_symbol(const char *name) {
 }
 
 /* The JIT's definition generator: each external symbol a module needs, and no other, is bound
- * here to its address in libm, libmvec or libc, as an absolute symbol. Names left unbound stay
- * undefined, and the lookup reports them ("Symbols not found"). */
+ * here to its address in libm, libmvec or libc, or to our compiler-rt builtin of that name, as
+ * an absolute symbol. Names left unbound stay undefined, and the lookup reports them ("Symbols
+ * not found"). */
 static LLVMErrorRef generate(LLVMOrcDefinitionGeneratorRef gen, void *ctx,
                              LLVMOrcLookupStateRef *ls, LLVMOrcLookupKind kind,
                              LLVMOrcJITDylibRef jd, LLVMOrcJITDylibLookupFlags jd_flags,
@@ -122,7 +124,9 @@ static LLVMErrorRef generate(LLVMOrcDefinitionGeneratorRef gen, void *ctx,
                               0};
   size_t found = 0;
   for (size_t i = 0; i < n; i++) {
-    void *a = kc_hf_math_symbol(LLVMOrcSymbolStringPoolEntryStr(set[i].Name));
+    const char *name = LLVMOrcSymbolStringPoolEntryStr(set[i].Name);
+    void *a = kc_hf_math_symbol(name);
+    if (!a) a = kc_hf_rt_symbol(name);
     if (!a) continue;
     LLVMOrcRetainSymbolStringPoolEntry(set[i].Name); /* the map takes a reference */
     syms[found++] =

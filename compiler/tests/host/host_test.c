@@ -638,6 +638,104 @@ static void test_math(void) {
   kc_host_module_destroy(m);
 }
 
+/* ---- Half conversions: bit-exact against a reference that picks the nearest half ---------- */
+
+/* The value of a finite half (its bits). */
+static double half_value(uint16_t h) {
+  int e = (h >> 10) & 0x1f, fr = h & 0x3ff;
+  double v = e ? ldexp(1024 + fr, e - 25) : ldexp(fr, -24);
+  return h & 0x8000 ? -v : v;
+}
+
+/* x rounded to the nearest half, ties to the even one; 65520 and up overflow (NaN: 0x7e00). The
+ * distances to the two neighbours are exact doubles (Sterbenz), so the choice is exact. */
+static uint16_t ref_half(double x) {
+  if (isnan(x)) return 0x7e00;
+  uint16_t s = signbit(x) ? 0x8000 : 0, lo = 0, hi = 0x7bff;
+  double a = fabs(x);
+  if (a >= 65520.0) return s | 0x7c00;
+  while (lo < hi) {
+    uint16_t mid = (uint16_t)((lo + hi + 1) / 2);
+    if (half_value(mid) <= a)
+      lo = mid;
+    else
+      hi = (uint16_t)(mid - 1);
+  }
+  if (lo == 0x7bff) return s | lo;
+  double below = a - half_value(lo), above = half_value((uint16_t)(lo + 1)) - a;
+  return s | (below < above ? lo : above < below ? lo + 1 : lo + (lo & 1));
+}
+
+static void check_half(const char *what, double x, uint16_t got) {
+  if (isnan(x)) { /* NaN kept: quiet, same sign */
+    CHECK((got & 0x7e00) == 0x7e00 && !!(got & 0x8000) == !!signbit(x),
+          "%s(%a) = 0x%04x, want a quiet NaN of the same sign", what, x, got);
+    return;
+  }
+  uint16_t want = ref_half(x);
+  CHECK(got == want, "%s(%a) = 0x%04x (%a), want 0x%04x (%a)", what, x, got,
+        (got & 0x7c00) == 0x7c00 ? x : half_value(got), want,
+        (want & 0x7c00) == 0x7c00 ? x : half_value(want));
+}
+
+/* Inputs: every half, the midpoints between neighbours and the doubles and floats just beside
+ * them, the overflow threshold 65520 and its neighbours, values below the smallest subnormal,
+ * infinities, NaNs of both signs, and doubles over all binades. */
+static size_t half_inputs(double *d, size_t cap) {
+  size_t n = 0;
+  for (uint32_t h = 0; h < 0x10000 && n + 7 <= cap; h++) {
+    if ((h & 0x7c00) == 0x7c00) continue;
+    double v = half_value((uint16_t)h);
+    d[n++] = v;
+    if ((h & 0x7fff) == 0x7bff) continue;
+    double mid = (v + half_value((uint16_t)(h + 1))) / 2; /* exact */
+    d[n++] = mid;
+    d[n++] = nextafter(mid, -INFINITY), d[n++] = nextafter(mid, INFINITY);
+    d[n++] = nextafterf((float)mid, -INFINITY), d[n++] = nextafterf((float)mid, INFINITY);
+  }
+  static const double special[] = {
+      65504.0,        65519.0,        65519.999, 65520.0, 65521.0,  1e6, 1e300,    0x1p-25,
+      0x1.000002p-25, 0x1.fffffep-26, 0x1p-26,   1e-300,  4.9e-324, 0.0, INFINITY, NAN,
+      0x1.ffep15,     0x1.fffp15};
+  for (size_t i = 0; i < sizeof special / sizeof special[0] && n + 2 <= cap; i++)
+    d[n++] = special[i], d[n++] = -special[i];
+  unsigned seed = 3;
+  while (n < cap)
+    d[n++] = ldexp(frand(&seed, -1, 1), (int)frand(&seed, -30, 18));
+  return n;
+}
+
+static void test_halves(void) {
+  enum { N = 1 << 19 };
+  kc_host_module_t *m = finalise("halves.spv");
+  double *d = malloc(N * sizeof *d), *back_d = malloc(N * sizeof *d);
+  float *f = malloc(N * sizeof *f), *back_f = malloc(N * sizeof *f);
+  uint16_t *from_d = malloc(N * 2), *from_f = malloc(N * 2);
+  size_t n = half_inputs(d, N);
+  for (size_t i = 0; i < n; i++)
+    f[i] = (float)d[i];
+  void *args[6] = {&from_d, &from_f, &back_f, &back_d, &d, &f};
+  launch1d(kernel(m, "halves"), N / 256, 256, args, NULL, 2);
+  for (size_t i = 0; i < n; i++) {
+    check_half("(half)double", d[i], from_d[i]);
+    check_half("(half)float", f[i], from_f[i]);
+    int nan_d = (from_d[i] & 0x7c00) == 0x7c00 && (from_d[i] & 0x3ff);
+    int nan_f = (from_f[i] & 0x7c00) == 0x7c00 && (from_f[i] & 0x3ff);
+    double inf_d = from_d[i] & 0x8000 ? -INFINITY : INFINITY;
+    double inf_f = from_f[i] & 0x8000 ? -INFINITY : INFINITY;
+    double want_f = (from_d[i] & 0x7fff) == 0x7c00 ? inf_d : half_value(from_d[i]);
+    double want_d = (from_f[i] & 0x7fff) == 0x7c00 ? inf_f : half_value(from_f[i]);
+    CHECK(nan_d ? isnan(back_f[i])
+                : (double)back_f[i] == want_f && !signbit(back_f[i]) == !signbit(want_f),
+          "(float)half 0x%04x = %a", from_d[i], (double)back_f[i]);
+    CHECK(nan_f ? isnan(back_d[i]) : back_d[i] == want_d && !signbit(back_d[i]) == !signbit(want_d),
+          "(double)half 0x%04x = %a", from_f[i], back_d[i]);
+  }
+  printf("%zu conversions each way, bit-exact\n", n);
+  free(d), free(back_d), free(f), free(back_f), free(from_d), free(from_f);
+  kc_host_module_destroy(m);
+}
+
 /* Relational, integer, geometric and other builtins: exact results (libm-backed ones within
  * a few ulp) against the C library and C operators on the host. */
 static int32_t sat32(int64_t v) {
@@ -1086,6 +1184,7 @@ int main(int argc, char **argv) {
       {"batches", test_batches},
       {"atomics", test_atomics},
       {"math", test_math},
+      {"halves", test_halves},
       {"builtins", test_builtins},
       {"byval_args", test_byval_args},
       {"pairwise", test_pairwise},
