@@ -1,4 +1,5 @@
-// The only C++ in the compiler: SPIRV-LLVM-Translator's API behind translator.h.
+// The only C++ in the compiler: SPIRV-LLVM-Translator's API behind translator.h, and the few
+// LLVM C++ facts the C API lacks (the address-space remap, an x86 CPU's features).
 // Options live here so forward emission and reverse reading agree on extensions and version.
 #include "spirv/translator.h"
 
@@ -10,6 +11,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Support/X86TargetParser.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/Transforms/Utils/ValueMapper.h>
 
@@ -319,4 +321,17 @@ extern "C" int kc_tr_remap_address_spaces(LLVMModuleRef module, const unsigned *
     *err = dup_message(std::string("address-space remapping failed: ") + e.what());
     return 0;
   }
+}
+
+// LLVM's own table of x86 CPUs (what clang -march= accepts), so a CPU name is checked before the
+// target machine sees it: LLVM prints a warning and ignores a name it does not know.
+extern "C" char *kc_tr_x86_cpu_features(const char *cpu) {
+  if (!cpu || llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
+    return nullptr;
+  llvm::SmallVector<llvm::StringRef, 96> features;
+  llvm::X86::getFeaturesForCPU(cpu, features);
+  std::string out;
+  for (llvm::StringRef f : features)
+    out += (out.empty() ? "+" : ",+") + f.str();
+  return dup_message(out);
 }

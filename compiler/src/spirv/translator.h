@@ -1,5 +1,6 @@
-/* The C wall around SPIRV-LLVM-Translator's C++ API (translator.cpp is the only C++ in the
- * compiler). No C++ type or exception crosses it. Private to compiler/: not part of compiler.h.
+/* The C wall around SPIRV-LLVM-Translator's C++ API and the few LLVM C++ facts the C API lacks
+ * (translator.cpp is the only C++ in the compiler). No C++ type or exception crosses it.
+ * Private to compiler/: not part of compiler.h.
  */
 #ifndef KAPI_COMPILER_TRANSLATOR_H
 #define KAPI_COMPILER_TRANSLATOR_H
@@ -30,6 +31,10 @@ int kc_tr_read_spirv(LLVMContextRef ctx, const void *spirv, size_t nbytes, LLVMM
  * Returns 1 and *out (caller disposes), or 0 and *err (malloc'd). */
 int kc_tr_remap_address_spaces(LLVMModuleRef module, const unsigned *map, unsigned map_len,
                                LLVMModuleRef *out, char **err);
+
+/* The features LLVM's x86 table gives 64-bit CPU `cpu` ("haswell"), as "+avx2,+fma,...", or
+ * NULL when LLVM 15 knows no such CPU. malloc'd: the caller frees it with free(). */
+char *kc_tr_x86_cpu_features(const char *cpu);
 
 #ifdef __cplusplus
 }

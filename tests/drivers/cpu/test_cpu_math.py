@@ -4,7 +4,8 @@ launches of 3 work-items (the work-item loop stays scalar, plain libm calls) and
 launch (the loop vectoriser's path, with glibc's libmvec variants where the host has them).
 Then the same with KAPI_HOST_NO_LIBMVEC=1, and with a process that loaded no math library
 itself (python -S in a subprocess): kernels bind libm by soname, never by what the process
-happened to load."""
+happened to load. And all of it again for each kind of x86-64 CPU the JIT may target
+(KAPI_HOST_CPU, in a subprocess): a target this CPU cannot run is only built, and skipped."""
 
 import math
 import os
@@ -93,6 +94,8 @@ UNARY = {
     "lgamma": (math.lgamma, (0.05, 40.0), 16),
     "gamma": (math.gamma, (0.1, 30.0), 16),
 }
+if hasattr(math, "exp2"):  # Python 3.11
+    UNARY["exp2"] = (math.exp2, (-120.0, 120.0), 3)
 BINARY = {
     "atan2": (math.atan2, (-10.0, 10.0), (-10.0, 10.0), 6),
     "pow": (math.pow, (0.01, 10.0), (-10.0, 10.0), 16),
@@ -251,3 +254,45 @@ def test_math_binds_without_process_libraries(no_libmvec):
         timeout=300,
     )
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+# Each kind of x86-64 CPU the host JIT may target: SSE4.2 only, AVX2, AVX-512 preferring 256-bit
+# vectors (Intel), AVX-512 at 512 bits (what LLVM 15 picks on Zen 4), AVX512-FP16. The whole
+# module's checks run in a process whose JIT targets it; on a CPU without its instructions every
+# kernel is still built and linked (the build error says so, and names no unresolved symbol).
+TARGETS = ["x86-64-v2", "haswell", "skylake-avx512", "icelake-server", "znver4", "sapphirerapids"]
+ON_TARGET = textwrap.dedent(
+    """
+    import sys
+    import kapi, numpy as np
+    import test_cpu_math as T
+    runs = True
+    for name in T.FUNCS:
+        for dt in T.DTYPES:
+            for path in T.PATHS:
+                try:
+                    T.test_math_function(name, dt, path)
+                except kapi.KernelCompileError as e:
+                    assert "cannot run here" in str(e) and "not found" not in str(e), str(e)
+                    runs, why = False, str(e)
+                else:
+                    assert runs, (name, dt, path, "ran after another kernel could not")
+    print("ok" if runs else "built only: " + why.splitlines()[-1])
+    """
+)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_math_on_each_target(target):
+    env = dict(os.environ, KAPI_HOST_CPU=target, KAPI_CACHE="0")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.abspath(__file__)), _python_path()]
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", ON_TARGET], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stdout + r.stderr[-5000:]
+    out = r.stdout.strip().splitlines()[-1]
+    if out.startswith("built only"):
+        pytest.skip(f"{out} (run on a CPU with those instructions)")
+    assert out == "ok", r.stdout

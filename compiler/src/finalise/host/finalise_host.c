@@ -281,6 +281,9 @@ static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *
     st = kc_hf_jit_add_object(&mod->jit, obj, obj_len, log) ? publish(&w, mod, log) : KC_ERR_TARGET;
   if (st == KC_OK) /* no binary (out of memory) only costs the disk cache */
     mod->native = kc_hf_native_pack(mod->kernels, mod->count, obj, obj_len, &mod->native_len);
+  /* Built and linked for a CPU (KAPI_HOST_CPU) with instructions this one lacks: a launch would
+   * die of SIGILL, so the module is an error, whose message says it got this far. */
+  if (st == KC_OK && !kc_hf_target_runnable(log)) st = KC_ERR_TARGET;
   free(obj);
   LLVMOrcDisposeThreadSafeContext(tsc);
   mod->ir = w.ir ? strdup(w.ir) : NULL;
@@ -394,6 +397,7 @@ static kc_status_t load(load_t *l) {
   kc_status_t st = kc_hf_native_unpack(l->blob, l->len, &ks, &n, &obj, &obj_len, &l->msg);
   if (st != KC_OK) return st;
   mod->kernels = ks, mod->count = n; /* owned by mod from here (destroy frees them) */
+  if (!kc_hf_target_runnable(&l->msg)) return KC_ERR_TARGET;
   kc_hf_native_prepare_process();
   if (!kc_hf_jit_create(&mod->jit, &l->msg)) return KC_ERR_TARGET;
   if (!kc_hf_jit_add_object(&mod->jit, obj, obj_len, &l->msg)) return KC_ERR_TARGET;

@@ -101,6 +101,19 @@ int kc_hf_lower_math(LLVMModuleRef m, char **log);
  * ("libm.so.6") or libmvec ("libmvec.so.1", `_ZGV*`, absent with KAPI_HOST_NO_LIBMVEC), both
  * opened by soname whatever the process loaded, or a memory intrinsic; NULL otherwise. */
 void *kc_hf_math_symbol(const char *name);
+/* The target the JIT generates code for: the host CPU, or the one KAPI_HOST_CPU names (docs/
+ * guide/environment.md). kc_hf_target_features: all its features ("+avx2,+fma,..."; "" when
+ * KAPI_HOST_CPU is unknown). kc_hf_target_id: triple, CPU and features (malloc'd; NULL when
+ * unknown), which native binaries record. kc_hf_target_runnable: 1, or 0 and *log when
+ * KAPI_HOST_CPU is unknown or names a CPU with ISA extensions this one lacks (its code builds,
+ * so unresolved symbols still show, but must not run). */
+const char *kc_hf_target_features(void);
+char *kc_hf_target_id(void);
+int kc_hf_target_runnable(char **log);
+
+/* finalise_host_rt.c: the compiler-rt builtins x86 code generation may call (half and bfloat
+ * conversions, 128-bit integer division and conversions, powi), by name; NULL for others. */
+void *kc_hf_rt_symbol(const char *name);
 
 /* finalise_host_vecmath.c: scalar libm calls the loop vectoriser may turn into glibc libmvec
  * calls. kc_hf_vectorisable: 1 when libmvec is loaded and has `dname` (double name: "sin").

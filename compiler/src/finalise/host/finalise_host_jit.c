@@ -1,12 +1,14 @@
 /* Host finaliser: everything about the ORC LLJIT and the host target. One JIT per finalised
  * module (so modules are independent and thread-safe); the target machine is the host CPU with
- * all its features, used both to optimise (the vectoriser needs the real vector width) and to
- * generate code. The JIT binds only the fiber runtime, libm/libmvec functions (from those
- * libraries, opened by soname) and memory intrinsics; any other external symbol is an error,
- * never a silent bind.
+ * all its features (or the CPU KAPI_HOST_CPU names), used both to optimise (the vectoriser needs
+ * the real vector width) and to generate code. The JIT binds only the fiber runtime, libm/libmvec
+ * functions (from those libraries, opened by soname), memory intrinsics and the compiler-rt
+ * builtins x86 code generation calls (finalise_host_rt.c); any other external symbol is an
+ * error, never a silent bind.
  */
 #define _GNU_SOURCE
 #include "finalise/host/finalise_host_jit.h"
+#include "spirv/translator.h"
 
 #include <dlfcn.h>
 #include <llvm-c/Error.h>
@@ -31,24 +33,149 @@ static char *take_error(LLVMErrorRef err, const char *what) {
   return r;
 }
 
+/* ---- The target ---------------------------------------------------------------------- */
+
+/* What LLVM 15 picks on a Zen 4 host: it has no znver4, so the host's name is znver3 and Zen 4's
+ * AVX-512 comes from the host's features (512-bit vectors: znver3 does not prefer 256). */
+#define ZEN4_FEATURES                                                                              \
+  "+avx512f,+avx512cd,+avx512dq,+avx512bw,+avx512vl,+avx512ifma,+avx512vbmi,+avx512vbmi2,"         \
+  "+avx512vnni,+avx512bitalg,+avx512vpopcntdq,+avx512bf16,+gfni,+shstk"
+
+/* The CPU the JIT generates code for, resolved once per process from KAPI_HOST_CPU. */
+static struct {
+  char *name;     /* KAPI_HOST_CPU as given, or "host" */
+  char *cpu;      /* for the target machine */
+  char *features; /* for the target machine: the host's, or only the additions to cpu's own */
+  char *all;      /* every feature of the target, "+a,+b,..." (libmvec's ISAs, the check below) */
+  char *error;    /* KAPI_HOST_CPU names no CPU LLVM 15 knows */
+  char *missing;  /* features code for the target may use that this CPU lacks ("" if none) */
+} target;
+static pthread_once_t target_once = PTHREAD_ONCE_INIT;
+
+/* Features code generation uses for ordinary code (vector and scalar ISA extensions); system
+ * features (sgx, pku, wbnoinvd...) never appear in a kernel, so a CPU lacking them still runs it.
+ */
+static int codegen_feature(const char *f) {
+  static const char *const prefixes[] = {"sse",        "ssse3",  "avx",   "fma",  "f16c", "bmi",
+                                         "lzcnt",      "popcnt", "movbe", "cx16", "sahf", "gfni",
+                                         "vpclmulqdq", "pclmul", "vaes",  "aes",  "sha",  "xop",
+                                         "tbm",        "adx",    "prfchw"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (!strncmp(f, prefixes[i], strlen(prefixes[i]))) return 1;
+  return 0;
+}
+
+static int has_feature(const char *list, const char *f, size_t len) {
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n == len + 1 && p[0] == '+' && !strncmp(p + 1, f, len)) return 1;
+    p = end ? end + 1 : p + n;
+  }
+  return 0;
+}
+
+/* The target's code-generation features this CPU lacks, "a, b" ("" when it has them all). */
+static char *missing_features(const char *all) {
+  char *host = LLVMGetHostCPUFeatures(), *out = kc_msg("%s", "");
+  for (const char *p = all; out && *p;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (p[0] == '+' && n > 1) {
+      char f[64];
+      snprintf(f, sizeof f, "%.*s", (int)(n - 1), p + 1);
+      if (codegen_feature(f) && !has_feature(host, f, strlen(f))) {
+        char *more = kc_msg("%s%s%s", out, *out ? ", " : "", f);
+        free(out);
+        out = more;
+      }
+    }
+    p = end ? end + 1 : p + n;
+  }
+  LLVMDisposeMessage(host);
+  return out;
+}
+
+static char *dup_llvm(char *m) {
+  char *r = kc_msg("%s", m ? m : "");
+  LLVMDisposeMessage(m);
+  return r;
+}
+
+static void target_init(void) {
+  const char *v = getenv("KAPI_HOST_CPU");
+  if (!v || !*v || !strcmp(v, "host")) {
+    target.name = kc_msg("host");
+    target.cpu = dup_llvm(LLVMGetHostCPUName());
+    target.features = dup_llvm(LLVMGetHostCPUFeatures());
+    target.all = kc_msg("%s", target.features ? target.features : "");
+    target.missing = kc_msg("%s", "");
+    return;
+  }
+  int zen4 = !strcmp(v, "znver4");
+  char *own = kc_tr_x86_cpu_features(zen4 ? "znver3" : v);
+  target.name = kc_msg("%s", v);
+  if (!own) {
+    target.error = kc_msg("KAPI_HOST_CPU=%s: LLVM 15 knows no such x86-64 CPU (e.g. host, "
+                          "x86-64-v2, haswell, skylake-avx512, znver4, sapphirerapids)",
+                          v);
+    return;
+  }
+  target.cpu = kc_msg("%s", zen4 ? "znver3" : v);
+  target.features = kc_msg("%s", zen4 ? ZEN4_FEATURES : "");
+  target.all = kc_msg("%s%s%s", own, zen4 ? "," : "", zen4 ? ZEN4_FEATURES : "");
+  target.missing = target.all ? missing_features(target.all) : NULL;
+  free(own);
+}
+
+/* NULL once the target is resolved, or why it cannot be (KAPI_HOST_CPU unknown; not freed). */
+static const char *target_error(void) {
+  pthread_once(&target_once, target_init);
+  if (target.error) return target.error;
+  return target.cpu && target.features && target.all && target.missing ? NULL : "out of memory";
+}
+
+const char *kc_hf_target_features(void) {
+  return target_error() ? "" : target.all;
+}
+
+char *kc_hf_target_id(void) {
+  if (target_error()) return NULL;
+  char *triple = LLVMGetDefaultTargetTriple();
+  char *id = kc_msg("%s;%s;%s", triple, target.cpu, target.all);
+  LLVMDisposeMessage(triple);
+  return id;
+}
+
+int kc_hf_target_runnable(char **log) {
+  const char *e = target_error();
+  if (e) return *log = kc_msg("%s", e), 0;
+  if (!*target.missing) return 1;
+  *log = kc_msg("KAPI_HOST_CPU=%s: the code was generated and linked, but this CPU lacks %s, which "
+                "it may use: it cannot run here",
+                target.name, target.missing);
+  return 0;
+}
+
 static LLVMTargetMachineRef host_machine(char **log) {
+  const char *e = target_error();
+  if (e) return *log = kc_msg("%s", e), NULL;
   char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
   LLVMTargetRef t;
   LLVMTargetMachineRef tm = NULL;
   if (LLVMGetTargetFromTriple(triple, &t, &err)) {
     *log = kc_msg("no LLVM target for the host (%s): %s", triple, err ? err : "");
   } else {
-    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
-    tm = LLVMCreateTargetMachine(t, triple, cpu, features, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
-                                 LLVMCodeModelJITDefault);
-    LLVMDisposeMessage(cpu);
-    LLVMDisposeMessage(features);
-    if (!tm) *log = kc_msg("cannot create a target machine for %s", triple);
+    tm = LLVMCreateTargetMachine(t, triple, target.cpu, target.features, LLVMCodeGenLevelAggressive,
+                                 LLVMRelocPIC, LLVMCodeModelJITDefault);
+    if (!tm) *log = kc_msg("cannot create a target machine for %s (%s)", triple, target.cpu);
   }
   LLVMDisposeMessage(err);
   LLVMDisposeMessage(triple);
   return tm;
 }
+
+/* ---- Symbols ------------------------------------------------------------------------- */
 
 /* The math libraries, opened by soname once per process (RTLD_LOCAL: we look in them by handle,
  * and add nothing to the process's global scope). A kernel's build must not depend on which
@@ -109,8 +236,9 @@ void *kc_hf_math_symbol(const char *name) {
 }
 
 /* The JIT's definition generator: each external symbol a module needs, and no other, is bound
- * here to its address in libm, libmvec or libc, as an absolute symbol. Names left unbound stay
- * undefined, and the lookup reports them ("Symbols not found"). */
+ * here to its address in libm, libmvec or libc, or to our compiler-rt builtin of that name, as
+ * an absolute symbol. Names left unbound stay undefined, and the lookup reports them ("Symbols
+ * not found"). */
 static LLVMErrorRef generate(LLVMOrcDefinitionGeneratorRef gen, void *ctx,
                              LLVMOrcLookupStateRef *ls, LLVMOrcLookupKind kind,
                              LLVMOrcJITDylibRef jd, LLVMOrcJITDylibLookupFlags jd_flags,
@@ -122,7 +250,9 @@ static LLVMErrorRef generate(LLVMOrcDefinitionGeneratorRef gen, void *ctx,
                               0};
   size_t found = 0;
   for (size_t i = 0; i < n; i++) {
-    void *a = kc_hf_math_symbol(LLVMOrcSymbolStringPoolEntryStr(set[i].Name));
+    const char *name = LLVMOrcSymbolStringPoolEntryStr(set[i].Name);
+    void *a = kc_hf_math_symbol(name);
+    if (!a) a = kc_hf_rt_symbol(name);
     if (!a) continue;
     LLVMOrcRetainSymbolStringPoolEntry(set[i].Name); /* the map takes a reference */
     syms[found++] =

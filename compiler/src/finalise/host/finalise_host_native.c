@@ -27,13 +27,11 @@ static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
 /* Code generated for one CPU may use instructions another lacks: the binary names its host. */
 static void host_id_init(void) {
-  char *t = LLVMGetDefaultTargetTriple(), *c = LLVMGetHostCPUName(), *f = LLVMGetHostCPUFeatures();
-  host_id = kc_msg("%s;%s;%s;%s;pf%d.%d.%d.%d", t, c, f,
+  char *t = kc_hf_target_id(); /* the host's triple, CPU and features, or KAPI_HOST_CPU's */
+  host_id = kc_msg("%s;%s;pf%d.%d.%d.%d", t ? t : "unknown target",
                    getenv("KAPI_HOST_NO_LIBMVEC") ? "nomvec" : "mvec", kc_hf_prefetch_lines(),
                    kc_hf_prefetch_locality(), kc_hf_prefetch_ahead(), kc_hf_prefetch_first());
-  LLVMDisposeMessage(t);
-  LLVMDisposeMessage(c);
-  LLVMDisposeMessage(f);
+  free(t);
 }
 
 static const char *host(void) {
