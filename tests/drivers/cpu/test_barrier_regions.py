@@ -342,8 +342,8 @@ print(out.asnumpy().tolist())
 
 
 def run_script(src, *args, env=None):
-    tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-    path = os.pathsep.join([os.getcwd(), os.path.abspath(tests)])
+    here = os.path.dirname(os.path.abspath(__file__))  # scripts import this module's kernels
+    path = os.pathsep.join([os.getcwd(), here, os.path.abspath(os.path.join(here, "..", ".."))])
     e = dict(os.environ, PYTHONPATH=path, **(env or {}))
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(src), *args],
