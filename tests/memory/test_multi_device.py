@@ -198,6 +198,11 @@ def test_gpu_concurrent_launches_from_one_thread():
     want = 20 * np.arange(n, dtype=np.float32)
     np.testing.assert_allclose(a.asnumpy(), want, rtol=1e-6)
     np.testing.assert_allclose(b.asnumpy(), want, rtol=1e-6)
+    # a launch on gpu:1 that waits for one on gpu:0 (a device wait across devices)
+    first = kapi.call_kernel_async(_scale, kapi.Range(n), [], a, np.float32(0))[1]
+    then = kapi.call_kernel_async(_scale, kapi.Range(n), [first], b, np.float32(0))[1]
+    then.wait()
+    np.testing.assert_array_equal(b.asnumpy(), np.arange(n, dtype=np.float32))
 
 
 @pytest.mark.gpu
