@@ -52,11 +52,12 @@ class Halo:
         r, n = comm.Get_rank(), comm.Get_size()
         self.up = r - 1 if r > 0 else MPI.PROC_NULL
         self.down = r + 1 if r < n - 1 else MPI.PROC_NULL
-        if staged:
+        if staged:  # pinned host rows, and NumPy views of them that MPI reads in place
             self.host = [
                 kapi.empty(u.shape[1], dtype=u.dtype, device=u.device, usm_type="host")
-                for _ in range(4)
+                for _ in range(2)
             ]
+            self.host_mpi = [np.asarray(h) for h in self.host]
 
     def exchange(self, u):
         last = u.shape[0] - 1
@@ -65,11 +66,10 @@ class Halo:
             if not self.staged:
                 self.comm.Sendrecv(send, dest=dest, recvbuf=recv, source=source)
                 continue
-            hs, hr = self.host[0], self.host[1]
-            hs[...] = send  # device -> pinned host
-            self.comm.Sendrecv(hs, dest=dest, recvbuf=hr, source=source)
+            self.host[0][...] = send  # device -> pinned host
+            self.comm.Sendrecv(self.host_mpi[0], dest=dest, recvbuf=self.host_mpi[1], source=source)
             if source != MPI.PROC_NULL:
-                recv[...] = hr  # pinned host -> device
+                recv[...] = self.host[1]  # pinned host -> device
 
 
 def main() -> int:
