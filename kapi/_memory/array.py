@@ -432,6 +432,12 @@ class Array(_array_base()):
             _on_export(self)  # the consumer may write the memory behind kapi's back
         return self._host_view()
 
+    def __copy__(self) -> Array:
+        return self.copy()
+
+    def __deepcopy__(self, memo) -> Array:
+        return self.copy()
+
     def __reduce__(self):
         """Pickles the data (Dask moves chunks between workers so): the copy is made on the
         unpickling process's default device (its pinned device in kapi.dask clusters)."""

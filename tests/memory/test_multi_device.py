@@ -60,13 +60,15 @@ def test_gpu_to_gpu_copies_go_device_to_device_with_peer_access():
         "b = a.to_device('cuda:gpu:1')\n"
         "c = kapi.asarray(b, device='gpu:0')\n"  # and back
         "f = kapi.asarray(a.T[::2], device='gpu:1')\n"  # strided: through the host, still right
+        "import copy; d = copy.deepcopy(b)\n"  # a copy stays on its device
         "s1 = stats()\n"
         "print(json.dumps({'b_dev': b.device.filter_string, 'b_ok': bool((b.asnumpy() == x).all()),"
         " 'c_ok': bool((c.asnumpy() == x).all()), 'f_ok': bool((f.asnumpy() == x[::2]).all()),"
         " 'peer': kapi.Device('gpu:0').can_access_peer('gpu:1'),"
         " 'cpu_peer': kapi.Device('gpu:0').can_access_peer('cpu'),"
         " 'copies': s1['peer_copies'] - s0['peer_copies'], 'plain': s1['plain_cross'],"
-        " 'enabled': s1['peer_enabled'], 'broken': s1['broken']}))\n"
+        " 'enabled': s1['peer_enabled'], 'broken': s1['broken'],"
+        " 'deep': d.device.filter_string}))\n"
     )
     assert out["b_dev"] == "cuda:gpu:1"
     assert out["b_ok"] and out["c_ok"] and out["f_ok"]
@@ -74,6 +76,7 @@ def test_gpu_to_gpu_copies_go_device_to_device_with_peer_access():
     assert out["copies"] == 2, "each contiguous GPU-to-GPU copy is one cuMemcpyPeerAsync"
     assert out["plain"] == 0 and out["broken"] == 0
     assert out["enabled"] == 2, "peer access enabled once for each direction"
+    assert out["deep"] == "cuda:gpu:1"
 
 
 def test_without_peer_access_copies_are_staged_by_the_driver_and_still_right():
