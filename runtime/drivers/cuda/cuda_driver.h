@@ -63,6 +63,7 @@ typedef struct cuda_event {
   zed_object_t obj;
   CUevent ev;          /* RECORDED: the CUDA event last recorded (one of per_device) */
   CUevent *per_device; /* the driver's count of them, each made on its first record there */
+  struct cuda_device *ev_device; /* RECORDED: the device ev belongs to */
   unsigned cu_flags;
   volatile int state;
   int timing;               /* from a timestamp pool: always recorded at once */

@@ -60,9 +60,16 @@ static ze_result_t record(cuda_event_t *e, cuda_queue_t *q) {
   if (r == ZE_RESULT_SUCCESS) r = cuda_to_ze(cuda.cuEventRecord(ev, q->stream));
   if (r == ZE_RESULT_SUCCESS) {
     e->ev = ev;
+    e->ev_device = q->device;
     e->stream = q->stream;
   }
   return r;
+}
+
+/* Host waits and queries on a recorded event run in its device's context. */
+static CUevent recorded_event(cuda_event_t *e) {
+  if (e->ev_device) cuda_use(e->ev_device);
+  return e->ev;
 }
 
 /* The signal of a command just run on q: numbered, and put at the end of q's deferred list. */
@@ -172,7 +179,7 @@ static ze_result_t deferred_wait(cuda_event_t *e) {
   if (!deferred_at(e, &q, &seq, &latest)) return ZE_RESULT_ERROR_NOT_AVAILABLE;
   ze_result_t r = cuda_event_materialise(e);
   if (r == ZE_RESULT_SUCCESS && e->state == CUDA_EV_RECORDED) {
-    r = cuda_to_ze(cuda.cuEventSynchronize(e->ev));
+    r = cuda_to_ze(cuda.cuEventSynchronize(recorded_event(e)));
     if (r == ZE_RESULT_SUCCESS) cuda_queue_completed(q, latest);
     return r;
   }
@@ -264,7 +271,7 @@ ze_result_t cuda_event_query_status(ze_event_handle_t h) {
   int st = e->state;
   if (st == CUDA_EV_HOST_SIGNALED) return ZE_RESULT_SUCCESS;
   if (st == CUDA_EV_RESET) return ZE_RESULT_NOT_READY;
-  return cuda_to_ze(cuda.cuEventQuery(e->ev));
+  return cuda_to_ze(cuda.cuEventQuery(recorded_event(e)));
 }
 
 static void nap(void) {
@@ -292,8 +299,8 @@ ze_result_t cuda_event_host_synchronize(ze_event_handle_t h, uint64_t timeout) {
     int st = e->state;
     if (st == CUDA_EV_HOST_SIGNALED) return ZE_RESULT_SUCCESS;
     if (st == CUDA_EV_RECORDED) {
-      if (timeout == UINT64_MAX) return cuda_to_ze(cuda.cuEventSynchronize(e->ev));
-      ze_result_t r = cuda_to_ze(cuda.cuEventQuery(e->ev));
+      if (timeout == UINT64_MAX) return cuda_to_ze(cuda.cuEventSynchronize(recorded_event(e)));
+      ze_result_t r = cuda_to_ze(cuda.cuEventQuery(recorded_event(e)));
       if (r != ZE_RESULT_NOT_READY) return r;
     }
     if (timeout != UINT64_MAX && now_ns() - start >= timeout) return ZE_RESULT_NOT_READY;

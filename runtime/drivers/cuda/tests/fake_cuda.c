@@ -383,12 +383,13 @@ API CUresult cuEventRecord(fake_event *e, fake_stream *s) {
   return OK;
 }
 
+/* Stricter than CUDA needs: kapi's driver waits for an event in the event's own context. */
 API CUresult cuEventSynchronize(fake_event *e) {
-  return e ? OK : INVALID_HANDLE;
+  return e && e->ctx == current ? OK : broken();
 }
 
 API CUresult cuEventQuery(fake_event *e) {
-  return e ? OK : INVALID_HANDLE;
+  return e && e->ctx == current ? OK : broken();
 }
 
 API CUresult cuEventElapsedTime(float *ms, fake_event *a, fake_event *b) {
