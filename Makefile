@@ -9,7 +9,8 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-ven
   llvm-15-dev libllvmspirvlib-15-dev llvm-spirv-15 clang-15 spirv-tools libze-dev libze1 \
   valgrind clang-format
 
-.PHONY: all setup deps venv build demo test test-c test-py test-asan test-opencl lint format clean
+.PHONY: all setup deps venv build demo test test-c test-py test-mpi test-asan test-opencl lint format \
+  clean
 
 all: build
 
@@ -52,6 +53,14 @@ test-c:
 
 test-py:
 	$(PY) -m pytest -q tests
+
+# The MPI samples with two ranks (mpi4py and MPICH's mpiexec come from requirements.txt): a heat
+# stencil with halo exchange and distributed reductions, each checked against one NumPy process.
+# On a machine without GPUs both ranks share kapi's CPU device.
+MPI_RANKS ?= 2
+test-mpi: build
+	timeout 300 $(VENV)/bin/mpiexec -n $(MPI_RANKS) $(PY) samples/distributed/mpi_heat.py
+	timeout 300 $(VENV)/bin/mpiexec -n $(MPI_RANKS) $(PY) samples/distributed/mpi_kmeans.py
 
 # Intel's OpenCL CPU runtime runs our SPIR-V as a second opinion (tests/reliability/test_opencl_reference.py).
 # Its wheels are about 1 GB installed, so they get their own environment, not requirements.txt.

@@ -38,7 +38,15 @@ _export(
     "zeros",
     "zeros_like",
 )
-_export("_memory.device", "Device", "Queue", "default_device", "devices")
+_export(
+    "_memory.device",
+    "Device",
+    "Queue",
+    "default_device",
+    "devices",
+    "device_for_local_rank",
+    "local_rank",
+)
 _export(
     "_dpjit.dpjit",
     "DpjitFunction",
@@ -67,8 +75,10 @@ _export(
     "UnsupportedKernelArgumentError",
 )
 _export("_numeric.fuse", "FusedFunction", "fuse")
+_export("_numeric.join", "concatenate")
 _export("_numeric.guvectorize", "GUFunc", "guvectorize")
 _export("_numeric", "from_dlpack")
+_export("_memory.interop", "cuda_aware_mpi")
 _export("_kernel.dispatcher", "KernelDispatcher", "device_func", "kernel")
 _export("_kernel.launch", "call_kernel", "call_kernel_async", "wait_all")
 _export("_memory.pool", "MemoryPool", "get_default_memory_pool")

@@ -2,6 +2,10 @@
 (with the reason) when the compiler extension or the runtime is not there."""
 
 import inspect
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -32,3 +36,46 @@ def line_of(fn, text):
         if text in ln:
             return start + i
     raise AssertionError(text)
+
+
+# -- two GPUs on fake_cuda.c (runtime/drivers/cuda/tests): kapi's CUDA driver without a GPU --
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAKE_CUDA = os.environ.get(
+    "KAPI_FAKE_CUDA", os.path.join(ROOT, "build", "runtime", "drivers", "cuda", "tests")
+)
+FAKE_LIB = os.path.join(FAKE_CUDA, "libkapi_fake_cuda.so")
+
+
+def fake_cuda_run(code: str, **env) -> dict:
+    """Runs code (which prints one JSON line last) with kapi's drivers on the fake libcuda."""
+    if not os.path.exists(FAKE_LIB):
+        pytest.fail(f"{FAKE_LIB} is missing: build the tree (make build) first")
+    prelude = (
+        "import ctypes, json, numpy as np, kapi\n"
+        f"fake = ctypes.CDLL({FAKE_LIB!r})\n"
+        "class Stats(ctypes.Structure):\n"
+        "    _fields_ = [(n, ctypes.c_long) for n in ('broken', 'peer_copies', 'peer_enabled',"
+        " 'plain_cross', 'events')]\n"
+        "def stats():\n"
+        "    s = Stats(); fake.fake_cuda_stats(ctypes.byref(s))\n"
+        "    return {n: getattr(s, n) for n, _ in Stats._fields_}\n"
+    )
+    full_env = dict(
+        os.environ,
+        PYTHONPATH=ROOT,
+        KAPI_DRIVERS="cpu,cuda",
+        KAPI_CUDA_LIBRARY=FAKE_LIB,
+        KAPI_FAKE_CUDA_DEVICES="2",
+        **env,
+    )
+    full_env.pop("KAPI_DEFAULT_DEVICE", None)
+    r = subprocess.run(
+        [sys.executable, "-c", prelude + code],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])

@@ -96,11 +96,24 @@ static PyObject *py_device_info(PyObject *self, PyObject *arg) {
   return info_dict(kr_device_info(dev));
 }
 
+/* rt_can_access_peer(i, j): kr_device_can_access_peer of two device indices. */
+static PyObject *py_can_access_peer(PyObject *self, PyObject *args) {
+  (void)self;
+  long i, j;
+  if (!PyArg_ParseTuple(args, "ll", &i, &j)) return NULL;
+  kr_device_t *a = kx_device(i);
+  kr_device_t *b = a ? kx_device(j) : NULL;
+  if (!b) return NULL;
+  return PyBool_FromLong(kr_device_can_access_peer(a, b) == 1);
+}
+
 static PyMethodDef methods[] = {
     {"rt_init", py_init, METH_NOARGS, "Initialises the runtime (drivers, devices)."},
     {"rt_driver_list", py_driver_list, METH_NOARGS, "The driver list given to the loader."},
     {"rt_device_count", py_device_count, METH_NOARGS, "Number of devices."},
     {"rt_device_info", py_device_info, METH_O, "Properties of device i, as a dict."},
+    {"rt_can_access_peer", py_can_access_peer, METH_VARARGS,
+     "Whether copies between devices i and j go directly (peer access)."},
     {NULL, NULL, 0, NULL},
 };
 

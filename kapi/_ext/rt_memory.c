@@ -155,6 +155,24 @@ static PyObject *py_pointer_info(PyObject *self, PyObject *arg) {
                        (Py_ssize_t)info.size);
 }
 
+/* ArrayBase: kapi.Array's base class, which gives it the buffer protocol (a Python class only
+ * gets one from 3.12's __buffer__). The array's _buffer_export() returns a NumPy view of its
+ * memory when the host can address it (kapi's CPU device, host and shared USM), and that view
+ * exports the buffer: no copy. Device memory raises BufferError, so consumers such as mpi4py
+ * go on to DLPack or __cuda_array_interface__. */
+static int array_get_buffer(PyObject *self, Py_buffer *view, int flags) {
+  PyObject *host = PyObject_CallMethod(self, "_buffer_export", NULL);
+  if (!host) return -1;
+  int r = PyObject_GetBuffer(host, view, flags);
+  Py_DECREF(host);
+  return r;
+}
+
+static PyType_Slot array_base_slots[] = {{Py_bf_getbuffer, array_get_buffer}, {0, NULL}};
+
+static PyType_Spec array_base_spec = {"kapi._lib._kapi.ArrayBase", 0, 0,
+                                      Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, array_base_slots};
+
 static PyMethodDef methods[] = {
     {"rt_memcpy", py_memcpy, METH_VARARGS, "rt_memcpy(queue, dst, src, n), synchronous."},
     {"rt_fill", py_fill, METH_VARARGS, "rt_fill(queue, dst, pattern, n), synchronous."},
@@ -165,5 +183,8 @@ static PyMethodDef methods[] = {
 int kx_memory_register(PyObject *m) {
   PyObject *t = kx_add_type(m, &buffer_spec, "Buffer");
   Py_XDECREF(t); /* the module's reference is enough: nothing here checks for Buffers */
+  if (!t) return -1;
+  t = kx_add_type(m, &array_base_spec, "ArrayBase");
+  Py_XDECREF(t);
   return t ? PyModule_AddFunctions(m, methods) : -1;
 }

@@ -142,7 +142,15 @@ def _host_buffer(ptr: int, nbytes: int, keep):
     return buf
 
 
-class Array:
+def _array_base():
+    """The native base class that gives Array the buffer protocol (object without the build)."""
+    try:
+        return _native.ext().ArrayBase
+    except _native.NativeMissingError:
+        return object
+
+
+class Array(_array_base()):
     """A USM array of one device: `kapi.empty/zeros/ones/full/arange/asarray(...)`."""
 
     __slots__ = (
@@ -379,7 +387,10 @@ class Array:
         return _convert(self, dt)
 
     def to_device(self, device, stream=None) -> Array:
-        """This array on another device (a copy), or itself if it is already there."""
+        """This array on another device (a copy), or itself if it is already there. Between
+        two devices of one driver (two GPUs) the copy goes from device to device: directly
+        where they have peer access (NVLink, PCIe), else staged through host memory by the
+        driver; between drivers (a GPU and the CPU device) through a host copy."""
         q = device if isinstance(device, Queue) else as_queue(device)
         if q.device == self.device:
             if q is self._queue:
@@ -394,9 +405,44 @@ class Array:
                 self._usm_type,
                 self._host_ok,
             )
-        out = Array._allocate(self._shape, self._dtype, q, self._usm_type)
+        layout = self.layout
+        order = "F" if layout == "F" else "C"
+        out = Array._allocate(self._shape, self._dtype, q, self._usm_type, order)
+        if layout != "A" and q.device.driver_name == self.device.driver_name and self.size:
+            _untraced()
+            ptr = self._ptr  # a pending (lazy) array is evaluated here
+            self._queue.wait()  # the copy runs on the destination's queue
+            _native.ext().rt_memcpy(q._native, out._ptr, ptr, self.nbytes)
+            return out
         out._assign(self.asnumpy())
         return out
+
+    def _buffer_export(self) -> np.ndarray:
+        """The buffer protocol (kapi/_ext/rt_memory.c's ArrayBase): a NumPy view of memory the
+        host can address, after the queue's pending work. Device memory is refused, so MPI and
+        other consumers go on to DLPack or __cuda_array_interface__; nothing is copied."""
+        if not self._host_ok:
+            raise BufferError(
+                f"this kapi array is in device memory of {self.device.filter_string}, which the "
+                "host cannot address: pass it by DLPack or __cuda_array_interface__ (mpi4py does "
+                "with a CUDA-aware MPI), or copy it to host memory first (.asnumpy(), or "
+                "kapi.empty_like(a, usm_type='host'))"
+            )
+        if _on_export is not None:
+            _on_export(self)  # the consumer may write the memory behind kapi's back
+        return self._host_view()
+
+    def __copy__(self) -> Array:
+        return self.copy()
+
+    def __deepcopy__(self, memo) -> Array:
+        return self.copy()
+
+    def __reduce__(self):
+        """Pickles the data (Dask moves chunks between workers so): the copy is made on the
+        unpickling process's default device (its pinned device in kapi.dask clusters)."""
+        order = "F" if self.layout == "F" else "C"
+        return _rebuild, (np.asarray(self.asnumpy(), order=order), self._usm_type)
 
     # -- indexing ------------------------------------------------------------------------
 
@@ -544,6 +590,10 @@ class Array:
 
 
 Array.__module__ = "kapi"
+
+
+def _rebuild(host: np.ndarray, usm_type: str) -> Array:
+    return asarray(host, usm_type=usm_type)
 
 
 def _queue_for(device, sycl_queue, queue) -> Queue:

@@ -157,6 +157,13 @@ class Device:
             q = self._default_queue = Queue._wrap(self, _native.ext().RtQueue(self._index, 0))
         return q
 
+    def can_access_peer(self, peer) -> bool:
+        """True when copies between this device's memory and peer's go directly from one to
+        the other (peer access over NVLink or PCIe, enabled by kapi on first use); False when
+        they are staged through host memory (no peer access, or devices of two drivers)."""
+        peer = Device(peer)
+        return bool(_native.ext().rt_can_access_peer(self._index, peer._index))
+
     # numba-dpex / dpctl spelling
     @property
     def sycl_device(self) -> Device:
@@ -280,6 +287,47 @@ def default_device() -> Device:
     raise DeviceNotFoundError(
         f"no kapi device found (drivers tried: {_native.ext().rt_driver_list() or 'none'})"
     )
+
+
+# Where MPI launchers put a process's rank among those on its machine: Open MPI, MPICH and Intel
+# MPI (Hydra), MVAPICH, Slurm, Cray PALS, and torchrun-style launchers.
+_LOCAL_RANK_VARS = (
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "MPI_LOCALRANKID",
+    "MV2_COMM_WORLD_LOCAL_RANK",
+    "SLURM_LOCALID",
+    "PALS_LOCAL_RANKID",
+    "LOCAL_RANK",
+)
+
+
+def local_rank(comm=None) -> int:
+    """This process's rank among the processes of its machine: from an mpi4py communicator
+    (split by shared memory) when given, else from the launcher's environment, else 0."""
+    if comm is not None:
+        from mpi4py import MPI
+
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        try:
+            return node.Get_rank()
+        finally:
+            node.Free()
+    for name in _LOCAL_RANK_VARS:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def device_for_local_rank(comm=None, device_type: str = "gpu") -> Device:
+    """One device per process on a machine: the local rank's GPU (modulo the number of GPUs),
+    or, on a machine without devices of device_type, the default device, which the ranks then
+    share. Call it once at start-up and pass the device to array constructors, or set it as
+    the process's default with KAPI_DEFAULT_DEVICE before the first array."""
+    devs = devices(device_type)
+    if not devs:
+        return default_device()
+    return devs[local_rank(comm) % len(devs)]
 
 
 def as_queue(device=None, queue=None) -> Queue:

@@ -180,3 +180,30 @@ def import_foreign(obj):
             return None  # host data: copied into USM by the caller
         return from_dlpack(obj)
     return None
+
+
+def cuda_aware_mpi() -> bool:
+    """Whether the MPI library under mpi4py takes CUDA device memory in its calls (a CUDA-aware
+    build of Open MPI, MPICH or MVAPICH): MPIX_Query_cuda_support, else MPICH's
+    MPIX_GPU_query_support. KAPI_MPI_CUDA_AWARE=1 or 0 overrides the answer. Without it, pass
+    GPU arrays through host memory (the staged path of docs/guide/multi_gpu.md)."""
+    import ctypes
+    import os
+
+    forced = os.environ.get("KAPI_MPI_CUDA_AWARE", "")
+    if forced in ("0", "1"):
+        return forced == "1"
+    from mpi4py import MPI
+
+    lib = ctypes.CDLL(MPI.__file__)  # its symbol lookups reach the MPI library it links
+    query = getattr(lib, "MPIX_Query_cuda_support", None)
+    if query is not None:
+        query.restype = ctypes.c_int
+        if query() == 1:
+            return True
+    gpu_query = getattr(lib, "MPIX_GPU_query_support", None)
+    if gpu_query is not None:
+        supported = ctypes.c_int(0)
+        if gpu_query(0, ctypes.byref(supported)) == 0:  # MPIX_GPU_SUPPORT_CUDA
+            return supported.value == 1
+    return False

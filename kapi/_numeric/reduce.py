@@ -704,8 +704,13 @@ def _launch_second(op, vals: Array, xi, acc_dt):
 
 def _method(op: str):
     def m(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-        if dtype is not None and not op.startswith("arg"):
-            raise TypeError(f"kapi arrays' {op} takes no dtype= yet; use .astype(...) first")
+        if dtype is not None and op in ("sum", "prod", "mean"):
+            # NumPy accumulates in dtype: the input converted first (lazily, so in one kernel)
+            dt = np.dtype(dtype)
+            if dt != self.dtype:
+                self = self.astype(dt)
+        elif dtype is not None and not op.startswith("arg"):
+            raise TypeError(f"kapi arrays' {op} takes no dtype=")
         if kwargs:
             raise TypeError(f"kapi arrays' {op} does not take " + ", ".join(kwargs))
         return reduce(op, self, axis=axis, keepdims=keepdims, out=out)

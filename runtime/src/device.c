@@ -144,3 +144,11 @@ kr_status_t kr_device_fill(kr_device_t *dev, kr_error_t *err) {
   dev->compute_ordinal = compute_ordinal(dev);
   return st;
 }
+
+int kr_device_can_access_peer(kr_device_t *dev, kr_device_t *peer) {
+  if (!dev || !peer) return -1;
+  if (dev == peer) return 1;
+  if (dev->drv != peer->drv) return 0;
+  ze_bool_t can = 0;
+  return zeDeviceCanAccessPeer(dev->h, peer->h, &can) == ZE_RESULT_SUCCESS && can;
+}

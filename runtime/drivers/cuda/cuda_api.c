@@ -35,6 +35,8 @@ static int resolve(void *lib) {
   SYM(cuCtxSetCurrent, "cuCtxSetCurrent");
   SYM(cuCtxGetCurrent, "cuCtxGetCurrent");
   SYM(cuCtxSynchronize, "cuCtxSynchronize");
+  SYM(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer");
+  SYM(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess");
   SYM(cuMemGetInfo, "cuMemGetInfo_v2");
   SYM(cuMemAlloc, "cuMemAlloc_v2");
   SYM(cuMemFree, "cuMemFree_v2");
@@ -42,6 +44,7 @@ static int resolve(void *lib) {
   SYM(cuMemFreeHost, "cuMemFreeHost");
   SYM(cuMemAllocManaged, "cuMemAllocManaged");
   SYM(cuMemcpyAsync, "cuMemcpyAsync");
+  SYM(cuMemcpyPeerAsync, "cuMemcpyPeerAsync");
   SYM(cuMemsetD8Async, "cuMemsetD8Async");
   SYM(cuMemsetD16Async, "cuMemsetD16Async");
   SYM(cuMemsetD32Async, "cuMemsetD32Async");

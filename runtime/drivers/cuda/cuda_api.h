@@ -22,6 +22,7 @@ enum {
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
 };
 
 enum {
@@ -67,6 +68,8 @@ typedef struct cuda_api {
   CUresult (*cuCtxSetCurrent)(CUcontext);
   CUresult (*cuCtxGetCurrent)(CUcontext *);
   CUresult (*cuCtxSynchronize)(void);
+  CUresult (*cuDeviceCanAccessPeer)(int *, CUdevice, CUdevice);
+  CUresult (*cuCtxEnablePeerAccess)(CUcontext, unsigned);
   CUresult (*cuMemGetInfo)(size_t *, size_t *);
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
@@ -74,6 +77,7 @@ typedef struct cuda_api {
   CUresult (*cuMemFreeHost)(void *);
   CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned);
   CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);

@@ -96,8 +96,12 @@ static void init_devices(void) {
   if (!cuda_api_load() || cuda.cuDeviceGetCount(&n) != CUDA_SUCCESS || n <= 0) return;
   the_driver.devices = calloc((size_t)n, sizeof(cuda_device_t));
   if (!the_driver.devices) return;
-  for (int i = 0; i < n; ++i)
-    if (open_device(&the_driver.devices[the_driver.count], i)) the_driver.count++;
+  for (int i = 0; i < n; ++i) {
+    cuda_device_t *d = &the_driver.devices[the_driver.count];
+    if (open_device(d, i)) d->index = the_driver.count++;
+  }
+  pthread_mutex_init(&the_driver.peer_lock, NULL);
+  the_driver.peer = calloc((size_t)the_driver.count * the_driver.count, 1);
   if (the_driver.count) zed_object_init(&the_driver.obj, ZED_KIND_DRIVER);
 }
 
@@ -244,10 +248,12 @@ ze_result_t cuda_context_create(ze_driver_handle_t h, const ze_context_desc_t *d
   return ZE_RESULT_SUCCESS;
 }
 
-/* Allocations still live when their context goes are freed with it. */
+/* Allocations still live when their context goes are freed with it, each in its device's
+ * context (host allocations are portable: any context frees them). */
 static void free_alloc(const zed_range_t *r, void *arg) {
   (void)arg;
   cuda_alloc_t *a = r->value;
+  if (a->device) cuda_use(a->device);
   if (a->type == ZE_MEMORY_TYPE_HOST)
     cuda.cuMemFreeHost((void *)r->base);
   else

@@ -1,8 +1,12 @@
 /* The kapi CUDA Level Zero driver's objects and entry points (private to this driver). Each
  * handle is one of these structs, tagged with zed_object_t so a wrong or stale handle is a
  * status, not a crash. One Level Zero device per CUDA device, on its primary context; one CUDA
- * stream per command queue and per immediate command list.
+ * stream per command queue and per immediate command list. CUDA streams and events belong to one
+ * device's context: a Level Zero event, which any device's queue may signal, holds one CUDA event
+ * per device it was recorded on.
  */
+#include <pthread.h>
+
 #ifndef KAPI_CUDA_DRIVER_H
 #define KAPI_CUDA_DRIVER_H
 
@@ -12,6 +16,7 @@
 
 typedef struct cuda_device {
   zed_object_t obj;
+  uint32_t index; /* position in the driver's devices */
   CUdevice dev;
   CUcontext ctx; /* primary context, retained */
   ze_device_properties_t props;
@@ -20,10 +25,15 @@ typedef struct cuda_device {
   int mem_clock_khz, bus_width, sm_major, sm_minor, max_shared_optin, managed;
 } cuda_device_t;
 
+/* Peer access between two devices, decided on first use (cuda_peer.c). */
+enum { CUDA_PEER_UNKNOWN = 0, CUDA_PEER_DIRECT = 1, CUDA_PEER_STAGED = 2 };
+
 typedef struct cuda_driver {
   zed_object_t obj;
   uint32_t count;
   cuda_device_t *devices;
+  pthread_mutex_t peer_lock;
+  unsigned char *peer; /* count x count CUDA_PEER_* states, [from * count + to] */
 } cuda_driver_t;
 
 typedef struct cuda_context {
@@ -51,7 +61,10 @@ struct cuda_queue;
 
 typedef struct cuda_event {
   zed_object_t obj;
-  CUevent ev;
+  CUevent ev;          /* RECORDED: the CUDA event last recorded (one of per_device) */
+  CUevent *per_device; /* the driver's count of them, each made on its first record there */
+  struct cuda_device *ev_device; /* RECORDED: the device ev belongs to */
+  unsigned cu_flags;
   volatile int state;
   int timing;               /* from a timestamp pool: always recorded at once */
   CUstream stream;          /* where it was last recorded: a wait there is already implied */
@@ -95,6 +108,7 @@ typedef enum cuda_cmd_kind {
 /* One recorded command: waits first, then the operation, then the signal. */
 typedef struct cuda_cmd {
   cuda_cmd_kind_t kind;
+  cuda_device_t *src_device, *dst_device; /* a copy between two devices' memory, else NULL */
   cuda_event_t *signal;
   uint32_t nwait;
   cuda_event_t **waits;
@@ -130,6 +144,7 @@ typedef struct cuda_queue {
 typedef struct cuda_list {
   zed_object_t obj;
   cuda_device_t *device;
+  cuda_context_t *context; /* whose allocations say which device a copy's pointers are on */
   cuda_queue_t *immediate; /* immediate lists run on their own queue at append */
   cuda_cmd_t *cmds;
   size_t count, capacity;
@@ -146,6 +161,12 @@ typedef struct cuda_fence {
 ze_result_t cuda_to_ze(CUresult r);
 /* Makes the device's primary context current on the calling thread. */
 ze_result_t cuda_use(cuda_device_t *d);
+/* Peer access from one device's context to another's memory (cuda_peer.c): enabled on first
+ * use of the pair where cuDeviceCanAccessPeer allows it; returns CUDA_PEER_DIRECT or
+ * CUDA_PEER_STAGED (copies then go through host memory inside the CUDA driver). */
+int cuda_peer_access(cuda_device_t *from, cuda_device_t *to);
+/* The device whose memory holds p (device or shared allocations of the context), or NULL. */
+cuda_device_t *cuda_alloc_device(cuda_context_t *c, const void *p);
 /* Runs one command on a queue's stream (waits, operation, signal). */
 ze_result_t cuda_cmd_run(const cuda_cmd_t *c, cuda_queue_t *q);
 void cuda_cmd_free(cuda_cmd_t *c);
@@ -193,6 +214,8 @@ ze_result_t cuda_device_get_queue_group_properties(ze_device_handle_t h, uint32_
                                                    ze_command_queue_group_properties_t *p);
 ze_result_t cuda_device_get_memory_properties(ze_device_handle_t h, uint32_t *count,
                                               ze_device_memory_properties_t *p);
+ze_result_t cuda_device_can_access_peer(ze_device_handle_t h, ze_device_handle_t peer,
+                                        ze_bool_t *value);
 ze_result_t cuda_context_create(ze_driver_handle_t h, const ze_context_desc_t *desc,
                                 ze_context_handle_t *out);
 ze_result_t cuda_context_destroy(ze_context_handle_t h);

@@ -2,7 +2,11 @@
  * recorded on the stream, lazily: cuEventRecord costs about as much host time as a launch, and
  * most signals (one per runtime command) are only ever answered by "the stream is idle". One
  * signalled from the host only sets a flag (CUDA events cannot be signalled by the host), which
- * host waits see and device waits treat as already signalled.
+ * host waits see and device waits treat as already signalled. A CUDA event belongs to the context
+ * it was made in and can only be recorded on that context's streams, while a Level Zero event
+ * (from a pool of the driver's context) may be signalled on any device's queue: each Level Zero
+ * event holds one CUDA event per device, made on its first record there. Waits need no such
+ * care: cuStreamWaitEvent takes an event of another device's context.
  */
 #include "cuda_driver.h"
 
@@ -34,14 +38,47 @@ void cuda_event_set_state(cuda_event_t *e, int state) {
   pthread_mutex_unlock(&deferred_lock);
 }
 
+/* The CUDA event of e for device d, made in d's context on first use; d's context must be
+ * current. */
+static ze_result_t event_on(cuda_event_t *e, cuda_device_t *d, CUevent *out) {
+  CUevent *slot = &e->per_device[d->index];
+  if (!*slot) {
+    ze_result_t r = cuda_to_ze(cuda.cuEventCreate(slot, e->cu_flags));
+    if (r != ZE_RESULT_SUCCESS) {
+      *slot = NULL;
+      return r;
+    }
+  }
+  *out = *slot;
+  return ZE_RESULT_SUCCESS;
+}
+
+/* Records e on q's stream (q's device context current). */
+static ze_result_t record(cuda_event_t *e, cuda_queue_t *q) {
+  CUevent ev;
+  ze_result_t r = event_on(e, q->device, &ev);
+  if (r == ZE_RESULT_SUCCESS) r = cuda_to_ze(cuda.cuEventRecord(ev, q->stream));
+  if (r == ZE_RESULT_SUCCESS) {
+    e->ev = ev;
+    e->ev_device = q->device;
+    e->stream = q->stream;
+  }
+  return r;
+}
+
+/* Host waits and queries on a recorded event run in its device's context. */
+static CUevent recorded_event(cuda_event_t *e) {
+  if (e->ev_device) cuda_use(e->ev_device);
+  return e->ev;
+}
+
 /* The signal of a command just run on q: numbered, and put at the end of q's deferred list. */
 ze_result_t cuda_event_signal(cuda_event_t *e, cuda_queue_t *q) {
   if (e->timing) {
-    ze_result_t r = cuda_to_ze(cuda.cuEventRecord(e->ev, q->stream));
-    if (r == ZE_RESULT_SUCCESS) {
-      e->stream = q->stream;
-      cuda_event_set_state(e, CUDA_EV_RECORDED);
-    }
+    pthread_mutex_lock(&deferred_lock);
+    ze_result_t r = record(e, q);
+    pthread_mutex_unlock(&deferred_lock);
+    if (r == ZE_RESULT_SUCCESS) cuda_event_set_state(e, CUDA_EV_RECORDED);
     return r;
   }
   pthread_mutex_lock(&deferred_lock);
@@ -61,21 +98,27 @@ ze_result_t cuda_event_signal(cuda_event_t *e, cuda_queue_t *q) {
 }
 
 /* Recording later than the command is conservative: the stream is in order, so the event then
- * completes after the command (and whatever followed it), never before. */
+ * completes after the command (and whatever followed it), never before. The event's queue may
+ * be another device's than the caller's: the caller's current context is restored after. */
 ze_result_t cuda_event_materialise(cuda_event_t *e) {
   ze_result_t r = ZE_RESULT_SUCCESS;
+  CUcontext prev = NULL;
+  cuda.cuCtxGetCurrent(&prev);
   pthread_mutex_lock(&deferred_lock);
   if (e->state == CUDA_EV_DEFERRED) {
     cuda_queue_t *q = e->queue;
     r = cuda_use(q->device);
-    if (r == ZE_RESULT_SUCCESS) r = cuda_to_ze(cuda.cuEventRecord(e->ev, q->stream));
+    if (r == ZE_RESULT_SUCCESS) r = record(e, q);
     if (r == ZE_RESULT_SUCCESS) {
       unlink_locked(e);
-      e->stream = q->stream;
       e->state = CUDA_EV_RECORDED;
     }
   }
   pthread_mutex_unlock(&deferred_lock);
+  if (prev) {
+    CUcontext now = NULL;
+    if (cuda.cuCtxGetCurrent(&now) == CUDA_SUCCESS && now != prev) cuda.cuCtxSetCurrent(prev);
+  }
   return r;
 }
 
@@ -136,7 +179,7 @@ static ze_result_t deferred_wait(cuda_event_t *e) {
   if (!deferred_at(e, &q, &seq, &latest)) return ZE_RESULT_ERROR_NOT_AVAILABLE;
   ze_result_t r = cuda_event_materialise(e);
   if (r == ZE_RESULT_SUCCESS && e->state == CUDA_EV_RECORDED) {
-    r = cuda_to_ze(cuda.cuEventSynchronize(e->ev));
+    r = cuda_to_ze(cuda.cuEventSynchronize(recorded_event(e)));
     if (r == ZE_RESULT_SUCCESS) cuda_queue_completed(q, latest);
     return r;
   }
@@ -177,14 +220,16 @@ ze_result_t cuda_event_create(ze_event_pool_handle_t ph, const ze_event_desc_t *
   if (desc->index >= p->count) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   cuda_driver_t *drv = cuda_driver();
   if (!drv) return ZE_RESULT_ERROR_UNINITIALIZED;
-  cuda_use(&drv->devices[0]);
+  /* No CUDA event yet: it is made in the context of the device that first records it. */
   cuda_event_t *e = calloc(1, sizeof *e);
-  if (!e) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-  ze_result_t r = cuda_to_ze(cuda.cuEventCreate(&e->ev, p->cu_flags));
-  if (r != ZE_RESULT_SUCCESS) {
+  CUevent *per_device = calloc(drv->count, sizeof *per_device);
+  if (!e || !per_device) {
     free(e);
-    return r;
+    free(per_device);
+    return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   }
+  e->per_device = per_device;
+  e->cu_flags = p->cu_flags;
   e->timing = p->cu_flags == CU_EVENT_DEFAULT;
   zed_object_init(&e->obj, ZED_KIND_EVENT);
   *out = (ze_event_handle_t)e;
@@ -196,7 +241,10 @@ ze_result_t cuda_event_destroy(ze_event_handle_t h) {
   cuda_event_t *e = (cuda_event_t *)h;
   cuda_event_set_state(e, CUDA_EV_RESET);
   zed_object_retire(&e->obj);
-  cuda.cuEventDestroy(e->ev);
+  cuda_driver_t *drv = cuda_driver();
+  for (uint32_t i = 0; drv && i < drv->count; ++i)
+    if (e->per_device[i]) cuda.cuEventDestroy(e->per_device[i]);
+  free(e->per_device);
   free(e);
   return ZE_RESULT_SUCCESS;
 }
@@ -223,7 +271,7 @@ ze_result_t cuda_event_query_status(ze_event_handle_t h) {
   int st = e->state;
   if (st == CUDA_EV_HOST_SIGNALED) return ZE_RESULT_SUCCESS;
   if (st == CUDA_EV_RESET) return ZE_RESULT_NOT_READY;
-  return cuda_to_ze(cuda.cuEventQuery(e->ev));
+  return cuda_to_ze(cuda.cuEventQuery(recorded_event(e)));
 }
 
 static void nap(void) {
@@ -251,8 +299,8 @@ ze_result_t cuda_event_host_synchronize(ze_event_handle_t h, uint64_t timeout) {
     int st = e->state;
     if (st == CUDA_EV_HOST_SIGNALED) return ZE_RESULT_SUCCESS;
     if (st == CUDA_EV_RECORDED) {
-      if (timeout == UINT64_MAX) return cuda_to_ze(cuda.cuEventSynchronize(e->ev));
-      ze_result_t r = cuda_to_ze(cuda.cuEventQuery(e->ev));
+      if (timeout == UINT64_MAX) return cuda_to_ze(cuda.cuEventSynchronize(recorded_event(e)));
+      ze_result_t r = cuda_to_ze(cuda.cuEventQuery(recorded_event(e)));
       if (r != ZE_RESULT_NOT_READY) return r;
     }
     if (timeout != UINT64_MAX && now_ns() - start >= timeout) return ZE_RESULT_NOT_READY;

@@ -94,6 +94,7 @@ ze_result_t cuda_list_create(ze_context_handle_t c, ze_device_handle_t d,
   cuda_list_t *l = calloc(1, sizeof *l);
   if (!l) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   l->device = (cuda_device_t *)d;
+  l->context = (cuda_context_t *)c;
   zed_object_init(&l->obj, ZED_KIND_LIST);
   *out = (ze_command_list_handle_t)l;
   return ZE_RESULT_SUCCESS;
@@ -112,6 +113,7 @@ ze_result_t cuda_list_create_immediate(ze_context_handle_t c, ze_device_handle_t
     return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   }
   l->device = (cuda_device_t *)d;
+  l->context = (cuda_context_t *)c;
   l->immediate = (cuda_queue_t *)q;
   zed_object_init(&l->obj, ZED_KIND_LIST);
   *out = (ze_command_list_handle_t)l;
@@ -235,7 +237,17 @@ ze_result_t cuda_list_append_copy(ze_command_list_handle_t h, void *dst, const v
   c.dst = (CUdeviceptr)(uintptr_t)dst;
   c.src = (CUdeviceptr)(uintptr_t)src;
   c.size = size;
-  return submit((cuda_list_t *)h, &c);
+  cuda_list_t *l = (cuda_list_t *)h;
+  cuda_driver_t *drv = cuda_driver();
+  if (drv && drv->count > 1) { /* one GPU's memory to another's: a peer copy */
+    cuda_device_t *sd = cuda_alloc_device(l->context, src),
+                  *dd = cuda_alloc_device(l->context, dst);
+    if (sd && dd && sd != dd) {
+      c.src_device = sd;
+      c.dst_device = dd;
+    }
+  }
+  return submit(l, &c);
 }
 
 /* Patterns of 1, 2 and 4 bytes (or any pattern of one repeated byte) map to cuMemsetD8/16/32;
@@ -317,8 +329,17 @@ static ze_result_t run_fill(const cuda_cmd_t *c, CUstream s) {
   }
 }
 
+/* Between two devices: cuMemcpyPeerAsync, direct over NVLink or PCIe once peer access is
+ * enabled both ways (cuda_peer.c), else staged through host memory by the CUDA driver. */
+static ze_result_t run_peer_copy(const cuda_cmd_t *c, CUstream s) {
+  cuda_peer_access(c->dst_device, c->src_device);
+  cuda_peer_access(c->src_device, c->dst_device);
+  return cuda_to_ze(
+      cuda.cuMemcpyPeerAsync(c->dst, c->dst_device->ctx, c->src, c->src_device->ctx, c->size, s));
+}
+
 /* A device wait: nothing for an event already complete or signalled earlier on this stream;
- * a deferred event of another stream is recorded first. */
+ * a deferred event of another stream (of this device or another) is recorded first. */
 static ze_result_t wait_for(cuda_event_t *e, cuda_queue_t *q) {
   if (e->state == CUDA_EV_DEFERRED) {
     if (e->queue == q) return ZE_RESULT_SUCCESS; /* the stream is in order */
@@ -339,7 +360,8 @@ ze_result_t cuda_cmd_run(const cuda_cmd_t *c, cuda_queue_t *q) {
   if (r != ZE_RESULT_SUCCESS) return r;
   switch (c->kind) {
   case CUDA_CMD_COPY:
-    r = cuda_to_ze(cuda.cuMemcpyAsync(c->dst, c->src, c->size, s));
+    r = c->src_device ? run_peer_copy(c, s)
+                      : cuda_to_ze(cuda.cuMemcpyAsync(c->dst, c->src, c->size, s));
     break;
   case CUDA_CMD_FILL:
     r = run_fill(c, s);

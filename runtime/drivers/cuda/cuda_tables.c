@@ -22,6 +22,7 @@ static const ze_dditable_t cuda_tables = {
             .pfnGetModuleProperties = cuda_device_get_module_properties,
             .pfnGetCommandQueueGroupProperties = cuda_device_get_queue_group_properties,
             .pfnGetMemoryProperties = cuda_device_get_memory_properties,
+            .pfnCanAccessPeer = cuda_device_can_access_peer,
         },
     .Context =
         {

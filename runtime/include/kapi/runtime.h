@@ -159,6 +159,12 @@ kr_device_t *kr_device_get(uint32_t i);
 /* The device's properties, owned by the runtime. NULL only for a NULL device. */
 const kr_device_info_t *kr_device_info(const kr_device_t *dev);
 
+/* 1 when copies between dev's memory and peer's go directly from one device to the other (the
+ * same device; or peer access over NVLink or PCIe, which the driver enables on first use), 0
+ * when they are staged through host memory (no peer access, or devices of different drivers),
+ * -1 for a NULL device. */
+int kr_device_can_access_peer(kr_device_t *dev, kr_device_t *peer);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Events                                                                                   */
 /* ---------------------------------------------------------------------------------------- */
