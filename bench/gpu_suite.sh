@@ -17,6 +17,20 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
 export KAPI_LIB_DIR=$PWD/kapi/_lib PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive
 export PYTHONPYCACHEPREFIX=/tmp/kapi-pycache PATH=/usr/local/cuda/bin:$PATH
+# The host finaliser's math and half tests for every x86-64 target the JIT may pick, on this
+# host's CPU (carry build/compiler/tests/host's binaries and fixtures as .carry/hosttest; the
+# test finds its fixtures under the build folder's absolute path, linked here).
+if [ -x .carry/hosttest/host_finalise_test ]; then
+  mkdir -p /work/main/build/compiler/tests && ln -sfn "$PWD/.carry/hosttest" /work/main/build/compiler/tests/host
+  grep -o -w -E 'avx512(f|bw|vl|fp16)' /proc/cpuinfo | sort | uniq | tr '\n' ' '; echo
+  for cpu in host x86-64-v2 haswell skylake-avx512 icelake-server znver4 sapphirerapids; do
+    for t in math halves; do
+      env $([ $cpu = host ] || echo KAPI_HOST_CPU=$cpu) .carry/hosttest/host_finalise_test $t >/dev/null 2>"$OUT/host_${t}_$cpu.err"
+      echo "host_${t} $cpu: exit $? $(tail -c 200 "$OUT/host_${t}_$cpu.err" | tr '\n' ' ')"
+    done
+  done | tee "$OUT/host_targets.log"
+  .carry/hosttest/host_rt_test >"$OUT/host_rt.log" 2>&1; echo "host_rt: exit $?"
+fi
 run() {
   KAPI_DRIVERS=$1 timeout "${T:-420}" python3 -m pytest -q -n "$2" -p no:cacheprovider -rfE \
     --tb=short tests >"$OUT/$1_all.log" 2>&1
