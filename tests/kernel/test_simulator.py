@@ -521,7 +521,20 @@ def total(x):
         s += x[i]
     return s
 
+@kapi.kernel
+def inc(item, a):
+    if item.get_id(0) == 0:
+        print("kernel runs in Python:", type(a).__name__)
+    a[item.get_id(0)] += 1
+
+@kapi.dpjit
+def launches(a):
+    kapi.call_kernel(inc, kapi.Range(a.shape[0]), a)
+    return a.shape[0]
+
 print(total(kapi.asarray(np.arange(100, dtype=np.float64))))
+a = kapi.zeros(3, np.int64)
+print(launches(a), a.asnumpy().tolist())
 """
 
 
@@ -529,4 +542,9 @@ print(total(kapi.asarray(np.arange(100, dtype=np.float64))))
 def test_dpjit_prange_bodies_run_as_python(shape, tmp_path):
     r = _python(DPJIT_SCRIPT, env={"KAPI_DPJIT_REDUCE": shape}, path=tmp_path / "prange.py")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split("\n")[:2] == ["body runs in Python: ndarray", "4950.0"]
+    assert r.stdout.split("\n")[:4] == [
+        "body runs in Python: ndarray",
+        "4950.0",
+        "kernel runs in Python: ndarray",  # call_kernel in dpjit host code
+        "3 [1, 1, 1]",
+    ]
