@@ -3,7 +3,8 @@
 `from kapi import kernel_api as kapi` gives numba-dpex code the names it expects. The objects
 are defined in kapi_lang (below the front end, which recognises them inside kernels); the
 launch API (call_kernel, Range, NdRange) is kapi's, and here call_kernel compiles and runs
-the kernel on a device, plain functions included.
+the kernel on a device, plain functions included (with KAPI_SIMULATOR=1 it runs them as Python,
+as numba-dpex's call_kernel did, barriers included).
 """
 
 from kapi_lang import kernel_api as _objects

@@ -23,7 +23,7 @@ import os
 
 import numpy as np
 
-from ._kernel.launch import call_kernel
+from ._kernel.launch import compiled_call_kernel as call_kernel
 from ._memory.array import Array
 from ._numeric import primitives as P
 
@@ -191,7 +191,7 @@ def philox4x32(counters, keys, device=None):
     """The raw Philox-4x32-10 blocks: counters (n, 4) and keys (n, 2) of uint32 (NumPy or
     kapi arrays) give (n, 4) uint32, computed on `device` (default: the kapi arrays' device,
     else the default device). For checking against the Random123 known answers."""
-    from ._kernel.launch import call_kernel
+    from ._kernel.launch import compiled_call_kernel as call_kernel
     from ._kernel.ranges import Range
     from ._memory import array as _array
 

@@ -1,8 +1,16 @@
 """Pure-Python kernel API objects (numba-dpex 0.23 names, signatures and enum values).
 
-These classes run kernels in plain CPython (the simulator) and are the names pyfront's typing
-registry recognises inside kernels. No Numba here: the compiled semantics live in pyfront.
-Users reach them as kapi.kernel_api, which adds the launch API (call_kernel, Range, NdRange).
+These classes run kernels in plain CPython (the simulator, kapi/_kernel/simulate.py) and are
+the names pyfront's typing registry recognises inside kernels. No Numba here: the compiled
+semantics live in pyfront. Users reach them as kapi.kernel_api, which adds the launch API
+(call_kernel, Range, NdRange).
+
+Work-group synchronisation needs work-items that run together, which the simulator provides:
+it gives each work-item's Group a `_sync` object (one per work-group) with `barrier()` (every
+work-item of the group waits there) and `exchange(local_linear_id, value)` (a list of every
+work-item's value, in local linear id order), and `_lid`, the work-item's local linear id.
+A Group made by hand has neither, and barriers and collectives over it raise
+NotImplementedError. A sub-group is always one work-item here.
 """
 
 import operator
@@ -121,6 +129,9 @@ class Item:
 class Group:
     """The work-group of an NdItem."""
 
+    _sync = None  # the simulator's synchronisation of the group's work-items (module docstring)
+    _lid = 0  # the work-item's local linear id, where _sync is set
+
     def __init__(self, global_range, local_range, group_range, index):
         self._global_range = tuple(global_range)
         self._local_range = tuple(local_range)
@@ -206,14 +217,21 @@ class NdItem:
         return self._global_item.dimensions
 
 
+_NEEDS_SIMULATOR = (
+    "needs the work-items of the group running together: launch the kernel with "
+    "kapi.simulate(kernel, index_space, *args) or KAPI_SIMULATOR=1 to run it in Python"
+)
+
+
 def group_barrier(group, fence_scope=MemoryScope.WORK_GROUP):
-    """Barrier over a Group (or a SubGroup, as sub_group_barrier). Sequential simulation cannot
-    honour it for more than one work-item (as in numba-dpex)."""
+    """Barrier over a Group (or a SubGroup, as sub_group_barrier): every work-item of the group
+    waits here until all have arrived."""
     if isinstance(group, SubGroup):
         return sub_group_barrier(group)
-    raise NotImplementedError(
-        "group_barrier needs concurrent work-items; a pure Python simulation of it is not available"
-    )
+    sync = getattr(group, "_sync", None)
+    if sync is None:
+        raise NotImplementedError(f"group_barrier {_NEEDS_SIMULATOR}")
+    sync.barrier()
 
 
 class SubGroup:
@@ -280,14 +298,38 @@ _IDENTITIES = {GroupOp.ADD: 0, GroupOp.MUL: 1, GroupOp.AND: -1, GroupOp.OR: 0, G
 
 
 def _one_item(group, what):
-    # A sequential run holds one work-item of the group at a time: only one-item groups (a
-    # sub-group in plain CPython) can be simulated.
+    # Sub-groups are one work-item here; a work-group of several needs the simulator's _sync.
     n = group.get_local_linear_range()
     if n != 1:
-        raise NotImplementedError(
-            f"{what} over a group of {n} work-items needs concurrent work-items; a pure Python "
-            "simulation of it is not available"
-        )
+        raise NotImplementedError(f"{what} over a group of {n} work-items {_NEEDS_SIMULATOR}")
+
+
+def _values(group, x, what):
+    """x of every work-item of the group, in local linear id order, and this one's id."""
+    sync = getattr(group, "_sync", None)
+    if sync is None:
+        _one_item(group, what)
+        return [x], 0
+    return sync.exchange(group._lid, x), group._lid
+
+
+_COMBINE = {
+    GroupOp.ADD: operator.add,
+    GroupOp.MUL: operator.mul,
+    GroupOp.MIN: min,
+    GroupOp.MAX: max,
+    GroupOp.AND: operator.and_,
+    GroupOp.OR: operator.or_,
+    GroupOp.XOR: operator.xor,
+}
+
+
+def _fold(op, values):
+    combine = _COMBINE[op]
+    acc = values[0]
+    for v in values[1:]:
+        acc = combine(acc, v)
+    return acc
 
 
 def sub_group_barrier(sub_group):
@@ -341,28 +383,35 @@ def shuffle_xor(sub_group, x, mask):
 
 def group_broadcast(group, x, local_linear_id=0):
     """x of the group's work-item local_linear_id, for every work-item of a Group or SubGroup."""
-    _one_item(group, "group_broadcast")
-    return x
+    values, _ = _values(group, x, "group_broadcast")
+    return values[local_linear_id] if len(values) > 1 else x
 
 
 def reduce_over_group(group, x, op):
     """op (a GroupOp) over x of every work-item of the group."""
-    _one_item(group, "reduce_over_group")
-    GroupOp(op)
-    return x
+    op = GroupOp(op)
+    values, _ = _values(group, x, "reduce_over_group")
+    return _fold(op, values)
 
 
 def inclusive_scan_over_group(group, x, op):
     """op over x of the work-items with linear ids up to and including this one's."""
-    _one_item(group, "inclusive_scan_over_group")
-    GroupOp(op)
-    return x
+    op = GroupOp(op)
+    values, lid = _values(group, x, "inclusive_scan_over_group")
+    return _fold(op, values[: lid + 1])
 
 
 def exclusive_scan_over_group(group, x, op):
     """op over x of the work-items with lower linear ids; op's identity for the first."""
-    _one_item(group, "exclusive_scan_over_group")
     op = GroupOp(op)
+    values, lid = _values(group, x, "exclusive_scan_over_group")
+    if lid > 0:
+        return _fold(op, values[:lid])
+    return _identity(op, x)
+
+
+def _identity(op, x):
+    """op's identity in x's type."""
     if isinstance(x, float | np.floating):
         fid = {GroupOp.MIN: np.inf, GroupOp.MAX: -np.inf, GroupOp.MUL: 1.0}.get(op, 0.0)
         return type(x)(fid)
@@ -376,18 +425,18 @@ def exclusive_scan_over_group(group, x, op):
 
 
 def any_of_group(group, pred):
-    _one_item(group, "any_of_group")
-    return bool(pred)
+    values, _ = _values(group, bool(pred), "any_of_group")
+    return any(values)
 
 
 def all_of_group(group, pred):
-    _one_item(group, "all_of_group")
-    return bool(pred)
+    values, _ = _values(group, bool(pred), "all_of_group")
+    return all(values)
 
 
 def none_of_group(group, pred):
-    _one_item(group, "none_of_group")
-    return not pred
+    values, _ = _values(group, bool(pred), "none_of_group")
+    return not any(values)
 
 
 def popcount(x):
@@ -402,11 +451,12 @@ def popcount(x):
 
 
 def atomic_fence(memory_order, memory_scope):
-    """Memory fence: nothing to do when work-items run one after another."""
+    """Memory fence: nothing to do when one work-item runs at a time."""
 
 
 class AtomicRef:
-    """Atomic view of one array element (sequential simulation: plain read-modify-write)."""
+    """Atomic view of one array element. The simulator runs one work-item at a time, so a plain
+    read-modify-write of the NumPy element is atomic."""
 
     _DTYPES = (np.int32, np.uint32, np.int64, np.uint64, np.float32, np.float64)
 

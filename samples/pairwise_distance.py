@@ -54,11 +54,11 @@ def run(dtype, n1=1024, n2=1024, dims=3, repeat=5):
     return ok
 
 
-def main():
+def main(n1=1024, n2=1024):
     dtypes = [np.float32]
     if dpex.Device().has_aspect_fp64:
         dtypes.append(np.float64)
-    ok = all(run(dt) for dt in dtypes)
+    ok = all(run(dt, n1, n2) for dt in dtypes)
     return 0 if ok else 1
 
 

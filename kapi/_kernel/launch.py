@@ -4,6 +4,11 @@ The per-call work is one C call (kapi/_ext/launch.c). Python helpers here only d
 argument kinds the C fast path does not handle (LocalAccessor, interop objects, NumPy arrays
 and scalars of unusual layouts or dtypes, for their errors) and pick a queue when no argument
 lives on a device.
+
+KAPI_SIMULATOR=1, read once at import, binds the public call_kernel and call_kernel_async to
+the simulator (simulate.py) instead: the choice costs the compiled path nothing per call. The
+array library and kapi.random launch their own kernels through compiled_call_kernel(_async),
+which always compile.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ from .._memory.device import default_device, devices
 from .._memory.dtypes import DTYPE_TO_KIR
 from .dispatcher import READONLY_MARK, KernelDispatcher
 from .ranges import NdRange
+from .simulate import SimulatedEvent
+from .simulate import call_kernel_async as _simulated_call_kernel_async
+from .simulate import enabled as _simulator_enabled
+from .simulate import simulate as _simulate
 from .types import kir_scalar, local_kir
 
 _configured = False
@@ -180,14 +189,22 @@ def _missing(*args, **kwargs):
 try:
     _ext = _native.ext()
 except ImportError:  # pure-Python use (no build): launching says how to build
-    call_kernel = call_kernel_async = _missing
+    compiled_call_kernel = compiled_call_kernel_async = _missing
 else:
     _ext.rt_call_configure(_make_launcher, (_UserError,), bool(os.environ.get("KAPI_TRACEBACK")))
     # C functions (kapi/_ext/call.c): one call per launch, no Python frame in tracebacks.
-    call_kernel = _ext.call_kernel
-    call_kernel_async = _ext.call_kernel_async
+    compiled_call_kernel = _ext.call_kernel
+    compiled_call_kernel_async = _ext.call_kernel_async
+
+SIMULATOR = _simulator_enabled()  # KAPI_SIMULATOR=1: kernels run as Python (simulate.py)
+if SIMULATOR:
+    call_kernel, call_kernel_async = _simulate, _simulated_call_kernel_async
+else:
+    call_kernel, call_kernel_async = compiled_call_kernel, compiled_call_kernel_async
 
 
 def wait_all(events) -> None:
     """Blocks until every event has completed."""
-    _native.ext().rt_wait_all(tuple(events))
+    events = tuple(e for e in events if not isinstance(e, SimulatedEvent))
+    if events:
+        _native.ext().rt_wait_all(events)

@@ -323,7 +323,7 @@ class GUFunc:
         params = ", ".join(f"a{n}" for n in range(len(exprs)))
         call = f"_f({', '.join(exprs)})"
         src = f"def _elementwise(item, {params}):\n    i = item.get_id(0)\n    {call}\n"
-        from .._kernel.launch import call_kernel
+        from .._kernel.launch import compiled_call_kernel as call_kernel
         from .._kernel.ranges import Range
 
         k = _ufunc._kernel_for(src, {"_f": self._device_func}, self._kernels)

@@ -232,9 +232,10 @@ _SYNC = _ASYNC = _ARGDESC = None
 def _bind() -> None:
     """The launch functions, looked up once (kapi/_kernel/launch.py imports after this module)."""
     global _SYNC, _ASYNC, _ARGDESC
-    from .._kernel.launch import call_kernel, call_kernel_async
+    from .._kernel.launch import compiled_call_kernel, compiled_call_kernel_async
 
-    _SYNC, _ARGDESC, _ASYNC = call_kernel, _native.ext().ArgDesc, call_kernel_async
+    _SYNC, _ASYNC = compiled_call_kernel, compiled_call_kernel_async
+    _ARGDESC = _native.ext().ArgDesc
 
 
 def _kdesc_parts(dt, shape, strides):

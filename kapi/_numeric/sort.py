@@ -19,7 +19,7 @@ from .sort_radix import _as_dtype, _kernel, _key_consts, _keys, _mode, _radix_pa
 
 def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=False):
     """(sorted values or None, sorting indices or None) of the 1-D contiguous array x."""
-    from .._kernel.launch import call_kernel
+    from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import Range
 
     dt = x.dtype
@@ -72,7 +72,7 @@ def _gather(item, x, v, out, m, ROWS):
 def _sort_rows(x2: Array, want_values: bool, descending: bool) -> Array:
     """Sorts (or argsorts) each row of x2 (rows, m): every element by value, then stably by
     row; returns the (rows, m) values or indices within rows."""
-    from .._kernel.launch import call_kernel
+    from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import Range
 
     rows, m = x2.shape
@@ -201,7 +201,7 @@ def unique(a, return_counts: bool = False):
     """np.unique on a's device: the sorted unique values of the flattened a (NaNs collapsed
     into one, as NumPy 2's equal_nan=True); with return_counts, also how often each occurs
     (int64)."""
-    from .._kernel.launch import call_kernel
+    from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import Range
 
     _check(a, "kapi.unique")

@@ -520,7 +520,7 @@ def _digit_hist(k: Array, npos: int) -> Array:
     0..npos-1: an int64 table [position * 256 + digit], by `_keys_in` (writing nothing)."""
     from kapi_lang import kernel_api as K
 
-    from .._kernel.launch import call_kernel
+    from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange
 
     n = k.size
@@ -542,7 +542,7 @@ def _digit_hist(k: Array, npos: int) -> Array:
 def _serial_pass(k, v, k2, v2, sh, withv, events=None):
     """One pass on kapi's CPU device: T work-items each own a contiguous block and count,
     then scatter, it sequentially (a stable counting sort per block), so no barriers."""
-    from .._kernel.launch import call_kernel
+    from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import Range
 
     n = k.size
@@ -572,7 +572,7 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     leaves it alone)."""
     from kapi_lang import kernel_api as K
 
-    from .._kernel.launch import call_kernel
+    from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange, Range
 
     n = x.size
