@@ -449,6 +449,11 @@ static LLVMValueRef lower_one(LLVMModuleRef m, LLVMBuilderRef b, const char *op,
   if (!strncmp(op, "vloadn", 6) || !strncmp(op, "vstoren", 7)) return vload_store(b, op, a, ret);
   const math_t *e = lookup(op);
   if (!e) return NULL;
+  /* exp and log as arithmetic the loop vectoriser widens (finalise_host_explog.c) */
+  if (e->how == M_INTRIN && !strncmp(e->what, "llvm.", 5)) {
+    LLVMValueRef r = kc_hf_exp_log(m, b, e->what + 5, a[0]);
+    if (r) return r;
+  }
   /* Scalar float/double calls libmvec can vectorise (cbrt in double keeps its x87 path). */
   const char *libm = e->how == M_LIBM                                      ? e->what
                      : e->how == M_INTRIN && !strncmp(e->what, "llvm.", 5) ? e->what + 5
