@@ -446,7 +446,7 @@ def main():
         f"{'kernel':<18} {'size':<26} {'kapi ms':>9} {'Intel ms':>9} {'ratio':>7} {'cpu ratio':>9}"
     )
     for v in variants:
-        head += f" {v + ' ms':>12} {'ratio':>7}"
+        head += f" {v + ' ms':>12} {'ratio':>7} {'cpu ratio':>9}"
     print(head + "   Intel vector width, rate kapi / Intel", flush=True)
     rows = []
     for case in cases(args.scale, set(filter(None, args.only.split(",")))):
@@ -475,9 +475,9 @@ def main():
             f"{case.name:<18} {case.size:<26} {t[0] * 1e3:9.3f} {t[1] * 1e3:9.3f} "
             f"{t[1] / t[0]:6.2f}x {c[1] / c[0]:8.2f}x"
         )
-        for v, tv in zip(variants, t[2:], strict=True):
-            row["variants"][v] = {"kapi_ms": tv * 1e3, "ratio": t[1] / tv}
-            line += f" {tv * 1e3:12.3f} {t[1] / tv:6.2f}x"
+        for v, tv, cv in zip(variants, t[2:], c[2:], strict=True):
+            row["variants"][v] = {"kapi_ms": tv * 1e3, "ratio": t[1] / tv, "cpu_ratio": c[1] / cv}
+            line += f" {tv * 1e3:12.3f} {t[1] / tv:6.2f}x {c[1] / cv:8.2f}x"
         width = re.search(r"vectorized \((\d+)\)", intel.k.build_log)
         line += f"   Intel {'x' + width.group(1) if width else 'scalar'}"
         if case.work:
