@@ -407,7 +407,7 @@ def plot(rows, variants, path):
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
     ax.set_yticks(y + h * (len(series) - 1) / 2, names)
     ax.invert_yaxis()
-    ax.set_xlabel("Intel OpenCL CPU time / kapi CPU time (> 1: kapi faster)")
+    ax.set_xlabel("Intel OpenCL CPU runtime's time / kapi's time (> 1: kapi faster)")
     ax.set_title("kapi CPU driver vs Intel's OpenCL CPU runtime, same SPIR-V (medians)")
     ax.legend(loc="lower right")
     fig.tight_layout()
