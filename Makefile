@@ -9,8 +9,8 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-ven
   llvm-15-dev libllvmspirvlib-15-dev llvm-spirv-15 clang-15 spirv-tools libze-dev libze1 \
   valgrind clang-format
 
-.PHONY: all setup deps venv build demo test test-c test-py test-mpi test-asan test-opencl lint format \
-  clean
+.PHONY: all setup deps venv build demo test test-c test-py test-mpi test-asan test-opencl ocl-venv \
+  bench-opencl lint format clean
 
 all: build
 
@@ -62,15 +62,23 @@ test-mpi: build
 	timeout 300 $(VENV)/bin/mpiexec -n $(MPI_RANKS) $(PY) samples/distributed/mpi_heat.py
 	timeout 300 $(VENV)/bin/mpiexec -n $(MPI_RANKS) $(PY) samples/distributed/mpi_kmeans.py
 
-# Intel's OpenCL CPU runtime runs our SPIR-V as a second opinion (tests/reliability/test_opencl_reference.py).
+# Intel's OpenCL CPU runtime runs our SPIR-V as a second opinion (tests/reliability/test_opencl_reference.py)
+# and as the peer of bench/opencl_cpu.py (matplotlib draws its plot).
 # Its wheels are about 1 GB installed, so they get their own environment, not requirements.txt.
 OCL_VENV ?= .venv-ocl
-OCL_PACKAGES := pyopencl intel-opencl-rt intel-cmplr-lib-rt
-test-opencl: build
+OCL_PACKAGES := pyopencl intel-opencl-rt intel-cmplr-lib-rt matplotlib
+ocl-venv: build
 	test -x $(OCL_VENV)/bin/python || python3 -m venv $(OCL_VENV)
 	$(OCL_VENV)/bin/python -m pip install -q -r requirements.txt $(OCL_PACKAGES)
 	$(OCL_VENV)/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+
+test-opencl: ocl-venv
 	KAPI_REQUIRE_OPENCL=1 $(OCL_VENV)/bin/python -m pytest -q -rs tests/reliability/test_opencl_reference.py
+
+# kapi's CPU device against Intel's OpenCL CPU runtime on the same SPIR-V, one ratio per kernel
+# (bench/RESULTS.md); BENCH_ARGS="--repeat 31 --only matmul-f32" and the like pass through.
+bench-opencl: ocl-venv
+	$(OCL_VENV)/bin/python bench/opencl_cpu.py $(BENCH_ARGS)
 
 # The C libraries and C tests again with AddressSanitizer and UBSan (build-asan/, libraries in
 # build-asan/lib so kapi/_lib keeps the normal build). LLVM and libze are not instrumented and

@@ -3,6 +3,8 @@ script decorates them (`kapi.kernel(kernels.saxpy)`) or compiles them fresh."""
 
 import math
 
+from kapi import kernel_api as K
+
 
 def saxpy(item, a, x, y):
     i = item.get_id(0)
@@ -17,3 +19,59 @@ def pairwise_distance(item, data, dist):
         t = data[i, k] - data[j, k]
         d += t * t
     dist[j, i] = math.sqrt(d)
+
+
+def black_scholes(item, price, strike, t, rate, vol, call, put):
+    # dpbench's black-scholes; constants in the arrays' type, so float32 stays float32
+    f = price.dtype.type
+    i = item.get_id(0)
+    p = price[i]
+    s = strike[i]
+    tt = t[i]
+    a = math.log(p / s)
+    b = tt * -rate
+    z = tt * vol * vol * f(2.0)
+    c = f(0.25) * z
+    y = f(1.0) / math.sqrt(z)
+    w1 = (a - b + c) * y
+    w2 = (a - b - c) * y
+    d1 = f(0.5) + f(0.5) * math.erf(w1)
+    d2 = f(0.5) + f(0.5) * math.erf(w2)
+    se = math.exp(b) * s
+    r = p * d1 - se * d2
+    call[i] = r
+    put[i] = r - p + se
+
+
+def triad(item, a, b, c, s):
+    i = item.get_id(0)
+    a[i] = b[i] + s * c[i]
+
+
+def stencil5(item, a, out):
+    # 5-point average of the interior; id 0 runs along rows (contiguous)
+    f = a.dtype.type
+    c = item.get_id(0) + 1
+    r = item.get_id(1) + 1
+    out[r, c] = f(0.2) * (a[r, c] + a[r - 1, c] + a[r + 1, c] + a[r, c - 1] + a[r, c + 1])
+
+
+def mandelbrot(item, out, x0, y0, step, maxit):
+    # escape-time iterations: a loop whose trip count differs from work-item to work-item
+    f = out.dtype.type  # out holds float32 counts, so the arithmetic stays in float32
+    cr = x0 + step * f(item.get_id(0))
+    ci = y0 + step * f(item.get_id(1))
+    zr = f(0.0)
+    zi = f(0.0)
+    n = 0
+    while n < maxit and zr * zr + zi * zi <= f(4.0):
+        t = zr * zr - zi * zi + cr
+        zi = f(2.0) * zr * zi + ci
+        zr = t
+        n += 1
+    out[item.get_id(1), item.get_id(0)] = f(n)
+
+
+def histogram(item, data, bins):
+    # data holds bin numbers already; one atomic add per element
+    K.AtomicRef(bins, data[item.get_id(0)]).fetch_add(bins.dtype.type(1))

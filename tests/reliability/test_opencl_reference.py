@@ -6,7 +6,6 @@ those packages are not installed (they are not in requirements.txt: about 900 MB
 The comparison runs in a subprocess: the OpenCL ICD loader reads OCL_ICD_VENDORS once, and
 the wheel's own .icd file names a path of the machine that built it."""
 
-import importlib.metadata
 import os
 import subprocess
 import sys
@@ -14,6 +13,10 @@ import textwrap
 
 import pytest
 from kapi_testing import devices_or_skip
+
+TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+sys.path.insert(0, TOOLS)
+from opencl_ref import icd_vendors_dir, intel_cpu_runtime  # noqa: E402
 
 
 # `make test-opencl` sets KAPI_REQUIRE_OPENCL=1: there a missing runtime is a failure, not a skip.
@@ -33,20 +36,6 @@ except ImportError:
     )
 
 
-def intel_cpu_runtime():
-    """Path of libintelocl.so from the intel-opencl-rt distribution, or None."""
-    try:
-        dist = importlib.metadata.distribution("intel-opencl-rt")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    for f in dist.files or []:
-        if f.name == "libintelocl.so":
-            path = os.path.realpath(dist.locate_file(f))
-            if os.path.exists(path):
-                return path
-    return None
-
-
 LIBINTELOCL = intel_cpu_runtime()
 if LIBINTELOCL is None:
     _unavailable(
@@ -57,51 +46,25 @@ SCRIPT = textwrap.dedent(
     """
     import math
     import numpy as np
-    import pyopencl as cl
     import kapi
     from kapi import kernel_api as kapi_api
 
-    dev = [d for d in kapi.devices() if d.filter_string.startswith("level_zero:cpu")][0]
-    platforms = [p for p in cl.get_platforms() if "Intel" in p.name]
-    assert platforms, [p.name for p in cl.get_platforms()]
-    ctx = cl.Context(platforms[0].get_devices())
-    queue = cl.CommandQueue(ctx)
-    SCALARS = {"float": np.float32, "double": np.float64, "i32": np.int32, "i64": np.int64}
+    from opencl_ref import OpenCLKernel, compiled, intel_cpu_context
 
-    def run_opencl(kernel, global_size, local_size, arrays, scalars):
-        \"\"\"Runs the kernel's SPIR-V on the OpenCL device; arrays by name are updated.\"\"\"
-        ck = list(kernel.overloads.values())[-1]  # the one kapi just compiled for these types
-        define = next(l for l in ck.llvm_ir.splitlines() if l.startswith("define spir_kernel"))
-        params = define[define.index("(") + 1 : define.rindex(")")].split(", ")
-        buffers, args = {}, []
-        for p in params:
-            ty, name = p.split()[0], p.split()[-1].lstrip("%")
-            base, _, part = name.partition(".")
-            if "addrspace(1)*" in p:
-                a = arrays[base]
-                buffers[base] = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                                          hostbuf=a)
-                args.append(buffers[base])
-            elif part.startswith("dim"):
-                args.append(np.int64(arrays[base].shape[int(part[3:])]))
-            elif part.startswith("stride"):
-                a = arrays[base]
-                args.append(np.int64(a.strides[int(part[6:])] // a.itemsize))
-            else:
-                args.append(SCALARS[ty](scalars[name]))
-        prog = cl.Program(ctx, ck.spirv).build()
-        k = getattr(prog, ck.entry)
-        k(queue, global_size, local_size, *args)
-        for name, buf in buffers.items():
-            cl.enqueue_copy(queue, arrays[name], buf)
-        queue.finish()
+    ctx, queue = intel_cpu_context()
+
+    def run_opencl(kernel, global_size, local_size, args):
+        \"\"\"Runs the kernel's SPIR-V on the OpenCL device; the array arguments are updated.\"\"\"
+        k = OpenCLKernel(ctx, compiled(kernel)).bind(args)
+        k.launch(queue, global_size, local_size)
+        k.read_back(queue)
 
     def both(kernel, space, global_size, local_size, arrays, scalars):
         \"\"\"(kapi results, OpenCL results) for copies of the same inputs.\"\"\"
         mine = {k: v.copy() for k, v in arrays.items()}
         kapi.call_kernel(kernel, space, *mine.values(), *scalars.values())
         theirs = {k: v.copy() for k, v in arrays.items()}
-        run_opencl(kernel, global_size, local_size, theirs, scalars)
+        run_opencl(kernel, global_size, local_size, [*theirs.values(), *scalars.values()])
         return mine, theirs
 
     @kapi.kernel
@@ -171,12 +134,9 @@ SCRIPT = textwrap.dedent(
 
 
 def test_spirv_agrees_with_intel_opencl_cpu(tmp_path):
-    vendors = tmp_path / "vendors"
-    vendors.mkdir()
-    (vendors / "intel-cpu.icd").write_text(LIBINTELOCL + "\n")
     env = dict(os.environ)
-    env["OCL_ICD_VENDORS"] = str(vendors)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["OCL_ICD_VENDORS"] = icd_vendors_dir(LIBINTELOCL, tmp_path)
+    env["PYTHONPATH"] = os.pathsep.join([TOOLS] + [p for p in sys.path if p])
     r = subprocess.run(
         [sys.executable, "-c", SCRIPT],
         env=env,

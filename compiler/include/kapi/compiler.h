@@ -104,6 +104,8 @@ kc_status_t kc_spirv_disassemble(const void *spirv, size_t nbytes, char **text, 
  * loads run each work-item on a fiber with a 256 KiB stack (private arrays included); both
  * are kept per thread, reused across groups and freed when the thread exits. */
 typedef struct kc_host_group {
+  /* Bounds the kernels are compiled to rely on (Level Zero's counts are 32-bit): group_id,
+   * group_range and global_offset below 2^32, local_range at most 2^16, in each dimension. */
   uint64_t group_id[3];
   uint64_t group_range[3]; /* number of groups per dimension */
   uint64_t local_range[3]; /* work-group size per dimension */

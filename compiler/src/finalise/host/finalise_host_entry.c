@@ -200,6 +200,22 @@ static LLVMTypeRef group_type(LLVMContextRef c) {
   return t;
 }
 
+/* The bounds compiler.h promises for a group field (0: none): ids, counts and offsets below
+ * 2^32, group sizes at most 2^16. LLVM then knows every global id is below 2^49, so a Python
+ * index such as `a[gid - 1]` after `gid = get_id(0) + 1` loses its negative-index wrap-around
+ * select, and the access stays consecutive for the vectoriser (a stencil's loop ran scalar). */
+static uint64_t field_bound(unsigned field) {
+  switch (field) {
+  case KC_HG_GROUP_ID:
+  case KC_HG_GROUP_RANGE:
+  case KC_HG_OFFSET:
+    return UINT64_C(1) << 32;
+  case KC_HG_LOCAL_RANGE:
+    return (UINT64_C(1) << 16) + 1;
+  }
+  return 0;
+}
+
 /* Field `field` of the group descriptor, element d of it (d < 0: a scalar field). */
 static LLVMValueRef group_field(LLVMBuilderRef b, LLVMValueRef g, unsigned field, int d) {
   LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(g));
@@ -209,6 +225,13 @@ static LLVMValueRef group_field(LLVMBuilderRef b, LLVMValueRef g, unsigned field
   LLVMValueRef p = LLVMBuildInBoundsGEP2(b, group_type(c), g, idx, d < 0 ? 2 : 3, "");
   LLVMValueRef v = LLVMBuildLoad2(b, i64, p, "");
   LLVMSetAlignment(v, 8);
+  uint64_t bound = field_bound(field);
+  if (bound) {
+    LLVMMetadataRef r[2] = {LLVMValueAsMetadata(LLVMConstInt(i64, 0, 0)),
+                            LLVMValueAsMetadata(LLVMConstInt(i64, bound, 0))};
+    LLVMSetMetadata(v, LLVMGetMDKindIDInContext(c, "range", 5),
+                    LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, r, 2)));
+  }
   return v;
 }
 
