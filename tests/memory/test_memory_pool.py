@@ -30,6 +30,13 @@ def pool():
     return p
 
 
+def _quiesce():
+    """Waits for every device's queue: the pool counts every device's blocks, and an earlier
+    test's asynchronous calls on another device give theirs back when they complete."""
+    for d in kapi.devices():
+        d.default_queue.wait()
+
+
 def test_size_classes():
     assert _memory._size_class(0) == 512 and _memory._size_class(1) == 512
     assert _memory._size_class(512) == 512 and _memory._size_class(513) == 1024
@@ -207,7 +214,7 @@ def test_reduction_partials_return_at_once(dev, pool, monkeypatch, chunked):
     monkeypatch.setattr(_reduce, "_chunked", lambda x: chunked)
     x = kapi.asarray(np.ones(1 << 16, np.float32), device=dev)
     assert _reduce._groups(x, x.size) > 1  # two passes
-    x.sycl_queue.wait()  # earlier tests' replayed calls give their arrays back (async GPUs)
+    _quiesce()  # earlier tests' replayed calls give their arrays back (async GPUs)
     used = pool.used_bytes()
     r = x.sum()  # the general path, recorded
     assert pool.used_bytes() == used + r._owner.nbytes  # only the result's block
@@ -230,6 +237,7 @@ def test_threads_share_the_pool(dev, pool):
     pool's counts come back to where they were."""
     import threading
 
+    _quiesce()
     used = pool.used_bytes()
     errors = []
 
