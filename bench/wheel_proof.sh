@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The wheel on the GPU machine, which has none of LLVM 15, the SPIR-V translator or the Level Zero
 # loader: proof that the wheel carries everything kapi needs. Build it here with `make wheel`,
-# carry dist/ (about 20 MB; run's carry: ["dist"]), then on the GPU machine, from the checkout:
+# carry dist/ (about 61 MB; run's carry: ["dist"]), then on the GPU machine, from the checkout:
 #
 #   bash bench/wheel_proof.sh
 #
