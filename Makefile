@@ -10,7 +10,7 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-ven
   valgrind clang-format
 
 .PHONY: all setup deps venv build demo test test-c test-py test-mpi test-asan test-opencl ocl-venv \
-  bench-opencl lint format clean
+  bench-opencl wheel test-wheel lint format clean
 
 all: build
 
@@ -28,13 +28,17 @@ deps: .stamps/deps
 	fi
 	@mkdir -p .stamps && touch $@
 
-# Python environment with pinned packages; kapi and pyfront installed in editable mode.
+# Python environment with pinned packages; kapi and pyfront installed in editable mode. That
+# install runs no CMake (wheel.cmake=false, hence the pure-Python py3 tag): `make build` puts the
+# native parts in kapi/_lib, where the editable kapi finds them. (A plain `pip install -e .`
+# builds them itself, in a folder of its own.)
+EDITABLE := --no-deps --no-build-isolation -Cwheel.cmake=false -Cwheel.py-api=py3 -e .
 venv: .stamps/venv
 .stamps/venv: requirements.txt pyproject.toml | .stamps/deps
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) -m pip install -q $(EDITABLE)
 	@mkdir -p .stamps && touch $@
 
 build: setup
@@ -70,7 +74,7 @@ OCL_PACKAGES := pyopencl intel-opencl-rt intel-cmplr-lib-rt matplotlib
 ocl-venv: build
 	test -x $(OCL_VENV)/bin/python || python3 -m venv $(OCL_VENV)
 	$(OCL_VENV)/bin/python -m pip install -q -r requirements.txt $(OCL_PACKAGES)
-	$(OCL_VENV)/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+	$(OCL_VENV)/bin/python -m pip install -q $(EDITABLE)
 
 test-opencl: ocl-venv
 	KAPI_REQUIRE_OPENCL=1 $(OCL_VENV)/bin/python -m pytest -q -rs tests/reliability/test_opencl_reference.py
@@ -94,11 +98,34 @@ test-asan: setup
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
+# The binary wheel: the normal build (Debian's shared LLVM 15 and SPIR-V translator), then
+# auditwheel grafts every library it needs that a manylinux system lacks (libLLVM-15,
+# libLLVMSPIRVLib, their dependencies, the Level Zero loader) into kapi.libs/, renamed, with
+# $$ORIGIN-relative rpaths, and sets the manylinux tag. The CMake build is kept in
+# $(WHEEL_BUILD)/cmake, so a second `make wheel` only rebuilds what changed.
+# docs/guide/install.md says what the wheel needs on the target machine.
+WHEEL_BUILD ?= build-wheel
+DIST ?= dist
+wheel: setup
+	rm -rf $(WHEEL_BUILD)/raw $(DIST)
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip wheel -q --no-deps --no-build-isolation \
+	  -w $(WHEEL_BUILD)/raw -Cbuild-dir=$(WHEEL_BUILD)/cmake .
+	PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/auditwheel repair -z 9 -w $(DIST) \
+	  $(WHEEL_BUILD)/raw/kapi-*.whl
+	$(PY) tools/wheel/check_wheel.py $(DIST)/kapi-*.whl
+
+# The wheel installed into a fresh venv outside the checkout: `python -m kapi`, a kernel, every
+# sample, the bundled libraries' dependencies and symbols, and kapi beside llvmlite's LLVM
+# (and Triton's where installed), with the system's LLVM, translator and loader hidden.
+test-wheel: wheel
+	bash tools/wheel/test_wheel.sh $(DIST)/kapi-*.whl
+
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
 	git ls-files '*.c' '*.h' '*.cpp' | xargs clang-format --dry-run --Werror
+	$(VENV)/bin/mypy
 
 format:
 	$(VENV)/bin/ruff format .
@@ -106,4 +133,4 @@ format:
 	git ls-files '*.c' '*.h' '*.cpp' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) kapi/_lib .stamps
+	rm -rf $(BUILD) $(WHEEL_BUILD) $(DIST) kapi/_lib .stamps

@@ -19,7 +19,7 @@ _KC_STATUS_NAMES = (
 
 
 class NativeMissingError(KapiError, ImportError):
-    """The C extension is not built (run `make build`)."""
+    """The C extension is not built (in a checkout: `make build`) or not installed."""
 
 
 @functools.cache
@@ -28,7 +28,9 @@ def ext():
         from ._lib import _kapi
     except ImportError as e:
         raise NativeMissingError(
-            f"kapi's native extension kapi._lib._kapi is not available ({e}); run `make build`"
+            f"kapi's native extension kapi._lib._kapi is not available ({e}): in a source "
+            "checkout run `make build`; otherwise install kapi with its native parts (the wheel "
+            "from `make wheel`, or `pip install .`)"
         ) from None
     return _kapi
 
