@@ -26,3 +26,4 @@ from .._memory.array import (  # noqa: F401
 )
 from .._memory.interop import from_dlpack  # noqa: F401
 from . import ops, reduce  # noqa: F401  (install the operators, ufuncs and reductions on Array)
+from . import array_api  # noqa: F401, E402  (the array API namespace; completes Array's indexing)

@@ -131,7 +131,30 @@ class Gen:
             return parts[0]
         if t.op == "where":
             return f"({parts[1]} if {parts[0]} else {parts[2]})"
+        if t.op in _COMPLEX_FORMS and any(d.kind == "c" for d in t.loop):
+            # kernels take complex numbers through Python's operators (pyfront/emit_complex.py)
+            return _COMPLEX_FORMS[t.op].format(*parts, one=f"np.{t.loop[0].type.__name__}(1)")
         return f"np.{t.op}({', '.join(parts)})"
+
+
+# ufuncs on complex operands, written with the operators kernels take on complex numbers
+_COMPLEX_FORMS = {
+    "add": "({0} + {1})",
+    "subtract": "({0} - {1})",
+    "multiply": "({0} * {1})",
+    "true_divide": "({0} / {1})",
+    "divide": "({0} / {1})",
+    "power": "({0} ** {1})",
+    "equal": "({0} == {1})",
+    "not_equal": "({0} != {1})",
+    "negative": "(-{0})",
+    "positive": "({0})",
+    "square": "({0} * {0})",
+    "reciprocal": "({one} / {0})",
+    "absolute": "abs({0})",
+    "conjugate": "np.conjugate({0})",
+    "conj": "np.conjugate({0})",
+}
 
 
 def evaluate_into(tree: _Tree, out: Array, what: str, fresh: bool = False) -> None:
