@@ -16,7 +16,8 @@ import numpy as np
 from ..sort import argsort as _argsort
 from ..sort import sort as _sort
 from . import _core as C
-from . import creation, dtypes, elementwise, fft, indexing, linalg, manipulation, searching, sets
+from . import creation, dtypes, elementwise, fourier, indexing, linear_algebra, manipulation
+from . import searching, sets
 from . import _array, statistics  # noqa: F401  (_array completes kapi.Array)
 
 __array_api_version__ = "2024.12"
@@ -124,14 +125,14 @@ for _mod, _names in (
     (searching, "argmax argmin count_nonzero nonzero searchsorted where"),
     (sets, "unique_all unique_counts unique_inverse unique_values"),
     (statistics, "cumulative_sum cumulative_prod max mean min prod std sum var all any diff"),
-    (linalg, "matmul tensordot vecdot"),
+    (linear_algebra, "matmul tensordot vecdot"),
 ):  # fmt: skip
     for _n in _names.split():
         NAMESPACE[_n] = getattr(_mod, _n)
 NAMESPACE["matrix_transpose"] = manipulation.matrix_transpose
 NAMESPACE.update(elementwise.FUNCTIONS)
-NAMESPACE["linalg"] = _Extension("linalg", linalg.LINALG)
-NAMESPACE["fft"] = _Extension("fft", fft.FFT)
+NAMESPACE["linalg"] = _Extension("linalg", linear_algebra.LINALG)
+NAMESPACE["fft"] = _Extension("fft", fourier.FFT)
 
 globals().update(NAMESPACE)
 __all__ = sorted(n for n in NAMESPACE if not n.startswith("__"))

@@ -7,7 +7,8 @@ from __future__ import annotations
 import sys
 
 from ..._memory.array import Array
-from . import indexing, linalg
+from . import indexing
+from . import linear_algebra as linalg
 
 _basic_getitem = Array.__getitem__
 _basic_setitem = Array.__setitem__

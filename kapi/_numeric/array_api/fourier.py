@@ -23,7 +23,7 @@ def _real_of(dt: np.dtype) -> np.dtype:
 
 def _run(name: str, fn, x: Array, out_dtype) -> Array:
     from .creation import asarray
-    from .linalg import _np_view
+    from .linear_algebra import _np_view
 
     C.check(x, f"fft.{name}")
     if not x._host_ok:
@@ -32,12 +32,12 @@ def _run(name: str, fn, x: Array, out_dtype) -> Array:
             f"NumPy's FFT; this array is on '{x.device.filter_string}', where kapi loads no "
             f"FFT library: copy it explicitly with kapi.asnumpy(x) and use numpy.fft.{name}"
         )
-    r = np.asarray(fn(_np_view(x)))
+    r = np.asarray(fn(_np_view(x)))  # norm=None is NumPy's "backward"
     return asarray(r.astype(out_dtype, copy=False), device=x.sycl_queue)
 
 
 def _c(name):
-    def f(x, /, *, n=None, axis=-1, norm="backward"):
+    def f(x, /, n=None, axis=-1, norm="backward"):
         fn = getattr(np.fft, name)
         return _run(name, lambda a: fn(a, n=n, axis=axis, norm=norm), x, _complex_of(x.dtype))
 
@@ -46,7 +46,7 @@ def _c(name):
 
 
 def _cn(name):
-    def f(x, /, *, s=None, axes=None, norm="backward"):
+    def f(x, /, s=None, axes=None, norm="backward"):
         fn = getattr(np.fft, name)
         return _run(name, lambda a: fn(a, s=s, axes=axes, norm=norm), x, _complex_of(x.dtype))
 
@@ -63,17 +63,17 @@ ifftn = _cn("ifftn")
 rfftn = _cn("rfftn")
 
 
-def irfft(x, /, *, n=None, axis=-1, norm="backward"):
+def irfft(x, /, n=None, axis=-1, norm="backward"):
     return _run("irfft", lambda a: np.fft.irfft(a, n=n, axis=axis, norm=norm), x,
                 _real_of(x.dtype))  # fmt: skip
 
 
-def hfft(x, /, *, n=None, axis=-1, norm="backward"):
+def hfft(x, /, n=None, axis=-1, norm="backward"):
     return _run("hfft", lambda a: np.fft.hfft(a, n=n, axis=axis, norm=norm), x,
                 _real_of(x.dtype))  # fmt: skip
 
 
-def irfftn(x, /, *, s=None, axes=None, norm="backward"):
+def irfftn(x, /, s=None, axes=None, norm="backward"):
     return _run("irfftn", lambda a: np.fft.irfftn(a, s=s, axes=axes, norm=norm), x,
                 _real_of(x.dtype))  # fmt: skip
 
