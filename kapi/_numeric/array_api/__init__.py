@@ -9,6 +9,7 @@ searching, sets, statistics (and the utility functions all, any, diff), dtypes, 
 
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as np
@@ -42,7 +43,7 @@ def _sorting(x, axis, descending, stable, values: bool):
     if x.size == 0:
         return C.allocate(x.shape, x.dtype if values else np.int64, x)
     f = _sort if values else _argsort
-    return f(C.concrete(x), axis=axis, descending=bool(descending), stable=stable)
+    return f(C.concrete(x), axis=axis, descending=builtins.bool(descending), stable=stable)
 
 
 def sort(x, /, *, axis=-1, descending=False, stable=True):

@@ -126,9 +126,9 @@ def matmul(x1, x2, /):
         else:
             from . import cublas
 
-            if not cublas.matmul(a, b, out, batch):
-                _matmul_kernel(_as3(a, batch, n, k), _as3(b, batch, k, m),
-                               out.reshape((-1, n, m)))  # fmt: skip
+            a3, b3, out3 = _as3(a, batch, n, k), _as3(b, batch, k, m), out.reshape((-1, n, m))
+            if not cublas.matmul(a3, b3, out3):
+                _matmul_kernel(a3, b3, out3)
     shape = tuple(batch) + ((n,) if x1.ndim > 1 else ()) + ((m,) if x2.ndim > 1 else ())
     return out.reshape(shape)
 
@@ -178,8 +178,10 @@ def vecdot(x1, x2, /, *, axis=-1):
     a1 = ax if ax < 0 else ax - nd
     if -a1 > x1.ndim or -a1 > x2.ndim or x1.shape[a1] != x2.shape[a1]:
         raise ValueError(f"vecdot: shapes {x1.shape} and {x2.shape} differ along axis {axis}")
+    from .dtypes import result_type
+
     a = conj(x1) if x1.dtype.kind == "c" else x1
-    return _sum(_ufunc.apply(np.multiply, (a, x2)), axis=a1)
+    return _sum(_ufunc.apply(np.multiply, (a, x2)), axis=a1, dtype=result_type(x1, x2))
 
 
 # -- the linalg extension --------------------------------------------------------------------

@@ -60,7 +60,7 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False):
     if x.dtype == np.float16:
         return C.concrete(sum(x.astype(np.float32), axis=axis, keepdims=keepdims).astype(x.dtype))
     r = _reduce_op("sum", x, axis, keepdims)
-    want = _reduce._acc_dtype("sum", x.dtype)
+    want = _reduce._acc_dtype("sum", x.dtype) if dtype is None else C.dtype_of(dtype)
     return r if r.dtype == want else C.concrete(r.astype(want))
 
 
@@ -73,7 +73,7 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     if x.dtype.kind == "c":
         return _complex_prod(x, axis, keepdims)
     r = _reduce_op("prod", x, axis, keepdims)
-    want = _reduce._acc_dtype("prod", x.dtype)
+    want = _reduce._acc_dtype("prod", x.dtype) if dtype is None else C.dtype_of(dtype)
     return r if r.dtype == want else C.concrete(r.astype(want))
 
 
