@@ -3,6 +3,7 @@ boolean-mask indexing (x[idx], x[mask], x[mask] = v), as gather and scatter kern
 
 from __future__ import annotations
 
+import builtins
 import operator
 
 import numpy as np
@@ -16,9 +17,7 @@ def _gather(item, x, idx, out, N):
     p = item.get_id(0)
     j = item.get_id(1)
     q = item.get_id(2)
-    k = idx[j]
-    if k < 0:
-        k += N
+    k = idx[j] % N
     out[p, j, q] = x[p, k, q]
 """
 
@@ -26,9 +25,7 @@ _GATHER_ROWS = """
 def _gather_rows(item, x, idx, out, N):
     b = item.get_id(0)
     j = item.get_id(1)
-    k = idx[b, j]
-    if k < 0:
-        k += N
+    k = idx[b, j] % N
     out[b, j] = x[b, k]
 """
 
@@ -36,9 +33,7 @@ _SCATTER = """
 def _scatter(item, x, idx, v, N):
     j = item.get_id(0)
     q = item.get_id(1)
-    k = idx[j]
-    if k < 0:
-        k += N
+    k = idx[j] % N
     x[k, q] = v[j, q]
 """
 
@@ -130,16 +125,20 @@ def _flat_positions(x: Array, key) -> tuple[Array, int, tuple]:
     """For a key of integers and integer arrays (one per leading axis): the int64 flat
     positions into x's first k axes (shape: the broadcast index shape), and k."""
     keys = key if isinstance(key, tuple) else (key,)
-    if Ellipsis in keys:
-        i = keys.index(Ellipsis)
-        keys = keys[:i] + keys[i + 1 :]
-        if any(not isinstance(k, slice) or k != slice(None) for k in keys[i:]):
-            pass
+    if builtins.any(k is Ellipsis for k in keys):
+        if keys[-1] is not Ellipsis or builtins.sum(k is Ellipsis for k in keys) > 1:
+            raise IndexError(
+                "kapi arrays take integer-array indices for leading axes: an ellipsis may "
+                "only end the index"
+            )
+        keys = keys[:-1]
     k = len(keys)
     if k > x.ndim:
         raise IndexError(f"too many indices for an array of {x.ndim} dimensions")
     arrays = []
     for d, key_d in enumerate(keys):
+        if isinstance(key_d, (list, np.ndarray)):
+            key_d = _host_index(key_d, x, d)
         if isinstance(key_d, Array):
             if key_d.dtype.kind not in "iu":
                 raise IndexError("kapi arrays index with integer arrays or one boolean mask")
@@ -178,6 +177,25 @@ def _flat_positions(x: Array, key) -> tuple[Array, int, tuple]:
     return flat, k, shape
 
 
+def _host_index(key, x: Array, axis: int = 0) -> Array:
+    """A list or NumPy array used as an index: checked against x's extent on the host and
+    copied to x's device (an index the caller wrote on the host, as NumPy takes lists)."""
+    from .creation import asarray
+
+    h = np.asarray(key)
+    if h.dtype.kind not in "iub" or (h.dtype.kind == "b" and h.ndim == 0):
+        raise IndexError(
+            f"arrays used as indices must be of integer (or boolean) type, not {h.dtype}"
+        )
+    if h.dtype.kind in "iu" and h.size and axis < x.ndim:
+        n = x.shape[axis]
+        lo, hi = int(h.min()), int(h.max())
+        if lo < -n or hi >= n:
+            bad = lo if lo < -n else hi
+            raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+    return asarray(h, device=x.sycl_queue)
+
+
 def _mask_positions(mask: Array) -> Array:
     from .searching import nonzero
 
@@ -187,6 +205,11 @@ def _mask_positions(mask: Array) -> Array:
 
 def _mask_key(x: Array, key):
     keys = key if isinstance(key, tuple) else (key,)
+    keys = tuple(
+        _host_index(k, x) if isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype == np.bool_
+        else k
+        for k in keys
+    )
     masks = [k for k in keys if isinstance(k, Array) and k.dtype == np.bool_]
     if not masks:
         return None

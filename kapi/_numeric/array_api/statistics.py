@@ -77,31 +77,36 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     return r if r.dtype == want else C.concrete(r.astype(want))
 
 
+_CPROD = """
+def _cprod(item, x, out, n):
+    r = item.get_id(0)
+    acc = ONE
+    j = 0
+    while j < n:
+        acc = acc * x[r, j]
+        j += 1
+    out[r] = acc
+"""
+
+
 def _complex_prod(x, axis, keepdims):
-    """A complex product: a sequential fold per output element (kapi.reduce's tree with a
-    complex multiply)."""
-    from ..primitives import reduce as kreduce
-
-    from ..._kernel.dispatcher import device_func
-
-    @device_func
-    def _cmul(a, b):
-        return a * b
+    """A complex product: each output element's factors multiplied in order by one
+    work-item (the reductions' group collectives take real numbers only)."""
+    from .manipulation import permute_dims, reshape
 
     axes = C.normalise_axes(axis, x.ndim)
     if x.ndim == 0 or (axis is not None and not axes):
         return C.concrete(x.astype(x.dtype, copy=True))
-    xm = x
-    if axis is not None and len(axes) != 1:
-        from .manipulation import permute_dims, reshape
-
-        keep = [d for d in range(x.ndim) if d not in axes]
-        xm = reshape(permute_dims(x, tuple(keep + list(axes))),
-                     tuple(x.shape[d] for d in keep) + (-1,))  # fmt: skip
-        r = kreduce(_cmul, C.contiguous(xm), axis=-1, identity=x.dtype.type(1))
-    else:
-        r = kreduce(_cmul, C.concrete(x), axis=None if axis is None else axes[0],
-                    identity=x.dtype.type(1))  # fmt: skip
+    keep = [d for d in range(x.ndim) if d not in axes]
+    kept = tuple(x.shape[d] for d in keep)
+    rows = int(np.prod(kept, dtype=np.int64))
+    n = int(np.prod([x.shape[d] for d in axes], dtype=np.int64))
+    x2 = reshape(C.contiguous(permute_dims(x, tuple(keep + list(axes)))), (rows, n))
+    out = C.allocate((rows,), x.dtype, x)
+    if rows:
+        k = C.kernel(_CPROD.replace("ONE", f"np.{x.dtype.type.__name__}(1)"), "_cprod")
+        C.launch(k, rows, x2, out, np.int64(n))
+    r = out.reshape(kept)
     if keepdims:
         r = r.reshape(_keep_shape(x, axes))
     return r
