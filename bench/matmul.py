@@ -18,7 +18,6 @@ import argparse
 import numpy as np
 from timing import median_batch
 
-import kapi
 import kapi.array_api as xp
 from kapi._numeric.array_api import cublas
 from kapi._numeric.array_api import linear_algebra as la

@@ -88,20 +88,26 @@ _export(
 _export("_numeric.ufunc", "where")
 _export("_numeric.vectorize", "VectorizedFunction", "vectorize")
 # dpnp's names (`import kapi as dpnp`): NumPy-named functions on kapi arrays, on their device
-_export("_numeric.npcompat", *"""asnumpy array copy linspace eye identity meshgrid tril triu
+_export(
+    "_numeric.npcompat",
+    *"""asnumpy array copy linspace eye identity meshgrid tril triu
     reshape ravel transpose swapaxes moveaxis expand_dims squeeze concatenate stack hstack vstack
     flip roll tile repeat broadcast_to broadcast_arrays atleast_1d atleast_2d around round real
     imag clip sum prod mean var std amax amin max min argmax argmin all any count_nonzero
     nonzero argwhere searchsorted diff take take_along_axis isclose allclose array_equal matmul
-    dot vdot inner outer tensordot trace""".split())
-_export("_numeric.npcompat", *"""add subtract multiply divide true_divide floor_divide power
+    dot vdot inner outer tensordot trace""".split(),
+)
+_export(
+    "_numeric.npcompat",
+    *"""add subtract multiply divide true_divide floor_divide power
     float_power remainder mod fmod negative positive absolute abs fabs sign sqrt square cbrt exp
     exp2 expm1 log log2 log10 log1p logaddexp logaddexp2 sin cos tan arcsin arccos arctan
     arctan2 sinh cosh tanh arcsinh arccosh arctanh hypot floor ceil trunc rint maximum minimum
     fmax fmin logical_and logical_or logical_not logical_xor bitwise_and bitwise_or bitwise_xor
     invert bitwise_not left_shift right_shift equal not_equal less less_equal greater
     greater_equal isnan isinf isfinite signbit copysign reciprocal conjugate conj deg2rad
-    rad2deg degrees radians gcd lcm ldexp""".split())
+    rad2deg degrees radians gcd lcm ldexp""".split(),
+)
 _export("_numeric.array_api", linalg="linalg", fft="fft")
 
 # Scalar types, as numba-dpex exports them (kapi/_kernel/scalar_names.py): conversions

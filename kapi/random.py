@@ -394,8 +394,10 @@ def randn(*args, device=None, usm_type="device", sycl_queue=None):
 
 
 def standard_normal(size=None, *, device=None, usm_type="device", sycl_queue=None):
-    return _global().standard_normal(size, _float(device, sycl_queue),
-                                     device=_where(device, sycl_queue), usm_type=usm_type)  # fmt: skip
+    where = _where(device, sycl_queue)
+    return _global().standard_normal(
+        size, _float(device, sycl_queue), device=where, usm_type=usm_type
+    )
 
 
 def uniform(low=0.0, high=1.0, size=None, *, device=None, usm_type="device", sycl_queue=None):

@@ -175,7 +175,9 @@ def test_clip_nextafter_and_complex_parts(dev):
     x = np.array([0.0, 1.0, -1.0, 1.0, np.nan, 2.0], np.float32)
     y = np.array([1.0, 2.0, -2.0, 0.0, 1.0, 2.0], np.float32)
     same(xp.nextafter(A(x, dev), A(y, dev)), np.nextafter(x, y))
-    same(xp.nextafter(A(x.astype(np.float64), dev), -np.inf), np.nextafter(x.astype(float), -np.inf))
+    same(
+        xp.nextafter(A(x.astype(np.float64), dev), -np.inf), np.nextafter(x.astype(float), -np.inf)
+    )
     z = np.array([1 + 2j, -3 - 0.5j, 0j], np.complex64)
     same(xp.real(A(z, dev)), z.real)
     same(xp.imag(A(z, dev)), z.imag)
@@ -444,6 +446,7 @@ def test_cuda_arrays_refuse_numpy_conversion():
 def test_numpy_functions_dispatch_to_kapi_or_raise(dev):
     h = np.array([[3.0, 1.0, 2.0], [0.5, 4.0, -1.0]])
     a = A(h, dev)
+
     def host(x):
         if isinstance(x, kapi.Array):
             return x.asnumpy()

@@ -16,10 +16,20 @@ import numpy as np
 
 from ..sort import argsort as _argsort
 from ..sort import sort as _sort
+from . import (  # noqa: F401  (_array completes kapi.Array)
+    _array,
+    creation,
+    dtypes,
+    elementwise,
+    fourier,
+    indexing,
+    linear_algebra,
+    manipulation,
+    searching,
+    sets,
+    statistics,
+)
 from . import _core as C
-from . import creation, dtypes, elementwise, fourier, indexing, linear_algebra, manipulation
-from . import searching, sets
-from . import _array, statistics  # noqa: F401  (_array completes kapi.Array)
 
 __array_api_version__ = "2024.12"
 
@@ -37,8 +47,8 @@ def _sorting(x, axis, descending, stable, values: bool):
     if x.ndim == 0:
         if axis not in (-1, 0):
             raise np.exceptions.AxisError(axis, 0)
-        return C.concrete(x.astype(x.dtype, copy=True)) if values else C.scalar_array(
-            0, np.int64, x
+        return (
+            C.concrete(x.astype(x.dtype, copy=True)) if values else C.scalar_array(0, np.int64, x)
         )
     if x.size == 0:
         return C.allocate(x.shape, x.dtype if values else np.int64, x)

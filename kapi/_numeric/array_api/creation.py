@@ -141,9 +141,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
         start, stop = 0, start
     if step == 0:
         raise ValueError("arange: step must not be zero")
-    ints = builtins.all(
-        isinstance(v, int) and not isinstance(v, bool) for v in (start, stop, step)
-    )
+    ints = builtins.all(isinstance(v, int) and not isinstance(v, bool) for v in (start, stop, step))
     dt = C.dtype_of(dtype) if dtype is not None else (C.INT64 if ints else C.default_float(q))
     n = builtins.max(0, int(np.ceil((stop - start) / step)))
     out = Array._allocate((n,), dt, q, "device")

@@ -208,9 +208,7 @@ def _nextafter(item, x, y, xb, out):
     k = C.kernel(src, "_nextafter", SIGN=sign, ONE=one, QNAN=qnan)
     n = out.size
     if n:
-        C.launch(
-            k, n, x1.reshape(n), x2.reshape(n), xb.reshape(n), yb.reshape(n), out.reshape(n)
-        )
+        C.launch(k, n, x1.reshape(n), x2.reshape(n), xb.reshape(n), yb.reshape(n), out.reshape(n))
     return res
 
 

@@ -206,7 +206,8 @@ def _mask_positions(mask: Array) -> Array:
 def _mask_key(x: Array, key):
     keys = key if isinstance(key, tuple) else (key,)
     keys = tuple(
-        _host_index(k, x) if isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype == np.bool_
+        _host_index(k, x)
+        if isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype == np.bool_
         else k
         for k in keys
     )

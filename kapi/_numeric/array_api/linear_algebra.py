@@ -59,9 +59,9 @@ def _np_view(a: Array) -> np.ndarray:
 
 
 def _matmul_kernel(a3: Array, b3: Array, out3: Array) -> None:
-    from ..._kernel.ranges import NdRange
     from kapi_lang import kernel_api as K
 
+    from ..._kernel.ranges import NdRange
     from ..replay import launch
 
     bsz, n, kk = a3.shape
@@ -89,9 +89,7 @@ def _as3(x: Array, batch, rows: int, cols: int) -> Array:
         dims = [(n, s) for n, s in zip(batch, st, strict=True) if n != 1]
         if not dims:
             merged = 0
-        elif builtins.all(
-            s0 == s1 * n1 for (_, s0), (n1, s1) in zip(dims, dims[1:], strict=False)
-        ):
+        elif builtins.all(s0 == s1 * n1 for (_, s0), (n1, s1) in zip(dims, dims[1:], strict=False)):
             merged = dims[-1][1]
     if merged is None:
         v = C.contiguous(v)
@@ -203,8 +201,10 @@ def _lapack(name: str, fn, *arrays, float_only=True):
 
     def back(r):
         if isinstance(r, tuple):
-            return type(r)(*(back(v) for v in r)) if hasattr(r, "_fields") else tuple(
-                back(v) for v in r
+            return (
+                type(r)(*(back(v) for v in r))
+                if hasattr(r, "_fields")
+                else tuple(back(v) for v in r)
             )
         r = np.asarray(r)
         from .creation import asarray
@@ -266,9 +266,7 @@ def slogdet(x, /):
 def solve(x1, x2, /):
     def f(a, b):
         if b.ndim == 1:
-            return np.linalg.solve(a, b[..., None])[..., 0] if a.ndim > 2 else np.linalg.solve(
-                a, b
-            )
+            return np.linalg.solve(a, b[..., None])[..., 0] if a.ndim > 2 else np.linalg.solve(a, b)
         return np.linalg.solve(a, b)
 
     return _lapack("solve", f, x1, x2)

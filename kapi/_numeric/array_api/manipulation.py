@@ -138,9 +138,7 @@ def concat(arrays, /, *, axis=0):
         if a.ndim != first.ndim or any(
             a.shape[d] != first.shape[d] for d in range(a.ndim) if d != ax
         ):
-            raise ValueError(
-                f"concat: shapes {first.shape} and {a.shape} differ off axis {ax}"
-            )
+            raise ValueError(f"concat: shapes {first.shape} and {a.shape} differ off axis {ax}")
     shape = list(first.shape)
     shape[ax] = sum(a.shape[ax] for a in arrays)
     out = C.allocate(shape, dt, first)

@@ -74,7 +74,9 @@ def nonzero(x, /):
     stride = n
     for d in range(x.ndim):
         stride //= x.shape[d]
-        res.append(C.concrete((out // stride) % x.shape[d]) if count else C.allocate((0,), np.int64, x))
+        res.append(
+            C.concrete((out // stride) % x.shape[d]) if count else C.allocate((0,), np.int64, x)
+        )
     return tuple(res)
 
 
