@@ -166,7 +166,8 @@ _COMPLEX_FORMS = {
     "conj": "np.conjugate({0})",
     "expm1": "(np.exp({0}) - {one})",
     "log1p": "np.log({one} + {0})",
-    "sign": "(({0}) / abs({0}) if {0} != 0 else {0} * 0)",
+    "sign": "(({0}) / abs({0}) if {0} != 0 else {one} * 0)",
+    "log2": "(np.log({0}) / np.log({one} + {one}))",
 }
 
 
