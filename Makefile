@@ -10,7 +10,7 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-ven
   valgrind clang-format
 
 .PHONY: all setup deps venv build demo test test-c test-py test-mpi test-asan test-opencl ocl-venv \
-  bench-opencl wheel test-wheel lint format clean
+  bench-opencl test-array-api wheel test-wheel lint format clean
 
 all: build
 
@@ -83,6 +83,20 @@ test-opencl: ocl-venv
 # (bench/RESULTS.md); BENCH_ARGS="--repeat 31 --only matmul-f32" and the like pass through.
 bench-opencl: ocl-venv
 	$(OCL_VENV)/bin/python bench/opencl_cpu.py $(BENCH_ARGS)
+
+# The array API standard's conformance suite (data-apis/array-api-tests) on kapi.array_api. The
+# suite is on GitHub only, not on PyPI, so CI (PyPI and Debian only) runs
+# tests/numeric/test_array_api.py instead; where a checkout exists (with its array-api
+# submodule): make test-array-api ARRAY_API_TESTS=/path/to/array-api-tests [MAX_EXAMPLES=20]
+# [SEED=0] [BUDGET=3000] [KAPI_DEFAULT_DEVICE=cuda]. Its dependencies get their own environment.
+AAT_VENV ?= .venv-array-api
+AAT_PACKAGES := hypothesis==6.151.0 ndindex==1.10.1 pytest-json-report==1.5.0 pytest-metadata==3.1.1
+test-array-api: build
+	@test -n "$(ARRAY_API_TESTS)" || { echo "set ARRAY_API_TESTS to a checkout of data-apis/array-api-tests"; exit 2; }
+	test -x $(AAT_VENV)/bin/python || python3 -m venv $(AAT_VENV)
+	$(AAT_VENV)/bin/python -m pip install -q -r requirements.txt $(AAT_PACKAGES)
+	$(AAT_VENV)/bin/python -m pip install -q $(EDITABLE)
+	PYTHON=$(abspath $(AAT_VENV))/bin/python tools/array_api_tests.sh $(ARRAY_API_TESTS)
 
 # The C libraries and C tests again with AddressSanitizer and UBSan (build-asan/, libraries in
 # build-asan/lib so kapi/_lib keeps the normal build). LLVM and libze are not instrumented and

@@ -98,6 +98,28 @@ _export(
 )
 _export("_numeric.ufunc", "where")
 _export("_numeric.vectorize", "VectorizedFunction", "vectorize")
+# dpnp's names (`import kapi as dpnp`): NumPy-named functions on kapi arrays, on their device
+_export(
+    "_numeric.npcompat",
+    *"""asnumpy array copy linspace eye identity meshgrid tril triu
+    reshape ravel transpose swapaxes moveaxis expand_dims squeeze concatenate stack hstack vstack
+    flip roll tile repeat broadcast_to broadcast_arrays atleast_1d atleast_2d around round real
+    imag clip sum prod mean var std amax amin max min argmax argmin all any count_nonzero
+    nonzero argwhere searchsorted diff take take_along_axis isclose allclose array_equal matmul
+    dot vdot inner outer tensordot trace""".split(),
+)
+_export(
+    "_numeric.npcompat",
+    *"""add subtract multiply divide true_divide floor_divide power
+    float_power remainder mod fmod negative positive absolute abs fabs sign sqrt square cbrt exp
+    exp2 expm1 log log2 log10 log1p logaddexp logaddexp2 sin cos tan arcsin arccos arctan
+    arctan2 sinh cosh tanh arcsinh arccosh arctanh hypot floor ceil trunc rint maximum minimum
+    fmax fmin logical_and logical_or logical_not logical_xor bitwise_and bitwise_or bitwise_xor
+    invert bitwise_not left_shift right_shift equal not_equal less less_equal greater
+    greater_equal isnan isinf isfinite signbit copysign reciprocal conjugate conj deg2rad
+    rad2deg degrees radians gcd lcm ldexp""".split(),
+)
+_export("_numeric.array_api", linalg="linalg", fft="fft")
 
 # Scalar types, as numba-dpex exports them (kapi/_kernel/scalar_names.py): conversions
 # (kapi.int32(0)), dtypes, signature entries, signature objects (kapi.int64(kapi.int64)) and
@@ -111,7 +133,7 @@ _SCALAR_NAMES = (
 # Submodules: kernel_api holds the in-kernel classes (Item, NdItem, AtomicRef, ...); random the
 # Philox generator (kapi.random.default_rng). random stays out of __all__: a star import must
 # not shadow Python's random module.
-_SUBMODULES = ("kernel_api", "random")
+_SUBMODULES = ("kernel_api", "random", "array_api")
 
 
 def _bind_scalars():
@@ -141,4 +163,7 @@ def __dir__():
     return sorted({*globals(), *_EXPORTS, *_SCALAR_NAMES, *_SUBMODULES})
 
 
-__all__ = sorted([*_EXPORTS, "kernel_api", "prange"])  # what `from kapi import *` gives
+# what `from kapi import *` gives: every public name but those that would shadow Python's
+# builtins (sum, min, max, abs, all, any, round: reach them as kapi.sum, ...)
+_SHADOWING = ("abs", "all", "any", "max", "min", "round", "sum")
+__all__ = sorted([*(n for n in _EXPORTS if n not in _SHADOWING), "kernel_api", "prange"])

@@ -344,3 +344,86 @@ def default_rng(seed=None, device=None) -> Generator:
     if isinstance(seed, Generator):
         return seed
     return Generator(seed, device=device)
+
+
+# -- dpnp.random's module-level functions (NumPy's legacy names), on one global Generator ----
+
+_GLOBAL: list = []
+
+
+def _global() -> Generator:
+    if not _GLOBAL:
+        _GLOBAL.append(Generator())
+    return _GLOBAL[0]
+
+
+def _where(device, sycl_queue):
+    return sycl_queue if sycl_queue is not None else device
+
+
+def seed(seed=None, *, device=None, sycl_queue=None):
+    """Reseeds the generator behind kapi.random's module-level functions (dpnp.random.seed)."""
+    _GLOBAL[:] = [Generator(seed)]
+
+
+def random(size=None, *, device=None, usm_type="device", sycl_queue=None):
+    """Uniform floats in [0, 1) (dpnp.random.random), made on the device."""
+    return _global().random(size, _float(device, sycl_queue), device=_where(device, sycl_queue),
+                            usm_type=usm_type)  # fmt: skip
+
+
+random_sample = ranf = sample = random
+
+
+def _float(device, sycl_queue):
+    from ._memory.device import as_queue
+
+    q = as_queue(_where(device, sycl_queue))
+    return np.float64 if q.device.has_aspect_fp64 else np.float32
+
+
+def rand(*args, device=None, usm_type="device", sycl_queue=None):
+    """Uniform floats in [0, 1) of shape args (dpnp.random.rand)."""
+    return random(args if args else None, device=device, usm_type=usm_type, sycl_queue=sycl_queue)
+
+
+def randn(*args, device=None, usm_type="device", sycl_queue=None):
+    """Standard normal floats of shape args (dpnp.random.randn)."""
+    return standard_normal(args if args else None, device=device, usm_type=usm_type,
+                           sycl_queue=sycl_queue)  # fmt: skip
+
+
+def standard_normal(size=None, *, device=None, usm_type="device", sycl_queue=None):
+    where = _where(device, sycl_queue)
+    return _global().standard_normal(
+        size, _float(device, sycl_queue), device=where, usm_type=usm_type
+    )
+
+
+def uniform(low=0.0, high=1.0, size=None, *, device=None, usm_type="device", sycl_queue=None):
+    return _global().uniform(low, high, size, _float(device, sycl_queue),
+                             device=_where(device, sycl_queue), usm_type=usm_type)  # fmt: skip
+
+
+def normal(loc=0.0, scale=1.0, size=None, *, device=None, usm_type="device", sycl_queue=None):
+    return _global().normal(loc, scale, size, _float(device, sycl_queue),
+                            device=_where(device, sycl_queue), usm_type=usm_type)  # fmt: skip
+
+
+def randint(low, high=None, size=None, dtype=int, *, device=None, usm_type="device",
+            sycl_queue=None):  # fmt: skip
+    """Integers in [low, high) (dpnp.random.randint): floor(low + u * (high - low)) of
+    float64 uniforms, on the device."""
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ValueError(f"randint: low ({low}) must be below high ({high})")
+    u = _global().random(size, np.float64, device=_where(device, sycl_queue), usm_type=usm_type)
+    r = np.floor(u * float(high - low) + float(low))
+    out = r.astype(np.dtype(dtype))
+    # float rounding can reach high itself: keep it below
+    return np.minimum(out, np.dtype(dtype).type(high - 1))
+
+
+__all__ += ["seed", "random", "random_sample", "ranf", "sample", "rand", "randn",
+            "standard_normal", "uniform", "normal", "randint"]  # fmt: skip

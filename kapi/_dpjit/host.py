@@ -611,7 +611,8 @@ def _getitem(a, idx):
         )
     if ndim == 0:
         # one element: kapi reads it from wherever the array lives
-        return _index_impl("a, idx", idx, "a[__rebuild(__k)]", a.dtype, {})
+        # (a 0-d kapi array, as the array API says, read as the scalar Numba expects)
+        return _index_impl("a, idx", idx, "a[__rebuild(__k)].asnumpy()[()]", a.dtype, {})
     t, check = _array_result(KapiArrayType(a.dtype, ndim), "slicing")
     return _index_impl("a, idx", idx, "a[__rebuild(__k)]", t, {}, check)
 

@@ -314,7 +314,13 @@ class Array(_array_base()):
         return np.array(view, copy=True, order="K")
 
     def __array__(self, dtype=None, copy=None):
-        if self._host_ok and copy is not True:
+        if not self._host_ok:
+            raise TypeError(
+                f"a kapi array on '{self.device.filter_string}' is not in host memory: it is "
+                "not converted to a NumPy array implicitly; copy it to the host explicitly with "
+                "x.asnumpy() or kapi.asnumpy(x)"
+            )
+        if copy is not True:
             if _on_export is not None:
                 _on_export(self)  # the view can write the memory behind kapi's back
             a = self._host_view()
@@ -341,7 +347,10 @@ class Array(_array_base()):
             ):
                 _native.ext().rt_memcpy(self._queue._native, self._ptr, value._ptr, self.nbytes)
                 return
-            value = value.asnumpy()
+            if value.device == self.device and _copy_into is not None:
+                _copy_into(self, value)  # a kernel: broadcasts and converts on the device
+                return
+            value = value.asnumpy()  # another device: through the host (to_device's copy)
         src = np.broadcast_to(np.asarray(value).astype(self._dtype, copy=False), self._shape)
         if self.size == 0:
             return
@@ -351,6 +360,11 @@ class Array(_array_base()):
         if self.layout == "C":
             src = np.ascontiguousarray(src)
             _native.ext().rt_memcpy(self._queue._native, self._ptr, src.ctypes.data, self.nbytes)
+            return
+        if _copy_into is not None:  # host data to a device buffer, then a kernel scatters it
+            tmp = Array._allocate(self._shape, self._dtype, self._queue, self._usm_type)
+            tmp._assign(src)
+            _copy_into(self, tmp)
             return
         host, lo = self._read_span()
         np.ndarray(self._shape, self._dtype, host, -lo, self._strides)[...] = src
@@ -371,6 +385,9 @@ class Array(_array_base()):
                 return
             except DeviceError:
                 pass  # a driver without this pattern size: write from the host instead
+        if self.size and not self._host_ok and _copy_into is not None:
+            _copy_into(self, item[()])  # a strided view: a kernel writes it
+            return
         self._assign(item)
 
     def copy(self, order: str = "C") -> Array:
@@ -475,10 +492,9 @@ class Array(_array_base()):
         )
 
     def __getitem__(self, key):
-        v = self._view(key)
-        if v.ndim == 0:
-            return v.asnumpy()[()]
-        return v
+        """Basic indexing gives a view (0-d for a single element, as in the array API);
+        kapi's array library adds integer-array and boolean-mask indexing."""
+        return self._view(key)
 
     def __setitem__(self, key, value) -> None:
         self._view(key)._assign(value)
@@ -501,15 +517,22 @@ class Array(_array_base()):
             self._host_ok,
         )
 
-    def reshape(self, *shape, order: str = "C") -> Array:
+    def reshape(self, *shape, order: str = "C", copy=None) -> Array:
+        """A view of the same elements in another shape where strides allow one, else (not
+        with copy=False) a copy on the device, as NumPy's reshape."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        if self.layout != order and self.ndim > 1:
-            raise ValueError(
-                f"reshape without a copy needs a {order}-contiguous array; call .copy() first"
-            )
+        if order not in ("C", "F"):
+            raise ValueError(f"order must be 'C' or 'F', not {order!r}")
         fake = as_strided(np.zeros(1, self._dtype), self._shape, self._strides, writeable=False)
-        new = fake.reshape(shape, order=order)
+        try:
+            new = np.reshape(fake, shape, order=order, copy=False)
+        except ValueError as e:
+            if copy is False or "cannot reshape" in str(e):
+                raise  # a size that does not fit, or no view where one was asked for
+            return self.copy(order).reshape(shape, order=order)
+        if copy is True:
+            return self.copy(order).reshape(shape, order=order)
         return Array._make(
             self._owner,
             self._ptr,
@@ -534,6 +557,14 @@ class Array(_array_base()):
 
     def __bool__(self) -> bool:
         return bool(self._scalar())
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar())
+
+    def __index__(self) -> int:
+        if self._dtype.kind not in "iu" or self.ndim != 0:
+            raise TypeError("only 0-d integer kapi arrays can be used as an index")
+        return int(self._scalar())
 
     def __iter__(self):
         for i in range(len(self)):
@@ -760,6 +791,9 @@ def asarray(
 
 
 # The array library (kapi._numeric) sits above arrays: importing it installs the operators,
-# NumPy ufuncs and reductions on Array, and sets this conversion kernel's launcher. kapi's
-# root hands Array and every function that makes one out through that package.
+# NumPy ufuncs and reductions on Array, and sets this conversion kernel's launcher and the
+# device copy (_copy_into(dst, src): src, an array of dst's device or a scalar, broadcast and
+# converted into dst by a kernel). kapi's root hands Array and every function that makes one
+# out through that package.
 _convert = None
+_copy_into = None

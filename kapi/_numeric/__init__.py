@@ -25,4 +25,8 @@ from .._memory.array import (  # noqa: F401
     zeros_like,
 )
 from .._memory.interop import from_dlpack  # noqa: F401
-from . import ops, reduce  # noqa: F401  (install the operators, ufuncs and reductions on Array)
+from . import (  # noqa: F401  (install the operators, ufuncs and reductions on Array)
+    array_api,  # noqa: F401, E402  (the array API namespace; completes Array's indexing)
+    ops,
+    reduce,
+)

@@ -131,7 +131,44 @@ class Gen:
             return parts[0]
         if t.op == "where":
             return f"({parts[1]} if {parts[0]} else {parts[2]})"
+        if t.op == "floor_divide" and t.loop[0].kind == "f":
+            # infinite operands give a / b's infinity or signed zero, as the array API says
+            # (NumPy's floor_divide gives NaN there); finite ones NumPy's floored quotient
+            a, b = parts
+            return (f"(np.floor({a} / {b}) if (np.isinf({a}) or np.isinf({b})) "
+                    f"else np.floor_divide({a}, {b}))")  # fmt: skip
+        if t.op == "sign" and t.loop[0].kind == "f":
+            return f"(np.sign({parts[0]}) + {t.loop[0].type.__name__}_zero)".replace(
+                f"{t.loop[0].type.__name__}_zero", f"np.{t.loop[0].type.__name__}(0)"
+            )  # sign(-0.0) is +0
+        if t.op in _COMPLEX_FORMS and any(d.kind == "c" for d in t.loop):
+            # kernels take complex numbers through Python's operators (pyfront/emit_complex.py)
+            return _COMPLEX_FORMS[t.op].format(*parts, one=f"np.{t.loop[0].type.__name__}(1)")
         return f"np.{t.op}({', '.join(parts)})"
+
+
+# ufuncs on complex operands, written with the operators kernels take on complex numbers
+_COMPLEX_FORMS = {
+    "add": "({0} + {1})",
+    "subtract": "({0} - {1})",
+    "multiply": "({0} * {1})",
+    "true_divide": "({0} / {1})",
+    "divide": "({0} / {1})",
+    "power": "({0} ** {1})",
+    "equal": "({0} == {1})",
+    "not_equal": "({0} != {1})",
+    "negative": "(-{0})",
+    "positive": "({0})",
+    "square": "({0} * {0})",
+    "reciprocal": "({one} / {0})",
+    "absolute": "abs({0})",
+    "conjugate": "np.conjugate({0})",
+    "conj": "np.conjugate({0})",
+    "expm1": "(np.exp({0}) - {one})",
+    "log1p": "np.log({one} + {0})",
+    "sign": "(({0}) / abs({0}) if {0} != 0 else {one} * 0)",
+    "log2": "(np.log({0}) / np.log({one} + {one}))",
+}
 
 
 def evaluate_into(tree: _Tree, out: Array, what: str, fresh: bool = False) -> None:

@@ -72,6 +72,10 @@ def _unary(uf):
 def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
     """np.sin(x), np.add(x, y, out=z): on the device of the kapi operands."""
     name = getattr(ufunc, "__name__", "?")
+    if ufunc is np.matmul and method == "__call__":  # a generalised ufunc: kapi's matmul
+        from .npcompat import matmul
+
+        return matmul(*inputs, out=out, **kwargs)
     if method != "__call__":
         raise TypeError(
             f"numpy.{name}.{method} is not supported on kapi arrays; "
@@ -91,14 +95,22 @@ def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
 
 
 def __array_function__(self, func, types, args, kwargs):
-    """np.where(c, x, y) runs on the device (kapi.where); every other NumPy function keeps
-    its NumPy implementation (which reads kapi arrays through __array__ or their methods)."""
-    if func is np.where and len(args) == 3 and not kwargs:
-        return _ufunc.where(*args)
-    impl = getattr(func, "_implementation", None)
-    if impl is None:
-        return NotImplemented
-    return impl(*args, **kwargs)
+    """NumPy's functions on kapi arrays: those kapi implements run on the arrays' device
+    (kapi/_numeric/npcompat.py); any other raises TypeError rather than running NumPy on a
+    host copy."""
+    from .npcompat import IMPLEMENTED
+
+    impl = IMPLEMENTED.get(func)
+    if impl is not None:
+        return impl(*args, **kwargs)
+    mod = getattr(func, "__module__", None) or "numpy"
+    name = f"{mod}.{getattr(func, '__name__', func)}"
+    raise TypeError(
+        f"{name} is not implemented for kapi arrays, and kapi does not run NumPy on a copy "
+        "of device memory: use kapi's own functions (kapi.array_api, or NumPy's names on "
+        "kapi, `import kapi as dpnp`), or copy to the host explicitly with kapi.asnumpy(x) "
+        "(x.asnumpy())"
+    )
 
 
 def install(cls) -> None:

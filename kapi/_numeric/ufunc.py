@@ -268,20 +268,21 @@ def launch(
             if len(_LAUNCH_PLANS) >= 4096:
                 _LAUNCH_PLANS.pop(next(iter(_LAUNCH_PLANS)))
             _LAUNCH_PLANS[key] = plan
-    kernel, rng, specs = plan
+    kernel, rng, specs, extra = plan
     argdesc = _native.ext().ArgDesc
     args = []
     k = 0
     for x in (out, *leaves):
         if isinstance(x, Array):
-            shape, strides, desc = specs[k]
+            shape, strides, desc, off = specs[k]
             k += 1
-            q, ptr = x._queue, x._ptr
+            q, ptr = x._queue, x._ptr + off
             v = Array._make(x._owner, ptr, shape, strides, x._dtype, q, x._usm_type, x._host_ok)
             v._kd = argdesc(("A", desc[0], q.device.index, q._native, ptr, shape, desc[1]))
             args.append(v)
         elif x is not None:
             args.append(x)
+    args += extra
     LAUNCHES += 1
     with _lazy.internal():
         _replay.launch(kernel, rng, *args)
@@ -298,18 +299,78 @@ def _plan_launch(expr, leaves, defs, out, what, env, cache):
     strides = [_broadcast_strides(out, shape)] + [_broadcast_strides(a, shape) for a in arrays]
     cshape, cstrides = _collapse(shape, strides)
     if len(cshape) > 3:
-        raise ValueError(
-            f"{what}: kapi runs elementwise operations over at most 3 dimensions after merging "
-            f"contiguous ones; shape {shape} with these strides needs {len(cshape)} "
-            "(use contiguous arrays, e.g. .copy())"
-        )
+        return _plan_nd(expr, leaves, defs, out, arrays, cshape, cstrides, env, cache)
     specs = []
     for a, st in zip([out, *arrays], cstrides, strict=True):
         i = a.itemsize
         bst = tuple(s * i for s in st)
-        specs.append((cshape, bst, _desc_parts(a.dtype, cshape, bst)))
+        specs.append((cshape, bst, _desc_parts(a.dtype, cshape, bst), 0))
     src = kernel_source(expr, leaves, len(cshape), defs)
-    return _kernel_for(src, env, cache), Range(*cshape), tuple(specs)
+    return _kernel_for(src, env, cache), Range(*cshape), tuple(specs), ()
+
+
+_TABLES: dict = {}  # (queue, table bytes) -> the device copy of an N-D launch's table
+
+
+def _table(queue, rows) -> Array:
+    """An int64 (rows, columns) array on queue's device holding rows: the shape and strides
+    an N-D elementwise kernel decomposes its flat index with (made once per layout)."""
+    host = np.asarray(rows, dtype=np.int64)
+    key = (queue, host.shape, host.tobytes())
+    t = _TABLES.get(key)
+    if t is None:
+        if len(_TABLES) >= 4096:
+            _TABLES.pop(next(iter(_TABLES)))
+        t = Array._allocate(host.shape, host.dtype, queue, "device")
+        t._assign(host)
+        t = _TABLES[key] = _replay.constant(t)
+    return t
+
+
+def nd_source(expr: str, leaves, defs=()) -> str:
+    """The kernel computing expr into out over any number of dimensions: every array is a
+    1-D run of its memory (from its lowest address), and work-item i finds its elements'
+    offsets from the flat C-order index i by the table tb (row 0: the extents; row k + 1:
+    array k's strides in elements, then its offset of element 0)."""
+    arrays = [n for n, x in enumerate(leaves) if isinstance(x, Array)]
+    params = "".join(f", a{n}" for n, x in enumerate(leaves) if x is not None)
+    lines = [f"def _elementwise(item, out{params}, tb, ND):", "    i = item.get_id(0)"]
+    lines.append("    rem = i")
+    lines.append("    o = tb[1, ND]")
+    lines += [f"    o{n} = tb[{k + 2}, ND]" for k, n in enumerate(arrays)]
+    lines += ["    d = ND - 1", "    while d >= 0:", "        n = tb[0, d]", "        c = rem % n"]
+    lines += ["        rem = rem // n", "        o += c * tb[1, d]"]
+    lines += [f"        o{n} += c * tb[{k + 2}, d]" for k, n in enumerate(arrays)]
+    lines.append("        d -= 1")
+    for n, x in enumerate(leaves):
+        if x is not None:
+            lines.append(f"    l{n} = a{n}[o{n}]" if isinstance(x, Array) else f"    l{n} = a{n}")
+    lines += [f"    {d}" for d in defs]
+    lines.append(f"    out[o] = {expr}")
+    return "\n".join(lines) + "\n"
+
+
+def _plan_nd(expr, leaves, defs, out, arrays, cshape, cstrides, env, cache):
+    """_plan_launch for more than 3 dimensions: 1-D runs of memory and an index table."""
+    from .._kernel.ranges import Range
+    from .._memory.array import _desc_parts
+
+    specs = []
+    rows = [list(cshape) + [0]]
+    for a, st in zip([out, *arrays], cstrides, strict=True):
+        i = a.itemsize
+        lo = sum((n - 1) * s for n, s in zip(cshape, st, strict=True) if s < 0)
+        hi = sum((n - 1) * s for n, s in zip(cshape, st, strict=True) if s > 0)
+        span = hi - lo + 1
+        specs.append(((span,), (i,), _desc_parts(a.dtype, (span,), (i,)), lo * i))
+        rows.append(list(st) + [-lo])
+    size = 1
+    for n in cshape:
+        size *= n
+    tb = _table(out.sycl_queue, rows)
+    src = nd_source(expr, leaves, defs)
+    extra = (tb, np.int64(len(cshape)))
+    return _kernel_for(src, env, cache), Range(size), tuple(specs), extra
 
 
 def check_out(out, shape, dtype, ufunc_name: str, casting: str = "same_kind") -> Array:
@@ -433,4 +494,24 @@ def _to_dtype(x, dt: np.dtype):
     return dt.type(x)
 
 
+def copy_into(dst: Array, src) -> None:
+    """dst[...] = src on dst's device: src an array there (broadcast to dst's shape, converted
+    to its dtype as NumPy's astype does) or a scalar."""
+    if isinstance(src, Array):
+        shape = np.broadcast_shapes(src.shape, dst.shape)
+        if shape != dst.shape:
+            raise ValueError(
+                f"could not broadcast input array from shape {src.shape} into shape {dst.shape}"
+            )
+        if src.device != dst.device:
+            raise ExecutionQueueInferenceError(
+                f"copy from '{src.device.filter_string}' to '{dst.device.filter_string}': "
+                "move the array with .to_device(...) first"
+            )
+        launch(_lazy._cast("l0", src.dtype, dst.dtype), [src], dst, "copy")
+    else:
+        launch("l0", [np.asarray(src).astype(dst.dtype)[()]], dst, "fill")
+
+
 _array._convert = astype  # Array.astype's kernel (arrays sit below the array library)
+_array._copy_into = copy_into  # device copies between views (Array._assign, fill)
