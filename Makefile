@@ -28,17 +28,17 @@ deps: .stamps/deps
 	fi
 	@mkdir -p .stamps && touch $@
 
-# Python environment with pinned packages; kapi and pyfront installed in editable mode. That
-# install runs no CMake (wheel.cmake=false, hence the pure-Python py3 tag): `make build` puts the
-# native parts in kapi/_lib, where the editable kapi finds them. (A plain `pip install -e .`
-# builds them itself, in a folder of its own.)
-EDITABLE := --no-deps --no-build-isolation -Cwheel.cmake=false -Cwheel.py-api=py3 -e .
+# Python environment with pinned packages; the checkout itself on the venv's path (a .pth file:
+# kapi, kapi_lang and pyfront from the tree, the native parts from kapi/_lib, which `make build`
+# fills). Not `pip install -e .`, which builds the native parts itself in a folder of its own and
+# whose import hook would add its own modules to every `import kapi`.
+DEV_PTH = $(1) -c "import site, sys; open(site.getsitepackages()[0] + '/kapi-checkout.pth', 'w').write(sys.argv[1] + '\\n')" $(CURDIR)
 venv: .stamps/venv
 .stamps/venv: requirements.txt pyproject.toml | .stamps/deps
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q $(EDITABLE)
+	$(call DEV_PTH,$(PY))
 	@mkdir -p .stamps && touch $@
 
 build: setup
@@ -74,7 +74,7 @@ OCL_PACKAGES := pyopencl intel-opencl-rt intel-cmplr-lib-rt matplotlib
 ocl-venv: build
 	test -x $(OCL_VENV)/bin/python || python3 -m venv $(OCL_VENV)
 	$(OCL_VENV)/bin/python -m pip install -q -r requirements.txt $(OCL_PACKAGES)
-	$(OCL_VENV)/bin/python -m pip install -q $(EDITABLE)
+	$(call DEV_PTH,$(OCL_VENV)/bin/python)
 
 test-opencl: ocl-venv
 	KAPI_REQUIRE_OPENCL=1 $(OCL_VENV)/bin/python -m pytest -q -rs tests/reliability/test_opencl_reference.py
@@ -95,7 +95,7 @@ test-array-api: build
 	@test -n "$(ARRAY_API_TESTS)" || { echo "set ARRAY_API_TESTS to a checkout of data-apis/array-api-tests"; exit 2; }
 	test -x $(AAT_VENV)/bin/python || python3 -m venv $(AAT_VENV)
 	$(AAT_VENV)/bin/python -m pip install -q -r requirements.txt $(AAT_PACKAGES)
-	$(AAT_VENV)/bin/python -m pip install -q $(EDITABLE)
+	$(call DEV_PTH,$(AAT_VENV)/bin/python)
 	PYTHON=$(abspath $(AAT_VENV))/bin/python tools/array_api_tests.sh $(ARRAY_API_TESTS)
 
 # The C libraries and C tests again with AddressSanitizer and UBSan (build-asan/, libraries in

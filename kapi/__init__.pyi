@@ -9,6 +9,7 @@ from typing import Any, SupportsIndex, TypeAlias, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
+from . import array_api as array_api
 from . import kernel_api as kernel_api
 from . import random as random
 
@@ -624,3 +625,957 @@ def argsort(
 ) -> Array: ...
 def topk(a: Any, k: int) -> tuple[Array, Array]: ...
 def unique(a: Any, return_counts: bool = False) -> Any: ...
+
+# The array library's functions (the array API standard's names and dpnp's, on the device where
+# their arrays live; docs/guide/array-api.md), and the helpers for several devices and MPI.
+def abs(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def absolute(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def add(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def all(
+    a: Any, axis: Any = ..., out: Any = ..., keepdims: Any = ..., *, where: Any = ...
+) -> Any: ...
+def allclose(a: Any, b: Any, rtol: Any = ..., atol: Any = ..., equal_nan: Any = ...) -> Any: ...
+def amax(
+    a: Any,
+    axis: Any = ...,
+    out: Any = ...,
+    keepdims: Any = ...,
+    initial: Any = ...,
+    where: Any = ...,
+) -> Any: ...
+def amin(
+    a: Any,
+    axis: Any = ...,
+    out: Any = ...,
+    keepdims: Any = ...,
+    initial: Any = ...,
+    where: Any = ...,
+) -> Any: ...
+def any(
+    a: Any, axis: Any = ..., out: Any = ..., keepdims: Any = ..., *, where: Any = ...
+) -> Any: ...
+def arccos(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def arccosh(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def arcsin(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def arcsinh(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def arctan(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def arctan2(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def arctanh(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def argmax(a: Any, axis: Any = ..., out: Any = ..., *, keepdims: Any = ...) -> Any: ...
+def argmin(a: Any, axis: Any = ..., out: Any = ..., *, keepdims: Any = ...) -> Any: ...
+def argwhere(a: Any) -> Any: ...
+def around(a: Any, decimals: Any = ..., out: Any = ...) -> Any: ...
+def array(
+    obj: Any,
+    dtype: Any = ...,
+    *,
+    copy: Any = ...,
+    order: Any = ...,
+    ndmin: Any = ...,
+    device: Any = ...,
+    usm_type: Any = ...,
+    sycl_queue: Any = ...,
+) -> Any: ...
+def array_equal(a1: Any, a2: Any, equal_nan: Any = ...) -> Any: ...
+def asnumpy(a: Any, order: Any = ...) -> Any: ...
+def atleast_1d(*arys: Any) -> Any: ...
+def atleast_2d(*arys: Any) -> Any: ...
+def bitwise_and(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def bitwise_not(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def bitwise_or(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def bitwise_xor(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def broadcast_arrays(*args: Any, subok: Any = ...) -> Any: ...
+def broadcast_to(array: Any, shape: Any, subok: Any = ...) -> Any: ...
+def cbrt(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def ceil(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def clip(
+    a: Any,
+    a_min: Any = ...,
+    a_max: Any = ...,
+    out: Any = ...,
+    *,
+    min: Any = ...,
+    max: Any = ...,
+    **kwargs: Any,
+) -> Any: ...
+def concatenate(
+    arrays: Any, /, axis: Any = ..., out: Any = ..., *, dtype: Any = ..., casting: Any = ...
+) -> Any: ...
+def conj(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def conjugate(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def copy(a: Any, order: Any = ...) -> Any: ...
+def copysign(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def cos(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def cosh(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def count_nonzero(a: Any, axis: Any = ..., *, keepdims: Any = ...) -> Any: ...
+def cuda_aware_mpi() -> Any: ...
+def deg2rad(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def degrees(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def device_for_local_rank(comm: Any = ..., device_type: Any = ...) -> Any: ...
+def diff(a: Any, n: Any = ..., axis: Any = ..., prepend: Any = ..., append: Any = ...) -> Any: ...
+def divide(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def dot(a: Any, b: Any, out: Any = ...) -> Any: ...
+def equal(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def exp(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def exp2(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def expand_dims(a: Any, axis: Any) -> Any: ...
+def expm1(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def eye(
+    N: Any,
+    M: Any = ...,
+    /,
+    *,
+    k: Any = ...,
+    dtype: Any = ...,
+    order: Any = ...,
+    device: Any = ...,
+    usm_type: Any = ...,
+    sycl_queue: Any = ...,
+) -> Any: ...
+def fabs(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+
+fft: Any  # the FFT extension: kapi.fft.fft(x), ... (host memory; docs/guide/array-api.md)
+
+def flip(m: Any, axis: Any = ...) -> Any: ...
+def float_power(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def floor(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def floor_divide(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def fmax(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def fmin(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def fmod(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def gcd(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def greater(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def greater_equal(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def hstack(tup: Any, *, dtype: Any = ..., casting: Any = ...) -> Any: ...
+def hypot(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def identity(
+    n: Any, /, dtype: Any = ..., *, device: Any = ..., usm_type: Any = ..., sycl_queue: Any = ...
+) -> Any: ...
+def imag(val: Any) -> Any: ...
+def inner(a: Any, b: Any) -> Any: ...
+def invert(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def isclose(a: Any, b: Any, rtol: Any = ..., atol: Any = ..., equal_nan: Any = ...) -> Any: ...
+def isfinite(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def isinf(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def isnan(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def lcm(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def ldexp(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def left_shift(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def less(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def less_equal(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+
+linalg: Any  # the linear algebra extension: kapi.linalg.norm(x), ...
+
+def linspace(
+    start: Any,
+    stop: Any,
+    /,
+    num: Any = ...,
+    *,
+    dtype: Any = ...,
+    device: Any = ...,
+    usm_type: Any = ...,
+    sycl_queue: Any = ...,
+    endpoint: Any = ...,
+    retstep: Any = ...,
+    axis: Any = ...,
+) -> Any: ...
+def local_rank(comm: Any = ...) -> Any: ...
+def log(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def log10(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def log1p(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def log2(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def logaddexp(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def logaddexp2(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def logical_and(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def logical_not(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def logical_or(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def logical_xor(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def matmul(x1: Any, x2: Any, /, out: Any = ..., **kwargs: Any) -> Any: ...
+def max(
+    a: Any,
+    axis: Any = ...,
+    out: Any = ...,
+    keepdims: Any = ...,
+    initial: Any = ...,
+    where: Any = ...,
+) -> Any: ...
+def maximum(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def mean(
+    a: Any,
+    axis: Any = ...,
+    dtype: Any = ...,
+    out: Any = ...,
+    keepdims: Any = ...,
+    *,
+    where: Any = ...,
+) -> Any: ...
+def meshgrid(*xi: Any, indexing: Any = ...) -> Any: ...
+def min(
+    a: Any,
+    axis: Any = ...,
+    out: Any = ...,
+    keepdims: Any = ...,
+    initial: Any = ...,
+    where: Any = ...,
+) -> Any: ...
+def minimum(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def mod(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def moveaxis(a: Any, source: Any, destination: Any) -> Any: ...
+def multiply(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def negative(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def nonzero(a: Any) -> Any: ...
+def not_equal(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def outer(a: Any, b: Any, out: Any = ...) -> Any: ...
+def positive(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def power(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def prod(
+    a: Any,
+    axis: Any = ...,
+    dtype: Any = ...,
+    out: Any = ...,
+    keepdims: Any = ...,
+    initial: Any = ...,
+    where: Any = ...,
+) -> Any: ...
+def rad2deg(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def radians(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def ravel(a: Any, order: Any = ...) -> Any: ...
+def real(val: Any) -> Any: ...
+def reciprocal(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def remainder(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def repeat(a: Any, repeats: Any, axis: Any = ...) -> Any: ...
+def reshape(
+    a: Any, /, newshape: Any = ..., order: Any = ..., copy: Any = ..., *, shape: Any = ...
+) -> Any: ...
+def right_shift(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def rint(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def roll(a: Any, shift: Any, axis: Any = ...) -> Any: ...
+def round(a: Any, decimals: Any = ..., out: Any = ...) -> Any: ...
+def searchsorted(a: Any, v: Any, side: Any = ..., sorter: Any = ...) -> Any: ...
+def sign(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def signbit(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def simulate(kernel: Any, index_space: Any, *args: Any) -> Any: ...
+def sin(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def sinh(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def sqrt(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def square(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def squeeze(a: Any, axis: Any = ...) -> Any: ...
+def stack(
+    arrays: Any, /, axis: Any = ..., out: Any = ..., *, dtype: Any = ..., casting: Any = ...
+) -> Any: ...
+def std(
+    a: Any,
+    axis: Any = ...,
+    dtype: Any = ...,
+    out: Any = ...,
+    ddof: Any = ...,
+    keepdims: Any = ...,
+    *,
+    where: Any = ...,
+    mean: Any = ...,
+    correction: Any = ...,
+) -> Any: ...
+def subtract(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def sum(
+    a: Any,
+    axis: Any = ...,
+    dtype: Any = ...,
+    out: Any = ...,
+    keepdims: Any = ...,
+    initial: Any = ...,
+    where: Any = ...,
+) -> Any: ...
+def swapaxes(a: Any, axis1: Any, axis2: Any) -> Any: ...
+def take(a: Any, indices: Any, axis: Any = ..., out: Any = ..., mode: Any = ...) -> Any: ...
+def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any: ...
+def tan(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def tanh(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def tensordot(a: Any, b: Any, axes: Any = ...) -> Any: ...
+def tile(A: Any, reps: Any) -> Any: ...
+def trace(
+    a: Any, offset: Any = ..., axis1: Any = ..., axis2: Any = ..., dtype: Any = ..., out: Any = ...
+) -> Any: ...
+def transpose(a: Any, axes: Any = ...) -> Any: ...
+def tril(m: Any, /, k: Any = ...) -> Any: ...
+def triu(m: Any, /, k: Any = ...) -> Any: ...
+def true_divide(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def trunc(
+    *args: Any,
+    out: Any = ...,
+    where: Any = ...,
+    casting: Any = ...,
+    order: Any = ...,
+    dtype: Any = ...,
+    **kw: Any,
+) -> Any: ...
+def var(
+    a: Any,
+    axis: Any = ...,
+    dtype: Any = ...,
+    out: Any = ...,
+    ddof: Any = ...,
+    keepdims: Any = ...,
+    *,
+    where: Any = ...,
+    mean: Any = ...,
+    correction: Any = ...,
+) -> Any: ...
+def vdot(a: Any, b: Any) -> Any: ...
+def vstack(tup: Any, *, dtype: Any = ..., casting: Any = ...) -> Any: ...
