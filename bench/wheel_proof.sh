@@ -45,3 +45,27 @@ done
 echo "== llvm_coexist"
 "$PY" "$ROOT/tools/wheel/llvm_coexist.py"
 echo "wheel_proof: ok"
+
+# SUITE=1: the test suite itself against the installed wheel, on CUDA and on this host's CPU device
+# at once over pytest-xdist workers (carry its wheels in .whl-xdist: `pip download pytest-xdist
+# execnet --no-deps -d .whl-xdist`). It runs from a folder outside the checkout with the tests
+# folder alone on the path, so `import kapi` is the wheel's. Tests that need the source build's
+# folders (build/: the C fixtures, the fake libcuda) fail here by design; the log names them.
+if [ "${SUITE:-0}" = 1 ]; then
+  "$PY" -m pip install -q --no-index --no-deps --target "$WORK/xdist" "$ROOT"/.whl-xdist/*.whl
+  export PYTHONPATH="$WORK/xdist"
+  "$PY" -c 'import kapi, sys; print("suite imports kapi from", kapi.__file__); sys.exit("/work/" in kapi.__file__ and "venv" not in kapi.__file__)'
+  suite() {
+    KAPI_DRIVERS=$1 timeout "${T:-400}" "$PY" -m pytest -q -n "$2" -p no:cacheprovider -rfE --tb=line \
+      --rootdir "$ROOT" -c "$ROOT/pyproject.toml" -o pythonpath="$ROOT/tests" "$ROOT/tests" \
+      >"${OUT:-/tmp}/wheel_suite_$1.log" 2>&1
+  }
+  suite cuda "${NC:-8}" &
+  suite cpu "${NP:-6}" &
+  wait
+  for d in cuda cpu; do
+    echo "== suite from the wheel, $d"
+    grep -E "^(FAILED|ERROR)" "${OUT:-/tmp}/wheel_suite_$d.log" | head -40 || true
+    tail -1 "${OUT:-/tmp}/wheel_suite_$d.log"
+  done
+fi
