@@ -45,3 +45,8 @@ step mpi-kmeans timeout 180 mpiexec -n 2 python3 samples/distributed/mpi_kmeans.
   --points 1000000 --steps 5 2>&1 | tee -a "$OUT/mpi.log"
 # The stencil's step with kapi arrays beside the same program with CuPy arrays.
 step mpi-halo timeout 240 mpiexec -n 2 python3 bench/mpi_halo.py 2>&1 | tee -a "$OUT/mpi.log"
+# PYTEST_PATHS="tests/..." also runs those tests here, on every device of this host (CUDA and CPU).
+if [ -n "${PYTEST_PATHS:-}" ]; then
+  step pytest-paths timeout "${PYTEST_TIMEOUT:-240}" python3 -m pytest -q -p no:cacheprovider -rfE \
+    --tb=short $PYTEST_PATHS 2>&1 | tee "$OUT/pytest_paths.log" | tail -30
+fi
