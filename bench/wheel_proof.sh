@@ -25,6 +25,11 @@ ldconfig -p | grep -E 'libLLVM-15|libLLVMSPIRVLib|libze_loader' || echo "   none
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader || true
 
 python3 -m venv --system-site-packages "$WORK/venv"
+# The machine's python3 may itself be a venv (its NumPy, Numba, PyTorch and Triton live there, not
+# in the system's site-packages): put its site-packages behind the new venv's own.
+"$WORK/venv/bin/python" -c 'import sys; open(sys.argv[1], "w").write(sys.argv[2] + "\n")' \
+  "$("$WORK/venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')/machine.pth" \
+  "$(python3 -c 'import site; print(site.getsitepackages()[0])')"
 "$WORK/venv/bin/python" -m pip install -q --no-index --no-deps "$WHEEL"
 PY="$WORK/venv/bin/python"
 cd "$WORK"
