@@ -75,7 +75,6 @@ _export(
     "UnsupportedKernelArgumentError",
 )
 _export("_numeric.fuse", "FusedFunction", "fuse")
-_export("_numeric.join", "concatenate")
 _export("_numeric.guvectorize", "GUFunc", "guvectorize")
 _export("_numeric", "from_dlpack")
 _export("_memory.interop", "cuda_aware_mpi")

@@ -22,7 +22,7 @@ from dask.array.dispatch import concatenate_lookup
 
 from ._memory.array import Array
 from ._memory.device import Device, default_device, devices
-from ._numeric.join import concatenate
+from ._numeric.npcompat import concatenate
 
 concatenate_lookup.register(Array, concatenate)
 

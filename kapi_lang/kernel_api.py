@@ -468,6 +468,8 @@ class AtomicRef:
         memory_scope=MemoryScope.DEVICE,
         address_space=None,
     ):
+        if not hasattr(ref, "dtype"):  # numba-dpex's class and message for a scalar or the like
+            raise TypeError("Cannot create an AtomicRef from an unsupported ref type.")
         if ref.dtype.type not in self._DTYPES:
             raise TypeError(f"AtomicRef does not support arrays of {ref.dtype}")
         self._ref = ref
