@@ -53,6 +53,7 @@ from .asynchronous import _async_loops, _AsyncRules, _Calls, _scalar_names, _Sta
 from .kernels import (
     _API,
     _GOP,
+    _NP,
     _factory,
     _kernel_body,
     _located,
@@ -256,6 +257,7 @@ def _transform(fn):
     cells = dict(zip(code.co_freevars, fn.__closure__ or (), strict=True))
     cells[_API] = types.CellType(_kernel_api())
     cells[_GOP] = types.CellType(_kernel_api().GroupOp)
+    cells[_NP] = types.CellType(np)
     for _, nest in nests:
         _analyse(nest, host_assigned, host_loads, fixed, filename, resolver)
     rules = _AsyncRules(resolver, set())

@@ -1158,3 +1158,64 @@ def test_reductions_reuse_their_buffers_across_calls_and_threads(dev):
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         for _ in range(3):
             assert list(pool.map(total, arrays, [0] * 8)) == want
+
+
+# -- numba-dpex code that kapi serves: dpnp-named allocations, shifts, strides -------------
+
+import kapi as dpnp  # noqa: E402 - the porting guide's spelling of numba-dpex's dpnp
+
+
+@dpex.dpjit
+def _nearest_rows(x, k, out):
+    # dpbench's knn_numba_dpex_p allocates an array per iteration, of a run-time size
+    for i in prange(x.shape[0]):
+        q = dpnp.empty(shape=(k, 2))
+        z = np.zeros(k, dtype=np.int64)
+        for j in range(k):
+            q[j, 0] = x[i] + j
+            z[j] = j
+        s = 0.0
+        for j in range(k):
+            s += q[j, 0] + z[j]
+        out[i] = s
+
+
+def test_arrays_allocated_in_a_prange_body_are_private_to_the_iteration(dev):
+    x = kapi.asarray(np.arange(6.0), device=dev)
+    out = kapi.zeros(6, device=dev)
+    for k in (3, 20):  # one kernel per size, compiled in
+        _nearest_rows(x, k, out)
+        want = [sum(float(i) + j + j for j in range(k)) for i in range(6)]
+        np.testing.assert_allclose(out.asnumpy(), want)
+    with pytest.raises(dpex.UnsupportedPrangeError, match="size of an array allocated"):
+        _nearest_rows(x, -1, out)
+
+
+def test_shift_assignments_and_strides_in_host_code(dev):
+    @dpex.dpjit
+    def shifts(a, b):
+        a <<= b
+        c = a.copy()
+        c >>= 1
+        return c, a.strides
+
+    a = kapi.asarray(np.arange(1, 7, dtype=np.int64).reshape(2, 3), device=dev)
+    b = kapi.ones((2, 3), dtype=np.int64, device=dev)
+    c, strides = shifts(a, b)
+    want = np.arange(1, 7).reshape(2, 3)
+    assert (a.asnumpy() == want << 1).all() and (c.asnumpy() == want).all()
+    assert strides == (24, 8)
+
+
+def test_dpnp_named_allocations_in_host_code(dev):
+    @dpex.dpjit
+    def alloc(n):
+        a = dpnp.empty(n, dtype=dpnp.float32)
+        b = dpnp.zeros((n, 2), dtype=dpnp.int64)
+        c = dpnp.full_like(a, 2.0)
+        for i in prange(n):
+            a[i] = c[i] + 1
+        return a, b
+
+    a, b = alloc(5)
+    assert (a.asnumpy() == 3).all() and a.dtype == np.float32 and b.shape == (5, 2)
