@@ -78,7 +78,10 @@ IMPORT_REWRITES = [
     (r"\bnumba_dpex\.tests\b", "dpex_tests"),
     # the suite's package and helper read numba-dpex's config for its gdb tests only
     (r"^from numba_dpex\.core import config$", "import _dpex_config as config"),
-    (r"^from numba_dpex import config, dpjit$", "import _dpex_config as config\nfrom kapi import dpjit"),
+    (
+        r"^from numba_dpex import config, dpjit$",
+        "import _dpex_config as config\nfrom kapi import dpjit",
+    ),
     (r"\bfrom numba_dpex\.kernel_api import\b", "from kapi.kernel_api import"),
     (r"\bimport numba_dpex\.kernel_api as\b", "import kapi.kernel_api as"),
     (r"\bfrom numba_dpex\.core\.exceptions import\b", "from kapi import"),
@@ -126,7 +129,7 @@ def copy(a, **kw):
 def array_equal(a, b):
     return _np.array_equal(asnumpy(a), asnumpy(b))
 ''',
-    "dpnp/random.py": '''
+    "dpnp/random.py": """
 import numpy as _np
 
 import kapi as _kapi
@@ -134,7 +137,7 @@ import kapi as _kapi
 
 def random(size=None):
     return _kapi.asarray(_np.random.random(size))
-''',
+""",
     "dpctl/__init__.py": '''
 """dpctl for numba-dpex's tests: kapi's devices and queues under dpctl's names."""
 import types as _types
@@ -309,7 +312,8 @@ def main(argv=None) -> int:
     ran = sum(counts.get(k, 0) for k in ("passed", "failed", "error"))
     passed = counts.get("passed", 0)
     print(f"\nnumba-dpex {args.ref} tests on kapi: {passed} of {ran} applicable tests pass", end="")
-    print(f" ({100.0 * passed / max(ran, 1):.1f}%); " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    states = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    print(f" ({100.0 * passed / max(ran, 1):.1f}%); {states}")
     print(f"not applicable: {len(NOT_APPLICABLE)} files, {len(NOT_APPLICABLE_TESTS)} tests")
     for name, state in sorted(results.items()):
         if state in ("failed", "error"):
