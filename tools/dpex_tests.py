@@ -211,6 +211,15 @@ def asnumpy(a):
 ''',
 }
 
+# numba-dpex 0.23 ran on Numba 0.59, whose config still had CAPTURED_ERRORS (its tests set and
+# restore it); Numba 0.68 has no such setting and nothing reads it
+ROOT_CONFTEST = """
+import numba.core.config as _config
+
+if not hasattr(_config, "CAPTURED_ERRORS"):
+    _config.CAPTURED_ERRORS = "new_style"
+"""
+
 PYTEST_INI = """[pytest]
 addopts = -p no:cacheprovider
 filterwarnings = ignore::DeprecationWarning
@@ -255,6 +264,7 @@ def prepare(checkout: Path, ref: str, work: Path) -> Path:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text.lstrip())
     (work / "pytest.ini").write_text(PYTEST_INI)
+    (work / "conftest.py").write_text(ROOT_CONFTEST.lstrip())
     return tests
 
 
@@ -288,6 +298,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ref", default="0.23.0", help="tag or commit, for a git directory")
     ap.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
     ap.add_argument("--json", type=Path, help="write every test's outcome here")
+    ap.add_argument(
+        "--files", nargs="+", help="only these test files (relative to numba_dpex/tests)"
+    )
     ap.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments")
     args = ap.parse_args(argv)
 
@@ -302,7 +315,8 @@ def main(argv=None) -> int:
     cmd = [
         sys.executable, "-m", "pytest", "-c", str(work / "pytest.ini"), "--rootdir", str(work),
         "-q", "--continue-on-collection-errors", f"--junitxml={junit}", "-o", "junit_family=xunit1",
-        *deselect_args(tests), *args.pytest_args, str(tests),
+        *deselect_args(tests), *args.pytest_args,
+        *([str(tests / f) for f in args.files] if args.files else [str(tests)]),
     ]  # fmt: skip
     subprocess.run(cmd, cwd=work, env=env)
     results = outcomes(junit)
