@@ -128,6 +128,10 @@ def copy(a, **kw):
 
 def array_equal(a, b):
     return _np.array_equal(asnumpy(a), asnumpy(b))
+
+
+def __getattr__(name):  # the rest of dpnp's namespace: NumPy's, which takes kapi arrays
+    return getattr(_np, name)
 ''',
     "dpnp/random.py": """
 import numpy as _np
@@ -198,6 +202,7 @@ _noop = _kapi.kernel(_noop_fn)
 """dpctl.tensor for numba-dpex's tests: kapi arrays."""
 import numpy as _np
 
+import kapi as _kapi
 from kapi import Array as usm_ndarray
 from kapi import arange, asarray, empty, full, ones, zeros
 
@@ -208,6 +213,13 @@ dtype = _np.dtype
 
 def asnumpy(a):
     return a.asnumpy()
+
+
+zeros_like = _kapi.zeros_like
+
+
+def __getattr__(name):
+    return getattr(_np, name)
 ''',
 }
 
