@@ -312,9 +312,24 @@ class HostCompileError(KapiError, TypeError):
     """Numba cannot compile a dpjit function's host code (the code around its prange loops)
     for these argument types (numba-dpex raised Numba's TypingError): the message names the
     function's file:line, Numba's reason and the line it stopped at. `@dpjit(fallback=True)`
-    runs such host code in CPython instead, with a HostFallbackWarning."""
+    runs such host code in CPython instead, with a HostFallbackWarning. The error raised is
+    also a numba.core.errors.TypingError, so `except TypingError` in ported code catches it."""
 
     __module__ = "kapi"
+
+
+@functools.cache
+def _host_compile_error_class():
+    # Numba is imported by now (its compile failed): no import cost at `import kapi`
+    from numba.core.errors import TypingError
+
+    return type("HostCompileError", (HostCompileError, TypingError), {"__module__": "kapi"})
+
+
+def _host_compile_error(message: str) -> HostCompileError:
+    err = _host_compile_error_class()(message)
+    err.args = (message,)
+    return err
 
 
 class DpjitFunction:
@@ -411,7 +426,7 @@ class DpjitFunction:
         once per call site), so an "error" filter refuses each one."""
         reason = self._python[self._key(args)]
         if not self.fallback:
-            raise HostCompileError(
+            raise _host_compile_error(
                 f"{reason} (`@kapi.dpjit(fallback=True)` runs such host code in CPython)"
             )
         warnings.warn(
