@@ -406,6 +406,9 @@ def _allocator(name: str):
             if not isinstance(first, (KapiArrayType, types.Array)):
                 return None
             ndim = first.ndim
+            shape = bound.get("shape")
+            if shape is not None and not isinstance(shape, (types.NoneType, types.Omitted)):
+                ndim = _ndim_of(shape)  # NumPy's shape=: another shape, a's dtype
             dt = dt if dt is not None else numpy_support.as_dtype(first.dtype)
         elif name == "arange":
             ndim = 1

@@ -1221,3 +1221,17 @@ def test_dpnp_named_allocations_in_host_code(dev):
 
     a, b = alloc(5)
     assert (a.asnumpy() == 3).all() and a.dtype == np.float32 and b.shape == (5, 2)
+
+
+def test_like_allocations_take_numpys_shape(dev):
+    # dpbench's gpairs: np.zeros_like(results, shape=(nopt, nbins)) under dpnp's names
+    a = kapi.ones(4, dtype=np.int32, device=dev)
+    b = dpnp.zeros_like(a, shape=(2, 3))
+    assert b.shape == (2, 3) and b.dtype == np.int32 and b.device == dev
+    assert (dpnp.full_like(a, 7, shape=5).asnumpy() == 7).all()
+
+    @dpex.dpjit
+    def like(a):
+        return dpnp.ones_like(a, shape=(2, 2))
+
+    assert (like(a).asnumpy() == np.ones((2, 2), np.int32)).all()
