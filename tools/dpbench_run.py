@@ -76,7 +76,7 @@ def benchmarks(work: Path):
     for toml in sorted(info.rglob("*.toml")):
         cfg = tomllib.loads(toml.read_text())["benchmark"]
         group = toml.parent.relative_to(info).parts
-        folder = work / "dpbench" / "benchmarks" / (group[0] if group else "default")
+        folder = work / "dpbench" / "benchmarks" / Path(*(group or ("default",)))
         folder = folder / cfg["relative_path"]
         if folder.is_dir():
             pkg = ".".join(folder.relative_to(work).parts)
