@@ -126,6 +126,10 @@ def copy(a, **kw):
     return a.copy()
 
 
+def reshape(a, shape, order="C"):
+    return a.reshape(shape, order=order) if isinstance(a, ndarray) else _np.reshape(a, shape)
+
+
 def array_equal(a, b):
     return _np.array_equal(asnumpy(a), asnumpy(b))
 
@@ -204,7 +208,9 @@ import numpy as _np
 
 import kapi as _kapi
 from kapi import Array as usm_ndarray
-from kapi import arange, asarray, empty, full, ones, zeros
+from kapi import (
+    arange, asarray, empty, empty_like, full, full_like, ones, ones_like, zeros, zeros_like,
+)
 
 for _n in ("bool int32 int64 float16 float32 float64 complex64 complex128").split():
     globals()[_n] = getattr(_np, _n if _n != "bool" else "bool_")
@@ -215,7 +221,8 @@ def asnumpy(a):
     return a.asnumpy()
 
 
-zeros_like = _kapi.zeros_like
+def reshape(a, shape, order="C"):
+    return a.reshape(shape, order=order)
 
 
 def __getattr__(name):
