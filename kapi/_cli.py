@@ -7,8 +7,12 @@
 `compile` imports MODULE (a dotted module name or a .py file), takes its kapi kernels (all of
 them, or those named), compiles each for its declared signatures and those given, and builds
 the device programs for the devices given (default: every device), so the cache holds the
-SPIR-V and each device's native binary. `--output DIR` writes them to DIR instead of the user's
-cache: point KAPI_CACHE_DIR at a copy of DIR on a machine with the same kapi to use them.
+SPIR-V and each device's native binary. A script compiled so is found again when it runs as
+`python script.py` (the cache names its kernels by the script's module name, not `__main__`).
+It exits with 1 when something asked for was not compiled: a --signature that fits no kernel,
+a --kernel that got no signature, or nothing to compile at all. `--output DIR` writes the
+entries to DIR instead of the user's cache: point KAPI_CACHE_DIR at a copy of DIR on a machine
+with the same kapi to use them.
 """
 
 from __future__ import annotations
@@ -122,12 +126,22 @@ def compile_main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
-    done = failed = 0
+    done, failed, problems = 0, 0, []
+    used = [False] * len(sigs)
     for name, k in kernels.items():
-        todo = [(i, at) for i, at in sigs if k.nparams == len(at) + 1]
+        todo = []
+        for j, (i, at) in enumerate(sigs):
+            if k.nparams == len(at) + 1:
+                todo.append((i, at))
+                used[j] = True
         todo += [(ck.index, ck.argtypes) for ck in list(k.overloads.values())]
         if not todo:
             print(f"  {name}: no signature of its arity given; skipped")
+            if name in a.kernel:
+                problems.append(
+                    f"kernel {name} takes {k.nparams} parameter(s) (its item included), and no "
+                    f"--signature of that arity was given"
+                )
             continue
         for index, argtypes in dict.fromkeys(todo):
             try:
@@ -138,11 +152,32 @@ def compile_main(argv: list[str]) -> int:
                 failed += 1
                 print(f"  {name}: {type(e).__name__}: {e}", file=sys.stderr)
                 continue
+            if not ck.cache_key:
+                why = getattr(k, "_cache_refusal", None) or "see KAPI_DEBUG=cache"
+                problems.append(f"{name}{ck.signature} compiled but cannot be cached: {why}")
+                continue
             done += 1
-            cached = "" if ck.cache_key else " (not cacheable: see KAPI_DEBUG=cache)"
-            print(f"  {name}{ck.signature}{cached}")
+            print(f"  {name}{ck.signature}")
+    arities = ", ".join(f"{n} ({k.nparams})" for n, k in kernels.items()) or "none"
+    for text, was_used in zip(a.signature, used, strict=True):
+        if not was_used:
+            problems.append(
+                f"--signature {text!r} fits no kernel: its arity (item included) is "
+                f"{len(parse_signature(text)[1]) + 1}; the kernels' are {arities}"
+            )
+    if not done and not failed and not problems:
+        problems.append(
+            f"nothing to compile in {a.module}: "
+            + (
+                "it defines no kapi kernel"
+                if not kernels
+                else f"no kernel declares a signature; give --signature (kernels: {arities})"
+            )
+        )
     print(
         f"compiled {done} specialisation(s) for {', '.join(d.filter_string for d in devs)} "
         f"into {_cache.directory()}"
     )
-    return 1 if failed else 0
+    for text in problems:
+        print(f"kapi compile: {text}", file=sys.stderr)
+    return 1 if failed or problems else 0

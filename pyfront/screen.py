@@ -1,8 +1,12 @@
-"""Rejects Python constructs kernels cannot have, on the untyped Numba IR, before typing.
+"""Rejects Python constructs kernels cannot have, before typing.
 
 Typing such code would fail later with a confusing message (or succeed and fail at emission);
-here the construct is named at its own line.
+here the construct is named at its own line. `screen_code` reads the bytecode before Numba
+does (Numba's own errors for comprehensions and `with ... as` name no line, or the wrong
+construct); `screen` reads the untyped Numba IR.
 """
+
+import dis
 
 from ._numba import ir
 from .errors import UnsupportedConstructError
@@ -17,6 +21,67 @@ _EXPRS = {
 
 def _fail(construct, message, loc):
     raise UnsupportedConstructError(message, loc.filename, loc.line, construct=construct)
+
+
+_NESTED_CODE = {  # co_name of a nested code object -> (construct, message)
+    "<listcomp>": (
+        "comprehension",
+        "list comprehensions are not supported in kernels (kernels have no lists); write a "
+        "for loop, into a kapi.kernel_api.PrivateArray if the values must be kept",
+    ),
+    "<setcomp>": ("comprehension", "set comprehensions are not supported in kernels"),
+    "<dictcomp>": ("comprehension", "dict comprehensions are not supported in kernels"),
+    "<genexpr>": (
+        "comprehension",
+        "generator expressions are not supported in kernels; write a for loop that "
+        "accumulates the result",
+    ),
+    "<lambda>": (
+        "closure",
+        "lambdas are not supported in kernels; define the function at module level with "
+        "@kapi.device_func and call it",
+    ),
+}
+# Python 3.12 inlines comprehensions (PEP 709): what remains is the append in the loop
+_INLINED_COMPREHENSION = {
+    "LIST_APPEND": _NESTED_CODE["<listcomp>"],
+    "SET_ADD": _NESTED_CODE["<setcomp>"],
+    "MAP_ADD": _NESTED_CODE["<dictcomp>"],
+}
+_WITH_OPS = ("BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH")
+
+
+def _code_failure(ins):
+    """(construct, message) for a bytecode instruction kernels cannot have, else None."""
+    if ins.opname in _WITH_OPS:
+        return (
+            "with",
+            "'with' blocks are not supported in kernels; enter the context around "
+            "call_kernel instead, outside the kernel",
+        )
+    if ins.opname in _INLINED_COMPREHENSION:
+        return _INLINED_COMPREHENSION[ins.opname]
+    if ins.opname == "LOAD_CONST" and hasattr(ins.argval, "co_name"):
+        name = ins.argval.co_name
+        return _NESTED_CODE.get(name) or (
+            "closure",
+            f"functions defined inside kernels are not supported ('def {name}'); define it "
+            "at module level with @kapi.device_func and call it",
+        )
+    return None
+
+
+def screen_code(code):
+    """Rejects, at its own line, a construct that Numba's bytecode analysis would reject
+    without a usable location or would report as another construct."""
+    line = code.co_firstlineno
+    for ins in dis.get_instructions(code):
+        pos = ins.positions  # Python 3.11+
+        line = pos.lineno if pos is not None and pos.lineno else line
+        failure = _code_failure(ins)
+        if failure is not None:
+            construct, message = failure
+            raise UnsupportedConstructError(message, code.co_filename, line, construct=construct)
 
 
 def _stmts(func_ir):

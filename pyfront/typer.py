@@ -13,7 +13,7 @@ from . import _numba as nb
 from .errors import KernelError, KernelTypingError, UnsupportedConstructError
 from .ktypes import IndexSpaceType
 from .literals import fold_literal_getattr
-from .screen import screen
+from .screen import screen, screen_code
 from .typing_registry import MARK, KapiTypingContext
 
 
@@ -116,6 +116,7 @@ class Typer:
                 f"{pyfunc!r} is not a Python function", construct="non-function kernel"
             )
         fname, fline = code.co_filename, code.co_firstlineno
+        screen_code(code)
         try:
             func_ir, typemap, restype, calltypes = nb.front_end(
                 pyfunc, argtypes, self.context(), _prepare
@@ -144,16 +145,21 @@ def _prepare(func_ir):
 
 
 def _arguments_on_line(pyfunc, argtypes, err):
-    """'; argument 'x' is float32' for the parameters the failing source line mentions."""
+    """' (argument 'x' is float32)' for the parameters that the failing source line mentions
+    and whose type the message names: the argument the error is about, never a bystander.
+    An unknown attribute names only the parameters the line takes that attribute of."""
     if err.filename != pyfunc.__code__.co_filename or not err.lineno:
         return ""
     line = linecache.getline(err.filename, err.lineno)
     names = set(re.findall(r"[A-Za-z_]\w*", line))
+    attr = re.match(r"Unknown attribute '(\w+)'", err.message)
+    if attr:
+        names &= set(re.findall(rf"([A-Za-z_]\w*)\s*\.\s*{attr.group(1)}\b", line))
     params = pyfunc.__code__.co_varnames[: pyfunc.__code__.co_argcount]
     used = [
         f"'{p}' is {t}"
         for p, t in zip(params, argtypes, strict=False)
-        if p in names and not isinstance(t, IndexSpaceType)
+        if p in names and not isinstance(t, IndexSpaceType) and str(t) in err.message
     ]
     return f" (argument {', '.join(used)})" if used else ""
 

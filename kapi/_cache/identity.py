@@ -16,6 +16,7 @@ import builtins
 import dis
 import enum
 import os
+import sys
 import types
 
 import numpy as np
@@ -33,6 +34,27 @@ class Uncacheable(Exception):
 
 def _stable_module(name: str | None) -> bool:
     return bool(name) and name.split(".")[0] in _STABLE_MODULES
+
+
+def module_name(name: str | None) -> str | None:
+    """A module's name as the cache knows it: a script run as `python app.py` (or
+    `python -m pkg.app`) is `__main__` to Python but `app` (`pkg.app`) to `python -m kapi
+    compile app.py`, which imported it by that name; both must find the same entries."""
+    if name != "__main__":
+        return name
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and getattr(spec, "name", None) not in (None, "__main__"):
+        return spec.name
+    path = getattr(main, "__file__", None)
+    return os.path.splitext(os.path.basename(path))[0] if path else name
+
+
+def main_module_for(name: str):
+    """The running `__main__` module when `name` is what module_name gives it, else None."""
+    if name in sys.modules or module_name("__main__") != name:
+        return None
+    return sys.modules.get("__main__")
 
 
 class _Hasher:
@@ -82,7 +104,7 @@ class _Hasher:
             return
         self.active.add(id(fn))
         try:
-            self.put("function", fn.__module__, fn.__qualname__)
+            self.put("function", module_name(fn.__module__), fn.__qualname__)
             # device functions' markers change how pyfront treats the function
             self.put(bool(getattr(fn, "__kapi_device_func__", False)))
             self.value(f"{what} options", _plain(getattr(fn, "__kapi_device_options__", None)))
@@ -121,7 +143,7 @@ class _Hasher:
             self.put("slice")
             self.value(what, (v.start, v.stop, v.step))
         elif isinstance(v, enum.Enum):
-            self.put("enum", t.__module__, t.__qualname__, v.name)
+            self.put("enum", module_name(t.__module__), t.__qualname__, v.name)
             self.value(what, v.value)
         elif isinstance(v, np.generic):
             self.put("npscalar", v.dtype.str, v.tobytes())
@@ -140,13 +162,13 @@ class _Hasher:
                 self.function(v, f"function {v.__qualname__!r}")
         elif hasattr(v, "py_func") and isinstance(v.py_func, types.FunctionType):
             # a kapi kernel or a Numba dispatcher: its Python function is what pyfront reads
-            self.put("dispatcher", t.__module__, t.__qualname__)
+            self.put("dispatcher", module_name(t.__module__), t.__qualname__)
             self.function(v.py_func, f"function {v.py_func.__qualname__!r}")
         elif isinstance(v, (types.BuiltinFunctionType, type, np.ufunc)) or callable(v):
             mod = getattr(v, "__module__", None) or getattr(type(v), "__module__", None)
             name = getattr(v, "__qualname__", None) or getattr(v, "__name__", None)
             if isinstance(v, type) and issubclass(v, enum.Enum):
-                self.put("enumclass", v.__module__, v.__qualname__)
+                self.put("enumclass", module_name(v.__module__), v.__qualname__)
                 for m in v:
                     self.value(what, m)
             elif (_stable_module(mod) or isinstance(v, np.ufunc)) and name:

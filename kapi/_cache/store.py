@@ -633,7 +633,9 @@ def spirv_lookup(dispatcher, index, argtypes):
 def _raise_site(module, qualname, args, filename, line):
     import importlib
 
-    cls = importlib.import_module(module)
+    from .identity import main_module_for
+
+    cls = main_module_for(module) or importlib.import_module(module)
     for part in qualname.split("."):
         cls = getattr(cls, part)
     return (cls, tuple(args), filename, line)
@@ -647,7 +649,9 @@ def _raise_record(site):
         marshal.dumps(tuple(args))
     except ValueError:
         raise TypeError(f"arguments of {cls.__qualname__} cannot be stored") from None
-    return (cls.__module__, cls.__qualname__, tuple(args), filename, line)
+    from .identity import module_name
+
+    return (module_name(cls.__module__), cls.__qualname__, tuple(args), filename, line)
 
 
 def spirv_store(key, ck) -> None:

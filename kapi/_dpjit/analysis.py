@@ -169,6 +169,7 @@ class _Loop:
         self.kbody: list[ast.stmt] = []  # the body as kernel code (_kernel_body)
         self.last_targets: list[str] = []  # loop variables the host reads
         self.trip_vars: set[str] = set()  # free variables read only in range() bounds
+        self.shape_vars: set[str] = set()  # free variables private arrays' shapes read
         self.dims: list[tuple[str, str, int]] = []  # (name, array, axis): `a.shape[k]` bounds
         self.kbody_dims: list[ast.stmt] = []  # kbody reading those as the names
 

@@ -53,6 +53,7 @@ from .asynchronous import _async_loops, _AsyncRules, _Calls, _scalar_names, _Sta
 from .kernels import (
     _API,
     _GOP,
+    _NP,
     _factory,
     _kernel_body,
     _located,
@@ -256,6 +257,7 @@ def _transform(fn):
     cells = dict(zip(code.co_freevars, fn.__closure__ or (), strict=True))
     cells[_API] = types.CellType(_kernel_api())
     cells[_GOP] = types.CellType(_kernel_api().GroupOp)
+    cells[_NP] = types.CellType(np)
     for _, nest in nests:
         _analyse(nest, host_assigned, host_loads, fixed, filename, resolver)
     rules = _AsyncRules(resolver, set())
@@ -310,9 +312,24 @@ class HostCompileError(KapiError, TypeError):
     """Numba cannot compile a dpjit function's host code (the code around its prange loops)
     for these argument types (numba-dpex raised Numba's TypingError): the message names the
     function's file:line, Numba's reason and the line it stopped at. `@dpjit(fallback=True)`
-    runs such host code in CPython instead, with a HostFallbackWarning."""
+    runs such host code in CPython instead, with a HostFallbackWarning. The error raised is
+    also a numba.core.errors.TypingError, so `except TypingError` in ported code catches it."""
 
     __module__ = "kapi"
+
+
+@functools.cache
+def _host_compile_error_class():
+    # Numba is imported by now (its compile failed): no import cost at `import kapi`
+    from numba.core.errors import TypingError
+
+    return type("HostCompileError", (HostCompileError, TypingError), {"__module__": "kapi"})
+
+
+def _host_compile_error(message: str) -> HostCompileError:
+    err = _host_compile_error_class()(message)
+    err.args = (message,)
+    return err
 
 
 class DpjitFunction:
@@ -409,7 +426,7 @@ class DpjitFunction:
         once per call site), so an "error" filter refuses each one."""
         reason = self._python[self._key(args)]
         if not self.fallback:
-            raise HostCompileError(
+            raise _host_compile_error(
                 f"{reason} (`@kapi.dpjit(fallback=True)` runs such host code in CPython)"
             )
         warnings.warn(

@@ -239,6 +239,12 @@ def _dtype(a):
     return lambda a: dt
 
 
+@overload_attribute(KapiArrayType, "strides")
+def _strides(a):
+    # in bytes, as NumPy's (kapi arrays keep them: one objmode call)
+    return _objmode_impl("a", "a.strides", types.UniTuple(types.intp, a.ndim), {})
+
+
 @overload(len)
 def _len(a):
     if isinstance(a, KapiArrayType):
@@ -400,6 +406,9 @@ def _allocator(name: str):
             if not isinstance(first, (KapiArrayType, types.Array)):
                 return None
             ndim = first.ndim
+            shape = bound.get("shape")
+            if shape is not None and not isinstance(shape, (types.NoneType, types.Omitted)):
+                ndim = _ndim_of(shape)  # NumPy's shape=: another shape, a's dtype
             dt = dt if dt is not None else numpy_support.as_dtype(first.dtype)
         elif name == "arange":
             ndim = 1
@@ -506,6 +515,8 @@ _INPLACE_OPS = {
     operator.iand: operator.and_,
     operator.ior: operator.or_,
     operator.ixor: operator.xor,
+    operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift,
 }
 _UNARY_OPS = {operator.neg: np.negative, operator.pos: np.positive, operator.invert: np.invert}
 _UFUNCS = [

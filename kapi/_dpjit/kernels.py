@@ -13,11 +13,21 @@ import types
 import numpy as np
 
 from .._memory.array import Array
-from .analysis import _Loop, _outer_jumps, _Resolver, _walk_scope
+from .analysis import UnsupportedPrangeError, _Loop, _outer_jumps, _Resolver, _walk_scope
 
 _ITEM = "__kapi_item"
 _API = "__kapi_api"
 _GOP = "__kapi_gop"
+_NP = "__kapi_np"
+
+
+def _private_allocators() -> dict:
+    """The allocation functions a prange body may call for an iteration's own array ->
+    whether they zero it: NumPy's and kapi's (also under dpnp's names, `import kapi as
+    dpnp`). In the kernel each becomes a PrivateArray of that shape."""
+    from .._memory import array as _array
+
+    return {np.empty: False, np.zeros: True, _array.empty: False, _array.zeros: True}
 
 
 def _name(id_, ctx=None):
@@ -33,6 +43,34 @@ class _BodyRewriter(ast.NodeTransformer):
         self.red_stmts = red_stmts
         self.resolver = resolver
         self.lasts = set(lasts)
+        self.allocators = _private_allocators()
+        self.shape_names: set[str] = set()  # names read by private arrays' shapes
+
+    def visit_Call(self, node):
+        node = self.generic_visit(node)
+        try:
+            fn, _ = self.resolver._value(node.func)
+            zero = self.allocators.get(fn)
+        except (LookupError, AttributeError, TypeError, ValueError):
+            return node
+        if zero is None:
+            return node
+        return ast.copy_location(self._private_array(node, zero), node)
+
+    def _private_array(self, node, zero: bool):
+        """`np.empty(shape, dtype)` / `np.zeros(...)` in the body: the iteration's own array,
+        a PrivateArray of that shape (compiled in: _private_shape_vars) and dtype (float64 by
+        default, as NumPy's)."""
+        args = dict(zip(("shape", "dtype"), node.args, strict=False))
+        args.update((k.arg, k.value) for k in node.keywords if k.arg in ("shape", "dtype"))
+        if "shape" not in args:
+            return node  # the call's own error, from the kernel compiler
+        dtype = args.get("dtype") or ast.Attribute(value=_name(_NP), attr="float64", ctx=ast.Load())
+        for n in ast.walk(args["shape"]):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                self.shape_names.add(n.id)
+        private = ast.Attribute(value=_name(_API), attr="PrivateArray", ctx=ast.Load())
+        return ast.Call(func=private, args=[args["shape"], dtype, ast.Constant(zero)], keywords=[])
 
     def _keep_type(self, node):
         """`v = x` / `v op= x` of a last-value variable, converted to v's dtype (the type of
@@ -144,9 +182,12 @@ def _kernel_params(loop: _Loop, shape: str, fixed=(), dims=False) -> list[str]:
 
 def _kernel_body(loop: _Loop, resolver: _Resolver) -> list[ast.stmt]:
     """The prange body as kernel code (reductions update private accumulators, inner pranges
-    become range); each kernel shape takes a deep copy of it."""
+    become range, arrays allocated per iteration private arrays); each kernel shape takes a
+    deep copy of it. Sets loop.shape_vars."""
     rewriter = _BodyRewriter(loop.red_stmts, resolver, loop.lasts)
-    return [rewriter.visit(s) for s in loop.body]
+    body = [rewriter.visit(s) for s in loop.body]
+    loop.shape_vars = rewriter.shape_names & set(loop.free)
+    return body
 
 
 # Trip counts as constants: a free variable the body reads only in range() bounds (`dims` in
@@ -241,12 +282,28 @@ def _dim_values(loop: _Loop, args):
     return out
 
 
-def _trip_consts(trips, args) -> tuple:
+def _trip_consts(trips, args, shape_vars=frozenset(), where="") -> tuple:
     """((name, value), ...) of the trip-count variables (trips: (index in args, name)) whose
-    values are small enough to compile in."""
-    return tuple(
-        (n, args[k]) for k, n in trips if type(args[k]) is int and 0 <= args[k] <= _TRIP_CONST_MAX
-    )
+    values are small enough to compile in, and of the variables private arrays' shapes read
+    (always compiled in: a private array's size is part of the kernel)."""
+    out = []
+    for k, n in trips:
+        v = args[k]
+        if n in shape_vars:
+            if not isinstance(v, (int, np.integer)) or not 0 <= v <= _PRIVATE_MAX:
+                raise UnsupportedPrangeError(
+                    f"{where}: dpjit: the size of an array allocated in a prange body is "
+                    f"compiled into its kernel, and {n} = {v!r} is not an integer from 0 to "
+                    f"{_PRIVATE_MAX}; allocate the array before the loop (one row per "
+                    f"iteration) instead"
+                )
+            out.append((n, int(v)))
+        elif type(v) is int and 0 <= v <= _TRIP_CONST_MAX:
+            out.append((n, v))
+    return tuple(out)
+
+
+_PRIVATE_MAX = 1 << 16  # elements: private arrays live in registers or the stack
 
 
 def _free_names(loop: _Loop, dims: bool) -> list[str]:

@@ -296,7 +296,7 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
     forced = os.environ.get("KAPI_DPJIT_REDUCE")  # read once per function: a launch is hot
     # the trip-count variables (index in the kernel's free values, name), without and with
     # loop.dims (those are read only in range bounds by construction)
-    trip_names = loop.trip_vars | {n for n, _, _ in loop.dims}
+    trip_names = loop.trip_vars | loop.shape_vars | {n for n, _, _ in loop.dims}
     trips = [
         [(k, n) for k, n in enumerate(_free_names(loop, dims)) if n in trip_names]
         for dims in (False, True)
@@ -337,7 +337,7 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
                 args, dims = (*args, *extra), True
         consts = ()
         if trips[dims]:
-            consts = _trip_consts(trips[dims], args)
+            consts = _trip_consts(trips[dims], args, loop.shape_vars, where)
             if consts:
                 fixed = {n for n, _ in consts}
                 names = _free_names(loop, dims)

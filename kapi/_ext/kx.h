@@ -66,6 +66,11 @@ int kx_is_launcher(PyObject *o);
  * (synchronous, returns None). */
 PyObject *kx_launch(PyObject *launcher, PyObject *space, PyObject *args, PyObject *deps);
 
+/* --- signals around launches (signals.c) --- */
+void kx_signals_install(void);         /* once per process; later calls return at once */
+void kx_signals_launch_begin(int cpu); /* a launch starts (cpu: on a CPU device) */
+void kx_signals_launch_end(int cpu);   /* and ends */
+
 /* --- devices (rt_device.c) --- */
 kr_device_t *kx_device(long index); /* NULL + exception when out of range */
 

@@ -54,6 +54,7 @@ typedef struct {
   int name_offset; /* 1 when this launch's kernel takes an item first */
   PyObject *cache; /* key tuple -> capsule(kx_entry) */
   Py_ssize_t nparams;
+  int item_first; /* the first parameter is surely the item: its index-space methods are used */
   int warned_no_item;
   PyObject *last_key;  /* the key of the previous launch, and its entry: the common case of */
   kx_entry *last;      /* a loop launching with the same argument types skips the dict */
@@ -88,6 +89,29 @@ static const char *param_name(kx_launcher *self, Py_ssize_t i) {
 static const char *device_name(long d) {
   if (d < 0) return "host memory (a NumPy array)";
   return kr_device_info(kr_device_get((uint32_t)d))->name;
+}
+
+/* "'NAME' (FILTER)" for messages: two devices of one model differ in their filter strings
+ * (kapi.Device.filter_string, which kapi.Device(...) and .to_device(...) take). */
+static void device_label(long d, char *buf, size_t n) {
+  if (d < 0) {
+    snprintf(buf, n, "%s", device_name(d));
+    return;
+  }
+  PyObject *m = PyImport_ImportModule("kapi._memory.device");
+  PyObject *devs = m ? PyObject_CallMethod(m, "devices", NULL) : NULL;
+  PyObject *dev = devs ? PySequence_GetItem(devs, d) : NULL;
+  PyObject *fs = dev ? PyObject_GetAttrString(dev, "filter_string") : NULL;
+  const char *filter = fs && PyUnicode_Check(fs) ? PyUnicode_AsUTF8AndSize(fs, NULL) : NULL;
+  PyErr_Clear();
+  if (filter)
+    snprintf(buf, n, "'%s' (%s)", device_name(d), filter);
+  else
+    snprintf(buf, n, "'%s' (device %ld)", device_name(d), d);
+  Py_XDECREF(fs);
+  Py_XDECREF(dev);
+  Py_XDECREF(devs);
+  Py_XDECREF(m);
 }
 
 /* The queue of a launch without device arrays, as kapi._launch._host_queue picks it. The pick
@@ -150,13 +174,27 @@ static PyObject *pick_queue(kx_launcher *self, kx_arg *a, Py_ssize_t n, long *de
       first = i;
       continue;
     }
-    if (a[i].device != a[first].device)
+    if (a[i].device != a[first].device) {
+      char d0[300], d1[300];
+      device_label(a[first].device, d0, sizeof d0);
+      device_label(a[i].device, d1, sizeof d1);
       return kx_raise_class(
           "ExecutionQueueInferenceError",
-          "arguments '%s' and '%s' live on different devices ('%s' and '%s'); a launch runs "
+          "arguments '%s' and '%s' live on different devices (%s and %s); a launch runs "
           "where its arrays are: move one with .to_device(...) or kapi.asarray(x, device=...)",
-          param_name(self, first), param_name(self, i), device_name(a[first].device),
-          device_name(a[i].device));
+          param_name(self, first), param_name(self, i), d0, d1);
+    }
+    if (a[i].queue && a[first].queue && a[i].queue != a[first].queue) {
+      char d0[300];
+      device_label(a[first].device, d0, sizeof d0);
+      return kx_raise_class(
+          "ExecutionQueueInferenceError",
+          "arguments '%s' and '%s' are on two different queues of one device (%s): a launch "
+          "runs on one queue, and work still pending on the other would not be ordered before "
+          "it; allocate them on one queue, or wait for the other queue (queue.wait()) and "
+          "rebind its array with .to_device(queue)",
+          param_name(self, first), param_name(self, i), d0);
+    }
   }
   int host_arrays = 0;
   for (Py_ssize_t i = 0; i < n; i++)
@@ -472,12 +510,37 @@ static int pack(kx_arg *a, Py_ssize_t n, kr_arg_t *k, uint32_t *nk) {
   return 0;
 }
 
+/* The UTF-8 text of o, or fallback (for messages; never fails). */
+static const char *text_or(PyObject *o, const char *fallback) {
+  const char *s = o && PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, NULL) : NULL;
+  PyErr_Clear();
+  return s ? s : fallback;
+}
+
+static int arity_error(kx_launcher *self, Py_ssize_t n) {
+  PyObject *name = PyObject_GetAttrString(self->dispatcher, "__name__");
+  const char *s = text_or(name, "?");
+  if (self->nparams == n) /* item_first: the item is among the arguments, or one is extra */
+    kx_raise_class("InvalidKernelSpecializationError",
+                   "kernel '%s' takes %zd argument(s) after its index-space argument '%s' (it "
+                   "calls index-space methods on it), but %zd were given to call_kernel: one "
+                   "too many; pass call_kernel(kernel, range, *arguments), without an item",
+                   s, self->nparams - 1, text_or(PyTuple_GetItem(self->names, 0), "item"), n);
+  else
+    kx_raise_class("InvalidKernelSpecializationError",
+                   "kernel '%s' takes %zd argument(s) after its item/nd_item argument, but %zd "
+                   "were given to call_kernel; pass call_kernel(kernel, range, *arguments)",
+                   s, self->nparams - 1, n);
+  Py_XDECREF(name);
+  return -1;
+}
+
 static int check_arity(kx_launcher *self, Py_ssize_t n, int *with_item) {
   if (self->nparams == n + 1) {
     *with_item = 1;
     return 0;
   }
-  if (self->nparams == n) {
+  if (self->nparams == n && !self->item_first) {
     *with_item = 0;
     if (!self->warned_no_item) {
       self->warned_no_item = 1;
@@ -486,15 +549,7 @@ static int check_arity(kx_launcher *self, Py_ssize_t n, int *with_item) {
     }
     return 0;
   }
-  PyObject *name = PyObject_GetAttrString(self->dispatcher, "__name__");
-  const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
-  PyErr_Clear();
-  kx_raise_class("InvalidKernelSpecializationError",
-                 "kernel '%s' takes %zd argument(s) after its item/nd_item argument, but %zd "
-                 "were given to call_kernel; pass call_kernel(kernel, range, *arguments)",
-                 s ? s : "?", self->nparams - 1, n);
-  Py_XDECREF(name);
-  return -1;
+  return arity_error(self, n);
 }
 
 static int gather_events(PyObject *deps, kr_event_t **evs, uint32_t *n) {
@@ -563,10 +618,12 @@ static int check_signals(void *ctx) {
   return raised;
 }
 
-/* Installs check_signals for the calling thread's launches, once per thread. */
+/* Installs check_signals for the calling thread's launches, once per thread, and the
+ * process's signal handlers around launches (signals.c), once. */
 static void install_signal_check(void) {
   static _Thread_local int installed;
   if (installed) return;
+  kx_signals_install();
   kr_error_t err;
   installed = kr_set_interrupt_check(check_signals, NULL, &err) == KR_OK;
 }
@@ -625,9 +682,12 @@ static PyObject *do_launch(kx_launcher *self, const kx_space *s, kx_arg *a, Py_s
   kr_error_t err;
   kr_event_t *ev = NULL;
   install_signal_check();
+  int cpu = kr_device_info(kr_device_get((uint32_t)device))->type == KR_DEVICE_CPU;
   PyThreadState *ts = kx_gil_release();
+  kx_signals_launch_begin(cpu);
   kr_status_t st = kr_launch(q, k, (uint32_t)s->ndim, s->global, s->nd ? s->local : NULL, nk, kargs,
                              nwait, wait, deps != Py_None ? &ev : NULL, &err);
+  kx_signals_launch_end(cpu);
   if (st == KR_OK && e->prints && deps == Py_None) fflush(stdout); /* the CUDA driver's lines */
   kx_gil_restore(ts);
   if (status && !own) e->status_busy[device] = 0;
@@ -730,10 +790,13 @@ static int launcher_init(PyObject *o, PyObject *args, PyObject *kw) {
   PyObject *disp, *names;
   Py_ssize_t nparams;
   if (kw && PyDict_Size(kw)) {
-    PyErr_SetString(PyExc_TypeError, "Launcher(dispatcher, nparams, names)");
+    PyErr_SetString(PyExc_TypeError, "Launcher(dispatcher, nparams, names, item_first=False)");
     return -1;
   }
-  if (!PyArg_ParseTuple(args, "OnO!", &disp, &nparams, &PyTuple_Type, &names)) return -1;
+  int item_first = 0;
+  if (!PyArg_ParseTuple(args, "OnO!|p", &disp, &nparams, &PyTuple_Type, &names, &item_first))
+    return -1;
+  self->item_first = item_first;
   Py_INCREF(disp);
   Py_INCREF(names);
   self->dispatcher = disp;

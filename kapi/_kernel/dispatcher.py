@@ -28,6 +28,7 @@ from .._errors import (
     from_status,
 )
 from .numba_sig import is_numba_signature, numba_signature_parts
+from .ranges import NdRange, Range
 
 _MISSING_WITH_TYPING_ERROR: list[type] = []
 
@@ -462,13 +463,49 @@ class KernelDispatcher:
         )
 
     def __getitem__(self, index_space):
-        raise KernelCallError(
-            f"kernel {self.__name__}[...](...) is numba-dpex's removed launch syntax; use "
-            f"kapi.call_kernel({self.__name__}, {index_space!r}, *args)"
-        )
+        raise KernelCallError(_bracket_launch_advice(self.__name__, index_space))
 
     def __repr__(self) -> str:
         return f"<kapi kernel {self.__qualname__}>"
+
+
+def _extents(v):
+    """v as a tuple of ints (an int or a plain tuple/list of ints), else None."""
+    v = (v,) if isinstance(v, int) else v
+    if type(v) in (tuple, list) and 1 <= len(v) <= 3 and all(isinstance(x, int) for x in v):
+        return tuple(v)
+    return None
+
+
+def _sizes(t: tuple) -> str:
+    return str(t[0]) if len(t) == 1 else str(t)
+
+
+def _bracket_launch_advice(name: str, index_space) -> str:
+    """The message for `k[...](...)`: the call_kernel that means what the brackets meant."""
+    head = f"kernel {name}[...](...): kernels are launched with kapi.call_kernel, not brackets"
+    call = f"kapi.call_kernel({name}, {{}}, *args)"
+    if isinstance(index_space, Range | NdRange):
+        return f"{head}; use {call.format('kapi.' + repr(index_space))}"
+    if type(index_space) is tuple and len(index_space) == 2:
+        grid, block = (_extents(v) for v in index_space)
+        if grid and block and len(grid) == len(block):
+            total = tuple(g * b for g, b in zip(grid, block, strict=True))
+            nd = call.format(f"kapi.NdRange({_sizes(total)}, {_sizes(block)})")
+            msg = (
+                f"{head}. For numba-cuda's {name}[blocks, threads] (blocks={_sizes(grid)}, "
+                f"threads={_sizes(block)}) use {nd}: NdRange takes the global size "
+                f"(blocks * threads) and the work-group size"
+            )
+            if all(g % b == 0 for g, b in zip(grid, block, strict=True)):
+                old = call.format(f"kapi.NdRange({_sizes(grid)}, {_sizes(block)})")
+                msg += f". numba-dpex's older {name}[global_size, local_size] is {old}"
+            return msg
+        return f"{head}; use {call.format('kapi.NdRange(global_size, local_size)')}"
+    ext = _extents(index_space)
+    if ext is not None:
+        return f"{head}; use {call.format('kapi.' + repr(Range(*ext)))}"
+    return f"{head}; use {call.format('kapi.Range(...)')} or kapi.NdRange(global, local)"
 
 
 def _dump(ck: CompiledKernel) -> None:

@@ -13,6 +13,7 @@ which always compile.
 
 from __future__ import annotations
 
+import dis
 import inspect
 import os
 import sys
@@ -178,8 +179,35 @@ def _make_launcher(kernel):
     lau = kernel._launcher
     if lau is None:
         params = list(inspect.signature(kernel.py_func).parameters)
-        lau = kernel._launcher = _native.ext().Launcher(kernel, len(params), tuple(params))
+        item_first = _calls_index_space_methods(kernel.py_func, params[:1])
+        lau = kernel._launcher = _native.ext().Launcher(
+            kernel, len(params), tuple(params), item_first
+        )
     return lau
+
+
+def _index_space_methods() -> frozenset:
+    from kapi_lang.kernel_api import Item, NdItem
+
+    return frozenset(n for cls in (Item, NdItem) for n in vars(cls) if n.startswith("get_"))
+
+
+def _calls_index_space_methods(pyfunc, first) -> bool:
+    """True when the kernel's first parameter is certainly its Item/NdItem: the code calls an
+    index-space method (get_id, get_global_id, ...) on it. A launch that passes as many
+    arguments as the kernel has parameters is then one argument too many, not an item-less
+    kernel."""
+    code = getattr(pyfunc, "__code__", None)
+    if code is None or not first:
+        return False
+    methods = _index_space_methods()
+    prev = None
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in methods:
+            if prev is not None and prev.opname == "LOAD_FAST" and prev.argval == first[0]:
+                return True
+        prev = ins
+    return False
 
 
 def _missing(*args, **kwargs):

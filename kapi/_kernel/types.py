@@ -13,6 +13,7 @@ import numpy as np
 from .._errors import InvalidKernelSpecializationError, UnsupportedDtypeError
 from .._memory.dtypes import DTYPE_TO_KIR, SCALAR_KIR, SUPPORTED_DTYPES
 from .numba_sig import (
+    Signature,
     is_numba_object,
     is_numba_signature,
     numba_signature_parts,
@@ -209,12 +210,95 @@ def format_signature(index, argtypes) -> str:
 
 # numba-dpex's signature type constructors, so eager signatures port unchanged:
 #   kapi.kernel((ItemType(1), DpnpNdArray(ndim=1, dtype=kapi.int64, layout="C"), ...))
-def DpnpNdArray(ndim, dtype, layout="C", **ignored) -> str:  # noqa: N802 - numba-dpex's name
-    """A global array argument type (usm_type, device and queue are not part of kapi's key)."""
-    return array(dtype, ndim, layout)
+#   kapi.kernel(void(ItemType(1), usm_ndarray(1, "C", kapi.int64)))
+_ADDRSPACE_NAMES = {1: "global", 3: "local"}  # numba-dpex's AddressSpace values
 
 
-USMNdArray = usm_ndarray = DpnpNdArray
+class USMNdArray(str):
+    """numba-dpex's array type, `USMNdArray(ndim, layout="C", dtype=None, usm_type="device",
+    device=None, queue=None, readonly=False, name=None, aligned=True, addrspace=GLOBAL)`, with
+    numba-dpex's argument order and checks. The value is the KIR type string, so it stands
+    wherever a KIR string does; calling it builds a signature with it as the result type, as
+    Numba's types do. usm_type, device and queue are kept but not part of kapi's key."""
+
+    def __new__(
+        cls,
+        ndim,
+        layout="C",
+        dtype=None,
+        usm_type="device",
+        device=None,
+        queue=None,
+        readonly=False,
+        name=None,
+        aligned=True,
+        addrspace=1,
+    ):
+        what = cls.__name__
+        if device is not None and queue is not None:
+            raise TypeError(f"{what}(): `device` and `queue` are exclusive keywords; give one")
+        if device is not None and not isinstance(device, str):
+            raise TypeError(f"{what}(): device must be a filter string such as 'gpu:0'")
+        if queue is not None and type(queue).__name__ != "Queue":
+            raise TypeError(f"{what}(): queue must be a kapi.Queue, not {type(queue).__name__}")
+        if layout not in ("C", "F", "A"):
+            raise ValueError(
+                f"{what}(): layout must be 'C', 'F' or 'A', not {layout!r} (the arguments are "
+                f"(ndim, layout, dtype), in numba-dpex's order)"
+            )
+        if addrspace not in _ADDRSPACE_NAMES:
+            raise ValueError(
+                f"{what}(): addrspace must be AddressSpace.GLOBAL (1) or LOCAL (3), not "
+                f"{addrspace!r}"
+            )
+        dt = np.dtype(np.float64) if dtype is None else _np_dtype(dtype)
+        self = super().__new__(cls, array_kir(dt, int(ndim), layout, _ADDRSPACE_NAMES[addrspace]))
+        self.ndim, self.layout, self.dtype, self.usm_type = int(ndim), layout, dt, usm_type
+        self._device, self.queue, self.readonly, self.aligned = device, queue, readonly, aligned
+        self.addrspace = addrspace
+        self.name = name or (
+            f"{what}(dtype={dt}, ndim={int(ndim)}, layout={layout}, address_space={addrspace}, "
+            f"usm_type={usm_type})"
+        )
+        return self
+
+    @property
+    def device(self) -> str:
+        """The filter string of the device named, of the queue's, or of the default device."""
+        if self.queue is not None:
+            return self.queue.device.filter_string
+        from .._memory.device import Device
+
+        return Device(self._device).filter_string
+
+    def __call__(self, *args):
+        return Signature(self, args)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = str.__str__
+    __hash__ = str.__hash__
+    __eq__ = str.__eq__
+
+
+class DpnpNdArray(USMNdArray):
+    """numba-dpex's type of dpnp arrays: kapi's arrays, the same as USMNdArray."""
+
+
+usm_ndarray = USMNdArray
+
+
+def _np_dtype(dtype) -> np.dtype:
+    """The NumPy dtype of a dtype, NumPy or kapi scalar type or Numba type (the KIR type
+    check names the supported ones)."""
+    kir_scalar(dtype)
+    if is_numba_object(dtype):
+        return np.dtype(str(dtype))
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return np.dtype(dtype.dtype)  # kapi.int64 and the other scalar names
 
 
 def ItemType(ndim) -> str:  # noqa: N802 - numba-dpex's name

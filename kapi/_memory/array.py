@@ -706,32 +706,72 @@ def _like(a, dtype, order, device, usm_type, sycl_queue, queue):
     return q, dt, ut, order if order in ("C", "F") else "C"
 
 
+def _like_shape(a, shape):
+    """NumPy's shape= of the *_like functions: another shape, a's dtype and placement."""
+    if shape is None:
+        return a.shape
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
+
+
 def empty_like(
-    a, dtype=None, order="C", *, device=None, usm_type=None, sycl_queue=None, queue=None
+    a,
+    dtype=None,
+    order="C",
+    *,
+    device=None,
+    usm_type=None,
+    sycl_queue=None,
+    queue=None,
+    shape=None,
 ) -> Array:
     q, dt, ut, order = _like(a, dtype, order, device, usm_type, sycl_queue, queue)
-    return Array._allocate(a.shape, dt, q, ut, order)
+    return Array._allocate(_like_shape(a, shape), dt, q, ut, order)
 
 
 def zeros_like(
-    a, dtype=None, order="C", *, device=None, usm_type=None, sycl_queue=None, queue=None
+    a,
+    dtype=None,
+    order="C",
+    *,
+    device=None,
+    usm_type=None,
+    sycl_queue=None,
+    queue=None,
+    shape=None,
 ) -> Array:
     q, dt, ut, order = _like(a, dtype, order, device, usm_type, sycl_queue, queue)
-    return full(a.shape, 0, dt, order, queue=q, usm_type=ut)
+    return full(_like_shape(a, shape), 0, dt, order, queue=q, usm_type=ut)
 
 
 def ones_like(
-    a, dtype=None, order="C", *, device=None, usm_type=None, sycl_queue=None, queue=None
+    a,
+    dtype=None,
+    order="C",
+    *,
+    device=None,
+    usm_type=None,
+    sycl_queue=None,
+    queue=None,
+    shape=None,
 ) -> Array:
     q, dt, ut, order = _like(a, dtype, order, device, usm_type, sycl_queue, queue)
-    return full(a.shape, 1, dt, order, queue=q, usm_type=ut)
+    return full(_like_shape(a, shape), 1, dt, order, queue=q, usm_type=ut)
 
 
 def full_like(
-    a, fill_value, dtype=None, order="C", *, device=None, usm_type=None, sycl_queue=None, queue=None
+    a,
+    fill_value,
+    dtype=None,
+    order="C",
+    *,
+    device=None,
+    usm_type=None,
+    sycl_queue=None,
+    queue=None,
+    shape=None,
 ) -> Array:
     q, dt, ut, order = _like(a, dtype, order, device, usm_type, sycl_queue, queue)
-    return full(a.shape, fill_value, dt, order, queue=q, usm_type=ut)
+    return full(_like_shape(a, shape), fill_value, dt, order, queue=q, usm_type=ut)
 
 
 def asarray(

@@ -126,6 +126,14 @@ def common_queue(arrays, what: str):
                 f"and '{a.device.filter_string}'); a kapi array operation runs where its arrays "
                 "are: move one with .to_device(...) or kapi.asarray(x, device=...)"
             )
+        elif a.sycl_queue is not first.sycl_queue:
+            raise ExecutionQueueInferenceError(
+                f"{what}: operands are on two different queues of one device "
+                f"('{first.device.filter_string}'): the operation runs on one queue, and work "
+                "still pending on the other would not be ordered before it; allocate them on "
+                "one queue, or wait for the other queue (queue.wait()) and rebind its array "
+                "with .to_device(queue)"
+            )
     return first.sycl_queue if first is not None else None
 
 

@@ -551,3 +551,59 @@ def test_boundscheck_is_part_of_the_key(cache_dir, front):
     assert "raise" not in plain.kir and "raise" in checked.kir
     again = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, boundscheck=True))
     assert front == ["k", "k"] and again.kir == checked.kir and again.raises == checked.raises
+
+
+SCRIPT_APP = """
+import sys
+import numpy as np
+import kapi
+
+@kapi.kernel
+def scale(item, x, f):
+    i = item.get_id(0)
+    if x[i] < 0:
+        raise ValueError("negative input")
+    x[i] = x[i] * f
+
+if __name__ == "__main__":
+    x = kapi.asarray(np.arange(8.0, dtype=np.float32), device=kapi.Device(sys.argv[1]))
+    kapi.call_kernel(scale, kapi.Range(8), x, np.float32(2))
+    assert (x.asnumpy() == 2 * np.arange(8.0)).all()
+    print("numba" in sys.modules)
+"""
+
+
+def test_a_script_compiled_ahead_of_time_hits_when_run_as_main(tmp_path, dev):
+    # `kapi compile app.py` imports the script as module `app`; `python app.py` runs it as
+    # `__main__`: the cache names both `app`, so the run neither misses nor imports Numba
+    (tmp_path / "app.py").write_text(SCRIPT_APP)
+    env = dict(os.environ, PYTHONPATH=ROOT, KAPI_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("KAPI_CACHE", None)
+    r = subprocess.run(
+        [sys.executable, "-m", "kapi", "compile", "app.py", "--device", dev.filter_string,
+         "--signature", "(item(1), array(f32,1,C,global), f32)"],
+        env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0 and "compiled 1 specialisation(s)" in r.stdout, r.stderr
+    u = subprocess.run([sys.executable, "app.py", dev.filter_string], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert u.returncode == 0 and u.stdout.strip() == "False", u.stderr
+
+
+def test_compile_fails_when_it_compiled_nothing_asked_for(tmp_path, dev):
+    (tmp_path / "app.py").write_text(SCRIPT_APP)
+    env = dict(os.environ, PYTHONPATH=ROOT, KAPI_CACHE_DIR=str(tmp_path / "cache"))
+    cmd = [sys.executable, "-m", "kapi", "compile", "app.py", "--device", dev.filter_string]
+
+    def run(*more):
+        return subprocess.run([*cmd, *more], env=env, capture_output=True, text=True,
+                              cwd=tmp_path, timeout=300)  # fmt: skip
+
+    r = run()  # no signature: the kernel declares none
+    assert r.returncode == 1 and "nothing to compile in app.py" in r.stderr, r.stderr
+    assert "--signature" in r.stderr and "scale (3)" in r.stderr
+    r = run("--signature", "(item(1), f32)")  # a wrong arity
+    assert r.returncode == 1 and "fits no kernel" in r.stderr and "arity" in r.stderr
+    r = run("--kernel", "scale", "--signature", "(item(1), f32)")
+    assert r.returncode == 1 and "kernel scale takes 3 parameter(s)" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -294,6 +294,8 @@ def test_host_code_numba_cannot_compile_raises_at_the_functions_line(dev):
     with pytest.raises(kapi.HostCompileError) as ei:
         two_steps(a)
     assert isinstance(ei.value, kapi.KapiError) and isinstance(ei.value, TypeError)
+    # numba-dpex raised Numba's TypingError: `except TypingError` in its tests and code holds
+    assert isinstance(ei.value, numba.core.errors.TypingError)
     msg = str(ei.value)
     assert msg.startswith(f"{HERE}:{line_of(two_steps.py_func, 'def two_steps')}: dpjit: Numba")
     assert "Untyped global name 'settings'" in msg and f"line {line}" in msg
@@ -1158,3 +1160,78 @@ def test_reductions_reuse_their_buffers_across_calls_and_threads(dev):
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         for _ in range(3):
             assert list(pool.map(total, arrays, [0] * 8)) == want
+
+
+# -- numba-dpex code that kapi serves: dpnp-named allocations, shifts, strides -------------
+
+import kapi as dpnp  # noqa: E402 - the porting guide's spelling of numba-dpex's dpnp
+
+
+@dpex.dpjit
+def _nearest_rows(x, k, out):
+    # dpbench's knn_numba_dpex_p allocates an array per iteration, of a run-time size
+    for i in prange(x.shape[0]):
+        q = dpnp.empty(shape=(k, 2))
+        z = np.zeros(k, dtype=np.int64)
+        for j in range(k):
+            q[j, 0] = x[i] + j
+            z[j] = j
+        s = 0.0
+        for j in range(k):
+            s += q[j, 0] + z[j]
+        out[i] = s
+
+
+def test_arrays_allocated_in_a_prange_body_are_private_to_the_iteration(dev):
+    x = kapi.asarray(np.arange(6.0), device=dev)
+    out = kapi.zeros(6, device=dev)
+    for k in (3, 20):  # one kernel per size, compiled in
+        _nearest_rows(x, k, out)
+        want = [sum(float(i) + j + j for j in range(k)) for i in range(6)]
+        np.testing.assert_allclose(out.asnumpy(), want)
+    with pytest.raises(dpex.UnsupportedPrangeError, match="size of an array allocated"):
+        _nearest_rows(x, -1, out)
+
+
+def test_shift_assignments_and_strides_in_host_code(dev):
+    @dpex.dpjit
+    def shifts(a, b):
+        a <<= b
+        c = a.copy()
+        c >>= 1
+        return c, a.strides
+
+    a = kapi.asarray(np.arange(1, 7, dtype=np.int64).reshape(2, 3), device=dev)
+    b = kapi.ones((2, 3), dtype=np.int64, device=dev)
+    c, strides = shifts(a, b)
+    want = np.arange(1, 7).reshape(2, 3)
+    assert (a.asnumpy() == want << 1).all() and (c.asnumpy() == want).all()
+    assert strides == (24, 8)
+
+
+def test_dpnp_named_allocations_in_host_code(dev):
+    @dpex.dpjit
+    def alloc(n):
+        a = dpnp.empty(n, dtype=dpnp.float32)
+        b = dpnp.zeros((n, 2), dtype=dpnp.int64)
+        c = dpnp.full_like(a, 2.0)
+        for i in prange(n):
+            a[i] = c[i] + 1
+        return a, b
+
+    a, b = alloc(5)
+    assert (a.asnumpy() == 3).all() and a.dtype == np.float32 and b.shape == (5, 2)
+
+
+def test_like_allocations_take_numpys_shape(dev):
+    # dpbench's gpairs: np.zeros_like(results, shape=(nopt, nbins)) under dpnp's names
+    a = kapi.ones(4, dtype=np.int32, device=dev)
+    b = dpnp.zeros_like(a, shape=(2, 3))
+    assert b.shape == (2, 3) and b.dtype == np.int32 and b.device == dev
+    assert (dpnp.full_like(a, 7, shape=5).asnumpy() == 7).all()
+
+    @dpex.dpjit
+    def like(a):
+        return dpnp.ones_like(a, shape=(2, 2))
+
+    assert (like(a).asnumpy() == np.ones((2, 2), np.int32)).all()

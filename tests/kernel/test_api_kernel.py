@@ -196,5 +196,22 @@ def test_numba_dpex_signature_types(fake_compile):
     sig = (kapi.ItemType(1), kapi.DpnpNdArray(ndim=1, dtype=kapi.int64, layout="C"), kapi.f4)
     kapi.kernel(sig)(lambda item, a, x: None)
     assert fake_compile[0][1:] == (("array(i64,1,C,global)", "f32"), ("item", 1))
-    assert kapi.USMNdArray(2, np.float32, "F") == "array(f32,2,F,global)"
     assert kapi.NdItemType(3) == "nditem(3)"
+
+
+def test_usm_ndarray_takes_numba_dpex_argument_order_and_builds_signatures(fake_compile):
+    # numba-dpex's order is (ndim, layout, dtype): its examples write usm_ndarray(1, "C", int64)
+    t = kapi.usm_ndarray(2, "F", np.float32)
+    assert t == "array(f32,2,F,global)" and (t.ndim, t.layout, t.dtype) == (2, "F", np.float32)
+    assert kapi.USMNdArray(1).dtype == np.float64 and t.usm_type == "device"
+    i64 = kapi.usm_ndarray(1, "C", kapi.int64)
+    kapi.kernel(kapi.void(kapi.ItemType(1), i64))(lambda item, a: None)
+    assert fake_compile[-1][1:] == (("array(i64,1,C,global)",), ("item", 1))
+    with pytest.raises(kapi.KernelHasReturnValueError):  # a type called: a signature
+        kapi.kernel(i64(kapi.ItemType(1), i64))(lambda item, a: None)
+    with pytest.raises(ValueError, match="numba-dpex's order"):
+        kapi.USMNdArray(2, np.float32, "F")  # kapi's earlier (ndim, dtype, layout)
+    with pytest.raises(TypeError, match="exclusive"):
+        kapi.USMNdArray(1, device="cpu", queue=kapi.devices()[0].default_queue)
+    with pytest.raises(TypeError):
+        kapi.USMNdArray(1, device=0)

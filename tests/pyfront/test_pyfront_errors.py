@@ -228,3 +228,65 @@ def test_type_error_on_an_argument_names_it():
     err = compile_err(k, ("f32", A1), cls=KernelTypingError)
     assert "getitem(float32" in str(err) and "argument 'x' is float32" in str(err)
     assert err.lineno == line_of(k, "y[0] = x[0]")
+
+
+# -- messages that name the mistake, at its line, and what to do ---------------------------
+
+
+def test_list_comprehension_is_named_at_its_line():
+    def k(item, x):
+        i = item.get_id(0)
+        b = [j for j in range(3)]
+        x[i] = b[0]
+
+    err = compile_err(k, cls=UnsupportedConstructError)
+    assert err.construct == "comprehension" and err.lineno == line_of(k, "b = [")
+    assert "list comprehensions are not supported" in str(err) and "PrivateArray" in str(err)
+    assert "lambda" not in str(err)
+
+
+def test_generator_expression_and_lambda_are_named():
+    def gen(item, x):
+        x[0] = sum(v for v in range(3))
+
+    def lam(item, x):
+        f = lambda v: v + 1  # noqa: E731
+        x[0] = f(x[0])
+
+    err = compile_err(gen, cls=UnsupportedConstructError)
+    assert "generator expressions" in str(err) and err.lineno == line_of(gen, "sum(v for")
+    err = compile_err(lam, cls=UnsupportedConstructError)
+    assert "lambdas" in str(err) and "@kapi.device_func" in str(err)
+    assert err.lineno == line_of(lam, "f = lambda")
+
+
+def test_with_block_is_reported_at_the_with_line():
+    # `with ... as` failed in Numba's bytecode analysis: at the def line, "Raised from None"
+    def k(item, x):
+        i = item.get_id(0)
+        with open("f") as f:
+            x[i] = len(f)
+
+    err = compile_err(k, cls=UnsupportedConstructError)
+    assert err.construct == "with" and err.lineno == line_of(k, "with open")
+    assert "Raised from" not in str(err) and "call_kernel" in str(err)
+
+
+def test_typing_error_names_only_the_argument_it_is_about():
+    def k(item, a, b):
+        i = item.get_id(0)
+        a[i] = b.foo
+
+    err = compile_err(k, (A1, A1), cls=KernelTypingError)
+    assert "Unknown attribute 'foo'" in str(err) and err.lineno == line_of(k, "b.foo")
+    assert "argument 'b'" in str(err) and "'a'" not in str(err)
+
+
+def test_typing_error_names_no_bystander_argument():
+    def k(item, a, n):
+        i = item.get_id(0)
+        a[i] = n + (1, 2)
+
+    err = compile_err(k, (A1, "i64"), cls=KernelTypingError)
+    assert "argument 'n' is int64" in str(err)
+    assert "'a' is" not in str(err), "a is on the line, but the error is not about it"

@@ -372,8 +372,11 @@ void cpu_pool_destroy(cpu_pool_t *pool) {
 }
 
 /* Closes the current launch once no joined worker is busy; after that no worker reads the
- * launch fields. All groups have been handed out by then, so all have run. */
+ * launch fields. All groups have been handed out by then, so all have run. While it waits for
+ * workers in long groups, the launcher still calls its interrupt check every
+ * CPU_INTERRUPT_POLL_NS, so the workers start no further group of their chunks. */
 static void close_launch(cpu_pool_t *pool) {
+  uint64_t wait_ns = interrupt.check ? CPU_INTERRUPT_POLL_NS : UINT64_MAX;
   for (int polls = 0;; polls++) {
     uint64_t s = atomic_load(&pool->state);
     if (STATE_ACTIVE(s) == 0) {
@@ -384,8 +387,10 @@ static void close_launch(cpu_pool_t *pool) {
       cpu_relax();
       continue;
     }
-    zed_wait_flag(&pool->idle, UINT64_MAX);
+    bool woken = zed_wait_flag(&pool->idle, wait_ns);
     zed_clear_flag(&pool->idle); /* re-checked above before sleeping again */
+    if (!woken && !atomic_load(&pool->interrupted) && interrupt.check(interrupt.ctx))
+      atomic_store(&pool->interrupted, 1);
   }
 }
 
