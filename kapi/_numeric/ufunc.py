@@ -262,10 +262,11 @@ def launch(
             for x in leaves
         ]
     # The kernel, its range and the views' shapes and strides depend on the expression and
-    # the operands' shapes, strides and types only: worked out once per such key.
+    # the operands' shapes, strides and types, and (for an index table past 3 dimensions) on
+    # out's queue: worked out once per such key.
     key = None
     if env is None and cache is None:
-        key = (expr, *defs, out._shape, out._strides, out._dtype)
+        key = (expr, *defs, out._queue, out._shape, out._strides, out._dtype)
         key += tuple(
             (x._shape, x._strides, x._dtype) if isinstance(x, Array) else type(x) for x in leaves
         )
