@@ -18,10 +18,10 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT" /tmp/deps
 for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
-export PYTHONUNBUFFERED=1 PYTHONPYCACHEPREFIX=/tmp/kapi-pycache
+export PYTHONUNBUFFERED=1 PYTHONPYCACHEPREFIX=/tmp/kapi-pycache PYTHONPATH=$PWD
 if ls .carry/whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/whl/*.whl
-  export PYTHONPATH=/tmp/site
+  export PYTHONPATH=$PWD:/tmp/site
 fi
 STEPS=${STEPS:-kapi cupy matmul}
 for s in $STEPS; do
