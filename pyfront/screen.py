@@ -59,7 +59,9 @@ def _code_failure(ins):
             "'with' blocks are not supported in kernels; enter the context around "
             "call_kernel instead, outside the kernel",
         )
-    if ins.opname in _INLINED_COMPREHENSION:
+    # An inlined comprehension appends to a list below its loop's iterator (arg >= 2); a call
+    # of many arguments or a long literal appends to the list on top (arg 1): not a comprehension.
+    if ins.opname in _INLINED_COMPREHENSION and ins.arg >= 2:
         return _INLINED_COMPREHENSION[ins.opname]
     if ins.opname == "LOAD_CONST" and hasattr(ins.argval, "co_name"):
         name = ins.argval.co_name
