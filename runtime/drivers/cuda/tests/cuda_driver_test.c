@@ -12,24 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
-#define ZE(call)                                                                                   \
-  do {                                                                                             \
-    ze_result_t r_ = (call);                                                                       \
-    if (r_ != ZE_RESULT_SUCCESS) {                                                                 \
-      printf("FAIL %s:%d: %s = 0x%x\n", __FILE__, __LINE__, #call, r_);                            \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "ze_check.h"
 
 static const char *fixtures;
 static ze_context_handle_t ctx;

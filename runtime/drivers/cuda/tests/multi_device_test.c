@@ -13,24 +13,7 @@
 
 #include <dlfcn.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
-#define ZE(call)                                                                                   \
-  do {                                                                                             \
-    ze_result_t r_ = (call);                                                                       \
-    if (r_ != ZE_RESULT_SUCCESS) {                                                                 \
-      printf("FAIL %s:%d: %s = 0x%x\n", __FILE__, __LINE__, #call, r_);                            \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "ze_check.h"
 
 typedef struct fake_stats {
   long broken_rules, peer_copies, peer_enabled, cross_plain_copies, events_created;
