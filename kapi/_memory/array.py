@@ -91,6 +91,50 @@ def _is_contiguous(shape, strides, itemsize: int, order: str) -> bool:
     return True
 
 
+def _basic_index(shape, strides, key):
+    """(byte offset, shape, strides) of the view a key of integers, slices and at most one
+    Ellipsis selects, computed as NumPy does; None for any other key (the general path).
+    Halo exchanges and row loops index rows in a loop: this keeps a view at a few hundred
+    nanoseconds."""
+    ndim, off, out_shape, out_strides, d = len(shape), 0, [], [], 0
+    n_ell = 0
+    for k in key:
+        if k is Ellipsis:
+            n_ell += 1
+        elif k is None or isinstance(k, (bool, np.bool_)):
+            return None
+    if n_ell > 1 or len(key) - n_ell > ndim:
+        return None  # NumPy's own errors
+    for k in key:
+        if k is Ellipsis:
+            fill = ndim - (len(key) - 1)
+            out_shape.extend(shape[d : d + fill])
+            out_strides.extend(strides[d : d + fill])
+            d += fill
+        elif isinstance(k, slice):
+            start, stop, step = k.indices(shape[d])
+            out_shape.append(len(range(start, stop, step)))
+            out_strides.append(strides[d] * step)
+            off += start * strides[d]
+            d += 1
+        else:
+            try:
+                i = operator.index(k)
+            except TypeError:
+                return None
+            if i < 0:
+                i += shape[d]
+            if not 0 <= i < shape[d]:
+                raise IndexError(
+                    f"index {operator.index(k)} is out of bounds for axis {d} with size {shape[d]}"
+                )
+            off += i * strides[d]
+            d += 1
+    out_shape.extend(shape[d:])
+    out_strides.extend(strides[d:])
+    return off, tuple(out_shape), tuple(out_strides)
+
+
 @functools.lru_cache(maxsize=4096)
 def _desc_parts(dtype, shape, strides) -> tuple[str, tuple[int, ...]]:
     """(KIR type key, strides in elements) of an array kernel argument (Array._kdesc)."""
@@ -339,7 +383,7 @@ class Array(_array_base()):
             _on_write(self)
         if isinstance(value, Array):
             if (
-                value.device == self.device
+                (value._queue is self._queue or value.device == self.device)
                 and value._dtype == self._dtype
                 and value._shape == self._shape
                 and value.layout == "C"
@@ -466,6 +510,19 @@ class Array(_array_base()):
     def _view(self, key) -> Array:
         if not isinstance(key, tuple):
             key = (key,)
+        fast = _basic_index(self._shape, self._strides, key)
+        if fast is not None:
+            off, shape, strides = fast
+            return Array._make(
+                self._owner,
+                self._ptr + off,
+                shape,
+                strides,
+                self._dtype,
+                self._queue,
+                self._usm_type,
+                self._host_ok,
+            )
         for k in key:
             if not (k is None or k is Ellipsis or isinstance(k, slice)):
                 try:
@@ -497,7 +554,7 @@ class Array(_array_base()):
         return self._view(key)
 
     def __setitem__(self, key, value) -> None:
-        self._view(key)._assign(value)
+        (self if key is Ellipsis else self._view(key))._assign(value)
 
     @property
     def T(self) -> Array:

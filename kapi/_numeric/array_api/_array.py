@@ -12,6 +12,7 @@ from . import linear_algebra as linalg
 
 _basic_getitem = Array.__getitem__
 _basic_setitem = Array.__setitem__
+_BASIC_KEYS = frozenset((int, slice, type(Ellipsis)))
 
 
 def __array_namespace__(self, /, *, api_version=None):
@@ -21,12 +22,17 @@ def __array_namespace__(self, /, *, api_version=None):
 
 
 def __getitem__(self, key):
+    if type(key) in _BASIC_KEYS:  # the common a[i], a[lo:hi], a[...] without a scan
+        return _basic_getitem(self, key)
     if indexing.is_advanced(key):
         return indexing.getitem(self, key)
     return _basic_getitem(self, key)
 
 
 def __setitem__(self, key, value) -> None:
+    if type(key) in _BASIC_KEYS:
+        _basic_setitem(self, key, value)
+        return
     if indexing.is_advanced(key):
         indexing.setitem(self, key, value)
         return
