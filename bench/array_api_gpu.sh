@@ -11,7 +11,9 @@
 # e.g. run(command="bash bench/array_api_gpu.sh", carry=["kapi/_lib", ".carry/debs",
 #          ".carry/array-api-tests", ".carry/whl"])
 # STEPS="kapi cupy matmul" (default all three) picks steps; MAX_EXAMPLES (default 20) and
-# BUDGET (seconds per suite run, default 240) bound the time. Logs go to $OUT.
+# BUDGET (seconds per suite run, default 240) bound the time; XDIST=N runs each suite on N
+# pytest-xdist workers (kapi compiles its kernels in each worker at first use; carry .whl with
+# pytest-xdist and execnet). Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -20,18 +22,20 @@ for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
 export PYTHONUNBUFFERED=1 PYTHONPYCACHEPREFIX=/tmp/kapi-pycache PYTHONPATH=$PWD
 if ls .carry/whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/whl/*.whl
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/whl/*.whl \
+    $(ls .whl/pytest_xdist-*.whl .whl/execnet-*.whl 2>/dev/null)
   export PYTHONPATH=$PWD:/tmp/site
 fi
 STEPS=${STEPS:-kapi cupy matmul}
+XARGS=${XDIST:+-- -n $XDIST}
 for s in $STEPS; do
   case $s in
     kapi)
       KAPI_DEFAULT_DEVICE=cuda OUT=$OUT BUDGET=${BUDGET:-240} MAX_EXAMPLES=${MAX_EXAMPLES:-20} \
-        tools/array_api_tests.sh .carry/array-api-tests kapi.array_api 2>&1 | tail -40 ;;
+        tools/array_api_tests.sh .carry/array-api-tests kapi.array_api $XARGS 2>&1 | tail -40 ;;
     cupy)
       OUT=$OUT BUDGET=${BUDGET:-240} MAX_EXAMPLES=${MAX_EXAMPLES:-20} \
-        tools/array_api_tests.sh .carry/array-api-tests cupy 2>&1 | tail -40 ;;
+        tools/array_api_tests.sh .carry/array-api-tests cupy $XARGS 2>&1 | tail -40 ;;
     matmul)
       python3 bench/matmul.py --device cuda --n 4096 --kernel 2>&1 | tee "$OUT/matmul.log" ;;
   esac
