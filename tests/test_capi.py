@@ -289,3 +289,54 @@ def test_level_zero_handles(ext):
     assert {k: hc[k] for k in ("driver", "device", "context")} == {
         k: ha[k] for k in ("driver", "device", "context")
     }
+
+
+# -- the guide's example (docs/guide/c-api.md) --------------------------------------------------
+
+
+def _fenced(text: str, lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```$", text, re.S | re.M)
+
+
+def test_the_guides_extension_builds_and_runs(tmp_path):
+    """The page's CMakeLists, myext.c and the Python session that uses it, as the page shows
+    them (its python blocks that need the build are marked not-a-program for test_docs.py)."""
+    page = (ROOT / "docs" / "guide" / "c-api.md").read_text()
+    (cmake,) = _fenced(page, "cmake")
+    (source,) = _fenced(page, "c")
+    session = next(b for b in _fenced(page, "python") if "import myext" in b)
+    (tmp_path / "CMakeLists.txt").write_text(cmake)
+    (tmp_path / "myext.c").write_text(source)
+    build = tmp_path / "build"
+    for cmd in (
+        [
+            "cmake",
+            "-S",
+            str(tmp_path),
+            "-B",
+            str(build),
+            f"-DPython3_EXECUTABLE={sys.executable}",
+            f"-Dkapi_DIR={kapi.get_cmake_dir()}",
+        ],
+        ["cmake", "--build", str(build)],
+    ):
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    check = (
+        "\nwant = np.arange(12, dtype=np.float32).reshape(3, 4)\nwant[:, ::2] *= 10\n"
+        "assert np.array_equal(a.asnumpy(), want)\n"
+        "assert y.device == x.device and np.array_equal(y.asnumpy(), np.arange(5) * 0.5)\n"
+        "print('checked')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=f"{build}{os.pathsep}{ROOT}")
+    r = subprocess.run(
+        [sys.executable, "-c", session + check],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "expected a kapi array (kapi.Array), got ndarray" in r.stdout
+    assert r.stdout.rstrip().endswith("checked"), r.stdout
