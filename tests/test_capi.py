@@ -314,6 +314,7 @@ def test_the_guides_extension_builds_and_runs(tmp_path):
     """The page's CMakeLists, myext.c and the Python session that uses it, as the page shows
     them (its python blocks that need the build are marked not-a-program for test_docs.py)."""
     _needs_build_tools()
+    needs_cpu_device()  # the page's session scales an array on device="cpu"
     page = (ROOT / "docs" / "guide" / "c-api.md").read_text()
     (cmake,) = _fenced(page, "cmake")
     (source,) = _fenced(page, "c")
