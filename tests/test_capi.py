@@ -108,6 +108,28 @@ def test_header_and_cmake_package_are_in_the_package():
 
 
 @pytest.mark.parametrize(
+    "compiler,std", [("cc", "-std=c99"), ("c++", "-std=c++11"), ("c++", "-std=c++17")]
+)
+def test_header_is_c99_and_cpp(tmp_path, compiler, std):
+    """<kapi/capi.h> compiles without a warning as C99 and C++ (pedantic), with the limited API
+    too."""
+    _needs_build_tools()
+    if shutil.which(compiler) is None:
+        pytest.skip(f"{compiler} is not on PATH")
+    src = tmp_path / ("t.c" if compiler == "cc" else "t.cpp")
+    src.write_text(
+        "#include <kapi/capi.h>\n"
+        "int f(void) { return kapi_import_capi() || !KAPI_CAPI_HAS(call_kernel_async); }\n"
+    )
+    inc = sysconfig.get_paths()["include"]
+    for limited in ([], ["-DPy_LIMITED_API=0x030B0000"]):
+        cmd = [compiler, std, "-Wall", "-Wextra", "-pedantic", "-Werror", "-fsyntax-only"]
+        cmd += [*limited, f"-I{inc}", f"-I{kapi.get_include()}", str(src)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, f"{' '.join(cmd)}:\n{r.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize(
     "flag,fn", [("--include", "get_include"), ("--cmake-dir", "get_cmake_dir")]
 )
 def test_cli_prints_the_folders(flag, fn):

@@ -86,7 +86,9 @@ static int read_tuple(PyObject *a, const char *name, int64_t *out, int n, int64_
   if (!t) return -1;
   Py_ssize_t nd = PyTuple_Size(t);
   if (nd < 0 || nd > n || (nd > 0 && !out)) {
-    if (nd >= 0)
+    if (nd >= 0 && !out)
+      PyErr_Format(PyExc_ValueError, "%s: out is NULL", func);
+    else if (nd >= 0)
       PyErr_Format(PyExc_ValueError, "%s: the array has %zd dimensions, more than the %d out has",
                    func, nd, n);
     Py_DECREF(t);
