@@ -246,13 +246,7 @@ static int c_queue_wait(PyObject *queue) {
 }
 
 /* The index space of a launch: a tuple (a Range) or kapi.NdRange(global, local). */
-static PyObject *index_space(int ndim, const size_t *global, const size_t *local,
-                             const char *func) {
-  if (ndim < 1 || ndim > 3 || !global) {
-    PyErr_Format(PyExc_ValueError, "%s: the index space has 1 to 3 dimensions (ndim %d%s)", func,
-                 ndim, global ? "" : ", global NULL");
-    return NULL;
-  }
+static PyObject *make_space(int ndim, const size_t *global, const size_t *local) {
   PyObject *g = PyTuple_New(ndim), *l = local ? PyTuple_New(ndim) : NULL;
   for (int i = 0; g && i < ndim; i++) {
     PyTuple_SetItem(g, i, PyLong_FromSize_t(global[i]));
@@ -268,6 +262,47 @@ static PyObject *index_space(int ndim, const size_t *global, const size_t *local
   PyObject *space = nd ? PyObject_CallFunctionObjArgs(nd, g, l, NULL) : NULL;
   Py_DECREF(g);
   Py_DECREF(l);
+  return space;
+}
+
+/* The index spaces of recent launches, reused: making a kapi.NdRange costs several times a
+ * launch, and the launcher reuses what it parsed of the very same extents tuples (launch.c's
+ * parse_space), so a loop launching over one space from C costs what kapi.call_kernel does. */
+#define KC_SPACES 8
+typedef struct {
+  int ndim, nd;
+  size_t global[3], local[3];
+  PyObject *space;
+} kc_space;
+static kc_space g_spaces[KC_SPACES];
+static int g_next_space;
+
+static PyObject *index_space(int ndim, const size_t *global, const size_t *local,
+                             const char *func) {
+  if (ndim < 1 || ndim > 3 || !global) {
+    PyErr_Format(PyExc_ValueError, "%s: the index space has 1 to 3 dimensions (ndim %d%s)", func,
+                 ndim, global ? "" : ", global NULL");
+    return NULL;
+  }
+  size_t bytes = (size_t)ndim * sizeof(size_t);
+  for (int i = 0; i < KC_SPACES; i++) {
+    kc_space *c = &g_spaces[i];
+    if (c->space && c->ndim == ndim && c->nd == (local != NULL) &&
+        !memcmp(c->global, global, bytes) && (!local || !memcmp(c->local, local, bytes))) {
+      Py_INCREF(c->space);
+      return c->space;
+    }
+  }
+  PyObject *space = make_space(ndim, global, local);
+  if (!space) return NULL;
+  kc_space *c = &g_spaces[g_next_space];
+  g_next_space = (g_next_space + 1) % KC_SPACES;
+  Py_XDECREF(c->space);
+  c->ndim = ndim, c->nd = local != NULL;
+  memcpy(c->global, global, bytes);
+  if (local) memcpy(c->local, local, bytes);
+  Py_INCREF(space);
+  c->space = space;
   return space;
 }
 
