@@ -168,6 +168,21 @@ def test_find_package_refuses_a_newer_version(tmp_path):
 # -- the sample extension ----------------------------------------------------------------------
 
 
+def test_demo_checks_itself(built):
+    """samples/c_extension/demo.py, as make test-wheel runs it against the installed wheel."""
+    needs_cpu_device()
+    env = dict(os.environ, PYTHONPATH=f"{built.parent}{os.pathsep}{ROOT}")
+    r = subprocess.run(
+        [sys.executable, str(SAMPLE / "demo.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert r.returncode == 0, f"{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+    assert r.stdout.splitlines()[-1] == "OK", r.stdout
+
+
 def test_version(ext):
     assert ext.capi_version() == (1, _native.ext().C_API_VERSION)
 
