@@ -69,7 +69,11 @@ static void *c_array_data(PyObject *a) {
   PyObject *p = array_attr(a, "data_ptr", "kapi_array_data");
   void *ptr = p ? PyLong_AsVoidPtr(p) : NULL;
   Py_XDECREF(p);
-  return ptr && !PyErr_Occurred() ? ptr : NULL;
+  if (PyErr_Occurred()) return NULL;
+  if (!ptr) /* NULL means an error: say so, though only an empty foreign array has no memory */
+    PyErr_SetString(PyExc_ValueError, "kapi_array_data: the array has a null data pointer (an "
+                                      "empty array imported from another library)");
+  return ptr;
 }
 
 static int c_array_ndim(PyObject *a) {

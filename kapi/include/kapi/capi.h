@@ -66,7 +66,8 @@ typedef struct kapi_capi {
   int (*array_check)(PyObject *obj);
   /* The address of element 0. Borrowed: valid while the array lives. A pending array (a lazy
    * expression) is computed first. Launches that kapi runs asynchronously may still be using it:
-   * queue_wait(array_queue(a)) first where that matters. */
+   * queue_wait(array_queue(a)) first where that matters. NULL always means an error (ValueError
+   * for an empty array imported from another library without memory). */
   void *(*array_data)(PyObject *array);
   int (*array_ndim)(PyObject *array);
   /* Write the extents (shape) / strides into out[0..ndim-1]. n is out's capacity; returns ndim,
