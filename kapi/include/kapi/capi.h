@@ -101,8 +101,10 @@ typedef struct kapi_capi {
   kapi_ze_device_handle_t (*device_ze_device)(PyObject *device);
   kapi_ze_context_handle_t (*device_ze_context)(PyObject *device);
   /* The immediate command list kapi appends a kapi.Queue's launches and copies to. Borrowed:
-   * valid while the queue lives. kapi appends to it under a lock of its own: append your own
-   * commands only while no other thread uses this queue through kapi. */
+   * valid while the queue lives. On kapi's CPU and CUDA drivers it runs in order, yours and
+   * kapi's commands alike; on other drivers (Intel's GPU driver) wait for the queue before
+   * appending, and for your commands before kapi's next use. kapi appends under a lock of its
+   * own: append only while no other thread uses this queue through kapi. */
   kapi_ze_command_list_handle_t (*queue_ze_command_list)(PyObject *queue);
   /* Blocks until everything submitted to the kapi.Queue so far has completed (queue.wait()). */
   int (*queue_wait)(PyObject *queue);
