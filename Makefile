@@ -129,8 +129,9 @@ wheel: setup
 	$(PY) tools/wheel/check_wheel.py $(DIST)/kapi-*.whl
 
 # The wheel installed into a fresh venv outside the checkout: `python -m kapi`, a kernel, every
-# sample, the bundled libraries' dependencies and symbols, and kapi beside llvmlite's LLVM
-# (and Triton's where installed), with the system's LLVM, translator and loader hidden.
+# sample, the C API sample (samples/c_extension) built against the installed wheel, the bundled
+# libraries' dependencies and symbols, and kapi beside llvmlite's LLVM (and Triton's where
+# installed), with the system's LLVM, translator and loader hidden.
 test-wheel: wheel
 	bash tools/wheel/test_wheel.sh $(DIST)/kapi-*.whl
 

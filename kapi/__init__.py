@@ -96,6 +96,8 @@ _export(
     array_type="array",
 )
 _export("_numeric.ufunc", "where")
+# the C API for native extensions (docs/guide/c-api.md): its header folder and CMake package
+_export("_capi", "get_cmake_dir", "get_include")
 _export("_numeric.vectorize", "VectorizedFunction", "vectorize")
 # dpnp's names (`import kapi as dpnp`): NumPy-named functions on kapi arrays, on their device
 _export(

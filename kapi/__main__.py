@@ -19,11 +19,19 @@ COMMANDS = {
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m kapi",
-        usage="python -m kapi [-h] [-v] [COMMAND [ARGS ...]]",
+        usage="python -m kapi [-h] [-v] [--include | --cmake-dir] [COMMAND [ARGS ...]]",
         description="kapi: Python kernels compiled to SPIR-V and run through Level Zero.",
         epilog="`python -m kapi COMMAND --help` describes a command's own options.",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="list each device's properties")
+    # Where the C API for native extensions is (docs/guide/c-api.md), as pybind11's flags.
+    paths = p.add_mutually_exclusive_group()
+    paths.add_argument(
+        "--include", action="store_true", help="print the folder of <kapi/capi.h> and exit"
+    )
+    paths.add_argument(
+        "--cmake-dir", action="store_true", help="print the folder of kapiConfig.cmake and exit"
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for name, text in COMMANDS.items():
         # Each command parses its own arguments (kapi/_cli.py): this parser only picks the
@@ -63,6 +71,11 @@ def devices_main(argv: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     a = _parser().parse_args(argv)  # an unknown command exits with status 2 and the usage
+    if a.include or a.cmake_dir:
+        from . import _capi
+
+        print(_capi.get_include() if a.include else _capi.get_cmake_dir())
+        return 0
     if a.command in ("cache", "compile"):
         from . import _cli
 

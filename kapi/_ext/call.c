@@ -40,8 +40,8 @@ static PyObject *tuple_of(PyObject *const *items, Py_ssize_t n) {
   return t;
 }
 
-static PyObject *call(PyObject *kernel, PyObject *space, PyObject *deps, PyObject *const *argv,
-                      Py_ssize_t n) {
+PyObject *kx_call(PyObject *kernel, PyObject *space, PyObject *deps, PyObject *const *argv,
+                  Py_ssize_t n) {
   if (!g_make_launcher) {
     PyErr_SetString(PyExc_RuntimeError, "kapi: rt_call_configure was not called");
     return NULL;
@@ -61,7 +61,7 @@ static PyObject *py_call_kernel(PyObject *self, PyObject *const *argv, Py_ssize_
     PyErr_SetString(PyExc_TypeError, "call_kernel(kernel_fn, index_space, *kernel_args)");
     return NULL;
   }
-  return call(argv[0], argv[1], Py_None, argv + 2, argc - 2);
+  return kx_call(argv[0], argv[1], Py_None, argv + 2, argc - 2);
 }
 
 static PyObject *as_deps(PyObject *deps) {
@@ -81,7 +81,7 @@ static PyObject *py_call_kernel_async(PyObject *self, PyObject *const *argv, Py_
     return NULL;
   }
   PyObject *deps = as_deps(argv[2]);
-  PyObject *ev = deps ? call(argv[0], argv[1], deps, argv + 3, argc - 3) : NULL;
+  PyObject *ev = deps ? kx_call(argv[0], argv[1], deps, argv + 3, argc - 3) : NULL;
   Py_XDECREF(deps);
   if (!ev) return NULL;
   PyObject *pair = PyTuple_Pack(2, ev, ev); /* (host_event, kernel_event), as numba-dpex */

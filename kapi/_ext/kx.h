@@ -38,7 +38,6 @@ int kx_queue_register(PyObject *m);
 int kx_memory_register(PyObject *m);
 int kx_event_register(PyObject *m);
 int kx_launch_register(PyObject *m);
-int kx_call_register(PyObject *m);
 int kx_dlpack_register(PyObject *m);
 int kx_module_register(PyObject *m); /* rt_module.c: native binaries */
 
@@ -65,6 +64,14 @@ int kx_is_launcher(PyObject *o);
 /* One launch: deps is a tuple of events (asynchronous, returns an Event) or None
  * (synchronous, returns None). */
 PyObject *kx_launch(PyObject *launcher, PyObject *space, PyObject *args, PyObject *deps);
+
+/* --- call_kernel (call.c) --- */
+/* kapi.call_kernel's path: the kernel's Launcher, then kx_launch; deps as kx_launch takes it.
+ * RuntimeError until kapi/_kernel/launch.py has configured it (importing it does). */
+PyObject *kx_call(PyObject *kernel, PyObject *space, PyObject *deps, PyObject *const *argv,
+                  Py_ssize_t n);
+int kx_call_register(PyObject *m);
+int kx_capi_register(PyObject *m); /* capi.c: the C API capsule (kapi/include/kapi/capi.h) */
 
 /* --- signals around launches (signals.c) --- */
 void kx_signals_install(void);         /* once per process; later calls return at once */

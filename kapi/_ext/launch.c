@@ -905,7 +905,7 @@ int kx_launch_register(PyObject *m) {
 int kx_runtime_register(PyObject *m) {
   if (kx_fork_register(m) || kx_device_register(m) || kx_queue_register(m) ||
       kx_memory_register(m) || kx_event_register(m) || kx_launch_register(m) ||
-      kx_call_register(m) || kx_dlpack_register(m) || kx_module_register(m))
+      kx_call_register(m) || kx_dlpack_register(m) || kx_module_register(m) || kx_capi_register(m))
     return -1;
   return 0;
 }

@@ -152,3 +152,12 @@ int kr_device_can_access_peer(kr_device_t *dev, kr_device_t *peer) {
   ze_bool_t can = 0;
   return zeDeviceCanAccessPeer(dev->h, peer->h, &can) == ZE_RESULT_SUCCESS && can;
 }
+
+kr_status_t kr_device_ze_handles(const kr_device_t *dev, void **driver, void **device,
+                                 void **context, kr_error_t *err) {
+  if (!dev) return kr_fail(err, KR_ERR_INVALID_ARGUMENT, "kr_device_ze_handles: NULL device");
+  if (driver) *driver = (void *)dev->drv->h;
+  if (device) *device = (void *)dev->h;
+  if (context) *context = (void *)dev->drv->ctx;
+  return KR_OK;
+}

@@ -187,3 +187,7 @@ kr_status_t kr_queue_synchronize(kr_queue_t *q, kr_error_t *err) {
   }
   return st;
 }
+
+void *kr_queue_ze_command_list(const kr_queue_t *q) {
+  return q ? (void *)q->cl : NULL;
+}

@@ -55,6 +55,21 @@ static void test_devices(void) {
   CHECK(in->max_group_size[0] >= 1 && in->max_group_count[0] >= 1);
   CHECK(in->global_mem_size > 0 && in->max_alloc_size > 0 && in->local_mem_size > 0);
   CHECK(kr_device_get(in->index) == dev && kr_device_get(kr_device_count()) == NULL);
+
+  /* The Level Zero handles behind the device and its queues (kapi's C API hands them on). */
+  void *zdrv = NULL, *zdev = NULL, *zctx = NULL, *again = NULL;
+  CHECK_OK(kr_device_ze_handles(dev, &zdrv, &zdev, &zctx, &err), &err);
+  CHECK(zdrv && zdev && zctx && zdrv != zdev && zdev != zctx);
+  CHECK_OK(kr_device_ze_handles(dev, NULL, &again, NULL, &err), &err);
+  CHECK(again == zdev);
+  kr_error_t e2;
+  CHECK(kr_device_ze_handles(NULL, &again, NULL, NULL, &e2) == KR_ERR_INVALID_ARGUMENT);
+  void *cl = kr_queue_ze_command_list(q);
+  kr_queue_t *own = kr_queue_create(dev, &err);
+  CHECK(own != NULL);
+  CHECK(cl && cl == kr_queue_ze_command_list(q) && kr_queue_ze_command_list(own) != cl);
+  CHECK(kr_queue_ze_command_list(NULL) == NULL);
+  kr_queue_destroy(own);
 }
 
 static void test_memory(void) {

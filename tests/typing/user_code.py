@@ -44,6 +44,10 @@ def run() -> None:
     except kapi.KernelCallError as e:
         print(e)
 
+    # The C API's folders (docs/guide/c-api.md).
+    assert_type(kapi.get_include(), str)
+    assert_type(kapi.get_cmake_dir(), str)
+
     # Mistakes mypy reports.
     kapi.nonexistent_function(1)  # type: ignore[attr-defined]
     kapi.Range("8")  # type: ignore[arg-type]

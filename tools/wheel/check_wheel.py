@@ -27,6 +27,10 @@ REQUIRED = (
     r"kapi\.libs/libLLVMSPIRVLib-[0-9a-f]+\.so[.0-9]*",
     r"kapi/py\.typed",
     r"kapi/__init__\.pyi",
+    # the C API for native extensions: its header and CMake package (docs/guide/c-api.md)
+    r"kapi/include/kapi/capi\.h",
+    r"kapi/cmake/kapiConfig\.cmake",
+    r"kapi/cmake/kapiConfigVersion\.cmake",
 )
 
 

@@ -2,7 +2,8 @@
 # `make test-wheel`: the wheel from `make wheel` installed into a fresh venv outside the checkout,
 # then, from a folder outside it too: tools/wheel/check_install.py (python -m kapi, a kernel on
 # every device, ldd and exported symbols of every bundled library, the process's memory map),
-# every sample, and tools/wheel/llvm_coexist.py. Where it can (root, unshare), they run with the
+# every sample, the C API sample (samples/c_extension) built against the installed wheel, and
+# tools/wheel/llvm_coexist.py. Where it can (root, unshare), they run with the
 # system's libLLVM-15, libLLVMSPIRVLib and libze_loader hidden (an empty file bind-mounted over
 # each in a private mount namespace), so a stray dependency fails for real.
 #
@@ -31,6 +32,14 @@ run_all() {
     n=$((n + 1))
   done
   echo "samples: $n ran and checked themselves"
+  # The C API: samples/c_extension configured with find_package(kapi CONFIG) from the installed
+  # wheel (its CMakeLists asks `python -m kapi --cmake-dir`), built outside the checkout, run.
+  cmake -S "$ROOT/samples/c_extension" -B "$WORK/c_extension" -DPython3_EXECUTABLE="$PY" >/dev/null
+  cmake --build "$WORK/c_extension" >/dev/null
+  out=$(PYTHONPATH="$WORK/c_extension" "$PY" "$ROOT/samples/c_extension/demo.py" 2>&1) ||
+    { echo "$out"; echo "the C API sample failed"; return 1; }
+  echo "$out"
+  grep -q -x OK <<<"$out"
   "$PY" "$ROOT/tools/wheel/llvm_coexist.py"
 }
 
@@ -46,7 +55,7 @@ if [ ${#HIDE[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; t
   HIDE=($(printf '%s\n' "${HIDE[@]}" | sort -u))
   echo "== the installed wheel, with ${HIDE[*]} hidden"
   export -f run_all
-  export PY ROOT
+  export PY ROOT WORK
   unshare -m bash -euo pipefail -c '
     for f in "$@"; do mount --bind /dev/null "$f"; done
     run_all' _ "${HIDE[@]}"

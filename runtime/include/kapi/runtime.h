@@ -165,6 +165,15 @@ const kr_device_info_t *kr_device_info(const kr_device_t *dev);
  * -1 for a NULL device. */
 int kr_device_can_access_peer(kr_device_t *dev, kr_device_t *peer);
 
+/* The Level Zero handles behind a device, for code that calls Level Zero itself (kapi's C API
+ * for extensions hands them on): its ze_driver_handle_t, ze_device_handle_t and the one
+ * ze_context_handle_t the runtime uses for every device of that driver (USM from kr_malloc
+ * belongs to it). Typed void * so this header needs no Level Zero headers. Each out pointer may
+ * be NULL. The runtime owns the handles: valid until kr_shutdown, never to be destroyed or
+ * released by the caller. KR_ERR_INVALID_ARGUMENT for a NULL device. */
+kr_status_t kr_device_ze_handles(const kr_device_t *dev, void **driver, void **device,
+                                 void **context, kr_error_t *err);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Events                                                                                   */
 /* ---------------------------------------------------------------------------------------- */
@@ -213,6 +222,12 @@ kr_queue_t *kr_queue_create(kr_device_t *dev, kr_error_t *err);
 void kr_queue_destroy(kr_queue_t *q);
 
 kr_device_t *kr_queue_device(const kr_queue_t *q);
+
+/* The queue's Level Zero immediate command list (a ze_command_list_handle_t), for code that
+ * appends commands of its own; owned by the queue (valid until kr_queue_destroy, or kr_shutdown
+ * for a default queue). The runtime appends under a lock of its own: commands appended through
+ * this handle must not race with the runtime's on the same queue. NULL for a NULL queue. */
+void *kr_queue_ze_command_list(const kr_queue_t *q);
 
 /* Blocks until every command appended so far has completed. */
 kr_status_t kr_queue_synchronize(kr_queue_t *q, kr_error_t *err);
