@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Hunts the CPU device's rare crash on many-core hosts: the tests that crashed under xdist on the
 # 32-core two-GPU host, alone and repeated, then their files under 8 and 16 workers, each process
-# with a fatal-signal backtrace (.carry/bin/libcrashbt.so, built from .carry/bin/crashbt.c) so a
-# crash names the library and offset. Then the CPU primitives' baseline on all cores and on 16.
+# with a fatal-signal backtrace (tools/crashbt.c, built there) so a crash names the library and
+# offset. Then the CPU primitives' baseline on all cores and on 16.
 #   run(command="bash bench/cpu_crash_probe.sh", kind="nvidia-h100-x2",
-#       carry=["kapi/_lib", ".carry/debs", ".carry/bin", ".whl"])
+#       carry=["kapi/_lib", ".carry/debs", ".whl"])
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -15,7 +15,8 @@ export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm
 export KAPI_LIB_DIR=$PWD/kapi/_lib PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
 export PYTHONPYCACHEPREFIX=/tmp/kapi-pycache KAPI_DRIVERS=cpu
 nproc; command -v gdb || echo "no gdb"
-BT="LD_PRELOAD=$PWD/.carry/bin/libcrashbt.so"
+gcc -O1 -shared -fPIC -o /tmp/libcrashbt.so tools/crashbt.c || exit 1
+BT="LD_PRELOAD=/tmp/libcrashbt.so"
 P="python3 -X faulthandler -m pytest -q -p no:cacheprovider -rfE --tb=short"
 ids=(
   "tests/language/test_group_algorithms.py::test_reduce_and_scans"

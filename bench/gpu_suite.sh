@@ -31,8 +31,13 @@ if [ -x .carry/hosttest/host_finalise_test ]; then
   done | tee "$OUT/host_targets.log"
   .carry/hosttest/host_rt_test >"$OUT/host_rt.log" 2>&1; echo "host_rt: exit $?"
 fi
+# A crash in any test process prints its native backtrace (tools/crashbt.c; no gdb there).
+PRELOAD=
+if gcc -O1 -shared -fPIC -o /tmp/libcrashbt.so tools/crashbt.c 2>/dev/null; then
+  PRELOAD=/tmp/libcrashbt.so
+fi
 run() {
-  KAPI_DRIVERS=$1 timeout "${T:-420}" python3 -m pytest -q -n "$2" -p no:cacheprovider -rfE \
+  LD_PRELOAD=$PRELOAD KAPI_DRIVERS=$1 timeout "${T:-420}" python3 -m pytest -q -n "$2" -p no:cacheprovider -rfE \
     --tb=short tests >"$OUT/$1_all.log" 2>&1
 }
 run cuda "${NC:-8}" &
@@ -41,5 +46,6 @@ wait
 for f in "$OUT"/cuda_all.log "$OUT"/cpu_all.log; do
   echo "## $f"
   grep -E "^(FAILED|ERROR)" "$f" | head -40
+  grep -A8 "=== crashbt" "$f" | head -60
   tail -2 "$f"
 done

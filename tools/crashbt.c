@@ -1,0 +1,61 @@
+/* Diagnostic LD_PRELOAD for crash hunts on machines without gdb: on SIGSEGV/SIGBUS print the
+ * fault address, the instruction pointer, the native backtrace and the mappings that hold them
+ * (a JIT-compiled frame shows as an anonymous mapping), then die with the signal. Built and
+ * loaded by bench/gpu_suite.sh: gcc -O1 -shared -fPIC -o libcrashbt.so tools/crashbt.c */
+#define _GNU_SOURCE
+#include <execinfo.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+static void show_map(unsigned long a) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512];
+  if (!f) return;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi) {
+      fprintf(stderr, "  map of %#lx (+%#lx): %s", a, a - lo, line);
+      break;
+    }
+  }
+  fclose(f);
+}
+
+static void on_sig(int sig, siginfo_t *si, void *ucv) {
+  ucontext_t *uc = ucv;
+  unsigned long ip = uc->uc_mcontext.gregs[REG_RIP];
+  unsigned long sp = uc->uc_mcontext.gregs[REG_RSP];
+  fprintf(stderr, "\n=== crashbt: signal %d addr %p ip %#lx sp %#lx tid %ld\n", sig, si->si_addr,
+          ip, sp, (long)syscall(SYS_gettid));
+  show_map(ip);
+  show_map((unsigned long)si->si_addr);
+  show_map(sp);
+  void *frames[64];
+  int n = backtrace(frames, 64);
+  backtrace_symbols_fd(frames, n, 2);
+  for (int i = 0; i < n; i++)
+    show_map((unsigned long)frames[i]);
+  /* the raw stack words: return addresses into JIT code show up here */
+  unsigned long *s = (unsigned long *)sp;
+  for (int i = 0; i < 48; i++)
+    fprintf(stderr, "  sp[%d] %#lx\n", i, s[i]);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+__attribute__((constructor)) static void init(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_sig;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  static char stack[1 << 16];
+  stack_t ss = {.ss_sp = stack, .ss_size = sizeof stack};
+  sigaltstack(&ss, NULL);
+  sigaction(SIGSEGV, &sa, NULL);
+  sigaction(SIGBUS, &sa, NULL);
+}
