@@ -26,6 +26,7 @@ np.row_stack = getattr(np, "row_stack", np.vstack)  # numba-cuda 0.30 on numpy 2
 
 import cupy as cp  # noqa: E402
 import kernels  # noqa: E402
+import plotting  # noqa: E402
 from numba import cuda  # noqa: E402
 from timing import median_batch  # noqa: E402
 
@@ -386,6 +387,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     ap.add_argument("--only", default="", help="comma-separated benchmark names (default: all)")
+    ap.add_argument("--json", default="", help="write the ratios here (bench/plotting.py)")
+    ap.add_argument("--plot", default="", help="a PNG of the ratios, where matplotlib imports")
     args = ap.parse_args()
     q = args.quick
     print("device:", gpu(), flush=True)
@@ -406,6 +409,10 @@ def main():
             failed += 1
             print(f"FAILED: {type(e).__name__}: {e}", flush=True)
     print(f"\n{len(ROWS)} comparisons, {failed} benchmark(s) failed")
+    if args.json or args.plot:
+        rows = [(name, {f"vs {peer}": ratio}) for name, _, peer, _, _, ratio in ROWS]
+        title = f"kapi vs numba-cuda and CuPy on {gpu().name} (medians)"
+        plotting.write_results(rows, args.json, args.plot, title)
     sys.exit(1 if failed else 0)
 
 
