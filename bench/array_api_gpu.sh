@@ -16,16 +16,8 @@
 # pytest-xdist and execnet). Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" /tmp/deps
-for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
-export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
-export PYTHONUNBUFFERED=1 PYTHONPYCACHEPREFIX=/tmp/kapi-pycache PYTHONPATH=$PWD
-if ls .carry/whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/whl/*.whl \
-    $(ls .whl/pytest_xdist-*.whl .whl/execnet-*.whl 2>/dev/null)
-  export PYTHONPATH=$PWD:/tmp/site
-fi
+. bench/device_env.sh
+device_wheels $(ls .carry/whl/*.whl .whl/pytest_xdist-*.whl .whl/execnet-*.whl 2>/dev/null)
 STEPS=${STEPS:-kapi cupy matmul}
 XARGS=${XDIST:+-- -n $XDIST}
 for s in $STEPS; do

@@ -10,12 +10,7 @@
 # --no-deps -d .whl` here) and add ".whl" to carry. Logs go to $OUT (or ./gpu-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" /tmp/deps
-for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
-export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
-export KAPI_LIB_DIR=$PWD/kapi/_lib PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-export PYTHONPYCACHEPREFIX=/tmp/kapi-pycache
+. bench/device_env.sh
 if ! command -v cmake >/dev/null && ls .whl/cmake-*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --target /tmp/cmake-site .whl/cmake-*.whl
   export PATH=/tmp/cmake-site/bin:$PATH PYTHONPATH=$PYTHONPATH:/tmp/cmake-site

@@ -7,13 +7,9 @@
 #       carry=["kapi/_lib", ".carry/debs", ".whl"])
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" /tmp/deps
-for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
-export KAPI_LIB_DIR=$PWD/kapi/_lib PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
-export PYTHONPYCACHEPREFIX=/tmp/kapi-pycache KAPI_DRIVERS=cpu
+. bench/device_env.sh
+device_wheels .whl/pytest_xdist-*.whl .whl/execnet-*.whl
+export KAPI_DRIVERS=cpu
 nproc; command -v gdb || echo "no gdb"
 gcc -O1 -shared -fPIC -o /tmp/libcrashbt.so tools/crashbt.c || exit 1
 BT="LD_PRELOAD=/tmp/libcrashbt.so"

@@ -12,21 +12,8 @@
 # Logs go to $OUT (or ./gpu-out when run elsewhere).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" /tmp/deps
-for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
-export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
-# The C benchmarks find kapi/_lib through their $ORIGIN rpath or this (bench_common.h).
-export KAPI_LIB_DIR=$PWD/kapi/_lib
-export PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-# Bytecode: the tree arrives without __pycache__ (git ignores it), and the 2026-11-24 profile
-# showed every fresh process compiling kapi's and pyfront's 47 sources again (136 ms), so
-# nothing was written back (PYTHONDONTWRITEBYTECODE=1, as in the dev sandbox, or a read-only
-# tree). One writable folder for all bytecode: the first process fills it, the rest read it
-# (the test suite's subprocesses and bench/cold_start.py's fresh processes; that script also
-# does this itself and starts each series with an unmeasured run).
-unset PYTHONDONTWRITEBYTECODE
-export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/kapi-pycache}
+# The C benchmarks find kapi/_lib through their $ORIGIN rpath or KAPI_LIB_DIR (bench_common.h).
+. bench/device_env.sh
 nvidia-smi -L
 python3 -m kapi 2>&1 | tee "$OUT/devices.txt"
 # ONLY="name ..." runs just the named steps (e.g. ONLY="group-reduce cpu-barrier").

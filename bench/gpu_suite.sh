@@ -10,13 +10,9 @@
 # T: seconds per run; NC, NP: workers for CUDA and for the CPU device. Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" /tmp/deps
-for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
-export KAPI_LIB_DIR=$PWD/kapi/_lib PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive
-export PYTHONPYCACHEPREFIX=/tmp/kapi-pycache PATH=/usr/local/cuda/bin:$PATH
+. bench/device_env.sh
+device_wheels .whl/*.whl
+export PATH=/usr/local/cuda/bin:$PATH
 # The host finaliser's math and half tests for every x86-64 target the JIT may pick, on this
 # host's CPU (carry build/compiler/tests/host's binaries and fixtures as .carry/hosttest; the
 # test finds its fixtures under the build folder's absolute path, linked here).

@@ -14,18 +14,13 @@
 # arrays cross MPI through pinned host rows in both the kapi and the CuPy program.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" /tmp/deps
-for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
+. bench/device_env.sh
 # --prefix, not --target: MPICH's wheel puts libmpi in <prefix>/lib, which --target drops.
 python3 -m pip install -q --no-index --no-deps --no-compile --prefix /tmp/mpi .whl/mpi4py-*.whl \
   .whl/mpich-*.whl || exit 1
 SITE=$(echo /tmp/mpi/lib/python3*/site-packages)
-export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib:/tmp/mpi/lib
-export KAPI_LIB_DIR=$PWD/kapi/_lib PATH=/tmp/mpi/bin:$PATH
-export PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive PYTHONPATH=$PWD:$SITE
-unset PYTHONDONTWRITEBYTECODE
-export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/kapi-pycache}
+export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/tmp/mpi/lib PATH=/tmp/mpi/bin:$PATH
+export PYTHONPATH=$PYTHONPATH:$SITE
 step() {
   if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $1 "* ]]; then return 0; fi
   echo "== $1"; shift; "$@"; echo "== exit $?"

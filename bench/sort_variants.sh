@@ -8,14 +8,7 @@
 # The output goes to $OUT/sort_variants.log (or ./gpu-out when run elsewhere).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" /tmp/deps
-for f in .carry/debs/*.deb; do [ -e "$f" ] && dpkg -x "$f" /tmp/deps; done
-export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export KAPI_LIB_DIR=$PWD/kapi/_lib
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-unset PYTHONDONTWRITEBYTECODE
-export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/kapi-pycache}
+. bench/device_env.sh
 export PATH=$PATH:/usr/local/cuda/bin
 PY=${PYTHON:-python3}
 command -v nvidia-smi >/dev/null && nvidia-smi -L
