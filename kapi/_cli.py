@@ -102,6 +102,10 @@ def compile_main(argv: list[str]) -> int:
     if not _cache.enabled():
         print("kapi compile: the disk cache is off (KAPI_CACHE=0)", file=sys.stderr)
         return 1
+    why = _cache.refusal()
+    if why is not None:
+        print(f"kapi compile: cannot write the cache there: {why}", file=sys.stderr)
+        return 1
     try:
         mod = _import(a.module)
     except Exception as e:  # report, never a traceback

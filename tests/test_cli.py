@@ -55,3 +55,25 @@ def test_closed_pipe_ends_quietly(tmp_path, args):
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     # As a shell reports a writer killed by SIGPIPE (argparse's --help swallows the error itself).
     assert p.returncode == (0 if args == ["--help"] else 128 + signal.SIGPIPE)
+
+
+def test_compile_into_an_untrusted_directory_fails_before_compiling(tmp_path):
+    """A bundle directory others may write is refused by the cache: `compile --output` says so
+    and exits 1, instead of reporting kernels compiled into a cache that stored nothing."""
+    out = tmp_path / "bundle"
+    out.mkdir()
+    out.chmod(0o777)
+    src = tmp_path / "app.py"
+    src.write_text("import kapi\n\n@kapi.kernel\ndef k(item, a):\n    a[item.get_id(0)] = 1.0\n")
+    r = subprocess.run(
+        KAPI
+        + ["compile", str(src), "--signature", "(item(1), array(f32,1))", "--output", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "writable by every user" in r.stderr
+    assert "compiled" not in r.stdout
+    assert list(out.iterdir()) == []

@@ -27,6 +27,7 @@ import marshal
 import os
 import stat
 import sys
+import warnings
 
 try:  # CPython's built-in SHA-256: `import hashlib` (OpenSSL) would cost `import kapi` time
     from _sha2 import sha256 as _sha256  # Python >= 3.12
@@ -381,6 +382,21 @@ def _make_private(folder: str) -> str | None:
         except OSError as e:
             return e.strerror or str(e)
     return None
+
+
+def refusal() -> str | None:
+    """Why this process may not write the cache directory (created if absent), or None if it
+    may: `python -m kapi compile` asks before compiling anything for it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if _trusted_directory(create=True) is not None:
+            return None
+    folder = directory()
+    try:
+        why, _, _ = _judge(folder)
+    except OSError as e:
+        why = f"cannot use {folder} ({e.strerror or e})"
+    return why or f"cannot use {folder}"
 
 
 def _judge(folder: str) -> tuple[str | None, str | None, int | None]:
