@@ -92,9 +92,13 @@ _U53_OPEN = (
     " * 1.1102230246251565e-16"
 )  # (0, 1]: log() of it is finite
 _U24_OPEN = "(np.float64(({w} >> np.uint64(8))) + 1.0) * 5.9604644775390625e-08"
-# the same values in float32 (24-bit integers times 2**-24: exact)
-_F24 = "np.float32({w} >> np.uint64(8)) * np.float32(5.9604644775390625e-08)"
-_F24_OPEN = "np.float32(({w} >> np.uint64(8)) + np.uint64(1)) * np.float32(5.9604644775390625e-08)"
+# the same values in float32 (24-bit integers times 2**-24: exact), converted from int32 (GPUs
+# and x86 vectors convert 32-bit integers natively, 64-bit ones slowly or not at all)
+_F24 = "np.float32(np.int32({w} >> np.uint64(8))) * np.float32(5.9604644775390625e-08)"
+_F24_OPEN = (
+    "np.float32(np.int32(({w} >> np.uint64(8)) + np.uint64(1)))"
+    " * np.float32(5.9604644775390625e-08)"
+)
 # float32 normals: Box-Muller in float32 (log, sqrt, sin, cos of float32, as CuPy's float32
 # normals), within a few float32 ulps of the float64 computation rounded (the argument
 # 2 pi u rounded to float32 costs at most ~5e-7 absolute before the radius, <= 5.8, scales
@@ -114,7 +118,7 @@ SINCOS = os.environ.get("KAPI_NORMAL_SINCOS", "1") != "0"
 _SINCOS = """
     m{p} = (np.int64({w} >> np.uint64(8)) + 2097152) & 16777215
     q{p} = m{p} >> 22
-    x{p} = np.float32((m{p} & 4194303) - 2097152) * np.float32(3.7450702e-07)
+    x{p} = np.float32(np.int32((m{p} & 4194303) - 2097152)) * np.float32(3.7450702e-07)
     z{p} = x{p} * x{p}
     s{p} = x{p} + x{p} * z{p} * (np.float32(-1.6666654611e-1) + z{p} * (
         np.float32(8.3321608736e-3) + z{p} * np.float32(-1.9515295891e-4)))
