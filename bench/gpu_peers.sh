@@ -2,8 +2,9 @@
 # The last GPU peers in one device call (about 3 minutes on the H100), kapi beside CuPy / CUDA
 # in the same process or the same run, each change after (defaults) and before (its switch off):
 #   - kapi.reduce("max") and Generator.standard_normal float32, 2^27 (bench/primitives.py, with
-#     CuPy): defaults, then KAPI_REDUCE_VIA_METHODS=0 (kapi.reduce's own generic kernel) and
-#     KAPI_NORMAL_SINCOS=0 (libdevice cosf/sinf), the switches read at import;
+#     CuPy): defaults, then KAPI_REDUCE_VIA_METHODS=0 (kapi.reduce's own generic kernel, read
+#     at import); the random kernels' shapes in one process (bench/random_variants.py: SINCOS
+#     off is the old normals with libdevice cosf/sinf; staging and group sizes);
 #   - the empty launch from Python (bench/launch.py, CuPy RawKernel beside it);
 #   - the empty launch from C through the runtime (bench/launch_c.c) beside the same launches
 #     made with the CUDA driver API alone (bench/launch_cuda_c.c), both built here with gcc
@@ -29,13 +30,16 @@ step() {
   echo "== exit $?"
 }
 
-# 1. reduce and random against CuPy (cumsum comes along: primitives.py's fixed order).
-step "primitives, defaults (after)" timeout 150 python3 bench/primitives.py --device gpu \
+# 1. reduce and random against CuPy (cumsum comes along: primitives.py's fixed order), then
+# kapi.reduce's old path alone, then the random kernels' shapes (SINCOS off: the old normals).
+step "primitives, defaults (after)" timeout 120 python3 bench/primitives.py --device gpu \
   --log2n 27 --no-sort 2>&1 | tee "$OUT/primitives_after.log"
 if [ "${SKIP_BEFORE:-0}" != 1 ]; then
-  step "primitives, KAPI_REDUCE_VIA_METHODS=0 KAPI_NORMAL_SINCOS=0 (before)" \
-    env KAPI_REDUCE_VIA_METHODS=0 KAPI_NORMAL_SINCOS=0 timeout 150 python3 bench/primitives.py \
-    --device gpu --log2n 27 --no-sort 2>&1 | tee "$OUT/primitives_before.log"
+  step "primitives, KAPI_REDUCE_VIA_METHODS=0 (before)" env KAPI_REDUCE_VIA_METHODS=0 \
+    timeout 60 python3 bench/primitives.py --device gpu --log2n 27 --only reduce 2>&1 |
+    tee "$OUT/primitives_before.log"
+  step "random variants" timeout 90 python3 bench/random_variants.py --device gpu 2>&1 |
+    tee "$OUT/random_variants.log"
 fi
 
 # 2. The empty launch from Python, CuPy's RawKernel beside it.
@@ -59,5 +63,6 @@ done
 echo "== summary (kapi, peer, ratio; after then before)"
 grep -h -E 'kapi.reduce\("max"\)|kapi Generator\.(standard_normal|random)' \
   "$OUT"/primitives_after.log "$OUT"/primitives_before.log 2>/dev/null
+grep -h -E 'cupy:|ms' "$OUT/random_variants.log" 2>/dev/null
 grep -h -E 'submit only|median' "$OUT/launch_py.log"
 grep -h -E 'asynchronous|synchronous' "$OUT/launch_c.log"
