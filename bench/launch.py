@@ -30,6 +30,22 @@ def per_call_us(fn, calls, batches):
     return statistics.median(samples), min(samples)
 
 
+def cupy_peer(calls, batches):
+    """CuPy's RawKernel, the same empty kernel with three arrays, submitted the same way."""
+    try:
+        import cupy as cp
+    except ImportError:
+        print("(cupy does not import: no CuPy peer)")
+        return
+    raw = cp.RawKernel(r'extern "C" __global__ void e(float*a,float*b,float*c){}', "e")
+    ga = tuple(cp.zeros(1024, cp.float32) for _ in range(3))
+    raw((1,), (1,), ga)
+    cp.cuda.Device().synchronize()
+    med, _ = per_call_us(lambda: raw((1,), (1,), ga), calls, batches)
+    cp.cuda.Device().synchronize()
+    print(f"cupy RawKernel (submit only, the peer):     median {med:.2f} us per call")
+
+
 def main():
     calls = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     batches = int(sys.argv[2]) if len(sys.argv) > 2 else 15
@@ -58,6 +74,8 @@ def main():
     med_a, _ = per_call_us(run_async, calls, batches)
     dev.default_queue.wait()
     print(f"kapi.call_kernel_async (submit only):       median {med_a:.2f} us per call")
+    if dev.is_gpu:
+        cupy_peer(calls, batches)
     print("numba-dpex 0.23 call_kernel (published):    140-270 us per call")
     if dev.is_cpu:
         target = 5.0

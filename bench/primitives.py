@@ -9,8 +9,10 @@ on at most 2^22 elements (the host would take too long on more), so compare its 
 time. "x cupy" is CuPy's time over kapi's (above 1: kapi is faster).
 
     python3 bench/primitives.py [--device gpu|cpu] [--log2n 27] [--reps N] [--no-sort]
+                                [--only sort,cumsum,reduce,random]
 
---no-sort leaves out sort and argsort (cumsum, reduce and random only).
+--no-sort leaves out sort and argsort (cumsum, reduce and random only); --only runs just the
+sections named.
 
 Defaults: 2^27 elements on a GPU, 2^22 on the CPU driver. Finishes in well under 2 minutes.
 """
@@ -60,7 +62,11 @@ def main():
     ap.add_argument("--log2n", type=int, default=None)
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--no-sort", action="store_true", help="leave out sort and argsort")
+    ap.add_argument("--only", default=None, help="sections to run: sort,cumsum,reduce,random")
     args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else {"sort", "cumsum", "reduce", "random"}
+    if args.no_sort:
+        only.discard("sort")
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     log2n = args.log2n or (27 if dev.is_gpu else 22)
     n = 1 << log2n
@@ -98,32 +104,34 @@ def main():
         return median_batch(fn, lambda: None, 1, 3)
 
     # sort / argsort of uint32
-    if not args.no_sort:
+    if "sort" in only:
         sort_rows(dev, hk, nh, n, cp, time_k, time_c, time_h)
 
     # cumsum and reduce of float32
     f = kapi.asarray(hf, device=dev)
-    got = kapi.cumsum(f).asnumpy()
-    want = np.cumsum(hf, dtype=np.float64)
-    if not np.allclose(got, want, rtol=1e-3, atol=1e-3 * n**0.5):
-        raise SystemExit("kapi.cumsum differs from np.cumsum")
-    print("cumsum of float32")
-    t = time_k(lambda: kapi.cumsum(f))
-    c = None
-    if cp is not None:
-        cf = cp.asarray(hf)
-        c = time_c(lambda: cp.cumsum(cf))
-    line("kapi.cumsum", t, n, c, "cupy.cumsum")
-    if c:
-        line("cupy.cumsum", c, n)
-    line("np.cumsum (host)", time_h(lambda: np.cumsum(hf[:nh])), nh)
-    if not np.isclose(float(kapi.reduce("max", f)), hf.max()):
-        raise SystemExit("kapi.reduce differs from np.max")
-    print("reduce (max) of float32")
-    t = time_k(lambda: kapi.reduce("max", f))
-    c = time_c(lambda: cf.max()) if cp is not None else None
-    line('kapi.reduce("max")', t, n, c, "cupy max")
-    line("np.max (host)", time_h(lambda: hf[:nh].max()), nh)
+    cf = cp.asarray(hf) if cp is not None else None
+    if "cumsum" in only:
+        got = kapi.cumsum(f).asnumpy()
+        want = np.cumsum(hf, dtype=np.float64)
+        if not np.allclose(got, want, rtol=1e-3, atol=1e-3 * n**0.5):
+            raise SystemExit("kapi.cumsum differs from np.cumsum")
+        print("cumsum of float32")
+        t = time_k(lambda: kapi.cumsum(f))
+        c = time_c(lambda: cp.cumsum(cf)) if cp is not None else None
+        line("kapi.cumsum", t, n, c, "cupy.cumsum")
+        if c:
+            line("cupy.cumsum", c, n)
+        line("np.cumsum (host)", time_h(lambda: np.cumsum(hf[:nh])), nh)
+    if "reduce" in only:
+        if not np.isclose(float(kapi.reduce("max", f)), hf.max()):
+            raise SystemExit("kapi.reduce differs from np.max")
+        print("reduce (max) of float32")
+        t = time_k(lambda: kapi.reduce("max", f))
+        c = time_c(lambda: cf.max()) if cp is not None else None
+        line('kapi.reduce("max")', t, n, c, "cupy max")
+        line("np.max (host)", time_h(lambda: hf[:nh].max()), nh)
+    if "random" not in only:
+        return
 
     # random float32
     g = kapi.random.default_rng(1, device=dev)

@@ -8,8 +8,10 @@ and any element can be computed independently. Everything up to the final conver
 bits, and the same uniform numbers, on every device. Uniform floats take the top 24 (float32)
 or 53 (float64, from two 32-bit words) bits: [0, 1) on a grid of 2**-24 or 2**-53. Normal
 numbers use Box-Muller on pairs of uniforms, computed in the output's precision (float32
-normals in float32 math, within a few ulps of the float64 computation rounded), so they
-agree across devices up to the libraries' last-bit differences in log, sin and cos.
+normals in float32 math, within a few ulps of the float64 computation rounded; their cos and
+sin of the angle come from an exact integer reduction of the uniform's bits and polynomials),
+so they agree across devices up to last-bit differences (the libraries' log; fused or separate
+multiply-adds).
 
 A call consumes whole counters (four 32-bit words each) and the next call starts after them,
 so successive calls give independent numbers, as NumPy's Generator does.
@@ -57,6 +59,7 @@ def _philox(c0, c1, c2, c3, k0, k1):
 _philox.__kapi_device_func__ = True
 _philox.__kapi_device_options__ = {}
 
+
 _RAW_SRC = """
 def _philox_raw(item, ctr, key, out):
     i = item.get_id(0)
@@ -78,6 +81,7 @@ def _gen(item, out, n, base, k0, k1):
     j = i * PER
 """
 
+
 _U24 = "np.float64(({w} >> np.uint64(8))) * 5.9604644775390625e-08"  # [0, 1), 2**-24 steps
 _U53 = (
     "(np.float64({a} >> np.uint64(5)) * 67108864.0 + np.float64({b} >> np.uint64(6)))"
@@ -88,14 +92,48 @@ _U53_OPEN = (
     " * 1.1102230246251565e-16"
 )  # (0, 1]: log() of it is finite
 _U24_OPEN = "(np.float64(({w} >> np.uint64(8))) + 1.0) * 5.9604644775390625e-08"
-# the same values in float32 (24-bit integers times 2**-24: exact)
-_F24 = "np.float32({w} >> np.uint64(8)) * np.float32(5.9604644775390625e-08)"
-_F24_OPEN = "np.float32(({w} >> np.uint64(8)) + np.uint64(1)) * np.float32(5.9604644775390625e-08)"
+# the same values in float32 (24-bit integers times 2**-24: exact), converted from int32 (GPUs
+# and x86 vectors convert 32-bit integers natively, 64-bit ones slowly or not at all)
+_F24 = "np.float32(np.int32({w} >> np.uint64(8))) * np.float32(5.9604644775390625e-08)"
+_F24_OPEN = (
+    "np.float32(np.int32(({w} >> np.uint64(8)) + np.uint64(1)))"
+    " * np.float32(5.9604644775390625e-08)"
+)
 # float32 normals: Box-Muller in float32 (log, sqrt, sin, cos of float32, as CuPy's float32
 # normals), within a few float32 ulps of the float64 computation rounded (the argument
 # 2 pi u rounded to float32 costs at most ~5e-7 absolute before the radius, <= 5.8, scales
 # it); KAPI_NORMAL_F32=0 computes them in float64 and rounds, as float64 normals are made.
 NORMAL_F32 = os.environ.get("KAPI_NORMAL_F32", "1") != "0"
+
+
+# SINCOS: float32 normals take cos and sin of the angle 2 pi m / 2**24 (m the word's top 24
+# bits) from the quadrant (m's top two bits, rounded to the nearest) and polynomials of the
+# remainder in [-pi/4, pi/4], reduced exactly in integers: no libdevice sinf/cosf and their
+# large-argument path (local memory) on GPUs, one reduction for both. Within ~1 float32 ulp of
+# sin and cos of the exact angle (the float32 angle 6.2831855 * u cost up to ~5e-7 before);
+# KAPI_NORMAL_SINCOS=0 calls math.cos and math.sin as before.
+SINCOS = os.environ.get("KAPI_NORMAL_SINCOS", "1") != "0"
+# cos and sin of 2 pi m / 2**24 for the 24-bit integer m = w >> 8 (Cephes' sinf/cosf
+# polynomials on [-pi/4, pi/4]); {p}: the pair, {w}: the word
+_SINCOS = """
+    m{p} = (np.int64({w} >> np.uint64(8)) + 2097152) & 16777215
+    q{p} = m{p} >> 22
+    x{p} = np.float32(np.int32((m{p} & 4194303) - 2097152)) * np.float32(3.7450702e-07)
+    z{p} = x{p} * x{p}
+    s{p} = x{p} + x{p} * z{p} * (np.float32(-1.6666654611e-1) + z{p} * (
+        np.float32(8.3321608736e-3) + z{p} * np.float32(-1.9515295891e-4)))
+    co{p} = np.float32(1.0) - np.float32(0.5) * z{p} + z{p} * z{p} * (
+        np.float32(4.166664568298827e-2) + z{p} * (np.float32(-1.388731625493765e-3)
+                                                  + z{p} * np.float32(2.443315711809948e-5)))
+    sn{p} = s{p}
+    cs{p} = co{p}
+    if q{p} & 1:
+        sn{p} = co{p}
+        cs{p} = -s{p}
+    if q{p} & 2:
+        sn{p} = -sn{p}
+        cs{p} = -cs{p}
+"""
 
 
 # STAGED: the work-group stages its outputs in local memory, then writes them out with
@@ -136,7 +174,11 @@ def _store(j: int, expr: str, staged: bool = False) -> str:
 
 @functools.cache
 def _gen_source(
-    kind: str, dtype: np.dtype, staged: bool = False, f32: bool = True
+    kind: str,
+    dtype: np.dtype,
+    staged: bool = False,
+    f32: bool = True,
+    sincos: bool = True,
 ) -> tuple[str, int]:
     """The generating kernel's source and how many outputs one counter gives."""
     f32_math = f32 and dtype == np.float32  # float32 normals in float32 math
@@ -146,8 +188,8 @@ def _gen_source(
     if kind == "random":
         per = 4 if f32 else 2
         if f32:
-            for w in range(4):
-                body += _store(w, staged=staged, expr=f"np.float32({_U24.format(w=f'r{w}')})")
+            for w in range(4):  # float32 math: the same values, exact (no float64 on GPUs)
+                body += _store(w, staged=staged, expr=_F24.format(w=f"r{w}"))
         else:
             body += _store(0, _U53.format(a="r0", b="r1"), staged)
             body += _store(1, _U53.format(a="r2", b="r3"), staged)
@@ -173,12 +215,18 @@ def _gen_source(
         )
         for p, (u1, u2) in enumerate(pairs):
             body += f"    rad{p} = math.sqrt({two} * math.log({u1}))\n"
+            if f32_math and sincos:
+                body += _SINCOS.format(p=p, w=f"r{2 * p + 1}")
+                body += _store(2 * p, f"rad{p} * cs{p}", staged)
+                body += _store(2 * p + 1, f"rad{p} * sn{p}", staged)
+                continue
             body += f"    ang{p} = {two_pi} * {u2}\n"
             body += _store(2 * p, f"{cvt}(rad{p} * math.cos(ang{p}))", staged)
             body += _store(2 * p + 1, f"{cvt}(rad{p} * math.sin(ang{p}))", staged)
+    head = _GEN_HEAD_STAGED if staged else _GEN_HEAD
     if staged:
-        return (_GEN_HEAD_STAGED + body + _GEN_TAIL_STAGED).replace("PER", str(per)), per
-    return _GEN_HEAD.replace("PER", str(per)) + body, per
+        return (head + body + _GEN_TAIL_STAGED).replace("PER", str(per)), per
+    return head.replace("PER", str(per)) + body, per
 
 
 def _kernel(src: str, entry: str):
@@ -213,7 +261,7 @@ def philox4x32(counters, keys, device=None):
     return out
 
 
-_PLANS: dict = {}  # (kind, dtype, size, device, usm_type, STAGED, NORMAL_F32) -> launches
+_PLANS: dict = {}  # (kind, dtype, size, device, usm_type, switches) -> launches
 
 
 def _plan(kind: str, dtype, size, device, usm_type):
@@ -229,7 +277,7 @@ def _plan(kind: str, dtype, size, device, usm_type):
     proto = _array.empty(shape, dtype=dt, device=device, usm_type=usm_type)
     q, ut, n = proto.sycl_queue, proto.usm_type, proto.size
     staged = STAGED if STAGED is not None else proto.device.device_type != "cpu"
-    src, per = _gen_source(kind, dt, staged, NORMAL_F32)
+    src, per = _gen_source(kind, dt, staged, NORMAL_F32, SINCOS)
     counters = -(-n // per)
     flat = None if len(shape) == 1 else ((n,), (dt.itemsize,))
     launch = None
@@ -282,7 +330,7 @@ class Generator:
         ut = usm_type or self._usm
         # no device named: the default one, which KAPI_DEFAULT_DEVICE may change
         where = dev if dev is not None else os.environ.get("KAPI_DEFAULT_DEVICE")
-        key = (kind, dtype, size, dev is None, where, ut, STAGED, NORMAL_F32)
+        key = (kind, dtype, size, dev is None, where, ut, STAGED, NORMAL_F32, SINCOS)
         try:
             plan = _PLANS.get(key)
         except TypeError:  # an unhashable size or device: no plan

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import os
 
 import numpy as np
 
@@ -338,6 +339,9 @@ def reduce(op, a, axis=None, identity=None, dtype=None, keepdims=False):
     (default: a's, or NumPy's add.reduce dtype for "add"/"mul" on small integers) is the
     dtype a is converted to and op computes in. Returns a kapi array (0-d for axis=None).
     """
+    fast = _array_reduction(op, a, axis, dtype, keepdims)
+    if fast is not None:
+        return fast
     if (
         type(a) is Array
         and a.size
@@ -351,6 +355,50 @@ def reduce(op, a, axis=None, identity=None, dtype=None, keepdims=False):
         key += (a._usm_type, REDUCE)
         return _replay.call(key, _PLANS, a, _reduce_general, op, a, axis, None, dtype, keepdims)
     return _reduce_general(op, a, axis, identity, dtype, keepdims)
+
+
+# The named operations that the array methods' reductions (reduce.py: x.sum(), x.max(), ...)
+# also compute: kapi.reduce takes their kernels (strided parts, four accumulators, groups sized
+# to the device) when their result dtype is kapi.reduce's. KAPI_REDUCE_VIA_METHODS=0: kapi.reduce's
+# own generic kernel for these too (the GPU run's A/B switch).
+_METHOD_OPS = {"add": "sum", "mul": "prod", "min": "min", "max": "max"}
+VIA_METHODS = os.environ.get("KAPI_REDUCE_VIA_METHODS", "1") != "0"
+
+
+def _array_reduction(op, a, axis, dtype, keepdims):
+    """kapi.reduce of a named operation through reduce.py, or None where that does not apply
+    (device functions, empty arrays, bool or float16 data, dtypes it would accumulate in
+    differently)."""
+    if not VIA_METHODS or type(a) is not Array or not a.size or type(keepdims) is not bool:
+        return None
+    if isinstance(op, np.ufunc):
+        op = op.__name__
+    if not isinstance(op, str) or _ALIASES.get(op, op) not in _METHOD_OPS:
+        return None
+    if not (axis is None or type(axis) is int) or (dtype is not None and not _is_dtype(dtype)):
+        return None
+    name = _ALIASES.get(op, op)
+    dt = _result_dtype(name, a.dtype, dtype)
+    if dt.kind not in "iuf" or dt.itemsize < 4 or a.dtype.kind not in "biuf":
+        return None
+    from . import reduce as _red
+
+    method = _METHOD_OPS[name]
+    if _red._acc_dtype(method, a.dtype) == dt:
+        x = a  # e.g. int32 sums accumulate in int64 there too
+    elif _red._acc_dtype(method, dt) == dt:
+        x = a.astype(dt)  # kapi.reduce computes in dtype: the input converted first
+    else:
+        return None
+    return _red.reduce(method, x, axis=axis, keepdims=keepdims)
+
+
+def _is_dtype(dtype) -> bool:
+    try:
+        np.dtype(dtype)
+    except TypeError:
+        return False
+    return True
 
 
 def _reduce_general(op, a, axis, identity, dtype, keepdims):

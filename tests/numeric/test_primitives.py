@@ -129,6 +129,36 @@ def test_reduce_device_function_any_size(dev, monkeypatch, kind, n):
     _same(kapi.reduce(absmax, kapi.asarray(h, device=dev)), np.abs(h).max())
 
 
+@pytest.mark.parametrize("op", ["add", "max", np.minimum, "prod"])
+def test_reduce_named_ops_take_the_array_methods_kernels(dev, monkeypatch, op):
+    """kapi.reduce of add/mul/min/max is x.sum()/prod()/min()/max()'s reduction (one scheme,
+    the tuned one); KAPI_REDUCE_VIA_METHODS=0's generic kernel gives the same values."""
+    from kapi._numeric import primitives as _primitives
+    from kapi._numeric import reduce as _red
+
+    h = _data("float32", 70_001, seed=11)
+    if op == "prod":
+        h = (1 + h / 4000).astype(np.float32)
+    a = kapi.asarray(h, device=dev)
+    seen = []
+    real = _red.reduce
+
+    def spy(method, *args, **kw):
+        seen.append(method)
+        return real(method, *args, **kw)
+
+    monkeypatch.setattr(_red, "reduce", spy)
+    got = kapi.reduce(op, a).asnumpy()
+    assert seen == [{"add": "sum", "prod": "prod", "max": "max"}.get(op, "min")]
+    monkeypatch.setattr(_primitives, "VIA_METHODS", False)
+    seen.clear()
+    generic = kapi.reduce(op, a).asnumpy()
+    assert seen == []
+    ufunc = op if isinstance(op, np.ufunc) else UFUNC[{"prod": "mul"}.get(op, op)]
+    np.testing.assert_allclose(got, ufunc.reduce(h), rtol=1e-4)  # float32 sums: tree orders
+    np.testing.assert_allclose(generic, got, rtol=1e-4)
+
+
 def test_reduce_nan_propagates_like_numpy(dev):
     h = _data("float32", 5000, seed=3)
     h[4321] = np.nan

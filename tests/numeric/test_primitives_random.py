@@ -112,14 +112,16 @@ def test_staged_stores_give_the_same_stream(dev, monkeypatch, staged):
     np.testing.assert_array_equal(ref[True][0], ((w[:1] >> 8) * 2.0**-24).astype(np.float32))
 
 
-@pytest.mark.parametrize("f32_math", [True, False])
-def test_float32_normals_are_box_muller_of_the_stream(dev, monkeypatch, f32_math):
+@pytest.mark.parametrize("f32_math, sincos", [(True, True), (True, False), (False, True)])
+def test_float32_normals_are_box_muller_of_the_stream(dev, monkeypatch, f32_math, sincos):
     """float32 normals are Box-Muller of the counter's words (pairs (w0, w1), (w2, w3)): in
     float32 math (the default) within 4e-6 of the float64 formula (the documented accuracy:
-    a few float32 ulps), in float64 math (KAPI_NORMAL_F32=0) within float32 rounding."""
+    a few float32 ulps), with the generator's own cos and sin (SINCOS, the default) or
+    math.cos and math.sin, in float64 math (KAPI_NORMAL_F32=0) within float32 rounding."""
     from kapi import random as R
 
     monkeypatch.setattr(R, "NORMAL_F32", f32_math)
+    monkeypatch.setattr(R, "SINCOS", sincos)
     g = kapi.random.default_rng(31, device=dev)
     z = g.standard_normal(4 * 3000, dtype=np.float32).asnumpy()
     w = _words(g, 3000)

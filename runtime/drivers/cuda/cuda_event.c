@@ -103,11 +103,15 @@ ze_result_t cuda_event_signal(cuda_event_t *e, cuda_queue_t *q) {
 ze_result_t cuda_event_materialise(cuda_event_t *e) {
   ze_result_t r = ZE_RESULT_SUCCESS;
   CUcontext prev = NULL;
+  int switched = 0; /* one read of the current context, a switch (and back) only if needed */
   cuda.cuCtxGetCurrent(&prev);
   pthread_mutex_lock(&deferred_lock);
   if (e->state == CUDA_EV_DEFERRED) {
     cuda_queue_t *q = e->queue;
-    r = cuda_use(q->device);
+    if (prev != q->device->ctx) {
+      r = cuda_to_ze(cuda.cuCtxSetCurrent(q->device->ctx));
+      switched = 1;
+    }
     if (r == ZE_RESULT_SUCCESS) r = record(e, q);
     if (r == ZE_RESULT_SUCCESS) {
       unlink_locked(e);
@@ -115,10 +119,7 @@ ze_result_t cuda_event_materialise(cuda_event_t *e) {
     }
   }
   pthread_mutex_unlock(&deferred_lock);
-  if (prev) {
-    CUcontext now = NULL;
-    if (cuda.cuCtxGetCurrent(&now) == CUDA_SUCCESS && now != prev) cuda.cuCtxSetCurrent(prev);
-  }
+  if (switched && prev) cuda.cuCtxSetCurrent(prev);
   return r;
 }
 

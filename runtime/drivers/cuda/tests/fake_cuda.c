@@ -4,15 +4,21 @@
  * an event is recorded only on a stream of the context it was made in, a stream is used only
  * while its context is current, device memory is freed only in its own context, peer access is
  * enabled once per pair. A broken rule is an error result, as CUDA gives, and is counted.
- * Kernels cannot run here: cuModuleLoadDataEx fails. KAPI_FAKE_CUDA_DEVICES sets the number of
- * GPUs (2), KAPI_FAKE_CUDA_PEER=0 denies peer access.
+ * Kernels cannot run here: cuModuleLoadDataEx fails, unless KAPI_FAKE_CUDA_KERNELS=1, where
+ * modules load, functions exist and a launch does nothing but occupy its stream for
+ * KAPI_FAKE_CUDA_KERNEL_NS nanoseconds of "device time" (0): queries, synchronisations and
+ * events then follow that timeline, as a busy GPU's would (bench/launch_c.c measures the
+ * runtime's own host cost per launch this way). fake_cuda_calls counts the calls of each kind.
+ * KAPI_FAKE_CUDA_DEVICES sets the number of GPUs (2), KAPI_FAKE_CUDA_PEER=0 denies peer access.
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define API __attribute__((visibility("default")))
 #define MAX_DEVICES 8
@@ -37,11 +43,13 @@ typedef struct fake_ctx {
 
 typedef struct fake_stream {
   fake_ctx *ctx;
+  uint64_t busy_until; /* ns (CLOCK_MONOTONIC) when its last launch ends */
 } fake_stream;
 
 typedef struct fake_event {
   fake_ctx *ctx;
   int recorded;
+  uint64_t done_at; /* when the work before its record ends */
 } fake_event;
 
 typedef struct fake_alloc {
@@ -60,7 +68,15 @@ typedef struct fake_stats {
   long events_created;
 } fake_stats;
 
-static int ndev = 2, peer_ok = 1, inited;
+/* Calls per kind (fake_cuda_calls). */
+typedef struct fake_calls {
+  long launch, event_record, event_create, event_query, event_sync, stream_query, stream_sync,
+      stream_wait, ctx_get, ctx_set;
+} fake_calls;
+
+static int ndev = 2, peer_ok = 1, inited, kernels_ok;
+static uint64_t kernel_ns;
+static fake_calls calls;
 static fake_ctx ctxs[MAX_DEVICES];
 static __thread fake_ctx *current;
 static fake_alloc *allocs;
@@ -70,6 +86,49 @@ static fake_stats stats;
 static CUresult broken(void) {
   __atomic_add_fetch(&stats.broken_rules, 1, __ATOMIC_RELAXED);
   return INVALID_HANDLE;
+}
+
+#define COUNT(field) __atomic_add_fetch(&calls.field, 1, __ATOMIC_RELAXED)
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether the device has reached time t (always, without device time). */
+static int reached(uint64_t t) {
+  return !kernel_ns || now_ns() >= t;
+}
+
+static void wait_until(uint64_t t) {
+  while (!reached(t)) {
+  }
+}
+
+/* How many calls of a kind ("launch", "event_record", "event_create", "event_query",
+ * "event_sync", "stream_query", "stream_sync", "stream_wait", "ctx_get", "ctx_set") were made;
+ * -1 for an unknown kind. */
+API long fake_cuda_calls(const char *what) {
+  static const struct {
+    const char *name;
+    size_t offset;
+  } kinds[] = {
+      {"launch", offsetof(fake_calls, launch)},
+      {"event_record", offsetof(fake_calls, event_record)},
+      {"event_create", offsetof(fake_calls, event_create)},
+      {"event_query", offsetof(fake_calls, event_query)},
+      {"event_sync", offsetof(fake_calls, event_sync)},
+      {"stream_query", offsetof(fake_calls, stream_query)},
+      {"stream_sync", offsetof(fake_calls, stream_sync)},
+      {"stream_wait", offsetof(fake_calls, stream_wait)},
+      {"ctx_get", offsetof(fake_calls, ctx_get)},
+      {"ctx_set", offsetof(fake_calls, ctx_set)},
+  };
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; ++i)
+    if (!strcmp(what, kinds[i].name))
+      return __atomic_load_n((long *)((char *)&calls + kinds[i].offset), __ATOMIC_RELAXED);
+  return -1;
 }
 
 API void fake_cuda_stats(fake_stats *out) {
@@ -83,6 +142,9 @@ API CUresult cuInit(unsigned flags) {
   const char *n = getenv("KAPI_FAKE_CUDA_DEVICES"), *p = getenv("KAPI_FAKE_CUDA_PEER");
   if (n && atoi(n) > 0 && atoi(n) <= MAX_DEVICES) ndev = atoi(n);
   if (p) peer_ok = atoi(p) != 0;
+  const char *k = getenv("KAPI_FAKE_CUDA_KERNELS"), *t = getenv("KAPI_FAKE_CUDA_KERNEL_NS");
+  kernels_ok = k && atoi(k) != 0;
+  kernel_ns = t && atoll(t) > 0 ? (uint64_t)atoll(t) : 0;
   for (int i = 0; i < MAX_DEVICES; ++i)
     ctxs[i].device = i;
   inited = 1;
@@ -178,11 +240,13 @@ API CUresult cuDevicePrimaryCtxRelease_v2(int d) {
 }
 
 API CUresult cuCtxSetCurrent(fake_ctx *c) {
+  COUNT(ctx_set);
   current = c;
   return OK;
 }
 
 API CUresult cuCtxGetCurrent(fake_ctx **c) {
+  COUNT(ctx_get);
   *c = current;
   return OK;
 }
@@ -347,18 +411,26 @@ API CUresult cuStreamDestroy_v2(fake_stream *s) {
 }
 
 API CUresult cuStreamSynchronize(fake_stream *s) {
-  return s ? OK : INVALID_HANDLE;
+  COUNT(stream_sync);
+  if (!s) return INVALID_HANDLE;
+  wait_until(s->busy_until);
+  return OK;
 }
 
 API CUresult cuStreamQuery(fake_stream *s) {
-  return s ? OK : INVALID_HANDLE;
+  COUNT(stream_query);
+  if (!s) return INVALID_HANDLE;
+  return reached(s->busy_until) ? OK : NOT_READY;
 }
 
 /* Another context's event may be waited for (as in CUDA). */
 API CUresult cuStreamWaitEvent(fake_stream *s, fake_event *e, unsigned flags) {
   (void)flags;
+  COUNT(stream_wait);
   if (stream_ok(s)) return INVALID_HANDLE;
-  return e ? OK : INVALID_HANDLE;
+  if (!e) return INVALID_HANDLE;
+  if (e->done_at > s->busy_until) s->busy_until = e->done_at;
+  return OK;
 }
 
 API CUresult cuEventCreate(fake_event **e, unsigned flags) {
@@ -368,6 +440,7 @@ API CUresult cuEventCreate(fake_event **e, unsigned flags) {
   if (!*e) return 2;
   (*e)->ctx = current;
   __atomic_add_fetch(&stats.events_created, 1, __ATOMIC_RELAXED);
+  COUNT(event_create);
   return OK;
 }
 
@@ -378,18 +451,25 @@ API CUresult cuEventDestroy_v2(fake_event *e) {
 
 /* The event and the stream must share a context: CUDA answers CUDA_ERROR_INVALID_HANDLE. */
 API CUresult cuEventRecord(fake_event *e, fake_stream *s) {
+  COUNT(event_record);
   if (!e || !s || e->ctx != s->ctx) return broken();
   e->recorded = 1;
+  e->done_at = s->busy_until;
   return OK;
 }
 
 /* Stricter than CUDA needs: kapi's driver waits for an event in the event's own context. */
 API CUresult cuEventSynchronize(fake_event *e) {
-  return e && e->ctx == current ? OK : broken();
+  COUNT(event_sync);
+  if (!e || e->ctx != current) return broken();
+  wait_until(e->done_at);
+  return OK;
 }
 
 API CUresult cuEventQuery(fake_event *e) {
-  return e && e->ctx == current ? OK : broken();
+  COUNT(event_query);
+  if (!e || e->ctx != current) return broken();
+  return reached(e->done_at) ? OK : NOT_READY;
 }
 
 API CUresult cuEventElapsedTime(float *ms, fake_event *a, fake_event *b) {
@@ -397,9 +477,15 @@ API CUresult cuEventElapsedTime(float *ms, fake_event *a, fake_event *b) {
   return a && b && a->ctx == b->ctx ? OK : broken();
 }
 
+/* With kernels: every image loads, as one static module. */
+static int the_module, the_function;
+
 API CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *opts, void **vals) {
-  (void)m, (void)image, (void)n, (void)opts, (void)vals;
-  return INVALID_IMAGE;
+  (void)image, (void)n, (void)opts, (void)vals;
+  if (!kernels_ok) return INVALID_IMAGE;
+  if (!current) return INVALID_CONTEXT;
+  *m = &the_module;
+  return OK;
 }
 
 API CUresult cuModuleUnload(void *m) {
@@ -408,8 +494,9 @@ API CUresult cuModuleUnload(void *m) {
 }
 
 API CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
-  (void)f, (void)m, (void)name;
-  return INVALID_HANDLE;
+  if (!kernels_ok || m != &the_module || !name) return INVALID_HANDLE;
+  *f = &the_function;
+  return OK;
 }
 
 API CUresult cuFuncSetAttribute(void *f, int attr, int v) {
@@ -420,9 +507,15 @@ API CUresult cuFuncSetAttribute(void *f, int attr, int v) {
 API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned shared, fake_stream *s, void **args,
                             void **extra) {
-  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)args;
-  (void)extra, (void)s;
-  return INVALID_HANDLE; /* no module loads, so no function exists */
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)args, (void)extra;
+  if (f != &the_function) return INVALID_HANDLE; /* without kernels no function exists */
+  if (stream_ok(s)) return INVALID_HANDLE;
+  COUNT(launch);
+  if (kernel_ns) {
+    uint64_t t = now_ns();
+    s->busy_until = (s->busy_until > t ? s->busy_until : t) + kernel_ns;
+  }
+  return OK;
 }
 
 API CUresult cuGetErrorName(CUresult r, const char **s) {

@@ -1,0 +1,77 @@
+"""Shapes of kapi.random's float32 kernels in one process, beside CuPy's Generator (where CuPy
+imports): uniform and standard normal of 2^27 float32 for each variant of the generator's
+switches (kapi/random.py: SINCOS, the normals' own cos/sin; STAGED, outputs staged in local
+memory and written coalesced; WG, work-items per group of the staged kernel), so that one GPU
+run shows which shape is fastest. Each variant's normals are checked against the default's
+(same stream; float32 math within 4e-6) before they are timed.
+
+    python3 bench/random_variants.py [--device gpu] [--log2n 27]
+"""
+
+import argparse
+
+import numpy as np
+from timing import median_batch
+
+import kapi
+from kapi import random as R
+
+VARIANTS = [  # (name, SINCOS, STAGED, WG)
+    ("default (sincos, staged, wg 256)", True, None, 256),
+    ("libdevice cos/sin (before)", False, None, 256),
+    ("not staged", True, False, 256),
+    ("staged, wg 128", True, None, 128),
+    ("staged, wg 512", True, None, 512),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="gpu")
+    ap.add_argument("--log2n", type=int, default=None)
+    args = ap.parse_args()
+    dev = kapi.Device(args.device)
+    n = 1 << (args.log2n or (27 if dev.is_gpu else 20))
+    reps, batches = (5, 5) if dev.is_gpu else (1, 3)
+    sync = dev.default_queue.wait
+    print(f"device: {dev.name}; n = 2^{n.bit_length() - 1} float32")
+    cp = None
+    if dev.is_gpu:
+        try:
+            import cupy as cp
+        except ImportError:
+            print("  (cupy does not import: no CuPy comparison)")
+    peer = {}
+    if cp is not None:
+        cg = cp.random.default_rng(1)
+        csync = cp.cuda.Device().synchronize
+        peer["random"] = median_batch(lambda: cg.random(n, dtype=cp.float32), csync, reps, batches)
+        peer["standard_normal"] = median_batch(
+            lambda: cg.standard_normal(n, dtype=cp.float32), csync, reps, batches
+        )
+        print(
+            f"  cupy: random {peer['random'] * 1e3:.3f} ms, "
+            f"standard_normal {peer['standard_normal'] * 1e3:.3f} ms"
+        )
+    ref = None
+    for name, sincos, staged, wg in VARIANTS:
+        R.SINCOS, R.STAGED, R.WG = sincos, staged, wg
+        R._PLANS.clear()
+        z = kapi.random.default_rng(5, device=dev).standard_normal(1 << 16, dtype=np.float32)
+        z = z.asnumpy()
+        if ref is None:
+            ref = z
+        elif not np.allclose(z, ref, rtol=1e-6, atol=4e-6):
+            raise SystemExit(f"{name}: normals differ from the default's")
+        g = kapi.random.default_rng(1, device=dev)
+        row = []
+        for kind in ("random", "standard_normal"):
+            fn = getattr(g, kind)
+            t = median_batch(lambda fn=fn: fn(n, dtype=np.float32), sync, reps, batches)
+            ratio = f" ({peer[kind] / t:.2f}x cupy)" if kind in peer else ""
+            row.append(f"{kind} {t * 1e3:.3f} ms{ratio}")
+        print(f"  {name:34s} " + ", ".join(row))
+
+
+if __name__ == "__main__":
+    main()
