@@ -15,13 +15,9 @@
 # Logs go to $OUT (or ./gpu-out elsewhere). SKIP_BEFORE=1 leaves out the switched-off runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" /tmp/deps /tmp/kapi-bin
-for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
-export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
-export KAPI_LIB_DIR=$PWD/kapi/_lib PYTHONPATH=$PWD PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive
-export PYTHONPYCACHEPREFIX=/tmp/kapi-pycache PATH=/usr/local/cuda/bin:$PATH
-unset PYTHONDONTWRITEBYTECODE
+. bench/device_env.sh
+mkdir -p /tmp/kapi-bin
+export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi -L
 step() {
   echo "== $1"
