@@ -543,24 +543,25 @@ def _serial_pass(k, v, k2, v2, sh, withv, events=None):
     """One pass on kapi's CPU device: T work-items each own a contiguous block and count,
     then scatter, it sequentially (a stable counting sort per block), so no barriers."""
     from .._kernel.launch import compiled_call_kernel as call_kernel
-    from .._kernel.ranges import Range
+    from .._kernel.ranges import NdRange
 
     n = k.size
-    T = min(256, max(1, n // 4096))
-    B = -(-n // T)
+    T, B = P.cpu_blocks(k, n)
     q, ut = k.sycl_queue, k.usm_type
     hist = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
     offs = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
     mask = k.dtype.type(RADIX - 1)
     sizes = (np.int64(n), np.int64(B), np.int64(T))
     hist_k = _kernel(_HIST_SERIAL_SRC, "_hist_serial")
-    call_kernel(hist_k, Range(T), k, hist.reshape(RADIX * T), *sizes, sh, mask)
+    rng = NdRange(T, 1)  # a work-group per block: the driver's threads balance them
+    call_kernel(hist_k, rng, k, hist.reshape(RADIX * T), *sizes, sh, mask)
     _, add = P.resolve_op("add", "sort")
     _scan_rows(hist, offs, add, "add", True, 0)
     scat_k = _kernel(
         _SCATTER_SERIAL_SRC, "_scatter_serial", VCOPY="v2[dst] = v[i]" if withv else "pass"
     )
-    call_kernel(scat_k, Range(T), k, v, k2, v2, offs.reshape(RADIX * T), *sizes, sh, mask)
+    o1 = offs.reshape(RADIX * T)
+    call_kernel(scat_k, rng, k, v, k2, v2, o1, *sizes, sh, mask)
 
 
 def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):

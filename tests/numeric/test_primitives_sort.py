@@ -557,3 +557,21 @@ def test_default_kind_by_device_and_values(monkeypatch):
     assert _radix._scatter_kind(wide, True) == "shuffle"
     cpu = SimpleNamespace(sub_group_sizes=[1], device_type="cpu", name="cpu")
     assert _radix._scatter_kind(cpu, True) == "serial"
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "uint32", "int64", "float32", "f8"])
+@pytest.mark.parametrize("n", [1023, 1024, 1025, 4097, 70_001, (1 << 20) + 3])
+def test_cpu_blocks_sort_and_stable_argsort(dev, dtype, n):
+    """kapi's CPU device sorts by blocks (at least 4 per core from 1024 keys, a work-group
+    each, four counters per digit): sizes around the block counts, every block's histogram
+    and scatter, and argsort's stability across blocks (repeats of few values)."""
+    h = _keys(dtype, n, seed=n)
+    a = kapi.asarray(h, device=dev)
+    np.testing.assert_array_equal(kapi.sort(a).asnumpy(), np.sort(h))
+    np.testing.assert_array_equal(kapi.argsort(a).asnumpy(), np.argsort(h, kind="stable"))
+    few = (np.random.default_rng(n).integers(0, 5, n) * 3).astype(dtype)
+    b = kapi.asarray(few, device=dev)
+    np.testing.assert_array_equal(kapi.argsort(b).asnumpy(), np.argsort(few, kind="stable"))
+    np.testing.assert_array_equal(
+        kapi.argsort(b, descending=True).asnumpy(), np.argsort(-few.astype("f8"), kind="stable")
+    )
