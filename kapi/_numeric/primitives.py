@@ -12,7 +12,10 @@ folded by `groups` work-groups (every work-item folds a strided part privately, 
 group combines in local memory, in order of work-item ids); a second launch with one group
 per row folds the partials. No identity is needed: work-items without elements carry a
 "nothing yet" flag. The strided fold means the operation must be associative and
-commutative, as for any parallel reduction.
+commutative, as for any parallel reduction. On kapi's CPU device (no barriers: a work-group
+per block, which the driver's threads balance) each work-item folds a contiguous block with
+several independent accumulators (_FOLD_WIDE_SRC), then one work-item folds the blocks'
+values.
 """
 
 from __future__ import annotations

@@ -11,8 +11,10 @@ work-item (runs folded in order, one sub-group scan per chunk), the next chunk's
 flight while a chunk is scanned, and phase 1 of the named operations (all commutative) is a
 plain reduction of each segment (four strided accumulators per work-item, no barriers).
 An exclusive scan writes each inclusive value one place to the right and the identity first.
-On kapi's CPU device each work-item scans a contiguous block sequentially instead (no
-barriers).
+On kapi's CPU device each work-item scans contiguous blocks sequentially instead (no
+barriers): for the named operations, phase 1 folds sub-blocks with several accumulators and
+phase 3 scans four sub-blocks in lockstep (four independent chains; _SCAN_LOCK_SRC); a device
+function's scan keeps one block and one chain per work-item, in order.
 """
 
 from __future__ import annotations

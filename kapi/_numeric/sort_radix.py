@@ -34,9 +34,12 @@ then write the tile sorted by digit. Keys and values are read and written once p
 Up to 2^30 elements (the counts' 30 bits); larger sorts use the "ballot" passes.
 
 On kapi's CPU device a pass is instead a stable counting sort per contiguous block, one
-block per work-item (`_hist_serial`, the table's scan, `_scatter_serial`): no barriers, which
-the CPU runs best. Passes over digits in which no two keys differ are skipped (the OR and
-AND of all keys tell which bits vary), so small integer ranges cost fewer passes.
+block per work-item and work-group (`_hist_serial`, with four counters per digit; the table's
+scan; `_scatter_serial`): no barriers, which the CPU runs best, and at least four blocks per
+core, which the driver's threads balance. (Its scatter kind is named "serial" for the order
+within a block; the blocks run on every core.) Passes over digits in which no two keys
+differ are skipped (the OR and AND of all keys tell which bits vary), so small integer ranges
+cost fewer passes.
 """
 
 from __future__ import annotations
