@@ -328,9 +328,9 @@ FOLD
 
 def wide_unroll(key, dt: np.dtype) -> int:
     """Accumulators of a CPU work-item's fold (_FOLD_WIDE_SRC) for operation key in dtype
-    dt: 64 bytes of them (16 of 4 bytes, 8 of 8; the max of 2^22 float32 ran 2.6x faster with
-    16 than with 4 on the 2-core box), except float sums and products, which the vectoriser
-    widens from 4 (as kapi/_numeric/reduce.py's)."""
+    dt: 64 bytes of them (16 of 4 bytes, 8 of 8: a max with 4 was latency-bound, as in
+    kapi/_numeric/reduce.py), except float sums and products, which the vectoriser widens
+    from 4."""
     if key in ("add", "mul") and dt.kind == "f":
         return 4
     return max(4, min(16, 64 // max(1, dt.itemsize)))

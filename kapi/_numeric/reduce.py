@@ -38,11 +38,11 @@ _CPU_WG = 64  # the CPU driver: work-items per group (each a contiguous chunk)
 _CPU_PER_ITEM = 256  # elements a CPU work-item folds before another group is worth it
 _CPU_GROUPS_PER_UNIT = 4  # groups per compute unit, to balance the driver's threads
 _UNROLL = 4  # independent accumulators of a work-item's loop (GPUs)
-# The CPU driver's chunked loop: 64 bytes of accumulators (16 of 4 bytes, 8 of 8); with 4 the
-# max of 2^22 float32 took 1.7 ms on the 2-core box against 0.66 ms with 16 (a compare and a
-# select per element: 4 chains of them are latency-bound), int32 sums 2.3 against 0.44 ms.
-# Float sums and products keep 4 (the vectoriser widens those loads into <4 x float>; 0.95 ms
-# with 4, 1.0 with 16).
+# The CPU driver's chunked loop: 64 bytes of accumulators (16 of 4 bytes, 8 of 8): with 4, a
+# max or min (a compare and a select per element) and integer sums were latency-bound (on the
+# 2-core box several times slower than with 16, bench/RESULTS.md's before and after). Float
+# sums and products keep 4 (the vectoriser widens those loads into <4 x float>; 16 were no
+# faster).
 _CPU_UNROLL_BYTES = 64
 # Chunked argmin/argmax: each block of _ARG_BLOCK_UNROLLS * accumulators elements is folded
 # by value alone (vectorised, as min/max), and searched for the first index holding its

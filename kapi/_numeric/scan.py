@@ -420,7 +420,7 @@ def _scan_lockstep(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     W, _ = cpu_blocks(x2, n, 4096)
     S = -(-n // (W * u))
     # an odd number of cache lines apart: the 2 * LOCK streams of a work-item at a power of
-    # two apart fell in the same L1 sets (LOCK 8 ran 6x slower than 4 at 2^22 float32)
+    # two apart fell in the same L1 sets (LOCK 8 ran several times slower than 4)
     isz = x2.dtype.itemsize
     lines = -(-S * isz // 64)
     S = (lines + 1 - lines % 2) * 64 // isz
