@@ -6,7 +6,8 @@
 #   run(command="bash bench/cpu_primitives_run.sh", carry=["kapi/_lib", ".carry/debs"])
 # Then the same on half the cores and on 4 (taskset: the driver sizes its pool by the CPUs
 # the process may use), to see how each primitive scales. LOG2N (default 24) sets the size;
-# CORES (default "all half 4") the variants. Logs go to $OUT (or ./gpu-out elsewhere).
+# CORES (default "all half 4") the variants. Then the sort's two CPU schemes
+# (KAPI_SORT_CPU_MSD=1, 0) by bench/cpu_sort_rows.py. Logs go to $OUT (or ./gpu-out elsewhere).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -28,4 +29,12 @@ for c in ${CORES:-all half 4}; do
   echo "== cores $cpus: python3 bench/primitives.py --device cpu --log2n ${LOG2N:-24}"
   taskset -c "$cpus" python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" 2>&1 |
     tee "$OUT/cpu_primitives_$c.log"
+done
+# The sort's two CPU schemes side by side on every core (MSD-then-buckets, the default, and
+# the LSD passes alone), alternating.
+for i in 1 2; do
+  for m in 1 0; do
+    KAPI_SORT_CPU_MSD=$m python3 bench/cpu_sort_rows.py "msd=$m" --log2n "${LOG2N:-24}" 2>&1 |
+      head -1 | tee -a "$OUT/cpu_sort_schemes.log"
+  done
 done
