@@ -4,9 +4,15 @@ on the H100/H200: sort of 2^27 uint32 at least 0.5x cupy.sort), kapi.cumsum of f
 kapi.reduce, and kapi.random (uniform and normal float32) beside cupy.random / np.random.
 
 Every result is checked against NumPy before it is timed. Times are medians over batches of
-calls with one wait each. Rates are in millions of elements per second (Melem/s); NumPy runs
-on at most 2^22 elements (the host would take too long on more), so compare its rate, not its
-time. "x cupy" is CuPy's time over kapi's (above 1: kapi is faster).
+calls with one wait each. Rates are in millions of elements per second (Melem/s); on a GPU
+NumPy runs on at most 2^22 elements (the host would take too long on more), so compare its
+rate, not its time. "x cupy" is CuPy's time over kapi's (above 1: kapi is faster).
+
+On kapi's CPU device NumPy runs on all n elements ("x np" is NumPy's time over kapi's), and a
+STREAM triad kernel (a = b + s * c, float32, 12 bytes per element) on the same device gives
+the bandwidth the reductions (4 bytes per element read) and scans (8: read and written) are
+compared with ("x triad": their bytes per second over the triad's). The triad is timed before
+each section and its median taken, so that other load on the machine moves both alike.
 
     python3 bench/primitives.py [--device gpu|cpu] [--log2n 27] [--reps N] [--no-sort]
                                 [--only sort,cumsum,reduce,random]
@@ -25,13 +31,41 @@ from timing import median_batch
 import kapi
 
 
-def line(name, sec, n, ref_sec=None, ref_name=""):
+def line(name, sec, n, ref_sec=None, ref_name="", bw=None):
+    """bw: (bytes per element, the triad's bytes per second): the bandwidth and its ratio."""
     ratio = f"   {ref_sec / sec:6.2f} x {ref_name}" if ref_sec else ""
+    if bw:
+        rate = bw[0] * n / sec
+        ratio += f"   {rate / 1e9:7.2f} GB/s {rate / bw[1]:5.2f} x triad"
     print(f"  {name:36s} {sec * 1e3:10.3f} ms {n / sec / 1e6:10.1f} Melem/s{ratio}")
 
 
+@kapi.kernel
+def triad(item, a, b, c, s):
+    i = item.get_id(0)
+    a[i] = b[i] + s * c[i]
+
+
+class Triad:
+    """The STREAM triad on the device, timed on demand; bw() the median of its samples."""
+
+    def __init__(self, dev, n, time_k):
+        self.n, self.time_k, self.samples = n, time_k, []
+        self.a, self.b, self.c = (kapi.ones(n, dtype=np.float32, device=dev) for _ in range(3))
+
+    def sample(self):
+        args = (self.a, self.b, self.c, np.float32(3))
+        t = self.time_k(lambda: kapi.call_kernel(triad, kapi.Range(self.n), *args))
+        self.samples.append(12 * self.n / t)
+        return self.samples[-1]
+
+    def bw(self):
+        return sorted(self.samples)[len(self.samples) // 2]
+
+
 def sort_rows(dev, hk, nh, n, cp, time_k, time_c, time_h):
-    """Sort and argsort of uint32 beside CuPy (if cp) and NumPy."""
+    """Sort and argsort of uint32 beside CuPy (if cp) and NumPy (on the CPU device, NumPy's
+    time over kapi's: "x np.sort")."""
     k = kapi.asarray(hk, device=dev)
     if not np.array_equal(kapi.sort(k).asnumpy(), np.sort(hk)):
         raise SystemExit("kapi.sort differs from np.sort")
@@ -48,12 +82,17 @@ def sort_rows(dev, hk, nh, n, cp, time_k, time_c, time_h):
         line("cupy.sort", c_sort, n)
     t = time_h(lambda: np.sort(hk[:nh]))
     line("np.sort (host)", t, nh)
+    if nh == n and cp is None:
+        line("kapi.sort", t_sort, n, t, "np.sort")
     t_arg = time_k(lambda: kapi.argsort(k))
     c_arg = time_c(lambda: cp.argsort(ck)) if cp is not None else None
     line("kapi.argsort", t_arg, n, c_arg, "cupy.argsort")
     if c_arg:
         line("cupy.argsort", c_arg, n)
-    line("np.argsort(kind='stable') (host)", time_h(lambda: np.argsort(hk[:nh], kind="stable")), nh)
+    t = time_h(lambda: np.argsort(hk[:nh], kind="stable"))
+    line("np.argsort(kind='stable') (host)", t, nh)
+    if nh == n and cp is None:
+        line("kapi.argsort", t_arg, n, t, "np.argsort")
 
 
 def main():
@@ -70,7 +109,8 @@ def main():
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     log2n = args.log2n or (27 if dev.is_gpu else 22)
     n = 1 << log2n
-    nh = min(n, 1 << 22)  # NumPy's size
+    cpu = dev.device_type == "cpu"
+    nh = n if cpu else min(n, 1 << 22)  # NumPy's size
     reps = args.reps or (5 if dev.is_gpu else 1)
     batches = 5 if dev.is_gpu else 3
     sync = dev.default_queue.wait
@@ -80,10 +120,13 @@ def main():
     from kapi._numeric import scan as _scan
     from kapi._numeric import sort_radix as _radix
 
+    kinds = [_radix._scatter_kind(dev), _radix._scatter_kind(dev, True), _scan._scan_kind(dev)]
+    # "serial": sequential within each block; the blocks run on every core
+    kinds = [k + " blocks" if k == "serial" else k for k in kinds]
     print(
-        f"device: {dev.name}; n = 2^{log2n} (NumPy: 2^{nh.bit_length() - 1}); radix scatter: "
-        f"{_radix._scatter_kind(dev)} (argsort: {_radix._scatter_kind(dev, True)}), "
-        f"scan: {_scan._scan_kind(dev)}"
+        f"device: {dev.name}, {dev.max_compute_units} compute units; n = 2^{log2n} (NumPy: "
+        f"2^{nh.bit_length() - 1}); radix scatter: {kinds[0]} (argsort: {kinds[1]}), "
+        f"scan: {kinds[2]}"
     )
 
     cp = None
@@ -108,28 +151,76 @@ def main():
         sort_rows(dev, hk, nh, n, cp, time_k, time_c, time_h)
 
     # cumsum and reduce of float32
+    tri = Triad(dev, n, time_k) if cpu else None
+
+    def bw(nbytes):
+        return (nbytes, tri.bw()) if tri else None
+
     f = kapi.asarray(hf, device=dev)
-    cf = cp.asarray(hf) if cp is not None else None
     if "cumsum" in only:
         got = kapi.cumsum(f).asnumpy()
         want = np.cumsum(hf, dtype=np.float64)
         if not np.allclose(got, want, rtol=1e-3, atol=1e-3 * n**0.5):
             raise SystemExit("kapi.cumsum differs from np.cumsum")
+        if tri:
+            print(f"triad of float32 on the device: {tri.sample() / 1e9:.2f} GB/s")
         print("cumsum of float32")
         t = time_k(lambda: kapi.cumsum(f))
-        c = time_c(lambda: cp.cumsum(cf)) if cp is not None else None
-        line("kapi.cumsum", t, n, c, "cupy.cumsum")
+        c = None
+        if cp is not None:
+            cf = cp.asarray(hf)
+            c = time_c(lambda: cp.cumsum(cf))
+        th = time_h(lambda: np.cumsum(hf[:nh]))
+        line(
+            "kapi.cumsum", t, n, c or (th if nh == n else None), "cupy.cumsum" if c else "np", bw(8)
+        )
         if c:
             line("cupy.cumsum", c, n)
-        line("np.cumsum (host)", time_h(lambda: np.cumsum(hf[:nh])), nh)
+        line("np.cumsum (host)", th, nh, bw=bw(8) if nh == n else None)
     if "reduce" in only:
-        if not np.isclose(float(kapi.reduce("max", f)), hf.max()):
-            raise SystemExit("kapi.reduce differs from np.max")
-        print("reduce (max) of float32")
-        t = time_k(lambda: kapi.reduce("max", f))
-        c = time_c(lambda: cf.max()) if cp is not None else None
-        line('kapi.reduce("max")', t, n, c, "cupy max")
-        line("np.max (host)", time_h(lambda: hf[:nh].max()), nh)
+        hmax = hf.copy()
+        hmax[n // 2 + 1] = 2.0  # argmax's answer away from the ends
+        fm = kapi.asarray(hmax, device=dev)
+        checks = [
+            ("max", float(kapi.reduce("max", fm)), hmax.max()),
+            ("min", float(kapi.reduce("min", fm)), hmax.min()),
+            ("add", float(kapi.reduce("add", fm)), hmax.sum(dtype=np.float64)),
+            ("argmax", int(fm.argmax()), int(hmax.argmax())),
+            ("argmin", int(fm.argmin()), int(hmax.argmin())),
+        ]
+        for name, got, want in checks:
+            if not np.isclose(got, want, rtol=1e-4):
+                raise SystemExit(f"kapi {name} of float32 gives {got}, NumPy {want}")
+        if tri:
+            tri.sample()
+        print("reductions of float32")
+        cfm = cp.asarray(hmax) if cp is not None else None
+        rows = [
+            ('kapi.reduce("max")', lambda: kapi.reduce("max", fm), "max", lambda: hmax.max()),
+            ('kapi.reduce("min")', lambda: kapi.reduce("min", fm), "min", lambda: hmax.min()),
+            ('kapi.reduce("add")', lambda: kapi.reduce("add", fm), "sum", lambda: hmax.sum()),
+            ("x.max()", lambda: fm.max(), "max", lambda: hmax.max()),
+            ("x.sum()", lambda: fm.sum(), "sum", lambda: hmax.sum()),
+            ("x.argmax()", lambda: fm.argmax(), "argmax", lambda: hmax.argmax()),
+            ("x.argmin()", lambda: fm.argmin(), "argmin", lambda: hmax.argmin()),
+        ]
+        for name, fn, cname, hfn in rows:
+            t = time_k(fn)
+            c = time_c(lambda cname=cname: getattr(cfm, cname)()) if cp is not None else None
+            th = time_h(hfn) if nh == n else None
+            line(name, t, n, c or th, f"cupy {cname}" if c else f"np.{cname}", bw(4))
+        if nh == n:
+            for name, hfn in (
+                ("np.max", hmax.max),
+                ("np.sum", hmax.sum),
+                ("np.argmax", hmax.argmax),
+            ):
+                line(f"{name} (host)", time_h(hfn), n, bw=bw(4))
+        else:
+            line("np.max (host)", time_h(lambda: hmax[:nh].max()), nh)
+        if tri:
+            tri.sample()
+            print(f"triad (median of {len(tri.samples)} samples): {tri.bw() / 1e9:.2f} GB/s")
     if "random" not in only:
         return
 

@@ -12,7 +12,10 @@ folded by `groups` work-groups (every work-item folds a strided part privately, 
 group combines in local memory, in order of work-item ids); a second launch with one group
 per row folds the partials. No identity is needed: work-items without elements carry a
 "nothing yet" flag. The strided fold means the operation must be associative and
-commutative, as for any parallel reduction.
+commutative, as for any parallel reduction. On kapi's CPU device (no barriers: a work-group
+per block, which the driver's threads balance) each work-item folds a contiguous block with
+several independent accumulators (_FOLD_WIDE_SRC), then one work-item folds the blocks'
+values.
 """
 
 from __future__ import annotations
@@ -295,22 +298,89 @@ def _scan_serial_sums(item, x, sums, n, B):
 """
 
 
+# kapi's CPU device: a work-item folds its contiguous block with U independent accumulators
+# (element i of the block into accumulator i % U), which the vectoriser widens and which keep
+# U compare-and-selects (min/max) or adds in flight instead of one chain: the order of the
+# operands changes, which a reduction allows (its op is commutative) and so does phase 1 of
+# the named operations' scans (each commutative). Blocks shorter than 2 U fold in order. The
+# extents go through `& 0x7FFFFFFFFFFFFFFF` (never negative), so that pyfront knows the indices
+# are and the loads stay contiguous (no wrap-around selects).
+_FOLD_WIDE_SRC = """
+def _fold_wide(item, x, sums, n, B):
+    row = item.get_global_id(0)
+    t = item.get_global_id(1)
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    acc = x[row, i]
+    i += 1
+    if end - i >= 2 * U:
+INIT
+        i += U
+        while i + U <= end:
+FOLD
+            i += U
+        acc = OP(acc, COMBINE)
+    while i < end:
+        acc = OP(acc, x[row, i])
+        i += 1
+    sums[row, t] = acc
+"""
+
+
+def wide_unroll(key, dt: np.dtype) -> int:
+    """Accumulators of a CPU work-item's fold (_FOLD_WIDE_SRC) for operation key in dtype
+    dt: 64 bytes of them (16 of 4 bytes, 8 of 8: a max with 4 was latency-bound, as in
+    kapi/_numeric/reduce.py), except float sums and products, which the vectoriser widens
+    from 4."""
+    if key in ("add", "mul") and dt.kind == "f":
+        return 4
+    return max(4, min(16, 64 // max(1, dt.itemsize)))
+
+
+def fold_wide_source(u: int) -> str:
+    """_FOLD_WIDE_SRC with u accumulators written out."""
+    init = "\n".join(f"        a{k} = x[row, i + {k}]" for k in range(u))
+    fold = "\n".join(f"            a{k} = OP(a{k}, x[row, i + {k}])" for k in range(u))
+    names = [f"a{k}" for k in range(u)]
+    while len(names) > 1:  # combined pairwise
+        names = [f"OP({names[k]}, {names[k + 1]})" for k in range(0, len(names), 2)]
+    src = _FOLD_WIDE_SRC.replace("INIT", init).replace("FOLD", fold)
+    return src.replace("COMBINE", names[0]).replace("U", str(u))
+
+
+def cpu_blocks(x: Array, n: int, per: int = 4096) -> tuple[int, int]:
+    """(T, B): T blocks of B elements (the last may be shorter, none empty) over which kapi's
+    CPU device folds or scans a row of n: per elements or more each, at most 256 (the
+    partials' pass is one work-item), at least 4 per core where n allows."""
+    cores = max(1, x.device.max_compute_units)
+    T = min(256, max(1, n // per))
+    T = max(T, min(4 * cores, max(1, n // 1024)))
+    B = -(-n // T)
+    return -(-n // B), B
+
+
+def cpu_range(rows: int, T: int):
+    """The launch of T work-items per row on kapi's CPU device: each its own work-group, so that
+    the driver's threads balance the blocks (groups of 16 left one group per core on 16 cores)."""
+    from .._kernel.ranges import NdRange
+
+    return NdRange((rows, T), (1, 1))
+
+
 def _fold_serial(x2: Array, fn, key) -> Array:
-    """Each row of x2 (rows, n) folded in order by blocks, one per work-item (kapi's CPU
-    device: no barriers), then the blocks' values by one work-item per row."""
-    from .._kernel.ranges import Range
+    """Each row of x2 (rows, n) folded by blocks, one per work-item (kapi's CPU device: no
+    barriers), each with several accumulators (_FOLD_WIDE_SRC), then the blocks' values the
+    same way by one work-item per row."""
     from .replay import launch as call_kernel  # recorded while a plan is traced
 
     rows, n = x2.shape
-    k = kernel_of(_SCAN_SERIAL_SUMS_SRC, "_scan_serial_sums", {"OP": fn}, key)
+    k = kernel_of(fold_wide_source(wide_unroll(key, x2.dtype)), "_fold_wide", {"OP": fn}, key)
     while True:
-        T = min(256, max(1, n // 4096))
-        B = -(-n // T)
-        T = -(-n // B)  # every block has at least one element
+        T, B = cpu_blocks(x2, n)
         part = Array._allocate((rows, T), x2.dtype, x2.sycl_queue, x2.usm_type)
         for r0 in range(0, rows, _MAX_ROWS):
             r1 = min(rows, r0 + _MAX_ROWS)
-            call_kernel(k, Range(r1 - r0, T), x2[r0:r1], part[r0:r1], np.int64(n), np.int64(B))
+            call_kernel(k, cpu_range(r1 - r0, T), x2[r0:r1], part[r0:r1], np.int64(n), np.int64(B))
         if T == 1:
             return part
         x2, n = part, T

@@ -37,7 +37,17 @@ _PER_ITEM = 16  # elements a work-item folds before another group is worth launc
 _CPU_WG = 64  # the CPU driver: work-items per group (each a contiguous chunk)
 _CPU_PER_ITEM = 256  # elements a CPU work-item folds before another group is worth it
 _CPU_GROUPS_PER_UNIT = 4  # groups per compute unit, to balance the driver's threads
-_UNROLL = 4  # independent accumulators of a work-item's loop (both schemes)
+_UNROLL = 4  # independent accumulators of a work-item's loop (GPUs)
+# The CPU driver's chunked loop: 64 bytes of accumulators (16 of 4 bytes, 8 of 8): with 4, a
+# max or min (a compare and a select per element) and integer sums were latency-bound (on the
+# 2-core box several times slower than with 16, bench/RESULTS.md's before and after). Float
+# sums and products keep 4 (the vectoriser widens those loads into <4 x float>; 16 were no
+# faster).
+_CPU_UNROLL_BYTES = 64
+# Chunked argmin/argmax: each block of _ARG_BLOCK_UNROLLS * accumulators elements is folded
+# by value alone (vectorised, as min/max), and searched for the first index holding its
+# extreme only when that beats the running one (on shuffled data: a few blocks per chunk).
+_ARG_BLOCK_UNROLLS = 16
 _MAX_GROUPS = 1024  # the CPU driver's cap
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _GPU_MAX_GROUPS = 4096  # GPUs: groups of all rows together, at most
@@ -143,11 +153,63 @@ def _unrolled(op, is_float, first_pass, conv, *, arg, step, bound, row, pad) -> 
     return lines
 
 
-def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fused=None) -> str:
+def _cpu_unroll(op: str, acc_dt: np.dtype) -> int:
+    """Accumulators of the chunked (CPU driver) loop for op in this accumulator dtype."""
+    if op in ("sum", "prod") and acc_dt.kind == "f":
+        return _UNROLL
+    return max(_UNROLL, min(16, _CPU_UNROLL_BYTES // acc_dt.itemsize))
+
+
+def _block_arg(op: str, is_float: bool, conv, u: int) -> list[str]:
+    """The chunked arg-reduction's block loop (see _ARG_BLOCK_UNROLLS): u accumulators fold a
+    block by value (min/max, NaN winning), then a block whose extreme beats acc (ties keep the
+    earlier index; a NaN beats any number, and after a NaN nothing does) is searched for the
+    first element equal to it (or NaN). The first block is searched whatever its extreme (it
+    may equal the identity: an all -inf chunk's argmax is its first element)."""
+    blk = u * _ARG_BLOCK_UNROLLS
+    fold = _OPS["min" if op == "argmin" else "max"][1]
+    cmp = "<" if op == "argmin" else ">"
+    lines = [f"    while j + {blk} <= end:"]
+    lines += [f"        b{k} = {conv(f'j + {k}')}" for k in range(u)]
+    lines += [f"        q = j + {u}", f"        while q < j + {blk}:"]
+    lines += [f"            b{k} = {fold.format(a=f'b{k}', v=conv(f'q + {k}'))}" for k in range(u)]
+    lines.append(f"            q += {u}")
+    names = [f"b{k}" for k in range(u)]
+    while len(names) > 1:
+        names = [
+            "(" + fold.format(a=names[k], v=names[k + 1]) + ")" for k in range(0, len(names), 2)
+        ]
+    lines.append(f"        bm = {names[0]}")
+    if is_float:
+        lines += [
+            f"        if bm {cmp} acc or acci == big or (bm != bm and acc == acc):",
+            "            q = j",
+            f"            while {conv('q')} != bm and not (bm != bm and "
+            f"{conv('q')} != {conv('q')}):",
+        ]
+    else:
+        lines += [
+            f"        if bm {cmp} acc:",
+            "            q = j",
+            f"            while {conv('q')} != bm:",
+        ]
+    lines += [
+        "                q += 1",
+        "            acc = bm",
+        "            acci = q",
+        f"        j += {blk}",
+    ]
+    return lines
+
+
+def _source(
+    op: str, is_float: bool, first_pass: bool, chunked: bool = False, fused=None, unroll=_UNROLL
+) -> str:
     """The kernel reducing x (rows, n) into partials (rows, groups); chunked: each work-item
     folds a contiguous chunk (the CPU driver), else a strided part (GPUs). fused: (expression
     over leaves l0, l1, ..., which of them are arrays): the elements are that expression of
-    the extra parameters e0, e1, ... (arrays seen as (rows, n), or scalars) instead of x."""
+    the extra parameters e0, e1, ... (arrays seen as (rows, n), or scalars) instead of x.
+    unroll: the accumulators of the loop (the chunked scheme's arg-reductions' blocks too)."""
     gop, fold = _OPS[op]
     arg = fold is None
     params = ""
@@ -201,7 +263,7 @@ def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fu
     if not arg:
         # independent accumulators: several loads in flight per work-item (a GPU stalls on
         # each load of a single chain) and vectors the CPU driver's vectoriser can widen
-        u = _UNROLL
+        u = unroll
         lines += [f"    a{k} = ident" for k in range(1, u)]
         if chunked:
             lines.append(f"    while j + {u} <= end:")
@@ -218,6 +280,8 @@ def _source(op: str, is_float: bool, first_pass: bool, chunked: bool = False, fu
                 "(" + fold.format(a=names[k], v=names[k + 1]) + ")" for k in range(0, len(names), 2)
             ]
         lines.append(f"    acc = {names[0]}")
+    elif chunked and first_pass:
+        lines += _block_arg(op, is_float, conv, unroll)
     elif not chunked and ARG_UNROLL:
         lines += _unrolled(
             op,
@@ -406,7 +470,8 @@ def _kernel(src: str, name: str = "_reduce"):
 
 @functools.lru_cache(maxsize=1024)
 def _src_for(op, dt, first_pass, chunked=False, fused=None):
-    src = _source(op, dt.kind == "f", first_pass, chunked, fused)
+    u = _cpu_unroll(op, np.dtype(np.int32) if op in ("any", "all") else dt) if chunked else _UNROLL
+    src = _source(op, dt.kind == "f", first_pass, chunked, fused, u)
     return src.replace("ACC(", f"np.{dt.type.__name__}(")
 
 

@@ -11,8 +11,10 @@ work-item (runs folded in order, one sub-group scan per chunk), the next chunk's
 flight while a chunk is scanned, and phase 1 of the named operations (all commutative) is a
 plain reduction of each segment (four strided accumulators per work-item, no barriers).
 An exclusive scan writes each inclusive value one place to the right and the identity first.
-On kapi's CPU device each work-item scans a contiguous block sequentially instead (no
-barriers).
+On kapi's CPU device each work-item scans contiguous blocks sequentially instead (no
+barriers): for the named operations, phase 1 folds sub-blocks with several accumulators and
+phase 3 scans four sub-blocks in lockstep (four independent chains; _SCAN_LOCK_SRC); a device
+function's scan keeps one block and one chain per work-item, in order.
 """
 
 from __future__ import annotations
@@ -33,11 +35,15 @@ from .primitives import (
     _groups_for,
     _result_dtype,
     check_array,
+    cpu_blocks,
+    cpu_range,
+    fold_wide_source,
     from_rows,
     kernel_of,
     named_identity,
     resolve_op,
     rows_view,
+    wide_unroll,
 )
 
 # One chunk of L consecutive elements (one per work-item, `cnt` of them valid) scanned
@@ -352,10 +358,105 @@ def _scan_serial_apply(item, x, out, pre, n, B, ident, EXCL):
         out[row, 0] = ident
 """
 
+# kapi's CPU device, the named operations (commutative, with an identity): the row is cut into
+# sub-blocks of S elements; phase 1 folds each (_FOLD_WIDE_SRC: several accumulators, at
+# reduction speed), the sub-blocks' totals are scanned exclusively, and each work-item then
+# scans LOCK consecutive sub-blocks in lockstep, one element of each per step: LOCK independent
+# chains (one chain is bound by the operation's latency, 4 cycles a float add), each from its
+# sub-block's carry. Sub-blocks past the row's end have no elements (the last work-item's
+# tails are shorter: its later chains stop first).
+SCAN_LOCK = 4
+_SCAN_LOCK_SRC = """
+def _scan_lock(item, x, out, pre, n, S, TB, ident, EXCL):
+    row = item.get_global_id(0)
+    w = item.get_global_id(1)
+    nn = n & 0x7FFFFFFFFFFFFFFF
+    SS = S & 0x7FFFFFFFFFFFFFFF
+    b = w * LOCK
+HEAD
+    m = 0
+    while m < l{last}:
+STEP
+        m += 1
+TAILS
+    if EXCL != 0 and w == 0:
+        out[row, 0] = ident
+"""
+
+
+def _lock_source(u: int) -> str:
+    head, step, tails = [], [], []
+    for k in range(u):
+        head += [
+            f"    s{k} = (b + {k}) * SS",
+            f"    c{k} = pre[row, min(b + {k}, TB - 1)]",
+            f"    l{k} = max(0, min(nn, s{k} + SS) - s{k})",
+        ]
+
+    def body(k, pad):
+        return [
+            f"{pad}c{k} = OP(c{k}, x[row, s{k} + m])",
+            f"{pad}if EXCL == 0:",
+            f"{pad}    out[row, s{k} + m] = c{k}",
+            f"{pad}elif s{k} + m + 1 < nn:",
+            f"{pad}    out[row, s{k} + m + 1] = c{k}",
+        ]
+
+    for k in range(u):
+        step += body(k, " " * 8)
+    for k in range(u - 1):
+        tails += [f"    m = l{u - 1}", f"    while m < l{k}:"] + body(k, " " * 8)
+        tails.append("        m += 1")
+    src = _SCAN_LOCK_SRC.replace("HEAD", "\n".join(head)).replace("STEP", "\n".join(step))
+    src = src.replace("TAILS", "\n".join(tails)).replace("{last}", str(u - 1))
+    return src.replace("LOCK", str(u))
+
+
+def _scan_lockstep(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
+    from .replay import launch as call_kernel  # recorded while a plan is traced
+
+    rows, n = x2.shape
+    u = SCAN_LOCK
+    W, _ = cpu_blocks(x2, n, 4096)
+    S = -(-n // (W * u))
+    # an odd number of cache lines apart: the 2 * LOCK streams of a work-item at a power of
+    # two apart fell in the same L1 sets (LOCK 8 ran several times slower than 4)
+    isz = x2.dtype.itemsize
+    lines = -(-S * isz // 64)
+    S = (lines + 1 - lines % 2) * 64 // isz
+    TB = -(-n // S)  # sub-blocks with elements
+    W = -(-TB // u)
+    q, ut = x2.sycl_queue, x2.usm_type
+    dt = x2.dtype
+    env = {"OP": fn}
+    sums = Array._allocate((rows, TB), dt, q, ut)
+    pre = Array._allocate((rows, TB), dt, q, ut)
+    kf = kernel_of(fold_wide_source(wide_unroll(key, dt)), "_fold_wide", env, key)
+    kl = kernel_of(_lock_source(u), "_scan_lock", env, key)
+    for r0 in range(0, rows, _MAX_ROWS):
+        r1 = min(rows, r0 + _MAX_ROWS)
+        call_kernel(kf, cpu_range(r1 - r0, TB), x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(S))
+    _scan_rows(sums, pre, fn, key, True, ident)
+    for r0 in range(0, rows, _MAX_ROWS):
+        r1 = min(rows, r0 + _MAX_ROWS)
+        call_kernel(
+            kl, cpu_range(r1 - r0, W), x2[r0:r1], out[r0:r1], pre[r0:r1], np.int64(n),
+            np.int64(S), np.int64(TB), dt.type(ident), np.int32(excl),
+        )  # fmt: skip
+
+
 SCAN = None  # "subgroup" (GPUs), "group" or "serial" (kapi's CPU device); None: by device
 
 
 def _scan_serial(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
+    rows, n = x2.shape
+    if isinstance(key, str) and named_identity(key, x2.dtype) is not None and n >= 4096:
+        _scan_lockstep(x2, out, fn, key, excl, ident)
+        return
+    _scan_serial_inorder(x2, out, fn, key, excl, ident)
+
+
+def _scan_serial_inorder(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     from .._kernel.ranges import Range
     from .replay import launch as call_kernel  # recorded while a plan is traced
 

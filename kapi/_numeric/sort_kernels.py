@@ -616,27 +616,35 @@ def _onesweep_src() -> str:
     return _ONESWEEP_HEAD + rank + _lookback_src(*_os_lookback()).lstrip("\n") + write
 
 
+# Four counters per digit, element i counting into copy i % 4: a run of equal digits is not
+# one chain of increments through the same memory (each waiting for the last one's store).
 _HIST_SERIAL_SRC = """
 def _hist_serial(item, k, hist, n, B, T, shift, MASK):
-    t = item.get_id(0)
-    cnt = K.PrivateArray(256, np.int64, fill_zeros=True)
-    i = t * B
-    end = min(n, i + B)
+    t = item.get_global_id(0)
+    cnt = K.PrivateArray(1024, np.int64, fill_zeros=True)
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    while i + 4 <= end:
+        cnt[np.int64((k[i] >> shift) & MASK)] += 1
+        cnt[256 + np.int64((k[i + 1] >> shift) & MASK)] += 1
+        cnt[512 + np.int64((k[i + 2] >> shift) & MASK)] += 1
+        cnt[768 + np.int64((k[i + 3] >> shift) & MASK)] += 1
+        i += 4
     while i < end:
         cnt[np.int64((k[i] >> shift) & MASK)] += 1
         i += 1
     for d in range(256):
-        hist[d * T + t] = cnt[d]
+        hist[d * T + t] = cnt[d] + cnt[256 + d] + cnt[512 + d] + cnt[768 + d]
 """
 
 _SCATTER_SERIAL_SRC = """
 def _scatter_serial(item, k, v, k2, v2, offs, n, B, T, shift, MASK):
-    t = item.get_id(0)
+    t = item.get_global_id(0)
     off = K.PrivateArray(256, np.int64)
     for d in range(256):
         off[d] = offs[d * T + t]
-    i = t * B
-    end = min(n, i + B)
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
     while i < end:
         kk = k[i]
         d = np.int64((kk >> shift) & MASK)

@@ -34,9 +34,12 @@ then write the tile sorted by digit. Keys and values are read and written once p
 Up to 2^30 elements (the counts' 30 bits); larger sorts use the "ballot" passes.
 
 On kapi's CPU device a pass is instead a stable counting sort per contiguous block, one
-block per work-item (`_hist_serial`, the table's scan, `_scatter_serial`): no barriers, which
-the CPU runs best. Passes over digits in which no two keys differ are skipped (the OR and
-AND of all keys tell which bits vary), so small integer ranges cost fewer passes.
+block per work-item and work-group (`_hist_serial`, with four counters per digit; the table's
+scan; `_scatter_serial`): no barriers, which the CPU runs best, and at least four blocks per
+core, which the driver's threads balance. (Its scatter kind is named "serial" for the order
+within a block; the blocks run on every core.) Passes over digits in which no two keys
+differ are skipped (the OR and AND of all keys tell which bits vary), so small integer ranges
+cost fewer passes.
 """
 
 from __future__ import annotations
@@ -268,6 +271,13 @@ def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=F
     v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
     if callable(bits_vary):  # a wait for the device: after the host's setup above
         bits_vary = bits_vary()
+    shifts = [sh for sh in range(0, nbits, 8) if (bits_vary >> sh) & (RADIX - 1)]
+    per = (k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes on average
+    msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
+    if msd and per <= CPU_MSD_BUCKET_BYTES:
+        done = _msd_sort(k, v, k2, v2, shifts, withv, keep_input)
+        if done is not None:
+            return done
     src = k
     for shift in range(0, nbits, 8):
         if not (bits_vary >> shift) & (RADIX - 1):
@@ -542,25 +552,128 @@ def _digit_hist(k: Array, npos: int) -> Array:
 def _serial_pass(k, v, k2, v2, sh, withv, events=None):
     """One pass on kapi's CPU device: T work-items each own a contiguous block and count,
     then scatter, it sequentially (a stable counting sort per block), so no barriers."""
+    _serial_scatter(k, v, k2, v2, sh, withv, _serial_hist(k, sh))
+
+
+def _serial_hist(k, sh):
+    """The counting half of a CPU pass: (the scanned digit-major table offs, T, B)."""
     from .._kernel.launch import compiled_call_kernel as call_kernel
-    from .._kernel.ranges import Range
+    from .._kernel.ranges import NdRange
 
     n = k.size
-    T = min(256, max(1, n // 4096))
-    B = -(-n // T)
+    T, B = P.cpu_blocks(k, n)
     q, ut = k.sycl_queue, k.usm_type
     hist = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
     offs = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
     mask = k.dtype.type(RADIX - 1)
     sizes = (np.int64(n), np.int64(B), np.int64(T))
     hist_k = _kernel(_HIST_SERIAL_SRC, "_hist_serial")
-    call_kernel(hist_k, Range(T), k, hist.reshape(RADIX * T), *sizes, sh, mask)
+    # a work-group per block: the driver's threads balance them
+    call_kernel(hist_k, NdRange(T, 1), k, hist.reshape(RADIX * T), *sizes, sh, mask)
     _, add = P.resolve_op("add", "sort")
     _scan_rows(hist, offs, add, "add", True, 0)
+    return offs.reshape(RADIX * T), T, B
+
+
+def _serial_scatter(k, v, k2, v2, sh, withv, table):
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    offs, T, B = table
+    sizes = (np.int64(k.size), np.int64(B), np.int64(T))
     scat_k = _kernel(
         _SCATTER_SERIAL_SRC, "_scatter_serial", VCOPY="v2[dst] = v[i]" if withv else "pass"
     )
-    call_kernel(scat_k, Range(T), k, v, k2, v2, offs.reshape(RADIX * T), *sizes, sh, mask)
+    mask = k.dtype.type(RADIX - 1)
+    call_kernel(scat_k, NdRange(T, 1), k, v, k2, v2, offs, *sizes, sh, mask)
+
+
+# On kapi's CPU device, from CPU_MSD_MIN keys with two or more digit passes, the most
+# significant varying digit goes first (one pass over all keys into 256 buckets), then each
+# bucket is sorted by the other digits, least significant first, by one work-item in one kernel
+# (_bucket_src): a bucket's passes run in its core's cache, so the keys cross memory about
+# twice in all instead of three times per digit. Stable, as each pass is. Only where the
+# buckets balance (none over 1/(2 x cores) of the keys: skewed keys, such as normal floats'
+# few exponents, would leave cores idle) and fit a core's cache (CPU_MSD_BUCKET_BYTES on
+# average); otherwise the LSD passes (the top digit's count, one read of the keys, is then
+# spent). KAPI_SORT_CPU_MSD=0 turns it off (to compare).
+CPU_MSD = os.environ.get("KAPI_SORT_CPU_MSD", "1") != "0"
+CPU_MSD_MIN = 1 << 16
+CPU_MSD_BUCKET_BYTES = 1 << 20
+
+
+@functools.cache
+def _bucket_src(passes: int, withv: bool) -> str:
+    """The kernel sorting each MSD bucket (work-item d: keys offs[d * T] up to the next
+    bucket's start) by `passes` digits (shifts S0, S1, ...), alternating between a and b
+    (a first: the MSD pass's output), values va/vb along."""
+    lines = [
+        "def _bucket_lsd(item, a, b, va, vb, offs, n, T, MASK, "
+        + ", ".join(f"S{p}" for p in range(passes))
+        + "):",
+        "    d = item.get_global_id(0)",
+        "    lo = offs[d * T]",
+        "    hi = offs[(d + 1) * T] if d < 255 else (n & 0x7FFFFFFFFFFFFFFF)",
+        "    cnt = K.PrivateArray(256, np.int64)",
+    ]
+    for p in range(passes):
+        src, dst = ("a", "b") if p % 2 == 0 else ("b", "a")
+        lines += [
+            "    for q in range(256):",
+            "        cnt[q] = 0",
+            "    i = lo",
+            "    while i < hi:",
+            f"        cnt[np.int64(({src}[i] >> S{p}) & MASK)] += 1",
+            "        i += 1",
+            "    s = lo",
+            "    for q in range(256):",
+            "        c = cnt[q]",
+            "        cnt[q] = s",
+            "        s += c",
+            "    i = lo",
+            "    while i < hi:",
+            f"        kk = {src}[i]",
+            f"        q = np.int64((kk >> S{p}) & MASK)",
+            "        o = cnt[q]",
+            "        cnt[q] = o + 1",
+            f"        {dst}[o] = kk",
+        ]
+        if withv:
+            lines.append(f"        v{dst}[o] = v{src}[i]")
+        lines.append("        i += 1")
+    return "\n".join(lines) + "\n"
+
+
+def _msd_sort(k, v, k2, v2, shifts, withv, keep_input):
+    """The MSD-then-buckets scheme (CPU_MSD) over the varying byte shifts (ascending, two or
+    more), with _radix_passes' buffers (v, v2: a placeholder without values): the sorted
+    (k, v) as _radix_passes returns them, or None (nothing written) when the top digit's
+    buckets do not balance."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    a, va = k2, v2
+    top = k.dtype.type(shifts[-1])
+    table = _serial_hist(k, top)
+    offs, T, _ = table
+    starts = offs.asnumpy()[::T]  # each bucket's first place (the device is the host's CPU)
+    largest = int(np.diff(np.append(starts, n)).max())
+    if largest > n // (2 * max(1, k.device.max_compute_units)):
+        return None  # unbalanced: the LSD passes
+    _serial_scatter(k, v, a, va, top, withv, table)
+    b = Array._allocate((n,), k.dtype, q, ut) if keep_input else k
+    vb = v
+    rest = shifts[:-1]
+    kern = _kernel(_bucket_src(len(rest), withv), "_bucket_lsd")
+    call_kernel(
+        kern, NdRange(RADIX, 1), a, b, va, vb, offs, np.int64(n), np.int64(T),
+        k.dtype.type(RADIX - 1), *(k.dtype.type(s) for s in rest),
+    )  # fmt: skip
+    if len(rest) % 2:
+        return b, (vb if withv else None)
+    return a, (va if withv else None)
 
 
 def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):

@@ -159,6 +159,35 @@ def test_reduce_named_ops_take_the_array_methods_kernels(dev, monkeypatch, op):
     np.testing.assert_allclose(generic, got, rtol=1e-4)
 
 
+WIDE_SIZES = [1, 2, 31, 32, 33, 4095, 4096, 4097, 70_001, (1 << 20) + 3]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", WIDE_SIZES)
+def test_reduce_cpu_blocks_of_wide_folds(dev, dtype, n):
+    """kapi's CPU device folds each block with 4 to 16 accumulators (blocks shorter than
+    twice that in order), at sizes around those and the block boundaries; min, max and xor
+    must be exact, sums exact for integers; a device function takes the same blocks."""
+    h = _data(dtype, n, seed=n)
+    a = kapi.asarray(h, device=dev)
+    for op in ("min", "max", "add") + (() if h.dtype.kind == "f" else ("xor", "or")):
+        _same(kapi.reduce(op, a), UFUNC[op].reduce(h, dtype=UFUNC[op].reduce(h).dtype))
+    if h.dtype.kind in "iuf" and h.dtype.itemsize >= 4 and n > 1:  # (one element: itself)
+        _same(kapi.reduce(absmax, a), np.abs(h).max())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [40, 4097, 300_001])
+def test_reduce_cpu_wide_fold_nan_anywhere(dev, dtype, n):
+    """A NaN in any accumulator's lane, in a block's ordered tail or in the first element
+    makes min and max NaN (np.minimum.reduce)."""
+    for pos in sorted({0, 1, n // 2 + 5, n - 1}):
+        h = _data(dtype, n, seed=pos)
+        h[pos] = np.nan
+        a = kapi.asarray(h, device=dev)
+        assert np.isnan(float(kapi.reduce("max", a))) and np.isnan(float(kapi.reduce("min", a)))
+
+
 def test_reduce_nan_propagates_like_numpy(dev):
     h = _data("float32", 5000, seed=3)
     h[4321] = np.nan
@@ -255,6 +284,41 @@ def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
     ex = kapi.scan(a, "min", inclusive=False).asnumpy()
     assert ex[0] == np.iinfo(np.int64).max
     np.testing.assert_array_equal(ex[1:], np.minimum.accumulate(h)[:-1])
+
+
+LOCK_SIZES = [4095, 4096, 4097, 5000, 64 * 1024 - 1, 300_001, (1 << 21) + 17]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", LOCK_SIZES)
+def test_scan_cpu_lockstep_sub_blocks(dev, dtype, n):
+    """The named operations' scan on kapi's CPU device (from 4096 elements): sub-blocks
+    folded, their totals scanned, then scanned 4 at a time in lockstep; sizes leave the last
+    work-item with fewer or shorter sub-blocks. Every dtype, inclusive and exclusive."""
+    h = _data(dtype, n, seed=n)
+    a = kapi.asarray(h, device=dev)
+    tol = 1e-3 if h.dtype == np.float32 else None  # float32 cumsum: NumPy sums in order too
+    _same(kapi.cumsum(a), np.cumsum(h), rtol=tol, atol=tol and 1e-2 * n**0.5)
+    for op in ("max", "min") + (() if h.dtype.kind == "f" else ("xor",)):
+        _same(kapi.scan(a, op), UFUNC[op].accumulate(h))
+        ex = kapi.scan(a, op, inclusive=False).asnumpy()
+        np.testing.assert_array_equal(ex[1:], UFUNC[op].accumulate(h)[:-1])
+    if h.dtype.kind == "f":
+        h[n // 3] = np.nan
+        got = kapi.scan(kapi.asarray(h, device=dev), "max").asnumpy()
+        np.testing.assert_array_equal(got, np.maximum.accumulate(h))
+
+
+def test_scan_cpu_lockstep_rows(dev):
+    """Several rows (an axis): each row's sub-blocks and carries are its own."""
+    h = _data("int64", (5, 9001), seed=3)
+    a = kapi.asarray(h, device=dev)
+    _same(kapi.cumsum(a, axis=1), np.cumsum(h, axis=1))
+    _same(kapi.cumsum(a, axis=0), np.cumsum(h, axis=0))
+    _same(
+        kapi.scan(a, "min", axis=1, inclusive=False)[:, 1:],
+        np.minimum.accumulate(h, axis=1)[:, :-1],
+    )
 
 
 @pytest.mark.parametrize("groups", [3, 4096])

@@ -557,3 +557,62 @@ def test_default_kind_by_device_and_values(monkeypatch):
     assert _radix._scatter_kind(wide, True) == "shuffle"
     cpu = SimpleNamespace(sub_group_sizes=[1], device_type="cpu", name="cpu")
     assert _radix._scatter_kind(cpu, True) == "serial"
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "uint32", "int64", "float32", "f8"])
+@pytest.mark.parametrize("n", [1023, 1024, 1025, 4097, 70_001, (1 << 20) + 3])
+def test_cpu_blocks_sort_and_stable_argsort(dev, dtype, n):
+    """kapi's CPU device sorts by blocks (at least 4 per core from 1024 keys, a work-group
+    each, four counters per digit): sizes around the block counts, every block's histogram
+    and scatter, and argsort's stability across blocks (repeats of few values)."""
+    h = _keys(dtype, n, seed=n)
+    a = kapi.asarray(h, device=dev)
+    np.testing.assert_array_equal(kapi.sort(a).asnumpy(), np.sort(h))
+    np.testing.assert_array_equal(kapi.argsort(a).asnumpy(), np.argsort(h, kind="stable"))
+    few = (np.random.default_rng(n).integers(0, 5, n) * 3).astype(dtype)
+    b = kapi.asarray(few, device=dev)
+    np.testing.assert_array_equal(kapi.argsort(b).asnumpy(), np.argsort(few, kind="stable"))
+    np.testing.assert_array_equal(
+        kapi.argsort(b, descending=True).asnumpy(), np.argsort(-few.astype("f8"), kind="stable")
+    )
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "int32", "float32", "uint64", "f8"])
+@pytest.mark.parametrize("vary_bytes", [2, 3, 4])
+def test_cpu_msd_then_buckets(dev, monkeypatch, dtype, vary_bytes):
+    """kapi's CPU device sorts by the top varying digit first, then each of the 256 buckets
+    by the other digits in one work-item (an odd or even number of them: the result ends in
+    either buffer), where the buckets balance; skewed keys take the LSD passes. Sort,
+    argsort (stable: repeated keys) and an unsigned input that must stay as it was."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    monkeypatch.setattr(_radix, "CPU_MSD_MIN", 1 << 10)
+    used = []
+    orig = _radix._msd_sort
+    monkeypatch.setattr(_radix, "_msd_sort", lambda *a: used.append(orig(*a)) or used[-1])
+    dt = np.dtype(dtype)
+    bits = min(8 * vary_bytes, 8 * dt.itemsize)
+    n = 70_001
+    rng = np.random.default_rng(vary_bytes)
+    u = rng.integers(0, 1 << bits, n, dtype=np.uint64)
+    u[rng.integers(0, n, n // 4)] = u[:8].repeat(n // 32 + 1)[: n // 4]  # repeats
+    h = u.astype(f"u{dt.itemsize}").view(dt)
+    if dt.kind == "f":
+        h = np.where(np.isnan(h), 0, h).astype(dt)
+    a = kapi.asarray(h, device=dev)
+    np.testing.assert_array_equal(kapi.sort(a).asnumpy(), np.sort(h))
+    np.testing.assert_array_equal(kapi.argsort(a).asnumpy(), np.argsort(h, kind="stable"))
+    uk = h.view(f"u{dt.itemsize}")
+    c = kapi.asarray(uk, device=dev)
+    np.testing.assert_array_equal(kapi.sort(c).asnumpy(), np.sort(uk))
+    np.testing.assert_array_equal(c.asnumpy(), uk)
+    if dt.kind == "u" and bits > 8:  # uniform unsigned keys: balanced buckets
+        assert used and all(r is not None for r in used)
+    sk = np.random.default_rng(1).integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    sk[: n * 9 // 10] &= 0xFFFFFF  # nine keys in ten in the top digit's bucket 0
+    skew = kapi.asarray(sk, device=dev)
+    used.clear()
+    np.testing.assert_array_equal(kapi.argsort(skew).asnumpy(), np.argsort(sk, kind="stable"))
+    assert used == [None]  # unbalanced: the LSD passes

@@ -233,3 +233,48 @@ def test_gpu_group_count_stays_within_cuda_grid_limits():
     for rows in (1, 3, 1000):
         g = _reduce._groups(gpu, 1 << 28, rows)
         assert 1 <= g * rows <= max(rows, _reduce._GPU_MAX_GROUPS) and g <= 65535
+
+
+ARG_DTYPES = ["bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64", "f4", "f8"]
+
+
+@pytest.mark.parametrize("dt", ARG_DTYPES)
+@pytest.mark.parametrize("n", [1, 127, 256, 257, 4099, (1 << 17) + 5])
+def test_chunked_extremes_every_dtype(dev, dt, n):
+    """The CPU scheme's wide accumulators (16 of 4 bytes, 8 of 8) and its argmin/argmax by
+    blocks (the block's extreme, then its first index) at sizes around a block (256 elements
+    of 4 bytes, 128 of 8) and a chunk: values in a small range, so ties across blocks and
+    chunks are many and the first occurrence must win, as NumPy's."""
+    rng = np.random.default_rng(n)
+    h = rng.integers(0, 7, n).astype(dt)
+    x = kapi.asarray(h, device=dev)
+    assert x.max().asnumpy() == h.max() and x.min().asnumpy() == h.min()
+    assert int(x.argmax()) == int(h.argmax()) and int(x.argmin()) == int(h.argmin())
+    if n > 300 and dt != "bool":  # the extremes once, late in a later block
+        h[n - 3] = 9
+        h[n - 200] = 0 if np.dtype(dt).kind == "u" else -1
+        h[n - 100] = 0 if np.dtype(dt).kind == "u" else -1
+        x = kapi.asarray(h, device=dev)
+        assert int(x.argmax()) == n - 3 == int(h.argmax())
+        assert int(x.argmin()) == int(h.argmin()) and x.min().asnumpy() == h.min()
+
+
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+@pytest.mark.parametrize("n", [5, 300, 4099, (1 << 17) + 5])
+def test_chunked_extremes_nan_and_infinities(dev, dt, n):
+    """NaN wins min/max/argmin/argmax at its first occurrence, as in NumPy, wherever it
+    falls (first block, a later block, the tail); arrays all -inf or all +inf give index 0."""
+    rng = np.random.default_rng(n + 1)
+    for pos in sorted({0, n // 3, n - 1}):
+        h = rng.uniform(-1, 1, n).astype(dt)
+        h[pos] = np.nan
+        h[min(n - 1, pos + 1 + n // 5)] = np.nan  # a later NaN does not take the index
+        x = kapi.asarray(h, device=dev)
+        assert int(x.argmax()) == int(h.argmax()) == pos
+        assert int(x.argmin()) == int(h.argmin()) == pos
+        assert np.isnan(float(x.max())) and np.isnan(float(x.min()))
+    for v in (-np.inf, np.inf):
+        h = np.full(n, v, dt)
+        x = kapi.asarray(h, device=dev)
+        assert int(x.argmax()) == 0 and int(x.argmin()) == 0
+        assert float(x.max()) == v == float(x.min())
