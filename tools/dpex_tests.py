@@ -71,7 +71,17 @@ NOT_APPLICABLE = {
 }
 
 # single tests (node id prefixes, relative to numba_dpex/tests) that check numba-dpex internals
-NOT_APPLICABLE_TESTS: dict[str, str] = {}
+# or cannot pass on the NumPy kapi runs with
+NOT_APPLICABLE_TESTS: dict[str, str] = {
+    # numba-dpex 0.23 ran on NumPy 1.x; these tests compute their expected value with
+    # numpy.full/full_like(..., 4294967295, dtype=int32), which NumPy 2 refuses
+    f"dpjit_tests/dpnp/test_dpnp_{fn}.py::test_dpnp_{fn}_from_{how}"
+    f"[{usm}-int32-4294967295-{shape}]": "its NumPy reference raises OverflowError under NumPy 2"
+    for fn in ("full", "full_like")
+    for how in ("device", "queue")
+    for usm in ("device", "shared", "host")
+    for shape in ("11", "shape1")
+}
 
 # (pattern, replacement) applied to every copied file, in order
 IMPORT_REWRITES = [
@@ -191,9 +201,9 @@ _sycl_queue_manager = _types.SimpleNamespace(get_device_cached_queue=_cached_que
 
 
 def SyclEvent():  # noqa: N802 - dpctl's name: an event that has completed
-    import kapi.kernel_api as _ka
-
-    return _kapi.call_kernel_async(_noop, _kapi.Range(1), (), _kapi.zeros(1))
+    _host, ev = _kapi.call_kernel_async(_noop, _kapi.Range(1), (), _kapi.zeros(1))
+    ev.wait()
+    return ev
 
 
 def _noop_fn(item, a):

@@ -40,6 +40,7 @@ from numba.extending import (
 )
 from numba.np import numpy_support
 
+from .. import _native
 from .._kernel.dispatcher import KernelDispatcher
 from .._kernel.launch import call_kernel
 from .._kernel.ranges import NdRange, Range
@@ -88,6 +89,10 @@ def _typeof_array(val, c):
     return t
 
 
+_EVENT = _native.ext().Event  # kapi.Event: what call_kernel_async returns
+
+
+@typeof_impl.register(_EVENT)
 @typeof_impl.register(Device)
 @typeof_impl.register(Queue)
 @typeof_impl.register(KernelDispatcher)
@@ -164,11 +169,25 @@ def _constant(context, builder, ty, pyval):
     return s._getvalue()
 
 
+def _fresh_range(r):
+    """A new Range/NdRange equal to r: index spaces are values in dpjit code (numba-dpex
+    unboxed them into structs and boxed a new object on the way out)."""
+    if isinstance(r, NdRange):
+        return NdRange(r.global_range, r.local_range)
+    return Range(*r)
+
+
 @box(KapiArrayType)
 @box(KapiObjectType)
 def _box(typ, val, c):
     # boxing takes over the native reference (Numba's convention): the object gets one
     obj = cgutils.create_struct_proxy(typ)(c.context, c.builder, value=val).obj
+    if isinstance(typ, KapiObjectType) and typ.cls in (Range, NdRange):
+        fn = c.pyapi.unserialize(c.pyapi.serialize_object(_fresh_range))
+        new = c.pyapi.call_function_objargs(fn, [obj])
+        c.pyapi.decref(fn)
+        c.context.nrt.decref(c.builder, typ, val)
+        return new
     c.pyapi.incref(obj)
     c.context.nrt.decref(c.builder, typ, val)
     return obj
@@ -304,6 +323,14 @@ def _reshape(a, *shape):
     return _objmode_impl("a, *shape", "a.reshape(*shape)", t, {}, check)
 
 
+@overload_method(KapiObjectType, "wait")
+def _event_wait(e):
+    """event.wait() on a kapi.Event (dpctl's SyclEvent.wait in numba-dpex's dpjit)."""
+    if e.cls is _EVENT:
+        return _objmode_impl("e", "e.wait()", types.none, {})
+    return None
+
+
 @overload_method(KapiArrayType, "copy")
 def _copy(a):
     t, check = _array_result(KapiArrayType(a.dtype, a.ndim), "copy()")
@@ -392,6 +419,15 @@ def _signature(fn):
     return ", ".join(params), ", ".join(call)
 
 
+def _given(t) -> bool:
+    """Whether an overload's argument type t is a value the call gave (not None/omitted)."""
+    if t is None or isinstance(t, types.NoneType):
+        return False
+    if isinstance(t, types.Omitted):
+        return t.value is not None
+    return isinstance(t, types.Type)
+
+
 def _allocator(name: str):
     fn = getattr(_array, name)
     params, call = _signature(fn)
@@ -400,6 +436,12 @@ def _allocator(name: str):
     def typer(*args, **kwargs):
         bound = dict(zip(names, args, strict=False))
         bound.update(kwargs)
+        if _given(bound.get("device")) and _given(bound.get("sycl_queue")):
+            # numba-dpex's refusal (its wording): the two name one queue twice
+            raise numba.core.errors.TypingError(
+                f"dpjit host code: kapi.{name}(): `device` and `sycl_queue` are exclusive "
+                f"keywords, i.e. use one or other."
+            )
         dt = _dtype_of(bound.get("dtype"))
         first = bound[names[0]]
         if name.endswith("_like") or name == "asarray":
