@@ -233,7 +233,10 @@ def main(argv=None) -> int:
     prepare(args.checkout.resolve(), args.ref, work)
     only = set(args.only.split(",")) if args.only else None
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(work / "shims"), str(ROOT), str(work)])
+    # a PYTHONPATH given stays (after ours): where the references' SciPy/scikit-learn live
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(work / "shims"), str(ROOT), str(work), env.get("PYTHONPATH", "")]
+    )
     rows = []
     for name, cfg, _, folder in benchmarks(work):
         if only and name not in only:

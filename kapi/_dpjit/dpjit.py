@@ -49,6 +49,7 @@ from .analysis import (
     _walk_scope,
     _where,
 )
+from .arrayexpr import expand_array_statements
 from .asynchronous import _async_loops, _AsyncRules, _Calls, _scalar_names, _Stats
 from .kernels import (
     _API,
@@ -140,6 +141,7 @@ class _HostRewriter(ast.NodeTransformer):
     def visit_For(self, node):
         if self.resolver.is_prange(node):
             nest = _collect_nest(node, self.resolver, self.filename)
+            nest.body = nest.loops[-1].body = expand_array_statements(nest.body)
             _check_body(nest.body, self.filename)
             self.nests.append((node, nest))
             return node  # replaced in a second pass, after the host-wide analysis

@@ -596,6 +596,34 @@ for _uf in _UFUNCS:
 _register_elementwise(abs, np.absolute, 1, "abs")
 
 
+def _matmul(a, b):
+    return a @ b
+
+
+def _register_dot(fn, what: str):
+    """np.dot / `@` of two kapi arrays of 1 or 2 dimensions: kapi's matmul on their device; a
+    vector with a vector gives a scalar (as NumPy's dot does)."""
+
+    def ol(a, b):
+        if not (isinstance(a, KapiArrayType) and isinstance(b, KapiArrayType)):
+            return None
+        if not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
+            return None
+        dt = np.result_type(a.np_dtype, b.np_dtype)
+        ndim = a.ndim + b.ndim - 2
+        if ndim == 0:
+            t = numpy_support.from_dtype(dt)
+            return _objmode_impl("a, b", "__mm(a, b).asnumpy()[()]", t, {"__mm": _matmul})
+        t, check = _array_result(KapiArrayType(numpy_support.from_dtype(dt), ndim), what)
+        return _objmode_impl("a, b", "__mm(a, b)", t, {"__mm": _matmul}, check)
+
+    overload(fn)(ol)
+
+
+_register_dot(np.dot, "numpy.dot")
+_register_dot(operator.matmul, "`@`")
+
+
 def _register_inplace(iop, op):
     uf = _BINARY_OPS[op]
 

@@ -1,0 +1,261 @@
+"""Array statements of a prange body written as element loops, before the body becomes a
+kernel (kernels work on array elements, not on slices): what Numba's parfor pass does for the
+same statements on the CPU.
+
+Two forms are rewritten, both spelled with explicit slices `a:b` (`:`, `a:`, `:b`; no step,
+no negative bounds) of named arrays:
+
+- a dot product of two slices with one sliced axis each, `np.dot(x[..], y[..])` or
+  `x[..] @ y[..]`, becomes an accumulation loop before the statement (its dtype is the first
+  operand's);
+- an assignment to a slice, `t[..] = expr` or `t[..] op= expr`, where every slice expr reads
+  has as many sliced axes as the target, becomes nested sequential loops assigning element by
+  element (slices of other arrays are walked in step with the target's; element reads of the
+  target array itself are taken once, before the loop, as NumPy evaluates the right side
+  before assigning).
+
+Anything else is left as written: the kernel compiler then names the construct it refuses.
+Slice bounds are taken as given (NumPy clips a bound past the end; here it must be in range).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import itertools
+
+_PREFIX = "_kapi_ax"
+
+
+def _negative(node) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return True
+    return isinstance(node, ast.Constant) and isinstance(node.value, int | float) and node.value < 0
+
+
+def _axes(sub):
+    """For `name[idx]`: the index items as ("i", expr) or ("s", lower, upper), or None when
+    the subscript is not of that simple form."""
+    if not isinstance(sub, ast.Subscript) or not isinstance(sub.value, ast.Name):
+        return None
+    idx = sub.slice
+    items = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+    out = []
+    for it in items:
+        if isinstance(it, ast.Slice):
+            if it.step is not None or _negative(it.lower) or _negative(it.upper):
+                return None
+            out.append(("s", it.lower, it.upper))
+        elif isinstance(it, ast.Starred) or (isinstance(it, ast.Constant) and it.value is Ellipsis):
+            return None
+        else:
+            out.append(("i", it))
+    return out
+
+
+def _nslices(axes) -> int:
+    return sum(a[0] == "s" for a in axes)
+
+
+def _extents(sub, axes) -> list[ast.expr]:
+    """The length of each sliced axis: (upper or name.shape[k]) - (lower or 0)."""
+    out = []
+    for k, ax in enumerate(axes):
+        if ax[0] != "s":
+            continue
+        _, lo, hi = ax
+        if hi is None:
+            hi = ast.Subscript(
+                value=ast.Attribute(
+                    value=ast.Name(sub.value.id, ast.Load()), attr="shape", ctx=ast.Load()
+                ),
+                slice=ast.Constant(k),
+                ctx=ast.Load(),
+            )
+        else:
+            hi = copy.deepcopy(hi)
+        out.append(hi if lo is None else ast.BinOp(hi, ast.Sub(), copy.deepcopy(lo)))
+    return out
+
+
+def _element(sub, axes, ts, ctx) -> ast.Subscript:
+    """name[...] with its k-th sliced axis indexed by lower + ts[k]."""
+    idx, k = [], 0
+    for ax in axes:
+        if ax[0] == "i":
+            idx.append(copy.deepcopy(ax[1]))
+            continue
+        t = ast.Name(ts[k], ast.Load())
+        k += 1
+        idx.append(t if ax[1] is None else ast.BinOp(copy.deepcopy(ax[1]), ast.Add(), t))
+    index = idx[0] if len(idx) == 1 else ast.Tuple(idx, ast.Load())
+    return ast.Subscript(value=ast.Name(sub.value.id, ast.Load()), slice=index, ctx=ctx)
+
+
+def _walk_key(axes):
+    """Which axes are sliced and from where: two slices of one array with the same key visit
+    the same elements in step, or (other indices on the unsliced axes) disjoint ones."""
+    return tuple(
+        (k, ast.dump(ax[1]) if ax[1] is not None else None)
+        for k, ax in enumerate(axes)
+        if ax[0] == "s"
+    )
+
+
+def _loop(var: str, extent: ast.expr, body: list[ast.stmt]) -> ast.For:
+    call = ast.Call(func=ast.Name("range", ast.Load()), args=[extent], keywords=[])
+    return ast.For(target=ast.Name(var, ast.Store()), iter=call, body=body, orelse=[])
+
+
+class _Rewriter:
+    def __init__(self):
+        self.counter = itertools.count()
+
+    def name(self, kind: str) -> str:
+        return f"{_PREFIX}_{kind}{next(self.counter)}"
+
+    # -- dot products ---------------------------------------------------------------------
+
+    def _dot_operands(self, node):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            ops = [node.left, node.right]
+        elif (
+            isinstance(node, ast.Call)
+            and len(node.args) == 2
+            and not node.keywords
+            and (
+                (isinstance(node.func, ast.Attribute) and node.func.attr == "dot")
+                or (isinstance(node.func, ast.Name) and node.func.id == "dot")
+            )
+        ):
+            ops = list(node.args)
+        else:
+            return None
+        axes = [_axes(o) for o in ops]
+        if any(a is None or _nslices(a) != 1 for a in axes):
+            return None
+        return ops, axes
+
+    def dots(self, expr, pre: list[ast.stmt]):
+        """expr with each dot product of slices replaced by an accumulator name; the loops
+        computing them are appended to pre."""
+        rewriter = self
+
+        class T(ast.NodeTransformer):
+            def generic_visit(self, node):
+                node = super().generic_visit(node)
+                found = rewriter._dot_operands(node)
+                if found is None:
+                    return node
+                (u, v), (ua, va) = found
+                acc, t = rewriter.name("dot"), rewriter.name("t")
+                zero = ast.Call(
+                    func=ast.Attribute(
+                        value=ast.Attribute(
+                            value=ast.Name(u.value.id, ast.Load()), attr="dtype", ctx=ast.Load()
+                        ),
+                        attr="type",
+                        ctx=ast.Load(),
+                    ),
+                    args=[ast.Constant(0)],
+                    keywords=[],
+                )
+                prod = ast.BinOp(
+                    _element(u, ua, [t], ast.Load()), ast.Mult(), _element(v, va, [t], ast.Load())
+                )
+                pre.append(ast.Assign(targets=[ast.Name(acc, ast.Store())], value=zero))
+                add = ast.AugAssign(target=ast.Name(acc, ast.Store()), op=ast.Add(), value=prod)
+                pre.append(_loop(t, _extents(u, ua)[0], [add]))
+                return ast.Name(acc, ast.Load())
+
+        return T().visit(expr)
+
+    # -- assignments to slices ------------------------------------------------------------
+
+    def slice_assign(self, s, target, value, pre: list[ast.stmt]):
+        """The loops for `target = value` (or op=) with a sliced target, or None."""
+        taxes = _axes(target)
+        if taxes is None or _nslices(taxes) == 0:
+            return None
+        n = _nslices(taxes)
+        tname = target.value.id
+        tkey = _walk_key(taxes)
+        reads = []
+        for node in ast.walk(value):
+            if isinstance(node, ast.Subscript):
+                axes = _axes(node)
+                if axes is None or _nslices(axes) == 0:
+                    continue
+                if _nslices(axes) != n:
+                    return None  # a broadcast or a reduction: not an element loop
+                if node.value.id == tname and _walk_key(axes) != tkey:
+                    # a slice of the target shifted against it: an element written early
+                    # would be read later (NumPy reads the whole right side first)
+                    return None
+                reads.append(node)
+            elif isinstance(node, ast.Starred | ast.Lambda | ast.NamedExpr):
+                return None
+        ts = [self.name("t") for _ in range(n)]
+        read_ids = {id(r) for r in reads}
+        rewriter = self
+
+        class T(ast.NodeTransformer):
+            def visit_Subscript(self, node):
+                if id(node) in read_ids:
+                    return _element(node, _axes(node), ts, ast.Load())
+                if isinstance(node.value, ast.Name) and node.value.id == tname:
+                    # an element of the target read on the right: its value before the loop
+                    tmp = rewriter.name("v")
+                    pre.append(ast.Assign(targets=[ast.Name(tmp, ast.Store())], value=node))
+                    return ast.Name(tmp, ast.Load())
+                return self.generic_visit(node)
+
+        new_value = T().visit(value)
+        elem = _element(target, taxes, ts, ast.Store())
+        if isinstance(s, ast.AugAssign):
+            stmt = ast.AugAssign(target=elem, op=s.op, value=new_value)
+        else:
+            stmt = ast.Assign(targets=[elem], value=new_value)
+        body = [stmt]
+        for t, ext in reversed(list(zip(ts, _extents(target, taxes), strict=True))):
+            body = [_loop(t, ext, body)]
+        return body
+
+    # -- statements -----------------------------------------------------------------------
+
+    def stmt(self, s) -> list[ast.stmt]:
+        for field in ("body", "orelse", "finalbody"):
+            if isinstance(getattr(s, field, None), list) and not isinstance(
+                s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+            ):
+                setattr(s, field, self.block(getattr(s, field)))
+        if isinstance(s, ast.Try):
+            for h in s.handlers:
+                h.body = self.block(h.body)
+        if not isinstance(s, ast.Assign | ast.AugAssign | ast.Expr | ast.Return):
+            return [s]
+        pre: list[ast.stmt] = []
+        if s.value is not None:
+            s.value = self.dots(s.value, pre)
+        out = None
+        if isinstance(s, ast.AugAssign):
+            out = self.slice_assign(s, s.target, s.value, pre)
+        elif isinstance(s, ast.Assign) and len(s.targets) == 1:
+            out = self.slice_assign(s, s.targets[0], s.value, pre)
+        new = [*pre, *(out if out is not None else [s])]
+        for n in new:
+            for child in ast.walk(n):
+                ast.copy_location(child, s)
+        return new
+
+    def block(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out = []
+        for s in body:
+            out.extend(self.stmt(s))
+        return out
+
+
+def expand_array_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The prange body with its dot products of slices and assignments to slices written as
+    element loops (see the module's docstring); other statements unchanged."""
+    return _Rewriter().block(body)
