@@ -113,7 +113,26 @@ import kapi as _kapi
 from kapi import (
     arange, asarray, empty, empty_like, full, full_like, ones, ones_like, zeros, zeros_like,
 )
-from kapi import Array as ndarray
+
+
+class _NdarrayType(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _kapi.Array)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, _kapi.Array)
+
+
+class ndarray(metaclass=_NdarrayType):
+    """dpnp.ndarray: kapi arrays are its instances; its constructor, dpnp.ndarray(shape,
+    dtype=...), allocates as kapi.empty does (kapi.Array itself is not a constructor)."""
+
+    def __new__(cls, shape, dtype=None, buffer=None, offset=0, strides=None, order="C",
+                device=None, usm_type="device", sycl_queue=None):
+        if buffer is not None or strides is not None or offset:
+            raise NotImplementedError("dpnp.ndarray(buffer=, strides=, offset=) has no kapi form")
+        return _kapi.empty(shape, dtype=dtype, order=order, device=device, usm_type=usm_type,
+                           sycl_queue=sycl_queue)
 
 from . import random  # noqa: F401
 
