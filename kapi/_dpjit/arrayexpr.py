@@ -14,6 +14,11 @@ no negative bounds) of named arrays:
   target array itself are taken once, before the loop, as NumPy evaluates the right side
   before assigning).
 
+An index that is itself a one-axis slice of an index array (`x[cols[a:b]]`, a gather) counts
+as a sliced axis; a name the body binds once to a slice (`cols = col[row[i]:row[i + 1]]`, with
+bounds the body does not assign, read nowhere else in the function) is replaced by the slice
+where it is read, as the view it is.
+
 Anything else is left as written: the kernel compiler then names the construct it refuses.
 Slice bounds are taken as given (NumPy clips a bound past the end; here it must be in range).
 """
@@ -48,19 +53,26 @@ def _axes(sub):
             out.append(("s", it.lower, it.upper))
         elif isinstance(it, ast.Starred) or (isinstance(it, ast.Constant) and it.value is Ellipsis):
             return None
+        elif (inner := _axes(it)) is not None and _nslices(inner) > 0:
+            if _nslices(inner) != 1:
+                return None
+            out.append(("g", it, inner))  # x[idx[a:b]]: a gather through a slice
         else:
             out.append(("i", it))
     return out
 
 
 def _nslices(axes) -> int:
-    return sum(a[0] == "s" for a in axes)
+    return sum(a[0] != "i" for a in axes)
 
 
 def _extents(sub, axes) -> list[ast.expr]:
     """The length of each sliced axis: (upper or name.shape[k]) - (lower or 0)."""
     out = []
     for k, ax in enumerate(axes):
+        if ax[0] == "g":
+            out.extend(_extents(ax[1], ax[2]))
+            continue
         if ax[0] != "s":
             continue
         _, lo, hi = ax
@@ -85,6 +97,10 @@ def _element(sub, axes, ts, ctx) -> ast.Subscript:
         if ax[0] == "i":
             idx.append(copy.deepcopy(ax[1]))
             continue
+        if ax[0] == "g":
+            idx.append(_element(ax[1], ax[2], [ts[k]], ast.Load()))
+            k += 1
+            continue
         t = ast.Name(ts[k], ast.Load())
         k += 1
         idx.append(t if ax[1] is None else ast.BinOp(copy.deepcopy(ax[1]), ast.Add(), t))
@@ -96,9 +112,9 @@ def _walk_key(axes):
     """Which axes are sliced and from where: two slices of one array with the same key visit
     the same elements in step, or (other indices on the unsliced axes) disjoint ones."""
     return tuple(
-        (k, ast.dump(ax[1]) if ax[1] is not None else None)
+        (k, ax[0], ast.dump(ax[1]) if ax[1] is not None else None)
         for k, ax in enumerate(axes)
-        if ax[0] == "s"
+        if ax[0] != "i"
     )
 
 
@@ -255,7 +271,50 @@ class _Rewriter:
         return out
 
 
-def expand_array_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+def _slice_names(body, outside: set[str]) -> dict:
+    """Names the body binds once, at its top level, to a slice (`cols = a[lo:hi]`) whose
+    bounds read nothing the body assigns, and that nothing outside the body reads: name ->
+    its statement (the slice is a view: reading the name later is reading the slice)."""
+    stores: dict[str, int] = {}
+    for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            stores[n.id] = stores.get(n.id, 0) + 1
+        elif isinstance(n, ast.FunctionDef | ast.ClassDef | ast.Lambda | ast.Global):
+            return {}
+    out = {}
+    for st in body:
+        if not (
+            isinstance(st, ast.Assign)
+            and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Name)
+        ):
+            continue
+        name, v = st.targets[0].id, st.value
+        axes = _axes(v)
+        if axes is None or _nslices(axes) == 0 or stores.get(name) != 1 or name in outside:
+            continue
+        reads = {n.id for n in ast.walk(v) if isinstance(n, ast.Name)}
+        if reads & set(stores) or reads & set(out):
+            continue
+        out[name] = st
+    return out
+
+
+def expand_array_statements(body: list[ast.stmt], outside=frozenset()) -> list[ast.stmt]:
     """The prange body with its dot products of slices and assignments to slices written as
-    element loops (see the module's docstring); other statements unchanged."""
+    element loops (see the module's docstring); other statements unchanged. Names bound to a
+    slice (see _slice_names; `outside`: the names the function reads elsewhere) are replaced
+    by the slice where they are read."""
+    names = _slice_names(body, set(outside))
+    if names:
+        subst = {name: st.value for name, st in names.items()}
+
+        class Sub(ast.NodeTransformer):
+            def visit_Name(self, node):
+                if isinstance(node.ctx, ast.Load) and node.id in subst:
+                    return ast.copy_location(copy.deepcopy(subst[node.id]), node)
+                return node
+
+        drop = {id(st) for st in names.values()}
+        body = [Sub().visit(st) for st in body if id(st) not in drop]
     return _Rewriter().block(body)

@@ -78,6 +78,28 @@ def test_two_sliced_axes_with_an_offset_read(dev):
     _check(_two_axes, dev, np.zeros((3, 4, 5)), rng.random((3, 4, 5)))
 
 
+def _csr_matvec(y, row, col, val, x):
+    for i in prange(row.shape[0] - 1):
+        cols = col[row[i] : row[i + 1]]  # slices bound to names: read as the slices
+        vals = val[row[i] : row[i + 1]]
+        y[i] = vals @ x[cols]  # a gather through a slice of an index array
+
+
+def test_dot_of_named_slices_and_a_gather(dev):
+    rng = np.random.default_rng(5)
+    dense = rng.random((6, 7)) * (rng.random((6, 7)) < 0.4)
+    dense[2] = 0.0  # an empty row
+    row = np.concatenate([[0], np.cumsum((dense != 0).sum(axis=1))]).astype(np.int64)
+    col = np.nonzero(dense)[1].astype(np.int64)
+    val = dense[dense != 0]
+    x = rng.random(7)
+    _check(_csr_matvec, dev, np.zeros(6), row, col, val, x)
+    y = kapi.asarray(np.zeros(6), device=dev)
+    args = [kapi.asarray(a, device=dev) for a in (row, col, val, x)]
+    kapi.dpjit(_csr_matvec)(y, *args)
+    np.testing.assert_allclose(y.asnumpy(), dense @ x, rtol=1e-12)
+
+
 def _shifted(a):
     for i in prange(a.shape[0]):
         a[i, 1:] = a[i, 0:4] + 1.0  # reads elements the loop would already have written
