@@ -19,6 +19,10 @@ as a sliced axis; a name the body binds once to a slice (`cols = col[row[i]:row[
 bounds the body does not assign, read nowhere else in the function) is replaced by the slice
 where it is read, as the view it is.
 
+In an assignment to a one-axis slice, `u[..] @ m[..]` with a one-axis and a two-axis slice
+(or the matrix first) becomes a product per element; a chained assignment to several slices
+assigns the value to each in turn.
+
 Anything else is left as written: the kernel compiler then names the construct it refuses.
 Slice bounds are taken as given (NumPy clips a bound past the end; here it must be in range).
 """
@@ -108,6 +112,16 @@ def _element(sub, axes, ts, ctx) -> ast.Subscript:
     return ast.Subscript(value=ast.Name(sub.value.id, ast.Load()), slice=index, ctx=ctx)
 
 
+def _zero(sub) -> ast.expr:
+    """`name.dtype.type(0)`: an accumulator's start, in the array's dtype."""
+    dtype = ast.Attribute(value=ast.Name(sub.value.id, ast.Load()), attr="dtype", ctx=ast.Load())
+    return ast.Call(
+        func=ast.Attribute(value=dtype, attr="type", ctx=ast.Load()),
+        args=[ast.Constant(0)],
+        keywords=[],
+    )
+
+
 def _walk_key(axes):
     """Which axes are sliced and from where: two slices of one array with the same key visit
     the same elements in step, or (other indices on the unsliced axes) disjoint ones."""
@@ -165,17 +179,7 @@ class _Rewriter:
                     return node
                 (u, v), (ua, va) = found
                 acc, t = rewriter.name("dot"), rewriter.name("t")
-                zero = ast.Call(
-                    func=ast.Attribute(
-                        value=ast.Attribute(
-                            value=ast.Name(u.value.id, ast.Load()), attr="dtype", ctx=ast.Load()
-                        ),
-                        attr="type",
-                        ctx=ast.Load(),
-                    ),
-                    args=[ast.Constant(0)],
-                    keywords=[],
-                )
+                zero = _zero(u)
                 prod = ast.BinOp(
                     _element(u, ua, [t], ast.Load()), ast.Mult(), _element(v, va, [t], ast.Load())
                 )
@@ -188,14 +192,53 @@ class _Rewriter:
 
     # -- assignments to slices ------------------------------------------------------------
 
-    def slice_assign(self, s, target, value, pre: list[ast.stmt]):
-        """The loops for `target = value` (or op=) with a sliced target, or None."""
-        taxes = _axes(target)
-        if taxes is None or _nslices(taxes) == 0:
+    def _matvecs(self, value, n, ts, inner: list[ast.stmt]):
+        """In an element loop over n == 1 sliced axes: `u[..] @ X[..]` (a one-axis slice times
+        a two-axis one) and `X[..] @ u[..]` replaced by their element at the loop index, each
+        an accumulation loop appended to inner (run per element)."""
+        if n != 1:
+            return value
+        rewriter = self
+
+        class T(ast.NodeTransformer):
+            def visit_BinOp(self, node):
+                node = self.generic_visit(node)
+                if not isinstance(node.op, ast.MatMult):
+                    return node
+                la, ra = _axes(node.left), _axes(node.right)
+                if la is None or ra is None:
+                    return node
+                if (_nslices(la), _nslices(ra)) == (1, 2):
+                    u, ua, m, ma, vec_first = node.left, la, node.right, ra, True
+                elif (_nslices(la), _nslices(ra)) == (2, 1):
+                    u, ua, m, ma, vec_first = node.right, ra, node.left, la, False
+                else:
+                    return node
+                acc, k = rewriter.name("mv"), rewriter.name("t")
+                mel = _element(m, ma, [k, ts[0]] if vec_first else [ts[0], k], ast.Load())
+                prod = ast.BinOp(_element(u, ua, [k], ast.Load()), ast.Mult(), mel)
+                inner.append(ast.Assign(targets=[ast.Name(acc, ast.Store())], value=_zero(u)))
+                add = ast.AugAssign(target=ast.Name(acc, ast.Store()), op=ast.Add(), value=prod)
+                inner.append(_loop(k, _extents(u, ua)[0], [add]))
+                return ast.Name(acc, ast.Load())
+
+        return T().visit(value)
+
+    def slice_assign(self, s, targets, value, pre: list[ast.stmt]):
+        """The loops for `t1 = t2 = ... = value` (or `t1 op= value`) with sliced targets of
+        the same number of sliced axes (walked in step with the first's), or None."""
+        all_axes = [_axes(t) for t in targets]
+        if any(a is None or _nslices(a) == 0 for a in all_axes):
             return None
-        n = _nslices(taxes)
-        tname = target.value.id
-        tkey = _walk_key(taxes)
+        n = _nslices(all_axes[0])
+        if any(_nslices(a) != n for a in all_axes):
+            return None
+        keys = {}
+        for t, a in zip(targets, all_axes, strict=True):
+            keys.setdefault(t.value.id, set()).add(_walk_key(a))
+        ts = [self.name("t") for _ in range(n)]
+        inner: list[ast.stmt] = []
+        value = self._matvecs(value, n, ts, inner)
         reads = []
         for node in ast.walk(value):
             if isinstance(node, ast.Subscript):
@@ -204,14 +247,18 @@ class _Rewriter:
                     continue
                 if _nslices(axes) != n:
                     return None  # a broadcast or a reduction: not an element loop
-                if node.value.id == tname and _walk_key(axes) != tkey:
-                    # a slice of the target shifted against it: an element written early
+                if node.value.id in keys and keys[node.value.id] != {_walk_key(axes)}:
+                    # a slice of a target shifted against it: an element written early
                     # would be read later (NumPy reads the whole right side first)
                     return None
                 reads.append(node)
             elif isinstance(node, ast.Starred | ast.Lambda | ast.NamedExpr):
                 return None
-        ts = [self.name("t") for _ in range(n)]
+        for st in inner:  # the products' own reads of a target
+            for node in ast.walk(st):
+                if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+                    if node.value.id in keys:
+                        return None
         read_ids = {id(r) for r in reads}
         rewriter = self
 
@@ -219,21 +266,24 @@ class _Rewriter:
             def visit_Subscript(self, node):
                 if id(node) in read_ids:
                     return _element(node, _axes(node), ts, ast.Load())
-                if isinstance(node.value, ast.Name) and node.value.id == tname:
-                    # an element of the target read on the right: its value before the loop
+                if isinstance(node.value, ast.Name) and node.value.id in keys:
+                    # an element of a target read on the right: its value before the loop
                     tmp = rewriter.name("v")
                     pre.append(ast.Assign(targets=[ast.Name(tmp, ast.Store())], value=node))
                     return ast.Name(tmp, ast.Load())
                 return self.generic_visit(node)
 
         new_value = T().visit(value)
-        elem = _element(target, taxes, ts, ast.Store())
+        elems = [_element(t, a, ts, ast.Store()) for t, a in zip(targets, all_axes, strict=True)]
         if isinstance(s, ast.AugAssign):
-            stmt = ast.AugAssign(target=elem, op=s.op, value=new_value)
-        else:
-            stmt = ast.Assign(targets=[elem], value=new_value)
-        body = [stmt]
-        for t, ext in reversed(list(zip(ts, _extents(target, taxes), strict=True))):
+            body = [*inner, ast.AugAssign(target=elems[0], op=s.op, value=new_value)]
+        elif len(elems) == 1:
+            body = [*inner, ast.Assign(targets=elems, value=new_value)]
+        else:  # the value once, then each target in turn (Python's chained assignment)
+            tmp = self.name("e")
+            body = [*inner, ast.Assign(targets=[ast.Name(tmp, ast.Store())], value=new_value)]
+            body += [ast.Assign(targets=[e], value=ast.Name(tmp, ast.Load())) for e in elems]
+        for t, ext in reversed(list(zip(ts, _extents(targets[0], all_axes[0]), strict=True))):
             body = [_loop(t, ext, body)]
         return body
 
@@ -255,9 +305,9 @@ class _Rewriter:
             s.value = self.dots(s.value, pre)
         out = None
         if isinstance(s, ast.AugAssign):
-            out = self.slice_assign(s, s.target, s.value, pre)
-        elif isinstance(s, ast.Assign) and len(s.targets) == 1:
-            out = self.slice_assign(s, s.targets[0], s.value, pre)
+            out = self.slice_assign(s, [s.target], s.value, pre)
+        elif isinstance(s, ast.Assign):
+            out = self.slice_assign(s, s.targets, s.value, pre)
         new = [*pre, *(out if out is not None else [s])]
         for n in new:
             for child in ast.walk(n):

@@ -347,15 +347,26 @@ def _reduction_type(name, a: KapiArrayType):
 
 
 def _reduction_method(name):
-    def typer(a):
-        t = _reduction_type(name, a)
-        return _objmode_impl("a", f"a.{name}().asnumpy()[()]", t, {})
+    def typer(a, axis=None):
+        if axis is None or isinstance(axis, (types.NoneType, types.Omitted)):
+            t = _reduction_type(name, a)
+            return _objmode_impl("a, axis=None", f"a.{name}().asnumpy()[()]", t, {})
+        if not isinstance(axis, types.Integer) or a.ndim < 2:
+            raise numba.core.errors.TypingError(
+                f"dpjit host code: {name}(axis=) takes one integer axis of an array of 2 or "
+                f"more dimensions, not {axis} on a {a.ndim}-d array"
+            )
+        # along one axis: an array of one dimension less, on the array's device
+        t, check = _array_result(
+            KapiArrayType(_reduction_type(name, a), a.ndim - 1), f"{name}(axis=)"
+        )
+        return _objmode_impl("a, axis=None", f"a.{name}(axis=axis)", t, {}, check)
 
     overload_method(KapiArrayType, name)(typer)
 
-    def np_typer(a):
+    def np_typer(a, axis=None):
         if isinstance(a, KapiArrayType):
-            return typer(a)
+            return typer(a, axis)
         return None
 
     overload(_REDUCTIONS[name])(np_typer)
@@ -696,6 +707,34 @@ def _getitem(a, idx):
         return _index_impl("a, idx", idx, "a[__rebuild(__k)].asnumpy()[()]", a.dtype, {})
     t, check = _array_result(KapiArrayType(a.dtype, ndim), "slicing")
     return _index_impl("a, idx", idx, "a[__rebuild(__k)]", t, {}, check)
+
+
+@overload(operator.getitem)
+def _getitem_array(a, idx):
+    """a[mask] (a boolean kapi array: the chosen elements, 1-D) and a[ix] (an integer kapi
+    array: a gather along the first axis), kapi's indexing on a's device."""
+    if not (isinstance(a, KapiArrayType) and isinstance(idx, KapiArrayType)):
+        return None
+    if isinstance(idx.dtype, types.Boolean):
+        ndim = a.ndim - idx.ndim + 1
+    elif isinstance(idx.dtype, types.Integer):
+        ndim = idx.ndim + a.ndim - 1
+    else:
+        return None
+    t, check = _array_result(KapiArrayType(a.dtype, ndim), "array indexing")
+    return _objmode_impl("a, idx", "a[idx]", t, {}, check)
+
+
+@overload(operator.setitem)
+def _setitem_array(a, idx, v):
+    """a[mask] = v and a[ix] = v with a boolean or integer kapi array."""
+    if not (isinstance(a, KapiArrayType) and isinstance(idx, KapiArrayType)):
+        return None
+    if not isinstance(idx.dtype, (types.Boolean, types.Integer)):
+        return None
+    if not isinstance(v, (KapiArrayType, types.Number, types.Boolean)):
+        return None
+    return _objmode_impl("a, idx, v", "__set(a, idx, v)", types.none, {"__set": _set})
 
 
 @overload(operator.setitem)

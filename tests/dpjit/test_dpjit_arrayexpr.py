@@ -100,6 +100,43 @@ def test_dot_of_named_slices_and_a_gather(dev):
     np.testing.assert_allclose(y.asnumpy(), dense @ x, rtol=1e-12)
 
 
+def _covariance(cov, data):
+    m = data.shape[1]
+    for i in prange(m):
+        # a chained assignment of a vector-matrix product of slices
+        cov[i:m, i] = cov[i, i:m] = data[:, i] @ data[:, i:m] / 2.0
+
+
+def _matvec_rows(out, a, v):
+    for i in prange(out.shape[0]):
+        out[i, :] = a[:, :] @ v[:] + out[i, :]
+
+
+def test_chained_assignment_of_a_vector_matrix_product(dev):
+    rng = np.random.default_rng(6)
+    _check(_covariance, dev, np.zeros((5, 5)), rng.random((4, 5)))
+    _check(_matvec_rows, dev, rng.random((3, 4)), rng.random((4, 6)), rng.random(6))
+
+
+def test_host_code_axis_reductions_and_mask_indexing(dev):
+    @kapi.dpjit
+    def f(data):
+        mean = np.sum(data, axis=0) / data.shape[0]
+        sd = np.max(data, axis=1)
+        mean[mean <= 0.5] = 1.0
+        big = data[data > 0.5]
+        return mean, sd, big.sum()
+
+    rng = np.random.default_rng(7)
+    x = rng.random((4, 5))
+    mean, mx, big = f(kapi.asarray(x, device=dev))
+    want = x.sum(axis=0) / 4
+    want[want <= 0.5] = 1.0
+    np.testing.assert_allclose(mean.asnumpy(), want)
+    np.testing.assert_allclose(mx.asnumpy(), x.max(axis=1))
+    assert big == pytest.approx(x[x > 0.5].sum())
+
+
 def _shifted(a):
     for i in prange(a.shape[0]):
         a[i, 1:] = a[i, 0:4] + 1.0  # reads elements the loop would already have written
