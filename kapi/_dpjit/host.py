@@ -331,6 +331,15 @@ def _event_wait(e):
     return None
 
 
+@overload(np.reshape)
+def _np_reshape(a, shape):
+    """np.reshape(a, shape) of a kapi array: a.reshape(shape) (a view where strides allow)."""
+    if not isinstance(a, KapiArrayType):
+        return None
+    t, check = _array_result(KapiArrayType(a.dtype, _ndim_of(shape)), "numpy.reshape")
+    return _objmode_impl("a, shape", "a.reshape(shape)", t, {}, check)
+
+
 @overload_method(KapiArrayType, "copy")
 def _copy(a):
     t, check = _array_result(KapiArrayType(a.dtype, a.ndim), "copy()")

@@ -163,3 +163,14 @@ def test_host_code_dot_and_matmul_of_kapi_arrays(dev):
     assert isinstance(s, float) and s == pytest.approx(v @ v)
     np.testing.assert_allclose(w.asnumpy(), m @ v)
     np.testing.assert_allclose(mm.asnumpy(), m @ m)
+
+
+def test_host_code_np_reshape_of_a_kapi_array(dev):
+    @kapi.dpjit
+    def f(y, n):
+        return np.reshape(y, (n, 1)) * 2.0
+
+    y = np.arange(4.0)
+    got = f(kapi.asarray(y, device=dev), 4)
+    assert got.shape == (4, 1)
+    np.testing.assert_array_equal(got.asnumpy(), y.reshape(4, 1) * 2.0)
