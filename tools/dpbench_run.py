@@ -100,6 +100,8 @@ def _module(pkg, folder, cfg, postfix):
 def _impl_fn(mod, base, cfg, postfix):
     mname = mod.__name__.rsplit(".", 1)[1]
     names = [mname, f"{mname}_{postfix}", cfg["module_name"], f"{cfg['module_name']}_{postfix}"]
+    if cfg.get("func_name"):  # the benchmark's own name for its function (lenet5, ...)
+        names += [cfg["func_name"], f"{cfg['func_name']}_{postfix}"]
     return _find(mod, [*names, "kernel", re.sub(r"[0-9]", "", cfg["module_name"])])
 
 
