@@ -13,10 +13,10 @@ copy, on the device kapi picks (KAPI_DEFAULT_DEVICE chooses another).
 Files that test numba-dpex's internals (its LLVM code generation, Numba data models, target
 contexts, gdb integration, its config module, type classes kapi does not provide) are not
 applicable and are listed with the reason in NOT_APPLICABLE; so are single tests of such
-internals (NOT_APPLICABLE_TESTS). The rate printed is passed / (passed + failed + errors) over
-the applicable tests; tests that numba-dpex's own marks skip (a device that is not there)
-or mark as expected failures are counted apart. Every failure that remains is a documented
-deviation (docs/guide/porting.md).
+internals, or whose expected value NumPy 2 refuses to compute (NOT_APPLICABLE_TESTS). The
+rate printed is passed / (passed + failed + errors) over the applicable tests; tests that
+numba-dpex's own marks skip (a device that is not there) or mark as expected failures are
+counted apart. Every failure that remains is a documented deviation (docs/guide/porting.md).
 """
 
 from __future__ import annotations
