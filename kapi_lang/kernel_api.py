@@ -498,6 +498,10 @@ class AtomicRef:
 
     def _rmw(self, op, val):
         old = self._ref[self._index]
+        if getattr(old, "ndim", None) == 0 and not isinstance(old, np.generic):
+            # a 0-d view of the element (a kapi array's indexing): the fetch returns the value
+            # before the update, not a view that then shows the new one
+            old = old.copy()
         self._ref[self._index] = op(old, val)
         return old
 

@@ -100,6 +100,8 @@ def _module(pkg, folder, cfg, postfix):
 def _impl_fn(mod, base, cfg, postfix):
     mname = mod.__name__.rsplit(".", 1)[1]
     names = [mname, f"{mname}_{postfix}", cfg["module_name"], f"{cfg['module_name']}_{postfix}"]
+    if cfg.get("func_name"):  # the benchmark's own name for its function (lenet5, ...)
+        names += [cfg["func_name"], f"{cfg['func_name']}_{postfix}"]
     return _find(mod, [*names, "kernel", re.sub(r"[0-9]", "", cfg["module_name"])])
 
 
@@ -233,7 +235,10 @@ def main(argv=None) -> int:
     prepare(args.checkout.resolve(), args.ref, work)
     only = set(args.only.split(",")) if args.only else None
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(work / "shims"), str(ROOT), str(work)])
+    # a PYTHONPATH given stays (after ours): where the references' SciPy/scikit-learn live
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(work / "shims"), str(ROOT), str(work), env.get("PYTHONPATH", "")]
+    )
     rows = []
     for name, cfg, _, folder in benchmarks(work):
         if only and name not in only:

@@ -49,6 +49,7 @@ from .analysis import (
     _walk_scope,
     _where,
 )
+from .arrayexpr import expand_array_statements
 from .asynchronous import _async_loops, _AsyncRules, _Calls, _scalar_names, _Stats
 from .kernels import (
     _API,
@@ -132,14 +133,21 @@ def _route_numpy(fdef, resolver, cells) -> None:
 
 
 class _HostRewriter(ast.NodeTransformer):
-    def __init__(self, resolver, filename):
+    def __init__(self, resolver, filename, fdef):
         self.resolver = resolver
         self.filename = filename
+        self.fdef = fdef
         self.nests: list[tuple[ast.For, _Loop]] = []
 
     def visit_For(self, node):
         if self.resolver.is_prange(node):
             nest = _collect_nest(node, self.resolver, self.filename)
+            outside = {
+                n.id
+                for n in _walk_host(self.fdef.body, {id(node)})
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            }
+            nest.body = nest.loops[-1].body = expand_array_statements(nest.body, outside)
             _check_body(nest.body, self.filename)
             self.nests.append((node, nest))
             return node  # replaced in a second pass, after the host-wide analysis
@@ -228,7 +236,7 @@ def _transform(fn):
     host_locals = set(code.co_varnames) | set(code.co_cellvars)
     host_locals -= _comprehension_names(fdef.body)
     resolver = _Resolver(fn, host_locals)
-    finder = _HostRewriter(resolver, filename)
+    finder = _HostRewriter(resolver, filename, fdef)
     for s in fdef.body:
         finder.visit(s)
     nests = finder.nests

@@ -40,6 +40,7 @@ from numba.extending import (
 )
 from numba.np import numpy_support
 
+from .. import _native
 from .._kernel.dispatcher import KernelDispatcher
 from .._kernel.launch import call_kernel
 from .._kernel.ranges import NdRange, Range
@@ -88,6 +89,10 @@ def _typeof_array(val, c):
     return t
 
 
+_EVENT = _native.ext().Event  # kapi.Event: what call_kernel_async returns
+
+
+@typeof_impl.register(_EVENT)
 @typeof_impl.register(Device)
 @typeof_impl.register(Queue)
 @typeof_impl.register(KernelDispatcher)
@@ -164,11 +169,25 @@ def _constant(context, builder, ty, pyval):
     return s._getvalue()
 
 
+def _fresh_range(r):
+    """A new Range/NdRange equal to r: index spaces are values in dpjit code (numba-dpex
+    unboxed them into structs and boxed a new object on the way out)."""
+    if isinstance(r, NdRange):
+        return NdRange(r.global_range, r.local_range)
+    return Range(*r)
+
+
 @box(KapiArrayType)
 @box(KapiObjectType)
 def _box(typ, val, c):
     # boxing takes over the native reference (Numba's convention): the object gets one
     obj = cgutils.create_struct_proxy(typ)(c.context, c.builder, value=val).obj
+    if isinstance(typ, KapiObjectType) and typ.cls in (Range, NdRange):
+        fn = c.pyapi.unserialize(c.pyapi.serialize_object(_fresh_range))
+        new = c.pyapi.call_function_objargs(fn, [obj])
+        c.pyapi.decref(fn)
+        c.context.nrt.decref(c.builder, typ, val)
+        return new
     c.pyapi.incref(obj)
     c.context.nrt.decref(c.builder, typ, val)
     return obj
@@ -304,6 +323,23 @@ def _reshape(a, *shape):
     return _objmode_impl("a, *shape", "a.reshape(*shape)", t, {}, check)
 
 
+@overload_method(KapiObjectType, "wait")
+def _event_wait(e):
+    """event.wait() on a kapi.Event (dpctl's SyclEvent.wait in numba-dpex's dpjit)."""
+    if e.cls is _EVENT:
+        return _objmode_impl("e", "e.wait()", types.none, {})
+    return None
+
+
+@overload(np.reshape)
+def _np_reshape(a, shape):
+    """np.reshape(a, shape) of a kapi array: a.reshape(shape) (a view where strides allow)."""
+    if not isinstance(a, KapiArrayType):
+        return None
+    t, check = _array_result(KapiArrayType(a.dtype, _ndim_of(shape)), "numpy.reshape")
+    return _objmode_impl("a, shape", "a.reshape(shape)", t, {}, check)
+
+
 @overload_method(KapiArrayType, "copy")
 def _copy(a):
     t, check = _array_result(KapiArrayType(a.dtype, a.ndim), "copy()")
@@ -320,15 +356,26 @@ def _reduction_type(name, a: KapiArrayType):
 
 
 def _reduction_method(name):
-    def typer(a):
-        t = _reduction_type(name, a)
-        return _objmode_impl("a", f"a.{name}().asnumpy()[()]", t, {})
+    def typer(a, axis=None):
+        if axis is None or isinstance(axis, (types.NoneType, types.Omitted)):
+            t = _reduction_type(name, a)
+            return _objmode_impl("a, axis=None", f"a.{name}().asnumpy()[()]", t, {})
+        if not isinstance(axis, types.Integer) or a.ndim < 2:
+            raise numba.core.errors.TypingError(
+                f"dpjit host code: {name}(axis=) takes one integer axis of an array of 2 or "
+                f"more dimensions, not {axis} on a {a.ndim}-d array"
+            )
+        # along one axis: an array of one dimension less, on the array's device
+        t, check = _array_result(
+            KapiArrayType(_reduction_type(name, a), a.ndim - 1), f"{name}(axis=)"
+        )
+        return _objmode_impl("a, axis=None", f"a.{name}(axis=axis)", t, {}, check)
 
     overload_method(KapiArrayType, name)(typer)
 
-    def np_typer(a):
+    def np_typer(a, axis=None):
         if isinstance(a, KapiArrayType):
-            return typer(a)
+            return typer(a, axis)
         return None
 
     overload(_REDUCTIONS[name])(np_typer)
@@ -392,6 +439,15 @@ def _signature(fn):
     return ", ".join(params), ", ".join(call)
 
 
+def _given(t) -> bool:
+    """Whether an overload's argument type t is a value the call gave (not None/omitted)."""
+    if t is None or isinstance(t, types.NoneType):
+        return False
+    if isinstance(t, types.Omitted):
+        return t.value is not None
+    return isinstance(t, types.Type)
+
+
 def _allocator(name: str):
     fn = getattr(_array, name)
     params, call = _signature(fn)
@@ -400,6 +456,12 @@ def _allocator(name: str):
     def typer(*args, **kwargs):
         bound = dict(zip(names, args, strict=False))
         bound.update(kwargs)
+        if _given(bound.get("device")) and _given(bound.get("sycl_queue")):
+            # numba-dpex's refusal (its wording): the two name one queue twice
+            raise numba.core.errors.TypingError(
+                f"dpjit host code: kapi.{name}(): `device` and `sycl_queue` are exclusive "
+                f"keywords, i.e. use one or other."
+            )
         dt = _dtype_of(bound.get("dtype"))
         first = bound[names[0]]
         if name.endswith("_like") or name == "asarray":
@@ -554,6 +616,34 @@ for _uf in _UFUNCS:
 _register_elementwise(abs, np.absolute, 1, "abs")
 
 
+def _matmul(a, b):
+    return a @ b
+
+
+def _register_dot(fn, what: str):
+    """np.dot / `@` of two kapi arrays of 1 or 2 dimensions: kapi's matmul on their device; a
+    vector with a vector gives a scalar (as NumPy's dot does)."""
+
+    def ol(a, b):
+        if not (isinstance(a, KapiArrayType) and isinstance(b, KapiArrayType)):
+            return None
+        if not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
+            return None
+        dt = np.result_type(a.np_dtype, b.np_dtype)
+        ndim = a.ndim + b.ndim - 2
+        if ndim == 0:
+            t = numpy_support.from_dtype(dt)
+            return _objmode_impl("a, b", "__mm(a, b).asnumpy()[()]", t, {"__mm": _matmul})
+        t, check = _array_result(KapiArrayType(numpy_support.from_dtype(dt), ndim), what)
+        return _objmode_impl("a, b", "__mm(a, b)", t, {"__mm": _matmul}, check)
+
+    overload(fn)(ol)
+
+
+_register_dot(np.dot, "numpy.dot")
+_register_dot(operator.matmul, "`@`")
+
+
 def _register_inplace(iop, op):
     uf = _BINARY_OPS[op]
 
@@ -626,6 +716,34 @@ def _getitem(a, idx):
         return _index_impl("a, idx", idx, "a[__rebuild(__k)].asnumpy()[()]", a.dtype, {})
     t, check = _array_result(KapiArrayType(a.dtype, ndim), "slicing")
     return _index_impl("a, idx", idx, "a[__rebuild(__k)]", t, {}, check)
+
+
+@overload(operator.getitem)
+def _getitem_array(a, idx):
+    """a[mask] (a boolean kapi array: the chosen elements, 1-D) and a[ix] (an integer kapi
+    array: a gather along the first axis), kapi's indexing on a's device."""
+    if not (isinstance(a, KapiArrayType) and isinstance(idx, KapiArrayType)):
+        return None
+    if isinstance(idx.dtype, types.Boolean):
+        ndim = a.ndim - idx.ndim + 1
+    elif isinstance(idx.dtype, types.Integer):
+        ndim = idx.ndim + a.ndim - 1
+    else:
+        return None
+    t, check = _array_result(KapiArrayType(a.dtype, ndim), "array indexing")
+    return _objmode_impl("a, idx", "a[idx]", t, {}, check)
+
+
+@overload(operator.setitem)
+def _setitem_array(a, idx, v):
+    """a[mask] = v and a[ix] = v with a boolean or integer kapi array."""
+    if not (isinstance(a, KapiArrayType) and isinstance(idx, KapiArrayType)):
+        return None
+    if not isinstance(idx.dtype, (types.Boolean, types.Integer)):
+        return None
+    if not isinstance(v, (KapiArrayType, types.Number, types.Boolean)):
+        return None
+    return _objmode_impl("a, idx, v", "__set(a, idx, v)", types.none, {"__set": _set})
 
 
 @overload(operator.setitem)

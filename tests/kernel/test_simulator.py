@@ -268,6 +268,21 @@ def test_atomics_on_global_and_local_memory():
     np.testing.assert_array_equal(simulated[1], compiled[1])
 
 
+@pytest.mark.parametrize(
+    "op, new",
+    [("fetch_add", 3), ("fetch_sub", -1), ("fetch_min", 1), ("fetch_max", 2),
+     ("fetch_and", 0), ("fetch_or", 3), ("fetch_xor", 3), ("exchange", 2)],
+)  # fmt: skip
+def test_atomic_ref_in_python_on_kapi_arrays_returns_the_old_value(op, new):
+    # a kapi array's element read is a 0-d view: the fetch must return the value before the
+    # update (numba-dpex's tests compare a kernel's fetches with these)
+    dev = devices_or_skip()[0]
+    b = kapi.ones(2, dtype=np.int32, device=dev)
+    old = getattr(K.AtomicRef(b, index=1), op)(np.int32(2))
+    assert int(old) == 1
+    assert b.asnumpy().tolist() == [1, new]
+
+
 @kapi.kernel
 def compare_exchange(item, flag, winners):
     expected = K.PrivateArray(1, np.int32, fill_zeros=True)
