@@ -4,8 +4,10 @@ matmul runs where the arrays live: on kapi's CPU device (host memory) through th
 links, reading and writing the arrays in place (no copy); on NVIDIA GPUs through cuBLAS when
 libcublas can be loaded (kapi/_numeric/array_api/cublas.py); elsewhere as a tiled kapi
 kernel. The decompositions and solvers of the extension (cholesky, det, eigh, inv, qr,
-solve, svd, ...) run through NumPy's LAPACK on host-memory arrays; on other devices they
-raise TypeError (kapi has no device solver), never copying to the host silently.
+solve, svd, ...) run through NumPy's LAPACK on host-memory arrays. On other devices, solve,
+inv, det, slogdet and cholesky run as kapi kernels (LU with partial pivoting and Cholesky,
+one work-item per matrix: _linalg_kernels.py; KAPI_LINALG=kernel forces them on the CPU
+device too); the others raise TypeError there, never copying to the host silently.
 """
 
 from __future__ import annotations
@@ -192,7 +194,8 @@ def _lapack(name: str, fn, *arrays, float_only=True):
         raise TypeError(
             f"kapi.array_api.linalg.{name} runs on host-memory arrays (kapi's CPU device) "
             f"through NumPy's LAPACK; this array is on '{arrays[0].device.filter_string}', "
-            "where kapi has no solver: copy it explicitly with kapi.asnumpy(x) and use "
+            f"where kapi has no {name} (its device solvers are solve, inv, det, slogdet and "
+            "cholesky): copy it explicitly with kapi.asnumpy(x) and use "
             f"numpy.linalg.{name}"
         )
     views = [_np_view(a) for a in arrays]
@@ -214,7 +217,23 @@ def _lapack(name: str, fn, *arrays, float_only=True):
     return back(res)
 
 
+def _kernels(*arrays) -> bool:
+    """Whether the solvers run as kapi kernels: arrays not in host memory, or KAPI_LINALG=kernel
+    (which forces them on the CPU device too)."""
+    import os
+
+    for a in arrays:
+        C.check(a, "linalg")
+    C.check_devices(arrays, "linalg")
+    return not _host(*arrays) or os.environ.get("KAPI_LINALG", "") == "kernel"
+
+
 def cholesky(x, /, *, upper=False):
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        return LK.cholesky(x, upper)
+
     def f(a):
         lo = np.linalg.cholesky(a)
         return np.conj(np.swapaxes(lo, -1, -2)) if upper else lo
@@ -223,6 +242,10 @@ def cholesky(x, /, *, upper=False):
 
 
 def det(x, /):
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        return LK.det(x)
     return _lapack("det", np.linalg.det, x)
 
 
@@ -238,6 +261,10 @@ def eigvalsh(x, /):
 
 
 def inv(x, /):
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        return LK.inv(x)
     return _lapack("inv", np.linalg.inv, x)
 
 
@@ -259,11 +286,20 @@ def qr(x, /, *, mode="reduced"):
 def slogdet(x, /):
     from collections import namedtuple
 
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        return namedtuple("SlogdetResult", "sign logabsdet")(*LK.slogdet(x))
     r = _lapack("slogdet", lambda a: tuple(np.linalg.slogdet(a)), x)
     return namedtuple("SlogdetResult", "sign logabsdet")(*r)
 
 
 def solve(x1, x2, /):
+    if _kernels(x1, x2):
+        from . import _linalg_kernels as LK
+
+        return LK.solve(x1, x2)
+
     def f(a, b):
         if b.ndim == 1:
             return np.linalg.solve(a, b[..., None])[..., 0] if a.ndim > 2 else np.linalg.solve(a, b)

@@ -1,0 +1,249 @@
+"""kapi kernels for the small-matrix solvers of the linalg extension, where the arrays are not
+in host memory (or KAPI_LINALG=kernel): one work-item per matrix, in place on a copy.
+
+LU with partial pivoting gives solve (and inv, the solve against the identity), det and
+slogdet; Cholesky gives cholesky. Errors are NumPy's: numpy.linalg.LinAlgError for a
+singular system ("Singular matrix") or a matrix that is not positive definite, found from a
+per-matrix info array read back after the launch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..._memory.array import Array
+from . import _core as C
+
+_LU = """
+def _lu(it, a, b, info, sgn, logabs, n, m):
+    z = it.get_id(0)
+    bad = 0
+    s = ONE
+    for k in range(n):
+        if bad == 0:
+            p = k
+            best = abs(a[z, k, k])
+            for i in range(k + 1, n):
+                v = abs(a[z, i, k])
+                if v > best:
+                    best = v
+                    p = i
+            if best == RZERO:
+                bad = k + 1
+            else:
+                if p != k:
+                    s = -s
+                    for j in range(n):
+                        t = a[z, k, j]
+                        a[z, k, j] = a[z, p, j]
+                        a[z, p, j] = t
+                    for j in range(m):
+                        t = b[z, k, j]
+                        b[z, k, j] = b[z, p, j]
+                        b[z, p, j] = t
+                piv = a[z, k, k]
+                for i in range(k + 1, n):
+                    f = a[z, i, k] / piv
+                    a[z, i, k] = f
+                    for j in range(k + 1, n):
+                        a[z, i, j] -= f * a[z, k, j]
+                    for j in range(m):
+                        b[z, i, j] -= f * b[z, k, j]
+    info[z] = bad
+    la = RZERO
+    if bad == 0:
+        for k in range(n):
+            d = a[z, k, k]
+            r = abs(d)
+            s = s * (d / r)
+            la += math.log(r)
+        for j in range(m):
+            i = n - 1
+            while i >= 0:
+                acc = b[z, i, j]
+                for q in range(i + 1, n):
+                    acc -= a[z, i, q] * b[z, q, j]
+                b[z, i, j] = acc / a[z, i, i]
+                i -= 1
+    else:
+        s = ZERO
+        la = -RINF
+    sgn[z] = s
+    logabs[z] = la
+"""
+
+_CHOL = """
+def _chol(it, a, info, n):
+    z = it.get_id(0)
+    bad = 0
+    for j in range(n):
+        if bad == 0:
+            d = DIAG(a[z, j, j])
+            for k in range(j):
+                d -= NORM2(a[z, j, k])
+            if not (d > RZERO):
+                bad = j + 1
+            else:
+                r = math.sqrt(d)
+                a[z, j, j] = r
+                for i in range(j + 1, n):
+                    acc = a[z, i, j]
+                    for k in range(j):
+                        acc -= a[z, i, k] * CONJ(a[z, j, k])
+                    a[z, i, j] = acc / r
+    for i in range(n):
+        for j in range(i + 1, n):
+            a[z, i, j] = ZERO
+    info[z] = bad
+"""
+
+
+def _source(src: str, dt: np.dtype) -> str:
+    """src for dtype dt: DIAG(x) (the real part), NORM2(x) (|x|^2) and CONJ(x) spelled out."""
+    import re
+
+    arg = r"(a\[z, [a-z], [a-z]\])"
+    if dt.kind == "c":
+        src = re.sub(r"DIAG\(" + arg + r"\)", r"\1.real", src)
+        src = re.sub(r"NORM2\(" + arg + r"\)", r"(\1.real * \1.real + \1.imag * \1.imag)", src)
+        src = re.sub(r"CONJ\(" + arg + r"\)", r"\1.conjugate()", src)
+    else:
+        src = re.sub(r"(?:DIAG|CONJ)\(" + arg + r"\)", r"\1", src)
+        src = re.sub(r"NORM2\(" + arg + r"\)", r"(\1 * \1)", src)
+    return src + f"# {dt.name}\n"  # C.kernel keeps one kernel per source text
+
+
+def _env(dt: np.dtype) -> dict:
+    rt = np.dtype(np.float32 if dt in (np.float32, np.complex64) else np.float64).type
+    return dict(ZERO=dt.type(0), ONE=dt.type(1), RZERO=rt(0), RINF=rt(math.inf), math=math)
+
+
+def _launch(k, bsz: int, *args) -> None:
+    from ..._kernel.ranges import Range
+    from ..replay import launch
+
+    if bsz:
+        launch(k, Range(bsz), *args)
+
+
+def _copy3(x: Array, batch, rows: int, cols: int, dt: np.dtype) -> Array:
+    """A fresh C-contiguous (B, rows, cols) copy of x broadcast to batch + (rows, cols)."""
+    from .manipulation import broadcast_to, reshape
+
+    v = broadcast_to(x.astype(dt), tuple(batch) + (rows, cols))
+    c = C.concrete(v.astype(dt, copy=True))
+    c = C.contiguous(c)
+    return reshape(c, (math.prod(batch), rows, cols))
+
+
+def _check_info(info: Array, name: str, what: str) -> None:
+    bad = info.asnumpy()
+    if bad.size and bad.any():
+        raise np.linalg.LinAlgError(f"{what} (linalg.{name}, matrix {int(np.argmax(bad != 0))})")
+
+
+def lu(a3: Array, b3: Array, m=None):
+    """LU with partial pivoting of each a3[z] (in place), b3[z] overwritten by the solution;
+    returns (info, sign, logabsdet) arrays of length B (info nonzero: singular)."""
+    bsz, n, _ = a3.shape
+    m = b3.shape[2] if m is None else m
+    dt = a3.dtype
+    rt = np.dtype(np.float32 if dt in (np.float32, np.complex64) else np.float64)
+    q = a3.sycl_queue
+    info = Array._allocate((bsz,), np.dtype(np.int64), q, "device")
+    sgn = Array._allocate((bsz,), dt, q, "device")
+    logabs = Array._allocate((bsz,), rt, q, "device")
+    k = C.kernel(_source(_LU, dt), "_lu", **_env(dt))
+    _launch(k, bsz, a3, b3, info, sgn, logabs, np.int64(n), np.int64(m))
+    return info, sgn, logabs
+
+
+def float_dtype(*arrays) -> np.dtype:
+    from .dtypes import result_type
+
+    dt = np.dtype(result_type(*arrays))
+    if dt.kind not in "fc":
+        dt = C.default_float(arrays[0].sycl_queue)
+    return dt
+
+
+def solve(x1: Array, x2: Array) -> Array:
+    from .manipulation import reshape
+
+    if x1.ndim < 2 or x1.shape[-1] != x1.shape[-2]:
+        raise ValueError(f"linalg.solve: x1 must be square matrices, not of shape {x1.shape}")
+    n = x1.shape[-1]
+    dt = float_dtype(x1, x2)
+    vector = x2.ndim == 1
+    if vector:
+        if x2.shape[0] != n:
+            raise ValueError(f"linalg.solve: x2 of shape {x2.shape} does not fit x1 {x1.shape}")
+        batch = x1.shape[:-2]
+        b = reshape(x2, (n, 1))
+        k = 1
+    else:
+        if x2.shape[-2] != n:
+            raise ValueError(f"linalg.solve: x2 of shape {x2.shape} does not fit x1 {x1.shape}")
+        batch = np.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+        b = x2
+        k = x2.shape[-1]
+    a3 = _copy3(x1, batch, n, n, dt)
+    b3 = _copy3(b, batch, n, k, dt)
+    info, _, _ = lu(a3, b3)
+    _check_info(info, "solve", "Singular matrix")
+    return reshape(b3, tuple(batch) + ((n,) if vector else (n, k)))
+
+
+def inv(x: Array) -> Array:
+    from .creation import eye
+
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"linalg.inv: x must be square matrices, not of shape {x.shape}")
+    dt = float_dtype(x)
+    e = eye(x.shape[-1], dtype=dt, device=x.sycl_queue)
+    return solve(x.astype(dt), e)
+
+
+def slogdet(x: Array):
+    from .manipulation import reshape
+
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"linalg.slogdet: x must be square matrices, not of shape {x.shape}")
+    n = x.shape[-1]
+    dt = float_dtype(x)
+    batch = x.shape[:-2]
+    a3 = _copy3(x, batch, n, n, dt)
+    b3 = Array._allocate((a3.shape[0], 1, 1), dt, x.sycl_queue, "device")  # no right-hand side
+    _, sgn, logabs = lu(a3, b3, m=0)
+    return reshape(sgn, batch), reshape(logabs, batch)
+
+
+def det(x: Array) -> Array:
+    from .. import ufunc as _ufunc
+
+    sgn, logabs = slogdet(x)
+    e = _ufunc.apply(np.exp, (logabs,))
+    return C.concrete(_ufunc.apply(np.multiply, (sgn, e)).astype(sgn.dtype))
+
+
+def cholesky(x: Array, upper: bool) -> Array:
+    from .elementwise import conj
+    from .manipulation import matrix_transpose, reshape
+
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"linalg.cholesky: x must be square matrices, not of shape {x.shape}")
+    n = x.shape[-1]
+    dt = float_dtype(x)
+    batch = x.shape[:-2]
+    a3 = _copy3(x, batch, n, n, dt)
+    info = Array._allocate((a3.shape[0],), np.dtype(np.int64), x.sycl_queue, "device")
+    k = C.kernel(_source(_CHOL, dt), "_chol", **_env(dt))
+    _launch(k, a3.shape[0], a3, info, np.int64(n))
+    _check_info(info, "cholesky", "Matrix is not positive definite")
+    lo = reshape(a3, x.shape)
+    if not upper:
+        return lo
+    t = matrix_transpose(lo)
+    return C.contiguous(conj(t) if dt.kind == "c" else t)

@@ -1,0 +1,116 @@
+"""kapi.array_api.linalg's device solvers: solve, inv, det, slogdet and cholesky as kapi kernels
+(LU with partial pivoting, Cholesky; one work-item per matrix), forced on the CPU device with
+KAPI_LINALG=kernel and run as they are on NVIDIA GPUs, against numpy.linalg."""
+
+import numpy as np
+import pytest
+from kapi_testing import devices_or_skip
+
+import kapi
+import kapi.array_api as xp
+
+DEVICES = devices_or_skip()
+CPU = [d for d in DEVICES if d.device_type == "cpu"]
+CUDA = [d for d in DEVICES if d.backend == "cuda"]
+DT = [np.float32, np.float64, np.complex64, np.complex128]
+TOL = {np.float32: 2e-5, np.complex64: 2e-5, np.float64: 1e-12, np.complex128: 1e-12}
+dtid = {"ids": lambda d: np.dtype(d).name}
+
+
+@pytest.fixture
+def cpu_kernels(monkeypatch):
+    if not CPU:
+        pytest.skip("needs kapi's CPU device, which KAPI_DRIVERS leaves out in this run")
+    monkeypatch.setenv("KAPI_LINALG", "kernel")
+    from kapi._numeric.array_api import linear_algebra
+
+    def no_lapack(name, *args, **kw):
+        raise AssertionError(f"linalg.{name} went to LAPACK, not the kernels")
+
+    monkeypatch.setattr(linear_algebra, "_lapack", no_lapack)
+    return CPU[0]
+
+
+def close(got, want, dt, scale=1.0):
+    assert isinstance(got, kapi.Array), type(got)
+    want = np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    err = np.abs(got.asnumpy() - want).max() if want.size else 0.0
+    assert err <= TOL[dt] * scale * max(1.0, np.abs(want).max() if want.size else 1.0), err
+
+
+def mats(shape, dt, seed=0):
+    r = np.random.default_rng(seed)
+    n = shape[-1]
+    a = r.standard_normal(shape) + 3 * np.eye(n)
+    if np.dtype(dt).kind == "c":
+        a = a + 1j * r.standard_normal(shape)
+    p = np.arange(n)[::-1]  # rows reversed: pivoting needed
+    return a[..., p, :].astype(dt)
+
+
+def _check_solvers(dev, dt):
+    A = mats((2, 3, 5, 5), dt, 1)
+    B = mats((3, 5, 5), dt, 2)[..., :2]
+    v = mats((5, 5), dt, 3)[0]
+    X = xp.asarray(A, device=dev)
+    close(xp.linalg.solve(X, xp.asarray(B, device=dev)), np.linalg.solve(A, B), dt, 10)
+    ref = np.linalg.solve(A, np.broadcast_to(v[:, None], A.shape[:-1] + (1,)))[..., 0]
+    close(xp.linalg.solve(X, xp.asarray(v, device=dev)), ref, dt, 10)
+    close(xp.linalg.inv(X), np.linalg.inv(A), dt, 10)
+    d = np.linalg.det(A)
+    close(xp.linalg.det(X), d, dt, 10 * np.abs(d).max())
+    s, la = xp.linalg.slogdet(X)
+    s0, la0 = np.linalg.slogdet(A)
+    close(s, s0, dt, 10)
+    close(la, la0, dt, 10)
+    spd = A @ np.conj(np.swapaxes(A, -1, -2))
+    L = np.linalg.cholesky(spd.astype(np.complex128 if np.dtype(dt).kind == "c" else np.float64))
+    L = L.astype(dt)
+    close(xp.linalg.cholesky(xp.asarray(spd, device=dev)), L, dt, 100)
+    U = np.conj(np.swapaxes(L, -1, -2))
+    close(xp.linalg.cholesky(xp.asarray(spd, device=dev), upper=True), U, dt, 100)
+    two = xp.asarray(np.eye(3, dtype=dt) * 2, device=dev)
+    close(xp.linalg.matrix_power(two, -2), np.eye(3, dtype=dt) / 4, dt)
+
+
+@pytest.mark.parametrize("dt", DT, **dtid)
+def test_solvers_as_kernels_match_numpy(cpu_kernels, dt):
+    _check_solvers(cpu_kernels, dt)
+
+
+def test_singular_and_indefinite_matrices(cpu_kernels):
+    dev = cpu_kernels
+    sing = xp.asarray(np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 4.0]]]), device=dev)
+    np.testing.assert_array_equal(xp.linalg.det(sing).asnumpy(), [1.0, 0.0])
+    s, la = xp.linalg.slogdet(sing)
+    np.testing.assert_array_equal(s.asnumpy(), [1.0, 0.0])
+    np.testing.assert_array_equal(la.asnumpy(), [0.0, -np.inf])
+    with pytest.raises(np.linalg.LinAlgError, match=r"Singular matrix \(linalg.solve, matrix 1\)"):
+        xp.linalg.solve(sing, xp.ones(2, dtype=xp.float64, device=dev))
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        xp.linalg.inv(sing)
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        xp.linalg.cholesky(xp.asarray(-np.eye(2), device=dev))
+    with pytest.raises(ValueError, match=r"square matrices, not of shape \(2, 3\)"):
+        xp.linalg.inv(xp.ones((2, 3), device=dev))
+    with pytest.raises(ValueError, match="does not fit"):
+        xp.linalg.solve(xp.eye(3, device=dev), xp.ones(2, device=dev))
+
+
+# ---- NVIDIA GPUs (run on the GPU machine) ---------------------------------------------------
+
+
+@pytest.mark.skipif(not CUDA, reason="needs kapi's CUDA device (GPU)")
+@pytest.mark.parametrize("dt", DT, **dtid)
+def test_solvers_on_cuda_match_numpy(dt):
+    _check_solvers(CUDA[0], dt)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs kapi's CUDA device (GPU)")
+def test_other_decompositions_on_cuda_raise_type_error():
+    a = xp.eye(3, device=CUDA[0])
+    for f in (xp.linalg.qr, xp.linalg.svd, xp.linalg.eigh):
+        with pytest.raises(TypeError, match="kapi.asnumpy"):
+            f(a)
