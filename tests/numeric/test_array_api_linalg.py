@@ -1,6 +1,6 @@
 """kapi.array_api.linalg's device solvers: solve, inv, det, slogdet and cholesky as kapi kernels
 (LU with partial pivoting, Cholesky; one work-item per matrix), forced on the CPU device with
-KAPI_LINALG=kernel and run as they are on NVIDIA GPUs, against numpy.linalg."""
+KAPI_LINALG=kernel, and on NVIDIA GPUs through cuSOLVER and as kernels, against numpy.linalg."""
 
 import numpy as np
 import pytest
@@ -105,6 +105,29 @@ def test_singular_and_indefinite_matrices(cpu_kernels):
 @pytest.mark.skipif(not CUDA, reason="needs kapi's CUDA device (GPU)")
 @pytest.mark.parametrize("dt", DT, **dtid)
 def test_solvers_on_cuda_match_numpy(dt):
+    """solve, inv and cholesky through cuSOLVER (det and slogdet: the kernels)."""
+    from kapi._numeric.array_api import _vendor, cusolver
+
+    assert cusolver.available(), "libcusolver did not load: " + _vendor.why_not("libcusolver")
+    del cusolver.FAILURES[:]
+    _check_solvers(CUDA[0], dt)
+    assert cusolver.FAILURES == [], cusolver.FAILURES
+
+
+@pytest.mark.skipif(not CUDA, reason="needs kapi's CUDA device (GPU)")
+def test_cusolver_reports_singular_and_indefinite_matrices():
+    dev = CUDA[0]
+    sing = xp.asarray(np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 4.0]]]), device=dev)
+    with pytest.raises(np.linalg.LinAlgError, match=r"Singular matrix \(linalg.solve, matrix 1\)"):
+        xp.linalg.solve(sing, xp.ones(2, dtype=xp.float64, device=dev))
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        xp.linalg.cholesky(xp.asarray(-np.eye(2), device=dev))
+
+
+@pytest.mark.skipif(not CUDA, reason="needs kapi's CUDA device (GPU)")
+@pytest.mark.parametrize("dt", DT, **dtid)
+def test_solver_kernels_on_cuda_match_numpy(dt, monkeypatch):
+    monkeypatch.setenv("KAPI_LINALG", "kernel")
     _check_solvers(CUDA[0], dt)
 
 

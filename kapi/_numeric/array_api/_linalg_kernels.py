@@ -1,5 +1,6 @@
-"""kapi kernels for the small-matrix solvers of the linalg extension, where the arrays are not
-in host memory (or KAPI_LINALG=kernel): one work-item per matrix, in place on a copy.
+"""The linalg extension's solvers where the arrays are not in host memory (or KAPI_LINALG=kernel):
+cuSOLVER on NVIDIA GPUs for solve, inv and cholesky when it loads (cusolver.py), else kapi
+kernels, one work-item per matrix, in place on a copy.
 
 LU with partial pivoting gives solve (and inv, the solve against the identity), det and
 slogdet; Cholesky gives cholesky. Errors are NumPy's: numpy.linalg.LinAlgError for a
@@ -138,8 +139,18 @@ def _copy3(x: Array, batch, rows: int, cols: int, dt: np.dtype) -> Array:
     return reshape(c, (math.prod(batch), rows, cols))
 
 
+def _vendor_ok(a3: Array) -> bool:
+    """Whether to try cuSOLVER: a CUDA array, and KAPI_LINALG is not "kernel"."""
+    import os
+
+    return a3.device.backend == "cuda" and os.environ.get("KAPI_LINALG", "") != "kernel"
+
+
 def _check_info(info: Array, name: str, what: str) -> None:
-    bad = info.asnumpy()
+    _check_bad(info.asnumpy(), name, what)
+
+
+def _check_bad(bad: np.ndarray, name: str, what: str) -> None:
     if bad.size and bad.any():
         raise np.linalg.LinAlgError(f"{what} (linalg.{name}, matrix {int(np.argmax(bad != 0))})")
 
@@ -189,11 +200,22 @@ def solve(x1: Array, x2: Array) -> Array:
         batch = np.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
         b = x2
         k = x2.shape[-1]
+    shape = tuple(batch) + ((n,) if vector else (n, k))
     a3 = _copy3(x1, batch, n, n, dt)
+    if _vendor_ok(a3):
+        from . import cusolver
+        from .manipulation import matrix_transpose
+
+        bt3 = _copy3(matrix_transpose(b), batch, k, n, dt)  # column-major right-hand sides
+        bad = cusolver.solve(a3, bt3)
+        if bad is not None:
+            _check_bad(bad, "solve", "Singular matrix")
+            return reshape(C.contiguous(matrix_transpose(bt3)), shape)
+        a3 = _copy3(x1, batch, n, n, dt)  # cuSOLVER did not finish: the kernels, afresh
     b3 = _copy3(b, batch, n, k, dt)
     info, _, _ = lu(a3, b3)
     _check_info(info, "solve", "Singular matrix")
-    return reshape(b3, tuple(batch) + ((n,) if vector else (n, k)))
+    return reshape(b3, shape)
 
 
 def inv(x: Array) -> Array:
@@ -238,11 +260,24 @@ def cholesky(x: Array, upper: bool) -> Array:
     dt = float_dtype(x)
     batch = x.shape[:-2]
     a3 = _copy3(x, batch, n, n, dt)
-    info = Array._allocate((a3.shape[0],), np.dtype(np.int64), x.sycl_queue, "device")
-    k = C.kernel(_source(_CHOL, dt), "_chol", **_env(dt))
-    _launch(k, a3.shape[0], a3, info, np.int64(n))
-    _check_info(info, "cholesky", "Matrix is not positive definite")
-    lo = reshape(a3, x.shape)
+    bad = None
+    if _vendor_ok(a3):
+        from . import cusolver
+
+        bad = cusolver.cholesky(a3)
+        if bad is None:
+            a3 = _copy3(x, batch, n, n, dt)  # cuSOLVER did not finish: the kernel, afresh
+    if bad is not None:
+        from .creation import tril
+
+        _check_bad(bad, "cholesky", "Matrix is not positive definite")
+        lo = reshape(C.contiguous(tril(a3)), x.shape)
+    else:
+        info = Array._allocate((a3.shape[0],), np.dtype(np.int64), x.sycl_queue, "device")
+        k = C.kernel(_source(_CHOL, dt), "_chol", **_env(dt))
+        _launch(k, a3.shape[0], a3, info, np.int64(n))
+        _check_info(info, "cholesky", "Matrix is not positive definite")
+        lo = reshape(a3, x.shape)
     if not upper:
         return lo
     t = matrix_transpose(lo)

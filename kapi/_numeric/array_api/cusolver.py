@@ -1,0 +1,154 @@
+"""cuSOLVER (cusolverDn) for linalg.solve, inv and cholesky on NVIDIA GPUs, loaded at run time
+(_vendor.py); where it cannot be loaded, or a call fails, _linalg_kernels.py runs kapi's
+kernels instead. Batches loop over their matrices (getrf/getrs and potrf have no strided
+batched form). The queues' earlier work is waited for, the calls run on the context's
+default stream, and the context is synchronised before info is read and results are handed
+back.
+
+cuSOLVER is column-major; kapi's arrays are row-major, so a C-contiguous (n, n) matrix is the
+column-major transpose. solve factors A^T (getrf) and solves with trans=T, the right-hand
+sides given column-major (the caller passes B^T, C-contiguous); cholesky factors the stored
+A^T = conj(A) (Hermitian A) as U^H U with uplo=upper, whose row-major view is the lower L of
+A = L L^H (the other triangle is left as it was: the caller zeroes it).
+
+KAPI_CUSOLVER=0 turns it off; KAPI_CUSOLVER=/path/to/libcusolver.so.N picks the library.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ..._memory.array import Array
+from . import _vendor
+
+_PREFIX = {
+    np.dtype(np.float32): "S",
+    np.dtype(np.float64): "D",
+    np.dtype(np.complex64): "C",
+    np.dtype(np.complex128): "Z",
+}
+_OP_T = 1  # CUBLAS_OP_T
+_FILL_UPPER = 1  # CUBLAS_FILL_MODE_UPPER
+_HANDLES: dict = {}  # dev_id -> cusolverDnHandle_t
+FAILURES: list = []  # (call, status) of calls that failed (the kernels ran instead)
+
+
+def _lib():
+    return _vendor.load("KAPI_CUSOLVER", "libcusolver", ("12", "11", "10"),
+                        ("nvidia.cusolver", "nvidia.cu13", "nvidia.cu12"))  # fmt: skip
+
+
+def available() -> bool:
+    return _lib() is not None
+
+
+def _start(*arrays):
+    """(lib, handle) with the arrays' device context current and their queues idle, or None."""
+    x = arrays[0]
+    if x.dtype not in _PREFIX or x.device.backend != "cuda":
+        return None
+    lib = _lib()
+    if lib is None:
+        return None
+    dev_id = _vendor.device_id(x)
+    if not _vendor.context(dev_id):
+        return None
+    h = _HANDLES.get(dev_id)
+    if h is None:
+        h = ctypes.c_void_p()
+        r = lib.cusolverDnCreate(ctypes.byref(h))
+        if r != 0:
+            FAILURES.append(("cusolverDnCreate", r))
+            return None
+        _HANDLES[dev_id] = h
+    for a in arrays:
+        a.sycl_queue.wait()
+    return lib, h
+
+
+def _call(lib, name: str, *args) -> bool:
+    r = getattr(lib, name)(*args)
+    if r != 0:
+        FAILURES.append((name, r))
+        return False
+    return True
+
+
+def _ptr(a: Array, z: int, per: int):
+    return ctypes.c_void_p(a._ptr + z * per * a.itemsize)
+
+
+def _workspace(a: Array, lwork: int) -> Array:
+    return Array._allocate((max(int(lwork), 1),), a.dtype, a.sycl_queue, "device")
+
+
+def solve(a3: Array, bt3: Array):
+    """Solves a3[z] x = b for each z: a3 (B, n, n) C-contiguous (overwritten by its LU), bt3
+    (B, k, n) C-contiguous holding the right-hand sides transposed (overwritten by the
+    solutions, transposed). Returns the per-matrix info (numpy int32; > 0: singular), or None
+    where cuSOLVER cannot run (nothing was changed that the kernels need: they start from
+    fresh copies)."""
+    s = _start(a3, bt3)
+    if s is None:
+        return None
+    lib, h = s
+    bsz, n, _ = a3.shape
+    k = bt3.shape[1]
+    p = _PREFIX[a3.dtype]
+    q = a3.sycl_queue
+    lwork = ctypes.c_int()
+    if not _call(lib, f"cusolverDn{p}getrf_bufferSize", h, n, n, _ptr(a3, 0, 0), n,
+                 ctypes.byref(lwork)):  # fmt: skip
+        return None
+    work = _workspace(a3, lwork.value)
+    ipiv = Array._allocate((max(bsz, 1), max(n, 1)), np.dtype(np.int32), q, "device")
+    info = Array._allocate((max(bsz, 1),), np.dtype(np.int32), q, "device")
+    w = ctypes.c_void_p(work._ptr)
+    for z in range(bsz):
+        iz = ctypes.c_void_p(info._ptr + 4 * z)
+        pz = ctypes.c_void_p(ipiv._ptr + 4 * n * z)
+        if not _call(lib, f"cusolverDn{p}getrf", h, n, n, _ptr(a3, z, n * n), n, w, pz, iz):
+            return None
+    if not _vendor.synchronise():
+        return None
+    bad = info.asnumpy()[:bsz].copy()
+    if k:
+        for z in range(bsz):
+            if bad[z]:
+                continue
+            iz = ctypes.c_void_p(info._ptr + 4 * z)
+            pz = ctypes.c_void_p(ipiv._ptr + 4 * n * z)
+            if not _call(lib, f"cusolverDn{p}getrs", h, _OP_T, n, k, _ptr(a3, z, n * n), n,
+                         pz, _ptr(bt3, z, n * k), n, iz):  # fmt: skip
+                return None
+        if not _vendor.synchronise():
+            return None
+    return bad
+
+
+def cholesky(a3: Array):
+    """Factors each Hermitian positive definite a3[z] (B, n, n) C-contiguous in place: its
+    lower triangle becomes L (a3 = L L^H); the strict upper triangle is left as it was.
+    Returns the per-matrix info (numpy int32; > 0: not positive definite) or None."""
+    s = _start(a3)
+    if s is None:
+        return None
+    lib, h = s
+    bsz, n, _ = a3.shape
+    p = _PREFIX[a3.dtype]
+    lwork = ctypes.c_int()
+    if not _call(lib, f"cusolverDn{p}potrf_bufferSize", h, _FILL_UPPER, n, _ptr(a3, 0, 0), n,
+                 ctypes.byref(lwork)):  # fmt: skip
+        return None
+    work = _workspace(a3, lwork.value)
+    info = Array._allocate((max(bsz, 1),), np.dtype(np.int32), a3.sycl_queue, "device")
+    for z in range(bsz):
+        iz = ctypes.c_void_p(info._ptr + 4 * z)
+        if not _call(lib, f"cusolverDn{p}potrf", h, _FILL_UPPER, n, _ptr(a3, z, n * n), n,
+                     ctypes.c_void_p(work._ptr), lwork.value, iz):  # fmt: skip
+            return None
+    if not _vendor.synchronise():
+        return None
+    return info.asnumpy()[:bsz].copy()
