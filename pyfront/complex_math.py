@@ -203,8 +203,7 @@ def _make(ft):
     @_device
     def cx_tanh(x, y):
         if math.isinf(x):
-            if math.isfinite(y):
-                return math.copysign(one, x), math.copysign(zero, math.sin(two * y))
+            # 1 + 0j, the zero signed as y (the standard's; C99 leaves it to sin(2y))
             return math.copysign(one, x), math.copysign(zero, y)
         if math.isnan(x):
             if y == zero:
