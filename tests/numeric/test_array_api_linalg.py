@@ -134,6 +134,29 @@ def test_solver_kernels_on_cuda_match_numpy(dt, monkeypatch):
 @pytest.mark.skipif(not CUDA, reason="needs kapi's CUDA device (GPU)")
 def test_other_decompositions_on_cuda_raise_type_error():
     a = xp.eye(3, device=CUDA[0])
-    for f in (xp.linalg.qr, xp.linalg.svd, xp.linalg.eigh):
+    for f in (xp.linalg.qr, xp.linalg.svd, xp.linalg.pinv):
         with pytest.raises(TypeError, match="kapi.asnumpy"):
             f(a)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs kapi's CUDA device (GPU)")
+@pytest.mark.parametrize("dt", DT, **dtid)
+def test_eigh_through_cusolver(dt):
+    from kapi._numeric.array_api import cusolver
+
+    del cusolver.FAILURES[:]
+    a = mats((3, 6, 6), dt, 5)
+    h = a + np.conj(np.swapaxes(a, -1, -2))  # Hermitian
+    w0 = np.linalg.eigvalsh(h)
+    X = xp.asarray(h, device=CUDA[0])
+    w, v = xp.linalg.eigh(X)
+    close(w, w0, dt, 10)
+    close(xp.linalg.eigvalsh(X), w0, dt, 10)
+    v = v.asnumpy()
+    assert v.dtype == np.dtype(dt)
+    # eigenvectors are unique up to a phase: check h v = v diag(w) and v^H v = 1
+    tol = TOL[dt] * 100 * np.abs(w0).max()
+    assert np.abs(h @ v - v * w0[..., None, :]).max() <= tol
+    eye = np.conj(np.swapaxes(v, -1, -2)) @ v
+    assert np.abs(eye - np.eye(6)).max() <= TOL[dt] * 100
+    assert cusolver.FAILURES == [], cusolver.FAILURES

@@ -139,11 +139,11 @@ def _copy3(x: Array, batch, rows: int, cols: int, dt: np.dtype) -> Array:
     return reshape(c, (math.prod(batch), rows, cols))
 
 
-def _vendor_ok(a3: Array) -> bool:
+def _vendor_ok(a: Array) -> bool:
     """Whether to try cuSOLVER: a CUDA array, and KAPI_LINALG is not "kernel"."""
     import os
 
-    return a3.device.backend == "cuda" and os.environ.get("KAPI_LINALG", "") != "kernel"
+    return a.device.backend == "cuda" and os.environ.get("KAPI_LINALG", "") != "kernel"
 
 
 def _check_info(info: Array, name: str, what: str) -> None:
@@ -282,3 +282,31 @@ def cholesky(x: Array, upper: bool) -> Array:
         return lo
     t = matrix_transpose(lo)
     return C.contiguous(conj(t) if dt.kind == "c" else t)
+
+
+def eigh(x: Array, vectors: bool):
+    """(eigenvalues, eigenvectors or None) through cuSOLVER, or None where it cannot run."""
+    from .elementwise import conj
+    from .manipulation import matrix_transpose, reshape
+
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"linalg.eigh: x must be square matrices, not of shape {x.shape}")
+    n = x.shape[-1]
+    dt = float_dtype(x)
+    batch = x.shape[:-2]
+    if not _vendor_ok(x):
+        return None
+    a3 = _copy3(x, batch, n, n, dt)
+    from . import cusolver
+
+    r = cusolver.eigh(a3, vectors)
+    if r is None:
+        return None
+    w, bad = r
+    _check_bad(bad, "eigh", "Eigenvalues did not converge")
+    w = reshape(C.contiguous(w[: a3.shape[0]]), tuple(batch) + (n,))
+    if not vectors:
+        return w, None
+    v = matrix_transpose(a3)
+    v = C.contiguous(conj(v) if dt.kind == "c" else v)
+    return w, reshape(v, x.shape)

@@ -1,9 +1,9 @@
-"""cuSOLVER (cusolverDn) for linalg.solve, inv and cholesky on NVIDIA GPUs, loaded at run time
-(_vendor.py); where it cannot be loaded, or a call fails, _linalg_kernels.py runs kapi's
-kernels instead. Batches loop over their matrices (getrf/getrs and potrf have no strided
-batched form). The queues' earlier work is waited for, the calls run on the context's
-default stream, and the context is synchronised before info is read and results are handed
-back.
+"""cuSOLVER (cusolverDn) for linalg.solve, inv, cholesky, eigh and eigvalsh on NVIDIA GPUs,
+loaded at run time (_vendor.py); where it cannot be loaded, or a call fails, _linalg_kernels.py
+runs kapi's kernels instead (eigh and eigvalsh have none: they raise TypeError there).
+Batches loop over their matrices (getrf/getrs, potrf and syevd have no strided batched
+form). The queues' earlier work is waited for, the calls run on the context's default
+stream, and the context is synchronised before info is read and results are handed back.
 
 cuSOLVER is column-major; kapi's arrays are row-major, so a C-contiguous (n, n) matrix is the
 column-major transpose. solve factors A^T (getrf) and solves with trans=T, the right-hand
@@ -152,3 +152,42 @@ def cholesky(a3: Array):
     if not _vendor.synchronise():
         return None
     return info.asnumpy()[:bsz].copy()
+
+
+_EIG_VECTOR, _EIG_NOVECTOR = 1, 0  # cusolverEigMode_t
+
+
+def eigh(a3: Array, vectors: bool):
+    """Eigenvalues (ascending) and, with vectors, eigenvectors of each Hermitian a3[z]
+    (B, n, n) C-contiguous, overwritten. The stored matrix is the column-major A^T = conj(A);
+    its triangle read is the upper one, i.e. A's lower triangle, as numpy.linalg.eigh reads.
+    conj(A) has A's eigenvalues and the conjugate eigenvectors V', which syevd/heevd leave as
+    the columns of the column-major buffer: its row-major view is V'^T, so A's eigenvectors
+    (as columns) are conj(view)^T, formed by the caller. Returns (w (B, n) real, info numpy
+    int32) or None where cuSOLVER cannot run."""
+    s = _start(a3)
+    if s is None:
+        return None
+    lib, h = s
+    bsz, n, _ = a3.shape
+    p = _PREFIX[a3.dtype]
+    name = "syevd" if p in "SD" else "heevd"
+    rt = np.dtype(np.float32 if p in "SC" else np.float64)
+    q = a3.sycl_queue
+    w = Array._allocate((max(bsz, 1), max(n, 1)), rt, q, "device")
+    jobz = _EIG_VECTOR if vectors else _EIG_NOVECTOR
+    lwork = ctypes.c_int()
+    if not _call(lib, f"cusolverDn{p}{name}_bufferSize", h, jobz, _FILL_UPPER, n,
+                 _ptr(a3, 0, 0), n, ctypes.c_void_p(w._ptr), ctypes.byref(lwork)):  # fmt: skip
+        return None
+    work = _workspace(a3, lwork.value)
+    info = Array._allocate((max(bsz, 1),), np.dtype(np.int32), q, "device")
+    for z in range(bsz):
+        wz = ctypes.c_void_p(w._ptr + z * n * rt.itemsize)
+        iz = ctypes.c_void_p(info._ptr + 4 * z)
+        if not _call(lib, f"cusolverDn{p}{name}", h, jobz, _FILL_UPPER, n, _ptr(a3, z, n * n),
+                     n, wz, ctypes.c_void_p(work._ptr), lwork.value, iz):  # fmt: skip
+            return None
+    if not _vendor.synchronise():
+        return None
+    return w, info.asnumpy()[:bsz].copy()

@@ -7,7 +7,8 @@ kernel. The decompositions and solvers of the extension (cholesky, det, eigh, in
 solve, svd, ...) run through NumPy's LAPACK on host-memory arrays. On other devices, solve,
 inv, det, slogdet and cholesky run as kapi kernels (LU with partial pivoting and Cholesky,
 one work-item per matrix: _linalg_kernels.py; KAPI_LINALG=kernel forces them on the CPU
-device too); the others raise TypeError there, never copying to the host silently.
+device too), solve, inv, cholesky, eigh and eigvalsh through cuSOLVER on NVIDIA GPUs where it
+loads (cusolver.py); the others raise TypeError there, never copying to the host silently.
 """
 
 from __future__ import annotations
@@ -195,7 +196,8 @@ def _lapack(name: str, fn, *arrays, float_only=True):
             f"kapi.array_api.linalg.{name} runs on host-memory arrays (kapi's CPU device) "
             f"through NumPy's LAPACK; this array is on '{arrays[0].device.filter_string}', "
             f"where kapi has no {name} (its device solvers are solve, inv, det, slogdet and "
-            "cholesky): copy it explicitly with kapi.asnumpy(x) and use "
+            "cholesky, and eigh and eigvalsh through cuSOLVER on NVIDIA GPUs): copy it "
+            "explicitly with kapi.asnumpy(x) and use "
             f"numpy.linalg.{name}"
         )
     views = [_np_view(a) for a in arrays]
@@ -252,11 +254,23 @@ def det(x, /):
 def eigh(x, /):
     from collections import namedtuple
 
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        r = LK.eigh(x, True)
+        if r is not None:
+            return namedtuple("EighResult", "eigenvalues eigenvectors")(*r)
     r = _lapack("eigh", lambda a: tuple(np.linalg.eigh(a)), x)
     return namedtuple("EighResult", "eigenvalues eigenvectors")(*r)
 
 
 def eigvalsh(x, /):
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        r = LK.eigh(x, False)
+        if r is not None:
+            return r[0]
     return _lapack("eigvalsh", np.linalg.eigvalsh, x)
 
 
