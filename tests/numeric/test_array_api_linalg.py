@@ -160,3 +160,30 @@ def test_eigh_through_cusolver(dt):
     eye = np.conj(np.swapaxes(v, -1, -2)) @ v
     assert np.abs(eye - np.eye(6)).max() <= TOL[dt] * 100
     assert cusolver.FAILURES == [], cusolver.FAILURES
+
+
+@pytest.mark.skipif(not CUDA, reason="needs kapi's CUDA device (GPU)")
+@pytest.mark.parametrize("dt", DT, **dtid)
+@pytest.mark.parametrize("shape", [(2, 6, 4), (2, 4, 6), (5, 5)], ids=str)
+def test_svd_through_cusolver(dt, shape):
+    from kapi._numeric.array_api import cusolver
+
+    del cusolver.FAILURES[:]
+    r = np.random.default_rng(6)
+    a = r.standard_normal(shape)
+    if np.dtype(dt).kind == "c":
+        a = a + 1j * r.standard_normal(shape)
+    a = a.astype(dt)
+    X = xp.asarray(a, device=CUDA[0])
+    s0 = np.linalg.svd(a, compute_uv=False)
+    close(xp.linalg.svdvals(X), s0, dt, 10)
+    for full in (True, False):
+        u0, _, vh0 = np.linalg.svd(a, full_matrices=full)
+        u, s, vh = xp.linalg.svd(X, full_matrices=full)
+        assert u.shape == u0.shape and vh.shape == vh0.shape, (u.shape, vh.shape)
+        close(s, s0, dt, 10)
+        u, s, vh = u.asnumpy(), s.asnumpy(), vh.asnumpy()
+        k = s.shape[-1]
+        back = (u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :]
+        assert np.abs(back - a).max() <= TOL[dt] * 100 * np.abs(a).max()
+    assert cusolver.FAILURES == [], cusolver.FAILURES

@@ -310,3 +310,46 @@ def eigh(x: Array, vectors: bool):
     v = matrix_transpose(a3)
     v = C.contiguous(conj(v) if dt.kind == "c" else v)
     return w, reshape(v, x.shape)
+
+
+def svd(x: Array, full_matrices: bool, compute_uv: bool):
+    """(U, S, Vh) (U and Vh None without compute_uv) through cuSOLVER's gesvd, or None where
+    it cannot run. gesvd takes column-major m x n with m >= n: a tall A (m >= n) is handed as
+    its transpose's rows (column-major A); a wide one as it is (column-major A^T, tall), whose
+    SVD A^T = U' S V'^H gives A = conj(V') S U'^T: U = the row-major view of V'^H, Vh = the
+    row-major view of U'."""
+    from .manipulation import matrix_transpose, reshape
+
+    if x.ndim < 2:
+        raise ValueError(f"linalg.svd: x must be matrices, not of shape {x.shape}")
+    if not _vendor_ok(x):
+        return None
+    from . import cusolver
+
+    m, n = x.shape[-2:]
+    dt = float_dtype(x)
+    batch = tuple(x.shape[:-2])
+    k = min(m, n)
+    job = (b"A" if full_matrices else b"S") if compute_uv else b"N"
+    tall = m >= n
+    if tall:
+        buf = _copy3(matrix_transpose(x), batch, n, m, dt)
+        r = cusolver.gesvd(buf, m, n, job, b"A" if compute_uv else b"N")
+    else:
+        buf = _copy3(x, batch, m, n, dt)
+        r = cusolver.gesvd(buf, n, m, job, b"A" if compute_uv else b"N")
+    if r is None:
+        return None
+    sv, u, vt, bad = r
+    _check_bad(bad, "svd", "SVD did not converge")
+    bsz = buf.shape[0]
+    s = reshape(C.contiguous(sv[:bsz]), batch + (k,))
+    if not compute_uv:
+        return None, s, None
+    if tall:
+        uu = C.contiguous(matrix_transpose(u[:bsz]))  # (B, m, ucols)
+        vh = C.contiguous(matrix_transpose(vt[:bsz]))  # (B, n, n)
+    else:
+        uu = C.contiguous(vt[:bsz])  # (B, m, m)
+        vh = C.contiguous(u[:bsz])  # (B, ucols, n)
+    return (reshape(uu, batch + uu.shape[1:]), s, reshape(vh, batch + vh.shape[1:]))

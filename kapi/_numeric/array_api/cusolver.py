@@ -1,9 +1,10 @@
-"""cuSOLVER (cusolverDn) for linalg.solve, inv, cholesky, eigh and eigvalsh on NVIDIA GPUs,
-loaded at run time (_vendor.py); where it cannot be loaded, or a call fails, _linalg_kernels.py
-runs kapi's kernels instead (eigh and eigvalsh have none: they raise TypeError there).
-Batches loop over their matrices (getrf/getrs, potrf and syevd have no strided batched
-form). The queues' earlier work is waited for, the calls run on the context's default
-stream, and the context is synchronised before info is read and results are handed back.
+"""cuSOLVER (cusolverDn) for linalg.solve, inv, cholesky, eigh, eigvalsh, svd and svdvals on
+NVIDIA GPUs, loaded at run time (_vendor.py); where it cannot be loaded, or a call fails,
+_linalg_kernels.py runs kapi's kernels instead (eigh, eigvalsh, svd and svdvals have none:
+they raise TypeError there). Batches loop over their matrices (getrf/getrs, potrf, syevd and
+gesvd have no strided batched form). The queues' earlier work is waited for, the calls run
+on the context's default stream, and the context is synchronised before info is read and
+results are handed back.
 
 cuSOLVER is column-major; kapi's arrays are row-major, so a C-contiguous (n, n) matrix is the
 column-major transpose. solve factors A^T (getrf) and solves with trans=T, the right-hand
@@ -191,3 +192,41 @@ def eigh(a3: Array, vectors: bool):
     if not _vendor.synchronise():
         return None
     return w, info.asnumpy()[:bsz].copy()
+
+
+def gesvd(buf3: Array, m: int, n: int, jobu: bytes, jobvt: bytes):
+    """The SVD of each column-major m x n matrix (m >= n, as gesvd needs) held in buf3
+    (B, n, m) C-contiguous (overwritten): (s (B, n) real, u (B, ucols, m), vt (B, n, n),
+    info numpy int32), u and vt column-major (their row-major views are U^T and VT^T), None
+    for what jobu/jobvt b"N" leaves out; or None where cuSOLVER cannot run."""
+    s = _start(buf3)
+    if s is None:
+        return None
+    lib, h = s
+    bsz = buf3.shape[0]
+    p = _PREFIX[buf3.dtype]
+    rt = np.dtype(np.float32 if p in "SC" else np.float64)
+    q = buf3.sycl_queue
+    k = min(m, n)
+    ucols = {b"A": m, b"S": k, b"N": 0}[jobu]
+    vrows = {b"A": n, b"S": k, b"N": 0}[jobvt]
+    sv = Array._allocate((max(bsz, 1), max(k, 1)), rt, q, "device")
+    u = Array._allocate((max(bsz, 1), max(ucols, 1), m), buf3.dtype, q, "device")
+    vt = Array._allocate((max(bsz, 1), n, n), buf3.dtype, q, "device")
+    rwork = Array._allocate((max(k - 1, 1),), rt, q, "device")
+    lwork = ctypes.c_int()
+    if not _call(lib, f"cusolverDn{p}gesvd_bufferSize", h, m, n, ctypes.byref(lwork)):
+        return None
+    work = _workspace(buf3, lwork.value)
+    info = Array._allocate((max(bsz, 1),), np.dtype(np.int32), q, "device")
+    for z in range(bsz):
+        if not _call(lib, f"cusolverDn{p}gesvd", h, ctypes.c_char(jobu), ctypes.c_char(jobvt),
+                     m, n, _ptr(buf3, z, m * n), m,
+                     ctypes.c_void_p(sv._ptr + z * k * rt.itemsize),
+                     _ptr(u, z, max(ucols, 1) * m), m, _ptr(vt, z, n * n), n,
+                     ctypes.c_void_p(work._ptr), lwork.value, ctypes.c_void_p(rwork._ptr),
+                     ctypes.c_void_p(info._ptr + 4 * z)):  # fmt: skip
+            return None
+    if not _vendor.synchronise():
+        return None
+    return (sv, u if ucols else None, vt if vrows else None, info.asnumpy()[:bsz].copy())

@@ -7,8 +7,9 @@ kernel. The decompositions and solvers of the extension (cholesky, det, eigh, in
 solve, svd, ...) run through NumPy's LAPACK on host-memory arrays. On other devices, solve,
 inv, det, slogdet and cholesky run as kapi kernels (LU with partial pivoting and Cholesky,
 one work-item per matrix: _linalg_kernels.py; KAPI_LINALG=kernel forces them on the CPU
-device too), solve, inv, cholesky, eigh and eigvalsh through cuSOLVER on NVIDIA GPUs where it
-loads (cusolver.py); the others raise TypeError there, never copying to the host silently.
+device too); solve, inv, cholesky, eigh, eigvalsh, svd and svdvals through cuSOLVER on
+NVIDIA GPUs where it loads (cusolver.py). The others raise TypeError there (and, without
+cuSOLVER, eigh, eigvalsh, svd and svdvals too), never copying to the host silently.
 """
 
 from __future__ import annotations
@@ -196,8 +197,8 @@ def _lapack(name: str, fn, *arrays, float_only=True):
             f"kapi.array_api.linalg.{name} runs on host-memory arrays (kapi's CPU device) "
             f"through NumPy's LAPACK; this array is on '{arrays[0].device.filter_string}', "
             f"where kapi has no {name} (its device solvers are solve, inv, det, slogdet and "
-            "cholesky, and eigh and eigvalsh through cuSOLVER on NVIDIA GPUs): copy it "
-            "explicitly with kapi.asnumpy(x) and use "
+            "cholesky, and eigh, eigvalsh, svd and svdvals through cuSOLVER on NVIDIA GPUs): "
+            "copy it explicitly with kapi.asnumpy(x) and use "
             f"numpy.linalg.{name}"
         )
     views = [_np_view(a) for a in arrays]
@@ -325,11 +326,23 @@ def solve(x1, x2, /):
 def svd(x, /, *, full_matrices=True):
     from collections import namedtuple
 
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        r = LK.svd(x, full_matrices, True)
+        if r is not None:
+            return namedtuple("SVDResult", "U S Vh")(*r)
     r = _lapack("svd", lambda a: tuple(np.linalg.svd(a, full_matrices=full_matrices)), x)
     return namedtuple("SVDResult", "U S Vh")(*r)
 
 
 def svdvals(x, /):
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        r = LK.svd(x, False, False)
+        if r is not None:
+            return r[1]
     return _lapack("svdvals", lambda a: np.linalg.svd(a, compute_uv=False), x)
 
 
