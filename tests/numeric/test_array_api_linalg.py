@@ -187,3 +187,42 @@ def test_svd_through_cusolver(dt, shape):
         back = (u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :]
         assert np.abs(back - a).max() <= TOL[dt] * 100 * np.abs(a).max()
     assert cusolver.FAILURES == [], cusolver.FAILURES
+
+
+def _check_norms_rank_pinv(dev, dt):
+    r = np.random.default_rng(7)
+    a = r.standard_normal((2, 5, 3))
+    if np.dtype(dt).kind == "c":
+        a = a + 1j * r.standard_normal((2, 5, 3))
+    a = a.astype(dt)
+    a[1, :, 2] = a[1, :, 0]  # rank 2
+    X = xp.asarray(a, device=dev)
+    for o in (1, -1, 2, -2, "nuc", np.inf, -np.inf):
+        got = xp.linalg.matrix_norm(X, ord=o, keepdims=True)
+        want = NP_NORM(a, ord=o, axis=(-2, -1), keepdims=True)
+        close(got, want, TOL_REAL[dt], 10)
+    rank = xp.linalg.matrix_rank(X)
+    np.testing.assert_array_equal(rank.asnumpy(), [3, 2])
+    close(xp.linalg.pinv(X), np.linalg.pinv(a), dt, 100)
+
+
+NP_NORM = np.linalg.norm  # the reference, kept from the test that patches it away
+TOL_REAL = {np.float32: np.float32, np.complex64: np.float32}
+TOL_REAL |= {np.float64: np.float64, np.complex128: np.float64}
+
+
+@pytest.mark.parametrize("dt", DT, **dtid)
+def test_norms_rank_pinv_from_the_svd(dt, monkeypatch):
+    """matrix_norm's orders as reductions or from svdvals, matrix_rank and pinv from the SVD,
+    as they run off host memory (KAPI_LINALG=kernel: the SVD itself is LAPACK's here)."""
+    if not CPU:
+        pytest.skip("needs kapi's CPU device, which KAPI_DRIVERS leaves out in this run")
+    monkeypatch.setenv("KAPI_LINALG", "kernel")
+    monkeypatch.setattr(np.linalg, "norm", None)  # not NumPy's norm on the host
+    _check_norms_rank_pinv(CPU[0], dt)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs kapi's CUDA device (GPU)")
+@pytest.mark.parametrize("dt", DT, **dtid)
+def test_norms_rank_pinv_on_cuda(dt):
+    _check_norms_rank_pinv(CUDA[0], dt)

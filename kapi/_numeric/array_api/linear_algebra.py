@@ -8,8 +8,9 @@ solve, svd, ...) run through NumPy's LAPACK on host-memory arrays. On other devi
 inv, det, slogdet and cholesky run as kapi kernels (LU with partial pivoting and Cholesky,
 one work-item per matrix: _linalg_kernels.py; KAPI_LINALG=kernel forces them on the CPU
 device too); solve, inv, cholesky, eigh, eigvalsh, svd and svdvals through cuSOLVER on
-NVIDIA GPUs where it loads (cusolver.py). The others raise TypeError there (and, without
-cuSOLVER, eigh, eigvalsh, svd and svdvals too), never copying to the host silently.
+NVIDIA GPUs where it loads (cusolver.py), and pinv, matrix_rank and matrix_norm's 2-norms
+from svd and svdvals (its other orders are reductions, on any device). qr raises TypeError
+there (and, without cuSOLVER, the SVD-based ones too), never copying to the host silently.
 """
 
 from __future__ import annotations
@@ -284,10 +285,41 @@ def inv(x, /):
 
 
 def pinv(x, /, *, rtol=None):
+    if _kernels(x):
+        from .elementwise import FUNCTIONS as F
+        from .searching import where
+
+        u, sv, vh = svd(x, full_matrices=False)
+        keep = _ufunc.apply(np.greater, (sv, _cutoff(x, sv, rtol)))
+        one = _ufunc.apply(np.divide, (1, sv))
+        sinv = where(keep, one, _ufunc.apply(np.multiply, (sv, 0)))
+        # pinv = V diag(1/s) U^H, s below the cutoff dropped
+        vs = _ufunc.apply(
+            np.multiply, (F["conj"](matrix_transpose(vh)), expand_dims(sinv, axis=-2))
+        )
+        return matmul(C.concrete(vs), C.contiguous(F["conj"](matrix_transpose(u))))
     return _lapack("pinv", lambda a: np.linalg.pinv(a, rtol=rtol), x)
 
 
+def _cutoff(x, sv, rtol):
+    """rtol * the largest singular value, per matrix (keepdims); rtol defaults to
+    max(M, N) * eps of x's precision, as the standard says."""
+    from .statistics import max as _max
+
+    if rtol is None:
+        rtol = builtins.max(x.shape[-2:]) * float(np.finfo(sv.dtype).eps)
+    elif isinstance(rtol, Array):
+        rtol = expand_dims(rtol, axis=-1)
+    return _ufunc.apply(np.multiply, (_max(sv, axis=-1, keepdims=True), rtol))
+
+
 def matrix_rank(x, /, *, rtol=None):
+    if _kernels(x):
+        from .searching import count_nonzero
+
+        sv = svdvals(x)
+        big = _ufunc.apply(np.greater, (sv, _cutoff(x, sv, rtol)))
+        return C.concrete(count_nonzero(big, axis=-1))
     return _lapack("matrix_rank", lambda a: np.linalg.matrix_rank(a, rtol=rtol), x)
 
 
@@ -455,9 +487,36 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     return C.concrete(_ufunc.apply(np.power, (s, 1.0 / p)).astype(a.dtype))
 
 
+def _device_matrix_norm(x, keepdims, ord):
+    """matrix_norm off host memory: sums of |x| and their extremes for the 1 and inf orders,
+    the singular values (svdvals: cuSOLVER) for 2, -2 and "nuc"."""
+    from .elementwise import FUNCTIONS as F
+    from .statistics import max as _max
+    from .statistics import min as _min
+    from .statistics import sum as _sum
+
+    if ord in (1, -1, np.inf, -np.inf):
+        a = F["abs"](x)
+        if a.dtype.kind != "f":
+            a = a.astype(C.default_float(x.sycl_queue))
+        rows = _sum(a, axis=-2 if ord in (1, -1) else -1)
+        r = (_max if ord in (1, np.inf) else _min)(rows, axis=-1)
+    elif ord in (2, -2, "nuc"):
+        sv = svdvals(x)
+        r = {2: _max, -2: _min, "nuc": _sum}[ord](sv, axis=-1)
+    else:
+        raise ValueError(
+            f'matrix_norm: ord must be "fro", "nuc", 1, -1, 2, -2, inf or -inf, not {ord!r}'
+        )
+    r = C.concrete(r)
+    return reshape(r, r.shape + (1, 1)) if keepdims else r
+
+
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     if ord == "fro":
         return vector_norm(x, axis=(-2, -1), keepdims=keepdims, ord=2)
+    if _kernels(x):
+        return _device_matrix_norm(x, keepdims, ord)
     return _lapack(
         "matrix_norm",
         lambda a: np.linalg.norm(a, ord=ord, axis=(-2, -1), keepdims=keepdims),
