@@ -132,11 +132,14 @@ def test_solver_kernels_on_cuda_match_numpy(dt, monkeypatch):
 
 
 @pytest.mark.skipif(not CUDA, reason="needs kapi's CUDA device (GPU)")
-def test_other_decompositions_on_cuda_raise_type_error():
+def test_decompositions_without_cusolver_raise_type_error(monkeypatch):
+    """Where cuSOLVER is absent, svd has no device path: TypeError, no copy to the host."""
+    from kapi._numeric.array_api import _vendor
+
+    monkeypatch.setitem(_vendor._LIBS, "libcusolver", None)
     a = xp.eye(3, device=CUDA[0])
-    for f in (xp.linalg.qr, xp.linalg.svd, xp.linalg.pinv):
-        with pytest.raises(TypeError, match="kapi.asnumpy"):
-            f(a)
+    with pytest.raises(TypeError, match="kapi.asnumpy"):
+        xp.linalg.svd(a)
 
 
 @pytest.mark.skipif(not CUDA, reason="needs kapi's CUDA device (GPU)")
@@ -226,3 +229,30 @@ def test_norms_rank_pinv_from_the_svd(dt, monkeypatch):
 @pytest.mark.parametrize("dt", DT, **dtid)
 def test_norms_rank_pinv_on_cuda(dt):
     _check_norms_rank_pinv(CUDA[0], dt)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs kapi's CUDA device (GPU)")
+@pytest.mark.parametrize("dt", DT, **dtid)
+@pytest.mark.parametrize("shape", [(2, 6, 4), (2, 4, 6), (5, 5)], ids=str)
+def test_qr_through_cusolver(dt, shape):
+    from kapi._numeric.array_api import cusolver
+
+    del cusolver.FAILURES[:]
+    r = np.random.default_rng(8)
+    a = r.standard_normal(shape)
+    if np.dtype(dt).kind == "c":
+        a = a + 1j * r.standard_normal(shape)
+    a = a.astype(dt)
+    X = xp.asarray(a, device=CUDA[0])
+    for mode in ("reduced", "complete"):
+        q0, r0 = np.linalg.qr(a, mode=mode)
+        q, rr = xp.linalg.qr(X, mode=mode)
+        assert q.shape == q0.shape and rr.shape == r0.shape, (mode, q.shape, rr.shape)
+        assert q.dtype == np.dtype(dt) and rr.dtype == np.dtype(dt)
+        q, rr = q.asnumpy(), rr.asnumpy()
+        tol = TOL[dt] * 100 * np.abs(a).max()
+        assert np.abs(q @ rr - a).max() <= tol
+        eye = np.conj(np.swapaxes(q, -1, -2)) @ q
+        assert np.abs(eye - np.eye(q.shape[-1])).max() <= TOL[dt] * 100
+        assert np.all(np.tril(rr, -1) == 0)
+    assert cusolver.FAILURES == [], cusolver.FAILURES

@@ -353,3 +353,45 @@ def svd(x: Array, full_matrices: bool, compute_uv: bool):
         uu = C.contiguous(vt[:bsz])  # (B, m, m)
         vh = C.contiguous(u[:bsz])  # (B, ucols, n)
     return (reshape(uu, batch + uu.shape[1:]), s, reshape(vh, batch + vh.shape[1:]))
+
+
+def qr(x: Array, mode: str):
+    """(Q, R) through cuSOLVER's geqrf and orgqr/ungqr, or None where it cannot run. The
+    column-major A is the C-contiguous transpose; R is the upper triangle of the factored
+    buffer's transpose, Q the transpose of the buffer orgqr fills (widened to m columns for
+    mode="complete")."""
+    from .creation import triu, zeros
+    from .manipulation import concat, matrix_transpose, reshape
+
+    if x.ndim < 2:
+        raise ValueError(f"linalg.qr: x must be matrices, not of shape {x.shape}")
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f'linalg.qr: mode must be "reduced" or "complete", not {mode!r}')
+    if not _vendor_ok(x):
+        return None
+    from . import cusolver
+
+    m, n = x.shape[-2:]
+    dt = float_dtype(x)
+    batch = tuple(x.shape[:-2])
+    k = min(m, n)
+    buf = _copy3(matrix_transpose(x), batch, n, m, dt)  # column-major A: (B, n, m)
+    r = cusolver.geqrf(buf, m, n)
+    if r is None:
+        return None
+    tau, bad = r
+    _check_bad(bad, "qr", "QR factorisation failed")
+    rows = m if mode == "complete" else k
+    R = C.contiguous(triu(matrix_transpose(buf)[..., :rows, :]))  # (B, rows, n)
+    ncols = m if mode == "complete" else k
+    if ncols <= n:
+        qbuf = C.contiguous(buf[:, :ncols, :])
+    else:
+        pad = zeros((buf.shape[0], ncols - n, m), dtype=dt, device=buf.sycl_queue)
+        qbuf = C.contiguous(concat([buf, pad], axis=1))
+    bad = cusolver.orgqr(qbuf, m, ncols, k, tau)
+    if bad is None:
+        return None
+    _check_bad(bad, "qr", "QR factorisation failed")
+    Q = C.contiguous(matrix_transpose(qbuf))  # (B, m, ncols)
+    return reshape(Q, batch + (m, ncols)), reshape(R, batch + (rows, n))

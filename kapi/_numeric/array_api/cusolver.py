@@ -230,3 +230,59 @@ def gesvd(buf3: Array, m: int, n: int, jobu: bytes, jobvt: bytes):
     if not _vendor.synchronise():
         return None
     return (sv, u if ucols else None, vt if vrows else None, info.asnumpy()[:bsz].copy())
+
+
+def geqrf(buf3: Array, m: int, n: int):
+    """Householder QR of each column-major m x n matrix in buf3 (B, n, m) C-contiguous, in
+    place (R on and above the diagonal, the reflectors below): (tau (B, k), info numpy int32),
+    or None where cuSOLVER cannot run."""
+    s = _start(buf3)
+    if s is None:
+        return None
+    lib, h = s
+    bsz = buf3.shape[0]
+    p = _PREFIX[buf3.dtype]
+    k = min(m, n)
+    q = buf3.sycl_queue
+    tau = Array._allocate((max(bsz, 1), max(k, 1)), buf3.dtype, q, "device")
+    lwork = ctypes.c_int()
+    if not _call(lib, f"cusolverDn{p}geqrf_bufferSize", h, m, n, _ptr(buf3, 0, 0), m,
+                 ctypes.byref(lwork)):  # fmt: skip
+        return None
+    work = _workspace(buf3, lwork.value)
+    info = Array._allocate((max(bsz, 1),), np.dtype(np.int32), q, "device")
+    for z in range(bsz):
+        if not _call(lib, f"cusolverDn{p}geqrf", h, m, n, _ptr(buf3, z, m * n), m,
+                     _ptr(tau, z, max(k, 1)), ctypes.c_void_p(work._ptr), lwork.value,
+                     ctypes.c_void_p(info._ptr + 4 * z)):  # fmt: skip
+            return None
+    if not _vendor.synchronise():
+        return None
+    return tau, info.asnumpy()[:bsz].copy()
+
+
+def orgqr(buf3: Array, m: int, ncols: int, k: int, tau: Array):
+    """Q's first ncols columns from geqrf's k reflectors, in place in buf3 (B, ncols, m)
+    C-contiguous (column-major m x ncols): info (numpy int32) or None."""
+    s = _start(buf3, tau)
+    if s is None:
+        return None
+    lib, h = s
+    bsz = buf3.shape[0]
+    p = _PREFIX[buf3.dtype]
+    name = "orgqr" if p in "SD" else "ungqr"
+    lwork = ctypes.c_int()
+    if not _call(lib, f"cusolverDn{p}{name}_bufferSize", h, m, ncols, k, _ptr(buf3, 0, 0), m,
+                 _ptr(tau, 0, 0), ctypes.byref(lwork)):  # fmt: skip
+        return None
+    work = _workspace(buf3, lwork.value)
+    info = Array._allocate((max(bsz, 1),), np.dtype(np.int32), buf3.sycl_queue, "device")
+    per_tau = tau.shape[1]
+    for z in range(bsz):
+        if not _call(lib, f"cusolverDn{p}{name}", h, m, ncols, k, _ptr(buf3, z, m * ncols), m,
+                     _ptr(tau, z, per_tau), ctypes.c_void_p(work._ptr), lwork.value,
+                     ctypes.c_void_p(info._ptr + 4 * z)):  # fmt: skip
+            return None
+    if not _vendor.synchronise():
+        return None
+    return info.asnumpy()[:bsz].copy()

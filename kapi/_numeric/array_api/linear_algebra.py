@@ -7,10 +7,10 @@ kernel. The decompositions and solvers of the extension (cholesky, det, eigh, in
 solve, svd, ...) run through NumPy's LAPACK on host-memory arrays. On other devices, solve,
 inv, det, slogdet and cholesky run as kapi kernels (LU with partial pivoting and Cholesky,
 one work-item per matrix: _linalg_kernels.py; KAPI_LINALG=kernel forces them on the CPU
-device too); solve, inv, cholesky, eigh, eigvalsh, svd and svdvals through cuSOLVER on
+device too); solve, inv, cholesky, eigh, eigvalsh, svd, svdvals and qr through cuSOLVER on
 NVIDIA GPUs where it loads (cusolver.py), and pinv, matrix_rank and matrix_norm's 2-norms
-from svd and svdvals (its other orders are reductions, on any device). qr raises TypeError
-there (and, without cuSOLVER, the SVD-based ones too), never copying to the host silently.
+from svd and svdvals (its other orders are reductions, on any device). Without cuSOLVER the
+ones it alone provides raise TypeError there, never copying to the host silently.
 """
 
 from __future__ import annotations
@@ -198,8 +198,8 @@ def _lapack(name: str, fn, *arrays, float_only=True):
             f"kapi.array_api.linalg.{name} runs on host-memory arrays (kapi's CPU device) "
             f"through NumPy's LAPACK; this array is on '{arrays[0].device.filter_string}', "
             f"where kapi has no {name} (its device solvers are solve, inv, det, slogdet and "
-            "cholesky, and eigh, eigvalsh, svd and svdvals through cuSOLVER on NVIDIA GPUs): "
-            "copy it explicitly with kapi.asnumpy(x) and use "
+            "cholesky; eigh, eigvalsh, qr, svd and the SVD's users through cuSOLVER on NVIDIA "
+            "GPUs): copy it explicitly with kapi.asnumpy(x) and use "
             f"numpy.linalg.{name}"
         )
     views = [_np_view(a) for a in arrays]
@@ -326,6 +326,12 @@ def matrix_rank(x, /, *, rtol=None):
 def qr(x, /, *, mode="reduced"):
     from collections import namedtuple
 
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        r = LK.qr(x, mode)
+        if r is not None:
+            return namedtuple("QRResult", "Q R")(*r)
     r = _lapack("qr", lambda a: tuple(np.linalg.qr(a, mode=mode)), x)
     return namedtuple("QRResult", "Q R")(*r)
 
