@@ -1,6 +1,7 @@
 """kapi.array_api.fft off the host path: kapi's FFT kernels (radix-2 Stockham stages for
-powers of two, a direct DFT otherwise), forced on the CPU device with KAPI_FFT=kernel, and
-cuFFT on NVIDIA GPUs, each function against numpy.fft."""
+powers of two, a direct DFT for other short lengths, Bluestein's chirp-z for long ones),
+forced on the CPU device with KAPI_FFT=kernel, and cuFFT on NVIDIA GPUs, each function
+against numpy.fft."""
 
 import numpy as np
 import pytest
@@ -47,7 +48,7 @@ ctid = {"ids": lambda d: np.dtype(d).name}
 
 
 def _one_d(dev, ctype):
-    for n in (1, 2, 8, 64, 6, 7, 15):
+    for n in (1, 2, 8, 64, 6, 7, 15, 65, 97, 1000):  # 65 and up: Bluestein
         a = data((3, n), ctype, n)
         for norm in ("backward", "ortho", "forward"):
             close(xp.fft.fft(xp.asarray(a, device=dev), norm=norm), np.fft.fft(a, norm=norm), ctype)

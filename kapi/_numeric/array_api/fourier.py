@@ -2,9 +2,9 @@
 through NumPy's pocketfft on the arrays in place (read without a copy). On other devices they
 run where the array lives: through cuFFT on NVIDIA GPUs when libcufft can be loaded
 (cufft.py), else as kapi kernels (radix-2 Stockham stages for lengths that are powers of two,
-a direct DFT otherwise), never copying to the host. KAPI_FFT=kernel runs the kernels on
-every device, the CPU device included. fftfreq, rfftfreq, fftshift and ifftshift are kernels
-on any device."""
+a direct DFT for other lengths up to 64, Bluestein's chirp-z over Stockham stages beyond),
+never copying to the host. KAPI_FFT=kernel runs the kernels on every device, the CPU device
+included. fftfreq, rfftfreq, fftshift and ifftshift are kernels on any device."""
 
 from __future__ import annotations
 
@@ -60,12 +60,14 @@ def _kernel_mode() -> bool:
     return os.environ.get("KAPI_FFT", "") == "kernel"
 
 
+_DIRECT_MAX = 64  # lengths up to this that are not powers of two: the direct DFT
+
+
 def _c2c_rows(x: Array, inverse: bool) -> Array:
     """The unnormalised DFT of each row of x (B, n), C-contiguous complex: cuFFT on NVIDIA
     GPUs where it loads, else kapi's kernels (radix-2 Stockham stages for powers of two, a
-    direct DFT otherwise)."""
-    from ..._kernel.ranges import Range
-    from ..replay import launch
+    direct DFT for other short lengths, Bluestein's chirp-z over Stockham stages for other
+    long ones)."""
     from . import cufft
 
     batch, n = x.shape
@@ -74,26 +76,78 @@ def _c2c_rows(x: Array, inverse: bool) -> Array:
         return out
     if not _kernel_mode() and cufft.c2c(x, out, inverse):
         return out
-    ft = _real_of(x.dtype).type
-    env = dict(ZERO=x.dtype.type(0), IM=x.dtype.type(1j), FT=ft, math=math)
-    sign = ft(1.0 if inverse else -1.0)
-    tag = f"# {x.dtype.name}\n"  # C.kernel keeps one kernel per source text: one per precision
     if n & (n - 1) == 0:
-        if n == 1:
-            return C.concrete(x.astype(x.dtype, copy=True))
-        k = C.kernel(_STAGE + tag, "_stage", PI=ft(math.pi), **env)
-        src, dst = x, out
-        spare = Array._allocate((batch, n), x.dtype, x.sycl_queue, "device")
-        ns = 1
-        while ns < n:
-            launch(k, Range(batch, n // 2), src, dst, np.int64(n // 2), np.int64(ns), sign)
-            src = dst
-            dst = spare if dst is out else out
-            ns *= 2
-        return src
+        return _stockham(x, out, inverse)
+    if n <= _DIRECT_MAX:
+        return _direct(x, out, inverse)
+    return _bluestein(x, inverse)
+
+
+def _env(dt: np.dtype):
+    ft = _real_of(dt).type
+    env = dict(ZERO=dt.type(0), IM=dt.type(1j), FT=ft, math=math)
+    tag = f"# {dt.name}\n"  # C.kernel keeps one kernel per source text: one per precision
+    return ft, env, tag
+
+
+def _stockham(x: Array, out: Array, inverse: bool) -> Array:
+    """Radix-2 Stockham stages over rows of x (B, n), n a power of two; x is left as it was."""
+    from ..._kernel.ranges import Range
+    from ..replay import launch
+
+    batch, n = x.shape
+    if n == 1:
+        return C.concrete(x.astype(x.dtype, copy=True))
+    ft, env, tag = _env(x.dtype)
+    k = C.kernel(_STAGE + tag, "_stage", PI=ft(math.pi), **env)
+    sign = ft(1.0 if inverse else -1.0)
+    src, dst = x, out
+    spare = Array._allocate((batch, n), x.dtype, x.sycl_queue, "device")
+    ns = 1
+    while ns < n:
+        launch(k, Range(batch, n // 2), src, dst, np.int64(n // 2), np.int64(ns), sign)
+        src = dst
+        dst = spare if dst is out else out
+        ns *= 2
+    return src
+
+
+def _direct(x: Array, out: Array, inverse: bool) -> Array:
+    from ..._kernel.ranges import Range
+    from ..replay import launch
+
+    batch, n = x.shape
+    ft, env, tag = _env(x.dtype)
     k = C.kernel(_DFT + tag, "_dft", TWO_PI=ft(2 * math.pi), **env)
-    launch(k, Range(batch, n), x, out, np.int64(n), sign)
+    launch(k, Range(batch, n), x, out, np.int64(n), ft(1.0 if inverse else -1.0))
     return out
+
+
+def _bluestein(x: Array, inverse: bool) -> Array:
+    """Bluestein's chirp-z: with c_j = exp(+-i pi j^2 / n), X_k = c_k sum_j (x_j c_j)
+    conj(c_(k-j)), a circular convolution of length m (a power of two >= 2n - 1) done with
+    three Stockham transforms. The chirp (n values) is computed on the host in float64, j^2
+    reduced mod 2n, and copied to the device."""
+    from .creation import asarray, zeros
+    from .manipulation import concat
+
+    batch, n = x.shape
+    m = 1 << (2 * n - 2).bit_length()
+    q = x.sycl_queue
+    j = np.arange(n, dtype=np.int64)
+    chirp = np.exp((1j if inverse else -1j) * np.pi * ((j * j) % (2 * n)) / n)
+    b = np.zeros(m, np.complex128)
+    b[:n] = np.conj(chirp)
+    b[m - n + 1 :] = np.conj(chirp[1:][::-1])
+    c = asarray(chirp.astype(x.dtype), device=q)
+    fb = _stockham(asarray(b.reshape(1, m).astype(x.dtype), device=q),
+                   Array._allocate((1, m), x.dtype, q, "device"), False)  # fmt: skip
+    a = concat([x * c, zeros((batch, m - n), dtype=x.dtype, device=q)], axis=1)
+    fa = _stockham(C.contiguous(a), Array._allocate((batch, m), x.dtype, q, "device"), False)
+    conv = _stockham(C.contiguous(fa * fb), Array._allocate((batch, m), x.dtype, q, "device"),
+                     True)  # fmt: skip
+    scale = asarray((chirp / m).astype(x.dtype), device=q)
+    return C.contiguous(conv[:, :n] * scale)
 
 
 def _resized(x: Array, n: int, axis: int) -> Array:
