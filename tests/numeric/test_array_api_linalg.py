@@ -256,3 +256,51 @@ def test_qr_through_cusolver(dt, shape):
         assert np.abs(eye - np.eye(q.shape[-1])).max() <= TOL[dt] * 100
         assert np.all(np.tril(rr, -1) == 0)
     assert cusolver.FAILURES == [], cusolver.FAILURES
+
+
+def _fake_getrf(a3):
+    """cuSOLVER's getrf as LAPACK defines it, in Python on a CPU-device array's host memory:
+    P M = L U of the column-major M = a3[z]^T, in place, 1-based pivots."""
+    from kapi._numeric.array_api.linear_algebra import _np_view
+
+    buf = _np_view(a3)
+    bsz, n, _ = buf.shape
+    ipiv = np.zeros((bsz, n), np.int32)
+    for z in range(bsz):
+        m = buf[z].T  # a view: the column-major matrix
+        for k in range(n):
+            p = k + int(np.argmax(np.abs(m[k:, k])))
+            ipiv[z, k] = p + 1
+            m[[k, p]] = m[[p, k]]
+            if m[k, k] != 0:
+                m[k + 1 :, k] /= m[k, k]
+                m[k + 1 :, k + 1 :] -= np.outer(m[k + 1 :, k], m[k, k + 1 :])
+    return xp.asarray(ipiv, device=a3.device), np.zeros(bsz, np.int32)
+
+
+@pytest.mark.parametrize("dt", DT, **dtid)
+def test_det_from_getrf_pivots_and_diagonal(dt, monkeypatch):
+    """det and slogdet from getrf's factors (the path cuSOLVER takes), getrf emulated on the
+    CPU device: U's diagonal phases and log-moduli, the parity of the row swaps, zero pivots."""
+    if not CPU:
+        pytest.skip("needs kapi's CPU device, which KAPI_DRIVERS leaves out in this run")
+    from kapi._numeric.array_api import _linalg_kernels as LK
+    from kapi._numeric.array_api import cusolver
+
+    monkeypatch.setenv("KAPI_LINALG", "kernel")
+    monkeypatch.setattr(LK, "_vendor_ok", lambda a: True)
+    monkeypatch.setattr(cusolver, "getrf", _fake_getrf)
+    a = mats((2, 3, 5, 5), dt, 9)
+    a[1, 2, 3] = 0  # singular: an exactly zero pivot
+    X = xp.asarray(a, device=CPU[0])
+    s, la = xp.linalg.slogdet(X)
+    s0, la0 = np.linalg.slogdet(a)
+    assert s.dtype == np.dtype(dt) and la.dtype == np.dtype(la0.dtype)
+    ok = np.isfinite(la0)
+    close(s, np.where(ok, s0, s.asnumpy()), dt, 10)
+    assert not ok.all()
+    np.testing.assert_allclose(la.asnumpy()[ok], la0[ok], rtol=TOL[dt] * 10, atol=TOL[dt] * 10)
+    np.testing.assert_array_equal(s.asnumpy()[~ok], 0)
+    np.testing.assert_array_equal(la.asnumpy()[~ok], -np.inf)
+    d = xp.linalg.det(X)
+    close(d, np.linalg.det(a), dt, 10 * np.abs(np.linalg.det(a)).max())

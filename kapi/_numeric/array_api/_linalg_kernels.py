@@ -237,9 +237,43 @@ def slogdet(x: Array):
     dt = float_dtype(x)
     batch = x.shape[:-2]
     a3 = _copy3(x, batch, n, n, dt)
+    if _vendor_ok(a3):
+        r = _cusolver_slogdet(a3)
+        if r is not None:
+            return reshape(r[0], batch), reshape(r[1], batch)
+        a3 = _copy3(x, batch, n, n, dt)  # cuSOLVER did not finish: the kernel, afresh
     b3 = Array._allocate((a3.shape[0], 1, 1), dt, x.sycl_queue, "device")  # no right-hand side
     _, sgn, logabs = lu(a3, b3, m=0)
     return reshape(sgn, batch), reshape(logabs, batch)
+
+
+def _cusolver_slogdet(a3: Array):
+    """(sign, logabsdet), each (B,), from cuSOLVER's getrf of a3: the product of U's diagonal
+    (its phases and the sum of log |u_ii|) and the parity of the row swaps; or None."""
+    from .. import ufunc as _ufunc
+    from . import cusolver
+    from .creation import arange
+    from .elementwise import FUNCTIONS as F
+    from .searching import count_nonzero, where
+    from .statistics import prod, sum
+
+    bsz, n, _ = a3.shape
+    r = cusolver.getrf(a3)
+    if r is None:
+        return None
+    ipiv, _ = r  # a zero pivot is not an error here: the determinant is 0
+    ipiv = ipiv[:bsz]
+    d = C.view(a3, (bsz, n), (a3.strides[0], a3.strides[1] + a3.strides[2]), 0)
+    absd = F["abs"](d)
+    logabs = C.concrete(sum(F["log"](absd), axis=-1))
+    zero = _ufunc.apply(np.equal, (absd, 0))
+    unit = where(zero, _ufunc.apply(np.multiply, (d, 0)), _ufunc.apply(np.divide, (d, absd)))
+    steps = arange(1, n + 1, dtype=np.int32, device=a3.sycl_queue)
+    swaps = count_nonzero(_ufunc.apply(np.not_equal, (ipiv, steps)), axis=-1)
+    odd = _ufunc.apply(np.remainder, (swaps, 2))
+    flip = _ufunc.apply(np.subtract, (1, _ufunc.apply(np.multiply, (odd, 2))))
+    sign = _ufunc.apply(np.multiply, (prod(unit, axis=-1), flip.astype(a3.dtype)))
+    return C.concrete(sign.astype(a3.dtype)), logabs
 
 
 def det(x: Array) -> Array:

@@ -1,10 +1,10 @@
-"""cuSOLVER (cusolverDn) for linalg.solve, inv, cholesky, eigh, eigvalsh, svd and svdvals on
-NVIDIA GPUs, loaded at run time (_vendor.py); where it cannot be loaded, or a call fails,
-_linalg_kernels.py runs kapi's kernels instead (eigh, eigvalsh, svd and svdvals have none:
-they raise TypeError there). Batches loop over their matrices (getrf/getrs, potrf, syevd and
-gesvd have no strided batched form). The queues' earlier work is waited for, the calls run
-on the context's default stream, and the context is synchronised before info is read and
-results are handed back.
+"""cuSOLVER (cusolverDn) for linalg.solve, inv, det, slogdet, cholesky, eigh, eigvalsh, svd,
+svdvals and qr on NVIDIA GPUs, loaded at run time (_vendor.py); where it cannot be loaded, or
+a call fails, _linalg_kernels.py runs kapi's kernels instead (eigh, eigvalsh, svd, svdvals
+and qr have none: they raise TypeError there). Batches loop over their matrices (getrf/getrs,
+potrf, syevd, gesvd, geqrf have no strided batched form). The queues' earlier work is
+waited for, the calls run on the context's default stream, and the context is synchronised
+before info is read and results are handed back.
 
 cuSOLVER is column-major; kapi's arrays are row-major, so a C-contiguous (n, n) matrix is the
 column-major transpose. solve factors A^T (getrf) and solves with trans=T, the right-hand
@@ -85,18 +85,15 @@ def _workspace(a: Array, lwork: int) -> Array:
     return Array._allocate((max(int(lwork), 1),), a.dtype, a.sycl_queue, "device")
 
 
-def solve(a3: Array, bt3: Array):
-    """Solves a3[z] x = b for each z: a3 (B, n, n) C-contiguous (overwritten by its LU), bt3
-    (B, k, n) C-contiguous holding the right-hand sides transposed (overwritten by the
-    solutions, transposed). Returns the per-matrix info (numpy int32; > 0: singular), or None
-    where cuSOLVER cannot run (nothing was changed that the kernels need: they start from
-    fresh copies)."""
-    s = _start(a3, bt3)
+def getrf(a3: Array):
+    """LU with partial pivoting of each a3[z] (B, n, n) C-contiguous, in place: it factors the
+    stored column-major A^T (P A^T = L U), whose determinant is A's. Returns (ipiv (B, n)
+    int32 device array, 1-based, info numpy int32: > 0 where U has a zero pivot) or None."""
+    s = _start(a3)
     if s is None:
         return None
     lib, h = s
     bsz, n, _ = a3.shape
-    k = bt3.shape[1]
     p = _PREFIX[a3.dtype]
     q = a3.sycl_queue
     lwork = ctypes.c_int()
@@ -109,18 +106,34 @@ def solve(a3: Array, bt3: Array):
     w = ctypes.c_void_p(work._ptr)
     for z in range(bsz):
         iz = ctypes.c_void_p(info._ptr + 4 * z)
-        pz = ctypes.c_void_p(ipiv._ptr + 4 * n * z)
+        pz = ctypes.c_void_p(ipiv._ptr + 4 * max(n, 1) * z)
         if not _call(lib, f"cusolverDn{p}getrf", h, n, n, _ptr(a3, z, n * n), n, w, pz, iz):
             return None
     if not _vendor.synchronise():
         return None
-    bad = info.asnumpy()[:bsz].copy()
+    return ipiv, info.asnumpy()[:bsz].copy()
+
+
+def solve(a3: Array, bt3: Array):
+    """Solves a3[z] x = b for each z: a3 (B, n, n) C-contiguous (overwritten by its LU), bt3
+    (B, k, n) C-contiguous holding the right-hand sides transposed (overwritten by the
+    solutions, transposed). Returns the per-matrix info (numpy int32; > 0: singular), or None
+    where cuSOLVER cannot run (the kernels then start afresh from new copies)."""
+    r = getrf(a3)
+    if r is None:
+        return None
+    ipiv, bad = r
+    lib, h = _start(a3, bt3)
+    bsz, n, _ = a3.shape
+    k = bt3.shape[1]
+    p = _PREFIX[a3.dtype]
+    info = Array._allocate((max(bsz, 1),), np.dtype(np.int32), a3.sycl_queue, "device")
     if k:
         for z in range(bsz):
             if bad[z]:
                 continue
             iz = ctypes.c_void_p(info._ptr + 4 * z)
-            pz = ctypes.c_void_p(ipiv._ptr + 4 * n * z)
+            pz = ctypes.c_void_p(ipiv._ptr + 4 * max(n, 1) * z)
             if not _call(lib, f"cusolverDn{p}getrs", h, _OP_T, n, k, _ptr(a3, z, n * n), n,
                          pz, _ptr(bt3, z, n * k), n, iz):  # fmt: skip
                 return None

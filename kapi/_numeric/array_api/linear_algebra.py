@@ -7,10 +7,11 @@ kernel. The decompositions and solvers of the extension (cholesky, det, eigh, in
 solve, svd, ...) run through NumPy's LAPACK on host-memory arrays. On other devices, solve,
 inv, det, slogdet and cholesky run as kapi kernels (LU with partial pivoting and Cholesky,
 one work-item per matrix: _linalg_kernels.py; KAPI_LINALG=kernel forces them on the CPU
-device too); solve, inv, cholesky, eigh, eigvalsh, svd, svdvals and qr through cuSOLVER on
-NVIDIA GPUs where it loads (cusolver.py), and pinv, matrix_rank and matrix_norm's 2-norms
-from svd and svdvals (its other orders are reductions, on any device). Without cuSOLVER the
-ones it alone provides raise TypeError there, never copying to the host silently.
+device too); solve, inv, det, slogdet, cholesky, eigh, eigvalsh, svd, svdvals and qr through
+cuSOLVER on NVIDIA GPUs where it loads (cusolver.py), and pinv, matrix_rank and
+matrix_norm's 2-norms from svd and svdvals (its other orders are reductions, on any device).
+Without cuSOLVER the ones it alone provides raise TypeError there, never copying to the host
+silently.
 """
 
 from __future__ import annotations
