@@ -304,3 +304,118 @@ def test_det_from_getrf_pivots_and_diagonal(dt, monkeypatch):
     np.testing.assert_array_equal(la.asnumpy()[~ok], -np.inf)
     d = xp.linalg.det(X)
     close(d, np.linalg.det(a), dt, 10 * np.abs(np.linalg.det(a)).max())
+
+
+# ---- the cuSOLVER glue's layouts, with cuSOLVER emulated on the CPU device -------------------
+# Each fake does what the cuSOLVER routine does to the column-major matrices in host memory
+# (NumPy on transposed views), so the row-major/column-major handling around the calls is
+# checked here; the calls themselves run in the GPU tests above.
+
+
+def _col(a):
+    """The host memory of a CPU-device array (B, cols, rows), as column-major (rows, cols)
+    matrix views."""
+    from kapi._numeric.array_api.linear_algebra import _np_view
+
+    return [m.T for m in _np_view(a)]
+
+
+@pytest.fixture
+def fake_cusolver(monkeypatch):
+    if not CPU:
+        pytest.skip("needs kapi's CPU device, which KAPI_DRIVERS leaves out in this run")
+    from kapi._numeric.array_api import _linalg_kernels as LK
+    from kapi._numeric.array_api import cusolver
+
+    dev = CPU[0]
+    monkeypatch.setenv("KAPI_LINALG", "kernel")
+    monkeypatch.setattr(LK, "_vendor_ok", lambda a: True)
+
+    def solve(a3, bt3):  # getrf + getrs(trans=T): A^T stored, solve (A^T)^T X = B
+        for m, b in zip(_col(a3), _col(bt3), strict=True):
+            b[...] = np.linalg.solve(m.T, b)
+        return np.zeros(a3.shape[0], np.int32)
+
+    def cholesky(a3):  # potrf(upper): M = U^H U, U written on and above the diagonal
+        for m in _col(a3):
+            u = np.conj(np.linalg.cholesky(m)).T
+            iu = np.triu_indices(m.shape[0])
+            m[iu] = u[iu]
+        return np.zeros(a3.shape[0], np.int32)
+
+    def eigh(a3, vectors):  # syevd(upper)
+        ws = []
+        for m in _col(a3):
+            h = np.triu(m) + np.conj(np.triu(m, 1)).T
+            w, v = np.linalg.eigh(h)
+            ws.append(w)
+            if vectors:
+                m[...] = v
+        return xp.asarray(np.array(ws), device=dev), np.zeros(a3.shape[0], np.int32)
+
+    def gesvd(buf3, m, n, jobu, jobvt):
+        us, ss, vts = [], [], []
+        for a in _col(buf3):
+            assert a.shape == (m, n) and m >= n
+            u, s, vt = np.linalg.svd(a, full_matrices=jobu == b"A")
+            us.append(u.T)
+            ss.append(s)
+            vts.append(vt.T)
+        u = xp.asarray(np.array(us), device=dev) if jobu != b"N" else None
+        vt = xp.asarray(np.array(vts), device=dev) if jobvt != b"N" else None
+        return xp.asarray(np.array(ss), device=dev), u, vt, np.zeros(buf3.shape[0], np.int32)
+
+    saved = {}
+
+    def geqrf(buf3, m, n):  # R on and above the diagonal; Q kept for orgqr
+        for z, a in enumerate(_col(buf3)):
+            q, r = np.linalg.qr(a, mode="complete")
+            saved[z] = q
+            iu = np.triu_indices(m, 0, n)
+            a[iu] = r[iu]
+        return None, np.zeros(buf3.shape[0], np.int32)
+
+    def orgqr(qbuf, m, ncols, k, tau):
+        for z, a in enumerate(_col(qbuf)):
+            a[...] = saved[z][:, :ncols]
+        return np.zeros(qbuf.shape[0], np.int32)
+
+    for name, f in dict(solve=solve, cholesky=cholesky, eigh=eigh, gesvd=gesvd, geqrf=geqrf,
+                        orgqr=orgqr).items():  # fmt: skip
+        monkeypatch.setattr(cusolver, name, f)
+    monkeypatch.setattr(cusolver, "getrf", _fake_getrf)
+    return dev
+
+
+@pytest.mark.parametrize("dt", DT, **dtid)
+def test_cusolver_layouts_emulated(fake_cusolver, dt):
+    dev = fake_cusolver
+    _check_solvers(dev, dt)
+    _check_norms_rank_pinv(dev, dt)
+    r = np.random.default_rng(10)
+    for shape in ((2, 6, 4), (2, 4, 6), (5, 5)):
+        a = r.standard_normal(shape)
+        if np.dtype(dt).kind == "c":
+            a = a + 1j * r.standard_normal(shape)
+        a = a.astype(dt)
+        X = xp.asarray(a, device=dev)
+        for full in (True, False):
+            u0, s0, vh0 = np.linalg.svd(a, full_matrices=full)
+            u, s, vh = xp.linalg.svd(X, full_matrices=full)
+            assert u.shape == u0.shape and vh.shape == vh0.shape
+            k = s0.shape[-1]
+            back = (u.asnumpy()[..., :k] * s.asnumpy()[..., None, :]) @ vh.asnumpy()[..., :k, :]
+            assert np.abs(back - a).max() <= TOL[dt] * 100
+        for mode in ("reduced", "complete"):
+            q0, r0 = np.linalg.qr(a, mode=mode)
+            q, rr = xp.linalg.qr(X, mode=mode)
+            assert q.shape == q0.shape and rr.shape == r0.shape
+            close(q, q0, dt, 100)
+            close(rr, r0, dt, 100)
+        if shape[-1] == shape[-2]:
+            h = a + np.conj(np.swapaxes(a, -1, -2))
+            w, v = xp.linalg.eigh(xp.asarray(h, device=dev))
+            w0, v0 = np.linalg.eigh(h)
+            close(w, w0, dt, 100)
+            vv = v.asnumpy()
+            assert np.abs(h @ vv - vv * w0[..., None, :]).max() <= TOL[dt] * 1e3
