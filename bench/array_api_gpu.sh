@@ -15,8 +15,9 @@
 # pytest-xdist workers (kapi compiles its kernels in each worker at first use; carry .whl with
 # pytest-xdist and execnet); SUITE_K="expr" runs only the suite's tests that pytest -k expr
 # selects. STEPS=gputests runs kapi's own GPU tests of the array namespace (cuFFT, cuSOLVER,
-# the FFT and solver kernels on CUDA, the complex functions' special cases). Logs go to $OUT.
-# e.g. STEPS="gputests kapi" XDIST=8 BUDGET=150 \
+# the FFT and solver kernels on CUDA, the complex functions' special cases; TESTS_BUDGET
+# seconds, default 170). Logs go to $OUT.
+# e.g. STEPS="gputests kapi" XDIST=8 BUDGET=120 \
 #      SUITE_K="test_fft or test_linalg or test_special_cases" bash bench/array_api_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +45,8 @@ for s in $STEPS; do
       OUT=$OUT BUDGET=${BUDGET:-240} MAX_EXAMPLES=${MAX_EXAMPLES:-20} \
         tools/array_api_tests.sh .carry/array-api-tests cupy ${XARGS[@]+"${XARGS[@]}"} 2>&1 | tail -40 ;;
     gputests)
-      python3 -m pytest -q -rs -p no:cacheprovider tests/numeric/test_array_api_fft.py \
+      timeout --signal=INT "${TESTS_BUDGET:-170}" python3 -m pytest -q -rs -p no:cacheprovider \
+        tests/numeric/test_array_api_fft.py \
         tests/numeric/test_array_api_linalg.py tests/language/test_complex.py \
         -k "cuda or cufft or cusolver or standard_special" 2>&1 | tee "$OUT/gputests.log" | tail -40 ;;
     matmul)
