@@ -513,3 +513,17 @@ def test_dpnp_names(dev):
 
 def test_constants():
     assert xp.pi == math.pi and xp.e == math.e and math.isnan(xp.nan) and xp.newaxis is None
+
+
+def test_library_kernels_are_built_per_source_and_constants(dev):
+    """The array library's kernels from one source text but other constants (ZERO of another
+    dtype, say) are distinct kernels, each built once."""
+    from kapi._numeric.array_api import _core as C
+
+    src = "def _fill(it, out):\n    out[it.get_id(0)] = V\n"
+    k3 = C.kernel(src, "_fill", V=np.int64(3))
+    k4 = C.kernel(src, "_fill", V=np.int64(4))
+    assert k3 is not k4 and C.kernel(src, "_fill", V=np.int64(3)) is k3
+    out = xp.zeros(2, dtype=xp.int64, device=dev)
+    C.launch(k4, 2, out)
+    same(out, np.array([4, 4]))
