@@ -10,9 +10,10 @@ The algorithms are Numba's (numba/cpython/cmathimpl.py, numbers.py), which follo
 cmath module and NumPy's npy_math: Smith's division with NumPy's zero-divisor case, CPython's
 c_pow (exact repeated squaring for integral exponents below 100), NumPy's csqrt (branch cut on
 the negative real axis, signed zeros kept, scaling against overflow), and CPython's special
-cases for infinities and NaNs in exp, sinh, cosh and tanh. No exceptions exist on devices:
-where Python raises ZeroDivisionError (0 ** negative, division by 0) the result is inf/NaN,
-as NumPy gives.
+cases for infinities and NaNs in exp. Where a part is infinite or NaN, cosh, sinh, tanh and
+the inverse functions (so cos, sin, tan, asin, atan too) follow C99 Annex G, as the array API
+standard does, not CPython's cmath. No exceptions exist on devices: where Python raises
+ZeroDivisionError (0 ** negative, division by 0) the result is inf/NaN, as NumPy gives.
 """
 
 import math
@@ -157,40 +158,61 @@ def _make(ft):
             return re * two, im
         return re, im
 
+    # cosh, sinh, tanh: C99 Annex G (G.6.2.4-6), the array API standard's special cases, not
+    # CPython's cmath (which differs where a part is NaN, or 0 beside an infinite part)
     @_device
     def cx_cosh(x, y):
+        if math.isfinite(x):
+            if y == zero:  # no inf * 0 where cosh(x) overflows
+                return math.cosh(x), math.copysign(zero, x) * y
+            if math.isfinite(y):
+                return math.cos(y) * math.cosh(x), math.sin(y) * math.sinh(x)
+            if x == zero:
+                return y - y, zero  # NaN + 0j (sign of the zero unspecified)
+            return y - y, y - y
         if math.isinf(x):
-            if math.isnan(y) or y == zero:
-                re = abs(x)
-                im = y
-            else:
-                re = math.copysign(x, math.cos(y))
-                im = math.copysign(x, math.sin(y))
-            if x < zero:
-                im = -im
-            return re, im
-        return math.cos(y) * math.cosh(x), math.sin(y) * math.sinh(x)
+            if y == zero:
+                return abs(x), math.copysign(one, x) * y
+            if math.isfinite(y):  # inf * cis(y), conjugated for -inf
+                return abs(x) * math.cos(y), x * math.sin(y)
+            return abs(x), y - y  # inf + NaN j
+        if y == zero:  # x is NaN
+            return x, y
+        return x, x
 
     @_device
     def cx_sinh(x, y):
+        if math.isfinite(x):
+            if y == zero:  # no inf * 0 where cosh(x) overflows
+                return math.sinh(x), y
+            if math.isfinite(y):
+                return math.cos(y) * math.sinh(x), math.sin(y) * math.cosh(x)
+            if x == zero:
+                return x, y - y  # 0 + NaN j
+            return y - y, y - y
         if math.isinf(x):
-            if math.isnan(y):
+            if y == zero:
                 return x, y
-            re = math.cos(y)
-            im = math.sin(y)
-            if re != zero:
-                re *= x
-            if im != zero:
-                im *= abs(x)
-            return re, im
-        return math.cos(y) * math.sinh(x), math.sin(y) * math.cosh(x)
+            if math.isfinite(y):
+                return x * math.cos(y), abs(x) * math.sin(y)
+            return x, y - y  # inf + NaN j (sign of the infinity unspecified)
+        if y == zero:  # x is NaN
+            return x, y
+        return x, x
 
     @_device
     def cx_tanh(x, y):
         if math.isinf(x):
-            if math.isinf(y):
-                return math.copysign(one, x), zero
-            return math.copysign(one, x), math.copysign(zero, math.sin(two * y))
+            # 1 + 0j, the zero signed as y (the standard's; C99 leaves it to sin(2y))
+            return math.copysign(one, x), math.copysign(zero, y)
+        if math.isnan(x):
+            if y == zero:
+                return x, y
+            return x, x
+        if not math.isfinite(y):
+            if x == zero:
+                return x, y - y  # +-0 + NaN j
+            return y - y, y - y
         # CPython's c_tanh
         tx = math.tanh(x)
         ty = math.tan(y)
@@ -236,6 +258,14 @@ def _make(ft):
     # the inverse functions: CPython's c_acos, c_acosh, c_asinh, c_atanh (as Numba has them)
     @_device
     def cx_acos(x, y):
+        if math.isnan(x) or math.isnan(y):
+            if math.isnan(y) and x == zero:
+                return half_pi, y  # pi/2 + NaN j
+            if math.isinf(x):
+                return y, -abs(x)  # NaN - inf j (sign of the infinity unspecified)
+            if math.isinf(y):
+                return x, -y  # NaN -+ inf j
+            return x + y, x + y
         if abs(x) > big or abs(y) > big:  # no spurious overflow; infinities
             return math.atan2(abs(y), x), math.copysign(
                 math.log(math.hypot(x * half, y * half)) + ln4, -y
@@ -246,6 +276,14 @@ def _make(ft):
 
     @_device
     def cx_acosh(x, y):
+        if math.isnan(x) or math.isnan(y):
+            if math.isnan(y) and x == zero:
+                return y, half_pi  # NaN + pi/2 j (sign of the imaginary part unspecified)
+            if math.isinf(x):
+                return abs(x), y  # inf + NaN j
+            if math.isinf(y):
+                return abs(y), x  # inf + NaN j
+            return x + y, x + y
         if abs(x) > big or abs(y) > big:
             return math.log(math.hypot(x * half, y * half)) + ln4, math.atan2(y, x)
         s1r, s1i = cx_sqrt(x - one, y)
@@ -254,6 +292,14 @@ def _make(ft):
 
     @_device
     def cx_asinh(x, y):
+        if math.isnan(x) or math.isnan(y):
+            if math.isnan(x) and y == zero:
+                return x, y  # NaN + 0j
+            if math.isinf(x):
+                return x, y  # +-inf + NaN j
+            if math.isinf(y):
+                return y, x  # inf + NaN j (sign of the infinity unspecified)
+            return x + y, x + y
         if abs(x) > big or abs(y) > big:
             re = math.copysign(math.log(math.hypot(x * half, y * half)) + ln4, x)
             return re, math.atan2(y, abs(x))
@@ -268,6 +314,12 @@ def _make(ft):
 
     @_device
     def cx_atanh(x, y):
+        if math.isnan(x) or math.isnan(y):
+            if math.isnan(y) and (x == zero or math.isinf(x)):
+                return math.copysign(zero, x), y  # +-0 + NaN j
+            if math.isinf(y):
+                return zero, math.copysign(half_pi, y)  # 0 + pi/2 j (sign of the 0 unspecified)
+            return x + y, x + y
         negate = x < zero
         if negate:  # atanh(z) = -atanh(-z)
             x = -x

@@ -1,9 +1,12 @@
 """complex64 / complex128 in kernels: arguments, arrays, arithmetic, cmath, on every device.
 
 References: NumPy and Python's cmath for ordinary values; Numba itself (numba.njit on the
-same function) for the special values (infinities, NaNs, signed zeros, branch cuts), since
-kapi follows Numba's algorithms there and Numba departs from CPython's special-value tables
-in a few NaN cases. The PTX test at the end checks what the CUDA driver would load.
+same function) for the special values (infinities, NaNs, signed zeros, branch cuts) of exp,
+log, log10 and sqrt, since kapi follows Numba's algorithms there; for the hyperbolic and
+trigonometric functions and their inverses, which follow C99 Annex G at infinite and NaN
+parts, the array API standard's table of special cases (written out below) and NumPy (whose
+complex ufuncs are the C library's C99 functions). The PTX test at the end checks what the
+CUDA driver would load.
 """
 
 import cmath
@@ -220,6 +223,10 @@ UNARY = ["exp", "log", "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "ta
 UNARY += ["acos", "asin", "atan", "acosh", "asinh", "atanh"]
 _SPECIAL = [-2.5, -1.0, -0.0, 0.0, 0.5, 1.0, 3.0, 1e300, math.inf, -math.inf, math.nan]
 SPECIAL = [complex(x, y) for x in _SPECIAL for y in _SPECIAL]
+ANNEX_G = {"sin", "cos", "tan", "sinh", "cosh", "tanh", "acos", "asin", "atan"}
+ANNEX_G |= {"acosh", "asinh", "atanh"}
+NP_NAME = {"acos": "arccos", "asin": "arcsin", "atan": "arctan"}
+NP_NAME |= {"acosh": "arccosh", "asinh": "arcsinh", "atanh": "arctanh"}
 
 
 def _unary_kernel(name):
@@ -246,14 +253,198 @@ def test_cmath_unary(dev, dtype, name):
     (_, out) = run(kern, dev, 48, a, np.zeros(48, dtype))
     expect = np.array([getattr(cmath, name)(complex(z)) for z in a]).astype(dtype)
     same(out, expect, dtype)
-    # infinities, NaNs, signed zeros and branch cuts against Numba
+    # infinities, NaNs, signed zeros and branch cuts against Numba (C99's functions: NumPy)
     with np.errstate(over="ignore"):  # 1e300 is inf in complex64
         s = np.array(SPECIAL, dtype)
     (_, out) = run(kern, dev, len(s), s, np.zeros(len(s), dtype))
     expect = np.zeros_like(s)
     with np.errstate(all="ignore"):
-        ref(s, expect)
+        if name in ANNEX_G:
+            expect = getattr(np, NP_NAME.get(name, name))(s)
+            # tanh(+-inf + yj), y finite: the standard's +-1 + 0j with the zero signed as y
+            # (C99 and NumPy sign it as sin(2y)); tan(z) = -i tanh(iz) likewise
+            fin = np.isfinite(s.imag) if name == "tanh" else np.isfinite(s.real)
+            inf = np.isinf(s.real) if name == "tanh" else np.isinf(s.imag)
+            m = inf & fin
+            if name == "tanh":
+                expect.real[m], expect.imag[m] = np.sign(s.real[m]), np.copysign(0, s.imag[m])
+            elif name == "tan":
+                expect.real[m], expect.imag[m] = np.copysign(0, s.real[m]), np.sign(s.imag[m])
+        else:
+            ref(s, expect)
     same(out, expect, dtype, s)
+
+
+# ---- the array API standard's special cases (C99 Annex G) -------------------------------------
+# Each row: function, real parts, imaginary parts, expected (real, imag). The standard lists
+# the cases for a >= 0 (or any a) and b >= 0; the functions are conjugate-symmetric
+# (f(conj(z)) = conj(f(z))), and cosh, sinh, tanh, asinh and atanh are even or odd, which
+# `test_standard_special_cases` also checks. Expected parts: a float, NAN, or "0" / "inf"
+# where the standard leaves the sign unspecified.
+NAN = math.nan
+INF = math.inf
+PI = math.pi
+POS = [0.5, 3.0]  # positive finite
+NONZERO = [-2.5, 0.5, 3.0]  # nonzero finite
+FINITE = [-2.5, -0.0, 0.0, 0.5, 3.0]
+Z = [0.0]
+ZS = [0.0, -0.0]
+
+
+def _cis(a, b):
+    return (INF * math.cos(b), INF * math.sin(b))
+
+
+STANDARD_CASES = [
+    # cosh
+    ("cosh", Z, Z, (1.0, 0.0)),
+    ("cosh", Z, [INF], (NAN, "0")),
+    ("cosh", Z, [NAN], (NAN, "0")),
+    ("cosh", NONZERO, [INF], (NAN, NAN)),
+    ("cosh", NONZERO, [NAN], (NAN, NAN)),
+    ("cosh", [INF], Z, (INF, 0.0)),
+    ("cosh", [INF], NONZERO, _cis),
+    ("cosh", [INF], [INF], ("inf", NAN)),
+    ("cosh", [INF], [NAN], (INF, NAN)),
+    ("cosh", [NAN], ZS, (NAN, "0")),
+    ("cosh", [NAN], NONZERO, (NAN, NAN)),
+    ("cosh", [NAN], [NAN], (NAN, NAN)),
+    # sinh
+    ("sinh", Z, Z, (0.0, 0.0)),
+    ("sinh", Z, [INF], ("0", NAN)),
+    ("sinh", Z, [NAN], ("0", NAN)),
+    ("sinh", POS, [INF], (NAN, NAN)),
+    ("sinh", POS, [NAN], (NAN, NAN)),
+    ("sinh", [INF], Z, (INF, 0.0)),
+    ("sinh", [INF], POS, _cis),
+    ("sinh", [INF], [INF], ("inf", NAN)),
+    ("sinh", [INF], [NAN], ("inf", NAN)),
+    ("sinh", [NAN], Z, (NAN, 0.0)),
+    ("sinh", [NAN], NONZERO, (NAN, NAN)),
+    ("sinh", [NAN], [NAN], (NAN, NAN)),
+    # tanh
+    ("tanh", Z, Z, (0.0, 0.0)),
+    ("tanh", NONZERO, [INF], (NAN, NAN)),
+    ("tanh", Z, [INF], (0.0, NAN)),
+    ("tanh", NONZERO, [NAN], (NAN, NAN)),
+    ("tanh", Z, [NAN], (0.0, NAN)),
+    ("tanh", [INF], POS, (1.0, 0.0)),
+    ("tanh", [INF], [INF], (1.0, "0")),
+    ("tanh", [INF], [NAN], (1.0, "0")),
+    ("tanh", [NAN], Z, (NAN, 0.0)),
+    ("tanh", [NAN], NONZERO, (NAN, NAN)),
+    ("tanh", [NAN], [NAN], (NAN, NAN)),
+    # acos
+    ("acos", ZS, Z, (PI / 2, -0.0)),
+    ("acos", ZS, [NAN], (PI / 2, NAN)),
+    ("acos", FINITE, [INF], (PI / 2, -INF)),
+    ("acos", NONZERO, [NAN], (NAN, NAN)),
+    ("acos", [-INF], POS, (PI, -INF)),
+    ("acos", [INF], POS, (0.0, -INF)),
+    ("acos", [-INF], [INF], (3 * PI / 4, -INF)),
+    ("acos", [INF], [INF], (PI / 4, -INF)),
+    ("acos", [INF, -INF], [NAN], (NAN, "inf")),
+    ("acos", [NAN], FINITE, (NAN, NAN)),
+    ("acos", [NAN], [INF], (NAN, -INF)),
+    ("acos", [NAN], [NAN], (NAN, NAN)),
+    # acosh
+    ("acosh", ZS, Z, (0.0, PI / 2)),
+    ("acosh", FINITE, [INF], (INF, PI / 2)),
+    ("acosh", NONZERO, [NAN], (NAN, NAN)),
+    ("acosh", Z, [NAN], (NAN, "pi/2")),
+    ("acosh", [-INF], POS, (INF, PI)),
+    ("acosh", [INF], POS, (INF, 0.0)),
+    ("acosh", [-INF], [INF], (INF, 3 * PI / 4)),
+    ("acosh", [INF], [INF], (INF, PI / 4)),
+    ("acosh", [INF, -INF], [NAN], (INF, NAN)),
+    ("acosh", [NAN], FINITE, (NAN, NAN)),
+    ("acosh", [NAN], [INF], (INF, NAN)),
+    ("acosh", [NAN], [NAN], (NAN, NAN)),
+    # asinh
+    ("asinh", Z, Z, (0.0, 0.0)),
+    ("asinh", POS, [INF], (INF, PI / 2)),
+    ("asinh", FINITE, [NAN], (NAN, NAN)),
+    ("asinh", [INF], POS, (INF, 0.0)),
+    ("asinh", [INF], [INF], (INF, PI / 4)),
+    ("asinh", [NAN], Z, (NAN, 0.0)),
+    ("asinh", [NAN], NONZERO, (NAN, NAN)),
+    ("asinh", [NAN], [INF], ("inf", NAN)),
+    ("asinh", [NAN], [NAN], (NAN, NAN)),
+    # atanh
+    ("atanh", Z, Z, (0.0, 0.0)),
+    ("atanh", Z, [NAN], (0.0, NAN)),
+    ("atanh", [1.0], Z, (INF, 0.0)),
+    ("atanh", POS, [INF], (0.0, PI / 2)),
+    ("atanh", NONZERO, [NAN], (NAN, NAN)),
+    ("atanh", [INF], POS, (0.0, PI / 2)),
+    ("atanh", [INF], [INF], (0.0, PI / 2)),
+    ("atanh", [INF], [NAN], (0.0, NAN)),
+    ("atanh", [NAN], FINITE, (NAN, NAN)),
+    ("atanh", [NAN], [INF], ("0", PI / 2)),
+    ("atanh", [NAN], [NAN], (NAN, NAN)),
+]
+# f(-z) = -f(z) (odd) or f(z) (even): the standard's functions with that symmetry
+PARITY = {"cosh": 1, "sinh": -1, "tanh": -1, "asinh": -1, "atanh": -1}
+
+
+def _expected_cases(name, dtype):
+    """(inputs, expected re, expected im) for `name`, symmetries included; expected parts as
+    in STANDARD_CASES, with the unspecified-sign markers kept."""
+    zs, exp = [], []
+    for fname, reals, imags, want in STANDARD_CASES:
+        if fname != name:
+            continue
+        for a in reals:
+            for b in imags:
+                w = want(a, b) if callable(want) else want
+                zs.append((a, b))
+                exp.append(w)
+    out_z, out_e = list(zs), list(exp)
+
+    def flip(v):  # negate an expected part, markers unchanged
+        return v if isinstance(v, str) else -v
+
+    for (a, b), (re, im) in zip(zs, exp, strict=True):
+        out_z.append((a, -b))  # conjugate symmetry
+        out_e.append((re, flip(im)))
+        if name in PARITY:
+            sign = PARITY[name]
+            out_z.append((-a, -b))
+            out_e.append((re, im) if sign == 1 else (flip(re), flip(im)))
+    return out_z, out_e
+
+
+def _check_part(got, want, dtype, what):
+    tol = 4 * float(np.finfo(np.dtype(dtype).char.lower()).eps)
+    if isinstance(want, str):
+        ok = {
+            "0": got == 0,
+            "inf": math.isinf(got),
+            "pi/2": abs(abs(got) - PI / 2) <= tol * PI,
+        }[want]
+    elif math.isnan(want):
+        ok = math.isnan(got)
+    elif math.isinf(want) or want == 0:
+        ok = got == want and math.copysign(1, got) == math.copysign(1, want)
+    else:
+        ok = abs(got - want) <= tol * abs(want)
+    assert ok, f"{what}: got {got!r}, the standard says {want!r}"
+
+
+@pytest.mark.parametrize("dtype", CTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", ["cosh", "sinh", "tanh", "acos", "acosh", "asinh", "atanh"])
+def test_standard_special_cases(dev, dtype, name):
+    """Every special case the array API standard (2024.12) lists for the complex function,
+    with its conjugate symmetry and parity, in a kernel calling cmath."""
+    usable(dev, dtype)
+    kern, _ = _unary_kernel(name)
+    zs, exp = _expected_cases(name, dtype)
+    a = np.array([complex(x, y) for x, y in zs], dtype)
+    (_, out) = run(kern, dev, len(a), a, np.zeros(len(a), dtype))
+    for (x, y), got, (re, im) in zip(zs, out, exp, strict=True):
+        what = f"{name}({x!r} + {y!r}j) in {np.dtype(dtype).name}"
+        _check_part(float(got.real), re, dtype, what + ", real part")
+        _check_part(float(got.imag), im, dtype, what + ", imaginary part")
 
 
 def test_sqrt_and_log_branch_cuts(dev):

@@ -145,8 +145,10 @@ _KERNELS: dict = {}
 
 
 def kernel(source: str, entry: str, **env):
-    """The @kapi.kernel defined by source (our own text), built once."""
-    k = _KERNELS.get(source)
+    """The @kapi.kernel defined by source (our own text) and its globals env, built once per
+    (source, env): a constant such as ZERO=dtype.type(0) differs between dtypes."""
+    key = (source, tuple(sorted((n, type(v).__name__, repr(v)) for n, v in env.items())))
+    k = _KERNELS.get(key)
     if k is None:
         from kapi_lang import kernel_api as K
 
@@ -154,7 +156,7 @@ def kernel(source: str, entry: str, **env):
 
         g = {"np": np, "K": K, **env}
         exec(compile(source, f"<kapi {entry}>", "exec"), g)  # noqa: S102 - our own source
-        k = _KERNELS[source] = make(g[entry])
+        k = _KERNELS[key] = make(g[entry])
     return k
 
 

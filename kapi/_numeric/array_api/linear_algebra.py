@@ -4,8 +4,14 @@ matmul runs where the arrays live: on kapi's CPU device (host memory) through th
 links, reading and writing the arrays in place (no copy); on NVIDIA GPUs through cuBLAS when
 libcublas can be loaded (kapi/_numeric/array_api/cublas.py); elsewhere as a tiled kapi
 kernel. The decompositions and solvers of the extension (cholesky, det, eigh, inv, qr,
-solve, svd, ...) run through NumPy's LAPACK on host-memory arrays; on other devices they
-raise TypeError (kapi has no device solver), never copying to the host silently.
+solve, svd, ...) run through NumPy's LAPACK on host-memory arrays. On other devices, solve,
+inv, det, slogdet and cholesky run as kapi kernels (LU with partial pivoting and Cholesky,
+one work-item per matrix: _linalg_kernels.py; KAPI_LINALG=kernel forces them on the CPU
+device too); solve, inv, det, slogdet, cholesky, eigh, eigvalsh, svd, svdvals and qr through
+cuSOLVER on NVIDIA GPUs where it loads (cusolver.py), and pinv, matrix_rank and
+matrix_norm's 2-norms from svd and svdvals (its other orders are reductions, on any device).
+Without cuSOLVER the ones it alone provides raise TypeError there, never copying to the host
+silently.
 """
 
 from __future__ import annotations
@@ -192,7 +198,9 @@ def _lapack(name: str, fn, *arrays, float_only=True):
         raise TypeError(
             f"kapi.array_api.linalg.{name} runs on host-memory arrays (kapi's CPU device) "
             f"through NumPy's LAPACK; this array is on '{arrays[0].device.filter_string}', "
-            "where kapi has no solver: copy it explicitly with kapi.asnumpy(x) and use "
+            f"where kapi has no {name} (its device solvers are solve, inv, det, slogdet and "
+            "cholesky; eigh, eigvalsh, qr, svd and the SVD's users through cuSOLVER on NVIDIA "
+            "GPUs): copy it explicitly with kapi.asnumpy(x) and use "
             f"numpy.linalg.{name}"
         )
     views = [_np_view(a) for a in arrays]
@@ -214,7 +222,23 @@ def _lapack(name: str, fn, *arrays, float_only=True):
     return back(res)
 
 
+def _kernels(*arrays) -> bool:
+    """Whether the solvers run as kapi kernels: arrays not in host memory, or KAPI_LINALG=kernel
+    (which forces them on the CPU device too)."""
+    import os
+
+    for a in arrays:
+        C.check(a, "linalg")
+    C.check_devices(arrays, "linalg")
+    return not _host(*arrays) or os.environ.get("KAPI_LINALG", "") == "kernel"
+
+
 def cholesky(x, /, *, upper=False):
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        return LK.cholesky(x, upper)
+
     def f(a):
         lo = np.linalg.cholesky(a)
         return np.conj(np.swapaxes(lo, -1, -2)) if upper else lo
@@ -223,35 +247,92 @@ def cholesky(x, /, *, upper=False):
 
 
 def det(x, /):
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        return LK.det(x)
     return _lapack("det", np.linalg.det, x)
 
 
 def eigh(x, /):
     from collections import namedtuple
 
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        r = LK.eigh(x, True)
+        if r is not None:
+            return namedtuple("EighResult", "eigenvalues eigenvectors")(*r)
     r = _lapack("eigh", lambda a: tuple(np.linalg.eigh(a)), x)
     return namedtuple("EighResult", "eigenvalues eigenvectors")(*r)
 
 
 def eigvalsh(x, /):
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        r = LK.eigh(x, False)
+        if r is not None:
+            return r[0]
     return _lapack("eigvalsh", np.linalg.eigvalsh, x)
 
 
 def inv(x, /):
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        return LK.inv(x)
     return _lapack("inv", np.linalg.inv, x)
 
 
 def pinv(x, /, *, rtol=None):
+    if _kernels(x):
+        from .elementwise import FUNCTIONS as F
+        from .searching import where
+
+        u, sv, vh = svd(x, full_matrices=False)
+        keep = _ufunc.apply(np.greater, (sv, _cutoff(x, sv, rtol)))
+        one = _ufunc.apply(np.divide, (1, sv))
+        sinv = where(keep, one, _ufunc.apply(np.multiply, (sv, 0)))
+        # pinv = V diag(1/s) U^H, s below the cutoff dropped
+        vs = _ufunc.apply(
+            np.multiply, (F["conj"](matrix_transpose(vh)), expand_dims(sinv, axis=-2))
+        )
+        return matmul(C.concrete(vs), C.contiguous(F["conj"](matrix_transpose(u))))
     return _lapack("pinv", lambda a: np.linalg.pinv(a, rtol=rtol), x)
 
 
+def _cutoff(x, sv, rtol):
+    """rtol * the largest singular value, per matrix (keepdims); rtol defaults to
+    max(M, N) * eps of x's precision, as the standard says."""
+    from .statistics import max as _max
+
+    if rtol is None:
+        rtol = builtins.max(x.shape[-2:]) * float(np.finfo(sv.dtype).eps)
+    elif isinstance(rtol, Array):
+        rtol = expand_dims(rtol, axis=-1)
+    return _ufunc.apply(np.multiply, (_max(sv, axis=-1, keepdims=True), rtol))
+
+
 def matrix_rank(x, /, *, rtol=None):
+    if _kernels(x):
+        from .searching import count_nonzero
+
+        sv = svdvals(x)
+        big = _ufunc.apply(np.greater, (sv, _cutoff(x, sv, rtol)))
+        return C.concrete(count_nonzero(big, axis=-1))
     return _lapack("matrix_rank", lambda a: np.linalg.matrix_rank(a, rtol=rtol), x)
 
 
 def qr(x, /, *, mode="reduced"):
     from collections import namedtuple
 
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        r = LK.qr(x, mode)
+        if r is not None:
+            return namedtuple("QRResult", "Q R")(*r)
     r = _lapack("qr", lambda a: tuple(np.linalg.qr(a, mode=mode)), x)
     return namedtuple("QRResult", "Q R")(*r)
 
@@ -259,11 +340,20 @@ def qr(x, /, *, mode="reduced"):
 def slogdet(x, /):
     from collections import namedtuple
 
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        return namedtuple("SlogdetResult", "sign logabsdet")(*LK.slogdet(x))
     r = _lapack("slogdet", lambda a: tuple(np.linalg.slogdet(a)), x)
     return namedtuple("SlogdetResult", "sign logabsdet")(*r)
 
 
 def solve(x1, x2, /):
+    if _kernels(x1, x2):
+        from . import _linalg_kernels as LK
+
+        return LK.solve(x1, x2)
+
     def f(a, b):
         if b.ndim == 1:
             return np.linalg.solve(a, b[..., None])[..., 0] if a.ndim > 2 else np.linalg.solve(a, b)
@@ -275,11 +365,23 @@ def solve(x1, x2, /):
 def svd(x, /, *, full_matrices=True):
     from collections import namedtuple
 
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        r = LK.svd(x, full_matrices, True)
+        if r is not None:
+            return namedtuple("SVDResult", "U S Vh")(*r)
     r = _lapack("svd", lambda a: tuple(np.linalg.svd(a, full_matrices=full_matrices)), x)
     return namedtuple("SVDResult", "U S Vh")(*r)
 
 
 def svdvals(x, /):
+    if _kernels(x):
+        from . import _linalg_kernels as LK
+
+        r = LK.svd(x, False, False)
+        if r is not None:
+            return r[1]
     return _lapack("svdvals", lambda a: np.linalg.svd(a, compute_uv=False), x)
 
 
@@ -392,9 +494,36 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     return C.concrete(_ufunc.apply(np.power, (s, 1.0 / p)).astype(a.dtype))
 
 
+def _device_matrix_norm(x, keepdims, ord):
+    """matrix_norm off host memory: sums of |x| and their extremes for the 1 and inf orders,
+    the singular values (svdvals: cuSOLVER) for 2, -2 and "nuc"."""
+    from .elementwise import FUNCTIONS as F
+    from .statistics import max as _max
+    from .statistics import min as _min
+    from .statistics import sum as _sum
+
+    if ord in (1, -1, np.inf, -np.inf):
+        a = F["abs"](x)
+        if a.dtype.kind != "f":
+            a = a.astype(C.default_float(x.sycl_queue))
+        rows = _sum(a, axis=-2 if ord in (1, -1) else -1)
+        r = (_max if ord in (1, np.inf) else _min)(rows, axis=-1)
+    elif ord in (2, -2, "nuc"):
+        sv = svdvals(x)
+        r = {2: _max, -2: _min, "nuc": _sum}[ord](sv, axis=-1)
+    else:
+        raise ValueError(
+            f'matrix_norm: ord must be "fro", "nuc", 1, -1, 2, -2, inf or -inf, not {ord!r}'
+        )
+    r = C.concrete(r)
+    return reshape(r, r.shape + (1, 1)) if keepdims else r
+
+
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     if ord == "fro":
         return vector_norm(x, axis=(-2, -1), keepdims=keepdims, ord=2)
+    if _kernels(x):
+        return _device_matrix_norm(x, keepdims, ord)
     return _lapack(
         "matrix_norm",
         lambda a: np.linalg.norm(a, ord=ord, axis=(-2, -1), keepdims=keepdims),
