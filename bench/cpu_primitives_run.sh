@@ -10,14 +10,8 @@
 # (KAPI_SORT_CPU_MSD=1, 0) by bench/cpu_sort_rows.py. Logs go to $OUT (or ./gpu-out elsewhere).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" /tmp/deps
-for f in .carry/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
-export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:/tmp/deps/usr/lib/llvm-15/lib:$PWD/kapi/_lib
-export KAPI_LIB_DIR=$PWD/kapi/_lib KAPI_DRIVERS=cpu
-export PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-unset PYTHONDONTWRITEBYTECODE
-export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/kapi-pycache}
+. bench/device_env.sh
+export KAPI_DRIVERS=cpu
 N=$(nproc)
 echo "== $(date -u +%FT%TZ) $N cores, $(lscpu | sed -n 's/^Model name: *//p')"
 for c in ${CORES:-all half 4}; do
