@@ -3,6 +3,7 @@ array of its size class on its device, results of operators and reductions alloc
 in steady state, memory a pending launch uses is not reused before the launch completes, an
 out-of-memory allocation frees the cache and retries, and KAPI_MEMORY_POOL=0 disables it."""
 
+import gc
 import os
 import subprocess
 import sys
@@ -31,10 +32,23 @@ def pool():
 
 
 def _quiesce():
-    """Waits for every device's queue: the pool counts every device's blocks, and an earlier
-    test's asynchronous calls on another device give theirs back when they complete."""
+    """Frees earlier tests' arrays held only by reference cycles, then waits for every device's
+    queue: the pool counts every device's blocks, and an earlier test's asynchronous calls on
+    another device give theirs back when they complete. The caller's counts hold while the
+    garbage collector stays off (the `no_gc` fixture): a collection in the middle frees such
+    arrays at a random point (seen in whole-suite runs on the GPU machine)."""
+    gc.collect()
     for d in kapi.devices():
         d.default_queue.wait()
+
+
+@pytest.fixture
+def no_gc():
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def test_size_classes():
@@ -202,7 +216,7 @@ def test_disabled_pool():
 
 
 @pytest.mark.parametrize("chunked", [True, False], ids=["cpu-scheme", "gpu-scheme"])
-def test_reduction_partials_return_at_once(dev, pool, monkeypatch, chunked):
+def test_reduction_partials_return_at_once(dev, pool, monkeypatch, chunked, no_gc):
     """A reduction's partials go back to the pool without a host read: the recording call's
     when it returns; replayed calls (kapi/_numeric/replay.py, which do not wait) hold theirs while
     at

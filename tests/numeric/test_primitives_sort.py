@@ -589,6 +589,7 @@ def test_cpu_msd_then_buckets(dev, monkeypatch, dtype, vary_bytes):
     if dev.device_type != "cpu":
         pytest.skip("the CPU device's scheme")
     monkeypatch.setattr(_radix, "CPU_MSD_MIN", 1 << 10)
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)  # the same scheme on any host
     used = []
     orig = _radix._msd_sort
     monkeypatch.setattr(_radix, "_msd_sort", lambda *a: used.append(orig(*a)) or used[-1])
