@@ -633,9 +633,8 @@ typedef struct {
 } chunk_t;
 
 /* One chunk's state machine, from block `from` (where the builder is): `state = 0; until EXIT:
- * next = min or last over x = x0 + i, i < count, of wi(..., state)`. `count` is a constant for
- * full chunks, so that the vectoriser unrolls their work-item loops without run-time checks or
- * remainders. Leaves the builder in the block after it. */
+ * next = min or last over x = x0 + i, i < count, of wi(..., state)`. Leaves the builder in the
+ * block after it. */
 static void chunk_machine(chunk_t *t, LLVMBasicBlockRef from, LLVMValueRef x0, LLVMValueRef count) {
   LLVMBuilderRef b = t->b;
   LLVMContextRef c = t->c;
@@ -761,23 +760,18 @@ static int make_chunk_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   loop_t lz = loop_open(b, fn, start, "wi.z");
   loop_t ly = loop_open(b, fn, lz.head, "wi.y");
   t.y = ly.iv, t.z = lz.iv;
-  /* the chunks of the row: full ones of a constant count, then the rest */
+  /* the chunks of the row; one machine for all (a second one for full chunks, of a constant
+   * count, ran slower: the vectoriser gave their loops run-time alias checks) */
   LLVMValueRef w = LLVMConstInt(i64, (uint64_t)kc_hf_loopvec_chunk(), 0);
   LLVMBasicBlockRef chead = LLVMAppendBasicBlockInContext(c, fn, "chunk");
-  LLVMBasicBlockRef full = LLVMAppendBasicBlockInContext(c, fn, "chunk.full");
-  LLVMBasicBlockRef part = LLVMAppendBasicBlockInContext(c, fn, "chunk.part");
   LLVMBasicBlockRef cnext = LLVMAppendBasicBlockInContext(c, fn, "chunk.next");
   LLVMBuildBr(b, chead);
   LLVMPositionBuilderAtEnd(b, chead);
   LLVMValueRef xc = LLVMBuildPhi(b, i64, "kapi.chunk");
   LLVMAddIncoming(xc, &zero64, &ly.head, 1);
   LLVMValueRef xe = LLVMBuildNUWAdd(b, xc, w, "");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULE, xe, lr[0], ""), full, part);
-  LLVMPositionBuilderAtEnd(b, full);
-  chunk_machine(&t, full, xc, w);
-  LLVMBuildBr(b, cnext);
-  LLVMPositionBuilderAtEnd(b, part);
-  chunk_machine(&t, part, xc, LLVMBuildSub(b, lr[0], xc, ""));
+  xe = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, xe, lr[0], ""), xe, lr[0], "");
+  chunk_machine(&t, chead, xc, LLVMBuildSub(b, xe, xc, ""));
   LLVMBuildBr(b, cnext);
   LLVMPositionBuilderAtEnd(b, cnext);
   LLVMAddIncoming(xc, &xe, &cnext, 1);
