@@ -263,6 +263,7 @@ typedef struct {
   unsigned nnarrow;                  /* how many are (KAPI_DUMP=host shows "kapi-saves32") */
   struct divloop *div;               /* divergent loops split into regions */
   size_t ndiv;
+  int unaligned; /* split_at: the saves with alignment 1 (a divergent loop's exit) */
   char *log;
 } split_t;
 
@@ -859,6 +860,11 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
     if (s->narrow[v]) x = LLVMBuildTrunc(s->b, x, LLVMInt32TypeInContext(s->c), "");
     LLVMValueRef st = LLVMBuildStore(s->b, x, stores[v]);
     set_scopes(s, st, save_scope[(int)kind[v]]);
+    /* A divergent loop's exit saves, say, the count that the loop's header saves too, to
+     * another slot: SimplifyCFG would sink the two stores into one with a selected address,
+     * which the vectoriser makes a scatter. Stores of different alignment are never merged
+     * (the slots' x86 vector stores are unaligned ones either way). */
+    if (s->unaligned) LLVMSetAlignment(st, 1);
   }
   LLVMBuildRet(s->b, LLVMConstInt(LLVMInt32TypeInContext(s->c), k, 0));
   LLVMInstructionEraseFromParent(call);
@@ -1320,6 +1326,9 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   remat_t rm = {.l = &l, .spill_of = &spill_of, .memo = memo};
   for (size_t k = 0; k < nbar; k++) {
     demote_successor_phis(s, LLVMGetInstructionParent(bars[k]));
+    s->unaligned = 0;
+    for (size_t i = 0; i < s->ndiv; i++)
+      s->unaligned |= s->div[i].kx == k;
     resume[k] =
         split_at(s, bars[k], (uint32_t)k + 1, spills, slots, stores, kind, live + k * l.words, &rm);
   }
