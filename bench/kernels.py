@@ -56,6 +56,17 @@ def stencil5(item, a, out):
     out[r, c] = f(0.2) * (a[r, c] + a[r - 1, c] + a[r + 1, c] + a[r, c - 1] + a[r, c + 1])
 
 
+def matmul_naive(item, a, b, c):
+    # one output element per work-item, a loop over k (dimension 0, the vectorised one, runs
+    # along c's rows: b's and c's accesses are consecutive, a's the same for a row's items)
+    i = item.get_id(0)
+    j = item.get_id(1)
+    acc = c.dtype.type(0.0)
+    for k in range(a.shape[1]):
+        acc += a[j, k] * b[k, i]
+    c[j, i] = acc
+
+
 def mandelbrot(item, out, x0, y0, step, maxit):
     # escape-time iterations: a loop whose trip count differs from work-item to work-item
     f = out.dtype.type  # out holds float32 counts, so the arithmetic stays in float32

@@ -142,6 +142,25 @@ def cases(scale, only):
                 check=matmul_close,
             )
         )
+    if want("matmul-naive-f32"):
+        n = 512
+        a = rng.random((n, n), dtype=np.float32)
+        b = rng.random((n, n), dtype=np.float32)
+        out.append(
+            Case(
+                "matmul-naive-f32",
+                f"{n}^2, a loop over k",
+                kernels.matmul_naive,
+                kapi.Range(n, n),
+                [a, b, np.zeros((n, n), np.float32)],
+                [2],
+                rtol=1e-5,
+                atol=1e-4,
+                work=2 * n**3,
+                unit="GFLOP/s",
+                check=matmul_close,
+            )
+        )
     if want("tree-reduce-f32"):
         n, wg = int(2**24 * sc), 256
         a = rng.random(n, dtype=np.float32)

@@ -43,6 +43,12 @@ typedef struct kc_hf_kernel {
   LLVMValueRef body;   /* function the kernel is inlined into: run, or a wi function */
   int uses_barrier;    /* 1: the kernel has work-group barriers */
   int spins;           /* 1: an atomic load in a loop (needs forward progress: fibers) */
+  /* 1: a barrier-free kernel with loops, run on the region scheme with its loops split into
+   * regions where that vectorises their bodies across work-items (KAPI_HOST_LOOPVEC below) */
+  int loopvec;
+  /* per region state of a loopvec kernel (NULL: none): 1 where work-items may return different
+   * next states (a divergent loop's header), and run takes the smallest */
+  unsigned char *min_states;
   kc_hf_scheme_t scheme;
   uint32_t num_args;
   kc_host_arg_t *args;
@@ -157,6 +163,20 @@ void kc_hf_locals_free(kc_hf_locals_t *l);
 int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log);
 int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
                           uint64_t urec, uint64_t brec);
+/* Loops as regions (KAPI_HOST_LOOPVEC, on unless `0`): LLVM's loop vectoriser widens innermost
+ * loops only, and a work-item loop around a kernel with a loop is not innermost. A loop that
+ * every work-item of a group enters and leaves together (its exits uniform, reached on no
+ * varying path) gets a barrier at its header: each iteration becomes a region, a work-item loop
+ * of its own, which vectorises; the values carried from one iteration to the next live in the
+ * region slots. kc_hf_loopvec_candidate (at collection, on the kernel before inlining): 1 when
+ * a barrier-free kernel has a loop and private memory small and of fixed size, so that it runs
+ * on the region scheme; the split then adds the barriers where they pay (loops that work-items
+ * leave at different times get a per-work-item flag: finalise_host_regions.c). */
+int kc_hf_loopvec_on(void);
+/* Work-items per chunk of a loopvec kernel's run (finalise_host_entry.c's make_chunk_run). */
+#define KC_HF_LOOPVEC_CHUNK 64u
+unsigned kc_hf_loopvec_chunk(void);
+int kc_hf_loopvec_candidate(LLVMValueRef kernel);
 int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
 /* After wi is inlined into run and cleaned up: region loops guarded by `x < U` stop at U.
  * Returns how many loops it narrowed. */

@@ -164,6 +164,8 @@ int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t 
     k->uses_barrier = marked[i];
     k->spins = spins[i];
     k->scheme = k->spins ? KC_HF_FIBERS : k->uses_barrier ? KC_HF_REGIONS : KC_HF_LOOP;
+    if (k->scheme == KC_HF_LOOP && kc_hf_loopvec_on() && kc_hf_loopvec_candidate(f))
+      k->scheme = KC_HF_REGIONS, k->loopvec = 1;
     read_reqd(f, k->reqd);
     ok = k->name ? collect_args(f, td, k, log) : (*log = kc_msg("out of memory"), 0);
   }
@@ -179,6 +181,7 @@ int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t 
 void kc_hf_kernels_free(kc_hf_kernel_t *ks, uint32_t n) {
   if (!ks) return;
   for (uint32_t i = 0; i < n; i++) {
+    free(ks[i].min_states);
     free(ks[i].name);
     free(ks[i].args);
     free(ks[i].arg_types);
@@ -617,6 +620,185 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
   return ej;
 }
 
+/* What a loopvec kernel's state machines share (make_chunk_run). */
+typedef struct {
+  LLVMBuilderRef b;
+  LLVMContextRef c;
+  LLVMValueRef fn, g, local, storage, ubase, bbase, y, z;
+  LLVMValueRef *args;
+  unsigned na;
+  uint32_t nstates;
+  uint64_t urec, brec;
+  const kc_hf_kernel_t *k;
+} chunk_t;
+
+/* One chunk's state machine, from block `from` (where the builder is): `state = 0; until EXIT:
+ * next = min or last over x = x0 + i, i < count, of wi(..., state)`. Leaves the builder in the
+ * block after it. */
+static void chunk_machine(chunk_t *t, LLVMBasicBlockRef from, LLVMValueRef x0, LLVMValueRef count) {
+  LLVMBuilderRef b = t->b;
+  LLVMContextRef c = t->c;
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(c);
+  LLVMValueRef zero64 = LLVMConstInt(i64, 0, 0), one64 = LLVMConstInt(i64, 1, 0);
+  LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, t->fn, "state");
+  LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(c, t->fn, "chunk.done");
+  LLVMBuildBr(b, sloop);
+  LLVMPositionBuilderAtEnd(b, sloop);
+  LLVMValueRef state = LLVMBuildPhi(b, i32, "state"), zero = LLVMConstInt(i32, 0, 0);
+  LLVMValueRef uoff = LLVMBuildPhi(b, i64, "uoff"), boff = LLVMBuildPhi(b, i64, "boff");
+  LLVMAddIncoming(state, &zero, &from, 1);
+  LLVMAddIncoming(uoff, &zero64, &from, 1);
+  LLVMAddIncoming(boff, &zero64, &from, 1);
+  LLVMValueRef unoff = LLVMBuildSub(b, LLVMConstInt(i64, t->urec, 0), uoff, "");
+  LLVMValueRef bnoff = LLVMBuildSub(b, LLVMConstInt(i64, t->brec, 0), boff, "");
+  LLVMValueRef fixed[KC_HF_WI_FIXED] = {
+      t->g,
+      NULL, /* x */
+      t->y,
+      t->z,
+      NULL, /* state */
+      t->local,
+      t->storage,
+      LLVMBuildInBoundsGEP2(b, i8, t->ubase, &uoff, 1, "kapi.ucur"),
+      LLVMBuildInBoundsGEP2(b, i8, t->ubase, &unoff, 1, "kapi.unext"),
+      zero64,
+      LLVMBuildInBoundsGEP2(b, i8, t->bbase, &boff, 1, "kapi.bcur"),
+      LLVMBuildInBoundsGEP2(b, i8, t->bbase, &bnoff, 1, "kapi.bnext")};
+  LLVMValueRef sw = LLVMBuildSwitch(b, state, after, t->nstates);
+  LLVMValueRef umax = LLVMConstInt(i32, KC_HF_REGION_EXIT, 0);
+  for (uint32_t st = 0; st < t->nstates; st++) {
+    LLVMBasicBlockRef xh = LLVMAppendBasicBlockInContext(c, t->fn, "wi.x");
+    LLVMBasicBlockRef xd = LLVMAppendBasicBlockInContext(c, t->fn, "x.done");
+    LLVMAddCase(sw, LLVMConstInt(i32, st, 0), xh);
+    LLVMPositionBuilderAtEnd(b, xh);
+    LLVMValueRef i = LLVMBuildPhi(b, i64, "wi.i"), mn = LLVMBuildPhi(b, i32, "kapi.min");
+    LLVMAddIncoming(i, &zero64, &sloop, 1);
+    LLVMAddIncoming(mn, &umax, &sloop, 1);
+    memcpy(t->args, fixed, sizeof fixed);
+    t->args[1] = LLVMBuildNUWAdd(b, x0, i, "wi.x");
+    t->args[4] = LLVMConstInt(i32, st, 0);
+    LLVMValueRef next = kc_hf_call(b, t->k->body, t->args, t->na);
+    /* the smallest state where it may differ, else the last (a min of states that instcombine
+     * folds to a compare with a constant is no reduction the vectoriser knows) */
+    int takemin = t->k->min_states && t->k->min_states[st];
+    LLVMValueRef mn2 =
+        takemin ? LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, next, mn, ""), next, mn, "")
+                : next;
+    LLVMValueRef i2 = LLVMBuildNUWAdd(b, i, one64, "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
+    LLVMAddIncoming(i, &i2, &latch, 1);
+    LLVMAddIncoming(mn, &mn2, &latch, 1);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, i2, count, ""), xh, xd);
+    mark_parallel(c, next, latch);
+    LLVMPositionBuilderAtEnd(b, xd);
+    LLVMAddIncoming(state, &mn2, &xd, 1);
+    LLVMAddIncoming(uoff, &unoff, &xd, 1);
+    LLVMAddIncoming(boff, &bnoff, &xd, 1);
+    LLVMBuildBr(b, sloop);
+  }
+  LLVMPositionBuilderAtEnd(b, after);
+}
+
+/* run for kernels whose loops run as regions (kc_hf_kernel_t.loopvec; no work-group barrier):
+ * the group's rows in chunks of kc_hf_loopvec_chunk() work-items along x, each chunk running
+ * the whole state machine (chunk_machine) before the next starts. Nothing but a barrier would
+ * make a work-item wait for another, so a chunk may finish the kernel before its neighbours
+ * start it, and a loop's iterations then work on one chunk's values, in L1 (a group's row of
+ * 1024 per iteration took a pairwise distance's columns from L2 each time, and ran slower than
+ * without the split); a divergent loop goes round only while a work-item of the chunk is in it.
+ * The next state is the last work-item's, which in a uniform loop is every work-item's, or the
+ * smallest any returns (an unsigned min reduction, which vectorises with the loop) where they
+ * may differ: a divergent loop's own while any work-item of the chunk is still in it. */
+static int make_chunk_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
+                          uint64_t urec, uint64_t brec) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);
+  LLVMValueRef fn = k->run, g = LLVMGetParam(fn, 0);
+  while (LLVMGetFirstBasicBlock(fn))
+    LLVMDeleteBasicBlock(LLVMGetFirstBasicBlock(fn));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, fn, "entry");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, fn, "done");
+  LLVMBasicBlockRef oom = LLVMAppendBasicBlockInContext(c, fn, "oom");
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(c, fn, "go");
+  LLVMPositionBuilderAtEnd(b, entry);
+  chunk_t t = {
+      .b = b, .c = c, .fn = fn, .g = g, .nstates = nstates, .urec = urec, .brec = brec, .k = k};
+  t.na = KC_HF_WI_FIXED + k->num_args;
+  t.args = calloc(t.na, sizeof *t.args);
+  LLVMValueRef *vals = unpack_args(b, g, k);
+  if (!t.args || !vals) {
+    free(t.args), free(vals);
+    LLVMDisposeBuilder(b);
+    return 0;
+  }
+  memcpy(t.args + KC_HF_WI_FIXED, vals, k->num_args * sizeof *vals);
+  free(vals);
+  LLVMValueRef lr[3];
+  for (int d = 0; d < 3; d++)
+    lr[d] = group_field(b, g, KC_HG_LOCAL_RANGE, d);
+  LLVMValueRef zero64 = LLVMConstInt(i64, 0, 0), one64 = LLVMConstInt(i64, 1, 0);
+  LLVMValueRef n = LLVMBuildMul(b, lr[0], LLVMBuildMul(b, lr[1], lr[2], ""), "");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, zero64, ""), done, go);
+  LLVMPositionBuilderAtEnd(b, go);
+  batch_layout_t L = batch_layout(b, n, rec, urec, k->local_size);
+  LLVMValueRef bytes = LLVMBuildAdd(b, L.stride, LLVMConstInt(i64, 2 * brec, 0), "");
+  int none = !rec && !urec && !brec && !k->local_size;
+  t.storage = none ? LLVMConstNull(i8p) : kc_hf_call(b, scratch_fn(m), &bytes, 1);
+  t.ubase = LLVMBuildInBoundsGEP2(b, i8, t.storage, &L.wi_bytes, 1, "kapi.ubase");
+  t.bbase = LLVMBuildInBoundsGEP2(b, i8, t.storage, &L.stride, 1, "kapi.bbase");
+  t.local = k->local_size ? LLVMBuildInBoundsGEP2(b, i8, t.storage, &L.local_off, 1, "")
+                          : LLVMConstNull(i8p);
+  LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(c, fn, "start");
+  if (none)
+    LLVMBuildBr(b, start);
+  else
+    LLVMBuildCondBr(b, LLVMBuildIsNull(b, t.storage, ""), oom, start);
+  LLVMPositionBuilderAtEnd(b, start);
+  loop_t lz = loop_open(b, fn, start, "wi.z");
+  loop_t ly = loop_open(b, fn, lz.head, "wi.y");
+  t.y = ly.iv, t.z = lz.iv;
+  /* the chunks of the row; one machine for all (a second one for full chunks, of a constant
+   * count, ran slower: the vectoriser gave their loops run-time alias checks) */
+  LLVMValueRef w = LLVMConstInt(i64, (uint64_t)kc_hf_loopvec_chunk(), 0);
+  LLVMBasicBlockRef chead = LLVMAppendBasicBlockInContext(c, fn, "chunk");
+  LLVMBasicBlockRef cnext = LLVMAppendBasicBlockInContext(c, fn, "chunk.next");
+  LLVMBuildBr(b, chead);
+  LLVMPositionBuilderAtEnd(b, chead);
+  LLVMValueRef xc = LLVMBuildPhi(b, i64, "kapi.chunk");
+  LLVMAddIncoming(xc, &zero64, &ly.head, 1);
+  LLVMValueRef xe = LLVMBuildNUWAdd(b, xc, w, "");
+  xe = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, xe, lr[0], ""), xe, lr[0], "");
+  chunk_machine(&t, chead, xc, LLVMBuildSub(b, xe, xc, ""));
+  LLVMBuildBr(b, cnext);
+  LLVMPositionBuilderAtEnd(b, cnext);
+  LLVMAddIncoming(xc, &xe, &cnext, 1);
+  LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, fn, "y.done");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, xe, lr[0], ""), chead, ly.latch);
+  /* ly's body ends at the chunks' exit: close y and z from the latch */
+  LLVMPositionBuilderAtEnd(b, ly.latch);
+  LLVMValueRef ny = LLVMBuildNUWAdd(b, ly.iv, one64, "");
+  LLVMAddIncoming(ly.iv, &ny, &ly.latch, 1);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, ny, lr[1], ""), ly.head, ey);
+  LLVMPositionBuilderAtEnd(b, ey);
+  loop_close(b, &lz, lr[2], done);
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_OK, 0));
+  LLVMPositionBuilderAtEnd(b, oom);
+  LLVMBuildRet(b, LLVMConstInt(i32, KC_ERR_OUT_OF_MEMORY, 0));
+  free(t.args);
+  free(k->min_states);
+  k->min_states = NULL;
+  LLVMDisposeBuilder(b);
+  LLVMAddAttributeAtIndex(fn, 1, LLVMCreateEnumAttribute(c, attr_kind("noalias"), 0));
+  LLVMAddAttributeAtIndex(fn, 1, LLVMCreateEnumAttribute(c, attr_kind("readonly"), 0));
+  LLVMSetLinkage(k->body, LLVMInternalLinkage);
+  LLVMAddAttributeAtIndex(k->body, LLVMAttributeFunctionIndex,
+                          LLVMCreateEnumAttribute(c, attr_kind("alwaysinline"), 0));
+  return 1;
+}
+
 /* run for KC_HF_REGIONS: takes a batch of groups (kc_host_group_t.count; more than one only
  * for lockstep kernels, whose groups all reach the same barriers: kc_hf_kernel_t.lockstep),
  * scratch storage for them (batch_layout_t), then `state = 0; until EXIT: for each group j:
@@ -629,6 +811,7 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
  * count) is computed once per batch, not per group. */
 int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, uint64_t rec,
                           uint64_t urec, uint64_t brec) {
+  if (k->loopvec) return make_chunk_run(m, k, nstates, rec, urec, brec);
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
   LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i8p = LLVMPointerType(i8, 0);

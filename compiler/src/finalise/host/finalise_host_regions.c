@@ -261,6 +261,9 @@ typedef struct {
   LLVMValueRef scope[5], noalias[5]; /* SCOPE_CUR, SCOPE_NEXT, SCOPE_WI, SCOPE_BCUR, ... */
   char *narrow;                      /* per live value: saved in 32 bits (narrow_saves) */
   unsigned nnarrow;                  /* how many are (KAPI_DUMP=host shows "kapi-saves32") */
+  struct divloop *div;               /* divergent loops split into regions */
+  size_t ndiv;
+  int unaligned; /* split_at: the saves with alignment 1 (a divergent loop's exit) */
   char *log;
 } split_t;
 
@@ -594,7 +597,8 @@ static int stops(LLVMBasicBlockRef bb) {
  * a data race). With batch 1, *lockstep says whether every group of a batch reaches the same
  * barriers in the same order: no barrier and no return lies on a path that a varying branch
  * chooses (before the paths meet again). */
-static char *divergence(const live_t *l, const kc_hf_kernel_t *k, int batch, int *lockstep) {
+static char *divergence(const live_t *l, const kc_hf_kernel_t *k, int batch, int *lockstep,
+                        char **inside) {
   diverge_t d = {.l = l, .k = k, .batch = batch, .bw = (l->nb + WBITS - 1) / WBITS};
   size_t ne = 0;
   for (LLVMValueRef i = LLVMGetFirstInstruction(l->entry); i; i = LLVMGetNextInstruction(i))
@@ -636,6 +640,7 @@ static char *divergence(const live_t *l, const kc_hf_kernel_t *k, int batch, int
     for (size_t b = 0; ok && b < l->nb; b++)
       if (d.inside[b] && stops(l->blocks[b])) *lockstep = 0;
   }
+  if (inside && ok) *inside = d.inside, d.inside = NULL;
   free(d.entry_vary), free(d.influenced), free(d.inside), free(d.done), free(d.pdom), free(stack);
   pmap_free(&d.eidx);
   if (!ok) free(d.vary);
@@ -855,6 +860,11 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
     if (s->narrow[v]) x = LLVMBuildTrunc(s->b, x, LLVMInt32TypeInContext(s->c), "");
     LLVMValueRef st = LLVMBuildStore(s->b, x, stores[v]);
     set_scopes(s, st, save_scope[(int)kind[v]]);
+    /* A divergent loop's exit saves, say, the count that the loop's header saves too, to
+     * another slot: SimplifyCFG would sink the two stores into one with a selected address,
+     * which the vectoriser makes a scatter. Stores of different alignment are never merged
+     * (the slots' x86 vector stores are unaligned ones either way). */
+    if (s->unaligned) LLVMSetAlignment(st, 1);
   }
   LLVMBuildRet(s->b, LLVMConstInt(LLVMInt32TypeInContext(s->c), k, 0));
   LLVMInstructionEraseFromParent(call);
@@ -871,6 +881,339 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
     LLVMBuildStore(s->b, x, spills[v]);
   }
   return r;
+}
+
+/* ---- Loops as regions (KAPI_HOST_LOOPVEC) ----------------------------------------------- */
+
+/* The most values a split loop may carry from one iteration to the next: each costs a save
+ * and a reload per work-item and iteration. */
+#define LOOP_MAX_LIVE 24u
+/* The most private memory (bytes of allocas) a kernel may have to run its loops as regions:
+ * private arrays become per-work-item slots, of which the region scheme allows less than a
+ * barrier-free kernel's frame. */
+#define LOOP_MAX_PRIVATE (16u * 1024u)
+
+/* KAPI_HOST_LOOPVEC: unset or `1`, on with chunks of KC_HF_LOOPVEC_CHUNK work-items; `0`,
+ * off; a number above 1, on with chunks of that many (at most 1024). */
+static long loopvec_setting(void) {
+  const char *v = getenv("KAPI_HOST_LOOPVEC");
+  char *end = NULL;
+  long n = v && *v ? strtol(v, &end, 10) : 1;
+  if (end && *end) n = 1; /* not a number: the default */
+  return n < 0 ? 1 : n > 1024 ? 1024 : n;
+}
+
+int kc_hf_loopvec_on(void) {
+  return loopvec_setting() != 0;
+}
+
+unsigned kc_hf_loopvec_chunk(void) {
+  long n = loopvec_setting();
+  return n > 1 ? (unsigned)n : KC_HF_LOOPVEC_CHUNK;
+}
+
+/* Walks f and the functions it calls (depth-limited): whether any block is in a cycle, and
+ * adds its allocas' bytes to *bytes (a run-time count: LOOP_MAX_PRIVATE + 1). */
+static int candidate_walk(LLVMValueRef f, LLVMTargetDataRef td, int depth, uint64_t *bytes,
+                          int *loops) {
+  if (depth > 8) return 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+    if (!*loops && kc_hf_block_in_cycle(bb)) *loops = 1;
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+      if (LLVMIsAAllocaInst(i)) {
+        LLVMValueRef count = LLVMGetOperand(i, 0);
+        if (!LLVMIsAConstantInt(count)) return 0;
+        *bytes += LLVMABISizeOfType(td, LLVMGetAllocatedType(i)) * LLVMConstIntGetZExtValue(count);
+        if (*bytes > LOOP_MAX_PRIVATE) return 0;
+      } else if (LLVMIsACallInst(i)) {
+        LLVMValueRef callee = LLVMGetCalledValue(i);
+        if (!LLVMIsAFunction(callee)) return 0;
+        if (!LLVMIsDeclaration(callee) && !candidate_walk(callee, td, depth + 1, bytes, loops))
+          return 0;
+      }
+    }
+  }
+  return 1;
+}
+
+int kc_hf_loopvec_candidate(LLVMValueRef kernel) {
+  LLVMTargetDataRef td = LLVMGetModuleDataLayout(LLVMGetGlobalParent(kernel));
+  uint64_t bytes = 0;
+  int loops = 0;
+  return candidate_walk(kernel, td, 0, &bytes, &loops) && loops;
+}
+
+/* What may run in a split loop: no calls but intrinsics (a call may print, whose order
+ * per work-item would change, or keep the body from vectorising), no atomics, no private
+ * memory allocated in it. */
+static int loop_inst_ok(LLVMValueRef i) {
+  if (LLVMIsAAtomicRMWInst(i) || LLVMIsAAtomicCmpXchgInst(i) || LLVMIsAAllocaInst(i) ||
+      LLVMIsAFenceInst(i))
+    return 0;
+  if ((LLVMIsALoadInst(i) || LLVMIsAStoreInst(i)) &&
+      (LLVMGetOrdering(i) != LLVMAtomicOrderingNotAtomic || LLVMGetVolatile(i)))
+    return 0;
+  if (LLVMIsACallInst(i)) {
+    LLVMValueRef f = LLVMGetCalledValue(i);
+    if (!LLVMIsAFunction(f)) return 0;
+    const char *n = LLVMGetValueName(f);
+    return !strncmp(n, "llvm.", 5) && strncmp(n, "llvm.memset", 11) &&
+           strncmp(n, "llvm.memcpy", 11) && strncmp(n, "llvm.memmove", 12);
+  }
+  return 1;
+}
+
+typedef struct {
+  live_t l;
+  size_t bw;                /* words of a block bitset */
+  word_t *dom;              /* nb x bw dominator sets */
+  uint32_t *pred, *pred_at; /* predecessors: pred[pred_at[b] .. pred_at[b + 1]) */
+  char *inside;             /* per block: on a path a varying branch chooses */
+  const char *vary;         /* per tracked value: may differ between work-items */
+} loops_t;
+
+static void dominators(loops_t *L) {
+  const live_t *l = &L->l;
+  for (size_t b = 0; b < l->nb; b++) {
+    word_t *set = L->dom + b * L->bw;
+    memset(set, b ? 0xff : 0, L->bw * sizeof(word_t));
+    if (!b) bit_set(set, 0);
+  }
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t b = 1; b < l->nb; b++) {
+      word_t *set = L->dom + b * L->bw;
+      for (size_t w = 0; w < L->bw; w++) {
+        word_t x = L->pred_at[b] == L->pred_at[b + 1] ? 0 : ~(word_t)0;
+        for (uint32_t p = L->pred_at[b]; p < L->pred_at[b + 1]; p++)
+          x &= L->dom[L->pred[p] * L->bw + w];
+        if (w == b / WBITS) x |= (word_t)1 << (b % WBITS);
+        if (x != set[w]) set[w] = x, changed = 1;
+      }
+    }
+  }
+}
+
+static int predecessors(loops_t *L) {
+  const live_t *l = &L->l;
+  size_t ne = 0;
+  for (size_t b = 0; b < l->nb; b++) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(l->blocks[b]);
+    ne += t ? LLVMGetNumSuccessors(t) : 0;
+  }
+  L->pred_at = calloc(l->nb + 2, sizeof *L->pred_at);
+  L->pred = calloc(ne + 1, sizeof *L->pred);
+  if (!L->pred_at || !L->pred) return 0;
+  for (size_t b = 0; b < l->nb; b++) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(l->blocks[b]);
+    for (unsigned s = 0; t && s < LLVMGetNumSuccessors(t); s++)
+      L->pred_at[pmap_get(&l->bidx, LLVMGetSuccessor(t, s)) + 2]++;
+  }
+  for (size_t b = 0; b < l->nb; b++)
+    L->pred_at[b + 2] += L->pred_at[b + 1];
+  for (size_t b = 0; b < l->nb; b++) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(l->blocks[b]);
+    for (unsigned s = 0; t && s < LLVMGetNumSuccessors(t); s++)
+      L->pred[L->pred_at[pmap_get(&l->bidx, LLVMGetSuccessor(t, s)) + 1]++] = (uint32_t)b;
+  }
+  return 1;
+}
+
+/* A divergent loop split into regions (its exits differ between work-items): a barrier at
+ * its header (bh) and one at its one exit block (bx); `pre` are the terminators of the blocks
+ * entering it. Each round of the header's region runs the work-items not yet done (a per-work-item
+ * flag, set before bx and cleared before the loop), and the others return bx's state at once;
+ * run takes the smallest state any work-item returns (kc_hf_kernel_t.minstate), so the group
+ * goes round again while any work-item is still in the loop, and on to bx's region once all
+ * have left it. */
+typedef struct divloop {
+  LLVMValueRef bh, bx;
+  LLVMValueRef *pre;
+  size_t npre;
+  size_t kh, kx;     /* indices of bh and bx among the barriers */
+  LLVMValueRef done; /* the flag's slot (i8*) */
+} divloop_t;
+
+enum { LOOP_NO, LOOP_UNIFORM, LOOP_DIVERGENT };
+
+/* Whether terminator t may send the work-items of a group different ways (conservative: a
+ * condition from the entry block, or a switch). */
+static int choice_varies(const loops_t *L, LLVMValueRef t) {
+  if (LLVMGetNumSuccessors(t) < 2) return 0;
+  if (!LLVMIsABranchInst(t)) return 1;
+  LLVMValueRef cond = LLVMGetCondition(t);
+  if (LLVMIsAConstant(cond)) return 0;
+  uint32_t v = tracked(&L->l, cond);
+  return v == UINT32_MAX || L->vary[v];
+}
+
+/* Whether the natural loop headed by block h (its back edges from the blocks h dominates)
+ * may be split, and how: everything in it passes loop_inst_ok, it carries few values, and
+ * either h is reached on no path a varying branch chooses (LOOP_UNIFORM: its exits are then
+ * uniform too, as a varying exit would reach h again before the paths meet), or its entries
+ * are so reached and it has one exit block, itself so reached
+ * (LOOP_DIVERGENT, *exit set; the loop's blocks are those set in `in`). */
+static int loop_splittable(loops_t *L, size_t h, uint32_t *stack, char *in, size_t *exit) {
+  const live_t *l = &L->l;
+  if (h == 0) return LOOP_NO;
+  size_t top = 0, latches = 0;
+  memset(in, 0, l->nb);
+  in[h] = 1;
+  for (uint32_t p = L->pred_at[h]; p < L->pred_at[h + 1]; p++) {
+    uint32_t b = L->pred[p];
+    if (!bit_get(L->dom + b * L->bw, (uint32_t)h)) continue;
+    latches++;
+    if (!in[b]) in[b] = 1, stack[top++] = b;
+  }
+  if (!latches) return LOOP_NO; /* not a loop header */
+  while (top) {
+    uint32_t b = stack[--top];
+    for (uint32_t p = L->pred_at[b]; p < L->pred_at[b + 1]; p++)
+      if (!in[L->pred[p]]) in[L->pred[p]] = 1, stack[top++] = L->pred[p];
+  }
+  size_t ex = SIZE_MAX;
+  for (size_t b = 0; b < l->nb; b++) {
+    if (!in[b]) continue;
+    for (LLVMValueRef i = LLVMGetFirstInstruction(l->blocks[b]); i; i = LLVMGetNextInstruction(i))
+      if (!loop_inst_ok(i) || is_barrier(i)) return LOOP_NO;
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(l->blocks[b]);
+    if (LLVMIsAReturnInst(t)) return LOOP_NO;
+    for (unsigned s = 0; s < LLVMGetNumSuccessors(t); s++) {
+      size_t e = pmap_get(&l->bidx, LLVMGetSuccessor(t, s));
+      if (in[e]) continue;
+      if (ex != SIZE_MAX && ex != e) ex = SIZE_MAX - 1; /* a second exit block */
+      if (ex == SIZE_MAX) ex = e;
+    }
+  }
+  unsigned live = 0;
+  const word_t *lin = row(l->in, l, h);
+  for (size_t w = 0; w < l->words; w++)
+    live += (unsigned)__builtin_popcountll(lin[w]);
+  for (LLVMValueRef i = LLVMGetFirstInstruction(l->blocks[h]); i && LLVMIsAPHINode(i);
+       i = LLVMGetNextInstruction(i))
+    live++;
+  if (live > LOOP_MAX_LIVE) return LOOP_NO;
+  if (!L->inside[h]) return LOOP_UNIFORM;
+  if (ex >= SIZE_MAX - 1 || L->inside[ex]) return LOOP_NO;
+  for (uint32_t p = L->pred_at[h]; p < L->pred_at[h + 1]; p++)
+    if (!in[L->pred[p]] && (L->inside[L->pred[p]] ||
+                            choice_varies(L, LLVMGetBasicBlockTerminator(l->blocks[L->pred[p]]))))
+      return LOOP_NO;
+  *exit = ex;
+  return LOOP_DIVERGENT;
+}
+
+/* A block of its own for the exits of the loop whose blocks are set in `in` (by index in
+ * L->l.bidx) to block e: it takes e's phis' values from the loop, and e's phis then take them
+ * from it. The C API cannot rename a phi's incoming block, so e's phis are rebuilt. */
+static LLVMBasicBlockRef dedicated_exit(loops_t *L, LLVMBuilderRef b, const char *in,
+                                        LLVMBasicBlockRef e) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(L->l.fn));
+  LLVMBasicBlockRef x = LLVMInsertBasicBlockInContext(c, e, "loop.exit");
+  for (size_t i = 0; i < L->l.nb; i++) {
+    if (!in[i]) continue;
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(L->l.blocks[i]);
+    for (unsigned s = 0; s < LLVMGetNumSuccessors(t); s++)
+      if (LLVMGetSuccessor(t, s) == e) LLVMSetSuccessor(t, s, x);
+  }
+  for (LLVMValueRef p = LLVMGetFirstInstruction(e); p && LLVMIsAPHINode(p);) {
+    LLVMValueRef next = LLVMGetNextInstruction(p);
+    LLVMPositionBuilderAtEnd(b, x);
+    LLVMValueRef px = LLVMBuildPhi(b, LLVMTypeOf(p), "");
+    LLVMPositionBuilderBefore(b, p);
+    LLVMValueRef pe = LLVMBuildPhi(b, LLVMTypeOf(p), "");
+    for (unsigned k = 0; k < LLVMCountIncoming(p); k++) {
+      LLVMValueRef v = LLVMGetIncomingValue(p, k);
+      LLVMBasicBlockRef from = LLVMGetIncomingBlock(p, k);
+      uint32_t fi = pmap_get(&L->l.bidx, from);
+      LLVMAddIncoming(fi != UINT32_MAX && in[fi] ? px : pe, &v, &from, 1);
+    }
+    LLVMAddIncoming(pe, &px, &x, 1);
+    LLVMReplaceAllUsesWith(p, pe);
+    LLVMInstructionEraseFromParent(p);
+    p = next;
+  }
+  LLVMPositionBuilderAtEnd(b, x);
+  LLVMBuildBr(b, e);
+  return x;
+}
+
+static LLVMValueRef add_barrier(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef before) {
+  LLVMValueRef f = LLVMGetNamedFunction(m, "__kapi_host_barrier");
+  if (!f) {
+    LLVMContextRef c = LLVMGetModuleContext(m);
+    f = LLVMAddFunction(m, "__kapi_host_barrier",
+                        LLVMFunctionType(LLVMVoidTypeInContext(c), NULL, 0, 0));
+  }
+  LLVMPositionBuilderBefore(b, before);
+  return kc_hf_call(b, f, NULL, 0);
+}
+
+/* Adds the barriers of the loops to split (kc_hf_loop_regions in finalise_host.h); the
+ * divergent ones go to *div (malloc'd, *ndiv of them). Returns how many loops, -1 when out of
+ * memory. */
+static int loop_regions(LLVMModuleRef m, kc_hf_kernel_t *k, divloop_t **div, size_t *ndiv) {
+  loops_t L = {.l = {.fn = k->body, .entry = LLVMGetEntryBasicBlock(k->body)}};
+  int count = -1;
+  char *vary = NULL, *in = NULL;
+  uint32_t *stack = NULL;
+  size_t *heads = NULL, *exits = NULL, nh = 0, nd = 0;
+  char **ins = NULL; /* per split loop: its blocks (divergent ones only) */
+  *div = NULL, *ndiv = 0;
+  if (!live_index(&L.l)) goto out;
+  live_local(&L.l);
+  live_solve(&L.l);
+  L.bw = (L.l.nb + WBITS - 1) / WBITS;
+  L.dom = calloc(L.l.nb * L.bw + 1, sizeof(word_t));
+  vary = divergence(&L.l, k, 0, NULL, &L.inside);
+  L.vary = vary;
+  in = calloc(L.l.nb + 1, 1);
+  stack = calloc(L.l.nb + 1, sizeof *stack);
+  heads = calloc(L.l.nb + 1, sizeof *heads);
+  exits = calloc(L.l.nb + 1, sizeof *exits);
+  ins = calloc(L.l.nb + 1, sizeof *ins);
+  *div = calloc(L.l.nb + 1, sizeof **div);
+  if (!L.dom || !vary || !L.inside || !in || !stack || !heads || !exits || !ins || !*div ||
+      !predecessors(&L))
+    goto out;
+  dominators(&L);
+  for (size_t h = 1; h < L.l.nb; h++) {
+    size_t ex = SIZE_MAX;
+    int how = loop_splittable(&L, h, stack, in, &ex);
+    if (how == LOOP_DIVERGENT && !(ins[nh] = malloc(L.l.nb))) goto out;
+    if (how == LOOP_DIVERGENT) memcpy(ins[nh], in, L.l.nb);
+    if (how != LOOP_NO) heads[nh] = h, exits[nh++] = how == LOOP_DIVERGENT ? ex : SIZE_MAX;
+  }
+  /* the barriers, once the analysis no longer looks at the blocks */
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
+  for (size_t i = 0; i < nh; i++) {
+    LLVMBasicBlockRef hb = L.l.blocks[heads[i]];
+    LLVMValueRef bh = add_barrier(m, b, first_non_phi(hb));
+    if (exits[i] == SIZE_MAX) continue;
+    divloop_t *d = &(*div)[nd++];
+    d->bh = bh;
+    LLVMBasicBlockRef xb = dedicated_exit(&L, b, ins[i], L.l.blocks[exits[i]]);
+    d->bx = add_barrier(m, b, LLVMGetBasicBlockTerminator(xb));
+    d->pre = calloc(L.pred_at[heads[i] + 1] - L.pred_at[heads[i]] + 1, sizeof *d->pre);
+    if (!d->pre) {
+      LLVMDisposeBuilder(b);
+      goto out;
+    }
+    for (uint32_t p = L.pred_at[heads[i]]; p < L.pred_at[heads[i] + 1]; p++)
+      if (!bit_get(L.dom + L.pred[p] * L.bw, (uint32_t)heads[i]))
+        d->pre[d->npre++] = LLVMGetBasicBlockTerminator(L.l.blocks[L.pred[p]]);
+  }
+  LLVMDisposeBuilder(b);
+  count = (int)nh;
+  *ndiv = nd;
+out:
+  for (size_t i = 0; ins && i < nh; i++)
+    free(ins[i]);
+  free(ins);
+  free(vary), free(in), free(stack), free(heads), free(exits), free(L.dom), free(L.inside);
+  free(L.pred), free(L.pred_at);
+  live_free(&L.l);
+  return count;
 }
 
 static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allocas,
@@ -907,6 +1250,7 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   }
   /* 2. private arrays to slots (their addresses are entry-block values, never saved). */
   if (!(ok = privatise_allocas(s, allocas, nalloca))) goto out;
+  make_scopes(s);
   /* 3. saved values to wi-local allocas, each with its slot unless it is recomputed. */
   char *recompute = calloc(l.nv + 1, 1);
   if (!recompute) {
@@ -916,8 +1260,8 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   }
   for (size_t v = 0; v < l.nv; v++)
     recompute[v] = bit_get(all, (uint32_t)v) && remat_ok(&l, l.vals[v], 0);
-  varying = divergence(&l, s->k, 0, NULL);
-  bvarying = varying ? divergence(&l, s->k, 1, &s->k->lockstep) : NULL;
+  varying = divergence(&l, s->k, 0, NULL, NULL);
+  bvarying = varying ? divergence(&l, s->k, 1, &s->k->lockstep, NULL) : NULL;
   if (!varying || !bvarying) {
     free(recompute);
     s->log = kc_msg("out of memory");
@@ -957,6 +1301,20 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     }
   }
   free(recompute);
+  /* each divergent loop's flag: cleared on entering the loop, set on leaving it */
+  for (size_t i = 0; i < s->ndiv; i++) {
+    divloop_t *d = &s->div[i];
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(s->c);
+    d->done = slot(s, 1, 1, LLVMPointerType(i8, 0));
+    for (size_t j = 0; j <= d->npre; j++) {
+      LLVMPositionBuilderBefore(s->b, j < d->npre ? d->pre[j] : d->bx);
+      set_scopes(s, LLVMBuildStore(s->b, LLVMConstInt(i8, j == d->npre, 0), d->done), SCOPE_WI);
+    }
+    for (size_t k = 0; k < nbar; k++) {
+      if (bars[k] == d->bh) d->kh = k;
+      if (bars[k] == d->bx) d->kx = k;
+    }
+  }
   if (s->rec > KC_HF_FIBER_PRIVATE) {
     s->log = kc_msg("kernel %s needs %llu bytes of private (per work-item) memory; the host CPU "
                     "device supports %u",
@@ -965,10 +1323,12 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     goto out;
   }
   /* 4. split at each barrier. */
-  make_scopes(s);
   remat_t rm = {.l = &l, .spill_of = &spill_of, .memo = memo};
   for (size_t k = 0; k < nbar; k++) {
     demote_successor_phis(s, LLVMGetInstructionParent(bars[k]));
+    s->unaligned = 0;
+    for (size_t i = 0; i < s->ndiv; i++)
+      s->unaligned |= s->div[i].kx == k;
     resume[k] =
         split_at(s, bars[k], (uint32_t)k + 1, spills, slots, stores, kind, live + k * l.words, &rm);
   }
@@ -980,6 +1340,23 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   LLVMValueRef sw = LLVMBuildSwitch(s->b, s->k->state, body, (unsigned)nbar);
   for (size_t k = 0; k < nbar; k++)
     LLVMAddCase(sw, LLVMConstInt(LLVMInt32TypeInContext(s->c), k + 1, 0), resume[k]);
+  /* a divergent loop's header region: work-items done with the loop go on to its exit's */
+  for (size_t i = 0; i < s->ndiv; i++) {
+    divloop_t *d = &s->div[i];
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(s->c), i32 = LLVMInt32TypeInContext(s->c);
+    LLVMBasicBlockRef chk = LLVMAppendBasicBlockInContext(s->c, s->k->body, "loop.check");
+    LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(s->c, s->k->body, "loop.done");
+    LLVMPositionBuilderAtEnd(s->b, chk);
+    LLVMValueRef v = LLVMBuildLoad2(s->b, i8, d->done, "");
+    set_scopes(s, v, SCOPE_WI);
+    LLVMValueRef gone = LLVMBuildICmp(s->b, LLVMIntNE, v, LLVMConstInt(i8, 0, 0), "");
+    LLVMBuildCondBr(s->b, gone, skip, resume[d->kh]);
+    LLVMPositionBuilderAtEnd(s->b, skip);
+    LLVMBuildRet(s->b, LLVMConstInt(i32, d->kx + 1, 0));
+    /* the switch's case for the header's state now goes to the check */
+    for (unsigned c = 1; c <= (unsigned)nbar; c++)
+      if (LLVMGetSuccessor(sw, c) == resume[d->kh]) LLVMSetSuccessor(sw, c, chk);
+  }
 out:
   free(live), free(spills), free(slots), free(stores), free(memo), free(resume), free(varying);
   free(bvarying), free(kind);
@@ -991,8 +1368,27 @@ out:
 int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
   split_t s = {.m = m, .c = LLVMGetModuleContext(m), .td = LLVMGetModuleDataLayout(m), .k = k};
   drop_lifetimes(k->body);
+  divloop_t *div = NULL;
+  size_t ndiv = 0;
+  int looped = k->loopvec ? loop_regions(m, k, &div, &ndiv) : 0;
+  if (looped < 0) {
+    for (size_t i = 0; i < ndiv; i++)
+      free(div[i].pre);
+    free(div);
+    return *log = kc_msg("out of memory"), 0;
+  }
+  s.div = div, s.ndiv = ndiv;
   size_t nbar = 0, nalloca = 0;
   LLVMValueRef *bars = collect(k->body, is_barrier, &nbar);
+  /* run takes the smallest state: a divergent loop's header barrier comes before its exit's */
+  for (size_t i = 0; bars && i < ndiv; i++) {
+    size_t ih = 0, ix = 0;
+    for (size_t j = 0; j < nbar; j++) {
+      if (bars[j] == div[i].bh) ih = j;
+      if (bars[j] == div[i].bx) ix = j;
+    }
+    if (ih > ix) bars[ih] = div[i].bx, bars[ix] = div[i].bh;
+  }
   LLVMValueRef *allocas = collect(k->body, is_alloca, &nalloca);
   s.b = LLVMCreateBuilderInContext(s.c);
   s.at_entry = LLVMCreateBuilderInContext(s.c);
@@ -1007,17 +1403,32 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
   LLVMDisposeBuilder(s.at_entry);
   free(bars);
   free(allocas);
-  k->batches = k->lockstep && s.rec == 0;
+  k->batches = k->lockstep && s.rec == 0 && !k->loopvec;
   const char *yes = k->batches ? "yes" : "no"; /* for KAPI_DUMP=host, beside kapi-scheme */
   LLVMAddAttributeAtIndex(
       k->run, LLVMAttributeFunctionIndex,
       LLVMCreateStringAttribute(s.c, "kapi-batches", 12, yes, (unsigned)strlen(yes)));
   char n32[24];
+  if (k->loopvec) { /* for KAPI_DUMP=host: how many loops run as regions */
+    snprintf(n32, sizeof n32, "%d", looped);
+    LLVMAddAttributeAtIndex(
+        k->run, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(s.c, "kapi-loop-regions", 17, n32, (unsigned)strlen(n32)));
+  }
   snprintf(n32, sizeof n32, "%u", s.nnarrow);
   LLVMAddAttributeAtIndex(
       k->run, LLVMAttributeFunctionIndex,
       LLVMCreateStringAttribute(s.c, "kapi-saves32", 12, n32, (unsigned)strlen(n32)));
   free(s.narrow);
+  if (ok && ndiv) {
+    k->min_states = calloc(nbar + 2, 1);
+    ok = k->min_states != NULL;
+    for (size_t i = 0; ok && i < ndiv; i++)
+      k->min_states[div[i].kh + 1] = 1;
+  }
+  for (size_t i = 0; i < ndiv; i++)
+    free(div[i].pre);
+  free(div);
   if (ok)
     ok = kc_hf_make_region_run(m, k, (uint32_t)nbar + 1, (s.rec + 63) / 64 * 64,
                                (s.urec + 63) / 64 * 64, (s.brec + 63) / 64 * 64);

@@ -1,0 +1,361 @@
+"""Kernels with loops on the CPU device, checked against NumPy. With KAPI_HOST_LOOPVEC on (the
+default), a barrier-free kernel's loops that every work-item of a group enters together run
+as regions (one work-item loop per iteration, vectorised across work-items; a divergent loop
+goes round while any work-item of a chunk is still in it): early exits, break and continue,
+nested loops, trip counts that differ per work-item, private arrays, atomics, group sizes that
+are no multiple of a chunk or of a vector, and the same kernels with the split off or in other
+chunk sizes (in subprocesses: the setting is read when a kernel is built)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from kapi_testing import devices_or_skip
+
+import kapi
+from kapi import kernel_api as K
+
+CPU = [d for d in devices_or_skip() if ":cpu:" in d.filter_string]
+pytestmark = pytest.mark.skipif(not CPU, reason="no CPU device")
+
+# group sizes: below a chunk, above one and no multiple of it, 2-D, and the driver's choice
+RANGES_1D = [K.NdRange((111,), (37,)), K.NdRange((200,), (100,)), K.NdRange((192,), (192,))]
+
+
+@kapi.kernel
+def escape(item, out, x0, step, maxit):
+    # mandelbrot-like: a while loop with two exits that work-items leave at different times
+    i = item.get_global_id(0)
+    c = x0 + step * np.float32(i)
+    z = np.float32(0.0)
+    n = 0
+    while n < maxit and z * z <= np.float32(4.0):
+        z = z * z + c
+        n += 1
+    out[i] = n
+
+
+def escape_ref(size, x0, step, maxit):
+    out = np.zeros(size, np.int64)
+    for i in range(size):
+        c = np.float32(x0 + step * np.float32(i))
+        z = np.float32(0.0)
+        n = 0
+        while n < maxit and z * z <= np.float32(4.0):
+            z = np.float32(z * z + c)
+            n += 1
+        out[i] = n
+    return out
+
+
+@kapi.kernel
+def early_break(item, a, out, where):
+    # a uniform trip count, left early (break) where the row has a negative value
+    i = item.get_global_id(0)
+    s = a.dtype.type(0)
+    k = 0
+    for k in range(a.shape[1]):
+        if a[i, k] < 0:
+            break
+        s += a[i, k]
+    out[i] = s
+    where[i] = k
+
+
+@kapi.kernel
+def skip_some(item, a, out):
+    # continue on a per-work-item condition: the loop's exit stays uniform
+    i = item.get_global_id(0)
+    s = a.dtype.type(0)
+    for k in range(a.shape[1]):
+        if (k + i) % 3 == 0:
+            continue
+        s += a[i, k] * k
+    out[i] = s
+
+
+@kapi.kernel
+def varying_trip(item, out):
+    i = item.get_global_id(0)
+    s = 0
+    for k in range(i % 7):
+        s += k * k + i
+    out[i] = s
+
+
+@kapi.kernel
+def nested(item, a, out, maxit):
+    # a uniform outer loop around a divergent inner one (a per-row escape count)
+    i = item.get_global_id(0)
+    total = 0
+    for r in range(a.shape[0]):
+        v = a[r, i]
+        n = 0
+        while n < maxit and v < np.float32(100.0):
+            v = v * np.float32(1.5) + np.float32(1.0)
+            n += 1
+        total += n * (r + 1)
+    out[i] = total
+
+
+@kapi.kernel
+def matvec_cols(item, a, x, out):
+    # out[j] = sum over k of a[k, j] * x[k]: consecutive work-items read consecutive columns
+    j = item.get_global_id(0)
+    s = a.dtype.type(0)
+    for k in range(a.shape[0]):
+        s += a[k, j] * x[k]
+    out[j] = s
+
+
+@kapi.kernel
+def rows_2d(item, a, out):
+    # a 2-D range: each work-item sums its row's first j + 1 values times its column
+    i = item.get_global_id(0)
+    j = item.get_global_id(1)
+    s = a.dtype.type(0)
+    for k in range(a.shape[1]):
+        s += a[i, k] * (j + 1)
+    out[j, i] = s
+
+
+@kapi.kernel
+def private_in_loop(item, a, out):
+    i = item.get_global_id(0)
+    p = K.PrivateArray(8, np.float32, fill_zeros=True)
+    for k in range(8):
+        p[k] = a[i] * np.float32(k)
+    s = np.float32(0)
+    for k in range(8):
+        s += p[(k * 3 + i) % 8]
+    out[i] = s
+
+
+@kapi.kernel
+def atomics_in_loop(item, data, bins):
+    i = item.get_global_id(0)
+    for k in range(4):
+        K.AtomicRef(bins, data[i * 4 + k]).fetch_add(bins.dtype.type(1))
+
+
+@kapi.kernel
+def guarded(item, a, out, n):
+    # the loop behind a per-work-item guard: reached on a varying path, so it is left as it is
+    i = item.get_global_id(0)
+    if i < n:
+        s = a.dtype.type(0)
+        for k in range(a.shape[1]):
+            s += a[i, k]
+        out[i] = s
+
+
+@kapi.kernel
+def loop_and_barrier(nditem, a, out, slm):
+    # a barrier kernel (the region scheme already) with a loop on each side of the barrier
+    lid = nditem.get_local_id(0)
+    g = nditem.get_global_id(0)
+    s = a.dtype.type(0)
+    for k in range(lid % 5 + 1):
+        s += a[g] * k
+    slm[lid] = s
+    K.group_barrier(nditem.get_group())
+    t = a.dtype.type(0)
+    for k in range(nditem.get_local_range(0)):
+        t += slm[k]
+    out[g] = t + s
+
+
+def call(kernel, rng, *args):
+    kapi.call_kernel(kernel, rng, *args)
+
+
+@pytest.mark.parametrize("rng", RANGES_1D, ids=str)
+def test_divergent_loop_with_two_exits(rng):
+    size = rng.global_range[0]
+    out = kapi.zeros(size, dtype="i8", device=CPU[0])
+    x0, step, maxit = np.float32(-2.2), np.float32(2.6 / size), 300
+    call(escape, rng, out, x0, step, maxit)
+    ref = escape_ref(size, x0, step, maxit)
+    assert len(set(ref.tolist())) > 5  # exits at many different iterations
+    np.testing.assert_array_equal(out.asnumpy(), ref)
+
+
+@pytest.mark.parametrize("rng", RANGES_1D, ids=str)
+def test_break_and_continue(rng):
+    size = rng.global_range[0]
+    gen = np.random.default_rng(3)
+    a = gen.uniform(-0.3, 1, (size, 23)).astype(np.float32)
+    out = np.zeros(size, np.float32)
+    where = np.zeros(size, np.int64)
+    call(early_break, rng, a, out, where)
+    ref_out, ref_where = np.zeros(size, np.float32), np.zeros(size, np.int64)
+    for i in range(size):
+        s, k = np.float32(0), 0
+        for k in range(23):
+            if a[i, k] < 0:
+                break
+            s += a[i, k]
+        ref_out[i], ref_where[i] = s, k
+    np.testing.assert_allclose(out, ref_out, rtol=1e-6)
+    np.testing.assert_array_equal(where, ref_where)
+    call(skip_some, rng, a, out)
+    k = np.arange(23)
+    mask = (k[None, :] + np.arange(size)[:, None]) % 3 != 0
+    np.testing.assert_allclose(out, (a * k * mask).sum(1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rng", RANGES_1D, ids=str)
+def test_trip_count_per_work_item(rng):
+    size = rng.global_range[0]
+    out = np.zeros(size, np.int64)
+    call(varying_trip, rng, out)
+    i = np.arange(size)
+    ref = [sum(k * k + j for k in range(j % 7)) for j in i]
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("rng", RANGES_1D, ids=str)
+def test_nested_uniform_and_divergent_loops(rng):
+    size = rng.global_range[0]
+    a = np.random.default_rng(5).uniform(0, 60, (4, size)).astype(np.float32)
+    out = np.zeros(size, np.int64)
+    call(nested, rng, a, out, 9)
+    ref = np.zeros(size, np.int64)
+    for i in range(size):
+        for r in range(4):
+            v, n = a[r, i], 0
+            while n < 9 and v < 100:
+                v, n = np.float32(v * np.float32(1.5) + np.float32(1.0)), n + 1
+            ref[i] += n * (r + 1)
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("rng", RANGES_1D, ids=str)
+def test_uniform_loops(rng):
+    size = rng.global_range[0]
+    gen = np.random.default_rng(7)
+    a = gen.random((19, size)).astype(np.float32)
+    x = gen.random(19).astype(np.float32)
+    out = np.zeros(size, np.float32)
+    call(matvec_cols, rng, a, x, out)
+    np.testing.assert_allclose(out, x @ a, rtol=1e-5)
+    v = gen.random(size).astype(np.float32)
+    call(private_in_loop, rng, v, out)
+    ref = np.array([sum(v[i] * ((k * 3 + i) % 8) for k in range(8)) for i in range(size)])
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "rng",
+    [K.NdRange((40, 6), (40, 6)), K.NdRange((40, 6), (20, 3)), K.NdRange((33, 4), (11, 2))],
+    ids=str,
+)
+def test_two_dimensional_range(rng):
+    n0, n1 = rng.global_range
+    a = np.random.default_rng(9).random((n0, 13)).astype(np.float32)
+    out = np.zeros((n1, n0), np.float32)
+    call(rows_2d, rng, a, out)
+    np.testing.assert_allclose(out, (a.sum(1)[None, :] * np.arange(1, n1 + 1)[:, None]), rtol=1e-5)
+
+
+def test_atomics_guards_and_barriers_in_loop_kernels():
+    gen = np.random.default_rng(11)
+    data = gen.integers(0, 16, 400).astype(np.int32)
+    bins = np.zeros(16, np.int32)
+    call(atomics_in_loop, K.NdRange((100,), (50,)), data, bins)
+    np.testing.assert_array_equal(bins, np.bincount(data, minlength=16))
+    a = gen.random((150, 9)).astype(np.float32)
+    out = np.full(150, -1, np.float32)
+    call(guarded, K.NdRange((150,), (75,)), a, out, 101)
+    np.testing.assert_allclose(out[:101], a[:101].sum(1), rtol=1e-5)
+    assert (out[101:] == -1).all()
+    v = gen.random(96).astype(np.float32)
+    out = np.zeros(96, np.float32)
+    call(loop_and_barrier, K.NdRange((96,), (48,)), v, out, K.LocalAccessor((48,), np.float32))
+    lid = np.arange(96) % 48
+    s = v * np.array([sum(range(m % 5 + 1)) for m in lid])
+    ref = s.reshape(2, 48).sum(1).repeat(48) + s
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+
+
+VARIANTS = """
+import sys, numpy as np, kapi
+import test_cpu_loopvec as T
+from kapi import kernel_api as K
+rng = K.NdRange((111,), (37,))
+out = kapi.zeros(111, dtype="i8", device="cpu")
+kapi.call_kernel(T.escape, rng, out, np.float32(-2.2), np.float32(2.6 / 111), 300)
+ok = (out.asnumpy() == T.escape_ref(111, np.float32(-2.2), np.float32(2.6 / 111), 300)).all()
+a = np.random.default_rng(5).uniform(0, 60, (4, 111)).astype(np.float32)
+n = np.zeros(111, np.int64)
+kapi.call_kernel(T.nested, rng, a, n, 9)
+print(bool(ok), int(n.sum()))
+"""
+
+
+def run_script(src, env):
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.pathsep.join([here, *[p for p in sys.path if p]])
+    e = dict(os.environ, PYTHONPATH=path, KAPI_CACHE="0", **env)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=e,
+    )
+
+
+def test_same_results_with_the_split_off_and_in_other_chunk_sizes():
+    results = set()
+    for setting in ("0", "1", "5", "16", "1024"):
+        r = run_script(VARIANTS, {"KAPI_HOST_LOOPVEC": setting})
+        assert r.returncode == 0, r.stderr[-3000:]
+        ok, total = r.stdout.split()
+        assert ok == "True", setting
+        results.add(total)
+    assert len(results) == 1, results
+
+
+DUMP = """
+import numpy as np, kapi
+import test_cpu_loopvec as T
+from kapi import kernel_api as K
+r = K.NdRange((256,), (128,))
+a = np.random.default_rng(1).random((19, 256)).astype(np.float32)
+kapi.call_kernel(T.matvec_cols, r, a, np.ones(19, np.float32), np.zeros(256, np.float32))
+kapi.call_kernel(T.escape, r, np.zeros(256, np.int64), np.float32(-2), np.float32(0.01), 50)
+"""
+
+
+def attributes(ir):
+    return [ln for ln in ir.splitlines() if ln.startswith("attributes #") and "kapi-scheme" in ln]
+
+
+def run_function(ir, kernel):
+    """The text of kernel's generated run function in a KAPI_DUMP=host listing."""
+    lines = ir.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("define") and kernel in ln)
+    end = next(i for i in range(start, len(lines)) if lines[i] == "}")
+    return "\n".join(lines[start : end + 1])
+
+
+def test_the_loops_run_as_vectorised_regions():
+    # a fixed target (SSE4.2: 4 floats a vector, 2 with the escape count's int64) so that the
+    # check does not depend on this CPU
+    env = {"KAPI_DUMP": "host", "KAPI_HOST_CPU": "x86-64-v2"}
+    r = run_script(DUMP, env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    runs = attributes(r.stderr)
+    assert len(runs) == 2 and all('"kapi-loop-regions"="1"' in a for a in runs), runs
+    # the work-item loops of the loops' regions are vectorised
+    assert "<4 x float>" in run_function(r.stderr, "matvec_cols")
+    assert "<2 x float>" in run_function(r.stderr, "escape")
+    off = run_script(DUMP, dict(env, KAPI_HOST_LOOPVEC="0"))
+    assert off.returncode == 0, off.stderr[-3000:]
+    runs = attributes(off.stderr)
+    assert len(runs) == 2 and all('"kapi-scheme"="loop"' in a for a in runs), runs
+    assert "x float>" not in run_function(off.stderr, "escape")
