@@ -7,7 +7,9 @@
 # and the rest as for bench/gpu_run.sh:
 #   run(command="T=400 bash bench/gpu_suite.sh",
 #       carry=["kapi/_lib", ".carry/debs", ".carry/bin", ".carry/fixtures", ".whl"])
-# T: seconds per run; NC, NP: workers for CUDA and for the CPU device. Logs go to $OUT.
+# T: seconds per run; NC, NP: workers for CUDA and for the CPU device; PYTEST_ARGS: more
+# pytest options for both (e.g. "-p no:faulthandler", so that a crash reaches the native
+# backtrace handler and kapi's own hint untouched). Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
@@ -29,12 +31,13 @@ if [ -x .carry/hosttest/host_finalise_test ]; then
 fi
 # A crash in any test process prints its native backtrace (tools/crashbt.c; no gdb there).
 PRELOAD=
-if gcc -O1 -shared -fPIC -o /tmp/libcrashbt.so tools/crashbt.c 2>/dev/null; then
+if gcc -O1 -shared -fPIC -o /tmp/libcrashbt.so tools/crashbt.c; then
   PRELOAD=/tmp/libcrashbt.so
 fi
+echo "crash backtraces: ${PRELOAD:-none (no gcc)}"
 run() {
   LD_PRELOAD=$PRELOAD KAPI_DRIVERS=$1 timeout "${T:-420}" python3 -m pytest -q -n "$2" -p no:cacheprovider -rfE \
-    --tb=short tests >"$OUT/$1_all.log" 2>&1
+    --tb=short ${PYTEST_ARGS:-} tests >"$OUT/$1_all.log" 2>&1
 }
 run cuda "${NC:-8}" &
 run cpu "${NP:-4}" &
