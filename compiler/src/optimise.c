@@ -21,24 +21,21 @@
  * addresses in the same work-item (found by the fuzzer; tests/reliability/fuzz_regressions/
  * region_loop_interleaved_store_passes_conditional_store.json). Strided accesses become
  * gathers and scatters; bench/cpu_barrier.py and bench/dpbench.py's CPU rows did not move.
- * No versioning of loops on a symbolic stride being 1: a work-item loop reading a[x, k] (x the
- * work-item, the row stride a run-time value) got a vector version for rows of one element and
- * ran its scalar copy for every real array; without the version the loop vectorises with
- * gathers (a pairwise distance whose loop over k runs as regions, finalise_host_regions.c: CPU
- * time per launch 0.53x -> 0.83x of Intel's OpenCL runtime, bench/RESULTS.md).
+ * Loops stay versioned on a symbolic stride being 1 (LLVM's default): the CUDA finaliser's
+ * coarsened entries rely on it for layout-A arrays (ld.global.v4, tests/drivers/cuda/
+ * test_coarsen.py), and these options are process-wide, shared with the host finaliser, where
+ * turning it off let a pairwise distance's region loop vectorise with gathers (CPU time per
+ * launch 0.53x -> 0.83x of Intel's OpenCL runtime, bench/RESULTS.md): a per-target switch
+ * needs the pipelines' own options, which LLVM 15's C API does not offer.
  * No switch lookup tables: SimplifyCFG turns a switch that picks constants into a load from a
  * private constant array, a module-scope variable in the Function storage class that SPIR-V
  * rejects (fuzzer, seed 6000 kernel 16181); devices get the compares and selects instead.
  * This is libLLVM-15's process-wide option registry: it is set when this library loads,
  * before any thread can be running a pipeline. */
 __attribute__((constructor)) static void set_llvm_options(void) {
-  const char *argv[] = {"kapi",
-                        "-replexitval=never",
-                        "-epilogue-vectorization-minimum-VF=8",
-                        "-enable-interleaved-mem-accesses=0",
-                        "-switch-to-lookup=0",
-                        "-enable-mem-access-versioning=0"};
-  LLVMParseCommandLineOptions(6, argv, "kapi compiler");
+  const char *argv[] = {"kapi", "-replexitval=never", "-epilogue-vectorization-minimum-VF=8",
+                        "-enable-interleaved-mem-accesses=0", "-switch-to-lookup=0"};
+  LLVMParseCommandLineOptions(5, argv, "kapi compiler");
 }
 
 kc_status_t kc_optimise(LLVMModuleRef mod, int level, char **err) {
