@@ -149,7 +149,7 @@ cpu_pool_t *cpu_device_pool(cpu_device_t *dev) {
   pthread_mutex_lock(&dev->pool_lock);
   pool = atomic_load_explicit(&dev->pool, memory_order_acquire);
   if (!pool) {
-    pool = cpu_pool_create(dev->cores - 1);
+    pool = cpu_pool_create(cpu_pool_participants(dev->cores) - 1);
     atomic_store_explicit(&dev->pool, pool, memory_order_release);
   }
   pthread_mutex_unlock(&dev->pool_lock);

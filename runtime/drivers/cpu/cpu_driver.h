@@ -172,6 +172,8 @@ ze_result_t cpu_set_interrupt_check(int (*check)(void *ctx), void *ctx);
  * too, so threads is the core count minus one (0 is fine: every launch then runs on the caller).
  * NULL when out of memory. Launches through one pool run one at a time. */
 cpu_pool_t *cpu_pool_create(uint32_t threads);
+/* One per core, or KAPI_CPU_THREADS (a test setting). */
+uint32_t cpu_pool_participants(uint32_t cores);
 /* Stops and joins the workers and frees the pool; no launch may be running. */
 void cpu_pool_destroy(cpu_pool_t *pool);
 /* Frees a pool inherited by a forked child, whose workers never existed in this process. */

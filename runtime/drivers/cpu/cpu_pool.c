@@ -78,6 +78,7 @@ struct cpu_pool {
   uint32_t nblocks;          /* blocks this launch uses (1 when the launcher runs it alone) */
   _Atomic uint32_t max_join; /* workers that may join: one per chunk beyond the launcher's */
   bool stop;
+  bool share; /* KAPI_CPU_SHARE=1: every launch of two or more groups goes to the workers */
   _Alignas(CACHE_LINE) _Atomic uint64_t state; /* generation | active workers | closed */
   _Alignas(CACHE_LINE) _Atomic uint32_t wake;  /* the generation, as a futex word */
   _Atomic uint32_t sleepers;
@@ -299,6 +300,14 @@ static void scratch_free(cpu_scratch_t *s) {
   free(s->local);
 }
 
+/* Participants of a device's pool: one per core, or KAPI_CPU_THREADS (a test setting: more
+ * threads than cores make races between concurrent work-groups likely on a small machine). */
+uint32_t cpu_pool_participants(uint32_t cores) {
+  const char *v = getenv("KAPI_CPU_THREADS");
+  long n = v ? strtol(v, NULL, 10) : 0;
+  return n > 0 && n <= 4096 ? (uint32_t)n : cores;
+}
+
 /* Starts as many workers as the system allows, up to threads. */
 cpu_pool_t *cpu_pool_create(uint32_t threads) {
   cpu_pool_t *pool = aligned_alloc(CACHE_LINE, sizeof(*pool));
@@ -319,6 +328,8 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   }
   pthread_mutex_init(&pool->lock, NULL);
   atomic_store(&pool->state, STATE_CLOSED); /* generation 0: no launch yet */
+  const char *share = getenv("KAPI_CPU_SHARE");
+  pool->share = share && strcmp(share, "1") == 0;
   /* Workers get the process's CPUs, not the mask of the thread creating them. */
   pthread_attr_t attr, *use = NULL;
   cpu_set_t cpus;
@@ -402,9 +413,10 @@ static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, ui
   uint64_t cost = l->cost ? atomic_load_explicit(l->cost, memory_order_relaxed) : 0;
   uint64_t est_ns = UINT64_MAX;
   if (cost && !__builtin_mul_overflow(cost, items, &est_ns)) est_ns >>= 4;
-  bool alone =
-      pool->threads == 0 || total == 1 || (cost ? est_ns < INLINE_NS : items <= INLINE_ITEMS);
+  bool alone = pool->threads == 0 || total == 1 ||
+               (!pool->share && (cost ? est_ns < INLINE_NS : items <= INLINE_ITEMS));
   uint64_t chunk = total / (p * 8);
+  if (pool->share) chunk = 1; /* as many groups side by side as there are threads */
   if (cost) {
     uint64_t group_ns = est_ns / total ? est_ns / total : 1;
     if (chunk < CHUNK_NS / group_ns) chunk = CHUNK_NS / group_ns;
