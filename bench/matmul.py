@@ -49,7 +49,9 @@ def main():
         ca, cb = cp.asarray(ha), cp.asarray(hb)
         ref = cp.matmul(ca, cb)
         cp.cuda.Device().synchronize()
-        print(f"  cuBLAS loaded by kapi: {cublas.available()} ({cublas._STATE.get('name')})")
+        print(
+            f"  cuBLAS loaded by kapi: {cublas.available()} {cublas._vendor.why_not('libcublas')}"
+        )
         got = kapi_mm().asnumpy()
         np.testing.assert_allclose(got, cp.asnumpy(ref), rtol=2e-3, atol=2e-2 * np.sqrt(n))
         t_peer = median_batch(lambda: cp.matmul(ca, cb), cp.cuda.Device().synchronize, args.reps)

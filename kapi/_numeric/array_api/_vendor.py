@@ -1,12 +1,12 @@
-"""NVIDIA's libraries (cuFFT, cuSOLVER) loaded at run time, as cublas.py loads cuBLAS and the
-CUDA driver loads libcuda: nothing links them, and where one cannot be loaded its caller
-runs kapi's own kernels instead.
+"""NVIDIA's libraries (cuBLAS, cuFFT, cuSOLVER) loaded at run time, as the CUDA driver loads
+libcuda: nothing links them, and where one cannot be loaded its caller runs kapi's own kernels
+instead.
 
-Each library has an environment switch (KAPI_CUFFT, KAPI_CUSOLVER): 0 turns it off, a path
-picks the library file. Besides the loader's path, the nvidia-* pip wheels' lib folders are
-searched. The libraries work in kapi's CUDA contexts (each device's primary context, which
-the CUDA runtime uses too): `context(dev_id)` makes it current; the caller waits for the
-arrays' queues first and synchronises the context before handing results back.
+Each library has an environment switch (KAPI_CUBLAS, KAPI_CUFFT, KAPI_CUSOLVER): 0 turns it
+off, a path picks the library file. Besides the loader's path, the nvidia-* pip wheels' lib
+folders are searched. The libraries work in kapi's CUDA contexts (each device's primary
+context, which the CUDA runtime uses too): `context(dev_id)` makes it current; the caller waits
+for the arrays' queues first and synchronises the context before handing results back.
 """
 
 from __future__ import annotations

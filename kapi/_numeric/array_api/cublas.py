@@ -12,14 +12,13 @@ KAPI_CUBLAS=0 turns it off; KAPI_CUBLAS=/path/to/libcublas.so.N picks the librar
 from __future__ import annotations
 
 import ctypes
-import os
 
 import numpy as np
 
 from ..._memory.array import Array
+from . import _vendor
 
-_STATE: dict = {}  # "lib", "cuda", "handles": {device id: handle}, "error": why not
-_NAMES = ("libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11")
+_STATE: dict = {"handles": {}}  # "handles": {device id: handle}, "failures": [status]
 _GEMM = {  # dtype -> (strided-batched GEMM, scalar type)
     np.dtype(np.float32): ("cublasSgemmStridedBatched", ctypes.c_float),
     np.dtype(np.float64): ("cublasDgemmStridedBatched", ctypes.c_double),
@@ -28,62 +27,23 @@ _GEMM = {  # dtype -> (strided-batched GEMM, scalar type)
 }
 
 
-def _candidates():
-    env = os.environ.get("KAPI_CUBLAS", "")
-    if env and env != "1":
-        yield env
-    yield from _NAMES
-    # the pip wheel (nvidia-cublas) keeps its library outside the loader's path
-    try:
-        import importlib.util
-
-        for pkg in ("nvidia.cublas", "nvidia.cu13", "nvidia.cu12"):
-            spec = importlib.util.find_spec(pkg)
-            if spec is None or not spec.submodule_search_locations:
-                continue
-            for base in spec.submodule_search_locations:
-                lib = os.path.join(base, "lib")
-                if os.path.isdir(lib):
-                    for f in sorted(os.listdir(lib)):
-                        if f.startswith("libcublas.so"):
-                            yield os.path.join(lib, f)
-    except (ImportError, ValueError):
-        pass
-
-
 def _load():
-    if "lib" in _STATE or "error" in _STATE:
-        return _STATE.get("lib")
-    if os.environ.get("KAPI_CUBLAS", "1") == "0":
-        _STATE["error"] = "KAPI_CUBLAS=0"
-        return None
-    for name in _candidates():
-        try:
-            lib = ctypes.CDLL(name, mode=ctypes.RTLD_LOCAL)
-            cuda = ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_LOCAL)
-        except OSError:
-            continue
-        _STATE.update(lib=lib, cuda=cuda, handles={}, name=name)
-        return lib
-    _STATE["error"] = "libcublas not found"
-    return None
+    return _vendor.load(
+        "KAPI_CUBLAS",
+        "libcublas",
+        ("13", "12", "11"),
+        ("nvidia.cublas", "nvidia.cu13", "nvidia.cu12"),
+    )
 
 
 def _handle(dev_id: int):
+    """The cuBLAS handle of device dev_id, its primary context made current; None on failure."""
+    if not _vendor.context(dev_id):
+        return None
     h = _STATE["handles"].get(dev_id)
     if h is None:
-        cuda = _STATE["cuda"]
-        dev = ctypes.c_int()
-        ctx = ctypes.c_void_p()
-        if cuda.cuDeviceGet(ctypes.byref(dev), dev_id) != 0:
-            return None
-        if cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) != 0:
-            return None
-        _STATE.setdefault("ctx", {})[dev_id] = ctx
-        if cuda.cuCtxSetCurrent(ctx) != 0:
-            return None
         h = ctypes.c_void_p()
-        if _STATE["lib"].cublasCreate_v2(ctypes.byref(h)) != 0:
+        if _load().cublasCreate_v2(ctypes.byref(h)) != 0:
             return None
         _STATE["handles"][dev_id] = h
     return h
@@ -118,19 +78,15 @@ def matmul(a3: Array, b3: Array, out3: Array) -> bool:
     lib = _load()
     if lib is None:
         return False
-    from ..._memory.interop import dlpack_device
-
     bsz, n, k = a3.shape
     m = b3.shape[2]
     la, lb, lc = _rows(a3, n, k), _rows(b3, k, m), _rows(out3, n, m)
     if la is None or lb is None or lc is None:
         return False
-    dev_id = dlpack_device(out3.device)[1]
+    dev_id = _vendor.device_id(out3)
     h = _handle(dev_id)
     if h is None:
         return False
-    cuda = _STATE["cuda"]
-    cuda.cuCtxSetCurrent(_STATE["ctx"][dev_id])
     for x in (a3, b3, out3):
         x.sycl_queue.wait()
     name, scalar = _GEMM[dt]
@@ -149,4 +105,4 @@ def matmul(a3: Array, b3: Array, out3: Array) -> bool:
     if r != 0:
         _STATE.setdefault("failures", []).append(r)
         return False
-    return cuda.cuCtxSynchronize() == 0
+    return _vendor.synchronise()
