@@ -6,7 +6,7 @@
 #   pip download pytest-xdist execnet --no-deps -d .whl
 # and the rest as for bench/gpu_run.sh:
 #   run(command="T=400 bash bench/gpu_suite.sh",
-#       carry=["kapi/_lib", ".carry/debs", ".carry/bin", ".carry/fixtures", ".whl"])
+#       carry=["kapi/_lib", ".carry/debs", ".carry/bin", ".carry/fixtures", ".carry/hosttest", ".whl"])
 # T: seconds per run; NC, NP: workers for CUDA and for the CPU device; PYTEST_ARGS: more
 # pytest options for both (e.g. "-p no:faulthandler", so that a crash reaches the native
 # backtrace handler and kapi's own hint untouched). Logs go to $OUT.
@@ -29,6 +29,11 @@ if [ -x .carry/hosttest/host_finalise_test ]; then
   done | tee "$OUT/host_targets.log"
   .carry/hosttest/host_rt_test >"$OUT/host_rt.log" 2>&1; echo "host_rt: exit $?"
 fi
+# The fake libcuda's tests (two GPUs without a GPU) find the library carried beside the
+# fixtures: the build folder is not carried.
+if [ -f .carry/fixtures/fakecuda/libkapi_fake_cuda.so ]; then
+  export KAPI_FAKE_CUDA=$PWD/.carry/fixtures/fakecuda
+fi
 # A crash in any test process prints its native backtrace (tools/crashbt.c; no gdb there).
 PRELOAD=
 if gcc -O1 -shared -fPIC -o /tmp/libcrashbt.so tools/crashbt.c; then
@@ -39,6 +44,15 @@ run() {
   LD_PRELOAD=$PRELOAD KAPI_DRIVERS=$1 timeout "${T:-420}" python3 -m pytest -q -n "$2" -p no:cacheprovider -rfE \
     --tb=short ${PYTEST_ARGS:-} tests >"$OUT/$1_all.log" 2>&1
 }
+# cuBLAS through the shared vendor loader: matmul on the GPU takes it when it loads.
+python3 -c "
+import numpy as np, kapi
+from kapi._numeric.array_api import cublas
+h = np.random.rand(256, 256).astype(np.float32)
+a = kapi.asarray(h, device='gpu')
+print('cublas available:', cublas.available(), 'matmul right:',
+      np.allclose(kapi.asnumpy(a @ a), h @ h, rtol=1e-4))
+" 2>&1 | tail -3
 run cuda "${NC:-8}" &
 run cpu "${NP:-4}" &
 wait
