@@ -12,6 +12,10 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+/* pytest's fd capture points fd 2 at a temporary file during each test, and a crashing
+ * worker takes that file with it: write to a copy of the stderr the process started with. */
+static FILE *out;
+
 static void show_map(unsigned long a) {
   FILE *f = fopen("/proc/self/maps", "r");
   char line[512];
@@ -19,7 +23,7 @@ static void show_map(unsigned long a) {
   while (fgets(line, sizeof line, f)) {
     unsigned long lo, hi;
     if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi) {
-      fprintf(stderr, "  map of %#lx (+%#lx): %s", a, a - lo, line);
+      fprintf(out, "  map of %#lx (+%#lx): %s", a, a - lo, line);
       break;
     }
   }
@@ -30,25 +34,30 @@ static void on_sig(int sig, siginfo_t *si, void *ucv) {
   ucontext_t *uc = ucv;
   unsigned long ip = uc->uc_mcontext.gregs[REG_RIP];
   unsigned long sp = uc->uc_mcontext.gregs[REG_RSP];
-  fprintf(stderr, "\n=== crashbt: signal %d addr %p ip %#lx sp %#lx tid %ld\n", sig, si->si_addr,
+  fprintf(out, "\n=== crashbt: signal %d addr %p ip %#lx sp %#lx tid %ld\n", sig, si->si_addr,
           ip, sp, (long)syscall(SYS_gettid));
   show_map(ip);
   show_map((unsigned long)si->si_addr);
   show_map(sp);
   void *frames[64];
   int n = backtrace(frames, 64);
-  backtrace_symbols_fd(frames, n, 2);
+  backtrace_symbols_fd(frames, n, fileno(out));
   for (int i = 0; i < n; i++)
     show_map((unsigned long)frames[i]);
   /* the raw stack words: return addresses into JIT code show up here */
   unsigned long *s = (unsigned long *)sp;
   for (int i = 0; i < 48; i++)
-    fprintf(stderr, "  sp[%d] %#lx\n", i, s[i]);
+    fprintf(out, "  sp[%d] %#lx\n", i, s[i]);
+  fflush(out);
   signal(sig, SIG_DFL);
   raise(sig);
 }
 
 __attribute__((constructor)) static void init(void) {
+  int fd = dup(2);
+  out = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!out) out = stderr;
+  setvbuf(out, NULL, _IONBF, 0);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_sig;
