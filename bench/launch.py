@@ -2,15 +2,17 @@
 
 Prints the median over batches of the per-call time, beside numba-dpex's published figure
 (140-270 us per call_kernel, numba-dpex 0.23 docs/benchmarks) and the raw runtime launch
-(bench/launch_c.c) when built. Usage: python bench/launch.py [calls per batch] [batches]
+(bench/launch_c.c) when built. Usage:
+python bench/launch.py [calls per batch] [batches] [--json FILE] [--plot PNG]
 """
 
+import argparse
 import os
 import statistics
-import sys
 import time
 
 import numpy as np
+import plotting
 
 import kapi
 
@@ -36,7 +38,7 @@ def cupy_peer(calls, batches):
         import cupy as cp
     except ImportError:
         print("(cupy does not import: no CuPy peer)")
-        return
+        return None
     raw = cp.RawKernel(r'extern "C" __global__ void e(float*a,float*b,float*c){}', "e")
     ga = tuple(cp.zeros(1024, cp.float32) for _ in range(3))
     raw((1,), (1,), ga)
@@ -44,11 +46,16 @@ def cupy_peer(calls, batches):
     med, _ = per_call_us(lambda: raw((1,), (1,), ga), calls, batches)
     cp.cuda.Device().synchronize()
     print(f"cupy RawKernel (submit only, the peer):     median {med:.2f} us per call")
+    return med
 
 
 def main():
-    calls = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-    batches = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+    ap = argparse.ArgumentParser()
+    ap.add_argument("calls", nargs="?", type=int, default=2000, help="calls per batch")
+    ap.add_argument("batches", nargs="?", type=int, default=15)
+    plotting.add_args(ap)
+    args = ap.parse_args()
+    calls, batches = args.calls, args.batches
     dev = kapi.Device(os.environ.get("BENCH_DEVICE", "cpu"))
     a = kapi.zeros(1024, dtype=np.float32, device=dev)
     b = kapi.zeros(1024, dtype=np.float32, device=dev)
@@ -75,7 +82,13 @@ def main():
     dev.default_queue.wait()
     print(f"kapi.call_kernel_async (submit only):       median {med_a:.2f} us per call")
     if dev.is_gpu:
-        cupy_peer(calls, batches)
+        peer = cupy_peer(calls, batches)
+        if peer:
+            ratios = plotting.Ratios()
+            ratios.add(
+                "asynchronous launch, empty kernel, 3 arrays", "CuPy RawKernel", peer / med_a
+            )
+            ratios.write(args, f"kapi's launch against CuPy's ({dev.name})")
     print("numba-dpex 0.23 call_kernel (published):    140-270 us per call")
     if dev.is_cpu:
         target = 5.0

@@ -9,6 +9,7 @@ is missing is timed too (--kernel). Every result is checked against the peer's b
 timed. Times are medians over batches of calls with one wait each; TFLOP/s counts 2 n^3.
 
     python3 bench/matmul.py [--device cpu|cuda] [--n 4096] [--reps N] [--kernel]
+                            [--json FILE] [--plot PNG]
 
 Defaults: n = 4096 on a GPU, 2048 on the CPU device.
 """
@@ -16,6 +17,7 @@ Defaults: n = 4096 on a GPU, 2048 on the CPU device.
 import argparse
 
 import numpy as np
+import plotting
 from timing import median_batch
 
 import kapi.array_api as xp
@@ -29,7 +31,9 @@ def main():
     ap.add_argument("--n", type=int)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--kernel", action="store_true", help="also time kapi's tiled kernel")
+    plotting.add_args(ap)
     args = ap.parse_args()
+    ratios = plotting.Ratios()
     dev = xp.asarray([0], device=args.device).device
     gpu = dev.backend == "cuda"
     n = args.n or (4096 if gpu else 2048)
@@ -66,6 +70,7 @@ def main():
     print(f"  {peer:28s} {t_peer * 1e3:9.3f} ms  {flops / t_peer / 1e12:7.2f} TFLOP/s")
     print(f"  {'kapi.array_api.matmul':28s} {t_kapi * 1e3:9.3f} ms  "
           f"{flops / t_kapi / 1e12:7.2f} TFLOP/s  {t_peer / t_kapi:5.2f}x of {peer}")  # fmt: skip
+    ratios.add(f"matmul float32 {n}^2", peer, t_peer / t_kapi)
     if args.kernel:
         out = xp.empty((1, n, n), dtype=xp.float32, device=dev)
         a3, b3 = a.reshape((1, n, n)), b.reshape((1, n, n))
@@ -79,6 +84,8 @@ def main():
         t_k = median_batch(kern, sync, max(1, args.reps // 2), batches=3)
         print(f"  {'kapi tiled kernel (fallback)':28s} {t_k * 1e3:9.3f} ms  "
               f"{flops / t_k / 1e12:7.2f} TFLOP/s  {t_peer / t_k:5.2f}x of {peer}")  # fmt: skip
+        ratios.add(f"matmul float32 {n}^2, kapi's tiled kernel", peer, t_peer / t_k)
+    ratios.write(args, f"kapi's matmul against {peer} ({dev.name})")
 
 
 if __name__ == "__main__":

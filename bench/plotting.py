@@ -68,6 +68,27 @@ def write_results(rows, json_path, plot_path, title, xlabel=None):
             print(f"no matplotlib here: render with `python3 bench/plotting.py {src} {plot_path}`")
 
 
+def add_args(ap) -> None:
+    """The --json and --plot options every bench script with peers takes."""
+    ap.add_argument("--json", default="", help="write the ratios here (bench/plotting.py)")
+    ap.add_argument("--plot", default="", help="a PNG of the ratios, where matplotlib imports")
+
+
+class Ratios:
+    """Ratios gathered while a script prints its rows: add(kernel, peer label, peer's time /
+    kapi's time), then write(args, title) for --json / --plot."""
+
+    def __init__(self):
+        self.rows: dict[str, dict[str, float]] = {}
+
+    def add(self, name: str, label: str, ratio: float) -> None:
+        self.rows.setdefault(name, {})[label] = ratio
+
+    def write(self, args, title: str, xlabel=None) -> None:
+        if (args.json or args.plot) and self.rows:
+            write_results(list(self.rows.items()), args.json, args.plot, title, xlabel)
+
+
 def main(argv) -> int:
     if len(argv) != 3:
         print(__doc__)

@@ -26,17 +26,26 @@ Defaults: 2^27 elements on a GPU, 2^22 on the CPU driver. Finishes in well under
 import argparse
 
 import numpy as np
+import plotting
 from timing import median_batch
 
 import kapi
 
 
+RATIOS = plotting.Ratios()  # kapi's rows against each peer, for --json / --plot
+
+
 def line(name, sec, n, ref_sec=None, ref_name="", bw=None):
     """bw: (bytes per element, the triad's bytes per second): the bandwidth and its ratio."""
     ratio = f"   {ref_sec / sec:6.2f} x {ref_name}" if ref_sec else ""
+    mine = not name.startswith(("cupy", "np"))
+    if ref_sec and mine:
+        RATIOS.add(name, "CuPy" if ref_name.startswith("cupy") else "NumPy", ref_sec / sec)
     if bw:
         rate = bw[0] * n / sec
         ratio += f"   {rate / 1e9:7.2f} GB/s {rate / bw[1]:5.2f} x triad"
+        if mine:
+            RATIOS.add(name, "triad's bandwidth", rate / bw[1])
     print(f"  {name:36s} {sec * 1e3:10.3f} ms {n / sec / 1e6:10.1f} Melem/s{ratio}")
 
 
@@ -102,7 +111,15 @@ def main():
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--no-sort", action="store_true", help="leave out sort and argsort")
     ap.add_argument("--only", default=None, help="sections to run: sort,cumsum,reduce,random")
+    plotting.add_args(ap)
     args = ap.parse_args()
+    try:
+        run(args)
+    finally:
+        RATIOS.write(args, f"kapi's primitives against their peers ({args.device or 'default'})")
+
+
+def run(args):
     only = set(args.only.split(",")) if args.only else {"sort", "cumsum", "reduce", "random"}
     if args.no_sort:
         only.discard("sort")
