@@ -31,7 +31,6 @@ from timing import median_batch
 
 import kapi
 
-
 RATIOS = plotting.Ratios()  # kapi's rows against each peer, for --json / --plot
 
 
