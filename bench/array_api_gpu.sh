@@ -42,6 +42,6 @@ for s in $STEPS; do
         tests/numeric/test_array_api_linalg.py tests/language/test_complex.py \
         -k "cuda or cufft or cusolver or standard_special" 2>&1 | tee "$OUT/gputests.log" | tail -40 ;;
     matmul)
-      python3 bench/matmul.py --device cuda --n 4096 --kernel 2>&1 | tee "$OUT/matmul.log" ;;
+      python3 bench/matmul.py --device cuda --n 4096 --kernel --json "$OUT/matmul_gpu.json" 2>&1 | tee "$OUT/matmul.log" ;;
   esac
 done

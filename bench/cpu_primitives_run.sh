@@ -21,7 +21,7 @@ for c in ${CORES:-all half 4}; do
     *) cpus=0-$((c - 1)) ;;
   esac
   echo "== cores $cpus: python3 bench/primitives.py --device cpu --log2n ${LOG2N:-24}"
-  taskset -c "$cpus" python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" 2>&1 |
+  taskset -c "$cpus" python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --json "$OUT/primitives_cpu_$cpus.json" 2>&1 |
     tee "$OUT/cpu_primitives_$c.log"
 done
 # The sort's two CPU schemes side by side on every core (MSD-then-buckets, the default, and

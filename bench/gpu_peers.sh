@@ -29,7 +29,7 @@ step() {
 # 1. reduce and random against CuPy (cumsum comes along: primitives.py's fixed order), then
 # kapi.reduce's old path alone, then the random kernels' shapes (SINCOS off: the old normals).
 step "primitives, defaults (after)" timeout 120 python3 bench/primitives.py --device gpu \
-  --log2n 27 --no-sort 2>&1 | tee "$OUT/primitives_after.log"
+  --log2n 27 --no-sort --json "$OUT/primitives_gpu.json" 2>&1 | tee "$OUT/primitives_after.log"
 if [ "${SKIP_BEFORE:-0}" != 1 ]; then
   step "primitives, KAPI_REDUCE_VIA_METHODS=0 (before)" env KAPI_REDUCE_VIA_METHODS=0 \
     timeout 60 python3 bench/primitives.py --device gpu --log2n 27 --only reduce 2>&1 |
@@ -39,7 +39,7 @@ if [ "${SKIP_BEFORE:-0}" != 1 ]; then
 fi
 
 # 2. The empty launch from Python, CuPy's RawKernel beside it.
-step "launch from Python" env BENCH_DEVICE=gpu timeout 60 python3 bench/launch.py 2000 15 2>&1 |
+step "launch from Python" env BENCH_DEVICE=gpu timeout 60 python3 bench/launch.py 2000 15 --json "$OUT/launch_gpu.json" 2>&1 |
   tee "$OUT/launch_py.log"
 
 # 3. The empty launch from C: kapi's runtime, then the CUDA driver API alone, twice each.
