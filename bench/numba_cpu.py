@@ -41,11 +41,10 @@ from numba.extending import (  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import cpu_barrier  # noqa: E402
-import kernels  # noqa: E402
 import plotting  # noqa: E402
+from cpu_cases import cases  # noqa: E402
 
 import kapi  # noqa: E402
-from kapi import kernel_api as K  # noqa: E402
 
 prange = numba.prange
 
@@ -142,214 +141,28 @@ def histogram_numba(data, bins, chunks):
         bins[b] = acc
 
 
-class Case:
-    """A kapi kernel launch and its Numba peer on copies of the same data: kargs for kapi
-    (NumPy arrays, copied to the device), nargs for Numba, outputs compared by index pair."""
-
-    def __init__(
-        self, name, size, kernel, space, kargs, numba_fn, nargs, pairs, tol=0.0, check=None
-    ):
-        self.name, self.size, self.kernel, self.space = name, size, kernel, space
-        self.kargs, self.numba_fn, self.nargs = kargs, numba_fn, nargs
-        self.pairs, self.tol, self.check = pairs, tol, check
+BARRIER_PEERS = {  # kernels with local memory, barriers or atomics: (Numba peer, its arguments)
+    "matmul-f32": lambda case, a: (cpu_barrier.matmul_numba, a[:3]),
+    "tree-reduce-f32": lambda case, a: (group_sums_numba, [*a[:2], case.space.local_range[0]]),
+    "local-scan-i32": lambda case, a: (group_scans_numba, [*a[:2], case.space.local_range[0]]),
+    "histogram-i32": lambda case, a: (histogram_numba, [*a, 8 * numba.get_num_threads()]),
+}
 
 
-def cases(scale, only):
-    rng = np.random.default_rng(7)
-    sc = 2.0**scale
-    out = []
-
-    def want(name):
-        return not only or name in only
-
-    def copies(*arrays):
-        return [a.copy() if isinstance(a, np.ndarray) else a for a in arrays]
-
-    for dt, tol in ((np.float32, 1e-4), (np.float64, 1e-10)):
-        name = f"black-scholes-f{8 * np.dtype(dt).itemsize}"
-        if want(name):
-            n = int(2**22 * sc)
-            p, s, t = (rng.uniform(lo, hi, n).astype(dt) for lo, hi in ((10, 50), (10, 50), (1, 2)))
-            args = [p, s, t, dt(0.1), dt(0.2), np.zeros(n, dt), np.zeros(n, dt)]
-            out.append(
-                Case(
-                    name,
-                    f"2^{int(np.log2(n))} options",
-                    kernels.black_scholes,
-                    kapi.Range(n),
-                    args,
-                    range_peer(kernels.black_scholes, (n,)),
-                    copies(*args),
-                    [(5, 5), (6, 6)],
-                    tol,
-                )
-            )
-    if want("pairwise-f32"):
-        n, d = 2048, 3
-        data = rng.random((n, d), dtype=np.float32)
-        args = [data, np.zeros((n, n), np.float32)]
-        out.append(
-            Case(
-                "pairwise-f32",
-                f"{n}x{d}",
-                kernels.pairwise_distance,
-                kapi.Range(n, n),
-                args,
-                range_peer(kernels.pairwise_distance, (n, n)),
-                copies(*args),
-                [(1, 1)],
-                1e-5,
-            )
-        )
-    for name, kern in (
-        ("matmul-f32", cpu_barrier.tiled_matmul),
-        ("matmul-naive-f32", kernels.matmul_naive),
-    ):
-        if not want(name):
-            continue
-        n, tile = 512, cpu_barrier.TILE
-        a = rng.random((n, n), dtype=np.float32)
-        b = rng.random((n, n), dtype=np.float32)
-        kargs = [a, b, np.zeros((n, n), np.float32)]
-        space = kapi.Range(n, n)
-        size = f"{n}^2, a loop over k"
-        if name == "matmul-f32":
-            kargs += [K.LocalAccessor((tile, tile), np.float32) for _ in range(2)]
-            space = kapi.NdRange((n, n), (tile, tile))
-            size = f"{n}^2, {tile}x{tile} tiles"
-        tiled = name == "matmul-f32"
-        peer = cpu_barrier.matmul_numba if tiled else range_peer(kern, (n, n))
-        out.append(
-            Case(name, size, kern, space, kargs, peer, copies(a, b, kargs[2]), [(2, 2)], 1e-4)
-        )
-    if want("tree-reduce-f32"):
-        n, wg = int(2**24 * sc), 256
-        a = rng.random(n, dtype=np.float32)
-        kargs = [a, np.zeros(n // wg, np.float32), K.LocalAccessor((wg,), np.float32)]
-        out.append(
-            Case(
-                "tree-reduce-f32",
-                f"2^{int(np.log2(n))}, groups of {wg}",
-                cpu_barrier.tree_reduce,
-                kapi.NdRange((n,), (wg,)),
-                kargs,
-                group_sums_numba,
-                [a, np.zeros(n // wg, np.float32), wg],
-                [(1, 1)],
-                1e-5,
-            )
-        )
-    if want("local-scan-i32"):
-        n, wg = int(2**22 * sc), 256
-        a = rng.integers(-5, 5, n, dtype=np.int32)
-        kargs = [a, np.zeros(n, np.int32), K.LocalAccessor((wg,), np.int32)]
-        out.append(
-            Case(
-                "local-scan-i32",
-                f"2^{int(np.log2(n))}, groups of {wg}",
-                cpu_barrier.scan,
-                kapi.NdRange((n,), (wg,)),
-                kargs,
-                group_scans_numba,
-                [a, np.zeros(n, np.int32), wg],
-                [(1, 1)],
-            )
-        )
-    if want("histogram-i32"):
-        n, bins = int(2**24 * sc), 256
-        data = rng.integers(0, bins, n, dtype=np.int32)
-        chunks = 8 * numba.get_num_threads()
-        out.append(
-            Case(
-                "histogram-i32",
-                f"2^{int(np.log2(n))}, {bins} bins",
-                kernels.histogram,
-                kapi.Range(n),
-                [data, np.zeros(bins, np.int32)],
-                histogram_numba,
-                [data, np.zeros(bins, np.int32), chunks],
-                [(1, 1)],
-            )
-        )
-    if want("triad-f32"):
-        n = int(2**24 * sc)
-        b, c = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
-        args = [np.zeros(n, np.float32), b, c, np.float32(3.0)]
-        out.append(
-            Case(
-                "triad-f32",
-                f"2^{int(np.log2(n))}",
-                kernels.triad,
-                kapi.Range(n),
-                args,
-                range_peer(kernels.triad, (n,)),
-                copies(*args),
-                [(0, 0)],
-                1e-6,
-            )
-        )
-    if want("saxpy-f32"):
-        n = int(2**24 * sc)
-        x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
-        args = [np.float32(2.0), x, y]
-        # both add into y on every launch: compare after one launch each
-        out.append(
-            Case(
-                "saxpy-f32",
-                f"2^{int(np.log2(n))}",
-                kernels.saxpy,
-                kapi.Range(n),
-                args,
-                range_peer(kernels.saxpy, (n,)),
-                copies(*args),
-                [(2, 2)],
-                1e-6,
-            )
-        )
-    if want("stencil-f32"):
-        n = int(2048 * sc**0.5)
-        a = rng.random((n, n), dtype=np.float32)
-        args = [a, np.zeros((n, n), np.float32)]
-        out.append(
-            Case(
-                "stencil-f32",
-                f"{n}^2, 5 points",
-                kernels.stencil5,
-                kapi.Range(n - 2, n - 2),
-                args,
-                range_peer(kernels.stencil5, (n - 2, n - 2)),
-                copies(*args),
-                [(1, 1)],
-                1e-6,
-            )
-        )
-    if want("mandelbrot-f32"):
-        n = int(1024 * sc**0.5)
-        step = np.float32(2.5 / n)
-        args = [np.zeros((n, n), np.float32), np.float32(-2.0), np.float32(-1.25), step, 256]
-        out.append(
-            Case(
-                "mandelbrot-f32",
-                f"{n}^2, <= 256 iterations",
-                kernels.mandelbrot,
-                kapi.Range(n, n),
-                args,
-                range_peer(kernels.mandelbrot, (n, n)),
-                copies(*args),
-                [(0, 0)],
-                check=lambda x, y: np.mean(x != y) <= 1e-3,
-            )
-        )
-    return out
+def numba_peer(case):
+    """(function, arguments) of case's Numba peer, on copies of the case's arrays."""
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+    if case.name in BARRIER_PEERS:
+        return BARRIER_PEERS[case.name](case, args)
+    return range_peer(getattr(case.fn, "py_func", case.fn), tuple(case.space)), args
 
 
 class KapiRunner:
     def __init__(self, case, cpu):
-        fn = getattr(case.kernel, "py_func", case.kernel)
-        self.kernel = kapi.kernel(fn)
+        self.kernel = kapi.kernel(getattr(case.fn, "py_func", case.fn))
         self.space = case.space
         self.args = [
-            kapi.asarray(a, device=cpu) if isinstance(a, np.ndarray) else a for a in case.kargs
+            kapi.asarray(a, device=cpu) if isinstance(a, np.ndarray) else a for a in case.args
         ]
 
     def launch(self):
@@ -361,7 +174,7 @@ class KapiRunner:
 
 class NumbaRunner:
     def __init__(self, case):
-        self.fn, self.args = case.numba_fn, case.nargs
+        self.fn, self.args = numba_peer(case)
 
     def launch(self):
         self.fn(*self.args)
@@ -371,9 +184,12 @@ class NumbaRunner:
 
 
 def agree(case, mine, theirs):
-    for i, j in case.pairs:
-        a, b = mine.output(i), theirs.output(j)
-        ok = case.check(a, b) if case.check else np.allclose(a, b, rtol=case.tol, atol=case.tol)
+    for i in case.outputs:
+        a, b = mine.output(i), theirs.output(i)
+        if case.check is not None:
+            ok = case.check(case.args, a, b)
+        else:
+            ok = np.allclose(a, b, rtol=case.rtol, atol=case.atol)
         if not ok:
             raise SystemExit(f"{case.name}: kapi's output {i} and Numba's differ")
 
