@@ -164,6 +164,21 @@ def cases(scale, only):
                 unit="GB/s",
             )
         )
+    if want("histogram-local-i32"):
+        n, bins, wg = int(2**24 * sc), 256, 256
+        data = rng.integers(0, bins, n, dtype=np.int32)
+        out.append(
+            Case(
+                "histogram-local-i32",
+                f"2^{int(np.log2(n))}, {bins} bins, local copies",
+                kernels.histogram_local,
+                kapi.NdRange((n // kernels.HIST_ITEMS,), (wg,)),
+                [data, np.zeros(bins, np.int32), K.LocalAccessor((bins,), np.int32)],
+                [1],
+                work=4 * n,
+                unit="GB/s",
+            )
+        )
     if want("triad-f32"):
         n = int(2**24 * sc)
         b, c = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)

@@ -86,3 +86,24 @@ def mandelbrot(item, out, x0, y0, step, maxit):
 def histogram(item, data, bins):
     # data holds bin numbers already; one atomic add per element
     K.AtomicRef(bins, data[item.get_id(0)]).fetch_add(bins.dtype.type(1))
+
+
+HIST_ITEMS = 64  # elements per work-item of histogram_local
+
+
+def histogram_local(nditem, data, bins, local):
+    # the histogram as many-core code writes it: each work-group counts HIST_ITEMS elements
+    # per work-item into its own local copy, then adds the copy into bins once per bin
+    g = nditem.get_group()
+    lid = nditem.get_local_id(0)
+    nl = nditem.get_local_range(0)
+    for b in range(lid, bins.shape[0], nl):
+        local[b] = 0
+    K.group_barrier(g)
+    base = g.get_group_id(0) * nl * HIST_ITEMS + lid
+    one = bins.dtype.type(1)
+    for k in range(HIST_ITEMS):
+        K.AtomicRef(local, data[base + k * nl], address_space=K.AddressSpace.LOCAL).fetch_add(one)
+    K.group_barrier(g)
+    for b in range(lid, bins.shape[0], nl):
+        K.AtomicRef(bins, b).fetch_add(local[b])

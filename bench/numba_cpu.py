@@ -146,6 +146,7 @@ BARRIER_PEERS = {  # kernels with local memory, barriers or atomics: (Numba peer
     "tree-reduce-f32": lambda case, a: (group_sums_numba, [*a[:2], case.space.local_range[0]]),
     "local-scan-i32": lambda case, a: (group_scans_numba, [*a[:2], case.space.local_range[0]]),
     "histogram-i32": lambda case, a: (histogram_numba, [*a, 8 * numba.get_num_threads()]),
+    "histogram-local-i32": lambda case, a: (histogram_numba, [*a[:2], 8 * numba.get_num_threads()]),
 }
 
 

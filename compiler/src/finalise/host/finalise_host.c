@@ -31,6 +31,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void init_llvm(void) {
   LLVMInitializeNativeTarget();
   LLVMInitializeNativeAsmPrinter();
+  LLVMInitializeNativeAsmParser(); /* the local atomics' inline assembly */
 }
 
 /* ---- Validation ---------------------------------------------------------------------- */
