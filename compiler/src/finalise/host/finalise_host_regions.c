@@ -1675,6 +1675,69 @@ static int frame_offset(LLVMValueRef p, LLVMValueRef *a, uint64_t *off) {
   return 0;
 }
 
+/* Name of the function call i calls ("" if none). */
+static const char *callee_name(LLVMValueRef i) {
+  LLVMValueRef f = LLVMIsACallInst(i) ? LLVMGetCalledValue(i) : NULL;
+  return f && LLVMIsAFunction(f) ? LLVMGetValueName(f) : "";
+}
+
+/* For v, a tree of vector umins whose leaves each select between the same two constant
+ * splats: the lanes (an <N x i1>, built with b) where the tree's leaves give the smaller of
+ * them, *lo, the other being *hi; NULL when v is no such tree. *lo = *hi = UINT64_MAX on
+ * entry. */
+static LLVMValueRef low_lanes(LLVMBuilderRef b, LLVMValueRef v, uint64_t *lo, uint64_t *hi,
+                              int depth) {
+  if (depth > 6 || !LLVMIsAInstruction(v)) return NULL;
+  if (!strncmp(callee_name(v), "llvm.umin.v", 11)) {
+    LLVMValueRef x = low_lanes(b, LLVMGetOperand(v, 0), lo, hi, depth + 1);
+    LLVMValueRef y = x ? low_lanes(b, LLVMGetOperand(v, 1), lo, hi, depth + 1) : NULL;
+    return y ? LLVMBuildOr(b, x, y, "") : NULL;
+  }
+  if (!LLVMIsASelectInst(v)) return NULL;
+  LLVMValueRef m = LLVMGetOperand(v, 0), t = LLVMGetOperand(v, 1), f = LLVMGetOperand(v, 2);
+  if (LLVMGetTypeKind(LLVMTypeOf(m)) != LLVMVectorTypeKind) return NULL;
+  LLVMValueRef ts = LLVMIsAConstant(t) ? LLVMGetAggregateElement(t, 0) : NULL;
+  LLVMValueRef fs = LLVMIsAConstant(f) ? LLVMGetAggregateElement(f, 0) : NULL;
+  if (!ts || !fs || !LLVMIsAConstantInt(ts) || !LLVMIsAConstantInt(fs)) return NULL;
+  unsigned n = LLVMGetVectorSize(LLVMTypeOf(t));
+  for (unsigned i = 1; i < n; i++) /* splats only */
+    if (LLVMGetAggregateElement(t, i) != ts || LLVMGetAggregateElement(f, i) != fs) return NULL;
+  uint64_t a = LLVMConstIntGetZExtValue(ts), c = LLVMConstIntGetZExtValue(fs);
+  uint64_t l = a < c ? a : c, h = a < c ? c : a;
+  if (*lo == UINT64_MAX) *lo = l, *hi = h;
+  if (l != *lo || h != *hi) return NULL;
+  return a == l ? m : LLVMBuildNot(b, m, "");
+}
+
+/* The next state of a divergent loop's rounds is the umin over the lanes of a select between
+ * two states, which x86 reduces in ten instructions: `any(lanes choosing the smaller) ?
+ * smaller : larger` is a mask test. Returns how many reductions became one. */
+static unsigned any_of_two(LLVMValueRef fn, LLVMBuilderRef b) {
+  unsigned count = 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
+      LLVMValueRef next = LLVMGetNextInstruction(i);
+      if (!strncmp(callee_name(i), "llvm.vector.reduce.umin.", 24)) {
+        uint64_t lo = UINT64_MAX, hi = UINT64_MAX;
+        LLVMPositionBuilderBefore(b, i);
+        LLVMValueRef m = low_lanes(b, LLVMGetOperand(i, 0), &lo, &hi, 0);
+        if (m) {
+          LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(m));
+          unsigned n = LLVMGetVectorSize(LLVMTypeOf(m));
+          LLVMTypeRef bits = LLVMIntTypeInContext(c, n), t = LLVMTypeOf(i);
+          LLVMValueRef any = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildBitCast(b, m, bits, ""),
+                                           LLVMConstInt(bits, 0, 0), "kapi.any");
+          LLVMReplaceAllUsesWith(
+              i, LLVMBuildSelect(b, any, LLVMConstInt(t, lo, 0), LLVMConstInt(t, hi, 0), ""));
+          LLVMInstructionEraseFromParent(i);
+          count++;
+        }
+      }
+      i = next;
+    }
+  return count;
+}
+
 /* Masked loads and stores of whole vectors inside a slot array in run's frame (a full chunk's,
  * make_chunk_run) become plain ones, a store of `select(mask, value, old)`: the lanes the mask
  * leaves out are the thread's own and nobody else's, so rewriting them with what they held is
@@ -1689,8 +1752,7 @@ unsigned kc_hf_unmask_slots(kc_hf_kernel_t *k) {
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
       LLVMValueRef next = LLVMGetNextInstruction(i);
-      LLVMValueRef callee = LLVMIsACallInst(i) ? LLVMGetCalledValue(i) : NULL;
-      const char *name = callee && LLVMIsAFunction(callee) ? LLVMGetValueName(callee) : "";
+      const char *name = callee_name(i);
       int store = !strncmp(name, "llvm.masked.store.", 18);
       int load = !strncmp(name, "llvm.masked.load.", 17);
       if (!store && !load) {
@@ -1725,6 +1787,7 @@ unsigned kc_hf_unmask_slots(kc_hf_kernel_t *k) {
       count++;
       i = next;
     }
+  if (count) count += any_of_two(fn, b);
   LLVMDisposeBuilder(b);
   return count;
 }
