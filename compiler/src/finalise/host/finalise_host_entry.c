@@ -18,6 +18,7 @@
 
 #include <llvm-c/DebugInfo.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -505,10 +506,6 @@ static void mark_parallel_width(LLVMContextRef c, LLVMValueRef call, LLVMBasicBl
                   idv);
 }
 
-static void mark_parallel(LLVMContextRef c, LLVMValueRef call, LLVMBasicBlockRef latch) {
-  mark_parallel_width(c, call, latch, 0, 0);
-}
-
 /* Byte pointer `base + off`, as a pointer of type `ty`. */
 static LLVMValueRef byte_gep(LLVMBuilderRef b, LLVMValueRef base, LLVMValueRef off, LLVMTypeRef ty,
                              const char *name) {
@@ -560,6 +557,7 @@ typedef struct {
   batch_layout_t L;
   const kc_hf_kernel_t *k;
   unsigned na;
+  unsigned xw; /* nonzero: the x loop's count is this constant (a vector's lanes) */
 } nest_t;
 
 /* In a prefetching region's group loop, at group j: `for q < n: mark(j, ..., q, n)`, n the
@@ -642,7 +640,7 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
   *next = kc_hf_call(b, t->wi, t->args, t->na);
   LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, t->fn, "x.done");
   loop_close(b, &lx, t->lr[0], ex);
-  mark_parallel(c, *next, lx.latch);
+  mark_parallel_width(c, *next, lx.latch, t->xw, 0);
   if (!flat) {
     LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, t->fn, "y.done");
     loop_close(b, &ly, t->lr[1], ey);
@@ -881,6 +879,16 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, fn, "state");
   LLVMPositionBuilderAtEnd(b, entry);
   nest_t t = {.b = b, .c = c, .fn = fn, .wi = k->body, .g = g, .k = k};
+  /* Groups whose rows are one vector (16 floats on AVX-512, as a 16x16 tile's) also get nests
+   * whose x loop counts that constant: one vector iteration, without the vectoriser's checks
+   * of the count and its epilogue loops, which cost a short region as much as its work
+   * (batched kernels excepted: their flat nests already serve short rows). */
+  unsigned xw = k->batches ? 0u : kc_hf_loopvec_width(1);
+  char xs[16];
+  snprintf(xs, sizeof xs, "%u", xw); /* for KAPI_DUMP=host */
+  LLVMAddAttributeAtIndex(
+      fn, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(c, "kapi-vector-rows", 16, xs, (unsigned)strlen(xs)));
   t.na = KC_HF_WI_FIXED + k->num_args;
   t.args = calloc(t.na, sizeof *t.args);
   t.vals = unpack_args(b, g, k);
@@ -941,7 +949,14 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
     LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
     LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
     /* the full nest's start, the flat one's, the flat one prefetching for a later batch's */
-    LLVMBasicBlockRef nests[3] = {cs, NULL, NULL};
+    LLVMBasicBlockRef nests[4] = {cs, NULL, NULL, NULL};
+    if (xw) { /* rows of one vector: an x loop without the vectoriser's checks */
+      nests[0] = LLVMAppendBasicBlockInContext(c, fn, "region.any");
+      nests[3] = LLVMAppendBasicBlockInContext(c, fn, "region.vector");
+      LLVMPositionBuilderAtEnd(b, cs);
+      LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, t.lr[0], LLVMConstInt(i64, xw, 0), ""),
+                      nests[3], nests[0]);
+    }
     if (k->batches) {
       nests[0] = LLVMAppendBasicBlockInContext(c, fn, "region.full");
       nests[1] = LLVMAppendBasicBlockInContext(c, fn, "region.flat");
@@ -957,10 +972,12 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
       LLVMPositionBuilderAtEnd(b, pick);
       LLVMBuildCondBr(b, t.pfon, nests[2], nests[1]);
     }
-    for (int f = 0; f < 3; f++) {
+    for (int f = 0; f < 4; f++) {
       if (!nests[f]) continue;
-      LLVMValueRef next;
-      LLVMBasicBlockRef ej = region_nest(&t, nests[f], s, f != 0, f == 2, &next);
+      LLVMValueRef next, lr0 = t.lr[0];
+      if (f == 3) t.lr[0] = LLVMConstInt(i64, xw, 0), t.xw = xw;
+      LLVMBasicBlockRef ej = region_nest(&t, nests[f], s, f == 1 || f == 2, f == 2, &next);
+      t.lr[0] = lr0, t.xw = 0;
       LLVMAddIncoming(state, &next, &ej, 1);
       /* what this region wrote, the next one reads */
       LLVMAddIncoming(uoff, &t.unoff, &ej, 1);
