@@ -394,6 +394,39 @@ def test_cpu_schemes_regions_for_barriers_fibers_for_spins():
     assert "__kapi_host_yield" in r.stderr
 
 
+VECTOR_ROWS = """
+import numpy as np
+import kapi
+from kapi import kernel_api as K
+import test_barrier_regions as T
+
+dev = [d for d in kapi.devices() if ":cpu:" in d.filter_string][0]
+a = kapi.zeros((32, 32), dtype="f4", device=dev)
+c = kapi.zeros((32, 32), dtype="f4", device=dev)
+s = K.LocalAccessor((16, 16), np.float32)
+try:  # built for a CPU this host may not be: only the listing matters
+    kapi.call_kernel(T.tiled_matmul, kapi.NdRange((32, 32), (16, 16)), a, a, c, s, s)
+except kapi.KapiError:
+    pass
+"""
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_rows_of_one_vector_get_their_own_nests():
+    # On AVX-512 a barrier kernel that is not batched (the matmul saves `acc` per work-item)
+    # gets region nests for rows of 16 work-items, taken when the group's rows are that long
+    # (test_tiled_matmul runs them on such a host); on SSE4.2 it does not.
+    def rows(cpu):
+        r = run_script(VECTOR_ROWS, env={"KAPI_DUMP": "host", "KAPI_HOST_CPU": cpu})
+        assert r.returncode == 0, r.stderr[-3000:]
+        found = [ln for ln in r.stderr.splitlines() if '"kapi-vector-rows"' in ln]
+        assert len(found) == 1, found
+        return found[0].split('"kapi-vector-rows"="')[1].split('"')[0]
+
+    assert rows("skylake-avx512") == "16"
+    assert rows("x86-64-v2") == "0"
+
+
 # ---- Batches of groups (CPU: lockstep kernels without per-work-item slots get several
 # groups per run call, region by region; values the same in every group of a batch are saved
 # once per batch, values that differ per group once per group) ----

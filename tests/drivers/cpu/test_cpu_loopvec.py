@@ -359,3 +359,32 @@ def test_the_loops_run_as_vectorised_regions():
     runs = attributes(off.stderr)
     assert len(runs) == 2 and all('"kapi-scheme"="loop"' in a for a in runs), runs
     assert "x float>" not in run_function(off.stderr, "escape")
+
+
+def test_a_divergent_loop_keeps_its_values_in_vector_registers():
+    # On an AVX-512 target a kernel with a divergent loop runs in chunks of one vector (16
+    # work-items), its slots in run's frame: once the masked saves become plain ones, the
+    # loop's values go round its rounds as vector phis instead of through memory. Only the
+    # listing is checked, so a host without AVX-512 may refuse to run the module.
+    env = {"KAPI_DUMP": "host", "KAPI_HOST_CPU": "skylake-avx512"}
+    r = run_script(DUMP.replace("kapi.call_kernel", "T.try_call"), env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = run_function(r.stderr, "escape")
+    assert "phi <16 x float>" in run, run[:3000]
+    assert " x float>" in run_function(r.stderr, "matvec_cols")
+    # the split's count and the results do not change with it: a group of 37 work-items
+    # (2 chunks of 16 and a tail of 5) and one of 100 on this host, whatever its ISA
+    for rng in RANGES_1D[:2]:
+        size = rng.global_range[0]
+        out = kapi.zeros(size, dtype="i8", device=CPU[0])
+        call(escape, rng, out, np.float32(-2.2), np.float32(2.6 / size), 300)
+        ref = escape_ref(size, np.float32(-2.2), np.float32(2.6 / size), 300)
+        np.testing.assert_array_equal(out.asnumpy(), ref)
+
+
+def try_call(*args):
+    """kapi.call_kernel, where a module built for a CPU this host is not may fail to run."""
+    try:
+        kapi.call_kernel(*args)
+    except kapi.KapiError:
+        pass

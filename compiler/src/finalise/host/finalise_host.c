@@ -165,6 +165,9 @@ typedef struct {
   "function(sroa,early-cse<memssa>,instcombine,simplifycfg,loop-mssa(licm),gvn,simplifycfg,"       \
   "loop-mssa(licm,simple-loop-unswitch<nontrivial>),simplifycfg,instcombine,loop-mssa(licm))"
 
+/* After kc_hf_unmask_slots: slots to registers, and the selects it added folded. */
+#define SLOTS_CLEANUP "function(sroa,early-cse,instcombine,simplifycfg)"
+
 /* The region scheme's split (finalise_host_regions.c) on every KC_HF_REGIONS kernel: scalar
  * private variables go to registers first (only arrays should need per-work-item memory);
  * then each split wi is inlined into its run's region loops. Fiber kernels that spin get
@@ -216,6 +219,11 @@ static kc_status_t lower(work_t *w, char **log) {
   kc_status_t st = split_regions(w, log);
   if (st != KC_OK) return st;
   if (!kc_hf_jit_passes(w->jit, m, "default<O3>", log)) return KC_ERR_LLVM;
+  unsigned unmasked = 0;
+  for (uint32_t i = 0; i < w->n; i++)
+    if (w->ks[i].scheme == KC_HF_REGIONS && w->ks[i].loopvec)
+      unmasked += kc_hf_unmask_slots(&w->ks[i]);
+  if (unmasked && !kc_hf_jit_passes(w->jit, m, SLOTS_CLEANUP, log)) return KC_ERR_LLVM;
   kc_hf_vec_release(m);
   if (!check_locals_gone(m, log) || !check_frames(m, w->ks, w->n, log)) return KC_ERR_UNSUPPORTED;
   w->ir = LLVMPrintModuleToString(m);

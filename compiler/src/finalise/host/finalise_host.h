@@ -46,6 +46,7 @@ typedef struct kc_hf_kernel {
   /* 1: a barrier-free kernel with loops, run on the region scheme with its loops split into
    * regions where that vectorises their bodies across work-items (KAPI_HOST_LOOPVEC below) */
   int loopvec;
+  unsigned chunk; /* a loopvec kernel's work-items per chunk (kc_hf_loopvec_chunk) */
   /* per region state of a loopvec kernel (NULL: none): 1 where work-items may return different
    * next states (a divergent loop's header), and run takes the smallest */
   unsigned char *min_states;
@@ -173,14 +174,28 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
  * on the region scheme; the split then adds the barriers where they pay (loops that work-items
  * leave at different times get a per-work-item flag: finalise_host_regions.c). */
 int kc_hf_loopvec_on(void);
-/* Work-items per chunk of a loopvec kernel's run (finalise_host_entry.c's make_chunk_run). */
-#define KC_HF_LOOPVEC_CHUNK 64u
-unsigned kc_hf_loopvec_chunk(void);
+/* Work-items per chunk of a loopvec kernel's run (finalise_host_entry.c's make_chunk_run): for
+ * a kernel with a divergent loop two vectors of AVX-512 (its rounds then keep the chunk's
+ * values in registers, kc_hf_unmask_slots, two vectors' worth of independent work), else 512:
+ * a uniform loop's round does little per work-item, and its set-up (the state's dispatch, the
+ * uniform values) is then shared by more (KAPI_HOST_LOOPVEC=N: N for both). */
+#define KC_HF_LOOPVEC_CHUNK 512u
+#define KC_HF_LOOPVEC_DIV_CHUNK 32u
+/* The most bytes of a full chunk's slots that run keeps in its frame (make_chunk_run). */
+#define KC_HF_LOOPVEC_FRAME (32u * 1024u)
+unsigned kc_hf_loopvec_chunk(int divergent);
+/* Lanes the chunk machine's work-item loops are vectorised with (KAPI_HOST_LOOPVEC_WIDTH;
+ * 0: the vectoriser's own choice), for a kernel with a divergent loop or without. */
+unsigned kc_hf_loopvec_width(int divergent);
 int kc_hf_loopvec_candidate(LLVMValueRef kernel);
 int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
 /* After wi is inlined into run and cleaned up: region loops guarded by `x < U` stop at U.
  * Returns how many loops it narrowed. */
 int kc_hf_narrow_region_loops(kc_hf_kernel_t *k);
+/* After optimisation, a loopvec kernel's masked vector accesses to the slots of a full chunk in
+ * run's frame become plain ones (finalise_host_regions.c); returns how many, after which SROA
+ * may keep those slots in registers. */
+unsigned kc_hf_unmask_slots(kc_hf_kernel_t *k);
 int kc_hf_block_in_cycle(LLVMBasicBlockRef bb);
 
 /* finalise_host_prefetch.c: batched kernels prefetch a later batch's region-0 input while a

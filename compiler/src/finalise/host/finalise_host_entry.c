@@ -18,6 +18,7 @@
 
 #include <llvm-c/DebugInfo.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -423,8 +424,10 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c, wi, "body");
   LLVMPositionBuilderAtEnd(b, entry);
   load_group(b, LLVMGetParam(wi, 0), k);
-  /* the group's place in run's batch: batches run along dimension 0 */
-  k->group_id[0] = LLVMBuildAdd(b, k->group_id[0], LLVMGetParam(wi, 9), "kapi.group0");
+  /* the group's place in run's batch: batches run along dimension 0; a loopvec kernel's j is
+   * its chunk's first x instead (make_chunk_run) */
+  if (!k->loopvec)
+    k->group_id[0] = LLVMBuildAdd(b, k->group_id[0], LLVMGetParam(wi, 9), "kapi.group0");
   for (int d = 0; d < 3; d++)
     k->local_id[d] = LLVMGetParam(wi, 1 + (unsigned)d);
   k->state = LLVMGetParam(wi, 4);
@@ -434,11 +437,18 @@ static int make_region_wi(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k) 
   k->unext = LLVMGetParam(wi, 8);
   k->bcur = LLVMGetParam(wi, 10);
   k->bnext = LLVMGetParam(wi, 11);
-  LLVMValueRef r = LLVMBuildMul(b, k->local_id[2], k->local_range[1], "");
-  r = LLVMBuildMul(b, LLVMBuildAdd(b, r, k->local_id[1], ""), k->local_range[0], "");
-  k->lin = LLVMBuildAdd(b, r, k->local_id[0], "kapi.lin");
-  k->nwi = LLVMBuildMul(b, LLVMBuildMul(b, k->local_range[0], k->local_range[1], ""),
-                        k->local_range[2], "kapi.n");
+  if (k->loopvec) {
+    /* a chunk runs its whole state machine before the next starts, so the slots are the
+     * chunk's: x - x0 of a constant count, the same addresses for every chunk */
+    k->lin = LLVMBuildSub(b, k->local_id[0], LLVMGetParam(wi, 9), "kapi.lin");
+    k->nwi = NULL; /* the chunk's count, once the split knows it (kc_hf_split_regions) */
+  } else {
+    LLVMValueRef r = LLVMBuildMul(b, k->local_id[2], k->local_range[1], "");
+    r = LLVMBuildMul(b, LLVMBuildAdd(b, r, k->local_id[1], ""), k->local_range[0], "");
+    k->lin = LLVMBuildAdd(b, r, k->local_id[0], "kapi.lin");
+    k->nwi = LLVMBuildMul(b, LLVMBuildMul(b, k->local_range[0], k->local_range[1], ""),
+                          k->local_range[2], "kapi.n");
+  }
   LLVMBuildBr(b, body);
   LLVMPositionBuilderAtEnd(b, body);
   LLVMValueRef *vals = calloc(k->num_args + 1, sizeof *vals);
@@ -467,8 +477,29 @@ static LLVMMetadataRef self_loop_id(LLVMContextRef c) {
  * memory without a barrier (racing on plain memory is undefined), so the vectoriser needs no
  * run-time alias checks, which it could not build between global and __local pointers. The
  * mark on the call reaches every memory access inlined from it. */
-static void mark_parallel(LLVMContextRef c, LLVMValueRef call, LLVMBasicBlockRef latch) {
+static void mark_parallel_width(LLVMContextRef c, LLVMValueRef call, LLVMBasicBlockRef latch,
+                                unsigned width, int full) {
   LLVMMetadataRef id = self_loop_id(c);
+  if (width) {
+    /* {self, {"llvm.loop.vectorize.width", width}, {"llvm.loop.unroll.disable"}}: the
+     * unroller would take a loop of a constant count of a few work-items apart before the
+     * vectoriser sees it; with `full`, {"llvm.loop.vectorize.followup_vectorized",
+     * {"llvm.loop.unroll.full"}} too: the vector loop is unrolled instead, so that its
+     * accesses to the slots are at constant offsets (kc_hf_unmask_slots) */
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
+    LLVMMetadataRef hint[2] = {
+        LLVMMDStringInContext2(c, "llvm.loop.vectorize.width", 25),
+        LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c), width, 0))};
+    LLVMMetadataRef off = LLVMMDStringInContext2(c, "llvm.loop.unroll.disable", 24);
+    LLVMMetadataRef all = LLVMMDStringInContext2(c, "llvm.loop.unroll.full", 21);
+    LLVMMetadataRef fu[2] = {
+        LLVMMDStringInContext2(c, "llvm.loop.vectorize.followup_vectorized", 39),
+        LLVMMDNodeInContext2(c, &all, 1)};
+    LLVMMetadataRef ops[4] = {tmp, LLVMMDNodeInContext2(c, hint, 2),
+                              LLVMMDNodeInContext2(c, &off, 1), LLVMMDNodeInContext2(c, fu, 2)};
+    id = LLVMMDNodeInContext2(c, ops, full ? 4 : 3);
+    LLVMMetadataReplaceAllUsesWith(tmp, id);
+  }
   LLVMValueRef idv = LLVMMetadataAsValue(c, id);
   LLVMSetMetadata(call, LLVMGetMDKindIDInContext(c, "llvm.mem.parallel_loop_access", 29), idv);
   LLVMSetMetadata(LLVMGetBasicBlockTerminator(latch), LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
@@ -526,6 +557,7 @@ typedef struct {
   batch_layout_t L;
   const kc_hf_kernel_t *k;
   unsigned na;
+  unsigned xw; /* nonzero: the x loop's count is this constant (a vector's lanes) */
 } nest_t;
 
 /* In a prefetching region's group loop, at group j: `for q < n: mark(j, ..., q, n)`, n the
@@ -608,7 +640,7 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
   *next = kc_hf_call(b, t->wi, t->args, t->na);
   LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, t->fn, "x.done");
   loop_close(b, &lx, t->lr[0], ex);
-  mark_parallel(c, *next, lx.latch);
+  mark_parallel_width(c, *next, lx.latch, t->xw, 0);
   if (!flat) {
     LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, t->fn, "y.done");
     loop_close(b, &ly, t->lr[1], ey);
@@ -633,9 +665,10 @@ typedef struct {
 } chunk_t;
 
 /* One chunk's state machine, from block `from` (where the builder is): `state = 0; until EXIT:
- * next = min or last over x = x0 + i, i < count, of wi(..., state)`. Leaves the builder in the
- * block after it. */
-static void chunk_machine(chunk_t *t, LLVMBasicBlockRef from, LLVMValueRef x0, LLVMValueRef count) {
+ * next = min or last over x = x0 + i, i < count, of wi(..., state)`, its slots in `storage`.
+ * Leaves the builder in the block after it. */
+static void chunk_machine(chunk_t *t, LLVMBasicBlockRef from, LLVMValueRef x0, LLVMValueRef count,
+                          LLVMValueRef storage, int full) {
   LLVMBuilderRef b = t->b;
   LLVMContextRef c = t->c;
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
@@ -659,10 +692,10 @@ static void chunk_machine(chunk_t *t, LLVMBasicBlockRef from, LLVMValueRef x0, L
       t->z,
       NULL, /* state */
       t->local,
-      t->storage,
+      storage,
       LLVMBuildInBoundsGEP2(b, i8, t->ubase, &uoff, 1, "kapi.ucur"),
       LLVMBuildInBoundsGEP2(b, i8, t->ubase, &unoff, 1, "kapi.unext"),
-      zero64,
+      x0, /* j: the chunk's first x, from which wi's slots count (make_region_wi) */
       LLVMBuildInBoundsGEP2(b, i8, t->bbase, &boff, 1, "kapi.bcur"),
       LLVMBuildInBoundsGEP2(b, i8, t->bbase, &bnoff, 1, "kapi.bnext")};
   LLVMValueRef sw = LLVMBuildSwitch(b, state, after, t->nstates);
@@ -690,7 +723,7 @@ static void chunk_machine(chunk_t *t, LLVMBasicBlockRef from, LLVMValueRef x0, L
     LLVMAddIncoming(i, &i2, &latch, 1);
     LLVMAddIncoming(mn, &mn2, &latch, 1);
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, i2, count, ""), xh, xd);
-    mark_parallel(c, next, latch);
+    mark_parallel_width(c, next, latch, kc_hf_loopvec_width(t->k->min_states != NULL), full);
     LLVMPositionBuilderAtEnd(b, xd);
     LLVMAddIncoming(state, &mn2, &xd, 1);
     LLVMAddIncoming(uoff, &unoff, &xd, 1);
@@ -701,7 +734,7 @@ static void chunk_machine(chunk_t *t, LLVMBasicBlockRef from, LLVMValueRef x0, L
 }
 
 /* run for kernels whose loops run as regions (kc_hf_kernel_t.loopvec; no work-group barrier):
- * the group's rows in chunks of kc_hf_loopvec_chunk() work-items along x, each chunk running
+ * the group's rows in chunks of k->chunk work-items along x, each chunk running
  * the whole state machine (chunk_machine) before the next starts. Nothing but a barrier would
  * make a work-item wait for another, so a chunk may finish the kernel before its neighbours
  * start it, and a loop's iterations then work on one chunk's values, in L1 (a group's row of
@@ -743,7 +776,22 @@ static int make_chunk_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMValueRef n = LLVMBuildMul(b, lr[0], LLVMBuildMul(b, lr[1], lr[2], ""), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, zero64, ""), done, go);
   LLVMPositionBuilderAtEnd(b, go);
-  batch_layout_t L = batch_layout(b, n, rec, urec, k->local_size);
+  /* slots for one chunk (make_region_wi): a full chunk's in run's frame where they fit, which
+   * lets SROA keep them in registers across a loop's rounds once the vectoriser has made each
+   * region one vector of the chunk (kc_hf_unmask_slots); the last, partial chunk's, and all of
+   * them where they do not fit, in the scratch storage */
+  unsigned wn = k->chunk;
+  LLVMValueRef w = LLVMConstInt(i64, wn, 0);
+  LLVMValueRef framed = NULL;
+  if (rec && rec * wn <= KC_HF_LOOPVEC_FRAME) {
+    LLVMBuilderRef eb = LLVMCreateBuilderInContext(c); /* in the entry block, for SROA */
+    LLVMPositionBuilderBefore(eb, LLVMGetFirstInstruction(entry));
+    framed = LLVMBuildAlloca(eb, LLVMArrayType(i8, (unsigned)(rec * wn)), "kapi.slots");
+    LLVMSetAlignment(framed, 64);
+    LLVMDisposeBuilder(eb);
+    framed = LLVMBuildBitCast(b, framed, i8p, "");
+  }
+  batch_layout_t L = batch_layout(b, w, rec, urec, k->local_size);
   LLVMValueRef bytes = LLVMBuildAdd(b, L.stride, LLVMConstInt(i64, 2 * brec, 0), "");
   int none = !rec && !urec && !brec && !k->local_size;
   t.storage = none ? LLVMConstNull(i8p) : kc_hf_call(b, scratch_fn(m), &bytes, 1);
@@ -760,19 +808,24 @@ static int make_chunk_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   loop_t lz = loop_open(b, fn, start, "wi.z");
   loop_t ly = loop_open(b, fn, lz.head, "wi.y");
   t.y = ly.iv, t.z = lz.iv;
-  /* the chunks of the row; one machine for all (a second one for full chunks, of a constant
-   * count, ran slower: the vectoriser gave their loops run-time alias checks) */
-  LLVMValueRef w = LLVMConstInt(i64, (uint64_t)kc_hf_loopvec_chunk(), 0);
+  /* the chunks of the row: full ones by a machine of a constant count (with `framed`, slots in
+   * the frame), then what is left by one of a run-time count */
   LLVMBasicBlockRef chead = LLVMAppendBasicBlockInContext(c, fn, "chunk");
+  LLVMBasicBlockRef cfull = LLVMAppendBasicBlockInContext(c, fn, "chunk.full");
+  LLVMBasicBlockRef ctail = LLVMAppendBasicBlockInContext(c, fn, "chunk.tail");
   LLVMBasicBlockRef cnext = LLVMAppendBasicBlockInContext(c, fn, "chunk.next");
   LLVMBuildBr(b, chead);
   LLVMPositionBuilderAtEnd(b, chead);
   LLVMValueRef xc = LLVMBuildPhi(b, i64, "kapi.chunk");
   LLVMAddIncoming(xc, &zero64, &ly.head, 1);
   LLVMValueRef xe = LLVMBuildNUWAdd(b, xc, w, "");
-  xe = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, xe, lr[0], ""), xe, lr[0], "");
-  chunk_machine(&t, chead, xc, LLVMBuildSub(b, xe, xc, ""));
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULE, xe, lr[0], ""), cfull, ctail);
+  LLVMPositionBuilderAtEnd(b, cfull);
+  chunk_machine(&t, cfull, xc, w, framed ? framed : t.storage, framed && k->min_states);
   LLVMBuildBr(b, cnext);
+  LLVMPositionBuilderAtEnd(b, ctail);
+  chunk_machine(&t, ctail, xc, LLVMBuildSub(b, lr[0], xc, ""), t.storage, 0);
+  LLVMBuildBr(b, ly.latch);
   LLVMPositionBuilderAtEnd(b, cnext);
   LLVMAddIncoming(xc, &xe, &cnext, 1);
   LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, fn, "y.done");
@@ -826,6 +879,16 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, fn, "state");
   LLVMPositionBuilderAtEnd(b, entry);
   nest_t t = {.b = b, .c = c, .fn = fn, .wi = k->body, .g = g, .k = k};
+  /* Groups whose rows are one vector (16 floats on AVX-512, as a 16x16 tile's) also get nests
+   * whose x loop counts that constant: one vector iteration, without the vectoriser's checks
+   * of the count and its epilogue loops, which cost a short region as much as its work
+   * (batched kernels excepted: their flat nests already serve short rows). */
+  unsigned xw = k->batches ? 0u : kc_hf_loopvec_width(1);
+  char xs[16];
+  snprintf(xs, sizeof xs, "%u", xw); /* for KAPI_DUMP=host */
+  LLVMAddAttributeAtIndex(
+      fn, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(c, "kapi-vector-rows", 16, xs, (unsigned)strlen(xs)));
   t.na = KC_HF_WI_FIXED + k->num_args;
   t.args = calloc(t.na, sizeof *t.args);
   t.vals = unpack_args(b, g, k);
@@ -886,7 +949,14 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
     LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
     LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
     /* the full nest's start, the flat one's, the flat one prefetching for a later batch's */
-    LLVMBasicBlockRef nests[3] = {cs, NULL, NULL};
+    LLVMBasicBlockRef nests[4] = {cs, NULL, NULL, NULL};
+    if (xw) { /* rows of one vector: an x loop without the vectoriser's checks */
+      nests[0] = LLVMAppendBasicBlockInContext(c, fn, "region.any");
+      nests[3] = LLVMAppendBasicBlockInContext(c, fn, "region.vector");
+      LLVMPositionBuilderAtEnd(b, cs);
+      LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, t.lr[0], LLVMConstInt(i64, xw, 0), ""),
+                      nests[3], nests[0]);
+    }
     if (k->batches) {
       nests[0] = LLVMAppendBasicBlockInContext(c, fn, "region.full");
       nests[1] = LLVMAppendBasicBlockInContext(c, fn, "region.flat");
@@ -902,10 +972,12 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
       LLVMPositionBuilderAtEnd(b, pick);
       LLVMBuildCondBr(b, t.pfon, nests[2], nests[1]);
     }
-    for (int f = 0; f < 3; f++) {
+    for (int f = 0; f < 4; f++) {
       if (!nests[f]) continue;
-      LLVMValueRef next;
-      LLVMBasicBlockRef ej = region_nest(&t, nests[f], s, f != 0, f == 2, &next);
+      LLVMValueRef next, lr0 = t.lr[0];
+      if (f == 3) t.lr[0] = LLVMConstInt(i64, xw, 0), t.xw = xw;
+      LLVMBasicBlockRef ej = region_nest(&t, nests[f], s, f == 1 || f == 2, f == 2, &next);
+      t.lr[0] = lr0, t.xw = 0;
       LLVMAddIncoming(state, &next, &ej, 1);
       /* what this region wrote, the next one reads */
       LLVMAddIncoming(uoff, &t.unoff, &ej, 1);

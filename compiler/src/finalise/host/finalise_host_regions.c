@@ -263,7 +263,8 @@ typedef struct {
   unsigned nnarrow;                  /* how many are (KAPI_DUMP=host shows "kapi-saves32") */
   struct divloop *div;               /* divergent loops split into regions */
   size_t ndiv;
-  int unaligned; /* split_at: the saves with alignment 1 (a divergent loop's exit) */
+  int unaligned;         /* split_at: the saves with alignment 1 (a divergent loop's exit) */
+  LLVMValueRef flag_set; /* ...and the store setting that loop's flag (divloop_t.set) */
   char *log;
 } split_t;
 
@@ -866,6 +867,13 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
      * (the slots' x86 vector stores are unaligned ones either way). */
     if (s->unaligned) LLVMSetAlignment(st, 1);
   }
+  /* ...and the flag's store comes last, so that the exit's and the header's saves never end
+   * their paths alike (instcombine gives a save to a slot in run's frame the slot's alignment
+   * back, so the alignments alone do not keep them apart there) */
+  if (s->flag_set) {
+    LLVMInstructionRemoveFromParent(s->flag_set);
+    LLVMInsertIntoBuilder(s->b, s->flag_set);
+  }
   LLVMBuildRet(s->b, LLVMConstInt(LLVMInt32TypeInContext(s->c), k, 0));
   LLVMInstructionEraseFromParent(call);
   LLVMPositionBuilderBefore(s->b, first);
@@ -907,9 +915,9 @@ int kc_hf_loopvec_on(void) {
   return loopvec_setting() != 0;
 }
 
-unsigned kc_hf_loopvec_chunk(void) {
+unsigned kc_hf_loopvec_chunk(int divergent) {
   long n = loopvec_setting();
-  return n > 1 ? (unsigned)n : KC_HF_LOOPVEC_CHUNK;
+  return n > 1 ? (unsigned)n : divergent ? KC_HF_LOOPVEC_DIV_CHUNK : KC_HF_LOOPVEC_CHUNK;
 }
 
 /* Walks f and the functions it calls (depth-limited): whether any block is in a cycle, and
@@ -934,6 +942,20 @@ static int candidate_walk(LLVMValueRef f, LLVMTargetDataRef td, int depth, uint6
     }
   }
   return 1;
+}
+
+/* KAPI_HOST_LOOPVEC_WIDTH: unset, for a kernel with a divergent loop one 512-bit vector of
+ * 32-bit lanes where the target has AVX-512 (the vectoriser sizes its vectors by the widest
+ * type in the loop: a 64-bit loop counter would halve every float operation's lanes), else
+ * the vectoriser's choice; `0`, the vectoriser's choice; a power of two from 2 to 64, that
+ * many lanes. */
+unsigned kc_hf_loopvec_width(int divergent) {
+  const char *v = getenv("KAPI_HOST_LOOPVEC_WIDTH");
+  char *end = NULL;
+  long n = v && *v ? strtol(v, &end, 10) : -1;
+  if (n < 0 || (end && *end) || n > 64 || (n & (n - 1)))
+    return divergent && strstr(kc_hf_target_features(), "+avx512f") ? 16u : 0u;
+  return n == 1 ? 0u : (unsigned)n;
 }
 
 int kc_hf_loopvec_candidate(LLVMValueRef kernel) {
@@ -1032,6 +1054,7 @@ typedef struct divloop {
   size_t npre;
   size_t kh, kx;     /* indices of bh and bx among the barriers */
   LLVMValueRef done; /* the flag's slot (i8*) */
+  LLVMValueRef set;  /* the store setting it, before bx */
 } divloop_t;
 
 enum { LOOP_NO, LOOP_UNIFORM, LOOP_DIVERGENT };
@@ -1308,7 +1331,9 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     d->done = slot(s, 1, 1, LLVMPointerType(i8, 0));
     for (size_t j = 0; j <= d->npre; j++) {
       LLVMPositionBuilderBefore(s->b, j < d->npre ? d->pre[j] : d->bx);
-      set_scopes(s, LLVMBuildStore(s->b, LLVMConstInt(i8, j == d->npre, 0), d->done), SCOPE_WI);
+      LLVMValueRef st = LLVMBuildStore(s->b, LLVMConstInt(i8, j == d->npre, 0), d->done);
+      set_scopes(s, st, SCOPE_WI);
+      if (j == d->npre) d->set = st;
     }
     for (size_t k = 0; k < nbar; k++) {
       if (bars[k] == d->bh) d->kh = k;
@@ -1326,9 +1351,9 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   remat_t rm = {.l = &l, .spill_of = &spill_of, .memo = memo};
   for (size_t k = 0; k < nbar; k++) {
     demote_successor_phis(s, LLVMGetInstructionParent(bars[k]));
-    s->unaligned = 0;
+    s->unaligned = 0, s->flag_set = NULL;
     for (size_t i = 0; i < s->ndiv; i++)
-      s->unaligned |= s->div[i].kx == k;
+      if (s->div[i].kx == k) s->unaligned = 1, s->flag_set = s->div[i].set;
     resume[k] =
         split_at(s, bars[k], (uint32_t)k + 1, spills, slots, stores, kind, live + k * l.words, &rm);
   }
@@ -1378,6 +1403,10 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
     return *log = kc_msg("out of memory"), 0;
   }
   s.div = div, s.ndiv = ndiv;
+  if (k->loopvec) { /* the slots are a chunk's (make_region_wi) */
+    k->chunk = kc_hf_loopvec_chunk(ndiv > 0);
+    k->nwi = LLVMConstInt(LLVMInt64TypeInContext(s.c), k->chunk, 0);
+  }
   size_t nbar = 0, nalloca = 0;
   LLVMValueRef *bars = collect(k->body, is_barrier, &nbar);
   /* run takes the smallest state: a divergent loop's header barrier comes before its exit's */
@@ -1612,5 +1641,153 @@ int kc_hf_narrow_region_loops(kc_hf_kernel_t *k) {
   }
   LLVMDisposeBuilder(b);
   free(stack);
+  return count;
+}
+
+/* ---- Slots in registers (loopvec kernels) ---------------------------------------------------- */
+
+/* Constant byte offset of pointer p from the alloca it is a bitcast or constant i8 (array)
+ * GEP of, which goes to *a; 0 when p is not such a pointer. */
+static int frame_offset(LLVMValueRef p, LLVMValueRef *a, uint64_t *off) {
+  *off = 0;
+  for (int depth = 0; depth < 8; depth++) {
+    if (LLVMIsAAllocaInst(p)) return *a = p, 1;
+    if (LLVMIsABitCastInst(p)) {
+      p = LLVMGetOperand(p, 0);
+      continue;
+    }
+    if (!LLVMIsAGetElementPtrInst(p)) return 0;
+    LLVMTypeRef src = LLVMGetGEPSourceElementType(p);
+    unsigned n = (unsigned)LLVMGetNumOperands(p);
+    int bytes = LLVMGetTypeKind(src) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(src) == 8;
+    int array = LLVMGetTypeKind(src) == LLVMArrayTypeKind &&
+                LLVMGetTypeKind(LLVMGetElementType(src)) == LLVMIntegerTypeKind &&
+                LLVMGetIntTypeWidth(LLVMGetElementType(src)) == 8;
+    if (!(bytes && n == 2) && !(array && n == 3)) return 0;
+    for (unsigned i = 1; i < n; i++)
+      if (!LLVMIsAConstantInt(LLVMGetOperand(p, i))) return 0;
+    if (array && LLVMConstIntGetZExtValue(LLVMGetOperand(p, 1)) != 0) return 0;
+    long long d = LLVMConstIntGetSExtValue(LLVMGetOperand(p, n - 1));
+    if (d < 0) return 0;
+    *off += (uint64_t)d;
+    p = LLVMGetOperand(p, 0);
+  }
+  return 0;
+}
+
+/* Name of the function call i calls ("" if none). */
+static const char *callee_name(LLVMValueRef i) {
+  LLVMValueRef f = LLVMIsACallInst(i) ? LLVMGetCalledValue(i) : NULL;
+  return f && LLVMIsAFunction(f) ? LLVMGetValueName(f) : "";
+}
+
+/* For v, a tree of vector umins whose leaves each select between the same two constant
+ * splats: the lanes (an <N x i1>, built with b) where the tree's leaves give the smaller of
+ * them, *lo, the other being *hi; NULL when v is no such tree. *lo = *hi = UINT64_MAX on
+ * entry. */
+static LLVMValueRef low_lanes(LLVMBuilderRef b, LLVMValueRef v, uint64_t *lo, uint64_t *hi,
+                              int depth) {
+  if (depth > 6 || !LLVMIsAInstruction(v)) return NULL;
+  if (!strncmp(callee_name(v), "llvm.umin.v", 11)) {
+    LLVMValueRef x = low_lanes(b, LLVMGetOperand(v, 0), lo, hi, depth + 1);
+    LLVMValueRef y = x ? low_lanes(b, LLVMGetOperand(v, 1), lo, hi, depth + 1) : NULL;
+    return y ? LLVMBuildOr(b, x, y, "") : NULL;
+  }
+  if (!LLVMIsASelectInst(v)) return NULL;
+  LLVMValueRef m = LLVMGetOperand(v, 0), t = LLVMGetOperand(v, 1), f = LLVMGetOperand(v, 2);
+  if (LLVMGetTypeKind(LLVMTypeOf(m)) != LLVMVectorTypeKind) return NULL;
+  LLVMValueRef ts = LLVMIsAConstant(t) ? LLVMGetAggregateElement(t, 0) : NULL;
+  LLVMValueRef fs = LLVMIsAConstant(f) ? LLVMGetAggregateElement(f, 0) : NULL;
+  if (!ts || !fs || !LLVMIsAConstantInt(ts) || !LLVMIsAConstantInt(fs)) return NULL;
+  unsigned n = LLVMGetVectorSize(LLVMTypeOf(t));
+  for (unsigned i = 1; i < n; i++) /* splats only */
+    if (LLVMGetAggregateElement(t, i) != ts || LLVMGetAggregateElement(f, i) != fs) return NULL;
+  uint64_t a = LLVMConstIntGetZExtValue(ts), c = LLVMConstIntGetZExtValue(fs);
+  uint64_t l = a < c ? a : c, h = a < c ? c : a;
+  if (*lo == UINT64_MAX) *lo = l, *hi = h;
+  if (l != *lo || h != *hi) return NULL;
+  return a == l ? m : LLVMBuildNot(b, m, "");
+}
+
+/* The next state of a divergent loop's rounds is the umin over the lanes of a select between
+ * two states, which x86 reduces in ten instructions: `any(lanes choosing the smaller) ?
+ * smaller : larger` is a mask test. Returns how many reductions became one. */
+static unsigned any_of_two(LLVMValueRef fn, LLVMBuilderRef b) {
+  unsigned count = 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
+      LLVMValueRef next = LLVMGetNextInstruction(i);
+      if (!strncmp(callee_name(i), "llvm.vector.reduce.umin.", 24)) {
+        uint64_t lo = UINT64_MAX, hi = UINT64_MAX;
+        LLVMPositionBuilderBefore(b, i);
+        LLVMValueRef m = low_lanes(b, LLVMGetOperand(i, 0), &lo, &hi, 0);
+        if (m) {
+          LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(m));
+          unsigned n = LLVMGetVectorSize(LLVMTypeOf(m));
+          LLVMTypeRef bits = LLVMIntTypeInContext(c, n), t = LLVMTypeOf(i);
+          LLVMValueRef any = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildBitCast(b, m, bits, ""),
+                                           LLVMConstInt(bits, 0, 0), "kapi.any");
+          LLVMReplaceAllUsesWith(
+              i, LLVMBuildSelect(b, any, LLVMConstInt(t, lo, 0), LLVMConstInt(t, hi, 0), ""));
+          LLVMInstructionEraseFromParent(i);
+          count++;
+        }
+      }
+      i = next;
+    }
+  return count;
+}
+
+/* Masked loads and stores of whole vectors inside a slot array in run's frame (a full chunk's,
+ * make_chunk_run) become plain ones, a store of `select(mask, value, old)`: the lanes the mask
+ * leaves out are the thread's own and nobody else's, so rewriting them with what they held is
+ * no change, and plain accesses at constant offsets are what SROA turns into registers (a
+ * divergent loop's values then go round its rounds as vector phis, not through memory). */
+unsigned kc_hf_unmask_slots(kc_hf_kernel_t *k) {
+  LLVMValueRef fn = k->run;
+  LLVMModuleRef m = LLVMGetGlobalParent(fn);
+  LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
+  unsigned count = 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
+      LLVMValueRef next = LLVMGetNextInstruction(i);
+      const char *name = callee_name(i);
+      int store = !strncmp(name, "llvm.masked.store.", 18);
+      int load = !strncmp(name, "llvm.masked.load.", 17);
+      if (!store && !load) {
+        i = next;
+        continue;
+      }
+      /* store(value, ptr, align, mask); load(ptr, align, mask, passthru) */
+      LLVMValueRef ptr = LLVMGetOperand(i, store ? 1 : 0);
+      LLVMValueRef al = LLVMGetOperand(i, store ? 2 : 1), mask = LLVMGetOperand(i, store ? 3 : 2);
+      LLVMTypeRef vt = store ? LLVMTypeOf(LLVMGetOperand(i, 0)) : LLVMTypeOf(i);
+      LLVMValueRef a = NULL;
+      uint64_t off = 0;
+      if (!frame_offset(ptr, &a, &off) ||
+          LLVMGetInstructionParent(a) != LLVMGetEntryBasicBlock(fn) ||
+          !LLVMIsAConstantInt(LLVMGetOperand(a, 0)) ||
+          off + LLVMStoreSizeOfType(td, vt) > LLVMABISizeOfType(td, LLVMGetAllocatedType(a)) *
+                                                  LLVMConstIntGetZExtValue(LLVMGetOperand(a, 0))) {
+        i = next;
+        continue;
+      }
+      unsigned align = (unsigned)LLVMConstIntGetZExtValue(al);
+      LLVMPositionBuilderBefore(b, i);
+      LLVMValueRef old = LLVMBuildLoad2(b, vt, ptr, "kapi.slotv");
+      LLVMSetAlignment(old, align);
+      if (store) {
+        LLVMValueRef v = LLVMBuildSelect(b, mask, LLVMGetOperand(i, 0), old, "");
+        LLVMSetAlignment(LLVMBuildStore(b, v, ptr), align);
+      } else {
+        LLVMReplaceAllUsesWith(i, LLVMBuildSelect(b, mask, old, LLVMGetOperand(i, 3), ""));
+      }
+      LLVMInstructionEraseFromParent(i);
+      count++;
+      i = next;
+    }
+  if (count) count += any_of_two(fn, b);
+  LLVMDisposeBuilder(b);
   return count;
 }
