@@ -7,7 +7,8 @@
 # and the rest as for bench/gpu_run.sh:
 #   run(command="T=400 bash bench/gpu_suite.sh",
 #       carry=["kapi/_lib", ".carry/debs", ".carry/bin", ".carry/fixtures", ".carry/hosttest", ".whl"])
-# T: seconds per run; NC, NP: workers for CUDA and for the CPU device; PYTEST_ARGS: more
+# T: seconds per run; NC, NP: workers for CUDA and for the CPU device; FAR_MMAP=1: the CPU
+# JIT's layout check first (below, < 60 s); PYTEST_ARGS: more
 # pytest options for both (e.g. "-p no:faulthandler", so that a crash reaches the native
 # backtrace handler and kapi's own hint untouched). Logs go to $OUT.
 set -uo pipefail
@@ -40,6 +41,18 @@ if gcc -O1 -shared -fPIC -o /tmp/libcrashbt.so tools/crashbt.c; then
   PRELOAD=/tmp/libcrashbt.so
 fi
 echo "crash backtraces: ${PRELOAD:-none (no gcc)}"
+# FAR_MMAP=1: first (< 60 s) the CPU JIT's layout check on this host's CPU target: the tests
+# that crashed here, with tests/drivers/cpu/far_mmap.c preloaded (every JIT section mapped far
+# from the others, which made them crash every time before kernel objects lost their jump
+# tables), and tests/drivers/cpu/test_cpu_jit_layout.py.
+if [ "${FAR_MMAP:-0}" = 1 ] && gcc -O1 -shared -fPIC -o /tmp/libfar_mmap.so tests/drivers/cpu/far_mmap.c -ldl; then
+  LD_PRELOAD=/tmp/libfar_mmap.so${PRELOAD:+:$PRELOAD} KAPI_DRIVERS=cpu timeout 60 python3 -m pytest -q \
+    -p no:cacheprovider --tb=short -k "8x6of16x12 or statistics_and_utilities or jit_layout" \
+    tests/language/test_group_algorithms.py tests/numeric/test_array_api.py \
+    tests/drivers/cpu/test_cpu_jit_layout.py >"$OUT/far_mmap.log" 2>&1
+  echo "far_mmap check: exit $? $(tail -1 "$OUT/far_mmap.log")"
+  grep -A12 "=== crashbt" "$OUT/far_mmap.log" | head -30
+fi
 run() {
   LD_PRELOAD=$PRELOAD KAPI_DRIVERS=$1 timeout "${T:-420}" python3 -m pytest -q -n "$2" -p no:cacheprovider -rfE \
     --tb=short ${PYTEST_ARGS:-} tests >"$OUT/$1_all.log" 2>&1

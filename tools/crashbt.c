@@ -34,8 +34,8 @@ static void on_sig(int sig, siginfo_t *si, void *ucv) {
   ucontext_t *uc = ucv;
   unsigned long ip = uc->uc_mcontext.gregs[REG_RIP];
   unsigned long sp = uc->uc_mcontext.gregs[REG_RSP];
-  fprintf(out, "\n=== crashbt: signal %d addr %p ip %#lx sp %#lx tid %ld\n", sig, si->si_addr,
-          ip, sp, (long)syscall(SYS_gettid));
+  fprintf(out, "\n=== crashbt: signal %d addr %p ip %#lx sp %#lx tid %ld\n", sig, si->si_addr, ip,
+          sp, (long)syscall(SYS_gettid));
   show_map(ip);
   show_map((unsigned long)si->si_addr);
   show_map(sp);

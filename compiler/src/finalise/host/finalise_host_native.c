@@ -17,8 +17,9 @@
 
 #define NATIVE_MAGIC "KAPIHOST"
 /* 2: kernels record whether they spin (fiber scheme); 3: and whether they take batches of groups
- * (kc_host_kernel_t.batches) */
-#define NATIVE_VERSION 3u
+ * (kc_host_kernel_t.batches); 4: objects without jump tables or unwind tables (see
+ * no_cross_section_offsets: older ones may crash when linked, so they are refused) */
+#define NATIVE_VERSION 4u
 #define MAX_KERNELS 4096u
 #define MAX_ARGS 4096u
 
@@ -39,7 +40,32 @@ static const char *host(void) {
   return host_id ? host_id : "";
 }
 
+/* The JIT links each section of the object into memory of its own (RuntimeDyld's section
+ * memory manager maps code and read-only data separately), and nothing keeps two mappings
+ * within 2 GiB of each other: in a process whose address space is crowded (many threads, their
+ * stacks and malloc arenas, other JITs), they can land farther apart. The large code model reaches
+ * constants through 64-bit offsets, but LLVM 15 still emits switch jump tables as 32-bit
+ * differences between .rodata and .text, and unwind tables (.eh_frame) point at .text the same
+ * way: truncated, a jump table sends a kernel to a wild address (the CPU device's rare crash on
+ * a 32-core host). So no function gets a jump table (a switch becomes compares, which the region
+ * scheme's few states do not mind) or an unwind table (kernels never throw): the object then
+ * refers from one section to another only through the GOT and 64-bit offsets. */
+static void no_cross_section_offsets(LLVMModuleRef m) {
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMAttributeRef no_tables = LLVMCreateStringAttribute(c, "no-jump-tables", 14, "true", 4);
+  unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  unsigned uwtable = LLVMGetEnumAttributeKindForName("uwtable", 7);
+  LLVMAttributeRef nothrow = LLVMCreateEnumAttribute(c, nounwind, 0);
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    if (LLVMIsDeclaration(f)) continue;
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, no_tables);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, nothrow);
+    LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, uwtable);
+  }
+}
+
 int kc_hf_emit_object(kc_hf_jit_t *j, LLVMModuleRef m, void **obj, size_t *len, char **log) {
+  no_cross_section_offsets(m);
   char *err = NULL;
   LLVMMemoryBufferRef buf = NULL;
   if (LLVMTargetMachineEmitToMemoryBuffer(j->tm, m, LLVMObjectFile, &err, &buf)) {
