@@ -149,6 +149,10 @@ _REDUCTIONS = {
 }
 
 
+# calls whose value may be an array where no slice shows it (an axis reduction, a reshape)
+_ARRAY_VALUED = frozenset({*_REDUCTIONS, "reshape", "copy", "dot"})
+
+
 def _sliced_reads(expr) -> tuple[list, int]:
     """The sliced subscripts an element-wise expression reads and their common number of
     sliced axes; ([], 0) when it reads none, has subscripts of different numbers of sliced
@@ -189,14 +193,32 @@ def _elementwise(expr, read_ids, ts):
     return T().visit(expr)  # in place: the reduction call holding expr is replaced
 
 
+def _free_operands(value, known) -> bool:
+    """Whether value has an operand that is a bare name of the function's (not one the body
+    binds or loops over): an array or a scalar, which only the values' ndims tell."""
+    skip = set()
+    for node in ast.walk(value):
+        if isinstance(node, ast.Subscript):
+            skip.update(id(x) for x in ast.walk(node))
+        elif isinstance(node, ast.Attribute):
+            skip.add(id(node.value))
+        elif isinstance(node, ast.Call):
+            skip.add(id(node.func))
+    return any(
+        isinstance(node, ast.Name) and id(node) not in skip and node.id not in known
+        for node in ast.walk(value)
+    )
+
+
 def _loop(var: str, extent: ast.expr, body: list[ast.stmt]) -> ast.For:
     call = ast.Call(func=ast.Name("range", ast.Load()), args=[extent], keywords=[])
     return ast.For(target=ast.Name(var, ast.Store()), iter=call, body=body, orelse=[])
 
 
 class _Rewriter:
-    def __init__(self):
+    def __init__(self, known=frozenset()):
         self.counter = itertools.count()
+        self.known = known  # names the body binds or loops over: not free arrays
 
     def name(self, kind: str) -> str:
         return f"{_PREFIX}_{kind}{next(self.counter)}"
@@ -350,6 +372,8 @@ class _Rewriter:
         n = _nslices(all_axes[0])
         if any(_nslices(a) != n for a in all_axes):
             return None
+        if len(targets) == 1 and _free_operands(value, self.known):
+            return None  # a free name may be an array: arraytyped.py, with the ndims
         keys = {}
         for t, a in zip(targets, all_axes, strict=True):
             keys.setdefault(t.value.id, set()).add(_walk_key(a))
@@ -371,6 +395,9 @@ class _Rewriter:
                 reads.append(node)
             elif isinstance(node, ast.Starred | ast.Lambda | ast.NamedExpr):
                 return None
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in _ARRAY_VALUED:
+                    return None  # an array value of its own (arraytyped.py, with the ndims)
         for st in inner:  # the products' own reads of a target
             for node in ast.walk(st):
                 if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
@@ -467,7 +494,9 @@ def _slice_names(body, outside: set[str]) -> dict:
     return out
 
 
-def expand_array_statements(body: list[ast.stmt], outside=frozenset()) -> list[ast.stmt]:
+def expand_array_statements(
+    body: list[ast.stmt], outside=frozenset(), targets=()
+) -> list[ast.stmt]:
     """The prange body with its dot products of slices and assignments to slices written as
     element loops (see the module's docstring); other statements unchanged. Names bound to a
     slice (see _slice_names; `outside`: the names the function reads elsewhere) are replaced
@@ -484,4 +513,9 @@ def expand_array_statements(body: list[ast.stmt], outside=frozenset()) -> list[a
 
         drop = {id(st) for st in names.values()}
         body = [Sub().visit(st) for st in body if id(st) not in drop]
-    return _Rewriter().block(body)
+    known = {
+        n.id
+        for n in ast.walk(ast.Module(body=list(body), type_ignores=[]))
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    return _Rewriter(known | set(targets)).block(body)

@@ -100,11 +100,12 @@ def test_dot_of_named_slices_and_a_gather(dev):
     np.testing.assert_allclose(y.asnumpy(), dense @ x, rtol=1e-12)
 
 
-def _covariance(cov, data):
+def _covariance(cov, data, scale):
     m = data.shape[1]
     for i in prange(m):
         # a chained assignment of a vector-matrix product of slices
-        cov[i:m, i] = cov[i, i:m] = data[:, i] @ data[:, i:m] / 2.0
+        # (scale: a free scalar in a chained assignment)
+        cov[i:m, i] = cov[i, i:m] = data[:, i] @ data[:, i:m] / scale
 
 
 def _matvec_rows(out, a, v):
@@ -114,7 +115,7 @@ def _matvec_rows(out, a, v):
 
 def test_chained_assignment_of_a_vector_matrix_product(dev):
     rng = np.random.default_rng(6)
-    _check(_covariance, dev, np.zeros((5, 5)), rng.random((4, 5)))
+    _check(_covariance, dev, np.zeros((5, 5)), rng.random((4, 5)), scalars=(2.0,))
     _check(_matvec_rows, dev, rng.random((3, 4)), rng.random((4, 6)), rng.random(6))
 
 
