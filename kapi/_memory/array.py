@@ -291,6 +291,12 @@ class Array(_array_base()):
         return owner
 
     @property
+    def _array_obj(self) -> Array:
+        """dpnp.ndarray's `_array_obj` (its dpctl.tensor.usm_ndarray): the array itself, which
+        is both in kapi. Code written for dpnp with numba-dpex reads it (dpbench's kmeans)."""
+        return self
+
+    @property
     def flags(self) -> ArrayFlags:
         """NumPy's flags: `a.flags.c_contiguous`, `a.flags["F"]`, ... (read only)."""
         s, st, i = self._shape, self._strides, self.itemsize
