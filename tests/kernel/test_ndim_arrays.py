@@ -64,3 +64,13 @@ def test_nine_dims_refused(dev):
     a = kapi.zeros((1,) * 9, device=dev)
     with pytest.raises(kapi.UnsupportedKernelArgumentError, match="1 to 8 dimensions.*has 9"):
         kapi.call_kernel(scale4, kapi.Range(1), a, a)
+
+
+def test_numpy_four_dims_on_the_cpu_device():
+    from kapi_testing import needs_cpu_device
+
+    needs_cpu_device()
+    a = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5)
+    out = np.zeros_like(a)
+    kapi.call_kernel(scale4, kapi.Range(2), a, out)  # NumPy arrays: the CPU device
+    np.testing.assert_array_equal(out, 2 * a + np.arange(5))
