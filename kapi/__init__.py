@@ -107,7 +107,7 @@ _export(
     flip roll tile repeat broadcast_to broadcast_arrays atleast_1d atleast_2d around round real
     imag clip sum prod mean var std amax amin max min argmax argmin all any count_nonzero
     nonzero argwhere searchsorted diff take take_along_axis isclose allclose array_equal matmul
-    dot vdot inner outer tensordot trace""".split(),
+    dot vdot inner outer tensordot trace histogram""".split(),
 )
 _export(
     "_numeric.npcompat",

@@ -30,6 +30,7 @@ _ARRAY_RE = re.compile(
     r"^array\(\s*(\w+)\s*,\s*(\d)\s*,\s*([CFA])\s*,\s*(\w+)\s*((?:,\s*\d+\s*)*)\)$"
 )
 MAX_STATIC_EXTENT = 1 << 20  # as the compiler's KIR_MAX_STATIC_EXTENT
+MAX_NDIM = 8  # a global array's most dimensions: the compiler's KIR_MAX_NDIM
 
 
 class KArray(types.Array):
@@ -188,8 +189,10 @@ def parse_type(text):
         return KArray(types.float32, int(ndim), layout, space, storage="bf16")
     if dtype not in SCALARS and dtype not in COMPLEX:
         raise ValueError(f"'{dtype}' is not a KIR scalar type")
-    if not 1 <= int(ndim) <= 3:
-        raise ValueError("arrays have 1 to 3 dimensions")
+    if not 1 <= int(ndim) <= (MAX_NDIM if space == "global" else 3):
+        raise ValueError(
+            f"global arrays have 1 to {MAX_NDIM} dimensions, local arrays 1 to 3; not {ndim}"
+        )
     if space not in ADDRSPACES or space == "private":
         raise ValueError(f"array arguments live in 'global' or 'local' memory, not '{space}'")
     if space == "local" and layout != "C":

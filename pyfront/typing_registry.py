@@ -395,6 +395,13 @@ def device_pyfunc(value):
     return getattr(value, "py_func", value)
 
 
+def _marked_device(value) -> bool:
+    try:
+        return getattr(value, "__kapi_device_func__", False) is True
+    except Exception:  # an object whose attribute lookup fails is not one
+        return False
+
+
 class KapiTypingContext(nb.LeanContext):
     """Numba typing context for kernels: Numba's generic typing plus kapi's registry."""
 
@@ -429,8 +436,15 @@ class KapiTypingContext(nb.LeanContext):
                 self._call_cache[key] = sig
         return sig
 
+    def resolve_value_type(self, val):
+        # an object marked a device function is one in kernels, whatever Numba's typeof
+        # makes of it on the host (a dpjit function: its host dispatcher)
+        if _marked_device(val):
+            return self._get_global_type(val)
+        return super().resolve_value_type(val)
+
     def _get_global_type(self, gv):
-        ty = super()._get_global_type(gv)
+        ty = None if _marked_device(gv) else super()._get_global_type(gv)
         if ty is None and device_pyfunc(gv) is not None:
             # Keyed by id, holding the object so the id cannot be reused by another one.
             obj, ty = self._device_types.get(id(gv), (None, None))

@@ -240,8 +240,9 @@ from kapi import (
     arange, asarray, empty, empty_like, full, full_like, ones, ones_like, zeros, zeros_like,
 )
 
+# dpctl.tensor's type names are dtype objects (dpt.int32.type(0) is dpctl users' idiom)
 for _n in ("bool int32 int64 float16 float32 float64 complex64 complex128").split():
-    globals()[_n] = getattr(_np, _n if _n != "bool" else "bool_")
+    globals()[_n] = _np.dtype(_n)
 dtype = _np.dtype
 
 

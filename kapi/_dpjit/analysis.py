@@ -196,8 +196,42 @@ def _collect_nest(outer: ast.For, resolver: _Resolver, filename: str) -> _Loop:
             raise UnsupportedPrangeError(
                 f"{_where(filename, inner)}: dpjit: `else:` on a prange loop is not supported"
             )
+        if _stores_without(inner.body, inner.target.id):
+            break  # iterations would write one element side by side: a sequential loop
         loops.append(inner)
     return _Loop(loops, loops[-1].body)
+
+
+def _stores_without(body, var: str) -> bool:
+    """Whether the body stores to (or updates) an array element or slice whose index does not
+    read var: the iterations of an inner prange over var would then write the same elements,
+    so it stays a loop inside the kernel (as Numba runs inner pranges). A name the body
+    assigns from var (`k = i * m + j`) counts as var."""
+    nodes = list(_walk_scope(body))
+    dep = {var}
+    while True:  # the names computed from var, to a fixed point
+        more = {
+            t.id
+            for n in nodes
+            if isinstance(n, ast.Assign | ast.AugAssign)
+            and {x.id for x in ast.walk(n.value) if isinstance(x, ast.Name)} & dep
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Name)
+        }
+        if more <= dep:
+            break
+        dep |= more
+    for n in nodes:
+        if not isinstance(n, ast.Assign | ast.AugAssign):
+            continue
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+        for t in targets:
+            for sub in ast.walk(t):
+                if isinstance(sub, ast.Subscript) and not isinstance(sub.ctx, ast.Load):
+                    reads = {x.id for x in ast.walk(sub.slice) if isinstance(x, ast.Name)}
+                    if not reads & dep:
+                        return True
+    return False
 
 
 def _check_loop_header(lp: ast.For, filename: str) -> None:

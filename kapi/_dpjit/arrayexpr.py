@@ -8,6 +8,11 @@ no negative bounds) of named arrays:
 - a dot product of two slices with one sliced axis each, `np.dot(x[..], y[..])` or
   `x[..] @ y[..]`, becomes an accumulation loop before the statement (its dtype is the first
   operand's);
+- a whole reduction of an element-wise expression of slices with the same number of sliced
+  axes, `np.sum(e)`, `np.prod`, `np.max` / `np.amax`, `np.min` / `np.amin`, `np.mean` or the
+  method form `e.sum()`, ..., becomes an accumulation loop nest before the statement (a sum or
+  product starts at zero or one of the first slice's dtype; max and min start at the first
+  element, so the slice must not be empty);
 - an assignment to a slice, `t[..] = expr` or `t[..] op= expr`, where every slice expr reads
   has as many sliced axes as the target, becomes nested sequential loops assigning element by
   element (slices of other arrays are walked in step with the target's; element reads of the
@@ -132,14 +137,88 @@ def _walk_key(axes):
     )
 
 
+# the whole reductions written as loops: name -> how the accumulator goes
+_REDUCTIONS = {
+    "sum": "sum",
+    "prod": "prod",
+    "max": "max",
+    "amax": "max",
+    "min": "min",
+    "amin": "min",
+    "mean": "mean",
+}
+
+
+# calls whose value may be an array where no slice shows it (an axis reduction, a reshape)
+_ARRAY_VALUED = frozenset({*_REDUCTIONS, "reshape", "copy", "dot"})
+
+
+def _sliced_reads(expr) -> tuple[list, int]:
+    """The sliced subscripts an element-wise expression reads and their common number of
+    sliced axes; ([], 0) when it reads none, has subscripts of different numbers of sliced
+    axes (a broadcast) or holds what is not element-wise (a lambda, a starred value, a nested
+    dot product or reduction)."""
+    reads, n = [], None
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Subscript):
+            axes = _axes(node)
+            if axes is None or _nslices(axes) == 0:
+                continue
+            if n is not None and _nslices(axes) != n:
+                return [], 0
+            n = _nslices(axes)
+            reads.append(node)
+        elif isinstance(node, ast.Starred | ast.Lambda | ast.NamedExpr):
+            return [], 0
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            return [], 0
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _REDUCTIONS or node.func.attr in ("dot", "copy", "reshape"):
+                return [], 0
+    # a slice inside another sliced subscript's index is a gather (_axes's "g"): counted once
+    inner = {id(x) for r in reads for x in ast.walk(r.slice)}
+    reads = [r for r in reads if id(r) not in inner]
+    return reads, n or 0
+
+
+def _elementwise(expr, read_ids, ts):
+    """A copy of expr with each read of read_ids replaced by its element at the indices ts."""
+
+    class T(ast.NodeTransformer):
+        def visit_Subscript(self, sub):
+            if id(sub) in read_ids:
+                return _element(sub, _axes(sub), ts, ast.Load())
+            return self.generic_visit(sub)
+
+    return T().visit(expr)  # in place: the reduction call holding expr is replaced
+
+
+def _free_operands(value, known) -> bool:
+    """Whether value has an operand that is a bare name of the function's (not one the body
+    binds or loops over): an array or a scalar, which only the values' ndims tell."""
+    skip = set()
+    for node in ast.walk(value):
+        if isinstance(node, ast.Subscript):
+            skip.update(id(x) for x in ast.walk(node))
+        elif isinstance(node, ast.Attribute):
+            skip.add(id(node.value))
+        elif isinstance(node, ast.Call):
+            skip.add(id(node.func))
+    return any(
+        isinstance(node, ast.Name) and id(node) not in skip and node.id not in known
+        for node in ast.walk(value)
+    )
+
+
 def _loop(var: str, extent: ast.expr, body: list[ast.stmt]) -> ast.For:
     call = ast.Call(func=ast.Name("range", ast.Load()), args=[extent], keywords=[])
     return ast.For(target=ast.Name(var, ast.Store()), iter=call, body=body, orelse=[])
 
 
 class _Rewriter:
-    def __init__(self):
+    def __init__(self, known=frozenset()):
         self.counter = itertools.count()
+        self.known = known  # names the body binds or loops over: not free arrays
 
     def name(self, kind: str) -> str:
         return f"{_PREFIX}_{kind}{next(self.counter)}"
@@ -166,14 +245,74 @@ class _Rewriter:
             return None
         return ops, axes
 
+    # -- whole reductions of slice expressions --------------------------------------------
+
+    def _reduction_operand(self, node):
+        """(kind, operand) for `np.sum(e)` / `e.sum()` and the other _REDUCTIONS (the function
+        form with one argument, the method form with none; no axis, no keywords), else None."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            return None
+        kind = _REDUCTIONS.get(node.func.attr)
+        if kind is None or node.keywords:
+            return None
+        if len(node.args) == 1 and isinstance(node.func.value, ast.Name):
+            return kind, node.args[0]  # np.max(e): any module name (numpy, dpnp, kapi)
+        if not node.args:
+            return kind, node.func.value  # e.max()
+        return None
+
+    def reduction(self, node, pre: list[ast.stmt]):
+        """A whole reduction of an element-wise expression of slices with the same number of
+        sliced axes (walked in step with the first's) -> its accumulator's name, the loops
+        computing it appended to pre; None when node is not one."""
+        found = self._reduction_operand(node)
+        if found is None:
+            return None
+        kind, expr = found
+        reads, n = _sliced_reads(expr)
+        if not reads:
+            return None
+        ts = [self.name("t") for _ in range(n)]
+        elem = _elementwise(expr, {id(r) for r in reads}, ts)
+        acc = self.name("red")
+        accn = ast.Name(acc, ast.Load())
+        if kind in ("max", "min"):
+            # the first element starts the accumulator (NumPy refuses an empty one)
+            pre.extend(
+                ast.Assign(targets=[ast.Name(t, ast.Store())], value=ast.Constant(0)) for t in ts
+            )
+            pre.append(ast.Assign(targets=[ast.Name(acc, ast.Store())], value=copy.deepcopy(elem)))
+            step = ast.Call(func=ast.Name(kind, ast.Load()), args=[accn, elem], keywords=[])
+            body = [ast.Assign(targets=[ast.Name(acc, ast.Store())], value=step)]
+        else:
+            start = _zero(reads[0])
+            if kind == "prod":
+                start = ast.BinOp(start, ast.Add(), ast.Constant(1))
+            pre.append(ast.Assign(targets=[ast.Name(acc, ast.Store())], value=start))
+            op = ast.Mult() if kind == "prod" else ast.Add()
+            body = [ast.AugAssign(target=ast.Name(acc, ast.Store()), op=op, value=elem)]
+        extents = _extents(reads[0], _axes(reads[0]))
+        for t, ext in reversed(list(zip(ts, extents, strict=True))):
+            body = [_loop(t, ext, body)]
+        pre.extend(body)
+        if kind == "mean":
+            count = extents[0]
+            for ext in extents[1:]:
+                count = ast.BinOp(count, ast.Mult(), ext)
+            return ast.BinOp(ast.Name(acc, ast.Load()), ast.Div(), copy.deepcopy(count))
+        return ast.Name(acc, ast.Load())
+
     def dots(self, expr, pre: list[ast.stmt]):
-        """expr with each dot product of slices replaced by an accumulator name; the loops
-        computing them are appended to pre."""
+        """expr with each dot product of slices and each whole reduction of slices replaced by
+        an accumulator name; the loops computing them are appended to pre."""
         rewriter = self
 
         class T(ast.NodeTransformer):
             def generic_visit(self, node):
                 node = super().generic_visit(node)
+                red = rewriter.reduction(node, pre)
+                if red is not None:
+                    return red
                 found = rewriter._dot_operands(node)
                 if found is None:
                     return node
@@ -233,6 +372,8 @@ class _Rewriter:
         n = _nslices(all_axes[0])
         if any(_nslices(a) != n for a in all_axes):
             return None
+        if len(targets) == 1 and _free_operands(value, self.known):
+            return None  # a free name may be an array: arraytyped.py, with the ndims
         keys = {}
         for t, a in zip(targets, all_axes, strict=True):
             keys.setdefault(t.value.id, set()).add(_walk_key(a))
@@ -254,6 +395,9 @@ class _Rewriter:
                 reads.append(node)
             elif isinstance(node, ast.Starred | ast.Lambda | ast.NamedExpr):
                 return None
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in _ARRAY_VALUED:
+                    return None  # an array value of its own (arraytyped.py, with the ndims)
         for st in inner:  # the products' own reads of a target
             for node in ast.walk(st):
                 if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
@@ -350,7 +494,9 @@ def _slice_names(body, outside: set[str]) -> dict:
     return out
 
 
-def expand_array_statements(body: list[ast.stmt], outside=frozenset()) -> list[ast.stmt]:
+def expand_array_statements(
+    body: list[ast.stmt], outside=frozenset(), targets=()
+) -> list[ast.stmt]:
     """The prange body with its dot products of slices and assignments to slices written as
     element loops (see the module's docstring); other statements unchanged. Names bound to a
     slice (see _slice_names; `outside`: the names the function reads elsewhere) are replaced
@@ -367,4 +513,9 @@ def expand_array_statements(body: list[ast.stmt], outside=frozenset()) -> list[a
 
         drop = {id(st) for st in names.values()}
         body = [Sub().visit(st) for st in body if id(st) not in drop]
-    return _Rewriter().block(body)
+    known = {
+        n.id
+        for n in ast.walk(ast.Module(body=list(body), type_ignores=[]))
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    return _Rewriter(known | set(targets)).block(body)

@@ -147,7 +147,9 @@ class _HostRewriter(ast.NodeTransformer):
                 for n in _walk_host(self.fdef.body, {id(node)})
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
             }
-            nest.body = nest.loops[-1].body = expand_array_statements(nest.body, outside)
+            nest.body = nest.loops[-1].body = expand_array_statements(
+                nest.body, outside, nest.targets
+            )
             _check_body(nest.body, self.filename)
             self.nests.append((node, nest))
             return node  # replaced in a second pass, after the host-wide analysis
@@ -343,7 +345,11 @@ def _host_compile_error(message: str) -> HostCompileError:
 class DpjitFunction:
     """What @kapi.dpjit returns: calls run the function with its prange loops offloaded and
     the rest compiled by Numba's njit; where Numba cannot compile it, the call raises
-    HostCompileError (or, with fallback=True, runs it in CPython with a HostFallbackWarning)."""
+    HostCompileError (or, with fallback=True, runs it in CPython with a HostFallbackWarning).
+    Called in a prange body (kernel code), it is a device function: its Python function is
+    compiled into the kernel, as numba-dpex compiles a dpjit function there."""
+
+    __kapi_device_func__ = True
 
     def __init__(self, pyfunc, options, fallback: bool = False):
         if not inspect.isfunction(pyfunc):

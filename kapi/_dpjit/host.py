@@ -340,6 +340,46 @@ def _np_reshape(a, shape):
     return _objmode_impl("a, shape", "a.reshape(shape)", t, {}, check)
 
 
+@overload(np.transpose)
+def _np_transpose(a, axes=None):
+    """np.transpose(a, axes=...) of a kapi array: the view with its axes permuted."""
+    if not isinstance(a, KapiArrayType):
+        return None
+    from .._numeric.npcompat import transpose
+
+    t, check = _array_result(KapiArrayType(a.dtype, a.ndim), "numpy.transpose")
+    return _objmode_impl("a, axes=None", "__tr(a, axes)", t, {"__tr": transpose}, check)
+
+
+@overload(np.histogram)
+def _np_histogram(a, bins=10, range=None, density=None, weights=None):
+    """np.histogram of a kapi array: kapi's histogram on its device, (hist, bin_edges) as
+    kapi arrays (hist int64, or the weights' dtype; float64 where density=True)."""
+    if not isinstance(a, KapiArrayType):
+        return None
+    from .._numeric.npcompat import histogram
+
+    given = not isinstance(density, types.NoneType | types.Omitted) and density is not None
+    if isinstance(weights, KapiArrayType):
+        hdt = np.result_type(weights.np_dtype, np.float64) if given else weights.np_dtype
+    else:
+        hdt = np.dtype(np.float64) if given else np.dtype(np.int64)
+    edt = a.np_dtype if a.np_dtype.kind == "f" else np.dtype(np.float64)
+    ht = KapiArrayType(numpy_support.from_dtype(hdt), 1)
+    et = KapiArrayType(numpy_support.from_dtype(edt), 1)
+
+    def check(r):
+        return (_expect(r[0], hdt, 1, "numpy.histogram"), _expect(r[1], edt, 1, "numpy.histogram"))
+
+    return _objmode_impl(
+        "a, bins=10, range=None, density=None, weights=None",
+        "__h(a, bins, range, density, weights)",
+        types.Tuple((ht, et)),
+        {"__h": histogram},
+        check,
+    )
+
+
 @overload_method(KapiArrayType, "copy")
 def _copy(a):
     t, check = _array_result(KapiArrayType(a.dtype, a.ndim), "copy()")

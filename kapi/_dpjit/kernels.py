@@ -14,6 +14,7 @@ import numpy as np
 
 from .._memory.array import Array
 from .analysis import UnsupportedPrangeError, _Loop, _outer_jumps, _Resolver, _walk_scope
+from .arraytyped import expand_with_ndims
 
 _ITEM = "__kapi_item"
 _API = "__kapi_api"
@@ -311,8 +312,10 @@ def _free_names(loop: _Loop, dims: bool) -> list[str]:
 
 
 def _kernel_def(
-    loop: _Loop, kname: str, shape: str, form: str, fixed=(), dims=False
+    loop: _Loop, kname: str, shape: str, form: str, fixed=(), dims=False, ndims=()
 ) -> ast.FunctionDef:
+    """ndims: ((name, ndim), ...) of the free variables (0: not an array) where the body's
+    array statements need them (arraytyped.py)."""
     build = {"range": _range_stmts, "tree": _tree_stmts, "blocks": _block_stmts}[shape]
     first = loop.loops[0]
     args = ast.arguments(
@@ -322,7 +325,10 @@ def _kernel_def(
         kw_defaults=[],
         defaults=[],
     )
-    stmts = build(loop, copy.deepcopy(loop.kbody_dims if dims else loop.kbody), form)
+    body = copy.deepcopy(loop.kbody_dims if dims else loop.kbody)
+    if ndims:
+        body = expand_with_ndims(body, dict(ndims), set(loop.lasts) | set(loop.reductions))
+    stmts = build(loop, body, form)
     fdef = ast.FunctionDef(name=kname, args=args, body=stmts, decorator_list=[])
     return ast.copy_location(fdef, first)
 

@@ -16,6 +16,7 @@ from .._kernel.ranges import NdRange, Range
 from .._memory.array import Array, empty
 from .._memory.device import default_device
 from .analysis import _Loop
+from .arraytyped import needs_ndims
 from .asynchronous import _Calls, _settle, _submit
 from .kernels import _dim_values, _factory, _free_names, _kernel_def, _make_function, _trip_consts
 
@@ -222,6 +223,11 @@ def _bounds(bounds):
     return counts, starts
 
 
+def _ndims_key(names, args) -> tuple:
+    """((name, ndim), ...) of a launch's free values (0 for a scalar)."""
+    return tuple((n, getattr(a, "ndim", 0)) for n, a in zip(names, args, strict=True))
+
+
 class _Kernels:
     """The kernels of one prange loop, one per (shape, bounds form) launched so far, each
     generated on the first launch that needs it."""
@@ -231,19 +237,20 @@ class _Kernels:
         self.fn, self.cells, self.filename = fn, cells, filename
         self.made: dict[tuple[str, bool], object] = {}
 
-    def get(self, shape: str, form: str, consts: tuple = (), dims: bool = False):
+    def get(self, shape: str, form: str, consts: tuple = (), dims: bool = False, ndims=()):
         """consts: ((name, value), ...) of free variables the kernel takes as constants;
-        dims: whether it takes loop.dims (_ShapeBounds)."""
-        kern = self.made.get((shape, form, consts, dims))
+        dims: whether it takes loop.dims (_ShapeBounds); ndims: ((name, ndim), ...) of the
+        free variables where the body's array statements need them (_ndims_key)."""
+        kern = self.made.get((shape, form, consts, dims, ndims))
         if kern is None:
             fixed = [n for n, _ in consts]
-            defn = _kernel_def(self.loop, self.kname, shape, form, fixed, dims)
+            defn = _kernel_def(self.loop, self.kname, shape, form, fixed, dims, ndims)
             cells = dict(self.cells)
             cells.update((n, types.CellType(v)) for n, v in consts)
             kcode = _factory(defn, list(cells), self.filename)
             kfunc = _make_function(kcode, self.fn, cells)
             kfunc.__qualname__ = self.qualname
-            kern = self.made[(shape, form, consts, dims)] = _kernel_decorator(kfunc)
+            kern = self.made[(shape, form, consts, dims, ndims)] = _kernel_decorator(kfunc)
         return kern
 
 
@@ -302,6 +309,11 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
         for dims in (False, True)
     ]
 
+    # the free variables' names where the kernel is generated per their ndims (arraytyped.py)
+    names_nd = None
+    if needs_ndims(loop.kbody):
+        names_nd = [_free_names(loop, dims) for dims in (False, True)]
+
     def launch(bounds, args, red_values, last_values):
         """What the host assigns after the loop: (reduction values, whether the loop ran, the
         last values, which loop variables it set, their values). A loop that ran no iteration
@@ -335,14 +347,14 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
             extra = _dim_values(loop, args)
             if extra is not None:
                 args, dims = (*args, *extra), True
-        consts = ()
+        consts, args0 = (), args
         if trips[dims]:
             consts = _trip_consts(trips[dims], args, loop.shape_vars, where)
             if consts:
                 fixed = {n for n, _ in consts}
                 names = _free_names(loop, dims)
                 args = tuple(a for a, n in zip(args, names, strict=True) if n not in fixed)
-        variant = (consts, dims)
+        variant = (consts, dims, _ndims_key(names_nd[dims], args0)) if names_nd else (consts, dims)
         if not loop.ndrange:
             # the innermost loop (last in bounds) is dimension 0
             kern, rng = kernels.get("range", form, *variant), Range(*reversed(counts))

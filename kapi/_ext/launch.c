@@ -20,7 +20,9 @@
 
 #define KX_MAX_DEVICES 64
 #define KX_MAX_ARGS 64   /* Python-level kernel arguments */
-#define KX_MAX_KARGS 896 /* Level Zero arguments: 2 * (1 + 2*3) per complex array at most */
+#define KX_MAX_KARGS 896 /* Level Zero arguments */
+/* The most one argument takes: a complex array, 2 * (1 + 2 * KX_MAX_NDIM) */
+#define KX_ARG_MAX_KARGS (2 * (1 + 2 * KX_MAX_NDIM))
 
 /* Set once by kapi/_kernel/launch.py through rt_launch_configure (the argument half's part goes to
  * kx_args_configure). */
@@ -481,7 +483,7 @@ static int pack(kx_arg *a, Py_ssize_t n, kr_arg_t *k, uint32_t *nk) {
   uint32_t j = 0;
   for (Py_ssize_t i = 0; i < n; i++) {
     kx_arg *x = &a[i];
-    if (j + 14 > KX_MAX_KARGS) return -1;
+    if (j + KX_ARG_MAX_KARGS > KX_MAX_KARGS) return -1;
     size_t part = x->kind == 'L' ? 0 : complex_part(x);
     if (x->kind == 'S' && part) { /* a complex scalar: its real part, then its imaginary one */
       k[j++] = (kr_arg_t){part, &x->value};

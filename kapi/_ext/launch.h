@@ -9,6 +9,9 @@
 
 #include <stdint.h>
 
+/* The most dimensions of a kernel's array argument (the compiler's KIR_MAX_NDIM). */
+#define KX_MAX_NDIM 8
+
 /* One argument after classification. */
 typedef struct {
   char kind; /* 'A' global array, 'L' local accessor, 'S' scalar */
@@ -17,14 +20,14 @@ typedef struct {
   PyObject *queue; /* 'A': the array's queue (borrowed from desc) or NULL */
   uint64_t ptr;
   int ndim;
-  int64_t shape[3], strides[3];
+  int64_t shape[KX_MAX_NDIM], strides[KX_MAX_NDIM];
   size_t nbytes;     /* 'L': bytes of local memory; 'S': value size */
   uint64_t value;    /* 'S': the value's bytes */
   uint64_t value_hi; /* 'S': bytes 8..15 of a complex128 scalar */
   /* complex 'A' (docs/kir.md, "Kernel ABI"): the imaginary parts' pointer and the strides in
    * parts, filled by pack() */
   uint64_t ptr_im;
-  int64_t part_strides[3];
+  int64_t part_strides[KX_MAX_NDIM];
 } kx_arg;
 
 /* A slot of an exact kapi type read through its member descriptor's getter: the same result as

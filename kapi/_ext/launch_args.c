@@ -57,7 +57,7 @@ static int parse_desc(PyObject *desc, kx_arg *a) {
   a->queue = q == Py_None ? NULL : q;
   a->ptr = PyLong_AsUnsignedLongLong(PyTuple_GetItem(desc, 4));
   a->ndim = (int)PyTuple_Size(shape);
-  if (PyErr_Occurred() || a->ndim < 1 || a->ndim > 3)
+  if (PyErr_Occurred() || a->ndim < 1 || a->ndim > KX_MAX_NDIM)
     return PyErr_Occurred() ? -1 : (PyErr_SetString(PyExc_SystemError, "kapi: bad ndim"), -1);
   if (read_i64_tuple(shape, a->ndim, a->shape) || read_i64_tuple(strides, a->ndim, a->strides))
     return -1;

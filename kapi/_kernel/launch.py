@@ -30,7 +30,7 @@ from .._errors import (
 )
 from .._memory.array import Array
 from .._memory.device import default_device, devices
-from .._memory.dtypes import DTYPE_TO_KIR
+from .._memory.dtypes import DTYPE_TO_KIR, KERNEL_MAX_NDIM
 from .dispatcher import READONLY_MARK, KernelDispatcher
 from .ranges import NdRange
 from .simulate import SimulatedEvent
@@ -61,9 +61,10 @@ class _UserError(metaclass=_UserErrorCheck):
 
 
 def _numpy_desc(a: np.ndarray, pos: int):
-    if not 1 <= a.ndim <= 3:
+    if not 1 <= a.ndim <= KERNEL_MAX_NDIM:
         raise UnsupportedKernelArgumentError(
-            f"kernel argument {pos}: kernels take arrays of 1 to 3 dimensions, not {a.ndim}"
+            f"kernel argument {pos}: kernels take arrays of 1 to {KERNEL_MAX_NDIM} dimensions, "
+            f"not {a.ndim}"
         )
     if a.dtype not in DTYPE_TO_KIR:
         kir_scalar(a.dtype)  # raises with the list of supported dtypes

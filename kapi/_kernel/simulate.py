@@ -43,7 +43,7 @@ from .._errors import (
 )
 from .._memory import array as _array
 from .._memory.array import Array
-from .._memory.dtypes import DTYPE_TO_KIR
+from .._memory.dtypes import DTYPE_TO_KIR, KERNEL_MAX_NDIM
 from .ranges import NdRange, Range
 
 __all__ = ["SimulatedEvent", "call_kernel_async", "enabled", "simulate"]
@@ -167,9 +167,10 @@ def _arity(name, params, nargs) -> bool:
 
 
 def _check_array(a, pos):
-    if not 1 <= a.ndim <= 3:
+    if not 1 <= a.ndim <= KERNEL_MAX_NDIM:
         raise UnsupportedKernelArgumentError(
-            f"kernel argument {pos}: kernels take arrays of 1 to 3 dimensions, not {a.ndim}"
+            f"kernel argument {pos}: kernels take arrays of 1 to {KERNEL_MAX_NDIM} dimensions, "
+            f"not {a.ndim}"
         )
     if a.dtype not in DTYPE_TO_KIR:
         raise UnsupportedDtypeError(

@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from .._errors import InvalidKernelSpecializationError, UnsupportedDtypeError
-from .._memory.dtypes import DTYPE_TO_KIR, SCALAR_KIR, SUPPORTED_DTYPES
+from .._memory.dtypes import DTYPE_TO_KIR, KERNEL_MAX_NDIM, SCALAR_KIR, SUPPORTED_DTYPES
 from .numba_sig import (
     Signature,
     is_numba_object,
@@ -53,9 +53,10 @@ def array_layout(flags_c: bool, flags_f: bool) -> str:
 
 
 def array_kir(dtype, ndim: int, layout: str, space: str = "global") -> str:
-    if not 1 <= ndim <= 3:
+    if not 1 <= ndim <= KERNEL_MAX_NDIM:
         raise UnsupportedDtypeError(
-            f"kernels take arrays of 1 to 3 dimensions, got {ndim}; reshape the array first"
+            f"kernels take arrays of 1 to {KERNEL_MAX_NDIM} dimensions, got {ndim}; reshape "
+            "the array first"
         )
     return f"array({kir_scalar(dtype)},{ndim},{layout},{space})"
 

@@ -24,7 +24,7 @@ from .._errors import (
 )
 from . import pool as _memory
 from .device import Queue, as_queue
-from .dtypes import DTYPE_TO_KIR, SUPPORTED_DTYPES
+from .dtypes import DTYPE_TO_KIR, KERNEL_MAX_NDIM, SUPPORTED_DTYPES
 from .flags import ArrayFlags
 
 _USM_KINDS = {"host": 1, "device": 2, "shared": 3}
@@ -291,6 +291,12 @@ class Array(_array_base()):
         return owner
 
     @property
+    def _array_obj(self) -> Array:
+        """dpnp.ndarray's `_array_obj` (its dpctl.tensor.usm_ndarray): the array itself, which
+        is both in kapi. Code written for dpnp with numba-dpex reads it (dpbench's kmeans)."""
+        return self
+
+    @property
     def flags(self) -> ArrayFlags:
         """NumPy's flags: `a.flags.c_contiguous`, `a.flags["F"]`, ... (read only)."""
         s, st, i = self._shape, self._strides, self.itemsize
@@ -319,9 +325,9 @@ class Array(_array_base()):
         kd = self._kd
         if kd is None:
             nd = len(self._shape)
-            if not 1 <= nd <= 3:
+            if not 1 <= nd <= KERNEL_MAX_NDIM:
                 raise UnsupportedKernelArgumentError(
-                    f"kernels take arrays of 1 to 3 dimensions; this one has {nd}"
+                    f"kernels take arrays of 1 to {KERNEL_MAX_NDIM} dimensions; this one has {nd}"
                 )
             key, est = _desc_parts(self._dtype, self._shape, self._strides)
             q = self._queue

@@ -36,3 +36,5 @@ except ImportError:
 KIR_TO_DTYPE: dict[str, np.dtype] = {v: k for k, v in DTYPE_TO_KIR.items()}
 SCALAR_KIR = frozenset(KIR_TO_DTYPE)
 SUPPORTED_DTYPES = tuple(DTYPE_TO_KIR)
+# The most dimensions of a kernel's array argument (the compiler's KIR_MAX_NDIM).
+KERNEL_MAX_NDIM = 8

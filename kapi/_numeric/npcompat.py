@@ -380,6 +380,60 @@ def searchsorted(a, v, side="left", sorter=None):
     return xp.searchsorted(_arr(a, "searchsorted"), v, side=side, sorter=sorter)
 
 
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """NumPy's histogram of a kapi array on its device: `bins` equal bins over `range` (the
+    data's minimum to maximum by default; the last bin includes its right edge), or the bin
+    edges themselves as a 1-d array; with `weights`, each value counts its weight. Returns
+    (hist, bin_edges), both kapi arrays."""
+    a = _arr(a, "histogram").reshape((-1,))
+    q = a.sycl_queue
+    if isinstance(bins, str):
+        raise TypeError("kapi.histogram takes a number of bins or their edges, not a rule name")
+    if isinstance(bins, int | np.integer):
+        n = int(bins)
+        if n < 1:
+            raise ValueError(f"kapi.histogram: bins must be a positive integer, not {n}")
+        if range is not None:
+            lo, hi = (float(v) for v in range)
+            if lo > hi:
+                raise ValueError("kapi.histogram: max must be larger than min in range parameter.")
+        elif a.size:
+            lo, hi = float(S.min(a)), float(S.max(a))
+        else:
+            lo, hi = 0.0, 1.0
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        ftype = np.result_type(a.dtype, np.float16) if a.dtype.kind == "f" else np.float64
+        edges = xp.linspace(lo, hi, n + 1, dtype=np.dtype(np.float64), device=q)
+        edges = xp.astype(edges, ftype) if ftype != np.float64 else edges
+    else:
+        edges = bins if isinstance(bins, Array) else xp.asarray(np.asarray(bins), device=q)
+        if edges.ndim != 1 or edges.shape[0] < 2:
+            raise ValueError("kapi.histogram: bins must be an integer or a 1-d array of edges")
+        n = edges.shape[0] - 1
+    # bin of each value: the last edge below or at it (the right edge closes the last bin);
+    # values outside get bin n and are not counted
+    idx = xp.searchsorted(edges, a, side="right") - 1
+    last = _ufunc.apply(np.equal, (a, edges[n : n + 1]))
+    idx = xp.where(last, xp.asarray(n - 1, device=q), idx)
+    outside = _ufunc.apply(np.logical_or, (idx < 0, idx >= n))
+    idx = xp.where(outside, xp.asarray(n, device=q), idx)
+    order = xp.argsort(idx)
+    bounds = xp.searchsorted(xp.take(idx, order), xp.arange(n + 1, dtype=idx.dtype, device=q))
+    if weights is None:
+        hist = xp.astype(bounds[1:] - bounds[:-1], np.dtype(np.int64))
+    else:
+        w = _arr(weights, "histogram").reshape((-1,))
+        if w.shape != a.shape:
+            raise ValueError("kapi.histogram: weights should have the same shape as a.")
+        sums = xp.cumulative_sum(xp.take(w, order), include_initial=True)
+        hist = C.concrete(xp.take(sums, bounds[1:]) - xp.take(sums, bounds[:-1]))
+    if density:
+        widths = xp.astype(edges[1:] - edges[:-1], np.dtype(np.float64))
+        hist = C.concrete(hist / widths / S.sum(hist))
+    return hist, edges
+
+
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     return xp.diff(_arr(a, "diff"), axis=axis, n=n, prepend=prepend, append=append)
 
@@ -540,7 +594,7 @@ IMPLEMENTED_NAMES = (
     "round real imag clip sum prod mean var std amax amin max min argmax argmin all any "
     "count_nonzero nonzero argwhere searchsorted diff take take_along_axis isclose allclose "
     "array_equal where matmul dot vdot inner outer tensordot trace cumsum cumprod sort "
-    "argsort unique copy tril triu meshgrid"
+    "argsort unique copy tril triu meshgrid histogram"
 ).split()
 
 

@@ -100,11 +100,12 @@ def test_dot_of_named_slices_and_a_gather(dev):
     np.testing.assert_allclose(y.asnumpy(), dense @ x, rtol=1e-12)
 
 
-def _covariance(cov, data):
+def _covariance(cov, data, scale):
     m = data.shape[1]
     for i in prange(m):
         # a chained assignment of a vector-matrix product of slices
-        cov[i:m, i] = cov[i, i:m] = data[:, i] @ data[:, i:m] / 2.0
+        # (scale: a free scalar in a chained assignment)
+        cov[i:m, i] = cov[i, i:m] = data[:, i] @ data[:, i:m] / scale
 
 
 def _matvec_rows(out, a, v):
@@ -114,7 +115,7 @@ def _matvec_rows(out, a, v):
 
 def test_chained_assignment_of_a_vector_matrix_product(dev):
     rng = np.random.default_rng(6)
-    _check(_covariance, dev, np.zeros((5, 5)), rng.random((4, 5)))
+    _check(_covariance, dev, np.zeros((5, 5)), rng.random((4, 5)), scalars=(2.0,))
     _check(_matvec_rows, dev, rng.random((3, 4)), rng.random((4, 6)), rng.random(6))
 
 
@@ -174,3 +175,31 @@ def test_host_code_np_reshape_of_a_kapi_array(dev):
     got = f(kapi.asarray(y, device=dev), 4)
     assert got.shape == (4, 1)
     np.testing.assert_array_equal(got.asnumpy(), y.reshape(4, 1) * 2.0)
+
+
+def _row_max_4d(tmp, x):
+    for i in prange(x.shape[3]):
+        tmp[:, :, :, i] = np.max(x[:, :, :, i]) - x[:, :, :, i].min()
+
+
+def _pool_4d(out, x):
+    for i in prange(out.shape[1]):
+        for j in prange(out.shape[2]):
+            for k in prange(out.shape[0]):
+                for m in prange(out.shape[3]):  # a fourth prange: a loop inside the kernel
+                    out[k, i, j, m] = np.max(x[k, 2 * i : 2 * i + 2, 2 * j : 2 * j + 2, m])
+
+
+def _sums(out, a):
+    for i in prange(a.shape[0]):
+        # nested reductions, the method form, the mean and a product of an expression
+        out[i, 0] = np.sum(a[i, :] - np.mean(a[i, :]))
+        out[i, 1] = (a[i, 1:] * 2.0).sum() + np.prod(a[i, :2] + 1.0)
+        out[i, 2] = np.min(np.abs(a[i, :] - 0.5))
+
+
+def test_whole_reductions_of_slices(dev):
+    rng = np.random.default_rng(8)
+    _check(_row_max_4d, dev, np.zeros((2, 3, 4, 5)), rng.random((2, 3, 4, 5)))
+    _check(_pool_4d, dev, np.zeros((2, 3, 2, 3)), rng.random((2, 6, 4, 3)))
+    _check(_sums, dev, np.zeros((4, 3)), rng.random((4, 6)))

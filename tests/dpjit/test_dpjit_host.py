@@ -437,3 +437,34 @@ def test_refusal_names_kapis_own_typing_reason(dev):
         out = lenient(a, "f4")
     assert f"line {line_of(made, 'dpex.zeros(')}" in str(rec[0].message)
     assert out.dtype == np.float32 and out.device == dev  # and CPython ran it
+
+
+def test_host_code_histogram_transpose_and_dpjit_in_a_kernel(dev):
+    @kapi.dpjit
+    def bin_of(x, edges):  # a dpjit function called in a prange body: a device function
+        n = edges.shape[0] - 1
+        if x == edges[-1]:
+            return n - 1
+        return int(n * (x - edges[0]) / (edges[-1] - edges[0]))
+
+    @kapi.dpjit
+    def f(a, w, n):
+        counts, edges = np.histogram(a, n)
+        weighted = np.histogram(a, n, weights=w)[0]
+        bins = np.empty(a.shape, dtype=np.int64)
+        for i in prange(a.shape[0]):
+            bins[i] = bin_of(a[i], edges)
+        t = np.transpose(np.reshape(a, (2, 5, 10)), axes=(1, 0, 2)).copy()
+        return counts, weighted, edges, bins, t
+
+    rng = np.random.default_rng(3)
+    a, w = rng.random(100), rng.random(100)
+    counts, weighted, edges, bins, t = f(
+        kapi.asarray(a, device=dev), kapi.asarray(w, device=dev), 7
+    )
+    want, want_edges = np.histogram(a, 7)
+    np.testing.assert_array_equal(counts.asnumpy(), want)
+    np.testing.assert_allclose(weighted.asnumpy(), np.histogram(a, 7, weights=w)[0], rtol=1e-12)
+    np.testing.assert_allclose(edges.asnumpy(), want_edges, rtol=1e-12)
+    np.testing.assert_array_equal(np.bincount(kapi.asnumpy(bins), minlength=7), want)
+    np.testing.assert_array_equal(t.asnumpy(), np.transpose(a.reshape(2, 5, 10), (1, 0, 2)))

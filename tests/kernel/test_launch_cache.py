@@ -180,7 +180,7 @@ def test_bad_descriptors_raise():
     with pytest.raises(TypeError):
         ArgDesc(("A", 5, 0, None, 0, (1,), (1,)))  # the type key must be a str
     with pytest.raises(SystemError):
-        ArgDesc(("A", "array(f32,4,C,global)", 0, None, 0, (1, 1, 1, 1), (1, 1, 1, 1)))
+        ArgDesc(("A", "array(f32,9,C,global)", 0, None, 0, (1,) * 9, (1,) * 9))  # 8 at most
     with pytest.raises(SystemError):
         ArgDesc(("S", "c128", b"0123456789abcdefg"))  # 16 bytes at most (complex128)
     ArgDesc(("S", "c128", b"0123456789abcdef"))
@@ -344,7 +344,7 @@ def test_numpy_arguments_the_buffer_path_leaves_to_python():
     errors = [
         (np.zeros(4, ">f4"), kapi.UnsupportedDtypeError),  # not the native byte order
         (np.zeros((), np.float32), kapi.UnsupportedKernelArgumentError),
-        (np.zeros((1, 1, 1, 1), np.float32), kapi.UnsupportedKernelArgumentError),
+        (np.zeros((1,) * 9, np.float32), kapi.UnsupportedKernelArgumentError),  # 8 at most
         (as_strided(np.zeros(16, np.uint8), (3,), (3,)).view(np.uint8), None),
         (as_strided(np.zeros(16, np.int16), (3,), (3,)), kapi.UnsupportedKernelArgumentError),
         (np.longdouble(1), kapi.UnsupportedDtypeError),

@@ -117,8 +117,8 @@ def test_signature_errors_name_the_type_without_contradiction():
         dpex.kernel((types.NPDatetime("s"),))(lambda item, a: None)
     with pytest.raises(dpex.KernelHasReturnValueError, match="void return type"):
         dpex.kernel(int64(types.int64[::1]))(lambda item, a: None)
-    with pytest.raises(dpex.UnsupportedDtypeError, match="1 to 3 dimensions"):
-        dpex.kernel((types.float32[:, :, :, :],))(lambda item, a: None)
+    with pytest.raises(dpex.UnsupportedDtypeError, match="1 to 8 dimensions"):
+        dpex.kernel((types.float32[:, :, :, :, :, :, :, :, :],))(lambda item, a: None)
 
 
 @dpex.device_func(int64(int64, int64))

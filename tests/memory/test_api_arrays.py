@@ -237,3 +237,10 @@ def test_scalar_conversions(dev):
     assert int(a) == 3 and float(a) == 3.0 and bool(a)
     with pytest.raises(TypeError):
         float(kapi.zeros(2, device=dev))
+
+
+def test_array_obj_is_the_array_itself(dev):
+    # dpnp.ndarray's _array_obj (its usm_ndarray): kapi's array is both
+    a = kapi.arange(4, device=dev)
+    assert a._array_obj is a
+    assert kapi.zeros_like(a[1:]._array_obj).shape == (3,)

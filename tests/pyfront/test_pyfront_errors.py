@@ -137,7 +137,7 @@ def test_bad_argument_type_names_the_argument():
 
     err = compile_err(k, ("f33", A1), cls=KernelTypingError)
     assert "argument 'a'" in str(err) and err.lineno == k.__code__.co_firstlineno
-    err = compile_err(k, ("f32", "array(f32,4,C,global)"), cls=KernelTypingError)
+    err = compile_err(k, ("f32", "array(f32,9,C,global)"), cls=KernelTypingError)
     assert "argument 'b'" in str(err)
 
 

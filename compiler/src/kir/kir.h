@@ -42,10 +42,13 @@ typedef enum kir_kind {
 typedef enum kir_layout { KIR_LAYOUT_C, KIR_LAYOUT_F, KIR_LAYOUT_A } kir_layout_t;
 typedef enum kir_space { KIR_GLOBAL, KIR_LOCAL, KIR_PRIVATE } kir_space_t;
 
+/* The most dimensions of a global array (a kernel argument). */
+#define KIR_MAX_NDIM 8
+
 typedef struct kir_type {
   uint8_t kind;   /* kir_kind_t */
   uint8_t elem;   /* arrays: scalar element kind */
-  uint8_t ndim;   /* arrays: 1..3 */
+  uint8_t ndim;   /* arrays: 1..KIR_MAX_NDIM (local and private arrays: 1..3) */
   uint8_t layout; /* arrays: kir_layout_t */
   uint8_t space;  /* arrays: kir_space_t */
   /* arrays: static extents (all 0 = run-time extents). Local arrays may fix their shape in the

@@ -108,8 +108,8 @@ static int parse_array_type(parser_t *p, kir_type_t *t) {
   if (nshape < 0 || expect_punct(p, ")")) return -1;
   int elem = kir_scalar_kind(w[0]);
   if (elem <= KIR_VOID) return perr(p, "bad array element type '%s'", w[0]);
-  if (strlen(w[1]) != 1 || w[1][0] < '1' || w[1][0] > '3')
-    return perr(p, "array rank must be 1, 2 or 3, not '%s'", w[1]);
+  if (strlen(w[1]) != 1 || w[1][0] < '1' || w[1][0] > '0' + KIR_MAX_NDIM)
+    return perr(p, "array rank must be 1 to %d, not '%s'", KIR_MAX_NDIM, w[1]);
   const char *lay = strlen(w[2]) == 1 ? strchr("CFA", w[2][0]) : NULL;
   if (!lay) return perr(p, "array layout must be C, F or A, not '%s'", w[2]);
   static const char *const spaces[] = {"global", "local", "private", NULL};
@@ -124,6 +124,8 @@ static int parse_array_type(parser_t *p, kir_type_t *t) {
   if (nshape && nshape != t->ndim)
     return perr(p, "array of rank %d needs %d static extents, not %d", t->ndim, t->ndim, nshape);
   if (nshape && space != KIR_LOCAL) return perr(p, "only local arrays may have static extents");
+  if (space != KIR_GLOBAL && t->ndim > 3)
+    return perr(p, "local and private arrays have 1 to 3 dimensions, not %d", t->ndim);
   return 0;
 }
 

@@ -86,7 +86,7 @@ void kc_set_fn_attrs(kc_lower_t *L, LLVMValueRef fn) {
 }
 
 static LLVMValueRef declare_func(kc_lower_t *L, const kir_func_t *f, int may_raise) {
-  LLVMTypeRef *params = malloc(sizeof *params * (7 * (size_t)f->nparams + 2));
+  LLVMTypeRef *params = malloc(sizeof *params * (KC_MAX_PARAM_PARTS * (size_t)f->nparams + 2));
   if (!params) return NULL;
   unsigned n = 0;
   for (int i = 0; i < f->nparams; i++)

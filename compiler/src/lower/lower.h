@@ -31,9 +31,12 @@ enum {
 };
 
 /* A lowered KIR value: a scalar, or an array as its data pointer plus extents and strides. */
+/* The most LLVM parameters one KIR parameter becomes: an array's pointer, extents, strides. */
+#define KC_MAX_PARAM_PARTS (1 + 2 * KIR_MAX_NDIM)
+
 typedef struct kc_val {
   LLVMValueRef v;
-  LLVMValueRef ext[3], str[3];
+  LLVMValueRef ext[KIR_MAX_NDIM], str[KIR_MAX_NDIM];
 } kc_val_t;
 
 typedef struct kc_lower {

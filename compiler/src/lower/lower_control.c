@@ -26,7 +26,7 @@ int kc_lower_control(kc_lower_t *L, const kir_inst_t *in) {
 }
 
 int kc_lower_call(kc_lower_t *L, const kir_inst_t *in) {
-  LLVMValueRef *args = malloc(sizeof *args * (7 * (size_t)in->nargs + 2));
+  LLVMValueRef *args = malloc(sizeof *args * (KC_MAX_PARAM_PARTS * (size_t)in->nargs + 2));
   if (!args) return kir_inst_error(L->d, L->f, in, "out of memory");
   unsigned n = 0;
   for (int k = 0; k < in->nargs; k++) {

@@ -124,7 +124,7 @@ static LLVMValueRef linear_index(kc_lower_t *L, const kc_val_t *a, kir_type_t t,
 LLVMValueRef kc_element_ptr(kc_lower_t *L, const kir_inst_t *in, int first) {
   const kc_val_t *a = kc_arg_val(L, in, 0);
   kir_type_t t = kc_arg_type(L, in, 0);
-  LLVMValueRef idx[3] = {NULL, NULL, NULL};
+  LLVMValueRef idx[KIR_MAX_NDIM] = {NULL};
   for (int k = 0; k < t.ndim; k++)
     idx[k] = kc_arg(L, in, first + k);
   LLVMValueRef lin = linear_index(L, a, t, idx);
