@@ -50,9 +50,9 @@ def front(monkeypatch):
     calls = []
     real = _kernel._pyfront_compile
 
-    def counting(pyfunc, argtypes, index, boundscheck=False, max_registers=None):
+    def counting(pyfunc, argtypes, index, boundscheck=False, **options):
         calls.append(pyfunc.__name__)
-        return real(pyfunc, argtypes, index, boundscheck, max_registers=max_registers)
+        return real(pyfunc, argtypes, index, boundscheck, **options)
 
     monkeypatch.setattr(_kernel, "_pyfront_compile", counting)
     return calls
