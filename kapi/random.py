@@ -136,6 +136,16 @@ _SINCOS = """
 """
 
 
+# FASTMATH: the normal kernels are compiled with fastmath={"afn"}: float32 log and sqrt may be
+# approximate (on NVIDIA GPUs PTX lg2.approx and sqrt.approx, as cuRAND's Box-Muller; about
+# 2**-22 absolute in log2, so a normal whose radius r is small is off by up to ~2e-7 / r; the
+# CPU computes them accurately still). The radius's argument is clamped at 0 so an
+# approximate log of a uniform just below 1 can never give a NaN. KAPI_RANDOM_FASTMATH=0
+# compiles them accurately.
+FASTMATH = os.environ.get("KAPI_RANDOM_FASTMATH", "1") != "0"
+_FAST = {"fastmath": frozenset(("afn",))}
+
+
 # STAGED: the work-group stages its outputs in local memory, then writes them out with
 # consecutive work-items at consecutive addresses (GPUs: one counter's PER outputs side by
 # side would make every store a strided one). Same numbers at the same places.
@@ -179,6 +189,7 @@ def _gen_source(
     staged: bool = False,
     f32: bool = True,
     sincos: bool = True,
+    fast: bool = False,
 ) -> tuple[str, int]:
     """The generating kernel's source and how many outputs one counter gives."""
     f32_math = f32 and dtype == np.float32  # float32 normals in float32 math
@@ -214,7 +225,10 @@ def _gen_source(
             else ("-2.0", "6.283185307179586")
         )
         for p, (u1, u2) in enumerate(pairs):
-            body += f"    rad{p} = math.sqrt({two} * math.log({u1}))\n"
+            if fast:  # never below 0 (an approximate log of u just below 1)
+                body += f"    rad{p} = math.sqrt(max({two} * math.log({u1}), {cvt}(0.0)))\n"
+            else:
+                body += f"    rad{p} = math.sqrt({two} * math.log({u1}))\n"
             if f32_math and sincos:
                 body += _SINCOS.format(p=p, w=f"r{2 * p + 1}")
                 body += _store(2 * p, f"rad{p} * cs{p}", staged)
@@ -229,10 +243,10 @@ def _gen_source(
     return head.replace("PER", str(per)) + body, per
 
 
-def _kernel(src: str, entry: str):
+def _kernel(src: str, entry: str, options=None):
     import math
 
-    return P.kernel_of(src, entry, {"PHILOX": _philox, "math": math})
+    return P.kernel_of(src, entry, {"PHILOX": _philox, "math": math}, options=options)
 
 
 def philox4x32(counters, keys, device=None):
@@ -277,7 +291,8 @@ def _plan(kind: str, dtype, size, device, usm_type):
     proto = _array.empty(shape, dtype=dt, device=device, usm_type=usm_type)
     q, ut, n = proto.sycl_queue, proto.usm_type, proto.size
     staged = STAGED if STAGED is not None else proto.device.device_type != "cpu"
-    src, per = _gen_source(kind, dt, staged, NORMAL_F32, SINCOS)
+    fast = FASTMATH and kind == "standard_normal"
+    src, per = _gen_source(kind, dt, staged, NORMAL_F32, SINCOS, fast)
     counters = -(-n // per)
     flat = None if len(shape) == 1 else ((n,), (dt.itemsize,))
     launch = None
@@ -292,7 +307,7 @@ def _plan(kind: str, dtype, size, device, usm_type):
             extra = (K.LocalAccessor(WG * per, dt),)
         else:
             rng, extra = Range(counters), ()
-        launch = (_kernel(src, "_gen"), rng, np.int64(n), extra)
+        launch = (_kernel(src, "_gen", _FAST if fast else None), rng, np.int64(n), extra)
     return q, ut, shape, dt, n, flat, counters, launch
 
 
@@ -330,7 +345,7 @@ class Generator:
         ut = usm_type or self._usm
         # no device named: the default one, which KAPI_DEFAULT_DEVICE may change
         where = dev if dev is not None else os.environ.get("KAPI_DEFAULT_DEVICE")
-        key = (kind, dtype, size, dev is None, where, ut, STAGED, NORMAL_F32, SINCOS)
+        key = (kind, dtype, size, dev is None, where, ut, STAGED, NORMAL_F32, SINCOS, FASTMATH)
         try:
             plan = _PLANS.get(key)
         except TypeError:  # an unhashable size or device: no plan
