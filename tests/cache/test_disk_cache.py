@@ -543,6 +543,20 @@ def test_max_registers_is_part_of_the_key(cache_dir, front):
     assert front == ["k", "k", "k"] and again.spirv == capped.spirv
 
 
+def test_fastmath_is_part_of_the_key(cache_dir, front):
+    """fastmath=True, another set of flags and none are three entries (their KIR and SPIR-V
+    differ); the same flags in another order or as a dict hit the same entry."""
+    plain = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}))
+    fast = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, fastmath=True))
+    some = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, fastmath={"nnan", "ninf"}))
+    assert front == ["k", "k", "k"] and len(entries(cache_dir)) == 3
+    assert "fastmath" not in plain.kir and "fastmath fast {" in fast.kir
+    assert "fastmath ninf nnan {" in some.kir
+    assert len({plain.spirv, fast.spirv, some.spirv}) == 3
+    again = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, fastmath={"ninf": True, "nnan": True}))
+    assert front == ["k", "k", "k"] and again.spirv == some.spirv
+
+
 def test_boundscheck_is_part_of_the_key(cache_dir, front):
     """A bounds-checked kernel and the same kernel unchecked are two entries; each hits."""
     plain = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}))

@@ -149,6 +149,10 @@ def test_spirv_carries_fp_fast_math_mode():
     assert "native_log" in fast and "native_sqrt" in fast
     flags = compiled(body, fastmath={"nnan", "ninf"}).disassemble()
     assert "FPFastMathMode NotNaN|NotInf" in flags
+    # fastmath=True flushes float32 denormals where a device can (NVIDIA GPUs): a source
+    # extension, which SPIR-V 1.0 drivers that do not know it ignore
+    assert 'OpSourceExtension "kapi.flush_denormals"' in fast
+    assert "flush_denormals" not in plain and "flush_denormals" not in flags
 
 
 def test_float64_math_stays_accurate_under_afn():

@@ -9,6 +9,9 @@
 
 /* The kernel's string attribute that carries KIR's max_registers to SPIR-V emission. */
 #define KC_MAX_REGISTERS_ATTR "kapi-max-registers"
+/* The kernel's string attribute that marks fastmath=True (KIR `fastmath fast`), which flushes
+ * float32 denormals to zero where a device can (carried by SPIR-V emission). */
+#define KC_FLUSH_DENORMALS_ATTR "kapi-flush-denormals"
 
 #include <llvm-c/Core.h>
 

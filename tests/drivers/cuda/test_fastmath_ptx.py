@@ -35,7 +35,7 @@ def test_fast_kernel_uses_approximate_instructions_without_libdevice():
     sig = ("array(f32,1,C,global)", "array(f32,1,C,global)")
     ptx = ptx_of(kapi.kernel(body, fastmath=True).compile(sig, ("item", 1)).spirv)
     for ins in APPROX:
-        assert f"{ins}.f32" in ptx, ins
+        assert f"{ins}.ftz.f32" in ptx, ins  # fastmath=True flushes denormals too
     assert "div.rn.f32" not in ptx and "sqrt.rn.f32" not in ptx
     assert_assembles(ptx, "fastmath")
 
@@ -82,3 +82,15 @@ def test_normal_kernel_log_and_sqrt(fast, monkeypatch):
     )
     ptx = ptx_of(k.compile(sig, ("nditem", 1)).spirv, LIBDEVICE if not fast else None)
     assert ("lg2.approx.f32" in ptx) == fast and ("sqrt.approx.f32" in ptx) == fast
+
+
+def test_fastmath_true_flushes_float32_denormals():
+    """fastmath=True (numba-cuda's: NVVM -ftz=1) makes float32 arithmetic and the approximate
+    instructions .ftz; a set of flags, even all of them but `fast`'s name, does not."""
+    sig = ("array(f32,1,C,global)", "array(f32,1,C,global)")
+    ptx = ptx_of(kapi.kernel(body, fastmath=True).compile(sig, ("item", 1)).spirv)
+    assert "lg2.approx.ftz.f32" in ptx and "sin.approx.ftz.f32" in ptx
+    assert "mul.ftz.f32" in ptx and "mul.f32" not in ptx
+    some = {"afn", "arcp", "nnan", "ninf", "nsz"}
+    ptx = ptx_of(kapi.kernel(body, fastmath=some).compile(sig, ("item", 1)).spirv)
+    assert "lg2.approx.f32" in ptx and ".ftz" not in ptx.replace("rcp.approx.ftz", "")

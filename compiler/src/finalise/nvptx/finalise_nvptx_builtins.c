@@ -346,7 +346,9 @@ static LLVMValueRef lower_math_scalar(bi_call_t *c, const char *n, char **log) {
     return v ? v : math_intrinsic(c, n);
   }
   if (!strncmp(n, "native_", 7)) { /* approximate float32; others as the accurate function */
-    LLVMValueRef v = kc_nvptx_native_math(c->mod, c->b, n + 7, c->args, c->nargs, 0);
+    LLVMValueRef in = LLVMGetBasicBlockParent(LLVMGetInstructionParent(c->call));
+    LLVMValueRef v = kc_nvptx_native_math(c->mod, c->b, n + 7, c->args, c->nargs,
+                                          kc_nvptx_flushes_denormals(in));
     if (v) return v;
     n += 7;
     if (!strcmp(n, "divide") && c->nargs == 2)

@@ -2,7 +2,8 @@
  * under the `afn` and `arcp` fast-math flags) as PTX's approximate instructions, the ones
  * nvcc's --use_fast_math and libdevice's __nv_fast_* use: sqrt/rsqrt/div/lg2/ex2/sin/cos
  * .approx.f32, with .ftz when the kernel flushes denormals. log, exp and their base-10 forms
- * scale lg2/ex2 by a constant; tan is sin/cos; powr is 2^(y lg2 x).
+ * scale lg2/ex2 by a constant; tan is sin/cos; powr is 2^(y lg2 x). fastmath=True also
+ * flushes float32 denormals to zero, as numba-cuda's fastmath (NVVM -ftz=1) does.
  */
 #include "finalise/nvptx/finalise_nvptx.h"
 
@@ -71,4 +72,25 @@ LLVMValueRef kc_nvptx_native_math(LLVMModuleRef mod, LLVMBuilderRef b, const cha
       return approx1(&c, "ex2", LLVMBuildFMul(b, args[1], approx1(&c, "lg2", x), ""));
   }
   return NULL;
+}
+
+#define DENORMAL_ATTR "denormal-fp-math-f32"
+#define PRESERVE_SIGN "preserve-sign,preserve-sign"
+
+void kc_nvptx_flush_denormals(LLVMModuleRef mod) {
+  LLVMContextRef ctx = LLVMGetModuleContext(mod);
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+    if (LLVMCountBasicBlocks(f))
+      LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                              LLVMCreateStringAttribute(ctx, DENORMAL_ATTR,
+                                                        sizeof DENORMAL_ATTR - 1, PRESERVE_SIGN,
+                                                        sizeof PRESERVE_SIGN - 1));
+  LLVMValueRef one = LLVMConstInt(LLVMInt32TypeInContext(ctx), 1, 0);
+  LLVMAddModuleFlag(mod, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
+                    LLVMValueAsMetadata(one));
+}
+
+int kc_nvptx_flushes_denormals(LLVMValueRef fn) {
+  return fn && LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, DENORMAL_ATTR,
+                                             sizeof DENORMAL_ATTR - 1) != NULL;
 }
