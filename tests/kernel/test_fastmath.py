@@ -226,3 +226,33 @@ def test_kir_attribute_is_checked():
     ]:
         with pytest.raises(_kapi.CompileError, match=match):
             _kapi.compile_kir(_KIR.replace("ATTR", attr))
+
+
+# ---- ufuncs --------------------------------------------------------------------------------
+
+
+def test_vectorize_and_guvectorize_pass_fastmath_to_the_element_function(dev):
+    """@kapi.vectorize / @kapi.guvectorize(fastmath=...) (Numba's keyword, accepted before
+    and ignored) compile the element function with those flags: a device function of its
+    own, called by the ufunc's kernel."""
+
+    @kapi.vectorize(["float32(float32)"], fastmath=True)
+    def vlog(x):
+        return math.log(x)
+
+    @kapi.guvectorize(["void(float32[:], float32[:])"], "(n)->(n)", fastmath={"afn"})
+    def glog(x, out):
+        for i in range(x.shape[0]):
+            out[i] = math.log(x[i])
+
+    h = np.linspace(0.5, 4.0, 64).astype(np.float32)
+    a = kapi.asarray(h, device=dev)
+    np.testing.assert_allclose(vlog(a).asnumpy(), np.log(h), rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(glog(a).asnumpy(), np.log(h), rtol=2e-5, atol=1e-6)
+    kirs = [
+        ck.kir for f in (vlog, glog) for k in f._kernels.values() for ck in k.overloads.values()
+    ]
+    assert any(re.search(r"^func @vlog\(.*fastmath fast \{$", t, re.M) for t in kirs)
+    assert any(re.search(r"^func @glog\(.*fastmath afn \{$", t, re.M) for t in kirs)
+    with pytest.raises(ValueError, match="unrecognized fastmath flag 'fsat'"):
+        kapi.vectorize(["float32(float32)"], fastmath={"fsat"})(lambda x: x)
