@@ -69,7 +69,16 @@ def normals(dev, n, reps, batches, cp):
         cg = cp.random.default_rng(1)
         csync = cp.cuda.Device().synchronize
         peer = median_batch(lambda: cg.standard_normal(n, dtype=cp.float32), csync, reps, batches)
-        print(f"  {'cupy Generator.standard_normal':40s} {peer * 1e3:8.3f} ms")
+        print(f"  {'cupy Generator.standard_normal (XORWOW)':40s} {peer * 1e3:8.3f} ms")
+        try:  # kapi's algorithm, like for like (CuPy's default_rng is XORWOW)
+            pg = cp.random.Generator(cp.random.Philox4x3210(1))
+            pg.standard_normal(16, dtype=cp.float32)
+        except Exception as e:  # noqa: BLE001 - a peer that is not there is not an error
+            print(f"  (cupy Philox4x3210: {type(e).__name__}: {e})")
+            pg = None
+        if pg is not None:
+            pp = median_batch(lambda: pg.standard_normal(n, dtype=cp.float32), csync, reps, batches)
+            print(f"  {'cupy Generator(Philox4x3210)':40s} {pp * 1e3:8.3f} ms")
     saved = R.FASTMATH, R._FAST
     ref = None
     for name, on, opts in NORMAL_VARIANTS:

@@ -8,8 +8,9 @@
 #      ElementwiseKernels without and with --use_fast_math, each checked against NumPy;
 #   2. bench/primitives.py --only random (the issue's figure: standard_normal float32 2^27
 #      beside CuPy), defaults, then KAPI_RANDOM_FASTMATH=0;
-#   3. bench/random_variants.py (the normal kernels' shapes: staged or not, group sizes), now
-#      with fastmath, to see which shape is fastest once log/sqrt are cheap;
+#   3. bench/random_variants.py (the random kernels' shapes: staged or not, group sizes,
+#      counters per work-item), now with fastmath, beside CuPy's default (XORWOW) and its
+#      Philox4x3210 (kapi's algorithm), to see which shape is fastest once log/sqrt are cheap;
 #   4. the fastmath and random tests on the CUDA device (approximate PTX on the GPU itself).
 # From the checkout (the .deb files as for bench/gpu_run.sh: LLVM 15, the translator, the
 # Level Zero loader):
@@ -27,15 +28,15 @@ step() {
   echo "== exit $?"
 }
 
-step "fastmath.py (normals: accurate / afn / fast; math kernel)" timeout 90 \
+step "fastmath.py (normals: accurate / afn / fast; math kernel)" timeout 75 \
   python3 bench/fastmath.py --device gpu 2>&1 | tee "$OUT/fastmath.log"
-step "primitives random, defaults (after)" timeout 40 python3 bench/primitives.py --device gpu \
+step "primitives random, defaults (after)" timeout 35 python3 bench/primitives.py --device gpu \
   --log2n 27 --only random 2>&1 | tee "$OUT/primitives_random_after.log"
 step "primitives random, KAPI_RANDOM_FASTMATH=0 (before)" env KAPI_RANDOM_FASTMATH=0 \
-  timeout 40 python3 bench/primitives.py --device gpu --log2n 27 --only random 2>&1 |
+  timeout 35 python3 bench/primitives.py --device gpu --log2n 27 --only random 2>&1 |
   tee "$OUT/primitives_random_before.log"
-step "random variants (fastmath default on)" timeout 45 python3 bench/random_variants.py \
-  --device gpu 2>&1 | tee "$OUT/random_variants.log"
+step "random variants (fastmath on; counters per work-item)" timeout 75 \
+  python3 bench/random_variants.py --device gpu 2>&1 | tee "$OUT/random_variants.log"
 step "tests on the CUDA device" env KAPI_DRIVERS=cuda timeout 60 python3 -m pytest -q \
   -p no:cacheprovider -rfE tests/kernel/test_fastmath.py tests/drivers/cuda/test_fastmath_ptx.py \
   tests/numeric/test_primitives_random.py \

@@ -234,3 +234,26 @@ def test_uniform_normal_out_and_errors(dev):
         g.standard_normal(out=kapi.zeros(3, dtype=np.int8, device=dev))
     with pytest.raises(ValueError, match="as many keys"):
         kapi.random.philox4x32(np.zeros((2, 4), np.uint32), np.zeros((1, 2), np.uint32), dev)
+
+
+@pytest.mark.parametrize("cpw", [2, 4])
+@pytest.mark.parametrize("staged", [False, True])
+def test_counters_per_work_item_give_the_same_stream(dev, monkeypatch, cpw, staged):
+    """CPW counters per work-item (KAPI_RANDOM_CPW) put the same numbers at the same places
+    as one per work-item, for sizes that end mid-counter, mid-work-item and mid-group, and
+    successive calls continue the stream."""
+    from kapi import random as R
+
+    def draw(c):
+        monkeypatch.setattr(R, "CPW", c)
+        monkeypatch.setattr(R, "STAGED", staged)
+        g = kapi.random.default_rng(91, device=dev)
+        return [
+            getattr(g, kind)(n, dtype=dt).asnumpy()
+            for kind in ("random", "standard_normal")
+            for dt in (np.float32, np.float64)
+            for n in (1, 5, 4 * 256 * cpw + 7, 1027)
+        ]
+
+    for a, b in zip(draw(1), draw(cpw), strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6)
