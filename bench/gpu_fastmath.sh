@@ -28,7 +28,7 @@ step() {
   echo "== exit $?"
 }
 
-step "fastmath.py (normals: accurate / afn / fast; math kernel)" timeout 75 \
+step "fastmath.py (normals: accurate / afn / fast; math kernel)" timeout 60 \
   python3 bench/fastmath.py --device gpu 2>&1 | tee "$OUT/fastmath.log"
 step "primitives random, defaults (after)" timeout 35 python3 bench/primitives.py --device gpu \
   --log2n 27 --only random 2>&1 | tee "$OUT/primitives_random_after.log"
@@ -37,7 +37,7 @@ step "primitives random, KAPI_RANDOM_FASTMATH=0 (before)" env KAPI_RANDOM_FASTMA
   tee "$OUT/primitives_random_before.log"
 step "random variants (fastmath on; counters per work-item)" timeout 75 \
   python3 bench/random_variants.py --device gpu 2>&1 | tee "$OUT/random_variants.log"
-step "tests on the CUDA device" env KAPI_DRIVERS=cuda timeout 60 python3 -m pytest -q \
+step "tests on the CUDA device" env KAPI_DRIVERS=cuda timeout 75 python3 -m pytest -q \
   -p no:cacheprovider -rfE tests/kernel/test_fastmath.py tests/drivers/cuda/test_fastmath_ptx.py \
   tests/numeric/test_primitives_random.py \
   2>&1 | tail -25 | tee "$OUT/tests.log"
