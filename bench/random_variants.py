@@ -19,13 +19,13 @@ import kapi
 from kapi import random as R
 
 VARIANTS = [  # (name, SINCOS, STAGED, WG, CPW)
-    ("default (sincos, staged, wg 256)", True, None, 256, 1),
-    ("libdevice cos/sin (before)", False, None, 256, 1),
-    ("not staged", True, False, 256, 1),
-    ("staged, wg 128", True, None, 128, 1),
-    ("staged, wg 512", True, None, 512, 1),
+    ("default (sincos, staged, wg 256, 4 counters)", True, None, 256, 4),
+    ("1 counter per work-item (before)", True, None, 256, 1),
+    ("math.cos/math.sin (fastmath: sin/cos.approx)", False, None, 256, 4),
+    ("1 counter, not staged", True, False, 256, 1),
+    ("1 counter, staged, wg 128", True, None, 128, 1),
+    ("1 counter, staged, wg 512", True, None, 512, 1),
     ("2 counters per work-item", True, None, 256, 2),
-    ("4 counters per work-item", True, None, 256, 4),
     ("2 counters per work-item, wg 128", True, None, 128, 2),
     ("2 counters per work-item, not staged", True, False, 256, 2),
 ]
@@ -88,7 +88,7 @@ def main():
             t = median_batch(lambda fn=fn: fn(n, dtype=np.float32), sync, reps, batches)
             ratio = f" ({peer[kind] / t:.2f}x cupy)" if kind in peer else ""
             row.append(f"{kind} {t * 1e3:.3f} ms{ratio}")
-        print(f"  {name:34s} " + ", ".join(row))
+        print(f"  {name:46s} " + ", ".join(row))
 
 
 if __name__ == "__main__":
