@@ -1,8 +1,10 @@
 """Shapes of kapi.random's float32 kernels in one process, beside CuPy's Generator (where CuPy
 imports): uniform and standard normal of 2^27 float32 for each variant of the generator's
 switches (kapi/random.py: SINCOS, the normals' own cos/sin; STAGED, outputs staged in local
-memory and written coalesced; WG, work-items per group of the staged kernel), so that one GPU
-run shows which shape is fastest. Each variant's normals are checked against the default's
+memory and written coalesced; WG, work-items per group of the staged kernel; CPW, counters
+per work-item), so that one GPU run shows which shape is fastest. CuPy's default_rng is
+XORWOW (curand's device API); its Philox4x3210 generator, the same algorithm as kapi's, is
+timed beside it where CuPy has it. Each variant's normals are checked against the default's
 (same stream; float32 math within 4e-6) before they are timed.
 
     python3 bench/random_variants.py [--device gpu] [--log2n 27]
@@ -16,12 +18,16 @@ from timing import median_batch
 import kapi
 from kapi import random as R
 
-VARIANTS = [  # (name, SINCOS, STAGED, WG)
-    ("default (sincos, staged, wg 256)", True, None, 256),
-    ("libdevice cos/sin (before)", False, None, 256),
-    ("not staged", True, False, 256),
-    ("staged, wg 128", True, None, 128),
-    ("staged, wg 512", True, None, 512),
+VARIANTS = [  # (name, SINCOS, STAGED, WG, CPW)
+    ("default (sincos, staged, wg 256, 4 counters)", True, None, 256, 4),
+    ("1 counter per work-item (before)", True, None, 256, 1),
+    ("math.cos/math.sin (fastmath: sin/cos.approx)", False, None, 256, 4),
+    ("1 counter, not staged", True, False, 256, 1),
+    ("1 counter, staged, wg 128", True, None, 128, 1),
+    ("1 counter, staged, wg 512", True, None, 512, 1),
+    ("2 counters per work-item", True, None, 256, 2),
+    ("2 counters per work-item, wg 128", True, None, 128, 2),
+    ("2 counters per work-item, not staged", True, False, 256, 2),
 ]
 
 
@@ -53,9 +59,21 @@ def main():
             f"  cupy: random {peer['random'] * 1e3:.3f} ms, "
             f"standard_normal {peer['standard_normal'] * 1e3:.3f} ms"
         )
+        try:  # CuPy builds without it, or whose Generator refuses it: no such row
+            pg = cp.random.Generator(cp.random.Philox4x3210(1))
+            pg.random(16, dtype=cp.float32)
+        except Exception as e:  # noqa: BLE001 - a peer that is not there is not an error
+            print(f"  (cupy Philox4x3210: {type(e).__name__}: {e})")
+            pg = None
+        if pg is not None:
+            pr = median_batch(lambda: pg.random(n, dtype=cp.float32), csync, reps, batches)
+            pn = median_batch(lambda: pg.standard_normal(n, dtype=cp.float32), csync, reps, batches)
+            print(
+                f"  cupy Philox4x3210: random {pr * 1e3:.3f} ms, standard_normal {pn * 1e3:.3f} ms"
+            )
     ref = None
-    for name, sincos, staged, wg in VARIANTS:
-        R.SINCOS, R.STAGED, R.WG = sincos, staged, wg
+    for name, sincos, staged, wg, cpw in VARIANTS:
+        R.SINCOS, R.STAGED, R.WG, R.CPW = sincos, staged, wg, cpw
         R._PLANS.clear()
         z = kapi.random.default_rng(5, device=dev).standard_normal(1 << 16, dtype=np.float32)
         z = z.asnumpy()
@@ -70,7 +88,7 @@ def main():
             t = median_batch(lambda fn=fn: fn(n, dtype=np.float32), sync, reps, batches)
             ratio = f" ({peer[kind] / t:.2f}x cupy)" if kind in peer else ""
             row.append(f"{kind} {t * 1e3:.3f} ms{ratio}")
-        print(f"  {name:34s} " + ", ".join(row))
+        print(f"  {name:46s} " + ", ".join(row))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import operator
 import os
+import re
 
 import numpy as np
 
@@ -136,6 +137,16 @@ _SINCOS = """
 """
 
 
+# FASTMATH: the normal kernels are compiled with fastmath={"afn"}: float32 log and sqrt may be
+# approximate (on NVIDIA GPUs PTX lg2.approx and sqrt.approx, as cuRAND's Box-Muller; about
+# 2**-22 absolute in log2, so a normal whose radius r is small is off by up to ~2e-7 / r; the
+# CPU computes them accurately still). The radius's argument is clamped at 0 so an
+# approximate log of a uniform just below 1 can never give a NaN. KAPI_RANDOM_FASTMATH=0
+# compiles them accurately.
+FASTMATH = os.environ.get("KAPI_RANDOM_FASTMATH", "1") != "0"
+_FAST = {"fastmath": frozenset(("afn",))}
+
+
 # STAGED: the work-group stages its outputs in local memory, then writes them out with
 # consecutive work-items at consecutive addresses (GPUs: one counter's PER outputs side by
 # side would make every store a strided one). Same numbers at the same places.
@@ -164,6 +175,18 @@ _GEN_TAIL_STAGED = """
 
 STAGED = None  # True: _GEN_HEAD_STAGED's kernel; None: on every device but kapi's CPU
 WG = 256
+# CPW: counters per work-item (1, 2 or 4): work-item i encrypts counters CPW*i .. CPW*i+CPW-1,
+# independent Philox chains the GPU can interleave, and stores their outputs side by side (the
+# same numbers at the same places). KAPI_RANDOM_CPW, read at import. 4 by default: on the H200
+# (bench/random_variants.py, 2^27 float32) uniforms 0.247 -> 0.208 ms and normals 0.321 ->
+# 0.286 ms against 1 (2: 0.210 and 0.293 ms).
+CPW = int(os.environ.get("KAPI_RANDOM_CPW", "4"))
+if CPW not in (1, 2, 4):
+    raise ValueError(f"KAPI_RANDOM_CPW must be 1, 2 or 4, not {CPW}")
+_PHILOX_CALL = (
+    "    r0, r1, r2, r3 = PHILOX(c & np.uint64(0xFFFFFFFF), c >> np.uint64(32), np.uint64(0),\n"
+    "                            np.uint64(0), k0, k1)\n"
+)
 
 
 def _store(j: int, expr: str, staged: bool = False) -> str:
@@ -179,8 +202,11 @@ def _gen_source(
     staged: bool = False,
     f32: bool = True,
     sincos: bool = True,
+    fast: bool = False,
+    cpw: int = 1,
 ) -> tuple[str, int]:
-    """The generating kernel's source and how many outputs one counter gives."""
+    """The generating kernel's source and how many outputs one counter gives (cpw counters
+    per work-item)."""
     f32_math = f32 and dtype == np.float32  # float32 normals in float32 math
     f32 = dtype == np.float32
     cvt = "np.float32" if f32 else "np.float64"
@@ -214,7 +240,10 @@ def _gen_source(
             else ("-2.0", "6.283185307179586")
         )
         for p, (u1, u2) in enumerate(pairs):
-            body += f"    rad{p} = math.sqrt({two} * math.log({u1}))\n"
+            if fast:  # never below 0 (an approximate log of u just below 1)
+                body += f"    rad{p} = math.sqrt(max({two} * math.log({u1}), {cvt}(0.0)))\n"
+            else:
+                body += f"    rad{p} = math.sqrt({two} * math.log({u1}))\n"
             if f32_math and sincos:
                 body += _SINCOS.format(p=p, w=f"r{2 * p + 1}")
                 body += _store(2 * p, f"rad{p} * cs{p}", staged)
@@ -224,15 +253,27 @@ def _gen_source(
             body += _store(2 * p, f"{cvt}(rad{p} * math.cos(ang{p}))", staged)
             body += _store(2 * p + 1, f"{cvt}(rad{p} * math.sin(ang{p}))", staged)
     head = _GEN_HEAD_STAGED if staged else _GEN_HEAD
+    if cpw > 1:  # cpw counters, each with its outputs cpw * per apart ... side by side
+        assert _PHILOX_CALL in head
+        head = head.replace(_PHILOX_CALL, "").replace(
+            "c = base + np.uint64(i)\n", f"c0 = base + np.uint64(i) * np.uint64({cpw})\n"
+        )
+        body = "".join(
+            f"    c = c0 + np.uint64({k})\n"
+            + _PHILOX_CALL
+            + re.sub(r"j \+ (\d+)", lambda m, k=k: f"j + {int(m.group(1)) + k * per}", body)
+            for k in range(cpw)
+        )
+    total = str(per * cpw)
     if staged:
-        return (head + body + _GEN_TAIL_STAGED).replace("PER", str(per)), per
-    return head.replace("PER", str(per)) + body, per
+        return (head + body + _GEN_TAIL_STAGED).replace("PER", total), per
+    return head.replace("PER", total) + body, per
 
 
-def _kernel(src: str, entry: str):
+def _kernel(src: str, entry: str, options=None):
     import math
 
-    return P.kernel_of(src, entry, {"PHILOX": _philox, "math": math})
+    return P.kernel_of(src, entry, {"PHILOX": _philox, "math": math}, options=options)
 
 
 def philox4x32(counters, keys, device=None):
@@ -277,7 +318,8 @@ def _plan(kind: str, dtype, size, device, usm_type):
     proto = _array.empty(shape, dtype=dt, device=device, usm_type=usm_type)
     q, ut, n = proto.sycl_queue, proto.usm_type, proto.size
     staged = STAGED if STAGED is not None else proto.device.device_type != "cpu"
-    src, per = _gen_source(kind, dt, staged, NORMAL_F32, SINCOS)
+    fast = FASTMATH and kind == "standard_normal"
+    src, per = _gen_source(kind, dt, staged, NORMAL_F32, SINCOS, fast, CPW)
     counters = -(-n // per)
     flat = None if len(shape) == 1 else ((n,), (dt.itemsize,))
     launch = None
@@ -287,12 +329,12 @@ def _plan(kind: str, dtype, size, device, usm_type):
 
             from ._kernel.ranges import NdRange
 
-            groups = -(-counters // WG)
+            groups = -(-counters // (WG * CPW))
             rng = NdRange(groups * WG, WG)
-            extra = (K.LocalAccessor(WG * per, dt),)
+            extra = (K.LocalAccessor(WG * per * CPW, dt),)
         else:
-            rng, extra = Range(counters), ()
-        launch = (_kernel(src, "_gen"), rng, np.int64(n), extra)
+            rng, extra = Range(-(-counters // CPW)), ()
+        launch = (_kernel(src, "_gen", _FAST if fast else None), rng, np.int64(n), extra)
     return q, ut, shape, dt, n, flat, counters, launch
 
 
@@ -330,7 +372,8 @@ class Generator:
         ut = usm_type or self._usm
         # no device named: the default one, which KAPI_DEFAULT_DEVICE may change
         where = dev if dev is not None else os.environ.get("KAPI_DEFAULT_DEVICE")
-        key = (kind, dtype, size, dev is None, where, ut, STAGED, NORMAL_F32, SINCOS)
+        switches = (STAGED, NORMAL_F32, SINCOS, FASTMATH, CPW, WG)
+        key = (kind, dtype, size, dev is None, where, ut, switches)
         try:
             plan = _PLANS.get(key)
         except TypeError:  # an unhashable size or device: no plan

@@ -80,21 +80,26 @@ def _check_signature(pyfunc, argtypes, index):
 _lock = threading.RLock()
 
 
-def compile_kernel(pyfunc, argtypes, *, index=None, boundscheck=False, max_registers=None):
+def compile_kernel(
+    pyfunc, argtypes, *, index=None, boundscheck=False, max_registers=None, fastmath=frozenset()
+):
     """Compile `pyfunc` for `argtypes` (KIR type strings, without the index parameter).
 
     With `boundscheck`, every array element access checks its indices and raises IndexError
     (KIR `raise`) when one is out of range. `max_registers` (an int) becomes the kernel's
     KIR attribute of that name: a cap on registers per work-item for GPU back ends.
+    `fastmath` (a set of LLVM fast-math flag names, already checked) becomes the kernel's KIR
+    `fastmath` attribute, and that of each device function it calls that sets none itself
+    (`__kapi_device_fastmath__`: None inherits the caller's flags, as in Numba).
 
     Thread-safe (compilations are serialised). Raises KernelError subclasses for bad kernels
     and ValueError for a malformed `index`.
     """
     with _lock:
-        return _compile(pyfunc, argtypes, index, boundscheck, max_registers)
+        return _compile(pyfunc, argtypes, index, boundscheck, max_registers, fastmath)
 
 
-def _compile(pyfunc, argtypes, index, boundscheck=False, max_registers=None):
+def _compile(pyfunc, argtypes, index, boundscheck=False, max_registers=None, fastmath=frozenset()):
     from .ktypes import parse_type
     from .module import ModuleEmitter
 
@@ -108,7 +113,7 @@ def _compile(pyfunc, argtypes, index, boundscheck=False, max_registers=None):
             raise KernelTypingError(
                 f"argument '{name}': {e}", fname, line, construct="argument"
             ) from None
-    emitter = ModuleEmitter(boundscheck, max_registers)
+    emitter = ModuleEmitter(boundscheck, max_registers, fastmath)
     entry, text = emitter.compile(pyfunc, ntypes, index)
     return KirModule(text, entry, tuple(emitter.raises), emitter.prints)
 

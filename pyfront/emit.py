@@ -57,8 +57,11 @@ class FunctionEmitter(
 ):
     """Emits one typed function (kernel or device function) into a FunctionBuilder."""
 
-    def __init__(self, tf, module, kind, name, index=None, views=None, signed_vars=()):
+    def __init__(
+        self, tf, module, kind, name, index=None, views=None, signed_vars=(), fastmath=frozenset()
+    ):
         self.tf = tf
+        self.fastmath = fastmath  # this function's fast-math flags; its callees inherit them
         # Variables assigned in several places live in slots; an integer one is taken as
         # non-negative (indexing with it needs no wraparound) unless named here. Every store
         # checks the assumption and records a violation in `new_signed`; the module emitter

@@ -556,7 +556,7 @@ class CallEmitter(UfuncEmitter):
             (a.base, len(a.prefix)) if isinstance(a, V.Array) and a.prefix else None for a in args
         )
         name, tf = self.module.device_function(
-            pyfunc, tuple(sig.args), views if any(views) else None
+            pyfunc, tuple(sig.args), views if any(views) else None, self.fastmath
         )
         refs = []
         for a, ty in zip(args, sig.args, strict=True):

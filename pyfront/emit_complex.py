@@ -109,7 +109,7 @@ class ComplexEmitter:
         """Call complex_math's `name` on real values of type ft: the result as V.Tuple."""
         fn = getattr(complex_math.helpers(str(ft)), name)
         argtys = tuple(ft if not isinstance(a, V.Scalar) else a.ty for a in args)
-        _, tf = self.module.device_function(fn, argtys)
+        _, tf = self.module.device_function(fn, argtys, fastmath=self.fastmath)
         return self.device_call(fn, args, signature(tf.restype, *argtys))
 
     def helper_complex(self, name, z, cty):

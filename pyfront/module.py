@@ -9,9 +9,10 @@ from .typer import Typer
 
 
 class ModuleEmitter:
-    def __init__(self, boundscheck=False, max_registers=None):
+    def __init__(self, boundscheck=False, max_registers=None, fastmath=frozenset()):
         self.boundscheck = boundscheck  # check array indices (pyfront/emit_bounds.py)
         self.max_registers = max_registers  # the kernel's register cap (KIR max_registers)
+        self.fastmath = frozenset(fastmath)  # the kernel's fast-math flags (KIR fastmath)
         self.typer = Typer()
         self._names = {}  # (pyfunc, argtypes) -> KIR name
         self._used = set()
@@ -26,15 +27,18 @@ class ModuleEmitter:
             self.raises.append(site)
         return self.raises.index(site)
 
-    def device_function(self, pyfunc, argtypes, views=None):
+    def device_function(self, pyfunc, argtypes, views=None, fastmath=frozenset()):
         """KIR name and typed function of a device function; emitted once, after the kernel.
-        `views` gives, per argument, None or (base KArray, prefix length) for a row view."""
+        `views` gives, per argument, None or (base KArray, prefix length) for a row view;
+        `fastmath` is the caller's flags, which a function that sets none inherits."""
         tkey = (pyfunc, tuple(argtypes))
         tf = self.typer.done.get(tkey) or self.typer.type_function(pyfunc, argtypes)
-        key = (*tkey, views)
+        own = getattr(pyfunc, "__kapi_device_fastmath__", None)
+        flags = frozenset(fastmath if own is None else own)
+        key = (*tkey, views, flags)
         if key not in self._names:
             self._names[key] = self._unique(kir_name(pyfunc.__name__))
-            self._pending.append((self._names[key], tf, views))
+            self._pending.append((self._names[key], tf, views, flags))
         return self._names[key], tf
 
     def _unique(self, base):
@@ -50,24 +54,35 @@ class ModuleEmitter:
             argtypes = [(ItemType if kind == "item" else NdItemType)(ndim)] + list(argtypes)
         tf = self.typer.type_function(pyfunc, argtypes)
         entry = self._unique(kir_name(pyfunc.__name__))
-        parts = [_emit(tf, self, "kernel", entry, None)]
+        parts = [_emit(tf, self, "kernel", entry, None, self.fastmath)]
         while self._pending:
-            name, dtf, views = self._pending.pop(0)
-            parts.append(_emit(dtf, self, "func", name, views))
+            name, dtf, views, flags = self._pending.pop(0)
+            parts.append(_emit(dtf, self, "func", name, views, flags))
         return entry, "kir 1\n" + "\n".join(parts) + "\n"
 
 
-def _emit(tf, module, kind, name, views):
+def fastmath_attr(flags) -> str:
+    """KIR's `fastmath FLAG...` header attribute for a set of flag names ('' for none)."""
+    if not flags:
+        return ""
+    return "fastmath " + ("fast" if "fast" in flags else " ".join(sorted(flags)))
+
+
+def _emit(tf, module, kind, name, views, fastmath=frozenset()):
     """KIR text of one function. Emitted again while a slot variable assumed non-negative
     turns out to be stored a value of unknown sign (see FunctionEmitter.signed_vars); the
     set only grows, so this ends, usually after one or two rounds. Emitting has no effect on
     the module beyond idempotent look-ups (device function names, raise sites)."""
     signed = set()
     while True:
-        em = FunctionEmitter(tf, module, kind, name, views=views, signed_vars=signed)
+        em = FunctionEmitter(
+            tf, module, kind, name, views=views, signed_vars=signed, fastmath=fastmath
+        )
         b = em.run()
+        attrs = [fastmath_attr(fastmath)]
         if kind == "kernel" and module.max_registers:
-            b.attrs = f"max_registers {int(module.max_registers)}"
+            attrs.append(f"max_registers {int(module.max_registers)}")
+        b.attrs = " ".join(a for a in attrs if a)
         text = b.text()
         if not em.new_signed:
             return text

@@ -24,6 +24,9 @@ kc_status_t kc_emit_spirv(LLVMModuleRef mod, void **spirv, size_t *nbytes, char 
  * OpSourceExtension "kapi.max_registers N"); 0 for none or a value outside 16..255. Read by
  * the NVPTX finaliser. */
 int kc_spirv_max_registers(const uint32_t *words, size_t nwords);
+/* Whether a module's kernel flushes float32 denormals to zero (fastmath=True, KIR `fastmath
+ * fast`; carried as OpSourceExtension "kapi.flush_denormals"). Read by the NVPTX finaliser. */
+int kc_spirv_flushes_denormals(const uint32_t *words, size_t nwords);
 /* KC_ERR_SPIRV when a function has Import linkage (a driver could not link it). */
 kc_status_t kc_spirv_check_no_imports(const void *spirv, size_t nbytes, char **err);
 

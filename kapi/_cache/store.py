@@ -617,12 +617,14 @@ def spirv_lookup(dispatcher, index, argtypes):
         _refuse(f"kernel {dispatcher.__qualname__} is not cached on disk: {e}")
         return None, None
     dispatcher._cache_refusal = None
-    # bounds-checked or register-capped kernels differ; others keep the keys they always had
+    # bounds-checked, register-capped or fastmath kernels differ; others keep their old keys
     opts = {}
     if getattr(dispatcher, "boundscheck", False):
         opts["boundscheck"] = True
     if getattr(dispatcher, "max_registers", None):
         opts["max_registers"] = dispatcher.max_registers
+    if getattr(dispatcher, "fastmath", None):
+        opts["fastmath"] = sorted(dispatcher.fastmath)
     key = spirv_key(ident, index, argtypes, dispatcher.opt_level, opts or None)
     payload = load(key, ".spv")
     debug(f"{'hit' if payload else 'miss'} {dispatcher.__qualname__} {key[:16]}")

@@ -180,6 +180,35 @@ def _max_registers(option) -> int | None:
     return int(option)
 
 
+# LLVM's fast-math flags, the names Numba and numba-cuda accept in `fastmath={...}`.
+FASTMATH_FLAGS = frozenset(("fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"))
+
+
+def _fastmath(option) -> frozenset:
+    """The fastmath option as Numba reads it: True is {'fast'} (every flag), False or None
+    none, a set (or frozenset) of flag names, or a dict of flag name -> bool. A name that is
+    no LLVM fast-math flag is a ValueError naming it."""
+    if option is None or option is False:
+        return frozenset()
+    if option is True:
+        return frozenset(("fast",))
+    if isinstance(option, dict):
+        names, flags = set(option), {k for k, on in option.items() if on}
+    elif isinstance(option, (set, frozenset)):
+        names = flags = set(option)
+    else:
+        raise ValueError(
+            f"fastmath must be a bool, a set or a dict of flag names, not {type(option).__name__}"
+        )
+    bad = sorted(repr(n) for n in names if n not in FASTMATH_FLAGS)
+    if bad:
+        raise ValueError(
+            f"unrecognized fastmath flag{'s' if len(bad) > 1 else ''} {', '.join(bad)}: "
+            f"the flags are {', '.join(sorted(FASTMATH_FLAGS))}"
+        )
+    return frozenset(flags)
+
+
 def _compile_kir(text: str, opt_level: int):
     native = _native.ext()
     try:
@@ -243,7 +272,9 @@ def _as_kapi_error(e):
     return new
 
 
-def _pyfront_compile(pyfunc, argtypes, index, boundscheck=False, max_registers=None):
+def _pyfront_compile(
+    pyfunc, argtypes, index, boundscheck=False, max_registers=None, fastmath=frozenset()
+):
     import pyfront
 
     try:
@@ -253,6 +284,7 @@ def _pyfront_compile(pyfunc, argtypes, index, boundscheck=False, max_registers=N
             index=index,
             boundscheck=boundscheck,
             max_registers=max_registers,
+            fastmath=fastmath,
         )
     except pyfront.KernelError as e:
         raise _as_kapi_error(e) from None
@@ -288,6 +320,7 @@ class KernelDispatcher:
         self.opt_level = int(opt)
         self.boundscheck = _boundscheck(self.options.get("boundscheck"))
         self.max_registers = _max_registers(self.options.get("max_registers"))
+        self.fastmath = _fastmath(self.options.get("fastmath"))
         params = inspect.signature(pyfunc).parameters.values()
         if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
             raise InvalidKernelSpecializationError(
@@ -378,7 +411,12 @@ class KernelDispatcher:
             )
         else:
             mod = _pyfront_compile(
-                self.py_func, argtypes, index, self.boundscheck, max_registers=self.max_registers
+                self.py_func,
+                argtypes,
+                index,
+                self.boundscheck,
+                max_registers=self.max_registers,
+                fastmath=self.fastmath,
             )
             entry, llvm_ir, spirv = _compile_kir(mod.text, self.opt_level)
             raises, prints = getattr(mod, "raises", ()), getattr(mod, "prints", False)
@@ -563,6 +601,9 @@ def device_func(function_or_signature=None, **options):
             )
         pyfunc.__kapi_device_func__ = True
         pyfunc.__kapi_device_options__ = dict(options)
+        # None: the caller's flags (Numba's rule: a callee without the option inherits it)
+        fm = options.get("fastmath")
+        pyfunc.__kapi_device_fastmath__ = None if "fastmath" not in options else _fastmath(fm)
         if function_or_signature is not None:
             from .types import parse_signature
 

@@ -25,7 +25,7 @@ from .._kernel.types import normalize_type
 from .._memory.array import Array, _span
 from .._memory.dtypes import KIR_TO_DTYPE
 from . import ufunc as _ufunc
-from .vectorize import _dtype_of_name, _reaches
+from .vectorize import _dtype_of_name, _element_options, _reaches
 
 _DIMS = re.compile(r"\(\s*(\w+(?:\s*,\s*\w+)*)?\s*\)")
 _LAYOUT = re.compile(r"^\s*(\(.*?\)(?:\s*,\s*\(.*?\))*)\s*->\s*(\(.*?\)(?:\s*,\s*\(.*?\))*)\s*$")
@@ -145,7 +145,7 @@ def _flat_loop_view(x: Array, loop_shape, core_shape) -> Array:
 class GUFunc:
     """What @kapi.guvectorize returns: call it on kapi arrays (and scalars for () inputs)."""
 
-    def __init__(self, pyfunc, signatures, layout: str):
+    def __init__(self, pyfunc, signatures, layout: str, options=None):
         from .._kernel.dispatcher import device_func
 
         self._pyfunc = pyfunc
@@ -176,7 +176,7 @@ class GUFunc:
             self.types.append(args)
         if not self.types:
             raise TypeError("kapi.guvectorize needs at least one signature")
-        self._device_func = device_func(pyfunc)
+        self._device_func = device_func(pyfunc, **_element_options(options))
         self._kernels: dict[str, object] = {}
         functools.update_wrapper(self, pyfunc)
 
@@ -362,6 +362,6 @@ def guvectorize(signatures=None, layout=None, target=None, **options):
     parse_layout(layout)
 
     def wrap(pyfunc):
-        return GUFunc(pyfunc, sigs, layout)
+        return GUFunc(pyfunc, sigs, layout, options)
 
     return wrap

@@ -72,7 +72,7 @@ def _reaches(x, dt: np.dtype) -> bool:
 class VectorizedFunction:
     """What @kapi.vectorize returns: call it like a ufunc on kapi arrays and scalars."""
 
-    def __init__(self, pyfunc, signatures):
+    def __init__(self, pyfunc, signatures, options=None):
         from .._kernel.dispatcher import device_func
 
         self._pyfunc = pyfunc
@@ -82,7 +82,8 @@ class VectorizedFunction:
             raise TypeError("kapi.vectorize: all signatures need the same number of arguments")
         self.nin = nin.pop()
         self.nout = 1
-        self._device_func = device_func(pyfunc)
+        # fastmath= applies to the element function (a device function with its own flags)
+        self._device_func = device_func(pyfunc, **_element_options(options))
         self._kernels: dict[str, object] = {}
         functools.update_wrapper(self, pyfunc)
 
@@ -143,6 +144,11 @@ class VectorizedFunction:
         return out
 
 
+def _element_options(options) -> dict:
+    """The device-function options of a ufunc's element function: fastmath, when given."""
+    return {"fastmath": options["fastmath"]} if options and "fastmath" in options else {}
+
+
 def vectorize(signatures=None, target=None, **options):
     """`@kapi.vectorize(["float32(float32, float32)", ...])`: a device ufunc over kapi arrays
     (numba-cuda's form; `target` is accepted and ignored: the call runs where its arrays
@@ -167,6 +173,6 @@ def vectorize(signatures=None, target=None, **options):
     )
 
     def wrap(pyfunc):
-        return VectorizedFunction(pyfunc, sigs)
+        return VectorizedFunction(pyfunc, sigs, options)
 
     return wrap

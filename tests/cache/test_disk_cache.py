@@ -50,9 +50,9 @@ def front(monkeypatch):
     calls = []
     real = _kernel._pyfront_compile
 
-    def counting(pyfunc, argtypes, index, boundscheck=False, max_registers=None):
+    def counting(pyfunc, argtypes, index, boundscheck=False, **options):
         calls.append(pyfunc.__name__)
-        return real(pyfunc, argtypes, index, boundscheck, max_registers=max_registers)
+        return real(pyfunc, argtypes, index, boundscheck, **options)
 
     monkeypatch.setattr(_kernel, "_pyfront_compile", counting)
     return calls
@@ -541,6 +541,20 @@ def test_max_registers_is_part_of_the_key(cache_dir, front):
     assert len({plain.spirv, capped.spirv, other.spirv}) == 3
     again = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, max_registers=32))
     assert front == ["k", "k", "k"] and again.spirv == capped.spirv
+
+
+def test_fastmath_is_part_of_the_key(cache_dir, front):
+    """fastmath=True, another set of flags and none are three entries (their KIR and SPIR-V
+    differ); the same flags in another order or as a dict hit the same entry."""
+    plain = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}))
+    fast = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, fastmath=True))
+    some = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, fastmath={"nnan", "ninf"}))
+    assert front == ["k", "k", "k"] and len(entries(cache_dir)) == 3
+    assert "fastmath" not in plain.kir and "fastmath fast {" in fast.kir
+    assert "fastmath ninf nnan {" in some.kir
+    assert len({plain.spirv, fast.spirv, some.spirv}) == 3
+    again = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, fastmath={"ninf": True, "nnan": True}))
+    assert front == ["k", "k", "k"] and again.spirv == some.spirv
 
 
 def test_boundscheck_is_part_of_the_key(cache_dir, front):

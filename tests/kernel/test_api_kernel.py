@@ -19,7 +19,7 @@ def fake_compile(monkeypatch):
             self.text = text
             self.entry = "k"
 
-    def pyfront_compile(pyfunc, argtypes, index, boundscheck=False, max_registers=None):
+    def pyfront_compile(pyfunc, argtypes, index, boundscheck=False, **options):
         calls.append((pyfunc.__name__, tuple(argtypes), index))
         return Mod(f"kir 1 ; {pyfunc.__name__} {argtypes} {index}")
 

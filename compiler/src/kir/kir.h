@@ -61,6 +61,17 @@ typedef struct kir_type {
 /* The range of a kernel's max_registers (ptxas's: -maxrregcount / .maxnreg). */
 #define KIR_MIN_REGISTERS 16
 #define KIR_MAX_REGISTERS 255
+/* A function's fast-math flags (KIR `fastmath FLAG...`): LLVM's, one bit each; `fast` is all. */
+typedef enum kir_fastmath {
+  KIR_FM_NNAN = 1,
+  KIR_FM_NINF = 2,
+  KIR_FM_NSZ = 4,
+  KIR_FM_ARCP = 8,
+  KIR_FM_CONTRACT = 16,
+  KIR_FM_AFN = 32,
+  KIR_FM_REASSOC = 64,
+  KIR_FM_FAST = 127
+} kir_fastmath_t;
 int kir_type_is_static(kir_type_t t);
 
 int kir_type_eq(kir_type_t a, kir_type_t b);
@@ -284,6 +295,7 @@ typedef struct kir_func {
   int line, text_line;
   int is_kernel;
   int max_registers; /* kernel attribute: a cap on registers per work-item, 0 for none */
+  unsigned fastmath; /* kir_fastmath_t bits: what float arithmetic and math may assume */
   kir_type_t ret;
   int *params; /* value indices */
   int nparams, params_cap;

@@ -435,6 +435,30 @@ static int parse_max_registers(parser_t *p) {
   return 0;
 }
 
+/* `fastmath FLAG...`: LLVM's fast-math flag names (docs/kir.md), at least one; the words
+ * that follow and are flag names belong to it. */
+static int parse_fastmath(parser_t *p) {
+  static const struct {
+    const char *name;
+    unsigned bit;
+  } flags[] = {{"fast", KIR_FM_FAST},         {"nnan", KIR_FM_NNAN},      {"ninf", KIR_FM_NINF},
+               {"nsz", KIR_FM_NSZ},           {"arcp", KIR_FM_ARCP},      {"afn", KIR_FM_AFN},
+               {"contract", KIR_FM_CONTRACT}, {"reassoc", KIR_FM_REASSOC}};
+  int n = 0;
+  kir_tok_t *t;
+  while ((t = peek(p)) && t->kind == KIR_TOK_WORD) {
+    size_t i = 0;
+    while (i < sizeof flags / sizeof flags[0] && strcmp(t->text, flags[i].name))
+      i++;
+    if (i == sizeof flags / sizeof flags[0]) break;
+    p->f->fastmath |= flags[i].bit;
+    p->i++, n++;
+  }
+  if (n) return 0;
+  return perr(p, "fastmath takes flags (fast nnan ninf nsz arcp contract afn reassoc), not '%s'",
+              tok_desc(p));
+}
+
 static int parse_header_tail(parser_t *p) {
   kir_func_t *f = p->f;
   if (expect_punct(p, "->") || parse_type(p, &f->ret)) return -1;
@@ -450,6 +474,8 @@ static int parse_header_tail(parser_t *p) {
       f->line = (int)v;
     } else if (!strcmp(t->text, "max_registers")) {
       if (parse_max_registers(p)) return -1;
+    } else if (!strcmp(t->text, "fastmath")) {
+      if (parse_fastmath(p)) return -1;
     } else {
       return perr(p, "unexpected '%s' in function header", t->text);
     }

@@ -105,6 +105,10 @@ static LLVMValueRef declare_func(kc_lower_t *L, const kir_func_t *f, int may_rai
                             LLVMCreateStringAttribute(L->ctx, KC_MAX_REGISTERS_ATTR,
                                                       sizeof KC_MAX_REGISTERS_ATTR - 1, v, len));
   }
+  if (f->is_kernel && f->fastmath == KIR_FM_FAST)
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(L->ctx, KC_FLUSH_DENORMALS_ATTR,
+                                                      sizeof KC_FLUSH_DENORMALS_ATTR - 1, "", 0));
   return fn;
 }
 

@@ -9,6 +9,9 @@
 
 /* The kernel's string attribute that carries KIR's max_registers to SPIR-V emission. */
 #define KC_MAX_REGISTERS_ATTR "kapi-max-registers"
+/* The kernel's string attribute that marks fastmath=True (KIR `fastmath fast`), which flushes
+ * float32 denormals to zero where a device can (carried by SPIR-V emission). */
+#define KC_FLUSH_DENORMALS_ATTR "kapi-flush-denormals"
 
 #include <llvm-c/Core.h>
 
@@ -103,6 +106,9 @@ int kc_lower_binary(kc_lower_t *L, const kir_inst_t *in);
 int kc_lower_unary(kc_lower_t *L, const kir_inst_t *in);
 int kc_lower_cmp(kc_lower_t *L, const kir_inst_t *in);
 LLVMValueRef kc_convert(kc_lower_t *L, LLVMValueRef v, kir_kind_t from, kir_kind_t to);
+/* v with the current function's fast-math flags (KIR `fastmath`) when it is a float operation
+ * (SPIR-V emission writes them as FPFastMathMode decorations where SPIR-V 1.0 has the flag). */
+LLVMValueRef kc_fast_math(kc_lower_t *L, LLVMValueRef v);
 
 /* lower_pydiv.c: Python's floor division, modulo and integer power */
 LLVMValueRef kc_floordiv(kc_lower_t *L, kir_kind_t k, LLVMValueRef a, LLVMValueRef b);

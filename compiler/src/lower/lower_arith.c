@@ -2,6 +2,7 @@
  * wrapping integer ops, shifts that saturate instead of being poison, comparisons where float
  * `ne` is unordered, min/max as `a < b ? a : b`. Floor division and modulo: lower_pydiv.c. */
 #include "lower/lower.h"
+#include "spirv/translator.h"
 
 int kc_lower_const(kc_lower_t *L, const kir_inst_t *in) {
   kir_kind_t k = in->type.kind;
@@ -83,17 +84,33 @@ static LLVMValueRef min_max(kc_lower_t *L, kir_kind_t k, int is_min, LLVMValueRe
   return LLVMBuildSelect(L->b, c, a, b, "");
 }
 
+LLVMValueRef kc_fast_math(kc_lower_t *L, LLVMValueRef v) {
+  if (L->f->fastmath) kc_tr_set_fast_math(v, L->f->fastmath);
+  return v;
+}
+
+/* float32 division under `arcp` is OpenCL's native_divide (an approximate x * (1/y): PTX
+ * div.approx.f32, as nvcc's -prec-div=false and numba-cuda's fastmath give); other divisions
+ * carry the flags and stay correctly rounded. */
+static LLVMValueRef float_div(kc_lower_t *L, kir_kind_t k, LLVMValueRef a, LLVMValueRef b) {
+  if (k == KIR_F32 && (L->f->fastmath & KIR_FM_ARCP)) {
+    LLVMValueRef args[2] = {a, b};
+    return kc_ocl_call(L, "native_divide", k, args, 2);
+  }
+  return kc_fast_math(L, LLVMBuildFDiv(L->b, a, b, ""));
+}
+
 static LLVMValueRef float_binary(kc_lower_t *L, kir_op_t op, kir_kind_t k, LLVMValueRef a,
                                  LLVMValueRef b) {
   switch (op) {
   case KIR_OP_ADD:
-    return LLVMBuildFAdd(L->b, a, b, "");
+    return kc_fast_math(L, LLVMBuildFAdd(L->b, a, b, ""));
   case KIR_OP_SUB:
-    return LLVMBuildFSub(L->b, a, b, "");
+    return kc_fast_math(L, LLVMBuildFSub(L->b, a, b, ""));
   case KIR_OP_MUL:
-    return LLVMBuildFMul(L->b, a, b, "");
+    return kc_fast_math(L, LLVMBuildFMul(L->b, a, b, ""));
   case KIR_OP_DIV:
-    return LLVMBuildFDiv(L->b, a, b, "");
+    return float_div(L, k, a, b);
   case KIR_OP_POW: {
     LLVMValueRef args[2] = {a, b};
     return kc_ocl_call(L, "pow", k, args, 2);
@@ -155,7 +172,8 @@ int kc_lower_unary(kc_lower_t *L, const kir_inst_t *in) {
      * turn it into llvm.ctpop, one popc on NVIDIA GPUs */
     r = kc_ocl_call(L, "popcount", k, &a, 1);
   } else if (kir_is_float(k)) {
-    r = in->op == KIR_OP_NEG ? LLVMBuildFNeg(L->b, a, "") : kc_ocl_call(L, "fabs", k, &a, 1);
+    r = in->op == KIR_OP_NEG ? kc_fast_math(L, LLVMBuildFNeg(L->b, a, ""))
+                             : kc_ocl_call(L, "fabs", k, &a, 1);
   } else if (in->op == KIR_OP_NEG) {
     r = LLVMBuildNeg(L->b, a, "");
   } else if (kir_is_signed(k)) {

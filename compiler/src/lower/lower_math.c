@@ -48,6 +48,22 @@ static LLVMValueRef ldexp_call(kc_lower_t *L, kir_kind_t k, LLVMValueRef *args) 
   return kc_call(L, kc_declare(L, mangled, params[0], params, 2, KC_BUILTIN_PURE), args, 2);
 }
 
+/* Under `afn`, float32 (and half) math functions that OpenCL has a native_ form of take it:
+ * precision the device defines (NVIDIA: PTX sqrt/lg2/ex2/sin/cos .approx, what nvcc's
+ * --use_fast_math and numba-cuda's fastmath give; Intel GPUs: their native instructions). */
+static const char *fast_name(kc_lower_t *L, kir_math_t m, kir_kind_t k, char *buf, size_t cap) {
+  static const kir_math_t native[] = {KIR_MATH_SQRT,  KIR_MATH_EXP, KIR_MATH_LOG, KIR_MATH_LOG2,
+                                      KIR_MATH_LOG10, KIR_MATH_SIN, KIR_MATH_COS, KIR_MATH_TAN};
+  const char *name = kir_math_name(m);
+  if (!(L->f->fastmath & KIR_FM_AFN) || (k != KIR_F32 && k != KIR_F16)) return name;
+  for (size_t i = 0; i < sizeof native / sizeof native[0]; ++i)
+    if (native[i] == m) {
+      snprintf(buf, cap, "native_%s", name);
+      return buf;
+    }
+  return name;
+}
+
 int kc_lower_math(kc_lower_t *L, const kir_inst_t *in) {
   kir_math_t m = (kir_math_t)in->sub;
   kir_kind_t k = kc_arg_type(L, in, 0).kind;
@@ -56,8 +72,10 @@ int kc_lower_math(kc_lower_t *L, const kir_inst_t *in) {
     r = predicate(L, m, k, args[0]);
   else if (m == KIR_MATH_LDEXP)
     r = ldexp_call(L, k, args);
-  else
-    r = kc_ocl_call(L, kir_math_name(m), k, args, (unsigned)in->nargs);
+  else {
+    char buf[32];
+    r = kc_ocl_call(L, fast_name(L, m, k, buf, sizeof buf), k, args, (unsigned)in->nargs);
+  }
   kc_set_result(L, in, r);
   return 0;
 }

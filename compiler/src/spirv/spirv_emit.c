@@ -70,14 +70,19 @@ kc_status_t kc_spirv_check_no_imports(const void *spirv, size_t nbytes, char **e
   return st;
 }
 
-/* ---- a kernel's register cap ----------------------------------------------------------------
- * KIR's max_registers reaches the finalisers as `OpSourceExtension "kapi.max_registers N"`: a
- * debug instruction of SPIR-V 1.0 (the modules are 1.0, and no execution mode of it caps
- * registers; SPV_INTEL_maximum_registers is newer than our SPIRV-Tools). It names an extension
- * of the source language, which the option is; drivers that do not know it ignore it, and a
- * module holds one kernel, so the module-level string is the kernel's. Being in the SPIR-V, it
- * is part of every key the runtime and the disk cache derive from the module. */
+/* ---- kernel attributes as source extensions --------------------------------------------------
+ * KIR's max_registers reaches the finalisers as `OpSourceExtension "kapi.max_registers N"`, and
+ * a kernel compiled with fastmath=True (KIR `fastmath fast`) carries
+ * `OpSourceExtension "kapi.flush_denormals"` (numba-cuda's fastmath flushes float32 denormals
+ * to zero; SPIR-V 1.0 has no execution mode for it: DenormFlushToZero is
+ * SPV_KHR_float_controls, SPIR-V 1.4). A debug instruction of SPIR-V 1.0 (the modules are 1.0,
+ * and no execution mode of it caps registers; SPV_INTEL_maximum_registers is newer than our
+ * SPIRV-Tools). It names an extension of the source language, which the options are; drivers
+ * that do not know it ignore it, and a module holds one kernel, so the module-level string is
+ * the kernel's. Being in the SPIR-V, it is part of every key the runtime and the disk cache
+ * derive from the module. */
 #define MAXREG_PREFIX "kapi.max_registers "
+#define FLUSH_DENORMALS "kapi.flush_denormals"
 
 static int is_module_preamble(uint32_t op) {
   return op == 17 /* OpCapability */ || op == 10 /* OpExtension */ ||
@@ -85,25 +90,30 @@ static int is_module_preamble(uint32_t op) {
          op == 15 /* OpEntryPoint */ || op == 16 /* OpExecutionMode */;
 }
 
-/* The module's kernel's max_registers attribute, 0 when it has none. */
-static int kernel_max_registers(LLVMModuleRef mod) {
+/* The value of the module's string attribute `name` (a kernel's), or NULL; its length in len. */
+static const char *kernel_attr(LLVMModuleRef mod, const char *name, unsigned *len) {
   for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
-    LLVMAttributeRef a = LLVMGetStringAttributeAtIndex(
-        f, LLVMAttributeFunctionIndex, KC_MAX_REGISTERS_ATTR, sizeof KC_MAX_REGISTERS_ATTR - 1);
-    if (!a) continue;
-    unsigned len;
-    const char *v = LLVMGetStringAttributeValue(a, &len);
-    char buf[16] = {0};
-    memcpy(buf, v, len < sizeof buf - 1 ? len : sizeof buf - 1);
-    return atoi(buf);
+    LLVMAttributeRef a =
+        LLVMGetStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, name, (unsigned)strlen(name));
+    if (a) return LLVMGetStringAttributeValue(a, len);
   }
-  return 0;
+  return NULL;
 }
 
-/* Inserts the string at the start of the debug section (after the execution modes). */
-static kc_status_t add_max_registers(void **spirv, size_t *nbytes, int n) {
-  char text[48];
-  int len = snprintf(text, sizeof text, MAXREG_PREFIX "%d", n);
+/* The module's kernel's max_registers attribute, 0 when it has none. */
+static int kernel_max_registers(LLVMModuleRef mod) {
+  unsigned len;
+  const char *v = kernel_attr(mod, KC_MAX_REGISTERS_ATTR, &len);
+  if (!v) return 0;
+  char buf[16] = {0};
+  memcpy(buf, v, len < sizeof buf - 1 ? len : sizeof buf - 1);
+  return atoi(buf);
+}
+
+/* Inserts `OpSourceExtension text` at the start of the debug section (after the execution
+ * modes). */
+static kc_status_t add_source_extension(void **spirv, size_t *nbytes, const char *text) {
+  size_t len = strlen(text);
   uint32_t sw = (uint32_t)len / 4 + 1; /* the string's words, NUL included */
   const uint32_t *w = *spirv;
   size_t nw = *nbytes / 4, at = 5;
@@ -113,7 +123,7 @@ static kc_status_t add_max_registers(void **spirv, size_t *nbytes, int n) {
   if (!out) return KC_ERR_OUT_OF_MEMORY;
   memcpy(out, w, at * 4);
   out[at] = ((1 + sw) << 16) | SPV_OP_SOURCE_EXTENSION;
-  memcpy(&out[at + 1], text, (size_t)len);
+  memcpy(&out[at + 1], text, len);
   memcpy(&out[at + 1 + sw], &w[at], (nw - at) * 4);
   free(*spirv);
   *spirv = out;
@@ -121,20 +131,47 @@ static kc_status_t add_max_registers(void **spirv, size_t *nbytes, int n) {
   return KC_OK;
 }
 
-int kc_spirv_max_registers(const uint32_t *w, size_t nw) {
+/* The first OpSourceExtension string that starts with prefix, or NULL. */
+static const char *find_source_extension(const uint32_t *w, size_t nw, const char *prefix) {
+  size_t plen = strlen(prefix);
   for (size_t i = 5; i < nw;) {
     uint32_t len = w[i] >> 16, op = w[i] & 0xffff;
     if (!len || i + len > nw) break;
-    size_t room = (len - 1) * 4, plen = sizeof MAXREG_PREFIX - 1;
+    size_t room = (len - 1) * 4;
     const char *s = (const char *)&w[i + 1];
-    if (op == SPV_OP_SOURCE_EXTENSION && room > plen && memchr(s, 0, room) &&
-        strncmp(s, MAXREG_PREFIX, plen) == 0) {
-      int v = atoi(s + plen); /* a module not made by us may say anything: ptxas's range */
-      return v >= KIR_MIN_REGISTERS && v <= KIR_MAX_REGISTERS ? v : 0;
-    }
+    if (op == SPV_OP_SOURCE_EXTENSION && room >= plen + 1 && memchr(s, 0, room) &&
+        strncmp(s, prefix, plen) == 0)
+      return s;
     i += len;
   }
-  return 0;
+  return NULL;
+}
+
+int kc_spirv_max_registers(const uint32_t *w, size_t nw) {
+  const char *s = find_source_extension(w, nw, MAXREG_PREFIX);
+  if (!s) return 0;
+  int v = atoi(s + sizeof MAXREG_PREFIX - 1); /* a module not made by us may say anything */
+  return v >= KIR_MIN_REGISTERS && v <= KIR_MAX_REGISTERS ? v : 0;
+}
+
+int kc_spirv_flushes_denormals(const uint32_t *w, size_t nw) {
+  const char *s = find_source_extension(w, nw, FLUSH_DENORMALS);
+  return s && !strcmp(s, FLUSH_DENORMALS);
+}
+
+/* The kernel attributes the SPIR-V carries as source extensions. */
+static kc_status_t add_kernel_attributes(LLVMModuleRef mod, void **spirv, size_t *nbytes) {
+  kc_status_t st = KC_OK;
+  int maxreg = kernel_max_registers(mod);
+  if (maxreg) {
+    char text[48];
+    snprintf(text, sizeof text, MAXREG_PREFIX "%d", maxreg);
+    st = add_source_extension(spirv, nbytes, text);
+  }
+  unsigned len;
+  if (st == KC_OK && kernel_attr(mod, KC_FLUSH_DENORMALS_ATTR, &len))
+    st = add_source_extension(spirv, nbytes, FLUSH_DENORMALS);
+  return st;
 }
 
 kc_status_t kc_emit_spirv(LLVMModuleRef mod, void **spirv, size_t *nbytes, char **err) {
@@ -156,8 +193,7 @@ kc_status_t kc_emit_spirv(LLVMModuleRef mod, void **spirv, size_t *nbytes, char 
     free(msg);
     return KC_ERR_SPIRV;
   }
-  int maxreg = kernel_max_registers(mod);
-  kc_status_t st = maxreg ? add_max_registers(spirv, nbytes, maxreg) : KC_OK;
+  kc_status_t st = add_kernel_attributes(mod, spirv, nbytes);
   if (st == KC_OK) st = kc_spirv_validate(*spirv, *nbytes, err);
   if (st == KC_OK) st = kc_spirv_check_no_imports(*spirv, *nbytes, err);
   if (st != KC_OK) {

@@ -11,6 +11,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/Operator.h>
 #include <llvm/Support/X86TargetParser.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/Transforms/Utils/ValueMapper.h>
@@ -325,6 +326,20 @@ extern "C" int kc_tr_remap_address_spaces(LLVMModuleRef module, const unsigned *
 
 // LLVM's own table of x86 CPUs (what clang -march= accepts), so a CPU name is checked before the
 // target machine sees it: LLVM prints a warning and ignores a name it does not know.
+extern "C" void kc_tr_set_fast_math(LLVMValueRef inst, unsigned flags) {
+  auto *I = llvm::dyn_cast_or_null<llvm::Instruction>(llvm::unwrap(inst));
+  if (!I || !llvm::isa<llvm::FPMathOperator>(I)) return;
+  llvm::FastMathFlags f;
+  f.setNoNaNs(flags & 1);
+  f.setNoInfs(flags & 2);
+  f.setNoSignedZeros(flags & 4);
+  f.setAllowReciprocal(flags & 8);
+  f.setAllowContract(flags & 16);
+  f.setApproxFunc(flags & 32);
+  f.setAllowReassoc(flags & 64);
+  I->setFastMathFlags(f);
+}
+
 extern "C" char *kc_tr_x86_cpu_features(const char *cpu) {
   if (!cpu || llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
     return nullptr;

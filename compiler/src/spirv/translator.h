@@ -32,6 +32,11 @@ int kc_tr_read_spirv(LLVMContextRef ctx, const void *spirv, size_t nbytes, LLVMM
 int kc_tr_remap_address_spaces(LLVMModuleRef module, const unsigned *map, unsigned map_len,
                                LLVMModuleRef *out, char **err);
 
+/* Sets LLVM fast-math flags on inst when it is a floating-point operation (the C API of LLVM 15
+ * has no setter); flags are kir_fastmath_t bits (nnan 1, ninf 2, nsz 4, arcp 8, contract 16,
+ * afn 32, reassoc 64). Anything else (a constant the builder folded) is left alone. */
+void kc_tr_set_fast_math(LLVMValueRef inst, unsigned flags);
+
 /* The features LLVM's x86 table gives 64-bit CPU `cpu` ("haswell"), as "+avx2,+fma,...", or
  * NULL when LLVM 15 knows no such CPU. malloc'd: the caller frees it with free(). */
 char *kc_tr_x86_cpu_features(const char *cpu);

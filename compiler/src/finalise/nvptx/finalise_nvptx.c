@@ -236,7 +236,7 @@ static kc_status_t nvptx_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, kc_nvp
 
 /* Steps after reading, on the NVPTX module. */
 static kc_status_t nvptx_lower(LLVMContextRef ctx, LLVMModuleRef mod, const kc_nvptx_options_t *o,
-                               int maxreg, kc_nvptx_module_t *out, char **log) {
+                               int maxreg, int ftz, kc_nvptx_module_t *out, char **log) {
   LLVMTargetMachineRef tm = nvptx_machine(o, log);
   if (!tm) return KC_ERR_TARGET;
   LLVMSetTarget(mod, NVPTX_TRIPLE);
@@ -247,6 +247,7 @@ static kc_status_t nvptx_lower(LLVMContextRef ctx, LLVMModuleRef mod, const kc_n
   LLVMDisposeTargetData(td);
   kc_status_t st = kc_nvptx_prepare_kernels(mod, &out->kernels, log);
   if (st == KC_OK && o->coarsen) st = kc_nvptx_coarsen(mod, &out->kernels);
+  if (st == KC_OK && ftz) kc_nvptx_flush_denormals(mod); /* the coarsened entries too */
   if (st == KC_OK) st = kc_nvptx_lower_builtins(mod, o->libdevice_path != NULL, log);
   if (st == KC_OK && has_libdevice_calls(mod))
     st = nvptx_link_libdevice(ctx, mod, o->libdevice_path, log);
@@ -286,7 +287,8 @@ static kc_status_t nvptx_finalise_words(const uint32_t *words, size_t nbytes,
   LLVMModuleRef mod = NULL;
   kc_status_t st = nvptx_read(ctx, words, nbytes, &mod, log);
   int maxreg = kc_spirv_max_registers(words, nbytes / 4);
-  if (st == KC_OK) st = nvptx_lower(ctx, mod, opts, maxreg, m, log);
+  int ftz = kc_spirv_flushes_denormals(words, nbytes / 4);
+  if (st == KC_OK) st = nvptx_lower(ctx, mod, opts, maxreg, ftz, m, log);
   if (st == KC_OK && diagnostic) {
     st = KC_ERR_LLVM;
     *log = diagnostic;

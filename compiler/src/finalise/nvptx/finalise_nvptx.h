@@ -68,6 +68,17 @@ LLVMValueRef kc_nvptx_shuffle(LLVMModuleRef mod, LLVMBuilderRef b, const char *k
  * scans; NULL for another scope or kind. */
 LLVMValueRef kc_nvptx_group(LLVMModuleRef mod, LLVMBuilderRef b, const char *kind,
                             LLVMValueRef *args, unsigned nargs);
+/* finalise_nvptx_fastmath.c: OpenCL's native_NAME (name without the prefix) on float32
+ * operands as PTX approximate instructions (.ftz ones when ftz), or NULL for another name or
+ * type (the caller then computes it accurately). */
+LLVMValueRef kc_nvptx_native_math(LLVMModuleRef mod, LLVMBuilderRef b, const char *name,
+                                  LLVMValueRef *args, unsigned nargs, int ftz);
+/* fastmath=True's denormal flush (kc_spirv_flushes_denormals): every function defined in mod
+ * says "denormal-fp-math-f32"="preserve-sign" (LLVM's NVPTX then selects .ftz float32
+ * instructions) and libdevice's __nvvm_reflect("__CUDA_FTZ") answers 1, as NVVM's -ftz=1. */
+void kc_nvptx_flush_denormals(LLVMModuleRef mod);
+/* Whether fn flushes float32 denormals (kc_nvptx_flush_denormals marked it). */
+int kc_nvptx_flushes_denormals(LLVMValueRef fn);
 /* finalise_nvptx_print.c: the call to CUDA's vprintf that replaces an OpenCL printf call (the
  * builder placed before it), or NULL with *log set. */
 LLVMValueRef kc_nvptx_lower_printf(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef call,

@@ -345,6 +345,17 @@ static LLVMValueRef lower_math_scalar(bi_call_t *c, const char *n, char **log) {
     LLVMValueRef v = int_math(c, n);
     return v ? v : math_intrinsic(c, n);
   }
+  if (!strncmp(n, "native_", 7)) { /* approximate float32; others as the accurate function */
+    LLVMValueRef in = LLVMGetBasicBlockParent(LLVMGetInstructionParent(c->call));
+    LLVMValueRef v = kc_nvptx_native_math(c->mod, c->b, n + 7, c->args, c->nargs,
+                                          kc_nvptx_flushes_denormals(in));
+    if (v) return v;
+    n += 7;
+    if (!strcmp(n, "divide") && c->nargs == 2)
+      return LLVMBuildFDiv(c->b, c->args[0], c->args[1], "");
+    if (!strcmp(n, "recip") && c->nargs == 1)
+      return LLVMBuildFDiv(c->b, LLVMConstReal(c->ret, 1.0), c->args[0], "");
+  }
   LLVMValueRef v = math_intrinsic(c, n);
   if (v) return v;
   const char *nv = libdevice_alias(n);
