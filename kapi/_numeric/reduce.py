@@ -860,7 +860,9 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
     if fused is not None:
         expr, leaves = fused
         shape = (expr, tuple(isinstance(v, Array) for v in leaves))
-    src = _src_for(op, acc_dt, xi is None, cpu, shape, ARG_SCHEME if arg else "pairs")
+    # ("keys" reaches here for what it does not take: "blocks" then)
+    scheme = "pairs" if not arg or ARG_SCHEME == "pairs" else "blocks"
+    src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme)
     # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
