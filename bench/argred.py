@@ -96,15 +96,9 @@ def main():
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     gpu = dev.is_gpu
     n = 1 << (args.log2n or (27 if gpu else 24))
-    variants = (
-        args.variants.split(",")
-        if args.variants
-        else (
-            ["pairs", "pairs4", "blocks", "blocks8", "keys", "groups2048", "groups8192"]
-            if gpu
-            else ["pairs", "blocks"]
-        )
-    )
+    gpu_variants = "pairs pairs4 blocks blocks8 keys groups1024 groups2048 groups8192"
+    variants = (args.variants or (gpu_variants if gpu else "pairs blocks")).replace(",", " ")
+    variants = variants.split()
     print(f"device: {dev.name}, {dev.max_compute_units} compute units; n = {n} float32")
     rng = np.random.default_rng(0)
     h = rng.random(n, dtype=np.float32)
