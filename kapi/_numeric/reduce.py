@@ -506,7 +506,12 @@ def _keys_source(op: str, is_float: bool) -> str:
         if op == "argmin":
             out += [f"{pad}o{k} = ~o{k}"]
         if is_float:
-            out += [f"{pad}o{k} = 2147483647 if (b{k} & 0x7FFFFFFF) > 0x7F800000 else o{k}"]
+            # NaN (any sign, any payload): 2^31 - 1, without a branch (a branch on the loaded
+            # value would wait for each load before issuing the next)
+            out += [
+                f"{pad}w{k} = -np.int64((b{k} & 0x7FFFFFFF) > 0x7F800000)",
+                f"{pad}o{k} = (o{k} & ~w{k}) | (2147483647 & w{k})",
+            ]
         out += [f"{pad}a{k} = max(a{k}, (o{k} << 32) | (4294967295 - ({at})))"]
         return out
 
