@@ -40,4 +40,4 @@ done
 
 echo "== summary"
 grep -h -E 'cupy|kapi|triad|^[xk]' "$OUT/argred_gpu.log" "$OUT/argred_cpu.log" 2>/dev/null
-grep -h -E 'argm|reduce\("max"\)|x.max|triad \(' "$OUT"/primitives_cpu_*.log 2>/dev/null
+grep -E 'argm|reduce\("max"\)|x.max|triad \(' "$OUT"/primitives_cpu_*.log 2>/dev/null
