@@ -10,7 +10,8 @@ sources and recorded plans, so the next call generates and records its kernels a
   blocks     the default: values folded as max/min do, the index found once per step/block
   blocks8    GPUs: blocks with 8 loads per step (and max/min/sum with 8 accumulators)
   keys       GPUs: one int64 key per element (ordered value bits, index), folded by max
-  groupsN    GPUs: max and argmax with at most N work-groups per row (default 4096)
+  groupsN    GPUs: max and argmax with at most N work-groups per row (default 1024; 4096
+             before, the run that chose it)
   uUgN       GPUs: blocks with U loads per step and at most N work-groups per row
 
 Every result is checked against NumPy (NaN, ties and -0.0 cases on a small array too, for
@@ -34,7 +35,7 @@ DEFAULTS = {
     "ARG_SCHEME": R.ARG_SCHEME,
     "ARG_UNROLL": R.ARG_UNROLL,
     "_UNROLL": R._UNROLL,
-    "_GPU_MAX_GROUPS": R._GPU_MAX_GROUPS,
+    "_GPU_ROW_GROUPS": R._GPU_ROW_GROUPS,
 }
 
 
@@ -52,10 +53,10 @@ def use(variant: str) -> None:
     elif variant == "keys":
         attrs.update(ARG_SCHEME="keys")
     elif variant.startswith("groups"):
-        attrs.update(ARG_SCHEME="blocks", _GPU_MAX_GROUPS=int(variant[6:]))
+        attrs.update(ARG_SCHEME="blocks", _GPU_ROW_GROUPS=int(variant[6:]))
     elif variant.startswith("u") and "g" in variant:  # u8g2048: both
         u, g = variant[1:].split("g")
-        attrs.update(ARG_SCHEME="blocks", _UNROLL=int(u), _GPU_MAX_GROUPS=int(g))
+        attrs.update(ARG_SCHEME="blocks", _UNROLL=int(u), _GPU_ROW_GROUPS=int(g))
     else:
         raise SystemExit(f"unknown variant {variant!r}")
     for k, v in attrs.items():
@@ -100,7 +101,7 @@ def main():
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     gpu = dev.is_gpu
     n = 1 << (args.log2n or (27 if gpu else 24))
-    gpu_variants = "pairs pairs4 blocks blocks8 keys groups1024 groups2048 groups8192"
+    gpu_variants = "pairs pairs4 blocks blocks8 keys groups2048 groups4096 groups8192"
     gpu_variants += " u8g2048 u8g8192"
     variants = (args.variants or (gpu_variants if gpu else "pairs blocks")).replace(",", " ")
     variants = variants.split()

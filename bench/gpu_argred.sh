@@ -3,8 +3,8 @@
 # (under 3 minutes on the 2x H200 host):
 #   1. H200, 2^27 float32, CuPy in the same process: bench/argred.py switches reduce.py's
 #      schemes in one process (pairs: the argmin/argmax before; pairs4; blocks: the default
-#      now; blocks8; keys: one int64 key per element; max/argmax with 2048 or 8192
-#      work-groups), each checked against NumPy;
+#      now, with 1024 work-groups per row; blocks8; keys: one int64 key per element;
+#      max/argmax with 2048, 4096 (before) or 8192 work-groups), each checked against NumPy;
 #   2. kapi's CPU device on every core, 2^24: the same beside the triad kernel (pairs: before,
 #      blocks: after), then bench/primitives.py's reduce rows (the figures) with
 #      KAPI_REDUCE_ARG=pairs (before, read at import) and the default (after).

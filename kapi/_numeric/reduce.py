@@ -54,7 +54,12 @@ _CPU_UNROLL_BYTES = 64
 _ARG_BLOCK_UNROLLS = 16
 _MAX_GROUPS = 1024  # the CPU driver's cap
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
-_GPU_MAX_GROUPS = 4096  # GPUs: groups of all rows together, at most
+_GPU_MAX_GROUPS = 4096  # GPUs: the column kernel's work-items, in groups of _WG, at most
+# GPUs: the row kernel's groups of all rows together, at most. About one wave of resident
+# groups (the H200: 132 SMs x 8 groups of 256): with 4096 (four waves and a partial one)
+# 2^27 float32 took 0.144 ms for max and 0.163 ms for argmax, with 1024 0.137 and 0.145 ms
+# (CuPy 0.135 / 0.140 ms, bench/argred.py in one process; bench/RESULTS.md)
+_GPU_ROW_GROUPS = 1024
 _MAX_ROWS = 65535
 # The GPU run compares shapes by these (bench/RESULTS.md): KAPI_REDUCE_ARG_UNROLL=1 folds
 # argmin/argmax with four (value, index) pairs per work-item (off by default: on the H100 it
@@ -808,12 +813,12 @@ def _groups(x: Array, n: int, rows: int = 1) -> int:
     if _chunked(x):
         cap = min(_MAX_GROUPS, _CPU_GROUPS_PER_UNIT * units)
         return max(1, min(cap, -(-n // (_CPU_WG * _CPU_PER_ITEM))))
-    # the groups of all rows together fill the device (a few waves of resident groups), and
-    # each work-item folds at least _PER_ITEM elements: as bench/group_reduce.py's fastest
-    # kernel, 2^28 elements on 132 SMs gives ~250 elements per work-item
+    # the groups of all rows together fill the device (about one wave of resident groups,
+    # _GPU_ROW_GROUPS), and each work-item folds at least _PER_ITEM elements: 2^27 elements
+    # on the H200 give 512 elements per work-item
     # (CUDA reports its SMs' warp slots as compute units, 64 per SM: the total is capped as
     # kapi/_numeric/sort_radix.py caps it, which also keeps every grid dimension under CUDA's 65535)
-    cap = max(1, min(_GPU_MAX_GROUPS, _GPU_GROUPS_PER_UNIT * units) // max(1, rows))
+    cap = max(1, min(_GPU_ROW_GROUPS, _GPU_GROUPS_PER_UNIT * units) // max(1, rows))
     return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
 
 
