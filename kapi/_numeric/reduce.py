@@ -13,9 +13,11 @@ no transposed copy. On the CPU driver,
 which runs a group's work-items one after another on one thread, each work-item folds one
 contiguous chunk with 4 accumulators (a strided part would sweep the whole row once per
 work-item, and one accumulator is a serial chain the vectoriser cannot widen). A second
-launch (one group per row) folds the partials. argmin/argmax carry the index beside the
-value: the group first finds the extreme value, then the smallest index holding it (NumPy's
-first occurrence); NaN wins for min/max/argmin/argmax as in NumPy.
+launch (one group per row) folds the partials. argmin/argmax fold values as min/max do and
+find the index once per block (the CPU driver: the first block holding the work-item's
+extreme is searched at the end) or per step (GPUs: the step's loads are kept), see
+ARG_SCHEME; the group first finds the extreme value, then the smallest index holding it
+(NumPy's first occurrence); NaN wins for min/max/argmin/argmax as in NumPy.
 """
 
 from __future__ import annotations
@@ -45,18 +47,37 @@ _UNROLL = 4  # independent accumulators of a work-item's loop (GPUs)
 # faster).
 _CPU_UNROLL_BYTES = 64
 # Chunked argmin/argmax: each block of _ARG_BLOCK_UNROLLS * accumulators elements is folded
-# by value alone (vectorised, as min/max), and searched for the first index holding its
-# extreme only when that beats the running one (on shuffled data: a few blocks per chunk).
+# by value alone (vectorised, as min/max); the running extreme keeps the start of the first
+# block holding it, and that one block is searched for the index at the end (the "blocks"
+# scheme), or (KAPI_REDUCE_ARG=pairs, the scheme before) a block is searched whenever its
+# extreme beats the running one.
 _ARG_BLOCK_UNROLLS = 16
 _MAX_GROUPS = 1024  # the CPU driver's cap
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
-_GPU_MAX_GROUPS = 4096  # GPUs: groups of all rows together, at most
+_GPU_MAX_GROUPS = 4096  # GPUs: the column kernel's work-items, in groups of _WG, at most
+# GPUs: the row kernel's groups of all rows together, at most. About one wave of resident
+# groups (the H200: 132 SMs x 8 groups of 256): with 4096 (four waves and a partial one)
+# 2^27 float32 took 0.144 ms for max and 0.163 ms for argmax, with 1024 0.137 and 0.145 ms
+# (CuPy 0.135 / 0.140 ms, bench/argred.py in one process; bench/RESULTS.md)
+_GPU_ROW_GROUPS = 1024
 _MAX_ROWS = 65535
 # The GPU run compares shapes by these (bench/RESULTS.md): KAPI_REDUCE_ARG_UNROLL=1 folds
 # argmin/argmax with four (value, index) pairs per work-item (off by default: on the H100 it
 # took 0.98 ms for 2^28 f32 against one pair's 0.57 ms); KAPI_REDUCE_COLS_UNROLL=0 the column
 # kernel with one accumulator.
 ARG_UNROLL = os.environ.get("KAPI_REDUCE_ARG_UNROLL", "0") == "1"
+# The first pass of argmin/argmax: "blocks" (default) folds values as min/max do and keeps,
+# beside the running extreme, where the first group of loads holding it starts (GPUs: the
+# _UNROLL strided loads of one step, whose values it keeps; the CPU driver: the block, searched
+# once at the end); "pairs" folds (value, index) pairs element by element (GPUs; the CPU
+# driver searches every block that improves), as before. Read at import; bench/argred.py
+# switches it in one process.
+# "keys" (GPUs, float32 and int32 rows under 2^32 elements; else "blocks"): each element
+# becomes one int64 key, its value's bits in sortable order above the complement of its index,
+# folded by integer max alone (_keys_source).
+ARG_SCHEME = os.environ.get("KAPI_REDUCE_ARG", "blocks")
+if ARG_SCHEME not in ("blocks", "pairs", "keys"):
+    raise ValueError(f"KAPI_REDUCE_ARG must be 'blocks', 'pairs' or 'keys', not {ARG_SCHEME!r}")
 _COLS_SECOND_ROWS = 1024  # the column kernel's second pass: at least this many rows
 _COLS_SECOND_PARTS = 256  # and at most this many partials per row
 COLS_UNROLL = os.environ.get("KAPI_REDUCE_COLS_UNROLL", "1") != "0"
@@ -180,18 +201,20 @@ def _block_arg(op: str, is_float: bool, conv, u: int) -> list[str]:
             "(" + fold.format(a=names[k], v=names[k + 1]) + ")" for k in range(0, len(names), 2)
         ]
     lines.append(f"        bm = {names[0]}")
+    # (bounded by the block: an expression's scalar code may round otherwise than its vector
+    # code, and then no element equals bm; the block's last is taken)
     if is_float:
         lines += [
             f"        if bm {cmp} acc or acci == big or (bm != bm and acc == acc):",
             "            q = j",
-            f"            while {conv('q')} != bm and not (bm != bm and "
+            f"            while q < j + {blk - 1} and {conv('q')} != bm and not (bm != bm and "
             f"{conv('q')} != {conv('q')}):",
         ]
     else:
         lines += [
-            f"        if bm {cmp} acc:",
+            f"        if bm {cmp} acc or acci == big:",
             "            q = j",
-            f"            while {conv('q')} != bm:",
+            f"            while q < j + {blk - 1} and {conv('q')} != bm:",
         ]
     lines += [
         "                q += 1",
@@ -202,14 +225,142 @@ def _block_arg(op: str, is_float: bool, conv, u: int) -> list[str]:
     return lines
 
 
+def _better(op: str, is_float: bool, v: str, acc: str, first: str) -> str:
+    """The condition under which v replaces the running extreme acc of an arg-reduction
+    (strictly better: ties keep the earlier one; a NaN beats any number, and after a NaN
+    nothing does), or first (the running extreme is still the identity)."""
+    cmp = "<" if op == "argmin" else ">"
+    nan = f" or ({v} != {v} and {acc} == {acc})" if is_float else ""
+    return f"{v} {cmp} {acc} or {first}{nan}"
+
+
+def _equal(is_float: bool, v: str, acc: str) -> str:
+    """v is acc (for a NaN acc: v is a NaN too)."""
+    return f"{v} == {acc}" + (f" or ({acc} != {acc} and {v} != {v})" if is_float else "")
+
+
+def _tree(fold: str, names: list[str]) -> str:
+    """The fold of names, combined pairwise (a tree: independent operations)."""
+    while len(names) > 1:
+        pairs = [
+            "(" + fold.format(a=names[k], v=names[k + 1]) + ")" for k in range(0, len(names) - 1, 2)
+        ]
+        names = pairs + names[len(names) - len(names) % 2 :]
+    return names[0]
+
+
+def _block_arg_once(op: str, is_float: bool, conv, u: int) -> list[str]:
+    """The chunked arg-reduction's block loop, "blocks" scheme: u accumulators fold a block
+    by value (min/max, NaN winning, vectorised as min/max are); when the block's extreme beats
+    acc or is a NaN (rare on shuffled data), or the block is the chunk's first, it becomes acc
+    and the block's start accb: no search per improving block. A NaN ends the loops (the first
+    NaN wins, nothing beats it). At the end the one block at accb is searched for the first
+    element equal to acc, u elements at a time. The chunk is a whole number of blocks, so the
+    element loop after it is empty but for the row's last chunk."""
+    blk = u * _ARG_BLOCK_UNROLLS
+    fold = _OPS["min" if op == "argmin" else "max"][1]
+    keep = ">=" if op == "argmin" else "<="  # b keeps acc (false for a NaN b or acc)
+    # accb starts as j (a value known non-negative, so that the search's loads need no
+    # wrap-around); found says whether a block has set it
+    lines = ["    accb = j", "    found = 0", f"    while j + {blk} <= end:"]
+    lines += [f"        b{k} = {conv(f'j + {k}')}" for k in range(u)]
+    lines += [f"        q = j + {u}", f"        while q < j + {blk}:"]
+    lines += [f"            b{k} = {fold.format(a=f'b{k}', v=conv(f'q + {k}'))}" for k in range(u)]
+    lines.append(f"            q += {u}")
+    lines += [
+        f"        bm = {_tree(fold, [f'b{k}' for k in range(u)])}",
+        f"        if found == 0 or not (bm {keep} acc):",
+        "            acc = bm",
+        "            accb = j",
+        "            found = 1",
+    ]
+    if is_float:
+        # the loop and the element loop after it end (j += blk passes end)
+        lines += ["            if acc != acc:", "                end = j"]
+    lines += [
+        f"        j += {blk}",
+        "    if found != 0:",
+        "        q = accb",
+    ]
+
+    def search(pad, hit):
+        # u elements at a time (bitwise |, no branches: one vector compare), then one by one
+        any_hit = " | ".join(f"({hit(conv(f'q + {k}'))})" for k in range(u))
+        return [
+            f"{pad}while q + {u} <= qe and not ({any_hit}):",
+            f"{pad}    q += {u}",
+            f"{pad}while q < qe and not ({hit(conv('q'))}):",
+            f"{pad}    q += 1",
+        ]
+
+    lines.append(f"        qe = accb + {blk}")
+    if is_float:
+        lines.append("        if acc == acc:")
+        lines += search("            ", lambda v: f"{v} == acc")
+        lines.append("        else:")  # the first NaN
+        lines += search("            ", lambda v: f"{v} != {v}")
+    else:
+        lines += search("        ", lambda v: f"{v} == acc")
+    # not found: the elements are an expression whose vector code rounds otherwise than its
+    # scalar code (a vectorised pow): the block's first extreme element by element instead
+    lines += [
+        "        if q == qe:",
+        "            q = accb",
+        f"            bv = {conv('accb')}",
+        "            r = accb + 1",
+        "            while r < qe:",
+        f"                v = {conv('r')}",
+        f"                if {_better(op, is_float, 'v', 'bv', 'False')}:",
+        "                    bv = v",
+        "                    q = r",
+        "                r += 1",
+        "        acci = q",
+    ]
+    return lines
+
+
+def _strided_arg_blocks(op: str, is_float: bool, conv, u: int) -> list[str]:
+    """The strided (GPU) arg-reduction's loop, "blocks" scheme: each step loads u elements
+    (u loads in flight) and folds them by value as min/max do; a step whose extreme beats acc
+    (or the first step) sets acc, accj (its first index) and keeps the u values in c0, c1, ...
+    At the end the first kept value equal to acc gives the index: no branch per element and
+    no index carried per element."""
+    fold = _OPS["min" if op == "argmin" else "max"][1]
+    lines = ["    accj = -1"] + [f"    c{k} = ident" for k in range(u)]
+    lines.append(f"    while j + {u - 1} * step < end:")
+    lines += [f"        v{k} = {conv('j' if k == 0 else f'j + {k} * step')}" for k in range(u)]
+    lines.append(f"        m = {_tree(fold, [f'v{k}' for k in range(u)])}")
+    lines += [
+        f"        if {_better(op, is_float, 'm', 'acc', 'accj < 0')}:",
+        "            acc = m",
+        "            accj = j",
+    ]
+    lines += [f"            c{k} = v{k}" for k in range(u)]
+    lines += [f"        j += {u} * step", "    if accj >= 0:"]
+    # m is one of the step's values (a NaN if any is): the last kept value is acc when no
+    # earlier one is; the earliest that is wins
+    lines.append(f"        acci = accj + {u - 1} * step")
+    for k in range(u - 2, -1, -1):
+        at = "accj" if k == 0 else f"accj + {k} * step"
+        lines += [f"        if {_equal(is_float, f'c{k}', 'acc')}:", f"            acci = {at}"]
+    return lines
+
+
 def _source(
-    op: str, is_float: bool, first_pass: bool, chunked: bool = False, fused=None, unroll=_UNROLL
+    op: str,
+    is_float: bool,
+    first_pass: bool,
+    chunked: bool = False,
+    fused=None,
+    unroll=_UNROLL,
+    scheme: str = "pairs",
 ) -> str:
     """The kernel reducing x (rows, n) into partials (rows, groups); chunked: each work-item
     folds a contiguous chunk (the CPU driver), else a strided part (GPUs). fused: (expression
     over leaves l0, l1, ..., which of them are arrays): the elements are that expression of
     the extra parameters e0, e1, ... (arrays seen as (rows, n), or scalars) instead of x.
-    unroll: the accumulators of the loop (the chunked scheme's arg-reductions' blocks too)."""
+    unroll: the accumulators of the loop (the chunked scheme's arg-reductions' blocks too).
+    scheme: the first pass of arg-reductions, "blocks" or "pairs" (see ARG_SCHEME)."""
     gop, fold = _OPS[op]
     arg = fold is None
     params = ""
@@ -228,6 +379,7 @@ def _source(
 
             return "(" + re.sub(r"\bl(\d+)\b", leaf, expr) + ")"
 
+    blk = unroll * _ARG_BLOCK_UNROLLS
     lines = [
         f"def _reduce(it, x, xi, out, outi, n, ident, big{params}):",
         "    row = it.get_global_id(0)",
@@ -240,7 +392,12 @@ def _source(
             "    T = g.get_group_range(1) * L",
             # n & MAX: n (never negative) as a value pyfront knows is non-negative, so that
             # the indices below need no wrap-around and the loads stay contiguous vectors
-            "    chunk = (n & 0x7FFFFFFFFFFFFFFF) // T + 1",
+            "    chunk = (n & 0x7FFFFFFFFFFFFFFF) // T + 1"
+            if not (arg and first_pass and scheme == "blocks")
+            # a whole number of blocks (_block_arg_once): no element loop after them
+            # (T - 1 & MAX: T - 1 as a value known non-negative, as n above)
+            else f"    chunk = (((n & 0x7FFFFFFFFFFFFFFF) + (T - 1 & 0x7FFFFFFFFFFFFFFF)) // T"
+            f" + {blk - 1}) // {blk} * {blk}",
             "    j = (g.get_group_id(1) * L + lid) * chunk",
             "    end = min(n, j + chunk)",
             "    step = 1",
@@ -280,8 +437,12 @@ def _source(
                 "(" + fold.format(a=names[k], v=names[k + 1]) + ")" for k in range(0, len(names), 2)
             ]
         lines.append(f"    acc = {names[0]}")
+    elif chunked and first_pass and scheme == "blocks":
+        lines += _block_arg_once(op, is_float, conv, unroll)
     elif chunked and first_pass:
         lines += _block_arg(op, is_float, conv, unroll)
+    elif first_pass and scheme == "blocks":
+        lines += _strided_arg_blocks(op, is_float, conv, _UNROLL)
     elif not chunked and ARG_UNROLL:
         lines += _unrolled(
             op,
@@ -315,6 +476,94 @@ def _source(
     if arg:
         lines.append("        outi[row, g.get_group_id(1)] = i")
     return "\n".join(lines) + "\n"
+
+
+_KEY_DTYPES = (np.dtype(np.float32), np.dtype(np.int32))
+
+
+def _keys_source(op: str, is_float: bool) -> str:
+    """The GPU arg-reduction of "keys" scheme: x (rows, n) of int32 (float32 data: its bits)
+    into partial keys (rows, groups), each the int64 maximum of its part's keys. An element's
+    key is o * 2^32 + (2^32 - 1 - index), o its value in an order integer max agrees with:
+    float32 bits with the low 31 flipped when negative (-0.0 made 0.0, NaN above +inf), the
+    complement for argmin (NaN still above all). The largest key is the first occurrence of
+    the extreme (or the first NaN); _UNROLL independent maxima keep loads in flight."""
+    u = _UNROLL
+    lines = [
+        "def _reduce_keys(it, x, out, n, lo):",
+        "    row = it.get_global_id(0)",
+        "    g = it.get_group()",
+        "    lid = it.get_local_id(1)",
+        "    L = it.get_local_range(1)",
+        "    j = g.get_group_id(1) * L + lid",
+        "    step = g.get_group_range(1) * L",
+    ]
+    lines += [f"    a{k} = lo" for k in range(u)]
+
+    def key(pad, k, at):
+        out = [f"{pad}b{k} = np.int64(x[row, {at}])"]
+        if is_float:
+            out += [
+                f"{pad}o{k} = (b{k} ^ ((b{k} >> 31) & 0x7FFFFFFF)) + np.int64(b{k} == -2147483648)"
+            ]
+        else:
+            out += [f"{pad}o{k} = b{k}"]
+        if op == "argmin":
+            out += [f"{pad}o{k} = ~o{k}"]
+        if is_float:
+            # NaN (any sign, any payload): 2^31 - 1, without a branch (a branch on the loaded
+            # value would wait for each load before issuing the next)
+            out += [
+                f"{pad}w{k} = -np.int64((b{k} & 0x7FFFFFFF) > 0x7F800000)",
+                f"{pad}o{k} = (o{k} & ~w{k}) | (2147483647 & w{k})",
+            ]
+        out += [f"{pad}a{k} = max(a{k}, (o{k} << 32) | (4294967295 - ({at})))"]
+        return out
+
+    lines.append(f"    while j + {u - 1} * step < n:")
+    for k in range(u):
+        lines += key("        ", k, "j" if k == 0 else f"j + {k} * step")
+    lines += [f"        j += {u} * step", "    while j < n:"]
+    lines += key("        ", 0, "j")
+    lines.append("        j += step")
+    lines.append(f"    acc = {_tree('max({a}, {v})', [f'a{k}' for k in range(u)])}")
+    lines += [
+        "    m = K.reduce_over_group(g, acc, K.GroupOp.MAX)",
+        "    if lid == 0:",
+        "        out[row, g.get_group_id(1)] = m",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _arg_keys(op: str, x2: Array, groups: int, events) -> Array:
+    """argmin/argmax of x2 (rows, n) by the "keys" scheme: the indices (rows, 1)."""
+    from .._kernel.ranges import NdRange
+
+    call_kernel = _call(events)
+    rows, n = x2.shape
+    q, ut = x2.sycl_queue, x2.usm_type
+    bits = x2
+    if x2.dtype == np.float32:  # the same memory read as int32
+        bits = Array._make(
+            x2._owner, x2._ptr, x2.shape, x2.strides, np.dtype(np.int32), q, ut, x2._host_ok
+        )
+    keys = Array._allocate((rows, groups), np.dtype(np.int64), q, ut)
+    src = _keys_source(op, x2.dtype.kind == "f")
+    for r0 in range(0, rows, _MAX_ROWS):
+        r1 = min(rows, r0 + _MAX_ROWS)
+        with _lazy.internal():
+            call_kernel(
+                _kernel(src, "_reduce_keys"),
+                NdRange((r1 - r0, groups * _WG), (1, _WG)),
+                bits[r0:r1],
+                keys[r0:r1],
+                np.int64(n),
+                np.int64(np.iinfo(np.int64).min),
+            )
+    if groups > 1:
+        keys, _ = _launch("max", keys, None, 1, np.dtype(np.int64))
+    low = np.int64(0xFFFFFFFF)
+    return _lazy.realize(low - (keys & low))
 
 
 def _cols_source(op: str, is_float: bool, first_pass: bool) -> str:
@@ -469,9 +718,9 @@ def _kernel(src: str, name: str = "_reduce"):
 
 
 @functools.lru_cache(maxsize=1024)
-def _src_for(op, dt, first_pass, chunked=False, fused=None):
+def _src_for(op, dt, first_pass, chunked=False, fused=None, scheme="pairs"):
     u = _cpu_unroll(op, np.dtype(np.int32) if op in ("any", "all") else dt) if chunked else _UNROLL
-    src = _source(op, dt.kind == "f", first_pass, chunked, fused, u)
+    src = _source(op, dt.kind == "f", first_pass, chunked, fused, u, scheme)
     return src.replace("ACC(", f"np.{dt.type.__name__}(")
 
 
@@ -564,12 +813,12 @@ def _groups(x: Array, n: int, rows: int = 1) -> int:
     if _chunked(x):
         cap = min(_MAX_GROUPS, _CPU_GROUPS_PER_UNIT * units)
         return max(1, min(cap, -(-n // (_CPU_WG * _CPU_PER_ITEM))))
-    # the groups of all rows together fill the device (a few waves of resident groups), and
-    # each work-item folds at least _PER_ITEM elements: as bench/group_reduce.py's fastest
-    # kernel, 2^28 elements on 132 SMs gives ~250 elements per work-item
+    # the groups of all rows together fill the device (about one wave of resident groups,
+    # _GPU_ROW_GROUPS), and each work-item folds at least _PER_ITEM elements: 2^27 elements
+    # on the H200 give 512 elements per work-item
     # (CUDA reports its SMs' warp slots as compute units, 64 per SM: the total is capped as
     # kapi/_numeric/sort_radix.py caps it, which also keeps every grid dimension under CUDA's 65535)
-    cap = max(1, min(_GPU_MAX_GROUPS, _GPU_GROUPS_PER_UNIT * units) // max(1, rows))
+    cap = max(1, min(_GPU_ROW_GROUPS, _GPU_GROUPS_PER_UNIT * units) // max(1, rows))
     return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
 
 
@@ -621,7 +870,9 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
     if fused is not None:
         expr, leaves = fused
         shape = (expr, tuple(isinstance(v, Array) for v in leaves))
-    src = _src_for(op, acc_dt, xi is None, cpu, shape)
+    # ("keys" reaches here for what it does not take: "blocks" then)
+    scheme = "pairs" if not arg or ARG_SCHEME == "pairs" else "blocks"
+    src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme)
     # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
@@ -722,6 +973,17 @@ def _reduce(op: str, x: Array, axis=None, keepdims: bool = False) -> Array:
         vals, idxs = res, None
     elif cols is not None:
         vals, idxs = _reduce_cols(base_op, x2, acc_dt)
+    elif (
+        ARG_SCHEME == "keys"
+        and base_op.startswith("arg")
+        and fused is None
+        and not _chunked(x)
+        and dt in _KEY_DTYPES
+        and n < 2**32
+    ):
+        events = [] if groups > 1 else None
+        vals, idxs = None, _arg_keys(base_op, x2, groups, events)
+        _done(events)
     else:
         events = [] if groups > 1 else None
         vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused, events)

@@ -232,7 +232,7 @@ def test_gpu_group_count_stays_within_cuda_grid_limits():
     gpu = SimpleNamespace(device=SimpleNamespace(max_compute_units=8448, device_type="gpu"))
     for rows in (1, 3, 1000):
         g = _reduce._groups(gpu, 1 << 28, rows)
-        assert 1 <= g * rows <= max(rows, _reduce._GPU_MAX_GROUPS) and g <= 65535
+        assert 1 <= g * rows <= max(rows, _reduce._GPU_ROW_GROUPS) and g <= 65535
 
 
 ARG_DTYPES = ["bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64", "f4", "f8"]
