@@ -67,17 +67,16 @@ from .sort_kernels import (
     _OS_INCL,
     _OS_MAX_N,
     _OSCLEAR_SRC,
-    _RANK_LOAD,
     _RANK_NEXT,
-    _RANK_PREFETCH,
-    _RANK_PREFETCH0,
     _RANK_SCAN,
     _SCATTER_SERIAL_SRC,
     _SCATTER_SRC,
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
     _dedent4,
+    _lean,
     _onesweep_src,
+    _rank_loads,
     _rank_match,
     _rank_src,
 )
@@ -210,13 +209,18 @@ def _pass_kind(dev, n: int, withv: bool = False) -> str:
     return "ballot" if kind == "onesweep" and n >= _OS_MAX_N else kind
 
 
+_RANK_ITEMS_OK = ("2", "4", "8", "12", "16", "20", "24")
+
+
 def _rank_items() -> int:
     """Keys per work-item of a "ballot" chunk: KAPI_SORT_KEYS_PER_ITEM, else RANK_ITEMS."""
     v = os.environ.get("KAPI_SORT_KEYS_PER_ITEM")
     if not v:
         return RANK_ITEMS
-    if v.strip() not in ("2", "4", "8", "16"):
-        raise ValueError(f"KAPI_SORT_KEYS_PER_ITEM must be 2, 4, 8 or 16, not {v!r}")
+    if v.strip() not in _RANK_ITEMS_OK:
+        raise ValueError(
+            f"KAPI_SORT_KEYS_PER_ITEM must be one of {', '.join(_RANK_ITEMS_OK)}, not {v!r}"
+        )
     return int(v)
 
 
@@ -376,9 +380,12 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
     maxreg = _rank_max_registers()
     pre = _rank_prefetch()
     src = _rank_src()
+    # the branchy loads here: clamped ones (the onesweep pass's) load the prefetched values
+    # too and took more registers (ptxas sm_90, argsort: 136 against 102; tools/sort_ptx.py)
+    load, pre0, prefetch = _rank_loads(False)
     for a, b in (
-        ("PREFETCH0", _RANK_PREFETCH0 if pre else ""),
-        ("LOADKEYS", _RANK_PREFETCH if pre else _RANK_LOAD),
+        ("PREFETCH0", pre0 if pre else ""),
+        ("LOADKEYS", prefetch if pre else load),
         ("NEXTKEYS", _RANK_NEXT if pre else ""),
     ):
         src = src.replace(a + "\n", b.strip("\n") + "\n" if b else "")
@@ -445,7 +452,8 @@ def _onesweep_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes
 
     sgs, wg, W, one_size = _rank_shape(sub_group_sizes)
     src = _onesweep_src()
-    src = src.replace("LOADKEYS\n", _dedent4(_RANK_LOAD).strip("\n") + "\n")
+    load = _rank_loads(_lean())[0]
+    src = src.replace("LOADKEYS\n", _dedent4(load).strip("\n") + "\n")
     maxreg = _rank_max_registers()
     kern = _kernel(
         _unroll(src, items),
