@@ -15,7 +15,8 @@ look-back step; KAPI_SORT_LOOKBACK_ORDER: relaxed or acquire), e.g. onesweep:16:
 and a seventh, MATCH (KAPI_SORT_MATCH: how the ranking of both kinds finds a key's equal digits
 in its batch, "ballot" or "atomic"), e.g. ballot:16:::::atomic. Any variant may end in
 +NAME=VALUE parts, each setting KAPI_SORT_NAME (e.g. default+LEAN=0: the kernels without the
-lean indices and loads, kapi/_numeric/sort_kernels.py's SORT_LEAN).
+lean indices and loads, kapi/_numeric/sort_kernels.py's SORT_LEAN; +V32=0: argsort's onesweep
+passes with int64 values throughout, sort_radix.py's SORT_V32).
 "cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
 exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
 synccheck and racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed
@@ -85,13 +86,15 @@ def worker(args):
     if _radix._scatter_kind(dev, True) != out["kind"]:
         out["kind"] += f" (argsort: {_radix._scatter_kind(dev, True)})"
     ranked = out["kind"].split()[0] in ("ballot", "onesweep")
-    out["keys_per_item"] = _radix._rank_items() if ranked else ""
-    out["max_registers"] = (_radix._rank_max_registers() or 0) if ranked else ""
+    one = out["kind"].startswith("onesweep")  # the sort's kind (argsort's may differ)
+    out["keys_per_item"] = _radix._rank_items(one) if ranked else ""
+    out["max_registers"] = (_radix._rank_max_registers(one) or 0) if ranked else ""
     out["prefetch"] = int(_radix._rank_prefetch()) if out["kind"].startswith("ballot") else ""
     lb = _sort_kernels._os_lookback() if "onesweep" in out["kind"] else ("", "")
     out["lookback"] = f"{lb[0]} {lb[1]}".strip()
     out["match"] = _sort_kernels._rank_match() if ranked else ""
     out["lean"] = int(_sort_kernels.SORT_LEAN)
+    out["v32"] = int(_radix.SORT_V32)
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()
@@ -122,7 +125,16 @@ def _env(variant):
     lookback, _, rest = rest.partition(":")
     order, _, match = rest.partition(":")
     env = dict(os.environ)
-    names = ("KEYS_PER_ITEM", "SCATTER", "MAXREG", "PREFETCH", "LOOKBACK", "LOOKBACK_ORDER", "LEAN")
+    names = (
+        "KEYS_PER_ITEM",
+        "SCATTER",
+        "MAXREG",
+        "PREFETCH",
+        "LOOKBACK",
+        "LOOKBACK_ORDER",
+        "LEAN",
+        "V32",
+    )
     for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)
     if match:
@@ -233,9 +245,9 @@ def main():
     what = f"{args.distinct} distinct values" if args.distinct else "random, 32 bits"
     print(f"\nsort of 2^{args.log2n} uint32 ({what}), ms per call; x cupy = "
           "cupy.sort / kapi.sort, x cupy.argsort likewise (target >= 0.8)")  # fmt: skip
-    print("| variant | scatter | keys/item | max regs | prefetch | look-back | match | lean "
+    print("| variant | scatter | keys/item | max regs | prefetch | look-back | match | lean | v32 "
           "| sort ms | x cupy | argsort ms | x cupy.argsort | check | exit |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         s, a = r.get("sort_ms"), r.get("argsort_ms")
         mine = r["variant"] != "cupy"
@@ -243,7 +255,7 @@ def main():
         ratio_a = f"{cupya / a:.2f}" if cupya and a and mine else ""
         print(f"| {r['variant']} | {r.get('kind', '')} | {r.get('keys_per_item', '')} | "
               f"{r.get('max_registers', '')} | {r.get('prefetch', '')} | {r.get('lookback', '')} | "
-              f"{r.get('match', '')} | {r.get('lean', '')} | "
+              f"{r.get('match', '')} | {r.get('lean', '')} | {r.get('v32', '')} | "
               f"{f'{s:.2f}' if s else ''} | {ratio} | {f'{a:.2f}' if a else ''} | {ratio_a} | "
               f"{r['check']} | {r['rc']} |")  # fmt: skip
 

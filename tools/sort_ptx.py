@@ -114,28 +114,35 @@ def main():
     print("| kernel | values | batches | PTX instr | 64-bit ALU | per batch (ranking) | popc "
           "| registers sm_90 | SASS |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
-    for name in ("_rank_scatter", "_onesweep"):
-        for withv in (False, True):
-            n = args.items // 2 if withv else args.items
-            if name == "_rank_scatter":
-                kern, lm, _ = R._rank_kernel_for(np.dtype(np.uint32), withv, n, (32,))
-                at = (g, i64, g, i64, i64, "i64", "i64", "i64", "u32", "u32")
-            else:
-                kern, lm, _ = R._onesweep_kernel_for(np.dtype(np.uint32), withv, n, (32,))
-                at = (g, i64, g, i64, g, "array(i32,1,C,global)", i64, "i64", "i64", "i64", "i64")
-                at += ("u32", "u32")
-            at += tuple(local_kir(a.dtype, a.shape) for a in lm)
-            ptx = ptx_of(kern.compile(at, ("nditem", 1)).spirv)
-            ins = _instructions(ptx, name)
-            n64 = sum(map(_is64, ins))
-            per = _ranking(ins, n)
-            popc = sum(s.startswith("popc") for s in ins)
-            print(f"| {name} | {int(withv)} | {n} | {len(ins)} | {n64} | {per:.0f} | {popc} "
-                  f"| {_assemble(ptx, name)} |")  # fmt: skip
-            if args.dump:
-                os.makedirs(args.dump, exist_ok=True)
-                with open(os.path.join(args.dump, f"{name}_v{int(withv)}.ptx"), "w") as f:
-                    f.write(ptx)
+    i32 = "array(i32,1,C,global)"
+    rows = [("_rank_scatter", False, ""), ("_rank_scatter", True, ""), ("_onesweep", False, "")]
+    rows += [("_onesweep", True, ""), ("_onesweep", True, "v32"), ("_onesweep", True, "v32 iota")]
+    for name, withv, how in rows:
+        n = args.items // 2 if withv else args.items
+        vt = i32 if "v32" in how else i64
+        if name == "_rank_scatter":
+            kern, lm, _ = R._rank_kernel_for(np.dtype(np.uint32), withv, n, (32,))
+            at = (g, i64, g, i64, i64, "i64", "i64", "i64", "u32", "u32")
+        else:
+            kern, lm, _ = R._onesweep_kernel_for(
+                np.dtype(np.uint32), withv, n, (32,), "v32" in how, "iota" in how
+            )
+            at = (g, vt, g, vt, g, "array(i32,1,C,global)", i64, "i64", "i64", "i64", "i64")
+            at += ("u32", "u32")
+        at += tuple(local_kir(a.dtype, a.shape) for a in lm)
+        ptx = ptx_of(kern.compile(at, ("nditem", 1)).spirv)
+        ins = _instructions(ptx, name)
+        n64 = sum(map(_is64, ins))
+        per = _ranking(ins, n)
+        popc = sum(s.startswith("popc") for s in ins)
+        label = f"{int(withv)} {how}".strip()
+        print(f"| {name} | {label} | {n} | {len(ins)} | {n64} | {per:.0f} | {popc} "
+              f"| {_assemble(ptx, name)} |")  # fmt: skip
+        if args.dump:
+            os.makedirs(args.dump, exist_ok=True)
+            tag = f"{int(withv)}{how.replace(' ', '_')}"
+            with open(os.path.join(args.dump, f"{name}_v{tag}.ptx"), "w") as f:
+                f.write(ptx)
 
 
 if __name__ == "__main__":

@@ -380,7 +380,15 @@ _PLACE_LEAN = """                pk = rank[j]
                 d = np.int64(pk >> 16) & 255
                 q = (ds[d] + wh[wb + d] + (pk & 0xFFFF)) & 0x7FFFFFFF
 """
-_WRITE_LEAN = """                d = np.int64((kk >> shift) & MASK) & 255
+_HIGHEST = "            if (m >> ul) == np.uint32(1):"
+# the digit's shift, masked to the key's width: LLVM then knows the shift is in range and
+# shifts the key in 32 bits, without the select that Python's semantics of wider shifts need
+_DIGIT = "            d = np.uint32((keys[j] >> shift) & MASK)"
+_DIGIT_LEAN = "            d = np.uint32((keys[j] >> sm) & MASK)"
+_SHIFT_LEAN = "    sm = shift & KDT(SHMASK)  # SHMASK: the key's bits - 1\n"
+_HIGHEST_LEAN = "            if (m & atop) == lb:"
+_BELOW = "    below = lb - np.uint32(1)\n"
+_WRITE_LEAN = """                d = np.int64((kk >> sm) & MASK) & 255
                 dst = (run[d] + q) & 0x7FFFFFFFFFFFFFFF
 """
 # On by default; KAPI_SORT_LEAN=0 (read at import) gives the former code, to compare.
@@ -398,6 +406,11 @@ def _rank_src() -> str:
     src = _RANK_SRC.replace("MATCH\n", match.replace("WGSCOPE", "K.MemoryScope.WORK_GROUP"))
     if _lean():
         src = src.replace(_PLACE, _PLACE_LEAN).replace(_WRITE, _WRITE_LEAN)
+        # the digit's highest lane: its own bit is m's at and above it (a 32-bit AND; a lane
+        # past the chunk has no bit in m), where m >> lane shifts 64 bits (pyfront widens
+        # uint32 shifts, as Numba)
+        src = src.replace(_HIGHEST, _HIGHEST_LEAN).replace(_DIGIT, _DIGIT_LEAN)
+        src = src.replace(_BELOW, _BELOW + "    atop = np.uint32(~below)\n" + _SHIFT_LEAN)
     src = src.replace("MKZERO", "mk[wb + i] = np.uint32(0)" if atomic else "pass")
     return src.replace("MKRESET", "mk[wb + np.int64(d)] = np.uint32(0)" if atomic else "pass")
 
@@ -656,7 +669,10 @@ def _onesweep_src() -> str:
     src = _rank_src()
     a, b, c = src.index(m1), src.index(m2), src.index(m3)
     rank, write = _dedent4(src[a:b]), _dedent4(src[b:c])
-    return _ONESWEEP_HEAD + rank + _lookback_src(*_os_lookback()).lstrip("\n") + write
+    head = _ONESWEEP_HEAD
+    if _lean():
+        head = head.replace(_BELOW, _BELOW + "    atop = np.uint32(~below)\n" + _SHIFT_LEAN)
+    return head + rank + _lookback_src(*_os_lookback()).lstrip("\n") + write
 
 
 # Four counters per digit, element i counting into copy i % 4: a run of equal digits is not

@@ -107,9 +107,9 @@ def test_sort_finds_the_bits_that_vary(dev, monkeypatch, dtype, hi):
     seen = []
     passes = _sort._radix_passes
 
-    def record(k, v, bits_vary, nbits, keep_input=False, hist=None):
+    def record(k, v, bits_vary, nbits, keep_input=False, hist=None, fresh=False):
         seen.append(bits_vary() if callable(bits_vary) else bits_vary)
-        return passes(k, v, seen[-1], nbits, keep_input, hist)
+        return passes(k, v, seen[-1], nbits, keep_input, hist, fresh)
 
     monkeypatch.setattr(_sort, "_radix_passes", record)
     dt = np.dtype(dtype)
@@ -321,6 +321,29 @@ def test_onesweep_argsort_is_stable_with_few_values(dev, monkeypatch):
     _eq(kapi.argsort(a, descending=True), np.argsort(-h, kind="stable"))
 
 
+@pytest.mark.parametrize("v32", [True, False])
+@pytest.mark.parametrize("varying", [0, 1, 2, 3, 4])
+def test_onesweep_argsort_values_between_passes(dev, monkeypatch, v32, varying):
+    """Argsort's onesweep passes carry the indices as int32 between passes (SORT_V32) in the
+    halves of one int64 buffer, the first pass making them and the last widening them: keys
+    varying in 0 (no pass: the indices are written on their own) to 4 bytes, so every count
+    of passes and both buffers ends the argsort; and the int64 passes as before."""
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    monkeypatch.setattr(_radix, "SORT_V32", v32)
+    n = 3 * 4096 + 17
+    rng = np.random.default_rng(varying)
+    h = (rng.integers(0, 1 << (8 * varying), n) if varying else np.zeros(n, np.int64)).astype(
+        np.uint32
+    ) | np.uint32(0x5A000000 if varying < 4 else 0)
+    assert _radix._iota_first(dev, n, True) == v32
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.topk(a, 5)[1], np.argsort(-h.astype(np.int64), kind="stable")[:5])
+
+
 def test_onesweep_rows_count_their_own_digits(dev, monkeypatch):
     """2-D sorts radix-sort row numbers (keys no `_keys` pass made): their digit counts come
     from `_keys_in` run over them alone (`_digit_hist`)."""
@@ -392,6 +415,39 @@ def test_onesweep_ptx_spins_on_reloaded_status_words(
     assert (fences > 0) == (order == "acquire")  # relaxed: no fence per turn of the wait
     assert len(re.findall(r"st\.(volatile|release)[.\w]*global\.u32", ptx)) == 3
     assert _registers_sm90(ptx) <= 128
+
+
+@pytest.mark.parametrize("kind", ["_onesweep", "_rank_scatter"])
+def test_lean_sort_kernels_index_without_wraparound_per_key(monkeypatch, kind):
+    """SORT_LEAN: the places a key is loaded from, placed at in local memory and written to
+    are known >= 0, so the NVIDIA kernels' per-key code has no negative-index wraparound (a
+    `shr.s64 63` test and select): their count does not grow with the keys per work-item,
+    where the former code (SORT_LEAN off) adds some per key."""
+    import re
+
+    from nvptx_util import ptx_of
+
+    from kapi._kernel.types import local_kir
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    g, i64 = "array(u32,1,C,global)", "array(i64,1,C,global)"
+
+    def wraps(items):
+        if kind == "_onesweep":
+            kern, lm, _ = _radix._onesweep_kernel_for(np.dtype(np.uint32), True, items, (32,))
+            at = (g, i64, g, i64, g, "array(i32,1,C,global)", i64, "i64", "i64", "i64", "i64")
+            at += ("u32", "u32")
+        else:
+            kern, lm, _ = _radix._rank_kernel_for(np.dtype(np.uint32), True, items, (32,))
+            at = (g, i64, g, i64, i64, "i64", "i64", "i64", "u32", "u32")
+        ptx = ptx_of(kern.compile(at + tuple(local_kir(a.dtype, a.shape) for a in lm),
+                                  ("nditem", 1)).spirv)  # fmt: skip
+        return len(re.findall(r"shr\.s64 %rd\d+, %rd\d+, 63;", ptx))
+
+    assert wraps(4) == wraps(8)
+    monkeypatch.setattr(_sort_kernels, "SORT_LEAN", False)
+    assert wraps(8) >= wraps(4) + 3 * 4  # 3 per key: placed (2) and written (1)
 
 
 def _scatter_ptx(entry: str, want) -> str:
