@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 . bench/device_env.sh
 export PATH=$PATH:/usr/local/cuda/bin
 command -v nvidia-smi >/dev/null && nvidia-smi -L
-V=${VARIANTS:-cupy,default+LEAN=0+V32=0,default,onesweep,onesweep:16:64,onesweep:24:80,onesweep:24,onesweep:16:80,default+V32=0,onesweep+LEAN=0,default+LEAN=0+V32=0,onesweep:16:64}
+V=${VARIANTS:-cupy,default+LEAN=0+V32=0,default,onesweep,onesweep:16:64,onesweep:24:80,onesweep:24,default+V32=0,onesweep+LEAN=0,default+LEAN=0+V32=0,onesweep:16:64}
 echo "== sort variants: $V"
 timeout "${SORT_TIMEOUT:-175}" python3 bench/sort_variants.py --device gpu --sanitize "${SANITIZE:-}" \
   --timeout 60 --variants "$V" 2>&1 | tee "$OUT/gpu_sort.log"
