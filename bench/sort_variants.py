@@ -40,17 +40,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = "default,onesweep,ballot,cupy"
 
 
+TRIM = 0  # --trim: keys left off the end (a partial last tile)
+
+
 def _data(log2n, distinct=0):
-    """2^log2n random uint32 (seed 0); with distinct, drawn from that many random values."""
+    """2^log2n - TRIM random uint32 (seed 0); with distinct, drawn from that many values."""
     rng = np.random.default_rng(0)
     if not distinct:
-        return rng.integers(0, 2**32, 1 << log2n, dtype=np.uint32)
-    values = rng.integers(0, 2**32, distinct, dtype=np.uint32)
-    return values[rng.integers(0, distinct, 1 << log2n)]
+        h = rng.integers(0, 2**32, 1 << log2n, dtype=np.uint32)
+    else:
+        values = rng.integers(0, 2**32, distinct, dtype=np.uint32)
+        h = values[rng.integers(0, distinct, 1 << log2n)]
+    return h[: h.size - TRIM]
 
 
 def _ref_path(log2n, distinct=0):
-    name = f"kapi_sort_ref_{log2n}_{distinct}.npy"
+    name = f"kapi_sort_ref_{log2n}_{distinct}_{TRIM}.npy"
     return os.path.join(os.environ.get("TMPDIR", "/tmp"), name)
 
 
@@ -64,7 +69,7 @@ def worker(args):
     from timing import median_batch
 
     h = _data(args.log2n, args.distinct)
-    nh = min(h.size, 1 << 22)
+    nh = min(h.size, (1 << 22) - TRIM)  # with TRIM, a partial last tile here too
     out = {"variant": args.name}
     if args.name == "cupy":
         import cupy as cp
@@ -169,7 +174,7 @@ def _run(cmd, env, timeout):
 
 def _worker_cmd(args, variant, log2n, check_only=False):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", variant, "--log2n", str(log2n)]
-    cmd += ["--reps", str(args.reps), "--distinct", str(args.distinct)]
+    cmd += ["--reps", str(args.reps), "--distinct", str(args.distinct), "--trim", str(TRIM)]
     cmd += ["--device", args.device] if args.device else []
     return cmd + (["--check-only"] if check_only else [])
 
@@ -212,6 +217,8 @@ def main():
     ap.add_argument("--distinct", type=int, default=0, help="keys drawn from this many random "
                     "values (0: all random): equal digits collide in the ranking")  # fmt: skip
     ap.add_argument("--variants", default=DEFAULT)
+    ap.add_argument("--trim", type=int, default=0, help="sort 2^log2n minus this many keys "
+                    "(a partial last tile)")  # fmt: skip
     ap.add_argument("--sanitize", default="default,ballot:8", help="variants run under "
                     "compute-sanitizer first ('' for none)")  # fmt: skip
     ap.add_argument("--sanitize-log2n", type=int, default=14)
@@ -219,6 +226,8 @@ def main():
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--check-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global TRIM
+    TRIM = args.trim
     if args.worker:
         args.name = args.worker
         sys.path.insert(0, HERE)
@@ -243,7 +252,8 @@ def main():
     cupy = next((r.get("sort_ms") for r in rows if r["variant"] == "cupy"), None)
     cupya = next((r.get("argsort_ms") for r in rows if r["variant"] == "cupy"), None)
     what = f"{args.distinct} distinct values" if args.distinct else "random, 32 bits"
-    print(f"\nsort of 2^{args.log2n} uint32 ({what}), ms per call; x cupy = "
+    trim = f" - {TRIM}" if TRIM else ""
+    print(f"\nsort of 2^{args.log2n}{trim} uint32 ({what}), ms per call; x cupy = "
           "cupy.sort / kapi.sort, x cupy.argsort likewise (target >= 0.8)")  # fmt: skip
     print("| variant | scatter | keys/item | max regs | prefetch | look-back | match | lean | v32 "
           "| sort ms | x cupy | argsort ms | x cupy.argsort | check | exit |")  # fmt: skip

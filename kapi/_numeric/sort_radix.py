@@ -110,8 +110,10 @@ ONESWEEP_WITH_VALUES = True
 ONESWEEP_KEYS_ONLY = False
 # The onesweep pass's own keys per work-item and register cap (None: RANK_ITEMS and
 # RANK_MAX_REGISTERS); KAPI_SORT_KEYS_PER_ITEM and KAPI_SORT_MAXREG set both kinds'.
+# H200, 2^27 uint32 (bench/RESULTS.md, gpusort): a cap of 64 (4 groups per SM, no spills)
+# argsort 8.06-8.17 ms against 8.63-8.74 uncapped and 9.18 with 80; sort 4.96-5.25 against 5.91.
 OS_ITEMS = None
-OS_MAX_REGISTERS = None
+OS_MAX_REGISTERS = 64
 
 
 # The onesweep kind with values (argsort): the values travel between passes as int32 (n <
@@ -235,7 +237,9 @@ def _pass_kind(dev, n: int, withv: bool = False) -> str:
     return "ballot" if kind == "onesweep" and n >= _OS_MAX_N else kind
 
 
-_RANK_ITEMS_OK = ("2", "4", "8", "12", "16", "20", "24")
+# 12, 20 and 24 were tried: on the H200 a sort of 2^27 uint32 with 24 keys per work-item
+# (onesweep) lost the device (bench/RESULTS.md, gpusort), so they are refused.
+_RANK_ITEMS_OK = ("2", "4", "8", "16")
 
 
 def _rank_items(onesweep=False) -> int:

@@ -392,6 +392,7 @@ def test_onesweep_ptx_spins_on_reloaded_status_words(
     monkeypatch.setenv("KAPI_SORT_LOOKBACK", width)
     monkeypatch.setenv("KAPI_SORT_LOOKBACK_ORDER", order)
     monkeypatch.setenv("KAPI_SORT_MATCH", match)
+    monkeypatch.setattr(_radix, "OS_MAX_REGISTERS", None)  # uncapped (the cap: below)
     kern, lm, wg = _radix._onesweep_kernel_for(np.dtype(np.uint32), withv, items, (32,))
     assert wg == 256
     g, i64 = "array(u32,1,C,global)", "array(i64,1,C,global)"
@@ -448,6 +449,27 @@ def test_lean_sort_kernels_index_without_wraparound_per_key(monkeypatch, kind):
     assert wraps(4) == wraps(8)
     monkeypatch.setattr(_sort_kernels, "SORT_LEAN", False)
     assert wraps(8) >= wraps(4) + 3 * 4  # 3 per key: placed (2) and written (1)
+
+
+@pytest.mark.parametrize("withv,iota", [(False, False), (True, False), (True, True)])
+def test_onesweep_default_register_cap_does_not_spill(withv, iota):
+    """The onesweep pass as GPUs get it by default (atomic match, lean, argsort's int32
+    values; the first pass making the indices) fits OS_MAX_REGISTERS (4 groups of 256 per
+    SM at 64) without spilling."""
+    from nvptx_util import ptx_of
+
+    from kapi._kernel.types import local_kir
+    from kapi._numeric import sort_radix as _radix
+
+    items = _radix._rank_items(True) // (2 if withv else 1)
+    kern, lm, _ = _radix._onesweep_kernel_for(np.dtype(np.uint32), withv, items, (32,), withv, iota)
+    g, i64, i32 = "array(u32,1,C,global)", "array(i64,1,C,global)", "array(i32,1,C,global)"
+    vt = i32 if withv else i64
+    at = (g, vt, g, vt, g, i32, i64, "i64", "i64", "i64", "i64", "u32", "u32")
+    ptx = ptx_of(kern.compile(at + tuple(local_kir(a.dtype, a.shape) for a in lm),
+                              ("nditem", 1)).spirv)  # fmt: skip
+    assert f".maxnreg {_radix.OS_MAX_REGISTERS}" in ptx
+    assert _registers_sm90(ptx) <= _radix.OS_MAX_REGISTERS
 
 
 def _scatter_ptx(entry: str, want) -> str:
@@ -673,3 +695,14 @@ def test_cpu_msd_then_buckets(dev, monkeypatch, dtype, vary_bytes):
     used.clear()
     np.testing.assert_array_equal(kapi.argsort(skew).asnumpy(), np.argsort(sk, kind="stable"))
     assert used == [None]  # unbalanced: the LSD passes
+
+
+@pytest.mark.parametrize("value", ["24", "12", "3", "x"])
+def test_keys_per_item_refuses_untried_values(monkeypatch, value):
+    """KAPI_SORT_KEYS_PER_ITEM takes 2, 4, 8 or 16 (the sizes run on GPUs); any other value,
+    24 among them (it lost the device on an H200), is a ValueError naming the choices."""
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setenv("KAPI_SORT_KEYS_PER_ITEM", value)
+    with pytest.raises(ValueError, match="must be one of 2, 4, 8, 16"):
+        _radix._rank_items()
