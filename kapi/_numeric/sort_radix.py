@@ -102,12 +102,14 @@ _MIN_CHUNKS = 4
 # None: KAPI_SORT_SCATTER if set, else by device. Tests force each.
 SCATTER = None
 KINDS = ("ballot", "onesweep", "shuffle", "group", "serial")
-# GPUs by default: "onesweep" when values travel with the keys (argsort, topk, 2-D sorts),
-# "ballot" for keys alone. H100, 2^27 uint32 (bench/RESULTS.md, issue 13, onesweep): argsort
-# 10.9-11.1 ms against 17.3 with ballot, sort 8.4-8.7 against 7.5.
+# GPUs by default: "onesweep" when values travel with the keys (argsort, topk, 2-D sorts):
+# H100, 2^27 uint32 (bench/RESULTS.md, issue 13, onesweep): argsort 10.9-11.1 ms against 17.3
+# with ballot.
 ONESWEEP_WITH_VALUES = True
-# GPUs by default for keys alone too ("onesweep" rather than "ballot").
-ONESWEEP_KEYS_ONLY = False
+# GPUs by default for keys alone too ("onesweep" rather than "ballot"): H200, 2^27 uint32
+# (bench/RESULTS.md, gpusort, call 2) sort 4.61-4.67 ms against 5.00-5.01 (both lean, the
+# onesweep pass capped at 64 registers); 4.88 against 5.01 with 2^27 - 1000 keys.
+ONESWEEP_KEYS_ONLY = True
 # The onesweep pass's own keys per work-item and register cap (None: RANK_ITEMS and
 # RANK_MAX_REGISTERS); KAPI_SORT_KEYS_PER_ITEM and KAPI_SORT_MAXREG set both kinds'.
 # H200, 2^27 uint32 (bench/RESULTS.md, gpusort): a cap of 64 (4 groups per SM, no spills)

@@ -619,9 +619,9 @@ def test_shuffle_scatter_ptx_has_no_divergent_shuffles(monkeypatch):
 
 
 def test_default_kind_by_device_and_values(monkeypatch):
-    """Without KAPI_SORT_SCATTER: GPUs with sub-groups of 32 sort keys alone by "ballot" and
-    keys with values (argsort) by "onesweep"; kapi's CPU device by "serial"; sub-groups too
-    wide for 32-bit ballots by "shuffle"."""
+    """Without KAPI_SORT_SCATTER: GPUs with sub-groups of 32 sort keys alone and keys with
+    values (argsort) by "onesweep" ("ballot" from 2^30 keys); kapi's CPU device by "serial";
+    sub-groups too wide for 32-bit ballots by "shuffle"."""
     from types import SimpleNamespace
 
     from kapi._numeric import sort_radix as _radix
@@ -629,7 +629,8 @@ def test_default_kind_by_device_and_values(monkeypatch):
     monkeypatch.setattr(_radix, "SCATTER", None)
     monkeypatch.delenv("KAPI_SORT_SCATTER", raising=False)
     gpu = SimpleNamespace(sub_group_sizes=[32], device_type="gpu", name="gpu")
-    assert (_radix._scatter_kind(gpu), _radix._scatter_kind(gpu, True)) == ("ballot", "onesweep")
+    assert (_radix._scatter_kind(gpu), _radix._scatter_kind(gpu, True)) == ("onesweep",) * 2
+    assert _radix._pass_kind(gpu, 1 << 30) == "ballot"  # past onesweep's 30-bit counts
     assert _radix._pass_kind(gpu, 1 << 30, True) == "ballot"
     wide = SimpleNamespace(sub_group_sizes=[64], device_type="gpu", name="wide")
     assert _radix._scatter_kind(wide, True) == "shuffle"
