@@ -139,6 +139,7 @@ def _env(variant):
         "LOOKBACK_ORDER",
         "LEAN",
         "V32",
+        "ONESWEEP_KEYS",
     )
     for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)

@@ -109,7 +109,8 @@ ONESWEEP_WITH_VALUES = True
 # GPUs by default for keys alone too ("onesweep" rather than "ballot"): H200, 2^27 uint32
 # (bench/RESULTS.md, gpusort, call 2) sort 4.61-4.67 ms against 5.00-5.01 (both lean, the
 # onesweep pass capped at 64 registers); 4.88 against 5.01 with 2^27 - 1000 keys.
-ONESWEEP_KEYS_ONLY = True
+# KAPI_SORT_ONESWEEP_KEYS=0 (read at import): "ballot" for keys alone, as before.
+ONESWEEP_KEYS_ONLY = os.environ.get("KAPI_SORT_ONESWEEP_KEYS", "1") != "0"
 # The onesweep pass's own keys per work-item and register cap (None: RANK_ITEMS and
 # RANK_MAX_REGISTERS); KAPI_SORT_KEYS_PER_ITEM and KAPI_SORT_MAXREG set both kinds'.
 # H200, 2^27 uint32 (bench/RESULTS.md, gpusort): a cap of 64 (4 groups per SM, no spills)

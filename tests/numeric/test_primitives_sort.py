@@ -631,6 +631,8 @@ def test_default_kind_by_device_and_values(monkeypatch):
     gpu = SimpleNamespace(sub_group_sizes=[32], device_type="gpu", name="gpu")
     assert (_radix._scatter_kind(gpu), _radix._scatter_kind(gpu, True)) == ("onesweep",) * 2
     assert _radix._pass_kind(gpu, 1 << 30) == "ballot"  # past onesweep's 30-bit counts
+    monkeypatch.setattr(_radix, "ONESWEEP_KEYS_ONLY", False)  # KAPI_SORT_ONESWEEP_KEYS=0
+    assert (_radix._scatter_kind(gpu), _radix._scatter_kind(gpu, True)) == ("ballot", "onesweep")
     assert _radix._pass_kind(gpu, 1 << 30, True) == "ballot"
     wide = SimpleNamespace(sub_group_sizes=[64], device_type="gpu", name="wide")
     assert _radix._scatter_kind(wide, True) == "shuffle"
