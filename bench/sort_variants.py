@@ -13,14 +13,17 @@ the next chunk's keys during this one); e.g. ballot:8:64, ballot::80, ballot:8::
 variants take two more fields, KIND:KEYS:::LOOKBACK:ORDER (KAPI_SORT_LOOKBACK: status words per
 look-back step; KAPI_SORT_LOOKBACK_ORDER: relaxed or acquire), e.g. onesweep:16:::8:relaxed,
 and a seventh, MATCH (KAPI_SORT_MATCH: how the ranking of both kinds finds a key's equal digits
-in its batch, "ballot" or "atomic"), e.g. ballot:16:::::atomic.
+in its batch, "ballot" or "atomic"), e.g. ballot:16:::::atomic. Any variant may end in
++NAME=VALUE parts, each setting KAPI_SORT_NAME (e.g. default+LEAN=0: the kernels without the
+lean indices and loads, kapi/_numeric/sort_kernels.py's SORT_LEAN; +V32=0: argsort's onesweep
+passes with int64 values throughout, sort_radix.py's SORT_V32).
 "cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
 exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
 synccheck and racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed
 0): kapi.sort is checked against np.sort of the whole array, kapi.argsort against
 np.argsort(kind="stable") of 2^22 of them, and both are timed (medians over batches, as
 bench/primitives.py). The table gives ms per call and the ratio to cupy.sort (above 1: kapi is
-faster; the target is 0.5).
+faster; the target is 0.8), and argsort's to cupy.argsort likewise.
 """
 
 import argparse
@@ -37,17 +40,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = "default,onesweep,ballot,cupy"
 
 
+TRIM = 0  # --trim: keys left off the end (a partial last tile)
+
+
 def _data(log2n, distinct=0):
-    """2^log2n random uint32 (seed 0); with distinct, drawn from that many random values."""
+    """2^log2n - TRIM random uint32 (seed 0); with distinct, drawn from that many values."""
     rng = np.random.default_rng(0)
     if not distinct:
-        return rng.integers(0, 2**32, 1 << log2n, dtype=np.uint32)
-    values = rng.integers(0, 2**32, distinct, dtype=np.uint32)
-    return values[rng.integers(0, distinct, 1 << log2n)]
+        h = rng.integers(0, 2**32, 1 << log2n, dtype=np.uint32)
+    else:
+        values = rng.integers(0, 2**32, distinct, dtype=np.uint32)
+        h = values[rng.integers(0, distinct, 1 << log2n)]
+    return h[: h.size - TRIM]
 
 
 def _ref_path(log2n, distinct=0):
-    name = f"kapi_sort_ref_{log2n}_{distinct}.npy"
+    name = f"kapi_sort_ref_{log2n}_{distinct}_{TRIM}.npy"
     return os.path.join(os.environ.get("TMPDIR", "/tmp"), name)
 
 
@@ -61,7 +69,7 @@ def worker(args):
     from timing import median_batch
 
     h = _data(args.log2n, args.distinct)
-    nh = min(h.size, 1 << 22)
+    nh = min(h.size, (1 << 22) - TRIM)  # with TRIM, a partial last tile here too
     out = {"variant": args.name}
     if args.name == "cupy":
         import cupy as cp
@@ -83,12 +91,15 @@ def worker(args):
     if _radix._scatter_kind(dev, True) != out["kind"]:
         out["kind"] += f" (argsort: {_radix._scatter_kind(dev, True)})"
     ranked = out["kind"].split()[0] in ("ballot", "onesweep")
-    out["keys_per_item"] = _radix._rank_items() if ranked else ""
-    out["max_registers"] = (_radix._rank_max_registers() or 0) if ranked else ""
+    one = out["kind"].startswith("onesweep")  # the sort's kind (argsort's may differ)
+    out["keys_per_item"] = _radix._rank_items(one) if ranked else ""
+    out["max_registers"] = (_radix._rank_max_registers(one) or 0) if ranked else ""
     out["prefetch"] = int(_radix._rank_prefetch()) if out["kind"].startswith("ballot") else ""
     lb = _sort_kernels._os_lookback() if "onesweep" in out["kind"] else ("", "")
     out["lookback"] = f"{lb[0]} {lb[1]}".strip()
     out["match"] = _sort_kernels._rank_match() if ranked else ""
+    out["lean"] = int(_sort_kernels.SORT_LEAN)
+    out["v32"] = int(_radix.SORT_V32)
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()
@@ -111,6 +122,7 @@ def worker(args):
 
 
 def _env(variant):
+    variant, *extra = variant.split("+")
     kind, _, rest = variant.partition(":")
     keys, _, rest = rest.partition(":")
     maxreg, _, rest = rest.partition(":")
@@ -118,7 +130,17 @@ def _env(variant):
     lookback, _, rest = rest.partition(":")
     order, _, match = rest.partition(":")
     env = dict(os.environ)
-    names = ("KEYS_PER_ITEM", "SCATTER", "MAXREG", "PREFETCH", "LOOKBACK", "LOOKBACK_ORDER")
+    names = (
+        "KEYS_PER_ITEM",
+        "SCATTER",
+        "MAXREG",
+        "PREFETCH",
+        "LOOKBACK",
+        "LOOKBACK_ORDER",
+        "LEAN",
+        "V32",
+        "ONESWEEP_KEYS",
+    )
     for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)
     if match:
@@ -135,6 +157,9 @@ def _env(variant):
         env["KAPI_SORT_KEYS_PER_ITEM"] = keys
     if maxreg:
         env["KAPI_SORT_MAXREG"] = maxreg
+    for x in extra:  # +NAME=VALUE: KAPI_SORT_NAME=VALUE (e.g. +LEAN=0)
+        name, _, value = x.partition("=")
+        env["KAPI_SORT_" + name] = value
     return env
 
 
@@ -150,7 +175,7 @@ def _run(cmd, env, timeout):
 
 def _worker_cmd(args, variant, log2n, check_only=False):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", variant, "--log2n", str(log2n)]
-    cmd += ["--reps", str(args.reps), "--distinct", str(args.distinct)]
+    cmd += ["--reps", str(args.reps), "--distinct", str(args.distinct), "--trim", str(TRIM)]
     cmd += ["--device", args.device] if args.device else []
     return cmd + (["--check-only"] if check_only else [])
 
@@ -193,6 +218,8 @@ def main():
     ap.add_argument("--distinct", type=int, default=0, help="keys drawn from this many random "
                     "values (0: all random): equal digits collide in the ranking")  # fmt: skip
     ap.add_argument("--variants", default=DEFAULT)
+    ap.add_argument("--trim", type=int, default=0, help="sort 2^log2n minus this many keys "
+                    "(a partial last tile)")  # fmt: skip
     ap.add_argument("--sanitize", default="default,ballot:8", help="variants run under "
                     "compute-sanitizer first ('' for none)")  # fmt: skip
     ap.add_argument("--sanitize-log2n", type=int, default=14)
@@ -200,6 +227,8 @@ def main():
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--check-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global TRIM
+    TRIM = args.trim
     if args.worker:
         args.name = args.worker
         sys.path.insert(0, HERE)
@@ -222,19 +251,23 @@ def main():
         if rc != 0:
             print(_tail(text))
     cupy = next((r.get("sort_ms") for r in rows if r["variant"] == "cupy"), None)
+    cupya = next((r.get("argsort_ms") for r in rows if r["variant"] == "cupy"), None)
     what = f"{args.distinct} distinct values" if args.distinct else "random, 32 bits"
-    print(f"\nsort of 2^{args.log2n} uint32 ({what}), ms per call; x cupy = "
-          "cupy.sort / kapi.sort (target >= 0.5)")  # fmt: skip
-    print("| variant | scatter | keys/item | max regs | prefetch | look-back | match | sort ms "
-          "| x cupy | argsort ms | check | exit |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    trim = f" - {TRIM}" if TRIM else ""
+    print(f"\nsort of 2^{args.log2n}{trim} uint32 ({what}), ms per call; x cupy = "
+          "cupy.sort / kapi.sort, x cupy.argsort likewise (target >= 0.8)")  # fmt: skip
+    print("| variant | scatter | keys/item | max regs | prefetch | look-back | match | lean | v32 "
+          "| sort ms | x cupy | argsort ms | x cupy.argsort | check | exit |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         s, a = r.get("sort_ms"), r.get("argsort_ms")
-        ratio = f"{cupy / s:.2f}" if cupy and s and r["variant"] != "cupy" else ""
+        mine = r["variant"] != "cupy"
+        ratio = f"{cupy / s:.2f}" if cupy and s and mine else ""
+        ratio_a = f"{cupya / a:.2f}" if cupya and a and mine else ""
         print(f"| {r['variant']} | {r.get('kind', '')} | {r.get('keys_per_item', '')} | "
               f"{r.get('max_registers', '')} | {r.get('prefetch', '')} | {r.get('lookback', '')} | "
-              f"{r.get('match', '')} | "
-              f"{f'{s:.2f}' if s else ''} | {ratio} | {f'{a:.2f}' if a else ''} | "
+              f"{r.get('match', '')} | {r.get('lean', '')} | {r.get('v32', '')} | "
+              f"{f'{s:.2f}' if s else ''} | {ratio} | {f'{a:.2f}' if a else ''} | {ratio_a} | "
               f"{r['check']} | {r['rc']} |")  # fmt: skip
 
 

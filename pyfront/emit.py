@@ -374,7 +374,9 @@ class FunctionEmitter(
             src, dst = self.kty(val.ty), self.kty(ty)
             if src == dst:
                 return V.Scalar(val.ref, ty, val.nonneg)
-            return V.Scalar(self.b.op(f"cast {dst} {val.ref}", self.line), ty)
+            return V.Scalar(
+                self.b.op(f"cast {dst} {val.ref}", self.line), ty, V.cast_keeps_sign(val, ty)
+            )
         raise self.unsupported("value", f"{_describe(val)} used where a number is needed")
 
     def scalar(self, val, ty=None):

@@ -223,7 +223,13 @@ class CallEmitter(UfuncEmitter):
 
     def bin_op(self, op, a, b, ty):
         ra, rb = self.scalar(a, ty), self.scalar(b, ty)
-        return V.Scalar(self.b.op(f"{op} {self.kty(ty)} {ra} {rb}", self.line), ty)
+        # min/max of integers known >= 0 (in ty: after the casts) are too: no index wraparound
+        nonneg = (
+            op in ("min", "max")
+            and isinstance(ty, types.Integer)
+            and all(V.nonneg_as(x, ty, self.kty) for x in (a, b))
+        )
+        return V.Scalar(self.b.op(f"{op} {self.kty(ty)} {ra} {rb}", self.line), ty, nonneg)
 
     def _abs(self, args, kws, sig):
         ret = _unlit(sig.return_type)

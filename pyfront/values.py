@@ -15,6 +15,38 @@ class Scalar:
     nonneg: bool = False  # known >= 0 (index-space ids), so indexing needs no wraparound
 
 
+def cast_keeps_sign(val: Scalar, ty) -> bool:
+    """Whether the integer (or bool) Scalar val cast to Numba integer type ty is known >= 0:
+    a bool, an unsigned value widened, or a value known >= 0 cast to a type at least as wide
+    (either keeps its value)."""
+    from ._numba import types
+
+    src = val.ty
+    if not isinstance(ty, types.Integer):
+        return False
+    if isinstance(src, types.Boolean):
+        return True
+    if not isinstance(src, types.Integer):
+        return False
+    if not src.signed and ty.bitwidth > src.bitwidth:
+        return True
+    return bool(val.nonneg) and ty.bitwidth >= src.bitwidth and (src.signed or not ty.signed)
+
+
+def nonneg_as(val, ty, kty) -> bool:
+    """Whether val (Scalar or Const), converted to Numba integer type ty, is known >= 0;
+    kty maps a Numba type to its KIR scalar name (a cast happens where they differ)."""
+    from ._numba import types
+
+    if isinstance(val, Const):
+        return isinstance(val.value, int | bool) and val.value >= 0
+    if not isinstance(val, Scalar):
+        return False
+    if kty(val.ty) == kty(ty):
+        return val.nonneg or isinstance(val.ty, types.Boolean)
+    return cast_keeps_sign(val, ty)
+
+
 @dataclass
 class Const:
     value: object  # int, float, bool

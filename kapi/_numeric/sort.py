@@ -27,7 +27,9 @@ def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=Fal
         x = _as_dtype(x, np.dtype(np.uint8))
     k, v, vary, hist = _keys(x, want_indices, descending, want_indices and dt.kind == "f")
     in_place = not want_indices and _mode(dt) == 0 and not descending  # k is x's memory
-    k, v = _radix_passes(k, v, vary, dt.itemsize * 8, keep_input=in_place, hist=hist)
+    k, v = _radix_passes(
+        k, v, vary, dt.itemsize * 8, keep_input=in_place, hist=hist, fresh=want_indices
+    )
     vals = None
     if want_values and in_place:
         vals = k if k.dtype == dt else _as_dtype(k, dt)  # the keys are the values
@@ -81,7 +83,7 @@ def _sort_rows(x2: Array, want_values: bool, descending: bool) -> Array:
     if dt == np.bool_:
         flat = _as_dtype(flat, np.dtype(np.uint8))
     k, v, vary, hist = _keys(flat, True, descending, dt.kind == "f")
-    k, v = _radix_passes(k, v, vary, dt.itemsize * 8, hist=hist)
+    k, v = _radix_passes(k, v, vary, dt.itemsize * 8, hist=hist, fresh=True)
     rk = Array._allocate((flat.size,), np.dtype(np.uint64), flat.sycl_queue, flat.usm_type)
     call_kernel(_kernel(_ROWKEY_SRC, "_rowkey"), Range(flat.size), v, rk, np.int64(m))
     rk, v = _radix_passes(rk, v, (1 << (rows - 1).bit_length()) - 1, 64)

@@ -258,6 +258,7 @@ def _rank_scatter(it, k, v, k2, v2, offs, n, tile, G, shift, MASK, run, wh, kl, 
     pw = w * S * ITEMS + lane  # this lane's first place in a chunk; its batch j: + j * S
     c = gid * (tile & np.int64(0x7FFFFFFFFFFFFFFF))  # known >= 0: no index wraparound
     end = min(n, c + tile)
+    nlast = (n - 1) & np.int64(0x7FFFFFFFFFFFFFFF)  # the last key (lean loads clamp to it)
 PREFETCH0
     while c < end:
         cnt = min(C, end - c)
@@ -333,6 +334,15 @@ NEXTKEYS
 """
 
 
+_PLACE = """                pk = rank[j]
+                d = np.int64(pk >> 16)
+                q = ds[d] + wh[wb + d] + (pk & 0xFFFF)
+"""
+_WRITE = """                d = np.int64((kk >> shift) & MASK)
+                dst = run[d] + q
+"""
+
+
 # How a sub-group finds, for each lane's digit d, the mask m of its batch's lanes with digit d
 # (KAPI_SORT_MATCH, RANK_MATCH): "ballot", eight ballots, one per bit of d, each kept or
 # complemented by the lane's bit, ANDed together, starting from the lanes inside the chunk; or
@@ -361,11 +371,46 @@ RANK_MATCH = "atomic"
 MATCHES = ("ballot", "atomic")
 
 
+# Lean indices (SORT_LEAN): the places a key goes to in local memory and in the output are
+# sums of loaded counts, which pyfront cannot know are >= 0, so each index paid Python's
+# negative-index wraparound (a compare, an add and a select, 64-bit; 3 per key placed, 1 per
+# key written). Masks that keep their values (digits < 256, places < 2^31 in a tile and
+# < 2^63 in the output) make them known >= 0: one AND each.
+_PLACE_LEAN = """                pk = rank[j]
+                d = np.int64(pk >> 16) & 255
+                q = (ds[d] + wh[wb + d] + (pk & 0xFFFF)) & 0x7FFFFFFF
+"""
+_HIGHEST = "            if (m >> ul) == np.uint32(1):"
+# the digit's shift, masked to the key's width: LLVM then knows the shift is in range and
+# shifts the key in 32 bits, without the select that Python's semantics of wider shifts need
+_DIGIT = "            d = np.uint32((keys[j] >> shift) & MASK)"
+_DIGIT_LEAN = "            d = np.uint32((keys[j] >> sm) & MASK)"
+_SHIFT_LEAN = "    sm = shift & KDT(SHMASK)  # SHMASK: the key's bits - 1\n"
+_HIGHEST_LEAN = "            if (m & atop) == lb:"
+_BELOW = "    below = lb - np.uint32(1)\n"
+_WRITE_LEAN = """                d = np.int64((kk >> sm) & MASK) & 255
+                dst = (run[d] + q) & 0x7FFFFFFFFFFFFFFF
+"""
+# On by default; KAPI_SORT_LEAN=0 (read at import) gives the former code, to compare.
+SORT_LEAN = os.environ.get("KAPI_SORT_LEAN", "1") != "0"
+
+
+def _lean() -> bool:
+    return SORT_LEAN
+
+
 def _rank_src() -> str:
     """`_rank_scatter`'s source with the digit matching that _rank_match chooses."""
     atomic = _rank_match() == "atomic"
     match = (_MATCH_ATOMIC if atomic else _MATCH_BALLOT).lstrip("\n")
     src = _RANK_SRC.replace("MATCH\n", match.replace("WGSCOPE", "K.MemoryScope.WORK_GROUP"))
+    if _lean():
+        src = src.replace(_PLACE, _PLACE_LEAN).replace(_WRITE, _WRITE_LEAN)
+        # the digit's highest lane: its own bit is m's at and above it (a 32-bit AND; a lane
+        # past the chunk has no bit in m), where m >> lane shifts 64 bits (pyfront widens
+        # uint32 shifts, as Numba)
+        src = src.replace(_HIGHEST, _HIGHEST_LEAN).replace(_DIGIT, _DIGIT_LEAN)
+        src = src.replace(_BELOW, _BELOW + "    atop = np.uint32(~below)\n" + _SHIFT_LEAN)
     src = src.replace("MKZERO", "mk[wb + i] = np.uint32(0)" if atomic else "pass")
     return src.replace("MKRESET", "mk[wb + np.int64(d)] = np.uint32(0)" if atomic else "pass")
 
@@ -383,27 +428,37 @@ def _rank_match() -> str:
 # registers (nk) and moved into keys at its end, so their memory latency overlaps this
 # chunk's ranking and writes rather than stalling the group (a group holds one chunk in
 # flight otherwise: about 0.5 TB/s over the SMs' few resident groups).
-def _chunk_loads(indent: str, c0: str, cw: str, rem: str, dest: str, vload: str) -> str:
+# Lean (SORT_LEAN): every lane loads each batch, its place clamped to the last key (nlast),
+# rather than a branch per batch: the branches' chain of per-batch predicates (LLVM keeps
+# one live per later batch, about 14 PTX moves per load) goes, and a lane past the chunk
+# ranks a key it leaves out as before.
+def _chunk_loads(indent: str, c0: str, cw: str, rem: str, dest: str, vload: str, lean=False):
     """The loop loading a chunk's keys (from c0) into dest, and values by vload."""
-    lines = [
-        f"{cw} = {c0} + pw",
-        "for j in range(UNROLL):",
-        f"    if j * S < {rem}:",
-        f"        ql = {cw} + j * S",
-        f"        {dest}[j] = k[ql]",
-        f"        {vload}",
-    ]
+    lines = [f"{cw} = {c0} + pw", "for j in range(UNROLL):"]
+    if lean:
+        lines += [f"    ql = min({cw} + j * S, nlast)", f"    {dest}[j] = k[ql]", f"    {vload}"]
+    else:
+        lines += [
+            f"    if j * S < {rem}:",
+            f"        ql = {cw} + j * S",
+            f"        {dest}[j] = k[ql]",
+            f"        {vload}",
+        ]
     return "\n" + "".join(f"{indent}{ln}\n" for ln in lines)
 
 
-_RANK_LOAD = _chunk_loads(" " * 8, "c", "cw", "rem", "keys", "VLOAD")
-_RANK_PREFETCH0 = (
-    "\n    nk = K.PrivateArray(ITEMS, KDT)\n    VNPRIV\n    rem = min(C, end - c) - pw"
-    + _chunk_loads(" " * 4, "c", "cw", "rem", "keys", "VLOAD")
-)
-_RANK_PREFETCH = "\n        cn = c + C\n        remn = min(C, end - cn) - pw" + _chunk_loads(
-    " " * 8, "cn", "cwn", "remn", "nk", "VNLOAD"
-)
+def _rank_loads(lean: bool) -> tuple[str, str, str]:
+    """(a chunk's loads, the first chunk's loads with the prefetch, the next chunk's
+    prefetch) for _rank_scatter and _onesweep."""
+    load = _chunk_loads(" " * 8, "c", "cw", "rem", "keys", "VLOAD", lean)
+    pre0 = "\n    nk = K.PrivateArray(ITEMS, KDT)\n    VNPRIV\n    rem = min(C, end - c) - pw"
+    pre0 += _chunk_loads(" " * 4, "c", "cw", "rem", "keys", "VLOAD", lean)
+    pre = "\n        cn = c + C\n        remn = min(C, end - cn) - pw"
+    pre += _chunk_loads(" " * 8, "cn", "cwn", "remn", "nk", "VNLOAD", lean)
+    return load, pre0, pre
+
+
+_RANK_LOAD, _RANK_PREFETCH0, _RANK_PREFETCH = _rank_loads(False)
 
 _RANK_NEXT = """
         for j in range(UNROLL):
@@ -522,6 +577,7 @@ def _onesweep(it, k, v, k2, v2, st, tk, dstart, n, T, dp, bank, shift, MASK,
     pw = w * S * ITEMS + lane  # this lane's first place in the tile; its batch j: + j * S
     c = tile * C
     cnt = min(C, n - c)
+    nlast = (n - 1) & np.int64(0x7FFFFFFFFFFFFFFF)  # the last key (lean loads clamp to it)
 """
 
 # The look-back of work-item d for digit d: LBW status words read at once (tiles j, j-1, ...,
@@ -613,7 +669,10 @@ def _onesweep_src() -> str:
     src = _rank_src()
     a, b, c = src.index(m1), src.index(m2), src.index(m3)
     rank, write = _dedent4(src[a:b]), _dedent4(src[b:c])
-    return _ONESWEEP_HEAD + rank + _lookback_src(*_os_lookback()).lstrip("\n") + write
+    head = _ONESWEEP_HEAD
+    if _lean():
+        head = head.replace(_BELOW, _BELOW + "    atop = np.uint32(~below)\n" + _SHIFT_LEAN)
+    return head + rank + _lookback_src(*_os_lookback()).lstrip("\n") + write
 
 
 # Four counters per digit, element i counting into copy i % 4: a run of equal digits is not

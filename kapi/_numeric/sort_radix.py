@@ -67,17 +67,16 @@ from .sort_kernels import (
     _OS_INCL,
     _OS_MAX_N,
     _OSCLEAR_SRC,
-    _RANK_LOAD,
     _RANK_NEXT,
-    _RANK_PREFETCH,
-    _RANK_PREFETCH0,
     _RANK_SCAN,
     _SCATTER_SERIAL_SRC,
     _SCATTER_SRC,
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
     _dedent4,
+    _lean,
     _onesweep_src,
+    _rank_loads,
     _rank_match,
     _rank_src,
 )
@@ -103,10 +102,40 @@ _MIN_CHUNKS = 4
 # None: KAPI_SORT_SCATTER if set, else by device. Tests force each.
 SCATTER = None
 KINDS = ("ballot", "onesweep", "shuffle", "group", "serial")
-# GPUs by default: "onesweep" when values travel with the keys (argsort, topk, 2-D sorts),
-# "ballot" for keys alone. H100, 2^27 uint32 (bench/RESULTS.md, issue 13, onesweep): argsort
-# 10.9-11.1 ms against 17.3 with ballot, sort 8.4-8.7 against 7.5.
+# GPUs by default: "onesweep" when values travel with the keys (argsort, topk, 2-D sorts):
+# H100, 2^27 uint32 (bench/RESULTS.md, issue 13, onesweep): argsort 10.9-11.1 ms against 17.3
+# with ballot.
 ONESWEEP_WITH_VALUES = True
+# GPUs by default for keys alone too ("onesweep" rather than "ballot"): H200, 2^27 uint32
+# (bench/RESULTS.md, gpusort, call 2) sort 4.61-4.67 ms against 5.00-5.01 (both lean, the
+# onesweep pass capped at 64 registers); 4.88 against 5.01 with 2^27 - 1000 keys.
+# KAPI_SORT_ONESWEEP_KEYS=0 (read at import): "ballot" for keys alone, as before.
+ONESWEEP_KEYS_ONLY = os.environ.get("KAPI_SORT_ONESWEEP_KEYS", "1") != "0"
+# The onesweep pass's own keys per work-item and register cap (None: RANK_ITEMS and
+# RANK_MAX_REGISTERS); KAPI_SORT_KEYS_PER_ITEM and KAPI_SORT_MAXREG set both kinds'.
+# H200, 2^27 uint32 (bench/RESULTS.md, gpusort): a cap of 64 (4 groups per SM, no spills)
+# argsort 8.06-8.17 ms against 8.63-8.74 uncapped and 9.18 with 80; sort 4.96-5.25 against 5.91.
+OS_ITEMS = None
+OS_MAX_REGISTERS = 64
+
+
+# The onesweep kind with values (argsort): the values travel between passes as int32 (n <
+# 2^31) in the two halves of the second int64 buffer, the last pass widening them into the
+# first, and the first pass makes the indices itself rather than reading them (`_keys`
+# leaves them unwritten): per key 24 bytes of memory traffic less per argsort of 4 passes,
+# and 16 less for the indices `_keys` wrote and the first pass read. KAPI_SORT_V32=0 (read
+# at import): int64 values in every pass, as before.
+SORT_V32 = os.environ.get("KAPI_SORT_V32", "1") != "0"
+
+
+def _values32(n: int) -> bool:
+    """Whether the onesweep passes carry n values as int32."""
+    return SORT_V32 and n < (1 << 31)
+
+
+def _iota_first(dev, n: int, withv: bool) -> bool:
+    """Whether the first pass over n keys makes their indices (so `_keys` need not)."""
+    return withv and _pass_kind(dev, n, True) == "onesweep" and _values32(n)
 
 
 def _has_subgroups(dev) -> bool:
@@ -199,7 +228,8 @@ def _scatter_kind(dev, withv: bool = False) -> str:
     if _has_subgroups(dev):
         if not _ballots_fit(dev):
             return "shuffle"
-        return "onesweep" if withv and ONESWEEP_WITH_VALUES else "ballot"
+        one = ONESWEEP_WITH_VALUES if withv else ONESWEEP_KEYS_ONLY
+        return "onesweep" if one else "ballot"
     return "serial" if dev.device_type == "cpu" else "group"
 
 
@@ -210,13 +240,21 @@ def _pass_kind(dev, n: int, withv: bool = False) -> str:
     return "ballot" if kind == "onesweep" and n >= _OS_MAX_N else kind
 
 
-def _rank_items() -> int:
-    """Keys per work-item of a "ballot" chunk: KAPI_SORT_KEYS_PER_ITEM, else RANK_ITEMS."""
+# 12, 20 and 24 were tried: on the H200 a sort of 2^27 uint32 with 24 keys per work-item
+# (onesweep) lost the device (bench/RESULTS.md, gpusort), so they are refused.
+_RANK_ITEMS_OK = ("2", "4", "8", "16")
+
+
+def _rank_items(onesweep=False) -> int:
+    """Keys per work-item of a "ballot" chunk (a onesweep tile with onesweep):
+    KAPI_SORT_KEYS_PER_ITEM, else OS_ITEMS (onesweep) or RANK_ITEMS."""
     v = os.environ.get("KAPI_SORT_KEYS_PER_ITEM")
     if not v:
-        return RANK_ITEMS
-    if v.strip() not in ("2", "4", "8", "16"):
-        raise ValueError(f"KAPI_SORT_KEYS_PER_ITEM must be 2, 4, 8 or 16, not {v!r}")
+        return (OS_ITEMS if onesweep else None) or RANK_ITEMS
+    if v.strip() not in _RANK_ITEMS_OK:
+        raise ValueError(
+            f"KAPI_SORT_KEYS_PER_ITEM must be one of {', '.join(_RANK_ITEMS_OK)}, not {v!r}"
+        )
     return int(v)
 
 
@@ -231,12 +269,12 @@ def _rank_prefetch() -> bool:
     return v == "1"
 
 
-def _rank_max_registers() -> int | None:
-    """The ballot scatter's max_registers: KAPI_SORT_MAXREG (0: none), else
-    RANK_MAX_REGISTERS."""
+def _rank_max_registers(onesweep=False) -> int | None:
+    """The ballot scatter's (the onesweep pass's, with onesweep) max_registers:
+    KAPI_SORT_MAXREG (0: none), else OS_MAX_REGISTERS (onesweep) or RANK_MAX_REGISTERS."""
     v = os.environ.get("KAPI_SORT_MAXREG")
     if not v:
-        return RANK_MAX_REGISTERS
+        return (OS_MAX_REGISTERS if onesweep else None) or RANK_MAX_REGISTERS
     try:
         n = int(v)
     except ValueError:
@@ -246,12 +284,15 @@ def _rank_max_registers() -> int | None:
     return n or None
 
 
-def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=False, hist=None):
+def _radix_passes(
+    k: Array, v: Array | None, bits_vary, nbits: int, keep_input=False, hist=None, fresh=False
+):
     """Sorts keys k (unsigned, 1-D) stably, with values v (int64) when given, by every byte
     in which bits_vary (an int, or a function giving it) has a bit set. Returns the sorted
     (k, v); the inputs are clobbered, except k with keep_input (the result is then a new
     array, never k itself). hist: the keys' digit counts (`_keys`), used by the "onesweep"
-    kind (counted here when None)."""
+    kind (counted here when None). fresh: v is `_keys`' index array, left unwritten where
+    _iota_first says so (the first pass then makes the indices)."""
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
     withv = v is not None
@@ -278,22 +319,72 @@ def _radix_passes(k: Array, v: Array | None, bits_vary, nbits: int, keep_input=F
         done = _msd_sort(k, v, k2, v2, shifts, withv, keep_input)
         if done is not None:
             return done
+    iota = fresh and _iota_first(k.device, n, withv)
+    vplan = _value_plan(v, v2, len(shifts)) if kind == "onesweep" and withv else None
     src = k
-    for shift in range(0, nbits, 8):
-        if not (bits_vary >> shift) & (RADIX - 1):
-            continue
-        one_pass(k, v, k2, v2, k.dtype.type(shift), withv, events)
+    for i, shift in enumerate(shifts):
+        if vplan is not None:  # the onesweep kind's value buffers (int32 between passes)
+            vin, vout = vplan[i]
+            one_pass(k, vin, k2, vout, k.dtype.type(shift), withv, events, iota=iota and i == 0)
+        else:
+            one_pass(k, v, k2, v2, k.dtype.type(shift), withv, events)
         k, k2 = k2, k
         if k2 is src and keep_input:
             k2 = Array._allocate((n,), k.dtype, q, ut)
-        if withv:
+        if withv and vplan is None:
             v, v2 = v2, v
+    if vplan:
+        v = vplan[-1][1]
+    elif iota:  # no pass ran: the indices are still to be written
+        _fill_iota(v, events)
     for ev in events or ():
         ev.wait()
     if k is src and keep_input:  # no pass ran
         k2[...] = k
         k = k2
     return k, (v if withv else None)
+
+
+def _value_plan(v: Array, v2: Array, passes: int) -> list[tuple[Array, Array]]:
+    """(values in, values out) of each onesweep pass from v (int64) to the result: as int32
+    (_values32) in the halves of v2 between passes, the last pass widening into v (v2 if
+    there is one pass); else v and v2 in turn."""
+    n = v.size
+    if passes == 0:
+        return []
+    if not _values32(n) or passes == 1:
+        plan, a, b = [], v, v2
+        for _ in range(passes):
+            plan.append((a, b))
+            a, b = b, a
+        return plan
+    i32 = np.dtype(np.int32)
+    halves = [
+        Array._make(
+            v2._owner, v2._ptr + h * 4 * n, (n,), (4,), i32, v2.sycl_queue, v2.usm_type, v2._host_ok
+        )  # fmt: skip
+        for h in (0, 1)
+    ]
+    plan = [(v, halves[0])]
+    for i in range(1, passes - 1):
+        plan.append((halves[(i - 1) % 2], halves[i % 2]))
+    plan.append((halves[(passes - 2) % 2], v))
+    return plan
+
+
+_IOTA_SRC = """
+def _iota(item, v):
+    i = item.get_id(0)
+    v[i] = i
+"""
+
+
+def _fill_iota(v: Array, events) -> None:
+    """v[i] = i on v's device."""
+    from .._kernel.ranges import Range
+    from .replay import launch
+
+    launch(_kernel(_IOTA_SRC, "_iota"), Range(v.size), v, events=events)
 
 
 def _parallel_pass(k: Array, withv: bool, kind: str):
@@ -376,9 +467,12 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
     maxreg = _rank_max_registers()
     pre = _rank_prefetch()
     src = _rank_src()
+    # the branchy loads here: clamped ones (the onesweep pass's) load the prefetched values
+    # too and took more registers (ptxas sm_90, argsort: 136 against 102; tools/sort_ptx.py)
+    load, pre0, prefetch = _rank_loads(False)
     for a, b in (
-        ("PREFETCH0", _RANK_PREFETCH0 if pre else ""),
-        ("LOADKEYS", _RANK_PREFETCH if pre else _RANK_LOAD),
+        ("PREFETCH0", pre0 if pre else ""),
+        ("LOADKEYS", prefetch if pre else load),
         ("NEXTKEYS", _RANK_NEXT if pre else ""),
     ):
         src = src.replace(a + "\n", b.strip("\n") + "\n" if b else "")
@@ -413,6 +507,7 @@ def _rank_fields(kdt, withv, items, sgs, wg, one_size):
         WGSIZE=str(wg),
         NSUB=str(wg // sgs) if one_size else "sg.get_group_linear_range()",
         KDT=f"np.{kdt.name}",
+        SHMASK=str(kdt.itemsize * 8 - 1),
         VPRIV=f"vals = K.PrivateArray({items}, np.int64)" if withv else "pass",
         VLOAD="vals[j] = v[ql]" if withv else "pass",
         VPLACE="vl[q] = vals[j]" if withv else "pass",
@@ -420,13 +515,14 @@ def _rank_fields(kdt, withv, items, sgs, wg, one_size):
     )
 
 
-def _rank_locals(K, kdt, withv, items, wg, W):
-    """The ranking's local memory (a chunk, or a onesweep tile, is wg * items keys)."""
+def _rank_locals(K, kdt, withv, items, wg, W, vdt=np.int64):
+    """The ranking's local memory (a chunk, or a onesweep tile, is wg * items keys; values
+    of dtype vdt)."""
     return [
         K.LocalAccessor(RADIX, np.int64),  # run: where the chunk's digits go in the output
         K.LocalAccessor(RADIX * W, np.int32),  # wh: counts, then offsets, per sub-group
         K.LocalAccessor(wg * items, kdt),  # kl: the chunk sorted by digit
-        K.LocalAccessor(wg * items if withv else 1, np.int64),  # vl
+        K.LocalAccessor(wg * items if withv else 1, vdt),  # vl
         K.LocalAccessor(RADIX, np.int32),  # ds: where each digit starts in the chunk
         K.LocalAccessor(RADIX, np.int32),  # dc: how many keys of each digit the chunk has
         K.LocalAccessor(W, np.int32),  # wt: the sub-groups' digit totals
@@ -434,19 +530,30 @@ def _rank_locals(K, kdt, withv, items, wg, W):
     ]
 
 
-def _onesweep_kernel(k: Array, withv: bool, items: int):
-    return _onesweep_kernel_for(k.dtype, withv, items, tuple(k.device.sub_group_sizes or [1]))
+def _onesweep_kernel(k: Array, withv: bool, items: int, v32=False, iota=False):
+    sgs = tuple(k.device.sub_group_sizes or [1])
+    return _onesweep_kernel_for(k.dtype, withv, items, sgs, v32, iota)
 
 
-def _onesweep_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tuple):
+def _onesweep_kernel_for(
+    kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tuple, v32=False, iota=False
+):
     """The "onesweep" pass kernel for keys of dtype kdt on a device with these sub-group
-    sizes, its local memory and group size (tests build the NVIDIA form on any device)."""
+    sizes, its local memory and group size (tests build the NVIDIA form on any device).
+    v32: the values travel as int32 in registers and local memory (whatever the arrays'
+    dtypes); iota: the values are the keys' places (the first pass of an argsort), not read."""
     from kapi_lang import kernel_api as K
 
     sgs, wg, W, one_size = _rank_shape(sub_group_sizes)
     src = _onesweep_src()
-    src = src.replace("LOADKEYS\n", _dedent4(_RANK_LOAD).strip("\n") + "\n")
-    maxreg = _rank_max_registers()
+    load = _rank_loads(_lean())[0]
+    src = src.replace("LOADKEYS\n", _dedent4(load).strip("\n") + "\n")
+    maxreg = _rank_max_registers(True)
+    fields = _rank_fields(kdt, withv, items, sgs, wg, one_size)
+    if withv and v32:
+        fields["VPRIV"] = f"vals = K.PrivateArray({items}, np.int32)"
+    if withv and iota:
+        fields["VLOAD"] = "vals[j] = np.int32(ql)" if v32 else "vals[j] = ql"
     kern = _kernel(
         _unroll(src, items),
         "_onesweep",
@@ -454,9 +561,9 @@ def _onesweep_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes
         SCAN=_dedent4(_RANK_SCAN).strip("\n"),
         INCL=str(_OS_INCL),
         AGG=str(_OS_AGG),
-        **_rank_fields(kdt, withv, items, sgs, wg, one_size),
+        **fields,
     )
-    lm = _rank_locals(K, kdt, withv, items, wg, W)
+    lm = _rank_locals(K, kdt, withv, items, wg, W, np.int32 if v32 else np.int64)
     lm.append(K.LocalAccessor(1, np.int64))  # tl: the tile number
     return kern, lm, wg
 
@@ -500,9 +607,11 @@ def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
     npos = k.dtype.itemsize
     if hist is None:
         hist = _digit_hist(k, npos)
-    ri = _rank_items()
+    ri = _rank_items(True)
     items = max(1, ri // 2) if withv else ri
-    kern, lm, wg = _onesweep_kernel(k, withv, items)
+    v32 = withv and _values32(n)
+    kern, lm, wg = _onesweep_kernel(k, withv, items, v32)
+    kern_iota = _onesweep_kernel(k, withv, items, v32, True)[0] if v32 else None
     T = -(-n // (wg * items))
     dstart = Array._allocate((npos * RADIX,), np.dtype(np.int64), q, ut)
     st = Array._allocate((2 * T * RADIX,), np.dtype(np.uint32), q, ut)
@@ -516,11 +625,12 @@ def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
     mask = k.dtype.type(RADIX - 1)
     state = {"bank": 0}
 
-    def one_pass(k, v, k2, v2, sh, withv, events):
+    def one_pass(k, v, k2, v2, sh, withv, events, iota=False):
         b = state["bank"]
         state["bank"] = 1 - b
         args = (st, tk, dstart, np.int64(n), np.int64(T), np.int64(int(sh) // 8), np.int64(b))
-        launch(kern, NdRange(T * wg, wg), k, v, k2, v2, *args, sh, mask, *lm, events=events)
+        kk = kern_iota if iota else kern
+        launch(kk, NdRange(T * wg, wg), k, v, k2, v2, *args, sh, mask, *lm, events=events)
 
     return one_pass
 
@@ -703,6 +813,7 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     v = Array._allocate((n if withv else 1,), np.dtype(np.int64), q, ut)
     vo = Array._allocate((2,), np.dtype(np.uint64), q, ut)
     kind = _pass_kind(x.device, n, withv)
+    iota = _iota_first(x.device, n, withv)  # the first pass makes the indices
     serial = kind == "serial"
     if serial and not write:
         return k, None, lambda: _vary(k), None
@@ -721,7 +832,7 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
             hargs = (K.LocalAccessor(npos * RADIX, np.uint32), hist)
     sign, absm, inf, allb = _key_consts(dt)
     mode, flags = np.int32(_mode(dt)), (np.int32(canon_zero), np.int32(descending))
-    consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv))
+    consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv and not iota))
     k_arg = k if write else Array._allocate((1,), udt, q, ut)
     x_u = _as_dtype(x, udt)
     call_kernel(kern, launch, x_u, k_arg, v, vo, np.int64(n), mode, *flags, *consts, *hargs)

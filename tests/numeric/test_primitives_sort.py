@@ -107,9 +107,9 @@ def test_sort_finds_the_bits_that_vary(dev, monkeypatch, dtype, hi):
     seen = []
     passes = _sort._radix_passes
 
-    def record(k, v, bits_vary, nbits, keep_input=False, hist=None):
+    def record(k, v, bits_vary, nbits, keep_input=False, hist=None, fresh=False):
         seen.append(bits_vary() if callable(bits_vary) else bits_vary)
-        return passes(k, v, seen[-1], nbits, keep_input, hist)
+        return passes(k, v, seen[-1], nbits, keep_input, hist, fresh)
 
     monkeypatch.setattr(_sort, "_radix_passes", record)
     dt = np.dtype(dtype)
@@ -321,6 +321,29 @@ def test_onesweep_argsort_is_stable_with_few_values(dev, monkeypatch):
     _eq(kapi.argsort(a, descending=True), np.argsort(-h, kind="stable"))
 
 
+@pytest.mark.parametrize("v32", [True, False])
+@pytest.mark.parametrize("varying", [0, 1, 2, 3, 4])
+def test_onesweep_argsort_values_between_passes(dev, monkeypatch, v32, varying):
+    """Argsort's onesweep passes carry the indices as int32 between passes (SORT_V32) in the
+    halves of one int64 buffer, the first pass making them and the last widening them: keys
+    varying in 0 (no pass: the indices are written on their own) to 4 bytes, so every count
+    of passes and both buffers ends the argsort; and the int64 passes as before."""
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    monkeypatch.setattr(_radix, "SORT_V32", v32)
+    n = 3 * 4096 + 17
+    rng = np.random.default_rng(varying)
+    h = (rng.integers(0, 1 << (8 * varying), n) if varying else np.zeros(n, np.int64)).astype(
+        np.uint32
+    ) | np.uint32(0x5A000000 if varying < 4 else 0)
+    assert _radix._iota_first(dev, n, True) == v32
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.topk(a, 5)[1], np.argsort(-h.astype(np.int64), kind="stable")[:5])
+
+
 def test_onesweep_rows_count_their_own_digits(dev, monkeypatch):
     """2-D sorts radix-sort row numbers (keys no `_keys` pass made): their digit counts come
     from `_keys_in` run over them alone (`_digit_hist`)."""
@@ -369,6 +392,7 @@ def test_onesweep_ptx_spins_on_reloaded_status_words(
     monkeypatch.setenv("KAPI_SORT_LOOKBACK", width)
     monkeypatch.setenv("KAPI_SORT_LOOKBACK_ORDER", order)
     monkeypatch.setenv("KAPI_SORT_MATCH", match)
+    monkeypatch.setattr(_radix, "OS_MAX_REGISTERS", None)  # uncapped (the cap: below)
     kern, lm, wg = _radix._onesweep_kernel_for(np.dtype(np.uint32), withv, items, (32,))
     assert wg == 256
     g, i64 = "array(u32,1,C,global)", "array(i64,1,C,global)"
@@ -392,6 +416,60 @@ def test_onesweep_ptx_spins_on_reloaded_status_words(
     assert (fences > 0) == (order == "acquire")  # relaxed: no fence per turn of the wait
     assert len(re.findall(r"st\.(volatile|release)[.\w]*global\.u32", ptx)) == 3
     assert _registers_sm90(ptx) <= 128
+
+
+@pytest.mark.parametrize("kind", ["_onesweep", "_rank_scatter"])
+def test_lean_sort_kernels_index_without_wraparound_per_key(monkeypatch, kind):
+    """SORT_LEAN: the places a key is loaded from, placed at in local memory and written to
+    are known >= 0, so the NVIDIA kernels' per-key code has no negative-index wraparound (a
+    `shr.s64 63` test and select): their count does not grow with the keys per work-item,
+    where the former code (SORT_LEAN off) adds some per key."""
+    import re
+
+    from nvptx_util import ptx_of
+
+    from kapi._kernel.types import local_kir
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    g, i64 = "array(u32,1,C,global)", "array(i64,1,C,global)"
+
+    def wraps(items):
+        if kind == "_onesweep":
+            kern, lm, _ = _radix._onesweep_kernel_for(np.dtype(np.uint32), True, items, (32,))
+            at = (g, i64, g, i64, g, "array(i32,1,C,global)", i64, "i64", "i64", "i64", "i64")
+            at += ("u32", "u32")
+        else:
+            kern, lm, _ = _radix._rank_kernel_for(np.dtype(np.uint32), True, items, (32,))
+            at = (g, i64, g, i64, i64, "i64", "i64", "i64", "u32", "u32")
+        ptx = ptx_of(kern.compile(at + tuple(local_kir(a.dtype, a.shape) for a in lm),
+                                  ("nditem", 1)).spirv)  # fmt: skip
+        return len(re.findall(r"shr\.s64 %rd\d+, %rd\d+, 63;", ptx))
+
+    assert wraps(4) == wraps(8)
+    monkeypatch.setattr(_sort_kernels, "SORT_LEAN", False)
+    assert wraps(8) >= wraps(4) + 3 * 4  # 3 per key: placed (2) and written (1)
+
+
+@pytest.mark.parametrize("withv,iota", [(False, False), (True, False), (True, True)])
+def test_onesweep_default_register_cap_does_not_spill(withv, iota):
+    """The onesweep pass as GPUs get it by default (atomic match, lean, argsort's int32
+    values; the first pass making the indices) fits OS_MAX_REGISTERS (4 groups of 256 per
+    SM at 64) without spilling."""
+    from nvptx_util import ptx_of
+
+    from kapi._kernel.types import local_kir
+    from kapi._numeric import sort_radix as _radix
+
+    items = _radix._rank_items(True) // (2 if withv else 1)
+    kern, lm, _ = _radix._onesweep_kernel_for(np.dtype(np.uint32), withv, items, (32,), withv, iota)
+    g, i64, i32 = "array(u32,1,C,global)", "array(i64,1,C,global)", "array(i32,1,C,global)"
+    vt = i32 if withv else i64
+    at = (g, vt, g, vt, g, i32, i64, "i64", "i64", "i64", "i64", "u32", "u32")
+    ptx = ptx_of(kern.compile(at + tuple(local_kir(a.dtype, a.shape) for a in lm),
+                              ("nditem", 1)).spirv)  # fmt: skip
+    assert f".maxnreg {_radix.OS_MAX_REGISTERS}" in ptx
+    assert _registers_sm90(ptx) <= _radix.OS_MAX_REGISTERS
 
 
 def _scatter_ptx(entry: str, want) -> str:
@@ -541,9 +619,9 @@ def test_shuffle_scatter_ptx_has_no_divergent_shuffles(monkeypatch):
 
 
 def test_default_kind_by_device_and_values(monkeypatch):
-    """Without KAPI_SORT_SCATTER: GPUs with sub-groups of 32 sort keys alone by "ballot" and
-    keys with values (argsort) by "onesweep"; kapi's CPU device by "serial"; sub-groups too
-    wide for 32-bit ballots by "shuffle"."""
+    """Without KAPI_SORT_SCATTER: GPUs with sub-groups of 32 sort keys alone and keys with
+    values (argsort) by "onesweep" ("ballot" from 2^30 keys); kapi's CPU device by "serial";
+    sub-groups too wide for 32-bit ballots by "shuffle"."""
     from types import SimpleNamespace
 
     from kapi._numeric import sort_radix as _radix
@@ -551,6 +629,9 @@ def test_default_kind_by_device_and_values(monkeypatch):
     monkeypatch.setattr(_radix, "SCATTER", None)
     monkeypatch.delenv("KAPI_SORT_SCATTER", raising=False)
     gpu = SimpleNamespace(sub_group_sizes=[32], device_type="gpu", name="gpu")
+    assert (_radix._scatter_kind(gpu), _radix._scatter_kind(gpu, True)) == ("onesweep",) * 2
+    assert _radix._pass_kind(gpu, 1 << 30) == "ballot"  # past onesweep's 30-bit counts
+    monkeypatch.setattr(_radix, "ONESWEEP_KEYS_ONLY", False)  # KAPI_SORT_ONESWEEP_KEYS=0
     assert (_radix._scatter_kind(gpu), _radix._scatter_kind(gpu, True)) == ("ballot", "onesweep")
     assert _radix._pass_kind(gpu, 1 << 30, True) == "ballot"
     wide = SimpleNamespace(sub_group_sizes=[64], device_type="gpu", name="wide")
@@ -617,3 +698,14 @@ def test_cpu_msd_then_buckets(dev, monkeypatch, dtype, vary_bytes):
     used.clear()
     np.testing.assert_array_equal(kapi.argsort(skew).asnumpy(), np.argsort(sk, kind="stable"))
     assert used == [None]  # unbalanced: the LSD passes
+
+
+@pytest.mark.parametrize("value", ["24", "12", "3", "x"])
+def test_keys_per_item_refuses_untried_values(monkeypatch, value):
+    """KAPI_SORT_KEYS_PER_ITEM takes 2, 4, 8 or 16 (the sizes run on GPUs); any other value,
+    24 among them (it lost the device on an H200), is a ValueError naming the choices."""
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setenv("KAPI_SORT_KEYS_PER_ITEM", value)
+    with pytest.raises(ValueError, match="must be one of 2, 4, 8, 16"):
+        _radix._rank_items()

@@ -3,6 +3,7 @@
 import math
 import re
 
+import numpy as np
 import pytest
 
 import pyfront
@@ -268,3 +269,20 @@ def test_row_views_index_the_underlying_array():
     assert find(t, r"= dim i64 %train 1$") and find(t, r"= stride i64 %train 1$")
     assert find(t, r"= aload f32 %train %0 %\d+$")
     assert find(t, r"^astore %train %\d+ %0 %\d+$")
+
+
+def test_exact_casts_and_min_max_keep_a_known_sign():
+    # a uint32 widened to int64, and min/max of values known >= 0, index without wraparound;
+    # a uint64 cast to int64 (same width), a signed load and min with n - 1 still wrap
+    def k(item, a, u, s, n):
+        i = item.get_id(0)
+        d = np.int64(u[i])  # uint32 -> int64: exact
+        a[d] = 1
+        a[min(i + 32, d)] = 2
+        a[max(i, 3)] = 3
+        a[np.int64(np.uint64(u[i]))] = 4  # uint64 -> int64 may be negative
+        a[np.int64(s[i])] = 5  # an int32 load may be negative
+        a[min(i, n - 1)] = 6  # n - 1 may be negative
+
+    t = kir(k, ["array(f32,1,C,global)", "array(u32,1,C,global)", "array(i32,1,C,global)", "i64"])
+    assert len(find(t, r"= wrapidx i64 %a 0 ")) == 3
