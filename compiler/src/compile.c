@@ -98,6 +98,12 @@ static kc_status_t run_llvm(void *arg) {
   LLVMModuleRef mod = NULL;
   kc_status_t st = lower_and_check(ctx, j, &mod);
   if (st == KC_OK) st = kc_optimise(mod, j->opt_level, j->err);
+  if (st == KC_OK && j->opt_level > 1 && kc_has_wide_vectors(mod)) { /* rare: see optimise.c */
+    LLVMDisposeModule(mod);
+    mod = NULL;
+    st = lower_and_check(ctx, j, &mod);
+    if (st == KC_OK) st = kc_optimise(mod, 1, j->err);
+  }
   if (st == KC_OK) st = kc_spirv_prepare(mod, j->err);
   if (st == KC_OK) {
     char *ir = LLVMPrintModuleToString(mod);

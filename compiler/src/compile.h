@@ -13,6 +13,8 @@ void kc_set_error(char **err, const char *fmt, ...) __attribute__((format(printf
 
 /* optimise.c: runs the default pipeline of the level (0..3). */
 kc_status_t kc_optimise(LLVMModuleRef mod, int level, char **err);
+/* Whether a value of the module has a vector type SPIR-V lacks (more than 16 lanes). */
+int kc_has_wide_vectors(LLVMModuleRef mod);
 
 /* spirv_prepare.c: makes optimised IR safe for the translator (which exits on IR it cannot
  * express): drops freeze, expands overflow intrinsics, rejects other unknown intrinsics. */

@@ -50,3 +50,24 @@ kc_status_t kc_optimise(LLVMModuleRef mod, int level, char **err) {
   LLVMDisposeErrorMessage(msg);
   return KC_ERR_LLVM;
 }
+
+/* SPIR-V has vectors of 2, 3, 4, 8 and 16 lanes; without a target machine LLVM 15's O2 and O3
+ * pipelines vectorise to any width (turning the SLP and loop vectorisers off in the C API's
+ * options does not stop it): 32 independent max accumulators and a search's 32 compares
+ * or-ed together became <32 x float> and <32 x i1>, and the translator stopped with "Cannot
+ * translate source of bitcast instruction". The caller optimises such a module again at O1,
+ * which makes no vectors; the finalisers optimise for their targets afterwards anyway. */
+static int too_wide(LLVMTypeRef t) {
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind && LLVMGetVectorSize(t) > 16;
+}
+
+int kc_has_wide_vectors(LLVMModuleRef mod) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+        if (too_wide(LLVMTypeOf(i))) return 1;
+        for (int k = 0, n = LLVMGetNumOperands(i); k < n; k++)
+          if (too_wide(LLVMTypeOf(LLVMGetOperand(i, k)))) return 1;
+      }
+  return 0;
+}
