@@ -15,6 +15,16 @@ export PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=passive
 # by the first process and read by the rest (the suite's subprocesses, bench/cold_start.py).
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/kapi-pycache}
+# `step NAME command...` runs one step between "== NAME" and "== exit N" lines; ONLY="name ..."
+# runs just the named steps (e.g. ONLY="group-reduce cpu-barrier").
+step() {
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $1 "* ]]; then return 0; fi
+  echo "== $1"
+  shift
+  "$@"
+  echo "== exit $?"
+}
+export PATH=/usr/local/cuda/bin:$PATH
 device_wheels() {
   [ $# -gt 0 ] || return 0
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$@" || return 1

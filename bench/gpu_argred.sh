@@ -15,14 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
-export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi -L
-step() {
-  echo "== $1"
-  shift
-  "$@"
-  echo "== exit $?"
-}
 
 step "H200: argred variants beside CuPy" timeout 120 python3 bench/argred.py --device gpu \
   --log2n "${LOG2N_GPU:-27}" 2>&1 | tee "$OUT/argred_gpu.log"

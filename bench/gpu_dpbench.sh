@@ -8,7 +8,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
 device_wheels .whl/*.whl
-export PATH=/usr/local/cuda/bin:$PATH
 KAPI_DRIVERS=cuda timeout "${T:-270}" python3 -m pytest -q -p no:cacheprovider -rfE --tb=short \
   tests/kernel/test_ndim_arrays.py tests/dpjit/test_dpjit_arraytyped.py \
   tests/dpjit/test_dpjit_arrayexpr.py tests/numeric/test_histogram.py \

@@ -19,14 +19,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
-export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi -L
-step() {
-  echo "== $1"
-  shift
-  "$@"
-  echo "== exit $?"
-}
 
 step "fastmath.py (normals: accurate / afn / fast; math kernel)" timeout 60 \
   python3 bench/fastmath.py --device gpu 2>&1 | tee "$OUT/fastmath.log"

@@ -17,14 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
 mkdir -p /tmp/kapi-bin
-export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi -L
-step() {
-  echo "== $1"
-  shift
-  "$@"
-  echo "== exit $?"
-}
 
 # 1. reduce and random against CuPy (cumsum comes along: primitives.py's fixed order), then
 # kapi.reduce's old path alone, then the random kernels' shapes (SINCOS off: the old normals).

@@ -16,11 +16,6 @@ cd "$(dirname "$0")/.."
 . bench/device_env.sh
 nvidia-smi -L
 python3 -m kapi 2>&1 | tee "$OUT/devices.txt"
-# ONLY="name ..." runs just the named steps (e.g. ONLY="group-reduce cpu-barrier").
-step() {
-  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $1 "* ]]; then return 0; fi
-  echo "== $1"; shift; "$@"; echo "== exit $?"
-}
 # `bash bench/gpu_run.sh tests` runs only the tests, `... bench` only the benchmarks (each call
 # of the device tool has 10 minutes), `... fuzz` only the long fuzz run; no argument: tests and
 # benchmarks.

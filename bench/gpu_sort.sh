@@ -19,7 +19,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
-export PATH=$PATH:/usr/local/cuda/bin
 command -v nvidia-smi >/dev/null && nvidia-smi -L
 V=${VARIANTS:-cupy,default::0+LEAN=0+V32=0+ONESWEEP_KEYS=0,default,default+ONESWEEP_KEYS=0,onesweep::0,default::0+LEAN=0+V32=0+ONESWEEP_KEYS=0,default,default+ONESWEEP_KEYS=0}
 echo "== sort variants: $V"

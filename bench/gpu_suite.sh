@@ -15,7 +15,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
 device_wheels .whl/*.whl
-export PATH=/usr/local/cuda/bin:$PATH
 # The host finaliser's math and half tests for every x86-64 target the JIT may pick, on this
 # host's CPU (carry build/compiler/tests/host's binaries and fixtures as .carry/hosttest; the
 # test finds its fixtures under the build folder's absolute path, linked here).

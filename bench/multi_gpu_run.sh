@@ -21,10 +21,6 @@ python3 -m pip install -q --no-index --no-deps --no-compile --prefix /tmp/mpi .w
 SITE=$(echo /tmp/mpi/lib/python3*/site-packages)
 export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/tmp/mpi/lib PATH=/tmp/mpi/bin:$PATH
 export PYTHONPATH=$PYTHONPATH:$SITE
-step() {
-  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $1 "* ]]; then return 0; fi
-  echo "== $1"; shift; "$@"; echo "== exit $?"
-}
 nvidia-smi -L
 nvidia-smi topo -m 2>&1 | head -8
 python3 -m kapi 2>&1 | tee "$OUT/devices.txt"
