@@ -728,6 +728,8 @@ _NARROW = (
      "        q = np.int32(ds[d] + wh[wb + d] + (pk & 0xFFFF)) & np.int32(0x3FFFFFFF)\n"),
     ("        dst = (run[d] + q) & 0x7FFFFFFFFFFFFFFF\n",
      "        dst = np.uint32(run[d] + np.uint32(q))\n"),
+    ("    rem = cnt - pw  #", "    rem = np.int32(cnt - pw)  #"),
+    ("    rl = cnt - lid  #", "    rl = np.int32(cnt - lid)  #"),
     ("        d = np.int64((kk >> sm) & MASK) & 255\n",
      "        d = np.uint32((kk >> sm) & MASK)\n"),
 )  # fmt: skip
