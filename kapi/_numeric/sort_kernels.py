@@ -718,9 +718,12 @@ def _scatter_serial(item, k, v, k2, v2, offs, n, B, T, shift, MASK):
 # Narrow indices in the onesweep pass (KAPI_SORT_NARROW, read at import): the pass runs only
 # below _OS_MAX_N (2^30) keys, so every place it computes (a key's place in the input, in the
 # tile and in the output) fits 30 bits. Numba's typing makes their sums 64-bit, and the 64-bit
-# adds and shifts became two SASS instructions each; cast to int32 and masked to 30 bits (a
-# mask that keeps the value, so known >= 0: no wraparound), LLVM adds in 32 bits and widens
-# once at the address.
+# adds and shifts became two SASS instructions each. Cast to uint32 (the load's and the
+# output's places; `run` is then uint32, places modulo 2^32, exact once the key's place in
+# the tile is added) or to int32 and masked (the tile's place), all known >= 0 (no
+# wraparound), LLVM adds in 32 bits and widens once at the address (mul.wide.u32). A mask on
+# a 64-bit sum is not enough: LLVM keeps the sum 64-bit. The bounds each batch is checked
+# against (rem, rl) are int32 too.
 _NARROW = (
     ("        ql = min(cw + j * S, nlast)\n",
      "        ql = min(np.uint32(cw + j * S), np.uint32(nlast))\n"),
