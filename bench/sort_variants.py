@@ -16,7 +16,8 @@ and a seventh, MATCH (KAPI_SORT_MATCH: how the ranking of both kinds finds a key
 in its batch, "ballot" or "atomic"), e.g. ballot:16:::::atomic. Any variant may end in
 +NAME=VALUE parts, each setting KAPI_SORT_NAME (e.g. default+LEAN=0: the kernels without the
 lean indices and loads, kapi/_numeric/sort_kernels.py's SORT_LEAN; +V32=0: argsort's onesweep
-passes with int64 values throughout, sort_radix.py's SORT_V32).
+passes with int64 values throughout, sort_radix.py's SORT_V32; +NARROW=0: the onesweep pass's
+places in 64 bits, SORT_NARROW; +ARGSORT_IN_PLACE=0: argsort copies unsigned keys first).
 "cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
 exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
 synccheck and racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed
@@ -99,7 +100,9 @@ def worker(args):
     out["lookback"] = f"{lb[0]} {lb[1]}".strip()
     out["match"] = _sort_kernels._rank_match() if ranked else ""
     out["lean"] = int(_sort_kernels.SORT_LEAN)
-    out["v32"] = int(_radix.SORT_V32)
+    # argsort's int32 values, the onesweep pass's narrow places, argsort reading keys in place
+    out["v32"] = f"{int(_radix.SORT_V32)} {int(_sort_kernels.SORT_NARROW)} "
+    out["v32"] += str(int(_radix.ARGSORT_IN_PLACE))
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()
@@ -111,6 +114,8 @@ def worker(args):
     got = kapi.argsort(k[:nh]).asnumpy()
     if not np.array_equal(got, np.argsort(h[:nh], kind="stable")):
         bad.append("argsort differs from np.argsort(kind='stable')")
+    if not np.array_equal(k[:nh].asnumpy(), h[:nh]):
+        bad.append("argsort changed its input")
     out["check"] = "; ".join(bad) or "ok"
     if not args.check_only:
         sync = dev.default_queue.wait
@@ -140,6 +145,8 @@ def _env(variant):
         "LEAN",
         "V32",
         "ONESWEEP_KEYS",
+        "NARROW",
+        "ARGSORT_IN_PLACE",
     )
     for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)
@@ -256,8 +263,9 @@ def main():
     trim = f" - {TRIM}" if TRIM else ""
     print(f"\nsort of 2^{args.log2n}{trim} uint32 ({what}), ms per call; x cupy = "
           "cupy.sort / kapi.sort, x cupy.argsort likewise (target >= 0.8)")  # fmt: skip
-    print("| variant | scatter | keys/item | max regs | prefetch | look-back | match | lean | v32 "
-          "| sort ms | x cupy | argsort ms | x cupy.argsort | check | exit |")  # fmt: skip
+    print("| variant | scatter | keys/item | max regs | prefetch | look-back | match | lean "
+          "| v32 narrow in-place | sort ms | x cupy | argsort ms | x cupy.argsort "
+          "| check | exit |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         s, a = r.get("sort_ms"), r.get("argsort_ms")

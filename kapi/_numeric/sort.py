@@ -14,7 +14,16 @@ from .._memory.array import Array
 from . import primitives as P
 from .scan import scan
 from .sort_kernels import _KEYS_OUT_SRC
-from .sort_radix import _as_dtype, _kernel, _key_consts, _keys, _mode, _radix_passes, _uint_of
+from .sort_radix import (
+    _as_dtype,
+    _kernel,
+    _key_consts,
+    _keys,
+    _keys_in_place,
+    _mode,
+    _radix_passes,
+    _uint_of,
+)
 
 
 def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=False):
@@ -26,7 +35,7 @@ def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=Fal
     if dt == np.bool_:
         x = _as_dtype(x, np.dtype(np.uint8))
     k, v, vary, hist = _keys(x, want_indices, descending, want_indices and dt.kind == "f")
-    in_place = not want_indices and _mode(dt) == 0 and not descending  # k is x's memory
+    in_place = _keys_in_place(x, want_indices, descending)  # k is x's memory
     k, v = _radix_passes(
         k, v, vary, dt.itemsize * 8, keep_input=in_place, hist=hist, fresh=want_indices
     )
@@ -83,7 +92,8 @@ def _sort_rows(x2: Array, want_values: bool, descending: bool) -> Array:
     if dt == np.bool_:
         flat = _as_dtype(flat, np.dtype(np.uint8))
     k, v, vary, hist = _keys(flat, True, descending, dt.kind == "f")
-    k, v = _radix_passes(k, v, vary, dt.itemsize * 8, hist=hist, fresh=True)
+    in_place = _keys_in_place(flat, True, descending)  # k is flat's memory
+    k, v = _radix_passes(k, v, vary, dt.itemsize * 8, keep_input=in_place, hist=hist, fresh=True)
     rk = Array._allocate((flat.size,), np.dtype(np.uint64), flat.sycl_queue, flat.usm_type)
     call_kernel(_kernel(_ROWKEY_SRC, "_rowkey"), Range(flat.size), v, rk, np.int64(m))
     rk, v = _radix_passes(rk, v, (1 << (rows - 1).bit_length()) - 1, 64)

@@ -713,3 +713,45 @@ def _scatter_serial(item, k, v, k2, v2, offs, n, B, T, shift, MASK):
         VCOPY
         i += 1
 """
+
+
+# Narrow indices in the onesweep pass (KAPI_SORT_NARROW, read at import): the pass runs only
+# below _OS_MAX_N (2^30) keys, so every place it computes (a key's place in the input, in the
+# tile and in the output) fits 30 bits. Numba's typing makes their sums 64-bit, and the 64-bit
+# adds and shifts became two SASS instructions each. Cast to uint32 (the load's and the
+# output's places; `run` is then uint32, places modulo 2^32, exact once the key's place in
+# the tile is added) or to int32 and masked (the tile's place), all known >= 0 (no
+# wraparound), LLVM adds in 32 bits and widens once at the address (mul.wide.u32). A mask on
+# a 64-bit sum is not enough: LLVM keeps the sum 64-bit. The bounds each batch is checked
+# against (rem, rl) are int32 too.
+_NARROW = (
+    ("        ql = min(cw + j * S, nlast)\n",
+     "        ql = min(np.uint32(cw + j * S), np.uint32(nlast))\n"),
+    ("        q = (ds[d] + wh[wb + d] + (pk & 0xFFFF)) & 0x7FFFFFFF\n",
+     "        q = np.int32(ds[d] + wh[wb + d] + (pk & 0xFFFF)) & np.int32(0x3FFFFFFF)\n"),
+    ("        dst = (run[d] + q) & 0x7FFFFFFFFFFFFFFF\n",
+     "        dst = np.uint32(run[d] + np.uint32(q))\n"),
+    ("    rem = cnt - pw  #", "    rem = np.int32(cnt - pw)  #"),
+    ("    rl = cnt - lid  #", "    rl = np.int32(cnt - lid)  #"),
+    ("        d = np.int64((kk >> sm) & MASK) & 255\n",
+     "        d = np.uint32((kk >> sm) & MASK)\n"),
+)  # fmt: skip
+SORT_NARROW = os.environ.get("KAPI_SORT_NARROW", "1") != "0"
+
+
+def _narrow(src: str) -> str:
+    """The onesweep pass's source (loads placed in) with narrow indices when SORT_NARROW and
+    the lean kernels are on."""
+    if not _narrowed():
+        return src
+    for old, new in _NARROW:
+        if old not in src:
+            raise AssertionError(f"_narrow: the onesweep source lacks {old.strip()!r}")
+        src = src.replace(old, new)
+    return src
+
+
+def _narrowed() -> bool:
+    """Whether the onesweep pass has narrow indices (its run table then uint32: output places
+    modulo 2^32, exact once a key's place in the tile is added)."""
+    return SORT_NARROW and _lean()

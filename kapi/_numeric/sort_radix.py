@@ -75,6 +75,8 @@ from .sort_kernels import (
     _SPLIT_SUBGROUP,
     _dedent4,
     _lean,
+    _narrow,
+    _narrowed,
     _onesweep_src,
     _rank_loads,
     _rank_match,
@@ -515,11 +517,11 @@ def _rank_fields(kdt, withv, items, sgs, wg, one_size):
     )
 
 
-def _rank_locals(K, kdt, withv, items, wg, W, vdt=np.int64):
+def _rank_locals(K, kdt, withv, items, wg, W, vdt=np.int64, rdt=np.int64):
     """The ranking's local memory (a chunk, or a onesweep tile, is wg * items keys; values
-    of dtype vdt)."""
+    of dtype vdt; run of dtype rdt)."""
     return [
-        K.LocalAccessor(RADIX, np.int64),  # run: where the chunk's digits go in the output
+        K.LocalAccessor(RADIX, rdt),  # run: where the chunk's digits go in the output
         K.LocalAccessor(RADIX * W, np.int32),  # wh: counts, then offsets, per sub-group
         K.LocalAccessor(wg * items, kdt),  # kl: the chunk sorted by digit
         K.LocalAccessor(wg * items if withv else 1, vdt),  # vl
@@ -547,7 +549,7 @@ def _onesweep_kernel_for(
     sgs, wg, W, one_size = _rank_shape(sub_group_sizes)
     src = _onesweep_src()
     load = _rank_loads(_lean())[0]
-    src = src.replace("LOADKEYS\n", _dedent4(load).strip("\n") + "\n")
+    src = _narrow(src.replace("LOADKEYS\n", _dedent4(load).strip("\n") + "\n"))
     maxreg = _rank_max_registers(True)
     fields = _rank_fields(kdt, withv, items, sgs, wg, one_size)
     if withv and v32:
@@ -563,7 +565,8 @@ def _onesweep_kernel_for(
         AGG=str(_OS_AGG),
         **fields,
     )
-    lm = _rank_locals(K, kdt, withv, items, wg, W, np.int32 if v32 else np.int64)
+    vdt = np.int32 if v32 else np.int64
+    lm = _rank_locals(K, kdt, withv, items, wg, W, vdt, np.uint32 if _narrowed() else np.int64)
     lm.append(K.LocalAccessor(1, np.int64))  # tl: the tile number
     return kern, lm, wg
 
@@ -792,13 +795,30 @@ def _msd_sort(k, v, k2, v2, shifts, withv, keep_input):
     return a, (va if withv else None)
 
 
+# Argsort of unsigned keys, ascending (KAPI_SORT_ARGSORT_IN_PLACE, read at import; on by
+# default): as sort's, the keys are x's own memory, which the passes leave alone
+# (keep_input), so `_keys` only counts them (and writes the indices, unless the first pass
+# makes them): 4 bytes per key less written. Not on kapi's CPU device, whose serial kind
+# reads the keys' varying bits from a copy.
+ARGSORT_IN_PLACE = os.environ.get("KAPI_SORT_ARGSORT_IN_PLACE", "1") != "0"
+
+
+def _keys_in_place(x: Array, withv: bool, descending: bool) -> bool:
+    """Whether the sort of x (1-D, contiguous) takes x's own memory as its keys."""
+    if _mode(x.dtype) != 0 or descending:
+        return False
+    if not withv:
+        return True
+    return ARGSORT_IN_PLACE and _pass_kind(x.device, x.size, True) != "serial"
+
+
 def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     """The order-preserving unsigned keys of x (1-D, contiguous) and, with withv, the
     indices 0..n-1; a function giving the bits in which the keys differ (it waits for the
     device: called once the passes are set up); with the "onesweep" kind, the keys' digit
     counts at every byte position (`_digit_hist`'s table), else None. Unsigned keys sorted
-    ascending without indices are x's own memory (no copy; _radix_passes(keep_input=True)
-    leaves it alone)."""
+    ascending are x's own memory where _keys_in_place says so (no copy;
+    _radix_passes(keep_input=True) leaves it alone)."""
     from kapi_lang import kernel_api as K
 
     from .._kernel.launch import compiled_call_kernel as call_kernel
@@ -808,7 +828,7 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     dt = x.dtype
     udt = _uint_of(dt)
     q, ut = x.sycl_queue, x.usm_type
-    write = withv or _mode(dt) != 0 or descending
+    write = not _keys_in_place(x, withv, descending)
     k = Array._allocate((n,), udt, q, ut) if write else _as_dtype(x, udt)
     v = Array._allocate((n if withv else 1,), np.dtype(np.int64), q, ut)
     vo = Array._allocate((2,), np.dtype(np.uint64), q, ut)

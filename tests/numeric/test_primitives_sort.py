@@ -138,6 +138,30 @@ def test_unsigned_sort_leaves_its_input_alone(dev, dtype, hi):
     _eq(a, h)
 
 
+@pytest.mark.parametrize("kind", ["onesweep", "ballot", "group"])
+@pytest.mark.parametrize("in_place", [True, False])
+def test_unsigned_argsort_leaves_its_input_alone(dev, monkeypatch, kind, in_place):
+    """ARGSORT_IN_PLACE: an ascending argsort of unsigned keys by the parallel kinds reads
+    the input's own memory as its keys (no key copy): 1-D and by rows, with 1 to 4 passes,
+    the input stays as it was and the indices are np.argsort's (stable)."""
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", kind)
+    monkeypatch.setattr(_radix, "ARGSORT_IN_PLACE", in_place)
+    h1 = _keys("uint32", 5000, seed=21)
+    a = kapi.asarray(h1, device=dev)
+    assert _radix._keys_in_place(a, True, False) == in_place
+    assert not _radix._keys_in_place(a, True, True)  # descending: keys are written
+    for h in (h1, h1 >> np.uint32(24), h1 & np.uint32(0xFF00FF)):
+        a = kapi.asarray(h, device=dev)
+        _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+        _eq(a, h)
+    h2 = h1[:4800].reshape(60, 80)
+    a2 = kapi.asarray(h2, device=dev)
+    _eq(kapi.argsort(a2, axis=-1), np.argsort(h2, axis=-1, kind="stable"))
+    _eq(a2, h2)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "int64", "uint8"])
 @pytest.mark.parametrize("axis", [-1, 0, None])
 def test_sort_2d_axes(dev, dtype, axis):
@@ -449,6 +473,37 @@ def test_lean_sort_kernels_index_without_wraparound_per_key(monkeypatch, kind):
     assert wraps(4) == wraps(8)
     monkeypatch.setattr(_sort_kernels, "SORT_LEAN", False)
     assert wraps(8) >= wraps(4) + 3 * 4  # 3 per key: placed (2) and written (1)
+
+
+def test_onesweep_narrow_indices_add_in_32_bits(monkeypatch):
+    """SORT_NARROW: the onesweep pass (n < 2^30) computes a key's place in the input, in the
+    tile and in the output in 32 bits, widened once at the address (mul.wide.u32); with
+    SORT_NARROW off each is 64-bit adds and shifts: 8 or more 64-bit instructions per key."""
+    import re
+
+    from nvptx_util import ptx_of
+
+    from kapi._kernel.types import local_kir
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    g, i32, i64 = "array(u32,1,C,global)", "array(i32,1,C,global)", "array(i64,1,C,global)"
+
+    def wide(items):
+        kern, lm, _ = _radix._onesweep_kernel_for(np.dtype(np.uint32), True, items, (32,), True)
+        at = (g, i32, g, i32, g, i32, i64, "i64", "i64", "i64", "i64", "u32", "u32")
+        ptx = ptx_of(kern.compile(at + tuple(local_kir(a.dtype, a.shape) for a in lm),
+                                  ("nditem", 1)).spirv)  # fmt: skip
+        ops = re.findall(r"^\s*((?:add|sub|shl|shr|and|or|min|max)\.[su]?[b]?64)\b", ptx, re.M)
+        return len(ops), ptx.count("mul.wide.u32")
+
+    (w4, m4), (w8, m8) = wide(4), wide(8)
+    # per key: loaded, placed in the tile (key and value), written (key and value)
+    assert m8 - m4 >= 4 * 4
+    monkeypatch.setattr(_sort_kernels, "SORT_NARROW", False)
+    (o4, n4), (o8, n8) = wide(4), wide(8)
+    assert n8 == n4  # 64-bit places: no widening multiply per key
+    assert o8 - o4 >= w8 - w4 + 4 * 8  # at least 8 more 64-bit instructions per key
 
 
 @pytest.mark.parametrize("withv,iota", [(False, False), (True, False), (True, True)])
