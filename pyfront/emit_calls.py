@@ -504,15 +504,23 @@ class CallEmitter(UfuncEmitter):
         fill = b["fill_zeros"]
         fill = False if isinstance(fill, V.Static) else self.const_value(fill, "fill_zeros")
         ty = sig.return_type
-        kty = f"array({self.kty(ty.dtype)},{len(shape)},C,private)"
+        # a complex array is two arrays of its part type (emit_complex.py): `ref`, `ref.im`
+        cplx = isinstance(ty.dtype, types.Complex)
+        ekty = self.kty(ty.dtype.underlying_float if cplx else ty.dtype)
+        kty = f"array({ekty},{len(shape)},C,private)"
         dims = " ".join(str(s) for s in shape)
         # The storage is allocated once, in the entry block; an array created further on
         # (in a loop, say) is zeroed where it is created, as numba-dpex's alloca+memset is.
         in_entry = self.label == self.entry_label
         fill_kw = "zero" if fill and in_entry else "undef"
         ref = self.b.hoist(f"private_array {kty} {fill_kw} {dims}", self.line)
+        refs = [ref]
+        if cplx:
+            self.b._hoisted.append(f"{ref}.im = private_array {kty} {fill_kw} {dims} #{self.line}")
+            refs.append(f"{ref}.im")
         if fill and not in_entry:
-            self.zero_fill(ref, shape, self.kty(ty.dtype))
+            for r in refs:
+                self.zero_fill(r, shape, ekty)
         return V.Array(ref, ty)
 
     def zero_fill(self, ref, shape, kty):

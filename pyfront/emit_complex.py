@@ -124,7 +124,9 @@ class ComplexEmitter:
         """KIR parameters for a complex scalar or array parameter, and its value."""
         if isinstance(ty, types.Array):
             ft = ty.dtype.underlying_float
-            arr = f"array({kir_scalar(ft)},{ty.ndim},A,{ty.addrspace})"
+            # interleaved parts (strided: A), but a private array's parts are two C arrays
+            layout = "C" if ty.addrspace == "private" and ty.layout == "C" else "A"
+            arr = f"array({kir_scalar(ft)},{ty.ndim},{layout},{ty.addrspace})"
             return [(name, arr), (f"{name}.im", arr)], V.Array("%" + name, ty)
         ft = ty.underlying_float
         params = [(f"{name}.re", kir_scalar(ft)), (f"{name}.im", kir_scalar(ft))]
@@ -296,7 +298,7 @@ class ComplexEmitter:
             return self.to_complex(args[0], cty)
         if (pyf is bool or pyf is operator.truth) and len(args) == 1:
             return self.complex_truth(self.to_complex(args[0], types.unliteral(sig.args[0])))
-        if pyf is pow and len(args) == 2:
+        if (pyf is pow or pyf is np.power) and len(args) == 2:
             return self.complex_pow(args[0], args[1], ret, types.unliteral(sig.args[1]))
         if pyf is cmath.log:
             z = self.helper_complex("cx_log", args[0], ret)

@@ -376,7 +376,7 @@ class PrivateArrayCtor(nb.AbstractTemplate):
         if not 1 <= ndim <= 3:
             _fail("PrivateArray(shape, ...): 1 to 3 dimensions")
         dtype = dtype_of(b["dtype"])
-        if dtype not in SCALAR_DTYPES:
+        if dtype not in SCALAR_DTYPES and dtype not in (types.complex64, types.complex128):
             _fail(f"PrivateArray(shape, dtype): unsupported dtype {b['dtype']}")
         if "fill_zeros" in b and not isinstance(b["fill_zeros"], types.Boolean):
             _fail("PrivateArray(..., fill_zeros): fill_zeros must be a bool")

@@ -137,6 +137,7 @@ class _Typed:
         self.stores = stores  # name -> how many times the whole kernel body binds it
         self.outside = outside
         self.bound: dict[str, ast.expr] = {}
+        self.private: set[str] = set()  # the body's own arrays (_private_ndims)
         self.counter = itertools.count()
 
     def name(self, kind: str) -> str:
@@ -527,6 +528,16 @@ class _Typed:
         t = s.targets[0] if isinstance(s, ast.Assign) else s.target
         if isinstance(s, ast.Assign) and len(s.targets) != 1:
             return None
+        if isinstance(t, ast.Name) and t.id in self.ndims and t.id not in self.outside:
+            # `a op= e` of an array updates it in place, as NumPy; `x = f(x, ..)` of a
+            # private array (_private_ndims) is written in place too
+            if isinstance(s, ast.AugAssign) or (
+                t.id in self.private and _mentions_name(s.value, t.id)
+            ):
+                whole = [ast.Slice() for _ in range(self.ndims[t.id])]
+                index = whole[0] if len(whole) == 1 else ast.Tuple(whole, ast.Load())
+                return ast.Subscript(value=_nm(t.id), slice=index, ctx=ast.Store())
+            return None
         return t if isinstance(t, ast.Subscript) else None
 
     def assign(self, s) -> list[ast.stmt] | None:
@@ -538,6 +549,8 @@ class _Typed:
             return None
         name = target.value.id
         value = _substituted(s.value, self.bound)
+        if isinstance(s.targets[0] if isinstance(s, ast.Assign) else s.target, ast.Name):
+            value = _WholeReads(name, target.slice).visit(copy.deepcopy(value))
         pre: list[ast.stmt] = []
         value = self.scalars(value, pre)  # whole reductions: before the loops, as NumPy
         if not _reads_in_step(value, target, name):
@@ -717,8 +730,9 @@ def _substituted(expr, bound):
 
 def needs_ndims(body) -> bool:
     """Whether the body holds what this module may write as loops (a slice, `@`, a reduction,
-    a dot, a copy or a reshape): only such loops' kernels are generated per ndims."""
-    names = {*_REDUCTIONS, "dot", "copy", "reshape"}
+    a dot, a copy, a reshape or a private array): only such loops' kernels are generated per
+    ndims."""
+    names = {*_REDUCTIONS, "dot", "copy", "reshape", "PrivateArray"}
     for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
         if isinstance(n, ast.Slice) or (isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)):
             return True
@@ -734,9 +748,66 @@ def expand_with_ndims(body: list[ast.stmt], ndims: dict[str, int], outside=froze
     for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             stores[n.id] = stores.get(n.id, 0) + 1
-    new = _Typed(ndims, stores, set(outside)).block(copy.deepcopy(body))
+    private = _private_ndims(body, stores)
+    typed = _Typed({**private, **ndims}, stores, set(outside))
+    typed.private = set(private) - set(ndims)
+    new = typed.block(copy.deepcopy(body))
     for st in new:
         for child in ast.walk(st):
             if not hasattr(child, "lineno"):
                 ast.copy_location(child, body[0])
     return ast.fix_missing_locations(ast.Module(body=new, type_ignores=[])).body
+
+
+def _private_ndims(body, stores: dict[str, int]) -> dict[str, int]:
+    """name -> ndim of the body's private arrays (`x = np.zeros((n, m), ...)` in the prange
+    body, kernels.py's PrivateArray calls) that the body binds only to private arrays of
+    that ndim and in updates (`x op= e`, `x = f(x, ..)`, written in place): their names read
+    whole, as the free arrays'."""
+    updates: dict[str, int] = {}
+    allocs: dict[str, list[int]] = {}
+    for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+        t = n.target if isinstance(n, ast.AugAssign) else None
+        if isinstance(n, ast.Assign) and len(n.targets) == 1:
+            t = n.targets[0]
+        if not isinstance(t, ast.Name):
+            continue
+        v = n.value
+        if isinstance(n, ast.AugAssign) or _mentions_name(v, t.id):
+            updates[t.id] = updates.get(t.id, 0) + 1
+        elif (
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and v.func.attr == "PrivateArray"
+            and v.args
+        ):
+            shape = v.args[0]
+            nd = len(shape.elts) if isinstance(shape, ast.Tuple) else 1
+            allocs.setdefault(t.id, []).append(nd)
+    return {
+        name: nds[0]
+        for name, nds in allocs.items()
+        if len(set(nds)) == 1 and stores.get(name) == len(nds) + updates.get(name, 0)
+    }
+
+
+def _mentions_name(node, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+class _WholeReads(ast.NodeTransformer):
+    """A whole array's name read as its whole subscript (`x` -> `x[:, :]`), for an update of
+    that array written in place (_Typed._target)."""
+
+    def __init__(self, name: str, index):
+        self.name, self.index = name, index
+
+    def visit_Name(self, node):
+        if node.id != self.name or not isinstance(node.ctx, ast.Load):
+            return node
+        return ast.Subscript(value=node, slice=copy.deepcopy(self.index), ctx=ast.Load())
+
+    def visit_Attribute(self, node):
+        if node.attr in ("shape", "dtype", "ndim", "size"):
+            return node  # the array's own
+        return self.generic_visit(node)

@@ -54,9 +54,11 @@ from .asynchronous import _async_loops, _AsyncRules, _Calls, _scalar_names, _Sta
 from .kernels import (
     _API,
     _GOP,
+    _LINALG,
     _NP,
     _factory,
     _kernel_body,
+    _linalg_module,
     _located,
     _make_function,
     _name,
@@ -268,6 +270,7 @@ def _transform(fn):
     cells[_API] = types.CellType(_kernel_api())
     cells[_GOP] = types.CellType(_kernel_api().GroupOp)
     cells[_NP] = types.CellType(np)
+    cells[_LINALG] = types.CellType(_linalg_module())
     for _, nest in nests:
         _analyse(nest, host_assigned, host_loads, fixed, filename, resolver)
     rules = _AsyncRules(resolver, set())
@@ -280,7 +283,7 @@ def _transform(fn):
     kernels = []
     launches = []  # (launch function, loop dimensions): the host function calls them
     for k, (node, nest) in enumerate(nests):
-        nest.kbody = _kernel_body(nest, resolver)
+        nest.kbody = _kernel_body(nest, resolver, filename)
         nest.trip_vars = _trip_vars(nest, resolver)
         _shape_bounds(nest, resolver)
         kname, qualname = f"{fn.__name__}__prange{k}", f"{fn.__qualname__}.<prange{k}>"

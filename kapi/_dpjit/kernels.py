@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import itertools
 import textwrap
 import types
 
@@ -20,6 +21,24 @@ _ITEM = "__kapi_item"
 _API = "__kapi_api"
 _GOP = "__kapi_gop"
 _NP = "__kapi_np"
+_LINALG = "__kapi_linalg"
+
+
+def _linalg_module():
+    from . import linalg
+
+    return linalg
+
+
+def _linalg_kind(fn) -> str | None:
+    """ "inv" / "solve" for NumPy's and kapi's np.linalg.inv / solve, else None."""
+    from .._numeric.array_api import linear_algebra as _la
+
+    if fn is np.linalg.inv or fn is _la.inv:
+        return "inv"
+    if fn is np.linalg.solve or fn is _la.solve:
+        return "solve"
+    return None
 
 
 def _private_allocators() -> dict:
@@ -40,12 +59,135 @@ class _BodyRewriter(ast.NodeTransformer):
     (kept in the reduction variable's own name, in the accumulator's dtype); inner pranges
     become range."""
 
-    def __init__(self, red_stmts, resolver, lasts=()):
+    def __init__(self, red_stmts, resolver, lasts=(), free=(), body=(), filename=""):
         self.red_stmts = red_stmts
         self.resolver = resolver
         self.lasts = set(lasts)
         self.allocators = _private_allocators()
         self.shape_names: set[str] = set()  # names read by private arrays' shapes
+        self.free = set(free)
+        self.filename = filename
+        self.counter = 0
+        self.alloc_shapes = self._alloc_shapes(body)
+
+    def _alloc_shapes(self, body) -> dict:
+        """name -> the shape (a tuple expression) of the body's arrays allocated by
+        np.zeros / np.empty, where every binding of the name allocates that shape."""
+        shapes: dict = {}
+        for n in _walk_scope(body):
+            if not isinstance(n, ast.Assign | ast.AnnAssign):
+                continue  # `x op= e` updates x in place: its shape stays
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                for m in ast.walk(t):
+                    if isinstance(m, ast.Name) and not isinstance(m.ctx, ast.Load):
+                        shape = self._alloc_shape(n.value) if t is m else None
+                        old = shapes.get(m.id, shape)
+                        same = old is not None and shape is not None
+                        shapes[m.id] = shape if same and ast.dump(old) == ast.dump(shape) else None
+        return {k: v for k, v in shapes.items() if v is not None}
+
+    def _alloc_shape(self, value):
+        if not isinstance(value, ast.Call) or not (value.args or value.keywords):
+            return None
+        try:
+            fn, _ = self.resolver._value(value.func)
+            if self.allocators.get(fn) is None:
+                return None
+        except (LookupError, AttributeError, TypeError, ValueError):
+            return None
+        shape = (
+            value.args[0]
+            if value.args
+            else next((k.value for k in value.keywords if k.arg == "shape"), None)
+        )
+        if isinstance(shape, ast.Tuple):
+            return shape
+        return None if shape is None else ast.Tuple([shape], ast.Load())
+
+    def _matrix_shape(self, e, what: str, call):
+        """The shape of np.linalg's operand e as a tuple expression: of an array the body
+        allocates, or of a free array (its axes compiled in, _ShapeBounds)."""
+        if isinstance(e, ast.Name) and e.id in self.alloc_shapes:
+            return copy.deepcopy(self.alloc_shapes[e.id])
+        if isinstance(e, ast.Name) and e.id in self.free:
+            axes = (0, 1)  # a free right-hand side b is 2-d; a 1-d one the body allocates
+            return ast.Tuple(
+                [
+                    ast.Subscript(
+                        value=ast.Attribute(value=_name(e.id), attr="shape", ctx=ast.Load()),
+                        slice=ast.Constant(k),
+                        ctx=ast.Load(),
+                    )
+                    for k in axes
+                ],
+                ast.Load(),
+            )
+        from .analysis import _where
+
+        raise UnsupportedPrangeError(
+            f"{_where(self.filename, call)}: dpjit: np.linalg's operands in a prange body must be "
+            f"named arrays the body allocates (np.zeros / np.empty) or arrays from outside "
+            f"the loop; bind the expression to a name first"
+        )
+
+    def _linalg(self, node):
+        """`x = np.linalg.inv(a)` / `x = np.linalg.solve(a, b)`: x (and a work copy of a) as
+        private arrays of a's dtype, filled by linalg.py's device functions."""
+        call = node.value
+        kind = None
+        if (
+            isinstance(call, ast.Call)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and not call.keywords
+        ):
+            try:
+                fn, _ = self.resolver._value(call.func)
+                kind = _linalg_kind(fn)
+            except (LookupError, AttributeError, TypeError, ValueError):
+                kind = None
+        if kind is None or len(call.args) != (1 if kind == "inv" else 2):
+            return None
+        a = call.args[0]
+        ashape = self._matrix_shape(a, "a", call)
+        if kind == "inv":
+            xshape, func, args = copy.deepcopy(ashape), "inv_into", [a]
+        else:
+            b = call.args[1]
+            xshape = self._matrix_shape(b, "b", call)
+            func = "solve_into" if len(xshape.elts) == 2 else "solve_vec_into"
+            args = [a, b]
+        self.counter += 1
+        work = f"__kapi_law{self.counter}"
+        dtype = ast.Attribute(value=copy.deepcopy(a), attr="dtype", ctx=ast.Load())
+        private = ast.Attribute(value=_name(_API), attr="PrivateArray", ctx=ast.Load())
+        out = []
+        for target, shape in ((work, ashape), (node.targets[0].id, xshape)):
+            bases = {
+                id(n.value) for n in ast.walk(shape) if isinstance(n, ast.Attribute)
+            }  # `b.shape[k]`: compiled in through _ShapeBounds
+            for n in ast.walk(shape):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in bases:
+                    self.shape_names.add(n.id)
+            alloc = ast.Call(
+                func=private,
+                args=[shape, copy.deepcopy(dtype), ast.Constant(False)],
+                keywords=[],
+            )
+            out.append(ast.Assign(targets=[_name(target, ast.Store())], value=alloc))
+        fcall = ast.Call(
+            func=ast.Attribute(value=_name(_LINALG), attr=func, ctx=ast.Load()),
+            args=[*copy.deepcopy(args), _name(work), _name(node.targets[0].id)],
+            keywords=[],
+        )
+        out.append(ast.Expr(fcall))
+        for s in out:
+            ast.copy_location(s, node)
+            for n in ast.walk(s):
+                if "lineno" in n._attributes:
+                    ast.copy_location(n, node)
+        return out
 
     def visit_Call(self, node):
         node = self.generic_visit(node)
@@ -130,6 +272,9 @@ class _BodyRewriter(ast.NodeTransformer):
             return self._reduce(node)
         if self._is_last(node):
             return self._keep_type(node)
+        linalg = self._linalg(node)
+        if linalg is not None:
+            return linalg
         return self.generic_visit(node)
 
     def visit_For(self, node):
@@ -167,6 +312,8 @@ def _kernel_params(loop: _Loop, shape: str, fixed=(), dims=False) -> list[str]:
     free = [v for v in _free_names(loop, dims) if v not in fixed]
     if shape == "range":
         return [_ITEM, *free, *bounds]
+    if shape == "arrays":
+        return [_ITEM, *free, *[_rbuf(r) for r in loop.reductions], *bounds]
     return [
         _ITEM,
         *free,
@@ -181,14 +328,63 @@ def _kernel_params(loop: _Loop, shape: str, fixed=(), dims=False) -> list[str]:
     ]
 
 
-def _kernel_body(loop: _Loop, resolver: _Resolver) -> list[ast.stmt]:
+def _kernel_body(loop: _Loop, resolver: _Resolver, filename: str = "") -> list[ast.stmt]:
     """The prange body as kernel code (reductions update private accumulators, inner pranges
     become range, arrays allocated per iteration private arrays); each kernel shape takes a
     deep copy of it. Sets loop.shape_vars."""
-    rewriter = _BodyRewriter(loop.red_stmts, resolver, loop.lasts)
-    body = [rewriter.visit(s) for s in loop.body]
+    rewriter = _BodyRewriter(loop.red_stmts, resolver, loop.lasts, loop.free, loop.body, filename)
+    body = []
+    for s in loop.body:
+        new = rewriter.visit(s)  # a statement, or a list of them (np.linalg's calls)
+        body.extend(new if isinstance(new, list) else [new])
+    body = _split_joins(body, itertools.count())
     loop.shape_vars = rewriter.shape_names & set(loop.free)
     return body
+
+
+def _private_binds(stmts) -> set[str]:
+    """Names the statements (not nested blocks) bind to a new private array."""
+    out = set()
+    for st in stmts:
+        if (
+            isinstance(st, ast.Assign)
+            and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Name)
+            and isinstance(st.value, ast.Call)
+            and isinstance(st.value.func, ast.Attribute)
+            and st.value.func.attr == "PrivateArray"
+        ):
+            out.add(st.targets[0].id)
+    return out
+
+
+def _split_joins(block, counter) -> list[ast.stmt]:
+    """An `if` both of whose branches bind a name to a private array (`x = np.linalg.inv(a)`
+    / `x = np.linalg.solve(a, b)`, of different shapes) that the statements after it read:
+    those statements move into each branch, where the name is renamed per branch, since one
+    kernel variable cannot refer to either array."""
+    out: list[ast.stmt] = []
+    for pos, st in enumerate(block):
+        for field in ("body", "orelse"):
+            if isinstance(st, ast.For | ast.While | ast.If | ast.With) and hasattr(st, field):
+                setattr(st, field, _split_joins(getattr(st, field), counter))
+        if isinstance(st, ast.If) and st.orelse:
+            tail = block[pos + 1 :]
+            both = _private_binds(st.body) & _private_binds(st.orelse)
+            read = {n.id for t in tail for n in ast.walk(t) if isinstance(n, ast.Name)}
+            names = sorted(both & read)
+            if names and not any(
+                isinstance(n, ast.Break | ast.Return) for t in tail for n in ast.walk(t)
+            ):
+                for field in ("body", "orelse"):
+                    k = next(counter)
+                    ren = _Renamer({n: f"{n}__kapi_b{k}" for n in names})
+                    new = [ren.visit(x) for x in [*getattr(st, field), *copy.deepcopy(tail)]]
+                    setattr(st, field, _split_joins(new, counter))
+                out.append(st)
+                return out
+        out.append(st)
+    return out
 
 
 # Trip counts as constants: a free variable the body reads only in range() bounds (`dims` in
@@ -225,12 +421,30 @@ class _ShapeBounds(ast.NodeTransformer):
     def __init__(self, free):
         self.free = set(free)
         self.dims: dict[tuple[str, int], str] = {}
+        self.shaped: set[str] = set()  # dims read by private arrays' shapes
 
     def visit_For(self, node):
         node = self.generic_visit(node)
         it = node.iter
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
             it.args = [self._bound(a) for a in it.args]
+        return node
+
+    def visit_Call(self, node):
+        """A private array's shape (_BodyRewriter: np.linalg's results): its axes too."""
+        node = self.generic_visit(node)
+        f = node.func
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr == "PrivateArray"
+            and isinstance(f.value, ast.Name)
+            and f.value.id == _API
+            and node.args
+            and isinstance(node.args[0], ast.Tuple)
+        ):
+            before = set(self.dims.values())
+            node.args[0].elts = [self._bound(e) for e in node.args[0].elts]
+            self.shaped |= set(self.dims.values()) - before
         return node
 
     def _bound(self, e):
@@ -268,6 +482,7 @@ def _shape_bounds(loop: _Loop, resolver: _Resolver) -> None:
     if t.dims:
         loop.dims = [(name, a, k) for (a, k), name in t.dims.items()]
         loop.kbody_dims = body
+        loop.shape_vars = loop.shape_vars | t.shaped  # compiled in: a private array's size
 
 
 def _dim_values(loop: _Loop, args):
@@ -316,7 +531,12 @@ def _kernel_def(
 ) -> ast.FunctionDef:
     """ndims: ((name, ndim), ...) of the free variables (0: not an array) where the body's
     array statements need them (arraytyped.py)."""
-    build = {"range": _range_stmts, "tree": _tree_stmts, "blocks": _block_stmts}[shape]
+    build = {
+        "range": _range_stmts,
+        "arrays": _array_red_stmts,
+        "tree": _tree_stmts,
+        "blocks": _block_stmts,
+    }[shape]
     first = loop.loops[0]
     args = ast.arguments(
         posonlyargs=[],
@@ -326,6 +546,8 @@ def _kernel_def(
         defaults=[],
     )
     body = copy.deepcopy(loop.kbody_dims if dims else loop.kbody)
+    if shape == "arrays":
+        body = [_ArrayReductions(loop.reductions).visit(s) for s in body]
     if ndims:
         body = expand_with_ndims(body, dict(ndims), set(loop.lasts) | set(loop.reductions))
     stmts = build(loop, body, form)
@@ -363,6 +585,51 @@ def _range_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
         )
         body = [ast.copy_location(once, loop.body[0])]
     return prologue + body
+
+
+def _rbuf(name: str) -> str:
+    return f"__kapi_rbuf_{name}"
+
+
+class _ArrayReductions(ast.NodeTransformer):
+    """Reductions into arrays (the "arrays" kernel): `P = type(P op value)` (_BodyRewriter's
+    form of `P op= value`) becomes `buf[lin] op= value`, the iteration's own row of the
+    launch's [iterations, *P.shape] buffer (at the operator's identity), which the host then
+    reduces along its first axis into P (launching.py)."""
+
+    def __init__(self, names):
+        self.names = set(names)
+
+    def visit_Assign(self, node):
+        t, v = node.targets[0], node.value
+        if not (
+            len(node.targets) == 1
+            and isinstance(t, ast.Name)
+            and t.id in self.names
+            and isinstance(v, ast.Call)
+            and len(v.args) == 1
+        ):
+            return self.generic_visit(node)
+        inner = v.args[0]
+        if not (isinstance(inner, ast.BinOp) and isinstance(inner.left, ast.Name)):
+            raise UnsupportedPrangeError(
+                f"line {node.lineno}: dpjit: a reduction into the array `{t.id}` must be "
+                f"`{t.id} op= value` (+=, -=, *=, /=)"
+            )
+        row = ast.Subscript(value=_name(_rbuf(t.id)), slice=_name("__kapi_lin"), ctx=ast.Store())
+        new = ast.AugAssign(target=row, op=inner.op, value=inner.right)
+        return ast.copy_location(new, node)
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_Lambda = visit_ClassDef = visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def _array_red_stmts(loop: _Loop, body, form: str) -> list[ast.stmt]:
+    """A range kernel whose work-item also knows its linear id (its buffer row)."""
+    stmts = _range_stmts(loop, body, form)
+    return _located(f"__kapi_lin = {_ITEM}.get_linear_id()\n", loop.loops[0]) + stmts
 
 
 def _part(name: str) -> str:

@@ -13,9 +13,9 @@ import numpy as np
 
 from .._kernel.dispatcher import kernel as _kernel_decorator
 from .._kernel.ranges import NdRange, Range
-from .._memory.array import Array, empty
+from .._memory.array import Array, empty, full
 from .._memory.device import default_device
-from .analysis import _Loop
+from .analysis import UnsupportedPrangeError, _Loop
 from .arraytyped import needs_ndims
 from .asynchronous import _Calls, _settle, _submit
 from .kernels import _dim_values, _factory, _free_names, _kernel_def, _make_function, _trip_consts
@@ -291,6 +291,84 @@ class _Plan:
         return nparts, NdRange((nparts * _GROUP,), (_GROUP,)), ()
 
 
+# Array reductions (`P += X` into an array P from before the loop): each iteration updates its
+# own row of a [iterations, *P.shape] buffer (at the operator's identity), the host reduces the
+# buffer along its first axis and updates P in place, as NumPy's `P += ...` does. The buffer
+# holds a copy of P per iteration: for small arrays (per-iteration matrices) over modest loops.
+_ARRAY_RED_MAX = 1 << 28  # bytes of buffer a loop may take
+_ARRAY_RED_UFUNCS = {"ADD": np.add, "MUL": np.multiply}
+
+
+def _array_reductions(
+    kernels,
+    loop,
+    where,
+    variant,
+    form,
+    counts,
+    starts,
+    total,
+    args,
+    red_values,
+    last_values,
+    pending,
+    stats,
+    idx,
+):
+    if loop.lasts:
+        _settle_quietly(pending, stats)
+        raise UnsupportedPrangeError(
+            f"{where}: dpjit: a prange loop reducing into arrays may not also leave last "
+            f"values ({', '.join(loop.lasts)})"
+        )
+    bufs, ufuncs = [], []
+    q = _placement(args)
+    for name, v in zip(loop.reductions, red_values, strict=True):
+        kind = loop.red_kinds[name]
+        if not isinstance(v, (Array, np.ndarray)) or kind not in _ARRAY_RED_UFUNCS:
+            _settle_quietly(pending, stats)
+            what = "an array" if isinstance(v, (Array, np.ndarray)) else type(v).__name__
+            raise TypeError(
+                f"{where}: dpjit: reduction variable `{name}` holds {what}; a prange loop "
+                f"reducing into arrays takes only `+=`, `-=`, `*=` and `/=` reductions into "
+                f"arrays"
+            )
+        nbytes = total * v.size * v.dtype.itemsize
+        if nbytes > _ARRAY_RED_MAX:
+            _settle_quietly(pending, stats)
+            raise MemoryError(
+                f"{where}: dpjit: the reduction into `{name}` (shape {v.shape}) over {total} "
+                f"iterations needs a {nbytes} byte buffer (one copy per iteration), over "
+                f"{_ARRAY_RED_MAX}; reduce over fewer iterations or into a smaller array"
+            )
+        ident = v.dtype.type(0 if kind == "ADD" else 1)
+        shape = (total, *v.shape)
+        if isinstance(v, np.ndarray) or q is None:
+            buf = np.full(shape, ident, dtype=v.dtype)
+        else:
+            buf = full(shape, ident, dtype=v.dtype, queue=q)
+        bufs.append(buf)
+        ufuncs.append(_ARRAY_RED_UFUNCS[kind])
+    consts, dims, nd = variant
+    nd = (*nd, *((f"__kapi_rbuf_{r}", b.ndim) for r, b in zip(loop.reductions, bufs, strict=True)))
+    kern = kernels.get("arrays", form, consts, dims, nd)
+    _submit(kern, Range(*reversed(counts)), (*args, *bufs, *starts), pending, True, stats)
+    for ufunc, v, buf in zip(ufuncs, red_values, bufs, strict=True):
+        part = _host_values(buf)
+        with np.errstate(all="ignore"):
+            t = ufunc.reduce(part, axis=0)
+            if isinstance(v, np.ndarray):
+                ufunc(v, t, out=v, casting="unsafe")
+            else:
+                v[...] = ufunc(_host_values(v), t).astype(v.dtype, copy=False)
+    return tuple(red_values), True, tuple(last_values), (True,) * len(loop.loops), idx
+
+
+def _settle_quietly(pending, stats):
+    if pending:
+        _settle(pending, stats)
+
+
 def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: bool):
     """The launch function of one loop. `wait` (whether the host may read the arrays after
     this loop, so it waits for every pending launch) is fixed per loop; the pending launches
@@ -355,6 +433,24 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
                 names = _free_names(loop, dims)
                 args = tuple(a for a, n in zip(args, names, strict=True) if n not in fixed)
         variant = (consts, dims, _ndims_key(names_nd[dims], args0)) if names_nd else (consts, dims)
+        if loop.reductions and any(isinstance(v, (Array, np.ndarray)) for v in red_values):
+            nd = _ndims_key(_free_names(loop, dims), args0)
+            return _array_reductions(
+                kernels,
+                loop,
+                where,
+                (consts, dims, nd),
+                form,
+                counts,
+                starts,
+                total,
+                args,
+                red_values,
+                last_values,
+                pending,
+                stats,
+                idx,
+            )
         if not loop.ndrange:
             # the innermost loop (last in bounds) is dimension 0
             kern, rng = kernels.get("range", form, *variant), Range(*reversed(counts))

@@ -706,3 +706,21 @@ def test_dlpack_round_trip(dev):
         np.testing.assert_array_equal(b.asnumpy(), h)
         if dev.host_accessible:
             np.testing.assert_array_equal(np.from_dlpack(a), h)
+
+
+@kapi.kernel
+def private_complex(item, a, out):
+    i = item.get_id(0)
+    p = K.PrivateArray((2, 3), a.dtype, True)  # two part arrays of the part type
+    for k in range(3):
+        p[0, k] = a[i] * k
+        p[1, k] = np.power(a[i], 2)
+    out[i] = p[0, 2] + p[1, 1] + p[1, 0] * 0.5
+
+
+@pytest.mark.parametrize("dtype", CTYPES, ids=lambda d: np.dtype(d).name)
+def test_private_complex_array_and_np_power(dev, dtype):
+    usable(dev, dtype)
+    a = rand(16, dtype, 6)
+    (_, out) = run(private_complex, dev, 16, a, np.zeros(16, dtype))
+    same(out, a * 2 + a**2 * 1.5, dtype)
