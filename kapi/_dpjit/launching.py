@@ -343,7 +343,8 @@ def _array_reductions(
             )
         ident = v.dtype.type(0 if kind == "ADD" else 1)
         shape = (total, *v.shape)
-        if isinstance(v, np.ndarray) or q is None:
+        # where the loop runs (a NumPy P is still updated on the host, after it)
+        if q is None:
             buf = np.full(shape, ident, dtype=v.dtype)
         else:
             buf = full(shape, ident, dtype=v.dtype, queue=q)

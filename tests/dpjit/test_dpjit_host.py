@@ -451,7 +451,7 @@ def test_host_code_histogram_transpose_and_dpjit_in_a_kernel(dev):
     def f(a, w, n):
         counts, edges = np.histogram(a, n)
         weighted = np.histogram(a, n, weights=w)[0]
-        bins = np.empty(a.shape, dtype=np.int64)
+        bins = dpex.empty(a.shape, dtype=np.int64, device=a.device)  # written where a is
         for i in prange(a.shape[0]):
             bins[i] = bin_of(a[i], edges)
         t = np.transpose(np.reshape(a, (2, 5, 10)), axes=(1, 0, 2)).copy()
