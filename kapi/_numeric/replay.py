@@ -242,8 +242,9 @@ def _kdesc_parts(dt, shape, strides):
     """(type key, strides in elements) of an array argument, as Array._kdesc makes them;
     None where Array._kdesc raises (at the launch, with its words)."""
     from .._memory.array import _desc_parts
+    from .._memory.dtypes import KERNEL_MAX_NDIM
 
-    if not 1 <= len(shape) <= 3:
+    if not 1 <= len(shape) <= KERNEL_MAX_NDIM:
         return None
     return _desc_parts(dt, shape, strides)
 
