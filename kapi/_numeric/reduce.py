@@ -181,6 +181,15 @@ def _cpu_unroll(op: str, acc_dt: np.dtype) -> int:
     return max(_UNROLL, min(16, _CPU_UNROLL_BYTES // acc_dt.itemsize))
 
 
+def _block_fold(fold: str, conv, u: int, blk: int) -> list[str]:
+    """The body lines that fold the block at j into u accumulators b0..b{u-1} by value."""
+    lines = [f"        b{k} = {conv(f'j + {k}')}" for k in range(u)]
+    lines += [f"        q = j + {u}", f"        while q < j + {blk}:"]
+    lines += [f"            b{k} = {fold.format(a=f'b{k}', v=conv(f'q + {k}'))}" for k in range(u)]
+    lines.append(f"            q += {u}")
+    return lines
+
+
 def _block_arg(op: str, is_float: bool, conv, u: int) -> list[str]:
     """The chunked arg-reduction's block loop (see _ARG_BLOCK_UNROLLS): u accumulators fold a
     block by value (min/max, NaN winning), then a block whose extreme beats acc (ties keep the
@@ -190,11 +199,7 @@ def _block_arg(op: str, is_float: bool, conv, u: int) -> list[str]:
     blk = u * _ARG_BLOCK_UNROLLS
     fold = _OPS["min" if op == "argmin" else "max"][1]
     cmp = "<" if op == "argmin" else ">"
-    lines = [f"    while j + {blk} <= end:"]
-    lines += [f"        b{k} = {conv(f'j + {k}')}" for k in range(u)]
-    lines += [f"        q = j + {u}", f"        while q < j + {blk}:"]
-    lines += [f"            b{k} = {fold.format(a=f'b{k}', v=conv(f'q + {k}'))}" for k in range(u)]
-    lines.append(f"            q += {u}")
+    lines = [f"    while j + {blk} <= end:", *_block_fold(fold, conv, u, blk)]
     names = [f"b{k}" for k in range(u)]
     while len(names) > 1:
         names = [
@@ -263,10 +268,7 @@ def _block_arg_once(op: str, is_float: bool, conv, u: int) -> list[str]:
     # accb starts as j (a value known non-negative, so that the search's loads need no
     # wrap-around); found says whether a block has set it
     lines = ["    accb = j", "    found = 0", f"    while j + {blk} <= end:"]
-    lines += [f"        b{k} = {conv(f'j + {k}')}" for k in range(u)]
-    lines += [f"        q = j + {u}", f"        while q < j + {blk}:"]
-    lines += [f"            b{k} = {fold.format(a=f'b{k}', v=conv(f'q + {k}'))}" for k in range(u)]
-    lines.append(f"            q += {u}")
+    lines += _block_fold(fold, conv, u, blk)
     lines += [
         f"        bm = {_tree(fold, [f'b{k}' for k in range(u)])}",
         f"        if found == 0 or not (bm {keep} acc):",
