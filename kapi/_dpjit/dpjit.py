@@ -33,6 +33,7 @@ import warnings
 import numpy as np
 
 from .._errors import KapiError
+from .._kernel.dispatcher import _fastmath as _check_fastmath
 from .._memory import array as _array
 from .._memory.array import Array
 from .analysis import (
@@ -70,6 +71,9 @@ from .launching import _Kernels, _launcher
 _LAUNCH = "__kapi_launch"
 # Options meaning what dpjit always does (numba.jit's nopython/parallel); others are ignored.
 _IMPLIED = {"nopython": True, "parallel": True}
+# numba.jit options dpjit honours: given to every prange kernel (@kapi.kernel takes the same
+# values) and to numba.njit for the host code.
+_PASSED = ("fastmath",)
 
 
 # -- NumPy allocation following the argument's type ----------------------------------------
@@ -216,7 +220,8 @@ def _walk_host(nodes, skip):
             todo.extend(ast.iter_child_nodes(n))
 
 
-def _transform(fn):
+def _transform(fn, kernel_options=None):
+    """kernel_options: @kapi.kernel options every prange kernel of fn is made with."""
     filename = fn.__code__.co_filename
     if fn.__name__ == "<lambda>":
         return fn, [], [], _Calls(_Stats(), False)  # a lambda holds no loop: nothing to offload
@@ -287,7 +292,7 @@ def _transform(fn):
         nest.trip_vars = _trip_vars(nest, resolver)
         _shape_bounds(nest, resolver)
         kname, qualname = f"{fn.__name__}__prange{k}", f"{fn.__qualname__}.<prange{k}>"
-        kerns = _Kernels(nest, kname, qualname, fn, cells, filename)
+        kerns = _Kernels(nest, kname, qualname, fn, cells, filename, kernel_options)
         kernels.append(kerns)
         wait = id(node) not in no_wait
         launch = _launcher(kerns, nest, _where(filename, node), calls, wait)
@@ -361,6 +366,8 @@ class DpjitFunction:
         self.py_func = pyfunc
         self.options = dict(options)
         self.fallback = fallback
+        # options that reach the prange kernels and Numba's host compile alike
+        self._kernel_options = {k: v for k, v in options.items() if k in _PASSED}
         self._host = None
         self._jit = None  # the Numba dispatcher of the host function
         self._sig = inspect.signature(pyfunc)
@@ -382,13 +389,15 @@ class DpjitFunction:
 
     def _compile(self):
         if self._host is None:
-            host, self._loops, launches, self._calls = _transform(self.py_func)
+            host, self._loops, launches, self._calls = _transform(
+                self.py_func, self._kernel_options
+            )
             if _njit_able(self.py_func):
                 from . import host as _dpjit_host
 
                 for launch, ndims in launches:
                     _dpjit_host.register_launch(launch, ndims)
-                self._jit = _dpjit_host.compile_host(host)
+                self._jit = _dpjit_host.compile_host(host, self._kernel_options)
                 self._numba_error = _dpjit_host.NumbaError
             self._host = host
         return self._host
@@ -499,13 +508,16 @@ def dpjit(*args, fallback: bool = False, **options):
     Where Numba cannot compile it, a call raises HostCompileError; with `fallback=True` (kapi's
     own option) it runs in CPython instead, with a HostFallbackWarning.
 
-    Forms: `@dpjit`, `@dpjit(**options)`; signatures and numba.jit options are accepted and
-    ignored with a warning (forceobj and pipeline_class are dropped, as numba-dpex did).
+    Forms: `@dpjit`, `@dpjit(**options)`. `fastmath=` (Numba's values) applies to the prange
+    kernels and the host code alike; signatures and the other numba.jit options are accepted
+    and ignored with a warning (forceobj and pipeline_class are dropped, as numba-dpex did).
     """
     if not isinstance(fallback, bool):
         raise TypeError(f"dpjit's fallback= takes True or False, not {fallback!r}")
+    if "fastmath" in options:
+        _check_fastmath(options["fastmath"])  # a bad flag is an error here, not at a call
     for key, value in options.items():
-        if _IMPLIED.get(key) is value:
+        if _IMPLIED.get(key) is value or key in _PASSED:
             continue
         warnings.warn(
             f"dpjit option {key}={value!r} is ignored by kapi (prange loops are compiled as "

@@ -895,9 +895,10 @@ def _call_kernel(kernel, index_space, *args):
     )
 
 
-def compile_host(host):
-    """The nopython dispatcher of the host function (compiles lazily, per argument types)."""
-    return numba.njit(host)
+def compile_host(host, options=None):
+    """The nopython dispatcher of the host function (compiles lazily, per argument types);
+    options: the numba.jit options dpjit passes on (fastmath=)."""
+    return numba.njit(host, **(options or {}))
 
 
 # -- np.empty_like & co. ----------------------------------------------------------------------

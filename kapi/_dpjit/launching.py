@@ -232,9 +232,12 @@ class _Kernels:
     """The kernels of one prange loop, one per (shape, bounds form) launched so far, each
     generated on the first launch that needs it."""
 
-    def __init__(self, loop: _Loop, kname: str, qualname: str, fn, cells: dict, filename: str):
+    def __init__(
+        self, loop: _Loop, kname: str, qualname: str, fn, cells: dict, filename: str, options=None
+    ):
         self.loop, self.kname, self.qualname = loop, kname, qualname
         self.fn, self.cells, self.filename = fn, cells, filename
+        self.options = dict(options or {})  # @kapi.kernel options (dpjit's fastmath=)
         self.made: dict[tuple[str, bool], object] = {}
 
     def get(self, shape: str, form: str, consts: tuple = (), dims: bool = False, ndims=()):
@@ -250,7 +253,8 @@ class _Kernels:
             kcode = _factory(defn, list(cells), self.filename)
             kfunc = _make_function(kcode, self.fn, cells)
             kfunc.__qualname__ = self.qualname
-            kern = self.made[(shape, form, consts, dims, ndims)] = _kernel_decorator(kfunc)
+            kern = _kernel_decorator(kfunc, **self.options)
+            self.made[(shape, form, consts, dims, ndims)] = kern
         return kern
 
 

@@ -419,6 +419,49 @@ def test_options_accepted_with_warnings():
     assert loud(1) == 3 and loud.__name__ == "loud"
 
 
+def _kernel_kirs(fn):
+    return [ck.kir for k in fn.kernels for ck in k.overloads.values()]
+
+
+@pytest.mark.parametrize(("value", "flags"), [(True, "fast"), ({"afn", "nnan"}, "afn nnan")])
+def test_fastmath_reaches_the_prange_kernels_and_the_host(dev, value, flags):
+    t = fp(dev)
+
+    @dpex.dpjit(fastmath=value)
+    def fast_sqrt(a, out):
+        s = math.sqrt(a[0])  # host code: Numba compiles it with the same option
+        for i in prange(a.shape[0]):
+            out[i] = math.sqrt(a[i]) + s
+
+    @dpex.dpjit
+    def plain_sqrt(a, out):
+        for i in prange(a.shape[0]):
+            out[i] = math.sqrt(a[i])
+
+    a_np = np.linspace(1, 100, 1000).astype(t)
+    a = kapi.asarray(a_np, device=dev)
+    out = kapi.empty(1000, dtype=t, device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # fastmath is honoured, so not warned about
+        fast_sqrt(a, out)
+    tol = 1e-6 if t == np.float32 else 1e-12
+    np.testing.assert_allclose(out.asnumpy(), np.sqrt(a_np) + np.sqrt(a_np[0]), rtol=tol)
+    plain_sqrt(a, out)
+    kirs, plain = _kernel_kirs(fast_sqrt), _kernel_kirs(plain_sqrt)
+    assert kirs and all(f"fastmath {flags} {{" in k for k in kirs)
+    assert plain and not any("fastmath" in k for k in plain)
+    assert fast_sqrt.host.targetoptions["fastmath"] == value
+
+
+def test_fastmath_bad_flag_is_refused_at_decoration():
+    with pytest.raises(ValueError, match="unrecognized fastmath flag 'quick'"):
+
+        @dpex.dpjit(fastmath={"quick"})
+        def nope(a):
+            for i in prange(a.shape[0]):
+                a[i] = 0
+
+
 # -- refused constructs, at their file:line --------------------------------------------------
 
 
