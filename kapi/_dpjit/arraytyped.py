@@ -138,7 +138,17 @@ class _Typed:
         self.outside = outside
         self.bound: dict[str, ast.expr] = {}
         self.private: set[str] = set()  # the body's own arrays (_private_ndims)
+        self.shapes: dict[str, list[ast.expr]] = {}  # a private array's allocated extents
+        # extents that must be equal for the statements written as loops to be NumPy's:
+        # (left, right, line); the launch checks those it can (broadcast_checks)
+        self.checks: list[tuple[ast.expr, ast.expr, int]] = []
+        self.line = 0
         self.counter = itertools.count()
+
+    def same(self, a, b):
+        """Records that extents a and b must be equal (unless they are the same expression)."""
+        if ast.dump(a) != ast.dump(b):
+            self.checks.append((copy.deepcopy(a), copy.deepcopy(b), self.line))
 
     def name(self, kind: str) -> str:
         return f"{_PREFIX}_{kind}{next(self.counter)}"
@@ -175,7 +185,9 @@ class _Typed:
         extents = []
         for k in sliced:
             _, lo, hi = axes[k]
-            if hi is None:
+            if hi is None and name in self.shapes:
+                hi = copy.deepcopy(self.shapes[name][k])
+            elif hi is None:
                 hi = ast.Subscript(
                     value=ast.Attribute(value=_nm(name), attr="shape", ctx=ast.Load()),
                     slice=_c(k),
@@ -273,6 +285,10 @@ class _Typed:
                     continue
                 if pick is None or (_one(pick) and not _one(a.extents[k])):
                     pick = a.extents[k]
+            for a in arrs:
+                k = j - (rank - a.rank) if a is not None else -1
+                if a is not None and k >= 0 and not _one(a.extents[k]) and not _one(pick):
+                    self.same(pick, a.extents[k])
             extents.append(pick)
         first = next(a for a in arrs if a is not None)
 
@@ -299,6 +315,7 @@ class _Typed:
         if a.rank == b.rank == 1:
             return None  # a scalar: a whole reduction (scalar())
         extents = [*a.extents[:-1], *b.extents[1:]]
+        self.same(a.extents[-1], b.extents[0])
         rewriter = self
 
         def elem(idx, pre):
@@ -451,6 +468,8 @@ class _Typed:
         data, mask = self.arr(operand.value), self.arr(operand.slice)
         if data is None or mask is None or mask.rank != data.rank:
             return None
+        for d, m in zip(data.extents, mask.extents, strict=True):
+            self.same(d, m)
         return data, mask
 
     def scalar(self, node, pre) -> ast.expr | None:
@@ -500,6 +519,7 @@ class _Typed:
         a, b = self.arr(left), self.arr(right)
         if a is None or b is None or a.rank != 1 or b.rank != 1:
             return None
+        self.same(a.extents[0], b.extents[0])
         t = self.name("t")
 
         def value(inner):
@@ -558,6 +578,10 @@ class _Typed:
         v = self.arr(value)
         if v is not None and v.rank > view.rank:
             return None
+        if v is not None:
+            for k, e in enumerate(v.extents):
+                if not _one(e):
+                    self.same(view.extents[view.rank - v.rank + k], e)
         ts = [self.name("t") for _ in range(view.rank)]
         inner: list[ast.stmt] = []
         if v is None:
@@ -611,7 +635,9 @@ class _Typed:
             for field in ("body", "orelse"):
                 if isinstance(s, ast.For | ast.While | ast.If | ast.With) and hasattr(s, field):
                     setattr(s, field, self.block(getattr(s, field)))
+            self.line, mark = getattr(s, "lineno", 0), len(self.checks)
             if self.binding(s, body[pos + 1 :]):
+                del self.checks[mark:]  # made again where the bound name is read
                 bindings[s.targets[0].id] = len(out)
                 out.append((s, []))
                 continue
@@ -625,6 +651,8 @@ class _Typed:
                     if pre:
                         s.value = value
                         new = [*pre, s]
+            if new is None:
+                del self.checks[mark:]  # left as it was: Numba's rules apply to it
             out.append((None, new if new is not None else [s]))
         # a binding stays where a statement still reads its name (one not rewritten)
         stmts = []
@@ -741,9 +769,14 @@ def needs_ndims(body) -> bool:
     return False
 
 
-def expand_with_ndims(body: list[ast.stmt], ndims: dict[str, int], outside=frozenset()):
+def expand_with_ndims(
+    body: list[ast.stmt], ndims: dict[str, int], outside=frozenset(), checks=None
+):
     """The kernel body with the array statements it can write for these ndims of the free
-    arrays (name -> ndim; 0 for scalars) written as element loops; others unchanged."""
+    arrays (name -> ndim; 0 for scalars) written as element loops; others unchanged.
+    checks: a list that receives (left, right, line) for each pair of extents those loops
+    need equal (NumPy would broadcast or refuse them) and the launch can compute from the
+    free variables (ndims' names): source expressions of them (broadcast_checks)."""
     stores: dict[str, int] = {}
     for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
@@ -751,12 +784,41 @@ def expand_with_ndims(body: list[ast.stmt], ndims: dict[str, int], outside=froze
     private = _private_ndims(body, stores)
     typed = _Typed({**private, **ndims}, stores, set(outside))
     typed.private = set(private) - set(ndims)
+    typed.shapes = _private_shapes(body, typed.private)
     new = typed.block(copy.deepcopy(body))
     for st in new:
         for child in ast.walk(st):
             if not hasattr(child, "lineno"):
                 ast.copy_location(child, body[0])
+    if checks is not None:
+        seen = set()
+        for left, right, line in typed.checks:
+            names = {n.id for e in (left, right) for n in ast.walk(e) if isinstance(n, ast.Name)}
+            pair = (ast.unparse(left), ast.unparse(right), line)
+            if names <= set(ndims) and pair not in seen:
+                seen.add(pair)
+                checks.append(pair)
     return ast.fix_missing_locations(ast.Module(body=new, type_ignores=[])).body
+
+
+def _private_shapes(body, private: set[str]) -> dict[str, list[ast.expr]]:
+    """name -> the extents a private array is allocated with (its PrivateArray call's shape),
+    where every allocation of it gives the same ones."""
+    found: dict[str, set[str]] = {}
+    shapes: dict[str, list[ast.expr]] = {}
+    for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+        if not (isinstance(n, ast.Assign) and len(n.targets) == 1):
+            continue
+        t, v = n.targets[0], n.value
+        if not (isinstance(t, ast.Name) and t.id in private and isinstance(v, ast.Call)):
+            continue
+        if not (isinstance(v.func, ast.Attribute) and v.func.attr == "PrivateArray" and v.args):
+            continue
+        shape = v.args[0]
+        extents = list(shape.elts) if isinstance(shape, ast.Tuple) else [shape]
+        found.setdefault(t.id, set()).add(ast.dump(ast.Tuple(extents, ast.Load())))
+        shapes[t.id] = extents
+    return {name: shapes[name] for name, dumps in found.items() if len(dumps) == 1}
 
 
 def _private_ndims(body, stores: dict[str, int]) -> dict[str, int]:

@@ -507,10 +507,15 @@ def _trip_consts(trips, args, shape_vars=frozenset(), where="") -> tuple:
         v = args[k]
         if n in shape_vars:
             if not isinstance(v, (int, np.integer)) or not 0 <= v <= _PRIVATE_MAX:
+                what = (
+                    f"{n} = {v!r} is not an integer from 0 to {_PRIVATE_MAX}"
+                    if isinstance(v, (int, np.integer))
+                    else f"it reads {n}, a {type(v).__name__}, not an integer variable"
+                )
                 raise UnsupportedPrangeError(
                     f"{where}: dpjit: the size of an array allocated in a prange body is "
-                    f"compiled into its kernel, and {n} = {v!r} is not an integer from 0 to "
-                    f"{_PRIVATE_MAX}; allocate the array before the loop (one row per "
+                    f"compiled into its kernel, and {what}; pass the size as an integer "
+                    f"argument, or allocate the array before the loop (one row per "
                     f"iteration) instead"
                 )
             out.append((n, int(v)))

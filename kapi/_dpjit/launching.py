@@ -5,6 +5,7 @@ host. Launches without a wait go through asynchronous.py's per-call context."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import types
@@ -16,7 +17,7 @@ from .._kernel.ranges import NdRange, Range
 from .._memory.array import Array, empty, full
 from .._memory.device import default_device
 from .analysis import UnsupportedPrangeError, _Loop
-from .arraytyped import needs_ndims
+from .arraytyped import expand_with_ndims, needs_ndims
 from .asynchronous import _Calls, _settle, _submit
 from .kernels import _dim_values, _factory, _free_names, _kernel_def, _make_function, _trip_consts
 
@@ -240,6 +241,35 @@ class _Kernels:
         self.options = dict(options or {})  # @kapi.kernel options (dpjit's fastmath=)
         self.made: dict[tuple[str, bool], object] = {}
 
+    def guard(self, dims: bool, ndims):
+        """A function of the free values that raises ValueError where the body's array
+        statements, written as loops for these ndims, would not do NumPy's broadcasting
+        (extents that must be equal and are not); None where there is nothing to check."""
+        checks: list = []
+        body = copy.deepcopy(self.loop.kbody_dims if dims else self.loop.kbody)
+        outside = set(self.loop.lasts) | set(self.loop.reductions)
+        expand_with_ndims(body, dict(ndims), outside, checks)
+        if not checks:
+            return None
+        names = _free_names(self.loop, dims)
+        pairs = ", ".join(f"({left}), ({right})" for left, right, _ in checks)
+        values = eval(compile(f"lambda {', '.join(names)}: ({pairs},)", self.filename, "eval"), {})
+        filename = self.filename
+
+        def check(args):
+            got = values(*args)
+            for k, (left, right, line) in enumerate(checks):
+                a, b = got[2 * k], got[2 * k + 1]
+                if a != b:
+                    raise ValueError(
+                        f"{filename}:{line}: dpjit: operands could not be broadcast together "
+                        f"in a prange body: {left} is {a} and {right} is {b} (an axis "
+                        f"broadcasts there only where its extent is a literal 1, as in "
+                        f"x.reshape((1, n)))"
+                    )
+
+        return check
+
     def get(self, shape: str, form: str, consts: tuple = (), dims: bool = False, ndims=()):
         """consts: ((name, value), ...) of free variables the kernel takes as constants;
         dims: whether it takes loop.dims (_ShapeBounds); ndims: ((name, ndim), ...) of the
@@ -396,6 +426,7 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
     names_nd = None
     if needs_ndims(loop.kbody):
         names_nd = [_free_names(loop, dims) for dims in (False, True)]
+    guards: dict = {}  # (dims, ndims key) -> the broadcast guard of those kernels, or None
 
     def launch(bounds, args, red_values, last_values):
         """What the host assigns after the loop: (reduction values, whether the loop ran, the
@@ -438,6 +469,18 @@ def _launcher(kernels: _Kernels, loop: _Loop, where: str, calls: _Calls, wait: b
                 names = _free_names(loop, dims)
                 args = tuple(a for a, n in zip(args, names, strict=True) if n not in fixed)
         variant = (consts, dims, _ndims_key(names_nd[dims], args0)) if names_nd else (consts, dims)
+        if names_nd:
+            gkey = (dims, variant[2])
+            guard = guards.get(gkey, guards)
+            if guard is guards:
+                guard = guards[gkey] = kernels.guard(dims, variant[2])
+            if guard is not None:
+                try:
+                    guard(args0)
+                except BaseException:
+                    if pending:
+                        _settle(pending, stats)
+                    raise
         if loop.reductions and any(isinstance(v, (Array, np.ndarray)) for v in red_values):
             nd = _ndims_key(_free_names(loop, dims), args0)
             return _array_reductions(

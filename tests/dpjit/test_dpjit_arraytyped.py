@@ -138,3 +138,64 @@ def test_inner_prange_updating_one_element_runs_in_sequence(dev):
     assert not _stores_without(ast.parse("k = i * 4 + j\nb[k] = 1").body, "j")
     rng = np.random.default_rng(6)
     _check(_accumulate_over_inner, dev, np.zeros(3), rng.random((3, 40, 50)), rtol=1e-10)
+
+
+# -- shapes NumPy would refuse or broadcast: checked at the launch -----------------------------
+
+
+def _add_rows(a, b, out):
+    for i in prange(a.shape[0]):
+        out[i, :] = a[i, :] + b
+
+
+def _update_private(a, b, out, n):
+    for i in prange(a.shape[0]):
+        x = np.zeros(n)
+        x = x + a[i, :]
+        x = x + b  # NumPy makes x longer where b is: written in place, x cannot grow
+        out[i] = x.sum()
+
+
+def _row_dot(a, b, out):
+    for i in prange(a.shape[0]):
+        out[i] = a[i, :] @ b
+
+
+def _line_of(fn, text):
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(k for k, line in enumerate(lines) if text in line)
+
+
+@pytest.mark.parametrize(
+    ("fn", "text", "extents"),
+    [
+        (_add_rows, "out[i, :] = ", "a.shape[1] is 3 and b.shape[0] is 5"),
+        (_update_private, "x = x + b", "n is 3 and b.shape[0] is 5"),
+        (_row_dot, "a[i, :] @ b", "a.shape[1] is 3 and b.shape[0] is 5"),
+    ],
+)
+def test_mismatched_extents_raise_at_the_statement(dev, fn, text, extents):
+    a = kapi.asarray(np.ones((4, 3)), device=dev)
+    out = kapi.zeros((4, 3), device=dev) if fn is _add_rows else kapi.zeros(4, device=dev)
+    extra = (3,) if fn is _update_private else ()
+    f = kapi.dpjit(fn)
+    b_ok = np.arange(3.0)
+    _check(fn, dev, np.ones((4, 3)), b_ok, out.asnumpy(), scalars=extra)  # matching: runs
+    with pytest.raises(ValueError, match="could not be broadcast together") as ei:
+        f(a, kapi.asarray(np.arange(5.0), device=dev), out, *extra)
+    assert f"{__file__}:{_line_of(fn, text)}: dpjit:" in str(ei.value)
+    assert extents in str(ei.value)
+    with pytest.raises(ValueError):  # and NumPy refuses the same shapes
+        fn(np.ones((4, 3)), np.arange(5.0), out.asnumpy(), *extra)
+
+
+def test_private_array_sized_by_an_array_is_a_clear_error(dev):
+    def sized_by_array(a, out):
+        for i in prange(a.shape[0]):
+            x = np.zeros(a.shape[1])
+            out[i] = x.sum()
+
+    with pytest.raises(kapi.UnsupportedPrangeError, match="it reads a, a Array, not an integer"):
+        kapi.dpjit(sized_by_array)(kapi.ones((2, 3), device=dev), kapi.zeros(2, device=dev))
