@@ -131,8 +131,10 @@ LLVMValueRef kc_hf_vec_libm_call(LLVMModuleRef m, LLVMBuilderRef b, const char *
                                  LLVMValueRef *a, unsigned n);
 int kc_hf_vec_keep(LLVMModuleRef m, char **log);
 void kc_hf_vec_release(LLVMModuleRef m);
-/* finalise_host_explog.c: exp or log (`what`) of a float/double scalar or vector as IR
- * arithmetic; NULL for other functions and types, or with KAPI_HOST_EXPLOG=libm. */
+/* finalise_host_explog.c: exp, log, erf or erfc (`what`) of a float/double scalar or vector as
+ * IR arithmetic; NULL for other functions and types, with KAPI_HOST_EXPLOG=libm (exp, log) or
+ * KAPI_HOST_ERF=libm (erf, erfc), and for erf/erfc where libmvec's are faster (unless
+ * KAPI_HOST_ERF=ir). */
 LLVMValueRef kc_hf_exp_log(LLVMModuleRef m, LLVMBuilderRef b, const char *what, LLVMValueRef x);
 
 /* finalise_host_atomics.c: rewrites `__spirv_Atomic*` calls to atomicrmw / cmpxchg / atomic

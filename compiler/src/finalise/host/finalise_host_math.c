@@ -495,9 +495,13 @@ static LLVMValueRef lower_one(LLVMModuleRef m, LLVMBuilderRef b, const char *op,
   if (!e) return NULL;
   if (!strcmp(e->what, "exp10") && LLVMGetTypeKind(scalar_of(ret)) == LLVMFloatTypeKind)
     return exp10_float(b, a[0]);
-  /* exp and log as arithmetic the loop vectoriser widens (finalise_host_explog.c) */
+  /* exp, log, erf and erfc as arithmetic the loop vectoriser widens (finalise_host_explog.c) */
   if (e->how == M_INTRIN && !strncmp(e->what, "llvm.", 5)) {
     LLVMValueRef r = kc_hf_exp_log(m, b, e->what + 5, a[0]);
+    if (r) return r;
+  }
+  if (e->how == M_LIBM && (!strcmp(e->what, "erf") || !strcmp(e->what, "erfc"))) {
+    LLVMValueRef r = kc_hf_exp_log(m, b, e->what, a[0]);
     if (r) return r;
   }
   /* Scalar float/double calls libmvec can vectorise (cbrt in double keeps its x87 path). */
