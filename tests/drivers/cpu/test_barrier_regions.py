@@ -427,6 +427,41 @@ def test_cpu_rows_of_one_vector_get_their_own_nests():
     assert rows("x86-64-v2") == "0"
 
 
+SCAN_ONLY = """
+import numpy as np
+import kapi
+from kapi import kernel_api as K
+import test_barrier_regions as T
+
+dev = [d for d in kapi.devices() if ":cpu:" in d.filter_string][0]
+v = kapi.zeros(512, dtype="i4", device=dev)
+try:  # built for a CPU this host may not be: only the listing matters
+    kapi.call_kernel(T.scan, kapi.NdRange((512,), (256,)), v, v, K.LocalAccessor((256,), np.int32))
+except kapi.KapiError:
+    pass
+"""
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_region_loops_are_not_peeled():
+    # The scan's first step (d = 1 after the split) reads `lid >= 1`: LLVM's full-unroll pass
+    # would peel work-item 0 off that region's loop, giving the loop a new id that the
+    # accesses' parallel mark no longer names, and the loop then stayed scalar. Region loops
+    # of kernels that are not batched are marked not to unroll, which keeps them whole;
+    # KAPI_HOST_REGION_UNROLL=1 restores the old marks.
+    def host_ir(extra):
+        env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0", "KAPI_HOST_CPU": "skylake-avx512"}
+        r = run_script(SCAN_ONLY, env=dict(env, **extra))
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert '"kapi-batches"="no"' in r.stderr
+        return r.stderr
+
+    ir = host_ir({})
+    assert "llvm.loop.peeled.count" not in ir
+    assert "x i32>" in ir  # the steps vectorise
+    assert "llvm.loop.peeled.count" in host_ir({"KAPI_HOST_REGION_UNROLL": "1"})
+
+
 # ---- Batches of groups (CPU: lockstep kernels without per-work-item slots get several
 # groups per run call, region by region; values the same in every group of a batch are saved
 # once per batch, values that differ per group once per group) ----

@@ -958,6 +958,16 @@ unsigned kc_hf_loopvec_width(int divergent) {
   return n == 1 ? 0u : (unsigned)n;
 }
 
+/* Whether the work-item loops of barrier kernels that are not batched are marked not to unroll
+ * (KAPI_HOST_REGION_UNROLL unset; `1`: not marked, as before). Unrolling includes peeling: LLVM's
+ * full-unroll pass peels a work-item off a loop to settle a compare (`lid >= d` with d = 1), and
+ * the peeled loop's new id is not the one its accesses' parallel mark names, so the vectoriser
+ * then sees dependences between local memory and the slots and leaves it scalar. */
+int kc_hf_region_nopeel(void) {
+  const char *v = getenv("KAPI_HOST_REGION_UNROLL");
+  return !(v && *v == '1');
+}
+
 int kc_hf_loopvec_candidate(LLVMValueRef kernel) {
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(LLVMGetGlobalParent(kernel));
   uint64_t bytes = 0;
