@@ -462,6 +462,20 @@ def test_cpu_region_loops_are_not_peeled():
     assert "llvm.loop.peeled.count" in host_ir({"KAPI_HOST_REGION_UNROLL": "1"})
 
 
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_region_copies_stay_loops():
+    # The scan's `slm[lid] = v` and `out[gid] = v` copy a slot row by row: vector loops, not a
+    # memcpy call per row (KAPI_HOST_REGION_MEMCPY=1 allows the calls, as before).
+    def host_ir(extra):
+        env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0", "KAPI_HOST_CPU": "skylake-avx512"}
+        r = run_script(SCAN_ONLY, env=dict(env, **extra))
+        assert r.returncode == 0, r.stderr[-3000:]
+        return r.stderr
+
+    assert "@llvm.memcpy" not in host_ir({})
+    assert "@llvm.memcpy" in host_ir({"KAPI_HOST_REGION_MEMCPY": "1"})
+
+
 @kapi.kernel
 def carried_pair(nditem, a, out, slm, passes):
     # Two values carried round a loop with two barriers: `x` and `s` cross the first barrier,

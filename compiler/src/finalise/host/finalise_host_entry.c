@@ -897,6 +897,17 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMAddAttributeAtIndex(
       fn, LLVMAttributeFunctionIndex,
       LLVMCreateStringAttribute(c, "kapi-vector-rows", 16, xs, (unsigned)strlen(xs)));
+  /* A region's x loop that only copies (a scan's `slm[lid] = v` from its slot, `out[gid] = v`)
+   * would become a call of memcpy per row: for rows of a few hundred work-items in cache
+   * the call (and the registers it clobbers) cost more than the vector loop it replaces (the
+   * scan spent a fifth of its time in memmove). KAPI_HOST_REGION_MEMCPY=1 allows them. */
+  if (!kc_hf_region_memcpy()) {
+    static const char *const nob[] = {"no-builtin-memcpy", "no-builtin-memmove"};
+    for (int i = 0; i < 2; i++)
+      LLVMAddAttributeAtIndex(
+          fn, LLVMAttributeFunctionIndex,
+          LLVMCreateStringAttribute(c, nob[i], (unsigned)strlen(nob[i]), "", 0));
+  }
   t.na = KC_HF_WI_FIXED + k->num_args;
   t.args = calloc(t.na, sizeof *t.args);
   t.vals = unpack_args(b, g, k);

@@ -969,6 +969,13 @@ int kc_hf_region_nopeel(void) {
   return !(v && *v == '1');
 }
 
+/* Whether barrier kernels' run functions may have their copying work-item loops turned into
+ * memcpy calls (KAPI_HOST_REGION_MEMCPY=1; by default they say no-builtin-memcpy). */
+int kc_hf_region_memcpy(void) {
+  const char *v = getenv("KAPI_HOST_REGION_MEMCPY");
+  return v && *v == '1';
+}
+
 int kc_hf_loopvec_candidate(LLVMValueRef kernel) {
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(LLVMGetGlobalParent(kernel));
   uint64_t bytes = 0;
