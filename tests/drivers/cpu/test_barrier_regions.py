@@ -427,6 +427,134 @@ def test_cpu_rows_of_one_vector_get_their_own_nests():
     assert rows("x86-64-v2") == "0"
 
 
+SCAN_ONLY = """
+import numpy as np
+import kapi
+from kapi import kernel_api as K
+import test_barrier_regions as T
+
+dev = [d for d in kapi.devices() if ":cpu:" in d.filter_string][0]
+v = kapi.zeros(512, dtype="i4", device=dev)
+try:  # built for a CPU this host may not be: only the listing matters
+    kapi.call_kernel(T.scan, kapi.NdRange((512,), (256,)), v, v, K.LocalAccessor((256,), np.int32))
+except kapi.KapiError:
+    pass
+"""
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_region_loops_are_not_peeled():
+    # The scan's first step (d = 1 after the split) reads `lid >= 1`: LLVM's full-unroll pass
+    # would peel work-item 0 off that region's loop, giving the loop a new id that the
+    # accesses' parallel mark no longer names, and the loop then stayed scalar. Region loops
+    # of kernels that are not batched are marked not to unroll, which keeps them whole;
+    # KAPI_HOST_REGION_UNROLL=1 restores the old marks.
+    def host_ir(extra):
+        env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0", "KAPI_HOST_CPU": "skylake-avx512"}
+        r = run_script(SCAN_ONLY, env=dict(env, **extra))
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert '"kapi-batches"="no"' in r.stderr
+        return r.stderr
+
+    ir = host_ir({})
+    assert "llvm.loop.peeled.count" not in ir
+    assert "x i32>" in ir  # the steps vectorise
+    assert "llvm.loop.peeled.count" in host_ir({"KAPI_HOST_REGION_UNROLL": "1"})
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_region_copies_stay_loops():
+    # The scan's `slm[lid] = v` and `out[gid] = v` copy a slot row by row: vector loops, not a
+    # memcpy call per row (KAPI_HOST_REGION_MEMCPY=1 allows the calls, as before).
+    def host_ir(extra):
+        env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0", "KAPI_HOST_CPU": "skylake-avx512"}
+        r = run_script(SCAN_ONLY, env=dict(env, **extra))
+        assert r.returncode == 0, r.stderr[-3000:]
+        return r.stderr
+
+    assert "@llvm.memcpy" not in host_ir({})
+    assert "@llvm.memcpy" in host_ir({"KAPI_HOST_REGION_MEMCPY": "1"})
+
+
+@kapi.kernel
+def carried_pair(nditem, a, out, slm, passes):
+    # Two values carried round a loop with two barriers: `x` and `s` cross the first barrier,
+    # `s` (updated between them) and `x` the second; `x` takes `s`'s old value at the loop's
+    # end, so the phi of `x` must not share `s`'s slot (both cross every barrier), while `s`,
+    # carried as the matmul's `acc`, may share its update's.
+    lid = nditem.get_local_id(0)
+    gid = nditem.get_global_id(0)
+    n = nditem.get_local_range(0)
+    x = a[gid]
+    s = a[gid] * 2
+    for _ in range(passes):
+        slm[lid] = x
+        kapi_api.group_barrier(nditem.get_group())
+        t = slm[(lid + 1) % n]
+        s = s + t
+        kapi_api.group_barrier(nditem.get_group())
+        x = s - x
+    out[gid] = x * 100 + s
+
+
+def carried_pair_reference(h, wg, passes):
+    x = h.reshape(-1, wg).astype(np.int64)
+    s = x * 2
+    for _ in range(passes):
+        t = np.roll(x, -1, axis=1)
+        s = s + t
+        x = s - x
+    return (x * 100 + s).ravel()
+
+
+@pytest.mark.parametrize("wg", [16, 24, 64])
+def test_values_carried_round_a_loop_with_barriers(dev, wg):
+    n = wg * 5
+    h = (np.arange(n) % 23 - 11).astype(np.int64)
+    a = kapi.asarray(h, device=dev)
+    out = kapi.zeros(n, dtype="i8", device=dev)
+    slm = kapi_api.LocalAccessor((wg,), np.int64)
+    for passes in (0, 1, 3):
+        kapi.call_kernel(carried_pair, kapi.NdRange((n,), (wg,)), a, out, slm, passes)
+        np.testing.assert_array_equal(out.asnumpy(), carried_pair_reference(h, wg, passes))
+
+
+SHARED = """
+import numpy as np
+import kapi
+from kapi import kernel_api as K
+import test_barrier_regions as T
+
+dev = [d for d in kapi.devices() if ":cpu:" in d.filter_string][0]
+h = np.arange(96, dtype=np.int64) % 23 - 11
+out = kapi.zeros(96, dtype="i8", device=dev)
+s = K.LocalAccessor((16, 16), np.float32)
+a = kapi.asarray(np.ones((32, 32), np.float32), device=dev)
+c = kapi.zeros((32, 32), dtype="f4", device=dev)
+kapi.call_kernel(T.tiled_matmul, kapi.NdRange((32, 32), (16, 16)), a, a, c, s, s)
+kapi.call_kernel(T.carried_pair, kapi.NdRange((96,), (16,)), kapi.asarray(h, device=dev), out,
+                 K.LocalAccessor((16,), np.int64), 3)
+print(int(c.asnumpy()[0, 0]), out.asnumpy().tolist() == T.carried_pair_reference(h, 16, 3).tolist())
+"""
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_loop_carried_value_shares_its_slot():
+    # The tiled matmul's `acc` crosses the loop's first barrier as the loop's phi and its
+    # second as the sum; they share a slot, so the tile copy no longer copies it between
+    # two (KAPI_HOST_SLOT_SHARE=0: each its own). The pair kernel's `x` and `s` both cross
+    # every barrier: only `s` and its update share.
+    def shared(extra):
+        env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0"}
+        r = run_script(SHARED, env=dict(env, **extra))
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.stdout.split() == ["32", "True"]
+        return re.findall(r'"kapi-shared-slots"="(\d+)"', r.stderr)
+
+    assert shared({}) == ["1", "1"]
+    assert shared({"KAPI_HOST_SLOT_SHARE": "0"}) == ["0", "0"]
+
+
 # ---- Batches of groups (CPU: lockstep kernels without per-work-item slots get several
 # groups per run call, region by region; values the same in every group of a batch are saved
 # once per batch, values that differ per group once per group) ----

@@ -189,6 +189,8 @@ unsigned kc_hf_loopvec_chunk(int divergent);
 /* Lanes the chunk machine's work-item loops are vectorised with (KAPI_HOST_LOOPVEC_WIDTH;
  * 0: the vectoriser's own choice), for a kernel with a divergent loop or without. */
 unsigned kc_hf_loopvec_width(int divergent);
+int kc_hf_region_nopeel(void);
+int kc_hf_region_memcpy(void);
 int kc_hf_loopvec_candidate(LLVMValueRef kernel);
 int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
 /* After wi is inlined into run and cleaned up: region loops guarded by `x < U` stop at U.

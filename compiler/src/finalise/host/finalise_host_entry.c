@@ -476,11 +476,19 @@ static LLVMMetadataRef self_loop_id(LLVMContextRef c) {
 /* Marks the work-item loop closed by `latch` parallel: the work-items of one region share no
  * memory without a barrier (racing on plain memory is undefined), so the vectoriser needs no
  * run-time alias checks, which it could not build between global and __local pointers. The
- * mark on the call reaches every memory access inlined from it. */
+ * mark on the call reaches every memory access inlined from it. With `nounroll` (and no width),
+ * {"llvm.loop.unroll.disable"} too: no peeling, which would give the loop an id other than the
+ * one the accesses name (kc_hf_region_nopeel). */
 static void mark_parallel_width(LLVMContextRef c, LLVMValueRef call, LLVMBasicBlockRef latch,
-                                unsigned width, int full) {
+                                unsigned width, int full, int nounroll) {
   LLVMMetadataRef id = self_loop_id(c);
-  if (width) {
+  if (!width && nounroll) {
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
+    LLVMMetadataRef off = LLVMMDStringInContext2(c, "llvm.loop.unroll.disable", 24);
+    LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(c, &off, 1)};
+    id = LLVMMDNodeInContext2(c, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, id);
+  } else if (width) {
     /* {self, {"llvm.loop.vectorize.width", width}, {"llvm.loop.unroll.disable"}}: the
      * unroller would take a loop of a constant count of a few work-items apart before the
      * vectoriser sees it; with `full`, {"llvm.loop.vectorize.followup_vectorized",
@@ -640,7 +648,7 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
   *next = kc_hf_call(b, t->wi, t->args, t->na);
   LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, t->fn, "x.done");
   loop_close(b, &lx, t->lr[0], ex);
-  mark_parallel_width(c, *next, lx.latch, t->xw, 0);
+  mark_parallel_width(c, *next, lx.latch, t->xw, 0, !t->k->batches && kc_hf_region_nopeel());
   if (!flat) {
     LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, t->fn, "y.done");
     loop_close(b, &ly, t->lr[1], ey);
@@ -723,7 +731,7 @@ static void chunk_machine(chunk_t *t, LLVMBasicBlockRef from, LLVMValueRef x0, L
     LLVMAddIncoming(i, &i2, &latch, 1);
     LLVMAddIncoming(mn, &mn2, &latch, 1);
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, i2, count, ""), xh, xd);
-    mark_parallel_width(c, next, latch, kc_hf_loopvec_width(t->k->min_states != NULL), full);
+    mark_parallel_width(c, next, latch, kc_hf_loopvec_width(t->k->min_states != NULL), full, 0);
     LLVMPositionBuilderAtEnd(b, xd);
     LLVMAddIncoming(state, &mn2, &xd, 1);
     LLVMAddIncoming(uoff, &unoff, &xd, 1);
@@ -889,6 +897,17 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMAddAttributeAtIndex(
       fn, LLVMAttributeFunctionIndex,
       LLVMCreateStringAttribute(c, "kapi-vector-rows", 16, xs, (unsigned)strlen(xs)));
+  /* A region's x loop that only copies (a scan's `slm[lid] = v` from its slot, `out[gid] = v`)
+   * would become a call of memcpy per row: for rows of a few hundred work-items in cache
+   * the call (and the registers it clobbers) cost more than the vector loop it replaces (the
+   * scan spent a fifth of its time in memmove). KAPI_HOST_REGION_MEMCPY=1 allows them. */
+  if (!kc_hf_region_memcpy()) {
+    static const char *const nob[] = {"no-builtin-memcpy", "no-builtin-memmove"};
+    for (int i = 0; i < 2; i++)
+      LLVMAddAttributeAtIndex(
+          fn, LLVMAttributeFunctionIndex,
+          LLVMCreateStringAttribute(c, nob[i], (unsigned)strlen(nob[i]), "", 0));
+  }
   t.na = KC_HF_WI_FIXED + k->num_args;
   t.args = calloc(t.na, sizeof *t.args);
   t.vals = unpack_args(b, g, k);

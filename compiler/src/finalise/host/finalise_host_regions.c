@@ -261,7 +261,8 @@ typedef struct {
   LLVMValueRef scope[5], noalias[5]; /* SCOPE_CUR, SCOPE_NEXT, SCOPE_WI, SCOPE_BCUR, ... */
   char *narrow;                      /* per live value: saved in 32 bits (narrow_saves) */
   unsigned nnarrow;                  /* how many are (KAPI_DUMP=host shows "kapi-saves32") */
-  struct divloop *div;               /* divergent loops split into regions */
+  unsigned nshared;    /* phis saved in an incoming value's slot ("kapi-shared-slots") */
+  struct divloop *div; /* divergent loops split into regions */
   size_t ndiv;
   int unaligned;         /* split_at: the saves with alignment 1 (a divergent loop's exit) */
   LLVMValueRef flag_set; /* ...and the store setting that loop's flag (divloop_t.set) */
@@ -958,6 +959,23 @@ unsigned kc_hf_loopvec_width(int divergent) {
   return n == 1 ? 0u : (unsigned)n;
 }
 
+/* Whether the work-item loops of barrier kernels that are not batched are marked not to unroll
+ * (KAPI_HOST_REGION_UNROLL unset; `1`: not marked, as before). Unrolling includes peeling: LLVM's
+ * full-unroll pass peels a work-item off a loop to settle a compare (`lid >= d` with d = 1), and
+ * the peeled loop's new id is not the one its accesses' parallel mark names, so the vectoriser
+ * then sees dependences between local memory and the slots and leaves it scalar. */
+int kc_hf_region_nopeel(void) {
+  const char *v = getenv("KAPI_HOST_REGION_UNROLL");
+  return !(v && *v == '1');
+}
+
+/* Whether barrier kernels' run functions may have their copying work-item loops turned into
+ * memcpy calls (KAPI_HOST_REGION_MEMCPY=1; by default they say no-builtin-memcpy). */
+int kc_hf_region_memcpy(void) {
+  const char *v = getenv("KAPI_HOST_REGION_MEMCPY");
+  return v && *v == '1';
+}
+
 int kc_hf_loopvec_candidate(LLVMValueRef kernel) {
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(LLVMGetGlobalParent(kernel));
   uint64_t bytes = 0;
@@ -1239,6 +1257,52 @@ out:
   return count;
 }
 
+/* KAPI_HOST_SLOT_SHARE: unset or `1`, a phi saved per work-item shares the slot of one of its
+ * incoming values where it can; `0`, every saved value has its own (to compare). */
+static int slot_share_on(void) {
+  const char *v = getenv("KAPI_HOST_SLOT_SHARE");
+  return !(v && *v == '0');
+}
+
+/* Gives phi v (per work-item, saved, no slot of its own yet) the slot of one of its incoming
+ * values: one saved per work-item in a slot of the same type, where no value already in that
+ * slot is live across a barrier that v is live across. A slot holds only what crosses a
+ * barrier (a region reloads every value live at its start, and saves at its end those live
+ * at its barrier), so values never live across the same barrier can share it. The point is
+ * the loop-carried value of a loop with barriers (a tiled matmul's `acc`): the phi crosses
+ * the barrier at the top of the loop, its incoming value the one at the bottom, and the
+ * region between them copied one slot to the other; in one slot the copy is a store of the
+ * value just loaded from the same place, which LLVM deletes. Not in kernels with loops run as
+ * regions, whose work-items may skip regions (a divergent loop's done flag): the caller
+ * checks. Returns whether it shared one; slots[v] is set then, rep[v] the slot's first value. */
+static int share_slots(split_t *s, const live_t *l, const word_t *live, size_t nbar,
+                       LLVMTypeRef *stype, uint32_t *rep, LLVMValueRef *slots, const char *varying,
+                       const pmap_t *spill_of, size_t v) {
+  LLVMValueRef phi = l->vals[v];
+  for (unsigned i = 0; i < LLVMCountIncoming(phi); i++) {
+    /* a saved value is demoted by now: its uses load it from its spill */
+    LLVMValueRef in = LLVMGetIncomingValue(phi, i);
+    uint32_t w = LLVMIsALoadInst(in) ? pmap_get(spill_of, LLVMGetOperand(in, 0)) : UINT32_MAX;
+    if (w == UINT32_MAX || w == v || !slots[w] || !varying[w] || stype[w] != stype[v] ||
+        s->narrow[w] != s->narrow[v])
+      continue;
+    uint32_t r = rep[w];
+    int clash = 0;
+    for (size_t u = 0; u < l->nv && !clash; u++) {
+      if (rep[u] != r || !slots[u]) continue;
+      for (size_t k = 0; k < nbar && !clash; k++)
+        clash =
+            bit_get(live + k * l->words, (uint32_t)u) && bit_get(live + k * l->words, (uint32_t)v);
+    }
+    if (clash) continue;
+    slots[v] = slots[w];
+    rep[v] = r;
+    s->nshared++;
+    return 1;
+  }
+  return 0;
+}
+
 static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allocas,
                  size_t nalloca) {
   live_t l = {.fn = s->k->body, .entry = LLVMGetEntryBasicBlock(s->k->body)};
@@ -1298,6 +1362,18 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     ok = 0;
     goto out;
   }
+  /* Per-work-item values saved across barriers share a slot with a phi's incoming value
+   * (share_slots); the rest get their own. */
+  LLVMTypeRef *stype = calloc(l.nv + 1, sizeof *stype);
+  uint32_t *rep = malloc((l.nv + 1) * sizeof *rep);
+  if (!stype || !rep) {
+    free(recompute), free(stype), free(rep);
+    s->log = kc_msg("out of memory");
+    ok = 0;
+    goto out;
+  }
+  for (size_t v = 0; v < l.nv; v++)
+    rep[v] = (uint32_t)v;
   for (size_t v = 0; v < l.nv; v++) {
     if (!bit_get(all, (uint32_t)v)) continue;
     LLVMTypeRef t = LLVMTypeOf(l.vals[v]);
@@ -1313,8 +1389,11 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     uint64_t bytes = LLVMABISizeOfType(s->td, t);
     unsigned align = LLVMABIAlignmentOfType(s->td, t);
     if (recompute[v]) continue;
+    stype[v] = t;
     if (varying[v]) {
-      slots[v] = stores[v] = slot(s, bytes, align, LLVMPointerType(t, 0));
+      if (!LLVMIsAPHINode(l.vals[v]) || !slot_share_on() || s->k->loopvec || s->ndiv)
+        slots[v] = stores[v] = slot(s, bytes, align, LLVMPointerType(t, 0));
+      /* else the phi's slot once every other value has one, below */
     } else if (!bvarying[v] && s->k->lockstep) {
       kind[v] = SLOT_BATCH;
       batch_slot(s, bytes, align, LLVMPointerType(t, 0), &slots[v], &stores[v]);
@@ -1323,7 +1402,16 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
       uniform_slot(s, bytes, align, LLVMPointerType(t, 0), &slots[v], &stores[v]);
     }
   }
-  free(recompute);
+  for (size_t v = 0; v < l.nv; v++) {
+    if (!stype[v] || slots[v] || !varying[v]) continue; /* a phi left for now above */
+    if (!share_slots(s, &l, live, nbar, stype, rep, slots, varying, &spill_of, v)) {
+      LLVMTypeRef t = stype[v];
+      slots[v] = slot(s, LLVMABISizeOfType(s->td, t), LLVMABIAlignmentOfType(s->td, t),
+                      LLVMPointerType(t, 0));
+    }
+    stores[v] = slots[v];
+  }
+  free(recompute), free(stype), free(rep);
   /* each divergent loop's flag: cleared on entering the loop, set on leaving it */
   for (size_t i = 0; i < s->ndiv; i++) {
     divloop_t *d = &s->div[i];
@@ -1448,6 +1536,10 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
   LLVMAddAttributeAtIndex(
       k->run, LLVMAttributeFunctionIndex,
       LLVMCreateStringAttribute(s.c, "kapi-saves32", 12, n32, (unsigned)strlen(n32)));
+  snprintf(n32, sizeof n32, "%u", s.nshared);
+  LLVMAddAttributeAtIndex(
+      k->run, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(s.c, "kapi-shared-slots", 17, n32, (unsigned)strlen(n32)));
   free(s.narrow);
   if (ok && ndiv) {
     k->min_states = calloc(nbar + 2, 1);
