@@ -37,6 +37,16 @@ def pairwise(item, data, dist):
 
 
 @kapi.kernel
+def row_sums(item, a, out):
+    # a 1-D range: the loop's guard (a.shape[1] > 0) is unswitched out of the work-item loop
+    i = item.get_id(0)
+    s = a.dtype.type(0)
+    for k in range(a.shape[1]):
+        s += a[i, k]
+    out[i] = s
+
+
+@kapi.kernel
 def row_sums3(item, a, out):
     # no loop: three columns of row i, a stride of a.shape[1] across work-items
     i = item.get_id(0)
@@ -69,6 +79,14 @@ def test_pairwise_distance(d):
     kapi.call_kernel(pairwise, kapi.Range(n, n), data, dist)
     ref = np.sqrt(((data[None, :, :] - data[:, None, :]) ** 2).sum(-1))
     np.testing.assert_allclose(dist, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("cols", [1, 3, 20])
+def test_row_sums(cols):
+    a = np.random.default_rng(cols).random((1001, cols), dtype=np.float32)
+    out = np.zeros(1001, np.float32)
+    kapi.call_kernel(row_sums, kapi.Range(1001), a, out)
+    np.testing.assert_allclose(out, a.sum(1), rtol=1e-5)
 
 
 @pytest.mark.parametrize("cols", [3, 8])
@@ -107,6 +125,7 @@ def try_call(*args):
         pass
 data = np.random.default_rng(1).random((64, 3)).astype(np.float32)
 try_call(T.pairwise, kapi.Range(64, 64), data, np.zeros((64, 64), np.float32))
+try_call(T.row_sums, kapi.Range(64), data, np.zeros(64, np.float32))
 base = kapi.asarray(np.ones((64, 65), np.float32))
 try_call(T.scaled, kapi.Range(64, 64), base[:, 1:], kapi.asarray(np.zeros((64, 64), np.float32)))
 """
@@ -139,10 +158,12 @@ def run_function(ir, kernel):
 
 def test_a_row_extent_is_gathered_and_a_view_stride_versioned():
     ir = listing({})
-    run = run_function(ir, "pairwise")
-    # data[i, k] across work-items: gathers, no version for data.shape[1] == 1
-    assert "llvm.masked.gather" in run, run[:3000]
-    assert "ident.check" not in run
+    for kernel in ("pairwise", "row_sums"):
+        run = run_function(ir, kernel)
+        # data[i, k] across work-items: gathers, no version for data.shape[1] == 1 (nor for a
+        # frozen copy of it, which the unswitched guard of row_sums made before)
+        assert "llvm.masked.gather" in run, run[:3000]
+        assert "ident.check" not in run
     # the view's innermost stride keeps the version with plain vector loads
     run = run_function(ir, "scaled")
     assert "ident.check" in run, run[:3000]

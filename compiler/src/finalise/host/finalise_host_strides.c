@@ -30,18 +30,22 @@ static int names_a_stride(const char *name) {
   return 1;
 }
 
+static void add_attribute(LLVMValueRef call, LLVMAttributeIndex at, const char *name) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(call));
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddCallSiteAttribute(call, at, LLVMCreateEnumAttribute(c, kind, 0));
+}
+
 static LLVMValueRef opaque_one(LLVMBuilderRef b, LLVMTypeRef t) {
-  LLVMContextRef c = LLVMGetTypeContext(t);
   LLVMTypeRef fty = LLVMFunctionType(t, &t, 1, 0);
   /* "=r,0": the result is the operand's register, which the block leaves as it is */
   LLVMValueRef asm_ = LLVMGetInlineAsm(fty, "", 0, "=r,0", 4, 0, 0, LLVMInlineAsmDialectATT, 0);
   LLVMValueRef one = LLVMConstInt(t, 1, 0);
   LLVMValueRef call = LLVMBuildCall2(b, fty, asm_, &one, 1, "kapi.one");
-  const char *attrs[] = {"readnone", "nounwind", "willreturn"};
-  for (unsigned i = 0; i < 3; i++) {
-    unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
-    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c, kind, 0));
-  }
+  add_attribute(call, LLVMAttributeFunctionIndex, "readnone");
+  add_attribute(call, LLVMAttributeFunctionIndex, "nounwind");
+  add_attribute(call, LLVMAttributeFunctionIndex, "willreturn");
+  add_attribute(call, LLVMAttributeReturnIndex, "noundef");
   return call;
 }
 
@@ -51,6 +55,12 @@ int kc_hf_arg_unversioned(LLVMValueRef param) {
   return !kc_hf_version_all_strides() && !names_a_stride(LLVMGetValueName(param));
 }
 
+/* v is the argument's load. Both factors are marked as never undef or poison (the driver copied
+ * the argument's bytes): otherwise loop unswitching freezes the product where it branches on
+ * it, InstCombine then hands every use the frozen value, and a `freeze` is again a symbolic
+ * stride (a rowsum's `for k in range(a.shape[1])` guard did that). */
 LLVMValueRef kc_hf_times_opaque_one(LLVMBuilderRef b, LLVMValueRef v) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(v));
+  LLVMSetMetadata(v, LLVMGetMDKindIDInContext(c, "noundef", 7), LLVMMDNodeInContext(c, NULL, 0));
   return LLVMBuildMul(b, v, opaque_one(b, LLVMTypeOf(v)), "");
 }
