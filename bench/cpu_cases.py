@@ -77,6 +77,23 @@ def cases(scale, only):
                 unit="GFLOP/s",
             )
         )
+    if want("rowsum-f32"):
+        n, d = int(2**18 * sc), 8
+        a = rng.random((n, d), dtype=np.float32)
+        out.append(
+            Case(
+                "rowsum-f32",
+                f"2^18x{d}",
+                kernels.row_sums,
+                kapi.Range(n),
+                [a, np.zeros(n, np.float32)],
+                [1],
+                rtol=1e-5,
+                atol=1e-6,
+                work=4 * d * n,
+                unit="GB/s",
+            )
+        )
     if want("matmul-f32"):
         n, tile = 512, cpu_barrier.TILE
         a = rng.random((n, n), dtype=np.float32)

@@ -21,6 +21,15 @@ def pairwise_distance(item, data, dist):
     dist[j, i] = math.sqrt(d)
 
 
+def row_sums(item, a, out):
+    # a loop along the row per work-item: a[i, k] steps by a.shape[1] from one item to the next
+    i = item.get_id(0)
+    s = a.dtype.type(0.0)
+    for k in range(a.shape[1]):
+        s += a[i, k]
+    out[i] = s
+
+
 def black_scholes(item, price, strike, t, rate, vol, call, put):
     # dpbench's black-scholes; constants in the arrays' type, so float32 stays float32
     f = price.dtype.type

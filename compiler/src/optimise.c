@@ -24,9 +24,9 @@
  * Loops stay versioned on a symbolic stride being 1 (LLVM's default): the CUDA finaliser's
  * coarsened entries rely on it for layout-A arrays (ld.global.v4, tests/drivers/cuda/
  * test_coarsen.py), and these options are process-wide, shared with the host finaliser, where
- * turning it off let a pairwise distance's region loop vectorise with gathers (CPU time per
- * launch 0.53x -> 0.83x of Intel's OpenCL runtime, bench/RESULTS.md): a per-target switch
- * needs the pipelines' own options, which LLVM 15's C API does not offer.
+ * a C-contiguous array's row extent made a pairwise distance's region loop run its scalar
+ * copy: the host finaliser hides such arguments from the versioning instead, per argument
+ * (finalise/host/finalise_host_strides.c).
  * No switch lookup tables: SimplifyCFG turns a switch that picks constants into a load from a
  * private constant array, a module-scope variable in the Function storage class that SPIR-V
  * rejects (fuzzer, seed 6000 kernel 16181); devices get the compares and selects instead.

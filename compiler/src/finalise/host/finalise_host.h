@@ -55,6 +55,7 @@ typedef struct kc_hf_kernel {
   kc_host_arg_t *args;
   LLVMTypeRef *arg_types; /* the kernel's parameter types (it is gone once inlined) */
   char *arg_byval;        /* 1 where the parameter is a byval pointer */
+  char *arg_unversioned;  /* 1 where run hands it over times an opaque 1 (kc_hf_arg_unversioned) */
   uint32_t reqd[3];
   /* SSA values in `body` that the id builtins are rewritten to (filled by entry generation). */
   LLVMValueRef group_id[3], group_range[3], local_range[3], offset[3], local_id[3];
@@ -152,6 +153,15 @@ int kc_hf_collect_kernels(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_kernel_t 
 int kc_hf_make_entries(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n,
                        const kc_hf_locals_t *locals, char **log);
 void kc_hf_kernels_free(kc_hf_kernel_t *ks, uint32_t n);
+
+/* finalise_host_strides.c: kc_hf_arg_unversioned: 1 for a kernel parameter on which LLVM's loop
+ * vectoriser should not version loops (an integer that is not a layout-A array's stride: a
+ * C-contiguous array's row extent is a symbolic stride that is never 1 in practice), which run
+ * then hands over as kc_hf_times_opaque_one(its value); 0 for every parameter with
+ * KAPI_HOST_VERSION_STRIDES set (not `0`), kc_hf_version_all_strides. */
+int kc_hf_arg_unversioned(LLVMValueRef param);
+LLVMValueRef kc_hf_times_opaque_one(LLVMBuilderRef b, LLVMValueRef v);
+int kc_hf_version_all_strides(void);
 
 /* finalise_host_locals.c: layout of __local globals, and their rewrite into per-group buffers. */
 int kc_hf_layout_locals(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_locals_t *out, char **log);

@@ -58,11 +58,14 @@ static int collect_args(LLVMValueRef f, LLVMTargetDataRef td, kc_hf_kernel_t *k,
   k->args = calloc(k->num_args + 1, sizeof *k->args);
   k->arg_types = calloc(k->num_args + 1, sizeof *k->arg_types);
   k->arg_byval = calloc(k->num_args + 1, 1);
-  if (!k->args || !k->arg_types || !k->arg_byval) return *log = kc_msg("out of memory"), 0;
+  k->arg_unversioned = calloc(k->num_args + 1, 1);
+  if (!k->args || !k->arg_types || !k->arg_byval || !k->arg_unversioned)
+    return *log = kc_msg("out of memory"), 0;
   for (unsigned i = 0; i < k->num_args; i++) {
     LLVMTypeRef t = LLVMTypeOf(LLVMGetParam(f, i));
     k->arg_types[i] = t;
     k->arg_byval[i] = LLVMGetTypeKind(t) == LLVMPointerTypeKind && is_byval(f, i);
+    k->arg_unversioned[i] = (char)kc_hf_arg_unversioned(LLVMGetParam(f, i));
     int ptr = LLVMGetTypeKind(t) == LLVMPointerTypeKind;
     if (ptr && LLVMGetPointerAddressSpace(t) == 3) {
       k->args[i].kind = KC_ARG_LOCAL;
@@ -187,6 +190,7 @@ void kc_hf_kernels_free(kc_hf_kernel_t *ks, uint32_t n) {
     free(ks[i].args);
     free(ks[i].arg_types);
     free(ks[i].arg_byval);
+    free(ks[i].arg_unversioned);
   }
   free(ks);
 }
@@ -268,7 +272,7 @@ static LLVMValueRef *unpack_args(LLVMBuilderRef b, LLVMValueRef g, const kc_hf_k
     }
     LLVMValueRef v = LLVMBuildLoad2(b, t, LLVMBuildBitCast(b, p, LLVMPointerType(t, 0), ""), "");
     LLVMSetAlignment(v, 1);
-    vals[i] = v;
+    vals[i] = k->arg_unversioned[i] ? kc_hf_times_opaque_one(b, v) : v;
   }
   return vals;
 }

@@ -29,9 +29,10 @@ static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 /* Code generated for one CPU may use instructions another lacks: the binary names its host. */
 static void host_id_init(void) {
   char *t = kc_hf_target_id(); /* the host's triple, CPU and features, or KAPI_HOST_CPU's */
-  host_id = kc_msg("%s;%s;pf%d.%d.%d.%d", t ? t : "unknown target",
+  host_id = kc_msg("%s;%s;pf%d.%d.%d.%d;%s", t ? t : "unknown target",
                    getenv("KAPI_HOST_NO_LIBMVEC") ? "nomvec" : "mvec", kc_hf_prefetch_lines(),
-                   kc_hf_prefetch_locality(), kc_hf_prefetch_ahead(), kc_hf_prefetch_first());
+                   kc_hf_prefetch_locality(), kc_hf_prefetch_ahead(), kc_hf_prefetch_first(),
+                   kc_hf_version_all_strides() ? "vstrides" : "");
   free(t);
 }
 
