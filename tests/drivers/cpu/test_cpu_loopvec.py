@@ -7,6 +7,7 @@ are no multiple of a chunk or of a vector, and the same kernels with the split o
 chunk sizes (in subprocesses: the setting is read when a kernel is built)."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -168,6 +169,87 @@ def loop_and_barrier(nditem, a, out, slm):
     out[g] = t + s
 
 
+@kapi.kernel
+def count_from(item, out, last, x0, step, maxit, start):
+    # a count that starts at a uniform value other than 0 and steps by 3, left in the middle of
+    # the body (after its step) at either of two breaks, and used after the loop with a value
+    # of the loop
+    i = item.get_global_id(0)
+    c = x0 + step * np.float32(i)
+    z = np.float32(0.0)
+    n = start
+    while True:
+        z = z * z + c
+        n += 3
+        if z * z > np.float32(4.0):
+            break
+        if n >= maxit:
+            break
+    out[i] = n
+    last[i] = z
+
+
+def count_from_ref(size, x0, step, maxit, start):
+    out, last = np.zeros(size, np.int64), np.zeros(size, np.float32)
+    for i in range(size):
+        c = np.float32(x0 + step * np.float32(i))
+        z, n = np.float32(0.0), start
+        while True:
+            z = np.float32(z * z + c)
+            n += 3
+            if z * z > np.float32(4.0) or n >= maxit:
+                break
+        out[i], last[i] = n, z
+    return out, last
+
+
+@kapi.kernel
+def counts_apart(item, out, other, down, before, maxit):
+    # counts that work-items still in the loop do not share: one starting at a per-work-item
+    # value, one stepped on a per-work-item condition, and one whose value before its step is
+    # used after the loop (work-items leave in different rounds); and one counting down by 2
+    # that they share
+    i = item.get_global_id(0)
+    v = np.float32(i % 13)
+    n = i % 5
+    m = 0
+    d = maxit
+    e = 0
+    t = 5
+    while True:
+        v = v * np.float32(1.3) + np.float32(1.0)
+        if (n + i) % 2 == 0:
+            m += 1
+        e = d
+        n += 1
+        d -= 1
+        t -= 2
+        if n >= maxit or v >= np.float32(50.0):
+            break
+    out[i] = n
+    other[i] = m
+    down[i] = t
+    before[i] = e * 1000 + d
+
+
+def counts_apart_ref(size, maxit):
+    ref = np.zeros((4, size), np.int64)
+    for i in range(size):
+        v, n, m, d, t = np.float32(i % 13), i % 5, 0, maxit, 5
+        while True:
+            v = np.float32(v * np.float32(1.3) + np.float32(1.0))
+            if (n + i) % 2 == 0:
+                m += 1
+            e = d
+            n += 1
+            d -= 1
+            t -= 2
+            if n >= maxit or v >= np.float32(50.0):
+                break
+        ref[:, i] = n, m, t, e * 1000 + d
+    return ref
+
+
 def call(kernel, rng, *args):
     kapi.call_kernel(kernel, rng, *args)
 
@@ -181,6 +263,25 @@ def test_divergent_loop_with_two_exits(rng):
     ref = escape_ref(size, x0, step, maxit)
     assert len(set(ref.tolist())) > 5  # exits at many different iterations
     np.testing.assert_array_equal(out.asnumpy(), ref)
+
+
+@pytest.mark.parametrize("rng", RANGES_1D, ids=str)
+def test_counts_of_a_divergent_loop(rng):
+    # a divergent loop's count is kept once per chunk where every work-item still in the loop
+    # holds the same (a uniform start, a constant step), and per work-item where not
+    size = rng.global_range[0]
+    out, last = np.zeros(size, np.int64), np.zeros(size, np.float32)
+    x0, step = np.float32(-2.2), np.float32(2.6 / size)
+    call(count_from, rng, out, last, x0, step, 200, 7)
+    ref_out, ref_last = count_from_ref(size, x0, step, 200, 7)
+    assert len(set(ref_out.tolist())) > 5  # work-items leave in many different rounds
+    np.testing.assert_array_equal(out, ref_out)
+    np.testing.assert_array_equal(last, ref_last)
+    outs = [np.zeros(size, np.int64) for _ in range(4)]
+    call(counts_apart, rng, *outs, 40)
+    ref = counts_apart_ref(size, 40)
+    assert len(set(ref[0].tolist())) > 5
+    np.testing.assert_array_equal(np.stack(outs), ref)
 
 
 @pytest.mark.parametrize("rng", RANGES_1D, ids=str)
@@ -344,8 +445,7 @@ def run_function(ir, kernel):
 
 
 def test_the_loops_run_as_vectorised_regions():
-    # a fixed target (SSE4.2: 4 floats a vector, 2 with the escape count's int64) so that the
-    # check does not depend on this CPU
+    # a fixed target (SSE4.2: 4 floats a vector) so that the check does not depend on this CPU
     env = {"KAPI_DUMP": "host", "KAPI_HOST_CPU": "x86-64-v2"}
     r = run_script(DUMP, env)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -353,7 +453,9 @@ def test_the_loops_run_as_vectorised_regions():
     assert len(runs) == 2 and all('"kapi-loop-regions"="1"' in a for a in runs), runs
     # the work-item loops of the loops' regions are vectorised
     assert "<4 x float>" in run_function(r.stderr, "matvec_cols")
-    assert "<2 x float>" in run_function(r.stderr, "escape")
+    # the escape count, an int64, is kept once per chunk (every work-item still in the loop
+    # holds the same): it no longer halves the lanes, as it did kept per work-item
+    assert "<4 x float>" in run_function(r.stderr, "escape")
     off = run_script(DUMP, dict(env, KAPI_HOST_LOOPVEC="0"))
     assert off.returncode == 0, off.stderr[-3000:]
     runs = attributes(off.stderr)
@@ -380,6 +482,26 @@ def test_a_divergent_loop_keeps_its_values_in_vector_registers():
         call(escape, rng, out, np.float32(-2.2), np.float32(2.6 / size), 300)
         ref = escape_ref(size, np.float32(-2.2), np.float32(2.6 / size), 300)
         np.testing.assert_array_equal(out.asnumpy(), ref)
+
+
+def test_a_divergent_loop_keeps_its_count_once_per_chunk():
+    # every work-item still in the escape loop holds the same count: the round loads it once,
+    # steps it as a scalar, and writes it into the lanes that leave; kept per work-item
+    # (KAPI_HOST_LOOPVEC_UNIFORM=0), each round steps a vector of counts
+    step = re.compile(r"= add <16 x i64> %[\w.]+, <i64 1, i64 1,")
+    env = {"KAPI_DUMP": "host", "KAPI_HOST_CPU": "skylake-avx512"}
+    for setting, scalar in (("1", True), ("0", False)):
+        r = run_script(
+            DUMP.replace("kapi.call_kernel", "T.try_call"),
+            dict(env, KAPI_HOST_LOOPVEC_UNIFORM=setting),
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
+        run = run_function(r.stderr, "escape")
+        assert ("kapi.count" in run) == scalar, setting
+        assert (step.search(run) is None) == scalar, setting
+    r = run_script(VARIANTS, {"KAPI_HOST_LOOPVEC_UNIFORM": "0"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split()[0] == "True"
 
 
 def try_call(*args):
