@@ -1880,6 +1880,47 @@ static LLVMValueRef low_lanes(LLVMBuilderRef b, LLVMValueRef v, uint64_t *lo, ui
   return a == l ? m : LLVMBuildNot(b, m, "");
 }
 
+/* low_lanes of phi v, whose incoming values are such trees or splats of *lo or *hi (a round's
+ * copies that LLVM unswitched on a uniform test, one where every lane chooses the same): a phi
+ * of their lanes, each built at the end of its incoming block; NULL when one is neither. */
+static LLVMValueRef low_lanes_phi(LLVMBuilderRef b, LLVMValueRef v, uint64_t *lo, uint64_t *hi) {
+  unsigned n = LLVMCountIncoming(v);
+  LLVMValueRef *m = calloc(n + 1, sizeof *m);
+  int ok = m != NULL;
+  for (unsigned k = 0; ok && k < n; k++) { /* the trees first: they tell lo from hi */
+    LLVMValueRef x = LLVMGetIncomingValue(v, k);
+    if (LLVMIsAConstant(x)) continue;
+    LLVMPositionBuilderBefore(b, LLVMGetBasicBlockTerminator(LLVMGetIncomingBlock(v, k)));
+    ok = (m[k] = low_lanes(b, x, lo, hi, 1)) != NULL;
+  }
+  LLVMTypeRef mt = NULL;
+  for (unsigned k = 0; ok && k < n; k++) {
+    LLVMValueRef x = LLVMGetIncomingValue(v, k);
+    unsigned lanes = LLVMGetVectorSize(LLVMTypeOf(x));
+    mt = LLVMVectorType(LLVMInt1TypeInContext(LLVMGetTypeContext(LLVMTypeOf(x))), lanes);
+    if (m[k]) continue;
+    LLVMValueRef e = LLVMGetAggregateElement(x, 0);
+    ok = e && LLVMIsAConstantInt(e) && *lo != UINT64_MAX;
+    for (unsigned i = 1; ok && i < lanes; i++)
+      ok = LLVMGetAggregateElement(x, i) == e;
+    uint64_t c = ok ? LLVMConstIntGetZExtValue(e) : 0;
+    ok = ok && (c == *lo || c == *hi);
+    if (ok) m[k] = c == *lo ? LLVMConstAllOnes(mt) : LLVMConstNull(mt);
+  }
+  LLVMValueRef r = NULL;
+  if (ok && mt) {
+    LLVMBasicBlockRef bb = LLVMGetInstructionParent(v);
+    LLVMPositionBuilder(b, bb, LLVMGetFirstInstruction(bb));
+    r = LLVMBuildPhi(b, mt, "kapi.lanes");
+    for (unsigned k = 0; k < n; k++) {
+      LLVMBasicBlockRef from = LLVMGetIncomingBlock(v, k);
+      LLVMAddIncoming(r, &m[k], &from, 1);
+    }
+  }
+  free(m);
+  return r;
+}
+
 /* The next state of a divergent loop's rounds is the umin over the lanes of a select between
  * two states, which x86 reduces in ten instructions: `any(lanes choosing the smaller) ?
  * smaller : larger` is a mask test. Returns how many reductions became one. */
@@ -1890,8 +1931,14 @@ static unsigned any_of_two(LLVMValueRef fn, LLVMBuilderRef b) {
       LLVMValueRef next = LLVMGetNextInstruction(i);
       if (!strncmp(callee_name(i), "llvm.vector.reduce.umin.", 24)) {
         uint64_t lo = UINT64_MAX, hi = UINT64_MAX;
+        LLVMValueRef x = LLVMGetOperand(i, 0), m;
+        if (LLVMIsAPHINode(x)) {
+          m = low_lanes_phi(b, x, &lo, &hi);
+        } else {
+          LLVMPositionBuilderBefore(b, i);
+          m = low_lanes(b, x, &lo, &hi, 0);
+        }
         LLVMPositionBuilderBefore(b, i);
-        LLVMValueRef m = low_lanes(b, LLVMGetOperand(i, 0), &lo, &hi, 0);
         if (m) {
           LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(m));
           unsigned n = LLVMGetVectorSize(LLVMTypeOf(m));
