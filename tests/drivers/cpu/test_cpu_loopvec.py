@@ -482,8 +482,8 @@ def test_the_loops_run_as_vectorised_regions():
 
 
 def test_a_divergent_loop_keeps_its_values_in_vector_registers():
-    # On an AVX-512 target a kernel with a divergent loop runs in chunks of one vector (16
-    # work-items), its slots in run's frame: once the masked saves become plain ones, the
+    # On an AVX-512 target a kernel with a divergent loop runs in chunks of a few vectors (of
+    # 16 work-items), its slots in run's frame: once the masked saves become plain ones, the
     # loop's values go round its rounds as vector phis instead of through memory. Only the
     # listing is checked, so a host without AVX-512 may refuse to run the module.
     env = {"KAPI_DUMP": "host", "KAPI_HOST_CPU": "skylake-avx512"}
@@ -493,7 +493,7 @@ def test_a_divergent_loop_keeps_its_values_in_vector_registers():
     assert "phi <16 x float>" in run, run[:3000]
     assert " x float>" in run_function(r.stderr, "matvec_cols")
     # the split's count and the results do not change with it: a group of 37 work-items
-    # (2 chunks of 16 and a tail of 5) and one of 100 on this host, whatever its ISA
+    # (a tail chunk only, on AVX-512) and one of 100 on this host, whatever its ISA
     for rng in RANGES_1D[:2]:
         size = rng.global_range[0]
         out = kapi.zeros(size, dtype="i8", device=CPU[0])
@@ -521,6 +521,9 @@ def test_a_divergent_loop_keeps_its_count_once_per_chunk():
         # unswitches on the scalar count's test; the next state is still a mask test, of the
         # lanes of either copy
         assert ("kapi.lanes" in run) == scalar, setting
+        # without the count's vectors, a chunk of four vectors fits the registers (two with it)
+        chunk = re.search(r"add nuw nsw i64 %kapi\.chunk, (\d+)", run)
+        assert chunk and int(chunk.group(1)) == (64 if scalar else 32), setting
     r = run_script(VARIANTS, {"KAPI_HOST_LOOPVEC_UNIFORM": "0"})
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split()[0] == "True"

@@ -963,9 +963,15 @@ int kc_hf_loopvec_on(void) {
   return loopvec_setting() != 0;
 }
 
+static int active_uniform_on(void);
+
 unsigned kc_hf_loopvec_chunk(int divergent) {
   long n = loopvec_setting();
-  return n > 1 ? (unsigned)n : divergent ? KC_HF_LOOPVEC_DIV_CHUNK : KC_HF_LOOPVEC_CHUNK;
+  if (n > 1) return (unsigned)n;
+  if (!divergent) return KC_HF_LOOPVEC_CHUNK;
+  return strstr(kc_hf_target_features(), "+avx512f") && active_uniform_on()
+             ? KC_HF_LOOPVEC_DIV_CHUNK_WIDE
+             : KC_HF_LOOPVEC_DIV_CHUNK;
 }
 
 /* Walks f and the functions it calls (depth-limited): whether any block is in a cycle, and
