@@ -251,6 +251,45 @@ def counts_apart_ref(size, maxit):
 
 
 @kapi.kernel
+def two_loops(item, out, maxit):
+    # two divergent loops one after the other, each with a count the work-items still in it
+    # share; the second starts after every work-item of the chunk has left the first
+    i = item.get_global_id(0)
+    v = np.float32(i % 11) + np.float32(0.5)
+    n = 0
+    while True:
+        v = v * np.float32(1.25)
+        n += 1
+        if n >= maxit or v > np.float32(40.0):
+            break
+    w = v
+    m = 10
+    while True:
+        w = w * np.float32(0.75)
+        m += 2
+        if m >= 10 + 2 * maxit or w < np.float32(1.0):
+            break
+    out[i] = n * 1000 + m
+
+
+def two_loops_ref(size, maxit):
+    ref = np.zeros(size, np.int64)
+    for i in range(size):
+        v, n = np.float32(i % 11) + np.float32(0.5), 0
+        while True:
+            v, n = np.float32(v * np.float32(1.25)), n + 1
+            if n >= maxit or v > np.float32(40.0):
+                break
+        w, m = v, 10
+        while True:
+            w, m = np.float32(w * np.float32(0.75)), m + 2
+            if m >= 10 + 2 * maxit or w < np.float32(1.0):
+                break
+        ref[i] = n * 1000 + m
+    return ref
+
+
+@kapi.kernel
 def escape_loaded(item, out, params, maxit):
     # the escape loop with values every work-item shares loaded from memory (saved once per
     # chunk across each round, not recomputed)
@@ -295,6 +334,10 @@ def test_counts_of_a_divergent_loop(rng):
     params = np.array([x0, step, 4.0], np.float32)
     call(escape_loaded, rng, out, params, 300)
     np.testing.assert_array_equal(out, escape_ref(size, x0, step, 300))
+    call(two_loops, rng, out, 30)
+    ref = two_loops_ref(size, 30)
+    assert len(set(ref.tolist())) > 5
+    np.testing.assert_array_equal(out, ref)
     outs = [np.zeros(size, np.int64) for _ in range(4)]
     call(counts_apart, rng, *outs, 40)
     ref = counts_apart_ref(size, 40)
