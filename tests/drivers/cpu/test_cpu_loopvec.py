@@ -7,6 +7,7 @@ are no multiple of a chunk or of a vector, and the same kernels with the split o
 chunk sizes (in subprocesses: the setting is read when a kernel is built)."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -168,6 +169,141 @@ def loop_and_barrier(nditem, a, out, slm):
     out[g] = t + s
 
 
+@kapi.kernel
+def count_from(item, out, last, x0, step, maxit, start):
+    # a count that starts at a uniform value other than 0 and steps by 3, left in the middle of
+    # the body (after its step) at either of two breaks, and used after the loop with a value
+    # of the loop
+    i = item.get_global_id(0)
+    c = x0 + step * np.float32(i)
+    z = np.float32(0.0)
+    n = start
+    while True:
+        z = z * z + c
+        n += 3
+        if z * z > np.float32(4.0):
+            break
+        if n >= maxit:
+            break
+    out[i] = n
+    last[i] = z
+
+
+def count_from_ref(size, x0, step, maxit, start):
+    out, last = np.zeros(size, np.int64), np.zeros(size, np.float32)
+    for i in range(size):
+        c = np.float32(x0 + step * np.float32(i))
+        z, n = np.float32(0.0), start
+        while True:
+            z = np.float32(z * z + c)
+            n += 3
+            if z * z > np.float32(4.0) or n >= maxit:
+                break
+        out[i], last[i] = n, z
+    return out, last
+
+
+@kapi.kernel
+def counts_apart(item, out, other, down, before, maxit):
+    # counts that work-items still in the loop do not share: one starting at a per-work-item
+    # value, one stepped on a per-work-item condition, and one whose value before its step is
+    # used after the loop (work-items leave in different rounds); and one counting down by 2
+    # that they share
+    i = item.get_global_id(0)
+    v = np.float32(i % 13)
+    n = i % 5
+    m = 0
+    d = maxit
+    e = 0
+    t = 5
+    while True:
+        v = v * np.float32(1.3) + np.float32(1.0)
+        if (n + i) % 2 == 0:
+            m += 1
+        e = d
+        n += 1
+        d -= 1
+        t -= 2
+        if n >= maxit or v >= np.float32(50.0):
+            break
+    out[i] = n
+    other[i] = m
+    down[i] = t
+    before[i] = e * 1000 + d
+
+
+def counts_apart_ref(size, maxit):
+    ref = np.zeros((4, size), np.int64)
+    for i in range(size):
+        v, n, m, d, t = np.float32(i % 13), i % 5, 0, maxit, 5
+        while True:
+            v = np.float32(v * np.float32(1.3) + np.float32(1.0))
+            if (n + i) % 2 == 0:
+                m += 1
+            e = d
+            n += 1
+            d -= 1
+            t -= 2
+            if n >= maxit or v >= np.float32(50.0):
+                break
+        ref[:, i] = n, m, t, e * 1000 + d
+    return ref
+
+
+@kapi.kernel
+def two_loops(item, out, maxit):
+    # two divergent loops one after the other, each with a count the work-items still in it
+    # share; the second starts after every work-item of the chunk has left the first
+    i = item.get_global_id(0)
+    v = np.float32(i % 11) + np.float32(0.5)
+    n = 0
+    while True:
+        v = v * np.float32(1.25)
+        n += 1
+        if n >= maxit or v > np.float32(40.0):
+            break
+    w = v
+    m = 10
+    while True:
+        w = w * np.float32(0.75)
+        m += 2
+        if m >= 10 + 2 * maxit or w < np.float32(1.0):
+            break
+    out[i] = n * 1000 + m
+
+
+def two_loops_ref(size, maxit):
+    ref = np.zeros(size, np.int64)
+    for i in range(size):
+        v, n = np.float32(i % 11) + np.float32(0.5), 0
+        while True:
+            v, n = np.float32(v * np.float32(1.25)), n + 1
+            if n >= maxit or v > np.float32(40.0):
+                break
+        w, m = v, 10
+        while True:
+            w, m = np.float32(w * np.float32(0.75)), m + 2
+            if m >= 10 + 2 * maxit or w < np.float32(1.0):
+                break
+        ref[i] = n * 1000 + m
+    return ref
+
+
+@kapi.kernel
+def escape_loaded(item, out, params, maxit):
+    # the escape loop with values every work-item shares loaded from memory (saved once per
+    # chunk across each round, not recomputed)
+    i = item.get_global_id(0)
+    c = params[0] + params[1] * np.float32(i)
+    lim = params[2]
+    z = np.float32(0.0)
+    n = 0
+    while n < maxit and z * z <= lim:
+        z = z * z + c
+        n += 1
+    out[i] = n
+
+
 def call(kernel, rng, *args):
     kapi.call_kernel(kernel, rng, *args)
 
@@ -181,6 +317,32 @@ def test_divergent_loop_with_two_exits(rng):
     ref = escape_ref(size, x0, step, maxit)
     assert len(set(ref.tolist())) > 5  # exits at many different iterations
     np.testing.assert_array_equal(out.asnumpy(), ref)
+
+
+@pytest.mark.parametrize("rng", RANGES_1D, ids=str)
+def test_counts_of_a_divergent_loop(rng):
+    # a divergent loop's count is kept once per chunk where every work-item still in the loop
+    # holds the same (a uniform start, a constant step), and per work-item where not
+    size = rng.global_range[0]
+    out, last = np.zeros(size, np.int64), np.zeros(size, np.float32)
+    x0, step = np.float32(-2.2), np.float32(2.6 / size)
+    call(count_from, rng, out, last, x0, step, 200, 7)
+    ref_out, ref_last = count_from_ref(size, x0, step, 200, 7)
+    assert len(set(ref_out.tolist())) > 5  # work-items leave in many different rounds
+    np.testing.assert_array_equal(out, ref_out)
+    np.testing.assert_array_equal(last, ref_last)
+    params = np.array([x0, step, 4.0], np.float32)
+    call(escape_loaded, rng, out, params, 300)
+    np.testing.assert_array_equal(out, escape_ref(size, x0, step, 300))
+    call(two_loops, rng, out, 30)
+    ref = two_loops_ref(size, 30)
+    assert len(set(ref.tolist())) > 5
+    np.testing.assert_array_equal(out, ref)
+    outs = [np.zeros(size, np.int64) for _ in range(4)]
+    call(counts_apart, rng, *outs, 40)
+    ref = counts_apart_ref(size, 40)
+    assert len(set(ref[0].tolist())) > 5
+    np.testing.assert_array_equal(np.stack(outs), ref)
 
 
 @pytest.mark.parametrize("rng", RANGES_1D, ids=str)
@@ -344,8 +506,7 @@ def run_function(ir, kernel):
 
 
 def test_the_loops_run_as_vectorised_regions():
-    # a fixed target (SSE4.2: 4 floats a vector, 2 with the escape count's int64) so that the
-    # check does not depend on this CPU
+    # a fixed target (SSE4.2: 4 floats a vector) so that the check does not depend on this CPU
     env = {"KAPI_DUMP": "host", "KAPI_HOST_CPU": "x86-64-v2"}
     r = run_script(DUMP, env)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -353,7 +514,9 @@ def test_the_loops_run_as_vectorised_regions():
     assert len(runs) == 2 and all('"kapi-loop-regions"="1"' in a for a in runs), runs
     # the work-item loops of the loops' regions are vectorised
     assert "<4 x float>" in run_function(r.stderr, "matvec_cols")
-    assert "<2 x float>" in run_function(r.stderr, "escape")
+    # the escape count, an int64, is kept once per chunk (every work-item still in the loop
+    # holds the same): it no longer halves the lanes, as it did kept per work-item
+    assert "<4 x float>" in run_function(r.stderr, "escape")
     off = run_script(DUMP, dict(env, KAPI_HOST_LOOPVEC="0"))
     assert off.returncode == 0, off.stderr[-3000:]
     runs = attributes(off.stderr)
@@ -362,8 +525,8 @@ def test_the_loops_run_as_vectorised_regions():
 
 
 def test_a_divergent_loop_keeps_its_values_in_vector_registers():
-    # On an AVX-512 target a kernel with a divergent loop runs in chunks of one vector (16
-    # work-items), its slots in run's frame: once the masked saves become plain ones, the
+    # On an AVX-512 target a kernel with a divergent loop runs in chunks of a few vectors (of
+    # 16 work-items), its slots in run's frame: once the masked saves become plain ones, the
     # loop's values go round its rounds as vector phis instead of through memory. Only the
     # listing is checked, so a host without AVX-512 may refuse to run the module.
     env = {"KAPI_DUMP": "host", "KAPI_HOST_CPU": "skylake-avx512"}
@@ -373,13 +536,40 @@ def test_a_divergent_loop_keeps_its_values_in_vector_registers():
     assert "phi <16 x float>" in run, run[:3000]
     assert " x float>" in run_function(r.stderr, "matvec_cols")
     # the split's count and the results do not change with it: a group of 37 work-items
-    # (2 chunks of 16 and a tail of 5) and one of 100 on this host, whatever its ISA
+    # (a tail chunk only, on AVX-512) and one of 100 on this host, whatever its ISA
     for rng in RANGES_1D[:2]:
         size = rng.global_range[0]
         out = kapi.zeros(size, dtype="i8", device=CPU[0])
         call(escape, rng, out, np.float32(-2.2), np.float32(2.6 / size), 300)
         ref = escape_ref(size, np.float32(-2.2), np.float32(2.6 / size), 300)
         np.testing.assert_array_equal(out.asnumpy(), ref)
+
+
+def test_a_divergent_loop_keeps_its_count_once_per_chunk():
+    # every work-item still in the escape loop holds the same count: the round loads it once,
+    # steps it as a scalar, and writes it into the lanes that leave; kept per work-item
+    # (KAPI_HOST_LOOPVEC_UNIFORM=0), each round steps a vector of counts
+    step = re.compile(r"= add <16 x i64> %[\w.]+, <i64 1, i64 1,")
+    env = {"KAPI_DUMP": "host", "KAPI_HOST_CPU": "skylake-avx512"}
+    for setting, scalar in (("1", True), ("0", False)):
+        r = run_script(
+            DUMP.replace("kapi.call_kernel", "T.try_call"),
+            dict(env, KAPI_HOST_LOOPVEC_UNIFORM=setting),
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
+        run = run_function(r.stderr, "escape")
+        assert ("kapi.count" in run) == scalar, setting
+        assert (step.search(run) is None) == scalar, setting
+        # the rounds go round as a loop of their own (KAPI_HOST_LOOPVEC_SELF), which LLVM
+        # unswitches on the scalar count's test; the next state is still a mask test, of the
+        # lanes of either copy
+        assert ("kapi.lanes" in run) == scalar, setting
+        # without the count's vectors, a chunk of four vectors fits the registers (two with it)
+        chunk = re.search(r"add nuw nsw i64 %kapi\.chunk, (\d+)", run)
+        assert chunk and int(chunk.group(1)) == (64 if scalar else 32), setting
+    r = run_script(VARIANTS, {"KAPI_HOST_LOOPVEC_UNIFORM": "0"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split()[0] == "True"
 
 
 def try_call(*args):

@@ -187,12 +187,16 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
  * leave at different times get a per-work-item flag: finalise_host_regions.c). */
 int kc_hf_loopvec_on(void);
 /* Work-items per chunk of a loopvec kernel's run (finalise_host_entry.c's make_chunk_run): for
- * a kernel with a divergent loop two vectors of AVX-512 (its rounds then keep the chunk's
- * values in registers, kc_hf_unmask_slots, two vectors' worth of independent work), else 512:
- * a uniform loop's round does little per work-item, and its set-up (the state's dispatch, the
- * uniform values) is then shared by more (KAPI_HOST_LOOPVEC=N: N for both). */
+ * a kernel with a divergent loop four vectors of AVX-512 (its rounds then keep the chunk's
+ * values in registers, kc_hf_unmask_slots, four vectors' worth of independent work to hide a
+ * round's latency: mandelbrot's CPU time per launch fell by about a fifth from two vectors once
+ * its count was kept once per chunk, which left the registers for them), 32 elsewhere or with
+ * KAPI_HOST_LOOPVEC_UNIFORM=0 (the count per work-item: four vectors spilled); else 512: a
+ * uniform loop's round does little per work-item, and its set-up (the state's dispatch, the
+ * uniform values) is then shared by more (KAPI_HOST_LOOPVEC=N: N for all). */
 #define KC_HF_LOOPVEC_CHUNK 512u
 #define KC_HF_LOOPVEC_DIV_CHUNK 32u
+#define KC_HF_LOOPVEC_DIV_CHUNK_WIDE 64u
 /* The most bytes of a full chunk's slots that run keeps in its frame (make_chunk_run). */
 #define KC_HF_LOOPVEC_FRAME (32u * 1024u)
 unsigned kc_hf_loopvec_chunk(int divergent);

@@ -676,6 +676,12 @@ typedef struct {
   const kc_hf_kernel_t *k;
 } chunk_t;
 
+/* KAPI_HOST_LOOPVEC_SELF=0: a divergent loop's rounds go through the dispatch on the state. */
+static int loop_self_on(void) {
+  const char *v = getenv("KAPI_HOST_LOOPVEC_SELF");
+  return !v || strcmp(v, "0") != 0;
+}
+
 /* One chunk's state machine, from block `from` (where the builder is): `state = 0; until EXIT:
  * next = min or last over x = x0 + i, i < count, of wi(..., state)`, its slots in `storage`.
  * Leaves the builder in the block after it. */
@@ -716,17 +722,35 @@ static void chunk_machine(chunk_t *t, LLVMBasicBlockRef from, LLVMValueRef x0, L
     LLVMBasicBlockRef xh = LLVMAppendBasicBlockInContext(c, t->fn, "wi.x");
     LLVMBasicBlockRef xd = LLVMAppendBasicBlockInContext(c, t->fn, "x.done");
     LLVMAddCase(sw, LLVMConstInt(i32, st, 0), xh);
+    /* the smallest state where it may differ, else the last (a min of states that instcombine
+     * folds to a compare with a constant is no reduction the vectoriser knows) */
+    int takemin = t->k->min_states && t->k->min_states[st];
+    /* a divergent loop's header state goes round again itself while any work-item is still in
+     * the loop, not through the dispatch on the state: each round then costs a branch on the
+     * mask test, and the rounds are a loop of their own (`again`), which swaps the copies of
+     * the uniform values as the dispatch does */
+    int self = takemin && loop_self_on();
+    LLVMBasicBlockRef again = self ? LLVMAppendBasicBlockInContext(c, t->fn, "round") : NULL;
     LLVMPositionBuilderAtEnd(b, xh);
     LLVMValueRef i = LLVMBuildPhi(b, i64, "wi.i"), mn = LLVMBuildPhi(b, i32, "kapi.min");
     LLVMAddIncoming(i, &zero64, &sloop, 1);
     LLVMAddIncoming(mn, &umax, &sloop, 1);
     memcpy(t->args, fixed, sizeof fixed);
+    LLVMValueRef pu = NULL, pb = NULL; /* this round's uoff and boff */
+    if (self) {
+      pu = LLVMBuildPhi(b, i64, "round.uoff"), pb = LLVMBuildPhi(b, i64, "round.boff");
+      LLVMAddIncoming(pu, &uoff, &sloop, 1);
+      LLVMAddIncoming(pb, &boff, &sloop, 1);
+      LLVMValueRef nu = LLVMBuildSub(b, LLVMConstInt(i64, t->urec, 0), pu, "");
+      LLVMValueRef nb = LLVMBuildSub(b, LLVMConstInt(i64, t->brec, 0), pb, "");
+      t->args[7] = LLVMBuildInBoundsGEP2(b, i8, t->ubase, &pu, 1, "kapi.ucur");
+      t->args[8] = LLVMBuildInBoundsGEP2(b, i8, t->ubase, &nu, 1, "kapi.unext");
+      t->args[10] = LLVMBuildInBoundsGEP2(b, i8, t->bbase, &pb, 1, "kapi.bcur");
+      t->args[11] = LLVMBuildInBoundsGEP2(b, i8, t->bbase, &nb, 1, "kapi.bnext");
+    }
     t->args[1] = LLVMBuildNUWAdd(b, x0, i, "wi.x");
     t->args[4] = LLVMConstInt(i32, st, 0);
     LLVMValueRef next = kc_hf_call(b, t->k->body, t->args, t->na);
-    /* the smallest state where it may differ, else the last (a min of states that instcombine
-     * folds to a compare with a constant is no reduction the vectoriser knows) */
-    int takemin = t->k->min_states && t->k->min_states[st];
     LLVMValueRef mn2 =
         takemin ? LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, next, mn, ""), next, mn, "")
                 : next;
@@ -734,12 +758,29 @@ static void chunk_machine(chunk_t *t, LLVMBasicBlockRef from, LLVMValueRef x0, L
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
     LLVMAddIncoming(i, &i2, &latch, 1);
     LLVMAddIncoming(mn, &mn2, &latch, 1);
+    if (self) LLVMAddIncoming(pu, &pu, &latch, 1), LLVMAddIncoming(pb, &pb, &latch, 1);
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, i2, count, ""), xh, xd);
     mark_parallel_width(c, next, latch, kc_hf_loopvec_width(t->k->min_states != NULL), full, 0);
     LLVMPositionBuilderAtEnd(b, xd);
+    LLVMValueRef nu = unoff, nb = bnoff;
+    if (self) {
+      nu = LLVMBuildSub(b, LLVMConstInt(i64, t->urec, 0), pu, "");
+      nb = LLVMBuildSub(b, LLVMConstInt(i64, t->brec, 0), pb, "");
+      LLVMValueRef st32 = LLVMConstInt(i32, st, 0);
+      LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(c, t->fn, "round.done");
+      LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, mn2, st32, ""), again, out);
+      LLVMPositionBuilderAtEnd(b, again);
+      LLVMAddIncoming(i, &zero64, &again, 1);
+      LLVMAddIncoming(mn, &umax, &again, 1);
+      LLVMAddIncoming(pu, &nu, &again, 1);
+      LLVMAddIncoming(pb, &nb, &again, 1);
+      LLVMBuildBr(b, xh);
+      LLVMPositionBuilderAtEnd(b, out);
+      xd = out;
+    }
     LLVMAddIncoming(state, &mn2, &xd, 1);
-    LLVMAddIncoming(uoff, &unoff, &xd, 1);
-    LLVMAddIncoming(boff, &bnoff, &xd, 1);
+    LLVMAddIncoming(uoff, &nu, &xd, 1);
+    LLVMAddIncoming(boff, &nb, &xd, 1);
     LLVMBuildBr(b, sloop);
   }
   LLVMPositionBuilderAtEnd(b, after);

@@ -264,6 +264,11 @@ typedef struct {
   unsigned nshared;    /* phis saved in an incoming value's slot ("kapi-shared-slots") */
   struct divloop *div; /* divergent loops split into regions */
   size_t ndiv;
+  /* per tracked value, a divergent loop's count that its work-items share (active_uniform):
+   * its step, and the loop (index in div); NULL elsewhere */
+  LLVMValueRef *step;
+  size_t *step_loop;
+  uint32_t *step_state;  /* ...and the state of the loop's header barrier (its index + 1) */
   int unaligned;         /* split_at: the saves with alignment 1 (a divergent loop's exit) */
   LLVMValueRef flag_set; /* ...and the store setting that loop's flag (divloop_t.set) */
   char *log;
@@ -486,6 +491,10 @@ typedef struct {
   char *inside;            /* per block: influenced, and not the join of the paths */
   word_t *pdom;            /* nb x bw post-dominator sets */
   size_t bw;
+  /* active-lane mode (active_uniform): per divergent loop its blocks (by index in l), whose
+   * exits' choice then does not make the loop's own values vary */
+  char **loops;
+  size_t nloops;
 } diverge_t;
 
 /* wi's parameters that differ between the groups of a batch: where its __local variables,
@@ -549,8 +558,9 @@ static void post_dominators(diverge_t *d) {
   }
 }
 
-/* Blocks reached from b's successors before a post-dominator of b (which is marked too). */
-static void influence(diverge_t *d, size_t b, uint32_t *stack) {
+/* Blocks reached from b's successors before a post-dominator of b (which is marked too), but
+ * for those set in `skip` (NULL: none), which are only walked through. */
+static void influence(diverge_t *d, size_t b, uint32_t *stack, const char *skip) {
   const live_t *l = d->l;
   const word_t *pd = d->pdom + b * d->bw;
   size_t top = 0;
@@ -568,9 +578,9 @@ static void influence(diverge_t *d, size_t b, uint32_t *stack) {
       uint32_t n = pmap_get(&l->bidx, LLVMGetSuccessor(t, s));
       if (seen[n]) continue;
       seen[n] = 1;
-      d->influenced[n] = 1;
+      if (!skip || !skip[n]) d->influenced[n] = 1;
       if (n != b && bit_get(pd, n)) continue; /* a join: the paths meet here */
-      d->inside[n] = 1;
+      if (!skip || !skip[n]) d->inside[n] = 1;
       stack[top++] = n;
     }
   }
@@ -593,15 +603,42 @@ static int stops(LLVMBasicBlockRef bb) {
   return 0;
 }
 
+/* In active-lane mode, the blocks of the largest divergent loop that block b's branch leaves
+ * (b in it, a successor not): the lanes it sends out are done with that loop, and those it
+ * keeps all take the same way, so inside the loop it decides nothing between active lanes.
+ * NULL otherwise. */
+static const char *exited_loop(const diverge_t *d, size_t b) {
+  const char *best = NULL;
+  size_t most = 0;
+  LLVMValueRef t = LLVMGetBasicBlockTerminator(d->l->blocks[b]);
+  for (size_t i = 0; i < d->nloops; i++) {
+    const char *in = d->loops[i];
+    if (!in[b]) continue;
+    int leaves = 0;
+    for (unsigned s = 0; t && s < LLVMGetNumSuccessors(t) && !leaves; s++)
+      leaves = !in[pmap_get(&d->l->bidx, LLVMGetSuccessor(t, s))];
+    size_t n = 0;
+    for (size_t j = 0; leaves && j < d->l->nb; j++)
+      n += in[j] != 0;
+    if (leaves && n > most) best = in, most = n;
+  }
+  return best;
+}
+
 /* Which tracked values may differ between work-items (batch 0) or between the groups of a
  * batch (batch 1: also what depends on the group's id, local memory or storage; plain loads
  * from the same address read the same, as a store racing with them between groups would be
  * a data race). With batch 1, *lockstep says whether every group of a batch reaches the same
  * barriers in the same order: no barrier and no return lies on a path that a varying branch
  * chooses (before the paths meet again). */
-static char *divergence(const live_t *l, const kc_hf_kernel_t *k, int batch, int *lockstep,
-                        char **inside) {
-  diverge_t d = {.l = l, .k = k, .batch = batch, .bw = (l->nb + WBITS - 1) / WBITS};
+static char *divergence_in(const live_t *l, const kc_hf_kernel_t *k, int batch, int *lockstep,
+                           char **inside, char **loops, size_t nloops) {
+  diverge_t d = {.l = l,
+                 .k = k,
+                 .batch = batch,
+                 .bw = (l->nb + WBITS - 1) / WBITS,
+                 .loops = loops,
+                 .nloops = nloops};
   size_t ne = 0;
   for (LLVMValueRef i = LLVMGetFirstInstruction(l->entry); i; i = LLVMGetNextInstruction(i))
     ne++;
@@ -632,7 +669,7 @@ static char *divergence(const live_t *l, const kc_hf_kernel_t *k, int batch, int
         }
         if (!d.done[b] && branch_varies(&d, LLVMGetBasicBlockTerminator(l->blocks[b]))) {
           d.done[b] = 1, changed = 1;
-          influence(&d, b, stack);
+          influence(&d, b, stack, exited_loop(&d, b));
         }
       }
     }
@@ -647,6 +684,11 @@ static char *divergence(const live_t *l, const kc_hf_kernel_t *k, int batch, int
   pmap_free(&d.eidx);
   if (!ok) free(d.vary);
   return ok ? d.vary : NULL;
+}
+
+static char *divergence(const live_t *l, const kc_hf_kernel_t *k, int batch, int *lockstep,
+                        char **inside) {
+  return divergence_in(l, k, batch, lockstep, inside, NULL, 0);
 }
 
 /* ---- Rematerialisation ------------------------------------------------------------------ */
@@ -836,6 +878,12 @@ static int narrow_saves(split_t *s, const live_t *l, const word_t *all, const ch
   return 1;
 }
 
+/* Whether tracked value v is a count that the header barrier of its divergent loop, state k
+ * (its index + 1), neither saves nor restores: the loop's entry and check do (split()). */
+static int stepped(const split_t *s, size_t v, uint32_t k) {
+  return s->step && s->step[v] && s->step_state[v] == k;
+}
+
 /* Splits bb after barrier `call` (number k): save `live` there and return k; the rest of bb
  * moves to the new resume block, which restores them first. */
 static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLVMValueRef *spills,
@@ -856,7 +904,7 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
   LLVMValueRef first = LLVMGetFirstInstruction(r);
   LLVMPositionBuilderAtEnd(s->b, bb);
   for (size_t v = 0; v < nv; v++) {
-    if (!bit_get(live, (uint32_t)v) || !slots[v]) continue;
+    if (!bit_get(live, (uint32_t)v) || !slots[v] || stepped(s, v, k)) continue;
     LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
     LLVMValueRef x = LLVMBuildLoad2(s->b, t, spills[v], "");
     if (s->narrow[v]) x = LLVMBuildTrunc(s->b, x, LLVMInt32TypeInContext(s->c), "");
@@ -881,7 +929,7 @@ static LLVMBasicBlockRef split_at(split_t *s, LLVMValueRef call, uint32_t k, LLV
   memset(rm->memo, 0, nv * sizeof *rm->memo);
   rm->b = s->b;
   for (size_t v = 0; v < nv; v++) {
-    if (!bit_get(live, (uint32_t)v)) continue;
+    if (!bit_get(live, (uint32_t)v) || stepped(s, v, k)) continue;
     LLVMTypeRef t = LLVMGetAllocatedType(spills[v]);
     LLVMTypeRef st = s->narrow[v] ? LLVMInt32TypeInContext(s->c) : t;
     LLVMValueRef x = slots[v] ? LLVMBuildLoad2(s->b, st, slots[v], "") : remat(rm, rm->l->vals[v]);
@@ -916,9 +964,15 @@ int kc_hf_loopvec_on(void) {
   return loopvec_setting() != 0;
 }
 
+static int active_uniform_on(void);
+
 unsigned kc_hf_loopvec_chunk(int divergent) {
   long n = loopvec_setting();
-  return n > 1 ? (unsigned)n : divergent ? KC_HF_LOOPVEC_DIV_CHUNK : KC_HF_LOOPVEC_CHUNK;
+  if (n > 1) return (unsigned)n;
+  if (!divergent) return KC_HF_LOOPVEC_CHUNK;
+  return strstr(kc_hf_target_features(), "+avx512f") && active_uniform_on()
+             ? KC_HF_LOOPVEC_DIV_CHUNK_WIDE
+             : KC_HF_LOOPVEC_DIV_CHUNK;
 }
 
 /* Walks f and the functions it calls (depth-limited): whether any block is in a cycle, and
@@ -1070,9 +1124,11 @@ typedef struct divloop {
   LLVMValueRef bh, bx;
   LLVMValueRef *pre;
   size_t npre;
-  size_t kh, kx;     /* indices of bh and bx among the barriers */
-  LLVMValueRef done; /* the flag's slot (i8*) */
-  LLVMValueRef set;  /* the store setting it, before bx */
+  size_t kh, kx;             /* indices of bh and bx among the barriers */
+  LLVMValueRef done;         /* the flag's slot (i8*) */
+  LLVMValueRef set;          /* the store setting it, before bx */
+  LLVMBasicBlockRef *blocks; /* the loop's blocks (malloc'd, nblocks; its exit not among them) */
+  size_t nblocks;
 } divloop_t;
 
 enum { LOOP_NO, LOOP_UNIFORM, LOOP_DIVERGENT };
@@ -1243,6 +1299,13 @@ static int loop_regions(LLVMModuleRef m, kc_hf_kernel_t *k, divloop_t **div, siz
     for (uint32_t p = L.pred_at[heads[i]]; p < L.pred_at[heads[i] + 1]; p++)
       if (!bit_get(L.dom + L.pred[p] * L.bw, (uint32_t)heads[i]))
         d->pre[d->npre++] = LLVMGetBasicBlockTerminator(L.l.blocks[L.pred[p]]);
+    d->blocks = calloc(L.l.nb + 1, sizeof *d->blocks);
+    if (!d->blocks) {
+      LLVMDisposeBuilder(b);
+      goto out;
+    }
+    for (size_t j = 0; j < L.l.nb; j++)
+      if (ins[i][j]) d->blocks[d->nblocks++] = L.l.blocks[j];
   }
   LLVMDisposeBuilder(b);
   count = (int)nh;
@@ -1303,6 +1366,89 @@ static int share_slots(split_t *s, const live_t *l, const word_t *live, size_t n
   return 0;
 }
 
+/* KAPI_HOST_LOOPVEC_UNIFORM=0 turns active_uniform off (to compare). */
+static int active_uniform_on(void) {
+  const char *v = getenv("KAPI_HOST_LOOPVEC_UNIFORM");
+  return !v || strcmp(v, "0") != 0;
+}
+
+/* The step of header phi p of the loop whose blocks are set in `in` when p is a count: every
+ * value it takes from inside the loop is `p + C`, one integer constant C; NULL otherwise. */
+static LLVMValueRef induction_step(const live_t *l, const char *in, LLVMValueRef p) {
+  LLVMValueRef step = NULL;
+  if (LLVMGetTypeKind(LLVMTypeOf(p)) != LLVMIntegerTypeKind) return NULL;
+  for (unsigned k = 0; k < LLVMCountIncoming(p); k++) {
+    uint32_t b = pmap_get(&l->bidx, LLVMGetIncomingBlock(p, k));
+    if (b == UINT32_MAX || !in[b]) continue;
+    LLVMValueRef v = LLVMGetIncomingValue(p, k);
+    if (!LLVMIsAInstruction(v) || LLVMGetInstructionOpcode(v) != LLVMAdd) return NULL;
+    LLVMValueRef a = LLVMGetOperand(v, 0), c = LLVMGetOperand(v, 1);
+    if (a != p) a = c, c = LLVMGetOperand(v, 0);
+    if (a != p || !LLVMIsAConstantInt(c) || (step && c != step)) return NULL;
+    step = c;
+  }
+  return step;
+}
+
+/* A divergent loop's counts that every work-item still in it shares: a count that starts the
+ * same in every work-item and steps by the same constant in each, while work-items only leave.
+ * The divergence analysis calls it varying (the loop's exits make its header's phis differ
+ * between work-items once some have left), yet every work-item that crosses the loop's header
+ * barrier holds the same value there. A header phi that is such a count, uniform but for the
+ * loop's own exits (divergence_in's active-lane mode), live at no other barrier (not at the
+ * loop's exit, where work-items arrive in different rounds), in a loop with no other barrier
+ * (a round is then one iteration of every work-item still in it), is cleared in `varying` and
+ * given s->step: it is kept once per chunk, in a uniform slot that the loop's entry writes and
+ * each round's check, before it sends the work-items done with the loop on, reads and steps
+ * (split()), for every work-item alike. The vectorised round then keeps one scalar count, not a
+ * vector per work-item, and what needs it per work-item at the exit is built from that scalar;
+ * the round's test of it is a scalar one. */
+static int active_uniform(split_t *s, const live_t *l, char *varying, const word_t *live,
+                          LLVMValueRef *bars, size_t nbar) {
+  if (!active_uniform_on()) return 1;
+  char **mem = calloc(s->ndiv + 1, sizeof *mem);
+  size_t *kh = calloc(s->ndiv + 1, sizeof *kh);
+  s->step = calloc(l->nv + 1, sizeof *s->step);
+  s->step_loop = calloc(l->nv + 1, sizeof *s->step_loop);
+  s->step_state = calloc(l->nv + 1, sizeof *s->step_state);
+  int ok = mem && kh && s->step && s->step_loop && s->step_state;
+  for (size_t i = 0; ok && i < s->ndiv; i++) {
+    ok = (mem[i] = calloc(l->nb + 1, 1)) != NULL;
+    for (size_t j = 0; ok && j < s->div[i].nblocks; j++) {
+      uint32_t b = pmap_get(&l->bidx, s->div[i].blocks[j]);
+      if (b != UINT32_MAX) mem[i][b] = 1;
+    }
+    kh[i] = SIZE_MAX;
+    for (size_t k = 0; ok && k < nbar; k++) {
+      uint32_t b = pmap_get(&l->bidx, LLVMGetInstructionParent(bars[k]));
+      if (bars[k] == s->div[i].bh)
+        kh[i] = k;
+      else if (b != UINT32_MAX && mem[i][b])
+        kh[i] = SIZE_MAX - 1; /* another barrier in it */
+    }
+  }
+  char *avary = ok ? divergence_in(l, s->k, 0, NULL, NULL, mem, s->ndiv) : NULL;
+  ok = ok && avary;
+  for (size_t v = 0; ok && v < l->nv; v++) {
+    if (!varying[v] || avary[v] || !LLVMIsAPHINode(l->vals[v])) continue;
+    LLVMBasicBlockRef bb = LLVMGetInstructionParent(l->vals[v]);
+    size_t in = SIZE_MAX;
+    for (size_t i = 0; i < s->ndiv && in == SIZE_MAX; i++)
+      if (kh[i] < nbar && LLVMGetInstructionParent(s->div[i].bh) == bb) in = i;
+    if (in == SIZE_MAX) continue;
+    int only = 1;
+    for (size_t k = 0; k < nbar && only; k++)
+      if (k != kh[in] && bit_get(live + k * l->words, (uint32_t)v)) only = 0;
+    LLVMValueRef step = only ? induction_step(l, mem[in], l->vals[v]) : NULL;
+    if (step) varying[v] = 0, s->step[v] = step, s->step_loop[v] = in;
+    if (step) s->step_state[v] = (uint32_t)kh[in] + 1;
+  }
+  for (size_t i = 0; mem && i < s->ndiv; i++)
+    free(mem[i]);
+  free(mem), free(kh), free(avary);
+  return ok;
+}
+
 static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allocas,
                  size_t nalloca) {
   live_t l = {.fn = s->k->body, .entry = LLVMGetEntryBasicBlock(s->k->body)};
@@ -1355,6 +1501,12 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     ok = 0;
     goto out;
   }
+  if (s->ndiv && !active_uniform(s, &l, varying, live, bars, nbar)) {
+    free(recompute);
+    s->log = kc_msg("out of memory");
+    ok = 0;
+    goto out;
+  }
   s->narrow = calloc(l.nv + 1, 1);
   if (!s->narrow || !narrow_saves(s, &l, all, recompute)) {
     free(recompute);
@@ -1374,6 +1526,8 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   }
   for (size_t v = 0; v < l.nv; v++)
     rep[v] = (uint32_t)v;
+  for (size_t v = 0; s->step && v < l.nv; v++)
+    if (s->step[v] && s->narrow[v]) s->narrow[v] = 0, s->nnarrow--; /* split() steps it whole */
   for (size_t v = 0; v < l.nv; v++) {
     if (!bit_get(all, (uint32_t)v)) continue;
     LLVMTypeRef t = LLVMTypeOf(l.vals[v]);
@@ -1394,7 +1548,7 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
       if (!LLVMIsAPHINode(l.vals[v]) || !slot_share_on() || s->k->loopvec || s->ndiv)
         slots[v] = stores[v] = slot(s, bytes, align, LLVMPointerType(t, 0));
       /* else the phi's slot once every other value has one, below */
-    } else if (!bvarying[v] && s->k->lockstep) {
+    } else if (!bvarying[v] && s->k->lockstep && !(s->step && s->step[v])) {
       kind[v] = SLOT_BATCH;
       batch_slot(s, bytes, align, LLVMPointerType(t, 0), &slots[v], &stores[v]);
     } else {
@@ -1426,6 +1580,19 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     for (size_t k = 0; k < nbar; k++) {
       if (bars[k] == d->bh) d->kh = k;
       if (bars[k] == d->bx) d->kx = k;
+    }
+    /* the loop's counts (active_uniform): its entry writes their first values */
+    for (size_t v = 0; s->step && v < l.nv; v++) {
+      if (!s->step[v] || s->step_loop[v] != i) continue;
+      for (size_t j = 0; j < d->npre; j++) {
+        LLVMBasicBlockRef from = LLVMGetInstructionParent(d->pre[j]);
+        LLVMValueRef first = NULL;
+        for (unsigned q = 0; q < LLVMCountIncoming(l.vals[v]) && !first; q++)
+          if (LLVMGetIncomingBlock(l.vals[v], q) == from)
+            first = LLVMGetIncomingValue(l.vals[v], q);
+        LLVMPositionBuilderBefore(s->b, d->pre[j]);
+        set_scopes(s, LLVMBuildStore(s->b, first, stores[v]), SCOPE_NEXT);
+      }
     }
   }
   if (s->rec > KC_HF_FIBER_PRIVATE) {
@@ -1460,6 +1627,16 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     LLVMBasicBlockRef chk = LLVMAppendBasicBlockInContext(s->c, s->k->body, "loop.check");
     LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(s->c, s->k->body, "loop.done");
     LLVMPositionBuilderAtEnd(s->b, chk);
+    /* the loop's counts, for every work-item alike: this round's, and the next round's */
+    for (size_t u = 0; s->step && u < l.nv; u++) {
+      if (!s->step[u] || s->step_loop[u] != i) continue;
+      LLVMTypeRef t = LLVMGetAllocatedType(spills[u]);
+      LLVMValueRef x = LLVMBuildLoad2(s->b, t, slots[u], "kapi.count");
+      set_scopes(s, x, SCOPE_CUR);
+      LLVMBuildStore(s->b, x, spills[u]);
+      set_scopes(s, LLVMBuildStore(s->b, LLVMBuildAdd(s->b, x, s->step[u], ""), stores[u]),
+                 SCOPE_NEXT);
+    }
     LLVMValueRef v = LLVMBuildLoad2(s->b, i8, d->done, "");
     set_scopes(s, v, SCOPE_WI);
     LLVMValueRef gone = LLVMBuildICmp(s->b, LLVMIntNE, v, LLVMConstInt(i8, 0, 0), "");
@@ -1486,7 +1663,7 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
   int looped = k->loopvec ? loop_regions(m, k, &div, &ndiv) : 0;
   if (looped < 0) {
     for (size_t i = 0; i < ndiv; i++)
-      free(div[i].pre);
+      free(div[i].pre), free(div[i].blocks);
     free(div);
     return *log = kc_msg("out of memory"), 0;
   }
@@ -1540,7 +1717,7 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
   LLVMAddAttributeAtIndex(
       k->run, LLVMAttributeFunctionIndex,
       LLVMCreateStringAttribute(s.c, "kapi-shared-slots", 17, n32, (unsigned)strlen(n32)));
-  free(s.narrow);
+  free(s.narrow), free(s.step), free(s.step_loop), free(s.step_state);
   if (ok && ndiv) {
     k->min_states = calloc(nbar + 2, 1);
     ok = k->min_states != NULL;
@@ -1548,7 +1725,7 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
       k->min_states[div[i].kh + 1] = 1;
   }
   for (size_t i = 0; i < ndiv; i++)
-    free(div[i].pre);
+    free(div[i].pre), free(div[i].blocks);
   free(div);
   if (ok)
     ok = kc_hf_make_region_run(m, k, (uint32_t)nbar + 1, (s.rec + 63) / 64 * 64,
@@ -1801,6 +1978,47 @@ static LLVMValueRef low_lanes(LLVMBuilderRef b, LLVMValueRef v, uint64_t *lo, ui
   return a == l ? m : LLVMBuildNot(b, m, "");
 }
 
+/* low_lanes of phi v, whose incoming values are such trees or splats of *lo or *hi (a round's
+ * copies that LLVM unswitched on a uniform test, one where every lane chooses the same): a phi
+ * of their lanes, each built at the end of its incoming block; NULL when one is neither. */
+static LLVMValueRef low_lanes_phi(LLVMBuilderRef b, LLVMValueRef v, uint64_t *lo, uint64_t *hi) {
+  unsigned n = LLVMCountIncoming(v);
+  LLVMValueRef *m = calloc(n + 1, sizeof *m);
+  int ok = m != NULL;
+  for (unsigned k = 0; ok && k < n; k++) { /* the trees first: they tell lo from hi */
+    LLVMValueRef x = LLVMGetIncomingValue(v, k);
+    if (LLVMIsAConstant(x)) continue;
+    LLVMPositionBuilderBefore(b, LLVMGetBasicBlockTerminator(LLVMGetIncomingBlock(v, k)));
+    ok = (m[k] = low_lanes(b, x, lo, hi, 1)) != NULL;
+  }
+  LLVMTypeRef mt = NULL;
+  for (unsigned k = 0; ok && k < n; k++) {
+    LLVMValueRef x = LLVMGetIncomingValue(v, k);
+    unsigned lanes = LLVMGetVectorSize(LLVMTypeOf(x));
+    mt = LLVMVectorType(LLVMInt1TypeInContext(LLVMGetTypeContext(LLVMTypeOf(x))), lanes);
+    if (m[k]) continue;
+    LLVMValueRef e = LLVMGetAggregateElement(x, 0);
+    ok = e && LLVMIsAConstantInt(e) && *lo != UINT64_MAX;
+    for (unsigned i = 1; ok && i < lanes; i++)
+      ok = LLVMGetAggregateElement(x, i) == e;
+    uint64_t c = ok ? LLVMConstIntGetZExtValue(e) : 0;
+    ok = ok && (c == *lo || c == *hi);
+    if (ok) m[k] = c == *lo ? LLVMConstAllOnes(mt) : LLVMConstNull(mt);
+  }
+  LLVMValueRef r = NULL;
+  if (ok && mt) {
+    LLVMBasicBlockRef bb = LLVMGetInstructionParent(v);
+    LLVMPositionBuilder(b, bb, LLVMGetFirstInstruction(bb));
+    r = LLVMBuildPhi(b, mt, "kapi.lanes");
+    for (unsigned k = 0; k < n; k++) {
+      LLVMBasicBlockRef from = LLVMGetIncomingBlock(v, k);
+      LLVMAddIncoming(r, &m[k], &from, 1);
+    }
+  }
+  free(m);
+  return r;
+}
+
 /* The next state of a divergent loop's rounds is the umin over the lanes of a select between
  * two states, which x86 reduces in ten instructions: `any(lanes choosing the smaller) ?
  * smaller : larger` is a mask test. Returns how many reductions became one. */
@@ -1811,8 +2029,14 @@ static unsigned any_of_two(LLVMValueRef fn, LLVMBuilderRef b) {
       LLVMValueRef next = LLVMGetNextInstruction(i);
       if (!strncmp(callee_name(i), "llvm.vector.reduce.umin.", 24)) {
         uint64_t lo = UINT64_MAX, hi = UINT64_MAX;
+        LLVMValueRef x = LLVMGetOperand(i, 0), m;
+        if (LLVMIsAPHINode(x)) {
+          m = low_lanes_phi(b, x, &lo, &hi);
+        } else {
+          LLVMPositionBuilderBefore(b, i);
+          m = low_lanes(b, x, &lo, &hi, 0);
+        }
         LLVMPositionBuilderBefore(b, i);
-        LLVMValueRef m = low_lanes(b, LLVMGetOperand(i, 0), &lo, &hi, 0);
         if (m) {
           LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(m));
           unsigned n = LLVMGetVectorSize(LLVMTypeOf(m));
