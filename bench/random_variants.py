@@ -1,6 +1,6 @@
 """Shapes of kapi.random's float32 kernels in one process, beside CuPy's Generator (where CuPy
 imports): uniform and standard normal of 2^27 float32 for each variant of the generator's
-switches (kapi/random.py: SINCOS, the normals' own cos/sin; STAGED, outputs staged in local
+switches (kapi/random.py: PHILOX32, the Philox rounds on uint32 words; SINCOS, the normals' own cos/sin; STAGED, outputs staged in local
 memory and written coalesced; WG, work-items per group of the staged kernel; CPW, counters
 per work-item), so that one GPU run shows which shape is fastest. CuPy's default_rng is
 XORWOW (curand's device API); its Philox4x3210 generator, the same algorithm as kapi's, is
@@ -18,16 +18,14 @@ from timing import median_batch
 import kapi
 from kapi import random as R
 
-VARIANTS = [  # (name, SINCOS, STAGED, WG, CPW)
-    ("default (sincos, staged, wg 256, 4 counters)", True, None, 256, 4),
-    ("1 counter per work-item (before)", True, None, 256, 1),
-    ("math.cos/math.sin (fastmath: sin/cos.approx)", False, None, 256, 4),
-    ("1 counter, not staged", True, False, 256, 1),
-    ("1 counter, staged, wg 128", True, None, 128, 1),
-    ("1 counter, staged, wg 512", True, None, 512, 1),
-    ("2 counters per work-item", True, None, 256, 2),
-    ("2 counters per work-item, wg 128", True, None, 128, 2),
-    ("2 counters per work-item, not staged", True, False, 256, 2),
+VARIANTS = [  # (name, SINCOS, STAGED, WG, CPW, PHILOX32)
+    ("default (sincos, staged, wg 256, 4 counters, uint32 words)", True, None, 256, 4, True),
+    ("uint64 words in the Philox rounds (before)", True, None, 256, 4, False),
+    ("2 counters per work-item", True, None, 256, 2, True),
+    ("1 counter per work-item", True, None, 256, 1, True),
+    ("math.cos/math.sin (fastmath: sin/cos.approx)", False, None, 256, 4, True),
+    ("4 counters, wg 128", True, None, 128, 4, True),
+    ("4 counters, wg 512", True, None, 512, 4, True),
 ]
 
 
@@ -72,8 +70,8 @@ def main():
                 f"  cupy Philox4x3210: random {pr * 1e3:.3f} ms, standard_normal {pn * 1e3:.3f} ms"
             )
     ref = None
-    for name, sincos, staged, wg, cpw in VARIANTS:
-        R.SINCOS, R.STAGED, R.WG, R.CPW = sincos, staged, wg, cpw
+    for name, sincos, staged, wg, cpw, p32 in VARIANTS:
+        R.SINCOS, R.STAGED, R.WG, R.CPW, R.PHILOX32 = sincos, staged, wg, cpw, p32
         R._PLANS.clear()
         z = kapi.random.default_rng(5, device=dev).standard_normal(1 << 16, dtype=np.float32)
         z = z.asnumpy()
@@ -88,7 +86,7 @@ def main():
             t = median_batch(lambda fn=fn: fn(n, dtype=np.float32), sync, reps, batches)
             ratio = f" ({peer[kind] / t:.2f}x cupy)" if kind in peer else ""
             row.append(f"{kind} {t * 1e3:.3f} ms{ratio}")
-        print(f"  {name:46s} " + ", ".join(row))
+        print(f"  {name:58s} " + ", ".join(row))
 
 
 if __name__ == "__main__":

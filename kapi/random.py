@@ -61,6 +61,45 @@ _philox.__kapi_device_func__ = True
 _philox.__kapi_device_options__ = {}
 
 
+def _philox32(c0, c1, c2, c3, k0, k1):
+    """_philox's numbers with the words held as uint32: each product is a 32 x 32 -> 64-bit
+    multiply of zero-extended words (PTX mul.wide.u32, x86 pmuludq) and the xors and key
+    additions are 32-bit, where _philox's uint64 words made GPUs multiply, xor and mask in
+    64 bits (PTX mul.lo.s64, xor.b64, and.b64)."""
+    ma = np.uint64(0xD2511F53)
+    mb = np.uint64(0xCD9E8D57)
+    wa = np.uint32(0x9E3779B9)
+    wb = np.uint32(0xBB67AE85)
+    s32 = np.uint64(32)
+    a0 = np.uint32(c0)
+    a1 = np.uint32(c1)
+    a2 = np.uint32(c2)
+    a3 = np.uint32(c3)
+    b0 = np.uint32(k0)
+    b1 = np.uint32(k1)
+    for r in range(10):
+        if r > 0:
+            b0 = np.uint32(b0 + wa)
+            b1 = np.uint32(b1 + wb)
+        p0 = np.uint64(a0) * ma
+        p1 = np.uint64(a2) * mb
+        n0 = np.uint32(np.uint32(p1 >> s32) ^ a1 ^ b0)
+        n2 = np.uint32(np.uint32(p0 >> s32) ^ a3 ^ b1)
+        a1 = np.uint32(p1)
+        a3 = np.uint32(p0)
+        a0 = n0
+        a2 = n2
+    return a0, a1, a2, a3
+
+
+_philox32.__kapi_device_func__ = True
+_philox32.__kapi_device_options__ = {}
+
+# PHILOX32: the generating kernels use _philox32 (the same numbers); KAPI_PHILOX32=0, read at
+# import, goes back to _philox's 64-bit words.
+PHILOX32 = os.environ.get("KAPI_PHILOX32", "1") != "0"
+
+
 _RAW_SRC = """
 def _philox_raw(item, ctr, key, out):
     i = item.get_id(0)
@@ -273,7 +312,8 @@ def _gen_source(
 def _kernel(src: str, entry: str, options=None):
     import math
 
-    return P.kernel_of(src, entry, {"PHILOX": _philox, "math": math}, options=options)
+    ph = _philox32 if PHILOX32 else _philox
+    return P.kernel_of(src, entry, {"PHILOX": ph, "math": math}, key=PHILOX32, options=options)
 
 
 def philox4x32(counters, keys, device=None):
@@ -372,7 +412,7 @@ class Generator:
         ut = usm_type or self._usm
         # no device named: the default one, which KAPI_DEFAULT_DEVICE may change
         where = dev if dev is not None else os.environ.get("KAPI_DEFAULT_DEVICE")
-        switches = (STAGED, NORMAL_F32, SINCOS, FASTMATH, CPW, WG)
+        switches = (STAGED, NORMAL_F32, SINCOS, FASTMATH, CPW, WG, PHILOX32)
         key = (kind, dtype, size, dev is None, where, ut, switches)
         try:
             plan = _PLANS.get(key)

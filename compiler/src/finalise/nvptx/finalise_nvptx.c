@@ -255,6 +255,7 @@ static kc_status_t nvptx_lower(LLVMContextRef ctx, LLVMModuleRef mod, const kc_n
   if (st == KC_OK) st = nvptx_optimise(mod, tm, o->opt_level, log);
   if (st == KC_OK) kc_nvptx_coarsen_finish(mod, &out->kernels);
   if (st == KC_OK) kc_nvptx_cap_registers(mod, &out->kernels, maxreg);
+  if (st == KC_OK) st = kc_nvptx_narrow(mod);
   if (st == KC_OK) st = nvptx_check_resolved(mod, log);
   if (st == KC_OK) kc_nvptx_avoid_miscompiles(mod);
   if (st == KC_OK) st = nvptx_emit(mod, tm, out, log);

@@ -90,6 +90,9 @@ LLVMValueRef kc_nvptx_lower_printf(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValu
  * cannot (finalise_nvptx_workarounds.c). Run after the last optimisation, right before code
  * generation. */
 void kc_nvptx_avoid_miscompiles(LLVMModuleRef mod);
+/* After optimisation: i64 values known below 2^32 computed in 32 bits, 32 x 32-bit products
+ * as mul and mulhi (finalise_nvptx_narrow.c). */
+kc_status_t kc_nvptx_narrow(LLVMModuleRef mod);
 
 /* ptx with each 64-bit rotate by a register taking its amount modulo 64 (LLVM 15 prints it
  * unmasked; finalise_nvptx_workarounds.c); malloc'ed, NULL when out of memory. */
