@@ -1,7 +1,8 @@
 """Shapes of kapi.random's float32 kernels in one process, beside CuPy's Generator (where CuPy
 imports): uniform and standard normal of 2^27 float32 for each variant of the generator's
-switches (kapi/random.py: PHILOX32, the Philox rounds on uint32 words; SINCOS, the normals' own cos/sin; STAGED, outputs staged in local
-memory and written coalesced; WG, work-items per group of the staged kernel; CPW, counters
+switches (kapi/random.py: PHILOX32, the Philox rounds on uint32 words; WRITE, how a group
+writes its staged outputs out; SINCOS, the normals' own cos/sin; STAGED, outputs staged in
+local memory and written coalesced; WG, work-items per group of the staged kernel; CPW, counters
 per work-item), so that one GPU run shows which shape is fastest. CuPy's default_rng is
 XORWOW (curand's device API); its Philox4x3210 generator, the same algorithm as kapi's, is
 timed beside it where CuPy has it. Each variant's normals are checked against the default's
@@ -18,14 +19,16 @@ from timing import median_batch
 import kapi
 from kapi import random as R
 
-VARIANTS = [  # (name, SINCOS, STAGED, WG, CPW, PHILOX32)
-    ("default (sincos, staged, wg 256, 4 counters, uint32 words)", True, None, 256, 4, True),
-    ("uint64 words in the Philox rounds (before)", True, None, 256, 4, False),
-    ("2 counters per work-item", True, None, 256, 2, True),
-    ("1 counter per work-item", True, None, 256, 1, True),
-    ("math.cos/math.sin (fastmath: sin/cos.approx)", False, None, 256, 4, True),
-    ("4 counters, wg 128", True, None, 128, 4, True),
-    ("4 counters, wg 512", True, None, 512, 4, True),
+VARIANTS = [  # (name, SINCOS, STAGED, WG, CPW, PHILOX32, WRITE)
+    ("default (sincos, staged, wg 256, 4 counters, uint32 words)", True, None, 256, 4, True, None),
+    ("uint64 words in the Philox rounds (before)", True, None, 256, 4, False, None),
+    ("write-out: full groups unchecked", True, None, 256, 4, True, "full"),
+    ("write-out: 4 consecutive per work-item", True, None, 256, 4, True, "v4"),
+    ("2 counters per work-item", True, None, 256, 2, True, None),
+    ("1 counter per work-item", True, None, 256, 1, True, None),
+    ("math.cos/math.sin (fastmath: sin/cos.approx)", False, None, 256, 4, True, None),
+    ("4 counters, wg 128", True, None, 128, 4, True, None),
+    ("4 counters, wg 512", True, None, 512, 4, True, None),
 ]
 
 
@@ -70,8 +73,10 @@ def main():
                 f"  cupy Philox4x3210: random {pr * 1e3:.3f} ms, standard_normal {pn * 1e3:.3f} ms"
             )
     ref = None
-    for name, sincos, staged, wg, cpw, p32 in VARIANTS:
+    default_write = R.WRITE
+    for name, sincos, staged, wg, cpw, p32, write in VARIANTS:
         R.SINCOS, R.STAGED, R.WG, R.CPW, R.PHILOX32 = sincos, staged, wg, cpw, p32
+        R.WRITE = write or default_write
         R._PLANS.clear()
         z = kapi.random.default_rng(5, device=dev).standard_normal(1 << 16, dtype=np.float32)
         z = z.asnumpy()

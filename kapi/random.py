@@ -212,6 +212,59 @@ _GEN_TAIL_STAGED = """
         w += 1
 """
 
+# WRITE: how a staged work-group writes its outputs out. "strided": output w * L + lid of
+# the group for w < PER, each store behind its own bound check; "full": a group whose
+# outputs all lie below n (every group but the last) stores without the checks; "v4": such a
+# group's work-items store 4 consecutive outputs each (4 * (w * L + lid) ..+3), which the
+# NVPTX finaliser's aligned entry makes one 16-byte st.global.v4 (and ld.shared.v4) when the
+# output is 16-byte aligned. The same numbers at the same places. KAPI_RANDOM_WRITE, read at
+# import.
+WRITE = os.environ.get("KAPI_RANDOM_WRITE", "strided")
+if WRITE not in ("strided", "full", "v4"):
+    raise ValueError(f"KAPI_RANDOM_WRITE must be strided, full or v4, not {WRITE!r}")
+_GEN_TAIL_FULL = """
+    K.group_barrier(g)
+    o = g.get_group_id(0) * L * PER
+    if o + L * PER <= n:
+        w = 0
+        while w < PER:
+            q = w * L + lid
+            out[o + q] = lm[q]
+            w += 1
+    else:
+        w = 0
+        while w < PER:
+            q = w * L + lid
+            if o + q < n:
+                out[o + q] = lm[q]
+            w += 1
+"""
+_GEN_TAIL_V4 = """
+    K.group_barrier(g)
+    o = g.get_group_id(0) * L * PER
+    if o + L * PER <= n:
+        w = 0
+        while w < PER // 4:
+            q = (w * L + lid) * 4
+            v0 = lm[q]  # the four loads first: LLVM 15 cannot tell local from global
+            v1 = lm[q + 1]
+            v2 = lm[q + 2]
+            v3 = lm[q + 3]
+            out[o + q] = v0
+            out[o + q + 1] = v1
+            out[o + q + 2] = v2
+            out[o + q + 3] = v3
+            w += 1
+    else:
+        w = 0
+        while w < PER:
+            q = w * L + lid
+            if o + q < n:
+                out[o + q] = lm[q]
+            w += 1
+"""
+_TAILS = {"strided": _GEN_TAIL_STAGED, "full": _GEN_TAIL_FULL, "v4": _GEN_TAIL_V4}
+
 STAGED = None  # True: _GEN_HEAD_STAGED's kernel; None: on every device but kapi's CPU
 WG = 256
 # CPW: counters per work-item (1, 2 or 4): work-item i encrypts counters CPW*i .. CPW*i+CPW-1,
@@ -243,6 +296,7 @@ def _gen_source(
     sincos: bool = True,
     fast: bool = False,
     cpw: int = 1,
+    write: str = "strided",
 ) -> tuple[str, int]:
     """The generating kernel's source and how many outputs one counter gives (cpw counters
     per work-item)."""
@@ -305,7 +359,7 @@ def _gen_source(
         )
     total = str(per * cpw)
     if staged:
-        return (head + body + _GEN_TAIL_STAGED).replace("PER", total), per
+        return (head + body + _TAILS[write]).replace("PER", total), per
     return head.replace("PER", total) + body, per
 
 
@@ -359,7 +413,7 @@ def _plan(kind: str, dtype, size, device, usm_type):
     q, ut, n = proto.sycl_queue, proto.usm_type, proto.size
     staged = STAGED if STAGED is not None else proto.device.device_type != "cpu"
     fast = FASTMATH and kind == "standard_normal"
-    src, per = _gen_source(kind, dt, staged, NORMAL_F32, SINCOS, fast, CPW)
+    src, per = _gen_source(kind, dt, staged, NORMAL_F32, SINCOS, fast, CPW, WRITE)
     counters = -(-n // per)
     flat = None if len(shape) == 1 else ((n,), (dt.itemsize,))
     launch = None
@@ -412,7 +466,7 @@ class Generator:
         ut = usm_type or self._usm
         # no device named: the default one, which KAPI_DEFAULT_DEVICE may change
         where = dev if dev is not None else os.environ.get("KAPI_DEFAULT_DEVICE")
-        switches = (STAGED, NORMAL_F32, SINCOS, FASTMATH, CPW, WG, PHILOX32)
+        switches = (STAGED, NORMAL_F32, SINCOS, FASTMATH, CPW, WG, PHILOX32, WRITE)
         key = (kind, dtype, size, dev is None, where, ut, switches)
         try:
             plan = _PLANS.get(key)

@@ -257,3 +257,32 @@ def test_counters_per_work_item_give_the_same_stream(dev, monkeypatch, cpw, stag
 
     for a, b in zip(draw(1), draw(cpw), strict=True):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("write", ["full", "v4"])
+def test_write_outs_and_philox_words_give_the_same_stream(dev, monkeypatch, write):
+    """The staged kernel's write-outs (KAPI_RANDOM_WRITE: unchecked full groups, 4
+    consecutive outputs per work-item) and the Philox rounds on uint64 words
+    (KAPI_PHILOX32=0) put exactly the same numbers at the same places as the defaults, for
+    sizes that end mid-counter, mid-group, at a group's end, and over several groups."""
+    from kapi import random as R
+
+    group = 4 * 4 * R.WG  # outputs of one float32 group with 4 counters per work-item
+
+    def draw(w, p32):
+        monkeypatch.setattr(R, "WRITE", w)
+        monkeypatch.setattr(R, "PHILOX32", p32)
+        monkeypatch.setattr(R, "STAGED", True)
+        monkeypatch.setattr(R, "CPW", 4)
+        g = kapi.random.default_rng(17, device=dev)
+        return [
+            getattr(g, kind)(n, dtype=dt).asnumpy()
+            for kind in ("random", "standard_normal")
+            for dt in (np.float32, np.float64)
+            for n in (1, 5, group, 3 * group, 2 * group + 7)
+        ]
+
+    ref = draw("strided", True)
+    for got in (draw(write, True), draw("strided", False)):
+        for a, b in zip(ref, got, strict=True):
+            np.testing.assert_array_equal(b, a)
