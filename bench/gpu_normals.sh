@@ -4,15 +4,19 @@
 #   KAPI_PHILOX32=0     the Philox rounds on uint64 words (kapi/random.py, before)
 #   KAPI_CUDA_NARROW=0  the NVPTX finaliser leaves 64-bit arithmetic on values below 2^32 in
 #                       64 bits (compiler/src/finalise/nvptx/finalise_nvptx_narrow.c, before)
+#   KAPI_CUDA_ALIGNED=0 no aligned entries (16-byte aligned pointers: st.global.v4 where a
+#                       work-item writes 4 neighbours; finalise_nvptx_align.c, before)
+#   KAPI_RANDOM_WRITE   the staged kernel's write-out (random_variants.py's rows)
 #   1. bench/random_variants.py: the random kernels' shapes (counters per work-item, group
 #      sizes, uint32 or uint64 Philox words) beside CuPy's default_rng (XORWOW) and its
-#      Philox4x3210, each variant's normals checked against the default's; with the narrowing
-#      pass, then without it (another process: the finaliser reads the switch per module and
+#      Philox4x3210, each variant's normals checked against the default's; defaults, and
+#      then each finaliser switch off (other processes: the finaliser reads them per module and
 #      the native cache keys on KAPI_CUDA_*);
-#   2. bench/primitives.py --only random (the issue's figure), defaults, then both switches off;
+#   2. bench/primitives.py --only random (the issue's figure), defaults;
 #   3. tests on the CUDA device: the random generator's stream, the narrowing pass's kernel
-#      against NumPy, the fastmath tests, and the differential fuzzer (every kernel through
-#      the narrowing pass, against the reference interpreter).
+#      against NumPy, views at aligned and odd offsets (aligned entry or kernel), fastmath,
+#      the sort (many kernels with neighbouring accesses), and the differential fuzzer (every
+#      kernel through both finaliser steps, against the reference interpreter).
 # From the checkout (the .deb files as for bench/gpu_run.sh; pytest-xdist from .whl):
 #   run(command="bash bench/gpu_normals.sh", carry=["kapi/_lib", ".carry/debs", ".whl"])
 # Logs go to $OUT (or ./gpu-out elsewhere).
@@ -23,22 +27,23 @@ device_wheels .whl/*.whl
 nvidia-smi -L
 export KAPI_CACHE_DIR=/tmp/kapi-cache-normals
 
-step "random variants, narrowing on (after)" timeout 40 \
+step "random variants, defaults (after)" timeout 35 \
   python3 bench/random_variants.py --device gpu 2>&1 | tee "$OUT/random_variants.log"
-step "random variants, KAPI_CUDA_NARROW=0" env KAPI_CUDA_NARROW=0 timeout 35 \
-  python3 bench/random_variants.py --device gpu 2>&1 | tee "$OUT/random_variants_nonarrow.log"
-step "primitives random, defaults (after)" timeout 20 python3 bench/primitives.py --device gpu \
+step "random variants, KAPI_CUDA_NARROW=0" env KAPI_CUDA_NARROW=0 timeout 20 \
+  python3 bench/random_variants.py --device gpu --rows 4 2>&1 | tee "$OUT/random_variants_nonarrow.log"
+step "random variants, KAPI_CUDA_ALIGNED=0" env KAPI_CUDA_ALIGNED=0 timeout 20 \
+  python3 bench/random_variants.py --device gpu --rows 4 2>&1 | tee "$OUT/random_variants_noaligned.log"
+step "primitives random, defaults (after)" timeout 15 python3 bench/primitives.py --device gpu \
   --log2n 27 --only random 2>&1 | tee "$OUT/primitives_random_after.log"
-step "primitives random, KAPI_PHILOX32=0 KAPI_CUDA_NARROW=0 (before)" \
-  env KAPI_PHILOX32=0 KAPI_CUDA_NARROW=0 timeout 20 python3 bench/primitives.py --device gpu \
-  --log2n 27 --only random 2>&1 | tee "$OUT/primitives_random_before.log"
-step "tests on the CUDA device" env KAPI_DRIVERS=cuda KAPI_FUZZ_SMALL_KERNELS=600 timeout 60 \
-  python3 -m pytest -q -p no:cacheprovider -rfE -n 8 tests/numeric/test_primitives_random.py \
-  tests/drivers/cuda/test_nvptx_narrow.py tests/kernel/test_fastmath.py \
+step "tests on the CUDA device" env KAPI_DRIVERS=cuda KAPI_FUZZ_SMALL_KERNELS=400 timeout 50 \
+  python3 -m pytest -q -p no:cacheprovider -rfE -n 12 tests/numeric/test_primitives_random.py \
+  tests/drivers/cuda/test_nvptx_narrow.py tests/drivers/cuda/test_nvptx_aligned.py \
+  tests/kernel/test_fastmath.py tests/numeric/test_primitives_sort.py \
   tests/reliability/test_fuzz.py 2>&1 | tail -25 | tee "$OUT/tests.log"
 
 echo "== summary"
-grep -h -E 'cupy|ms' "$OUT/random_variants.log" "$OUT/random_variants_nonarrow.log"
-grep -h -E 'Generator\.(standard_normal|random)' "$OUT"/primitives_random_after.log \
-  "$OUT"/primitives_random_before.log
+for f in random_variants random_variants_nonarrow random_variants_noaligned; do
+  echo "-- $f"; grep -h -E 'cupy|ms' "$OUT/$f.log"
+done
+grep -h -E 'Generator\.(standard_normal|random)' "$OUT"/primitives_random_after.log
 tail -1 "$OUT/tests.log"

@@ -8,7 +8,7 @@ XORWOW (curand's device API); its Philox4x3210 generator, the same algorithm as 
 timed beside it where CuPy has it. Each variant's normals are checked against the default's
 (same stream; float32 math within 4e-6) before they are timed.
 
-    python3 bench/random_variants.py [--device gpu] [--log2n 27]
+    python3 bench/random_variants.py [--device gpu] [--log2n 27] [--rows N]
 """
 
 import argparse
@@ -36,6 +36,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="gpu")
     ap.add_argument("--log2n", type=int, default=None)
+    ap.add_argument("--rows", type=int, default=None, help="only the first ROWS variants")
     args = ap.parse_args()
     dev = kapi.Device(args.device)
     n = 1 << (args.log2n or (27 if dev.is_gpu else 20))
@@ -74,7 +75,7 @@ def main():
             )
     ref = None
     default_write = R.WRITE
-    for name, sincos, staged, wg, cpw, p32, write in VARIANTS:
+    for name, sincos, staged, wg, cpw, p32, write in VARIANTS[: args.rows]:
         R.SINCOS, R.STAGED, R.WG, R.CPW, R.PHILOX32 = sincos, staged, wg, cpw, p32
         R.WRITE = write or default_write
         R._PLANS.clear()
