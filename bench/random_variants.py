@@ -19,16 +19,16 @@ from timing import median_batch
 import kapi
 from kapi import random as R
 
-VARIANTS = [  # (name, SINCOS, STAGED, WG, CPW, PHILOX32, WRITE)
+VARIANTS = [  # (name, SINCOS, STAGED, WG, CPW, PHILOX32, WRITE: None for the default's)
     ("default (sincos, staged, wg 256, 4 counters, uint32 words)", True, None, 256, 4, True, None),
-    ("uint64 words in the Philox rounds (before)", True, None, 256, 4, False, None),
-    ("write-out: full groups unchecked", True, None, 256, 4, True, "full"),
-    ("write-out: 4 consecutive per work-item", True, None, 256, 4, True, "v4"),
-    ("2 counters per work-item", True, None, 256, 2, True, None),
-    ("1 counter per work-item", True, None, 256, 1, True, None),
+    ("write-out strided (before)", True, None, 256, 4, True, "strided"),
+    ("uint64 words in the Philox rounds", True, None, 256, 4, False, None),
     ("math.cos/math.sin (fastmath: sin/cos.approx)", False, None, 256, 4, True, None),
+    ("write-out: full groups unchecked", True, None, 256, 4, True, "full"),
+    ("2 counters per work-item", True, None, 256, 2, True, None),
     ("4 counters, wg 128", True, None, 128, 4, True, None),
     ("4 counters, wg 512", True, None, 512, 4, True, None),
+    ("math.cos/math.sin, write-out strided", False, None, 256, 4, True, "strided"),
 ]
 
 
