@@ -18,8 +18,10 @@
 #      against NumPy, views at aligned and odd offsets (aligned entry or kernel), fastmath,
 #      and the differential fuzzer (every kernel through both finaliser steps, against the
 #      reference interpreter).
-# From the checkout (the .deb files as for bench/gpu_run.sh; pytest-xdist from .whl):
-#   run(command="bash bench/gpu_normals.sh", carry=["kapi/_lib", ".carry/debs", ".whl"])
+# From the checkout (the .deb files as for bench/gpu_run.sh; pytest-xdist from .whl; the fake
+# libcuda from build/runtime/drivers/cuda/tests copied to .carry/fixtures/fakecuda):
+#   run(command="bash bench/gpu_normals.sh",
+#       carry=["kapi/_lib", ".carry/debs", ".whl", ".carry/fixtures"])
 # Logs go to $OUT (or ./gpu-out elsewhere).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +29,10 @@ cd "$(dirname "$0")/.."
 device_wheels .whl/*.whl
 nvidia-smi -L
 export KAPI_CACHE_DIR=/tmp/kapi-cache-normals
+# The fake libcuda (the aligned entry's choice per launch) travels beside the fixtures.
+if [ -f .carry/fixtures/fakecuda/libkapi_fake_cuda.so ]; then
+  export KAPI_FAKE_CUDA=$PWD/.carry/fixtures/fakecuda
+fi
 
 step "random variants, defaults (after)" timeout 35 \
   python3 bench/random_variants.py --device gpu 2>&1 | tee "$OUT/random_variants.log"

@@ -100,3 +100,42 @@ def test_views_at_any_offset(offset):
         kapi.call_kernel(four_each, kernel_api.Range(n // 4), s, d)
         got = dst.asnumpy()[4 - offset % 4 : 4 - offset % 4 + n]
         np.testing.assert_array_equal(got, _want(x[offset : offset + n]), err_msg=str(dev))
+
+
+def test_driver_launches_the_aligned_entry_only_for_aligned_pointers():
+    """On the fake libcuda (kernels load but do not run; it records which entry each launch
+    named): whole arrays and views 16 bytes in take four_each__kapi_aligned, views 4 or 8
+    bytes in take the kernel itself, and KAPI_CUDA_ALIGNED=0 gives only the kernel."""
+    from kapi_testing import fake_cuda_run
+
+    code = (
+        "from kapi import kernel_api\n"
+        "@kapi.kernel\n"
+        "def four_each(item, src, dst):\n"
+        "    i = item.get_id(0) * 4\n"
+        "    a = src[i]\n"
+        "    b = src[i + 1]\n"
+        "    c = src[i + 2]\n"
+        "    d = src[i + 3]\n"
+        "    dst[i] = d\n"
+        "    dst[i + 1] = c\n"
+        "    dst[i + 2] = b\n"
+        "    dst[i + 3] = a\n"
+        "x = kapi.zeros(4008, dtype=np.float32, device='cuda:gpu:0')\n"
+        "y = kapi.zeros(4008, dtype=np.float32, device='cuda:gpu:0')\n"
+        "names = {}\n"
+        "for off in (0, 1, 2, 4):\n"
+        "    kapi.call_kernel(four_each, kernel_api.Range(1000), x[off:off + 4000],\n"
+        "                     y[4 - off % 4:4 - off % 4 + 4000])\n"
+        "    kapi.Queue('cuda:gpu:0').wait()\n"
+        "    buf = ctypes.create_string_buffer(160)\n"
+        "    fake.fake_cuda_last_launch(buf, 160)\n"
+        "    names[off] = buf.value.decode()\n"
+        "print(json.dumps({'names': names, 'broken': stats()['broken']}))\n"
+    )
+    env = {"KAPI_FAKE_CUDA_KERNELS": "1", "KAPI_CACHE": "0"}
+    out = fake_cuda_run(code, **env)
+    aligned, plain = "four_each__kapi_aligned", "four_each"
+    assert out == {"names": {"0": aligned, "1": plain, "2": plain, "4": aligned}, "broken": 0}
+    out = fake_cuda_run(code, KAPI_CUDA_ALIGNED="0", **env)
+    assert out["names"] == {"0": plain, "1": plain, "2": plain, "4": plain}
