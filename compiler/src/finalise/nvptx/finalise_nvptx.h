@@ -101,8 +101,9 @@ kc_status_t kc_nvptx_align_entries(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                                    kc_nvptx_kernel_list_t *ks);
 /* A copy of fn named name in fn's module (LLVM's CloneFunction; finalise_nvptx_clone.cpp). */
 LLVMValueRef kc_nvptx_clone_function(LLVMValueRef fn, const char *name);
-/* fn's loads and stores take the alignment their addresses are known to have, up to max. */
-void kc_nvptx_raise_alignments(LLVMValueRef fn, unsigned max);
+/* fn's loads and stores take the alignment their addresses are known to have, up to max;
+ * returns how many global ones are now aligned to at least twice their size. */
+unsigned kc_nvptx_raise_alignments(LLVMValueRef fn, unsigned max);
 
 /* ptx with each 64-bit rotate by a register taking its amount modulo 64 (LLVM 15 prints it
  * unmasked; finalise_nvptx_workarounds.c); malloc'ed, NULL when out of memory. */

@@ -4,11 +4,12 @@
  * only when their alignment follows from the index alone, and a work-item's four consecutive
  * float stores stay four `st.global.f32`. kapi's allocations are 256-byte aligned, so after
  * optimisation each kernel without a coarsened entry gets a copy, NAME__kapi_aligned, whose
- * global pointer arguments are declared 16-byte aligned; the vectoriser is tried on it
- * here, and the copy is kept only when it widened some access the kernel itself leaves
- * narrow. The CUDA driver launches it in the kernel's place when every pointer it declares
- * aligned is (cuda_module.c), else the kernel. KAPI_CUDA_ALIGNED=0 (read per finalisation)
- * makes none, to compare.
+ * global pointer arguments are declared 16-byte aligned and whose accesses take the
+ * alignment their addresses then show; where some global access is aligned to twice its
+ * size (a vector could start there) the vectoriser is tried on it here, and the copy is kept
+ * only when it widened some access the kernel itself leaves narrow. The CUDA driver launches it in
+ * the kernel's place when every pointer it declares aligned is (cuda_module.c), else the kernel.
+ * KAPI_CUDA_ALIGNED=0 (read per finalisation) makes none, to compare.
  */
 #include "finalise/nvptx/finalise_nvptx.h"
 
@@ -103,7 +104,10 @@ kc_status_t kc_nvptx_align_entries(LLVMModuleRef mod, LLVMTargetMachineRef tm,
         LLVMAddAttributeAtIndex(copy, a + 1,
                                 LLVMCreateEnumAttribute(ctx, attr_kind("align"), ALIGN_BYTES));
     size_t len;
-    kc_nvptx_raise_alignments(copy, ALIGN_BYTES);
+    if (!kc_nvptx_raise_alignments(copy, ALIGN_BYTES)) { /* no vector could start */
+      LLVMDeleteFunction(copy);
+      continue;
+    }
     k->aligned_name = strdup(LLVMGetValueName2(copy, &len));
     if (!k->aligned_name) return KC_ERR_OUT_OF_MEMORY;
     k->aligned_mask = mask;
@@ -126,5 +130,5 @@ kc_status_t kc_nvptx_align_entries(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     k->aligned_name = NULL;
     k->aligned_mask = 0;
   }
-  return st;
+  return KC_OK; /* without the vectoriser (it failed) no copy is kept: the kernels still run */
 }
