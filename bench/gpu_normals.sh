@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kapi.random's normals on the GPU in one device call (under 150 s), kapi beside CuPy in the
 # same process, after (defaults) and before (switches read at import / per finalisation):
-#   KAPI_PHILOX32=0     the Philox rounds on uint64 words (kapi/random.py, before)
+#   KAPI_PHILOX32=1     the Philox rounds on uint32 words (kapi/random.py; random_variants' row)
 #   KAPI_CUDA_NARROW=0  the NVPTX finaliser leaves 64-bit arithmetic on values below 2^32 in
 #                       64 bits (compiler/src/finalise/nvptx/finalise_nvptx_narrow.c, before)
 #   KAPI_CUDA_ALIGNED=0 no aligned entries (16-byte aligned pointers: st.global.v4 where a
@@ -44,6 +44,18 @@ step "random variants, KAPI_CUDA_ALIGNED=0" env KAPI_CUDA_ALIGNED=0 timeout 15 \
   tee "$OUT/random_variants_noaligned.log"
 step "primitives random, defaults (after)" timeout 15 python3 bench/primitives.py --device gpu \
   --log2n 27 --only random 2>&1 | tee "$OUT/primitives_random_after.log"
+# First call (compile, PTX, the driver's JIT with its cache off), aligned entries on and off:
+# the normals kernel's aligned copy is one more entry to finalise and JIT.
+FIRST='import os, time, numpy as np, kapi
+t = time.perf_counter()
+g = kapi.random.default_rng(1, device="gpu")
+z = g.standard_normal(1 << 20, dtype=np.float32).asnumpy()
+a = os.environ["KAPI_CUDA_ALIGNED"]
+print(f"KAPI_CUDA_ALIGNED={a}: first standard_normal call {(time.perf_counter() - t) * 1e3:.0f} ms")'
+for a in 1 0 1 0; do
+  step "first call, KAPI_CUDA_ALIGNED=$a" env KAPI_CUDA_ALIGNED=$a CUDA_CACHE_DISABLE=1 \
+    KAPI_CACHE=0 timeout 10 python3 -c "$FIRST" 2>&1 | tee -a "$OUT/first_call.log"
+done
 step "tests on the CUDA device" env KAPI_DRIVERS=cuda timeout 35 python3 -m pytest -q \
   -p no:cacheprovider -rfE -n 8 tests/numeric/test_primitives_random.py \
   tests/drivers/cuda/test_nvptx_narrow.py tests/drivers/cuda/test_nvptx_aligned.py \
@@ -57,4 +69,5 @@ for f in random_variants random_variants_nonarrow random_variants_noaligned; do
   echo "-- $f"; grep -h -E 'cupy|ms' "$OUT/$f.log"
 done
 grep -h -E 'Generator\.(standard_normal|random)' "$OUT"/primitives_random_after.log
+grep -h 'first standard' "$OUT/first_call.log"
 tail -1 "$OUT/tests.log" "$OUT/fuzz.log"
