@@ -180,9 +180,19 @@ ze_result_t cuda_kernel_create(ze_module_handle_t mh, const ze_kernel_desc_t *de
   if (r == ZE_RESULT_SUCCESS && info->coarse_name &&
       cuda.cuModuleGetFunction(&k->coarse_fn, m->mod, info->coarse_name) != CUDA_SUCCESS)
     k->coarse_fn = NULL;
-  /* Nor without its aligned entry: the kernel itself serves every launch. */
+  /* Nor without its aligned entry: the kernel itself serves every launch. Nor with one that
+   * allows fewer threads per block than the kernel (more registers): a group size the
+   * kernel takes must not fail to launch. */
   if (r == ZE_RESULT_SUCCESS && info->aligned_name &&
       cuda.cuModuleGetFunction(&k->aligned_fn, m->mod, info->aligned_name) != CUDA_SUCCESS)
+    k->aligned_fn = NULL;
+  int most = 0, most_aligned = 0;
+  if (k->aligned_fn && cuda.cuFuncGetAttribute &&
+      (cuda.cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn) !=
+           CUDA_SUCCESS ||
+       cuda.cuFuncGetAttribute(&most_aligned, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                               k->aligned_fn) != CUDA_SUCCESS ||
+       most_aligned < most))
     k->aligned_fn = NULL;
   k->module = m;
   k->info = info;
