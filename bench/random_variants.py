@@ -24,6 +24,7 @@ VARIANTS = [  # (name, SINCOS, STAGED, WG, CPW, PHILOX32, WRITE: None for the de
     ("write-out strided (before)", True, None, 256, 4, False, "strided"),
     ("uint32 words in the Philox rounds (KAPI_PHILOX32=1)", True, None, 256, 4, True, None),
     ("math.cos/math.sin (fastmath: sin/cos.approx)", False, None, 256, 4, False, None),
+    ("centred angle: cos/sin.approx in [-pi, pi)", "centred", None, 256, 4, False, None),
     ("write-out: full groups unchecked", True, None, 256, 4, False, "full"),
     ("2 counters per work-item", True, None, 256, 2, False, None),
     ("4 counters, wg 128", True, None, 128, 4, False, None),

@@ -154,8 +154,14 @@ NORMAL_F32 = os.environ.get("KAPI_NORMAL_F32", "1") != "0"
 # remainder in [-pi/4, pi/4], reduced exactly in integers: no libdevice sinf/cosf and their
 # large-argument path (local memory) on GPUs, one reduction for both. Within ~1 float32 ulp of
 # sin and cos of the exact angle (the float32 angle 6.2831855 * u cost up to ~5e-7 before);
-# KAPI_NORMAL_SINCOS=0 calls math.cos and math.sin as before.
-SINCOS = os.environ.get("KAPI_NORMAL_SINCOS", "1") != "0"
+# KAPI_NORMAL_SINCOS=0 calls math.cos and math.sin as before; KAPI_NORMAL_SINCOS=centred calls
+# them on the angle moved into [-pi, pi) (2 pi (m - 2**23) / 2**24, exact; the outputs
+# negated), where fastmath's approximate cos/sin (PTX cos/sin.approx: 2**-21.4 absolute) are
+# at their most accurate.
+_SINCOS_ENV = os.environ.get("KAPI_NORMAL_SINCOS", "1")
+if _SINCOS_ENV not in ("0", "1", "centred"):
+    raise ValueError(f"KAPI_NORMAL_SINCOS must be 0, 1 or centred, not {_SINCOS_ENV!r}")
+SINCOS: bool | str = {"0": False, "1": True}.get(_SINCOS_ENV, _SINCOS_ENV)
 # cos and sin of 2 pi m / 2**24 for the 24-bit integer m = w >> 8 (Cephes' sinf/cosf
 # polynomials on [-pi/4, pi/4]); {p}: the pair, {w}: the word
 _SINCOS = """
@@ -299,7 +305,7 @@ def _gen_source(
     dtype: np.dtype,
     staged: bool = False,
     f32: bool = True,
-    sincos: bool = True,
+    sincos: bool | str = True,
     fast: bool = False,
     cpw: int = 1,
     write: str = "strided",
@@ -343,6 +349,15 @@ def _gen_source(
                 body += f"    rad{p} = math.sqrt(max({two} * math.log({u1}), {cvt}(0.0)))\n"
             else:
                 body += f"    rad{p} = math.sqrt({two} * math.log({u1}))\n"
+            if f32_math and sincos == "centred":  # 2 pi m / 2**24 - pi: cos, sin negated
+                w = f"r{2 * p + 1}"
+                body += (
+                    f"    ang{p} = np.float32(np.int32({w} >> np.uint64(8)) - 8388608)"
+                    " * np.float32(3.7450702e-07)\n"
+                )
+                body += _store(2 * p, f"-(rad{p} * math.cos(ang{p}))", staged)
+                body += _store(2 * p + 1, f"-(rad{p} * math.sin(ang{p}))", staged)
+                continue
             if f32_math and sincos:
                 body += _SINCOS.format(p=p, w=f"r{2 * p + 1}")
                 body += _store(2 * p, f"rad{p} * cs{p}", staged)
