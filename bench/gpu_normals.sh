@@ -14,7 +14,10 @@
 #      the native cache keys on KAPI_CUDA_*);
 #   2. bench/primitives.py --only random (the issue's figure), defaults (before, all four
 #      switches off: 0.316 ms normals, 0.227 ms uniforms in the first call, RESULTS.md);
-#   3. tests on the CUDA device: the random generator's stream, the narrowing pass's kernel
+#   3. bench/aligned_entries.py (a kernel reading and writing 4 or 2 neighbours per work-item on
+#      whole arrays and on views one element in, beside CuPy's copy), and the first
+#      standard_normal call with aligned entries on and off (JIT cache off);
+#   4. tests on the CUDA device: the random generator's stream, the narrowing pass's kernel
 #      against NumPy, views at aligned and odd offsets (aligned entry or kernel), fastmath,
 #      and the differential fuzzer (every kernel through both finaliser steps, against the
 #      reference interpreter).
@@ -44,6 +47,8 @@ step "random variants, KAPI_CUDA_ALIGNED=0" env KAPI_CUDA_ALIGNED=0 timeout 15 \
   tee "$OUT/random_variants_noaligned.log"
 step "primitives random, defaults (after)" timeout 15 python3 bench/primitives.py --device gpu \
   --log2n 27 --only random 2>&1 | tee "$OUT/primitives_random_after.log"
+step "aligned entries on a 4- and 2-neighbour kernel, beside CuPy's copy" timeout 15 \
+  python3 bench/aligned_entries.py --device gpu 2>&1 | tee "$OUT/aligned_entries.log"
 # First call (compile, PTX, the driver's JIT with its cache off), aligned entries on and off:
 # the normals kernel's aligned copy is one more entry to finalise and JIT.
 FIRST='import os, time, numpy as np, kapi
@@ -70,4 +75,5 @@ for f in random_variants random_variants_nonarrow random_variants_noaligned; do
 done
 grep -h -E 'Generator\.(standard_normal|random)' "$OUT"/primitives_random_after.log
 grep -h 'first standard' "$OUT/first_call.log"
+grep -h -E 'GB/s' "$OUT/aligned_entries.log"
 tail -1 "$OUT/tests.log" "$OUT/fuzz.log"
