@@ -380,6 +380,8 @@ def _gen_source(
         )
     total = str(per * cpw)
     if staged:
+        if write == "v4" and per * cpw % 4:  # 2 outputs per work-item: no 4 to store
+            write = "full"
         return (head + body + _TAILS[write]).replace("PER", total), per
     return head.replace("PER", total) + body, per
 

@@ -259,21 +259,23 @@ def test_counters_per_work_item_give_the_same_stream(dev, monkeypatch, cpw, stag
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("cpw", [1, 4])
 @pytest.mark.parametrize("write", ["full", "v4"])
-def test_write_outs_and_philox_words_give_the_same_stream(dev, monkeypatch, write):
+def test_write_outs_and_philox_words_give_the_same_stream(dev, monkeypatch, write, cpw):
     """The staged kernel's write-outs (KAPI_RANDOM_WRITE: unchecked full groups, 4
     consecutive outputs per work-item) and the Philox rounds on uint64 words
     (KAPI_PHILOX32=1: uint32) put exactly the same numbers at the same places as the defaults, for
-    sizes that end mid-counter, mid-group, at a group's end, and over several groups."""
+    sizes that end mid-counter, mid-group, at a group's end, and over several groups; one
+    counter per work-item too (2 float64 outputs each: no 4 to store together)."""
     from kapi import random as R
 
-    group = 4 * 4 * R.WG  # outputs of one float32 group with 4 counters per work-item
+    group = 4 * cpw * R.WG  # outputs of one float32 group
 
     def draw(w, p32):
         monkeypatch.setattr(R, "WRITE", w)
         monkeypatch.setattr(R, "PHILOX32", p32)
         monkeypatch.setattr(R, "STAGED", True)
-        monkeypatch.setattr(R, "CPW", 4)
+        monkeypatch.setattr(R, "CPW", cpw)
         g = kapi.random.default_rng(17, device=dev)
         return [
             getattr(g, kind)(n, dtype=dt).asnumpy()
