@@ -1,13 +1,14 @@
 """Shapes of kapi.random's float32 kernels in one process, beside CuPy's Generator (where CuPy
 imports): uniform and standard normal of 2^27 float32 for each variant of the generator's
-switches (kapi/random.py: SINCOS, the normals' own cos/sin; STAGED, outputs staged in local
-memory and written coalesced; WG, work-items per group of the staged kernel; CPW, counters
+switches (kapi/random.py: PHILOX32, the Philox rounds on uint32 words; WRITE, how a group
+writes its staged outputs out; SINCOS, the normals' own cos/sin; STAGED, outputs staged in
+local memory and written coalesced; WG, work-items per group of the staged kernel; CPW, counters
 per work-item), so that one GPU run shows which shape is fastest. CuPy's default_rng is
 XORWOW (curand's device API); its Philox4x3210 generator, the same algorithm as kapi's, is
 timed beside it where CuPy has it. Each variant's normals are checked against the default's
 (same stream; float32 math within 4e-6) before they are timed.
 
-    python3 bench/random_variants.py [--device gpu] [--log2n 27]
+    python3 bench/random_variants.py [--device gpu] [--log2n 27] [--rows N]
 """
 
 import argparse
@@ -18,16 +19,17 @@ from timing import median_batch
 import kapi
 from kapi import random as R
 
-VARIANTS = [  # (name, SINCOS, STAGED, WG, CPW)
-    ("default (sincos, staged, wg 256, 4 counters)", True, None, 256, 4),
-    ("1 counter per work-item (before)", True, None, 256, 1),
-    ("math.cos/math.sin (fastmath: sin/cos.approx)", False, None, 256, 4),
-    ("1 counter, not staged", True, False, 256, 1),
-    ("1 counter, staged, wg 128", True, None, 128, 1),
-    ("1 counter, staged, wg 512", True, None, 512, 1),
-    ("2 counters per work-item", True, None, 256, 2),
-    ("2 counters per work-item, wg 128", True, None, 128, 2),
-    ("2 counters per work-item, not staged", True, False, 256, 2),
+VARIANTS = [  # (name, SINCOS, STAGED, WG, CPW, PHILOX32, WRITE: None for the default's)
+    ("default (sincos, staged, wg 256, 4 counters, uint64 words)", True, None, 256, 4, False, None),
+    ("write-out strided (before)", True, None, 256, 4, False, "strided"),
+    ("uint32 words in the Philox rounds (KAPI_PHILOX32=1)", True, None, 256, 4, True, None),
+    ("math.cos/math.sin (fastmath: sin/cos.approx)", False, None, 256, 4, False, None),
+    ("centred angle: cos/sin.approx in [-pi, pi)", "centred", None, 256, 4, False, None),
+    ("write-out: full groups unchecked", True, None, 256, 4, False, "full"),
+    ("2 counters per work-item", True, None, 256, 2, False, None),
+    ("4 counters, wg 128", True, None, 128, 4, False, None),
+    ("4 counters, wg 512", True, None, 512, 4, False, None),
+    ("math.cos/math.sin, write-out strided", False, None, 256, 4, False, "strided"),
 ]
 
 
@@ -35,6 +37,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="gpu")
     ap.add_argument("--log2n", type=int, default=None)
+    ap.add_argument("--rows", type=int, default=None, help="only the first ROWS variants")
     args = ap.parse_args()
     dev = kapi.Device(args.device)
     n = 1 << (args.log2n or (27 if dev.is_gpu else 20))
@@ -72,8 +75,10 @@ def main():
                 f"  cupy Philox4x3210: random {pr * 1e3:.3f} ms, standard_normal {pn * 1e3:.3f} ms"
             )
     ref = None
-    for name, sincos, staged, wg, cpw in VARIANTS:
-        R.SINCOS, R.STAGED, R.WG, R.CPW = sincos, staged, wg, cpw
+    default_write = R.WRITE
+    for name, sincos, staged, wg, cpw, p32, write in VARIANTS[: args.rows]:
+        R.SINCOS, R.STAGED, R.WG, R.CPW, R.PHILOX32 = sincos, staged, wg, cpw, p32
+        R.WRITE = write or default_write
         R._PLANS.clear()
         z = kapi.random.default_rng(5, device=dev).standard_normal(1 << 16, dtype=np.float32)
         z = z.asnumpy()
@@ -88,7 +93,7 @@ def main():
             t = median_batch(lambda fn=fn: fn(n, dtype=np.float32), sync, reps, batches)
             ratio = f" ({peer[kind] / t:.2f}x cupy)" if kind in peer else ""
             row.append(f"{kind} {t * 1e3:.3f} ms{ratio}")
-        print(f"  {name:46s} " + ", ".join(row))
+        print(f"  {name:58s} " + ", ".join(row))
 
 
 if __name__ == "__main__":

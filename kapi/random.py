@@ -61,6 +61,48 @@ _philox.__kapi_device_func__ = True
 _philox.__kapi_device_options__ = {}
 
 
+def _philox32(c0, c1, c2, c3, k0, k1):
+    """_philox's numbers with the words held as uint32: each product is a 32 x 32 -> 64-bit
+    multiply of zero-extended words (PTX mul.wide.u32, x86 pmuludq) and the xors and key
+    additions are 32-bit, where _philox's uint64 words made GPUs multiply, xor and mask in
+    64 bits (PTX mul.lo.s64, xor.b64, and.b64)."""
+    ma = np.uint64(0xD2511F53)
+    mb = np.uint64(0xCD9E8D57)
+    wa = np.uint32(0x9E3779B9)
+    wb = np.uint32(0xBB67AE85)
+    s32 = np.uint64(32)
+    a0 = np.uint32(c0)
+    a1 = np.uint32(c1)
+    a2 = np.uint32(c2)
+    a3 = np.uint32(c3)
+    b0 = np.uint32(k0)
+    b1 = np.uint32(k1)
+    for r in range(10):
+        if r > 0:
+            b0 = np.uint32(b0 + wa)
+            b1 = np.uint32(b1 + wb)
+        p0 = np.uint64(a0) * ma
+        p1 = np.uint64(a2) * mb
+        n0 = np.uint32(np.uint32(p1 >> s32) ^ a1 ^ b0)
+        n2 = np.uint32(np.uint32(p0 >> s32) ^ a3 ^ b1)
+        a1 = np.uint32(p1)
+        a3 = np.uint32(p0)
+        a0 = n0
+        a2 = n2
+    return a0, a1, a2, a3
+
+
+_philox32.__kapi_device_func__ = True
+_philox32.__kapi_device_options__ = {}
+
+# PHILOX32: the generating kernels use _philox32 (the same numbers); KAPI_PHILOX32=1, read at
+# import. Off by default: on NVIDIA GPUs the NVPTX finaliser gives _philox's rounds the same
+# 32-bit instructions (H200, 2^27 float32 normals: 0.261 ms either way, 0.278 / 0.297 ms
+# without the finaliser's narrowing), and on the CPU device _philox32 cost 4-6% more CPU time
+# (2^22 float32 on the dev box).
+PHILOX32 = os.environ.get("KAPI_PHILOX32", "0") == "1"
+
+
 _RAW_SRC = """
 def _philox_raw(item, ctr, key, out):
     i = item.get_id(0)
@@ -112,8 +154,14 @@ NORMAL_F32 = os.environ.get("KAPI_NORMAL_F32", "1") != "0"
 # remainder in [-pi/4, pi/4], reduced exactly in integers: no libdevice sinf/cosf and their
 # large-argument path (local memory) on GPUs, one reduction for both. Within ~1 float32 ulp of
 # sin and cos of the exact angle (the float32 angle 6.2831855 * u cost up to ~5e-7 before);
-# KAPI_NORMAL_SINCOS=0 calls math.cos and math.sin as before.
-SINCOS = os.environ.get("KAPI_NORMAL_SINCOS", "1") != "0"
+# KAPI_NORMAL_SINCOS=0 calls math.cos and math.sin as before; KAPI_NORMAL_SINCOS=centred calls
+# them on the angle moved into [-pi, pi) (2 pi (m - 2**23) / 2**24, exact; the outputs
+# negated), where fastmath's approximate cos/sin (PTX cos/sin.approx: 2**-21.4 absolute) are
+# at their most accurate.
+_SINCOS_ENV = os.environ.get("KAPI_NORMAL_SINCOS", "1")
+if _SINCOS_ENV not in ("0", "1", "centred"):
+    raise ValueError(f"KAPI_NORMAL_SINCOS must be 0, 1 or centred, not {_SINCOS_ENV!r}")
+SINCOS: bool | str = {"0": False, "1": True}.get(_SINCOS_ENV, _SINCOS_ENV)
 # cos and sin of 2 pi m / 2**24 for the 24-bit integer m = w >> 8 (Cephes' sinf/cosf
 # polynomials on [-pi/4, pi/4]); {p}: the pair, {w}: the word
 _SINCOS = """
@@ -173,6 +221,62 @@ _GEN_TAIL_STAGED = """
         w += 1
 """
 
+# WRITE: how a staged work-group writes its outputs out. "strided": output w * L + lid of
+# the group for w < PER, each store behind its own bound check; "full": a group whose
+# outputs all lie below n (every group but the last) stores without the checks; "v4": such a
+# group's work-items store 4 consecutive outputs each (4 * (w * L + lid) ..+3), which the
+# NVPTX finaliser's aligned entry makes one 16-byte st.global.v4 (and ld.shared.v4): the
+# outputs are fresh allocations, always 16-byte aligned. The same numbers at the same
+# places. KAPI_RANDOM_WRITE, read at import; unset: "v4" on CUDA devices (H200, 2^27
+# float32, bench/gpu_normals.sh: normals 0.261 -> 0.219 ms, uniforms 0.190 -> 0.147 ms
+# against "strided"), "strided" elsewhere (no aligned entries: four scalar stores 16 bytes
+# apart across the work-items would not coalesce).
+WRITE = os.environ.get("KAPI_RANDOM_WRITE") or None
+if WRITE not in (None, "strided", "full", "v4"):
+    raise ValueError(f"KAPI_RANDOM_WRITE must be strided, full or v4, not {WRITE!r}")
+_GEN_TAIL_FULL = """
+    K.group_barrier(g)
+    o = g.get_group_id(0) * L * PER
+    if o + L * PER <= n:
+        w = 0
+        while w < PER:
+            q = w * L + lid
+            out[o + q] = lm[q]
+            w += 1
+    else:
+        w = 0
+        while w < PER:
+            q = w * L + lid
+            if o + q < n:
+                out[o + q] = lm[q]
+            w += 1
+"""
+_GEN_TAIL_V4 = """
+    K.group_barrier(g)
+    o = g.get_group_id(0) * L * PER
+    if o + L * PER <= n:
+        w = 0
+        while w < PER // 4:
+            q = (w * L + lid) * 4
+            v0 = lm[q]  # the four loads first: LLVM 15 cannot tell local from global
+            v1 = lm[q + 1]
+            v2 = lm[q + 2]
+            v3 = lm[q + 3]
+            out[o + q] = v0
+            out[o + q + 1] = v1
+            out[o + q + 2] = v2
+            out[o + q + 3] = v3
+            w += 1
+    else:
+        w = 0
+        while w < PER:
+            q = w * L + lid
+            if o + q < n:
+                out[o + q] = lm[q]
+            w += 1
+"""
+_TAILS = {"strided": _GEN_TAIL_STAGED, "full": _GEN_TAIL_FULL, "v4": _GEN_TAIL_V4}
+
 STAGED = None  # True: _GEN_HEAD_STAGED's kernel; None: on every device but kapi's CPU
 WG = 256
 # CPW: counters per work-item (1, 2 or 4): work-item i encrypts counters CPW*i .. CPW*i+CPW-1,
@@ -201,9 +305,10 @@ def _gen_source(
     dtype: np.dtype,
     staged: bool = False,
     f32: bool = True,
-    sincos: bool = True,
+    sincos: bool | str = True,
     fast: bool = False,
     cpw: int = 1,
+    write: str = "strided",
 ) -> tuple[str, int]:
     """The generating kernel's source and how many outputs one counter gives (cpw counters
     per work-item)."""
@@ -244,6 +349,15 @@ def _gen_source(
                 body += f"    rad{p} = math.sqrt(max({two} * math.log({u1}), {cvt}(0.0)))\n"
             else:
                 body += f"    rad{p} = math.sqrt({two} * math.log({u1}))\n"
+            if f32_math and sincos == "centred":  # 2 pi m / 2**24 - pi: cos, sin negated
+                w = f"r{2 * p + 1}"
+                body += (
+                    f"    ang{p} = np.float32(np.int32({w} >> np.uint64(8)) - 8388608)"
+                    " * np.float32(3.7450702e-07)\n"
+                )
+                body += _store(2 * p, f"-(rad{p} * math.cos(ang{p}))", staged)
+                body += _store(2 * p + 1, f"-(rad{p} * math.sin(ang{p}))", staged)
+                continue
             if f32_math and sincos:
                 body += _SINCOS.format(p=p, w=f"r{2 * p + 1}")
                 body += _store(2 * p, f"rad{p} * cs{p}", staged)
@@ -266,14 +380,17 @@ def _gen_source(
         )
     total = str(per * cpw)
     if staged:
-        return (head + body + _GEN_TAIL_STAGED).replace("PER", total), per
+        if write == "v4" and per * cpw % 4:  # 2 outputs per work-item: no 4 to store
+            write = "full"
+        return (head + body + _TAILS[write]).replace("PER", total), per
     return head.replace("PER", total) + body, per
 
 
 def _kernel(src: str, entry: str, options=None):
     import math
 
-    return P.kernel_of(src, entry, {"PHILOX": _philox, "math": math}, options=options)
+    ph = _philox32 if PHILOX32 else _philox
+    return P.kernel_of(src, entry, {"PHILOX": ph, "math": math}, key=PHILOX32, options=options)
 
 
 def philox4x32(counters, keys, device=None):
@@ -319,7 +436,8 @@ def _plan(kind: str, dtype, size, device, usm_type):
     q, ut, n = proto.sycl_queue, proto.usm_type, proto.size
     staged = STAGED if STAGED is not None else proto.device.device_type != "cpu"
     fast = FASTMATH and kind == "standard_normal"
-    src, per = _gen_source(kind, dt, staged, NORMAL_F32, SINCOS, fast, CPW)
+    write = WRITE or ("v4" if proto.device.backend == "cuda" else "strided")
+    src, per = _gen_source(kind, dt, staged, NORMAL_F32, SINCOS, fast, CPW, write)
     counters = -(-n // per)
     flat = None if len(shape) == 1 else ((n,), (dt.itemsize,))
     launch = None
@@ -372,7 +490,7 @@ class Generator:
         ut = usm_type or self._usm
         # no device named: the default one, which KAPI_DEFAULT_DEVICE may change
         where = dev if dev is not None else os.environ.get("KAPI_DEFAULT_DEVICE")
-        switches = (STAGED, NORMAL_F32, SINCOS, FASTMATH, CPW, WG)
+        switches = (STAGED, NORMAL_F32, SINCOS, FASTMATH, CPW, WG, PHILOX32, WRITE)
         key = (kind, dtype, size, dev is None, where, ut, switches)
         try:
             plan = _PLANS.get(key)

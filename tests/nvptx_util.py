@@ -31,6 +31,8 @@ class NvptxKernel(ctypes.Structure):
         ("coarse_name", ctypes.c_char_p),
         ("coarse_factor", ctypes.c_uint32),
         ("coarse_aligned", ctypes.c_uint64),
+        ("aligned_name", ctypes.c_char_p),
+        ("aligned_mask", ctypes.c_uint64),
     ]
 
 
@@ -42,8 +44,9 @@ def _lib():
     return lib
 
 
-def finalise(spirv: bytes, kernels=(), coarsen=True, libdevice=None):
-    """(PTX text, {kernel name: (coarse entry name or None, factor, aligned mask)}).
+def finalise(spirv: bytes, kernels=(), coarsen=True, libdevice=None, aligned=False):
+    """(PTX text, {kernel name: (coarse entry name or None, factor, aligned mask)}), with
+    aligned=True (..., aligned entry name or None, its mask) (kc_nvptx_kernel_t).
     `libdevice` (a path) is needed for kernels calling math functions."""
     lib = _lib()
     opts = NvptxOptions()
@@ -64,6 +67,9 @@ def finalise(spirv: bytes, kernels=(), coarsen=True, libdevice=None):
             c = k.contents
             coarse = c.coarse_name.decode() if c.coarse_name else None
             table[name] = (coarse, c.coarse_factor, c.coarse_aligned)
+            if aligned:
+                entry = c.aligned_name.decode() if c.aligned_name else None
+                table[name] += (entry, c.aligned_mask)
         return lib.kc_nvptx_module_ptx(mod, None).decode(), table
     finally:
         lib.kc_nvptx_module_destroy(mod)

@@ -257,3 +257,53 @@ def test_counters_per_work_item_give_the_same_stream(dev, monkeypatch, cpw, stag
 
     for a, b in zip(draw(1), draw(cpw), strict=True):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("cpw", [1, 4])
+@pytest.mark.parametrize("write", ["full", "v4"])
+def test_write_outs_and_philox_words_give_the_same_stream(dev, monkeypatch, write, cpw):
+    """The staged kernel's write-outs (KAPI_RANDOM_WRITE: unchecked full groups, 4
+    consecutive outputs per work-item) and the Philox rounds on uint64 words
+    (KAPI_PHILOX32=1: uint32) put exactly the same numbers at the same places as the defaults, for
+    sizes that end mid-counter, mid-group, at a group's end, and over several groups; one
+    counter per work-item too (2 float64 outputs each: no 4 to store together)."""
+    from kapi import random as R
+
+    group = 4 * cpw * R.WG  # outputs of one float32 group
+
+    def draw(w, p32):
+        monkeypatch.setattr(R, "WRITE", w)
+        monkeypatch.setattr(R, "PHILOX32", p32)
+        monkeypatch.setattr(R, "STAGED", True)
+        monkeypatch.setattr(R, "CPW", cpw)
+        g = kapi.random.default_rng(17, device=dev)
+        return [
+            getattr(g, kind)(n, dtype=dt).asnumpy()
+            for kind in ("random", "standard_normal")
+            for dt in (np.float32, np.float64)
+            for n in (1, 5, group, 3 * group, 2 * group + 7)
+        ]
+
+    ref = draw("strided", False)
+    for got in (draw(write, False), draw("strided", True)):
+        for a, b in zip(ref, got, strict=True):
+            np.testing.assert_array_equal(b, a)
+
+
+def test_centred_angle_normals_match_the_polynomials(dev, monkeypatch):
+    """KAPI_NORMAL_SINCOS=centred (math.cos/math.sin of the angle moved into [-pi, pi), the
+    outputs negated) gives the polynomials' float32 normals within 4e-6 (fastmath's
+    approximate cos/sin on NVIDIA GPUs: 2**-21.4 absolute, times radii up to ~6), staged or
+    not."""
+    from kapi import random as R
+
+    def draw(mode, staged):
+        monkeypatch.setattr(R, "SINCOS", mode)
+        monkeypatch.setattr(R, "STAGED", staged)
+        return kapi.random.default_rng(29, device=dev).standard_normal(70001, np.float32)
+
+    for staged in (False, True):
+        ref = draw(True, staged).asnumpy()
+        got = draw("centred", staged).asnumpy()
+        np.testing.assert_allclose(got, ref, rtol=0, atol=4e-6)
+        assert np.abs(got - ref).max() > 0  # the other path ran

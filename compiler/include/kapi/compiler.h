@@ -216,6 +216,12 @@ typedef struct kc_nvptx_kernel {
   const char *coarse_name; /* owned by the module */
   uint32_t coarse_factor;
   uint64_t coarse_aligned;
+  /* An aligned entry, or NULL: the kernel itself (same arguments, same launch) with every
+   * global pointer argument whose bit is set in aligned_mask declared 16-byte aligned, which
+   * lets LLVM merge neighbouring accesses into 8- and 16-byte ones (only kept when it did).
+   * Launch it in the kernel's place when every such argument is 16-byte aligned. */
+  const char *aligned_name; /* owned by the module */
+  uint64_t aligned_mask;
 } kc_nvptx_kernel_t;
 
 typedef struct kc_nvptx_module kc_nvptx_module_t;

@@ -329,7 +329,10 @@ static void test_native(void) {
                 !memcmp(x->required_local_size, y->required_local_size, 12) &&
                 (x->coarse_name ? y->coarse_name && !strcmp(x->coarse_name, y->coarse_name)
                                 : !y->coarse_name) &&
-                x->coarse_factor == y->coarse_factor && x->coarse_aligned == y->coarse_aligned,
+                x->coarse_factor == y->coarse_factor && x->coarse_aligned == y->coarse_aligned &&
+                (x->aligned_name ? y->aligned_name && !strcmp(x->aligned_name, y->aligned_name)
+                                 : !y->aligned_name) &&
+                x->aligned_mask == y->aligned_mask,
             "kernel %s differs after loading", x->name);
     }
     size_t len2 = 0;

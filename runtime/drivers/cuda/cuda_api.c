@@ -65,6 +65,7 @@ static int resolve(void *lib) {
   SYM(cuFuncSetAttribute, "cuFuncSetAttribute");
   SYM(cuLaunchKernel, "cuLaunchKernel");
   SYM(cuGetErrorName, "cuGetErrorName");
+  *(void **)&cuda.cuFuncGetAttribute = dlsym(lib, "cuFuncGetAttribute");
   /* The linker only makes cubins for native binaries: without it they hold PTX alone. */
   *(void **)&cuda.cuLinkCreate = dlsym(lib, "cuLinkCreate_v2");
   *(void **)&cuda.cuLinkAddData = dlsym(lib, "cuLinkAddData_v2");

@@ -43,7 +43,10 @@ enum {
   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
 };
 
-enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
+enum {
+  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+};
 enum {
   CU_JIT_ERROR_LOG_BUFFER = 5,
   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
@@ -99,6 +102,8 @@ typedef struct cuda_api {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void **, void **);
   CUresult (*cuGetErrorName)(CUresult, const char **);
+  /* Optional (NULL when libcuda lacks it): a function's limits (aligned entries). */
+  CUresult (*cuFuncGetAttribute)(int *, int, CUfunction);
   /* Optional (NULL when libcuda lacks them): PTX -> cubin for native binaries. */
   CUresult (*cuLinkCreate)(unsigned, int *, void **, CUlinkState *);
   CUresult (*cuLinkAddData)(CUlinkState, int, void *, size_t, const char *, unsigned, int *,

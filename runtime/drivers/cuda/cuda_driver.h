@@ -87,7 +87,8 @@ typedef struct cuda_kernel {
   cuda_module_t *module;
   const kc_nvptx_kernel_t *info;
   CUfunction fn;
-  CUfunction coarse_fn; /* the finaliser's coarsened entry, or NULL (cuda_module.c) */
+  CUfunction coarse_fn;  /* the finaliser's coarsened entry, or NULL (cuda_module.c) */
+  CUfunction aligned_fn; /* its entry for 16-byte aligned pointers, or NULL (cuda_module.c) */
   uint32_t group[3];
   uint64_t *values;      /* one 8-byte slot per argument (every PTX parameter fits) */
   uint32_t *local_bytes; /* per KC_ARG_LOCAL argument, set at zeKernelSetArgumentValue */

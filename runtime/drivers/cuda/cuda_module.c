@@ -180,6 +180,20 @@ ze_result_t cuda_kernel_create(ze_module_handle_t mh, const ze_kernel_desc_t *de
   if (r == ZE_RESULT_SUCCESS && info->coarse_name &&
       cuda.cuModuleGetFunction(&k->coarse_fn, m->mod, info->coarse_name) != CUDA_SUCCESS)
     k->coarse_fn = NULL;
+  /* Nor without its aligned entry: the kernel itself serves every launch. Nor with one that
+   * allows fewer threads per block than the kernel (more registers): a group size the
+   * kernel takes must not fail to launch. */
+  if (r == ZE_RESULT_SUCCESS && info->aligned_name &&
+      cuda.cuModuleGetFunction(&k->aligned_fn, m->mod, info->aligned_name) != CUDA_SUCCESS)
+    k->aligned_fn = NULL;
+  int most = 0, most_aligned = 0;
+  if (k->aligned_fn && cuda.cuFuncGetAttribute &&
+      (cuda.cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn) !=
+           CUDA_SUCCESS ||
+       cuda.cuFuncGetAttribute(&most_aligned, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                               k->aligned_fn) != CUDA_SUCCESS ||
+       most_aligned < most))
+    k->aligned_fn = NULL;
   k->module = m;
   k->info = info;
   for (uint32_t i = 0; i < info->num_args; ++i)
@@ -316,12 +330,22 @@ static void coarse_geometry(cuda_cmd_t *c, const cuda_kernel_t *k, uint64_t size
   c->grid[0] = (uint32_t)((threads + c->block[0] - 1) / c->block[0]);
 }
 
+/* The aligned entry serves a launch (in the kernel's place, same grid and arguments) when
+ * every pointer it declares 16-byte aligned is: a view at another offset takes the kernel. */
+static int aligned_allowed(const cuda_kernel_t *k) {
+  const kc_nvptx_kernel_t *in = k->info;
+  if (!k->aligned_fn) return 0;
+  for (uint32_t i = 0; i < in->num_args; ++i)
+    if ((in->aligned_mask >> i & 1) && (k->values[i] & 15)) return 0;
+  return 1;
+}
+
 ze_result_t cuda_launch_prepare(cuda_cmd_t *c, cuda_kernel_t *k, const ze_group_count_t *groups) {
   uint32_t n = k->info->num_args;
   uint64_t size_x = (uint64_t)groups->groupCountX * k->group[0];
   int coarse = coarse_allowed(k, size_x);
   c->kernel = k;
-  c->fn = coarse ? k->coarse_fn : k->fn;
+  c->fn = coarse ? k->coarse_fn : aligned_allowed(k) ? k->aligned_fn : k->fn;
   c->nvalues = n + (coarse ? 1 : 0);
   if (c->nvalues > CUDA_CMD_INLINE && !(c->values = malloc(c->nvalues * sizeof *c->values)))
     return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
@@ -341,6 +365,9 @@ ze_result_t cuda_launch_prepare(cuda_cmd_t *c, cuda_kernel_t *k, const ze_group_
     cuda_use(k->module->device);
     CUresult cr = cuda.cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                           (int)shared);
+    if (cr == CUDA_SUCCESS && k->aligned_fn)
+      cr = cuda.cuFuncSetAttribute(k->aligned_fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   (int)shared);
     if (cr != CUDA_SUCCESS) return cuda_to_ze(cr);
     k->dyn_shared_limit = (int)shared;
   }

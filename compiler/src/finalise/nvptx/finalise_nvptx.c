@@ -141,7 +141,8 @@ static kc_status_t nvptx_internalise(LLVMModuleRef mod, const kc_nvptx_kernel_li
     int kernel = 0;
     for (uint32_t i = 0; i < ks->count && !kernel; ++i)
       kernel = strcmp(ks->items[i].name, name) == 0 ||
-               (ks->items[i].coarse_name && strcmp(ks->items[i].coarse_name, name) == 0);
+               (ks->items[i].coarse_name && strcmp(ks->items[i].coarse_name, name) == 0) ||
+               (ks->items[i].aligned_name && strcmp(ks->items[i].aligned_name, name) == 0);
     if (kernel) continue;
     LLVMSetLinkage(f, LLVMInternalLinkage);
     nvptx_clean_name(f);
@@ -254,7 +255,9 @@ static kc_status_t nvptx_lower(LLVMContextRef ctx, LLVMModuleRef mod, const kc_n
   if (st == KC_OK) st = nvptx_internalise(mod, &out->kernels);
   if (st == KC_OK) st = nvptx_optimise(mod, tm, o->opt_level, log);
   if (st == KC_OK) kc_nvptx_coarsen_finish(mod, &out->kernels);
+  if (st == KC_OK && o->coarsen) st = kc_nvptx_align_entries(mod, tm, &out->kernels);
   if (st == KC_OK) kc_nvptx_cap_registers(mod, &out->kernels, maxreg);
+  if (st == KC_OK) st = kc_nvptx_narrow(mod);
   if (st == KC_OK) st = nvptx_check_resolved(mod, log);
   if (st == KC_OK) kc_nvptx_avoid_miscompiles(mod);
   if (st == KC_OK) st = nvptx_emit(mod, tm, out, log);

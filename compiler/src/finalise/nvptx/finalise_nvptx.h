@@ -8,6 +8,7 @@
 #include "message.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
 
 /* SPIRV-Tools validation plus the checks that keep translator assertions unreachable. On
  * success *words is a malloc'd, aligned copy (sanitised for the reader) to translate. */
@@ -90,6 +91,19 @@ LLVMValueRef kc_nvptx_lower_printf(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValu
  * cannot (finalise_nvptx_workarounds.c). Run after the last optimisation, right before code
  * generation. */
 void kc_nvptx_avoid_miscompiles(LLVMModuleRef mod);
+/* After optimisation: i64 values known below 2^32 computed in 32 bits, 32 x 32-bit products
+ * as mul and mulhi (finalise_nvptx_narrow.c). */
+kc_status_t kc_nvptx_narrow(LLVMModuleRef mod);
+/* After optimisation: the aligned entry (kc_nvptx_kernel_t.aligned_name) of every kernel
+ * without a coarsened one, kept where declaring its global pointers 16-byte aligned let the
+ * load-store vectoriser widen an access (finalise_nvptx_align.c). */
+kc_status_t kc_nvptx_align_entries(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                                   kc_nvptx_kernel_list_t *ks);
+/* A copy of fn named name in fn's module (LLVM's CloneFunction; finalise_nvptx_clone.cpp). */
+LLVMValueRef kc_nvptx_clone_function(LLVMValueRef fn, const char *name);
+/* fn's loads and stores take the alignment their addresses are known to have, up to max;
+ * returns how many global ones are now aligned to at least twice their size. */
+unsigned kc_nvptx_raise_alignments(LLVMValueRef fn, unsigned max);
 
 /* ptx with each 64-bit rotate by a register taking its amount modulo 64 (LLVM 15 prints it
  * unmasked; finalise_nvptx_workarounds.c); malloc'ed, NULL when out of memory. */

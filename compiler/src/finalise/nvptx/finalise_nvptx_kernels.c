@@ -17,6 +17,7 @@ void kc_nvptx_kernel_list_free(kc_nvptx_kernel_list_t *list) {
     free((char *)list->items[i].name);
     free((kc_host_arg_t *)list->items[i].args);
     free((char *)list->items[i].coarse_name);
+    free((char *)list->items[i].aligned_name);
   }
   free(list->items);
   list->items = NULL;
@@ -137,6 +138,8 @@ void kc_nvptx_cap_registers(LLVMModuleRef mod, const kc_nvptx_kernel_list_t *ks,
     if (fn) annotate_maxnreg(mod, fn, n);
     const char *coarse = ks->items[i].coarse_name;
     if (coarse && (fn = LLVMGetNamedFunction(mod, coarse))) annotate_maxnreg(mod, fn, n);
+    const char *aligned = ks->items[i].aligned_name;
+    if (aligned && (fn = LLVMGetNamedFunction(mod, aligned))) annotate_maxnreg(mod, fn, n);
   }
 }
 

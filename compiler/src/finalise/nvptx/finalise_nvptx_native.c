@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define NVPTX_MAGIC "KAPINVPX"
-#define NVPTX_NATIVE_VERSION 1u
+#define NVPTX_NATIVE_VERSION 2u
 #define MAX_KERNELS 4096u
 #define MAX_ARGS 4096u
 
@@ -33,6 +33,8 @@ void *kc_nvptx_native_pack(const kc_nvptx_kernel_list_t *ks, const char *ptx, si
     kc_blob_put_str(&o, k->coarse_name);
     kc_blob_put_u32(&o, k->coarse_factor);
     kc_blob_put(&o, &k->coarse_aligned, 8);
+    kc_blob_put_str(&o, k->aligned_name);
+    kc_blob_put(&o, &k->aligned_mask, 8);
   }
   kc_blob_put(&o, &plen, 8);
   kc_blob_put(&o, ptx, ptx_len);
@@ -45,7 +47,7 @@ void *kc_nvptx_native_pack(const kc_nvptx_kernel_list_t *ks, const char *ptx, si
 }
 
 static int get_kernel(kc_blob_in_t *in, kc_nvptx_kernel_t *k) {
-  char *name = NULL, *coarse = NULL;
+  char *name = NULL, *coarse = NULL, *aligned = NULL;
   kc_host_arg_t *args = NULL;
   int ok = kc_blob_get_str(in, &name) && name;
   k->name = name;
@@ -54,7 +56,10 @@ static int get_kernel(kc_blob_in_t *in, kc_nvptx_kernel_t *k) {
   if (!ok || !kc_blob_get(in, k->required_local_size, 12)) return 0;
   ok = kc_blob_get_str(in, &coarse);
   k->coarse_name = coarse;
-  return ok && kc_blob_get_u32(in, &k->coarse_factor) && kc_blob_get(in, &k->coarse_aligned, 8);
+  ok = ok && kc_blob_get_u32(in, &k->coarse_factor) && kc_blob_get(in, &k->coarse_aligned, 8);
+  ok = ok && kc_blob_get_str(in, &aligned);
+  k->aligned_name = aligned;
+  return ok && kc_blob_get(in, &k->aligned_mask, 8);
 }
 
 kc_status_t kc_nvptx_native_unpack(const void *blob, size_t len, uint32_t sm, int coarsen,

@@ -478,7 +478,18 @@ API CUresult cuEventElapsedTime(float *ms, fake_event *a, fake_event *b) {
 }
 
 /* With kernels: every image loads, as one static module. */
-static int the_module, the_function;
+/* One function per entry name asked for (the driver asks for a kernel's coarsened and
+ * aligned entries too), and the name of the last one launched (fake_cuda_last_launch). */
+#define MAX_FUNCTIONS 256
+static int the_module;
+static struct fake_function { char name[160]; } functions[MAX_FUNCTIONS];
+static int nfunctions;
+static char last_launch[160];
+
+static int is_function(const void *f) { /* under lock */
+  const struct fake_function *p = f;
+  return p >= functions && p < functions + MAX_FUNCTIONS && p - functions < nfunctions;
+}
 
 API CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *opts, void **vals) {
   (void)image, (void)n, (void)opts, (void)vals;
@@ -494,8 +505,16 @@ API CUresult cuModuleUnload(void *m) {
 }
 
 API CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
-  if (!kernels_ok || m != &the_module || !name) return INVALID_HANDLE;
-  *f = &the_function;
+  if (!kernels_ok || m != &the_module || !name || strlen(name) >= sizeof functions[0].name)
+    return INVALID_HANDLE;
+  pthread_mutex_lock(&lock);
+  int i = 0;
+  while (i < nfunctions && strcmp(functions[i].name, name))
+    ++i;
+  if (i == nfunctions && nfunctions < MAX_FUNCTIONS) strcpy(functions[nfunctions++].name, name);
+  pthread_mutex_unlock(&lock);
+  if (i == MAX_FUNCTIONS) return INVALID_HANDLE;
+  *f = &functions[i];
   return OK;
 }
 
@@ -508,7 +527,11 @@ API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
                             unsigned by, unsigned bz, unsigned shared, fake_stream *s, void **args,
                             void **extra) {
   (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)args, (void)extra;
-  if (f != &the_function) return INVALID_HANDLE; /* without kernels no function exists */
+  pthread_mutex_lock(&lock);
+  int known = is_function(f); /* without kernels no function exists */
+  if (known) strcpy(last_launch, ((struct fake_function *)f)->name);
+  pthread_mutex_unlock(&lock);
+  if (!known) return INVALID_HANDLE;
   if (stream_ok(s)) return INVALID_HANDLE;
   COUNT(launch);
   if (kernel_ns) {
@@ -516,6 +539,13 @@ API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
     s->busy_until = (s->busy_until > t ? s->busy_until : t) + kernel_ns;
   }
   return OK;
+}
+
+/* The entry name of the last function launched ("" before any). */
+API void fake_cuda_last_launch(char *out, size_t n) {
+  pthread_mutex_lock(&lock);
+  snprintf(out, n, "%s", last_launch);
+  pthread_mutex_unlock(&lock);
 }
 
 API CUresult cuGetErrorName(CUresult r, const char **s) {
