@@ -17,7 +17,8 @@ in its batch, "ballot" or "atomic"), e.g. ballot:16:::::atomic. Any variant may 
 +NAME=VALUE parts, each setting KAPI_SORT_NAME (e.g. default+LEAN=0: the kernels without the
 lean indices and loads, kapi/_numeric/sort_kernels.py's SORT_LEAN; +V32=0: argsort's onesweep
 passes with int64 values throughout, sort_radix.py's SORT_V32; +NARROW=0: the onesweep pass's
-places in 64 bits, SORT_NARROW; +ARGSORT_IN_PLACE=0: argsort copies unsigned keys first).
+places in 64 bits, SORT_NARROW; +ARGSORT_IN_PLACE=0: argsort copies unsigned keys first;
++FIXED_GROUP=1: the kernels declare their one work-group size, SORT_FIXED_GROUP).
 "cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
 exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
 synccheck and racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed
@@ -103,6 +104,7 @@ def worker(args):
     # argsort's int32 values, the onesweep pass's narrow places, argsort reading keys in place
     out["v32"] = f"{int(_radix.SORT_V32)} {int(_sort_kernels.SORT_NARROW)} "
     out["v32"] += str(int(_radix.ARGSORT_IN_PLACE))
+    out["v32"] += f" fixed={int(_radix.SORT_FIXED_GROUP)}"
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()
@@ -147,6 +149,7 @@ def _env(variant):
         "ONESWEEP_KEYS",
         "NARROW",
         "ARGSORT_IN_PLACE",
+        "FIXED_GROUP",
     )
     for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)

@@ -177,6 +177,23 @@ def _unroll(src: str, n: int) -> str:
     return "\n".join(out)
 
 
+# Kernels launched with one work-group size declare it (@kapi.kernel's required_group_size;
+# KAPI_SORT_FIXED_GROUP, read at import): on NVIDIA GPUs a group of whole warps lets every
+# sub-group operation (the ranking's sub-group barriers, shuffles and scans) name all 32
+# lanes, where a mask computed for a possibly partial last warp made ptxas check each for
+# divergence (MATCH, REDUX, VOTE and a branch per instruction on sm_90; the onesweep pass:
+# 2762 -> 1529 SASS lines, tools/sort_ptx.py). The runtime refuses a launch of another size.
+SORT_FIXED_GROUP = os.environ.get("KAPI_SORT_FIXED_GROUP", "0") != "0"
+
+
+def _fixed(wg: int, options: dict | None = None) -> dict | None:
+    """options plus the work-group size wg the kernel is always launched with, where
+    SORT_FIXED_GROUP says so."""
+    if not SORT_FIXED_GROUP:
+        return options
+    return {**(options or {}), "required_group_size": int(wg)}
+
+
 def _kernel(src, entry, options=None, **subst):
     for a, b in subst.items():
         src = src.replace(a, b)
@@ -481,7 +498,7 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
     scat_k = _kernel(
         _unroll(src, items),
         "_rank_scatter",
-        {"max_registers": maxreg} if maxreg else None,
+        _fixed(wg, {"max_registers": maxreg} if maxreg else None),
         SCAN=_RANK_SCAN.strip("\n"),
         VNPRIV=f"nv = K.PrivateArray({items}, np.int64)" if withv else "pass",
         VNLOAD="nv[j] = v[ql]" if withv else "pass",
@@ -559,7 +576,7 @@ def _onesweep_kernel_for(
     kern = _kernel(
         _unroll(src, items),
         "_onesweep",
-        {"max_registers": maxreg} if maxreg else None,
+        _fixed(wg, {"max_registers": maxreg} if maxreg else None),
         SCAN=_dedent4(_RANK_SCAN).strip("\n"),
         INCL=str(_OS_INCL),
         AGG=str(_OS_AGG),
@@ -578,6 +595,7 @@ def _keys_in_kernel(hist_positions: int, kdt: np.dtype):
         return _kernel(
             _KEYS_IN_SRC,
             "_keys_in",
+            _fixed(WG),
             KEYBODY=_KEY_BODY.strip("\n"),
             HARGS="",
             HINIT="",
@@ -588,6 +606,7 @@ def _keys_in_kernel(hist_positions: int, kdt: np.dtype):
     return _kernel(
         _KEYS_IN_SRC,
         "_keys_in",
+        _fixed(WG),
         KEYBODY=_KEY_BODY.strip("\n"),
         HARGS=", hl, gh",
         HINIT=_HIST_INIT.strip("\n"),
@@ -621,8 +640,8 @@ def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
     # int32 tickets: a kernel with 64-bit atomics and sub-group shuffles fails kapi's SPIR-V
     # validation (spirv_tools.c checks such modules against the OpenCL capabilities only)
     tk = Array._allocate((npos,), np.dtype(np.int32), q, ut)
-    launch(_kernel(_DSCAN_SRC, "_dscan"), NdRange(RADIX, RADIX), hist, dstart, np.int64(npos),
-           events=events)  # fmt: skip
+    dscan = _kernel(_DSCAN_SRC, "_dscan", _fixed(RADIX))
+    launch(dscan, NdRange(RADIX, RADIX), hist, dstart, np.int64(npos), events=events)
     launch(_kernel(_OSCLEAR_SRC, "_osclear"), Range(T * RADIX), st, tk, np.int64(npos),
            events=events)  # fmt: skip
     mask = k.dtype.type(RADIX - 1)
