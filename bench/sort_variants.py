@@ -18,7 +18,9 @@ in its batch, "ballot" or "atomic"), e.g. ballot:16:::::atomic. Any variant may 
 lean indices and loads, kapi/_numeric/sort_kernels.py's SORT_LEAN; +V32=0: argsort's onesweep
 passes with int64 values throughout, sort_radix.py's SORT_V32; +NARROW=0: the onesweep pass's
 places in 64 bits, SORT_NARROW; +ARGSORT_IN_PLACE=0: argsort copies unsigned keys first;
-+FIXED_GROUP=1: the kernels declare their one work-group size, SORT_FIXED_GROUP).
++FIXED_GROUP=1: the kernels declare their one work-group size, SORT_FIXED_GROUP; +OR_ALL=1:
+the atomic match without a branch, SORT_OR_ALL; +UNTRIED=1: KEYS may also be 12, 20 or 24,
+which kapi refuses since 24 lost the device on an H200).
 "cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
 exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
 synccheck and racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed
@@ -88,6 +90,8 @@ def worker(args):
     from kapi._numeric import sort_kernels as _sort_kernels
     from kapi._numeric import sort_radix as _radix
 
+    if os.environ.get("KAPI_SORT_UNTRIED") == "1":  # +UNTRIED=1: also 12, 20, 24 keys per item
+        _radix._RANK_ITEMS_OK += ("12", "20", "24")
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     out["kind"] = _radix._scatter_kind(dev)
     if _radix._scatter_kind(dev, True) != out["kind"]:
@@ -104,7 +108,7 @@ def worker(args):
     # argsort's int32 values, the onesweep pass's narrow places, argsort reading keys in place
     out["v32"] = f"{int(_radix.SORT_V32)} {int(_sort_kernels.SORT_NARROW)} "
     out["v32"] += str(int(_radix.ARGSORT_IN_PLACE))
-    out["v32"] += f" fixed={int(_radix.SORT_FIXED_GROUP)}"
+    out["v32"] += f" fixed={int(_radix.SORT_FIXED_GROUP)} or_all={int(_sort_kernels.SORT_OR_ALL)}"
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()
@@ -150,6 +154,8 @@ def _env(variant):
         "NARROW",
         "ARGSORT_IN_PLACE",
         "FIXED_GROUP",
+        "OR_ALL",
+        "UNTRIED",
     )
     for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)

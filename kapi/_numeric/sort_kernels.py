@@ -399,10 +399,24 @@ def _lean() -> bool:
     return SORT_LEAN
 
 
+# The atomic match without a branch (KAPI_SORT_OR_ALL, read at import): every lane ORs into
+# its digit's word, a lane past the chunk's end ORing 0 (its bit selected away), so the
+# batch has no branch around the atomic (on sm_90 a branch, BSSY/BSYNC and a NOP per batch).
+SORT_OR_ALL = os.environ.get("KAPI_SORT_OR_ALL", "0") != "0"
+_MATCH_OR_IF = """            if j * S < rem:
+                K.AtomicRef(mk, wb + np.int64(d), memory_scope=WGSCOPE).fetch_or(lb)
+"""
+_MATCH_OR_ALL = """            lbj = lb if j * S < rem else np.uint32(0)
+            K.AtomicRef(mk, wb + np.int64(d), memory_scope=WGSCOPE).fetch_or(lbj)
+"""
+
+
 def _rank_src() -> str:
     """`_rank_scatter`'s source with the digit matching that _rank_match chooses."""
     atomic = _rank_match() == "atomic"
     match = (_MATCH_ATOMIC if atomic else _MATCH_BALLOT).lstrip("\n")
+    if atomic and SORT_OR_ALL:
+        match = match.replace(_MATCH_OR_IF, _MATCH_OR_ALL)
     src = _RANK_SRC.replace("MATCH\n", match.replace("WGSCOPE", "K.MemoryScope.WORK_GROUP"))
     if _lean():
         src = src.replace(_PLACE, _PLACE_LEAN).replace(_WRITE, _WRITE_LEAN)

@@ -319,6 +319,24 @@ def test_onesweep_sizes(dev, monkeypatch, n):
     _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
 
 
+@pytest.mark.parametrize("fixed,or_all", [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("n", [513, 4097, 3 * 4096 + 5])
+def test_onesweep_fixed_group_and_or_all(dev, monkeypatch, fixed, or_all, n):
+    """The onesweep kind with its kernels declaring their work-group size (SORT_FIXED_GROUP:
+    @kapi.kernel's required_group_size) and the atomic match without a branch (SORT_OR_ALL:
+    lanes past the tile OR 0): sort and stable argsort of sizes with partial tiles."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    monkeypatch.setattr(_radix, "SORT_FIXED_GROUP", fixed)
+    monkeypatch.setattr(_sort_kernels, "SORT_OR_ALL", or_all)
+    h = _keys("uint32", n, seed=n + 1)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_onesweep_dtypes_and_descending(dev, monkeypatch, dtype):
     """Every dtype (1, 2, 4 and 8 byte keys: as many digit positions counted in the keys
@@ -524,6 +542,45 @@ def test_onesweep_default_register_cap_does_not_spill(withv, iota):
     ptx = ptx_of(kern.compile(at + tuple(local_kir(a.dtype, a.shape) for a in lm),
                               ("nditem", 1)).spirv)  # fmt: skip
     assert f".maxnreg {_radix.OS_MAX_REGISTERS}" in ptx
+    assert _registers_sm90(ptx) <= _radix.OS_MAX_REGISTERS
+
+
+@pytest.mark.parametrize("withv,iota", [(False, False), (True, False), (True, True)])
+def test_onesweep_fixed_group_names_whole_warps(monkeypatch, withv, iota):
+    """With SORT_FIXED_GROUP the onesweep pass requires its group of 256 (8 whole warps on
+    NVIDIA GPUs), so every warp-synchronous instruction's member mask is the constant -1 (no
+    mask computed from the group size, which ptxas guarded with a divergence check at each);
+    with SORT_OR_ALL too it fits the default cap of 64 registers without spilling."""
+    import re
+
+    from nvptx_util import ptx_of
+
+    from kapi._kernel.types import local_kir
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    def ptx_for(fixed, or_all):
+        monkeypatch.setattr(_radix, "SORT_FIXED_GROUP", fixed)
+        monkeypatch.setattr(_sort_kernels, "SORT_OR_ALL", or_all)
+        items = _radix._rank_items(True) // (2 if withv else 1)
+        kern, lm, _ = _radix._onesweep_kernel_for(
+            np.dtype(np.uint32), withv, items, (32,), withv, iota
+        )
+        g, i64, i32 = "array(u32,1,C,global)", "array(i64,1,C,global)", "array(i32,1,C,global)"
+        vt = i32 if withv else i64
+        at = (g, vt, g, vt, g, i32, i64, "i64", "i64", "i64", "i64", "u32", "u32")
+        at += tuple(local_kir(a.dtype, a.shape) for a in lm)
+        return ptx_of(kern.compile(at, ("nditem", 1)).spirv)
+
+    sync = re.compile(r"(bar\.warp\.sync|shfl\.sync\.\w+\.b32)\s+([^;]*);")
+
+    def masks(ptx):
+        return {m.group(2).split(",")[-1].strip() for m in sync.finditer(ptx)}
+
+    assert masks(ptx_for(True, False)) == {"-1"}
+    assert "-1" not in masks(ptx_for(False, False))
+    ptx = ptx_for(True, True)
+    assert masks(ptx) == {"-1"}
     assert _registers_sm90(ptx) <= _radix.OS_MAX_REGISTERS
 
 

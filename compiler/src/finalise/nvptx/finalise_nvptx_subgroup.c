@@ -1,7 +1,8 @@
 /* NVPTX finaliser, sub-groups: a sub-group is a warp, 32 consecutive work-items in the
  * hardware's linear order (x fastest). The last warp of a group whose size is not a multiple
  * of 32 is partial, so every warp-synchronous instruction names the lanes that exist (the
- * member mask), and SubgroupSize is that warp's real size. Shuffles (SPV_INTEL_subgroups)
+ * member mask), and SubgroupSize is that warp's real size, unless the kernel requires a
+ * work-group size of whole warps (both are then constants). Shuffles (SPV_INTEL_subgroups)
  * become shfl.sync; 64-bit values move as two 32-bit halves.
  */
 #include "finalise/nvptx/finalise_nvptx.h"
