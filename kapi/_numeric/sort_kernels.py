@@ -33,6 +33,44 @@ HFLUSH
         K.AtomicRef(vo, 1).fetch_or(zeros)
 """
 
+# The keys pass with U keys per turn of its loop (KAPI_SORT_KEYS_UNROLL, read at import; 1:
+# one): a work-item's U loads (strided by the grid) are issued before any is used, so U are in
+# flight where one was (with one, the pass waited out a load's latency per key: about 0.4 ms
+# for 2^27 uint32 on the H100, three times the time to read them); then each key as before,
+# and the last fewer than U keys one at a time.
+SORT_KEYS_UNROLL = int(os.environ.get("KAPI_SORT_KEYS_UNROLL", "1"))
+if SORT_KEYS_UNROLL not in (1, 2, 4, 8):
+    raise ValueError(f"KAPI_SORT_KEYS_UNROLL must be 1, 2, 4 or 8, not {SORT_KEYS_UNROLL}")
+_KEYS_LOOP = """    while i < n:
+KEYBODY
+        i += T
+"""
+
+
+def _keys_in_src() -> str:
+    """`_keys_in`'s source, its loop unrolled SORT_KEYS_UNROLL times (KEYBODY left in it as
+    KEYBODY, and as KEYBODYU with `b = xbU` for its loads)."""
+    u = SORT_KEYS_UNROLL
+    if u == 1:
+        return _KEYS_IN_SRC
+    head = [f"    while i + {u - 1} * T < n:", "        i0 = i"]
+    head += [f"        xb{j} = x[i0 + {j} * T]" for j in range(u)]
+    for j in range(u):
+        head += [f"        i = i0 + {j} * T", f"KEYBODY{j}"]
+    head += [f"        i = i0 + {u} * T"]
+    return _KEYS_IN_SRC.replace(_KEYS_LOOP, "\n".join(head) + "\n" + _KEYS_LOOP)
+
+
+def _keys_bodies(body: str) -> dict:
+    """The template fields KEYBODY0.. of _keys_in_src's unrolled loop for the key body."""
+    first = "        b = x[i]\n"
+    if not body.startswith(first):
+        raise AssertionError("the key body no longer starts by loading x[i]")
+    return {
+        f"KEYBODY{j}": f"        b = xb{j}\n" + body[len(first) :] for j in range(SORT_KEYS_UNROLL)
+    }
+
+
 _KEYS_MAP_SRC = """
 def _keys_map(it, x, k, v, vo, n, mode, canon0, desc, SIGN, ABSM, INF, ALL, WRITE, WITHV):
     i = it.get_id(0)

@@ -61,7 +61,6 @@ from .sort_kernels import (
     _HIST_SRC,
     _KEY_BODY,
     _KEY_BODY_MAP,
-    _KEYS_IN_SRC,
     _KEYS_MAP_SRC,
     _OS_AGG,
     _OS_INCL,
@@ -74,6 +73,8 @@ from .sort_kernels import (
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
     _dedent4,
+    _keys_bodies,
+    _keys_in_src,
     _lean,
     _narrow,
     _narrowed,
@@ -593,9 +594,10 @@ def _keys_in_kernel(hist_positions: int, kdt: np.dtype):
     its extra arguments (hl: local counts; gh: the global table) when that is not 0."""
     if not hist_positions:
         return _kernel(
-            _KEYS_IN_SRC,
+            _keys_in_src(),
             "_keys_in",
             _fixed(WG),
+            **_keys_bodies(_KEY_BODY.strip("\n")),
             KEYBODY=_KEY_BODY.strip("\n"),
             HARGS="",
             HINIT="",
@@ -604,9 +606,10 @@ def _keys_in_kernel(hist_positions: int, kdt: np.dtype):
         )
     count = "\n".join(_HIST_COUNT.format(p=p, sh=8 * p) for p in range(hist_positions))
     return _kernel(
-        _KEYS_IN_SRC,
+        _keys_in_src(),
         "_keys_in",
         _fixed(WG),
+        **_keys_bodies(_KEY_BODY.strip("\n")),
         KEYBODY=_KEY_BODY.strip("\n"),
         HARGS=", hl, gh",
         HINIT=_HIST_INIT.strip("\n"),

@@ -337,6 +337,24 @@ def test_onesweep_fixed_group_and_or_all(dev, monkeypatch, fixed, or_all, n):
     _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
 
 
+@pytest.mark.parametrize("unroll", [2, 8])
+@pytest.mark.parametrize("dtype", ["uint32", "int16", "float32"])
+def test_keys_pass_unrolled(dev, monkeypatch, unroll, dtype):
+    """The keys pass loading several keys per turn (SORT_KEYS_UNROLL; the rest one at a time)
+    makes the same keys, indices and digit counts: every key mode (unsigned, signed, float),
+    ascending and descending, sort and stable argsort, a size that leaves a remainder."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    monkeypatch.setattr(_sort_kernels, "SORT_KEYS_UNROLL", unroll)
+    h = _keys(dtype, 70_001, seed=unroll)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.sort(a, descending=True), np.sort(h)[::-1])
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_onesweep_dtypes_and_descending(dev, monkeypatch, dtype):
     """Every dtype (1, 2, 4 and 8 byte keys: as many digit positions counted in the keys
