@@ -20,7 +20,8 @@ passes with int64 values throughout, sort_radix.py's SORT_V32; +NARROW=0: the on
 places in 64 bits, SORT_NARROW; +ARGSORT_IN_PLACE=0: argsort copies unsigned keys first;
 +FIXED_GROUP=1: the kernels declare their one work-group size, SORT_FIXED_GROUP; +OR_ALL=1:
 the atomic match without a branch, SORT_OR_ALL; +KEYS_UNROLL=4: the keys pass loads 4 keys per
-turn, SORT_KEYS_UNROLL; +UNTRIED=1: KEYS may also be 12, 20 or 24,
+turn, SORT_KEYS_UNROLL; +ARGSORT_ITEMS=N, +ARGSORT_MAXREG=N: argsort's onesweep keys per
+work-item and register cap; +UNTRIED=1: KEYS may also be 12, 20 or 24,
 which kapi refuses since 24 lost the device on an H200).
 "cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
 exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
@@ -111,6 +112,9 @@ def worker(args):
     out["v32"] += str(int(_radix.ARGSORT_IN_PLACE))
     out["v32"] += f" fixed={int(_radix.SORT_FIXED_GROUP)} or_all={int(_sort_kernels.SORT_OR_ALL)}"
     out["v32"] += f" unroll={_sort_kernels.SORT_KEYS_UNROLL}"
+    if "onesweep" in out["kind"]:  # argsort's onesweep tiles: keys per work-item, register cap
+        out["v32"] += f" a_items={_radix._os_items_values()}"
+        out["v32"] += f" a_maxreg={_radix._rank_max_registers(True, True) or 0}"
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()
@@ -159,6 +163,8 @@ def _env(variant):
         "OR_ALL",
         "UNTRIED",
         "KEYS_UNROLL",
+        "ARGSORT_ITEMS",
+        "ARGSORT_MAXREG",
     )
     for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)

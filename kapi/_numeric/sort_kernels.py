@@ -440,7 +440,9 @@ def _lean() -> bool:
 # The atomic match without a branch (KAPI_SORT_OR_ALL, read at import): every lane ORs into
 # its digit's word, a lane past the chunk's end ORing 0 (its bit selected away), so the
 # batch has no branch around the atomic (on sm_90 a branch, BSSY/BSYNC and a NOP per batch).
-SORT_OR_ALL = os.environ.get("KAPI_SORT_OR_ALL", "0") != "0"
+# On by default: with SORT_FIXED_GROUP the onesweep pass then fits 64 registers without
+# spilling (4 bytes spilled for keys alone, 8-12 with values, with the branch).
+SORT_OR_ALL = os.environ.get("KAPI_SORT_OR_ALL", "1") != "0"
 _MATCH_OR_IF = """            if j * S < rem:
                 K.AtomicRef(mk, wb + np.int64(d), memory_scope=WGSCOPE).fetch_or(lb)
 """
