@@ -17,7 +17,12 @@ in its batch, "ballot" or "atomic"), e.g. ballot:16:::::atomic. Any variant may 
 +NAME=VALUE parts, each setting KAPI_SORT_NAME (e.g. default+LEAN=0: the kernels without the
 lean indices and loads, kapi/_numeric/sort_kernels.py's SORT_LEAN; +V32=0: argsort's onesweep
 passes with int64 values throughout, sort_radix.py's SORT_V32; +NARROW=0: the onesweep pass's
-places in 64 bits, SORT_NARROW; +ARGSORT_IN_PLACE=0: argsort copies unsigned keys first).
+places in 64 bits, SORT_NARROW; +ARGSORT_IN_PLACE=0: argsort copies unsigned keys first;
++FIXED_GROUP=1: the kernels declare their one work-group size, SORT_FIXED_GROUP; +OR_ALL=1:
+the atomic match without a branch, SORT_OR_ALL; +KEYS_UNROLL=4: the keys pass loads 4 keys per
+turn, SORT_KEYS_UNROLL; +ARGSORT_ITEMS=N, +ARGSORT_MAXREG=N: argsort's onesweep keys per
+work-item and register cap; +UNTRIED=1: KEYS may also be 12, 20 or 24,
+which kapi refuses since 24 lost the device on an H200).
 "cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
 exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
 synccheck and racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed
@@ -87,6 +92,8 @@ def worker(args):
     from kapi._numeric import sort_kernels as _sort_kernels
     from kapi._numeric import sort_radix as _radix
 
+    if os.environ.get("KAPI_SORT_UNTRIED") == "1":  # +UNTRIED=1: also 12, 20, 24 keys per item
+        _radix._RANK_ITEMS_OK += ("12", "20", "24")
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     out["kind"] = _radix._scatter_kind(dev)
     if _radix._scatter_kind(dev, True) != out["kind"]:
@@ -103,6 +110,11 @@ def worker(args):
     # argsort's int32 values, the onesweep pass's narrow places, argsort reading keys in place
     out["v32"] = f"{int(_radix.SORT_V32)} {int(_sort_kernels.SORT_NARROW)} "
     out["v32"] += str(int(_radix.ARGSORT_IN_PLACE))
+    out["v32"] += f" fixed={int(_radix.SORT_FIXED_GROUP)} or_all={int(_sort_kernels.SORT_OR_ALL)}"
+    out["v32"] += f" unroll={_sort_kernels.SORT_KEYS_UNROLL}"
+    if "onesweep" in out["kind"]:  # argsort's onesweep tiles: keys per work-item, register cap
+        out["v32"] += f" a_items={_radix._os_items_values()}"
+        out["v32"] += f" a_maxreg={_radix._rank_max_registers(True, True) or 0}"
     k = kapi.asarray(h, device=dev)
     t0 = time.perf_counter()
     s = kapi.sort(k).asnumpy()
@@ -147,6 +159,12 @@ def _env(variant):
         "ONESWEEP_KEYS",
         "NARROW",
         "ARGSORT_IN_PLACE",
+        "FIXED_GROUP",
+        "OR_ALL",
+        "UNTRIED",
+        "KEYS_UNROLL",
+        "ARGSORT_ITEMS",
+        "ARGSORT_MAXREG",
     )
     for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)

@@ -81,7 +81,14 @@ _lock = threading.RLock()
 
 
 def compile_kernel(
-    pyfunc, argtypes, *, index=None, boundscheck=False, max_registers=None, fastmath=frozenset()
+    pyfunc,
+    argtypes,
+    *,
+    index=None,
+    boundscheck=False,
+    max_registers=None,
+    fastmath=frozenset(),
+    group_size=None,
 ):
     """Compile `pyfunc` for `argtypes` (KIR type strings, without the index parameter).
 
@@ -91,15 +98,25 @@ def compile_kernel(
     `fastmath` (a set of LLVM fast-math flag names, already checked) becomes the kernel's KIR
     `fastmath` attribute, and that of each device function it calls that sets none itself
     (`__kapi_device_fastmath__`: None inherits the caller's flags, as in Numba).
+    `group_size` (three ints, already checked) becomes the kernel's KIR `group_size`
+    attribute: the work-group size every launch must have.
 
     Thread-safe (compilations are serialised). Raises KernelError subclasses for bad kernels
     and ValueError for a malformed `index`.
     """
     with _lock:
-        return _compile(pyfunc, argtypes, index, boundscheck, max_registers, fastmath)
+        return _compile(pyfunc, argtypes, index, boundscheck, max_registers, fastmath, group_size)
 
 
-def _compile(pyfunc, argtypes, index, boundscheck=False, max_registers=None, fastmath=frozenset()):
+def _compile(
+    pyfunc,
+    argtypes,
+    index,
+    boundscheck=False,
+    max_registers=None,
+    fastmath=frozenset(),
+    group_size=None,
+):
     from .ktypes import parse_type
     from .module import ModuleEmitter
 
@@ -113,7 +130,7 @@ def _compile(pyfunc, argtypes, index, boundscheck=False, max_registers=None, fas
             raise KernelTypingError(
                 f"argument '{name}': {e}", fname, line, construct="argument"
             ) from None
-    emitter = ModuleEmitter(boundscheck, max_registers, fastmath)
+    emitter = ModuleEmitter(boundscheck, max_registers, fastmath, group_size)
     entry, text = emitter.compile(pyfunc, ntypes, index)
     return KirModule(text, entry, tuple(emitter.raises), emitter.prints)
 

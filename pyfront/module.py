@@ -9,10 +9,13 @@ from .typer import Typer
 
 
 class ModuleEmitter:
-    def __init__(self, boundscheck=False, max_registers=None, fastmath=frozenset()):
+    def __init__(
+        self, boundscheck=False, max_registers=None, fastmath=frozenset(), group_size=None
+    ):
         self.boundscheck = boundscheck  # check array indices (pyfront/emit_bounds.py)
         self.max_registers = max_registers  # the kernel's register cap (KIR max_registers)
         self.fastmath = frozenset(fastmath)  # the kernel's fast-math flags (KIR fastmath)
+        self.group_size = group_size  # the work-group size it requires (KIR group_size)
         self.typer = Typer()
         self._names = {}  # (pyfunc, argtypes) -> KIR name
         self._used = set()
@@ -82,6 +85,8 @@ def _emit(tf, module, kind, name, views, fastmath=frozenset()):
         attrs = [fastmath_attr(fastmath)]
         if kind == "kernel" and module.max_registers:
             attrs.append(f"max_registers {int(module.max_registers)}")
+        if kind == "kernel" and module.group_size:
+            attrs.append("group_size " + " ".join(str(int(d)) for d in module.group_size))
         b.attrs = " ".join(a for a in attrs if a)
         text = b.text()
         if not em.new_signed:

@@ -625,6 +625,8 @@ def spirv_lookup(dispatcher, index, argtypes):
         opts["max_registers"] = dispatcher.max_registers
     if getattr(dispatcher, "fastmath", None):
         opts["fastmath"] = sorted(dispatcher.fastmath)
+    if getattr(dispatcher, "required_group_size", None):
+        opts["required_group_size"] = list(dispatcher.required_group_size)
     key = spirv_key(ident, index, argtypes, dispatcher.opt_level, opts or None)
     payload = load(key, ".spv")
     debug(f"{'hit' if payload else 'miss'} {dispatcher.__qualname__} {key[:16]}")

@@ -180,6 +180,33 @@ def _max_registers(option) -> int | None:
     return int(option)
 
 
+# The largest extent of required_group_size in one dimension (KIR's group_size checks it too).
+MAX_GROUP_EXTENT = 65536
+
+
+def _required_group_size(option) -> tuple[int, int, int] | None:
+    """The required_group_size option: None, or the work-group size (an int, or 1 to 3 ints
+    in the order of an NdRange's local size) that every launch of the kernel must have, as
+    SYCL's reqd_work_group_size; padded with 1s to three. A launch with another size is
+    refused. On NVIDIA GPUs a size whose work-items are a multiple of 32 lets the sub-group
+    operations name all 32 lanes of a warp, without a check for partial warps."""
+    if option is None:
+        return None
+    dims = option if isinstance(option, tuple) else (option,)
+    if not 1 <= len(dims) <= 3 or any(
+        isinstance(d, bool) or not hasattr(d, "__index__") for d in dims
+    ):
+        raise TypeError(
+            f"required_group_size must be an int or a tuple of 1 to 3 ints, not {option!r}"
+        )
+    dims = tuple(int(d.__index__()) for d in dims)
+    if any(not 1 <= d <= MAX_GROUP_EXTENT for d in dims):
+        raise ValueError(
+            f"required_group_size must be 1..{MAX_GROUP_EXTENT} in each dimension, not {option!r}"
+        )
+    return dims + (1,) * (3 - len(dims))
+
+
 # LLVM's fast-math flags, the names Numba and numba-cuda accept in `fastmath={...}`.
 FASTMATH_FLAGS = frozenset(("fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"))
 
@@ -273,7 +300,13 @@ def _as_kapi_error(e):
 
 
 def _pyfront_compile(
-    pyfunc, argtypes, index, boundscheck=False, max_registers=None, fastmath=frozenset()
+    pyfunc,
+    argtypes,
+    index,
+    boundscheck=False,
+    max_registers=None,
+    fastmath=frozenset(),
+    group_size=None,
 ):
     import pyfront
 
@@ -285,6 +318,7 @@ def _pyfront_compile(
             boundscheck=boundscheck,
             max_registers=max_registers,
             fastmath=fastmath,
+            group_size=group_size,
         )
     except pyfront.KernelError as e:
         raise _as_kapi_error(e) from None
@@ -321,6 +355,7 @@ class KernelDispatcher:
         self.boundscheck = _boundscheck(self.options.get("boundscheck"))
         self.max_registers = _max_registers(self.options.get("max_registers"))
         self.fastmath = _fastmath(self.options.get("fastmath"))
+        self.required_group_size = _required_group_size(self.options.get("required_group_size"))
         params = inspect.signature(pyfunc).parameters.values()
         if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
             raise InvalidKernelSpecializationError(
@@ -417,6 +452,7 @@ class KernelDispatcher:
                 self.boundscheck,
                 max_registers=self.max_registers,
                 fastmath=self.fastmath,
+                group_size=self.required_group_size,
             )
             entry, llvm_ir, spirv = _compile_kir(mod.text, self.opt_level)
             raises, prints = getattr(mod, "raises", ()), getattr(mod, "prints", False)

@@ -33,6 +33,44 @@ HFLUSH
         K.AtomicRef(vo, 1).fetch_or(zeros)
 """
 
+# The keys pass with U keys per turn of its loop (KAPI_SORT_KEYS_UNROLL, read at import; 1:
+# one): a work-item's U loads (strided by the grid) are issued before any is used, so U are in
+# flight where one was (with one, the pass waited out a load's latency per key: about 0.4 ms
+# for 2^27 uint32 on the H100, three times the time to read them); then each key as before,
+# and the last fewer than U keys one at a time.
+SORT_KEYS_UNROLL = int(os.environ.get("KAPI_SORT_KEYS_UNROLL", "1"))
+if SORT_KEYS_UNROLL not in (1, 2, 4, 8):
+    raise ValueError(f"KAPI_SORT_KEYS_UNROLL must be 1, 2, 4 or 8, not {SORT_KEYS_UNROLL}")
+_KEYS_LOOP = """    while i < n:
+KEYBODY
+        i += T
+"""
+
+
+def _keys_in_src() -> str:
+    """`_keys_in`'s source, its loop unrolled SORT_KEYS_UNROLL times (KEYBODY left in it as
+    KEYBODY, and as KEYBODYU with `b = xbU` for its loads)."""
+    u = SORT_KEYS_UNROLL
+    if u == 1:
+        return _KEYS_IN_SRC
+    head = [f"    while i + {u - 1} * T < n:", "        i0 = i"]
+    head += [f"        xb{j} = x[i0 + {j} * T]" for j in range(u)]
+    for j in range(u):
+        head += [f"        i = i0 + {j} * T", f"KEYBODY{j}"]
+    head += [f"        i = i0 + {u} * T"]
+    return _KEYS_IN_SRC.replace(_KEYS_LOOP, "\n".join(head) + "\n" + _KEYS_LOOP)
+
+
+def _keys_bodies(body: str) -> dict:
+    """The template fields KEYBODY0.. of _keys_in_src's unrolled loop for the key body."""
+    first = "        b = x[i]\n"
+    if not body.startswith(first):
+        raise AssertionError("the key body no longer starts by loading x[i]")
+    return {
+        f"KEYBODY{j}": f"        b = xb{j}\n" + body[len(first) :] for j in range(SORT_KEYS_UNROLL)
+    }
+
+
 _KEYS_MAP_SRC = """
 def _keys_map(it, x, k, v, vo, n, mode, canon0, desc, SIGN, ABSM, INF, ALL, WRITE, WITHV):
     i = it.get_id(0)
@@ -399,10 +437,26 @@ def _lean() -> bool:
     return SORT_LEAN
 
 
+# The atomic match without a branch (KAPI_SORT_OR_ALL, read at import): every lane ORs into
+# its digit's word, a lane past the chunk's end ORing 0 (its bit selected away), so the
+# batch has no branch around the atomic (on sm_90 a branch, BSSY/BSYNC and a NOP per batch).
+# On by default: with SORT_FIXED_GROUP the onesweep pass then fits 64 registers without
+# spilling (4 bytes spilled for keys alone, 8-12 with values, with the branch).
+SORT_OR_ALL = os.environ.get("KAPI_SORT_OR_ALL", "1") != "0"
+_MATCH_OR_IF = """            if j * S < rem:
+                K.AtomicRef(mk, wb + np.int64(d), memory_scope=WGSCOPE).fetch_or(lb)
+"""
+_MATCH_OR_ALL = """            lbj = lb if j * S < rem else np.uint32(0)
+            K.AtomicRef(mk, wb + np.int64(d), memory_scope=WGSCOPE).fetch_or(lbj)
+"""
+
+
 def _rank_src() -> str:
     """`_rank_scatter`'s source with the digit matching that _rank_match chooses."""
     atomic = _rank_match() == "atomic"
     match = (_MATCH_ATOMIC if atomic else _MATCH_BALLOT).lstrip("\n")
+    if atomic and SORT_OR_ALL:
+        match = match.replace(_MATCH_OR_IF, _MATCH_OR_ALL)
     src = _RANK_SRC.replace("MATCH\n", match.replace("WGSCOPE", "K.MemoryScope.WORK_GROUP"))
     if _lean():
         src = src.replace(_PLACE, _PLACE_LEAN).replace(_WRITE, _WRITE_LEAN)

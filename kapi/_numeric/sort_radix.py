@@ -61,7 +61,6 @@ from .sort_kernels import (
     _HIST_SRC,
     _KEY_BODY,
     _KEY_BODY_MAP,
-    _KEYS_IN_SRC,
     _KEYS_MAP_SRC,
     _OS_AGG,
     _OS_INCL,
@@ -74,6 +73,8 @@ from .sort_kernels import (
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
     _dedent4,
+    _keys_bodies,
+    _keys_in_src,
     _lean,
     _narrow,
     _narrowed,
@@ -119,6 +120,16 @@ ONESWEEP_KEYS_ONLY = os.environ.get("KAPI_SORT_ONESWEEP_KEYS", "1") != "0"
 # argsort 8.06-8.17 ms against 8.63-8.74 uncapped and 9.18 with 80; sort 4.96-5.25 against 5.91.
 OS_ITEMS = None
 OS_MAX_REGISTERS = 64
+# The onesweep pass with values (argsort) has its own keys per work-item and register cap
+# where the kernels declare their group size (SORT_FIXED_GROUP): 12 keys, uncapped (72
+# registers: 3 groups of 256 per SM), H200 2^27 uint32 (bench/RESULTS.md, gpusort3, call 1):
+# argsort 6.73 ms against 7.75-7.77 with 8 keys capped at 64 (the former defaults, which stay
+# without SORT_FIXED_GROUP: 12 keys per work-item were never run with the computed warp
+# masks, and 24 for keys alone lost the device with them). KAPI_SORT_ARGSORT_ITEMS (4, 8, 12
+# or 16) and KAPI_SORT_ARGSORT_MAXREG (0: none, or 16..255) set them; KAPI_SORT_KEYS_PER_ITEM
+# (half of it) and KAPI_SORT_MAXREG set them too where those are unset.
+OS_ITEMS_VALUES = 12
+OS_MAX_REGISTERS_VALUES = None
 
 
 # The onesweep kind with values (argsort): the values travel between passes as int32 (n <
@@ -175,6 +186,25 @@ def _unroll(src: str, n: int) -> str:
             out.append(f"{ind}j = {j}")
             out.extend(body)
     return "\n".join(out)
+
+
+# Kernels launched with one work-group size declare it (@kapi.kernel's required_group_size;
+# KAPI_SORT_FIXED_GROUP, read at import): on NVIDIA GPUs a group of whole warps lets every
+# sub-group operation (the ranking's sub-group barriers, shuffles and scans) name all 32
+# lanes, where a mask computed for a possibly partial last warp made ptxas check each for
+# divergence (MATCH, REDUX, VOTE and a branch per instruction on sm_90; the onesweep pass:
+# 2762 -> 1529 SASS lines, tools/sort_ptx.py). The runtime refuses a launch of another size.
+# H200, 2^27 uint32 (bench/RESULTS.md, gpusort3, call 1): sort 4.35-4.46 ms against
+# 4.57-4.65 without (0 turns it off, to compare).
+SORT_FIXED_GROUP = os.environ.get("KAPI_SORT_FIXED_GROUP", "1") != "0"
+
+
+def _fixed(wg: int, options: dict | None = None) -> dict | None:
+    """options plus the work-group size wg the kernel is always launched with, where
+    SORT_FIXED_GROUP says so."""
+    if not SORT_FIXED_GROUP:
+        return options
+    return {**(options or {}), "required_group_size": int(wg)}
 
 
 def _kernel(src, entry, options=None, **subst):
@@ -271,19 +301,38 @@ def _rank_prefetch() -> bool:
     return v == "1"
 
 
-def _rank_max_registers(onesweep=False) -> int | None:
-    """The ballot scatter's (the onesweep pass's, with onesweep) max_registers:
-    KAPI_SORT_MAXREG (0: none), else OS_MAX_REGISTERS (onesweep) or RANK_MAX_REGISTERS."""
-    v = os.environ.get("KAPI_SORT_MAXREG")
+def _rank_max_registers(onesweep=False, withv=False) -> int | None:
+    """The ballot scatter's (the onesweep pass's, with onesweep; with values, withv)
+    max_registers: KAPI_SORT_ARGSORT_MAXREG (onesweep with values), else KAPI_SORT_MAXREG
+    (0: none), else OS_MAX_REGISTERS_VALUES (onesweep with values, SORT_FIXED_GROUP),
+    OS_MAX_REGISTERS (onesweep) or RANK_MAX_REGISTERS."""
+    name = "KAPI_SORT_ARGSORT_MAXREG" if onesweep and withv else "KAPI_SORT_MAXREG"
+    v = os.environ.get(name) or os.environ.get("KAPI_SORT_MAXREG")
     if not v:
+        if onesweep and withv and SORT_FIXED_GROUP:
+            return OS_MAX_REGISTERS_VALUES
         return (OS_MAX_REGISTERS if onesweep else None) or RANK_MAX_REGISTERS
     try:
         n = int(v)
     except ValueError:
         n = -1
     if n != 0 and not 16 <= n <= 255:
-        raise ValueError(f"KAPI_SORT_MAXREG must be 0 (no cap) or 16..255, not {v!r}")
+        raise ValueError(f"{name} must be 0 (no cap) or 16..255, not {v!r}")
     return n or None
+
+
+def _os_items_values() -> int:
+    """Keys per work-item of the onesweep pass with values: KAPI_SORT_ARGSORT_ITEMS, else
+    half of KAPI_SORT_KEYS_PER_ITEM where set, else OS_ITEMS_VALUES (SORT_FIXED_GROUP) or
+    half the keys' own."""
+    v = os.environ.get("KAPI_SORT_ARGSORT_ITEMS")
+    if v:
+        if v.strip() not in ("4", "8", "12", "16"):
+            raise ValueError(f"KAPI_SORT_ARGSORT_ITEMS must be one of 4, 8, 12, 16, not {v!r}")
+        return int(v)
+    if SORT_FIXED_GROUP and not os.environ.get("KAPI_SORT_KEYS_PER_ITEM"):
+        return OS_ITEMS_VALUES
+    return max(1, _rank_items(True) // 2)
 
 
 def _radix_passes(
@@ -481,7 +530,7 @@ def _rank_kernel_for(kdt: np.dtype, withv: bool, items: int, sub_group_sizes: tu
     scat_k = _kernel(
         _unroll(src, items),
         "_rank_scatter",
-        {"max_registers": maxreg} if maxreg else None,
+        _fixed(wg, {"max_registers": maxreg} if maxreg else None),
         SCAN=_RANK_SCAN.strip("\n"),
         VNPRIV=f"nv = K.PrivateArray({items}, np.int64)" if withv else "pass",
         VNLOAD="nv[j] = v[ql]" if withv else "pass",
@@ -550,7 +599,7 @@ def _onesweep_kernel_for(
     src = _onesweep_src()
     load = _rank_loads(_lean())[0]
     src = _narrow(src.replace("LOADKEYS\n", _dedent4(load).strip("\n") + "\n"))
-    maxreg = _rank_max_registers(True)
+    maxreg = _rank_max_registers(True, withv)
     fields = _rank_fields(kdt, withv, items, sgs, wg, one_size)
     if withv and v32:
         fields["VPRIV"] = f"vals = K.PrivateArray({items}, np.int32)"
@@ -559,7 +608,7 @@ def _onesweep_kernel_for(
     kern = _kernel(
         _unroll(src, items),
         "_onesweep",
-        {"max_registers": maxreg} if maxreg else None,
+        _fixed(wg, {"max_registers": maxreg} if maxreg else None),
         SCAN=_dedent4(_RANK_SCAN).strip("\n"),
         INCL=str(_OS_INCL),
         AGG=str(_OS_AGG),
@@ -576,8 +625,10 @@ def _keys_in_kernel(hist_positions: int, kdt: np.dtype):
     its extra arguments (hl: local counts; gh: the global table) when that is not 0."""
     if not hist_positions:
         return _kernel(
-            _KEYS_IN_SRC,
+            _keys_in_src(),
             "_keys_in",
+            _fixed(WG),
+            **_keys_bodies(_KEY_BODY.strip("\n")),
             KEYBODY=_KEY_BODY.strip("\n"),
             HARGS="",
             HINIT="",
@@ -586,8 +637,10 @@ def _keys_in_kernel(hist_positions: int, kdt: np.dtype):
         )
     count = "\n".join(_HIST_COUNT.format(p=p, sh=8 * p) for p in range(hist_positions))
     return _kernel(
-        _KEYS_IN_SRC,
+        _keys_in_src(),
         "_keys_in",
+        _fixed(WG),
+        **_keys_bodies(_KEY_BODY.strip("\n")),
         KEYBODY=_KEY_BODY.strip("\n"),
         HARGS=", hl, gh",
         HINIT=_HIST_INIT.strip("\n"),
@@ -610,8 +663,7 @@ def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
     npos = k.dtype.itemsize
     if hist is None:
         hist = _digit_hist(k, npos)
-    ri = _rank_items(True)
-    items = max(1, ri // 2) if withv else ri
+    items = _os_items_values() if withv else _rank_items(True)
     v32 = withv and _values32(n)
     kern, lm, wg = _onesweep_kernel(k, withv, items, v32)
     kern_iota = _onesweep_kernel(k, withv, items, v32, True)[0] if v32 else None
@@ -621,8 +673,8 @@ def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
     # int32 tickets: a kernel with 64-bit atomics and sub-group shuffles fails kapi's SPIR-V
     # validation (spirv_tools.c checks such modules against the OpenCL capabilities only)
     tk = Array._allocate((npos,), np.dtype(np.int32), q, ut)
-    launch(_kernel(_DSCAN_SRC, "_dscan"), NdRange(RADIX, RADIX), hist, dstart, np.int64(npos),
-           events=events)  # fmt: skip
+    dscan = _kernel(_DSCAN_SRC, "_dscan", _fixed(RADIX))
+    launch(dscan, NdRange(RADIX, RADIX), hist, dstart, np.int64(npos), events=events)
     launch(_kernel(_OSCLEAR_SRC, "_osclear"), Range(T * RADIX), st, tk, np.int64(npos),
            events=events)  # fmt: skip
     mask = k.dtype.type(RADIX - 1)

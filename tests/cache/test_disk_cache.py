@@ -543,6 +543,19 @@ def test_max_registers_is_part_of_the_key(cache_dir, front):
     assert front == ["k", "k", "k"] and again.spirv == capped.spirv
 
 
+def test_required_group_size_is_part_of_the_key(cache_dir, front):
+    """A kernel requiring groups of 64, the same kernel without and with groups of 128 are
+    three entries (the size travels in the KIR and the SPIR-V); each hits."""
+    plain = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}))
+    g64 = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, required_group_size=64))
+    g128 = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, required_group_size=(128,)))
+    assert front == ["k", "k", "k"] and len(entries(cache_dir)) == 3
+    assert "group_size" not in plain.kir and "group_size 64 1 1 {" in g64.kir
+    assert len({plain.spirv, g64.spirv, g128.spirv}) == 3
+    again = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}, required_group_size=(64, 1)))
+    assert front == ["k", "k", "k"] and again.spirv == g64.spirv
+
+
 def test_fastmath_is_part_of_the_key(cache_dir, front):
     """fastmath=True, another set of flags and none are three entries (their KIR and SPIR-V
     differ); the same flags in another order or as a dict hit the same entry."""

@@ -302,7 +302,8 @@ def test_rank_match_must_be_known(monkeypatch):
 
 # Tiles of the onesweep kind hold 256 * 16 keys on GPUs (256 * 8 with argsort's values) and
 # 32 * 16 on kapi's CPU device (groups of 32 there): sizes below, at and past one tile.
-_OS_SIZES = [1, 2, 255, 511, 512, 513, 4095, 4096, 4097, 3 * 4096 + 5, 1 << 20]
+# Argsort's tiles on GPUs: 256 * 12 keys (SORT_FIXED_GROUP), so 3071..3073 too.
+_OS_SIZES = [1, 2, 255, 511, 512, 513, 3071, 3073, 4095, 4096, 4097, 3 * 4096 + 5, 1 << 20]
 
 
 @pytest.mark.parametrize("n", _OS_SIZES)
@@ -316,6 +317,42 @@ def test_onesweep_sizes(dev, monkeypatch, n):
     h = _keys("uint32", n, seed=n)
     a = kapi.asarray(h, device=dev)
     _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
+@pytest.mark.parametrize("fixed,or_all", [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("n", [513, 4097, 3 * 4096 + 5])
+def test_onesweep_fixed_group_and_or_all(dev, monkeypatch, fixed, or_all, n):
+    """The onesweep kind with its kernels declaring their work-group size (SORT_FIXED_GROUP:
+    @kapi.kernel's required_group_size) and the atomic match without a branch (SORT_OR_ALL:
+    lanes past the tile OR 0): sort and stable argsort of sizes with partial tiles."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    monkeypatch.setattr(_radix, "SORT_FIXED_GROUP", fixed)
+    monkeypatch.setattr(_sort_kernels, "SORT_OR_ALL", or_all)
+    h = _keys("uint32", n, seed=n + 1)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
+@pytest.mark.parametrize("unroll", [2, 8])
+@pytest.mark.parametrize("dtype", ["uint32", "int16", "float32"])
+def test_keys_pass_unrolled(dev, monkeypatch, unroll, dtype):
+    """The keys pass loading several keys per turn (SORT_KEYS_UNROLL; the rest one at a time)
+    makes the same keys, indices and digit counts: every key mode (unsigned, signed, float),
+    ascending and descending, sort and stable argsort, a size that leaves a remainder."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    monkeypatch.setattr(_sort_kernels, "SORT_KEYS_UNROLL", unroll)
+    h = _keys(dtype, 70_001, seed=unroll)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.sort(a, descending=True), np.sort(h)[::-1])
     _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
 
 
@@ -509,22 +546,67 @@ def test_onesweep_narrow_indices_add_in_32_bits(monkeypatch):
 @pytest.mark.parametrize("withv,iota", [(False, False), (True, False), (True, True)])
 def test_onesweep_default_register_cap_does_not_spill(withv, iota):
     """The onesweep pass as GPUs get it by default (atomic match, lean, argsort's int32
-    values; the first pass making the indices) fits OS_MAX_REGISTERS (4 groups of 256 per
-    SM at 64) without spilling."""
+    values; the first pass making the indices; the group size declared) fits its register
+    cap (OS_MAX_REGISTERS: 4 groups of 256 per SM at 64) without spilling, and argsort's
+    uncapped pass (12 keys per work-item) 80 registers (3 groups per SM)."""
     from nvptx_util import ptx_of
 
     from kapi._kernel.types import local_kir
     from kapi._numeric import sort_radix as _radix
 
-    items = _radix._rank_items(True) // (2 if withv else 1)
+    items = _radix._os_items_values() if withv else _radix._rank_items(True)
     kern, lm, _ = _radix._onesweep_kernel_for(np.dtype(np.uint32), withv, items, (32,), withv, iota)
     g, i64, i32 = "array(u32,1,C,global)", "array(i64,1,C,global)", "array(i32,1,C,global)"
     vt = i32 if withv else i64
     at = (g, vt, g, vt, g, i32, i64, "i64", "i64", "i64", "i64", "u32", "u32")
     ptx = ptx_of(kern.compile(at + tuple(local_kir(a.dtype, a.shape) for a in lm),
                               ("nditem", 1)).spirv)  # fmt: skip
-    assert f".maxnreg {_radix.OS_MAX_REGISTERS}" in ptx
-    assert _registers_sm90(ptx) <= _radix.OS_MAX_REGISTERS
+    cap = _radix._rank_max_registers(True, withv)
+    if cap:
+        assert f".maxnreg {cap}" in ptx
+    else:
+        assert ".maxnreg" not in ptx
+    # capped: 4 groups of 256 per SM at 64; uncapped (argsort's 12 keys): 3 up to 85
+    assert _registers_sm90(ptx) <= (cap or 80)
+
+
+@pytest.mark.parametrize("withv,iota", [(False, False), (True, False), (True, True)])
+def test_onesweep_fixed_group_names_whole_warps(monkeypatch, withv, iota):
+    """With SORT_FIXED_GROUP the onesweep pass requires its group of 256 (8 whole warps on
+    NVIDIA GPUs), so every warp-synchronous instruction's member mask is the constant -1 (no
+    mask computed from the group size, which ptxas guarded with a divergence check at each);
+    with SORT_OR_ALL too it fits the default cap of 64 registers without spilling."""
+    import re
+
+    from nvptx_util import ptx_of
+
+    from kapi._kernel.types import local_kir
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    def ptx_for(fixed, or_all):
+        monkeypatch.setattr(_radix, "SORT_FIXED_GROUP", fixed)
+        monkeypatch.setattr(_sort_kernels, "SORT_OR_ALL", or_all)
+        items = _radix._os_items_values() if withv else _radix._rank_items(True)
+        kern, lm, _ = _radix._onesweep_kernel_for(
+            np.dtype(np.uint32), withv, items, (32,), withv, iota
+        )
+        g, i64, i32 = "array(u32,1,C,global)", "array(i64,1,C,global)", "array(i32,1,C,global)"
+        vt = i32 if withv else i64
+        at = (g, vt, g, vt, g, i32, i64, "i64", "i64", "i64", "i64", "u32", "u32")
+        at += tuple(local_kir(a.dtype, a.shape) for a in lm)
+        return ptx_of(kern.compile(at, ("nditem", 1)).spirv)
+
+    sync = re.compile(r"(bar\.warp\.sync|shfl\.sync\.\w+\.b32)\s+([^;]*);")
+
+    def masks(ptx):
+        return {m.group(2).split(",")[-1].strip() for m in sync.finditer(ptx)}
+
+    assert masks(ptx_for(True, False)) == {"-1"}
+    assert "-1" not in masks(ptx_for(False, False))
+    ptx = ptx_for(True, True)
+    assert masks(ptx) == {"-1"}
+    assert _registers_sm90(ptx) <= (_radix._rank_max_registers(True, withv) or 80)
 
 
 def _scatter_ptx(entry: str, want) -> str:
@@ -764,3 +846,28 @@ def test_keys_per_item_refuses_untried_values(monkeypatch, value):
     monkeypatch.setenv("KAPI_SORT_KEYS_PER_ITEM", value)
     with pytest.raises(ValueError, match="must be one of 2, 4, 8, 16"):
         _radix._rank_items()
+
+
+def test_argsort_tiles_have_their_own_size_and_cap(monkeypatch):
+    """The onesweep pass with values takes 12 keys per work-item, uncapped, where the group
+    size is declared (SORT_FIXED_GROUP), else half the keys' own with their cap;
+    KAPI_SORT_ARGSORT_ITEMS / _MAXREG set them (bad values: a ValueError naming the choices)."""
+    from kapi._numeric import sort_radix as _radix
+
+    for name in ("ARGSORT_ITEMS", "ARGSORT_MAXREG", "KEYS_PER_ITEM", "MAXREG"):
+        monkeypatch.delenv("KAPI_SORT_" + name, raising=False)
+    monkeypatch.setattr(_radix, "SORT_FIXED_GROUP", True)
+    assert (_radix._os_items_values(), _radix._rank_max_registers(True, True)) == (12, None)
+    assert _radix._rank_max_registers(True, False) == _radix.OS_MAX_REGISTERS
+    monkeypatch.setattr(_radix, "SORT_FIXED_GROUP", False)
+    assert _radix._os_items_values() == _radix._rank_items(True) // 2
+    assert _radix._rank_max_registers(True, True) == _radix.OS_MAX_REGISTERS
+    monkeypatch.setenv("KAPI_SORT_ARGSORT_ITEMS", "16")
+    monkeypatch.setenv("KAPI_SORT_ARGSORT_MAXREG", "0")
+    assert (_radix._os_items_values(), _radix._rank_max_registers(True, True)) == (16, None)
+    monkeypatch.setenv("KAPI_SORT_ARGSORT_ITEMS", "24")
+    with pytest.raises(ValueError, match="KAPI_SORT_ARGSORT_ITEMS must be one of 4, 8, 12, 16"):
+        _radix._os_items_values()
+    monkeypatch.setenv("KAPI_SORT_ARGSORT_MAXREG", "8")
+    with pytest.raises(ValueError, match="KAPI_SORT_ARGSORT_MAXREG must be 0"):
+        _radix._rank_max_registers(True, True)

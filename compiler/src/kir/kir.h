@@ -61,6 +61,8 @@ typedef struct kir_type {
 /* The range of a kernel's max_registers (ptxas's: -maxrregcount / .maxnreg). */
 #define KIR_MIN_REGISTERS 16
 #define KIR_MAX_REGISTERS 255
+/* The largest extent of a kernel's group_size in one dimension. */
+#define KIR_MAX_GROUP_SIZE 65536
 /* A function's fast-math flags (KIR `fastmath FLAG...`): LLVM's, one bit each; `fast` is all. */
 typedef enum kir_fastmath {
   KIR_FM_NNAN = 1,
@@ -295,6 +297,7 @@ typedef struct kir_func {
   int line, text_line;
   int is_kernel;
   int max_registers; /* kernel attribute: a cap on registers per work-item, 0 for none */
+  int group_size[3]; /* kernel attribute: the work-group size it must run with, zeros if any */
   unsigned fastmath; /* kir_fastmath_t bits: what float arithmetic and math may assume */
   kir_type_t ret;
   int *params; /* value indices */

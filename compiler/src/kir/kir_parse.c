@@ -435,6 +435,22 @@ static int parse_max_registers(parser_t *p) {
   return 0;
 }
 
+/* `group_size X Y Z`: the work-group size every launch of the kernel must have (SYCL's
+ * reqd_work_group_size), each 1..KIR_MAX_GROUP_SIZE (docs/kir.md). */
+static int parse_group_size(parser_t *p) {
+  if (!p->f->is_kernel) return perr(p, "group_size is an attribute of the kernel only");
+  for (int d = 0; d < 3; d++) {
+    const char *w = expect(p, KIR_TOK_WORD, "a work-group size");
+    int64_t v;
+    if (!w || parse_int_word(p, w, &v)) return -1;
+    if (v < 1 || v > KIR_MAX_GROUP_SIZE)
+      return perr(p, "group_size must be 1..%d in each dimension, not %lld", KIR_MAX_GROUP_SIZE,
+                  (long long)v);
+    p->f->group_size[d] = (int)v;
+  }
+  return 0;
+}
+
 /* `fastmath FLAG...`: LLVM's fast-math flag names (docs/kir.md), at least one; the words
  * that follow and are flag names belong to it. */
 static int parse_fastmath(parser_t *p) {
@@ -476,6 +492,8 @@ static int parse_header_tail(parser_t *p) {
       if (parse_max_registers(p)) return -1;
     } else if (!strcmp(t->text, "fastmath")) {
       if (parse_fastmath(p)) return -1;
+    } else if (!strcmp(t->text, "group_size")) {
+      if (parse_group_size(p)) return -1;
     } else {
       return perr(p, "unexpected '%s' in function header", t->text);
     }

@@ -105,6 +105,14 @@ static LLVMValueRef declare_func(kc_lower_t *L, const kir_func_t *f, int may_rai
                             LLVMCreateStringAttribute(L->ctx, KC_MAX_REGISTERS_ATTR,
                                                       sizeof KC_MAX_REGISTERS_ATTR - 1, v, len));
   }
+  if (f->is_kernel && f->group_size[0]) { /* the translator makes it ExecutionMode LocalSize */
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(L->ctx);
+    LLVMMetadataRef dims[3];
+    for (int d = 0; d < 3; d++)
+      dims[d] = LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned)f->group_size[d], 0));
+    unsigned kind = LLVMGetMDKindIDInContext(L->ctx, "reqd_work_group_size", 20);
+    LLVMGlobalSetMetadata(fn, kind, LLVMMDNodeInContext2(L->ctx, dims, 3));
+  }
   if (f->is_kernel && f->fastmath == KIR_FM_FAST)
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(L->ctx, KC_FLUSH_DENORMALS_ATTR,

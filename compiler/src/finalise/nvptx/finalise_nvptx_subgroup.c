@@ -1,7 +1,8 @@
 /* NVPTX finaliser, sub-groups: a sub-group is a warp, 32 consecutive work-items in the
  * hardware's linear order (x fastest). The last warp of a group whose size is not a multiple
  * of 32 is partial, so every warp-synchronous instruction names the lanes that exist (the
- * member mask), and SubgroupSize is that warp's real size. Shuffles (SPV_INTEL_subgroups)
+ * member mask), and SubgroupSize is that warp's real size, unless the kernel requires a
+ * work-group size of whole warps (both are then constants). Shuffles (SPV_INTEL_subgroups)
  * become shfl.sync; 64-bit values move as two 32-bit halves.
  */
 #include "finalise/nvptx/finalise_nvptx.h"
@@ -15,8 +16,39 @@ static LLVMValueRef sreg(LLVMModuleRef mod, LLVMBuilderRef b, const char *name) 
   return LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, NULL, 0), fn, NULL, 0, "");
 }
 
+/* Whether every warp of mod's kernel is whole: the kernel requires a work-group size
+ * (reqd_work_group_size, which the runtime enforces at launch) whose items are a multiple of
+ * 32. Its warp-synchronous instructions then name all 32 lanes (a constant mask), where a
+ * computed mask made ptxas check for divergence at each of them (MATCH, REDUX, VOTE and a
+ * branch on sm_90). A module holds one kernel; its functions run only within it. */
+static int whole_warps(LLVMModuleRef mod) {
+  LLVMContextRef ctx = LLVMGetModuleContext(mod);
+  unsigned want = LLVMGetMDKindIDInContext(ctx, "reqd_work_group_size", 20);
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+    if (LLVMIsDeclaration(f)) continue;
+    size_t n = 0;
+    LLVMValueMetadataEntry *md = LLVMGlobalCopyAllMetadata(f, &n);
+    uint64_t items = 0;
+    for (size_t i = 0; i < n && !items; ++i) {
+      if (LLVMValueMetadataEntriesGetKind(md, (unsigned)i) != want) continue;
+      LLVMValueRef node =
+          LLVMMetadataAsValue(ctx, LLVMValueMetadataEntriesGetMetadata(md, (unsigned)i));
+      LLVMValueRef v[3] = {0};
+      if (LLVMGetMDNodeNumOperands(node) != 3) continue;
+      LLVMGetMDNodeOperands(node, v);
+      items = 1;
+      for (int d = 0; d < 3; d++)
+        items *= v[d] && LLVMIsAConstantInt(v[d]) ? LLVMConstIntGetZExtValue(v[d]) : 0;
+    }
+    if (md) LLVMDisposeValueMetadataEntries(md);
+    if (items) return items % 32 == 0;
+  }
+  return 0;
+}
+
 LLVMValueRef kc_nvptx_sub_group_size(LLVMModuleRef mod, LLVMBuilderRef b) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetModuleContext(mod));
+  if (whole_warps(mod)) return LLVMConstInt(i32, 32, 0);
   const char *const tid[] = {"llvm.nvvm.read.ptx.sreg.tid.x", "llvm.nvvm.read.ptx.sreg.tid.y",
                              "llvm.nvvm.read.ptx.sreg.tid.z"};
   const char *const ntid[] = {"llvm.nvvm.read.ptx.sreg.ntid.x", "llvm.nvvm.read.ptx.sreg.ntid.y",
@@ -35,6 +67,7 @@ LLVMValueRef kc_nvptx_sub_group_size(LLVMModuleRef mod, LLVMBuilderRef b) {
 
 LLVMValueRef kc_nvptx_sub_group_mask(LLVMModuleRef mod, LLVMBuilderRef b) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetModuleContext(mod));
+  if (whole_warps(mod)) return LLVMConstInt(i32, 0xffffffffu, 0);
   LLVMValueRef size = kc_nvptx_sub_group_size(mod, b);
   LLVMValueRef part = LLVMBuildSub(b, LLVMBuildShl(b, LLVMConstInt(i32, 1, 0), size, ""),
                                    LLVMConstInt(i32, 1, 0), "");
