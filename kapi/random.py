@@ -234,6 +234,16 @@ _GEN_TAIL_STAGED = """
 WRITE = os.environ.get("KAPI_RANDOM_WRITE") or None
 if WRITE not in (None, "strided", "full", "v4"):
     raise ValueError(f"KAPI_RANDOM_WRITE must be strided, full or v4, not {WRITE!r}")
+# a group reaching past the end writes what it has, one checked store per output
+_GEN_TAIL_PARTIAL = """\
+    else:
+        w = 0
+        while w < PER:
+            q = w * L + lid
+            if o + q < n:
+                out[o + q] = lm[q]
+            w += 1
+"""
 _GEN_TAIL_FULL = """
     K.group_barrier(g)
     o = g.get_group_id(0) * L * PER
@@ -243,14 +253,8 @@ _GEN_TAIL_FULL = """
             q = w * L + lid
             out[o + q] = lm[q]
             w += 1
-    else:
-        w = 0
-        while w < PER:
-            q = w * L + lid
-            if o + q < n:
-                out[o + q] = lm[q]
-            w += 1
 """
+_GEN_TAIL_FULL += _GEN_TAIL_PARTIAL
 _GEN_TAIL_V4 = """
     K.group_barrier(g)
     o = g.get_group_id(0) * L * PER
@@ -267,14 +271,8 @@ _GEN_TAIL_V4 = """
             out[o + q + 2] = v2
             out[o + q + 3] = v3
             w += 1
-    else:
-        w = 0
-        while w < PER:
-            q = w * L + lid
-            if o + q < n:
-                out[o + q] = lm[q]
-            w += 1
 """
+_GEN_TAIL_V4 += _GEN_TAIL_PARTIAL
 _TAILS = {"strided": _GEN_TAIL_STAGED, "full": _GEN_TAIL_FULL, "v4": _GEN_TAIL_V4}
 
 STAGED = None  # True: _GEN_HEAD_STAGED's kernel; None: on every device but kapi's CPU
