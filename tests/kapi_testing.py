@@ -29,6 +29,20 @@ def needs_cpu_device():
         pytest.skip("needs kapi's CPU device, which KAPI_DRIVERS leaves out in this run")
 
 
+def run_elementwise(kern, x, dev, scalar=False):
+    """out[base + i] = f(x[base + i]) by kern(item, x, out, base) over x on dev; scalar=True
+    launches Range(3) at a time, so the work-item loops have no vector body (the tail of x
+    past a multiple of 3 is left out)."""
+    out = kapi.empty(x.size, dtype=x.dtype, device=dev)
+    dx = kapi.asarray(x, device=dev)
+    if scalar:
+        for base in range(0, x.size - x.size % 3, 3):
+            kapi.call_kernel(kern, kapi.Range(3), dx, out, base)
+        return out.asnumpy()[: x.size - x.size % 3]
+    kapi.call_kernel(kern, kapi.Range(x.size), dx, out, 0)
+    return out.asnumpy()
+
+
 def line_of(fn, text):
     """Line number of the first source line of `fn` containing `text`."""
     src, start = inspect.getsourcelines(fn)

@@ -11,7 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip
+from kapi_testing import devices_or_skip, run_elementwise
 
 import kapi
 
@@ -38,14 +38,7 @@ SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, 0.5, 1e-300, -1e-
 
 
 def run(kern, x, scalar=False):
-    out = kapi.empty(x.size, dtype=x.dtype, device=DEV)
-    dx = kapi.asarray(x, device=DEV)
-    if scalar:  # work-item loops of 3: no vector body
-        for base in range(0, x.size - x.size % 3, 3):
-            kapi.call_kernel(kern, kapi.Range(3), dx, out, base)
-        return out.asnumpy()[: x.size - x.size % 3]
-    kapi.call_kernel(kern, kapi.Range(x.size), dx, out, 0)
-    return out.asnumpy()
+    return run_elementwise(kern, x, DEV, scalar)
 
 
 def ulps(got, ref, dtype):
