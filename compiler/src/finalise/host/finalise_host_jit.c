@@ -12,6 +12,8 @@
 
 #include <dlfcn.h>
 #include <llvm-c/Error.h>
+#include <llvm-c/ExecutionEngine.h>
+#include <llvm-c/OrcEE.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -289,6 +291,23 @@ static int define_runtime(kc_hf_jit_t *j, char **log) {
   return !e;
 }
 
+/* KAPI_PERF=1: the JIT's code goes to perf's jitdump files, so `perf record -k 1` then
+ * `perf inject --jit` names kernels in profiles instead of showing bare addresses. Off by
+ * default: the listener writes a file per process and keeps every object's code mapped. */
+static LLVMOrcObjectLayerRef perf_object_layer(void *ctx, LLVMOrcExecutionSessionRef es,
+                                               const char *triple) {
+  (void)ctx, (void)triple;
+  LLVMOrcObjectLayerRef layer = LLVMOrcCreateRTDyldObjectLinkingLayerWithSectionMemoryManager(es);
+  LLVMJITEventListenerRef perf = LLVMCreatePerfJITEventListener();
+  if (perf) LLVMOrcRTDyldObjectLinkingLayerRegisterJITEventListener(layer, perf);
+  return layer;
+}
+
+static int perf_wanted(void) {
+  const char *v = getenv("KAPI_PERF");
+  return v && *v && strcmp(v, "0") != 0;
+}
+
 int kc_hf_jit_create(kc_hf_jit_t *j, char **log) {
   memset(j, 0, sizeof *j);
   LLVMTargetMachineRef for_jit = host_machine(log);
@@ -298,6 +317,8 @@ int kc_hf_jit_create(kc_hf_jit_t *j, char **log) {
   LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
   LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
       builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(for_jit));
+  if (perf_wanted())
+    LLVMOrcLLJITBuilderSetObjectLinkingLayerCreator(builder, perf_object_layer, NULL);
   LLVMErrorRef e = LLVMOrcCreateLLJIT(&j->jit, builder);
   if (e) {
     *log = take_error(e, "cannot create the JIT");
