@@ -224,6 +224,10 @@ static kc_status_t lower(work_t *w, char **log) {
     if (w->ks[i].scheme == KC_HF_REGIONS && w->ks[i].loopvec)
       unmasked += kc_hf_unmask_slots(&w->ks[i]);
   if (unmasked && !kc_hf_jit_passes(w->jit, m, SLOTS_CLEANUP, log)) return KC_ERR_LLVM;
+  unsigned windows = 0;
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f)) windows += kc_hf_window_gathers(f);
+  if (windows && !verify(m, "after the gathers' windows", log)) return KC_ERR_LLVM;
   kc_hf_vec_release(m);
   if (!check_locals_gone(m, log) || !check_frames(m, w->ks, w->n, log)) return KC_ERR_UNSUPPORTED;
   w->ir = LLVMPrintModuleToString(m);

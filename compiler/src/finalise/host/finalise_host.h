@@ -163,6 +163,13 @@ int kc_hf_arg_unversioned(LLVMValueRef param);
 LLVMValueRef kc_hf_times_opaque_one(LLVMBuilderRef b, LLVMValueRef v);
 int kc_hf_version_all_strides(void);
 
+/* finalise_host_gathers.c: every all-lanes gather in fn whose addresses are lane 0's plus
+ * lane * S (proved from the index's instructions) switches on S to plain vector loads of the
+ * window and shuffles, for S from 1 to kc_hf_window_max_spacing() (KAPI_HOST_WINDOW_GATHERS,
+ * default 4; 0: off), and gathers for any other S. Returns how many it rewrote. */
+unsigned kc_hf_window_gathers(LLVMValueRef fn);
+unsigned kc_hf_window_max_spacing(void);
+
 /* finalise_host_locals.c: layout of __local globals, and their rewrite into per-group buffers. */
 int kc_hf_layout_locals(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_locals_t *out, char **log);
 int kc_hf_rewrite_locals(LLVMModuleRef m, const kc_hf_kernel_t *ks, uint32_t n,
