@@ -1,8 +1,8 @@
 """Gathers of evenly spaced lanes on the CPU device read as plain vector loads and shuffles.
 `a[i, k]` of a C-contiguous array, `i` the work-item, is a gather whose lanes are
 `a.shape[1]` elements apart; the CPU driver switches on that spacing at run time to a window
-of whole-vector loads and shuffles for spacings 1 to KAPI_HOST_WINDOW_GATHERS (default 4; 0:
-off) and gathers for any other (compiler/src/finalise/host/finalise_host_gathers.c). The values
+of whole-vector loads and shuffles for a set of spacings (KAPI_HOST_WINDOW_GATHERS: default 1,
+2, 3, 4 and 8; `0`, none) and gathers for any other (finalise_host_gathers.c). The values
 are copied, not computed, so every result is compared exactly: for spacings on both sides of
 the limit, odd row counts (partial vectors), negative and zero spacings, views, and 4- and
 8-byte elements; and with the limit raised to 16 and turned off, in a process of its own."""
@@ -56,13 +56,13 @@ def transposed(a):
 
 
 @pytest.mark.parametrize("dtype", ["f4", "f8", "i4"])
-@pytest.mark.parametrize("cols", [1, 2, 3, 4, 5, 8, 9])
+@pytest.mark.parametrize("cols", [1, 2, 3, 4, 5, 7, 8, 9])
 def test_rows_read_across_work_items_are_exact(cols, dtype):
     a = (np.random.default_rng(cols).random((1001, cols)) * 1000).astype(dtype)
     np.testing.assert_array_equal(transposed(a), a.T)
 
 
-@pytest.mark.parametrize("n", [-3, -1, 0, 1, 2, 3, 4, 5, 7])
+@pytest.mark.parametrize("n", [-3, -1, 0, 1, 2, 3, 4, 5, 7, 8])
 def test_a_scalar_spacing_of_any_sign(n):
     m = 999
     a = np.random.default_rng(abs(n)).random(m * max(abs(n), 1) + 8, dtype=np.float32)
@@ -166,5 +166,14 @@ def test_listing_switches_on_the_spacing():
     assert re.search(r"shufflevector <\d+ x float> %kapi.pick", ir), ir[:3000]
     labels = gather_blocks(ir)
     assert labels and all(x.startswith("kapi.window.gather") for x in labels), labels
+    for s in (1, 2, 3, 4, 8):
+        assert f"i64 {s}, label %kapi.window" in ir
+    assert "i64 5, label %kapi.window" not in ir
+    # a list of spacings, and a largest one
+    some = listing({"KAPI_HOST_WINDOW_GATHERS": "2+5"})
+    assert "i64 5, label %kapi.window" in some and "i64 3, label %kapi.window" not in some
+    upto = listing({"KAPI_HOST_WINDOW_GATHERS": "6"})
+    assert all(f"i64 {s}, label %kapi.window" in upto for s in range(1, 7))
+    assert "i64 8, label %kapi.window" not in upto
     off = listing({"KAPI_HOST_WINDOW_GATHERS": "0"})
     assert "kapi.window" not in off and gather_blocks(off)

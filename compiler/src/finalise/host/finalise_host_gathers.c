@@ -2,34 +2,52 @@
  * of a C-contiguous array (`i` the work-item) is a gather whose addresses are
  * `base + (x + lane) * S + c`: lane l reads element l * S of a window that starts at lane 0's
  * address. On AMD's Zen 4 a 16-lane gather costs more than the 16 scalar loads it replaces;
- * for a small spacing S the window is a few whole-vector loads (S of them), and lane l's
- * element is picked out of them by a chain of two-input shuffles (vpermt2ps). S is a kernel
- * argument (an extent, handed over times an opaque 1 so that the vectoriser does not version
- * the loop on it being 1: finalise_host_strides.c), so the choice is made at run time: a
- * switch on S (loop-invariant, so the branch predicts) to one window per spacing from 1 to
- * the limit, and the gather itself for any other. The index vectors then only feed the gather,
- * so they move into its block, off the windows' path.
+ * for a small spacing S the window is S whole-vector loads, and lane l's element is picked out
+ * of them by a chain of S - 1 two-input shuffles (vpermt2ps). S is a kernel argument (an
+ * extent, handed over times an opaque 1 so that the vectoriser does not version the loop on it
+ * being 1: finalise_host_strides.c), so the choice is made at run time: a switch on S
+ * (loop-invariant, so the branch predicts) to one window per spacing of a set (1, 2, 3, 4 and
+ * 8: a row of coordinates, colours, ...), and the gather itself for any other. The index
+ * vectors then only feed the gather, so they move into its block, off the windows' path.
  *
  * The address form is proved from the index's instructions, not tested per vector: lanes that
  * step by one (a constant <c, c+1, ...>, or the vectoriser's induction phi of such constants
  * plus splats), plus splats, times a splat S. Only gathers of every lane (an all-true mask) are
  * rewritten: the window's loads touch only elements between lane 0's and the last lane's, both
- * of which the gather reads, and the values kept are the ones it reads. KAPI_HOST_WINDOW_GATHERS
- * sets the largest spacing (default 4; `0`: off). */
+ * of which the gather reads, and the values kept are the ones it reads, so results are the
+ * same bits. The cost is compile time (every gather gets its windows: a pairwise distance's
+ * kernel builds in about 0.2 s more). KAPI_HOST_WINDOW_GATHERS sets the spacings (`0`: off). */
 #include "finalise/host/finalise_host.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_MAX_SPACING 4
+#define DEFAULT_SPACINGS "1,2,3,4,8"
 #define MAX_SPACING 16
 #define MAX_DEPTH 12
 
-unsigned kc_hf_window_max_spacing(void) {
+/* Bit s set: spacing s (1 to MAX_SPACING) gets a window. KAPI_HOST_WINDOW_GATHERS: `0`, none;
+ * one number N, 1 to N; a list (separated by `,`, `+` or spaces), those spacings. */
+unsigned kc_hf_window_spacings(void) {
   const char *v = getenv("KAPI_HOST_WINDOW_GATHERS");
-  if (!v || !*v) return DEFAULT_MAX_SPACING;
-  long n = strtol(v, NULL, 10);
-  return n <= 0 ? 0 : n > MAX_SPACING ? MAX_SPACING : (unsigned)n;
+  if (!v || !*v) v = DEFAULT_SPACINGS;
+  unsigned set = 0, count = 0;
+  long last = 0;
+  for (const char *p = v; *p;) {
+    char *end;
+    long n = strtol(p, &end, 10);
+    if (end == p) break;
+    count++;
+    last = n;
+    if (n >= 1 && n <= MAX_SPACING) set |= 1u << n;
+    p = end + strspn(end, ", +;");
+  }
+  if (count == 1) { /* a single number: every spacing up to it */
+    set = 0;
+    for (long n = 1; n <= last && n <= MAX_SPACING; n++)
+      set |= 1u << n;
+  }
+  return set;
 }
 
 static int opcode_is(LLVMValueRef v, LLVMOpcode op) {
@@ -283,7 +301,7 @@ static LLVMValueRef window(LLVMBuilderRef b, LLVMTypeRef vt, LLVMValueRef p, uns
 }
 
 /* One gather: 1 when it became a switch on its spacing. */
-static int rewrite(LLVMValueRef g, unsigned maxs, LLVMBuilderRef b) {
+static int rewrite(LLVMValueRef g, unsigned set, LLVMBuilderRef b) {
   /* llvm.masked.gather(<N x T*> ptrs, i32 align, <N x i1> mask, <N x T> passthru) */
   LLVMValueRef ptrs = LLVMGetOperand(g, 0), mask = LLVMGetOperand(g, 2);
   LLVMTypeRef vt = LLVMTypeOf(g);
@@ -301,12 +319,12 @@ static int rewrite(LLVMValueRef g, unsigned maxs, LLVMBuilderRef b) {
   unsigned align = (unsigned)LLVMConstIntGetZExtValue(LLVMGetOperand(g, 1));
   LLVMTypeRef it = LLVMGetElementType(LLVMTypeOf(idx));
   /* a constant spacing is decided now */
-  unsigned lo = 1, hi = maxs;
   LLVMValueRef k = stride && LLVMIsAConstant(stride) ? LLVMGetAggregateElement(stride, 0) : NULL;
-  if (!stride || k) {
+  int constant = !stride || k;
+  if (constant) {
     long long sp = shift ? 1ll << shift : k ? LLVMConstIntGetSExtValue(k) : 1;
-    if (sp < 1 || sp > (long long)maxs) return 0;
-    lo = hi = (unsigned)sp;
+    if (sp < 1 || sp > MAX_SPACING || !(set & (1u << sp))) return 0;
+    set = 1u << sp;
   }
   LLVMBasicBlockRef bb = LLVMGetInstructionParent(g);
   LLVMValueRef fn = LLVMGetBasicBlockParent(bb);
@@ -320,24 +338,28 @@ static int rewrite(LLVMValueRef g, unsigned maxs, LLVMBuilderRef b) {
   LLVMValueRef got[MAX_SPACING + 2];
   LLVMBasicBlockRef from[MAX_SPACING + 2];
   unsigned nin = 0;
-  if (lo == hi) {
-    fast[lo] = LLVMAppendBasicBlockInContext(c, fn, "kapi.window");
-    LLVMBuildBr(b, fast[lo]);
+  if (constant) {
+    for (unsigned s = 1; s <= MAX_SPACING; s++)
+      if (set & (1u << s)) fast[s] = LLVMAppendBasicBlockInContext(c, fn, "kapi.window");
+    for (unsigned s = 1; s <= MAX_SPACING; s++)
+      if (set & (1u << s)) LLVMBuildBr(b, fast[s]);
   } else {
-    LLVMValueRef sw = LLVMBuildSwitch(b, lane0(b, stride, 0), slow, hi - lo + 1);
-    for (unsigned s = lo; s <= hi; s++) {
-      fast[s] = LLVMAppendBasicBlockInContext(c, fn, "kapi.window");
-      LLVMAddCase(sw, LLVMConstInt(it, s, 0), fast[s]);
-    }
+    LLVMValueRef sw = LLVMBuildSwitch(b, lane0(b, stride, 0), slow, MAX_SPACING);
+    for (unsigned s = 1; s <= MAX_SPACING; s++)
+      if (set & (1u << s)) {
+        fast[s] = LLVMAppendBasicBlockInContext(c, fn, "kapi.window");
+        LLVMAddCase(sw, LLVMConstInt(it, s, 0), fast[s]);
+      }
   }
-  for (unsigned s = lo; s <= hi; s++) {
+  for (unsigned s = 1; s <= MAX_SPACING; s++) {
+    if (!(set & (1u << s))) continue;
     LLVMPositionBuilderAtEnd(b, fast[s]);
     got[nin] = window(b, vt, p0, s, align);
     from[nin++] = fast[s];
     LLVMBuildBr(b, bb);
   }
   LLVMPositionBuilderAtEnd(b, slow);
-  if (lo != hi) {
+  if (!constant) {
     LLVMInstructionRemoveFromParent(g);
     LLVMInsertIntoBuilder(b, g);
     LLVMBuildBr(b, bb);
@@ -347,7 +369,7 @@ static int rewrite(LLVMValueRef g, unsigned maxs, LLVMBuilderRef b) {
   LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(bb));
   LLVMValueRef phi = LLVMBuildPhi(b, vt, "kapi.gathered");
   LLVMAddIncoming(phi, got, from, nin);
-  if (lo == hi) {
+  if (constant) {
     LLVMReplaceAllUsesWith(g, phi);
     LLVMInstructionEraseFromParent(g);
     LLVMDeleteBasicBlock(slow);
@@ -369,8 +391,8 @@ static int rewrite(LLVMValueRef g, unsigned maxs, LLVMBuilderRef b) {
 }
 
 unsigned kc_hf_window_gathers(LLVMValueRef fn) {
-  unsigned maxs = kc_hf_window_max_spacing();
-  if (!maxs) return 0;
+  unsigned set = kc_hf_window_spacings();
+  if (!set) return 0;
   LLVMValueRef found[1024];
   unsigned n = 0;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
@@ -388,7 +410,7 @@ unsigned kc_hf_window_gathers(LLVMValueRef fn) {
   /* the last first: a block's head then holds only the index arithmetic of the gathers not yet
    * rewritten, and each one's can move into its own gather's block */
   for (unsigned i = n; i-- > 0;)
-    count += (unsigned)rewrite(found[i], maxs, b);
+    count += (unsigned)rewrite(found[i], set, b);
   LLVMDisposeBuilder(b);
   return count;
 }
