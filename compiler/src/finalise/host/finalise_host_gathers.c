@@ -318,6 +318,9 @@ static int rewrite(LLVMValueRef g, unsigned set, LLVMBuilderRef b) {
   LLVMContextRef c = LLVMGetTypeContext(vt);
   unsigned align = (unsigned)LLVMConstIntGetZExtValue(LLVMGetOperand(g, 1));
   LLVMTypeRef it = LLVMGetElementType(LLVMTypeOf(idx));
+  /* 64-bit indices only: a narrower one is sign-extended lane by lane, so lanes that wrap
+   * around its range would not be evenly spaced in memory */
+  if (LLVMGetIntTypeWidth(it) != 64) return 0;
   /* a constant spacing is decided now */
   LLVMValueRef k = stride && LLVMIsAConstant(stride) ? LLVMGetAggregateElement(stride, 0) : NULL;
   int constant = !stride || k;
