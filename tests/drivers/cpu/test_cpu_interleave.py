@@ -139,3 +139,36 @@ def test_interleaved_results_are_the_vectorisers(tmp_path, n):
             np.testing.assert_allclose(
                 got[f"{np.dtype(dt).name}_{j}"], want, rtol=tol, atol=tol * 50
             )
+
+
+def test_a_heavy_kernel_with_a_loop_is_left_alone(tmp_path):
+    """A kernel with a loop (on the loop scheme under KAPI_HOST_LOOPVEC=0) is not marked however
+    much work its body holds: its work-item loop is not innermost. The note says why (-1)."""
+    script = textwrap.dedent(
+        """
+        import math, numpy as np, kapi
+
+        @kapi.kernel
+        def looped(item, x, out, m):
+            i = item.get_id(0)
+            v = x[i]
+            acc = v * 0
+            for k in range(m):
+                acc += math.exp(v * k) * math.log(v + k) + math.sqrt(v + k) / (v + k + 1)
+            out[i] = acc + math.erf(v) * math.exp(v) + math.log(v) * math.sqrt(v) / (v + 2)
+
+        x = kapi.asarray(np.linspace(0.5, 1, 1000), device="cpu")
+        out = kapi.zeros(1000, dtype=np.float64, device="cpu")
+        kapi.call_kernel(looped, kapi.Range(1000), x, out, 3)
+        v = np.linspace(0.5, 1, 1000)
+        want = sum(np.exp(v * k) * np.log(v + k) + np.sqrt(v + k) / (v + k + 1) for k in range(3))
+        want += np.vectorize(math.erf)(v) * np.exp(v) + np.log(v) * np.sqrt(v) / (v + 2)
+        np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-13)
+        """
+    )
+    full = {k: v for k, v in os.environ.items() if k != "KAPI_HOST_INTERLEAVE"}
+    full.update(KAPI_DUMP="host", KAPI_CACHE="0", KAPI_HOST_LOOPVEC="0")
+    full["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    r = subprocess.run([sys.executable, "-c", script], env=full, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert notes(r.stderr) == [("0", "-1")]

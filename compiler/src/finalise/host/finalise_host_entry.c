@@ -321,15 +321,13 @@ static void loop_close(LLVMBuilderRef b, loop_t *l, LLVMValueRef count, LLVMBasi
   LLVMPositionBuilderAtEnd(b, exit);
 }
 
-/* Floating-point work of a straight-line function and the defined functions it calls (depth-
- * limited): each arithmetic instruction or intrinsic call 1, each call of an external function
- * (libm, libmvec) 16; -1 when any of them has a loop (then the work-item loop is not innermost,
- * and the vectoriser leaves it alone anyway). */
+/* Floating-point work of a function and the defined functions it calls (depth-limited): each
+ * arithmetic instruction or intrinsic call 1, each call of an external function (libm, libmvec)
+ * 16; -1 for an indirect call or a call chain too deep. */
 static int fp_work(LLVMValueRef f, int depth) {
   if (depth > 8) return -1;
   int w = 0;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
-    if (kc_hf_block_in_cycle(bb)) return -1;
     for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
       LLVMOpcode op = LLVMGetInstructionOpcode(i);
       if (op == LLVMFAdd || op == LLVMFSub || op == LLVMFMul || op == LLVMFDiv || op == LLVMFNeg) {
@@ -337,8 +335,7 @@ static int fp_work(LLVMValueRef f, int depth) {
       } else if (op == LLVMCall) {
         LLVMValueRef callee = LLVMGetCalledValue(i);
         if (!LLVMIsAFunction(callee)) return -1;
-        LLVMTypeRef rt = LLVMGetReturnType(LLVMGlobalGetValueType(callee));
-        LLVMTypeKind rk = LLVMGetTypeKind(rt);
+        LLVMTypeKind rk = LLVMGetTypeKind(LLVMGetReturnType(LLVMGlobalGetValueType(callee)));
         int fp = rk == LLVMFloatTypeKind || rk == LLVMDoubleTypeKind || rk == LLVMHalfTypeKind;
         if (LLVMGetIntrinsicID(callee)) {
           w += fp;
@@ -355,13 +352,30 @@ static int fp_work(LLVMValueRef f, int depth) {
   return w;
 }
 
+/* Whether f or a defined function it calls has a loop (then the work-item loop is not
+ * innermost). Run only for heavy kernels: kc_hf_block_in_cycle walks the function per block. */
+static int has_loop(LLVMValueRef f, int depth) {
+  if (depth > 8) return 1;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+    if (kc_hf_block_in_cycle(bb)) return 1;
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+      if (LLVMGetInstructionOpcode(i) != LLVMCall) continue;
+      LLVMValueRef callee = LLVMGetCalledValue(i);
+      if (!LLVMIsAFunction(callee)) return 1;
+      if (!LLVMIsDeclaration(callee) && has_loop(callee, depth + 1)) return 1;
+    }
+  }
+  return 0;
+}
+
 /* The interleave count for a loop-scheme kernel's work-item loop: 4 when its body is straight
  * line with at least INTERLEAVE_MIN_WORK floating-point operations, else 0 (the vectoriser's
  * choice). LLVM interleaves only small loop bodies, trusting out-of-order execution to overlap a
  * large body's iterations; but a body of long dependent chains (exp, log, erf, divisions: black-
  * scholes) fills the reorder buffer with one iteration, and four independent vectors per
  * iteration ran it 1.3-1.6x faster (bench/RESULTS.md). KAPI_HOST_INTERLEAVE: `0` (or `1`), the
- * vectoriser's choice for every kernel; a power of two up to 16, that count for the heavy ones. */
+ * vectoriser's choice for every kernel; a power of two up to 16, that count for the heavy ones.
+ * *work: the operation count, -1 where a loop (or an indirect call) rules the kernel out. */
 #define INTERLEAVE_MIN_WORK 48
 static unsigned interleave_count(LLVMValueRef kernel, int *work) {
   const char *v = getenv("KAPI_HOST_INTERLEAVE");
@@ -369,7 +383,9 @@ static unsigned interleave_count(LLVMValueRef kernel, int *work) {
   long n = v && *v ? strtol(v, &end, 10) : 4;
   if ((end && *end) || n < 0 || n > 16 || (n & (n - 1))) n = 4; /* not a count: the default */
   *work = fp_work(kernel, 0);
-  return n > 1 && *work >= INTERLEAVE_MIN_WORK ? (unsigned)n : 0u;
+  if (*work < INTERLEAVE_MIN_WORK) return 0u;
+  if (has_loop(kernel, 0)) return *work = -1, 0u;
+  return n > 1 ? (unsigned)n : 0u;
 }
 
 /* Marks the loop closed by `latch` with {"llvm.loop.interleave.count", count}. */
