@@ -78,8 +78,9 @@ def run(tmp_path, n, env):
 
 
 def notes(ir):
-    """The "kapi-interleave" notes of the dump, in kernel order (options, saxpy per dtype)."""
-    return re.findall(r'"kapi-interleave"="(\d+) \(work (-?\d+)\)"', ir)
+    """The "kapi-interleave" notes of the dump, in kernel order (options, saxpy per dtype):
+    (count, operation count, instruction count)."""
+    return re.findall(r'"kapi-interleave"="(\d+) \(work (-?\d+), size (\d+)\)"', ir)
 
 
 def widest_sqrts(ir, ty):
@@ -113,7 +114,8 @@ def test_heavy_loops_interleave_and_light_ones_do_not(tmp_path):
     ir, _ = run(tmp_path, 4096, {})
     marks = notes(ir)
     assert [m[0] for m in marks] == ["4", "0", "4", "0"], marks
-    assert all(int(m[1]) >= 48 for m in marks[::2]) and all(int(m[1]) < 48 for m in marks[1::2])
+    assert all(int(m[1]) >= 48 and int(m[2]) <= 512 for m in marks[::2])
+    assert all(int(m[1]) < 48 for m in marks[1::2])
     off, _ = run(tmp_path, 4096, {"KAPI_HOST_INTERLEAVE": "0"})
     assert [m[0] for m in notes(off)] == ["0"] * 4
     assert widest_sqrts(ir, "double") == 4 and widest_sqrts(off, "double") < 4
@@ -171,4 +173,31 @@ def test_a_heavy_kernel_with_a_loop_is_left_alone(tmp_path):
     full["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     r = subprocess.run([sys.executable, "-c", script], env=full, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert notes(r.stderr) == [("0", "-1")]
+    assert [m[:2] for m in notes(r.stderr)] == [("0", "-1")]
+
+
+def test_a_huge_body_is_left_alone(tmp_path):
+    """A body of more than 512 instructions is not interleaved however heavy (its vector body
+    would be copied four times: compile time), and still computes what NumPy does."""
+    steps = "\n".join("    v = math.exp(v * 0.5) * 0.25 + math.log(v + 2.0)" for _ in range(24))
+    script = (
+        "import math, numpy as np, kapi\n"
+        "@kapi.kernel\n"
+        "def huge(item, x, out):\n"
+        "    i = item.get_id(0)\n"
+        "    v = x[i]\n" + steps + "\n    out[i] = v\n"
+        "x = np.linspace(0.5, 1, 1000)\n"
+        "out = kapi.zeros(1000, dtype=np.float64, device='cpu')\n"
+        "kapi.call_kernel(huge, kapi.Range(1000), kapi.asarray(x, device='cpu'), out)\n"
+        "v = x.copy()\n"
+        "for _ in range(24):\n"
+        "    v = np.exp(v * 0.5) * 0.25 + np.log(v + 2.0)\n"
+        "np.testing.assert_allclose(out.asnumpy(), v, rtol=1e-13)\n"
+    )
+    full = {k: v for k, v in os.environ.items() if k != "KAPI_HOST_INTERLEAVE"}
+    full.update(KAPI_DUMP="host", KAPI_CACHE="0")
+    full["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    r = subprocess.run([sys.executable, "-c", script], env=full, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    [(count, work, size)] = notes(r.stderr)
+    assert count == "0" and int(work) >= 48 and int(size) > 512, (count, work, size)

@@ -323,13 +323,14 @@ static void loop_close(LLVMBuilderRef b, loop_t *l, LLVMValueRef count, LLVMBasi
 
 /* Floating-point work of a function and the defined functions it calls (depth-limited): each
  * arithmetic instruction or intrinsic call 1, each call of an external function (libm, libmvec)
- * 16; -1 for an indirect call or a call chain too deep. */
-static int fp_work(LLVMValueRef f, int depth) {
+ * 16; -1 for an indirect call or a call chain too deep. Adds their instructions to *size. */
+static int fp_work(LLVMValueRef f, int depth, int *size) {
   if (depth > 8) return -1;
   int w = 0;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
     for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
       LLVMOpcode op = LLVMGetInstructionOpcode(i);
+      ++*size;
       if (op == LLVMFAdd || op == LLVMFSub || op == LLVMFMul || op == LLVMFDiv || op == LLVMFNeg) {
         w++;
       } else if (op == LLVMCall) {
@@ -342,7 +343,7 @@ static int fp_work(LLVMValueRef f, int depth) {
         } else if (LLVMIsDeclaration(callee)) {
           w += fp ? 16 : 0;
         } else {
-          int inner = fp_work(callee, depth + 1);
+          int inner = fp_work(callee, depth + 1, size);
           if (inner < 0) return -1;
           w += inner;
         }
@@ -369,21 +370,26 @@ static int has_loop(LLVMValueRef f, int depth) {
 }
 
 /* The interleave count for a loop-scheme kernel's work-item loop: 4 when its body is straight
- * line with at least INTERLEAVE_MIN_WORK floating-point operations, else 0 (the vectoriser's
- * choice). LLVM interleaves only small loop bodies, trusting out-of-order execution to overlap a
- * large body's iterations; but a body of long dependent chains (exp, log, erf, divisions: black-
- * scholes) fills the reorder buffer with one iteration, and four independent vectors per
- * iteration ran it 1.3-1.6x faster (bench/RESULTS.md). KAPI_HOST_INTERLEAVE: `0` (or `1`), the
- * vectoriser's choice for every kernel; a power of two up to 16, that count for the heavy ones.
- * *work: the operation count, -1 where a loop (or an indirect call) rules the kernel out. */
+ * line with at least INTERLEAVE_MIN_WORK floating-point operations and at most
+ * INTERLEAVE_MAX_SIZE instructions, else 0 (the vectoriser's choice). LLVM interleaves only small
+ * loop bodies, trusting out-of-order execution to overlap a large body's iterations; but a body of
+ * long dependent chains (exp, log, erf, divisions: black-scholes) fills the reorder buffer with
+ * one iteration, and four independent vectors per iteration ran it 1.3-1.6x faster
+ * (bench/RESULTS.md). KAPI_HOST_INTERLEAVE: `0` (or `1`), the vectoriser's choice for every kernel;
+ * a power of two up to 16, that count for the heavy ones. *work: the operation count, -1 where a
+ * loop (or an indirect call) rules the kernel out. The size bound: the vector body is copied per
+ * interleaved vector, and for kapi.random's normals (950-1400 instructions) that added 0.4-1.1 s to
+ * the first call for a 15-30% faster kernel; black-scholes has 125-191 (40-140 ms more). */
 #define INTERLEAVE_MIN_WORK 48
-static unsigned interleave_count(LLVMValueRef kernel, int *work) {
+#define INTERLEAVE_MAX_SIZE 512
+static unsigned interleave_count(LLVMValueRef kernel, int *work, int *size) {
   const char *v = getenv("KAPI_HOST_INTERLEAVE");
   char *end = NULL;
   long n = v && *v ? strtol(v, &end, 10) : 4;
   if ((end && *end) || n < 0 || n > 16 || (n & (n - 1))) n = 4; /* not a count: the default */
-  *work = fp_work(kernel, 0);
-  if (*work < INTERLEAVE_MIN_WORK) return 0u;
+  *size = 0;
+  *work = fp_work(kernel, 0, size);
+  if (*work < INTERLEAVE_MIN_WORK || *size > INTERLEAVE_MAX_SIZE) return 0u;
   if (has_loop(kernel, 0)) return *work = -1, 0u;
   return n > 1 ? (unsigned)n : 0u;
 }
@@ -428,11 +434,11 @@ static int make_loop_run(LLVMModuleRef m, LLVMBuilderRef b, kc_hf_kernel_t *k, u
   free(vals);
   LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, fn, "x.done");
   loop_close(b, &lx, k->local_range[0], ex);
-  int work = 0;
-  unsigned ic = interleave_count(k->kernel, &work);
+  int work = 0, size = 0;
+  unsigned ic = interleave_count(k->kernel, &work, &size);
   if (ic) mark_interleave(c, lx.latch, ic);
-  char note[48]; /* for KAPI_DUMP=host */
-  snprintf(note, sizeof note, "%u (work %d)", ic, work);
+  char note[64]; /* for KAPI_DUMP=host */
+  snprintf(note, sizeof note, "%u (work %d, size %d)", ic, work, size);
   LLVMAddAttributeAtIndex(
       fn, LLVMAttributeFunctionIndex,
       LLVMCreateStringAttribute(c, "kapi-interleave", 15, note, (unsigned)strlen(note)));
