@@ -113,6 +113,55 @@ def test_local_scan(dev, wg):
     np.testing.assert_array_equal(out.asnumpy(), np.cumsum(h.reshape(-1, wg), axis=1).ravel())
 
 
+@pytest.mark.parametrize("wg", [48, 64, 256, 1024])  # rows of whole AVX-512 vectors, not one
+def test_local_scan_rows_of_vectors(dev, wg):
+    # On AVX-512 hosts these one-row groups take the nests whose rows are loops over vectors
+    n = wg * 9
+    h = np.arange(n, dtype=np.int32) % 23 - 11
+    a = kapi.asarray(h, device=dev)
+    out = kapi.zeros(n, dtype="i4", device=dev)
+    slm = kapi_api.LocalAccessor((wg,), np.int32)
+    kapi.call_kernel(scan, kapi.NdRange((n,), (wg,)), a, out, slm)
+    np.testing.assert_array_equal(out.asnumpy(), np.cumsum(h.reshape(-1, wg), axis=1).ravel())
+
+
+@kapi.kernel
+def scan2d(nditem, a, out, slm):
+    # The scan over a 2-D group's work-items in row-major order of their local ids.
+    li, lj = nditem.get_local_id(0), nditem.get_local_id(1)
+    i, j = nditem.get_global_id(0), nditem.get_global_id(1)
+    nj = nditem.get_local_range(1)
+    n = nditem.get_local_range(0) * nj
+    lid = li * nj + lj
+    v = a[i, j]
+    slm[lid] = v
+    kapi_api.group_barrier(nditem.get_group())
+    d = 1
+    while d < n:
+        if lid >= d:
+            v += slm[lid - d]
+        kapi_api.group_barrier(nditem.get_group())
+        slm[lid] = v
+        kapi_api.group_barrier(nditem.get_group())
+        d *= 2
+    out[i, j] = v
+
+
+@pytest.mark.parametrize("local", [(1, 64), (64, 1), (2, 32), (32, 2), (3, 16), (16, 3)])
+def test_local_scan_2d_groups(dev, local):
+    # One row of 64 (either way round: one of them is the driver's x) takes the rows of
+    # vectors; rows of 32 or 16 in groups of several rows take the nests with y and z loops.
+    shape = (local[0] * 3, local[1] * 2)
+    h = (np.arange(shape[0] * shape[1], dtype=np.int32) % 19 - 9).reshape(shape)
+    a = kapi.asarray(h, device=dev)
+    out = kapi.zeros(shape, dtype="i4", device=dev)
+    slm = kapi_api.LocalAccessor((local[0] * local[1],), np.int32)
+    kapi.call_kernel(scan2d, kapi.NdRange(shape, local), a, out, slm)
+    g = h.reshape(3, local[0], 2, local[1]).transpose(0, 2, 1, 3).reshape(6, -1)
+    want = np.cumsum(g, axis=1).reshape(3, 2, local[0], local[1]).transpose(0, 2, 1, 3)
+    np.testing.assert_array_equal(out.asnumpy(), want.reshape(shape))
+
+
 @kapi.kernel
 def private_across(nditem, a, out, slm):
     # A private array and scalars written before barriers and read after them.
@@ -473,7 +522,44 @@ def test_cpu_region_copies_stay_loops():
         return r.stderr
 
     assert "@llvm.memcpy" not in host_ir({})
-    assert "@llvm.memcpy" in host_ir({"KAPI_HOST_REGION_MEMCPY": "1"})
+    # the nests whose rows are loops over vectors have no row-long loop to call memcpy for
+    assert "@llvm.memcpy" in host_ir({"KAPI_HOST_REGION_MEMCPY": "1", "KAPI_HOST_VECTOR_ROWS": "0"})
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_rows_of_vectors_get_their_own_nests():
+    # The scan's groups of one row of 256 work-items (a multiple of AVX-512's 16 lanes, not
+    # one vector) get, per region, a nest without y and z loops whose row is a loop over its
+    # vectors (`wi.xv`), each a work-item loop of 16; KAPI_HOST_VECTOR_ROWS=0: none.
+    def host_ir(extra):
+        env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0", "KAPI_HOST_CPU": "skylake-avx512"}
+        r = run_script(SCAN_ONLY, env=dict(env, **extra))
+        assert r.returncode == 0, r.stderr[-3000:]
+        return r.stderr
+
+    assert "%wi.xv" in host_ir({})
+    assert "%wi.xv" not in host_ir({"KAPI_HOST_VECTOR_ROWS": "0"})
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_kernel_accesses_miss_the_slots():
+    # The scan's loads and stores of a, out and slm are marked `!noalias` every slot scope
+    # (KAPI_DUMP=host: "kapi-slot-noalias"), so its copy region `slm[lid] = v` no longer
+    # stores v back into the slot it loaded it from: fewer vector stores than with
+    # KAPI_HOST_SLOT_NOALIAS=0, in both kinds of nest.
+    def host_ir(extra):
+        env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0", "KAPI_HOST_CPU": "skylake-avx512"}
+        r = run_script(SCAN_ONLY, env=dict(env, **extra))
+        assert r.returncode == 0, r.stderr[-3000:]
+        marked = re.findall(r'"kapi-slot-noalias"="(\d+)"', r.stderr)
+        assert len(marked) == 1, marked
+        return int(marked[0]), r.stderr.count("store <16 x i32>")
+
+    for rows in ({}, {"KAPI_HOST_VECTOR_ROWS": "0"}):
+        marked, stores = host_ir(rows)
+        unmarked, before = host_ir(dict(rows, KAPI_HOST_SLOT_NOALIAS="0"))
+        assert marked >= 4 and unmarked == 0  # a[gid], slm[lid] (twice), slm[lid - d], out[gid]
+        assert 0 < stores < before
 
 
 @kapi.kernel

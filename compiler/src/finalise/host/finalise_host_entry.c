@@ -663,7 +663,8 @@ typedef struct {
   batch_layout_t L;
   const kc_hf_kernel_t *k;
   unsigned na;
-  unsigned xw; /* nonzero: the x loop's count is this constant (a vector's lanes) */
+  unsigned xw;        /* nonzero: the x loop's count is this constant (a vector's lanes) */
+  LLVMValueRef xrows; /* with xw: the row's vectors, a loop around the x loop (rows of vectors) */
 } nest_t;
 
 /* In a prefetching region's group loop, at group j: `for q < n: mark(j, ..., q, n)`, n the
@@ -728,10 +729,19 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
     ly = loop_open(b, t->fn, lz.head, "wi.y");
     xfrom = ly.head;
   }
+  loop_t lv = {0};
+  if (t->xrows) {
+    lv = loop_open(b, t->fn, xfrom, "wi.xv");
+    xfrom = lv.head;
+  }
   loop_t lx = loop_open(b, t->fn, xfrom, "wi.x");
   if (t->pass && flat && !pf && s == 0) kc_hf_prefetch_tag(lx.iv, 1);
+  LLVMValueRef x = lx.iv;
+  if (t->xrows) /* x = v * xw + i: the vector's first work-item and its lane */
+    x = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, lv.iv, LLVMConstInt(i64, t->xw, 0), ""), lx.iv,
+                        "kapi.x");
   LLVMValueRef fixed[KC_HF_WI_FIXED] = {t->g,
-                                        lx.iv,
+                                        x,
                                         flat ? zero64 : ly.iv,
                                         flat ? zero64 : lz.iv,
                                         LLVMConstInt(i32, s, 0),
@@ -747,6 +757,10 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
   LLVMBasicBlockRef ex = LLVMAppendBasicBlockInContext(c, t->fn, "x.done");
   loop_close(b, &lx, t->lr[0], ex);
   mark_parallel_width(c, *next, lx.latch, t->xw, 0, !t->k->batches && kc_hf_region_nopeel());
+  if (t->xrows) {
+    LLVMBasicBlockRef ev = LLVMAppendBasicBlockInContext(c, t->fn, "xv.done");
+    loop_close(b, &lv, t->xrows, ev);
+  }
   if (!flat) {
     LLVMBasicBlockRef ey = LLVMAppendBasicBlockInContext(c, t->fn, "y.done");
     loop_close(b, &ly, t->lr[1], ey);
@@ -1065,6 +1079,18 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMValueRef rows = LLVMBuildMul(b, t.lr[1], t.lr[2], "");
   LLVMValueRef n = LLVMBuildMul(b, t.lr[0], rows, "");
   LLVMValueRef flat = k->batches ? LLVMBuildICmp(b, LLVMIntEQ, rows, one64, "kapi.flat") : NULL;
+  /* Groups of one row whose length is a multiple of a vector's lanes (a scan's 256) but not
+   * one vector: a flat nest whose row is a loop over its vectors, each one work-item loop of
+   * xw, so the vectoriser's checks of the count, its epilogue loops and the y and z loops (of
+   * one iteration, which hold the x loop's set-up and registers) are gone from every region */
+  LLVMValueRef vrows = NULL, xrows = NULL;
+  if (xw && kc_hf_region_vector_rows()) {
+    LLVMValueRef lanes = LLVMConstInt(i64, xw, 0);
+    LLVMValueRef whole =
+        LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildURem(b, t.lr[0], lanes, ""), zero64, "");
+    vrows = LLVMBuildAnd(b, whole, LLVMBuildICmp(b, LLVMIntEQ, rows, one64, ""), "kapi.vrows");
+    xrows = LLVMBuildUDiv(b, t.lr[0], lanes, "kapi.xrows");
+  }
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, zero64, ""), done, go);
   LLVMPositionBuilderAtEnd(b, go);
   t.L = batch_layout(b, n, rec, urec, k->local_size);
@@ -1106,14 +1132,24 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   for (uint32_t s = 0; s < nstates; s++) {
     LLVMBasicBlockRef cs = LLVMAppendBasicBlockInContext(c, fn, "region");
     LLVMAddCase(sw, LLVMConstInt(i32, s, 0), cs);
-    /* the full nest's start, the flat one's, the flat one prefetching for a later batch's */
-    LLVMBasicBlockRef nests[4] = {cs, NULL, NULL, NULL};
+    /* the full nest's start, the flat one's, the flat one prefetching for a later batch's, the
+     * row of one vector's, the row of vectors' */
+    LLVMBasicBlockRef nests[5] = {cs, NULL, NULL, NULL, NULL};
     if (xw) { /* rows of one vector: an x loop without the vectoriser's checks */
       nests[0] = LLVMAppendBasicBlockInContext(c, fn, "region.any");
       nests[3] = LLVMAppendBasicBlockInContext(c, fn, "region.vector");
+      LLVMBasicBlockRef other = nests[0];
+      if (vrows) {
+        other = LLVMAppendBasicBlockInContext(c, fn, "region.other");
+        nests[4] = LLVMAppendBasicBlockInContext(c, fn, "region.vectors");
+      }
       LLVMPositionBuilderAtEnd(b, cs);
       LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, t.lr[0], LLVMConstInt(i64, xw, 0), ""),
-                      nests[3], nests[0]);
+                      nests[3], other);
+      if (vrows) {
+        LLVMPositionBuilderAtEnd(b, other);
+        LLVMBuildCondBr(b, vrows, nests[4], nests[0]);
+      }
     }
     if (k->batches) {
       nests[0] = LLVMAppendBasicBlockInContext(c, fn, "region.full");
@@ -1130,12 +1166,14 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
       LLVMPositionBuilderAtEnd(b, pick);
       LLVMBuildCondBr(b, t.pfon, nests[2], nests[1]);
     }
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < 5; f++) {
       if (!nests[f]) continue;
       LLVMValueRef next, lr0 = t.lr[0];
-      if (f == 3) t.lr[0] = LLVMConstInt(i64, xw, 0), t.xw = xw;
-      LLVMBasicBlockRef ej = region_nest(&t, nests[f], s, f == 1 || f == 2, f == 2, &next);
-      t.lr[0] = lr0, t.xw = 0;
+      if (f >= 3) t.lr[0] = LLVMConstInt(i64, xw, 0), t.xw = xw;
+      if (f == 4) t.xrows = xrows;
+      LLVMBasicBlockRef ej =
+          region_nest(&t, nests[f], s, f == 1 || f == 2 || f == 4, f == 2, &next);
+      t.lr[0] = lr0, t.xw = 0, t.xrows = NULL;
       LLVMAddIncoming(state, &next, &ej, 1);
       /* what this region wrote, the next one reads */
       LLVMAddIncoming(uoff, &t.unoff, &ej, 1);

@@ -259,6 +259,7 @@ typedef struct {
    * of uniform values are not clobbered by its saves, and can leave the work-item loop (and,
    * for the batch's, the loop over the batch's groups). */
   LLVMValueRef scope[5], noalias[5]; /* SCOPE_CUR, SCOPE_NEXT, SCOPE_WI, SCOPE_BCUR, ... */
+  LLVMMetadataRef slots_md;          /* the five scopes: what the kernel's own accesses miss */
   char *narrow;                      /* per live value: saved in 32 bits (narrow_saves) */
   unsigned nnarrow;                  /* how many are (KAPI_DUMP=host shows "kapi-saves32") */
   unsigned nshared;    /* phis saved in an incoming value's slot ("kapi-shared-slots") */
@@ -778,6 +779,7 @@ static void make_scopes(split_t *s) {
     s->scope[i] = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, &sc[i], 1));
     s->noalias[i] = LLVMMetadataAsValue(s->c, LLVMMDNodeInContext2(s->c, others, 4));
   }
+  s->slots_md = LLVMMDNodeInContext2(s->c, sc, 5);
 }
 
 enum { SCOPE_CUR, SCOPE_NEXT, SCOPE_WI, SCOPE_BCUR, SCOPE_BNEXT };
@@ -790,6 +792,108 @@ enum { SLOT_WI, SLOT_GROUP, SLOT_BATCH };
 static void set_scopes(split_t *s, LLVMValueRef access, int which) {
   LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "alias.scope", 11), s->scope[which]);
   LLVMSetMetadata(access, LLVMGetMDKindIDInContext(s->c, "noalias", 7), s->noalias[which]);
+}
+
+/* Whether the kernel's own memory accesses are marked as missing every slot
+ * (KAPI_HOST_SLOT_NOALIAS unset; `0`: not marked, as before). */
+static int slot_noalias_on(void) {
+  const char *v = getenv("KAPI_HOST_SLOT_NOALIAS");
+  return !(v && *v == '0');
+}
+
+/* Whether pointer p is based only on memory the kernel was given: one of its arguments (wi's
+ * parameters after the fixed ones: global and local buffers), the group's __local variables
+ * (wi's `local` parameter) or a global; followed through GEPs, casts, phis and selects. Slots
+ * and private arrays are based on the scratch storage (other parameters), and anything else
+ * (a loaded or computed pointer) answers no. */
+static int kernel_based(LLVMValueRef wi, LLVMValueRef p, int depth) {
+  if (depth > 16) return 0;
+  if (LLVMIsAArgument(p)) {
+    for (unsigned i = 0; i < LLVMCountParams(wi); i++)
+      if (LLVMGetParam(wi, i) == p) return i == 5 || i >= KC_HF_WI_FIXED;
+    return 0;
+  }
+  if (LLVMIsAGlobalVariable(p)) return 1;
+  if (LLVMIsAGetElementPtrInst(p) || LLVMIsABitCastInst(p) || LLVMIsAAddrSpaceCastInst(p))
+    return kernel_based(wi, LLVMGetOperand(p, 0), depth + 1);
+  if (LLVMIsAConstantExpr(p)) {
+    LLVMOpcode op = LLVMGetConstOpcode(p);
+    if (op == LLVMGetElementPtr || op == LLVMBitCast || op == LLVMAddrSpaceCast)
+      return kernel_based(wi, LLVMGetOperand(p, 0), depth + 1);
+    return 0;
+  }
+  if (LLVMIsALoadInst(p)) { /* a pointer the split demoted: every store to its spill */
+    LLVMValueRef a = LLVMGetOperand(p, 0);
+    if (!LLVMIsAAllocaInst(a)) return 0;
+    int stores = 0;
+    for (LLVMUseRef u = LLVMGetFirstUse(a); u; u = LLVMGetNextUse(u)) {
+      LLVMValueRef user = LLVMGetUser(u);
+      if (LLVMIsALoadInst(user)) continue;
+      if (!LLVMIsAStoreInst(user) || LLVMGetOperand(user, 1) != a) return 0;
+      if (!kernel_based(wi, LLVMGetOperand(user, 0), depth + 1)) return 0;
+      stores++;
+    }
+    return stores > 0;
+  }
+  if (LLVMIsASelectInst(p))
+    return kernel_based(wi, LLVMGetOperand(p, 1), depth + 1) &&
+           kernel_based(wi, LLVMGetOperand(p, 2), depth + 1);
+  if (LLVMIsAPHINode(p)) {
+    for (unsigned i = 0; i < LLVMCountIncoming(p); i++) {
+      LLVMValueRef in = LLVMGetIncomingValue(p, i);
+      if (in != p && !kernel_based(wi, in, depth + 1)) return 0;
+    }
+    return 1;
+  }
+  return 0;
+}
+
+/* Marks every load, store and atomic of the kernel's own memory (kernel_based) in wi
+ * `!noalias` the five slot scopes: no kernel pointer reaches the scratch storage, but alias
+ * analysis could not tell, so a store to local memory kept a slot's value from staying in a
+ * register across it (a scan's copy region stored `v` back into the slot it had just loaded
+ * it from) and a value the same in every work-item from leaving the work-item loop. An
+ * existing `!noalias` list is kept and extended. Returns how many accesses were marked. */
+static unsigned mark_kernel_accesses(split_t *s) {
+  if (!slot_noalias_on()) return 0;
+  unsigned kind = LLVMGetMDKindIDInContext(s->c, "noalias", 7), n = 0;
+  LLVMValueRef wi = s->k->body;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(wi); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+      LLVMValueRef ptr;
+      if (LLVMIsALoadInst(i))
+        ptr = LLVMGetOperand(i, 0);
+      else if (LLVMIsAStoreInst(i) || LLVMIsAAtomicRMWInst(i) || LLVMIsAAtomicCmpXchgInst(i))
+        ptr = LLVMGetOperand(i, LLVMIsAStoreInst(i) ? 1 : 0);
+      else
+        continue;
+      if (!kernel_based(wi, ptr, 0)) continue;
+      LLVMValueRef old = LLVMGetMetadata(i, kind);
+      LLVMMetadataRef md = s->slots_md;
+      if (old) {
+        unsigned no = LLVMGetMDNodeNumOperands(old);
+        LLVMValueRef *ops = calloc(no + 5, sizeof *ops);
+        if (!ops) continue;
+        LLVMGetMDNodeOperands(old, ops);
+        LLVMMetadataRef *mds = calloc(no + 5, sizeof *mds);
+        if (!mds) {
+          free(ops);
+          continue;
+        }
+        for (unsigned j = 0; j < no; j++)
+          mds[j] = LLVMValueAsMetadata(ops[j]);
+        LLVMValueRef sv = LLVMMetadataAsValue(s->c, s->slots_md);
+        LLVMValueRef sops[5];
+        LLVMGetMDNodeOperands(sv, sops);
+        for (unsigned j = 0; j < 5; j++)
+          mds[no + j] = LLVMValueAsMetadata(sops[j]);
+        md = LLVMMDNodeInContext2(s->c, mds, no + 5);
+        free(ops), free(mds);
+      }
+      LLVMSetMetadata(i, kind, LLVMMetadataAsValue(s->c, md));
+      n++;
+    }
+  return n;
 }
 
 /* ---- Saves in 32 bits ---------------------------------------------------------------------- */
@@ -1028,6 +1132,15 @@ int kc_hf_region_nopeel(void) {
 int kc_hf_region_memcpy(void) {
   const char *v = getenv("KAPI_HOST_REGION_MEMCPY");
   return v && *v == '1';
+}
+
+/* Whether barrier kernels that are not batched get a nest per region for groups of one row
+ * whose length is a multiple of a vector's lanes (KAPI_HOST_VECTOR_ROWS unset; `0`: not, as
+ * before): no y and z loops, and the row as a loop over vectors, each a work-item loop of a
+ * constant count (kc_hf_make_region_run). */
+int kc_hf_region_vector_rows(void) {
+  const char *v = getenv("KAPI_HOST_VECTOR_ROWS");
+  return !(v && *v == '0');
 }
 
 int kc_hf_loopvec_candidate(LLVMValueRef kernel) {
@@ -1693,6 +1806,7 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
                               LLVMGetBasicBlockTerminator(LLVMGetEntryBasicBlock(k->body)));
     ok = split(&s, bars, nbar, allocas, nalloca);
   }
+  unsigned nmarked = ok ? mark_kernel_accesses(&s) : 0;
   LLVMDisposeBuilder(s.b);
   LLVMDisposeBuilder(s.at_entry);
   free(bars);
@@ -1713,6 +1827,10 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
   LLVMAddAttributeAtIndex(
       k->run, LLVMAttributeFunctionIndex,
       LLVMCreateStringAttribute(s.c, "kapi-saves32", 12, n32, (unsigned)strlen(n32)));
+  snprintf(n32, sizeof n32, "%u", nmarked);
+  LLVMAddAttributeAtIndex(
+      k->run, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(s.c, "kapi-slot-noalias", 17, n32, (unsigned)strlen(n32)));
   snprintf(n32, sizeof n32, "%u", s.nshared);
   LLVMAddAttributeAtIndex(
       k->run, LLVMAttributeFunctionIndex,
