@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct kc_host_module {
   kc_hf_jit_t jit;
@@ -152,6 +153,23 @@ static int check_locals_gone(LLVMModuleRef m, char **log) {
   return 1;
 }
 
+/* KAPI_HOST_TIMES=1: each stage's CPU time (this thread's) on stderr, for where a first call's
+ * compile goes (the region split, the O3 pipeline, the gathers' windows, code generation). */
+static void stage_time(const char *what) {
+  static __thread double last;
+  static int on = -1;
+  if (on < 0) {
+    const char *v = getenv("KAPI_HOST_TIMES");
+    on = v && *v && strcmp(v, "0") != 0;
+  }
+  if (!on) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  double now = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+  if (what) fprintf(stderr, "kapi-host-time %s %.1f ms\n", what, now - last);
+  last = now;
+}
+
 typedef struct {
   kc_hf_jit_t *jit;
   LLVMModuleRef m;
@@ -216,9 +234,12 @@ static kc_status_t lower(work_t *w, char **log) {
     if (!kc_hf_lower_ids(m, &w->ks[i], log)) return KC_ERR_UNSUPPORTED;
   if (!kc_hf_rewrite_locals(m, w->ks, w->n, &w->locals, log)) return KC_ERR_UNSUPPORTED;
   if (!verify(m, "after builtin lowering", log)) return KC_ERR_LLVM;
+  stage_time("lowering");
   kc_status_t st = split_regions(w, log);
   if (st != KC_OK) return st;
+  stage_time("regions");
   if (!kc_hf_jit_passes(w->jit, m, "default<O3>", log)) return KC_ERR_LLVM;
+  stage_time("O3");
   unsigned unmasked = 0;
   for (uint32_t i = 0; i < w->n; i++)
     if (w->ks[i].scheme == KC_HF_REGIONS && w->ks[i].loopvec)
@@ -228,6 +249,7 @@ static kc_status_t lower(work_t *w, char **log) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f)) windows += kc_hf_window_gathers(f);
   if (windows && !verify(m, "after the gathers' windows", log)) return KC_ERR_LLVM;
+  stage_time("windows");
   kc_hf_vec_release(m);
   if (!check_locals_gone(m, log) || !check_frames(m, w->ks, w->n, log)) return KC_ERR_UNSUPPORTED;
   w->ir = LLVMPrintModuleToString(m);
@@ -277,6 +299,7 @@ static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *
   }
   memcpy(words, spirv, nbytes);
   kc_hf_sanitise_spirv(words, nbytes / 4);
+  stage_time(NULL);
   int read = kc_tr_read_spirv(ctx, words, nbytes, &w.m, &err);
   free(words);
   if (!read) {
@@ -289,6 +312,7 @@ static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *
   void *obj = NULL;
   size_t obj_len = 0;
   if (st == KC_OK && !kc_hf_emit_object(&mod->jit, w.m, &obj, &obj_len, log)) st = KC_ERR_TARGET;
+  stage_time("codegen");
   LLVMDisposeModule(w.m);
   if (st == KC_OK)
     st = kc_hf_jit_add_object(&mod->jit, obj, obj_len, log) ? publish(&w, mod, log) : KC_ERR_TARGET;
