@@ -4,31 +4,49 @@ suite meets per kernel. Run it with KAPI_CACHE=0 (nothing read back from the dis
 per tree to compare:
 
     KAPI_CACHE=0 PYTHONPATH=TREE python bench/first_call.py TREE
+
+or, for before/after figures of the CPU driver's switches: every kernel of bench/cpu_cases.py
+named by --only (at a small size), each variant's first call in a fresh process, the variants
+alternating, --runs rounds; prints the median wall and CPU (process time) ms per kernel and
+variant:
+
+    python bench/first_call.py --only pairwise-f32,local-scan-i32 --runs 5 \
+        --variant off:KAPI_HOST_WINDOW_GATHERS=0 [--variant NAME:VAR=VALUE[,VAR=VALUE]]
+
+The first column (`on`) is the environment as given; KAPI_CACHE=0 is set for every child, and
+the kapi imported is the one of the tree holding this script.
 """
 
+import argparse
+import json
+import os
+import statistics
+import subprocess
 import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, sys.argv[1] + "/bench" if len(sys.argv) > 1 else ".")
-import cpu_barrier  # noqa: E402
-import kernels  # noqa: E402
-
-import kapi  # noqa: E402
-from kapi import kernel_api as K  # noqa: E402
-
+HERE = os.path.dirname(os.path.abspath(__file__))
 N = 256
 
 
 def first(fn, space, *args):
+    import kapi
+
     k = kapi.kernel(getattr(fn, "py_func", fn))
     t0 = time.perf_counter()
     kapi.call_kernel(k, space, *args)
     return time.perf_counter() - t0
 
 
-def main():
+def legacy():
+    import cpu_barrier
+    import kernels
+
+    import kapi
+    from kapi import kernel_api as K
+
     a = kapi.asarray(np.random.rand(N, N).astype(np.float32))
     c = kapi.zeros((N, N), dtype=np.float32)
     v = kapi.asarray(np.random.rand(N * N).astype(np.float32))
@@ -79,6 +97,70 @@ def main():
         " ".join(f"{k}={s * 1e3:.0f}ms" for k, s in res.items()),
         f"total={sum(res.values()) * 1e3:.0f}ms",
     )
+
+
+def child(name, scale):
+    """One case's first call in this process: prints {"wall": s, "cpu": s} as JSON."""
+    from cpu_cases import cases
+
+    import kapi
+
+    (case,) = cases(scale, {name})
+    args = [kapi.asarray(a) if isinstance(a, np.ndarray) else a for a in case.args]
+    k = kapi.kernel(getattr(case.fn, "py_func", case.fn))
+    c0, t0 = time.process_time(), time.perf_counter()
+    kapi.call_kernel(k, case.space, *args)
+    assert kapi.__file__.startswith(os.path.dirname(HERE)), kapi.__file__
+    print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
+
+
+def parse_variant(spec):
+    name, _, assigns = spec.partition(":")
+    env = {}
+    for a in filter(None, assigns.split(",")):
+        var, _, val = a.partition("=")
+        env[var] = val
+    return name, env
+
+
+def main():
+    if len(sys.argv) == 2 and not sys.argv[1].startswith("-"):
+        sys.path.insert(0, sys.argv[1] + "/bench")
+        return legacy()
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--only", default="pairwise-f32,local-scan-i32,matmul-f32,black-scholes-f32")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--scale", type=float, default=-6, help="element counts times 2**S")
+    p.add_argument("--variant", action="append", default=[], help="NAME:VAR=VALUE[,VAR=VALUE]")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.dirname(HERE))  # this tree's kapi
+    if a.child:
+        return child(a.child, a.scale)
+    variants = [("on", {})] + [parse_variant(v) for v in a.variant]
+    names = [n for n in a.only.split(",") if n]
+    got = {(n, v): [] for n in names for v, _ in variants}
+    for r in range(a.runs):
+        for n in names:
+            order = variants if r % 2 == 0 else variants[::-1]
+            for v, env in order:
+                e = dict(os.environ, KAPI_CACHE="0", **env)
+                cmd = [sys.executable, __file__, "--child", n, "--scale", str(a.scale)]
+                out = subprocess.run(cmd, env=e, capture_output=True, text=True)
+                if out.returncode:
+                    sys.exit(f"{n} ({v}) failed:\n{out.stderr}")
+                got[(n, v)].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    head = "| kernel | " + " | ".join(f"{v} wall ms | {v} cpu ms" for v, _ in variants) + " |"
+    print(head)
+    print("|---" * (1 + 2 * len(variants)) + "|")
+    for n in names:
+        cells = []
+        for v, _ in variants:
+            xs = got[(n, v)]
+            cells.append(f"{statistics.median(x['wall'] for x in xs) * 1e3:.0f}")
+            cells.append(f"{statistics.median(x['cpu'] for x in xs) * 1e3:.0f}")
+        print(f"| {n} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
