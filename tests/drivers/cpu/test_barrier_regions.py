@@ -542,6 +542,23 @@ def test_cpu_rows_of_vectors_get_their_own_nests():
 
 
 @pytest.mark.skipif(not CPU, reason="no CPU device")
+def test_cpu_unbatched_run_counts_one_group():
+    # The scan is not batched: the driver gives its run function one group per call, so the
+    # group loops count a constant 1 and fold away (the count read from the call, LLVM
+    # unrolled every region's group loop: a larger build). KAPI_HOST_ONE_GROUP=0 reads it.
+    def host_ir(extra):
+        env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0", "KAPI_HOST_CPU": "skylake-avx512"}
+        r = run_script(SCAN_ONLY, env=dict(env, **extra))
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert '"kapi-batches"="no"' in r.stderr
+        return r.stderr
+
+    one, read = host_ir({}), host_ir({"KAPI_HOST_ONE_GROUP": "0"})
+    assert "kapi.count" not in one and "kapi.count" in read
+    assert one.count("\n") < read.count("\n")
+
+
+@pytest.mark.skipif(not CPU, reason="no CPU device")
 def test_cpu_kernel_accesses_miss_the_slots():
     # The scan's loads and stores of a, out and slm are marked `!noalias` every slot scope
     # (KAPI_DUMP=host: "kapi-slot-noalias"), so its copy region `slm[lid] = v` no longer

@@ -214,6 +214,7 @@ unsigned kc_hf_loopvec_width(int divergent);
 int kc_hf_region_nopeel(void);
 int kc_hf_region_memcpy(void);
 int kc_hf_region_vector_rows(void);
+int kc_hf_region_one_group(void);
 int kc_hf_loopvec_candidate(LLVMValueRef kernel);
 int kc_hf_add_yields(LLVMModuleRef m, const kc_hf_kernel_t *k, char **log);
 /* After wi is inlined into run and cleaned up: region loops guarded by `x < U` stop at U.

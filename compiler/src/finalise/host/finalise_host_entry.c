@@ -1072,9 +1072,18 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   for (int d = 0; d < 3; d++)
     t.lr[d] = group_field(b, g, KC_HG_LOCAL_RANGE, d);
   LLVMValueRef zero64 = LLVMConstInt(i64, 0, 0), one64 = LLVMConstInt(i64, 1, 0);
-  LLVMValueRef count = group_field(b, g, KC_HG_COUNT, -1);
-  t.count = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, count, zero64, ""), one64, count,
-                            "kapi.count");
+  /* A kernel that is not batched is given one group per call (kc_host_kernel_t.batches), so
+   * its group loops count a constant 1 and fold away: with the count read from the group,
+   * LLVM unrolled each region's group loop four times plus a remainder for nothing, which
+   * cost the first call (the local scan's 17 regions, three nests each, about a quarter of its
+   * build). KAPI_HOST_ONE_GROUP=0 reads the count as before. */
+  if (!k->batches && kc_hf_region_one_group()) {
+    t.count = one64;
+  } else {
+    LLVMValueRef count = group_field(b, g, KC_HG_COUNT, -1);
+    t.count = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, count, zero64, ""), one64, count,
+                              "kapi.count");
+  }
   t.lstride = group_field(b, g, KC_HG_LOCAL_STRIDE, -1);
   LLVMValueRef rows = LLVMBuildMul(b, t.lr[1], t.lr[2], "");
   LLVMValueRef n = LLVMBuildMul(b, t.lr[0], rows, "");

@@ -1143,6 +1143,14 @@ int kc_hf_region_vector_rows(void) {
   return !(v && *v == '0');
 }
 
+/* Whether the run function of a barrier kernel that is not batched counts its group loops to a
+ * constant 1 (KAPI_HOST_ONE_GROUP unset; `0`: reads the count from the group, as before): the
+ * driver gives such a kernel one group per call (kc_hf_make_region_run). */
+int kc_hf_region_one_group(void) {
+  const char *v = getenv("KAPI_HOST_ONE_GROUP");
+  return !(v && *v == '0');
+}
+
 int kc_hf_loopvec_candidate(LLVMValueRef kernel) {
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(LLVMGetGlobalParent(kernel));
   uint64_t bytes = 0;
