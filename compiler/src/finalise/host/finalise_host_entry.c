@@ -663,8 +663,9 @@ typedef struct {
   batch_layout_t L;
   const kc_hf_kernel_t *k;
   unsigned na;
-  unsigned xw;        /* nonzero: the x loop's count is this constant (a vector's lanes) */
-  LLVMValueRef xrows; /* with xw: the row's vectors, a loop around the x loop (rows of vectors) */
+  unsigned xw;         /* nonzero: the x loop's count is this constant (a vector's lanes) */
+  LLVMValueRef xrows;  /* with xw: the row's vectors, a loop around the x loop (rows of vectors) */
+  int nounroll_groups; /* 1: the group loops are marked not to unroll */
 } nest_t;
 
 /* In a prefetching region's group loop, at group j: `for q < n: mark(j, ..., q, n)`, n the
@@ -769,6 +770,15 @@ static LLVMBasicBlockRef region_nest(nest_t *t, LLVMBasicBlockRef from, uint32_t
   }
   LLVMBasicBlockRef ej = LLVMAppendBasicBlockInContext(c, t->fn, "grp.done");
   loop_close(b, &lj, t->count, ej);
+  if (t->nounroll_groups) { /* one group per call: unrolling it only adds code */
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
+    LLVMMetadataRef off = LLVMMDStringInContext2(c, "llvm.loop.unroll.disable", 24);
+    LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(c, &off, 1)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, id);
+    LLVMSetMetadata(LLVMGetBasicBlockTerminator(lj.latch),
+                    LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, id));
+  }
   return ej;
 }
 
@@ -1072,12 +1082,15 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   for (int d = 0; d < 3; d++)
     t.lr[d] = group_field(b, g, KC_HG_LOCAL_RANGE, d);
   LLVMValueRef zero64 = LLVMConstInt(i64, 0, 0), one64 = LLVMConstInt(i64, 1, 0);
-  /* A kernel that is not batched is given one group per call (kc_host_kernel_t.batches), so
-   * its group loops count a constant 1 and fold away: with the count read from the group,
-   * LLVM unrolled each region's group loop four times plus a remainder for nothing, which
-   * cost the first call (the local scan's 17 regions, three nests each, about a quarter of its
-   * build). KAPI_HOST_ONE_GROUP=0 reads the count as before. */
-  if (!k->batches && kc_hf_region_one_group()) {
+  /* A kernel that is not batched is given one group per call (kc_host_kernel_t.batches):
+   * LLVM unrolled each region's group loop four times plus a remainder for nothing, which cost
+   * the first call (about a tenth of the local scan's and the tiled matmul's build), so its
+   * group loops are marked not to unroll. KAPI_HOST_ONE_GROUP=2 counts them to a constant 1
+   * instead (they fold away: a third of those builds, the tiled matmul 15% faster, but the
+   * scan 20% slower, not understood yet); `0`, unrolled as before. */
+  int one = k->batches ? 0 : kc_hf_region_one_group();
+  t.nounroll_groups = one == 1;
+  if (one == 2) {
     t.count = one64;
   } else {
     LLVMValueRef count = group_field(b, g, KC_HG_COUNT, -1);

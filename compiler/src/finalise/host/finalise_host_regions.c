@@ -1143,12 +1143,12 @@ int kc_hf_region_vector_rows(void) {
   return !(v && *v == '0');
 }
 
-/* Whether the run function of a barrier kernel that is not batched counts its group loops to a
- * constant 1 (KAPI_HOST_ONE_GROUP unset; `0`: reads the count from the group, as before): the
- * driver gives such a kernel one group per call (kc_hf_make_region_run). */
+/* How the run function of a barrier kernel that is not batched (one group per call) builds its
+ * group loops (KAPI_HOST_ONE_GROUP): 1 (unset), marked not to unroll; 2, a constant count of 1;
+ * 0, unrolled by LLVM as before (kc_hf_make_region_run). */
 int kc_hf_region_one_group(void) {
   const char *v = getenv("KAPI_HOST_ONE_GROUP");
-  return !(v && *v == '0');
+  return v && *v == '0' ? 0 : v && *v == '2' ? 2 : 1;
 }
 
 int kc_hf_loopvec_candidate(LLVMValueRef kernel) {
