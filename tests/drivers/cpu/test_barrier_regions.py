@@ -542,7 +542,7 @@ def test_cpu_rows_of_vectors_get_their_own_nests():
 
 
 @pytest.mark.skipif(not CPU, reason="no CPU device")
-def test_cpu_unbatched_group_loops_do_not_unroll():
+def test_cpu_unbatched_group_loops_do_not_unroll(monkeypatch):
     # The scan is not batched: the driver gives its run function one group per call, so its
     # group loops are marked not to unroll (LLVM unrolled each region's four times plus a
     # remainder: a larger build). KAPI_HOST_ONE_GROUP=0 unrolls them, as before; `2` counts
@@ -553,6 +553,7 @@ def test_cpu_unbatched_group_loops_do_not_unroll():
         assert '"kapi-batches"="no"' in r.stderr
         return r.stderr
 
+    monkeypatch.delenv("KAPI_HOST_ONE_GROUP", raising=False)  # the default, for host_ir({})
     marked, unrolled, const = (host_ir({"KAPI_HOST_ONE_GROUP": v}) for v in ("1", "0", "2"))
     assert host_ir({}).count("\n") == marked.count("\n")
     remainder = re.compile(r"^grp[.0-9]*\.epil", re.M)  # the unroller's remainder loop
