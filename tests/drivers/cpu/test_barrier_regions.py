@@ -553,9 +553,10 @@ def test_cpu_unbatched_group_loops_do_not_unroll(monkeypatch):
         assert '"kapi-batches"="no"' in r.stderr
         return r.stderr
 
-    monkeypatch.delenv("KAPI_HOST_ONE_GROUP", raising=False)  # the default, for host_ir({})
-    marked, unrolled, const = (host_ir({"KAPI_HOST_ONE_GROUP": v}) for v in ("1", "0", "2"))
-    assert host_ir({}).count("\n") == marked.count("\n")
+    monkeypatch.delenv("KAPI_HOST_ONE_GROUP", raising=False)  # the default: marked
+    marked, unrolled, const = (
+        host_ir(e) for e in ({}, {"KAPI_HOST_ONE_GROUP": "0"}, {"KAPI_HOST_ONE_GROUP": "2"})
+    )
     remainder = re.compile(r"^grp[.0-9]*\.epil", re.M)  # the unroller's remainder loop
     assert not remainder.search(marked)
     if remainder.search(unrolled):  # LLVM unrolls them for this CPU (it does for Zen 4)
