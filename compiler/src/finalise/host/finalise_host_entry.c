@@ -1087,7 +1087,7 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
    * the first call (about a tenth of the local scan's and the tiled matmul's build), so its
    * group loops are marked not to unroll. KAPI_HOST_ONE_GROUP=2 counts them to a constant 1
    * instead (they fold away: a third of those builds, the tiled matmul 15% faster, but the
-   * scan 20% slower, not understood yet); `0`, unrolled as before. */
+   * scan 20% slower: a value spilled and reloaded in its row loops); `0`, unrolled as before. */
   int one = k->batches ? 0 : kc_hf_region_one_group();
   t.nounroll_groups = one == 1;
   if (one == 2) {
