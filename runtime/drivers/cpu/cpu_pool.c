@@ -8,7 +8,16 @@
  * is left itself, then closes the launch once no joined worker is still busy (so a tiny launch
  * costs at most one futex wake, and a late worker just finds the launch closed). Launches with
  * few work-items run on the caller alone. Nothing on the launch path allocates once the scratch
- * buffers have grown to the largest launch seen. */
+ * buffers have grown to the largest launch seen.
+ *
+ * Finishing and waking (KAPI_CPU_POOL=0 gives the scheme before, for comparisons): chunks shrink
+ * as a block drains (half of what is left, down to a quarter of a chunk), so the last groups
+ * handed out are small and a thread that took one late holds the launch up least; an idle
+ * worker polls for a bounded time (KAPI_CPU_SPIN_US, 100 by default) before it sleeps; and the
+ * launcher wakes only KAPI_CPU_WAKE sleeping workers (2), each worker that joins waking two
+ * more while the launch has room for them, a tree instead of one system call that wakes every
+ * sleeper before the launcher starts its own groups (and wakes workers a small launch has no
+ * chunks for). */
 #define _GNU_SOURCE
 #include "cpu_driver.h"
 
@@ -27,8 +36,13 @@
  * caller, and no chunk handed to a worker is expected to take less than CHUNK_NS. */
 #define INLINE_NS 4000u
 #define CHUNK_NS 8000u
-/* Polls before a worker or the launcher goes to sleep on a futex. */
+/* Polls before a worker or the launcher goes to sleep on a futex (KAPI_CPU_POOL=0), and the
+ * default time an idle worker polls otherwise (KAPI_CPU_SPIN_US). */
 #define SPIN_POLLS 2000
+#define SPIN_NS 100000u
+/* Sleepers the launcher wakes (KAPI_CPU_WAKE), and each worker that joins wakes. */
+#define WAKE_FIRST 2u
+#define WAKE_FANOUT 2
 #define CACHE_LINE 64
 
 /* A participant's private buffers for the groups it runs, a cache line apart from the next
@@ -75,10 +89,14 @@ struct cpu_pool {
   /* The launch: written by the launcher while the state is closed. */
   const cpu_launch_t *launch;
   uint64_t total, chunk;
+  uint64_t min_chunk;        /* the smallest piece chunks shrink to (guided scheme) */
   uint32_t nblocks;          /* blocks this launch uses (1 when the launcher runs it alone) */
   _Atomic uint32_t max_join; /* workers that may join: one per chunk beyond the launcher's */
   bool stop;
-  bool share; /* KAPI_CPU_SHARE=1: every launch of two or more groups goes to the workers */
+  bool share;  /* KAPI_CPU_SHARE=1: every launch of two or more groups goes to the workers */
+  bool legacy; /* KAPI_CPU_POOL=0: fixed chunks, poll-count spins, every sleeper woken at once */
+  uint64_t spin_ns;                            /* how long an idle worker polls before it sleeps */
+  uint32_t wake_first;                         /* sleepers the launcher wakes itself */
   _Alignas(CACHE_LINE) _Atomic uint64_t state; /* generation | active workers | closed */
   _Alignas(CACHE_LINE) _Atomic uint32_t wake;  /* the generation, as a futex word */
   _Atomic uint32_t sleepers;
@@ -98,8 +116,8 @@ static void futex_wait(_Atomic uint32_t *word, uint32_t expect) {
   syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expect, NULL, NULL, 0);
 }
 
-static void futex_wake_all(_Atomic uint32_t *word) {
-  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+static void futex_wake(_Atomic uint32_t *word, int n) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
 /* Grows buf to hold n items of size sz; false when out of memory. Only the first launches of
@@ -212,11 +230,31 @@ static bool run_groups(const cpu_launch_t *l, void *const *args, uint64_t first,
   return true;
 }
 
-/* The next chunk of block b, or false when it is all handed out. */
-static bool take(cpu_block_t *b, uint64_t chunk, uint64_t *first, uint64_t *last) {
-  if (atomic_load_explicit(&b->next, memory_order_relaxed) >= b->end) return false;
-  uint64_t f = atomic_fetch_add_explicit(&b->next, chunk, memory_order_relaxed);
+/* The next chunk of block b, or false when it is all handed out. Fixed chunks (legacy) or
+ * guided ones: a chunk, or half of what is left once that is less than two chunks, but never
+ * less than min_chunk. Either way every group is handed out exactly once: [first, last) is
+ * claimed by moving b->next past it atomically. */
+static bool take(cpu_pool_t *pool, cpu_block_t *b, uint64_t *first, uint64_t *last) {
+  uint64_t f = atomic_load_explicit(&b->next, memory_order_relaxed);
   if (f >= b->end) return false;
+  uint64_t chunk = pool->chunk;
+  if (pool->legacy) {
+    f = atomic_fetch_add_explicit(&b->next, chunk, memory_order_relaxed);
+    if (f >= b->end) return false;
+  } else {
+    for (;;) {
+      uint64_t left = b->end - f, n = left / 2;
+      if (n > chunk) n = chunk;
+      if (n < pool->min_chunk) n = pool->min_chunk;
+      if (n > left || n == 0) n = left;
+      if (atomic_compare_exchange_weak_explicit(&b->next, &f, f + n, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        chunk = n;
+        break;
+      }
+      if (f >= b->end) return false;
+    }
+  }
   *first = f;
   *last = f + chunk < b->end ? f + chunk : b->end;
   return true;
@@ -234,7 +272,7 @@ static void participate(cpu_pool_t *pool, cpu_scratch_t *s, uint32_t home, poll_
   for (uint32_t i = 0; i < nb; i++) {
     cpu_block_t *b = &pool->blocks[(home + i) % nb];
     uint64_t first, last;
-    while (take(b, pool->chunk, &first, &last))
+    while (take(pool, b, &first, &last))
       if (!run_groups(l, args, first, last, poll)) {
         if (!atomic_load(&pool->interrupted)) atomic_store(&pool->group_failed, 1);
         return;
@@ -252,9 +290,26 @@ static bool groups_left(cpu_pool_t *pool) {
 
 /* Returns once the generation differs from seen: a short spin, then sleep on the futex. */
 static void await_generation(cpu_pool_t *pool, uint32_t seen) {
-  for (int i = 0; i < SPIN_POLLS; i++) {
-    if (STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire)) != seen) return;
-    cpu_relax();
+  if (pool->legacy) {
+    for (int i = 0; i < SPIN_POLLS; i++) {
+      if (STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire)) != seen) return;
+      cpu_relax();
+    }
+  } else {
+    /* Polls for spin_ns (a pause costs from ~10 to ~140 cycles by CPU model, so a count of
+     * polls is no bound in time): the clock read every 64 polls. */
+    uint64_t until = 0;
+    for (uint32_t i = 1;; i++) {
+      if (STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire)) != seen) return;
+      cpu_relax();
+      if (i % 64 == 0) {
+        uint64_t now = zed_now_ns();
+        if (!until)
+          until = now + pool->spin_ns;
+        else if (now >= until)
+          break;
+      }
+    }
   }
   while (STATE_GEN(atomic_load(&pool->state)) == seen) {
     atomic_fetch_add(&pool->sleepers, 1);
@@ -263,13 +318,17 @@ static void await_generation(cpu_pool_t *pool, uint32_t seen) {
   }
 }
 
-/* Joins launch gen unless it is closed or already replaced. */
-static bool join(cpu_pool_t *pool, uint32_t gen) {
+/* Joins launch gen unless it is closed or already replaced, or full. *room: how many more
+ * workers may join after this one. */
+static bool join(cpu_pool_t *pool, uint32_t gen, uint32_t *room) {
   uint64_t s = atomic_load(&pool->state);
   /* max_join may belong to a newer launch by now; the CAS then fails on the generation. */
   uint32_t cap = atomic_load_explicit(&pool->max_join, memory_order_relaxed);
   while (STATE_GEN(s) == gen && !(s & STATE_CLOSED) && STATE_ACTIVE(s) < cap)
-    if (atomic_compare_exchange_weak(&pool->state, &s, s + STATE_ONE_ACTIVE)) return true;
+    if (atomic_compare_exchange_weak(&pool->state, &s, s + STATE_ONE_ACTIVE)) {
+      *room = cap - STATE_ACTIVE(s) - 1;
+      return true;
+    }
   return false;
 }
 
@@ -286,7 +345,11 @@ static void *worker_main(void *arg) {
     await_generation(pool, seen);
     seen = STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire));
     if (pool->stop) break;
-    if (!join(pool, seen)) continue; /* the launcher finished without us */
+    uint32_t room;
+    if (!join(pool, seen, &room)) continue; /* the launcher finished without us */
+    /* The wake tree: pass the wake on while the launch has room for more workers. */
+    if (!pool->legacy && room && atomic_load(&pool->sleepers))
+      futex_wake(&pool->wake, room < WAKE_FANOUT ? (int)room : WAKE_FANOUT);
     poll_t poll = POLL_INIT(pool, false);
     participate(pool, &pool->scratch[w->index], w->index, &poll);
     leave(pool);
@@ -330,6 +393,14 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   atomic_store(&pool->state, STATE_CLOSED); /* generation 0: no launch yet */
   const char *share = getenv("KAPI_CPU_SHARE");
   pool->share = share && strcmp(share, "1") == 0;
+  const char *scheme = getenv("KAPI_CPU_POOL");
+  pool->legacy = scheme && strcmp(scheme, "0") == 0;
+  const char *spin = getenv("KAPI_CPU_SPIN_US");
+  long spin_us = spin ? strtol(spin, NULL, 10) : -1;
+  pool->spin_ns = spin_us >= 0 && spin_us <= 1000000 ? (uint64_t)spin_us * 1000 : SPIN_NS;
+  const char *wake = getenv("KAPI_CPU_WAKE");
+  long wake_n = wake ? strtol(wake, NULL, 10) : 0;
+  pool->wake_first = wake_n > 0 && wake_n <= INT_MAX ? (uint32_t)wake_n : WAKE_FIRST;
   /* Workers get the process's CPUs, not the mask of the thread creating them. */
   pthread_attr_t attr, *use = NULL;
   cpu_set_t cpus;
@@ -355,11 +426,12 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   return pool;
 }
 
-/* Publishes generation gen (open or closed) and wakes sleeping workers. */
-static void publish(cpu_pool_t *pool, uint32_t gen, bool closed) {
+/* Publishes generation gen (open or closed) and wakes up to `wake` sleeping workers. */
+static void publish(cpu_pool_t *pool, uint32_t gen, bool closed, uint32_t wake) {
   atomic_store(&pool->state, ((uint64_t)gen << 32) | (closed ? STATE_CLOSED : 0));
   atomic_store(&pool->wake, gen); /* seq_cst: pairs with the sleepers count */
-  if (atomic_load(&pool->sleepers)) futex_wake_all(&pool->wake);
+  if (wake && atomic_load(&pool->sleepers))
+    futex_wake(&pool->wake, wake < INT_MAX ? (int)wake : INT_MAX);
 }
 
 void cpu_pool_free_orphan(cpu_pool_t *pool) {
@@ -374,7 +446,7 @@ void cpu_pool_free_orphan(cpu_pool_t *pool) {
 void cpu_pool_destroy(cpu_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
   pool->stop = true;
-  publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, true);
+  publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, true, UINT32_MAX);
   pthread_mutex_unlock(&pool->lock);
   for (uint32_t i = 0; i < pool->threads; i++)
     pthread_join(pool->workers[i].thread, NULL);
@@ -422,6 +494,7 @@ static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, ui
     if (chunk < CHUNK_NS / group_ns) chunk = CHUNK_NS / group_ns;
   }
   if (chunk == 0) chunk = 1;
+  pool->min_chunk = alone ? total : chunk / 4 ? chunk / 4 : 1;
   uint64_t extra = (total + chunk - 1) / chunk - 1; /* chunks beyond the launcher's first */
   pool->chunk = alone ? total : chunk;
   return alone ? 0 : extra < pool->threads ? (uint32_t)extra : pool->threads;
@@ -465,7 +538,10 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   atomic_store_explicit(&pool->interrupted, 0, memory_order_relaxed);
   if (!alone) {
     zed_clear_flag(&pool->idle);
-    publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false);
+    uint32_t wake = pool->legacy                 ? UINT32_MAX
+                    : joiners < pool->wake_first ? joiners
+                                                 : pool->wake_first;
+    publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false, wake);
   }
   poll_t poll = POLL_INIT(pool, true);
   participate(pool, &pool->scratch[pool->threads], pool->threads, &poll);
