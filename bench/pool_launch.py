@@ -22,14 +22,11 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
 SIZES = (10, 14, 17, 20, 24)  # log2 of the triad's items
 GAP_US = 2000
 
 CHILD = r"""
 import json, statistics, sys, time
-import numpy as np
 import kapi
 
 @kapi.kernel
@@ -145,7 +142,7 @@ def main():
             if len(names) > 1:
                 row += "   " + " ".join(f"{m / meds[-1]:10.2f}x" for m in meds[:-1])
             print(row)
-            table[f"{case} | {t}"] = dict(zip(names, meds))
+            table[f"{case} | {t}"] = dict(zip(names, meds, strict=True))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1)
