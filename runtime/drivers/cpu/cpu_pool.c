@@ -10,7 +10,8 @@
  * few work-items run on the caller alone. Nothing on the launch path allocates once the scratch
  * buffers have grown to the largest launch seen.
  *
- * Finishing and waking (KAPI_CPU_POOL=0 gives the scheme before, for comparisons): chunks shrink
+ * Finishing and waking (cpu_launch_t.legacy, from KAPI_CPU_POOL=0 when the kernel was created,
+ * gives the scheme before, for comparisons): chunks shrink
  * as a block drains (half of what is left, down to a quarter of a chunk), so the last groups
  * handed out are small and a thread that took one late holds the launch up least; an idle
  * worker polls for a bounded time (KAPI_CPU_SPIN_US, 100 by default) before it sleeps; and the
@@ -93,8 +94,11 @@ struct cpu_pool {
   uint32_t nblocks;          /* blocks this launch uses (1 when the launcher runs it alone) */
   _Atomic uint32_t max_join; /* workers that may join: one per chunk beyond the launcher's */
   bool stop;
-  bool share;  /* KAPI_CPU_SHARE=1: every launch of two or more groups goes to the workers */
-  bool legacy; /* KAPI_CPU_POOL=0: fixed chunks, poll-count spins, every sleeper woken at once */
+  bool share; /* KAPI_CPU_SHARE=1: every launch of two or more groups goes to the workers */
+  /* The current or last launch's cpu_launch_t.legacy: fixed chunks, poll-count spins, every
+   * sleeper woken at once. Set by the launcher while the state is closed; read by idle
+   * workers too, hence atomic. */
+  _Atomic bool legacy;
   uint64_t spin_ns;                            /* how long an idle worker polls before it sleeps */
   uint32_t wake_first;                         /* sleepers the launcher wakes itself */
   _Alignas(CACHE_LINE) _Atomic uint64_t state; /* generation | active workers | closed */
@@ -238,7 +242,7 @@ static bool take(cpu_pool_t *pool, cpu_block_t *b, uint64_t *first, uint64_t *la
   uint64_t f = atomic_load_explicit(&b->next, memory_order_relaxed);
   if (f >= b->end) return false;
   uint64_t chunk = pool->chunk;
-  if (pool->legacy) {
+  if (atomic_load_explicit(&pool->legacy, memory_order_relaxed)) {
     f = atomic_fetch_add_explicit(&b->next, chunk, memory_order_relaxed);
     if (f >= b->end) return false;
   } else {
@@ -290,7 +294,7 @@ static bool groups_left(cpu_pool_t *pool) {
 
 /* Returns once the generation differs from seen: a short spin, then sleep on the futex. */
 static void await_generation(cpu_pool_t *pool, uint32_t seen) {
-  if (pool->legacy) {
+  if (atomic_load_explicit(&pool->legacy, memory_order_relaxed)) {
     for (int i = 0; i < SPIN_POLLS; i++) {
       if (STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire)) != seen) return;
       cpu_relax();
@@ -348,7 +352,8 @@ static void *worker_main(void *arg) {
     uint32_t room;
     if (!join(pool, seen, &room)) continue; /* the launcher finished without us */
     /* The wake tree: pass the wake on while the launch has room for more workers. */
-    if (!pool->legacy && room && atomic_load(&pool->sleepers))
+    if (!atomic_load_explicit(&pool->legacy, memory_order_relaxed) && room &&
+        atomic_load(&pool->sleepers))
       futex_wake(&pool->wake, room < WAKE_FANOUT ? (int)room : WAKE_FANOUT);
     poll_t poll = POLL_INIT(pool, false);
     participate(pool, &pool->scratch[w->index], w->index, &poll);
@@ -393,8 +398,6 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   atomic_store(&pool->state, STATE_CLOSED); /* generation 0: no launch yet */
   const char *share = getenv("KAPI_CPU_SHARE");
   pool->share = share && strcmp(share, "1") == 0;
-  const char *scheme = getenv("KAPI_CPU_POOL");
-  pool->legacy = scheme && strcmp(scheme, "0") == 0;
   const char *spin = getenv("KAPI_CPU_SPIN_US");
   long spin_us = spin ? strtol(spin, NULL, 10) : -1;
   pool->spin_ns = spin_us >= 0 && spin_us <= 1000000 ? (uint64_t)spin_us * 1000 : SPIN_NS;
@@ -520,6 +523,7 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   uint64_t items = total * l->local_size[0] * l->local_size[1] * l->local_size[2];
   pthread_mutex_lock(&pool->lock);
   uint64_t start = l->cost ? zed_now_ns() : 0;
+  atomic_store_explicit(&pool->legacy, l->legacy, memory_order_relaxed);
   uint32_t joiners = plan(pool, l, total, items);
   bool alone = joiners == 0;
   pool->launch = l;
@@ -538,7 +542,7 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   atomic_store_explicit(&pool->interrupted, 0, memory_order_relaxed);
   if (!alone) {
     zed_clear_flag(&pool->idle);
-    uint32_t wake = pool->legacy                 ? UINT32_MAX
+    uint32_t wake = l->legacy                    ? UINT32_MAX
                     : joiners < pool->wake_first ? joiners
                                                  : pool->wake_first;
     publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false, wake);

@@ -10,6 +10,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Every launch runs under the scheme the suite is testing (cpu_launch_t.legacy). */
+static bool legacy_scheme;
+static ze_result_t run(cpu_pool_t *pool, const cpu_launch_t *l) {
+  cpu_launch_t copy = *l;
+  copy.legacy = legacy_scheme;
+  return cpu_pool_run(pool, &copy);
+}
+
 #define GX 7
 #define GY 5
 #define GZ 3
@@ -56,7 +64,7 @@ static void test_all_groups(cpu_pool_t *pool) {
   for (int round = 0; round < 3; round++) {
     memset(hits, 0, sizeof hits);
     memset(out, 0, sizeof out);
-    EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+    EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
     int wrong = 0;
     for (int z = 0; z < GZ; z++)
       for (int y = 0; y < GY; y++)
@@ -84,7 +92,7 @@ static void test_inline(cpu_pool_t *pool) {
   launcher = pthread_self();
   atomic_store(&inline_ran, 0);
   cpu_launch_t l = {.run = inline_fn, .group_count = {4, 1, 1}, .local_size = {8, 1, 1}};
-  EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+  EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
   EXPECT(atomic_load(&inline_ran) == 4); /* 32 work-items: all on the calling thread */
 }
 
@@ -102,7 +110,7 @@ static void test_many_small(cpu_pool_t *pool) {
   memset(small_hits, 0, sizeof small_hits);
   int failed = 0;
   for (int i = 0; i < LAUNCHES; i++)
-    failed += cpu_pool_run(pool, &l) != ZE_RESULT_SUCCESS;
+    failed += run(pool, &l) != ZE_RESULT_SUCCESS;
   EXPECT(failed == 0);
   for (int g = 0; g < 3; g++)
     EXPECT(atomic_load(&small_hits[g]) == LAUNCHES);
@@ -132,9 +140,9 @@ static kc_status_t failing_fn(const kc_host_group_t *g) {
 
 static void test_group_failure(cpu_pool_t *pool) {
   cpu_launch_t l = {.run = failing_fn, .group_count = {64, 1, 1}, .local_size = {64, 1, 1}};
-  EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
+  EXPECT(run(pool, &l) == ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
   cpu_launch_t ok = {.run = small_fn, .group_count = {3, 1, 1}, .local_size = {128, 1, 1}};
-  EXPECT(cpu_pool_run(pool, &ok) == ZE_RESULT_SUCCESS); /* the next launch is unaffected */
+  EXPECT(run(pool, &ok) == ZE_RESULT_SUCCESS); /* the next launch is unaffected */
 }
 
 /* Interrupts: 4000 groups of 1 ms would take seconds; the check, called from about 50 ms in,
@@ -155,7 +163,7 @@ static void test_interrupt(cpu_pool_t *pool) {
   cpu_launch_t l = {.run = slow_fn, .group_count = {4000, 1, 1}, .local_size = {256, 1, 1}};
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  EXPECT(cpu_pool_run(pool, &l) == CPU_RESULT_INTERRUPTED);
+  EXPECT(run(pool, &l) == CPU_RESULT_INTERRUPTED);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   EXPECT(atomic_load(&checks) == 3 && took > 0.09 && took < 1.0);
@@ -163,7 +171,7 @@ static void test_interrupt(cpu_pool_t *pool) {
   EXPECT(cpu_set_interrupt_check(NULL, NULL) == ZE_RESULT_SUCCESS);
   atomic_store(&ran_groups, 0);
   cpu_launch_t quick = {.run = slow_fn, .group_count = {40, 1, 1}, .local_size = {256, 1, 1}};
-  EXPECT(cpu_pool_run(pool, &quick) == ZE_RESULT_SUCCESS && atomic_load(&ran_groups) == 40);
+  EXPECT(run(pool, &quick) == ZE_RESULT_SUCCESS && atomic_load(&ran_groups) == 40);
   atomic_store(&ran_groups, 0);
   atomic_store(&checks, 0);
 }
@@ -174,9 +182,9 @@ static void test_learning(cpu_pool_t *pool) {
   cpu_launch_t l = {
       .run = where_fn, .group_count = {64, 1, 1}, .local_size = {64, 1, 1}, .cost = &cost};
   for (int i = 0; i < 50; i++)
-    EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+    EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
   atomic_store(&on_worker, 0);
-  EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+  EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
   EXPECT(atomic_load(&cost) != 0 && atomic_load(&on_worker) == 0);
   _Atomic uint32_t heavy_cost = 0;
   cpu_launch_t h = {
@@ -184,7 +192,7 @@ static void test_learning(cpu_pool_t *pool) {
   int shared = 0;
   for (int i = 0; i < 6; i++) {
     atomic_store(&on_worker, 0);
-    EXPECT(cpu_pool_run(pool, &h) == ZE_RESULT_SUCCESS);
+    EXPECT(run(pool, &h) == ZE_RESULT_SUCCESS);
     shared += i > 0 && atomic_load(&on_worker); /* after the first run the cost is known */
   }
   EXPECT(shared > 0);
@@ -210,7 +218,7 @@ static void test_exactly_once(cpu_pool_t *pool) {
   cpu_launch_t l = {
       .run = uneven_fn, .group_count = {MANY, 1, 1}, .local_size = {64, 1, 1}, .cost = &cost};
   for (int i = 0; i < 30; i++) {
-    EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+    EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
     if (i % 10 == 9) usleep(5000); /* some launches find the workers asleep */
   }
   int wrong = 0;
@@ -252,17 +260,16 @@ static void test_wake_tree(void) {
   for (int round = 0; round < 4 && best < TREE_WORKERS + 1; round++) {
     usleep(20000);
     atomic_store(&seen_count, 0);
-    EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+    EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
     if (atomic_load(&seen_count) > best) best = atomic_load(&seen_count);
   }
   EXPECT(best == TREE_WORKERS + 1);
   cpu_pool_destroy(pool);
 }
 
-/* Every test under one scheme of chunking and waking (KAPI_CPU_POOL, read when a pool is
- * created). */
-static void suite(const char *scheme) {
-  setenv("KAPI_CPU_POOL", scheme, 1);
+/* Every test under one scheme of chunking and waking. */
+static void suite(bool legacy) {
+  legacy_scheme = legacy;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   cpu_pool_t *pool = cpu_pool_create(cores > 1 ? (uint32_t)cores - 1 : 1);
   EXPECT(pool != NULL);
@@ -289,11 +296,10 @@ static void suite(const char *scheme) {
     test_interrupt(none);
     cpu_pool_destroy(none);
   }
-  unsetenv("KAPI_CPU_POOL");
 }
 
 int main(void) {
-  suite("1");
-  suite("0"); /* the scheme before */
+  suite(false);
+  suite(true); /* the scheme before */
   return ze_test_result("cpu_pool_test");
 }
