@@ -27,6 +27,7 @@ GAP_US = 2000
 
 CHILD = r"""
 import json, statistics, sys, time
+import numpy as np
 import kapi
 
 @kapi.kernel
