@@ -123,6 +123,9 @@ def main():
         for t in counts:
             for name, env in variants if rnd % 2 == 0 else variants[::-1]:
                 got = child(t, env)
+                # each process's figures as they come, so a run cut short still shows some
+                short = ", ".join(f"{c.split(' (')[0]} {us:.1f}" for c, us in got.items())
+                print(f"round {rnd} threads {t} {name}: {short}", flush=True)
                 for case, us in got.items():
                     res.setdefault((name, t), {}).setdefault(case, []).append(us)
     print(
