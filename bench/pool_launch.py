@@ -86,6 +86,50 @@ print("RESULT " + json.dumps(out))
 """
 
 
+# One case alone with KAPI_CPU_POOL_STATS=1: the pool's own account of its shared launches.
+STATS_CHILD = r"""
+import sys
+import numpy as np
+import kapi
+
+@kapi.kernel
+def triad(item, a, b, c, s):
+    i = item.get_id(0)
+    a[i] = b[i] + s * c[i]
+
+dev = kapi.Device("cpu")
+case = sys.argv[1]
+n = 1 << (17 if case == "triad" else 24)
+x = kapi.asarray(np.random.default_rng(2).random(n, dtype=np.float32), device=dev)
+a, c = kapi.empty_like(x), kapi.empty_like(x)
+for _ in range(300 if case == "triad" else 40):
+    if case == "triad":
+        kapi.call_kernel(triad, kapi.Range(n), a, x, c, np.float32(3))
+    else:
+        x.max()
+    dev.default_queue.wait()
+"""
+
+
+def stats_child(threads: int, env_extra: dict, case: str) -> str:
+    env = dict(
+        os.environ,
+        KAPI_DRIVERS="cpu",
+        KAPI_CPU_THREADS=str(threads),
+        KAPI_CPU_POOL_STATS="1",
+        **env_extra,
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", STATS_CHILD, case],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    got = [ln for ln in r.stderr.splitlines() if ln.startswith("kapi-cpu-pool:")]
+    return got[-1][len("kapi-cpu-pool: ") :] if got else f"(no figures; rc {r.returncode})"
+
+
 def child(threads: int, env_extra: dict) -> dict:
     env = dict(os.environ, KAPI_DRIVERS="cpu", KAPI_CPU_THREADS=str(threads), **env_extra)
     code = f"SIZES = {SIZES!r}\nGAP_US = {GAP_US}\n" + CHILD
@@ -110,6 +154,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--variant", action="append", default=[], help="NAME:VAR=VALUE[,...]")
     ap.add_argument("--json", default=None)
+    ap.add_argument(
+        "--stats",
+        action="store_true",
+        help="then the pool's own account (KAPI_CPU_POOL_STATS=1) of x.max() and a 2^17 triad",
+    )
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0))
     if args.threads:
@@ -147,6 +196,13 @@ def main():
                 row += "   " + " ".join(f"{m / meds[-1]:10.2f}x" for m in meds[:-1])
             print(row)
             table[f"{case} | {t}"] = dict(zip(names, meds, strict=True))
+    if args.stats:
+        print("the pool's account of its shared launches (KAPI_CPU_POOL_STATS=1):")
+        for case in ("max", "triad"):
+            for t in counts:
+                for name, env in variants:
+                    what = "x.max() 2^24" if case == "max" else "triad 2^17"
+                    print(f"  {what}, {t} threads, {name}: {stats_child(t, env, case)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1)

@@ -23,7 +23,7 @@ echo "cpuidle: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null)
   "governor: $(cat /sys/devices/system/cpu/cpu1/cpufreq/scaling_governor 2>/dev/null)"
 THREADS=${THREADS:-1,4,$N}
 
-step launch timeout 60 python3 bench/pool_launch.py --threads "$THREADS" --rounds "${ROUNDS:-2}" \
+step launch timeout 60 python3 bench/pool_launch.py --threads "$THREADS" --rounds "${ROUNDS:-2}" --stats \
   --variant before:KAPI_CPU_POOL=0 --json "$OUT/pool_launch.json" 2>&1 | tee "$OUT/pool_launch.log"
 
 for pool in 0 1; do
