@@ -23,14 +23,14 @@ echo "cpuidle: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null)
   "governor: $(cat /sys/devices/system/cpu/cpu1/cpufreq/scaling_governor 2>/dev/null)"
 THREADS=${THREADS:-1,4,$N}
 
-step launch timeout 60 python3 bench/pool_launch.py --threads "$THREADS" --rounds "${ROUNDS:-2}" --stats \
+step launch timeout 70 python3 bench/pool_launch.py --threads "$THREADS" --rounds "${ROUNDS:-2}" --stats \
   --variant before:KAPI_CPU_POOL=0 --json "$OUT/pool_launch.json" 2>&1 | tee "$OUT/pool_launch.log"
 
 for pool in 0 1; do
-  step argred env KAPI_CPU_POOL=$pool timeout 25 python3 bench/argred.py --device cpu \
+  step argred env KAPI_CPU_POOL=$pool timeout 22 python3 bench/argred.py --device cpu \
     --log2n 24 --rounds 3 --variants blocks,cpug16 2>&1 | tee "$OUT/argred_pool$pool.log"
 done
 for pool in 0 1; do
-  step primitives env KAPI_CPU_POOL=$pool timeout 20 python3 bench/primitives.py --device cpu \
+  step primitives env KAPI_CPU_POOL=$pool timeout 18 python3 bench/primitives.py --device cpu \
     --log2n 24 --only reduce,cumsum 2>&1 | tee "$OUT/primitives_pool$pool.log"
 done
