@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The CPU device's launch cost and reductions on the GPU machine's cores, the pool's scheme
-# before (KAPI_CPU_POOL=0: fixed chunks, poll-count spin, every sleeper woken by the launcher)
-# and after (the default: guided chunks, time-bounded poll, wake tree), in one device call
-# (under 150 s on the 16-core host):
+# before (KAPI_CPU_POOL=0: fixed chunks, poll-count spin, every sleeper woken by the launcher,
+# cost learned from the whole launch) and after (the default: guided chunks, time-bounded poll,
+# wake tree, cost learned from the launcher's own groups; KAPI_CPU_LEARN=0 all that but the
+# learning), in one device call (under 120 s on the 16-core host):
 #   1. bench/pool_launch.py: per-call times of a triad at 2^10..2^24, after an idle gap, and
-#      x.max()/x.argmax() of 2^24, in fresh processes at THREADS pool threads (1,4,16 by
-#      default; KAPI_CPU_THREADS), the variants alternating;
+#      x.max()/x.argmax() of 2^24, in fresh processes at THREADS pool threads (all cores by
+#      default; KAPI_CPU_THREADS), the variants alternating; then the pool's own account
+#      (KAPI_CPU_POOL_STATS=1) of x.max() and a 2^17 triad;
 #   2. bench/argred.py --device cpu --log2n 24 under each scheme (argmax/argmin/max beside the
-#      triad; variants blocks and cpug16: 16 work-groups per core instead of 4);
+#      triad);
 #   3. bench/primitives.py --device cpu --log2n 24 --only reduce,cumsum under each scheme.
 # Every result is checked against NumPy first. From the checkout:
 #   run(command="bash bench/pool_run.sh", carry=["kapi/_lib", ".carry/debs"])
@@ -21,16 +23,16 @@ echo "== $(date -u +%FT%TZ) $N cores, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "cpuidle: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null)" \
   "$(cat /sys/devices/system/cpu/cpu1/cpuidle/state*/name 2>/dev/null | tr '\n' ' ')" \
   "governor: $(cat /sys/devices/system/cpu/cpu1/cpufreq/scaling_governor 2>/dev/null)"
-THREADS=${THREADS:-1,4,$N}
+THREADS=${THREADS:-$N}
 
-step launch timeout 70 python3 bench/pool_launch.py --threads "$THREADS" --rounds "${ROUNDS:-2}" --stats \
-  --variant before:KAPI_CPU_POOL=0 --json "$OUT/pool_launch.json" 2>&1 | tee "$OUT/pool_launch.log"
+step launch timeout 60 python3 bench/pool_launch.py --threads "$THREADS" --rounds "${ROUNDS:-2}" --stats \
+  --variant before:KAPI_CPU_POOL=0 --variant learn0:KAPI_CPU_LEARN=0 --json "$OUT/pool_launch.json" 2>&1 | tee "$OUT/pool_launch.log"
 
 for pool in 0 1; do
-  step argred env KAPI_CPU_POOL=$pool timeout 22 python3 bench/argred.py --device cpu \
-    --log2n 24 --rounds 3 --variants blocks,cpug16 2>&1 | tee "$OUT/argred_pool$pool.log"
+  step argred env KAPI_CPU_POOL=$pool timeout 15 python3 bench/argred.py --device cpu \
+    --log2n 24 --rounds 3 --variants blocks 2>&1 | tee "$OUT/argred_pool$pool.log"
 done
 for pool in 0 1; do
-  step primitives env KAPI_CPU_POOL=$pool timeout 18 python3 bench/primitives.py --device cpu \
+  step primitives env KAPI_CPU_POOL=$pool timeout 15 python3 bench/primitives.py --device cpu \
     --log2n 24 --only reduce,cumsum 2>&1 | tee "$OUT/primitives_pool$pool.log"
 done

@@ -103,6 +103,7 @@ struct cpu_pool {
   uint64_t spin_ns;    /* how long an idle worker polls before it sleeps */
   uint32_t wake_first; /* sleepers the launcher wakes itself */
   uint64_t begun_ns;   /* when the current launch was published (KAPI_CPU_POOL_STATS) */
+  bool learn_whole;    /* KAPI_CPU_LEARN=0: learn from the whole launch (as legacy launches do) */
   _Alignas(CACHE_LINE) _Atomic uint64_t state; /* generation | active workers | closed */
   _Alignas(CACHE_LINE) _Atomic uint32_t wake;  /* the generation, as a futex word */
   _Atomic uint32_t sleepers;
@@ -442,6 +443,8 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   const char *spin = getenv("KAPI_CPU_SPIN_US");
   long spin_us = spin ? strtol(spin, NULL, 10) : -1;
   pool->spin_ns = spin_us >= 0 && spin_us <= 1000000 ? (uint64_t)spin_us * 1000 : SPIN_NS;
+  const char *learn_env = getenv("KAPI_CPU_LEARN");
+  pool->learn_whole = learn_env && strcmp(learn_env, "0") == 0;
   const char *wake = getenv("KAPI_CPU_WAKE");
   long wake_n = wake ? strtol(wake, NULL, 10) : 0;
   pool->wake_first = wake_n > 0 && wake_n <= INT_MAX ? (uint32_t)wake_n : WAKE_FIRST;
@@ -591,8 +594,9 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   }
   poll_t poll = POLL_INIT(pool, true);
   uint64_t ran = 0, own_end = 0;
+  uint64_t own_start = l->cost && !alone && !l->legacy && !pool->learn_whole ? zed_now_ns() : 0;
   participate(pool, &pool->scratch[pool->threads], pool->threads, &poll, &ran);
-  if (stats_on && !alone) own_end = zed_now_ns();
+  if ((stats_on || own_start) && !alone) own_end = zed_now_ns();
   if (!alone) close_launch(pool);
   if (stats_on && !alone) {
     atomic_fetch_add_explicit(&stats.launches, 1, memory_order_relaxed);
@@ -601,7 +605,14 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
     atomic_fetch_add_explicit(&stats.own_ns, own_end - pool->begun_ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&stats.tail_ns, zed_now_ns() - own_end, memory_order_relaxed);
   }
-  if (l->cost) learn(l, zed_now_ns() - start, items, joiners + 1);
+  /* The cost per work-item: the launcher's own rate over the groups it ran (how many workers
+   * joined does not matter); before (legacy, and when the launcher ran no group), the whole
+   * launch's time times the workers that were allowed to join, which on many cores counted
+   * workers that never came and kept small launches shared that were quicker inline. */
+  if (own_start && ran)
+    learn(l, own_end - own_start, ran * (items / total), 1);
+  else if (l->cost)
+    learn(l, zed_now_ns() - start, items, joiners + 1);
   bool failed =
       (groups_left(pool) && atomic_load(&pool->failed)) || atomic_load(&pool->group_failed);
   bool stopped = atomic_load(&pool->interrupted);
