@@ -7,7 +7,8 @@
 #   1. bench/pool_launch.py: per-call times of a triad at 2^10..2^24, after an idle gap, and
 #      x.max()/x.argmax() of 2^24, in fresh processes at THREADS pool threads (all cores by
 #      default; KAPI_CPU_THREADS), the variants alternating; then the pool's own account
-#      (KAPI_CPU_POOL_STATS=1) of x.max() and a 2^17 triad;
+#      (KAPI_CPU_POOL_STATS=1) of x.max() and a 2^17 triad; chunk2us: chunks down to 2 us of
+#      work (KAPI_CPU_CHUNK_NS=2000; 8 us by default), so small launches use more workers;
 #   2. bench/argred.py --device cpu --log2n 24 under each scheme (argmax/argmin/max beside the
 #      triad);
 #   3. bench/primitives.py --device cpu --log2n 24 --only reduce,cumsum under each scheme.
@@ -25,14 +26,15 @@ echo "cpuidle: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null)
   "governor: $(cat /sys/devices/system/cpu/cpu1/cpufreq/scaling_governor 2>/dev/null)"
 THREADS=${THREADS:-$N}
 
-step launch timeout 60 python3 bench/pool_launch.py --threads "$THREADS" --rounds "${ROUNDS:-2}" --stats \
-  --variant before:KAPI_CPU_POOL=0 --variant learn0:KAPI_CPU_LEARN=0 --json "$OUT/pool_launch.json" 2>&1 | tee "$OUT/pool_launch.log"
+step launch timeout 70 python3 bench/pool_launch.py --threads "$THREADS" --rounds "${ROUNDS:-2}" --stats \
+  --variant before:KAPI_CPU_POOL=0 --variant learn0:KAPI_CPU_LEARN=0 \
+  --variant chunk2us:KAPI_CPU_CHUNK_NS=2000 --json "$OUT/pool_launch.json" 2>&1 | tee "$OUT/pool_launch.log"
 
 for pool in 0 1; do
-  step argred env KAPI_CPU_POOL=$pool timeout 15 python3 bench/argred.py --device cpu \
+  step argred env KAPI_CPU_POOL=$pool timeout 13 python3 bench/argred.py --device cpu \
     --log2n 24 --rounds 3 --variants blocks 2>&1 | tee "$OUT/argred_pool$pool.log"
 done
 for pool in 0 1; do
-  step primitives env KAPI_CPU_POOL=$pool timeout 15 python3 bench/primitives.py --device cpu \
+  step primitives env KAPI_CPU_POOL=$pool timeout 12 python3 bench/primitives.py --device cpu \
     --log2n 24 --only reduce,cumsum 2>&1 | tee "$OUT/primitives_pool$pool.log"
 done

@@ -34,8 +34,9 @@
 /* Launches with at most this many work-items, or one group, run on the caller: waking a
  * worker costs more than they take. */
 #define INLINE_ITEMS 256u
-/* Once a launch site's cost is known: launches expected to take less than INLINE_NS run on the
- * caller, and no chunk handed to a worker is expected to take less than CHUNK_NS. */
+/* Once a launch site's cost is known: launches expected to take less than INLINE_NS run on the *
+ * caller, and no chunk handed to a worker is expected to take less than CHUNK_NS
+ * (KAPI_CPU_CHUNK_NS, read when the pool is created, for measuring other values). */
 #define INLINE_NS 4000u
 #define CHUNK_NS 8000u
 /* Polls before a worker or the launcher goes to sleep on a futex (KAPI_CPU_POOL=0), and the
@@ -104,6 +105,7 @@ struct cpu_pool {
   uint32_t wake_first; /* sleepers the launcher wakes itself */
   uint64_t begun_ns;   /* when the current launch was published (KAPI_CPU_POOL_STATS) */
   bool learn_whole;    /* KAPI_CPU_LEARN=0: learn from the whole launch (as legacy launches do) */
+  uint64_t chunk_ns;   /* CHUNK_NS or KAPI_CPU_CHUNK_NS */
   _Alignas(CACHE_LINE) _Atomic uint64_t state; /* generation | active workers | closed */
   _Alignas(CACHE_LINE) _Atomic uint32_t wake;  /* the generation, as a futex word */
   _Atomic uint32_t sleepers;
@@ -443,6 +445,9 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   const char *spin = getenv("KAPI_CPU_SPIN_US");
   long spin_us = spin ? strtol(spin, NULL, 10) : -1;
   pool->spin_ns = spin_us >= 0 && spin_us <= 1000000 ? (uint64_t)spin_us * 1000 : SPIN_NS;
+  const char *chunk_env = getenv("KAPI_CPU_CHUNK_NS");
+  long chunk_ns = chunk_env ? strtol(chunk_env, NULL, 10) : 0;
+  pool->chunk_ns = chunk_ns > 0 && chunk_ns <= 1000000000L ? (uint64_t)chunk_ns : CHUNK_NS;
   const char *learn_env = getenv("KAPI_CPU_LEARN");
   pool->learn_whole = learn_env && strcmp(learn_env, "0") == 0;
   const char *wake = getenv("KAPI_CPU_WAKE");
@@ -525,8 +530,8 @@ static void close_launch(cpu_pool_t *pool) {
 }
 
 /* How a launch is shared: chunk size and how many workers may join (0: the caller runs it
- * alone). Without a known cost: alone when tiny, else about eight chunks per participant.
- * With one: alone when expected to be quick, and chunks no cheaper than CHUNK_NS. */
+ * alone). Without a known cost: alone when tiny, else about eight chunks per participant. * With
+ * one: alone when expected to be quick, and chunks no cheaper than pool->chunk_ns. */
 static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, uint64_t items) {
   uint64_t p = (uint64_t)pool->threads + 1;
   uint64_t cost = l->cost ? atomic_load_explicit(l->cost, memory_order_relaxed) : 0;
@@ -538,7 +543,7 @@ static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, ui
   if (pool->share) chunk = 1; /* as many groups side by side as there are threads */
   if (cost) {
     uint64_t group_ns = est_ns / total ? est_ns / total : 1;
-    if (chunk < CHUNK_NS / group_ns) chunk = CHUNK_NS / group_ns;
+    if (chunk < pool->chunk_ns / group_ns) chunk = pool->chunk_ns / group_ns;
   }
   if (chunk == 0) chunk = 1;
   pool->min_chunk = alone ? total : chunk / 4 ? chunk / 4 : 1;
