@@ -4,6 +4,8 @@
 # cost learned from the whole launch) and after (the default: guided chunks, time-bounded poll,
 # wake tree, cost learned from the launcher's own groups; KAPI_CPU_LEARN=0 all that but the
 # learning), in one device call (under 120 s on the 16-core host):
+#   0. build/bench/pool_c (bench/pool_c.c; carry it): the pool's own cost per launch of 64
+#      empty groups, of 64 groups of 2 us, and after 1 ms idle, against the participants;
 #   1. bench/pool_launch.py: per-call times of a triad at 2^10..2^24, after an idle gap, and
 #      x.max()/x.argmax() of 2^24, in fresh processes at THREADS pool threads (all cores by
 #      default; KAPI_CPU_THREADS), the variants alternating; then the pool's own account
@@ -13,7 +15,7 @@
 #      triad);
 #   3. bench/primitives.py --device cpu --log2n 24 --only reduce,cumsum under each scheme.
 # Every result is checked against NumPy first. From the checkout:
-#   run(command="bash bench/pool_run.sh", carry=["kapi/_lib", ".carry/debs"])
+#   run(command="bash bench/pool_run.sh", carry=["kapi/_lib", ".carry/debs", "build/bench/pool_c"])
 # Logs go to $OUT (or ./gpu-out elsewhere). ONLY="launch argred primitives" picks steps.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +27,11 @@ echo "cpuidle: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null)
   "$(cat /sys/devices/system/cpu/cpu1/cpuidle/state*/name 2>/dev/null | tr '\n' ' ')" \
   "governor: $(cat /sys/devices/system/cpu/cpu1/cpufreq/scaling_governor 2>/dev/null)"
 THREADS=${THREADS:-$N}
+
+# The pool alone, without Python (built here: carry build/bench/pool_c).
+if [ -x build/bench/pool_c ]; then
+  step pool-c timeout 25 build/bench/pool_c 1 2 4 8 "$N" 2>&1 | tee "$OUT/pool_c.log"
+fi
 
 step launch timeout 70 python3 bench/pool_launch.py --threads "$THREADS" --rounds "${ROUNDS:-2}" --stats \
   --variant before:KAPI_CPU_POOL=0 --variant learn0:KAPI_CPU_LEARN=0 \

@@ -271,7 +271,10 @@ static bool take(cpu_pool_t *pool, cpu_block_t *b, uint64_t *first, uint64_t *la
   uint64_t f = atomic_load_explicit(&b->next, memory_order_relaxed);
   if (f >= b->end) return false;
   uint64_t chunk = pool->chunk;
-  if (atomic_load_explicit(&pool->legacy, memory_order_relaxed)) {
+  /* Whole chunks by fetch-add (an atomic that cannot fail, however many threads take at once)
+   * while two or more are left, and always in the legacy scheme; the tail by CAS, shrinking. */
+  if (atomic_load_explicit(&pool->legacy, memory_order_relaxed) || b->end - f >= 2 * chunk ||
+      pool->min_chunk >= chunk) {
     f = atomic_fetch_add_explicit(&b->next, chunk, memory_order_relaxed);
     if (f >= b->end) return false;
   } else {
