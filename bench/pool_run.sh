@@ -30,18 +30,18 @@ THREADS=${THREADS:-$N}
 
 # The pool alone, without Python (built here: carry build/bench/pool_c).
 if [ -x build/bench/pool_c ]; then
-  step pool-c timeout 25 build/bench/pool_c 1 2 4 8 "$N" 2>&1 | tee "$OUT/pool_c.log"
+  step pool-c timeout 20 build/bench/pool_c 1 2 4 8 "$N" 2>&1 | tee "$OUT/pool_c.log"
 fi
 
-step launch timeout 70 python3 bench/pool_launch.py --threads "$THREADS" --rounds "${ROUNDS:-2}" --stats \
+step launch timeout 55 python3 bench/pool_launch.py --threads "$THREADS" --rounds "${ROUNDS:-2}" --stats \
   --variant before:KAPI_CPU_POOL=0 --variant learn0:KAPI_CPU_LEARN=0 \
   --variant chunk2us:KAPI_CPU_CHUNK_NS=2000 --json "$OUT/pool_launch.json" 2>&1 | tee "$OUT/pool_launch.log"
 
 for pool in 0 1; do
-  step argred env KAPI_CPU_POOL=$pool timeout 13 python3 bench/argred.py --device cpu \
+  step argred env KAPI_CPU_POOL=$pool timeout 12 python3 bench/argred.py --device cpu \
     --log2n 24 --rounds 3 --variants blocks 2>&1 | tee "$OUT/argred_pool$pool.log"
 done
 for pool in 0 1; do
-  step primitives env KAPI_CPU_POOL=$pool timeout 12 python3 bench/primitives.py --device cpu \
+  step primitives env KAPI_CPU_POOL=$pool timeout 11 python3 bench/primitives.py --device cpu \
     --log2n 24 --only reduce,cumsum 2>&1 | tee "$OUT/primitives_pool$pool.log"
 done
