@@ -24,6 +24,7 @@
 
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,8 @@
 #define SPIN_NS 100000u
 /* Sleepers the launcher wakes (KAPI_CPU_WAKE), and each worker that joins wakes. */
 #define WAKE_FIRST 2u
+/* How often a polling thread offers its CPU to others (KAPI_CPU_YIELD=0: never). */
+#define YIELD_NS 10000u
 #define WAKE_FANOUT 2
 #define CACHE_LINE 64
 
@@ -106,6 +109,7 @@ struct cpu_pool {
   uint64_t begun_ns;   /* when the current launch was published (KAPI_CPU_POOL_STATS) */
   bool learn_whole;    /* KAPI_CPU_LEARN=0: learn from the whole launch (as legacy launches do) */
   uint64_t chunk_ns;   /* CHUNK_NS or KAPI_CPU_CHUNK_NS */
+  bool yield;          /* polls offer the CPU to others (KAPI_CPU_YIELD, on by default) */
   _Alignas(CACHE_LINE) _Atomic uint64_t state; /* generation | active workers | closed */
   _Alignas(CACHE_LINE) _Atomic uint32_t wake;  /* the generation, as a futex word */
   _Atomic uint32_t sleepers;
@@ -336,17 +340,24 @@ static void await_generation(cpu_pool_t *pool, uint32_t seen) {
     }
   } else {
     /* Polls for spin_ns (a pause costs from ~10 to ~140 cycles by CPU model, so a count of
-     * polls is no bound in time): the clock read every 64 polls. */
-    uint64_t until = 0;
+     * polls is no bound in time): the clock read every 64 polls, and the CPU offered to any
+     * other runnable thread every YIELD_NS, so that on a loaded machine a polling worker does
+     * not hold up the launcher (or anyone) sharing its CPU for the whole poll. */
+    uint64_t until = 0, yield_at = 0;
     for (uint32_t i = 1;; i++) {
       if (STATE_GEN(atomic_load_explicit(&pool->state, memory_order_acquire)) != seen) return;
       cpu_relax();
       if (i % 64 == 0) {
         uint64_t now = zed_now_ns();
-        if (!until)
+        if (!until) {
           until = now + pool->spin_ns;
-        else if (now >= until)
+          yield_at = now + YIELD_NS;
+        } else if (now >= until) {
           break;
+        } else if (now >= yield_at && pool->yield) {
+          sched_yield();
+          yield_at = zed_now_ns() + YIELD_NS;
+        }
       }
     }
   }
@@ -448,6 +459,8 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   const char *spin = getenv("KAPI_CPU_SPIN_US");
   long spin_us = spin ? strtol(spin, NULL, 10) : -1;
   pool->spin_ns = spin_us >= 0 && spin_us <= 1000000 ? (uint64_t)spin_us * 1000 : SPIN_NS;
+  const char *yield_env = getenv("KAPI_CPU_YIELD");
+  pool->yield = !(yield_env && strcmp(yield_env, "0") == 0);
   const char *chunk_env = getenv("KAPI_CPU_CHUNK_NS");
   long chunk_ns = chunk_env ? strtol(chunk_env, NULL, 10) : 0;
   pool->chunk_ns = chunk_ns > 0 && chunk_ns <= 1000000000L ? (uint64_t)chunk_ns : CHUNK_NS;
@@ -523,6 +536,10 @@ static void close_launch(cpu_pool_t *pool) {
     }
     if (polls < SPIN_POLLS) {
       cpu_relax();
+      /* As a polling worker does (await_generation): let a worker that shares this CPU run. */
+      if (polls % 256 == 255 && pool->yield &&
+          !atomic_load_explicit(&pool->legacy, memory_order_relaxed))
+        sched_yield();
       continue;
     }
     bool woken = zed_wait_flag(&pool->idle, wait_ns);
