@@ -2,8 +2,8 @@
 # The CPU device's launch cost and reductions on the GPU machine's cores, the pool's scheme
 # before (KAPI_CPU_POOL=0: fixed chunks, poll-count spin, every sleeper woken by the launcher,
 # cost learned from the whole launch) and after (the default: guided chunks, time-bounded poll,
-# wake tree, cost learned from the launcher's own groups; KAPI_CPU_LEARN=0 all that but the
-# learning), in one device call (under 120 s on the 16-core host):
+# wake tree; KAPI_CPU_LEARN=1 also the cost learned from the launcher's own groups), in one
+# device call (under 120 s on the 16-core host):
 #   0. build/bench/pool_c (bench/pool_c.c; carry it): the pool's own cost per launch of 64
 #      empty groups, of 64 groups of 2 us, and after 1 ms idle, against the participants;
 #   1. bench/pool_launch.py: per-call times of a triad at 2^10..2^24, after an idle gap, and
@@ -34,7 +34,7 @@ if [ -x build/bench/pool_c ]; then
 fi
 
 step launch timeout 55 python3 bench/pool_launch.py --threads "$THREADS" --rounds "${ROUNDS:-2}" --stats \
-  --variant before:KAPI_CPU_POOL=0 --variant learn0:KAPI_CPU_LEARN=0 \
+  --variant before:KAPI_CPU_POOL=0 --variant learn1:KAPI_CPU_LEARN=1 \
   --variant chunk2us:KAPI_CPU_CHUNK_NS=2000 --json "$OUT/pool_launch.json" 2>&1 | tee "$OUT/pool_launch.log"
 
 for pool in 0 1; do
