@@ -13,6 +13,7 @@ sources and recorded plans, so the next call generates and records its kernels a
   groupsN    GPUs: max and argmax with at most N work-groups per row (default 1024; 4096
              before, the run that chose it)
   uUgN       GPUs: blocks with U loads per step and at most N work-groups per row
+  cpugN      CPU driver: blocks, N work-groups per core (4 by default) for every reduction
 
 Every result is checked against NumPy (NaN, ties and -0.0 cases on a small array too, for
 each variant) before it is timed; a variant that fails is reported (FAILED) and left out.
@@ -36,6 +37,7 @@ DEFAULTS = {
     "ARG_UNROLL": R.ARG_UNROLL,
     "_UNROLL": R._UNROLL,
     "_GPU_ROW_GROUPS": R._GPU_ROW_GROUPS,
+    "_CPU_GROUPS_PER_UNIT": R._CPU_GROUPS_PER_UNIT,
 }
 
 
@@ -54,6 +56,8 @@ def use(variant: str) -> None:
         attrs.update(ARG_SCHEME="keys")
     elif variant.startswith("groups"):
         attrs.update(ARG_SCHEME="blocks", _GPU_ROW_GROUPS=int(variant[6:]))
+    elif variant.startswith("cpug"):  # cpug16: CPU driver, 16 work-groups per core (4)
+        attrs.update(ARG_SCHEME="blocks", _CPU_GROUPS_PER_UNIT=int(variant[4:]))
     elif variant.startswith("u") and "g" in variant:  # u8g2048: both
         u, g = variant[1:].split("g")
         attrs.update(ARG_SCHEME="blocks", _UNROLL=int(u), _GPU_ROW_GROUPS=int(g))

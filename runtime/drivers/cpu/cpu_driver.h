@@ -115,6 +115,7 @@ typedef struct cpu_kernel {
   uint32_t args_unset;   /* arguments never set (a launch needs 0) */
   uint8_t *arg_is_set;   /* k->num_args flags */
   _Atomic uint32_t cost; /* cpu_launch_t.cost of launches from this kernel */
+  bool pool_legacy;      /* KAPI_CPU_POOL=0 when the kernel was created (cpu_launch_t.legacy) */
 } cpu_kernel_t;
 
 /* ---- launches (cpu_launch.c) and the pool (cpu_pool.c) ---- */
@@ -136,6 +137,9 @@ typedef struct cpu_launch {
    * pool reads it to run cheap launches inline and to size chunks, and updates it after each
    * run. NULL: nothing is learned (the pool's defaults apply). */
   _Atomic uint32_t *cost;
+  /* The pool's scheme before guided chunks and the wake tree (KAPI_CPU_POOL=0 when the kernel
+   * was created: an A/B switch for benchmarks, per kernel so one process can compare both). */
+  bool legacy;
 } cpu_launch_t;
 
 /* Runs every group of the launch before returning. ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY if

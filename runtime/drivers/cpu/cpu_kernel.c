@@ -60,6 +60,8 @@ ze_result_t cpu_kernel_create(ze_module_handle_t hmod, const ze_kernel_desc_t *d
   if (!k) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   k->module = mod;
   k->k = hk;
+  const char *scheme = getenv("KAPI_CPU_POOL");
+  k->pool_legacy = scheme && strcmp(scheme, "0") == 0;
   if (!kernel_layout(k)) {
     kernel_free(k);
     return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;

@@ -10,6 +10,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Every launch runs under the scheme the suite is testing (cpu_launch_t.legacy). */
+static bool legacy_scheme;
+static ze_result_t run(cpu_pool_t *pool, const cpu_launch_t *l) {
+  cpu_launch_t copy = *l;
+  copy.legacy = legacy_scheme;
+  return cpu_pool_run(pool, &copy);
+}
+
 #define GX 7
 #define GY 5
 #define GZ 3
@@ -56,7 +64,7 @@ static void test_all_groups(cpu_pool_t *pool) {
   for (int round = 0; round < 3; round++) {
     memset(hits, 0, sizeof hits);
     memset(out, 0, sizeof out);
-    EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+    EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
     int wrong = 0;
     for (int z = 0; z < GZ; z++)
       for (int y = 0; y < GY; y++)
@@ -82,8 +90,9 @@ static kc_status_t inline_fn(const kc_host_group_t *g) {
 
 static void test_inline(cpu_pool_t *pool) {
   launcher = pthread_self();
+  atomic_store(&inline_ran, 0);
   cpu_launch_t l = {.run = inline_fn, .group_count = {4, 1, 1}, .local_size = {8, 1, 1}};
-  EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+  EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
   EXPECT(atomic_load(&inline_ran) == 4); /* 32 work-items: all on the calling thread */
 }
 
@@ -101,7 +110,7 @@ static void test_many_small(cpu_pool_t *pool) {
   memset(small_hits, 0, sizeof small_hits);
   int failed = 0;
   for (int i = 0; i < LAUNCHES; i++)
-    failed += cpu_pool_run(pool, &l) != ZE_RESULT_SUCCESS;
+    failed += run(pool, &l) != ZE_RESULT_SUCCESS;
   EXPECT(failed == 0);
   for (int g = 0; g < 3; g++)
     EXPECT(atomic_load(&small_hits[g]) == LAUNCHES);
@@ -131,9 +140,9 @@ static kc_status_t failing_fn(const kc_host_group_t *g) {
 
 static void test_group_failure(cpu_pool_t *pool) {
   cpu_launch_t l = {.run = failing_fn, .group_count = {64, 1, 1}, .local_size = {64, 1, 1}};
-  EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
+  EXPECT(run(pool, &l) == ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
   cpu_launch_t ok = {.run = small_fn, .group_count = {3, 1, 1}, .local_size = {128, 1, 1}};
-  EXPECT(cpu_pool_run(pool, &ok) == ZE_RESULT_SUCCESS); /* the next launch is unaffected */
+  EXPECT(run(pool, &ok) == ZE_RESULT_SUCCESS); /* the next launch is unaffected */
 }
 
 /* Interrupts: 4000 groups of 1 ms would take seconds; the check, called from about 50 ms in,
@@ -154,7 +163,7 @@ static void test_interrupt(cpu_pool_t *pool) {
   cpu_launch_t l = {.run = slow_fn, .group_count = {4000, 1, 1}, .local_size = {256, 1, 1}};
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  EXPECT(cpu_pool_run(pool, &l) == CPU_RESULT_INTERRUPTED);
+  EXPECT(run(pool, &l) == CPU_RESULT_INTERRUPTED);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   EXPECT(atomic_load(&checks) == 3 && took > 0.09 && took < 1.0);
@@ -162,7 +171,7 @@ static void test_interrupt(cpu_pool_t *pool) {
   EXPECT(cpu_set_interrupt_check(NULL, NULL) == ZE_RESULT_SUCCESS);
   atomic_store(&ran_groups, 0);
   cpu_launch_t quick = {.run = slow_fn, .group_count = {40, 1, 1}, .local_size = {256, 1, 1}};
-  EXPECT(cpu_pool_run(pool, &quick) == ZE_RESULT_SUCCESS && atomic_load(&ran_groups) == 40);
+  EXPECT(run(pool, &quick) == ZE_RESULT_SUCCESS && atomic_load(&ran_groups) == 40);
   atomic_store(&ran_groups, 0);
   atomic_store(&checks, 0);
 }
@@ -173,9 +182,9 @@ static void test_learning(cpu_pool_t *pool) {
   cpu_launch_t l = {
       .run = where_fn, .group_count = {64, 1, 1}, .local_size = {64, 1, 1}, .cost = &cost};
   for (int i = 0; i < 50; i++)
-    EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+    EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
   atomic_store(&on_worker, 0);
-  EXPECT(cpu_pool_run(pool, &l) == ZE_RESULT_SUCCESS);
+  EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
   EXPECT(atomic_load(&cost) != 0 && atomic_load(&on_worker) == 0);
   _Atomic uint32_t heavy_cost = 0;
   cpu_launch_t h = {
@@ -183,13 +192,84 @@ static void test_learning(cpu_pool_t *pool) {
   int shared = 0;
   for (int i = 0; i < 6; i++) {
     atomic_store(&on_worker, 0);
-    EXPECT(cpu_pool_run(pool, &h) == ZE_RESULT_SUCCESS);
+    EXPECT(run(pool, &h) == ZE_RESULT_SUCCESS);
     shared += i > 0 && atomic_load(&on_worker); /* after the first run the cost is known */
   }
   EXPECT(shared > 0);
 }
 
-int main(void) {
+/* Many groups of uneven cost over more threads than cores, with a cost slot that makes chunks
+ * of tens of groups which shrink as blocks drain: across 30 launches every group runs exactly
+ * once per launch (a scheme that lost or repeated a chunk, or a piece of one, fails here). */
+enum { MANY = 10007 };
+static _Atomic uint32_t many_hits[MANY];
+static kc_status_t uneven_fn(const kc_host_group_t *g) {
+  uint64_t id = g->group_id[0];
+  for (volatile uint64_t spin = 0; spin < (id % 13) * 40; spin++)
+    ;
+  for (uint32_t i = 0; i < g->count; i++)
+    atomic_fetch_add(&many_hits[id + i], 1);
+  return KC_OK;
+}
+
+static void test_exactly_once(cpu_pool_t *pool) {
+  memset(many_hits, 0, sizeof many_hits);
+  _Atomic uint32_t cost = 25; /* ~100 ns per group of 64: chunks of about 80 groups */
+  cpu_launch_t l = {
+      .run = uneven_fn, .group_count = {MANY, 1, 1}, .local_size = {64, 1, 1}, .cost = &cost};
+  for (int i = 0; i < 30; i++) {
+    EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
+    if (i % 10 == 9) usleep(5000); /* some launches find the workers asleep */
+  }
+  int wrong = 0;
+  for (int g = 0; g < MANY; g++)
+    wrong += atomic_load(&many_hits[g]) != 30;
+  EXPECT(wrong == 0);
+}
+
+/* Workers woken from sleep: a launch long enough for every worker finds them all joining
+ * (the launcher wakes two, each of those two more, ...), though none was polling. */
+#define TREE_WORKERS 7
+static pthread_t seen_threads[TREE_WORKERS + 1];
+static _Atomic uint32_t seen_count;
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static kc_status_t napping_fn(const kc_host_group_t *g) {
+  (void)g;
+  pthread_t me = pthread_self();
+  pthread_mutex_lock(&seen_lock);
+  uint32_t n = atomic_load(&seen_count), i = 0;
+  while (i < n && !pthread_equal(seen_threads[i], me))
+    i++;
+  if (i == n && n <= TREE_WORKERS) {
+    seen_threads[n] = me;
+    atomic_store(&seen_count, n + 1);
+  }
+  pthread_mutex_unlock(&seen_lock);
+  nanosleep(&(struct timespec){0, 1000000}, NULL);
+  return KC_OK;
+}
+
+static void test_wake_tree(void) {
+  setenv("KAPI_CPU_SPIN_US", "0", 1); /* workers go to sleep at once */
+  cpu_pool_t *pool = cpu_pool_create(TREE_WORKERS);
+  unsetenv("KAPI_CPU_SPIN_US");
+  EXPECT(pool != NULL);
+  if (!pool) return;
+  cpu_launch_t l = {.run = napping_fn, .group_count = {320, 1, 1}, .local_size = {64, 1, 1}};
+  uint32_t best = 0;
+  for (int round = 0; round < 4 && best < TREE_WORKERS + 1; round++) {
+    usleep(20000);
+    atomic_store(&seen_count, 0);
+    EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
+    if (atomic_load(&seen_count) > best) best = atomic_load(&seen_count);
+  }
+  EXPECT(best == TREE_WORKERS + 1);
+  cpu_pool_destroy(pool);
+}
+
+/* Every test under one scheme of chunking and waking. */
+static void suite(bool legacy) {
+  legacy_scheme = legacy;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   cpu_pool_t *pool = cpu_pool_create(cores > 1 ? (uint32_t)cores - 1 : 1);
   EXPECT(pool != NULL);
@@ -200,8 +280,15 @@ int main(void) {
     test_learning(pool);
     test_group_failure(pool);
     test_interrupt(pool);
+    test_exactly_once(pool);
     cpu_pool_destroy(pool);
   }
+  cpu_pool_t *many = cpu_pool_create(7); /* more threads than most test machines' cores */
+  if (many) {
+    test_exactly_once(many);
+    cpu_pool_destroy(many);
+  }
+  test_wake_tree();
   cpu_pool_t *none = cpu_pool_create(0); /* no workers: the caller does it all */
   if (none) {
     test_all_groups(none);
@@ -209,5 +296,10 @@ int main(void) {
     test_interrupt(none);
     cpu_pool_destroy(none);
   }
+}
+
+int main(void) {
+  suite(false);
+  suite(true); /* the scheme before */
   return ze_test_result("cpu_pool_test");
 }
