@@ -726,7 +726,8 @@ def _onesweep_src() -> str:
     head = _ONESWEEP_HEAD
     if _lean():
         head = head.replace(_BELOW, _BELOW + "    atop = np.uint32(~below)\n" + _SHIFT_LEAN)
-    return head + rank + _lookback_src(*_os_lookback()).lstrip("\n") + write
+    src, lookback = _early(head + rank, _lookback_src(*_os_lookback()).lstrip("\n"))
+    return src + lookback + write
 
 
 # Four counters per digit, element i counting into copy i % 4: a run of equal digits is not
@@ -809,3 +810,108 @@ def _narrowed() -> bool:
     """Whether the onesweep pass has narrow indices (its run table then uint32: output places
     modulo 2^32, exact once a key's place in the tile is added)."""
     return SORT_NARROW and _lean()
+
+
+# The tile's digit counts before its ranking (KAPI_SORT_EARLY, read at import; CUB's "early
+# counts"): after its loads each work-item adds its keys' digits into the tile's counts (dc,
+# one local atomic per key, 0 added for a lane past the tile: no branch), and after one group
+# barrier work-item d publishes digit d's count in the tile's status word at once (1) rather
+# than after the ranking, so a later tile's look-back walks over this tile instead of
+# spinning on it while it ranks; the look-back itself stays after the ranking. With 2 the
+# look-back runs right after that publication too, before the ranking: the tile's inclusive
+# prefix is out one ranking earlier (its own look-back no longer overlaps its ranking).
+# 0 (the default until a GPU call shows either faster): the counts come from the ranking.
+SORT_EARLY = os.environ.get("KAPI_SORT_EARLY", "0")
+if SORT_EARLY not in ("0", "1", "2"):
+    raise ValueError(f"KAPI_SORT_EARLY must be 0, 1 or 2, not {SORT_EARLY!r}")
+
+_EARLY_ZERO = """    r = 0
+    while r < R:
+        dc[d0 + r] = np.int32(0)
+        r += 1
+"""
+_EARLY_COUNT = """    for j in range(UNROLL):
+        ej = np.int32(1) if j * S < rem else np.int32(0)
+        ed = np.int64((keys[j] >> SHV) & MASK)
+        K.AtomicRef(dc, ed, memory_scope=K.MemoryScope.WORK_GROUP).fetch_add(ej)
+    K.group_barrier(g)
+    r = 0
+    while r < R:
+        ef = np.int64(INCL) if tile == 0 else np.int64(AGG)
+        K.AtomicRef(st, mine + d0 + r, ORDST).store(np.uint32(np.int64(dc[d0 + r]) | ef))
+        r += 1
+"""
+_LB_PUBLISH = """        if tile == 0:
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32(cd | INCL))
+        else:
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32(cd | AGG))
+            j = tile - 1
+"""
+_LB_PUBLISHED = """        if tile != 0:
+            j = tile - 1
+"""
+_TICKET_BARRIER = "    K.group_barrier(g)\n    tile = tl[0]"
+
+
+def _early(src: str, lookback: str) -> tuple[str, str]:
+    """(the onesweep source's head and ranking, its look-back) with SORT_EARLY's counts."""
+    if SORT_EARLY == "0":
+        return src, lookback
+    for old in (_TICKET_BARRIER, "LOADKEYS\n"):
+        if old not in src:
+            raise AssertionError(f"_early: the onesweep source lacks {old.strip()!r}")
+    ord_st = _OS_ORDERS[_os_lookback()[1]][1]
+    publish = _LB_PUBLISH.replace("ORDST", ord_st)
+    if publish not in lookback:
+        raise AssertionError("_early: the look-back no longer publishes the tile's count")
+    count = _EARLY_COUNT.replace("ORDST", ord_st).replace("SHV", "sm" if _lean() else "shift")
+    lookback = lookback.replace(publish, _LB_PUBLISHED)
+    src = src.replace(_TICKET_BARRIER, _EARLY_ZERO + _TICKET_BARRIER)
+    if SORT_EARLY == "2":
+        count += lookback.strip("\n") + "\n"
+        lookback = ""
+    return src.replace("LOADKEYS\n", "LOADKEYS\n" + count), lookback
+
+
+# The ranks in local memory (KAPI_SORT_RANK_LOCAL, read at import; onesweep with the narrow
+# indices): each key's rank among its sub-group's keys of its digit (< 2^16) is stored in a
+# uint16 slot of its own (rs, 2 bytes per key of the tile) as soon as it is found, rather than
+# kept in a register per key until the tile is placed (the digit is taken from the key again
+# there): 16 registers fewer with 16 keys per work-item, so the pass fits a lower cap
+# (KAPI_SORT_MAXREG) and more groups share an SM. 0 by default until a GPU call shows it
+# faster.
+SORT_RANK_LOCAL = os.environ.get("KAPI_SORT_RANK_LOCAL", "0") != "0"
+_RANK_KEEP = """        rk = np.int32((base + pr) | (np.int32(d) << 16))
+        rank[j] = K.permute_group_by_xor(sg, rk, 0)  # (see above)
+"""
+_RANK_STORE = "        rs[pw + j * S] = np.uint16(base + pr)\n"
+_RANK_PLACE = """            pk = rank[j]
+            d = np.int64(pk >> 16) & 255
+            q = np.int32(ds[d] + wh[wb + d] + (pk & 0xFFFF)) & np.int32(0x3FFFFFFF)
+"""
+_RANK_PLACE_LOCAL = """            d = np.int64((keys[j] >> sm) & MASK) & 255
+            q = np.int32(ds[d] + wh[wb + d] + np.int32(rs[pw + j * S])) & np.int32(0x3FFFFFFF)
+"""
+_RANK_PRIV = "    rank = K.PrivateArray(ITEMS, np.int32)\n"
+
+
+def _rank_local(src: str) -> str:
+    """The onesweep pass's source (loads placed in, narrowed) with its ranks in local memory
+    (an extra local argument rs) where SORT_RANK_LOCAL and the narrow indices are on."""
+    if not _ranks_local():
+        return src
+    for old, new in (
+        (_RANK_KEEP, _RANK_STORE),
+        (_RANK_PLACE, _RANK_PLACE_LOCAL),
+        (_RANK_PRIV, ""),
+        ("mk, tl):", "mk, tl, rs):"),
+    ):
+        if old not in src:
+            raise AssertionError(f"_rank_local: the onesweep source lacks {old.strip()!r}")
+        src = src.replace(old, new)
+    return src
+
+
+def _ranks_local() -> bool:
+    """Whether the onesweep pass keeps its ranks in local memory (SORT_RANK_LOCAL)."""
+    return SORT_RANK_LOCAL and _narrowed()

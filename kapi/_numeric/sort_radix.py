@@ -80,8 +80,10 @@ from .sort_kernels import (
     _narrowed,
     _onesweep_src,
     _rank_loads,
+    _rank_local,
     _rank_match,
     _rank_src,
+    _ranks_local,
 )
 
 WG = 256  # work-items per group: one per digit value
@@ -599,6 +601,7 @@ def _onesweep_kernel_for(
     src = _onesweep_src()
     load = _rank_loads(_lean())[0]
     src = _narrow(src.replace("LOADKEYS\n", _dedent4(load).strip("\n") + "\n"))
+    src = _rank_local(src)
     maxreg = _rank_max_registers(True, withv)
     fields = _rank_fields(kdt, withv, items, sgs, wg, one_size)
     if withv and v32:
@@ -617,6 +620,8 @@ def _onesweep_kernel_for(
     vdt = np.int32 if v32 else np.int64
     lm = _rank_locals(K, kdt, withv, items, wg, W, vdt, np.uint32 if _narrowed() else np.int64)
     lm.append(K.LocalAccessor(1, np.int64))  # tl: the tile number
+    if _ranks_local():  # rs: the keys' ranks (SORT_RANK_LOCAL)
+        lm.append(K.LocalAccessor(wg * items, np.uint16))
     return kern, lm, wg
 
 

@@ -338,6 +338,91 @@ def test_onesweep_fixed_group_and_or_all(dev, monkeypatch, fixed, or_all, n):
     _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
 
 
+@pytest.mark.parametrize("early,rank_local", [("1", False), ("2", False), ("1", True), ("0", True)])
+@pytest.mark.parametrize("n", [513, 4097, 3 * 4096 + 5])
+def test_onesweep_early_counts_and_rank_local(dev, monkeypatch, early, rank_local, n):
+    """The onesweep pass publishing its tile's digit counts before its ranking (SORT_EARLY=1;
+    2: its look-back before the ranking too) and keeping its ranks in local memory
+    (SORT_RANK_LOCAL): sort and stable argsort of sizes with partial tiles, keys of 4 and 2
+    bytes, ascending and descending, many equal keys."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    monkeypatch.setattr(_sort_kernels, "SORT_EARLY", early)
+    monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", rank_local)
+    h = _keys("uint32", n, seed=n + 2)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+    h16 = _keys("int16", n, seed=n + 3)
+    a16 = kapi.asarray(h16, device=dev)
+    _eq(kapi.sort(a16, descending=True), np.sort(h16)[::-1])
+    _eq(kapi.argsort(a16), np.argsort(h16, kind="stable"))
+    few = (np.arange(n) % 3).astype(np.uint32) * np.uint32(0x01010101)
+    _eq(kapi.argsort(kapi.asarray(few, device=dev)), np.argsort(few, kind="stable"))
+
+
+def test_onesweep_early_source_order(monkeypatch):
+    """Where SORT_EARLY puts the tile's counts: with 1 the status words are first stored
+    between the loads and the ranking's first atomic match and the look-back follows the
+    ranking; with 2 the look-back's loop precedes the match too; with 0 the first store
+    follows the ranking. SORT_RANK_LOCAL stores each rank in local memory (rs) and keeps no
+    private array of them."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+
+    def order(early):
+        monkeypatch.setattr(_sort_kernels, "SORT_EARLY", early)
+        src = _sort_kernels._onesweep_src()
+        return [src.index(x) for x in ("LOADKEYS", ".fetch_or(", ".store(", "while j >= 0:")]
+
+    load, match, store, walk = order("0")
+    assert load < match < store < walk
+    load, match, store, walk = order("1")
+    assert load < store < match < walk
+    load, match, store, walk = order("2")
+    assert load < store < walk < match
+    monkeypatch.setenv("KAPI_SORT_EARLY", "3")
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", "import kapi._numeric.sort_kernels"],
+                       capture_output=True, text=True)  # fmt: skip
+    assert "KAPI_SORT_EARLY must be 0, 1 or 2, not '3'" in r.stderr
+    monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", True)
+    src = _sort_kernels._rank_local(_sort_kernels._narrow(_os_loaded(_sort_kernels)))
+    assert "rs[pw + j * S] = np.uint16(base + pr)" in src
+    assert "rank = K.PrivateArray" not in src and "mk, tl, rs):" in src
+
+
+def _os_loaded(sk) -> str:
+    """`_onesweep`'s source with its loads placed in (as sort_radix builds it)."""
+    load = sk._rank_loads(sk._lean())[0]
+    return sk._onesweep_src().replace("LOADKEYS\n", sk._dedent4(load).strip("\n") + "\n")
+
+
+@pytest.mark.parametrize("early,rank_local", [("1", True), ("0", True)])
+def test_onesweep_rank_local_fits_the_cap(monkeypatch, early, rank_local):
+    """The onesweep pass for keys alone with its ranks in local memory (and its counts
+    early) fits the default cap of 64 registers without spilling (ptxas sm_90)."""
+    from nvptx_util import ptx_of
+
+    from kapi._kernel.types import local_kir
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_sort_kernels, "SORT_EARLY", early)
+    monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", rank_local)
+    items = _radix._rank_items(True)
+    kern, lm, _ = _radix._onesweep_kernel_for(np.dtype(np.uint32), False, items, (32,))
+    assert lm[-1].dtype == np.uint16 and lm[-1].shape == (256 * items,)  # rs
+    g, i64, i32 = "array(u32,1,C,global)", "array(i64,1,C,global)", "array(i32,1,C,global)"
+    at = (g, i64, g, i64, g, i32, i64, "i64", "i64", "i64", "i64", "u32", "u32")
+    ptx = ptx_of(kern.compile(at + tuple(local_kir(a.dtype, a.shape) for a in lm),
+                              ("nditem", 1)).spirv)  # fmt: skip
+    assert _registers_sm90(ptx) <= 64
+
+
 @pytest.mark.parametrize("unroll", [2, 8])
 @pytest.mark.parametrize("dtype", ["uint32", "int16", "float32"])
 def test_keys_pass_unrolled(dev, monkeypatch, unroll, dtype):
