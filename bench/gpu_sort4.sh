@@ -6,15 +6,16 @@
 #    Before and after in the same run (switches read at import): "default" is the tree before
 #    this branch; +EARLY=1 the onesweep tile's digit counts published before its ranking
 #    (KAPI_SORT_EARLY), +EARLY=2 its look-back before its ranking too, +RANK_LOCAL=1 the ranks
-#    in local memory (KAPI_SORT_RANK_LOCAL).
+#    in local memory (KAPI_SORT_RANK_LOCAL), here with the onesweep pass for keys alone capped
+#    at 48 registers (5 groups of 256 per SM where local memory allows; argsort's uncapped).
 # 2. pytest on CUDA: the sort tests of the new switches (PYTEST_K).
 # 3. Nsight Compute (where ncu exists): per-kernel GPU times of one sort of 2^27 (the second
 #    call's `_keys_in`, `_dscan`, `_osclear` and four `_onesweep`), for each PROFILE variant
 #    (KAPI_SORT_* settings, ';'-separated): kernel times without the ~10% noise between
 #    processes; then (NCU_DETAILS=1) the warp stall reasons, occupancy and memory throughput
 #    of one `_keys_in` and one `_onesweep` of the defaults.
-# 4. compute-sanitizer of a sort and argsort of 2^14 keys: SANITIZE's first variant under
-#    SANITIZE_TOOLS (default memcheck), the others under memcheck.
+# 4. compute-sanitizer of a sort and argsort of 2^14 keys (SANITIZE: variants, none by
+#    default): the first under SANITIZE_TOOLS (default memcheck), the others under memcheck.
 # From the checkout:
 #   run(command="bash bench/gpu_sort4.sh", carry=["kapi/_lib", ".carry/debs"])
 # VARIANTS=... replaces step 1's list; SORT_PYTEST=0, NCU_RUN=0, SANITIZE="" skip steps.
@@ -24,9 +25,10 @@ cd "$(dirname "$0")/.."
 . bench/device_env.sh
 command -v nvidia-smi >/dev/null && nvidia-smi -L
 E1=default+EARLY=1
-V=${VARIANTS:-cupy,default,$E1,default+EARLY=2,default,$E1+RANK_LOCAL=1}
+R48=$E1+RANK_LOCAL=1+MAXREG=48+ARGSORT_MAXREG=0
+V=${VARIANTS:-cupy,default,$E1,default+EARLY=2,$R48}
 echo "== sort variants: $V"
-timeout "${SORT_TIMEOUT:-65}" python3 bench/sort_variants.py --device gpu --sanitize "" \
+timeout "${SORT_TIMEOUT:-60}" python3 bench/sort_variants.py --device gpu --sanitize "" \
   --timeout 25 --variants "$V" 2>&1 | tee "$OUT/gpu_sort4.log"
 echo "== exit $?"
 if [ "${SORT_PYTEST:-1}" = 1 ]; then
@@ -40,7 +42,7 @@ if [ -n "$NCU" ] && [ "${NCU_RUN:-1}" = 1 ]; then
   K='regex:_(onesweep|keys_in|dscan|osclear)'
   M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
   M=$M,sm__warps_active.avg.pct_of_peak_sustained_active
-  IFS=';' read -ra PV <<< "${PROFILE:-KAPI_SORT_EARLY=0;KAPI_SORT_EARLY=1;KAPI_SORT_EARLY=2}"
+  IFS=';' read -ra PV <<< "${PROFILE:-KAPI_SORT_EARLY=0;KAPI_SORT_EARLY=1;KAPI_SORT_EARLY=2;KAPI_SORT_EARLY=1 KAPI_SORT_RANK_LOCAL=1 KAPI_SORT_MAXREG=48}"
   for p in "${PV[@]}"; do
     echo "== ncu kernel times, sort of 2^27: $p"
     env $p timeout 15 "$NCU" -k "$K" --launch-skip 7 --launch-count 7 --metrics "$M" --csv \
@@ -49,7 +51,7 @@ if [ -n "$NCU" ] && [ "${NCU_RUN:-1}" = 1 ]; then
   done
   if [ "${NCU_DETAILS:-1}" = 1 ]; then
     echo "== ncu details: one _keys_in and one _onesweep of the defaults (2^27)"
-    timeout 30 "$NCU" -k "$K" --launch-skip 7 --launch-count 4 --section SpeedOfLight \
+    timeout 28 "$NCU" -k "$K" --launch-skip 7 --launch-count 4 --section SpeedOfLight \
       --section Occupancy --section LaunchStats --section WarpStateStats \
       --section SchedulerStats --section MemoryWorkloadAnalysis -o /tmp/os_detail -f \
       python3 bench/sort_profile.py > "$OUT/gpu_sort4_ncu_run.log" 2>&1
@@ -59,7 +61,7 @@ if [ -n "$NCU" ] && [ "${NCU_RUN:-1}" = 1 ]; then
       "$OUT/gpu_sort4_ncu_details.txt" | head -90
   fi
 fi
-S=${SANITIZE-default+EARLY=1+RANK_LOCAL=1}
+S=${SANITIZE-}
 if [ -n "$S" ]; then
   echo "== compute-sanitizer (2^14 keys): $S"
   timeout "${SANITIZE_TIMEOUT:-20}" python3 bench/sort_variants.py --device gpu --sanitize "$S" \
