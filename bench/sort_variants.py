@@ -23,8 +23,9 @@ the atomic match without a branch, SORT_OR_ALL; +KEYS_UNROLL=4: the keys pass lo
 turn, SORT_KEYS_UNROLL; +ARGSORT_ITEMS=N, +ARGSORT_MAXREG=N: argsort's onesweep keys per
 work-item and register cap; +EARLY=1 or 2: the onesweep tile's digit counts published before
 its ranking (2: its look-back too), SORT_EARLY; +RANK_LOCAL=1: the onesweep ranks in local
-memory, SORT_RANK_LOCAL; +UNTRIED=1: KEYS may also be 12, 20 or 24,
-which kapi refuses since 24 lost the device on an H200).
+memory, SORT_RANK_LOCAL; +PERSIST=N: N persistent onesweep groups per SM (keys alone), each
+loading its next tile's keys while it finishes this one, SORT_PERSIST; +UNTRIED=1: KEYS
+may also be 12, 20 or 24, which kapi refuses since 24 lost the device on an H200).
 "cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
 exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
 synccheck and racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed
@@ -117,6 +118,7 @@ def worker(args):
     out["v32"] += (
         f" early={_sort_kernels.SORT_EARLY} rank_local={int(_sort_kernels._ranks_local())}"
     )
+    out["v32"] += f" persist={_sort_kernels.SORT_PERSIST}"
     if "onesweep" in out["kind"]:  # argsort's onesweep tiles: keys per work-item, register cap
         out["v32"] += f" a_items={_radix._os_items_values()}"
         out["v32"] += f" a_maxreg={_radix._rank_max_registers(True, True) or 0}"
@@ -172,6 +174,7 @@ def _env(variant):
         "ARGSORT_MAXREG",
         "EARLY",
         "RANK_LOCAL",
+        "PERSIST",
     )
     for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)

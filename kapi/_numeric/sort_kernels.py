@@ -876,10 +876,12 @@ def _early(src: str, lookback: str) -> tuple[str, str]:
 # The ranks in local memory (KAPI_SORT_RANK_LOCAL, read at import; onesweep with the narrow
 # indices): each key's rank among its sub-group's keys of its digit (< 2^16) is stored in a
 # uint16 slot of its own (rs, 2 bytes per key of the tile) as soon as it is found, rather than
-# kept in a register per key until the tile is placed (the digit is taken from the key again
-# there): 16 registers fewer with 16 keys per work-item, so the pass fits a lower cap
-# (KAPI_SORT_MAXREG) and more groups share an SM. 0 by default until a GPU call shows it
-# faster.
+# kept in a register per key until the tile is placed. The digit is taken from the key again
+# there, the key passed through a sub-group permute by 0 (itself) first: LLVM would otherwise
+# keep each key's digit from the ranking alive until then (16 registers) instead of shifting
+# again. ptxas sm_90, 16 keys: 56 registers uncapped (72 before), 48 without spilling, so 5
+# groups of 256 share an SM at a cap of 48 (KAPI_SORT_MAXREG; local memory 43 KiB per group)
+# where 4 did. 0 by default until a GPU call shows it faster.
 SORT_RANK_LOCAL = os.environ.get("KAPI_SORT_RANK_LOCAL", "0") != "0"
 _RANK_KEEP = """        rk = np.int32((base + pr) | (np.int32(d) << 16))
         rank[j] = K.permute_group_by_xor(sg, rk, 0)  # (see above)
@@ -888,9 +890,12 @@ _RANK_STORE = "        rs[pw + j * S] = np.uint16(base + pr)\n"
 _RANK_PLACE = """            pk = rank[j]
             d = np.int64(pk >> 16) & 255
             q = np.int32(ds[d] + wh[wb + d] + (pk & 0xFFFF)) & np.int32(0x3FFFFFFF)
+            kl[q] = keys[j]
 """
-_RANK_PLACE_LOCAL = """            d = np.int64((keys[j] >> sm) & MASK) & 255
+_RANK_PLACE_LOCAL = """            kj = K.permute_group_by_xor(sg, keys[j], 0)
+            d = np.int64((kj >> sm) & MASK) & 255
             q = np.int32(ds[d] + wh[wb + d] + np.int32(rs[pw + j * S])) & np.int32(0x3FFFFFFF)
+            kl[q] = kj
 """
 _RANK_PRIV = "    rank = K.PrivateArray(ITEMS, np.int32)\n"
 
@@ -915,3 +920,73 @@ def _rank_local(src: str) -> str:
 def _ranks_local() -> bool:
     """Whether the onesweep pass keeps its ranks in local memory (SORT_RANK_LOCAL)."""
     return SORT_RANK_LOCAL and _narrowed()
+
+
+# Persistent onesweep groups (KAPI_SORT_PERSIST=N, read at import; 0: off; onesweep for keys
+# alone, narrow indices, not with SORT_EARLY): N groups per SM (a CUDA device's compute units
+# / 64; one per compute unit elsewhere) each take tile after tile by ticket until none is
+# left, and take the next tile's ticket at the start of this one and load its keys into a
+# second set of registers (nk) once this one is ranked: the loads' latency overlaps this
+# tile's look-back and writes instead of stalling the group after its ticket (a group of the
+# one-tile-per-group pass waits out the ticket's round trip, then its loads', before it can
+# rank). Tickets keep the order tiles start in, so every tile a look-back waits on belongs to
+# a running group (which has finished its earlier tiles): no deadlock. Off by default until a
+# GPU call shows it faster.
+SORT_PERSIST = int(os.environ.get("KAPI_SORT_PERSIST", "0") or "0")
+if not 0 <= SORT_PERSIST <= 16:
+    raise ValueError(f"KAPI_SORT_PERSIST must be 0 (off) to 16, not {SORT_PERSIST}")
+
+_PERSIST_DECLS = ("    keys = K.PrivateArray(ITEMS, KDT)\n", _RANK_PRIV, "    VPRIV\n")
+_PERSIST_LOADS = """    cw = c + pw
+    for j in range(UNROLL):
+        ql = min(np.uint32(cw + j * S), np.uint32(nlast))
+        keys[j] = k[ql]
+        VLOAD
+"""
+_PERSIST_TAIL = "    tot = np.int32(0)\n"
+_PERSIST_FIXED = tuple(
+    f"    {x} = " for x in ("ul", "lb", "below", "atop", "sm", "wb", "pw", "nlast")
+)
+
+
+def _persists(withv: bool) -> bool:
+    """Whether the onesweep pass (with values: withv) is persistent (SORT_PERSIST)."""
+    return bool(SORT_PERSIST) and not withv and _narrowed()
+
+
+def _persist(src: str, withv: bool) -> str:
+    """The onesweep pass's source (loads placed in, narrowed) made persistent where
+    _persists(withv): its body a loop over tiles, the next tile's ticket taken at each
+    tile's start (tl[1]) and its keys loaded (into nk) after this tile's ranking."""
+    if not _persists(withv):
+        return src
+    if SORT_EARLY != "0":
+        raise ValueError("KAPI_SORT_PERSIST does not combine with KAPI_SORT_EARLY")
+    start = src.index("    mine = bank * rows")
+    head, body = src[:start], src[start:]
+    decls = ""
+    for d in _PERSIST_DECLS:
+        if d in body:
+            decls += d
+            body = body.replace(d, "", 1)
+    lines = body.split("\n")
+    fixed = [ln for ln in lines if ln.startswith(_PERSIST_FIXED)]  # per group, not per tile
+    decls += "".join(ln + "\n" for ln in fixed)
+    body = "\n".join(ln for ln in lines if not ln.startswith(_PERSIST_FIXED))
+    body = body.replace("\nSCAN\n", "\n" + _dedent4(_RANK_SCAN).strip("\n") + "\n")
+    for old in (_PERSIST_LOADS, _PERSIST_TAIL):
+        if old not in body:
+            raise AssertionError(f"_persist: the onesweep source lacks {old.strip()!r}")
+    body = body.replace(_PERSIST_LOADS, "")
+    nxt = _PERSIST_LOADS.replace("cw = c + pw", "cw = nt * C + pw").replace("keys[j]", "nk[j]")
+    nxt = "    nt = tl[1] & np.int64(0x7FFFFFFFFFFFFFFF)\n" + nxt.replace("VLOAD", "pass")
+    body = body.replace(_PERSIST_TAIL, nxt + _PERSIST_TAIL, 1)
+    ticket = "    if lid == 0:\n"
+    ticket += "        tl[1] = np.int64(K.AtomicRef(tk, dp).fetch_add(np.int32(1)))\n"
+    tail = "    K.group_barrier(g)\n    for j in range(UNROLL):\n        keys[j] = nk[j]\n"
+    tail += "    tile = nt\n"
+    loop = "\n".join(
+        ("    " + ln) if ln.strip() else ln for ln in (ticket + body + tail).split("\n")
+    )
+    first = "    c = tile * C\n" + _PERSIST_LOADS + "    nk = K.PrivateArray(ITEMS, KDT)\n"
+    return head + decls + first + "    while tile < T:\n" + loop

@@ -79,6 +79,8 @@ from .sort_kernels import (
     _narrow,
     _narrowed,
     _onesweep_src,
+    _persist,
+    _persists,
     _rank_loads,
     _rank_local,
     _rank_match,
@@ -601,7 +603,7 @@ def _onesweep_kernel_for(
     src = _onesweep_src()
     load = _rank_loads(_lean())[0]
     src = _narrow(src.replace("LOADKEYS\n", _dedent4(load).strip("\n") + "\n"))
-    src = _rank_local(src)
+    src = _persist(_rank_local(src), withv)
     maxreg = _rank_max_registers(True, withv)
     fields = _rank_fields(kdt, withv, items, sgs, wg, one_size)
     if withv and v32:
@@ -619,7 +621,7 @@ def _onesweep_kernel_for(
     )
     vdt = np.int32 if v32 else np.int64
     lm = _rank_locals(K, kdt, withv, items, wg, W, vdt, np.uint32 if _narrowed() else np.int64)
-    lm.append(K.LocalAccessor(1, np.int64))  # tl: the tile number
+    lm.append(K.LocalAccessor(2 if _persists(withv) else 1, np.int64))  # tl: tile numbers
     if _ranks_local():  # rs: the keys' ranks (SORT_RANK_LOCAL)
         lm.append(K.LocalAccessor(wg * items, np.uint16))
     return kern, lm, wg
@@ -673,6 +675,11 @@ def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
     kern, lm, wg = _onesweep_kernel(k, withv, items, v32)
     kern_iota = _onesweep_kernel(k, withv, items, v32, True)[0] if v32 else None
     T = -(-n // (wg * items))
+    G = T  # groups launched: one per tile, or SORT_PERSIST per SM, each taking tiles in turn
+    if _persists(withv):
+        from .sort_kernels import SORT_PERSIST
+
+        G = min(T, SORT_PERSIST * max(1, k.device.max_compute_units // 64))
     dstart = Array._allocate((npos * RADIX,), np.dtype(np.int64), q, ut)
     st = Array._allocate((2 * T * RADIX,), np.dtype(np.uint32), q, ut)
     # int32 tickets: a kernel with 64-bit atomics and sub-group shuffles fails kapi's SPIR-V
@@ -690,7 +697,7 @@ def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
         state["bank"] = 1 - b
         args = (st, tk, dstart, np.int64(n), np.int64(T), np.int64(int(sh) // 8), np.int64(b))
         kk = kern_iota if iota else kern
-        launch(kk, NdRange(T * wg, wg), k, v, k2, v2, *args, sh, mask, *lm, events=events)
+        launch(kk, NdRange(G * wg, wg), k, v, k2, v2, *args, sh, mask, *lm, events=events)
 
     return one_pass
 

@@ -363,6 +363,31 @@ def test_onesweep_early_counts_and_rank_local(dev, monkeypatch, early, rank_loca
     _eq(kapi.argsort(kapi.asarray(few, device=dev)), np.argsort(few, kind="stable"))
 
 
+@pytest.mark.parametrize("persist,rank_local", [(1, False), (3, True)])
+@pytest.mark.parametrize("n", [513, 4097, 3 * 4096 + 5, 100_003])
+def test_onesweep_persistent_groups(dev, monkeypatch, persist, rank_local, n):
+    """Persistent onesweep groups (SORT_PERSIST: a few groups per SM, each taking tile after
+    tile by ticket and loading the next tile's keys while it finishes this one): sorts of
+    sizes with partial tiles, many tiles per group and a group with no tile (one tile, more
+    groups); argsort (values: one tile per group, as before) alongside."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    monkeypatch.setattr(_sort_kernels, "SORT_PERSIST", persist)
+    monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", rank_local)
+    assert _sort_kernels._persists(False) and not _sort_kernels._persists(True)
+    h = _keys("uint32", n, seed=n + 4)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+    h64 = _keys("float64", n, seed=n + 5)
+    _eq(kapi.sort(kapi.asarray(h64, device=dev), descending=True), np.sort(h64)[::-1])
+    monkeypatch.setattr(_sort_kernels, "SORT_EARLY", "1")
+    with pytest.raises(ValueError, match="KAPI_SORT_PERSIST does not combine"):
+        _radix._onesweep_kernel_for(np.dtype(np.uint32), False, 16, (32,))
+
+
 def test_onesweep_early_source_order(monkeypatch):
     """Where SORT_EARLY puts the tile's counts: with 1 the status words are first stored
     between the loads and the ranking's first atomic match and the look-back follows the
@@ -392,6 +417,7 @@ def test_onesweep_early_source_order(monkeypatch):
     monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", True)
     src = _sort_kernels._rank_local(_sort_kernels._narrow(_os_loaded(_sort_kernels)))
     assert "rs[pw + j * S] = np.uint16(base + pr)" in src
+    assert "kj = K.permute_group_by_xor(sg, keys[j], 0)" in src
     assert "rank = K.PrivateArray" not in src and "mk, tl, rs):" in src
 
 
@@ -401,10 +427,11 @@ def _os_loaded(sk) -> str:
     return sk._onesweep_src().replace("LOADKEYS\n", sk._dedent4(load).strip("\n") + "\n")
 
 
-@pytest.mark.parametrize("early,rank_local", [("1", True), ("0", True)])
-def test_onesweep_rank_local_fits_the_cap(monkeypatch, early, rank_local):
-    """The onesweep pass for keys alone with its ranks in local memory (and its counts
-    early) fits the default cap of 64 registers without spilling (ptxas sm_90)."""
+@pytest.mark.parametrize("early,cap", [("1", 64), ("0", 48)])
+def test_onesweep_rank_local_fits_the_cap(monkeypatch, early, cap):
+    """The onesweep pass for keys alone with its ranks in local memory fits 48 registers
+    without spilling (5 groups of 256 per SM; ptxas sm_90), and with its counts early the
+    default cap of 64."""
     from nvptx_util import ptx_of
 
     from kapi._kernel.types import local_kir
@@ -412,7 +439,8 @@ def test_onesweep_rank_local_fits_the_cap(monkeypatch, early, rank_local):
     from kapi._numeric import sort_radix as _radix
 
     monkeypatch.setattr(_sort_kernels, "SORT_EARLY", early)
-    monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", rank_local)
+    monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", True)
+    monkeypatch.setenv("KAPI_SORT_MAXREG", str(cap))
     items = _radix._rank_items(True)
     kern, lm, _ = _radix._onesweep_kernel_for(np.dtype(np.uint32), False, items, (32,))
     assert lm[-1].dtype == np.uint16 and lm[-1].shape == (256 * items,)  # rs
@@ -420,7 +448,8 @@ def test_onesweep_rank_local_fits_the_cap(monkeypatch, early, rank_local):
     at = (g, i64, g, i64, g, i32, i64, "i64", "i64", "i64", "i64", "u32", "u32")
     ptx = ptx_of(kern.compile(at + tuple(local_kir(a.dtype, a.shape) for a in lm),
                               ("nditem", 1)).spirv)  # fmt: skip
-    assert _registers_sm90(ptx) <= 64
+    assert f".maxnreg {cap}" in ptx
+    assert _registers_sm90(ptx) <= cap
 
 
 @pytest.mark.parametrize("unroll", [2, 8])
