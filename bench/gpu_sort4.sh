@@ -9,7 +9,8 @@
 #    in local memory (KAPI_SORT_RANK_LOCAL), here with the onesweep pass for keys alone capped
 #    at 48 registers (5 groups of 256 per SM where local memory allows; argsort's uncapped);
 #    +PERSIST=3 three persistent groups per SM loading their next tile during this one
-#    (KAPI_SORT_PERSIST, with the ranks in local memory: 80 registers uncapped).
+#    (KAPI_SORT_PERSIST, with the ranks in local memory: 80 registers uncapped);
+#    +KEYS_ASYNC=1 the keys pass launched without a wait (KAPI_SORT_KEYS_ASYNC).
 # 2. pytest on CUDA: the sort tests of the new switches (PYTEST_K).
 # 3. Nsight Compute (where ncu exists): per-kernel GPU times of one sort of 2^27 (the second
 #    call's `_keys_in`, `_dscan`, `_osclear` and four `_onesweep`), for each PROFILE variant
@@ -29,14 +30,14 @@ command -v nvidia-smi >/dev/null && nvidia-smi -L
 E1=default+EARLY=1
 R48=default+RANK_LOCAL=1+MAXREG=48+ARGSORT_MAXREG=0
 P3=default+PERSIST=3+RANK_LOCAL=1+MAXREG=0
-V=${VARIANTS:-cupy,default,$E1,default+EARLY=2,$R48,$P3}
+V=${VARIANTS:-cupy,default,$E1,$R48,$P3,default+KEYS_ASYNC=1}
 echo "== sort variants: $V"
 timeout "${SORT_TIMEOUT:-60}" python3 bench/sort_variants.py --device gpu --sanitize "" \
   --timeout 25 --variants "$V" 2>&1 | tee "$OUT/gpu_sort4.log"
 echo "== exit $?"
 if [ "${SORT_PYTEST:-1}" = 1 ]; then
-  echo "== pytest (CUDA): ${PYTEST_K:=early or rank_local or persist}"
-  KAPI_DRIVERS=cuda timeout "${PYTEST_TIMEOUT:-25}" python3 -m pytest -q -x -p no:cacheprovider \
+  echo "== pytest (CUDA): ${PYTEST_K:=early or rank_local or persist or keys_pass_async}"
+  KAPI_DRIVERS=cuda timeout "${PYTEST_TIMEOUT:-22}" python3 -m pytest -q -x -p no:cacheprovider \
     tests/numeric/test_primitives_sort.py -k "$PYTEST_K" 2>&1 | tail -8 | \
     tee "$OUT/gpu_sort4_pytest.log"
 fi
@@ -45,7 +46,7 @@ if [ -n "$NCU" ] && [ "${NCU_RUN:-1}" = 1 ]; then
   K='regex:_(onesweep|keys_in|dscan|osclear)'
   M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
   M=$M,sm__warps_active.avg.pct_of_peak_sustained_active
-  IFS=';' read -ra PV <<< "${PROFILE:-KAPI_SORT_EARLY=0;KAPI_SORT_EARLY=1;KAPI_SORT_RANK_LOCAL=1 KAPI_SORT_MAXREG=48;KAPI_SORT_PERSIST=3 KAPI_SORT_RANK_LOCAL=1 KAPI_SORT_MAXREG=0}"
+  IFS=';' read -ra PV <<< "${PROFILE:-KAPI_SORT_EARLY=0;KAPI_SORT_RANK_LOCAL=1 KAPI_SORT_MAXREG=48;KAPI_SORT_PERSIST=3 KAPI_SORT_RANK_LOCAL=1 KAPI_SORT_MAXREG=0}"
   for p in "${PV[@]}"; do
     echo "== ncu kernel times, sort of 2^27: $p"
     env $p timeout 13 "$NCU" -k "$K" --launch-skip 7 --launch-count 7 --metrics "$M" --csv \
@@ -54,7 +55,7 @@ if [ -n "$NCU" ] && [ "${NCU_RUN:-1}" = 1 ]; then
   done
   if [ "${NCU_DETAILS:-1}" = 1 ]; then
     echo "== ncu details: one _keys_in and one _onesweep of the defaults (2^27)"
-    timeout 28 "$NCU" -k "$K" --launch-skip 7 --launch-count 4 --section SpeedOfLight \
+    timeout 25 "$NCU" -k "$K" --launch-skip 7 --launch-count 4 --section SpeedOfLight \
       --section Occupancy --section LaunchStats --section WarpStateStats \
       --section SchedulerStats --section MemoryWorkloadAnalysis -o /tmp/os_detail -f \
       python3 bench/sort_profile.py > "$OUT/gpu_sort4_ncu_run.log" 2>&1

@@ -867,6 +867,16 @@ def _msd_sort(k, v, k2, v2, shifts, withv, keep_input):
 ARGSORT_IN_PLACE = os.environ.get("KAPI_SORT_ARGSORT_IN_PLACE", "1") != "0"
 
 
+# The keys pass launched without waiting for it on GPUs (KAPI_SORT_KEYS_ASYNC, read at
+# import): the host sets up the passes (their kernels, buffers, the digit scan and status
+# words' launches) while the device makes the keys and counts their digits, and waits only
+# where it needs the bits that vary (to choose the passes); before, the device sat idle
+# through that setup (kapi.sort waits for its passes, so the host's work between its kernels
+# is not hidden behind a queue of earlier calls). Off by default until a GPU call shows it
+# faster.
+SORT_KEYS_ASYNC = os.environ.get("KAPI_SORT_KEYS_ASYNC", "0") != "0"
+
+
 def _keys_in_place(x: Array, withv: bool, descending: bool) -> bool:
     """Whether the sort of x (1-D, contiguous) takes x's own memory as its keys."""
     if _mode(x.dtype) != 0 or descending:
@@ -919,11 +929,20 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv and not iota))
     k_arg = k if write else Array._allocate((1,), udt, q, ut)
     x_u = _as_dtype(x, udt)
-    call_kernel(kern, launch, x_u, k_arg, v, vo, np.int64(n), mode, *flags, *consts, *hargs)
+    args = (x_u, k_arg, v, vo, np.int64(n), mode, *flags, *consts, *hargs)
+    events = []
+    if serial or not SORT_KEYS_ASYNC:
+        call_kernel(kern, launch, *args)
+    else:
+        from .replay import launch as launch_async
+
+        launch_async(kern, launch, *args, events=events)
     if serial:
         return k, (v if withv else None), lambda: _vary(k), None
 
     def vary():
+        for ev in events:  # (its Event keeps the arguments alive until then)
+            ev.wait()
         ones, zeros = (int(b) for b in vo.asnumpy())
         return ones & zeros
 

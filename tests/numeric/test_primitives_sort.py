@@ -388,6 +388,31 @@ def test_onesweep_persistent_groups(dev, monkeypatch, persist, rank_local, n):
         _radix._onesweep_kernel_for(np.dtype(np.uint32), False, 16, (32,))
 
 
+@pytest.mark.parametrize("kind", ["onesweep", "ballot"])
+def test_keys_pass_async(dev, monkeypatch, kind):
+    """The keys pass launched without a wait (SORT_KEYS_ASYNC): the passes chosen from its
+    bits that vary (all, some bytes alike, none) and its digit counts are those of the keys,
+    for sort, stable argsort (keys copied and in place), descending and 2-D sorts."""
+    from kapi._numeric import sort_radix as _radix
+
+    if kind == "ballot" and not _radix._ballots_fit(dev):
+        kind = "onesweep"  # (a device whose sub-groups the ballot scatter cannot use)
+    monkeypatch.setattr(_radix, "SCATTER", kind)
+    monkeypatch.setattr(_radix, "SORT_KEYS_ASYNC", True)
+    for h in (
+        _keys("uint32", 20_001, seed=7),
+        _keys("float32", 20_001, seed=8),
+        (np.arange(20_001) % 5).astype(np.uint32) << np.uint32(16),  # bytes 0, 1, 3 alike
+        np.full(5000, 7, np.int64),  # no byte varies: no pass
+    ):
+        a = kapi.asarray(h, device=dev)
+        _eq(kapi.sort(a), np.sort(h))
+        _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+        _eq(kapi.sort(a, descending=True), np.sort(h)[::-1])
+    h2 = _keys("int32", 6 * 1001, seed=9).reshape(6, 1001)
+    _eq(kapi.sort(kapi.asarray(h2, device=dev)), np.sort(h2))
+
+
 def test_onesweep_early_source_order(monkeypatch):
     """Where SORT_EARLY puts the tile's counts: with 1 the status words are first stored
     between the loads and the ranking's first atomic match and the look-back follows the
