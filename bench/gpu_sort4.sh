@@ -32,7 +32,7 @@ R48=default+RANK_LOCAL=1+MAXREG=48+ARGSORT_MAXREG=0
 P3=default+PERSIST=3+RANK_LOCAL=1+MAXREG=0
 V=${VARIANTS:-cupy,default,$E1,$R48,$P3,default+KEYS_ASYNC=1}
 echo "== sort variants: $V"
-timeout "${SORT_TIMEOUT:-60}" python3 bench/sort_variants.py --device gpu --sanitize "" \
+timeout "${SORT_TIMEOUT:-75}" python3 bench/sort_variants.py --device gpu --sanitize "" \
   --timeout 25 --variants "$V" 2>&1 | tee "$OUT/gpu_sort4.log"
 echo "== exit $?"
 if [ "${SORT_PYTEST:-1}" = 1 ]; then
@@ -55,7 +55,7 @@ if [ -n "$NCU" ] && [ "${NCU_RUN:-1}" = 1 ]; then
   done
   if [ "${NCU_DETAILS:-1}" = 1 ]; then
     echo "== ncu details: one _keys_in and one _onesweep of the defaults (2^27)"
-    timeout 25 "$NCU" -k "$K" --launch-skip 7 --launch-count 4 --section SpeedOfLight \
+    timeout 22 "$NCU" -k "$K" --launch-skip 7 --launch-count 4 --section SpeedOfLight \
       --section Occupancy --section LaunchStats --section WarpStateStats \
       --section SchedulerStats --section MemoryWorkloadAnalysis -o /tmp/os_detail -f \
       python3 bench/sort_profile.py > "$OUT/gpu_sort4_ncu_run.log" 2>&1
