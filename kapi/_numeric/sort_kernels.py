@@ -887,12 +887,15 @@ _RANK_KEEP = """        rk = np.int32((base + pr) | (np.int32(d) << 16))
         rank[j] = K.permute_group_by_xor(sg, rk, 0)  # (see above)
 """
 _RANK_STORE = "        rs[pw + j * S] = np.uint16(base + pr)\n"
-_RANK_PLACE = """            pk = rank[j]
+_RANK_PLACE = """        if j * S < rem:
+            pk = rank[j]
             d = np.int64(pk >> 16) & 255
             q = np.int32(ds[d] + wh[wb + d] + (pk & 0xFFFF)) & np.int32(0x3FFFFFFF)
             kl[q] = keys[j]
 """
-_RANK_PLACE_LOCAL = """            kj = K.permute_group_by_xor(sg, keys[j], 0)
+# (the permute before the place's branch: every lane of the sub-group must reach it)
+_RANK_PLACE_LOCAL = """        kj = K.permute_group_by_xor(sg, keys[j], 0)
+        if j * S < rem:
             d = np.int64((kj >> sm) & MASK) & 255
             q = np.int32(ds[d] + wh[wb + d] + np.int32(rs[pw + j * S])) & np.int32(0x3FFFFFFF)
             kl[q] = kj

@@ -452,12 +452,14 @@ def _os_loaded(sk) -> str:
     return sk._onesweep_src().replace("LOADKEYS\n", sk._dedent4(load).strip("\n") + "\n")
 
 
-@pytest.mark.parametrize("early,cap", [("1", 64), ("0", 48)])
-def test_onesweep_rank_local_fits_the_cap(monkeypatch, early, cap):
+@pytest.mark.parametrize("early,cap,persist", [("1", 64, 0), ("0", 48, 0), ("0", 0, 3)])
+def test_onesweep_rank_local_fits_the_cap(monkeypatch, early, cap, persist):
     """The onesweep pass for keys alone with its ranks in local memory fits 48 registers
-    without spilling (5 groups of 256 per SM; ptxas sm_90), and with its counts early the
-    default cap of 64."""
-    from nvptx_util import ptx_of
+    without spilling (5 groups of 256 per SM; ptxas sm_90), with its counts early the
+    default cap of 64, persistent (SORT_PERSIST) 80 uncapped (3 groups per SM); every lane
+    reaches each warp shuffle (the key permuted before the place's branch: a shuffle of all
+    32 lanes inside it would leave a partial tile's lanes out)."""
+    from nvptx_util import divergent_warp_sync, ptx_of
 
     from kapi._kernel.types import local_kir
     from kapi._numeric import sort_kernels as _sort_kernels
@@ -465,6 +467,7 @@ def test_onesweep_rank_local_fits_the_cap(monkeypatch, early, cap):
 
     monkeypatch.setattr(_sort_kernels, "SORT_EARLY", early)
     monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", True)
+    monkeypatch.setattr(_sort_kernels, "SORT_PERSIST", persist)
     monkeypatch.setenv("KAPI_SORT_MAXREG", str(cap))
     items = _radix._rank_items(True)
     kern, lm, _ = _radix._onesweep_kernel_for(np.dtype(np.uint32), False, items, (32,))
@@ -473,8 +476,11 @@ def test_onesweep_rank_local_fits_the_cap(monkeypatch, early, cap):
     at = (g, i64, g, i64, g, i32, i64, "i64", "i64", "i64", "i64", "u32", "u32")
     ptx = ptx_of(kern.compile(at + tuple(local_kir(a.dtype, a.shape) for a in lm),
                               ("nditem", 1)).spirv)  # fmt: skip
-    assert f".maxnreg {cap}" in ptx
-    assert _registers_sm90(ptx) <= cap
+    assert (f".maxnreg {cap}" in ptx) == bool(cap)
+    assert lm[-2].shape == ((2,) if persist else (1,))  # tl: this tile and the next
+    assert divergent_warp_sync(ptx, "_onesweep") == []
+    assert ptx.count("shfl.sync.bfly") == items  # the keys' permutes
+    assert _registers_sm90(ptx) <= (cap or 80)
 
 
 @pytest.mark.parametrize("unroll", [2, 8])
