@@ -935,9 +935,10 @@ def _ranks_local() -> bool:
 # rank). Tickets keep the order tiles start in, so every tile a look-back waits on belongs to
 # a running group (which has finished its earlier tiles): no deadlock. Off by default until a
 # GPU call shows it faster.
-SORT_PERSIST = int(os.environ.get("KAPI_SORT_PERSIST", "0") or "0")
-if not 0 <= SORT_PERSIST <= 16:
-    raise ValueError(f"KAPI_SORT_PERSIST must be 0 (off) to 16, not {SORT_PERSIST}")
+_persist_env = os.environ.get("KAPI_SORT_PERSIST", "0") or "0"
+if _persist_env.strip() not in {str(i) for i in range(17)}:
+    raise ValueError(f"KAPI_SORT_PERSIST must be 0 (off) to 16, not {_persist_env!r}")
+SORT_PERSIST = int(_persist_env)
 
 _PERSIST_DECLS = ("    keys = K.PrivateArray(ITEMS, KDT)\n", _RANK_PRIV, "    VPRIV\n")
 _PERSIST_LOADS = """    cw = c + pw

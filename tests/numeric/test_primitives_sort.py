@@ -439,6 +439,11 @@ def test_onesweep_early_source_order(monkeypatch):
     r = subprocess.run([sys.executable, "-c", "import kapi._numeric.sort_kernels"],
                        capture_output=True, text=True)  # fmt: skip
     assert "KAPI_SORT_EARLY must be 0, 1 or 2, not '3'" in r.stderr
+    monkeypatch.setenv("KAPI_SORT_EARLY", "0")
+    monkeypatch.setenv("KAPI_SORT_PERSIST", "x")
+    r = subprocess.run([sys.executable, "-c", "import kapi._numeric.sort_kernels"],
+                       capture_output=True, text=True)  # fmt: skip
+    assert "KAPI_SORT_PERSIST must be 0 (off) to 16, not 'x'" in r.stderr
     monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", True)
     src = _sort_kernels._rank_local(_sort_kernels._narrow(_os_loaded(_sort_kernels)))
     assert "rs[pw + j * S] = np.uint16(base + pr)" in src
