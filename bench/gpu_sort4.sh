@@ -8,16 +8,18 @@
 #    for keys alone capped at 48 registers (5 groups of 256 per SM; argsort's uncapped); P3
 #    three persistent groups per SM loading their next tile during this one
 #    (KAPI_SORT_PERSIST, ranks in local memory, 80 registers); +KEYS_ASYNC=1 the keys pass
-#    launched without a wait (KAPI_SORT_KEYS_ASYNC). (+EARLY=1 / 2, KAPI_SORT_EARLY: the
-#    tile's counts before its ranking; the first call measured them slower.)
+#    launched without a wait (KAPI_SORT_KEYS_ASYNC); +HIST_COPIES=8 the keys pass counting
+#    digits into 8 interleaved copies per group (KAPI_SORT_HIST_COPIES). (+EARLY=1 / 2,
+#    KAPI_SORT_EARLY: the tile's counts before its ranking; the first call measured them
+#    slower.)
 # 2. pytest on CUDA: the sort tests of the new switches (PYTEST_K).
 # 3. Nsight Compute (where ncu exists): per-kernel GPU times of one sort of 2^27 (the second
 #    call's `_keys_in`, `_dscan`, `_osclear` and four `_onesweep`; ncu runs them at base
 #    clocks), for each PROFILE variant (KAPI_SORT_* settings, ';'-separated); with
 #    NCU_DETAILS=1 also the warp stall reasons, occupancy and memory throughput of one
 #    `_keys_in` and one `_onesweep` of the defaults.
-# 4. compute-sanitizer memcheck (SANITIZE_TOOLS) of a sort and argsort of 2^21 keys for each
-#    SANITIZE variant (default R48 and P3: more tiles than P3's groups).
+# 4. compute-sanitizer memcheck (SANITIZE_TOOLS) of a sort and argsort of 2^20 keys for each
+#    SANITIZE variant (default R48 and P3).
 # From the checkout:
 #   run(command="bash bench/gpu_sort4.sh", carry=["kapi/_lib", ".carry/debs"])
 # VARIANTS=... replaces step 1's list; SORT_PYTEST=0, NCU_RUN=0, SANITIZE="" skip steps.
@@ -28,13 +30,15 @@ cd "$(dirname "$0")/.."
 command -v nvidia-smi >/dev/null && nvidia-smi -L
 R48=default+RANK_LOCAL=1+MAXREG=48+ARGSORT_MAXREG=0
 P3=default+PERSIST=3+RANK_LOCAL=1+MAXREG=0
-V=${VARIANTS:-cupy,default,$R48+KEYS_ASYNC=1,$P3,default+KEYS_ASYNC=1,$R48}
+A=KEYS_ASYNC=1
+C8=HIST_COPIES=8
+V=${VARIANTS:-cupy,default,$R48+$A+$C8,$P3,default+$C8,$R48+$A}
 echo "== sort variants: $V"
-timeout "${SORT_TIMEOUT:-75}" python3 bench/sort_variants.py --device gpu --sanitize "" \
+timeout "${SORT_TIMEOUT:-80}" python3 bench/sort_variants.py --device gpu --sanitize "" \
   --timeout 25 --variants "$V" 2>&1 | tee "$OUT/gpu_sort4.log"
 echo "== exit $?"
 if [ "${SORT_PYTEST:-1}" = 1 ]; then
-  echo "== pytest (CUDA): ${PYTEST_K:=persistent_groups and 100003 or rank_local_fits or keys_pass_async and onesweep}"
+  echo "== pytest (CUDA): ${PYTEST_K:=persistent_groups and 100003 or rank_local_fits or keys_pass_async and onesweep or count_copies and 8-uint32}"
   KAPI_DRIVERS=cuda timeout "${PYTEST_TIMEOUT:-20}" python3 -m pytest -q -x -p no:cacheprovider \
     tests/numeric/test_primitives_sort.py -k "$PYTEST_K" 2>&1 | tail -8 | \
     tee "$OUT/gpu_sort4_pytest.log"
@@ -44,7 +48,7 @@ if [ -n "$NCU" ] && [ "${NCU_RUN:-1}" = 1 ]; then
   K='regex:_(onesweep|keys_in|dscan|osclear)'
   M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
   M=$M,sm__warps_active.avg.pct_of_peak_sustained_active
-  IFS=';' read -ra PV <<< "${PROFILE:-KAPI_SORT_RANK_LOCAL=1 KAPI_SORT_MAXREG=48}"
+  IFS=';' read -ra PV <<< "${PROFILE:-KAPI_SORT_RANK_LOCAL=1 KAPI_SORT_MAXREG=48 KAPI_SORT_HIST_COPIES=8}"
   for p in "${PV[@]}"; do
     echo "== ncu kernel times, sort of 2^27: $p"
     env $p timeout 13 "$NCU" -k "$K" --launch-skip 7 --launch-count 7 --metrics "$M" --csv \
@@ -66,7 +70,7 @@ fi
 S=${SANITIZE-$R48,$P3}
 if [ -n "$S" ]; then
   echo "== compute-sanitizer (2^14 keys): $S"
-  timeout "${SANITIZE_TIMEOUT:-32}" python3 bench/sort_variants.py --device gpu --sanitize "$S" \
-    --sanitize-tools "${SANITIZE_TOOLS:-memcheck}" --sanitize-log2n "${SANITIZE_LOG2N:-21}" \
+  timeout "${SANITIZE_TIMEOUT:-28}" python3 bench/sort_variants.py --device gpu --sanitize "$S" \
+    --sanitize-tools "${SANITIZE_TOOLS:-memcheck}" --sanitize-log2n "${SANITIZE_LOG2N:-20}" \
     --log2n 14 --timeout 16 --variants "" 2>&1 | tee "$OUT/gpu_sort4_sanitize.log"
 fi

@@ -25,7 +25,8 @@ work-item and register cap; +EARLY=1 or 2: the onesweep tile's digit counts publ
 its ranking (2: its look-back too), SORT_EARLY; +RANK_LOCAL=1: the onesweep ranks in local
 memory, SORT_RANK_LOCAL; +PERSIST=N: N persistent onesweep groups per SM (keys alone), each
 loading its next tile's keys while it finishes this one, SORT_PERSIST; +KEYS_ASYNC=1: the
-keys pass launched without a wait, SORT_KEYS_ASYNC; +UNTRIED=1: KEYS
+keys pass launched without a wait, SORT_KEYS_ASYNC; +HIST_COPIES=N: the keys pass's digit
+counts in N copies per group, SORT_HIST_COPIES; +UNTRIED=1: KEYS
 may also be 12, 20 or 24, which kapi refuses since 24 lost the device on an H200).
 "cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
 exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
@@ -120,6 +121,7 @@ def worker(args):
         f" early={_sort_kernels.SORT_EARLY} rank_local={int(_sort_kernels._ranks_local())}"
     )
     out["v32"] += f" persist={_sort_kernels.SORT_PERSIST} async={int(_radix.SORT_KEYS_ASYNC)}"
+    out["v32"] += f" copies={_sort_kernels.SORT_HIST_COPIES}"
     if "onesweep" in out["kind"]:  # argsort's onesweep tiles: keys per work-item, register cap
         out["v32"] += f" a_items={_radix._os_items_values()}"
         out["v32"] += f" a_maxreg={_radix._rank_max_registers(True, True) or 0}"
@@ -177,6 +179,7 @@ def _env(variant):
         "RANK_LOCAL",
         "PERSIST",
         "KEYS_ASYNC",
+        "HIST_COPIES",
     )
     for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)

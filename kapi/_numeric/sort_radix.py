@@ -54,9 +54,6 @@ from . import primitives as P
 from .scan import _scan_rows
 from .sort_kernels import (
     _DSCAN_SRC,
-    _HIST_COUNT,
-    _HIST_FLUSH,
-    _HIST_INIT,
     _HIST_SERIAL_SRC,
     _HIST_SRC,
     _KEY_BODY,
@@ -73,6 +70,7 @@ from .sort_kernels import (
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
     _dedent4,
+    _hist_parts,
     _keys_bodies,
     _keys_in_src,
     _lean,
@@ -642,7 +640,8 @@ def _keys_in_kernel(hist_positions: int, kdt: np.dtype):
             HFLUSH="",
             HBODY="",
         )
-    count = "\n".join(_HIST_COUNT.format(p=p, sh=8 * p) for p in range(hist_positions))
+    init, one_count, flush, _ = _hist_parts(hist_positions)
+    count = "\n".join(one_count.format(p=p, sh=8 * p) for p in range(hist_positions))
     return _kernel(
         _keys_in_src(),
         "_keys_in",
@@ -650,8 +649,8 @@ def _keys_in_kernel(hist_positions: int, kdt: np.dtype):
         **_keys_bodies(_KEY_BODY.strip("\n")),
         KEYBODY=_KEY_BODY.strip("\n"),
         HARGS=", hl, gh",
-        HINIT=_HIST_INIT.strip("\n"),
-        HFLUSH=_HIST_FLUSH.strip("\n"),
+        HINIT=init.strip("\n"),
+        HFLUSH=flush.strip("\n"),
         HBODY=count,
         NPOS=str(hist_positions),
         KDT=f"np.{kdt.name}",
@@ -720,7 +719,7 @@ def _digit_hist(k: Array, npos: int) -> Array:
     v = Array._allocate((1,), np.dtype(np.int64), q, ut)
     sign, absm, inf, allb = _key_consts(k.dtype)
     z = np.int32(0)
-    hl = K.LocalAccessor(npos * RADIX, np.uint32)
+    hl = K.LocalAccessor(npos * RADIX * _hist_parts(npos)[3], np.uint32)
     call_kernel(_keys_in_kernel(npos, k.dtype), NdRange(_keys_groups(k) * WG, WG), k, one, v,
                 vo, np.int64(n), z, z, z, sign, absm, inf, allb, z, z, hl, hist)  # fmt: skip
     return hist
@@ -923,7 +922,7 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
         if npos:
             hist = Array._allocate((npos * RADIX,), np.dtype(np.int64), q, ut)
             hist.fill(0)
-            hargs = (K.LocalAccessor(npos * RADIX, np.uint32), hist)
+            hargs = (K.LocalAccessor(npos * RADIX * _hist_parts(npos)[3], np.uint32), hist)
     sign, absm, inf, allb = _key_consts(dt)
     mode, flags = np.int32(_mode(dt)), (np.int32(canon_zero), np.int32(descending))
     consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv and not iota))

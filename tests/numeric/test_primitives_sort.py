@@ -413,6 +413,25 @@ def test_keys_pass_async(dev, monkeypatch, kind):
     _eq(kapi.sort(kapi.asarray(h2, device=dev)), np.sort(h2))
 
 
+@pytest.mark.parametrize("copies", [2, 8, 16])
+@pytest.mark.parametrize("dtype", ["uint32", "float64", "int8"])
+def test_keys_pass_count_copies(dev, monkeypatch, copies, dtype):
+    """The keys pass counting each position's digits into several interleaved copies per
+    group (SORT_HIST_COPIES; fewer for 8-byte keys, whose 8 positions would pass 32 KiB):
+    the onesweep passes' digit starts, so sort and stable argsort, are NumPy's."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    monkeypatch.setattr(_sort_kernels, "SORT_HIST_COPIES", copies)
+    assert _sort_kernels._hist_parts(4)[3] == min(copies, 8)
+    assert _sort_kernels._hist_parts(8)[3] == min(copies, 4)
+    h = _keys(dtype, 50_001, seed=copies)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
 def test_onesweep_early_source_order(monkeypatch):
     """Where SORT_EARLY puts the tile's counts: with 1 the status words are first stored
     between the loads and the ranking's first atomic match and the look-back follows the
