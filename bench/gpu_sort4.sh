@@ -38,7 +38,7 @@ timeout "${SORT_TIMEOUT:-80}" python3 bench/sort_variants.py --device gpu --sani
   --timeout 25 --variants "$V" 2>&1 | tee "$OUT/gpu_sort4.log"
 echo "== exit $?"
 if [ "${SORT_PYTEST:-1}" = 1 ]; then
-  echo "== pytest (CUDA): ${PYTEST_K:=persistent_groups and 100003 or rank_local_fits or keys_pass_async and onesweep or count_copies and 8-uint32}"
+  echo "== pytest (CUDA): ${PYTEST_K:=persistent_groups and 100003 or rank_local_fits or keys_pass_async and onesweep or count_copies and uint32-8}"
   KAPI_DRIVERS=cuda timeout "${PYTEST_TIMEOUT:-20}" python3 -m pytest -q -x -p no:cacheprovider \
     tests/numeric/test_primitives_sort.py -k "$PYTEST_K" 2>&1 | tail -8 | \
     tee "$OUT/gpu_sort4_pytest.log"
