@@ -132,6 +132,10 @@ OS_MAX_REGISTERS = 64
 # (half of it) and KAPI_SORT_MAXREG set them too where those are unset.
 OS_ITEMS_VALUES = 12
 OS_MAX_REGISTERS_VALUES = None
+# The onesweep pass for keys alone with its ranks in local memory (sort_kernels.py,
+# SORT_RANK_LOCAL): 48 registers without spilling, so 5 groups of 256 per SM (43 KiB of local
+# memory each) where 64 allowed 4.
+OS_MAX_REGISTERS_LOCAL = 48
 
 
 # The onesweep kind with values (argsort): the values travel between passes as int32 (n <
@@ -306,13 +310,18 @@ def _rank_prefetch() -> bool:
 def _rank_max_registers(onesweep=False, withv=False) -> int | None:
     """The ballot scatter's (the onesweep pass's, with onesweep; with values, withv)
     max_registers: KAPI_SORT_ARGSORT_MAXREG (onesweep with values), else KAPI_SORT_MAXREG
-    (0: none), else OS_MAX_REGISTERS_VALUES (onesweep with values, SORT_FIXED_GROUP),
-    OS_MAX_REGISTERS (onesweep) or RANK_MAX_REGISTERS."""
+    (0: none), else OS_MAX_REGISTERS_VALUES (onesweep with values, SORT_FIXED_GROUP), none
+    (onesweep, keys alone, persistent), OS_MAX_REGISTERS_LOCAL (onesweep, keys alone, ranks
+    in local memory), OS_MAX_REGISTERS (onesweep) or RANK_MAX_REGISTERS."""
     name = "KAPI_SORT_ARGSORT_MAXREG" if onesweep and withv else "KAPI_SORT_MAXREG"
     v = os.environ.get(name) or os.environ.get("KAPI_SORT_MAXREG")
     if not v:
         if onesweep and withv and SORT_FIXED_GROUP:
             return OS_MAX_REGISTERS_VALUES
+        if onesweep and not withv and _persists(False):
+            return None  # 80 registers with the local ranks: 3 groups of 256 per SM
+        if onesweep and not withv and _ranks_local():
+            return OS_MAX_REGISTERS_LOCAL
         return (OS_MAX_REGISTERS if onesweep else None) or RANK_MAX_REGISTERS
     try:
         n = int(v)

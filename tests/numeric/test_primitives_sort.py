@@ -432,6 +432,25 @@ def test_keys_pass_count_copies(dev, monkeypatch, copies, dtype):
     _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
 
 
+def test_onesweep_cap_follows_rank_local_and_persist(monkeypatch):
+    """The onesweep pass's register cap for keys alone: 64 by default, 48 with the ranks in
+    local memory (SORT_RANK_LOCAL: 5 groups per SM), none for persistent groups (80
+    registers); KAPI_SORT_MAXREG still overrides; argsort's (values) is its own."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    for name in ("KAPI_SORT_MAXREG", "KAPI_SORT_ARGSORT_MAXREG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(_radix, "SORT_FIXED_GROUP", True)
+    for local, persist, want in ((False, 0, 64), (True, 0, 48), (True, 3, None)):
+        monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", local)
+        monkeypatch.setattr(_sort_kernels, "SORT_PERSIST", persist)
+        assert _radix._rank_max_registers(True) == want
+        assert _radix._rank_max_registers(True, True) == _radix.OS_MAX_REGISTERS_VALUES
+    monkeypatch.setenv("KAPI_SORT_MAXREG", "56")
+    assert _radix._rank_max_registers(True) == 56
+
+
 def test_onesweep_early_source_order(monkeypatch):
     """Where SORT_EARLY puts the tile's counts: with 1 the status words are first stored
     between the loads and the ranking's first atomic match and the look-back follows the
