@@ -18,7 +18,7 @@
 #    clocks), for each PROFILE variant (KAPI_SORT_* settings, ';'-separated); with
 #    NCU_DETAILS=1 also the warp stall reasons, occupancy and memory throughput of one
 #    `_keys_in` and one `_onesweep` of the defaults.
-# 4. compute-sanitizer memcheck (SANITIZE_TOOLS) of a sort and argsort of 2^20 keys for each
+# 4. compute-sanitizer memcheck (SANITIZE_TOOLS) of a sort and argsort of 2^18 keys for each
 #    SANITIZE variant (default R48 and P3).
 # From the checkout:
 #   run(command="bash bench/gpu_sort4.sh", carry=["kapi/_lib", ".carry/debs"])
@@ -48,7 +48,7 @@ if [ -n "$NCU" ] && [ "${NCU_RUN:-1}" = 1 ]; then
   K='regex:_(onesweep|keys_in|dscan|osclear)'
   M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
   M=$M,sm__warps_active.avg.pct_of_peak_sustained_active
-  IFS=';' read -ra PV <<< "${PROFILE:-KAPI_SORT_RANK_LOCAL=1 KAPI_SORT_MAXREG=48 KAPI_SORT_HIST_COPIES=8}"
+  IFS=';' read -ra PV <<< "${PROFILE:-KAPI_SORT_RANK_LOCAL=1 KAPI_SORT_MAXREG=48 KAPI_SORT_HIST_COPIES=8;KAPI_SORT_HIST_COPIES=8 KAPI_SORT_KEYS_UNROLL=4}"
   for p in "${PV[@]}"; do
     echo "== ncu kernel times, sort of 2^27: $p"
     env $p timeout 13 "$NCU" -k "$K" --launch-skip 7 --launch-count 7 --metrics "$M" --csv \
@@ -70,7 +70,7 @@ fi
 S=${SANITIZE-$R48,$P3}
 if [ -n "$S" ]; then
   echo "== compute-sanitizer (2^14 keys): $S"
-  timeout "${SANITIZE_TIMEOUT:-28}" python3 bench/sort_variants.py --device gpu --sanitize "$S" \
-    --sanitize-tools "${SANITIZE_TOOLS:-memcheck}" --sanitize-log2n "${SANITIZE_LOG2N:-20}" \
+  timeout "${SANITIZE_TIMEOUT:-24}" python3 bench/sort_variants.py --device gpu --sanitize "$S" \
+    --sanitize-tools "${SANITIZE_TOOLS:-memcheck}" --sanitize-log2n "${SANITIZE_LOG2N:-18}" \
     --log2n 14 --timeout 16 --variants "" 2>&1 | tee "$OUT/gpu_sort4_sanitize.log"
 fi
