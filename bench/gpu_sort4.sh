@@ -3,8 +3,9 @@
 # device call (about 2 minutes on an H200). Steps (each capped by `timeout`):
 # 1. bench/sort_variants.py: each variant in its own process, checked against NumPy (sort: the
 #    whole array; argsort: 2^22 keys, input unchanged), then timed; one table, ratios to CuPy's.
-#    Before and after in the same run (switches read at import): "default" is the tree before
-#    this branch; R48 the onesweep ranks in local memory (KAPI_SORT_RANK_LOCAL) with the pass
+#    Before and after in the same run (switches read at import): B is the tree before this
+#    branch, "default" the ranks in local memory and the async keys pass (this branch's
+#    defaults since its second call); R48 the onesweep ranks in local memory (KAPI_SORT_RANK_LOCAL) with the pass
 #    for keys alone capped at 48 registers (5 groups of 256 per SM; argsort's uncapped); P3
 #    three persistent groups per SM loading their next tile during this one
 #    (KAPI_SORT_PERSIST, ranks in local memory, 80 registers); +KEYS_ASYNC=1 the keys pass
@@ -32,7 +33,10 @@ R48=default+RANK_LOCAL=1+MAXREG=48+ARGSORT_MAXREG=0
 P3=default+PERSIST=3+RANK_LOCAL=1+MAXREG=0
 A=KEYS_ASYNC=1
 C8=HIST_COPIES=8
-V=${VARIANTS:-cupy,default,$R48+$A+$C8,$P3,default+$C8,$R48+$A}
+B=default+RANK_LOCAL=0+KEYS_ASYNC=0  # the branch point (the defaults before this branch)
+# the second call's list (run before the defaults changed):
+#   cupy,default,$R48+$A+$C8,$P3,default+$C8,$R48+$A
+V=${VARIANTS:-cupy,$B,default,$B,default,$P3}
 echo "== sort variants: $V"
 timeout "${SORT_TIMEOUT:-80}" python3 bench/sort_variants.py --device gpu --sanitize "" \
   --timeout 25 --variants "$V" 2>&1 | tee "$OUT/gpu_sort4.log"

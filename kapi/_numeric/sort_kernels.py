@@ -880,9 +880,12 @@ def _early(src: str, lookback: str) -> tuple[str, str]:
 # there, the key passed through a sub-group permute by 0 (itself) first: LLVM would otherwise
 # keep each key's digit from the ranking alive until then (16 registers) instead of shifting
 # again. ptxas sm_90, 16 keys: 56 registers uncapped (72 before), 48 without spilling, so 5
-# groups of 256 share an SM at a cap of 48 (KAPI_SORT_MAXREG; local memory 43 KiB per group)
-# where 4 did. 0 by default until a GPU call shows it faster.
-SORT_RANK_LOCAL = os.environ.get("KAPI_SORT_RANK_LOCAL", "0") != "0"
+# groups of 256 share an SM at a cap of 48 (sort_radix.OS_MAX_REGISTERS_LOCAL; local memory
+# 43 KiB per group) where 4 did; argsort's tiles of 12 keys (uncapped) 56 registers where they
+# took 72, 4 groups per SM where 3 fit. On by default: H200, 2^27 uint32 (bench/RESULTS.md,
+# gpusort4, call 2, with SORT_KEYS_ASYNC): sort 4.20-4.27 ms against 4.47, argsort 6.34-6.37
+# against 6.94 (call 1, its first version: 4.82 / 7.09 against 4.99 / 7.44). 0 turns it off.
+SORT_RANK_LOCAL = os.environ.get("KAPI_SORT_RANK_LOCAL", "1") != "0"
 _RANK_KEEP = """        rk = np.int32((base + pr) | (np.int32(d) << 16))
         rank[j] = K.permute_group_by_xor(sg, rk, 0)  # (see above)
 """

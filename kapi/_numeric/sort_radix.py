@@ -880,9 +880,9 @@ ARGSORT_IN_PLACE = os.environ.get("KAPI_SORT_ARGSORT_IN_PLACE", "1") != "0"
 # words' launches) while the device makes the keys and counts their digits, and waits only
 # where it needs the bits that vary (to choose the passes); before, the device sat idle
 # through that setup (kapi.sort waits for its passes, so the host's work between its kernels
-# is not hidden behind a queue of earlier calls). Off by default until a GPU call shows it
-# faster.
-SORT_KEYS_ASYNC = os.environ.get("KAPI_SORT_KEYS_ASYNC", "0") != "0"
+# is not hidden behind a queue of earlier calls). On by default (H200, 2^27 uint32, with the
+# ranks in local memory: bench/RESULTS.md, gpusort4, call 2); 0 turns it off.
+SORT_KEYS_ASYNC = os.environ.get("KAPI_SORT_KEYS_ASYNC", "1") != "0"
 
 
 def _keys_in_place(x: Array, withv: bool, descending: bool) -> bool:

@@ -642,6 +642,7 @@ def test_onesweep_ptx_spins_on_reloaded_status_words(
     monkeypatch.setenv("KAPI_SORT_LOOKBACK_ORDER", order)
     monkeypatch.setenv("KAPI_SORT_MATCH", match)
     monkeypatch.setattr(_radix, "OS_MAX_REGISTERS", None)  # uncapped (the cap: below)
+    monkeypatch.setattr(_radix, "OS_MAX_REGISTERS_LOCAL", None)  # (ranks in local memory)
     kern, lm, wg = _radix._onesweep_kernel_for(np.dtype(np.uint32), withv, items, (32,))
     assert wg == 256
     g, i64 = "array(u32,1,C,global)", "array(i64,1,C,global)"
@@ -1052,13 +1053,17 @@ def test_argsort_tiles_have_their_own_size_and_cap(monkeypatch):
     """The onesweep pass with values takes 12 keys per work-item, uncapped, where the group
     size is declared (SORT_FIXED_GROUP), else half the keys' own with their cap;
     KAPI_SORT_ARGSORT_ITEMS / _MAXREG set them (bad values: a ValueError naming the choices)."""
+    from kapi._numeric import sort_kernels as _sort_kernels
     from kapi._numeric import sort_radix as _radix
 
     for name in ("ARGSORT_ITEMS", "ARGSORT_MAXREG", "KEYS_PER_ITEM", "MAXREG"):
         monkeypatch.delenv("KAPI_SORT_" + name, raising=False)
     monkeypatch.setattr(_radix, "SORT_FIXED_GROUP", True)
     assert (_radix._os_items_values(), _radix._rank_max_registers(True, True)) == (12, None)
-    assert _radix._rank_max_registers(True, False) == _radix.OS_MAX_REGISTERS
+    want = (
+        _radix.OS_MAX_REGISTERS_LOCAL if _sort_kernels._ranks_local() else _radix.OS_MAX_REGISTERS
+    )
+    assert _radix._rank_max_registers(True, False) == want
     monkeypatch.setattr(_radix, "SORT_FIXED_GROUP", False)
     assert _radix._os_items_values() == _radix._rank_items(True) // 2
     assert _radix._rank_max_registers(True, True) == _radix.OS_MAX_REGISTERS
