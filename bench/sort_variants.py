@@ -21,8 +21,13 @@ places in 64 bits, SORT_NARROW; +ARGSORT_IN_PLACE=0: argsort copies unsigned key
 +FIXED_GROUP=1: the kernels declare their one work-group size, SORT_FIXED_GROUP; +OR_ALL=1:
 the atomic match without a branch, SORT_OR_ALL; +KEYS_UNROLL=4: the keys pass loads 4 keys per
 turn, SORT_KEYS_UNROLL; +ARGSORT_ITEMS=N, +ARGSORT_MAXREG=N: argsort's onesweep keys per
-work-item and register cap; +UNTRIED=1: KEYS may also be 12, 20 or 24,
-which kapi refuses since 24 lost the device on an H200).
+work-item and register cap; +EARLY=1 or 2: the onesweep tile's digit counts published before
+its ranking (2: its look-back too), SORT_EARLY; +RANK_LOCAL=1: the onesweep ranks in local
+memory, SORT_RANK_LOCAL; +PERSIST=N: N persistent onesweep groups per SM (keys alone), each
+loading its next tile's keys while it finishes this one, SORT_PERSIST; +KEYS_ASYNC=1: the
+keys pass launched without a wait, SORT_KEYS_ASYNC; +HIST_COPIES=N: the keys pass's digit
+counts in N copies per group, SORT_HIST_COPIES; +UNTRIED=1: KEYS
+may also be 12, 20 or 24, which kapi refuses since 24 lost the device on an H200).
 "cupy" times cupy.sort and cupy.argsort on the same data. First, where compute-sanitizer
 exists, a small sort and argsort of each --sanitize variant runs under its memcheck (then
 synccheck and racecheck for the first one). Then each variant sorts 2^log2n random uint32 (seed
@@ -112,6 +117,11 @@ def worker(args):
     out["v32"] += str(int(_radix.ARGSORT_IN_PLACE))
     out["v32"] += f" fixed={int(_radix.SORT_FIXED_GROUP)} or_all={int(_sort_kernels.SORT_OR_ALL)}"
     out["v32"] += f" unroll={_sort_kernels.SORT_KEYS_UNROLL}"
+    out["v32"] += (
+        f" early={_sort_kernels.SORT_EARLY} rank_local={int(_sort_kernels._ranks_local())}"
+    )
+    out["v32"] += f" persist={_sort_kernels.SORT_PERSIST} async={int(_radix.SORT_KEYS_ASYNC)}"
+    out["v32"] += f" copies={_sort_kernels.SORT_HIST_COPIES}"
     if "onesweep" in out["kind"]:  # argsort's onesweep tiles: keys per work-item, register cap
         out["v32"] += f" a_items={_radix._os_items_values()}"
         out["v32"] += f" a_maxreg={_radix._rank_max_registers(True, True) or 0}"
@@ -165,6 +175,11 @@ def _env(variant):
         "KEYS_UNROLL",
         "ARGSORT_ITEMS",
         "ARGSORT_MAXREG",
+        "EARLY",
+        "RANK_LOCAL",
+        "PERSIST",
+        "KEYS_ASYNC",
+        "HIST_COPIES",
     )
     for name in names + ("MATCH",):
         env.pop("KAPI_SORT_" + name, None)
@@ -217,7 +232,7 @@ def sanitize(args):
     variants = [v for v in args.sanitize.split(",") if v and v != "cupy"]
     _ensure_ref(args.sanitize_log2n)
     for i, v in enumerate(variants):
-        for tool in ("memcheck", "synccheck", "racecheck") if i == 0 else ("memcheck",):
+        for tool in args.sanitize_tools.split(",") if i == 0 else ("memcheck",):
             cmd = [cs, "--tool", tool, "--error-exitcode", "99"]
             cmd += _worker_cmd(args, v, args.sanitize_log2n, check_only=True)
             t0 = time.perf_counter()
@@ -248,6 +263,8 @@ def main():
     ap.add_argument("--sanitize", default="default,ballot:8", help="variants run under "
                     "compute-sanitizer first ('' for none)")  # fmt: skip
     ap.add_argument("--sanitize-log2n", type=int, default=14)
+    ap.add_argument("--sanitize-tools", default="memcheck,synccheck,racecheck", help="the "
+                    "compute-sanitizer tools run on the first --sanitize variant")  # fmt: skip
     ap.add_argument("--timeout", type=int, default=150, help="seconds per process")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--check-only", action="store_true", help=argparse.SUPPRESS)

@@ -726,7 +726,8 @@ def _onesweep_src() -> str:
     head = _ONESWEEP_HEAD
     if _lean():
         head = head.replace(_BELOW, _BELOW + "    atop = np.uint32(~below)\n" + _SHIFT_LEAN)
-    return head + rank + _lookback_src(*_os_lookback()).lstrip("\n") + write
+    src, lookback = _early(head + rank, _lookback_src(*_os_lookback()).lstrip("\n"))
+    return src + lookback + write
 
 
 # Four counters per digit, element i counting into copy i % 4: a run of equal digits is not
@@ -809,3 +810,247 @@ def _narrowed() -> bool:
     """Whether the onesweep pass has narrow indices (its run table then uint32: output places
     modulo 2^32, exact once a key's place in the tile is added)."""
     return SORT_NARROW and _lean()
+
+
+# The tile's digit counts before its ranking (KAPI_SORT_EARLY, read at import; CUB's "early
+# counts"): after its loads each work-item adds its keys' digits into the tile's counts (dc,
+# one local atomic per key, 0 added for a lane past the tile: no branch), and after one group
+# barrier work-item d publishes digit d's count in the tile's status word at once (1) rather
+# than after the ranking, so a later tile's look-back walks over this tile instead of
+# spinning on it while it ranks; the look-back itself stays after the ranking. With 2 the
+# look-back runs right after that publication too, before the ranking: the tile's inclusive
+# prefix is out one ranking earlier (its own look-back no longer overlaps its ranking).
+# 0 (the default until a GPU call shows either faster): the counts come from the ranking.
+SORT_EARLY = os.environ.get("KAPI_SORT_EARLY", "0")
+if SORT_EARLY not in ("0", "1", "2"):
+    raise ValueError(f"KAPI_SORT_EARLY must be 0, 1 or 2, not {SORT_EARLY!r}")
+
+_EARLY_ZERO = """    r = 0
+    while r < R:
+        dc[d0 + r] = np.int32(0)
+        r += 1
+"""
+_EARLY_COUNT = """    for j in range(UNROLL):
+        ej = np.int32(1) if j * S < rem else np.int32(0)
+        ed = np.int64((keys[j] >> SHV) & MASK)
+        K.AtomicRef(dc, ed, memory_scope=K.MemoryScope.WORK_GROUP).fetch_add(ej)
+    K.group_barrier(g)
+    r = 0
+    while r < R:
+        ef = np.int64(INCL) if tile == 0 else np.int64(AGG)
+        K.AtomicRef(st, mine + d0 + r, ORDST).store(np.uint32(np.int64(dc[d0 + r]) | ef))
+        r += 1
+"""
+_LB_PUBLISH = """        if tile == 0:
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32(cd | INCL))
+        else:
+            K.AtomicRef(st, mine + d, ORDST).store(np.uint32(cd | AGG))
+            j = tile - 1
+"""
+_LB_PUBLISHED = """        if tile != 0:
+            j = tile - 1
+"""
+_TICKET_BARRIER = "    K.group_barrier(g)\n    tile = tl[0]"
+
+
+def _early(src: str, lookback: str) -> tuple[str, str]:
+    """(the onesweep source's head and ranking, its look-back) with SORT_EARLY's counts."""
+    if SORT_EARLY == "0":
+        return src, lookback
+    for old in (_TICKET_BARRIER, "LOADKEYS\n"):
+        if old not in src:
+            raise AssertionError(f"_early: the onesweep source lacks {old.strip()!r}")
+    ord_st = _OS_ORDERS[_os_lookback()[1]][1]
+    publish = _LB_PUBLISH.replace("ORDST", ord_st)
+    if publish not in lookback:
+        raise AssertionError("_early: the look-back no longer publishes the tile's count")
+    count = _EARLY_COUNT.replace("ORDST", ord_st).replace("SHV", "sm" if _lean() else "shift")
+    lookback = lookback.replace(publish, _LB_PUBLISHED)
+    src = src.replace(_TICKET_BARRIER, _EARLY_ZERO + _TICKET_BARRIER)
+    if SORT_EARLY == "2":
+        count += lookback.strip("\n") + "\n"
+        lookback = ""
+    return src.replace("LOADKEYS\n", "LOADKEYS\n" + count), lookback
+
+
+# The ranks in local memory (KAPI_SORT_RANK_LOCAL, read at import; onesweep with the narrow
+# indices): each key's rank among its sub-group's keys of its digit (< 2^16) is stored in a
+# uint16 slot of its own (rs, 2 bytes per key of the tile) as soon as it is found, rather than
+# kept in a register per key until the tile is placed. The digit is taken from the key again
+# there, the key passed through a sub-group permute by 0 (itself) first: LLVM would otherwise
+# keep each key's digit from the ranking alive until then (16 registers) instead of shifting
+# again. ptxas sm_90, 16 keys: 56 registers uncapped (72 before), 48 without spilling, so 5
+# groups of 256 share an SM at a cap of 48 (sort_radix.OS_MAX_REGISTERS_LOCAL; local memory
+# 43 KiB per group) where 4 did; argsort's tiles of 12 keys (uncapped) 56 registers where they
+# took 72, 4 groups per SM where 3 fit. On by default: H200, 2^27 uint32 (bench/RESULTS.md,
+# gpusort4, call 2, with SORT_KEYS_ASYNC): sort 4.20-4.27 ms against 4.47, argsort 6.34-6.37
+# against 6.94 (call 1, its first version: 4.82 / 7.09 against 4.99 / 7.44). 0 turns it off.
+SORT_RANK_LOCAL = os.environ.get("KAPI_SORT_RANK_LOCAL", "1") != "0"
+_RANK_KEEP = """        rk = np.int32((base + pr) | (np.int32(d) << 16))
+        rank[j] = K.permute_group_by_xor(sg, rk, 0)  # (see above)
+"""
+_RANK_STORE = "        rs[pw + j * S] = np.uint16(base + pr)\n"
+_RANK_PLACE = """        if j * S < rem:
+            pk = rank[j]
+            d = np.int64(pk >> 16) & 255
+            q = np.int32(ds[d] + wh[wb + d] + (pk & 0xFFFF)) & np.int32(0x3FFFFFFF)
+            kl[q] = keys[j]
+"""
+# (the permute before the place's branch: every lane of the sub-group must reach it)
+_RANK_PLACE_LOCAL = """        kj = K.permute_group_by_xor(sg, keys[j], 0)
+        if j * S < rem:
+            d = np.int64((kj >> sm) & MASK) & 255
+            q = np.int32(ds[d] + wh[wb + d] + np.int32(rs[pw + j * S])) & np.int32(0x3FFFFFFF)
+            kl[q] = kj
+"""
+_RANK_PRIV = "    rank = K.PrivateArray(ITEMS, np.int32)\n"
+
+
+def _rank_local(src: str) -> str:
+    """The onesweep pass's source (loads placed in, narrowed) with its ranks in local memory
+    (an extra local argument rs) where SORT_RANK_LOCAL and the narrow indices are on."""
+    if not _ranks_local():
+        return src
+    for old, new in (
+        (_RANK_KEEP, _RANK_STORE),
+        (_RANK_PLACE, _RANK_PLACE_LOCAL),
+        (_RANK_PRIV, ""),
+        ("mk, tl):", "mk, tl, rs):"),
+    ):
+        if old not in src:
+            raise AssertionError(f"_rank_local: the onesweep source lacks {old.strip()!r}")
+        src = src.replace(old, new)
+    return src
+
+
+def _ranks_local() -> bool:
+    """Whether the onesweep pass keeps its ranks in local memory (SORT_RANK_LOCAL)."""
+    return SORT_RANK_LOCAL and _narrowed()
+
+
+# Persistent onesweep groups (KAPI_SORT_PERSIST=N, read at import; 0: off; onesweep for keys
+# alone, narrow indices, not with SORT_EARLY): N groups per SM (a CUDA device's compute units
+# / 64; one per compute unit elsewhere) each take tile after tile by ticket until none is
+# left, and take the next tile's ticket at the start of this one and load its keys into a
+# second set of registers (nk) once this one is ranked: the loads' latency overlaps this
+# tile's look-back and writes instead of stalling the group after its ticket (a group of the
+# one-tile-per-group pass waits out the ticket's round trip, then its loads', before it can
+# rank). Tickets keep the order tiles start in, so every tile a look-back waits on belongs to
+# a running group (which has finished its earlier tiles): no deadlock. Off by default until a
+# GPU call shows it faster.
+_persist_env = os.environ.get("KAPI_SORT_PERSIST", "0") or "0"
+if _persist_env.strip() not in {str(i) for i in range(17)}:
+    raise ValueError(f"KAPI_SORT_PERSIST must be 0 (off) to 16, not {_persist_env!r}")
+SORT_PERSIST = int(_persist_env)
+
+_PERSIST_DECLS = ("    keys = K.PrivateArray(ITEMS, KDT)\n", _RANK_PRIV, "    VPRIV\n")
+_PERSIST_LOADS = """    cw = c + pw
+    for j in range(UNROLL):
+        ql = min(np.uint32(cw + j * S), np.uint32(nlast))
+        keys[j] = k[ql]
+        VLOAD
+"""
+_PERSIST_TAIL = "    tot = np.int32(0)\n"
+_PERSIST_FIXED = tuple(
+    f"    {x} = " for x in ("ul", "lb", "below", "atop", "sm", "wb", "pw", "nlast")
+)
+
+
+def _persists(withv: bool) -> bool:
+    """Whether the onesweep pass (with values: withv) is persistent (SORT_PERSIST)."""
+    return bool(SORT_PERSIST) and not withv and _narrowed()
+
+
+def _persist(src: str, withv: bool) -> str:
+    """The onesweep pass's source (loads placed in, narrowed) made persistent where
+    _persists(withv): its body a loop over tiles, the next tile's ticket taken at each
+    tile's start (tl[1]) and its keys loaded (into nk) after this tile's ranking."""
+    if not _persists(withv):
+        return src
+    if SORT_EARLY != "0":
+        raise ValueError("KAPI_SORT_PERSIST does not combine with KAPI_SORT_EARLY")
+    start = src.index("    mine = bank * rows")
+    head, body = src[:start], src[start:]
+    decls = ""
+    for d in _PERSIST_DECLS:
+        if d in body:
+            decls += d
+            body = body.replace(d, "", 1)
+    lines = body.split("\n")
+    fixed = [ln for ln in lines if ln.startswith(_PERSIST_FIXED)]  # per group, not per tile
+    decls += "".join(ln + "\n" for ln in fixed)
+    body = "\n".join(ln for ln in lines if not ln.startswith(_PERSIST_FIXED))
+    body = body.replace("\nSCAN\n", "\n" + _dedent4(_RANK_SCAN).strip("\n") + "\n")
+    for old in (_PERSIST_LOADS, _PERSIST_TAIL):
+        if old not in body:
+            raise AssertionError(f"_persist: the onesweep source lacks {old.strip()!r}")
+    body = body.replace(_PERSIST_LOADS, "")
+    nxt = _PERSIST_LOADS.replace("cw = c + pw", "cw = nt * C + pw").replace("keys[j]", "nk[j]")
+    nxt = "    nt = tl[1] & np.int64(0x7FFFFFFFFFFFFFFF)\n" + nxt.replace("VLOAD", "pass")
+    body = body.replace(_PERSIST_TAIL, nxt + _PERSIST_TAIL, 1)
+    ticket = "    if lid == 0:\n"
+    ticket += "        tl[1] = np.int64(K.AtomicRef(tk, dp).fetch_add(np.int32(1)))\n"
+    tail = "    K.group_barrier(g)\n    for j in range(UNROLL):\n        keys[j] = nk[j]\n"
+    tail += "    tile = nt\n"
+    loop = "\n".join(
+        ("    " + ln) if ln.strip() else ln for ln in (ticket + body + tail).split("\n")
+    )
+    first = "    c = tile * C\n" + _PERSIST_LOADS + "    nk = K.PrivateArray(ITEMS, KDT)\n"
+    return head + decls + first + "    while tile < T:\n" + loop
+
+
+# Copies of the keys pass's digit counts per work-group (KAPI_SORT_HIST_COPIES, read at
+# import: 1, 2, 4, 8 or 16): work-item i counts into copy i % COPIES, the copies interleaved
+# (count (position, digit) of copy c at ((position * 256 + digit) * COPIES + c), so lanes of a
+# warp whose copies differ fall in different banks of local memory. The pass's four local
+# atomics per key (one per byte position) kept the L1/shared pipe at 92% and the pass at 396
+# us for 2^27 keys on the H200 (ncu, base clocks: 8% of the sort; its reads alone would take
+# about 130), random digits meeting in a bank several times per warp; 8 copies cut that to
+# about 2 and take 32 KiB per group. 1 (the default until a GPU call shows more faster): one
+# copy, as before.
+SORT_HIST_COPIES = os.environ.get("KAPI_SORT_HIST_COPIES", "1")
+if SORT_HIST_COPIES not in ("1", "2", "4", "8", "16"):
+    raise ValueError(f"KAPI_SORT_HIST_COPIES must be 1, 2, 4, 8 or 16, not {SORT_HIST_COPIES!r}")
+SORT_HIST_COPIES = int(SORT_HIST_COPIES)
+
+_HIST_INIT_COPIES = """
+    lid = it.get_local_id(0)
+    L = it.get_local_range(0)
+    one = np.uint32(1)
+    hc = lid & (COPIES - 1)  # this work-item's copy
+    q = lid
+    while q < NPOS * 256 * COPIES:
+        hl[q] = np.uint32(0)
+        q += L
+    K.group_barrier(g)
+"""
+_HIST_COUNT_COPIES = (
+    "        K.AtomicRef(hl, ({p} * 256 + np.int64((b >> KDT({sh})) & KDT(255))) * COPIES + hc, "
+    "memory_scope=K.MemoryScope.WORK_GROUP).fetch_add(one)"
+)
+_HIST_FLUSH_COPIES = """
+    K.group_barrier(g)
+    q = lid
+    while q < NPOS * 256:
+        c = np.uint32(0)
+        for e in range(COPIES):
+            c += hl[q * COPIES + e]
+        if c != np.uint32(0):
+            K.AtomicRef(gh, q).fetch_add(np.int64(c))
+        q += L
+"""
+
+
+def _hist_parts(npos: int) -> tuple[str, str, str, int]:
+    """(init, count per position, flush, copies) of the keys pass's digit counts of npos byte
+    positions: SORT_HIST_COPIES copies, fewer where they would pass 32 KiB (8-byte keys)."""
+    copies = min(SORT_HIST_COPIES, max(1, 32 // max(1, npos)))
+    if copies == 1:
+        return _HIST_INIT, _HIST_COUNT, _HIST_FLUSH, 1
+    c = str(copies)
+    return (
+        _HIST_INIT_COPIES.replace("COPIES", c),
+        _HIST_COUNT_COPIES.replace("COPIES", c),
+        _HIST_FLUSH_COPIES.replace("COPIES", c),
+        copies,
+    )

@@ -54,9 +54,6 @@ from . import primitives as P
 from .scan import _scan_rows
 from .sort_kernels import (
     _DSCAN_SRC,
-    _HIST_COUNT,
-    _HIST_FLUSH,
-    _HIST_INIT,
     _HIST_SERIAL_SRC,
     _HIST_SRC,
     _KEY_BODY,
@@ -73,15 +70,20 @@ from .sort_kernels import (
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
     _dedent4,
+    _hist_parts,
     _keys_bodies,
     _keys_in_src,
     _lean,
     _narrow,
     _narrowed,
     _onesweep_src,
+    _persist,
+    _persists,
     _rank_loads,
+    _rank_local,
     _rank_match,
     _rank_src,
+    _ranks_local,
 )
 
 WG = 256  # work-items per group: one per digit value
@@ -130,6 +132,10 @@ OS_MAX_REGISTERS = 64
 # (half of it) and KAPI_SORT_MAXREG set them too where those are unset.
 OS_ITEMS_VALUES = 12
 OS_MAX_REGISTERS_VALUES = None
+# The onesweep pass for keys alone with its ranks in local memory (sort_kernels.py,
+# SORT_RANK_LOCAL): 48 registers without spilling, so 5 groups of 256 per SM (43 KiB of local
+# memory each) where 64 allowed 4.
+OS_MAX_REGISTERS_LOCAL = 48
 
 
 # The onesweep kind with values (argsort): the values travel between passes as int32 (n <
@@ -304,13 +310,18 @@ def _rank_prefetch() -> bool:
 def _rank_max_registers(onesweep=False, withv=False) -> int | None:
     """The ballot scatter's (the onesweep pass's, with onesweep; with values, withv)
     max_registers: KAPI_SORT_ARGSORT_MAXREG (onesweep with values), else KAPI_SORT_MAXREG
-    (0: none), else OS_MAX_REGISTERS_VALUES (onesweep with values, SORT_FIXED_GROUP),
-    OS_MAX_REGISTERS (onesweep) or RANK_MAX_REGISTERS."""
+    (0: none), else OS_MAX_REGISTERS_VALUES (onesweep with values, SORT_FIXED_GROUP), none
+    (onesweep, keys alone, persistent), OS_MAX_REGISTERS_LOCAL (onesweep, keys alone, ranks
+    in local memory), OS_MAX_REGISTERS (onesweep) or RANK_MAX_REGISTERS."""
     name = "KAPI_SORT_ARGSORT_MAXREG" if onesweep and withv else "KAPI_SORT_MAXREG"
     v = os.environ.get(name) or os.environ.get("KAPI_SORT_MAXREG")
     if not v:
         if onesweep and withv and SORT_FIXED_GROUP:
             return OS_MAX_REGISTERS_VALUES
+        if onesweep and not withv and _persists(False):
+            return None  # 80 registers with the local ranks: 3 groups of 256 per SM
+        if onesweep and not withv and _ranks_local():
+            return OS_MAX_REGISTERS_LOCAL
         return (OS_MAX_REGISTERS if onesweep else None) or RANK_MAX_REGISTERS
     try:
         n = int(v)
@@ -599,6 +610,7 @@ def _onesweep_kernel_for(
     src = _onesweep_src()
     load = _rank_loads(_lean())[0]
     src = _narrow(src.replace("LOADKEYS\n", _dedent4(load).strip("\n") + "\n"))
+    src = _persist(_rank_local(src), withv)
     maxreg = _rank_max_registers(True, withv)
     fields = _rank_fields(kdt, withv, items, sgs, wg, one_size)
     if withv and v32:
@@ -616,7 +628,9 @@ def _onesweep_kernel_for(
     )
     vdt = np.int32 if v32 else np.int64
     lm = _rank_locals(K, kdt, withv, items, wg, W, vdt, np.uint32 if _narrowed() else np.int64)
-    lm.append(K.LocalAccessor(1, np.int64))  # tl: the tile number
+    lm.append(K.LocalAccessor(2 if _persists(withv) else 1, np.int64))  # tl: tile numbers
+    if _ranks_local():  # rs: the keys' ranks (SORT_RANK_LOCAL)
+        lm.append(K.LocalAccessor(wg * items, np.uint16))
     return kern, lm, wg
 
 
@@ -635,7 +649,8 @@ def _keys_in_kernel(hist_positions: int, kdt: np.dtype):
             HFLUSH="",
             HBODY="",
         )
-    count = "\n".join(_HIST_COUNT.format(p=p, sh=8 * p) for p in range(hist_positions))
+    init, one_count, flush, _ = _hist_parts(hist_positions)
+    count = "\n".join(one_count.format(p=p, sh=8 * p) for p in range(hist_positions))
     return _kernel(
         _keys_in_src(),
         "_keys_in",
@@ -643,8 +658,8 @@ def _keys_in_kernel(hist_positions: int, kdt: np.dtype):
         **_keys_bodies(_KEY_BODY.strip("\n")),
         KEYBODY=_KEY_BODY.strip("\n"),
         HARGS=", hl, gh",
-        HINIT=_HIST_INIT.strip("\n"),
-        HFLUSH=_HIST_FLUSH.strip("\n"),
+        HINIT=init.strip("\n"),
+        HFLUSH=flush.strip("\n"),
         HBODY=count,
         NPOS=str(hist_positions),
         KDT=f"np.{kdt.name}",
@@ -668,6 +683,11 @@ def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
     kern, lm, wg = _onesweep_kernel(k, withv, items, v32)
     kern_iota = _onesweep_kernel(k, withv, items, v32, True)[0] if v32 else None
     T = -(-n // (wg * items))
+    G = T  # groups launched: one per tile, or SORT_PERSIST per SM, each taking tiles in turn
+    if _persists(withv):
+        from .sort_kernels import SORT_PERSIST
+
+        G = min(T, SORT_PERSIST * max(1, k.device.max_compute_units // 64))
     dstart = Array._allocate((npos * RADIX,), np.dtype(np.int64), q, ut)
     st = Array._allocate((2 * T * RADIX,), np.dtype(np.uint32), q, ut)
     # int32 tickets: a kernel with 64-bit atomics and sub-group shuffles fails kapi's SPIR-V
@@ -685,7 +705,7 @@ def _onesweep_setup(k: Array, withv: bool, hist: Array | None, events: list):
         state["bank"] = 1 - b
         args = (st, tk, dstart, np.int64(n), np.int64(T), np.int64(int(sh) // 8), np.int64(b))
         kk = kern_iota if iota else kern
-        launch(kk, NdRange(T * wg, wg), k, v, k2, v2, *args, sh, mask, *lm, events=events)
+        launch(kk, NdRange(G * wg, wg), k, v, k2, v2, *args, sh, mask, *lm, events=events)
 
     return one_pass
 
@@ -708,7 +728,7 @@ def _digit_hist(k: Array, npos: int) -> Array:
     v = Array._allocate((1,), np.dtype(np.int64), q, ut)
     sign, absm, inf, allb = _key_consts(k.dtype)
     z = np.int32(0)
-    hl = K.LocalAccessor(npos * RADIX, np.uint32)
+    hl = K.LocalAccessor(npos * RADIX * _hist_parts(npos)[3], np.uint32)
     call_kernel(_keys_in_kernel(npos, k.dtype), NdRange(_keys_groups(k) * WG, WG), k, one, v,
                 vo, np.int64(n), z, z, z, sign, absm, inf, allb, z, z, hl, hist)  # fmt: skip
     return hist
@@ -855,6 +875,16 @@ def _msd_sort(k, v, k2, v2, shifts, withv, keep_input):
 ARGSORT_IN_PLACE = os.environ.get("KAPI_SORT_ARGSORT_IN_PLACE", "1") != "0"
 
 
+# The keys pass launched without waiting for it on GPUs (KAPI_SORT_KEYS_ASYNC, read at
+# import): the host sets up the passes (their kernels, buffers, the digit scan and status
+# words' launches) while the device makes the keys and counts their digits, and waits only
+# where it needs the bits that vary (to choose the passes); before, the device sat idle
+# through that setup (kapi.sort waits for its passes, so the host's work between its kernels
+# is not hidden behind a queue of earlier calls). On by default (H200, 2^27 uint32, with the
+# ranks in local memory: bench/RESULTS.md, gpusort4, call 2); 0 turns it off.
+SORT_KEYS_ASYNC = os.environ.get("KAPI_SORT_KEYS_ASYNC", "1") != "0"
+
+
 def _keys_in_place(x: Array, withv: bool, descending: bool) -> bool:
     """Whether the sort of x (1-D, contiguous) takes x's own memory as its keys."""
     if _mode(x.dtype) != 0 or descending:
@@ -901,17 +931,26 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
         if npos:
             hist = Array._allocate((npos * RADIX,), np.dtype(np.int64), q, ut)
             hist.fill(0)
-            hargs = (K.LocalAccessor(npos * RADIX, np.uint32), hist)
+            hargs = (K.LocalAccessor(npos * RADIX * _hist_parts(npos)[3], np.uint32), hist)
     sign, absm, inf, allb = _key_consts(dt)
     mode, flags = np.int32(_mode(dt)), (np.int32(canon_zero), np.int32(descending))
     consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv and not iota))
     k_arg = k if write else Array._allocate((1,), udt, q, ut)
     x_u = _as_dtype(x, udt)
-    call_kernel(kern, launch, x_u, k_arg, v, vo, np.int64(n), mode, *flags, *consts, *hargs)
+    args = (x_u, k_arg, v, vo, np.int64(n), mode, *flags, *consts, *hargs)
+    events = []
+    if serial or not SORT_KEYS_ASYNC:
+        call_kernel(kern, launch, *args)
+    else:
+        from .replay import launch as launch_async
+
+        launch_async(kern, launch, *args, events=events)
     if serial:
         return k, (v if withv else None), lambda: _vary(k), None
 
     def vary():
+        for ev in events:  # (its Event keeps the arguments alive until then)
+            ev.wait()
         ones, zeros = (int(b) for b in vo.asnumpy())
         return ones & zeros
 

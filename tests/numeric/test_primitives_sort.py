@@ -338,6 +338,194 @@ def test_onesweep_fixed_group_and_or_all(dev, monkeypatch, fixed, or_all, n):
     _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
 
 
+@pytest.mark.parametrize("early,rank_local", [("1", False), ("2", False), ("1", True), ("0", True)])
+@pytest.mark.parametrize("n", [513, 4097, 3 * 4096 + 5])
+def test_onesweep_early_counts_and_rank_local(dev, monkeypatch, early, rank_local, n):
+    """The onesweep pass publishing its tile's digit counts before its ranking (SORT_EARLY=1;
+    2: its look-back before the ranking too) and keeping its ranks in local memory
+    (SORT_RANK_LOCAL): sort and stable argsort of sizes with partial tiles, keys of 4 and 2
+    bytes, ascending and descending, many equal keys."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    monkeypatch.setattr(_sort_kernels, "SORT_EARLY", early)
+    monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", rank_local)
+    h = _keys("uint32", n, seed=n + 2)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+    h16 = _keys("int16", n, seed=n + 3)
+    a16 = kapi.asarray(h16, device=dev)
+    _eq(kapi.sort(a16, descending=True), np.sort(h16)[::-1])
+    _eq(kapi.argsort(a16), np.argsort(h16, kind="stable"))
+    few = (np.arange(n) % 3).astype(np.uint32) * np.uint32(0x01010101)
+    _eq(kapi.argsort(kapi.asarray(few, device=dev)), np.argsort(few, kind="stable"))
+
+
+@pytest.mark.parametrize("persist,rank_local", [(1, False), (3, True)])
+@pytest.mark.parametrize("n", [513, 4097, 3 * 4096 + 5, 100_003])
+def test_onesweep_persistent_groups(dev, monkeypatch, persist, rank_local, n):
+    """Persistent onesweep groups (SORT_PERSIST: a few groups per SM, each taking tile after
+    tile by ticket and loading the next tile's keys while it finishes this one): sorts of
+    sizes with partial tiles, many tiles per group and a group with no tile (one tile, more
+    groups); argsort (values: one tile per group, as before) alongside."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    monkeypatch.setattr(_sort_kernels, "SORT_PERSIST", persist)
+    monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", rank_local)
+    assert _sort_kernels._persists(False) and not _sort_kernels._persists(True)
+    h = _keys("uint32", n, seed=n + 4)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+    h64 = _keys("float64", n, seed=n + 5)
+    _eq(kapi.sort(kapi.asarray(h64, device=dev), descending=True), np.sort(h64)[::-1])
+    monkeypatch.setattr(_sort_kernels, "SORT_EARLY", "1")
+    with pytest.raises(ValueError, match="KAPI_SORT_PERSIST does not combine"):
+        _radix._onesweep_kernel_for(np.dtype(np.uint32), False, 16, (32,))
+
+
+@pytest.mark.parametrize("kind", ["onesweep", "ballot"])
+def test_keys_pass_async(dev, monkeypatch, kind):
+    """The keys pass launched without a wait (SORT_KEYS_ASYNC): the passes chosen from its
+    bits that vary (all, some bytes alike, none) and its digit counts are those of the keys,
+    for sort, stable argsort (keys copied and in place), descending and 2-D sorts."""
+    from kapi._numeric import sort_radix as _radix
+
+    if kind == "ballot" and not _radix._ballots_fit(dev):
+        kind = "onesweep"  # (a device whose sub-groups the ballot scatter cannot use)
+    monkeypatch.setattr(_radix, "SCATTER", kind)
+    monkeypatch.setattr(_radix, "SORT_KEYS_ASYNC", True)
+    for h in (
+        _keys("uint32", 20_001, seed=7),
+        _keys("float32", 20_001, seed=8),
+        (np.arange(20_001) % 5).astype(np.uint32) << np.uint32(16),  # bytes 0, 1, 3 alike
+        np.full(5000, 7, np.int64),  # no byte varies: no pass
+    ):
+        a = kapi.asarray(h, device=dev)
+        _eq(kapi.sort(a), np.sort(h))
+        _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+        _eq(kapi.sort(a, descending=True), np.sort(h)[::-1])
+    h2 = _keys("int32", 6 * 1001, seed=9).reshape(6, 1001)
+    _eq(kapi.sort(kapi.asarray(h2, device=dev)), np.sort(h2))
+
+
+@pytest.mark.parametrize("copies", [2, 8, 16])
+@pytest.mark.parametrize("dtype", ["uint32", "float64", "int8"])
+def test_keys_pass_count_copies(dev, monkeypatch, copies, dtype):
+    """The keys pass counting each position's digits into several interleaved copies per
+    group (SORT_HIST_COPIES; fewer for 8-byte keys, whose 8 positions would pass 32 KiB):
+    the onesweep passes' digit starts, so sort and stable argsort, are NumPy's."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_radix, "SCATTER", "onesweep")
+    monkeypatch.setattr(_sort_kernels, "SORT_HIST_COPIES", copies)
+    assert _sort_kernels._hist_parts(4)[3] == min(copies, 8)
+    assert _sort_kernels._hist_parts(8)[3] == min(copies, 4)
+    h = _keys(dtype, 50_001, seed=copies)
+    a = kapi.asarray(h, device=dev)
+    _eq(kapi.sort(a), np.sort(h))
+    _eq(kapi.argsort(a), np.argsort(h, kind="stable"))
+
+
+def test_onesweep_cap_follows_rank_local_and_persist(monkeypatch):
+    """The onesweep pass's register cap for keys alone: 64 by default, 48 with the ranks in
+    local memory (SORT_RANK_LOCAL: 5 groups per SM), none for persistent groups (80
+    registers); KAPI_SORT_MAXREG still overrides; argsort's (values) is its own."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    for name in ("KAPI_SORT_MAXREG", "KAPI_SORT_ARGSORT_MAXREG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(_radix, "SORT_FIXED_GROUP", True)
+    for local, persist, want in ((False, 0, 64), (True, 0, 48), (True, 3, None)):
+        monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", local)
+        monkeypatch.setattr(_sort_kernels, "SORT_PERSIST", persist)
+        assert _radix._rank_max_registers(True) == want
+        assert _radix._rank_max_registers(True, True) == _radix.OS_MAX_REGISTERS_VALUES
+    monkeypatch.setenv("KAPI_SORT_MAXREG", "56")
+    assert _radix._rank_max_registers(True) == 56
+
+
+def test_onesweep_early_source_order(monkeypatch):
+    """Where SORT_EARLY puts the tile's counts: with 1 the status words are first stored
+    between the loads and the ranking's first atomic match and the look-back follows the
+    ranking; with 2 the look-back's loop precedes the match too; with 0 the first store
+    follows the ranking. SORT_RANK_LOCAL stores each rank in local memory (rs) and keeps no
+    private array of them."""
+    from kapi._numeric import sort_kernels as _sort_kernels
+
+    def order(early):
+        monkeypatch.setattr(_sort_kernels, "SORT_EARLY", early)
+        src = _sort_kernels._onesweep_src()
+        return [src.index(x) for x in ("LOADKEYS", ".fetch_or(", ".store(", "while j >= 0:")]
+
+    load, match, store, walk = order("0")
+    assert load < match < store < walk
+    load, match, store, walk = order("1")
+    assert load < store < match < walk
+    load, match, store, walk = order("2")
+    assert load < store < walk < match
+    monkeypatch.setenv("KAPI_SORT_EARLY", "3")
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", "import kapi._numeric.sort_kernels"],
+                       capture_output=True, text=True)  # fmt: skip
+    assert "KAPI_SORT_EARLY must be 0, 1 or 2, not '3'" in r.stderr
+    monkeypatch.setenv("KAPI_SORT_EARLY", "0")
+    monkeypatch.setenv("KAPI_SORT_PERSIST", "x")
+    r = subprocess.run([sys.executable, "-c", "import kapi._numeric.sort_kernels"],
+                       capture_output=True, text=True)  # fmt: skip
+    assert "KAPI_SORT_PERSIST must be 0 (off) to 16, not 'x'" in r.stderr
+    monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", True)
+    src = _sort_kernels._rank_local(_sort_kernels._narrow(_os_loaded(_sort_kernels)))
+    assert "rs[pw + j * S] = np.uint16(base + pr)" in src
+    assert "kj = K.permute_group_by_xor(sg, keys[j], 0)" in src
+    assert "rank = K.PrivateArray" not in src and "mk, tl, rs):" in src
+
+
+def _os_loaded(sk) -> str:
+    """`_onesweep`'s source with its loads placed in (as sort_radix builds it)."""
+    load = sk._rank_loads(sk._lean())[0]
+    return sk._onesweep_src().replace("LOADKEYS\n", sk._dedent4(load).strip("\n") + "\n")
+
+
+@pytest.mark.parametrize("early,cap,persist", [("1", 64, 0), ("0", 48, 0), ("0", 0, 3)])
+def test_onesweep_rank_local_fits_the_cap(monkeypatch, early, cap, persist):
+    """The onesweep pass for keys alone with its ranks in local memory fits 48 registers
+    without spilling (5 groups of 256 per SM; ptxas sm_90), with its counts early the
+    default cap of 64, persistent (SORT_PERSIST) 80 uncapped (3 groups per SM); every lane
+    reaches each warp shuffle (the key permuted before the place's branch: a shuffle of all
+    32 lanes inside it would leave a partial tile's lanes out)."""
+    from nvptx_util import divergent_warp_sync, ptx_of
+
+    from kapi._kernel.types import local_kir
+    from kapi._numeric import sort_kernels as _sort_kernels
+    from kapi._numeric import sort_radix as _radix
+
+    monkeypatch.setattr(_sort_kernels, "SORT_EARLY", early)
+    monkeypatch.setattr(_sort_kernels, "SORT_RANK_LOCAL", True)
+    monkeypatch.setattr(_sort_kernels, "SORT_PERSIST", persist)
+    monkeypatch.setenv("KAPI_SORT_MAXREG", str(cap))
+    items = _radix._rank_items(True)
+    kern, lm, _ = _radix._onesweep_kernel_for(np.dtype(np.uint32), False, items, (32,))
+    assert lm[-1].dtype == np.uint16 and lm[-1].shape == (256 * items,)  # rs
+    g, i64, i32 = "array(u32,1,C,global)", "array(i64,1,C,global)", "array(i32,1,C,global)"
+    at = (g, i64, g, i64, g, i32, i64, "i64", "i64", "i64", "i64", "u32", "u32")
+    ptx = ptx_of(kern.compile(at + tuple(local_kir(a.dtype, a.shape) for a in lm),
+                              ("nditem", 1)).spirv)  # fmt: skip
+    assert (f".maxnreg {cap}" in ptx) == bool(cap)
+    assert lm[-2].shape == ((2,) if persist else (1,))  # tl: this tile and the next
+    assert divergent_warp_sync(ptx, "_onesweep") == []
+    assert ptx.count("shfl.sync.bfly") == items  # the keys' permutes
+    assert _registers_sm90(ptx) <= (cap or 80)
+
+
 @pytest.mark.parametrize("unroll", [2, 8])
 @pytest.mark.parametrize("dtype", ["uint32", "int16", "float32"])
 def test_keys_pass_unrolled(dev, monkeypatch, unroll, dtype):
@@ -454,6 +642,7 @@ def test_onesweep_ptx_spins_on_reloaded_status_words(
     monkeypatch.setenv("KAPI_SORT_LOOKBACK_ORDER", order)
     monkeypatch.setenv("KAPI_SORT_MATCH", match)
     monkeypatch.setattr(_radix, "OS_MAX_REGISTERS", None)  # uncapped (the cap: below)
+    monkeypatch.setattr(_radix, "OS_MAX_REGISTERS_LOCAL", None)  # (ranks in local memory)
     kern, lm, wg = _radix._onesweep_kernel_for(np.dtype(np.uint32), withv, items, (32,))
     assert wg == 256
     g, i64 = "array(u32,1,C,global)", "array(i64,1,C,global)"
@@ -864,13 +1053,17 @@ def test_argsort_tiles_have_their_own_size_and_cap(monkeypatch):
     """The onesweep pass with values takes 12 keys per work-item, uncapped, where the group
     size is declared (SORT_FIXED_GROUP), else half the keys' own with their cap;
     KAPI_SORT_ARGSORT_ITEMS / _MAXREG set them (bad values: a ValueError naming the choices)."""
+    from kapi._numeric import sort_kernels as _sort_kernels
     from kapi._numeric import sort_radix as _radix
 
     for name in ("ARGSORT_ITEMS", "ARGSORT_MAXREG", "KEYS_PER_ITEM", "MAXREG"):
         monkeypatch.delenv("KAPI_SORT_" + name, raising=False)
     monkeypatch.setattr(_radix, "SORT_FIXED_GROUP", True)
     assert (_radix._os_items_values(), _radix._rank_max_registers(True, True)) == (12, None)
-    assert _radix._rank_max_registers(True, False) == _radix.OS_MAX_REGISTERS
+    want = (
+        _radix.OS_MAX_REGISTERS_LOCAL if _sort_kernels._ranks_local() else _radix.OS_MAX_REGISTERS
+    )
+    assert _radix._rank_max_registers(True, False) == want
     monkeypatch.setattr(_radix, "SORT_FIXED_GROUP", False)
     assert _radix._os_items_values() == _radix._rank_items(True) // 2
     assert _radix._rank_max_registers(True, True) == _radix.OS_MAX_REGISTERS
