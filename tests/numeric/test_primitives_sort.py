@@ -930,7 +930,8 @@ def test_rank_scatter_ptx_of_this_device_assembles(monkeypatch, withv, items):
             ("vals = K.PrivateArray" in src) == withv
             and f"keys = K.PrivateArray({n}, np.uint32)" in src
             and f"    L = {_radix._rank_wg(DEVICES[0])}\n" in src  # not the NVIDIA form
-            and "fetch_or(lb)" not in src  # the ballot match, not an atomic one cached too
+            and "fetch_or(lb" not in src  # the ballot match, not an atomic one cached too
+            # (the atomic match ORs `lb`, or `lbj` in its branchless form)
         ),
     )
     for ptx in ptxs:
