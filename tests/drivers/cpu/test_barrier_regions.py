@@ -491,6 +491,17 @@ except kapi.KapiError:
 """
 
 
+def scan_host_ir(extra, cpu="skylake-avx512"):
+    """The scan's host IR (KAPI_DUMP=host) with the settings `extra`, for a fixed AVX-512 target
+    (cpu=None: this host's CPU)."""
+    env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0"}
+    if cpu:
+        env["KAPI_HOST_CPU"] = cpu
+    r = run_script(SCAN_ONLY, env=dict(env, **extra))
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stderr
+
+
 @pytest.mark.skipif(not CPU, reason="no CPU device")
 def test_cpu_region_loops_are_not_peeled():
     # The scan's first step (d = 1 after the split) reads `lid >= 1`: LLVM's full-unroll pass
@@ -499,11 +510,9 @@ def test_cpu_region_loops_are_not_peeled():
     # of kernels that are not batched are marked not to unroll, which keeps them whole;
     # KAPI_HOST_REGION_UNROLL=1 restores the old marks.
     def host_ir(extra):
-        env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0", "KAPI_HOST_CPU": "skylake-avx512"}
-        r = run_script(SCAN_ONLY, env=dict(env, **extra))
-        assert r.returncode == 0, r.stderr[-3000:]
-        assert '"kapi-batches"="no"' in r.stderr
-        return r.stderr
+        ir = scan_host_ir(extra)
+        assert '"kapi-batches"="no"' in ir
+        return ir
 
     ir = host_ir({})
     assert "llvm.loop.peeled.count" not in ir
@@ -515,12 +524,7 @@ def test_cpu_region_loops_are_not_peeled():
 def test_cpu_region_copies_stay_loops():
     # The scan's `slm[lid] = v` and `out[gid] = v` copy a slot row by row: vector loops, not a
     # memcpy call per row (KAPI_HOST_REGION_MEMCPY=1 allows the calls, as before).
-    def host_ir(extra):
-        env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0", "KAPI_HOST_CPU": "skylake-avx512"}
-        r = run_script(SCAN_ONLY, env=dict(env, **extra))
-        assert r.returncode == 0, r.stderr[-3000:]
-        return r.stderr
-
+    host_ir = scan_host_ir
     assert "@llvm.memcpy" not in host_ir({})
     # the nests whose rows are loops over vectors have no row-long loop to call memcpy for
     assert "@llvm.memcpy" in host_ir({"KAPI_HOST_REGION_MEMCPY": "1", "KAPI_HOST_VECTOR_ROWS": "0"})
@@ -531,12 +535,7 @@ def test_cpu_rows_of_vectors_get_their_own_nests():
     # The scan's groups of one row of 256 work-items (a multiple of AVX-512's 16 lanes, not
     # one vector) get, per region, a nest without y and z loops whose row is a loop over its
     # vectors (`wi.xv`), each a work-item loop of 16; KAPI_HOST_VECTOR_ROWS=0: none.
-    def host_ir(extra):
-        env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0", "KAPI_HOST_CPU": "skylake-avx512"}
-        r = run_script(SCAN_ONLY, env=dict(env, **extra))
-        assert r.returncode == 0, r.stderr[-3000:]
-        return r.stderr
-
+    host_ir = scan_host_ir
     assert "%wi.xv" in host_ir({})
     assert "%wi.xv" not in host_ir({"KAPI_HOST_VECTOR_ROWS": "0"})
 
@@ -548,10 +547,9 @@ def test_cpu_unbatched_group_loops_do_not_unroll(monkeypatch):
     # remainder: a larger build). KAPI_HOST_ONE_GROUP=0 unrolls them, as before; `2` counts
     # them to a constant 1 (no count read from the call).
     def host_ir(extra):  # for this host's CPU: LLVM's unrolling depends on its model
-        r = run_script(SCAN_ONLY, env=dict({"KAPI_DUMP": "host", "KAPI_CACHE": "0"}, **extra))
-        assert r.returncode == 0, r.stderr[-3000:]
-        assert '"kapi-batches"="no"' in r.stderr
-        return r.stderr
+        ir = scan_host_ir(extra, cpu=None)
+        assert '"kapi-batches"="no"' in ir
+        return ir
 
     monkeypatch.delenv("KAPI_HOST_ONE_GROUP", raising=False)  # the default: marked
     marked, unrolled, const = (
@@ -571,12 +569,10 @@ def test_cpu_kernel_accesses_miss_the_slots():
     # stores v back into the slot it loaded it from: fewer vector stores than with
     # KAPI_HOST_SLOT_NOALIAS=0, in both kinds of nest.
     def host_ir(extra):
-        env = {"KAPI_DUMP": "host", "KAPI_CACHE": "0", "KAPI_HOST_CPU": "skylake-avx512"}
-        r = run_script(SCAN_ONLY, env=dict(env, **extra))
-        assert r.returncode == 0, r.stderr[-3000:]
-        marked = re.findall(r'"kapi-slot-noalias"="(\d+)"', r.stderr)
+        ir = scan_host_ir(extra)
+        marked = re.findall(r'"kapi-slot-noalias"="(\d+)"', ir)
         assert len(marked) == 1, marked
-        return int(marked[0]), r.stderr.count("store <16 x i32>")
+        return int(marked[0]), ir.count("store <16 x i32>")
 
     for rows in ({}, {"KAPI_HOST_VECTOR_ROWS": "0"}):
         marked, stores = host_ir(rows)
