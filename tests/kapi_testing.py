@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -41,6 +42,26 @@ def run_elementwise(kern, x, dev, scalar=False):
         return out.asnumpy()[: x.size - x.size % 3]
     kapi.call_kernel(kern, kapi.Range(x.size), dx, out, 0)
     return out.asnumpy()
+
+
+def host_listing(test_file: str, script: str, env: dict, cpu="skylake-avx512") -> str:
+    """The CPU driver's host IR (KAPI_DUMP=host, on stderr) of what `script` compiles, run in a
+    subprocess that can import the test module beside `test_file`; for a fixed AVX-512 target
+    unless env names one, so the listing does not depend on this machine's CPU (one without
+    AVX-512 may refuse to run the module: the listing is printed before)."""
+    here = os.path.dirname(os.path.abspath(test_file))
+    path = os.pathsep.join([here, *[p for p in sys.path if p]])
+    e = dict(os.environ, PYTHONPATH=path, KAPI_CACHE="0", KAPI_DUMP="host", **env)
+    e.setdefault("KAPI_HOST_CPU", cpu)
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=e,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stderr
 
 
 def line_of(fn, text):

@@ -15,7 +15,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip
+from kapi_testing import devices_or_skip, host_listing
 
 import kapi
 
@@ -141,19 +141,7 @@ kapi.call_kernel(T.transpose_rows, kapi.Range(64), a, np.zeros((3, 64), np.float
 
 
 def listing(env):
-    here = os.path.dirname(os.path.abspath(__file__))
-    path = os.pathsep.join([here, *[p for p in sys.path if p]])
-    e = dict(os.environ, PYTHONPATH=path, KAPI_CACHE="0", KAPI_DUMP="host", **env)
-    e.setdefault("KAPI_HOST_CPU", "skylake-avx512")  # the listing does not depend on this CPU
-    r = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(DUMP)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=e,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    return r.stderr
+    return host_listing(__file__, DUMP, env)
 
 
 def gather_blocks(ir):

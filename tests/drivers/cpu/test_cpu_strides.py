@@ -8,15 +8,11 @@ checked against NumPy for extents of 1 (where the old vector version ran) and ab
 listings for the versioning itself (compiler/src/finalise/host/finalise_host_strides.c)."""
 
 import math
-import os
 import re
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip
+from kapi_testing import devices_or_skip, host_listing
 
 import kapi
 
@@ -132,21 +128,7 @@ try_call(T.scaled, kapi.Range(64, 64), base[:, 1:], kapi.asarray(np.zeros((64, 6
 
 
 def listing(env):
-    here = os.path.dirname(os.path.abspath(__file__))
-    path = os.pathsep.join([here, *[p for p in sys.path if p]])
-    # a fixed AVX-512 target, so that the listing does not depend on this CPU (a host
-    # without AVX-512 may refuse to run the module: the listing is printed before)
-    e = dict(os.environ, PYTHONPATH=path, KAPI_CACHE="0", KAPI_DUMP="host", **env)
-    e.setdefault("KAPI_HOST_CPU", "skylake-avx512")
-    r = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(DUMP)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=e,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    return r.stderr
+    return host_listing(__file__, DUMP, env)
 
 
 def run_function(ir, kernel):
