@@ -102,27 +102,26 @@ def scan(nditem, a, out, slm):
     out[gid] = v
 
 
-@pytest.mark.parametrize("wg", [7, 13, 32, 100])  # sizes not multiples of any vector width
-def test_local_scan(dev, wg):
-    n = wg * 11
-    h = np.arange(n, dtype=np.int32) % 17 - 5
+def check_local_scan(dev, wg, groups, period):
+    """The per-group scan of `groups` groups of wg over a repeating ramp, against NumPy."""
+    n = wg * groups
+    h = np.arange(n, dtype=np.int32) % period - period // 2
     a = kapi.asarray(h, device=dev)
     out = kapi.zeros(n, dtype="i4", device=dev)
     slm = kapi_api.LocalAccessor((wg,), np.int32)
     kapi.call_kernel(scan, kapi.NdRange((n,), (wg,)), a, out, slm)
     np.testing.assert_array_equal(out.asnumpy(), np.cumsum(h.reshape(-1, wg), axis=1).ravel())
+
+
+@pytest.mark.parametrize("wg", [7, 13, 32, 100])  # sizes not multiples of any vector width
+def test_local_scan(dev, wg):
+    check_local_scan(dev, wg, groups=11, period=17)
 
 
 @pytest.mark.parametrize("wg", [48, 64, 256, 1024])  # rows of whole AVX-512 vectors, not one
 def test_local_scan_rows_of_vectors(dev, wg):
     # On AVX-512 hosts these one-row groups take the nests whose rows are loops over vectors
-    n = wg * 9
-    h = np.arange(n, dtype=np.int32) % 23 - 11
-    a = kapi.asarray(h, device=dev)
-    out = kapi.zeros(n, dtype="i4", device=dev)
-    slm = kapi_api.LocalAccessor((wg,), np.int32)
-    kapi.call_kernel(scan, kapi.NdRange((n,), (wg,)), a, out, slm)
-    np.testing.assert_array_equal(out.asnumpy(), np.cumsum(h.reshape(-1, wg), axis=1).ravel())
+    check_local_scan(dev, wg, groups=9, period=23)
 
 
 @kapi.kernel
