@@ -1,0 +1,93 @@
+"""Where the CPU device's 5-point stencil (bench/cpu_cases.py "stencil-f32") loses time against
+Numba parallel: the same kernels and peers as bench/numba_cpu.py, each timed three ways in one
+process, at one or more sizes:
+
+- alt: kapi and Numba alternating call by call, as bench/numba_cpu.py times them (each kapi
+  call finds the pool's workers asleep after Numba's call, and Numba's data in the caches);
+- hot: each runner called back to back (the pool's workers still polling, the runner's own
+  data in the caches);
+- gap: each call after GAP ms of sleep (every thread asleep, the data still cached).
+
+Every output is checked against NumPy (the stencil) and against Numba's before timing; figures
+are medians of REPEAT calls; ratio = Numba ms / kapi ms (> 1: kapi faster).
+
+    python3 bench/stencil_probe.py [--only stencil-f32,...] [--scales -2,0,2] [--repeat 15]
+                                   [--gap-ms 2] [--label NAME]
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import numba_cpu  # noqa: E402  (sets OMP_WAIT_POLICY=passive unless given, imports Numba)
+import numpy as np  # noqa: E402
+from cpu_cases import cases  # noqa: E402
+
+import kapi  # noqa: E402
+
+
+def stencil_numpy(a):
+    out = np.zeros_like(a)
+    out[1:-1, 1:-1] = np.float32(0.2) * (
+        a[1:-1, 1:-1] + a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:]
+    )
+    return out
+
+
+def medians(runners, repeat, mode, gap_s):
+    for r in runners:
+        r.launch()
+    if mode == "alt":
+        return numba_cpu.timed(runners, repeat)
+    out = []
+    for r in runners:
+        r.launch()
+        wall = []
+        for _ in range(repeat):
+            if mode == "gap":
+                time.sleep(gap_s)
+            t0 = time.perf_counter()
+            r.launch()
+            wall.append(time.perf_counter() - t0)
+        out.append(statistics.median(wall))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="stencil-f32")
+    ap.add_argument("--scales", default="0")
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--gap-ms", type=float, default=2.0)
+    ap.add_argument("--modes", default="alt,hot,gap")
+    ap.add_argument("--label", default=os.environ.get("PROBE_LABEL", "default"))
+    args = ap.parse_args()
+    cpu = kapi.Device("cpu")
+    knobs = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("KAPI_CPU"))
+    print(f"== {args.label}: {os.cpu_count()} cores, {knobs or 'defaults'}", flush=True)
+    for scale in (float(s) for s in args.scales.split(",")):
+        for case in cases(scale, set(args.only.split(","))):
+            mine, theirs = numba_cpu.KapiRunner(case, cpu), numba_cpu.NumbaRunner(case)
+            mine.launch()
+            theirs.launch()
+            numba_cpu.agree(case, mine, theirs)
+            if case.name == "stencil-f32":
+                want = stencil_numpy(case.args[0])
+                if not np.allclose(mine.output(1), want, rtol=1e-6, atol=1e-6):
+                    raise SystemExit(f"{args.label}: kapi's stencil differs from NumPy's")
+            for mode in args.modes.split(","):
+                t = medians([mine, theirs], args.repeat, mode, args.gap_ms / 1e3)
+                print(
+                    f"{args.label:<12} {case.name:<12} {case.size:<18} {mode:<4} "
+                    f"kapi {t[0] * 1e3:8.3f} ms  Numba {t[1] * 1e3:8.3f} ms  "
+                    f"{t[1] / t[0]:5.2f}x",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
