@@ -18,9 +18,9 @@ export KAPI_DRIVERS=cpu KAPI_CPU_POOL_STATS=1
 echo "== $(date -u +%FT%TZ) $(nproc) cpus, $(lscpu | sed -n 's/^Model name: *//p')," \
   "L2 $(lscpu | sed -n 's/^L2 cache: *//p'), L3 $(lscpu | sed -n 's/^L3 cache: *//p')," \
   "threads per core $(lscpu | sed -n 's/^Thread(s) per core: *//p')"
-VARIANTS=${VARIANTS:-"default: wake15:KAPI_CPU_WAKE=15 fanout15:KAPI_CPU_FANOUT=15 \
-wake4fan4:KAPI_CPU_WAKE=4+KAPI_CPU_FANOUT=4 pin:KAPI_CPU_PIN=1 \
-pinfan15:KAPI_CPU_PIN=1+KAPI_CPU_FANOUT=15 spin2ms:KAPI_CPU_SPIN_US=2000 legacy:KAPI_CPU_POOL=0"}
+VARIANTS=${VARIANTS:-"default: wide1:KAPI_CPU_WIDE=1 wide2:KAPI_CPU_WIDE=2 \
+wake15:KAPI_CPU_WAKE=15 fanout15:KAPI_CPU_FANOUT=15 pin:KAPI_CPU_PIN=1 \
+pinwide2:KAPI_CPU_PIN=1+KAPI_CPU_WIDE=2 spin2ms:KAPI_CPU_SPIN_US=2000 legacy:KAPI_CPU_POOL=0"}
 NEIGHBOURS=stencil-f32,triad-f32,saxpy-f32,rowsum-f32,matmul-naive-f32
 
 # env NAME=VALUE arguments for a variant spec "name:A=1+B=2"
@@ -38,7 +38,7 @@ probe() {
 step probe probe | tee "$OUT/stencil_probe.log"
 
 numba() {
-  for v in default: ${NUMBA_VARIANTS:-wake15:KAPI_CPU_WAKE=15 fanout15:KAPI_CPU_FANOUT=15}; do
+  for v in default: ${NUMBA_VARIANTS:-wide1:KAPI_CPU_WIDE=1 wide2:KAPI_CPU_WIDE=2}; do
     echo "-- ${v%%:*}"
     # shellcheck disable=SC2046
     env $(variant_env "$v") timeout 30 python3 bench/numba_cpu.py --only "$NEIGHBOURS" \

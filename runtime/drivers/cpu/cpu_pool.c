@@ -49,6 +49,10 @@
 /* How often a polling thread offers its CPU to others (KAPI_CPU_YIELD=0: never). */
 #define YIELD_NS 10000u
 #define WAKE_FANOUT 2
+/* Launches expected to take at least WIDE_NS with every participant wake every worker at
+ * once, the way WIDE_MODE says (pool->wide_mode). */
+#define WIDE_MODE 0u
+#define WIDE_NS 50000u
 #define CACHE_LINE 64
 
 /* A participant's private buffers for the groups it runs, a cache line apart from the next
@@ -108,6 +112,12 @@ struct cpu_pool {
   uint64_t spin_ns;    /* how long an idle worker polls before it sleeps */
   uint32_t wake_first; /* sleepers the launcher wakes itself */
   uint32_t fanout;     /* sleepers each joining worker wakes (KAPI_CPU_FANOUT) */
+  /* Long launches (expected to take wide_ns or more with every participant) wake their workers
+   * all at once rather than two by two: by the launcher itself (wide_mode 1) or by the first
+   * workers that join (2); 0: never. KAPI_CPU_WIDE, KAPI_CPU_WIDE_US. */
+  uint32_t wide_mode;
+  uint64_t wide_ns;
+  uint32_t fanout_now; /* the current launch's fanout; written while the state is closed */
   uint64_t begun_ns;   /* when the current launch was published (KAPI_CPU_POOL_STATS) */
   bool learn_whole;    /* unless KAPI_CPU_LEARN=1: learn from the whole launch (see learn()) */
   uint64_t chunk_ns;   /* CHUNK_NS or KAPI_CPU_CHUNK_NS */
@@ -125,7 +135,7 @@ struct cpu_pool {
  * the process cost, printed to stderr at exit. Off, the launch path reads no extra clock. */
 static struct {
   _Atomic uint64_t launches, joins, join_ns, groups, launcher_groups, own_ns, tail_ns;
-  _Atomic uint64_t last_join_ns, stolen, moves;
+  _Atomic uint64_t last_join_ns, stolen, moves, wide;
   uint32_t threads;
 } stats;
 /* The latest join of the current launch, in ns after it began. */
@@ -149,10 +159,11 @@ static void stats_print(void) {
   fprintf(stderr,
           "kapi-cpu-pool: the last worker joined %.1f us after the launch began (mean); %.1f%% "
           "of the groups ran outside their home block; a worker ran on another CPU than in its "
-          "last launch in %.1f%% of its joins\n",
+          "last launch in %.1f%% of its joins; %llu launches woke every worker at once\n",
           (double)atomic_load(&stats.last_join_ns) / 1e3 / (double)n,
           groups ? 100.0 * (double)atomic_load(&stats.stolen) / groups : 0.0,
-          joins ? 100.0 * (double)atomic_load(&stats.moves) / joins : 0.0);
+          joins ? 100.0 * (double)atomic_load(&stats.moves) / joins : 0.0,
+          (unsigned long long)atomic_load(&stats.wide));
 }
 
 static inline void cpu_relax(void) {
@@ -428,7 +439,7 @@ static void *worker_main(void *arg) {
     /* The wake tree: pass the wake on while the launch has room for more workers. */
     if (!atomic_load_explicit(&pool->legacy, memory_order_relaxed) && room &&
         atomic_load(&pool->sleepers))
-      futex_wake(&pool->wake, room < pool->fanout ? (int)room : (int)pool->fanout);
+      futex_wake(&pool->wake, room < pool->fanout_now ? (int)room : (int)pool->fanout_now);
     poll_t poll = POLL_INIT(pool, false);
     uint64_t ran = 0;
     participate(pool, &pool->scratch[w->index], w->index, &poll, &ran);
@@ -514,6 +525,12 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   const char *fanout = getenv("KAPI_CPU_FANOUT");
   long fanout_n = fanout ? strtol(fanout, NULL, 10) : 0;
   pool->fanout = fanout_n > 0 && fanout_n <= INT_MAX ? (uint32_t)fanout_n : WAKE_FANOUT;
+  const char *wide_env = getenv("KAPI_CPU_WIDE");
+  long wide = wide_env ? strtol(wide_env, NULL, 10) : -1;
+  pool->wide_mode = wide >= 0 && wide <= 2 ? (uint32_t)wide : WIDE_MODE;
+  const char *wide_us = getenv("KAPI_CPU_WIDE_US");
+  long wide_us_n = wide_us ? strtol(wide_us, NULL, 10) : 0;
+  pool->wide_ns = wide_us_n > 0 && wide_us_n <= 1000000 ? (uint64_t)wide_us_n * 1000 : WIDE_NS;
   const char *pin_env = getenv("KAPI_CPU_PIN");
   bool pin = pin_env && strcmp(pin_env, "1") == 0;
   /* Workers get the process's CPUs, not the mask of the thread creating them. */
@@ -600,8 +617,10 @@ static void close_launch(cpu_pool_t *pool) {
 
 /* How a launch is shared: chunk size and how many workers may join (0: the caller runs it
  * alone). Without a known cost: alone when tiny, else about eight chunks per participant. * With
- * one: alone when expected to be quick, and chunks no cheaper than pool->chunk_ns. */
-static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, uint64_t items) {
+ * one: alone when expected to be quick, and chunks no cheaper than pool->chunk_ns. *wide: the
+ * launch is expected to take pool->wide_ns or more with all who may join. */
+static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, uint64_t items,
+                     bool *wide) {
   uint64_t p = (uint64_t)pool->threads + 1;
   uint64_t cost = l->cost ? atomic_load_explicit(l->cost, memory_order_relaxed) : 0;
   uint64_t est_ns = UINT64_MAX;
@@ -618,7 +637,9 @@ static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, ui
   pool->min_chunk = alone ? total : chunk / 4 ? chunk / 4 : 1;
   uint64_t extra = (total + chunk - 1) / chunk - 1; /* chunks beyond the launcher's first */
   pool->chunk = alone ? total : chunk;
-  return alone ? 0 : extra < pool->threads ? (uint32_t)extra : pool->threads;
+  uint32_t joiners = alone ? 0 : extra < pool->threads ? (uint32_t)extra : pool->threads;
+  *wide = cost && joiners && est_ns / (joiners + 1) >= pool->wide_ns;
+  return joiners;
 }
 
 /* Where block i of n starts: total * i / n without overflow. */
@@ -642,7 +663,10 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   pthread_mutex_lock(&pool->lock);
   uint64_t start = l->cost ? zed_now_ns() : 0;
   atomic_store_explicit(&pool->legacy, l->legacy, memory_order_relaxed);
-  uint32_t joiners = plan(pool, l, total, items);
+  bool wide;
+  uint32_t joiners = plan(pool, l, total, items, &wide);
+  wide = wide && !l->legacy;
+  pool->fanout_now = wide && pool->wide_mode == 2 ? pool->threads : pool->fanout;
   bool alone = joiners == 0;
   pool->launch = l;
   pool->total = total;
@@ -664,9 +688,10 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
       pool->begun_ns = zed_now_ns();
       atomic_store_explicit(&launch_last_join, 0, memory_order_relaxed);
     }
-    uint32_t wake = l->legacy                    ? UINT32_MAX
-                    : joiners < pool->wake_first ? joiners
-                                                 : pool->wake_first;
+    uint32_t wake = l->legacy                      ? UINT32_MAX
+                    : wide && pool->wide_mode == 1 ? joiners
+                    : joiners < pool->wake_first   ? joiners
+                                                   : pool->wake_first;
     publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false, wake);
   }
   poll_t poll = POLL_INIT(pool, true);
@@ -683,6 +708,7 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
     atomic_fetch_add_explicit(&stats.tail_ns, zed_now_ns() - own_end, memory_order_relaxed);
     atomic_fetch_add_explicit(&stats.last_join_ns, atomic_load(&launch_last_join),
                               memory_order_relaxed);
+    if (wide && pool->wide_mode) atomic_fetch_add_explicit(&stats.wide, 1, memory_order_relaxed);
   }
   /* The cost per work-item: by default (and always for legacy launches) the whole launch's
    * time times the workers that were allowed to join. With KAPI_CPU_LEARN=1 the launcher's own
