@@ -437,7 +437,7 @@ static void *worker_main(void *arg) {
       w->last_cpu = cpu;
     }
     /* The wake tree: pass the wake on while the launch has room for more workers. */
-    if (!atomic_load_explicit(&pool->legacy, memory_order_relaxed) && room &&
+    if (!atomic_load_explicit(&pool->legacy, memory_order_relaxed) && room && pool->fanout_now &&
         atomic_load(&pool->sleepers))
       futex_wake(&pool->wake, room < pool->fanout_now ? (int)room : (int)pool->fanout_now);
     poll_t poll = POLL_INIT(pool, false);
@@ -524,7 +524,7 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   pool->wake_first = wake_n > 0 && wake_n <= INT_MAX ? (uint32_t)wake_n : WAKE_FIRST;
   const char *fanout = getenv("KAPI_CPU_FANOUT");
   long fanout_n = fanout ? strtol(fanout, NULL, 10) : 0;
-  pool->fanout = fanout_n > 0 && fanout_n <= INT_MAX ? (uint32_t)fanout_n : WAKE_FANOUT;
+  pool->fanout = fanout && fanout_n >= 0 && fanout_n <= INT_MAX ? (uint32_t)fanout_n : WAKE_FANOUT;
   const char *wide_env = getenv("KAPI_CPU_WIDE");
   long wide = wide_env ? strtol(wide_env, NULL, 10) : -1;
   pool->wide_mode = wide >= 0 && wide <= 2 ? (uint32_t)wide : WIDE_MODE;
