@@ -37,6 +37,21 @@ probe() {
 }
 step probe probe | tee "$OUT/stencil_probe.log"
 
+# The stencil's host code on this CPU: its vector widths, and the JIT's target.
+ir() {
+  KAPI_CACHE=0 KAPI_DUMP=host python3 - <<'PY' 2>&1 | grep -o '<[0-9]* x float>\|"target-cpu"="[a-z0-9_-]*"\|"prefer-vector-width"="[0-9]*"' | sort | uniq -c
+import sys
+sys.path.insert(0, "bench")
+import kernels
+import numpy as np
+import kapi
+n = 256
+a = kapi.asarray(np.ones((n, n), np.float32))
+kapi.call_kernel(kapi.kernel(kernels.stencil5), kapi.Range(n - 2, n - 2), a, kapi.zeros_like(a))
+PY
+}
+step ir ir | tee "$OUT/stencil_ir.log"
+
 numba() {
   for v in default: ${NUMBA_VARIANTS:-wide1:KAPI_CPU_WIDE=1 wide2:KAPI_CPU_WIDE=2}; do
     echo "-- ${v%%:*}"
