@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # The CPU device's 5-point stencil against Numba parallel on the GPU machine's 16 cores, where
-# bench/numba_cpu.py measured it at 0.44x (every other kernel faster than Numba). One process
-# per pool setting (the pool reads its settings once per process), each printing kapi beside
-# Numba from the same process (bench/stencil_probe.py: alternating as numba_cpu.py times
-# them, back to back, and after a sleep; every output checked against NumPy and Numba), with
-# the pool's own account (KAPI_CPU_POOL_STATS=1: when workers joined, groups run outside their
-# home block, workers that changed CPU between launches). Then bench/numba_cpu.py on the
-# stencil and its neighbours under the default and the candidate settings. Under 100 s on
-# the 16-core host. From the checkout:
+# bench/numba_cpu.py measured it at 0.44x (every other kernel faster than Numba), with the
+# pool's own account (KAPI_CPU_POOL_STATS=1: when workers joined, groups run outside their
+# home block, workers that changed CPU between launches):
+#   probe: bench/stencil_probe.py (kapi beside Numba in one process: alternating as
+#     numba_cpu.py times them, back to back, and after a sleep; every output checked against
+#     NumPy and Numba) at 1024^2, 2048^2 and 4096^2, with the per-kernel switches as in-process
+#     variants (KAPI_CPU_WIDE: how a long launch wakes the workers; KAPI_CPU_POOL=0: the pool's
+#     scheme before), then one process per pool-wide setting (PROCS: read once per process);
+#   ir: the stencil's host vector widths on this CPU;
+#   numba: bench/numba_cpu.py on the stencil and its neighbours, the same variants in-process.
+# Under 100 s on the 16-core host. From the checkout:
 #   run(command="bash bench/stencil.sh", carry=["kapi/_lib", ".carry/debs"])
-# VARIANTS="name:ENV=V+ENV=V ..." replaces the list of pool settings; ONLY="probe numba" picks
-# steps; logs go to $OUT (or ./gpu-out elsewhere).
+# VARIANTS / PROCS replace the lists below; ONLY="probe ir numba" picks steps; logs go to $OUT
+# (or ./gpu-out elsewhere).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
@@ -18,21 +21,22 @@ export KAPI_DRIVERS=cpu KAPI_CPU_POOL_STATS=1
 echo "== $(date -u +%FT%TZ) $(nproc) cpus, $(lscpu | sed -n 's/^Model name: *//p')," \
   "L2 $(lscpu | sed -n 's/^L2 cache: *//p'), L3 $(lscpu | sed -n 's/^L3 cache: *//p')," \
   "threads per core $(lscpu | sed -n 's/^Thread(s) per core: *//p')"
-VARIANTS=${VARIANTS:-"default: wide1:KAPI_CPU_WIDE=1 wide2:KAPI_CPU_WIDE=2 \
-wake15:KAPI_CPU_WAKE=15 fanout15:KAPI_CPU_FANOUT=15 pin:KAPI_CPU_PIN=1 \
-pinwide2:KAPI_CPU_PIN=1+KAPI_CPU_WIDE=2 spin2ms:KAPI_CPU_SPIN_US=2000 legacy:KAPI_CPU_POOL=0"}
+VARIANTS=${VARIANTS:-"wide1:KAPI_CPU_WIDE=1 wide2:KAPI_CPU_WIDE=2 legacy:KAPI_CPU_POOL=0"}
+PROCS=${PROCS:-"wake15:KAPI_CPU_WAKE=15 fanout15:KAPI_CPU_FANOUT=15 pin:KAPI_CPU_PIN=1 \
+spin2ms:KAPI_CPU_SPIN_US=2000"}
 NEIGHBOURS=stencil-f32,triad-f32,saxpy-f32,rowsum-f32,matmul-naive-f32
+variant_args=()
+for v in $VARIANTS; do variant_args+=(--variant "$v"); done
 
-# env NAME=VALUE arguments for a variant spec "name:A=1+B=2"
-variant_env() { local spec=${1#*:}; [ -n "$spec" ] && tr '+' ' ' <<<"$spec"; }
+# env NAME=VALUE arguments for a spec "name:A=1+B=2"
+spec_env() { local spec=${1#*:}; [ -n "$spec" ] && tr '+' ' ' <<<"$spec"; }
 
 probe() {
-  for v in $VARIANTS; do
-    local name=${v%%:*} scales=0
-    [ "$name" = default ] && scales=-2,0,2
+  timeout 40 python3 bench/stencil_probe.py --scales=-2,0,2 --repeat 15 "${variant_args[@]}" 2>&1
+  for p in $PROCS; do
     # shellcheck disable=SC2046
-    env $(variant_env "$v") PROBE_LABEL="$name" timeout 25 python3 bench/stencil_probe.py \
-      --scales="$scales" --repeat 15 2>&1
+    env $(spec_env "$p") PROBE_LABEL="${p%%:*}" timeout 20 python3 bench/stencil_probe.py \
+      --repeat 15 --variant wide2:KAPI_CPU_WIDE=2 2>&1
   done
 }
 step probe probe | tee "$OUT/stencil_probe.log"
@@ -53,11 +57,6 @@ PY
 step ir ir | tee "$OUT/stencil_ir.log"
 
 numba() {
-  for v in default: ${NUMBA_VARIANTS:-wide1:KAPI_CPU_WIDE=1 wide2:KAPI_CPU_WIDE=2}; do
-    echo "-- ${v%%:*}"
-    # shellcheck disable=SC2046
-    env $(variant_env "$v") timeout 30 python3 bench/numba_cpu.py --only "$NEIGHBOURS" \
-      --repeat 9 2>&1
-  done
+  timeout 40 python3 bench/numba_cpu.py --only "$NEIGHBOURS" --repeat 9 "${variant_args[@]}" 2>&1
 }
 step numba numba | tee "$OUT/stencil_numba.log"

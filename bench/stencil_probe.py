@@ -4,6 +4,7 @@ process, at one or more sizes:
 
 - alt: kapi and Numba alternating call by call, as bench/numba_cpu.py times them (each kapi
   call finds the pool's workers asleep after Numba's call, and Numba's data in the caches);
+  with variants, a Numba call before each kapi runner's;
 - hot: each runner called back to back (the pool's workers still polling, the runner's own
   data in the caches);
 - gap: each call after GAP ms of sleep (every thread asleep, the data still cached).
@@ -13,7 +14,10 @@ are medians of REPEAT calls (the fastest in brackets); ratio = Numba ms / kapi m
 faster).
 
     python3 bench/stencil_probe.py [--only stencil-f32,...] [--scales=-2,0,2] [--repeat 15]
-                                   [--gap-ms 2] [--label NAME]
+                                   [--gap-ms 2] [--label NAME] [--variant NAME:VAR=VALUE,...]
+
+--variant adds kapi runners built under other settings (bench/numba_cpu.py's --variant), timed
+in the same rotation; each prints a line of its own against the same Numba figures.
 """
 
 import argparse
@@ -26,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import numba_cpu  # noqa: E402  (sets OMP_WAIT_POLICY=passive unless given, imports Numba)
 import numpy as np  # noqa: E402
-from cpu_cases import cases  # noqa: E402
+from cpu_cases import cases, parse_variants  # noqa: E402
 
 import kapi  # noqa: E402
 
@@ -43,14 +47,14 @@ def times(runners, repeat, mode, gap_s):
     """Each runner's call times (s) under mode."""
     for r in runners:
         r.launch()
-    if mode == "alt":
+    if mode == "alt":  # runners[0] (Numba) before each of the others in turn
         wall = [[] for _ in runners]
         for rep in range(repeat):
-            k = rep % len(runners)
-            for j in list(range(k, len(runners))) + list(range(k)):
-                t0 = time.perf_counter()
-                runners[j].launch()
-                wall[j].append(time.perf_counter() - t0)
+            for j in range(1, len(runners)):
+                for i in (0, 1 + (rep + j) % (len(runners) - 1)):
+                    t0 = time.perf_counter()
+                    runners[i].launch()
+                    wall[i].append(time.perf_counter() - t0)
         return wall
     out = []
     for r in runners:
@@ -74,7 +78,9 @@ def main():
     ap.add_argument("--gap-ms", type=float, default=2.0)
     ap.add_argument("--modes", default="alt,hot,gap")
     ap.add_argument("--label", default=os.environ.get("PROBE_LABEL", "default"))
+    ap.add_argument("--variant", action="append", default=[])
     args = ap.parse_args()
+    variants = parse_variants(args.variant)
     cpu = kapi.Device("cpu")
     knobs = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("KAPI_CPU"))
     print(f"== {args.label}: {os.cpu_count()} cores, {knobs or 'defaults'}", flush=True)
@@ -84,20 +90,29 @@ def main():
             mine.launch()
             theirs.launch()
             numba_cpu.agree(case, mine, theirs)
+            kapis = [(args.label, mine)]
+            for j, (name, env) in enumerate(variants.items()):
+                r = numba_cpu.KapiRunner(case, cpu, env, f"v{j}")
+                r.first()
+                numba_cpu.agree(case, r, theirs)
+                kapis.append((f"{args.label}+{name}", r))
             if case.name == "stencil-f32":
                 want = stencil_numpy(case.args[0])
-                if not np.allclose(mine.output(1), want, rtol=1e-6, atol=1e-6):
-                    raise SystemExit(f"{args.label}: kapi's stencil differs from NumPy's")
+                for name, r in kapis:
+                    if not np.allclose(r.output(1), want, rtol=1e-6, atol=1e-6):
+                        raise SystemExit(f"{name}: kapi's stencil differs from NumPy's")
+            runners = [theirs] + [r for _, r in kapis]
             for mode in args.modes.split(","):
-                w = times([mine, theirs], args.repeat, mode, args.gap_ms / 1e3)
+                w = times(runners, args.repeat, mode, args.gap_ms / 1e3)
                 t = [statistics.median(x) for x in w]
-                print(
-                    f"{args.label:<12} {case.name:<12} {case.size:<18} {mode:<4} "
-                    f"kapi {t[0] * 1e3:8.3f} ms  Numba {t[1] * 1e3:8.3f} ms  "
-                    f"{t[1] / t[0]:5.2f}x  (fastest {min(w[0]) * 1e3:.3f} / "
-                    f"{min(w[1]) * 1e3:.3f} ms)",
-                    flush=True,
-                )
+                for (name, _), wk, tk in zip(kapis, w[1:], t[1:], strict=True):
+                    print(
+                        f"{name:<12} {case.name:<12} {case.size:<18} {mode:<4} "
+                        f"kapi {tk * 1e3:8.3f} ms  Numba {t[0] * 1e3:8.3f} ms  "
+                        f"{t[0] / tk:5.2f}x  (fastest {min(wk) * 1e3:.3f} / "
+                        f"{min(w[0]) * 1e3:.3f} ms)",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@
 #define YIELD_NS 10000u
 #define WAKE_FANOUT 2
 /* Launches expected to take at least WIDE_NS with every participant wake every worker at
- * once, the way WIDE_MODE says (pool->wide_mode). */
+ * once, the way WIDE_MODE says unless the kernel asks otherwise (cpu_launch_t.wide): 0, two by
+ * two as any launch; 1, by the launcher; 2, by the first workers that join. */
 #define WIDE_MODE 0u
 #define WIDE_NS 50000u
 #define CACHE_LINE 64
@@ -112,10 +113,8 @@ struct cpu_pool {
   uint64_t spin_ns;    /* how long an idle worker polls before it sleeps */
   uint32_t wake_first; /* sleepers the launcher wakes itself */
   uint32_t fanout;     /* sleepers each joining worker wakes (KAPI_CPU_FANOUT) */
-  /* Long launches (expected to take wide_ns or more with every participant) wake their workers
-   * all at once rather than two by two: by the launcher itself (wide_mode 1) or by the first
-   * workers that join (2); 0: never. KAPI_CPU_WIDE, KAPI_CPU_WIDE_US. */
-  uint32_t wide_mode;
+  /* Long launches (expected to take wide_ns or more with every participant, KAPI_CPU_WIDE_US)
+   * wake their workers all at once rather than two by two, as cpu_launch_t.wide says. */
   uint64_t wide_ns;
   uint32_t fanout_now; /* the current launch's fanout; written while the state is closed */
   uint64_t begun_ns;   /* when the current launch was published (KAPI_CPU_POOL_STATS) */
@@ -525,9 +524,6 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   const char *fanout = getenv("KAPI_CPU_FANOUT");
   long fanout_n = fanout ? strtol(fanout, NULL, 10) : 0;
   pool->fanout = fanout && fanout_n >= 0 && fanout_n <= INT_MAX ? (uint32_t)fanout_n : WAKE_FANOUT;
-  const char *wide_env = getenv("KAPI_CPU_WIDE");
-  long wide = wide_env ? strtol(wide_env, NULL, 10) : -1;
-  pool->wide_mode = wide >= 0 && wide <= 2 ? (uint32_t)wide : WIDE_MODE;
   const char *wide_us = getenv("KAPI_CPU_WIDE_US");
   long wide_us_n = wide_us ? strtol(wide_us, NULL, 10) : 0;
   pool->wide_ns = wide_us_n > 0 && wide_us_n <= 1000000 ? (uint64_t)wide_us_n * 1000 : WIDE_NS;
@@ -665,8 +661,9 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   atomic_store_explicit(&pool->legacy, l->legacy, memory_order_relaxed);
   bool wide;
   uint32_t joiners = plan(pool, l, total, items, &wide);
-  wide = wide && !l->legacy;
-  pool->fanout_now = wide && pool->wide_mode == 2 ? pool->threads : pool->fanout;
+  uint32_t wide_mode = l->wide ? l->wide - 1u : WIDE_MODE;
+  wide = wide && !l->legacy && wide_mode;
+  pool->fanout_now = wide && wide_mode == 2 ? pool->threads : pool->fanout;
   bool alone = joiners == 0;
   pool->launch = l;
   pool->total = total;
@@ -688,10 +685,10 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
       pool->begun_ns = zed_now_ns();
       atomic_store_explicit(&launch_last_join, 0, memory_order_relaxed);
     }
-    uint32_t wake = l->legacy                      ? UINT32_MAX
-                    : wide && pool->wide_mode == 1 ? joiners
-                    : joiners < pool->wake_first   ? joiners
-                                                   : pool->wake_first;
+    uint32_t wake = l->legacy                    ? UINT32_MAX
+                    : wide && wide_mode == 1     ? joiners
+                    : joiners < pool->wake_first ? joiners
+                                                 : pool->wake_first;
     publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false, wake);
   }
   poll_t poll = POLL_INIT(pool, true);
@@ -708,7 +705,7 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
     atomic_fetch_add_explicit(&stats.tail_ns, zed_now_ns() - own_end, memory_order_relaxed);
     atomic_fetch_add_explicit(&stats.last_join_ns, atomic_load(&launch_last_join),
                               memory_order_relaxed);
-    if (wide && pool->wide_mode) atomic_fetch_add_explicit(&stats.wide, 1, memory_order_relaxed);
+    if (wide) atomic_fetch_add_explicit(&stats.wide, 1, memory_order_relaxed);
   }
   /* The cost per work-item: by default (and always for legacy launches) the whole launch's
    * time times the workers that were allowed to join. With KAPI_CPU_LEARN=1 the launcher's own

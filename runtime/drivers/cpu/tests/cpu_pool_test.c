@@ -267,14 +267,19 @@ static void test_wake_tree(void) {
   cpu_pool_destroy(pool);
 }
 
-/* A long launch (known cost) wakes every worker at once, by the launcher (KAPI_CPU_WIDE=1) or
- * by the first worker that joins (2), where the wake tree would not: here joining workers
- * wake nobody (KAPI_CPU_FANOUT=0) and the launcher one (KAPI_CPU_WAKE=1), so without the wide
- * wake (0), or for a launch expected to be short, at most one worker joins. */
-static uint32_t participants_of(cpu_pool_t *pool, uint32_t cost_per_item, int rounds) {
+/* A long launch (known cost) wakes every worker at once, by the launcher (a kernel created
+ * under KAPI_CPU_WIDE=1: cpu_launch_t.wide 2) or by the first worker that joins (WIDE=2), where
+ * the wake tree would not: here joining workers wake nobody (KAPI_CPU_FANOUT=0) and the
+ * launcher one (KAPI_CPU_WAKE=1), so without the wide wake (WIDE=0), or for a launch expected
+ * to be short, at most one worker joins. */
+static uint32_t participants_of(cpu_pool_t *pool, uint32_t cost_per_item, int rounds,
+                                uint8_t wide) {
   _Atomic uint32_t cost = cost_per_item;
-  cpu_launch_t l = {
-      .run = napping_fn, .group_count = {64, 1, 1}, .local_size = {64, 1, 1}, .cost = &cost};
+  cpu_launch_t l = {.run = napping_fn,
+                    .group_count = {64, 1, 1},
+                    .local_size = {64, 1, 1},
+                    .cost = &cost,
+                    .wide = wide};
   uint32_t best = 0;
   for (int round = 0; round < rounds; round++) {
     usleep(20000); /* every worker asleep */
@@ -295,20 +300,18 @@ static void test_wide_wake(void) {
   setenv("KAPI_CPU_WAKE", "1", 1);
   setenv("KAPI_CPU_FANOUT", "0", 1);
   for (int mode = 0; mode <= 2; mode++) {
-    char m[2] = {(char)('0' + mode), 0};
-    setenv("KAPI_CPU_WIDE", m, 1);
     cpu_pool_t *pool = cpu_pool_create(TREE_WORKERS);
     EXPECT(pool != NULL);
     if (!pool) continue;
-    uint32_t many = participants_of(pool, long_cost, mode ? 4 : 2);
+    uint32_t many = participants_of(pool, long_cost, mode ? 4 : 2, (uint8_t)(mode + 1));
     if (legacy_scheme) /* the scheme before wakes every sleeper at each launch */
       EXPECT(many == TREE_WORKERS + 1);
     else
       EXPECT(mode ? many == TREE_WORKERS + 1 : many <= 2);
-    if (!legacy_scheme && mode) EXPECT(participants_of(pool, short_cost, 1) <= 2);
+    if (!legacy_scheme && mode)
+      EXPECT(participants_of(pool, short_cost, 1, (uint8_t)(mode + 1)) <= 2);
     cpu_pool_destroy(pool);
   }
-  unsetenv("KAPI_CPU_WIDE");
   unsetenv("KAPI_CPU_FANOUT");
   unsetenv("KAPI_CPU_WAKE");
   unsetenv("KAPI_CPU_SPIN_US");
