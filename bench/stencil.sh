@@ -5,25 +5,30 @@
 # home block, workers that changed CPU between launches):
 #   probe: bench/stencil_probe.py (kapi beside Numba in one process: alternating as
 #     numba_cpu.py times them, back to back, and after a sleep; every output checked against
-#     NumPy and Numba) at 1024^2, 2048^2 and 4096^2, with the per-kernel switches as in-process
-#     variants (KAPI_CPU_WIDE: how a long launch wakes the workers; KAPI_CPU_POOL=0: the pool's
-#     scheme before), then one process per pool-wide setting (PROCS: read once per process);
+#     NumPy and Numba) at 2048^2 and 4096^2 with --extras (kapi's arrays at staggered offsets,
+#     KAPI_CPU_MEM_COLOR=1; Numba's arrays on 2 MiB boundaries as kapi's are, or staggered;
+#     NdRange work-group shapes) and the per-kernel switches as in-process variants
+#     (KAPI_CPU_WIDE: how a long launch wakes the workers), then one process per pool-wide
+#     setting (PROCS: read once per process);
 #   ir: the stencil's host vector widths on this CPU;
-#   numba: bench/numba_cpu.py on the stencil and its neighbours, the same variants in-process.
+#   numba: bench/numba_cpu.py on the stencil and its neighbours, the same variants in-process,
+#     and again with every huge allocation staggered (KAPI_CPU_MEM_COLOR=1).
 # Under 100 s on the 16-core host. From the checkout:
 #   run(command="bash bench/stencil.sh", carry=["kapi/_lib", ".carry/debs"])
-# VARIANTS / PROCS replace the lists below; ONLY="probe ir numba" picks steps; logs go to $OUT
-# (or ./gpu-out elsewhere).
+# VARIANTS / PROCS / SCALES replace the lists below; ONLY="probe ir numba" picks steps; logs go
+# to $OUT (or ./gpu-out elsewhere).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
 export KAPI_DRIVERS=cpu KAPI_CPU_POOL_STATS=1
-echo "== $(date -u +%FT%TZ) $(nproc) cpus, $(lscpu | sed -n 's/^Model name: *//p')," \
-  "L2 $(lscpu | sed -n 's/^L2 cache: *//p'), L3 $(lscpu | sed -n 's/^L3 cache: *//p')," \
-  "threads per core $(lscpu | sed -n 's/^Thread(s) per core: *//p')"
-VARIANTS=${VARIANTS:-"wide1:KAPI_CPU_WIDE=1 wide2:KAPI_CPU_WIDE=2 legacy:KAPI_CPU_POOL=0"}
-PROCS=${PROCS:-"wake15:KAPI_CPU_WAKE=15 fanout15:KAPI_CPU_FANOUT=15 pin:KAPI_CPU_PIN=1 \
-spin2ms:KAPI_CPU_SPIN_US=2000"}
+{
+  echo "== $(date -u +%FT%TZ) $(nproc) cpus"
+  lscpu | grep -E '^(Model name|Thread|Core|Socket|NUMA|L1d|L2|L3)'
+  echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
+} 2>&1 | tee "$OUT/stencil_machine.log"
+VARIANTS=${VARIANTS:-"wide1:KAPI_CPU_WIDE=1"}
+PROCS=${PROCS:-"threads8:KAPI_CPU_THREADS=8 color:KAPI_CPU_MEM_COLOR=1"}
+SCALES=${SCALES:-0,2}
 NEIGHBOURS=stencil-f32,triad-f32,saxpy-f32,rowsum-f32,matmul-naive-f32
 variant_args=()
 for v in $VARIANTS; do variant_args+=(--variant "$v"); done
@@ -32,11 +37,12 @@ for v in $VARIANTS; do variant_args+=(--variant "$v"); done
 spec_env() { local spec=${1#*:}; [ -n "$spec" ] && tr '+' ' ' <<<"$spec"; }
 
 probe() {
-  timeout 40 python3 bench/stencil_probe.py --scales=-2,0,2 --repeat 15 "${variant_args[@]}" 2>&1
+  timeout 45 python3 bench/stencil_probe.py --scales="$SCALES" --repeat 15 --extras \
+    --shapes 1023x1,682x1,62x11,178x1,178x2 "${variant_args[@]}" 2>&1
   for p in $PROCS; do
     # shellcheck disable=SC2046
-    env $(spec_env "$p") PROBE_LABEL="${p%%:*}" timeout 20 python3 bench/stencil_probe.py \
-      --repeat 15 --variant wide2:KAPI_CPU_WIDE=2 2>&1
+    env $(spec_env "$p") PROBE_LABEL="${p%%:*}" timeout 15 python3 bench/stencil_probe.py \
+      --repeat 15 --modes alt,hot "${variant_args[@]}" 2>&1
   done
 }
 step probe probe | tee "$OUT/stencil_probe.log"
@@ -57,6 +63,9 @@ PY
 step ir ir | tee "$OUT/stencil_ir.log"
 
 numba() {
-  timeout 40 python3 bench/numba_cpu.py --only "$NEIGHBOURS" --repeat 9 "${variant_args[@]}" 2>&1
+  timeout 25 python3 bench/numba_cpu.py --only "$NEIGHBOURS" --repeat 9 "${variant_args[@]}" 2>&1
+  echo "-- every huge allocation staggered (KAPI_CPU_MEM_COLOR=1)"
+  KAPI_CPU_MEM_COLOR=1 timeout 25 python3 bench/numba_cpu.py --only "$NEIGHBOURS" --repeat 9 \
+    "${variant_args[@]}" 2>&1
 }
 step numba numba | tee "$OUT/stencil_numba.log"

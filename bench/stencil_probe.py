@@ -18,6 +18,12 @@ faster).
 
 --variant adds kapi runners built under other settings (bench/numba_cpu.py's --variant), timed
 in the same rotation; each prints a line of its own against the same Numba figures.
+
+--extras adds, for the stencil, runners that test where the arrays lie and the group shape:
+kapi with its arrays allocated under KAPI_CPU_MEM_COLOR=1 (each huge allocation at another
+offset modulo 4 KiB: "color"), Numba with both arrays on 2 MiB boundaries as kapi's are
+("numba-2m") and with the output 1088 bytes further modulo 4 KiB ("numba-1088"), and the
+kernel as an NdRange kernel with given work-group shapes ("nd-XxY"; --shapes, dividing n-2).
 """
 
 import argparse
@@ -30,9 +36,52 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import numba_cpu  # noqa: E402  (sets OMP_WAIT_POLICY=passive unless given, imports Numba)
 import numpy as np  # noqa: E402
-from cpu_cases import cases, parse_variants  # noqa: E402
+from cpu_cases import cases, parse_variants, with_env  # noqa: E402
 
 import kapi  # noqa: E402
+
+MIB2 = 2 << 20
+
+
+def stencil5_nd(nd, a, out):
+    # bench/kernels.py's stencil5 as an NdRange kernel, for chosen work-group shapes
+    f = a.dtype.type
+    c = nd.get_global_id(0) + 1
+    r = nd.get_global_id(1) + 1
+    out[r, c] = f(0.2) * (a[r, c] + a[r - 1, c] + a[r + 1, c] + a[r, c - 1] + a[r, c + 1])
+
+
+def placed(x, offset):
+    """A copy of x starting `offset` bytes past a 2 MiB boundary."""
+    buf = np.empty(x.nbytes + MIB2 + offset, np.uint8)
+    start = (-buf.ctypes.data) % MIB2 + offset
+    y = buf[start : start + x.nbytes].view(x.dtype).reshape(x.shape)
+    y[...] = x
+    return y
+
+
+class PlacedNumba(numba_cpu.NumbaRunner):
+    """Numba's peer on copies of the arrays at chosen offsets from 2 MiB boundaries."""
+
+    def __init__(self, case, offsets):
+        super().__init__(case)
+        self.args = [placed(a, o) for a, o in zip(self.args, offsets, strict=True)]
+
+
+class NdKapi:
+    """The stencil as an NdRange kernel with work-groups of `local` (x, y)."""
+
+    def __init__(self, case, cpu, local):
+        self.kernel = kapi.kernel(stencil5_nd)
+        g = tuple(case.space)
+        self.space = kapi.NdRange(g, local)
+        self.args = [kapi.asarray(a, device=cpu) for a in case.args]
+
+    def launch(self):
+        kapi.call_kernel(self.kernel, self.space, *self.args)
+
+    def output(self, i):
+        return self.args[i].asnumpy()
 
 
 def stencil_numpy(a):
@@ -79,6 +128,8 @@ def main():
     ap.add_argument("--modes", default="alt,hot,gap")
     ap.add_argument("--label", default=os.environ.get("PROBE_LABEL", "default"))
     ap.add_argument("--variant", action="append", default=[])
+    ap.add_argument("--extras", action="store_true")
+    ap.add_argument("--shapes", default="1023x1,682x1,62x11")
     args = ap.parse_args()
     variants = parse_variants(args.variant)
     cpu = kapi.Device("cpu")
@@ -96,11 +147,32 @@ def main():
                 r.first()
                 numba_cpu.agree(case, r, theirs)
                 kapis.append((f"{args.label}+{name}", r))
+            others = []  # (name, runner) with their own Numba figures: Numba peers
+            if case.name == "stencil-f32" and args.extras:
+                kapis.append(
+                    (
+                        "color",
+                        with_env(
+                            {"KAPI_CPU_MEM_COLOR": "1"},
+                            lambda: numba_cpu.KapiRunner(case, cpu),  # noqa: B023
+                        ),
+                    )
+                )
+                n2 = tuple(case.space)[0]
+                for shape in args.shapes.split(","):
+                    lx, ly = (int(v) for v in shape.split("x"))
+                    if n2 % lx == 0 and n2 % ly == 0:
+                        kapis.append((f"nd-{shape}", NdKapi(case, cpu, (lx, ly))))
+                others = [
+                    ("numba-2m", PlacedNumba(case, (0, 0))),
+                    ("numba-1088", PlacedNumba(case, (0, 1088))),
+                ]
             if case.name == "stencil-f32":
                 want = stencil_numpy(case.args[0])
-                for name, r in kapis:
+                for name, r in kapis + others:
+                    r.launch()
                     if not np.allclose(r.output(1), want, rtol=1e-6, atol=1e-6):
-                        raise SystemExit(f"{name}: kapi's stencil differs from NumPy's")
+                        raise SystemExit(f"{name}: the stencil differs from NumPy's")
             runners = [theirs] + [r for _, r in kapis]
             for mode in args.modes.split(","):
                 w = times(runners, args.repeat, mode, args.gap_ms / 1e3)
@@ -113,6 +185,16 @@ def main():
                         f"{min(w[0]) * 1e3:.3f} ms)",
                         flush=True,
                     )
+                if others:  # Numba's placed peers against kapi's default, the same way
+                    w = times([mine] + [r for _, r in others], args.repeat, mode, args.gap_ms / 1e3)
+                    t = [statistics.median(x) for x in w]
+                    for (name, _), tk in zip(others, t[1:], strict=True):
+                        print(
+                            f"{name:<12} {case.name:<12} {case.size:<18} {mode:<4} "
+                            f"kapi {t[0] * 1e3:8.3f} ms  Numba {tk * 1e3:8.3f} ms  "
+                            f"{tk / t[0]:5.2f}x  (Numba's arrays placed)",
+                            flush=True,
+                        )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -15,6 +16,28 @@
  * kernel does it, spread over the pool's threads (cpu_copy.c). */
 #define HUGE_PAGE ((size_t)2 << 20)
 #define HUGE_MIN ((size_t)8 << 20)
+/* Colors (KAPI_CPU_MEM_COLOR, read at each huge allocation: 1 on, 0 off, unset COLOR_DEFAULT):
+ * a huge allocation with the driver's alignment starts COLOR_STEP bytes further into its first
+ * page than the one before (modulo 4 KiB), so that two arrays' elements of the same index are
+ * not at the same address modulo 4 KiB (or 2 MiB), as every huge allocation's are otherwise. */
+#define COLOR_DEFAULT 0
+#define COLOR_STEP ((size_t)17 * CPU_MEM_ALIGN)
+#define COLOR_SPAN ((size_t)4096)
+
+static _Atomic uint32_t next_color;
+
+static size_t color_for(size_t size, size_t alignment) {
+  if (size < HUGE_MIN || alignment > CPU_MEM_ALIGN) return 0;
+  const char *v = getenv("KAPI_CPU_MEM_COLOR");
+  if (!(v && *v ? strcmp(v, "1") == 0 : COLOR_DEFAULT)) return 0;
+  return (size_t)atomic_fetch_add(&next_color, 1) * COLOR_STEP % COLOR_SPAN;
+}
+
+/* The pointer posix_memalign gave for the allocation at p of size bytes: a huge allocation's
+ * block starts at its 2 MiB boundary, whatever its color. */
+static void *block_of(uintptr_t p, size_t size) {
+  return (void *)(size >= HUGE_MIN ? p & ~(uintptr_t)(HUGE_PAGE - 1) : p);
+}
 
 static _Atomic uint64_t next_alloc_id = 1;
 
@@ -39,19 +62,21 @@ static ze_result_t allocate(ze_context_handle_t h, size_t size, size_t alignment
   cpu_context_t *ctx = (cpu_context_t *)h;
   if (size > ctx->driver->device.mem_total) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
   if (alignment < CPU_MEM_ALIGN) alignment = CPU_MEM_ALIGN;
+  size_t color = color_for(size, alignment);
   void *p = NULL;
   if (size >= HUGE_MIN && alignment < HUGE_PAGE) alignment = HUGE_PAGE;
-  if (posix_memalign(&p, alignment, size ? size : 1) != 0)
+  if (posix_memalign(&p, alignment, size ? size + color : 1) != 0)
     return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
 #ifdef MADV_HUGEPAGE
-  if (size >= HUGE_MIN) madvise(p, size & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* advice only */
+  if (size >= HUGE_MIN) madvise(p, (size + color) & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* advice */
 #endif
   uint64_t id = atomic_fetch_add(&next_alloc_id, 1);
-  if (!zed_range_map_insert(&ctx->allocs, (uintptr_t)p, size, pack(type, id))) {
+  uint8_t *user = (uint8_t *)p + color;
+  if (!zed_range_map_insert(&ctx->allocs, (uintptr_t)user, size, pack(type, id))) {
     free(p);
     return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   }
-  *out = p;
+  *out = user;
   return ZE_RESULT_SUCCESS;
 }
 
@@ -83,9 +108,10 @@ ze_result_t cpu_mem_free(ze_context_handle_t h, void *ptr) {
   ZED_CHECK(h, ZED_KIND_CONTEXT);
   ZED_CHECK_PTR(ptr);
   cpu_context_t *ctx = (cpu_context_t *)h;
-  if (!zed_range_map_remove(&ctx->allocs, (uintptr_t)ptr, NULL))
+  zed_range_t r;
+  if (!zed_range_map_remove(&ctx->allocs, (uintptr_t)ptr, &r))
     return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-  free(ptr);
+  free(block_of(r.base, r.size));
   return ZE_RESULT_SUCCESS;
 }
 
@@ -123,7 +149,7 @@ ze_result_t cpu_mem_get_address_range(ze_context_handle_t h, const void *ptr, vo
 
 static void free_range(const zed_range_t *r, void *arg) {
   (void)arg;
-  free((void *)r->base);
+  free(block_of(r->base, r->size));
 }
 
 void cpu_memory_release_all(cpu_context_t *ctx) {
