@@ -21,13 +21,16 @@ in the same rotation; each prints a line of its own against the same Numba figur
 
 --extras adds, for the stencil, runners that test where the arrays lie and the group shape:
 kapi with its arrays allocated under KAPI_CPU_MEM_COLOR=1 (each huge allocation at another
-offset modulo 4 KiB: "color"), Numba with both arrays on 2 MiB boundaries as kapi's are
-("numba-2m") and with the output 1088 bytes further modulo 4 KiB ("numba-1088"), and the
-kernel as an NdRange kernel with given work-group shapes ("nd-XxY"; --shapes, dividing n-2).
+offset modulo 4 KiB: "color") and under KAPI_CPU_MEM_HUGE=0 (small pages), Numba with both
+arrays on 2 MiB boundaries as kapi's are ("numba-2m") and with the output 1088 bytes further
+modulo 4 KiB ("numba-1088"), and the kernel as an NdRange kernel with given work-group shapes
+("nd-XxY"; --shapes, dividing n-2). Each runner's arrays are listed first: their offset from a
+2 MiB boundary, the transparent huge pages of the mapping holding their middle, page faults.
 """
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -82,6 +85,50 @@ class NdKapi:
 
     def output(self, i):
         return self.args[i].asnumpy()
+
+
+def address(x):
+    """The address of a kapi or NumPy array's first element."""
+    if isinstance(x, np.ndarray):
+        return x.ctypes.data
+    return x.__sycl_usm_array_interface__["data"][0]
+
+
+def huge_share(addr):
+    """kB of transparent huge pages / kB of the mapping holding addr (/proc/self/smaps)."""
+    try:
+        with open("/proc/self/smaps") as f:
+            inside = False
+            size = 0
+            for line in f:
+                head = line.split()[0]
+                if "-" in head and not head.endswith(":"):
+                    lo, hi = (int(v, 16) for v in head.split("-"))
+                    inside = lo <= addr < hi
+                elif inside and head == "Size:":
+                    size = int(line.split()[1])
+                elif inside and head == "AnonHugePages:":
+                    return f"{int(line.split()[1]) // 1024}/{size // 1024} MiB huge"
+    except OSError:
+        pass
+    return "?"
+
+
+def placement(runner):
+    """Where a runner's arrays lie: offset in their 2 MiB page and huge-page coverage."""
+    out = []
+    for x in runner.args:
+        if hasattr(x, "shape") and len(x.shape) == 2:
+            a = address(x)
+            out.append(f"{a % MIB2:#x} ({huge_share(a + x.nbytes // 2)})")
+    return ", ".join(out)
+
+
+def faults_per_call(runner, calls=5):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        runner.launch()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
 
 
 def stencil_numpy(a):
@@ -149,15 +196,13 @@ def main():
                 kapis.append((f"{args.label}+{name}", r))
             others = []  # (name, runner) with their own Numba figures: Numba peers
             if case.name == "stencil-f32" and args.extras:
-                kapis.append(
-                    (
-                        "color",
-                        with_env(
-                            {"KAPI_CPU_MEM_COLOR": "1"},
-                            lambda: numba_cpu.KapiRunner(case, cpu),  # noqa: B023
-                        ),
+                for name, env in (
+                    ("color", {"KAPI_CPU_MEM_COLOR": "1"}),
+                    ("small-pages", {"KAPI_CPU_MEM_HUGE": "0"}),
+                ):
+                    kapis.append(
+                        (name, with_env(env, lambda: numba_cpu.KapiRunner(case, cpu)))  # noqa: B023
                     )
-                )
                 n2 = tuple(case.space)[0]
                 for shape in args.shapes.split(","):
                     lx, ly = (int(v) for v in shape.split("x"))
@@ -173,6 +218,13 @@ def main():
                     r.launch()
                     if not np.allclose(r.output(1), want, rtol=1e-6, atol=1e-6):
                         raise SystemExit(f"{name}: the stencil differs from NumPy's")
+            if case.name == "stencil-f32":
+                for name, r in [("numba", theirs), *kapis, *others]:
+                    print(
+                        f"{name:<12} {case.size:<18} arrays at {placement(r)}; "
+                        f"{faults_per_call(r):.1f} page faults per call",
+                        flush=True,
+                    )
             runners = [theirs] + [r for _, r in kapis]
             for mode in args.modes.split(","):
                 w = times(runners, args.repeat, mode, args.gap_ms / 1e3)

@@ -13,7 +13,8 @@
 /* Allocations of at least HUGE_MIN bytes are 2 MiB aligned and asked for transparent huge
  * pages (where the system leaves THP to madvise, as Ubuntu does): a stream over a few hundred
  * MiB then misses the TLB 512 times less. Their pages are not touched here: the first fill or
- * kernel does it, spread over the pool's threads (cpu_copy.c). */
+ * kernel does it, spread over the pool's threads (cpu_copy.c). KAPI_CPU_MEM_HUGE=0 (read at
+ * each allocation; for measurements): none is, and they are asked for small pages instead. */
 #define HUGE_PAGE ((size_t)2 << 20)
 #define HUGE_MIN ((size_t)8 << 20)
 /* Colors (KAPI_CPU_MEM_COLOR, read at each huge allocation: 1 on, 0 off, unset COLOR_DEFAULT):
@@ -33,23 +34,27 @@ static size_t color_for(size_t size, size_t alignment) {
   return (size_t)atomic_fetch_add(&next_color, 1) * COLOR_STEP % COLOR_SPAN;
 }
 
-/* The pointer posix_memalign gave for the allocation at p of size bytes: a huge allocation's
- * block starts at its 2 MiB boundary, whatever its color. */
-static void *block_of(uintptr_t p, size_t size) {
-  return (void *)(size >= HUGE_MIN ? p & ~(uintptr_t)(HUGE_PAGE - 1) : p);
+static bool huge_pages(void) {
+  const char *v = getenv("KAPI_CPU_MEM_HUGE");
+  return !(v && strcmp(v, "0") == 0);
 }
 
 static _Atomic uint64_t next_alloc_id = 1;
 
-/* The range map's value packs the memory type (low 2 bits) and the allocation id. */
-static void *pack(ze_memory_type_t type, uint64_t id) {
-  return (void *)(uintptr_t)((id << 2) | (uint64_t)type);
+/* The range map's value packs the memory type (low 2 bits), the color in cache lines (the next
+ * 6: how far the allocation starts into the block posix_memalign gave) and the id. */
+static void *pack(ze_memory_type_t type, uint64_t id, size_t color) {
+  return (void *)(uintptr_t)((id << 8) | (uint64_t)(color / CPU_MEM_ALIGN) << 2 | (uint64_t)type);
 }
 static ze_memory_type_t unpack_type(void *v) {
   return (ze_memory_type_t)((uintptr_t)v & 3u);
 }
 static uint64_t unpack_id(void *v) {
-  return (uint64_t)(uintptr_t)v >> 2;
+  return (uint64_t)(uintptr_t)v >> 8;
+}
+/* The pointer posix_memalign gave for the allocation r. */
+static void *block_of(const zed_range_t *r) {
+  return (void *)(r->base - (((uintptr_t)r->value >> 2) & 63u) * CPU_MEM_ALIGN);
 }
 
 /* Alignment 0 means "driver's choice"; otherwise it must be a power of two. A zero size still
@@ -62,17 +67,25 @@ static ze_result_t allocate(ze_context_handle_t h, size_t size, size_t alignment
   cpu_context_t *ctx = (cpu_context_t *)h;
   if (size > ctx->driver->device.mem_total) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
   if (alignment < CPU_MEM_ALIGN) alignment = CPU_MEM_ALIGN;
-  size_t color = color_for(size, alignment);
+  bool huge = size >= HUGE_MIN && huge_pages();
+  size_t color = huge ? color_for(size, alignment) : 0;
   void *p = NULL;
-  if (size >= HUGE_MIN && alignment < HUGE_PAGE) alignment = HUGE_PAGE;
+  if (huge && alignment < HUGE_PAGE) alignment = HUGE_PAGE;
   if (posix_memalign(&p, alignment, size ? size + color : 1) != 0)
     return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
-#ifdef MADV_HUGEPAGE
-  if (size >= HUGE_MIN) madvise(p, (size + color) & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* advice */
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+  if (huge) {
+    madvise(p, (size + color) & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* advice only */
+  } else if (size >= HUGE_MIN) {
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t hi = ((uintptr_t)p + size) & ~(uintptr_t)(page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_NOHUGEPAGE);
+  }
 #endif
   uint64_t id = atomic_fetch_add(&next_alloc_id, 1);
   uint8_t *user = (uint8_t *)p + color;
-  if (!zed_range_map_insert(&ctx->allocs, (uintptr_t)user, size, pack(type, id))) {
+  if (!zed_range_map_insert(&ctx->allocs, (uintptr_t)user, size, pack(type, id, color))) {
     free(p);
     return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   }
@@ -111,7 +124,7 @@ ze_result_t cpu_mem_free(ze_context_handle_t h, void *ptr) {
   zed_range_t r;
   if (!zed_range_map_remove(&ctx->allocs, (uintptr_t)ptr, &r))
     return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-  free(block_of(r.base, r.size));
+  free(block_of(&r));
   return ZE_RESULT_SUCCESS;
 }
 
@@ -149,7 +162,7 @@ ze_result_t cpu_mem_get_address_range(ze_context_handle_t h, const void *ptr, vo
 
 static void free_range(const zed_range_t *r, void *arg) {
   (void)arg;
-  free(block_of(r->base, r->size));
+  free(block_of(r));
 }
 
 void cpu_memory_release_all(cpu_context_t *ctx) {
