@@ -5,18 +5,19 @@
 # home block, workers that changed CPU between launches):
 #   probe: bench/stencil_probe.py (kapi beside Numba in one process: alternating as
 #     numba_cpu.py times them, back to back, and after a sleep; every output checked against
-#     NumPy and Numba) at 2048^2 and 4096^2 with --extras (kapi's arrays at staggered offsets,
-#     KAPI_CPU_MEM_COLOR=1; Numba's arrays on 2 MiB boundaries as kapi's are, or staggered;
-#     NdRange work-group shapes) and the per-kernel switches as in-process variants
-#     (KAPI_CPU_WIDE: how a long launch wakes the workers), then one process per pool-wide
-#     setting (PROCS: read once per process);
+#     NumPy and Numba) at 1024^2, 2048^2 and 4096^2 with --extras: kapi's arrays staggered
+#     modulo 4 KiB (KAPI_CPU_MEM_COLOR=1, the default now) and not (=0, before), in small pages
+#     (KAPI_CPU_MEM_HUGE=0); Numba's arrays on 2 MiB boundaries as kapi's were, or staggered;
+#     the per-kernel switches as in-process variants (KAPI_CPU_WIDE: how a long launch wakes
+#     the workers), then one process per setting read once (PROCS);
 #   ir: the stencil's host vector widths on this CPU;
 #   numba: bench/numba_cpu.py on the stencil and its neighbours, the same variants in-process,
-#     and again with every huge allocation staggered (KAPI_CPU_MEM_COLOR=1).
+#     by default and with every huge allocation on a 2 MiB boundary as before
+#     (KAPI_CPU_MEM_COLOR=0).
 # Under 100 s on the 16-core host. From the checkout:
 #   run(command="bash bench/stencil.sh", carry=["kapi/_lib", ".carry/debs"])
-# VARIANTS / PROCS / SCALES replace the lists below; ONLY="probe ir numba" picks steps; logs go
-# to $OUT (or ./gpu-out elsewhere).
+# VARIANTS / PROCS / SCALES / SHAPES replace the lists below; ONLY="probe ir numba" picks steps;
+# logs go to $OUT (or ./gpu-out elsewhere).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
@@ -27,8 +28,9 @@ export KAPI_DRIVERS=cpu KAPI_CPU_POOL_STATS=1
   echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
 } 2>&1 | tee "$OUT/stencil_machine.log"
 VARIANTS=${VARIANTS:-"wide1:KAPI_CPU_WIDE=1"}
-PROCS=${PROCS:-"threads8:KAPI_CPU_THREADS=8 color:KAPI_CPU_MEM_COLOR=1"}
-SCALES=${SCALES:-0,2}
+PROCS=${PROCS:-"before:KAPI_CPU_MEM_COLOR=0 after:KAPI_CPU_MEM_COLOR=1"}
+SCALES=${SCALES:--2,0,2}
+SHAPES=${SHAPES-1023x1}
 NEIGHBOURS=stencil-f32,triad-f32,saxpy-f32,rowsum-f32,matmul-naive-f32
 variant_args=()
 for v in $VARIANTS; do variant_args+=(--variant "$v"); done
@@ -38,7 +40,7 @@ spec_env() { local spec=${1#*:}; [ -n "$spec" ] && tr '+' ' ' <<<"$spec"; }
 
 probe() {
   timeout 45 python3 bench/stencil_probe.py --scales="$SCALES" --repeat 15 --extras \
-    --shapes 1023x1,682x1,62x11,178x1,178x2 "${variant_args[@]}" 2>&1
+    --shapes="$SHAPES" "${variant_args[@]}" 2>&1
   for p in $PROCS; do
     # shellcheck disable=SC2046
     env $(spec_env "$p") PROBE_LABEL="${p%%:*}" timeout 15 python3 bench/stencil_probe.py \
@@ -64,8 +66,8 @@ step ir ir | tee "$OUT/stencil_ir.log"
 
 numba() {
   timeout 25 python3 bench/numba_cpu.py --only "$NEIGHBOURS" --repeat 9 "${variant_args[@]}" 2>&1
-  echo "-- every huge allocation staggered (KAPI_CPU_MEM_COLOR=1)"
-  KAPI_CPU_MEM_COLOR=1 timeout 25 python3 bench/numba_cpu.py --only "$NEIGHBOURS" --repeat 9 \
+  echo "-- before: every huge allocation on a 2 MiB boundary (KAPI_CPU_MEM_COLOR=0)"
+  KAPI_CPU_MEM_COLOR=0 timeout 25 python3 bench/numba_cpu.py --only "$NEIGHBOURS" --repeat 9 \
     "${variant_args[@]}" 2>&1
 }
 step numba numba | tee "$OUT/stencil_numba.log"

@@ -21,7 +21,8 @@ in the same rotation; each prints a line of its own against the same Numba figur
 
 --extras adds, for the stencil, runners that test where the arrays lie and the group shape:
 kapi with its arrays allocated under KAPI_CPU_MEM_COLOR=1 (each huge allocation at another
-offset modulo 4 KiB: "color") and under KAPI_CPU_MEM_HUGE=0 (small pages), Numba with both
+offset modulo 4 KiB: "color", the default), =0 (every one on a 2 MiB boundary: "no-color", as
+before) and under KAPI_CPU_MEM_HUGE=0 (small pages), Numba with both
 arrays on 2 MiB boundaries as kapi's are ("numba-2m") and with the output 1088 bytes further
 modulo 4 KiB ("numba-1088"), and the kernel as an NdRange kernel with given work-group shapes
 ("nd-XxY"; --shapes, dividing n-2). Each runner's arrays are listed first: their offset from a
@@ -198,13 +199,14 @@ def main():
             if case.name == "stencil-f32" and args.extras:
                 for name, env in (
                     ("color", {"KAPI_CPU_MEM_COLOR": "1"}),
+                    ("no-color", {"KAPI_CPU_MEM_COLOR": "0"}),
                     ("small-pages", {"KAPI_CPU_MEM_HUGE": "0"}),
                 ):
                     kapis.append(
                         (name, with_env(env, lambda: numba_cpu.KapiRunner(case, cpu)))  # noqa: B023
                     )
                 n2 = tuple(case.space)[0]
-                for shape in args.shapes.split(","):
+                for shape in filter(None, args.shapes.split(",")):
                     lx, ly = (int(v) for v in shape.split("x"))
                     if n2 % lx == 0 and n2 % ly == 0:
                         kapis.append((f"nd-{shape}", NdKapi(case, cpu, (lx, ly))))

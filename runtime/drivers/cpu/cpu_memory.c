@@ -10,18 +10,22 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Allocations of at least HUGE_MIN bytes are 2 MiB aligned and asked for transparent huge
- * pages (where the system leaves THP to madvise, as Ubuntu does): a stream over a few hundred
- * MiB then misses the TLB 512 times less. Their pages are not touched here: the first fill or
- * kernel does it, spread over the pool's threads (cpu_copy.c). KAPI_CPU_MEM_HUGE=0 (read at
- * each allocation; for measurements): none is, and they are asked for small pages instead. */
+/* Allocations of at least HUGE_MIN bytes start within the first 4 KiB of a 2 MiB boundary (at
+ * a color, below) and are asked for transparent huge pages (where the system leaves THP to
+ * madvise, as Ubuntu does): a stream over a few hundred MiB then misses the TLB 512 times less.
+ * Their pages are not touched here: the first fill or kernel does it, spread over the pool's
+ * threads (cpu_copy.c). KAPI_CPU_MEM_HUGE=0 (read at each allocation; for measurements): none is,
+ * and they are asked for small pages instead. */
 #define HUGE_PAGE ((size_t)2 << 20)
 #define HUGE_MIN ((size_t)8 << 20)
 /* Colors (KAPI_CPU_MEM_COLOR, read at each huge allocation: 1 on, 0 off, unset COLOR_DEFAULT):
  * a huge allocation with the driver's alignment starts COLOR_STEP bytes further into its first
  * page than the one before (modulo 4 KiB), so that two arrays' elements of the same index are
- * not at the same address modulo 4 KiB (or 2 MiB), as every huge allocation's are otherwise. */
-#define COLOR_DEFAULT 0
+ * not at the same address modulo 4 KiB (or 2 MiB), as every huge allocation's were before.
+ * On the GPU host's Xeon that sharing made the 5-point stencil (bench/kernels.py) 3x slower:
+ * its vector loop's loads of the input wait on its stores to the output whenever the two lie
+ * at the same offset in their pages (bench/RESULTS.md, fourteenth session). */
+#define COLOR_DEFAULT 1
 #define COLOR_STEP ((size_t)17 * CPU_MEM_ALIGN)
 #define COLOR_SPAN ((size_t)4096)
 

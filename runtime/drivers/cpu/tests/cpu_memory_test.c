@@ -240,10 +240,10 @@ static void test_large_copy_fill(ze_test_env_t *e) {
 }
 
 /* Huge allocations (8 MiB and up) start on a 2 MiB boundary under KAPI_CPU_MEM_COLOR=0; under
- * 1 each with the driver's alignment starts at another offset modulo 4 KiB than the one before,
- * still 64-byte aligned, whole (written end to end), its own base for address lookups, and
- * freed (by zeMemFree, or by zeContextDestroy for the one left); under KAPI_CPU_MEM_HUGE=0 they
- * are plain allocations, used and freed the same way. */
+ * 1 (the default) each with the driver's alignment starts at another offset modulo 4 KiB than
+ * the one before, still 64-byte aligned, whole (written end to end), its own base for address
+ * lookups, and freed (by zeMemFree, or by zeContextDestroy for the one left); under
+ * KAPI_CPU_MEM_HUGE=0 they are plain allocations, used and freed the same way. */
 static void test_huge_colors(ze_test_env_t *e) {
   ze_host_mem_alloc_desc_t hd = {ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC, NULL, 0};
   const size_t n = (size_t)16 << 20;
@@ -270,6 +270,12 @@ static void test_huge_colors(ze_test_env_t *e) {
     for (int i = color; i < 4; i++) /* the first colored one is left to the context */
       OK(zeMemFree(e->context, p[i]));
   }
+  /* By default they are colored. */
+  for (int i = 0; i < 2; i++)
+    OK(zeMemAllocHost(e->context, &hd, n, 0, &p[i]));
+  EXPECT(((uintptr_t)p[0] - (uintptr_t)p[1]) % 4096 != 0);
+  for (int i = 0; i < 2; i++)
+    OK(zeMemFree(e->context, p[i]));
   /* KAPI_CPU_MEM_HUGE=0: small pages, no 2 MiB alignment (nor color), the same use. */
   setenv("KAPI_CPU_MEM_HUGE", "0", 1);
   setenv("KAPI_CPU_MEM_COLOR", "1", 1);
