@@ -22,7 +22,8 @@ in the same rotation; each prints a line of its own against the same Numba figur
 --extras adds, for the stencil, runners that test where the arrays lie and the group shape:
 kapi with its arrays allocated under KAPI_CPU_MEM_COLOR=1 (each huge allocation at another
 offset modulo 4 KiB: "color", the default), =0 (every one on a 2 MiB boundary: "no-color", as
-before) and under KAPI_CPU_MEM_HUGE=0 (small pages), Numba with both
+before), with the output moved 64 or 4096 bytes on from that ("out+64", "out+4096": apart
+modulo 4 KiB, or only modulo 2 MiB), and under KAPI_CPU_MEM_HUGE=0 (small pages), Numba with both
 arrays on 2 MiB boundaries as kapi's are ("numba-2m") and with the output 1088 bytes further
 modulo 4 KiB ("numba-1088"), and the kernel as an NdRange kernel with given work-group shapes
 ("nd-XxY"; --shapes, dividing n-2). Each runner's arrays are listed first: their offset from a
@@ -70,6 +71,21 @@ class PlacedNumba(numba_cpu.NumbaRunner):
     def __init__(self, case, offsets):
         super().__init__(case)
         self.args = [placed(a, o) for a, o in zip(self.args, offsets, strict=True)]
+
+
+class ShiftedKapi(numba_cpu.KapiRunner):
+    """kapi's runner with both arrays allocated on 2 MiB boundaries (KAPI_CPU_MEM_COLOR=0) and
+    the output moved `shift` bytes on, a view into a larger allocation."""
+
+    def __init__(self, case, cpu, shift):
+        with_env({"KAPI_CPU_MEM_COLOR": "0"}, lambda: super(ShiftedKapi, self).__init__(case, cpu))
+        out = self.args[1]
+        n = shift // out.dtype.itemsize
+        big = with_env(
+            {"KAPI_CPU_MEM_COLOR": "0"},
+            lambda: kapi.zeros(out.size + n, dtype=out.dtype, device=cpu),
+        )
+        self.args[1] = big[n : n + out.size].reshape(out.shape)
 
 
 class NdKapi:
@@ -205,6 +221,8 @@ def main():
                     kapis.append(
                         (name, with_env(env, lambda: numba_cpu.KapiRunner(case, cpu)))  # noqa: B023
                     )
+                for shift in (64, 4096):
+                    kapis.append((f"out+{shift}", ShiftedKapi(case, cpu, shift)))
                 n2 = tuple(case.space)[0]
                 for shape in filter(None, args.shapes.split(",")):
                     lx, ly = (int(v) for v in shape.split("x"))
