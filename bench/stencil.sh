@@ -7,7 +7,8 @@
 #     numba_cpu.py times them, back to back, and after a sleep; every output checked against
 #     NumPy and Numba) at 1024^2, 2048^2 and 4096^2 with --extras: kapi's arrays staggered
 #     modulo 4 KiB (KAPI_CPU_MEM_COLOR=1, the default now) and not (=0, before), in small pages
-#     (KAPI_CPU_MEM_HUGE=0), the output 64 or 4096 bytes from the input modulo 2 MiB; Numba's arrays on 2 MiB boundaries as kapi's were, or staggered;
+#     (KAPI_CPU_MEM_HUGE=0), the output 64 or 4096 bytes from the input modulo 2 MiB; Numba's
+#     arrays on 2 MiB boundaries as kapi's were, or staggered;
 #     the per-kernel switches as in-process variants (KAPI_CPU_WIDE: how a long launch wakes
 #     the workers), then one process per setting read once (PROCS);
 #   ir: the stencil's host vector widths on this CPU;
