@@ -21,10 +21,10 @@
 /* Colors (KAPI_CPU_MEM_COLOR, read at each huge allocation: 1 on, 0 off, unset COLOR_DEFAULT):
  * a huge allocation with the driver's alignment starts COLOR_STEP bytes further into its first
  * page than the one before (modulo 4 KiB), so that two arrays' elements of the same index are
- * not at the same address modulo 4 KiB (or 2 MiB), as every huge allocation's were before.
- * On the GPU host's Xeon that sharing made the 5-point stencil (bench/kernels.py) 3x slower:
- * its vector loop's loads of the input wait on its stores to the output whenever the two lie
- * at the same offset in their pages (bench/RESULTS.md, fourteenth session). */
+ * not at nearly the same offset in their 2 MiB pages, as every huge allocation's were before.
+ * On the GPU host's Xeon that made the 5-point stencil (bench/kernels.py) 3-4x slower: with
+ * its output 0 or 64 bytes from its input modulo 2 MiB it streamed at a third of the rate it
+ * reaches 1088 or 4096 bytes apart (bench/RESULTS.md, fourteenth session). */
 #define COLOR_DEFAULT 1
 #define COLOR_STEP ((size_t)17 * CPU_MEM_ALIGN)
 #define COLOR_SPAN ((size_t)4096)
