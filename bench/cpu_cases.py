@@ -3,12 +3,47 @@ bench/numba_cpu.py against Numba parallel): each a kernel of bench/kernels.py or
 bench/cpu_barrier.py, its index space and its arguments as NumPy arrays, made the same way for
 every peer."""
 
+import os
+import types
+
 import cpu_barrier
 import kernels
 import numpy as np
 
 import kapi
 from kapi import kernel_api as K
+
+
+def renamed(fn, suffix):
+    """A copy of fn under another name: a kernel of its own (own SPIR-V, own native module)."""
+    name = f"{fn.__name__}_{suffix}"
+    code = fn.__code__.replace(co_name=name, co_qualname=name)
+    g = types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    g.__qualname__ = name
+    return g
+
+
+def with_env(env, call):
+    """call() with the variables of env set, as they were afterwards."""
+    saved = {v: os.environ.get(v) for v in env}
+    os.environ.update(env)
+    try:
+        return call()
+    finally:
+        for v, old in saved.items():
+            if old is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = old
+
+
+def parse_variants(specs):
+    """{name: {VAR: VALUE}} from `--variant NAME:VAR=VALUE[,VAR=VALUE]` arguments."""
+    variants = {}
+    for spec in specs:
+        name, _, assigns = spec.partition(":")
+        variants[name] = dict(kv.split("=", 1) for kv in assigns.split(",") if kv)
+    return variants
 
 
 class Case:

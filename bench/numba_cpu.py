@@ -14,6 +14,11 @@ results agree before anything is timed; figures are medians and ratio = Numba's 
 time (> 1: kapi faster).
 
     python3 bench/numba_cpu.py [--repeat 15] [--only NAME,...] [--scale S] [--json F] [--plot P]
+        [--variant NAME:VAR=VALUE[,VAR=VALUE]]
+
+--variant adds a kapi column: each kernel built again under the given environment (a renamed
+copy, with its own native module), timed in turn with the others, for before/after comparisons
+of the CPU driver's settings in one run; its ratio is Numba's time over the variant's.
 
 Numba's OpenMP layer spins between parallel regions by default and would take the cores from
 kapi's pool right after each Numba sample: OMP_WAIT_POLICY=passive is set unless given.
@@ -26,6 +31,7 @@ import sys
 import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+os.environ.setdefault("KAPI_CACHE", "0")  # native code built now, under this environment
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
@@ -42,7 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import cpu_barrier  # noqa: E402
 import plotting  # noqa: E402
-from cpu_cases import cases  # noqa: E402
+from cpu_cases import cases, parse_variants, renamed, with_env  # noqa: E402
 
 import kapi  # noqa: E402
 
@@ -159,15 +165,22 @@ def numba_peer(case):
 
 
 class KapiRunner:
-    def __init__(self, case, cpu):
-        self.kernel = kapi.kernel(getattr(case.fn, "py_func", case.fn))
-        self.space = case.space
+    """A case's kernel on kapi's CPU device, its arrays copied there; for a variant, a renamed
+    copy compiled and built by the driver under `env` on the first launch."""
+
+    def __init__(self, case, cpu, env=None, suffix=None):
+        fn = getattr(case.fn, "py_func", case.fn)
+        self.kernel = kapi.kernel(renamed(fn, suffix) if suffix else fn)
+        self.space, self.env = case.space, env or {}
         self.args = [
             kapi.asarray(a, device=cpu) if isinstance(a, np.ndarray) else a for a in case.args
         ]
 
     def launch(self):
         kapi.call_kernel(self.kernel, self.space, *self.args)
+
+    def first(self):
+        with_env(self.env, self.launch)
 
     def output(self, i):
         return self.args[i].asnumpy()
@@ -213,8 +226,15 @@ def main():
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--scale", type=float, default=0)
     ap.add_argument("--only", default="")
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="NAME:VAR=VALUE[,VAR=VALUE]: kapi again under that environment",
+    )
     plotting.add_args(ap)
     args = ap.parse_args()
+    variants = parse_variants(args.variant)
     cpu = kapi.Device("cpu")
     numba.njit(parallel=True)(lambda a: a.sum())(np.ones(4))  # starts Numba's threads
     print(
@@ -222,7 +242,10 @@ def main():
         f"{numba.__version__}, {numba.get_num_threads()} threads, layer "
         f"{numba.threading_layer()}; ratio = Numba ms / kapi ms (> 1: kapi faster)"
     )
-    print(f"{'kernel':<18} {'size':<26} {'kapi ms':>9} {'Numba ms':>9} {'ratio':>7}", flush=True)
+    head = f"{'kernel':<18} {'size':<26} {'kapi ms':>9} {'Numba ms':>9} {'ratio':>7}"
+    for v in variants:
+        head += f" {v + ' ms':>12} {'ratio':>7}"
+    print(head, flush=True)
     ratios = plotting.Ratios()
     got = []
     for case in cases(args.scale, set(filter(None, args.only.split(",")))):
@@ -230,12 +253,20 @@ def main():
         mine.launch()
         theirs.launch()
         agree(case, mine, theirs)
-        t = timed([mine, theirs], args.repeat)
-        print(
+        extra = []
+        for j, env in enumerate(variants.values()):
+            r = KapiRunner(case, cpu, env, f"v{j}")
+            r.first()
+            agree(case, r, theirs)
+            extra.append(r)
+        t = timed([mine, theirs, *extra], args.repeat)
+        line = (
             f"{case.name:<18} {case.size:<26} {t[0] * 1e3:9.3f} {t[1] * 1e3:9.3f} "
-            f"{t[1] / t[0]:6.2f}x",
-            flush=True,
+            f"{t[1] / t[0]:6.2f}x"
         )
+        for tv in t[2:]:
+            line += f" {tv * 1e3:12.3f} {t[1] / tv:6.2f}x"
+        print(line, flush=True)
         ratios.add(case.name, "Numba parallel", t[1] / t[0])
         got.append(t[1] / t[0])
     if len(got) > 1:

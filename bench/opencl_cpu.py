@@ -32,7 +32,6 @@ import resource
 import statistics
 import sys
 import time
-import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
@@ -48,31 +47,9 @@ from opencl_ref import (  # noqa: E402
 LIBINTELOCL = use_intel_cpu_runtime()  # before pyopencl's first platform query
 
 import numpy as np  # noqa: E402
-from cpu_cases import cases  # noqa: E402
+from cpu_cases import cases, parse_variants, renamed, with_env  # noqa: E402
 
 import kapi  # noqa: E402
-
-
-def renamed(fn, suffix):
-    """A copy of fn under another name: a kernel of its own (own SPIR-V, own native module)."""
-    name = f"{fn.__name__}_{suffix}"
-    code = fn.__code__.replace(co_name=name, co_qualname=name)
-    g = types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
-    g.__qualname__ = name
-    return g
-
-
-def with_env(env, call):
-    saved = {v: os.environ.get(v) for v in env}
-    os.environ.update(env)
-    try:
-        return call()
-    finally:
-        for v, old in saved.items():
-            if old is None:
-                os.environ.pop(v, None)
-            else:
-                os.environ[v] = old
 
 
 class KapiRunner:
@@ -217,10 +194,7 @@ def main():
         help="NAME:VAR=VALUE[,VAR=VALUE]: kapi again under that environment",
     )
     args = ap.parse_args()
-    variants = {}
-    for spec in args.variant:
-        name, _, assigns = spec.partition(":")
-        variants[name] = dict(kv.split("=", 1) for kv in assigns.split(",") if kv)
+    variants = parse_variants(args.variant)
 
     ctx, queue = intel_cpu_context()
     cpu = kapi.Device("cpu")

@@ -116,6 +116,7 @@ typedef struct cpu_kernel {
   uint8_t *arg_is_set;   /* k->num_args flags */
   _Atomic uint32_t cost; /* cpu_launch_t.cost of launches from this kernel */
   bool pool_legacy;      /* KAPI_CPU_POOL=0 when the kernel was created (cpu_launch_t.legacy) */
+  uint8_t pool_wide;     /* cpu_launch_t.wide, from KAPI_CPU_WIDE when the kernel was created */
 } cpu_kernel_t;
 
 /* ---- launches (cpu_launch.c) and the pool (cpu_pool.c) ---- */
@@ -140,6 +141,11 @@ typedef struct cpu_launch {
   /* The pool's scheme before guided chunks and the wake tree (KAPI_CPU_POOL=0 when the kernel
    * was created: an A/B switch for benchmarks, per kernel so one process can compare both). */
   bool legacy;
+  /* How a long launch wakes the pool's sleeping workers (cpu_pool.c, pool->wide_ns): 0, the
+   * pool's default; else 1 + KAPI_CPU_WIDE when the kernel was created (0: two by two, as any
+   * launch; 1: all at once by the launcher; 2: all at once by the first workers that join), an
+   * A/B switch per kernel like legacy. */
+  uint8_t wide;
 } cpu_launch_t;
 
 /* Runs every group of the launch before returning. ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY if

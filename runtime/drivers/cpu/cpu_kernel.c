@@ -62,6 +62,8 @@ ze_result_t cpu_kernel_create(ze_module_handle_t hmod, const ze_kernel_desc_t *d
   k->k = hk;
   const char *scheme = getenv("KAPI_CPU_POOL");
   k->pool_legacy = scheme && strcmp(scheme, "0") == 0;
+  const char *wide = getenv("KAPI_CPU_WIDE");
+  if (wide && wide[0] >= '0' && wide[0] <= '2' && !wide[1]) k->pool_wide = 1 + (wide[0] - '0');
   if (!kernel_layout(k)) {
     kernel_free(k);
     return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;

@@ -65,6 +65,7 @@ ze_result_t cpu_launch_prepare(const cpu_kernel_t *k, const ze_group_count_t *co
       /* A cache of the kernel's cost, written at run time even through a const kernel. */
       .cost = (_Atomic uint32_t *)&k->cost,
       .legacy = k->pool_legacy,
+      .wide = k->pool_wide,
   };
   return ZE_RESULT_SUCCESS;
 }

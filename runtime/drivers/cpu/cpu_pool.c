@@ -49,6 +49,11 @@
 /* How often a polling thread offers its CPU to others (KAPI_CPU_YIELD=0: never). */
 #define YIELD_NS 10000u
 #define WAKE_FANOUT 2
+/* Launches expected to take at least WIDE_NS with every participant wake every worker at
+ * once, the way WIDE_MODE says unless the kernel asks otherwise (cpu_launch_t.wide): 0, two by
+ * two as any launch; 1, by the launcher; 2, by the first workers that join. */
+#define WIDE_MODE 0u
+#define WIDE_NS 50000u
 #define CACHE_LINE 64
 
 /* A participant's private buffers for the groups it runs, a cache line apart from the next
@@ -72,6 +77,7 @@ typedef struct cpu_worker {
   struct cpu_pool *pool;
   pthread_t thread;
   uint32_t index;
+  int last_cpu; /* the CPU it ran its last launch on (KAPI_CPU_POOL_STATS), -1 before */
 } cpu_worker_t;
 
 /* pool->state packs the launch generation (high 32 bits), the number of workers that joined it
@@ -106,6 +112,11 @@ struct cpu_pool {
   _Atomic bool legacy;
   uint64_t spin_ns;    /* how long an idle worker polls before it sleeps */
   uint32_t wake_first; /* sleepers the launcher wakes itself */
+  uint32_t fanout;     /* sleepers each joining worker wakes (KAPI_CPU_FANOUT) */
+  /* Long launches (expected to take wide_ns or more with every participant, KAPI_CPU_WIDE_US)
+   * wake their workers all at once rather than two by two, as cpu_launch_t.wide says. */
+  uint64_t wide_ns;
+  uint32_t fanout_now; /* the current launch's fanout; written while the state is closed */
   uint64_t begun_ns;   /* when the current launch was published (KAPI_CPU_POOL_STATS) */
   bool learn_whole;    /* unless KAPI_CPU_LEARN=1: learn from the whole launch (see learn()) */
   uint64_t chunk_ns;   /* CHUNK_NS or KAPI_CPU_CHUNK_NS */
@@ -123,8 +134,11 @@ struct cpu_pool {
  * the process cost, printed to stderr at exit. Off, the launch path reads no extra clock. */
 static struct {
   _Atomic uint64_t launches, joins, join_ns, groups, launcher_groups, own_ns, tail_ns;
+  _Atomic uint64_t last_join_ns, stolen, moves, wide;
   uint32_t threads;
 } stats;
+/* The latest join of the current launch, in ns after it began. */
+static _Atomic uint64_t launch_last_join;
 static bool stats_on;
 
 static void stats_print(void) {
@@ -141,6 +155,14 @@ static void stats_print(void) {
           groups ? 100.0 * (double)atomic_load(&stats.launcher_groups) / groups : 0.0,
           (double)atomic_load(&stats.own_ns) / 1e3 / (double)n,
           (double)atomic_load(&stats.tail_ns) / 1e3 / (double)n);
+  fprintf(stderr,
+          "kapi-cpu-pool: the last worker joined %.1f us after the launch began (mean); %.1f%% "
+          "of the groups ran outside their home block; a worker ran on another CPU than in its "
+          "last launch in %.1f%% of its joins; %llu launches woke every worker at once\n",
+          (double)atomic_load(&stats.last_join_ns) / 1e3 / (double)n,
+          groups ? 100.0 * (double)atomic_load(&stats.stolen) / groups : 0.0,
+          joins ? 100.0 * (double)atomic_load(&stats.moves) / joins : 0.0,
+          (unsigned long long)atomic_load(&stats.wide));
 }
 
 static inline void cpu_relax(void) {
@@ -315,6 +337,8 @@ static void participate(cpu_pool_t *pool, cpu_scratch_t *s, uint32_t home, poll_
     uint64_t first, last;
     while (take(pool, b, &first, &last)) {
       *ran += last - first;
+      if (i && stats_on)
+        atomic_fetch_add_explicit(&stats.stolen, last - first, memory_order_relaxed);
       if (!run_groups(l, args, first, last, poll)) {
         if (!atomic_load(&pool->interrupted)) atomic_store(&pool->group_failed, 1);
         return;
@@ -398,14 +422,23 @@ static void *worker_main(void *arg) {
     uint32_t room;
     if (!join(pool, seen, &room)) continue; /* the launcher finished without us */
     if (stats_on) {
+      uint64_t after = zed_now_ns() - pool->begun_ns;
       atomic_fetch_add_explicit(&stats.joins, 1, memory_order_relaxed);
-      atomic_fetch_add_explicit(&stats.join_ns, zed_now_ns() - pool->begun_ns,
-                                memory_order_relaxed);
+      atomic_fetch_add_explicit(&stats.join_ns, after, memory_order_relaxed);
+      uint64_t latest = atomic_load_explicit(&launch_last_join, memory_order_relaxed);
+      while (latest < after &&
+             !atomic_compare_exchange_weak_explicit(&launch_last_join, &latest, after,
+                                                    memory_order_relaxed, memory_order_relaxed))
+        ;
+      int cpu = sched_getcpu();
+      if (w->last_cpu >= 0 && cpu != w->last_cpu)
+        atomic_fetch_add_explicit(&stats.moves, 1, memory_order_relaxed);
+      w->last_cpu = cpu;
     }
     /* The wake tree: pass the wake on while the launch has room for more workers. */
-    if (!atomic_load_explicit(&pool->legacy, memory_order_relaxed) && room &&
+    if (!atomic_load_explicit(&pool->legacy, memory_order_relaxed) && room && pool->fanout_now &&
         atomic_load(&pool->sleepers))
-      futex_wake(&pool->wake, room < WAKE_FANOUT ? (int)room : WAKE_FANOUT);
+      futex_wake(&pool->wake, room < pool->fanout_now ? (int)room : (int)pool->fanout_now);
     poll_t poll = POLL_INIT(pool, false);
     uint64_t ran = 0;
     participate(pool, &pool->scratch[w->index], w->index, &poll, &ran);
@@ -426,6 +459,25 @@ uint32_t cpu_pool_participants(uint32_t cores) {
   const char *v = getenv("KAPI_CPU_THREADS");
   long n = v ? strtol(v, NULL, 10) : 0;
   return n > 0 && n <= 4096 ? (uint32_t)n : cores;
+}
+
+/* KAPI_CPU_PIN=1: worker i runs only on the (i + 1)-th CPU of the process's set (wrapping),
+ * the first left to the launching thread, so that a worker's home block of a launch stays in
+ * one core's caches from launch to launch. For measurements. */
+static void pin_worker(pthread_t t, const cpu_set_t *cpus, uint32_t i) {
+  int n = CPU_COUNT(cpus);
+  if (n <= 1) return;
+  int want = (int)((i + 1) % (uint32_t)n), seen = 0;
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, cpus)) continue;
+    if (seen++ == want) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(c, &one);
+      pthread_setaffinity_np(t, sizeof one, &one);
+      return;
+    }
+  }
 }
 
 /* Starts as many workers as the system allows, up to threads. */
@@ -469,6 +521,14 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
   const char *wake = getenv("KAPI_CPU_WAKE");
   long wake_n = wake ? strtol(wake, NULL, 10) : 0;
   pool->wake_first = wake_n > 0 && wake_n <= INT_MAX ? (uint32_t)wake_n : WAKE_FIRST;
+  const char *fanout = getenv("KAPI_CPU_FANOUT");
+  long fanout_n = fanout ? strtol(fanout, NULL, 10) : 0;
+  pool->fanout = fanout && fanout_n >= 0 && fanout_n <= INT_MAX ? (uint32_t)fanout_n : WAKE_FANOUT;
+  const char *wide_us = getenv("KAPI_CPU_WIDE_US");
+  long wide_us_n = wide_us ? strtol(wide_us, NULL, 10) : 0;
+  pool->wide_ns = wide_us_n > 0 && wide_us_n <= 1000000 ? (uint64_t)wide_us_n * 1000 : WIDE_NS;
+  const char *pin_env = getenv("KAPI_CPU_PIN");
+  bool pin = pin_env && strcmp(pin_env, "1") == 0;
   /* Workers get the process's CPUs, not the mask of the thread creating them. */
   pthread_attr_t attr, *use = NULL;
   cpu_set_t cpus;
@@ -483,9 +543,11 @@ cpu_pool_t *cpu_pool_create(uint32_t threads) {
     cpu_worker_t *w = &pool->workers[i];
     w->pool = pool;
     w->index = i;
+    w->last_cpu = -1;
     if (pthread_create(&w->thread, use, worker_main, w) != 0 &&
         (!use || pthread_create(&w->thread, NULL, worker_main, w) != 0))
       break;
+    if (pin && use) pin_worker(w->thread, &cpus, i);
     pthread_setname_np(w->thread, "kapi-cpu");
     pool->threads++;
   }
@@ -551,8 +613,10 @@ static void close_launch(cpu_pool_t *pool) {
 
 /* How a launch is shared: chunk size and how many workers may join (0: the caller runs it
  * alone). Without a known cost: alone when tiny, else about eight chunks per participant. * With
- * one: alone when expected to be quick, and chunks no cheaper than pool->chunk_ns. */
-static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, uint64_t items) {
+ * one: alone when expected to be quick, and chunks no cheaper than pool->chunk_ns. *wide: the
+ * launch is expected to take pool->wide_ns or more with all who may join. */
+static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, uint64_t items,
+                     bool *wide) {
   uint64_t p = (uint64_t)pool->threads + 1;
   uint64_t cost = l->cost ? atomic_load_explicit(l->cost, memory_order_relaxed) : 0;
   uint64_t est_ns = UINT64_MAX;
@@ -569,7 +633,9 @@ static uint32_t plan(cpu_pool_t *pool, const cpu_launch_t *l, uint64_t total, ui
   pool->min_chunk = alone ? total : chunk / 4 ? chunk / 4 : 1;
   uint64_t extra = (total + chunk - 1) / chunk - 1; /* chunks beyond the launcher's first */
   pool->chunk = alone ? total : chunk;
-  return alone ? 0 : extra < pool->threads ? (uint32_t)extra : pool->threads;
+  uint32_t joiners = alone ? 0 : extra < pool->threads ? (uint32_t)extra : pool->threads;
+  *wide = cost && joiners && est_ns / (joiners + 1) >= pool->wide_ns;
+  return joiners;
 }
 
 /* Where block i of n starts: total * i / n without overflow. */
@@ -593,7 +659,11 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   pthread_mutex_lock(&pool->lock);
   uint64_t start = l->cost ? zed_now_ns() : 0;
   atomic_store_explicit(&pool->legacy, l->legacy, memory_order_relaxed);
-  uint32_t joiners = plan(pool, l, total, items);
+  bool wide;
+  uint32_t joiners = plan(pool, l, total, items, &wide);
+  uint32_t wide_mode = l->wide ? l->wide - 1u : WIDE_MODE;
+  wide = wide && !l->legacy && wide_mode;
+  pool->fanout_now = wide && wide_mode == 2 ? pool->threads : pool->fanout;
   bool alone = joiners == 0;
   pool->launch = l;
   pool->total = total;
@@ -611,8 +681,12 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
   atomic_store_explicit(&pool->interrupted, 0, memory_order_relaxed);
   if (!alone) {
     zed_clear_flag(&pool->idle);
-    if (stats_on) pool->begun_ns = zed_now_ns();
+    if (stats_on) {
+      pool->begun_ns = zed_now_ns();
+      atomic_store_explicit(&launch_last_join, 0, memory_order_relaxed);
+    }
     uint32_t wake = l->legacy                    ? UINT32_MAX
+                    : wide && wide_mode == 1     ? joiners
                     : joiners < pool->wake_first ? joiners
                                                  : pool->wake_first;
     publish(pool, STATE_GEN(atomic_load(&pool->state)) + 1, false, wake);
@@ -629,6 +703,9 @@ ze_result_t cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *l) {
     atomic_fetch_add_explicit(&stats.launcher_groups, ran, memory_order_relaxed);
     atomic_fetch_add_explicit(&stats.own_ns, own_end - pool->begun_ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&stats.tail_ns, zed_now_ns() - own_end, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stats.last_join_ns, atomic_load(&launch_last_join),
+                              memory_order_relaxed);
+    if (wide) atomic_fetch_add_explicit(&stats.wide, 1, memory_order_relaxed);
   }
   /* The cost per work-item: by default (and always for legacy launches) the whole launch's
    * time times the workers that were allowed to join. With KAPI_CPU_LEARN=1 the launcher's own

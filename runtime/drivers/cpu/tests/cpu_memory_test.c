@@ -239,12 +239,68 @@ static void test_large_copy_fill(ze_test_env_t *e) {
   OK(zeMemFree(e->context, b));
 }
 
+/* Huge allocations (8 MiB and up) start on a 2 MiB boundary under KAPI_CPU_MEM_COLOR=0; under
+ * 1 (the default) each with the driver's alignment starts at another offset modulo 4 KiB than
+ * the one before, still 64-byte aligned, whole (written end to end), its own base for address
+ * lookups, and freed (by zeMemFree, or by zeContextDestroy for the one left); under
+ * KAPI_CPU_MEM_HUGE=0 they are plain allocations, used and freed the same way. */
+static void test_huge_colors(ze_test_env_t *e) {
+  ze_host_mem_alloc_desc_t hd = {ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC, NULL, 0};
+  const size_t n = (size_t)16 << 20;
+  void *p[4] = {NULL};
+  for (int color = 0; color <= 1; color++) {
+    setenv("KAPI_CPU_MEM_COLOR", color ? "1" : "0", 1);
+    for (int i = 0; i < 3; i++)
+      OK(zeMemAllocHost(e->context, &hd, n, 0, &p[i]));
+    OK(zeMemAllocHost(e->context, &hd, n, 4096, &p[3])); /* an alignment asked for: kept */
+    unsetenv("KAPI_CPU_MEM_COLOR");
+    for (int i = 0; i < 4; i++) {
+      uintptr_t a = (uintptr_t)p[i];
+      EXPECT(a % 64 == 0 && (i < 3 && color ? 1 : a % ((uintptr_t)2 << 20) == 0));
+      memset(p[i], i + 1, n);
+      void *base = NULL;
+      size_t size = 0;
+      OK(zeMemGetAddressRange(e->context, (char *)p[i] + n - 1, &base, &size));
+      EXPECT(base == p[i] && size == n);
+    }
+    uintptr_t d01 = ((uintptr_t)p[0] - (uintptr_t)p[1]) % 4096;
+    uintptr_t d12 = ((uintptr_t)p[1] - (uintptr_t)p[2]) % 4096;
+    EXPECT(color ? d01 != 0 && d12 != 0 : d01 == 0 && d12 == 0);
+    EXPECT(((unsigned char *)p[2])[n - 1] == 3 && ((unsigned char *)p[3])[0] == 4);
+    for (int i = color; i < 4; i++) /* the first colored one is left to the context */
+      OK(zeMemFree(e->context, p[i]));
+  }
+  /* By default they are colored. */
+  for (int i = 0; i < 2; i++)
+    OK(zeMemAllocHost(e->context, &hd, n, 0, &p[i]));
+  EXPECT(((uintptr_t)p[0] - (uintptr_t)p[1]) % 4096 != 0);
+  for (int i = 0; i < 2; i++)
+    OK(zeMemFree(e->context, p[i]));
+  /* KAPI_CPU_MEM_HUGE=0: small pages, no 2 MiB alignment (nor color), the same use. */
+  setenv("KAPI_CPU_MEM_HUGE", "0", 1);
+  setenv("KAPI_CPU_MEM_COLOR", "1", 1);
+  for (int i = 0; i < 2; i++)
+    OK(zeMemAllocHost(e->context, &hd, n, 0, &p[i]));
+  unsetenv("KAPI_CPU_MEM_COLOR");
+  unsetenv("KAPI_CPU_MEM_HUGE");
+  for (int i = 0; i < 2; i++) {
+    EXPECT((uintptr_t)p[i] % 64 == 0);
+    memset(p[i], 7, n);
+    void *base = NULL;
+    size_t size = 0;
+    OK(zeMemGetAddressRange(e->context, p[i], &base, &size));
+    EXPECT(base == p[i] && size == n);
+  }
+  OK(zeMemFree(e->context, p[0])); /* p[1] is left to the context */
+}
+
 int main(void) {
   ze_test_env_t env;
   ze_test_open(&env);
   test_alloc(&env);
   test_copy_fill(&env);
   test_large_copy_fill(&env);
+  test_huge_colors(&env);
   test_events(&env);
   test_regular_list(&env);
   test_cross_thread_wait(&env);

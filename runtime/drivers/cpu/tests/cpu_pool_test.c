@@ -267,6 +267,56 @@ static void test_wake_tree(void) {
   cpu_pool_destroy(pool);
 }
 
+/* A long launch (known cost) wakes every worker at once, by the launcher (a kernel created
+ * under KAPI_CPU_WIDE=1: cpu_launch_t.wide 2) or by the first worker that joins (WIDE=2), where
+ * the wake tree would not: here joining workers wake nobody (KAPI_CPU_FANOUT=0) and the
+ * launcher one (KAPI_CPU_WAKE=1), so without the wide wake (WIDE=0), or for a launch expected
+ * to be short, at most one worker joins. */
+static uint32_t participants_of(cpu_pool_t *pool, uint32_t cost_per_item, int rounds,
+                                uint8_t wide) {
+  _Atomic uint32_t cost = cost_per_item;
+  cpu_launch_t l = {.run = napping_fn,
+                    .group_count = {64, 1, 1},
+                    .local_size = {64, 1, 1},
+                    .cost = &cost,
+                    .wide = wide};
+  uint32_t best = 0;
+  for (int round = 0; round < rounds; round++) {
+    usleep(20000); /* every worker asleep */
+    atomic_store(&cost, cost_per_item);
+    atomic_store(&seen_count, 0);
+    EXPECT(run(pool, &l) == ZE_RESULT_SUCCESS);
+    if (atomic_load(&seen_count) > best) best = atomic_load(&seen_count);
+  }
+  return best;
+}
+
+static void test_wide_wake(void) {
+  /* 1 ms per group of 64 items, in 1/16 ns per item: 64 ms for the launch, 8 ms each. */
+  const uint32_t long_cost = 1000000 / 64 * 16;
+  /* 64 groups in 24 us: shared (over 4 us), but 3 us each, well under the 50 us mark. */
+  const uint32_t short_cost = 24000 / (64 * 64) * 16;
+  setenv("KAPI_CPU_SPIN_US", "0", 1);
+  setenv("KAPI_CPU_WAKE", "1", 1);
+  setenv("KAPI_CPU_FANOUT", "0", 1);
+  for (int mode = 0; mode <= 2; mode++) {
+    cpu_pool_t *pool = cpu_pool_create(TREE_WORKERS);
+    EXPECT(pool != NULL);
+    if (!pool) continue;
+    uint32_t many = participants_of(pool, long_cost, mode ? 4 : 2, (uint8_t)(mode + 1));
+    if (legacy_scheme) /* the scheme before wakes every sleeper at each launch */
+      EXPECT(many == TREE_WORKERS + 1);
+    else
+      EXPECT(mode ? many == TREE_WORKERS + 1 : many <= 2);
+    if (!legacy_scheme && mode)
+      EXPECT(participants_of(pool, short_cost, 1, (uint8_t)(mode + 1)) <= 2);
+    cpu_pool_destroy(pool);
+  }
+  unsetenv("KAPI_CPU_FANOUT");
+  unsetenv("KAPI_CPU_WAKE");
+  unsetenv("KAPI_CPU_SPIN_US");
+}
+
 /* Every test under one scheme of chunking and waking. */
 static void suite(bool legacy) {
   legacy_scheme = legacy;
@@ -289,6 +339,7 @@ static void suite(bool legacy) {
     cpu_pool_destroy(many);
   }
   test_wake_tree();
+  test_wide_wake();
   cpu_pool_t *none = cpu_pool_create(0); /* no workers: the caller does it all */
   if (none) {
     test_all_groups(none);
