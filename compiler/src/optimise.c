@@ -5,6 +5,7 @@
 #include <llvm-c/Error.h>
 #include <llvm-c/Support.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <stdlib.h>
 
 /* IndVarSimplify replaces a loop's exit value by its closed form (a sum of i over a range
  * becomes n*(n-1)/2), computed in a 65-bit integer the translator cannot express. Never
@@ -36,6 +37,11 @@ __attribute__((constructor)) static void set_llvm_options(void) {
   const char *argv[] = {"kapi", "-replexitval=never", "-epilogue-vectorization-minimum-VF=8",
                         "-enable-interleaved-mem-accesses=0", "-switch-to-lookup=0"};
   LLVMParseCommandLineOptions(5, argv, "kapi compiler");
+  const char *extra = getenv("KAPI_LLVM_DEBUG_ARGS");
+  if (extra && *extra) {
+    const char *more[2] = {"kapi", extra};
+    LLVMParseCommandLineOptions(2, more, "kapi compiler");
+  }
 }
 
 kc_status_t kc_optimise(LLVMModuleRef mod, int level, char **err) {
