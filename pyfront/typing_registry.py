@@ -443,7 +443,7 @@ class KapiTypingContext(nb.LeanContext):
             return self._get_global_type(val)
         # Python's own classes (bool and range, which Numba's bytecode front end puts in every
         # branch and loop; int, float...): Numba's typeof has no type for them, but first
-        # imports numba.typed to rule out its containers (30 ms of CPU, a fifth of a small kernel's
+        # imports numba.typed to rule out its containers (~25 ms of CPU, a sixth of a small kernel's
         # first build in a fresh process); their type is the registry's, where typeof's
         # ValueError leads anyway
         if type(val) is type and val.__module__ == "builtins":

@@ -28,8 +28,8 @@ def test_warm_saxpy_compile_is_fast():
 
 def test_branches_and_loops_do_not_import_numba_typed_containers():
     # Numba's bytecode front end types `bool` (every branch) and `range` (every loop) as
-    # globals; its typeof of a class imports numba.typed's containers first (30 ms once per
-    # process, a fifth of a small kernel's first build), which pyfront's typing skips for
+    # globals; its typeof of a class imports numba.typed's containers first (~25 ms once per
+    # process, a sixth of a small kernel's first build), which pyfront's typing skips for
     # Python's own classes. A fresh process, so nothing else imported them before.
     code = """
 import sys
