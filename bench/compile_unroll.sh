@@ -11,6 +11,6 @@ cd "$(dirname "$0")/.."
 export KAPI_DRIVERS=cpu KAPI_CACHE=0
 echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 step first-call timeout 40 python3 bench/first_call.py --runs "${RUNS:-2}" \
-  --only pairwise-f32,local-scan-i32,matmul-f32,black-scholes-f32 --variant before:KAPI_HOST_UNROLL=1 --variant partial:KAPI_HOST_UNROLL=partial
+  --only pairwise-f32,local-scan-i32,matmul-f32,black-scholes-f32 --variant before:KAPI_HOST_UNROLL=1 --variant none:KAPI_HOST_UNROLL=0
 step speed timeout 55 python3 bench/cpu_variants.py --repeat "${REPEAT:-21}" \
-  --variant before:KAPI_HOST_UNROLL=1 --variant partial:KAPI_HOST_UNROLL=partial
+  --variant before:KAPI_HOST_UNROLL=1 --variant none:KAPI_HOST_UNROLL=0

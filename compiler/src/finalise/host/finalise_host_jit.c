@@ -421,17 +421,20 @@ static const char O3_TAIL[] =
     "lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts>),"
     "globaldce,constmerge,cg-profile,rel-lookup-table-converter,function(annotation-remarks)";
 
-/* KAPI_HOST_UNROLL: how the late loop-unroll pass may unroll loops whose count it cannot
- * remove entirely (full unrolling of a loop of a small constant count stays on). The x86 cost
- * model allows partial and run-time unrolling on CPUs whose scheduling model has a loop buffer
- * (Zen, Skylake and later): after the loop vectoriser has interleaved a loop, unrolling it again
- * made kernels with many region or chunk loops several times larger (a local scan's host IR
- * 7,000 instructions, most of its 0.75 s build in the unroller, LSR and instruction selection). */
+/* KAPI_HOST_UNROLL: how the late loop-unroll pass may unroll a loop whose count it cannot remove
+ * entirely (full unrolling of a loop of a small constant count, and every loop's own
+ * llvm.loop.unroll marks, apply in every setting). The x86 cost model allows partial and run-time
+ * unrolling on CPUs whose scheduling model has a loop buffer (Zen, Skylake and later); after the
+ * loop vectoriser had interleaved a loop, run-time unrolling copied it again up to 8 times with a
+ * remainder loop: a local scan's host IR six times larger on Zen, most of its 0.75 s build in the
+ * unroller, LSR and instruction selection over the copies, for no speed. Unset: no run-time
+ * unrolling, partial unrolling (a constant count) as the cost model decides (a tiled matmul's
+ * 16-step loops: without it 20% slower on a Xeon); 0: neither; 1: both, as before. */
 static const char *unroll_options(void) {
   const char *v = getenv("KAPI_HOST_UNROLL");
   if (v && !strcmp(v, "1")) return "";
-  if (v && !strcmp(v, "partial")) return ";partial;no-runtime";
-  return ";no-partial;no-runtime";
+  if (v && !strcmp(v, "0")) return ";no-partial;no-runtime";
+  return ";no-runtime";
 }
 
 int kc_hf_jit_o3(kc_hf_jit_t *j, LLVMModuleRef m, char **log) {
