@@ -568,8 +568,8 @@ def test_cpu_kernel_accesses_miss_the_slots():
     # (KAPI_DUMP=host: "kapi-slot-noalias"), so its copy region `slm[lid] = v` no longer
     # stores v back into the slot it loaded it from: fewer vector stores than with
     # KAPI_HOST_SLOT_NOALIAS=0 in the nest of rows of vectors. The general nest's loops are not
-    # unrolled after vectorising (KAPI_HOST_UNROLL), and then store nothing back either way;
-    # unrolled (KAPI_HOST_UNROLL=1, as before) the unmarked copies store back, in both nests.
+    # run-time unrolled after vectorising (KAPI_HOST_UNROLL), and may then store nothing back
+    # either way; unrolled (KAPI_HOST_UNROLL=1, as before) the unmarked copies store back.
     def host_ir(extra):
         ir = scan_host_ir(extra)
         marked = re.findall(r'"kapi-slot-noalias"="(\d+)"', ir)
