@@ -14,7 +14,10 @@ variant:
         --variant off:KAPI_HOST_WINDOW_GATHERS=0 [--variant NAME:VAR=VALUE[,VAR=VALUE]]
 
 The first column (`on`) is the environment as given; KAPI_CACHE=0 is set for every child, and
-the kapi imported is the one of the tree holding this script.
+the kapi imported is the one of the tree holding this script. `--tree NAME:PATH` adds a column
+for another checkout (its own kapi, pyfront and native libraries in PATH/kapi/_lib), run by its
+own bench/first_call.py, alternating with the rest: before/after figures of a change that has
+no switch.
 """
 
 import argparse
@@ -132,6 +135,7 @@ def main():
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--scale", type=float, default=-6, help="element counts times 2**S")
     p.add_argument("--variant", action="append", default=[], help="NAME:VAR=VALUE[,VAR=VALUE]")
+    p.add_argument("--tree", action="append", default=[], help="NAME:PATH of another checkout")
     p.add_argument("--child", help=argparse.SUPPRESS)
     a = p.parse_args()
     sys.path.insert(0, HERE)
@@ -139,6 +143,11 @@ def main():
     if a.child:
         return child(a.child, a.scale)
     variants = [("on", {})] + [parse_variant(v) for v in a.variant]
+    script = {name: __file__ for name, _ in variants}
+    for t in a.tree:
+        name, _, path = t.partition(":")
+        variants.append((name, {}))
+        script[name] = os.path.join(os.path.abspath(path), "bench", "first_call.py")
     names = [n for n in a.only.split(",") if n]
     got = {(n, v): [] for n in names for v, _ in variants}
     for r in range(a.runs):
@@ -146,7 +155,7 @@ def main():
             order = variants if r % 2 == 0 else variants[::-1]
             for v, env in order:
                 e = dict(os.environ, KAPI_CACHE="0", **env)
-                cmd = [sys.executable, __file__, "--child", n, "--scale", str(a.scale)]
+                cmd = [sys.executable, script[v], "--child", n, "--scale", str(a.scale)]
                 out = subprocess.run(cmd, env=e, capture_output=True, text=True)
                 if out.returncode:
                     sys.exit(f"{n} ({v}) failed:\n{out.stderr}")

@@ -441,6 +441,16 @@ class KapiTypingContext(nb.LeanContext):
         # makes of it on the host (a dpjit function: its host dispatcher)
         if _marked_device(val):
             return self._get_global_type(val)
+        # Python's own classes (bool and range, which Numba's bytecode front end puts in every
+        # branch and loop; int, float...): Numba's typeof has no type for them, but first
+        # imports numba.typed to rule out its containers (~25 ms of CPU, a sixth of a small kernel's
+        # first build in a fresh process); their type is the registry's, where typeof's
+        # ValueError leads anyway
+        if type(val) is type and val.__module__ == "builtins":
+            if not issubclass(val, BaseException):
+                ty = self._get_global_type(val)
+                if ty is not None:
+                    return ty
         return super().resolve_value_type(val)
 
     def _get_global_type(self, gv):

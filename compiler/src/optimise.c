@@ -5,6 +5,8 @@
 #include <llvm-c/Error.h>
 #include <llvm-c/Support.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* IndVarSimplify replaces a loop's exit value by its closed form (a sum of i over a range
  * becomes n*(n-1)/2), computed in a 65-bit integer the translator cannot express. Never
@@ -36,6 +38,13 @@ __attribute__((constructor)) static void set_llvm_options(void) {
   const char *argv[] = {"kapi", "-replexitval=never", "-epilogue-vectorization-minimum-VF=8",
                         "-enable-interleaved-mem-accesses=0", "-switch-to-lookup=0"};
   LLVMParseCommandLineOptions(5, argv, "kapi compiler");
+  /* KAPI_LLVM_TIME_PASSES=1: LLVM's -time-passes, a table of each pass's time on stderr after
+   * every pipeline (the compiler's, and the CPU driver's clean-ups, O3 and code generation). */
+  const char *t = getenv("KAPI_LLVM_TIME_PASSES");
+  if (t && *t && strcmp(t, "0") != 0) {
+    const char *more[] = {"kapi", "-time-passes"};
+    LLVMParseCommandLineOptions(2, more, "kapi compiler");
+  }
 }
 
 kc_status_t kc_optimise(LLVMModuleRef mod, int level, char **err) {

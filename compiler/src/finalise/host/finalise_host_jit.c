@@ -372,6 +372,80 @@ int kc_hf_jit_passes(kc_hf_jit_t *j, LLVMModuleRef m, const char *passes, char *
   return !e;
 }
 
+/* ---- The optimisation pipeline ------------------------------------------------------- */
+
+/* LLVM 15's default<O3> module pipeline as `opt-15 -passes='default<O3>' -print-pipeline-passes`
+ * prints it (without its verify passes, which LLVMRunPasses does not add either), split at the
+ * options of its one loop-unroll pass after the vectorisers. With no options added it builds
+ * the same code as default<O3> (KAPI_HOST_UNROLL=1). */
+static const char O3_HEAD[] =
+    "annotation2metadata,forceattrs,inferattrs,coro-early,function<eager-inv>(lower-expect,"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;no-switch-range-to-icmp;no-switch-"
+    "to-lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts>,"
+    "sroa,early-cse<>,callsite-splitting),openmp-opt,ipsccp,called-value-propagation,"
+    "globalopt,function(mem2reg),deadargelim,function<eager-inv>(instcombine,"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-"
+    "lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts>),"
+    "require<globals-aa>,function(invalidate<aa>),require<profile-summary>,"
+    "cgscc(devirt<4>(inline<only-mandatory>,inline,function-attrs,argpromotion,"
+    "openmp-opt-cgscc,function<eager-inv>(sroa,early-cse<memssa>,speculative-execution,"
+    "jump-threading,correlated-propagation,"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-"
+    "lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts>,"
+    "instcombine,aggressive-instcombine,libcalls-shrinkwrap,tailcallelim,"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-"
+    "lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts>,"
+    "reassociate,require<opt-remark-emit>,loop-mssa(loop-instsimplify,loop-simplifycfg,"
+    "licm<no-allowspeculation>,loop-rotate,licm<allowspeculation>,"
+    "simple-loop-unswitch<nontrivial;trivial>),"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-"
+    "lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts>,"
+    "instcombine,loop(loop-idiom,indvars,loop-deletion,loop-unroll-full),sroa,"
+    "mldst-motion<no-split-footer-bb>,gvn<>,sccp,bdce,instcombine,jump-threading,"
+    "correlated-propagation,adce,memcpyopt,dse,loop-mssa(licm<allowspeculation>),coro-elide,"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-"
+    "lookup;keep-loops;hoist-common-insts;sink-common-insts>,"
+    "instcombine),coro-split)),coro-cleanup,globalopt,globaldce,elim-avail-extern,"
+    "rpo-function-attrs,recompute-globalsaa,function<eager-inv>(float2int,"
+    "lower-constant-intrinsics,loop(loop-rotate,loop-deletion),loop-distribute,"
+    "inject-tli-mappings,loop-vectorize<no-interleave-forced-only;no-vectorize-forced-only;>,"
+    "loop-load-elim,instcombine,"
+    "simplifycfg<bonus-inst-threshold=1;forward-switch-cond;switch-range-to-icmp;switch-to-lookup;"
+    "no-keep-loops;hoist-common-insts;sink-common-insts>,"
+    "slp-vectorizer,vector-combine,instcombine,loop-unroll<O3";
+static const char O3_TAIL[] =
+    ">,transform-warning,instcombine,require<opt-remark-emit>,"
+    "loop-mssa(licm<allowspeculation>),alignment-from-assumptions,loop-sink,instsimplify,"
+    "div-rem-pairs,tailcallelim,"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-"
+    "lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts>),"
+    "globaldce,constmerge,cg-profile,rel-lookup-table-converter,function(annotation-remarks)";
+
+/* KAPI_HOST_UNROLL: how the late loop-unroll pass may unroll a loop whose count it cannot remove
+ * entirely (full unrolling of a loop of a small constant count, and every loop's own
+ * llvm.loop.unroll marks, apply in every setting). The x86 cost model allows partial and run-time
+ * unrolling on CPUs whose scheduling model has a loop buffer (Zen, Skylake and later); after the
+ * loop vectoriser had interleaved a loop, run-time unrolling copied it again up to 8 times with a
+ * remainder loop: a local scan's host IR six times larger on Zen, most of its 0.75 s build in the
+ * unroller, LSR and instruction selection over the copies, for no speed. Unset: no run-time
+ * unrolling, partial unrolling (a constant count) as the cost model decides (a tiled matmul's
+ * 16-step loops: without it 20% slower on a Xeon); 0: neither; 1: both, as before. */
+static const char *unroll_options(void) {
+  const char *v = getenv("KAPI_HOST_UNROLL");
+  if (v && !strcmp(v, "1")) return "";
+  if (v && !strcmp(v, "0")) return ";no-partial;no-runtime";
+  return ";no-runtime";
+}
+
+int kc_hf_jit_o3(kc_hf_jit_t *j, LLVMModuleRef m, char **log) {
+  const char *u = unroll_options();
+  char *p = kc_msg("%s%s%s", O3_HEAD, u, O3_TAIL);
+  if (!p) return *log = kc_msg("out of memory"), 0;
+  int ok = kc_hf_jit_passes(j, m, p, log);
+  free(p);
+  return ok;
+}
+
 int kc_hf_jit_add(kc_hf_jit_t *j, LLVMOrcThreadSafeModuleRef tsm, char **log) {
   LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), tsm);
   if (e) {

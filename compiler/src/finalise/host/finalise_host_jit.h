@@ -25,6 +25,8 @@ void kc_hf_jit_dispose(kc_hf_jit_t *j);
 void kc_hf_jit_prepare(kc_hf_jit_t *j, LLVMModuleRef m);
 /* Runs a new-pass-manager pipeline ("default<O3>") with the host target machine. */
 int kc_hf_jit_passes(kc_hf_jit_t *j, LLVMModuleRef m, const char *passes, char **log);
+/* The O3 pipeline, with the late loop unrolling KAPI_HOST_UNROLL asks for. */
+int kc_hf_jit_o3(kc_hf_jit_t *j, LLVMModuleRef m, char **log);
 /* Takes ownership of tsm. */
 int kc_hf_jit_add(kc_hf_jit_t *j, LLVMOrcThreadSafeModuleRef tsm, char **log);
 /* Compiles on first use; unresolved symbols come back here as an error. */
