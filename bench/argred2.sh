@@ -9,30 +9,36 @@
 #      (its best sample; and, to show what bench/primitives.py measured before, single calls
 #      after a pause);
 #   2. bench/primitives.py's reduce rows (the issue's figures), KAPI_REDUCE_CPU=before and now,
-#      alternating processes, twice;
-#   3. the arg-reduction and reduction-scheme tests on the CPU device.
+#      one process each (PRIM_ROUNDS=2: twice, alternating);
+#   3. one core's CPU time on 2^20 float32 in its caches (KAPI_CPU_THREADS=1, --cpu-time);
+#   4. with PYTEST=1, the arg-reduction and reduction-scheme tests on the CPU device (~60 s).
 # From the checkout (the .deb files as for bench/gpu_run.sh):
 #   run(command="bash bench/argred2.sh", carry=["kapi/_lib", ".carry/debs"])
-# Logs go to $OUT (or ./gpu-out elsewhere). LOG2N (default 24), ROUNDS (7).
+# Logs go to $OUT (or ./gpu-out elsewhere). LOG2N (default 24), ROUNDS (5).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
 export KAPI_DRIVERS=cpu
 echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(git log --oneline -1 2>/dev/null)"
 
-step argred timeout 45 python3 bench/argred.py --device cpu --log2n "${LOG2N:-24}" \
-  --rounds "${ROUNDS:-7}" --variants cpubefore,cpublock,cpulanes 2>&1 | tee "$OUT/argred2_cpu.log"
+step argred timeout 60 python3 bench/argred.py --device cpu --log2n "${LOG2N:-24}" \
+  --rounds "${ROUNDS:-5}" --variants cpubefore,cpublock,cpulanes 2>&1 | tee "$OUT/argred2_cpu.log"
 
-for r in 1 2; do
+for r in $(seq "${PRIM_ROUNDS:-1}"); do
   for v in before lanes; do
-    step "primitives-$v-$r" env KAPI_REDUCE_CPU=$v timeout 20 python3 bench/primitives.py \
+    step "primitives-$v-$r" env KAPI_REDUCE_CPU=$v timeout 25 python3 bench/primitives.py \
       --device cpu --log2n "${LOG2N:-24}" --only reduce 2>&1 | tee -a "$OUT/argred2_primitives.log"
   done
 done
 
-step pytest timeout 60 python3 -m pytest -q -n 14 -p no:cacheprovider -p no:faulthandler \
+# one core's CPU time on 2^20 float32 in its caches (the kernels' own cost, no memory limit)
+step incache env KAPI_CPU_THREADS=1 timeout 30 python3 bench/argred.py --device cpu --log2n 20 \
+  --rounds 3 --cpu-time --variants cpubefore,cpulanes 2>&1 | tee "$OUT/argred2_incache.log"
+
+[ "${PYTEST:-0}" = 1 ] && step pytest timeout 90 python3 -m pytest -q -n 14 -p no:cacheprovider -p no:faulthandler \
   tests/numeric/test_arg_reductions.py tests/numeric/test_reduce_schemes.py 2>&1 | tail -5
 
 echo "== summary"
-grep -h -E 'triad|^[xk]|kapi (cpu|block|lanes)|FAILED' "$OUT/argred2_cpu.log" 2>/dev/null
+grep -h -E 'triad|^[xk]|kapi (cpu|block|lanes)|FAILED' "$OUT/argred2_cpu.log" \
+  "$OUT/argred2_incache.log" 2>/dev/null
 grep -h -E '^== |x triad|triad' "$OUT/argred2_primitives.log" 2>/dev/null | grep -v '^== exit'
