@@ -312,9 +312,14 @@ def _lane_cases(n, dt):
     return out
 
 
+@pytest.mark.parametrize("one_group", [False, True], ids=["groups", "one-group"])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8", "bool"])
 @pytest.mark.parametrize("n", [1, 31, 256, 257, 511, 4097, 3 * 65536 + 17])
-def test_cpu_lanes_against_numpy(cpu_settings, dtype, n):
+def test_cpu_lanes_against_numpy(cpu_settings, dtype, n, one_group, monkeypatch):
+    """one_group: one work-group per row, so each work-item's chunk spans many blocks (up to
+    48 here; with a group per core a small machine's chunks hold one or two)."""
+    if one_group:
+        monkeypatch.setattr(_reduce, "_MAX_GROUPS", 1)
     dt = np.dtype(dtype)
     for what, h in _lane_cases(n, dt):
         x = kapi.asarray(h, device=CPU_DEVICES[0])
