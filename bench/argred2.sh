@@ -5,7 +5,8 @@
 # sums), in under 100 s:
 #   1. bench/argred.py, the variants in one process, alternating (cpubefore = the settings
 #      before, KAPI_REDUCE_CPU=before; cpublock = the accumulators now with argmin/argmax as
-#      before; cpulanes = now), every variant checked against NumPy first, beside the triad
+#      before; cpulanes = now; cpug2 = now with 2 work-groups per core instead of 4: longer
+#      chunks, less per-work-item overhead), every variant checked against NumPy first, beside the triad
 #      (its best sample; and, to show what bench/primitives.py measured before, single calls
 #      after a pause);
 #   2. bench/primitives.py's reduce rows (the figures), KAPI_REDUCE_CPU=before and now,
@@ -22,7 +23,7 @@ export KAPI_DRIVERS=cpu
 echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(git log --oneline -1 2>/dev/null)"
 
 step argred timeout 60 python3 bench/argred.py --device cpu --log2n "${LOG2N:-24}" \
-  --rounds "${ROUNDS:-5}" --variants cpubefore,cpublock,cpulanes 2>&1 | tee "$OUT/argred2_cpu.log"
+  --rounds "${ROUNDS:-5}" --variants "${VARIANTS:-cpubefore,cpublock,cpulanes,cpug2}" 2>&1 | tee "$OUT/argred2_cpu.log"
 
 for r in $(seq "${PRIM_ROUNDS:-1}"); do
   for v in before lanes; do
