@@ -20,6 +20,7 @@ sources and recorded plans, so the next call generates and records its kernels a
              before, the run that chose it)
   uUgN       GPUs: blocks with U loads per step and at most N work-groups per row
   cpugN      CPU driver: blocks, N work-groups per core (4 by default) for every reduction
+  cpuagN     CPU driver: N work-groups per core for argmin/argmax only
 
 Every result is checked against NumPy (NaN, ties and -0.0 cases on a small array too, for
 each variant) before it is timed; a variant that fails is reported (FAILED) and left out.
@@ -48,6 +49,7 @@ DEFAULTS = {
     "_UNROLL": R._UNROLL,
     "_GPU_ROW_GROUPS": R._GPU_ROW_GROUPS,
     "_CPU_GROUPS_PER_UNIT": R._CPU_GROUPS_PER_UNIT,
+    "_CPU_ARG_GROUPS_PER_UNIT": R._CPU_ARG_GROUPS_PER_UNIT,
     "CPU_ARG": R.CPU_ARG,
     "_CPU_UNROLL_BYTES": R._CPU_UNROLL_BYTES,
     "_CPU_MAX_ACC": R._CPU_MAX_ACC,
@@ -78,8 +80,11 @@ def use(variant: str) -> None:
         attrs.update(ARG_SCHEME="keys")
     elif variant.startswith("groups"):
         attrs.update(ARG_SCHEME="blocks", _GPU_ROW_GROUPS=int(variant[6:]))
+    elif variant.startswith("cpuag"):  # cpuag2: argmin/argmax with 2 work-groups per core (4)
+        attrs.update(ARG_SCHEME="blocks", _CPU_ARG_GROUPS_PER_UNIT=int(variant[5:]))
     elif variant.startswith("cpug"):  # cpug16: CPU driver, 16 work-groups per core (4)
-        attrs.update(ARG_SCHEME="blocks", _CPU_GROUPS_PER_UNIT=int(variant[4:]))
+        n = int(variant[4:])
+        attrs.update(ARG_SCHEME="blocks", _CPU_GROUPS_PER_UNIT=n, _CPU_ARG_GROUPS_PER_UNIT=n)
     elif variant.startswith("u") and "g" in variant:  # u8g2048: both
         u, g = variant[1:].split("g")
         attrs.update(ARG_SCHEME="blocks", _UNROLL=int(u), _GPU_ROW_GROUPS=int(g))

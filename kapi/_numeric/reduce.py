@@ -39,6 +39,10 @@ _PER_ITEM = 16  # elements a work-item folds before another group is worth launc
 _CPU_WG = 64  # the CPU driver: work-items per group (each a contiguous chunk)
 _CPU_PER_ITEM = 256  # elements a CPU work-item folds before another group is worth it
 _CPU_GROUPS_PER_UNIT = 4  # groups per compute unit, to balance the driver's threads
+# argmin/argmax: their groups per compute unit (each work-item's end, a fold of its lanes, a
+# search of one block and a third group reduction, costs more than max's: fewer, longer chunks
+# are a trade against balance; bench/argred.py's cpuagN variants compare them)
+_CPU_ARG_GROUPS_PER_UNIT = 4
 _UNROLL = 4  # independent accumulators of a work-item's loop (GPUs)
 # The CPU driver's chunked loop: 128 bytes of accumulators for min, max, argmin, argmax and
 # integer sums (32 of 4 bytes, 16 of 8; at most _CPU_MAX_ACC), which the vectoriser widens
@@ -889,11 +893,12 @@ def _chunked(x: Array) -> bool:
     return x.device.device_type == "cpu"
 
 
-def _groups(x: Array, n: int, rows: int = 1) -> int:
+def _groups(x: Array, n: int, rows: int = 1, op: str = "") -> int:
     """Work-groups per row: enough to fill the device, none with too little to fold."""
     units = max(1, x.device.max_compute_units)
     if _chunked(x):
-        cap = min(_MAX_GROUPS, _CPU_GROUPS_PER_UNIT * units)
+        per_unit = _CPU_ARG_GROUPS_PER_UNIT if op.startswith("arg") else _CPU_GROUPS_PER_UNIT
+        cap = min(_MAX_GROUPS, per_unit * units)
         return max(1, min(cap, -(-n // (_CPU_WG * _CPU_PER_ITEM))))
     # the groups of all rows together fill the device (about one wave of resident groups,
     # _GPU_ROW_GROUPS), and each work-item folds at least _PER_ITEM elements: 2^27 elements
@@ -1048,7 +1053,7 @@ def _reduce(op: str, x: Array, axis=None, keepdims: bool = False) -> Array:
             x2, kept = _as_rows(x, axes)
         rows = x2.shape[0]
     base_op = "sum" if op == "mean" else op
-    groups = _groups(x, n, rows)
+    groups = _groups(x, n, rows, op)
     if rows * n == 0:
         res = Array._allocate((rows, 1), acc_dt, x.sycl_queue, x.usm_type)
         res.fill(_identity(base_op, acc_dt) if base_op in ("sum", "prod", "any", "all") else 0)
