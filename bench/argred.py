@@ -21,6 +21,8 @@ sources and recorded plans, so the next call generates and records its kernels a
   uUgN       GPUs: blocks with U loads per step and at most N work-groups per row
   cpugN      CPU driver: blocks, N work-groups per core (4 by default) for every reduction
   cpuagN     CPU driver: N work-groups per core for argmin/argmax only
+  cpudefer   CPU driver: lanes, each work-item giving its block and the group's first
+             work-item searching the earliest one (_CPU_ARG_DEFER)
 
 Every result is checked against NumPy (NaN, ties and -0.0 cases on a small array too, for
 each variant) before it is timed; a variant that fails is reported (FAILED) and left out.
@@ -50,6 +52,7 @@ DEFAULTS = {
     "_GPU_ROW_GROUPS": R._GPU_ROW_GROUPS,
     "_CPU_GROUPS_PER_UNIT": R._CPU_GROUPS_PER_UNIT,
     "_CPU_ARG_GROUPS_PER_UNIT": R._CPU_ARG_GROUPS_PER_UNIT,
+    "_CPU_ARG_DEFER": R._CPU_ARG_DEFER,
     "CPU_ARG": R.CPU_ARG,
     "_CPU_UNROLL_BYTES": R._CPU_UNROLL_BYTES,
     "_CPU_MAX_ACC": R._CPU_MAX_ACC,
@@ -80,6 +83,9 @@ def use(variant: str) -> None:
         attrs.update(ARG_SCHEME="keys")
     elif variant.startswith("groups"):
         attrs.update(ARG_SCHEME="blocks", _GPU_ROW_GROUPS=int(variant[6:]))
+    elif variant == "cpudefer":  # CPU driver: lanes, the block searched once per group
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(_CPU_ARG_DEFER=True)
     elif variant.startswith("cpuag"):  # cpuag2: argmin/argmax with 2 work-groups per core (4)
         attrs.update(ARG_SCHEME="blocks", _CPU_ARG_GROUPS_PER_UNIT=int(variant[5:]))
     elif variant.startswith("cpug"):  # cpug16: CPU driver, 16 work-groups per core (4)

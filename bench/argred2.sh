@@ -7,7 +7,7 @@
 #      before, KAPI_REDUCE_CPU=before; cpublock = the accumulators now with argmin/argmax as
 #      before; cpulanes = now; cpug2 = now with 2 work-groups per core instead of 4 for every
 #      reduction, cpuag2 / cpuag1 for argmin/argmax only: longer chunks, less per-work-item
-#      overhead; VARIANTS to choose), every variant checked against NumPy first, beside the triad
+#      overhead; cpudefer = now with the block searched once per group; VARIANTS to choose), every variant checked against NumPy first, beside the triad
 #      (its best sample; and, to show what bench/primitives.py measured before, single calls
 #      after a pause);
 #   2. bench/primitives.py's reduce rows (the figures), now (PRIM="before lanes": also
@@ -25,7 +25,7 @@ export KAPI_DRIVERS=cpu
 echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(git log --oneline -1 2>/dev/null)"
 
 step argred timeout 100 python3 bench/argred.py --device cpu --log2n "${LOG2N:-24}" \
-  --rounds "${ROUNDS:-5}" --variants "${VARIANTS:-cpubefore,cpulanes,cpug2,cpuag2,cpuag1}" 2>&1 | tee "$OUT/argred2_cpu.log"
+  --rounds "${ROUNDS:-5}" --variants "${VARIANTS:-cpubefore,cpulanes,cpudefer,cpug2,cpuag2,cpuag1}" 2>&1 | tee "$OUT/argred2_cpu.log"
 
 for r in $(seq "${PRIM_ROUNDS:-1}"); do
   for v in ${PRIM:-lanes}; do

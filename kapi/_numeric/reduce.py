@@ -87,6 +87,11 @@ _CPU_HALVES = CPU_SETTINGS[CPU_SCHEME]["_CPU_HALVES"]
 # scheme before those) searches every block whose extreme beats the running one.
 CPU_ARG = CPU_SETTINGS[CPU_SCHEME]["CPU_ARG"]
 _ARG_BLOCK_UNROLLS = CPU_SETTINGS[CPU_SCHEME]["_ARG_BLOCK_UNROLLS"]
+# The lanes scheme's search of the block holding the extreme: once per work-item (False,
+# the default) or deferred (True): each work-item gives its block (or, from the row's tail, its
+# index) and the group's first work-item searches the group's earliest one only (a search per
+# group instead of per work-item; bench/argred.py's cpudefer variant)
+_CPU_ARG_DEFER = False
 _MAX_GROUPS = 1024  # the CPU driver's cap
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _GPU_MAX_GROUPS = 4096  # GPUs: the column kernel's work-items, in groups of _WG, at most
@@ -319,7 +324,7 @@ def _block_arg_once(op: str, is_float: bool, conv, u: int) -> list[str]:
     return lines
 
 
-def _block_arg_lanes(op: str, is_float: bool, conv, u: int) -> list[str]:
+def _block_arg_lanes(op: str, is_float: bool, conv, u: int, defer: bool = False) -> list[str]:
     """The chunked arg-reduction's block loop, "lanes" scheme (the CPU driver's default): u
     accumulators b0.. fold a block by value (min/max, NaN winning), then each lane k keeps,
     without a branch or a fold across lanes, its running extreme r_k and the start s_k of the
@@ -351,7 +356,10 @@ def _block_arg_lanes(op: str, is_float: bool, conv, u: int) -> list[str]:
     # (& MAX: a value pyfront knows is non-negative, so that the search's loads need no
     # wrap-around and stay contiguous vectors)
     lines.append(f"        accb = {_tree('min({a}, {v})', starts)} & 0x7FFFFFFFFFFFFFFF")
-    lines += _block_search(op, is_float, conv, u, blk)
+    if defer:  # the block, encoded (even); the group's first work-item searches it (_source)
+        lines.append("        acci = accb * 2")
+    else:
+        lines += _block_search(op, is_float, conv, u, blk)
     return lines
 
 
@@ -457,6 +465,9 @@ def _source(
             return "(" + re.sub(r"\bl(\d+)\b", leaf, expr) + ")"
 
     blk = unroll * _ARG_BLOCK_UNROLLS
+    # the CPU lanes scheme's search once per group (_CPU_ARG_DEFER; `big` is then 2 * n + 2)
+    defer = arg and chunked and first_pass and scheme == "blocks" and CPU_ARG == "lanes"
+    defer = defer and _CPU_ARG_DEFER
     lines = [
         f"def _reduce(it, x, xi, out, outi, n, ident, big{params}):",
         "    row = it.get_global_id(0)",
@@ -522,7 +533,7 @@ def _source(
             ]
         lines.append(f"    acc = {names[0]}")
     elif chunked and first_pass and scheme == "blocks" and CPU_ARG == "lanes":
-        lines += _block_arg_lanes(op, is_float, conv, unroll)
+        lines += _block_arg_lanes(op, is_float, conv, unroll, defer)
     elif chunked and first_pass and scheme == "blocks":
         lines += _block_arg_once(op, is_float, conv, unroll)
     elif chunked and first_pass:
@@ -542,7 +553,9 @@ def _source(
             pad="    ",
         )
     lines += ["    while j < end:", f"        v = {conv('j')}"]
-    lines += _fold_step(op, is_float, "j" if first_pass else "xi[row, j]", "        ")
+    # (defer: an index found element by element is encoded odd, a block even)
+    idx = ("2 * j + 1" if defer else "j") if first_pass else "xi[row, j]"
+    lines += _fold_step(op, is_float, idx, "        ")
     lines.append("        j += step")
     red = f"K.reduce_over_group(g, acc, K.GroupOp.{gop})"
     if is_float and op in ("min", "max", "argmin", "argmax"):
@@ -559,6 +572,20 @@ def _source(
     if arg:
         lines.append(f"    i = K.reduce_over_group(g, acci if {same} else big, K.GroupOp.MIN)")
     lines += ["    if lid == 0:", "        out[row, g.get_group_id(1)] = m"]
+    if arg and defer:
+        # the smallest code of the work-items holding m: an index (odd) or the block holding
+        # the group's first m (even), searched here once instead of once per work-item
+        lines += [
+            "        if i >= big:",
+            "            i = big // 2 - 1",  # nothing found: n
+            "        elif i % 2 == 1:",
+            "            i = i // 2",
+            "        else:",
+            "            acc = m",
+            "            accb = (i // 2) & 0x7FFFFFFFFFFFFFFF",
+        ]
+        lines += ["    " + ln for ln in _block_search(op, is_float, conv, unroll, blk)]
+        lines.append("            i = acci")
     if arg:
         lines.append("        outi[row, g.get_group_id(1)] = i")
     return "\n".join(lines) + "\n"
@@ -973,10 +1000,18 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
                 outi[r0:r1] if arg else outi,
                 np.int64(n),
                 _identity(op, acc_dt),
-                np.int64(n if xi is None else np.iinfo(np.int64).max),
+                np.int64(_first_big(n, arg, cpu, scheme) if xi is None else np.iinfo(np.int64).max),
                 *(v[r0:r1] if isinstance(v, Array) else v for v in leaves),
             )
     return out, outi
+
+
+def _first_big(n: int, arg: bool, cpu: bool, scheme: str) -> int:
+    """The first pass's `big` (the index no element has): n, or 2 * n + 2 where the CPU lanes
+    scheme encodes its indices (2 * index + 1) and blocks (2 * start) for a deferred search."""
+    if arg and cpu and scheme == "blocks" and CPU_ARG == "lanes" and _CPU_ARG_DEFER:
+        return 2 * n + 2
+    return n
 
 
 def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):

@@ -252,15 +252,17 @@ def test_gpu_kernels_finalise_to_ptx(tmp_path, monkeypatch, arg_scheme):
 CPU_DEVICES = [d for d in DEVICES if d.device_type == "cpu"]
 
 
-@pytest.fixture(params=["lanes", "before"])
+@pytest.fixture(params=["lanes", "before", "defer"])
 def cpu_settings(request, monkeypatch):
     """The CPU driver's reduction settings now ("lanes": each accumulator lane keeps its
-    extreme and block, 128 bytes of accumulators) and before (KAPI_REDUCE_CPU=before), in one
-    process as bench/argred.py switches them: the same answers from both."""
+    extreme and block, 128 bytes of accumulators), before (KAPI_REDUCE_CPU=before) and lanes
+    with the block searched once per group ("defer", _CPU_ARG_DEFER), in one process as
+    bench/argred.py switches them: the same answers from all."""
     if not CPU_DEVICES:
         pytest.skip("no CPU device")
-    for k, v in _reduce.CPU_SETTINGS[request.param].items():
+    for k, v in _reduce.CPU_SETTINGS["before" if request.param == "before" else "lanes"].items():
         monkeypatch.setattr(_reduce, k, v)
+    monkeypatch.setattr(_reduce, "_CPU_ARG_DEFER", request.param == "defer")
     monkeypatch.setattr(_reduce, "ARG_SCHEME", "blocks")
     _reduce._src_for.cache_clear()
     _replay.clear_plans()
@@ -347,9 +349,10 @@ def test_cpu_settings_switch_the_kernels(cpu_settings):
     float32 accumulators; before: one value per block, 16)."""
     src = _reduce._src_for("argmax", np.dtype(np.float32), True, True, None, "blocks")
     lanes = "s0 = j if t0 else s0" in src
-    assert lanes == (cpu_settings == "lanes")
+    assert lanes == (cpu_settings != "before")
+    assert ("acci = accb * 2" in src) == (cpu_settings == "defer")
     src = _reduce._src_for("max", np.dtype(np.float32), True, True)
-    assert ("a31 = ident" in src) == (cpu_settings == "lanes")
+    assert ("a31 = ident" in src) == (cpu_settings != "before")
     assert "a15 = ident" in src
 
 
