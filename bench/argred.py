@@ -8,12 +8,21 @@ sources and recorded plans, so the next call generates and records its kernels a
              KAPI_REDUCE_ARG=pairs); on the CPU driver a block is searched whenever it improves
   pairs4     GPUs: four (value, index) pairs per work-item (KAPI_REDUCE_ARG_UNROLL=1)
   blocks     the default: values folded as max/min do, the index found once per step/block
-  blocks8    GPUs: blocks with 8 loads per step (and max/min/sum with 8 accumulators)
+  cpubefore  CPU driver: the settings before (KAPI_REDUCE_CPU=before): 64 bytes of
+             accumulators (16 of float32) for min/max/argmin/argmax, 4 for float sums,
+             argmin/argmax folding each block's accumulators into one value (_block_arg_once)
+  cpulanes   CPU driver: the settings now (the default): 128 bytes of accumulators (32 of
+             float32), 16 for float sums, argmin/argmax keeping each lane's extreme and block
+             (_block_arg_lanes)
+  cpublock   CPU driver: the accumulators now, argmin/argmax as before (_block_arg_once)
   keys       GPUs: one int64 key per element (ordered value bits, index), folded by max
   groupsN    GPUs: max and argmax with at most N work-groups per row (default 1024; 4096
              before, the run that chose it)
   uUgN       GPUs: blocks with U loads per step and at most N work-groups per row
   cpugN      CPU driver: blocks, N work-groups per core (4 by default) for every reduction
+  cpuagN     CPU driver: N work-groups per core for argmin/argmax only
+  cpudefer   CPU driver: lanes, each work-item giving its block and the group's first
+             work-item searching the earliest one (_CPU_ARG_DEFER)
 
 Every result is checked against NumPy (NaN, ties and -0.0 cases on a small array too, for
 each variant) before it is timed; a variant that fails is reported (FAILED) and left out.
@@ -21,10 +30,14 @@ Times: the median over rounds of the median of batches; the rounds alternate kap
 and the peer, so that other load moves them alike.
 
     python3 bench/argred.py [--device gpu|cpu] [--log2n 27] [--rounds 5] [--variants ...]
+    KAPI_CPU_THREADS=1 python3 bench/argred.py --device cpu --log2n 20 --cpu-time
+        (one core's CPU time on data in its caches: what the kernels cost, without memory's
+        limit or other load on the machine)
 """
 
 import argparse
 import statistics
+import time
 
 import numpy as np
 from timing import median_batch
@@ -38,7 +51,16 @@ DEFAULTS = {
     "_UNROLL": R._UNROLL,
     "_GPU_ROW_GROUPS": R._GPU_ROW_GROUPS,
     "_CPU_GROUPS_PER_UNIT": R._CPU_GROUPS_PER_UNIT,
+    "_CPU_ARG_GROUPS_PER_UNIT": R._CPU_ARG_GROUPS_PER_UNIT,
+    "_CPU_ARG_DEFER": R._CPU_ARG_DEFER,
+    "CPU_ARG": R.CPU_ARG,
+    "_CPU_UNROLL_BYTES": R._CPU_UNROLL_BYTES,
+    "_CPU_MAX_ACC": R._CPU_MAX_ACC,
+    "_CPU_FSUM_ACC": R._CPU_FSUM_ACC,
+    "_ARG_BLOCK_UNROLLS": R._ARG_BLOCK_UNROLLS,
 }
+CPU_BEFORE = R.CPU_SETTINGS["before"]  # the CPU driver's settings before (KAPI_REDUCE_CPU)
+CPU_NOW = R.CPU_SETTINGS["lanes"]
 
 
 def use(variant: str) -> None:
@@ -50,14 +72,25 @@ def use(variant: str) -> None:
         attrs.update(ARG_SCHEME="pairs", ARG_UNROLL=True)
     elif variant == "blocks":
         attrs.update(ARG_SCHEME="blocks")
-    elif variant == "blocks8":
-        attrs.update(ARG_SCHEME="blocks", _UNROLL=8)
+    elif variant == "cpubefore":
+        attrs.update(ARG_SCHEME="blocks", **CPU_BEFORE)
+    elif variant == "cpublock":
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(CPU_ARG="block", _ARG_BLOCK_UNROLLS=8)
+    elif variant == "cpulanes":
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
     elif variant == "keys":
         attrs.update(ARG_SCHEME="keys")
     elif variant.startswith("groups"):
         attrs.update(ARG_SCHEME="blocks", _GPU_ROW_GROUPS=int(variant[6:]))
+    elif variant == "cpudefer":  # CPU driver: lanes, the block searched once per group
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(_CPU_ARG_DEFER=True)
+    elif variant.startswith("cpuag"):  # cpuag2: argmin/argmax with 2 work-groups per core (4)
+        attrs.update(ARG_SCHEME="blocks", _CPU_ARG_GROUPS_PER_UNIT=int(variant[5:]))
     elif variant.startswith("cpug"):  # cpug16: CPU driver, 16 work-groups per core (4)
-        attrs.update(ARG_SCHEME="blocks", _CPU_GROUPS_PER_UNIT=int(variant[4:]))
+        n = int(variant[4:])
+        attrs.update(ARG_SCHEME="blocks", _CPU_GROUPS_PER_UNIT=n, _CPU_ARG_GROUPS_PER_UNIT=n)
     elif variant.startswith("u") and "g" in variant:  # u8g2048: both
         u, g = variant[1:].split("g")
         attrs.update(ARG_SCHEME="blocks", _UNROLL=int(u), _GPU_ROW_GROUPS=int(g))
@@ -101,13 +134,19 @@ def main():
     ap.add_argument("--log2n", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--variants", default=None, help="comma-separated (see the docstring)")
+    ap.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="the calling thread's CPU time (with KAPI_CPU_THREADS=1: a loaded machine's "
+        "other work left out; no triad)",
+    )
     args = ap.parse_args()
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
     gpu = dev.is_gpu
     n = 1 << (args.log2n or (27 if gpu else 24))
     gpu_variants = "pairs pairs4 blocks blocks8 keys groups2048 groups4096 groups8192"
     gpu_variants += " u8g2048 u8g8192"
-    variants = (args.variants or (gpu_variants if gpu else "pairs blocks")).replace(",", " ")
+    variants = (args.variants or (gpu_variants if gpu else "cpubefore cpulanes")).replace(",", " ")
     variants = variants.split()
     print(f"device: {dev.name}, {dev.max_compute_units} compute units; n = {n} float32")
     rng = np.random.default_rng(0)
@@ -117,25 +156,35 @@ def main():
     x = kapi.asarray(h, device=dev)
     sync = dev.default_queue.wait
     reps, batches = (10, 5) if gpu else (3, 3)
+    if args.cpu_time:
+        reps, batches = 20, 5
+    warm_s = 0.0 if gpu else 0.05  # the CPU device: 50 ms of calls first (primitives.Triad)
     cp = None
     if gpu:
         try:
             import cupy as cp
         except ImportError:
             print("  (cupy does not import: no CuPy comparison)")
-    tri = None
-    if not gpu:
+    clock = time.thread_time if args.cpu_time else time.perf_counter
+    tri = tri1 = None
+    if not gpu and not args.cpu_time:
         from primitives import Triad
 
-        tri = Triad(dev, n, lambda fn: median_batch(fn, sync, reps, batches))
+        tri = Triad(dev, n)
+        # primitives.py's timing before: single calls, one call first, after a pause (there:
+        # NumPy's rows on the host), to show what it measured
+        tri1 = Triad(dev, n, reps=1, batches=3, warm_s=0.0)
 
     rows = {
         "x.argmax()": (lambda: x.argmax(), "argmax"),
         "x.argmin()": (lambda: x.argmin(), "argmin"),
         "x.max()": (lambda: x.max(), "max"),
         'kapi.reduce("max")': (lambda: kapi.reduce("max", x), "max"),
+        "x.sum()": (lambda: x.sum(), "sum"),
+        'kapi.reduce("add")': (lambda: kapi.reduce("add", x), "sum"),
     }
     want = {"argmax": int(h.argmax()), "argmin": int(h.argmin()), "max": float(h.max())}
+    want["sum"] = float(h.sum(dtype=np.float64))
     failed = []
     for v in variants:
         use(v)
@@ -143,8 +192,8 @@ def main():
             check_small(dev, v)
             for name, (fn, op) in rows.items():
                 got = fn()
-                got = float(got) if op == "max" else int(got)
-                if got != want[op]:
+                got = float(got) if op in ("max", "sum") else int(got)
+                if got != want[op] and not (op == "sum" and np.isclose(got, want[op], 1e-5)):
                     raise SystemExit(f"{v}: {name} gives {got}, NumPy {want[op]}")
         except (Exception, SystemExit) as e:  # the other variants are still timed
             print(f"FAILED: variant {v}: {type(e).__name__}: {e}")
@@ -154,17 +203,18 @@ def main():
 
     times = {(v, r): [] for v in variants for r in rows}
     peer = {r: [] for r in rows}
-    tri_bw = []
     cx = cp.asarray(h) if cp is not None else None
     csync = cp.cuda.Device().synchronize if cp is not None else None
     for _ in range(args.rounds):
         if tri:
-            tri_bw.append(tri.sample())
+            tri.sample()
+            time.sleep(0.02)
+            tri1.sample()
         for v in variants:
             use(v)
             for r, (fn, _op) in rows.items():
                 fn()  # records the plan
-                times[v, r].append(median_batch(fn, sync, reps, batches))
+                times[v, r].append(median_batch(fn, sync, reps, batches, warm_s, clock))
         if cp is not None:
             for r, (_fn, op) in rows.items():
                 peer[r].append(median_batch(getattr(cx, op), csync, reps, batches))
@@ -173,9 +223,10 @@ def main():
     def med(a):
         return statistics.median(a)
 
-    tb = med(tri_bw) if tri_bw else None
+    tb = tri.bw() if tri else None
     if tb:
-        print(f"triad of float32 on the device: {tb / 1e9:.2f} GB/s (median of {len(tri_bw)})")
+        print(f"triad of float32 on the device: {tri.describe()}")
+        print(f"  single calls after a 20 ms pause (the timing before): {tri1.describe()}")
     for r in rows:
         print(r)
         pt = med(peer[r]) if cp is not None else None

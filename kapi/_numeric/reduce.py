@@ -39,19 +39,59 @@ _PER_ITEM = 16  # elements a work-item folds before another group is worth launc
 _CPU_WG = 64  # the CPU driver: work-items per group (each a contiguous chunk)
 _CPU_PER_ITEM = 256  # elements a CPU work-item folds before another group is worth it
 _CPU_GROUPS_PER_UNIT = 4  # groups per compute unit, to balance the driver's threads
+# argmin/argmax: their groups per compute unit (each work-item's end, a fold of its lanes, a
+# search of one block and a third group reduction, costs more than max's: fewer, longer chunks
+# are a trade against balance; bench/argred.py's cpuagN variants compare them)
+_CPU_ARG_GROUPS_PER_UNIT = 4
 _UNROLL = 4  # independent accumulators of a work-item's loop (GPUs)
-# The CPU driver's chunked loop: 64 bytes of accumulators (16 of 4 bytes, 8 of 8): with 4, a
-# max or min (a compare and a select per element) and integer sums were latency-bound (on the
-# 2-core box several times slower than with 16, bench/RESULTS.md's before and after). Float
-# sums and products keep 4 (the vectoriser widens those loads into <4 x float>; 16 were no
-# faster).
-_CPU_UNROLL_BYTES = 64
+# The CPU driver's chunked loop: 128 bytes of accumulators for min, max, argmin, argmax and
+# integer sums (32 of 4 bytes, 16 of 8; at most _CPU_MAX_ACC), which the vectoriser widens
+# into two independent vector chains (a compare and a select per element: one chain is
+# latency-bound), and _CPU_FSUM_ACC for float sums and products (one chain of <4 x float> was
+# latency-bound). On one core of the 2-core box, 2^20 float32 in cache (CPU time): max 174 ->
+# 132 us, argmax 207 -> 151 us, sum 239 -> 177 us (bench/RESULTS.md, fourteenth session).
+# KAPI_REDUCE_CPU=before: the settings before (64 bytes, at most 16, float sums 4, argmin and
+# argmax by _block_arg_once); read at import, bench/argred.py switches them in one process.
+CPU_SETTINGS = {
+    "lanes": dict(
+        _CPU_UNROLL_BYTES=128,
+        _CPU_MAX_ACC=32,
+        _CPU_FSUM_ACC=16,
+        CPU_ARG="lanes",
+        _ARG_BLOCK_UNROLLS=8,
+        _CPU_HALVES=True,
+    ),
+    "before": dict(
+        _CPU_UNROLL_BYTES=64,
+        _CPU_MAX_ACC=16,
+        _CPU_FSUM_ACC=4,
+        CPU_ARG="block",
+        _ARG_BLOCK_UNROLLS=16,
+        _CPU_HALVES=False,
+    ),
+}
+CPU_SCHEME = os.environ.get("KAPI_REDUCE_CPU", "lanes")
+if CPU_SCHEME not in CPU_SETTINGS:
+    raise ValueError(f"KAPI_REDUCE_CPU must be 'lanes' or 'before', not {CPU_SCHEME!r}")
+_CPU_UNROLL_BYTES = CPU_SETTINGS[CPU_SCHEME]["_CPU_UNROLL_BYTES"]
+_CPU_MAX_ACC = CPU_SETTINGS[CPU_SCHEME]["_CPU_MAX_ACC"]
+_CPU_FSUM_ACC = CPU_SETTINGS[CPU_SCHEME]["_CPU_FSUM_ACC"]
+_CPU_HALVES = CPU_SETTINGS[CPU_SCHEME]["_CPU_HALVES"]
 # Chunked argmin/argmax: each block of _ARG_BLOCK_UNROLLS * accumulators elements is folded
-# by value alone (vectorised, as min/max); the running extreme keeps the start of the first
-# block holding it, and that one block is searched for the index at the end (the "blocks"
-# scheme), or (KAPI_REDUCE_ARG=pairs, the scheme before) a block is searched whenever its
-# extreme beats the running one.
-_ARG_BLOCK_UNROLLS = 16
+# by value alone (vectorised, as min/max); "lanes" (CPU_ARG, the default): each accumulator
+# lane keeps its extreme and the start of the block where it first reached it, with no fold
+# across lanes per block (_block_arg_lanes); "block" (before): each block's accumulators are
+# folded into one value, compared with the running extreme, which keeps the start of the first
+# block holding it (_block_arg_once; on 16 cores argmax took 1.3x max's time). Either way one
+# block is searched for the index at the end ("blocks" scheme); KAPI_REDUCE_ARG=pairs (the
+# scheme before those) searches every block whose extreme beats the running one.
+CPU_ARG = CPU_SETTINGS[CPU_SCHEME]["CPU_ARG"]
+_ARG_BLOCK_UNROLLS = CPU_SETTINGS[CPU_SCHEME]["_ARG_BLOCK_UNROLLS"]
+# The lanes scheme's search of the block holding the extreme: once per work-item (False,
+# the default) or deferred (True): each work-item gives its block (or, from the row's tail, its
+# index) and the group's first work-item searches the group's earliest one only (a search per
+# group instead of per work-item; bench/argred.py's cpudefer variant)
+_CPU_ARG_DEFER = False
 _MAX_GROUPS = 1024  # the CPU driver's cap
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _GPU_MAX_GROUPS = 4096  # GPUs: the column kernel's work-items, in groups of _WG, at most
@@ -177,8 +217,8 @@ def _unrolled(op, is_float, first_pass, conv, *, arg, step, bound, row, pad) -> 
 def _cpu_unroll(op: str, acc_dt: np.dtype) -> int:
     """Accumulators of the chunked (CPU driver) loop for op in this accumulator dtype."""
     if op in ("sum", "prod") and acc_dt.kind == "f":
-        return _UNROLL
-    return max(_UNROLL, min(16, _CPU_UNROLL_BYTES // acc_dt.itemsize))
+        return _CPU_FSUM_ACC
+    return max(_UNROLL, min(_CPU_MAX_ACC, _CPU_UNROLL_BYTES // acc_dt.itemsize))
 
 
 def _block_fold(fold: str, conv, u: int, blk: int) -> list[str]:
@@ -279,11 +319,54 @@ def _block_arg_once(op: str, is_float: bool, conv, u: int) -> list[str]:
     if is_float:
         # the loop and the element loop after it end (j += blk passes end)
         lines += ["            if acc != acc:", "                end = j"]
-    lines += [
-        f"        j += {blk}",
-        "    if found != 0:",
-        "        q = accb",
-    ]
+    lines += [f"        j += {blk}", "    if found != 0:"]
+    lines += _block_search(op, is_float, conv, u, blk)
+    return lines
+
+
+def _block_arg_lanes(op: str, is_float: bool, conv, u: int, defer: bool = False) -> list[str]:
+    """The chunked arg-reduction's block loop, "lanes" scheme (the CPU driver's default): u
+    accumulators b0.. fold a block by value (min/max, NaN winning), then each lane k keeps,
+    without a branch or a fold across lanes, its running extreme r_k and the start s_k of the
+    first block where lane k reached it (strictly better only; a NaN beats any number, and
+    after a NaN nothing does): per block u compares and selects, which the vectoriser widens
+    as it widens the block's fold. At the end the extreme is the fold of the r_k, the block
+    holding its first occurrence the smallest s_k of the lanes holding it (a lane that never
+    improved holds the identity from the chunk's first block on), and that one block is
+    searched for the first element equal to it (or the first NaN)."""
+    blk = u * _ARG_BLOCK_UNROLLS
+    fold = _OPS["min" if op == "argmin" else "max"][1]
+    cmp = "<" if op == "argmin" else ">"
+    keep = ">=" if op == "argmin" else "<="  # b keeps r (false for a NaN b or r)
+    lines = ["    j0 = j"]
+    lines += [f"    r{k} = ident" for k in range(u)]
+    lines += [f"    s{k} = j" for k in range(u)]
+    lines.append(f"    while j + {blk} <= end:")
+    lines += _block_fold(fold, conv, u, blk)
+    for k in range(u):
+        better = f"not (b{k} {keep} r{k}) and r{k} == r{k}" if is_float else f"b{k} {cmp} r{k}"
+        lines += [
+            f"        t{k} = {better}",
+            f"        r{k} = b{k} if t{k} else r{k}",
+            f"        s{k} = j if t{k} else s{k}",
+        ]
+    lines += [f"        j += {blk}", "    if j > j0:"]
+    lines.append(f"        acc = {_tree(fold, [f'r{k}' for k in range(u)])}")
+    starts = [f"(s{k} if {_equal(is_float, f'r{k}', 'acc')} else end)" for k in range(u)]
+    # (& MAX: a value pyfront knows is non-negative, so that the search's loads need no
+    # wrap-around and stay contiguous vectors)
+    lines.append(f"        accb = {_tree('min({a}, {v})', starts)} & 0x7FFFFFFFFFFFFFFF")
+    if defer:  # the block, encoded (even); the group's first work-item searches it (_source)
+        lines.append("        acci = accb * 2")
+    else:
+        lines += _block_search(op, is_float, conv, u, blk)
+    return lines
+
+
+def _block_search(op: str, is_float: bool, conv, u: int, blk: int) -> list[str]:
+    """Lines (inside an `if`, 8 spaces deep) setting acci to the first index of the block at
+    accb whose element is acc (for a NaN acc: the first NaN)."""
+    lines = ["        q = accb"]
 
     def search(pad, hit):
         # u elements at a time (bitwise |, no branches: one vector compare), then one by one
@@ -382,6 +465,9 @@ def _source(
             return "(" + re.sub(r"\bl(\d+)\b", leaf, expr) + ")"
 
     blk = unroll * _ARG_BLOCK_UNROLLS
+    # the CPU lanes scheme's search once per group (_CPU_ARG_DEFER; `big` is then 2 * n + 2)
+    defer = arg and chunked and first_pass and scheme == "blocks" and CPU_ARG == "lanes"
+    defer = defer and _CPU_ARG_DEFER
     lines = [
         f"def _reduce(it, x, xi, out, outi, n, ident, big{params}):",
         "    row = it.get_global_id(0)",
@@ -435,10 +521,19 @@ def _source(
         lines.append(f"        j += {u}" if chunked else f"        j += {u} * step")
         names = ["acc"] + [f"a{k}" for k in range(1, u)]
         while len(names) > 1:  # combine the accumulators pairwise
+            if chunked and _CPU_HALVES:
+                # the upper half into the lower: the vector's halves, which the vectoriser
+                # keeps as one vector in the loop (neighbours paired, a float sum's 16
+                # accumulators became 8 vectors of 2 with a scalar load per element)
+                h = len(names) // 2
+                names = ["(" + fold.format(a=names[k], v=names[k + h]) + ")" for k in range(h)]
+                continue
             names = [
                 "(" + fold.format(a=names[k], v=names[k + 1]) + ")" for k in range(0, len(names), 2)
             ]
         lines.append(f"    acc = {names[0]}")
+    elif chunked and first_pass and scheme == "blocks" and CPU_ARG == "lanes":
+        lines += _block_arg_lanes(op, is_float, conv, unroll, defer)
     elif chunked and first_pass and scheme == "blocks":
         lines += _block_arg_once(op, is_float, conv, unroll)
     elif chunked and first_pass:
@@ -458,7 +553,9 @@ def _source(
             pad="    ",
         )
     lines += ["    while j < end:", f"        v = {conv('j')}"]
-    lines += _fold_step(op, is_float, "j" if first_pass else "xi[row, j]", "        ")
+    # (defer: an index found element by element is encoded odd, a block even)
+    idx = ("2 * j + 1" if defer else "j") if first_pass else "xi[row, j]"
+    lines += _fold_step(op, is_float, idx, "        ")
     lines.append("        j += step")
     red = f"K.reduce_over_group(g, acc, K.GroupOp.{gop})"
     if is_float and op in ("min", "max", "argmin", "argmax"):
@@ -475,6 +572,20 @@ def _source(
     if arg:
         lines.append(f"    i = K.reduce_over_group(g, acci if {same} else big, K.GroupOp.MIN)")
     lines += ["    if lid == 0:", "        out[row, g.get_group_id(1)] = m"]
+    if arg and defer:
+        # the smallest code of the work-items holding m: an index (odd) or the block holding
+        # the group's first m (even), searched here once instead of once per work-item
+        lines += [
+            "        if i >= big:",
+            "            i = big // 2 - 1",  # nothing found: n
+            "        elif i % 2 == 1:",
+            "            i = i // 2",
+            "        else:",
+            "            acc = m",
+            "            accb = (i // 2) & 0x7FFFFFFFFFFFFFFF",
+        ]
+        lines += ["    " + ln for ln in _block_search(op, is_float, conv, unroll, blk)]
+        lines.append("            i = acci")
     if arg:
         lines.append("        outi[row, g.get_group_id(1)] = i")
     return "\n".join(lines) + "\n"
@@ -809,11 +920,12 @@ def _chunked(x: Array) -> bool:
     return x.device.device_type == "cpu"
 
 
-def _groups(x: Array, n: int, rows: int = 1) -> int:
+def _groups(x: Array, n: int, rows: int = 1, op: str = "") -> int:
     """Work-groups per row: enough to fill the device, none with too little to fold."""
     units = max(1, x.device.max_compute_units)
     if _chunked(x):
-        cap = min(_MAX_GROUPS, _CPU_GROUPS_PER_UNIT * units)
+        per_unit = _CPU_ARG_GROUPS_PER_UNIT if op.startswith("arg") else _CPU_GROUPS_PER_UNIT
+        cap = min(_MAX_GROUPS, per_unit * units)
         return max(1, min(cap, -(-n // (_CPU_WG * _CPU_PER_ITEM))))
     # the groups of all rows together fill the device (about one wave of resident groups,
     # _GPU_ROW_GROUPS), and each work-item folds at least _PER_ITEM elements: 2^27 elements
@@ -888,10 +1000,18 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
                 outi[r0:r1] if arg else outi,
                 np.int64(n),
                 _identity(op, acc_dt),
-                np.int64(n if xi is None else np.iinfo(np.int64).max),
+                np.int64(_first_big(n, arg, cpu, scheme) if xi is None else np.iinfo(np.int64).max),
                 *(v[r0:r1] if isinstance(v, Array) else v for v in leaves),
             )
     return out, outi
+
+
+def _first_big(n: int, arg: bool, cpu: bool, scheme: str) -> int:
+    """The first pass's `big` (the index no element has): n, or 2 * n + 2 where the CPU lanes
+    scheme encodes its indices (2 * index + 1) and blocks (2 * start) for a deferred search."""
+    if arg and cpu and scheme == "blocks" and CPU_ARG == "lanes" and _CPU_ARG_DEFER:
+        return 2 * n + 2
+    return n
 
 
 def reduce(op: str, x: Array, axis=None, keepdims: bool = False, out=None):
@@ -968,7 +1088,7 @@ def _reduce(op: str, x: Array, axis=None, keepdims: bool = False) -> Array:
             x2, kept = _as_rows(x, axes)
         rows = x2.shape[0]
     base_op = "sum" if op == "mean" else op
-    groups = _groups(x, n, rows)
+    groups = _groups(x, n, rows, op)
     if rows * n == 0:
         res = Array._allocate((rows, 1), acc_dt, x.sycl_queue, x.usm_type)
         res.fill(_identity(base_op, acc_dt) if base_op in ("sum", "prod", "any", "all") else 0)

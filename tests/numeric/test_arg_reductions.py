@@ -5,6 +5,8 @@ driver's contiguous chunks, the GPUs' strided parts): the first NaN wins, ties k
 first index (across blocks, chunks and work-groups), -0.0 equals 0.0, all-equal and
 all-infinite arrays, integer and bool types, sizes that are no multiple of a block."""
 
+import re
+
 import numpy as np
 import pytest
 from kapi_testing import devices_or_skip
@@ -193,7 +195,8 @@ def test_cpu_blocks_load_vectors():
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     first = r.stderr.split("define i32 @_reduce")[1]  # the first pass (compiled first)
-    assert "load <16 x float>, <16 x float> addrspace(1)*" in first
+    # (32 accumulators: <32 x float>, two vectors of 16 on AVX-512)
+    assert re.search(r"load <(16|32) x float>, <\1 x float> addrspace\(1\)\*", first)
 
 
 @pytest.mark.parametrize("dtype", ["int32", "uint8", "int64"])
@@ -244,3 +247,130 @@ def test_gpu_kernels_finalise_to_ptx(tmp_path, monkeypatch, arg_scheme):
             text=True,
         )
         assert r.returncode == 0, r.stderr
+
+
+CPU_DEVICES = [d for d in DEVICES if d.device_type == "cpu"]
+
+
+@pytest.fixture(params=["lanes", "before", "defer"])
+def cpu_settings(request, monkeypatch):
+    """The CPU driver's reduction settings now ("lanes": each accumulator lane keeps its
+    extreme and block, 128 bytes of accumulators), before (KAPI_REDUCE_CPU=before) and lanes
+    with the block searched once per group ("defer", _CPU_ARG_DEFER), in one process as
+    bench/argred.py switches them: the same answers from all."""
+    if not CPU_DEVICES:
+        pytest.skip("no CPU device")
+    for k, v in _reduce.CPU_SETTINGS["before" if request.param == "before" else "lanes"].items():
+        monkeypatch.setattr(_reduce, k, v)
+    monkeypatch.setattr(_reduce, "_CPU_ARG_DEFER", request.param == "defer")
+    monkeypatch.setattr(_reduce, "ARG_SCHEME", "blocks")
+    _reduce._src_for.cache_clear()
+    _replay.clear_plans()
+    yield request.param
+    _reduce._src_for.cache_clear()
+    _replay.clear_plans()
+
+
+def _lane_cases(n, dt):
+    """Arrays aimed at the lanes scheme (blocks of 256 elements, 32 or 16 lanes): the extreme
+    reached by different lanes in different blocks (the earlier block wins, whatever the
+    lane), by one lane twice, NaN in the first block, the last block, the tail after the last
+    whole block and in several lanes, -0.0 beside 0.0, all equal, many ties."""
+    rng = np.random.default_rng(n + dt.itemsize)
+    fl = dt.kind == "f"
+    if dt == np.bool_:
+        base = np.zeros(n, dt)
+        hi = lo = None
+    elif fl:
+        base = rng.uniform(-1, 1, n).astype(dt)
+        hi, lo = dt.type(3), dt.type(-3)
+    else:
+        base = rng.integers(10, 20, n).astype(dt)
+        hi, lo = dt.type(50), dt.type(1)
+    out = [("base", base)]
+    few = rng.integers(0, 3, n).astype(dt)  # ties everywhere
+    out.append(("ties", few))
+    if hi is not None:
+        for a, b in ((300, 40), (40, 300), (257, 600), (n - 1, n - 2), (5, 5 + 256)):
+            if 0 <= min(a, b) and max(a, b) < n:
+                h = base.copy()
+                h[[a, b]] = hi
+                h[[n - 1 - a, n - 1 - b]] = lo
+                out.append((f"extremes at {a}, {b}", h))
+    if fl:
+        last_block = (n // 256) * 256 - 1
+        for ps in ([0], [n - 1], [last_block, 3], [n // 2 + 7, n // 3, n // 3 + 1], [700, 20]):
+            ps = [p for p in ps if 0 <= p < n]
+            if ps:
+                h = base.copy()
+                h[ps] = np.nan
+                out.append((f"NaN at {ps}", h))
+        z = np.zeros(n, dt)
+        z[rng.random(n) < 0.5] = -0.0
+        out.append(("signed zeros", z))
+        out.append(("all -inf", np.full(n, -np.inf, dt)))
+        out.append(("all +inf", np.full(n, np.inf, dt)))
+    out.append(("all equal", np.full(n, 1, dt)))
+    return out
+
+
+@pytest.mark.parametrize("one_group", [False, True], ids=["groups", "one-group"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("n", [1, 31, 256, 257, 511, 4097, 3 * 65536 + 17])
+def test_cpu_lanes_against_numpy(cpu_settings, dtype, n, one_group, monkeypatch):
+    """one_group: one work-group per row, so each work-item's chunk spans many blocks (up to
+    48 here; with a group per core a small machine's chunks hold one or two)."""
+    if one_group:
+        monkeypatch.setattr(_reduce, "_MAX_GROUPS", 1)
+    dt = np.dtype(dtype)
+    for what, h in _lane_cases(n, dt):
+        x = kapi.asarray(h, device=CPU_DEVICES[0])
+        _both(x, h, f"{cpu_settings}: {what}")
+
+
+def test_cpu_lanes_rows_axis(cpu_settings):
+    """Rows of a 2-D array (each row its own chunks): NaN, ties and extremes per row."""
+    rng = np.random.default_rng(9)
+    h = rng.integers(0, 4, (6, 70001)).astype(np.float32)
+    h[1, [5, 69000]] = np.nan
+    h[2, 66000] = 9.0
+    h[3, :] = 0.0
+    h[4, 300] = -9.0
+    x = kapi.asarray(h, device=CPU_DEVICES[0])
+    for op in ("argmax", "argmin"):
+        for axis, keepdims in ((1, False), (1, True), (0, False), (None, False)):
+            got = getattr(x, op)(axis=axis, keepdims=keepdims)
+            want = getattr(h, op)(axis=axis, keepdims=keepdims)
+            np.testing.assert_array_equal(np.asarray(got.asnumpy()), want, err_msg=op)
+
+
+def test_cpu_settings_switch_the_kernels(cpu_settings):
+    """The switch changes the generated kernels (lanes: per-lane extremes and blocks, 32
+    float32 accumulators; before: one value per block, 16)."""
+    src = _reduce._src_for("argmax", np.dtype(np.float32), True, True, None, "blocks")
+    lanes = "s0 = j if t0 else s0" in src
+    assert lanes == (cpu_settings != "before")
+    assert ("acci = accb * 2" in src) == (cpu_settings == "defer")
+    src = _reduce._src_for("max", np.dtype(np.float32), True, True)
+    assert ("a31 = ident" in src) == (cpu_settings != "before")
+    assert "a15 = ident" in src
+
+
+def test_bad_cpu_switch_is_refused():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {
+        "PYTHONPATH": str(Path(kapi.__file__).parents[1]),
+        "KAPI_REDUCE_CPU": "fast",
+        "PATH": "/usr/bin:/bin",
+    }
+    r = subprocess.run(
+        [sys.executable, "-c", "import kapi._numeric.reduce"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode != 0
+    assert "KAPI_REDUCE_CPU must be 'lanes' or 'before', not 'fast'" in r.stderr
