@@ -770,6 +770,27 @@ def _scatter_serial(item, k, v, k2, v2, offs, n, B, T, shift, MASK):
 """
 
 
+# The CPU argsort's MSD pass (sort_radix.py, CPU_PACK): as _scatter_serial, but each key goes
+# out with its index as one 64-bit word, the key in the high half and the index i (< 2^32) in
+# the low (no index array to read: the indices are made here), so that the buckets' passes
+# move one word per element.
+_SCATTER_PACK_SRC = """
+def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(256, np.int64)
+    for d in range(256):
+        off[d] = offs[d * T + t]
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    while i < end:
+        kk = k[i]
+        d = np.int64((kk >> shift) & MASK)
+        dst = off[d]
+        off[d] = dst + 1
+        w[dst & 0x7FFFFFFFFFFFFFFF] = (np.uint64(kk) << np.uint64(32)) | np.uint64(i)
+        i += 1
+"""
+
 # Narrow indices in the onesweep pass (KAPI_SORT_NARROW, read at import): the pass runs only
 # below _OS_MAX_N (2^30) keys, so every place it computes (a key's place in the input, in the
 # tile and in the output) fits 30 bits. Numba's typing makes their sums 64-bit, and the 64-bit

@@ -65,6 +65,7 @@ from .sort_kernels import (
     _OSCLEAR_SRC,
     _RANK_NEXT,
     _RANK_SCAN,
+    _SCATTER_PACK_SRC,
     _SCATTER_SERIAL_SRC,
     _SCATTER_SRC,
     _SPLIT_GROUP,
@@ -347,14 +348,22 @@ def _os_items_values() -> int:
 
 
 def _radix_passes(
-    k: Array, v: Array | None, bits_vary, nbits: int, keep_input=False, hist=None, fresh=False
+    k: Array,
+    v: Array | None,
+    bits_vary,
+    nbits: int,
+    keep_input=False,
+    hist=None,
+    fresh=False,
+    keys_out=True,
 ):
     """Sorts keys k (unsigned, 1-D) stably, with values v (int64) when given, by every byte
     in which bits_vary (an int, or a function giving it) has a bit set. Returns the sorted
     (k, v); the inputs are clobbered, except k with keep_input (the result is then a new
     array, never k itself). hist: the keys' digit counts (`_keys`), used by the "onesweep"
     kind (counted here when None). fresh: v is `_keys`' index array, left unwritten where
-    _iota_first says so (the first pass then makes the indices)."""
+    _iota_first or _cpu_pack says so (the first pass then makes the indices). keys_out=False:
+    the sorted keys are not wanted (argsort), and may be returned as None."""
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
     withv = v is not None
@@ -375,12 +384,17 @@ def _radix_passes(
     if callable(bits_vary):  # a wait for the device: after the host's setup above
         bits_vary = bits_vary()
     shifts = [sh for sh in range(0, nbits, 8) if (bits_vary >> sh) & (RADIX - 1)]
-    per = (k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes on average
+    pack = fresh and _cpu_pack(k.device, n, withv, k.dtype.itemsize)  # v: unwritten
+    per = (8 if pack else k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes
     msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
     if msd and per <= CPU_MSD_BUCKET_BYTES:
-        done = _msd_sort(k, v, k2, v2, shifts, withv, keep_input)
+        done = _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack, keys_out)
         if done is not None:
             return done
+    if pack and len(shifts) >= 2:  # the LSD passes, packed as well
+        return _lsd_packed(k, v, k2, v2, shifts, keys_out)
+    if pack:  # one pass or none: the indices first
+        _fill_iota(v, None)
     iota = fresh and _iota_first(k.device, n, withv)
     vplan = _value_plan(v, v2, len(shifts)) if kind == "onesweep" and withv else None
     src = k
@@ -829,17 +843,93 @@ def _bucket_src(passes: int, withv: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The CPU argsort of keys of at most 32 bits (n < 2^32; KAPI_SORT_CPU_PACK, read at import; on
+# by default): the MSD pass writes each key and its index as one uint64 word (key high, index
+# low: _SCATTER_PACK_SRC), so `_keys` writes no index array and the MSD pass reads none, and
+# the buckets' passes (_bucket_pack_src) move one 8-byte word per element where the key and
+# its int64 index were 12 bytes in two arrays (a bucket's two buffers of 2^16 elements: 1 MiB
+# rather than 1.5). The last pass writes the index alone (and the key, where asked) into the
+# result. 0: the keys and int64 indices in separate arrays, as before.
+CPU_PACK = os.environ.get("KAPI_SORT_CPU_PACK", "1") != "0"
+
+
+def _cpu_pack(dev, n: int, withv: bool, itemsize: int) -> bool:
+    """Whether an argsort of n keys of itemsize bytes packs keys and indices on dev's serial
+    kind (then `_keys` leaves the indices unwritten: the packed MSD pass, or `_fill_iota`
+    where that does not run, makes them)."""
+    return (
+        CPU_PACK
+        and withv
+        and itemsize <= 4
+        and n < (1 << 32)
+        and _pass_kind(dev, n, True) == "serial"
+    )
+
+
+@functools.cache
+def _bucket_pack_src(shifts: tuple, keys_out: str | None) -> str:
+    """The kernel sorting each MSD bucket of packed words (key << 32 | index) by the key's
+    digits at `shifts` (ascending, constants in the source), alternating between a and b (a
+    first: the MSD pass's output); one read of the bucket counts every digit position. The
+    last pass writes the index alone (the result's int64 memory seen as uint64) and, with
+    keys_out (the key dtype's NumPy name), the key into kout."""
+    m63 = "0x7FFFFFFFFFFFFFFF"
+    lines = [
+        "def _bucket_pack(item, a, b, kout, offs, n, T):",
+        "    d = item.get_global_id(0)",
+        f"    lo = offs[d * T] & {m63}",
+        f"    hi = (offs[(d + 1) * T] if d < 255 else n) & {m63}",
+        f"    cnt = K.PrivateArray({256 * len(shifts)}, np.int64, fill_zeros=True)",
+        "    i = lo",
+        "    while i < hi:",
+        "        w = a[i]",
+    ]
+    for p, sh in enumerate(shifts):
+        lines.append(
+            f"        cnt[{256 * p} + np.int64((w >> np.uint64({32 + sh})) & np.uint64(255))] += 1"
+        )
+    lines += ["        i += 1"]
+    for p in range(len(shifts)):
+        lines += [
+            "    s = lo",
+            "    for q in range(256):",
+            f"        c = cnt[{256 * p} + q]",
+            f"        cnt[{256 * p} + q] = s",
+            "        s += c",
+        ]
+    for p, sh in enumerate(shifts):
+        src, dst = ("a", "b") if p % 2 == 0 else ("b", "a")
+        last = p == len(shifts) - 1
+        lines += [
+            "    i = lo",
+            "    while i < hi:",
+            f"        w = {src}[i]",
+            f"        q = {256 * p} + np.int64((w >> np.uint64({32 + sh})) & np.uint64(255))",
+            f"        o = cnt[q] & {m63}",
+            "        cnt[q] = o + 1",
+        ]
+        if not last:
+            lines.append(f"        {dst}[o] = w")
+        else:
+            lines.append(f"        {dst}[o] = w & np.uint64(0xFFFFFFFF)")
+            if keys_out:
+                lines.append(f"        kout[o] = np.{keys_out}(w >> np.uint64(32))")
+        lines.append("        i += 1")
+    return "\n".join(lines) + "\n"
+
+
 def _msd_cores(device) -> int:
     """The cores the buckets must balance over (a function: the tests fix it, so that their
     keys take the same scheme on a 2-core and a 32-core machine)."""
     return max(1, device.max_compute_units)
 
 
-def _msd_sort(k, v, k2, v2, shifts, withv, keep_input):
+def _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack=False, keys_out=True):
     """The MSD-then-buckets scheme (CPU_MSD) over the varying byte shifts (ascending, two or
     more), with _radix_passes' buffers (v, v2: a placeholder without values): the sorted
     (k, v) as _radix_passes returns them, or None (nothing written) when the top digit's
-    buckets do not balance."""
+    buckets do not balance. pack: keys and indices as one word (CPU_PACK; v unwritten), the
+    keys returned only with keys_out (else None)."""
     from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange
 
@@ -853,6 +943,8 @@ def _msd_sort(k, v, k2, v2, shifts, withv, keep_input):
     largest = int(np.diff(np.append(starts, n)).max())
     if largest > n // (2 * _msd_cores(k.device)):
         return None  # unbalanced: the LSD passes
+    if pack:
+        return _msd_packed(k, v, k2, v2, shifts, table, keys_out)
     _serial_scatter(k, v, a, va, top, withv, table)
     b = Array._allocate((n,), k.dtype, q, ut) if keep_input else k
     vb = v
@@ -867,11 +959,76 @@ def _msd_sort(k, v, k2, v2, shifts, withv, keep_input):
     return a, (va if withv else None)
 
 
+def _msd_packed(k, v, k2, v2, shifts, table, keys_out):
+    """_msd_sort's packed form: the MSD pass writes words (key << 32 | index) into the one of
+    v2 and v (both n int64, seen as uint64) that leaves the buckets' last pass writing v;
+    v gets the indices, k2 the sorted keys with keys_out."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    n = k.size
+    offs, T, B = table
+    u64 = np.dtype(np.uint64)
+    out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
+    rest = tuple(shifts[:-1])
+    a, b = (out, scratch) if len(rest) % 2 == 0 else (scratch, out)
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    top, mask = k.dtype.type(shifts[-1]), k.dtype.type(RADIX - 1)
+    scat = _kernel(_SCATTER_PACK_SRC, "_scatter_pack")
+    call_kernel(scat, NdRange(T, 1), k, a, offs, *sizes, top, mask)
+    kout = k2 if keys_out else Array._allocate((1,), k.dtype, k.sycl_queue, k.usm_type)
+    src = _bucket_pack_src(rest, k.dtype.name if keys_out else None)
+    kern = _kernel(src, "_bucket_pack")
+    call_kernel(kern, NdRange(RADIX, 1), a, b, kout, offs, np.int64(n), np.int64(T))
+    return (k2 if keys_out else None), v
+
+
+def _lsd_packed(k, v, k2, v2, shifts, keys_out):
+    """The LSD passes of the packed argsort (CPU_PACK, two passes or more; v unwritten): the
+    first writes words (key << 32 | index), the others move words, the last writing the
+    indices into v (and the keys into k2, with keys_out); v and v2 (n int64 each, seen as
+    uint64) alternate so that the last pass ends in v. Returns _radix_passes' (k, v)."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    u64 = np.dtype(np.uint64)
+    out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
+    w, w2 = (out, scratch) if len(shifts) % 2 else (scratch, out)
+    offs, T, B = _serial_hist(k, k.dtype.type(shifts[0]))
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    scat = _kernel(_SCATTER_PACK_SRC, "_scatter_pack")
+    call_kernel(
+        scat, NdRange(T, 1), k, w, offs, *sizes, k.dtype.type(shifts[0]), k.dtype.type(RADIX - 1)
+    )
+    none = Array._allocate((1,), u64, q, ut)
+    kout = k2 if keys_out else Array._allocate((1,), k.dtype, q, ut)
+    for i, sh in enumerate(shifts[1:], 1):
+        wsh = np.uint64(32 + sh)
+        table = _serial_hist(w, wsh)
+        if i < len(shifts) - 1:
+            _serial_scatter(w, none, w2, none, wsh, False, table)
+        else:
+            offs, T, B = table
+            last = _kernel(
+                _SCATTER_SERIAL_SRC.replace("k2[dst] = kk", "k2[dst] = kk & np.uint64(0xFFFFFFFF)"),
+                "_scatter_serial",
+                VCOPY=f"v2[dst] = np.{k.dtype.name}(kk >> np.uint64(32))" if keys_out else "pass",
+            )
+            call_kernel(
+                last, NdRange(T, 1), w, none, w2, kout, offs, *sizes, wsh, np.uint64(RADIX - 1)
+            )
+        w, w2 = w2, w
+    return (k2 if keys_out else None), v
+
+
 # Argsort of unsigned keys, ascending (KAPI_SORT_ARGSORT_IN_PLACE, read at import; on by
 # default): as sort's, the keys are x's own memory, which the passes leave alone
 # (keep_input), so `_keys` only counts them (and writes the indices, unless the first pass
-# makes them): 4 bytes per key less written. Not on kapi's CPU device, whose serial kind
-# reads the keys' varying bits from a copy.
+# makes them): 4 bytes per key less written. On kapi's CPU device only where its passes pack
+# keys and indices (_cpu_pack: then `_keys` writes nothing at all); before that, its keys
+# pass wrote the indices anyway, and the keys' copy came with them.
 ARGSORT_IN_PLACE = os.environ.get("KAPI_SORT_ARGSORT_IN_PLACE", "1") != "0"
 
 
@@ -891,7 +1048,10 @@ def _keys_in_place(x: Array, withv: bool, descending: bool) -> bool:
         return False
     if not withv:
         return True
-    return ARGSORT_IN_PLACE and _pass_kind(x.device, x.size, True) != "serial"
+    if not ARGSORT_IN_PLACE:
+        return False
+    serial = _pass_kind(x.device, x.size, True) == "serial"
+    return not serial or _cpu_pack(x.device, x.size, True, x.dtype.itemsize)
 
 
 def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
@@ -917,8 +1077,9 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     kind = _pass_kind(x.device, n, withv)
     iota = _iota_first(x.device, n, withv)  # the first pass makes the indices
     serial = kind == "serial"
+    pack = serial and _cpu_pack(x.device, n, withv, udt.itemsize)  # no indices written here
     if serial and not write:
-        return k, None, lambda: _vary(k), None
+        return k, (v if withv else None), lambda: _vary(k), None
     npos = udt.itemsize if kind == "onesweep" else 0
     hist, hargs = None, ()
     if serial:
@@ -934,7 +1095,7 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
             hargs = (K.LocalAccessor(npos * RADIX * _hist_parts(npos)[3], np.uint32), hist)
     sign, absm, inf, allb = _key_consts(dt)
     mode, flags = np.int32(_mode(dt)), (np.int32(canon_zero), np.int32(descending))
-    consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv and not iota))
+    consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv and not iota and not pack))
     k_arg = k if write else Array._allocate((1,), udt, q, ut)
     x_u = _as_dtype(x, udt)
     args = (x_u, k_arg, v, vo, np.int64(n), mode, *flags, *consts, *hargs)

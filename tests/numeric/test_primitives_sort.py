@@ -107,9 +107,9 @@ def test_sort_finds_the_bits_that_vary(dev, monkeypatch, dtype, hi):
     seen = []
     passes = _sort._radix_passes
 
-    def record(k, v, bits_vary, nbits, keep_input=False, hist=None, fresh=False):
+    def record(k, v, bits_vary, nbits, keep_input=False, hist=None, fresh=False, **kw):
         seen.append(bits_vary() if callable(bits_vary) else bits_vary)
-        return passes(k, v, seen[-1], nbits, keep_input, hist, fresh)
+        return passes(k, v, seen[-1], nbits, keep_input, hist, fresh, **kw)
 
     monkeypatch.setattr(_sort, "_radix_passes", record)
     dt = np.dtype(dtype)
@@ -1037,6 +1037,106 @@ def test_cpu_msd_then_buckets(dev, monkeypatch, dtype, vary_bytes):
     used.clear()
     np.testing.assert_array_equal(kapi.argsort(skew).asnumpy(), np.argsort(sk, kind="stable"))
     assert used == [None]  # unbalanced: the LSD passes
+
+
+def _stable_order(h, descending=False):
+    """NumPy's stable argsort of h, descending (equal keys still in index order) too."""
+    if not descending:
+        return np.argsort(h, kind="stable")
+    o = np.argsort(h[::-1], kind="stable")[::-1]  # (NaNs first), ties in index order
+    return (h.size - 1 - o).astype(np.int64)
+
+
+def _packed_runs(monkeypatch):
+    """The calls of the CPU argsort's packed MSD scheme from here on (a list, one per call)."""
+    from kapi._numeric import sort_radix as _radix
+
+    runs = []
+    orig = _radix._msd_packed
+    monkeypatch.setattr(_radix, "_msd_packed", lambda *a: runs.append(1) or orig(*a))
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)  # the same scheme on any host
+    return runs
+
+
+@pytest.mark.parametrize("dtype", ["uint32", "int32", "float32", "uint16", "int16", "float16"])
+@pytest.mark.parametrize("n", [(1 << 16) - 1, 1 << 16, (1 << 16) + 1, 300_007])
+@pytest.mark.parametrize("descending", [False, True])
+def test_cpu_packed_argsort(dev, monkeypatch, dtype, n, descending):
+    """kapi's CPU device argsorts keys of up to 32 bits by the top digit first, each key
+    going out with its index as one 64-bit word, then each bucket's words by the other
+    digits (_msd_packed), from 2^16 keys where the buckets balance (the LSD passes where
+    not): stable across buckets and blocks (repeats that span the top digit's
+    buckets), NaNs last, -0.0 and 0.0 equal, int64 indices; the same indices as the keys
+    and int64 indices in two arrays (KAPI_SORT_CPU_PACK=0); an unsigned input (read in
+    place) left as it was."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    runs = _packed_runs(monkeypatch)
+    h = _keys(dtype, n, seed=n)
+    h[n // 3 :: 11] = h[n // 2]  # a key repeated from the first block to the last
+    h0 = h.copy()
+    a = kapi.asarray(h, device=dev)
+    got = kapi.argsort(a, descending=descending)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got.asnumpy(), _stable_order(h, descending))
+    np.testing.assert_array_equal(a.asnumpy(), h0)
+    ran = len(runs)
+    if h.dtype.kind in "iu":  # (the floats' few exponents may skew the top digit)
+        assert ran == (n >= 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_PACK", False)
+    np.testing.assert_array_equal(kapi.argsort(a, descending=descending).asnumpy(), got.asnumpy())
+    assert len(runs) == ran
+
+
+@pytest.mark.parametrize("vary_bytes", [2, 3, 4])
+def test_cpu_packed_buffers_and_keys(dev, monkeypatch, vary_bytes):
+    """The packed scheme's words end in the result after an odd or even number of bucket
+    passes (keys varying in 2, 3 or 4 bytes); topk (keys written from the words, beside the
+    indices) and a 2-D argsort along either axis agree with NumPy; keys that do not take
+    the scheme (all equal, a single varying byte: the indices written first, then the
+    passes; skewed to one bucket: the LSD passes on words, topk's keys written from them)
+    still give the stable order."""
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    runs = _packed_runs(monkeypatch)
+    n = 200_003
+    rng = np.random.default_rng(vary_bytes)
+    h = rng.integers(0, 1 << (8 * vary_bytes), n, dtype=np.uint64).astype(np.uint32)
+    h[::9] = h[7]  # ties in one bucket, in every block
+    a = kapi.asarray(h, device=dev)
+    np.testing.assert_array_equal(kapi.argsort(a).asnumpy(), np.argsort(h, kind="stable"))
+    f = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    f = np.where(np.isnan(f), 0, f).astype(np.float32)  # every exponent: balanced buckets
+    v, i = kapi.topk(kapi.asarray(f, device=dev), 1000)
+    want = _stable_order(f, True)[:1000]
+    np.testing.assert_array_equal(i.asnumpy(), want)
+    np.testing.assert_array_equal(v.asnumpy(), f[want])
+    assert len(runs) == 2
+    m = h.reshape(-1, 1)[: 1000 * 200].reshape(1000, 200).astype(np.int32) - (1 << 20)
+    b = kapi.asarray(m, device=dev)
+    for axis in (0, 1, None):
+        want = np.argsort(m, axis=axis, kind="stable")
+        np.testing.assert_array_equal(kapi.argsort(b, axis=axis).asnumpy(), want)
+    runs.clear()
+    for keys in (
+        np.full(n, 7, np.uint32),  # no varying digit
+        np.arange(n, dtype=np.uint32) % 200,  # one varying digit
+        np.where(np.arange(n) % 10 == 0, f.view(np.uint32), f.view(np.uint32) & 0xFFFFFF),
+    ):
+        k = kapi.asarray(keys, device=dev)  # (the last: nine in ten in bucket 0)
+        np.testing.assert_array_equal(kapi.argsort(k).asnumpy(), np.argsort(keys, kind="stable"))
+        np.testing.assert_array_equal(
+            kapi.argsort(k, descending=True).asnumpy(), _stable_order(keys, True)
+        )
+    u = rng.random(n, dtype=np.float32)  # few exponents: the LSD passes, packed too
+    u[::5] = u[3]
+    v, i = kapi.topk(kapi.asarray(u, device=dev), 5000)  # keys written from the words
+    want = _stable_order(u, True)[:5000]
+    np.testing.assert_array_equal(i.asnumpy(), want)
+    np.testing.assert_array_equal(v.asnumpy(), u[want])
+    assert runs == []
 
 
 @pytest.mark.parametrize("value", ["24", "12", "3", "x"])
