@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# kapi.argsort (and kapi.sort) of 2^24 uint32 and float32 keys on the GPU machine's CPU (kapi's
+# CPU device, every core) beside np.sort in the same process, every result checked against
+# NumPy (np.sort, np.argsort(kind="stable")): the argsort's packed keys and indices
+# (KAPI_SORT_CPU_PACK=1, the default) against separate key and int64 index arrays (=0), each
+# variant in its own process, in turn, twice. Setup as bench/cpu_primitives_run.sh:
+#   run(command="bash bench/argsort2.sh", carry=["kapi/_lib", ".carry/debs"])
+# LOG2N (default 24), ROUNDS (default 2), VARIANTS (extra --variant arguments) change it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. bench/device_env.sh
+export KAPI_DRIVERS=cpu
+echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+# shellcheck disable=SC2086
+python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
+  --sort-dtypes uint32,float32 --batches 7 --no-np-argsort --rounds "${ROUNDS:-2}" \
+  --variant before:KAPI_SORT_CPU_PACK=0 --variant after: ${VARIANTS:-} 2>&1 |
+  tee "$OUT/argsort2.log"
