@@ -866,13 +866,22 @@ def _cpu_pack(dev, n: int, withv: bool, itemsize: int) -> bool:
     )
 
 
+# The CPU sort's buckets (keys alone) by _bucket_pack_src's kernel (KAPI_SORT_CPU_BUCKET_COUNT_ONCE,
+# read at import; on by default): one read of a bucket counts every digit position, and the
+# digits' shifts are constants in the source (where _bucket_lsd reads the bucket once per
+# digit to count it, and shifts by arguments, each shift checked against the key's width).
+# 0: _bucket_lsd, as before.
+CPU_BUCKET_COUNT_ONCE = os.environ.get("KAPI_SORT_CPU_BUCKET_COUNT_ONCE", "1") != "0"
+
+
 @functools.cache
-def _bucket_pack_src(shifts: tuple, keys_out: str | None) -> str:
+def _bucket_pack_src(shifts: tuple, keys_out: str | None, base: int = 32) -> str:
     """The kernel sorting each MSD bucket of packed words (key << 32 | index) by the key's
     digits at `shifts` (ascending, constants in the source), alternating between a and b (a
     first: the MSD pass's output); one read of the bucket counts every digit position. The
     last pass writes the index alone (the result's int64 memory seen as uint64) and, with
-    keys_out (the key dtype's NumPy name), the key into kout."""
+    keys_out (the key dtype's NumPy name), the key into kout. base=0: the words are keys
+    alone (a sort: CPU_BUCKET_COUNT_ONCE), which the last pass writes as they are."""
     m63 = "0x7FFFFFFFFFFFFFFF"
     lines = [
         "def _bucket_pack(item, a, b, kout, offs, n, T):",
@@ -885,9 +894,8 @@ def _bucket_pack_src(shifts: tuple, keys_out: str | None) -> str:
         "        w = a[i]",
     ]
     for p, sh in enumerate(shifts):
-        lines.append(
-            f"        cnt[{256 * p} + np.int64((w >> np.uint64({32 + sh})) & np.uint64(255))] += 1"
-        )
+        digit = f"np.int64((w >> np.uint64({base + sh})) & np.uint64(255))"
+        lines.append(f"        cnt[{256 * p} + {digit}] += 1")
     lines += ["        i += 1"]
     for p in range(len(shifts)):
         lines += [
@@ -904,11 +912,11 @@ def _bucket_pack_src(shifts: tuple, keys_out: str | None) -> str:
             "    i = lo",
             "    while i < hi:",
             f"        w = {src}[i]",
-            f"        q = {256 * p} + np.int64((w >> np.uint64({32 + sh})) & np.uint64(255))",
+            f"        q = {256 * p} + np.int64((w >> np.uint64({base + sh})) & np.uint64(255))",
             f"        o = cnt[q] & {m63}",
             "        cnt[q] = o + 1",
         ]
-        if not last:
+        if not last or not base:
             lines.append(f"        {dst}[o] = w")
         else:
             lines.append(f"        {dst}[o] = w & np.uint64(0xFFFFFFFF)")
@@ -949,6 +957,10 @@ def _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack=False, keys_out=True
     b = Array._allocate((n,), k.dtype, q, ut) if keep_input else k
     vb = v
     rest = shifts[:-1]
+    if not withv and CPU_BUCKET_COUNT_ONCE:
+        kern = _kernel(_bucket_pack_src(tuple(rest), None, 0), "_bucket_pack")
+        call_kernel(kern, NdRange(RADIX, 1), a, b, a, offs, np.int64(n), np.int64(T))
+        return b if len(rest) % 2 else a, None
     kern = _kernel(_bucket_src(len(rest), withv), "_bucket_lsd")
     call_kernel(
         kern, NdRange(RADIX, 1), a, b, va, vb, offs, np.int64(n), np.int64(T),

@@ -1039,6 +1039,35 @@ def test_cpu_msd_then_buckets(dev, monkeypatch, dtype, vary_bytes):
     assert used == [None]  # unbalanced: the LSD passes
 
 
+@pytest.mark.parametrize("dtype", ["uint16", "int32", "float32", "uint64", "float64"])
+def test_cpu_sort_buckets_count_once(dev, monkeypatch, dtype):
+    """kapi's CPU sort counts each bucket's digits in one read, shifts by constants
+    (_bucket_pack_src on keys alone): the same as np.sort and as the kernel that counts per
+    digit (KAPI_SORT_CPU_BUCKET_COUNT_ONCE=0), descending too; the kernel ran."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    n = 100_003
+    dt = np.dtype(dtype)
+    u = np.random.default_rng(5).integers(0, 1 << (8 * dt.itemsize), n, dtype=np.uint64)
+    h = u.astype(f"u{dt.itemsize}").view(dt)
+    if dt.kind == "f":
+        h = np.where(np.isnan(h), 0, h).astype(dt)
+    a = kapi.asarray(h, device=dev)
+    srcs = []
+    orig = _radix._bucket_pack_src
+    monkeypatch.setattr(_radix, "_bucket_pack_src", lambda *x: srcs.append(x) or orig(*x))
+    got = kapi.sort(a).asnumpy()
+    np.testing.assert_array_equal(got, np.sort(h))
+    np.testing.assert_array_equal(kapi.sort(a, descending=True).asnumpy(), np.sort(h)[::-1])
+    assert len(srcs) == 2 and all(x[2] == 0 for x in srcs)  # keys alone
+    monkeypatch.setattr(_radix, "CPU_BUCKET_COUNT_ONCE", False)
+    np.testing.assert_array_equal(kapi.sort(a).asnumpy(), got)
+    assert len(srcs) == 2
+
+
 def _stable_order(h, descending=False):
     """NumPy's stable argsort of h, descending (equal keys still in index order) too."""
     if not descending:
