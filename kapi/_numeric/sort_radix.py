@@ -39,7 +39,10 @@ scan; `_scatter_serial`): no barriers, which the CPU runs best, and at least fou
 core, which the driver's threads balance. (Its scatter kind is named "serial" for the order
 within a block; the blocks run on every core.) Passes over digits in which no two keys
 differ are skipped (the OR and AND of all keys tell which bits vary), so small integer ranges
-cost fewer passes.
+cost fewer passes. From CPU_MSD_MIN keys the top varying digit goes first and each of its
+buckets is sorted by the other digits in one work-item (`_msd_sort`). Argsorts of keys of up
+to 32 bits carry each key and its index as one uint64 word from the first pass to the last
+(`_msd_packed`, `_lsd_packed`; CPU_PACK), so no index array is written before the passes.
 """
 
 from __future__ import annotations
