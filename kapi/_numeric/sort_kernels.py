@@ -791,6 +791,52 @@ def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
         i += 1
 """
 
+# _SCATTER_PACK_SRC with write-combining (sort_radix.py, CPU_WC): each digit's words gather in
+# a private buffer of a cache line (8 words) and go out when the digit's next place starts a
+# line, so the stores to the 256 digits' places come a whole line at a time rather than one
+# word each, interleaved over 256 lines.
+_SCATTER_PACK_WC_SRC = """
+def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(256, np.int64)
+    fill = K.PrivateArray(256, np.int64)
+    buf = K.PrivateArray(2048, np.uint64)
+    for d in range(256):
+        off[d] = offs[d * T + t] & 0x7FFFFFFFFFFFFFFF
+        fill[d] = 0
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    while i < end:
+        kk = k[i]
+        d = np.int64((kk >> shift) & MASK)
+        f = fill[d]
+        buf[d * 8 + f] = (np.uint64(kk) << np.uint64(32)) | np.uint64(i)
+        f += 1
+        o = off[d]
+        if ((o + f) & 7) == 0:
+            if f == 8:
+                b0 = d * 8
+                w[o] = buf[b0]
+                w[o + 1] = buf[b0 + 1]
+                w[o + 2] = buf[b0 + 2]
+                w[o + 3] = buf[b0 + 3]
+                w[o + 4] = buf[b0 + 4]
+                w[o + 5] = buf[b0 + 5]
+                w[o + 6] = buf[b0 + 6]
+                w[o + 7] = buf[b0 + 7]
+            else:
+                for j in range(f):
+                    w[o + j] = buf[d * 8 + j]
+            off[d] = o + f
+            f = 0
+        fill[d] = f & 7
+        i += 1
+    for d in range(256):
+        o = off[d]
+        for j in range(fill[d]):
+            w[o + j] = buf[d * 8 + j]
+"""
+
 # Narrow indices in the onesweep pass (KAPI_SORT_NARROW, read at import): the pass runs only
 # below _OS_MAX_N (2^30) keys, so every place it computes (a key's place in the input, in the
 # tile and in the output) fits 30 bits. Numba's typing makes their sums 64-bit, and the 64-bit

@@ -69,6 +69,7 @@ from .sort_kernels import (
     _RANK_NEXT,
     _RANK_SCAN,
     _SCATTER_PACK_SRC,
+    _SCATTER_PACK_WC_SRC,
     _SCATTER_SERIAL_SRC,
     _SCATTER_SRC,
     _SPLIT_GROUP,
@@ -877,6 +878,13 @@ def _cpu_pack(dev, n: int, withv: bool, itemsize: int) -> bool:
 CPU_BUCKET_COUNT_ONCE = os.environ.get("KAPI_SORT_CPU_BUCKET_COUNT_ONCE", "1") != "0"
 
 
+# KAPI_SORT_CPU_WC=1 (read at import; off by default): the packed argsort's first pass
+# gathers each digit's words a cache line at a time in private buffers before writing them
+# (_SCATTER_PACK_WC_SRC). On the 2-core EPYC dev box it lost (2^24 uint32 argsort 238 ->
+# 262 ms); it is here to be measured on many cores (bench/argsort2.sh).
+CPU_WC = os.environ.get("KAPI_SORT_CPU_WC", "0") == "1"
+
+
 @functools.cache
 def _bucket_pack_src(shifts: tuple, keys_out: str | None, base: int = 32) -> str:
     """The kernel sorting each MSD bucket of packed words (key << 32 | index) by the key's
@@ -989,7 +997,7 @@ def _msd_packed(k, v, k2, v2, shifts, table, keys_out):
     a, b = (out, scratch) if len(rest) % 2 == 0 else (scratch, out)
     sizes = (np.int64(n), np.int64(B), np.int64(T))
     top, mask = k.dtype.type(shifts[-1]), k.dtype.type(RADIX - 1)
-    scat = _kernel(_SCATTER_PACK_SRC, "_scatter_pack")
+    scat = _kernel(_SCATTER_PACK_WC_SRC if CPU_WC else _SCATTER_PACK_SRC, "_scatter_pack")
     call_kernel(scat, NdRange(T, 1), k, a, offs, *sizes, top, mask)
     kout = k2 if keys_out else Array._allocate((1,), k.dtype, k.sycl_queue, k.usm_type)
     src = _bucket_pack_src(rest, k.dtype.name if keys_out else None)
@@ -1013,7 +1021,7 @@ def _lsd_packed(k, v, k2, v2, shifts, keys_out):
     w, w2 = (out, scratch) if len(shifts) % 2 else (scratch, out)
     offs, T, B = _serial_hist(k, k.dtype.type(shifts[0]))
     sizes = (np.int64(n), np.int64(B), np.int64(T))
-    scat = _kernel(_SCATTER_PACK_SRC, "_scatter_pack")
+    scat = _kernel(_SCATTER_PACK_WC_SRC if CPU_WC else _SCATTER_PACK_SRC, "_scatter_pack")
     call_kernel(
         scat, NdRange(T, 1), k, w, offs, *sizes, k.dtype.type(shifts[0]), k.dtype.type(RADIX - 1)
     )

@@ -1096,7 +1096,8 @@ def test_cpu_packed_argsort(dev, monkeypatch, dtype, n, descending):
     digits (_msd_packed), from 2^16 keys where the buckets balance (the LSD passes where
     not): stable across buckets and blocks (repeats that span the top digit's
     buckets), NaNs last, -0.0 and 0.0 equal, int64 indices; the same indices as the keys
-    and int64 indices in two arrays (KAPI_SORT_CPU_PACK=0); an unsigned input (read in
+    and int64 indices in two arrays (KAPI_SORT_CPU_PACK=0), and with the first pass's
+    stores gathered by cache line or not (KAPI_SORT_CPU_WC); an unsigned input (read in
     place) left as it was."""
     from kapi._numeric import sort_radix as _radix
 
@@ -1114,9 +1115,12 @@ def test_cpu_packed_argsort(dev, monkeypatch, dtype, n, descending):
     ran = len(runs)
     if h.dtype.kind in "iu":  # (the floats' few exponents may skew the top digit)
         assert ran == (n >= 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_WC", not _radix.CPU_WC)  # the other first pass
+    np.testing.assert_array_equal(kapi.argsort(a, descending=descending).asnumpy(), got.asnumpy())
+    assert len(runs) == 2 * ran
     monkeypatch.setattr(_radix, "CPU_PACK", False)
     np.testing.assert_array_equal(kapi.argsort(a, descending=descending).asnumpy(), got.asnumpy())
-    assert len(runs) == ran
+    assert len(runs) == 2 * ran
 
 
 @pytest.mark.parametrize("vary_bytes", [2, 3, 4])
