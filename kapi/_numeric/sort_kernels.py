@@ -794,7 +794,8 @@ def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
 # _SCATTER_PACK_SRC with write-combining (sort_radix.py, CPU_WC): each digit's words gather in
 # a private buffer of a cache line (8 words) and go out when the digit's next place starts a
 # line, so the stores to the 256 digits' places come a whole line at a time rather than one
-# word each, interleaved over 256 lines.
+# word each, interleaved over 256 lines. WCWORD: the word of key kk at i (_WC_PACK: packed
+# from a key; _WC_MOVE: a word as it is; _WC_INDEX: a word's index, the LSD passes' last).
 _SCATTER_PACK_WC_SRC = """
 def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
     t = item.get_global_id(0)
@@ -810,7 +811,7 @@ def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
         kk = k[i]
         d = np.int64((kk >> shift) & MASK)
         f = fill[d]
-        buf[d * 8 + f] = (np.uint64(kk) << np.uint64(32)) | np.uint64(i)
+        buf[d * 8 + f] = WCWORD
         f += 1
         o = off[d]
         if ((o + f) & 7) == 0:
@@ -836,6 +837,9 @@ def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
         for j in range(fill[d]):
             w[o + j] = buf[d * 8 + j]
 """
+_WC_PACK = "(np.uint64(kk) << np.uint64(32)) | np.uint64(i)"
+_WC_MOVE = "kk"
+_WC_INDEX = "kk & np.uint64(0xFFFFFFFF)"
 
 # Narrow indices in the onesweep pass (KAPI_SORT_NARROW, read at import): the pass runs only
 # below _OS_MAX_N (2^30) keys, so every place it computes (a key's place in the input, in the

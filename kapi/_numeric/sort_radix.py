@@ -74,6 +74,9 @@ from .sort_kernels import (
     _SCATTER_SRC,
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
+    _WC_INDEX,
+    _WC_MOVE,
+    _WC_PACK,
     _dedent4,
     _hist_parts,
     _keys_bodies,
@@ -878,11 +881,20 @@ def _cpu_pack(dev, n: int, withv: bool, itemsize: int) -> bool:
 CPU_BUCKET_COUNT_ONCE = os.environ.get("KAPI_SORT_CPU_BUCKET_COUNT_ONCE", "1") != "0"
 
 
-# KAPI_SORT_CPU_WC=1 (read at import; off by default): the packed argsort's first pass
-# gathers each digit's words a cache line at a time in private buffers before writing them
-# (_SCATTER_PACK_WC_SRC). On the 2-core EPYC dev box it lost (2^24 uint32 argsort 238 ->
-# 262 ms); it is here to be measured on many cores (bench/argsort2.sh).
+# KAPI_SORT_CPU_WC=1 (read at import; off by default): the packed argsort's passes over all
+# keys (the MSD pass; the LSD passes but a last one that writes keys too) gather each
+# digit's words a cache line at a time in private buffers before writing them
+# (_SCATTER_PACK_WC_SRC). On the 2-core EPYC dev box it lost (2^24 keys: uint32 argsort 238
+# -> 262 ms, float32 643 -> 1083 ms); it is here to be measured on many cores
+# (bench/argsort2.sh).
 CPU_WC = os.environ.get("KAPI_SORT_CPU_WC", "0") == "1"
+
+
+def _pack_first_kernel():
+    """The packed argsort's first pass (keys to words), by CPU_WC."""
+    if CPU_WC:
+        return _kernel(_SCATTER_PACK_WC_SRC, "_scatter_pack", WCWORD=_WC_PACK)
+    return _kernel(_SCATTER_PACK_SRC, "_scatter_pack")
 
 
 @functools.cache
@@ -997,7 +1009,7 @@ def _msd_packed(k, v, k2, v2, shifts, table, keys_out):
     a, b = (out, scratch) if len(rest) % 2 == 0 else (scratch, out)
     sizes = (np.int64(n), np.int64(B), np.int64(T))
     top, mask = k.dtype.type(shifts[-1]), k.dtype.type(RADIX - 1)
-    scat = _kernel(_SCATTER_PACK_WC_SRC if CPU_WC else _SCATTER_PACK_SRC, "_scatter_pack")
+    scat = _pack_first_kernel()
     call_kernel(scat, NdRange(T, 1), k, a, offs, *sizes, top, mask)
     kout = k2 if keys_out else Array._allocate((1,), k.dtype, k.sycl_queue, k.usm_type)
     src = _bucket_pack_src(rest, k.dtype.name if keys_out else None)
@@ -1021,7 +1033,7 @@ def _lsd_packed(k, v, k2, v2, shifts, keys_out):
     w, w2 = (out, scratch) if len(shifts) % 2 else (scratch, out)
     offs, T, B = _serial_hist(k, k.dtype.type(shifts[0]))
     sizes = (np.int64(n), np.int64(B), np.int64(T))
-    scat = _kernel(_SCATTER_PACK_WC_SRC if CPU_WC else _SCATTER_PACK_SRC, "_scatter_pack")
+    scat = _pack_first_kernel()
     call_kernel(
         scat, NdRange(T, 1), k, w, offs, *sizes, k.dtype.type(shifts[0]), k.dtype.type(RADIX - 1)
     )
@@ -1030,7 +1042,14 @@ def _lsd_packed(k, v, k2, v2, shifts, keys_out):
     for i, sh in enumerate(shifts[1:], 1):
         wsh = np.uint64(32 + sh)
         table = _serial_hist(w, wsh)
-        if i < len(shifts) - 1:
+        last = i == len(shifts) - 1
+        if CPU_WC and not (last and keys_out):  # words out a cache line at a time
+            offs, T, B = table
+            kern = _kernel(
+                _SCATTER_PACK_WC_SRC, "_scatter_pack", WCWORD=_WC_INDEX if last else _WC_MOVE
+            )
+            call_kernel(kern, NdRange(T, 1), w, w2, offs, *sizes, wsh, np.uint64(RADIX - 1))
+        elif not last:
             _serial_scatter(w, none, w2, none, wsh, False, table)
         else:
             offs, T, B = table
