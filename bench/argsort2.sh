@@ -4,7 +4,9 @@
 # NumPy (np.sort, np.argsort(kind="stable")): "after" (the defaults) against "before":
 # the argsort's packed keys and indices (KAPI_SORT_CPU_PACK=1) against separate key and int64
 # index arrays (=0), and the sort's buckets counted in one read with constant shifts
-# (KAPI_SORT_CPU_BUCKET_COUNT_ONCE=1) against a read per digit (=0); "after+wc" the defaults
+# (KAPI_SORT_CPU_BUCKET_COUNT_ONCE=1) against a read per digit (=0); "after-wide" the
+# defaults but skewed keys (the float32 row) by the LSD passes on packed words rather than a
+# 12-bit first digit (KAPI_SORT_CPU_WIDE=0); "after+wc" the defaults
 # with the packed first pass's stores gathered a cache line at a time (KAPI_SORT_CPU_WC=1,
 # off by default: it lost on 2 cores); each variant in its own process, in turn, twice. Setup as bench/cpu_primitives_run.sh:
 #   run(command="bash bench/argsort2.sh", carry=["kapi/_lib", ".carry/debs"])
@@ -18,5 +20,6 @@ echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//
 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
   --sort-dtypes uint32,float32 --batches 7 --no-np-argsort --rounds "${ROUNDS:-2}" \
   --variant before:KAPI_SORT_CPU_PACK=0+KAPI_SORT_CPU_BUCKET_COUNT_ONCE=0 --variant after: \
-  --variant after+wc:KAPI_SORT_CPU_WC=1 ${VARIANTS:-} 2>&1 |
+  --variant after-wide:KAPI_SORT_CPU_WIDE=0 --variant after+wc:KAPI_SORT_CPU_WC=1 \
+  ${VARIANTS:-} 2>&1 |
   tee "$OUT/argsort2.log"

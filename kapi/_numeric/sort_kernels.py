@@ -837,6 +837,39 @@ def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
         for j in range(fill[d]):
             w[o + j] = buf[d * 8 + j]
 """
+# The CPU argsort's wide first digit (sort_radix.py, CPU_WIDE): the top varying digit of WIDE
+# bits (NB = 2^WIDE buckets) where a byte's 256 buckets do not balance. Its count (one counter
+# per digit per block) and its packed scatter, as _HIST_SERIAL_SRC and _SCATTER_PACK_SRC.
+_HIST_WIDE_SRC = """
+def _hist_wide(item, k, hist, n, B, T, low, MASK):
+    t = item.get_global_id(0)
+    cnt = K.PrivateArray(NB, np.int64, fill_zeros=True)
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    while i < end:
+        cnt[np.int64((k[i] >> low) & MASK)] += 1
+        i += 1
+    for d in range(NB):
+        hist[d * T + t] = cnt[d]
+"""
+
+_SCATTER_WIDE_SRC = """
+def _scatter_wide(item, k, w, offs, n, B, T, low, MASK):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(NB, np.int64)
+    for d in range(NB):
+        off[d] = offs[d * T + t]
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    while i < end:
+        kk = k[i]
+        d = np.int64((kk >> low) & MASK)
+        dst = off[d]
+        off[d] = dst + 1
+        w[dst & 0x7FFFFFFFFFFFFFFF] = (np.uint64(kk) << np.uint64(32)) | np.uint64(i)
+        i += 1
+"""
+
 _WC_PACK = "(np.uint64(kk) << np.uint64(32)) | np.uint64(i)"
 _WC_MOVE = "kk"
 _WC_INDEX = "kk & np.uint64(0xFFFFFFFF)"

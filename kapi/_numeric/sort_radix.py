@@ -59,6 +59,7 @@ from .sort_kernels import (
     _DSCAN_SRC,
     _HIST_SERIAL_SRC,
     _HIST_SRC,
+    _HIST_WIDE_SRC,
     _KEY_BODY,
     _KEY_BODY_MAP,
     _KEYS_MAP_SRC,
@@ -72,6 +73,7 @@ from .sort_kernels import (
     _SCATTER_PACK_WC_SRC,
     _SCATTER_SERIAL_SRC,
     _SCATTER_SRC,
+    _SCATTER_WIDE_SRC,
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
     _WC_INDEX,
@@ -396,6 +398,8 @@ def _radix_passes(
     msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
     if msd and per <= CPU_MSD_BUCKET_BYTES:
         done = _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack, keys_out)
+        if done is None and pack and CPU_WIDE and n >= CPU_WIDE_MIN:
+            done = _msd_wide(k, v, k2, v2, bits_vary, keys_out)
         if done is not None:
             return done
     if pack and len(shifts) >= 2:  # the LSD passes, packed as well
@@ -898,19 +902,20 @@ def _pack_first_kernel():
 
 
 @functools.cache
-def _bucket_pack_src(shifts: tuple, keys_out: str | None, base: int = 32) -> str:
+def _bucket_pack_src(shifts: tuple, keys_out: str | None, base: int = 32, nb: int = 256) -> str:
     """The kernel sorting each MSD bucket of packed words (key << 32 | index) by the key's
     digits at `shifts` (ascending, constants in the source), alternating between a and b (a
     first: the MSD pass's output); one read of the bucket counts every digit position. The
     last pass writes the index alone (the result's int64 memory seen as uint64) and, with
     keys_out (the key dtype's NumPy name), the key into kout. base=0: the words are keys
-    alone (a sort: CPU_BUCKET_COUNT_ONCE), which the last pass writes as they are."""
+    alone (a sort: CPU_BUCKET_COUNT_ONCE), which the last pass writes as they are. nb: the
+    buckets (work-items), 2^CPU_WIDE for _msd_wide's."""
     m63 = "0x7FFFFFFFFFFFFFFF"
     lines = [
         "def _bucket_pack(item, a, b, kout, offs, n, T):",
         "    d = item.get_global_id(0)",
         f"    lo = offs[d * T] & {m63}",
-        f"    hi = (offs[(d + 1) * T] if d < 255 else n) & {m63}",
+        f"    hi = (offs[(d + 1) * T] if d < {nb - 1} else n) & {m63}",
         f"    cnt = K.PrivateArray({256 * len(shifts)}, np.int64, fill_zeros=True)",
         "    i = lo",
         "    while i < hi:",
@@ -1015,6 +1020,66 @@ def _msd_packed(k, v, k2, v2, shifts, table, keys_out):
     src = _bucket_pack_src(rest, k.dtype.name if keys_out else None)
     kern = _kernel(src, "_bucket_pack")
     call_kernel(kern, NdRange(RADIX, 1), a, b, kout, offs, np.int64(n), np.int64(T))
+    return (k2 if keys_out else None), v
+
+
+# The packed argsort's keys whose top varying byte does not balance (floats: few exponents,
+# most keys in a few of its buckets) take a wider first digit, CPU_WIDE bits ending at the top
+# varying bit (KAPI_SORT_CPU_WIDE, read at import; 12 by default, 0: none, the LSD passes as
+# before), where its 2^CPU_WIDE buckets balance: uniform [0, 1) float32 put half the keys in
+# one exponent, which 12 bits split by 5 mantissa bits into 32 buckets of 1/64.
+# From CPU_WIDE_MIN keys only (1,024 per bucket on average): below it, with buckets of a few
+# hundred keys, the 2-core dev box ran 2^20 float32 no faster than the LSD passes.
+CPU_WIDE = int(os.environ.get("KAPI_SORT_CPU_WIDE", "12"))
+CPU_WIDE_MIN = 1 << 22
+if CPU_WIDE not in (0, 9, 10, 11, 12, 13, 14):
+    raise ValueError(f"KAPI_SORT_CPU_WIDE must be 0 or 9..14, not {CPU_WIDE}")
+
+
+def _msd_wide(k, v, k2, v2, vary: int, keys_out):
+    """The packed MSD scheme (_msd_packed) by a first digit of CPU_WIDE bits ending at the top
+    varying bit of the keys k (of at most 32 bits; vary: the bits in which they differ), then
+    each of its 2^CPU_WIDE buckets by the bytes below it: _radix_passes' (k, v), or None
+    (nothing written) when its buckets do not balance either."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    wide = CPU_WIDE
+    low = vary.bit_length() - wide
+    # the bytes below the wide digit in which keys differ (the one at `low`'s byte may hold
+    # some of the wide digit's bits: constant within a bucket, so harmless)
+    rest = tuple(
+        sh for sh in range(0, max(low, 0), 8) if (vary >> sh) & ((1 << min(8, low - sh)) - 1)
+    )
+    if low < 8 or not rest:
+        return None  # (few bits below the digit: the LSD passes are as good)
+    nb = 1 << wide
+    cores = _msd_cores(k.device)
+    T, B = P.cpu_blocks(k, n, max(4096, n // max(64, 4 * cores)))
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    hist = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
+    offs = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
+    kt = k.dtype.type
+    nbs = str(nb)
+    hk = _kernel(_HIST_WIDE_SRC, "_hist_wide", NB=nbs)
+    call_kernel(hk, NdRange(T, 1), k, hist.reshape(nb * T), *sizes, kt(low), kt(nb - 1))
+    _, add = P.resolve_op("add", "sort")
+    _scan_rows(hist, offs, add, "add", True, 0)
+    offs = offs.reshape(nb * T)
+    starts = offs.asnumpy()[::T]
+    if int(np.diff(np.append(starts, n)).max()) > n // (2 * cores):
+        return None
+    u64 = np.dtype(np.uint64)
+    out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
+    a, b = (out, scratch) if len(rest) % 2 == 0 else (scratch, out)
+    sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs)
+    call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1))
+    kout = k2 if keys_out else Array._allocate((1,), k.dtype, q, ut)
+    src = _bucket_pack_src(rest, k.dtype.name if keys_out else None, 32, nb)
+    kern = _kernel(src, "_bucket_pack")
+    call_kernel(kern, NdRange(nb, 1), a, b, kout, offs, np.int64(n), np.int64(T))
     return (k2 if keys_out else None), v
 
 

@@ -1172,6 +1172,51 @@ def test_cpu_packed_buffers_and_keys(dev, monkeypatch, vary_bytes):
     assert runs == []
 
 
+@pytest.mark.parametrize("wide", [12, 9])
+def test_cpu_packed_wide_first_digit(dev, monkeypatch, wide):
+    """Packed argsort keys whose top varying byte does not balance (uniform [0, 1) floats:
+    half the keys in one exponent) go first by a wider digit ending at their top varying bit
+    (_msd_wide, KAPI_SORT_CPU_WIDE bits), then each of its 2^wide buckets by the bytes below:
+    the stable order (repeats across buckets and blocks), descending and topk's keys too, the
+    same as the LSD passes on words (KAPI_SORT_CPU_WIDE=0); keys that leave the wide digit
+    unbalanced as well (most of them equal) take those LSD passes."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_WIDE", wide)
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    runs = []
+    orig = _radix._msd_wide
+    monkeypatch.setattr(_radix, "_msd_wide", lambda *a: runs.append(orig(*a)) or runs[-1])
+    n = 200_003
+    rng = np.random.default_rng(wide)
+    u = rng.random(n, dtype=np.float32)
+    u[::13] = u[4]
+    u[7::29] = 0.0
+    u[8::29] = -0.0  # equal to 0.0 for argsort: index order
+    x = kapi.asarray(u, device=dev)
+    got = kapi.argsort(x).asnumpy()
+    np.testing.assert_array_equal(got, np.argsort(u, kind="stable"))
+    np.testing.assert_array_equal(
+        kapi.argsort(x, descending=True).asnumpy(), _stable_order(u, True)
+    )
+    v, i = kapi.topk(x, 3000)
+    want = _stable_order(u, True)[:3000]
+    np.testing.assert_array_equal(i.asnumpy(), want)
+    np.testing.assert_array_equal(v.asnumpy(), u[want])
+    assert len(runs) == 3 and all(r is not None for r in runs)
+    monkeypatch.setattr(_radix, "CPU_WIDE", 0)
+    np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+    assert len(runs) == 3
+    monkeypatch.setattr(_radix, "CPU_WIDE", wide)
+    most = np.where(np.arange(n) % 5 == 0, u, np.float32(0.25))  # four in five equal
+    y = kapi.asarray(most, device=dev)
+    np.testing.assert_array_equal(kapi.argsort(y).asnumpy(), np.argsort(most, kind="stable"))
+    assert runs[-1] is None  # unbalanced: the LSD passes on words
+
+
 @pytest.mark.parametrize("value", ["24", "12", "3", "x"])
 def test_keys_per_item_refuses_untried_values(monkeypatch, value):
     """KAPI_SORT_KEYS_PER_ITEM takes 2, 4, 8 or 16 (the sizes run on GPUs); any other value,
