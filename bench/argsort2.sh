@@ -5,7 +5,7 @@
 # the argsort's packed keys and indices (KAPI_SORT_CPU_PACK=1) against separate key and int64
 # index arrays (=0), and the sort's buckets counted in one read with constant shifts
 # (KAPI_SORT_CPU_BUCKET_COUNT_ONCE=1) against a read per digit (=0); "after-wide" the
-# defaults but skewed keys (the float32 row) by the LSD passes on packed words rather than a
+# defaults but skewed keys (the float32 rows) by the LSD passes (argsort: on packed words) rather than a
 # 12-bit first digit (KAPI_SORT_CPU_WIDE=0); "after+wc" the defaults
 # with the packed first pass's stores gathered a cache line at a time (KAPI_SORT_CPU_WC=1,
 # off by default: it lost on 2 cores); each variant in its own process, in turn, twice. Setup as bench/cpu_primitives_run.sh:

@@ -839,7 +839,8 @@ def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
 """
 # The CPU argsort's wide first digit (sort_radix.py, CPU_WIDE): the top varying digit of WIDE
 # bits (NB = 2^WIDE buckets) where a byte's 256 buckets do not balance. Its count (one counter
-# per digit per block) and its packed scatter, as _HIST_SERIAL_SRC and _SCATTER_PACK_SRC.
+# per digit per block) and its scatter, as _HIST_SERIAL_SRC and _SCATTER_PACK_SRC (WIDEWORD:
+# _WC_PACK, a packed word, or _WC_MOVE, the key alone for a sort).
 _HIST_WIDE_SRC = """
 def _hist_wide(item, k, hist, n, B, T, low, MASK):
     t = item.get_global_id(0)
@@ -866,7 +867,7 @@ def _scatter_wide(item, k, w, offs, n, B, T, low, MASK):
         d = np.int64((kk >> low) & MASK)
         dst = off[d]
         off[d] = dst + 1
-        w[dst & 0x7FFFFFFFFFFFFFFF] = (np.uint64(kk) << np.uint64(32)) | np.uint64(i)
+        w[dst & 0x7FFFFFFFFFFFFFFF] = WIDEWORD
         i += 1
 """
 

@@ -398,8 +398,9 @@ def _radix_passes(
     msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
     if msd and per <= CPU_MSD_BUCKET_BYTES:
         done = _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack, keys_out)
-        if done is None and pack and CPU_WIDE and n >= CPU_WIDE_MIN:
-            done = _msd_wide(k, v, k2, v2, bits_vary, keys_out)
+        wide = CPU_WIDE and n >= CPU_WIDE_MIN and k.dtype.itemsize <= 4
+        if done is None and wide and (pack or not withv):
+            done = _msd_wide(k, v, k2, v2, bits_vary, keys_out, pack, keep_input)
         if done is not None:
             return done
     if pack and len(shifts) >= 2:  # the LSD passes, packed as well
@@ -1023,7 +1024,7 @@ def _msd_packed(k, v, k2, v2, shifts, table, keys_out):
     return (k2 if keys_out else None), v
 
 
-# The packed argsort's keys whose top varying byte does not balance (floats: few exponents,
+# Sorts and packed argsorts of keys whose top varying byte does not balance (floats: few exponents,
 # most keys in a few of its buckets) take a wider first digit, CPU_WIDE bits ending at the top
 # varying bit (KAPI_SORT_CPU_WIDE, read at import; 12 by default, 0: none, the LSD passes as
 # before), where its 2^CPU_WIDE buckets balance: uniform [0, 1) float32 put half the keys in
@@ -1036,11 +1037,12 @@ if CPU_WIDE not in (0, 9, 10, 11, 12, 13, 14):
     raise ValueError(f"KAPI_SORT_CPU_WIDE must be 0 or 9..14, not {CPU_WIDE}")
 
 
-def _msd_wide(k, v, k2, v2, vary: int, keys_out):
+def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False):
     """The packed MSD scheme (_msd_packed) by a first digit of CPU_WIDE bits ending at the top
     varying bit of the keys k (of at most 32 bits; vary: the bits in which they differ), then
     each of its 2^CPU_WIDE buckets by the bytes below it: _radix_passes' (k, v), or None
-    (nothing written) when its buckets do not balance either."""
+    (nothing written) when its buckets do not balance either. pack=False: a sort of the keys
+    alone (k2 and k, or a new array with keep_input, its buffers; v unused)."""
     from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange
 
@@ -1071,10 +1073,18 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out):
     starts = offs.asnumpy()[::T]
     if int(np.diff(np.append(starts, n)).max()) > n // (2 * cores):
         return None
+    if not pack:  # keys alone: k2 first, then k (unless it must stay)
+        a = k2
+        b = Array._allocate((n,), k.dtype, q, ut) if keep_input else k
+        sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_MOVE)
+        call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1))
+        kern = _kernel(_bucket_pack_src(rest, None, 0, nb), "_bucket_pack")
+        call_kernel(kern, NdRange(nb, 1), a, b, a, offs, np.int64(n), np.int64(T))
+        return (b if len(rest) % 2 else a), None
     u64 = np.dtype(np.uint64)
     out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
     a, b = (out, scratch) if len(rest) % 2 == 0 else (scratch, out)
-    sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs)
+    sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_PACK)
     call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1))
     kout = k2 if keys_out else Array._allocate((1,), k.dtype, q, ut)
     src = _bucket_pack_src(rest, k.dtype.name if keys_out else None, 32, nb)

@@ -1217,6 +1217,37 @@ def test_cpu_packed_wide_first_digit(dev, monkeypatch, wide):
     assert runs[-1] is None  # unbalanced: the LSD passes on words
 
 
+@pytest.mark.parametrize("dtype", ["float32", "uint32"])
+def test_cpu_sort_wide_first_digit(dev, monkeypatch, dtype):
+    """A sort (keys alone) whose top varying byte does not balance goes by the wide first
+    digit too (_msd_wide without values): the same as np.sort and as the LSD passes
+    (KAPI_SORT_CPU_WIDE=0), descending too; an unsigned input (sorted where it is, the
+    buckets' second buffer a new array) stays as it was."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    runs = []
+    orig = _radix._msd_wide
+    monkeypatch.setattr(_radix, "_msd_wide", lambda *a: runs.append(orig(*a)) or runs[-1])
+    n = 150_001
+    u = np.random.default_rng(9).random(n, dtype=np.float32)
+    u[::11] = u[2]
+    h = u if dtype == "float32" else u.view(np.uint32) >> 1  # few exponents: skewed
+    h0 = h.copy()
+    x = kapi.asarray(h, device=dev)
+    got = kapi.sort(x).asnumpy()
+    np.testing.assert_array_equal(got, np.sort(h))
+    np.testing.assert_array_equal(kapi.sort(x, descending=True).asnumpy(), np.sort(h)[::-1])
+    np.testing.assert_array_equal(x.asnumpy(), h0)
+    assert len(runs) == 2 and all(r is not None for r in runs)
+    monkeypatch.setattr(_radix, "CPU_WIDE", 0)
+    np.testing.assert_array_equal(kapi.sort(x).asnumpy(), got)
+    assert len(runs) == 2
+
+
 @pytest.mark.parametrize("value", ["24", "12", "3", "x"])
 def test_keys_per_item_refuses_untried_values(monkeypatch, value):
     """KAPI_SORT_KEYS_PER_ITEM takes 2, 4, 8 or 16 (the sizes run on GPUs); any other value,
