@@ -1024,11 +1024,12 @@ def _msd_packed(k, v, k2, v2, shifts, table, keys_out):
     return (k2 if keys_out else None), v
 
 
-# Sorts and packed argsorts of keys whose top varying byte does not balance (floats: few exponents,
-# most keys in a few of its buckets) take a wider first digit, CPU_WIDE bits ending at the top
-# varying bit (KAPI_SORT_CPU_WIDE, read at import; 12 by default, 0: none, the LSD passes as
-# before), where its 2^CPU_WIDE buckets balance: uniform [0, 1) float32 put half the keys in
-# one exponent, which 12 bits split by 5 mantissa bits into 32 buckets of 1/64.
+# Sorts and packed argsorts of keys of up to 32 bits whose top varying byte does not balance
+# (floats: few exponents, most keys in a few of its buckets) take a wider first digit,
+# CPU_WIDE bits ending at the top varying bit (KAPI_SORT_CPU_WIDE, read at import; 12 by
+# default, 0: none, the LSD passes as before), where its 2^CPU_WIDE buckets balance: uniform
+# [0, 1) float32 put half the keys in one exponent, which 12 bits split by 5 mantissa bits
+# into 32 buckets of 1/64.
 # From CPU_WIDE_MIN keys only (1,024 per bucket on average): below it, with buckets of a few
 # hundred keys, the 2-core dev box ran 2^20 float32 no faster than the LSD passes.
 CPU_WIDE = int(os.environ.get("KAPI_SORT_CPU_WIDE", "12"))
@@ -1127,14 +1128,14 @@ def _lsd_packed(k, v, k2, v2, shifts, keys_out):
         elif not last:
             _serial_scatter(w, none, w2, none, wsh, False, table)
         else:
-            offs, T, B = table
-            last = _kernel(
+            offs, T, B = table  # the indices (and keys) out of the words
+            kern = _kernel(
                 _SCATTER_SERIAL_SRC.replace("k2[dst] = kk", "k2[dst] = kk & np.uint64(0xFFFFFFFF)"),
                 "_scatter_serial",
                 VCOPY=f"v2[dst] = np.{k.dtype.name}(kk >> np.uint64(32))" if keys_out else "pass",
             )
             call_kernel(
-                last, NdRange(T, 1), w, none, w2, kout, offs, *sizes, wsh, np.uint64(RADIX - 1)
+                kern, NdRange(T, 1), w, none, w2, kout, offs, *sizes, wsh, np.uint64(RADIX - 1)
             )
         w, w2 = w2, w
     return (k2 if keys_out else None), v
