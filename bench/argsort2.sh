@@ -13,12 +13,18 @@
 #   stores a cache line at a time (KAPI_SORT_CPU_WC=1; off by default: it lost on 2 cores).
 # Setup as bench/cpu_primitives_run.sh:
 #   run(command="bash bench/argsort2.sh", carry=["kapi/_lib", ".carry/debs"])
-# LOG2N (default 24), ROUNDS (default 2), VARIANTS (extra --variant arguments) change it.
+# LOG2N (default 24), ROUNDS (default 2), VARIANTS (extra --variant arguments) change it;
+# TESTS=1 first runs the sort tests on the CPU device over 14 pytest-xdist workers (there the
+# buckets must balance over 16 cores, not the dev box's 2).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
 export KAPI_DRIVERS=cpu
 echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+if [ "${TESTS:-0}" = 1 ]; then
+  python3 -m pytest -q -n 14 -p no:cacheprovider -p no:faulthandler \
+    tests/numeric/test_primitives_sort.py 2>&1 | tail -15 | tee "$OUT/argsort2_tests.log"
+fi
 # shellcheck disable=SC2086
 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
   --sort-dtypes uint32,float32 --batches 7 --no-np-argsort --rounds "${ROUNDS:-2}" \
