@@ -397,7 +397,7 @@ def _radix_passes(
     per = (8 if pack else k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes
     msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
     if msd and per <= CPU_MSD_BUCKET_BYTES:
-        done = _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack, keys_out)
+        done = _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack, keys_out, bits_vary)
         wide = CPU_WIDE and n >= CPU_WIDE_MIN and k.dtype.itemsize <= 4
         if done is None and wide and (pack or not withv):
             done = _msd_wide(k, v, k2, v2, bits_vary, keys_out, pack, keep_input)
@@ -902,46 +902,80 @@ def _pack_first_kernel():
     return _kernel(_SCATTER_PACK_SRC, "_scatter_pack")
 
 
+# The packed argsort's buckets sort their keys' remaining bits by digits of up to
+# CPU_BUCKET_BITS bits (KAPI_SORT_CPU_BUCKET_BITS, read at import; 8 by default: by bytes,
+# three passes for the 24 bits below a uint32's top byte; 12: two passes of 12 bits, their
+# 4,096 counters in a core's L1).
+CPU_BUCKET_BITS = int(os.environ.get("KAPI_SORT_CPU_BUCKET_BITS", "8"))
+if CPU_BUCKET_BITS not in range(8, 14):
+    raise ValueError(f"KAPI_SORT_CPU_BUCKET_BITS must be 8 to 13, not {CPU_BUCKET_BITS}")
+
+
+def _bucket_digits(rest: tuple, top: int, vary: int) -> tuple:
+    """The buckets' digits for the packed argsort: rest (the varying byte shifts below the
+    first digit, which starts at bit top) as they are with CPU_BUCKET_BITS 8, else the bits
+    from the lowest varying one up to top split into as few digits of at most
+    CPU_BUCKET_BITS bits as they need, of equal width, as (shift, bits)."""
+    if CPU_BUCKET_BITS == 8 or not rest:
+        return tuple(rest)
+    lo = (vary & -vary).bit_length() - 1
+    span = top - lo
+    parts = -(-span // CPU_BUCKET_BITS)
+    if parts >= len(rest):
+        return tuple(rest)
+    wd = -(-span // parts)
+    return tuple((min(lo + p * wd, top - wd), wd) for p in range(parts))
+
+
 @functools.cache
 def _bucket_pack_src(shifts: tuple, keys_out: str | None, base: int = 32, nb: int = 256) -> str:
     """The kernel sorting each MSD bucket of packed words (key << 32 | index) by the key's
     digits at `shifts` (ascending, constants in the source), alternating between a and b (a
     first: the MSD pass's output); one read of the bucket counts every digit position. The
     last pass writes the index alone (the result's int64 memory seen as uint64) and, with
-    keys_out (the key dtype's NumPy name), the key into kout. base=0: the words are keys
+    keys_out (the key dtype's NumPy name), the key into kout. A shift may be (shift, bits)
+    for a digit of other than 8 bits (_bucket_digits). base=0: the words are keys
     alone (a sort: CPU_BUCKET_COUNT_ONCE), which the last pass writes as they are. nb: the
     buckets (work-items), 2^CPU_WIDE for _msd_wide's."""
     m63 = "0x7FFFFFFFFFFFFFFF"
+    digits = [(s, 8) if isinstance(s, int) else s for s in shifts]  # (shift, bits)
+    at = [0]
+    for _, wd in digits:
+        at.append(at[-1] + (1 << wd))  # each digit's counters in cnt
     lines = [
         "def _bucket_pack(item, a, b, kout, offs, n, T):",
         "    d = item.get_global_id(0)",
         f"    lo = offs[d * T] & {m63}",
         f"    hi = (offs[(d + 1) * T] if d < {nb - 1} else n) & {m63}",
-        f"    cnt = K.PrivateArray({256 * len(shifts)}, np.int64, fill_zeros=True)",
+        f"    cnt = K.PrivateArray({at[-1]}, np.int64, fill_zeros=True)",
         "    i = lo",
         "    while i < hi:",
         "        w = a[i]",
     ]
-    for p, sh in enumerate(shifts):
-        digit = f"np.int64((w >> np.uint64({base + sh})) & np.uint64(255))"
-        lines.append(f"        cnt[{256 * p} + {digit}] += 1")
+
+    def digit(p):
+        sh, wd = digits[p]
+        return f"np.int64((w >> np.uint64({base + sh})) & np.uint64({(1 << wd) - 1}))"
+
+    for p in range(len(digits)):
+        lines.append(f"        cnt[{at[p]} + {digit(p)}] += 1")
     lines += ["        i += 1"]
-    for p in range(len(shifts)):
+    for p, (_, wd) in enumerate(digits):
         lines += [
             "    s = lo",
-            "    for q in range(256):",
-            f"        c = cnt[{256 * p} + q]",
-            f"        cnt[{256 * p} + q] = s",
+            f"    for q in range({1 << wd}):",
+            f"        c = cnt[{at[p]} + q]",
+            f"        cnt[{at[p]} + q] = s",
             "        s += c",
         ]
-    for p, sh in enumerate(shifts):
+    for p in range(len(digits)):
         src, dst = ("a", "b") if p % 2 == 0 else ("b", "a")
-        last = p == len(shifts) - 1
+        last = p == len(digits) - 1
         lines += [
             "    i = lo",
             "    while i < hi:",
             f"        w = {src}[i]",
-            f"        q = {256 * p} + np.int64((w >> np.uint64({base + sh})) & np.uint64(255))",
+            f"        q = {at[p]} + {digit(p)}",
             f"        o = cnt[q] & {m63}",
             "        cnt[q] = o + 1",
         ]
@@ -961,7 +995,7 @@ def _msd_cores(device) -> int:
     return max(1, device.max_compute_units)
 
 
-def _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack=False, keys_out=True):
+def _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack=False, keys_out=True, vary=0):
     """The MSD-then-buckets scheme (CPU_MSD) over the varying byte shifts (ascending, two or
     more), with _radix_passes' buffers (v, v2: a placeholder without values): the sorted
     (k, v) as _radix_passes returns them, or None (nothing written) when the top digit's
@@ -981,7 +1015,7 @@ def _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack=False, keys_out=True
     if largest > n // (2 * _msd_cores(k.device)):
         return None  # unbalanced: the LSD passes
     if pack:
-        return _msd_packed(k, v, k2, v2, shifts, table, keys_out)
+        return _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary)
     _serial_scatter(k, v, a, va, top, withv, table)
     b = Array._allocate((n,), k.dtype, q, ut) if keep_input else k
     vb = v
@@ -1000,7 +1034,7 @@ def _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack=False, keys_out=True
     return a, (va if withv else None)
 
 
-def _msd_packed(k, v, k2, v2, shifts, table, keys_out):
+def _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary):
     """_msd_sort's packed form: the MSD pass writes words (key << 32 | index) into the one of
     v2 and v (both n int64, seen as uint64) that leaves the buckets' last pass writing v;
     v gets the indices, k2 the sorted keys with keys_out."""
@@ -1011,14 +1045,14 @@ def _msd_packed(k, v, k2, v2, shifts, table, keys_out):
     offs, T, B = table
     u64 = np.dtype(np.uint64)
     out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
-    rest = tuple(shifts[:-1])
-    a, b = (out, scratch) if len(rest) % 2 == 0 else (scratch, out)
+    digits = _bucket_digits(tuple(shifts[:-1]), int(shifts[-1]), vary)
+    a, b = (out, scratch) if len(digits) % 2 == 0 else (scratch, out)
     sizes = (np.int64(n), np.int64(B), np.int64(T))
     top, mask = k.dtype.type(shifts[-1]), k.dtype.type(RADIX - 1)
     scat = _pack_first_kernel()
     call_kernel(scat, NdRange(T, 1), k, a, offs, *sizes, top, mask)
     kout = k2 if keys_out else Array._allocate((1,), k.dtype, k.sycl_queue, k.usm_type)
-    src = _bucket_pack_src(rest, k.dtype.name if keys_out else None)
+    src = _bucket_pack_src(digits, k.dtype.name if keys_out else None)
     kern = _kernel(src, "_bucket_pack")
     call_kernel(kern, NdRange(RADIX, 1), a, b, kout, offs, np.int64(n), np.int64(T))
     return (k2 if keys_out else None), v
@@ -1084,11 +1118,12 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False):
         return (b if len(rest) % 2 else a), None
     u64 = np.dtype(np.uint64)
     out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
-    a, b = (out, scratch) if len(rest) % 2 == 0 else (scratch, out)
+    digits = _bucket_digits(rest, low, vary)
+    a, b = (out, scratch) if len(digits) % 2 == 0 else (scratch, out)
     sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_PACK)
     call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1))
     kout = k2 if keys_out else Array._allocate((1,), k.dtype, q, ut)
-    src = _bucket_pack_src(rest, k.dtype.name if keys_out else None, 32, nb)
+    src = _bucket_pack_src(digits, k.dtype.name if keys_out else None, 32, nb)
     kern = _kernel(src, "_bucket_pack")
     call_kernel(kern, NdRange(nb, 1), a, b, kout, offs, np.int64(n), np.int64(T))
     return (k2 if keys_out else None), v
