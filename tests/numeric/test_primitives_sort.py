@@ -1248,6 +1248,44 @@ def test_cpu_sort_wide_first_digit(dev, monkeypatch, dtype):
     assert len(runs) == 2
 
 
+@pytest.mark.parametrize("bits", [12, 10, 13])
+def test_cpu_packed_bucket_digit_bits(dev, monkeypatch, bits):
+    """The packed argsort's buckets by digits of up to KAPI_SORT_CPU_BUCKET_BITS bits (fewer
+    passes, of equal width, overlapping where the bits do not divide evenly): the same
+    indices as by bytes, for keys varying in 32, 24 (signed) and
+    some middle bits, after the byte first digit and the wide one, topk's keys too."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    n = 100_003
+    rng = np.random.default_rng(bits)
+    for h in (
+        rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32),
+        (rng.integers(0, 1 << 24, n) - (1 << 23)).astype(np.int32),
+        (rng.integers(0, 1 << 20, n) * 8).astype(np.uint32),  # the low 3 bits never vary
+        rng.random(n, dtype=np.float32),  # the wide first digit
+    ):
+        h[::13] = h[6]
+        x = kapi.asarray(h, device=dev)
+        monkeypatch.setattr(_radix, "CPU_BUCKET_BITS", bits)
+        got = kapi.argsort(x).asnumpy()
+        np.testing.assert_array_equal(got, np.argsort(h, kind="stable"))
+        v, i = kapi.topk(x, 100)
+        want = _stable_order(h, True)[:100]
+        np.testing.assert_array_equal(i.asnumpy(), want)
+        np.testing.assert_array_equal(v.asnumpy(), h[want])
+        monkeypatch.setattr(_radix, "CPU_BUCKET_BITS", 8)
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+    # 24 bits: two digits of 12 (by 12 or 13 bits), or the three bytes (by 10: as many)
+    monkeypatch.setattr(_radix, "CPU_BUCKET_BITS", bits)
+    want = (0, 8, 16) if bits == 10 else ((0, 12), (12, 12))
+    assert _radix._bucket_digits((0, 8, 16), 24, (1 << 32) - 1) == want
+    assert _radix._bucket_digits((0, 8, 16), 18, (1 << 30) - 1) == ((0, 9), (9, 9))
+
+
 @pytest.mark.parametrize("value", ["24", "12", "3", "x"])
 def test_keys_per_item_refuses_untried_values(monkeypatch, value):
     """KAPI_SORT_KEYS_PER_ITEM takes 2, 4, 8 or 16 (the sizes run on GPUs); any other value,
