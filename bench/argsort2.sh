@@ -1,23 +1,22 @@
 #!/usr/bin/env bash
 # kapi.argsort (and kapi.sort) of 2^24 uint32 and float32 keys on the GPU machine's CPU (kapi's
 # CPU device, every core) beside np.sort in the same process, every result checked against
-# NumPy (np.sort; argsort: the stable order), each variant in its own process, in turn (ROUNDS times):
+# NumPy (np.sort; argsort: the stable order), each variant in its own process, in turn (ROUNDS
+# times):
 # - "before": the argsort's keys and int64 indices in two arrays (KAPI_SORT_CPU_PACK=0), the
-#   sort's buckets read once per digit (KAPI_SORT_CPU_BUCKET_COUNT_ONCE=0), skewed keys (the
-#   float32 rows) by the LSD passes (KAPI_SORT_CPU_WIDE=0): the tree before this branch;
+#   sort's buckets read once per digit (KAPI_SORT_CPU_BUCKET_COUNT_ONCE=0): the tree before
+#   this branch;
 # - "after": the defaults (keys and indices packed in one word, the buckets counted in one
-#   read, skewed keys first by a 12-bit digit);
-# - "after-wide": the defaults but KAPI_SORT_CPU_WIDE=0 (skewed keys: the LSD passes, argsort's
-#   on packed words);
-# - "after+wc": the defaults with the packed argsort's passes over all keys gathering their
-#   stores a cache line at a time (KAPI_SORT_CPU_WC=1; off by default: it lost on 2 cores);
-# - "after+bits12": the defaults with the packed argsort's buckets sorted by digits of up to
-#   12 bits (two passes for uint32's 24 bits; KAPI_SORT_CPU_BUCKET_BITS=12).
+#   read);
+# - "after+wide": the defaults with skewed keys (the float32 rows) first by a 12-bit digit
+#   (KAPI_SORT_CPU_WIDE=12; off by default: it lost on these 16 cores);
+# VARIANTS adds others, e.g. "--variant wc:KAPI_SORT_CPU_WC=1 --variant b12:KAPI_SORT_CPU_BUCKET_BITS=12"
+# (both lost here too). TESTS=1 first runs the sort tests on the CPU device over 14
+# pytest-xdist workers (there the buckets must balance over 16 cores, not the dev box's 2);
+# PHASES=1 then times each kernel of the sorts (bench/sort_phases.py: this host has no perf).
 # Setup as bench/cpu_primitives_run.sh:
 #   run(command="bash bench/argsort2.sh", carry=["kapi/_lib", ".carry/debs"])
-# LOG2N (default 24), ROUNDS (default 1), VARIANTS (extra --variant arguments) change it;
-# TESTS=1 first runs the sort tests on the CPU device over 14 pytest-xdist workers (there the
-# buckets must balance over 16 cores, not the dev box's 2).
+# LOG2N (default 24) and ROUNDS (default 1) change the sizes and repeats.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
@@ -30,9 +29,11 @@ fi
 # shellcheck disable=SC2086
 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
   --sort-dtypes uint32,float32 --batches 7 --no-np-argsort --rounds "${ROUNDS:-1}" \
-  --variant before:KAPI_SORT_CPU_PACK=0+KAPI_SORT_CPU_BUCKET_COUNT_ONCE=0+KAPI_SORT_CPU_WIDE=0 \
-  --variant after: \
-  --variant after-wide:KAPI_SORT_CPU_WIDE=0 --variant after+wc:KAPI_SORT_CPU_WC=1 \
-  --variant after+bits12:KAPI_SORT_CPU_BUCKET_BITS=12 \
-  ${VARIANTS:-} 2>&1 |
+  --variant before:KAPI_SORT_CPU_PACK=0+KAPI_SORT_CPU_BUCKET_COUNT_ONCE=0 --variant after: \
+  --variant after+wide:KAPI_SORT_CPU_WIDE=12 ${VARIANTS:-} 2>&1 |
   tee "$OUT/argsort2.log"
+if [ "${PHASES:-0}" = 1 ]; then
+  python3 bench/sort_phases.py --log2n "${LOG2N:-24}" 2>&1 | tee "$OUT/argsort2_phases.log"
+  KAPI_SORT_CPU_PACK=0 KAPI_SORT_CPU_BUCKET_COUNT_ONCE=0 python3 bench/sort_phases.py \
+    --log2n "${LOG2N:-24}" 2>&1 | sed 's/^/before: /' | tee -a "$OUT/argsort2_phases.log"
+fi

@@ -1060,13 +1060,16 @@ def _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary):
 
 # Sorts and packed argsorts of keys of up to 32 bits whose top varying byte does not balance
 # (floats: few exponents, most keys in a few of its buckets) take a wider first digit,
-# CPU_WIDE bits ending at the top varying bit (KAPI_SORT_CPU_WIDE, read at import; 12 by
-# default, 0: none, the LSD passes as before), where its 2^CPU_WIDE buckets balance: uniform
-# [0, 1) float32 put half the keys in one exponent, which 12 bits split by 5 mantissa bits
-# into 32 buckets of 1/64.
+# CPU_WIDE bits ending at the top varying bit (KAPI_SORT_CPU_WIDE, read at import: 9 to 14;
+# 0, the default: none, the LSD passes), where its 2^CPU_WIDE buckets balance: uniform [0, 1)
+# float32 put half the keys in one exponent, which 12 bits split by 5 mantissa bits into 32
+# buckets of 1/64. Off by default: 2^24 uniform float32 on the 2-core dev box, sort 216 ->
+# 158 ms and argsort 1.4x faster with 12, but on the GPU machine's 16 Xeon cores (their 4,096
+# streams each in the first pass) sort 37.7-44.4 ms against 35.6-38.8 without and argsort
+# 54.2-58.7 against 53.1-54.7 (bench/RESULTS.md, argsort2).
 # From CPU_WIDE_MIN keys only (1,024 per bucket on average): below it, with buckets of a few
 # hundred keys, the 2-core dev box ran 2^20 float32 no faster than the LSD passes.
-CPU_WIDE = int(os.environ.get("KAPI_SORT_CPU_WIDE", "12"))
+CPU_WIDE = int(os.environ.get("KAPI_SORT_CPU_WIDE", "0"))
 CPU_WIDE_MIN = 1 << 22
 if CPU_WIDE not in (0, 9, 10, 11, 12, 13, 14):
     raise ValueError(f"KAPI_SORT_CPU_WIDE must be 0 or 9..14, not {CPU_WIDE}")

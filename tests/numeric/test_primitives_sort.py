@@ -1229,6 +1229,7 @@ def test_cpu_sort_wide_first_digit(dev, monkeypatch, dtype):
         pytest.skip("the CPU device's scheme")
     monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
     monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_WIDE", 12)
     runs = []
     orig = _radix._msd_wide
     monkeypatch.setattr(_radix, "_msd_wide", lambda *a: runs.append(orig(*a)) or runs[-1])
@@ -1260,6 +1261,7 @@ def test_cpu_packed_bucket_digit_bits(dev, monkeypatch, bits):
         pytest.skip("the CPU device's scheme")
     monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
     monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_WIDE", 12)
     n = 100_003
     rng = np.random.default_rng(bits)
     for h in (
