@@ -10,6 +10,8 @@
 #   read);
 # - "after+wide": the defaults with skewed keys (the float32 rows) first by a 12-bit digit
 #   (KAPI_SORT_CPU_WIDE=12; off by default: it lost on these 16 cores);
+# - "after+fused": the defaults with the bits that vary found by the top byte's count
+#   (KAPI_SORT_CPU_FUSED_VARY=1: no reductions; off by default, no gain on 2 cores);
 # VARIANTS adds others, e.g. "--variant wc:KAPI_SORT_CPU_WC=1 --variant b12:KAPI_SORT_CPU_BUCKET_BITS=12"
 # (both lost here too). TESTS=1 first runs the sort tests on the CPU device over 14
 # pytest-xdist workers (there the buckets must balance over 16 cores, not the dev box's 2);
@@ -30,7 +32,8 @@ fi
 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
   --sort-dtypes uint32,float32 --batches 7 --no-np-argsort --rounds "${ROUNDS:-1}" \
   --variant before:KAPI_SORT_CPU_PACK=0+KAPI_SORT_CPU_BUCKET_COUNT_ONCE=0 --variant after: \
-  --variant after+wide:KAPI_SORT_CPU_WIDE=12 ${VARIANTS:-} 2>&1 |
+  --variant after+wide:KAPI_SORT_CPU_WIDE=12 --variant after+fused:KAPI_SORT_CPU_FUSED_VARY=1 \
+  ${VARIANTS:-} 2>&1 |
   tee "$OUT/argsort2.log"
 if [ "${PHASES:-0}" = 1 ]; then
   python3 bench/sort_phases.py --log2n "${LOG2N:-24}" 2>&1 | tee "$OUT/argsort2_phases.log"

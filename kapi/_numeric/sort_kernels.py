@@ -751,6 +751,34 @@ def _hist_serial(item, k, hist, n, B, T, shift, MASK):
         hist[d * T + t] = cnt[d] + cnt[256 + d] + cnt[512 + d] + cnt[768 + d]
 """
 
+# _HIST_SERIAL_SRC that also ORs its block's keys and their complements into vo[2t], vo[2t+1]
+# (sort_radix.py, CPU_FUSED_VARY): the bits in which the keys differ come with the top byte's
+# counts from one read of the keys, where two reductions read them twice more.
+_HIST_VARY_SRC = (
+    _HIST_SERIAL_SRC.replace(
+        "def _hist_serial(item, k, hist, n, B, T, shift, MASK):",
+        "def _hist_vary(item, k, hist, vo, n, B, T, shift, MASK, ALL):",
+    )
+    .replace(
+        "    while i + 4 <= end:\n",
+        "    ones = np.uint64(0)\n    zeros = np.uint64(0)\n    while i + 4 <= end:\n",
+    )
+    .replace(
+        "        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n        cnt[256",
+        "        a0 = k[i]\n        a1 = k[i + 1]\n        a2 = k[i + 2]\n        a3 = k[i + 3]\n"
+        "        ones = ones | np.uint64(a0 | a1 | a2 | a3)\n"
+        "        zeros = zeros | np.uint64((a0 ^ ALL) | (a1 ^ ALL) | (a2 ^ ALL) | (a3 ^ ALL))\n"
+        "        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n        cnt[256",
+    )
+    .replace(
+        "    while i < end:\n        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n",
+        "    while i < end:\n        ones = ones | np.uint64(k[i])\n"
+        "        zeros = zeros | np.uint64(k[i] ^ ALL)\n"
+        "        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n",
+    )
+    + "    vo[2 * t] = ones\n    vo[2 * t + 1] = zeros\n"
+)
+
 _SCATTER_SERIAL_SRC = """
 def _scatter_serial(item, k, v, k2, v2, offs, n, B, T, shift, MASK):
     t = item.get_global_id(0)

@@ -59,6 +59,7 @@ from .sort_kernels import (
     _DSCAN_SRC,
     _HIST_SERIAL_SRC,
     _HIST_SRC,
+    _HIST_VARY_SRC,
     _HIST_WIDE_SRC,
     _KEY_BODY,
     _KEY_BODY_MAP,
@@ -390,14 +391,22 @@ def _radix_passes(
     k2 = Array._allocate((n,), k.dtype, q, ut)
     v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
     v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
-    if callable(bits_vary):  # a wait for the device: after the host's setup above
+    top_table = None  # the top byte's counts (CPU_FUSED_VARY), for the MSD pass
+    fuse = kind == "serial" and CPU_MSD and CPU_FUSED_VARY and n >= CPU_MSD_MIN and nbits >= 16
+    if callable(bits_vary) and fuse:
+        top_table, bits_vary = _serial_hist_vary(k, k.dtype.type(nbits - 8))
+    elif callable(bits_vary):  # a wait for the device: after the host's setup above
         bits_vary = bits_vary()
     shifts = [sh for sh in range(0, nbits, 8) if (bits_vary >> sh) & (RADIX - 1)]
+    if not shifts or shifts[-1] != nbits - 8:
+        top_table = None  # (the top byte does not vary: the MSD pass counts another)
     pack = fresh and _cpu_pack(k.device, n, withv, k.dtype.itemsize)  # v: unwritten
     per = (8 if pack else k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes
     msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
     if msd and per <= CPU_MSD_BUCKET_BYTES:
-        done = _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack, keys_out, bits_vary)
+        done = _msd_sort(
+            k, v, k2, v2, shifts, withv, keep_input, pack, keys_out, bits_vary, top_table
+        )
         wide = CPU_WIDE and n >= CPU_WIDE_MIN and k.dtype.itemsize <= 4
         if done is None and wide and (pack or not withv):
             done = _msd_wide(k, v, k2, v2, bits_vary, keys_out, pack, keep_input)
@@ -786,6 +795,38 @@ def _serial_hist(k, sh):
     return offs.reshape(RADIX * T), T, B
 
 
+# On kapi's CPU device, from CPU_MSD_MIN keys, the bits in which the keys differ come from the
+# MSD pass's count of the top byte (_HIST_VARY_SRC: each block also ORs its keys and their
+# complements), one read of the keys where kapi.reduce's OR and AND read them twice more and
+# waited for each (KAPI_SORT_CPU_FUSED_VARY=1, read at import; off by default: no gain on the
+# 2-core dev box, 2^24 uint32 argsort 300 against 302 ms; for the 16-core run).
+CPU_FUSED_VARY = os.environ.get("KAPI_SORT_CPU_FUSED_VARY", "0") == "1"
+
+
+def _serial_hist_vary(k, sh):
+    """_serial_hist of the byte at sh with the bits in which the keys differ: (table, vary)."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    n = k.size
+    T, B = P.cpu_blocks(k, n)
+    q, ut = k.sycl_queue, k.usm_type
+    hist = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
+    offs = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
+    vo = Array._allocate((2 * T,), np.dtype(np.uint64), q, ut)
+    allb = k.dtype.type(np.iinfo(k.dtype).max)
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    kern = _kernel(_HIST_VARY_SRC, "_hist_vary")
+    call_kernel(kern, NdRange(T, 1), k, hist.reshape(RADIX * T), vo, *sizes, sh,
+                k.dtype.type(RADIX - 1), allb)  # fmt: skip
+    _, add = P.resolve_op("add", "sort")
+    _scan_rows(hist, offs, add, "add", True, 0)
+    ones_zeros = vo.asnumpy().reshape(T, 2)
+    ones = int(np.bitwise_or.reduce(ones_zeros[:, 0]))
+    zeros = int(np.bitwise_or.reduce(ones_zeros[:, 1]))
+    return (offs.reshape(RADIX * T), T, B), ones & zeros
+
+
 def _serial_scatter(k, v, k2, v2, sh, withv, table):
     from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange
@@ -995,7 +1036,9 @@ def _msd_cores(device) -> int:
     return max(1, device.max_compute_units)
 
 
-def _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack=False, keys_out=True, vary=0):
+def _msd_sort(
+    k, v, k2, v2, shifts, withv, keep_input, pack=False, keys_out=True, vary=0, table=None
+):
     """The MSD-then-buckets scheme (CPU_MSD) over the varying byte shifts (ascending, two or
     more), with _radix_passes' buffers (v, v2: a placeholder without values): the sorted
     (k, v) as _radix_passes returns them, or None (nothing written) when the top digit's
@@ -1008,7 +1051,7 @@ def _msd_sort(k, v, k2, v2, shifts, withv, keep_input, pack=False, keys_out=True
     q, ut = k.sycl_queue, k.usm_type
     a, va = k2, v2
     top = k.dtype.type(shifts[-1])
-    table = _serial_hist(k, top)
+    table = table or _serial_hist(k, top)
     offs, T, _ = table
     starts = offs.asnumpy()[::T]  # each bucket's first place (the device is the host's CPU)
     largest = int(np.diff(np.append(starts, n)).max())

@@ -1288,6 +1288,35 @@ def test_cpu_packed_bucket_digit_bits(dev, monkeypatch, bits):
     assert _radix._bucket_digits((0, 8, 16), 18, (1 << 30) - 1) == ((0, 9), (9, 9))
 
 
+@pytest.mark.parametrize("dtype", ["uint32", "int16", "float32", "uint64"])
+def test_cpu_fused_vary_and_top_count(dev, monkeypatch, dtype):
+    """With KAPI_SORT_CPU_FUSED_VARY=1 the MSD pass's count of the top byte also finds the bits
+    in which the keys differ (no reductions): sort and argsort as NumPy's and as without it,
+    for keys whose top byte varies and keys whose top byte never does (their count is then
+    of another byte)."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    n = 90_001
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(11)
+    for bits in (8 * dt.itemsize, 8 * dt.itemsize - 8):  # the top byte varies, or not
+        u = rng.integers(0, 1 << min(bits, 63), n, dtype=np.uint64)
+        h = u.astype(f"u{dt.itemsize}").view(dt)
+        if dt.kind == "f":
+            h = np.where(np.isnan(h), 0, h).astype(dt)
+        h[::7] = h[3]
+        x = kapi.asarray(h, device=dev)
+        monkeypatch.setattr(_radix, "CPU_FUSED_VARY", True)
+        got = kapi.argsort(x).asnumpy()
+        np.testing.assert_array_equal(got, np.argsort(h, kind="stable"))
+        np.testing.assert_array_equal(kapi.sort(x).asnumpy(), np.sort(h))
+        monkeypatch.setattr(_radix, "CPU_FUSED_VARY", False)
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+
+
 @pytest.mark.parametrize("value", ["24", "12", "3", "x"])
 def test_keys_per_item_refuses_untried_values(monkeypatch, value):
     """KAPI_SORT_KEYS_PER_ITEM takes 2, 4, 8 or 16 (the sizes run on GPUs); any other value,
