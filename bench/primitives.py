@@ -15,10 +15,18 @@ compared with ("x triad": their bytes per second over the triad's). The triad is
 each section and its median taken, so that other load on the machine moves both alike.
 
     python3 bench/primitives.py [--device gpu|cpu] [--log2n 27] [--reps N] [--no-sort]
-                                [--only sort,cumsum,reduce,random]
+                                [--only sort,argsort,cumsum,reduce,random] [--batches N]
+                                [--sort-dtypes uint32,float32] [--no-np-argsort]
+                                [--variant NAME:VAR=VALUE[+VAR=VALUE...] ...] [--rounds N]
 
 --no-sort leaves out sort and argsort (cumsum, reduce and random only); --only runs just the
-sections named.
+sections named ("sort" and "argsort" both mean the sort section). --sort-dtypes: the key
+dtypes of the sort section (float32: uniform [0, 1), whose few exponents skew the top digit);
+--no-np-argsort leaves out np.argsort's timing (seconds for 2^24 keys; argsort's results are
+still checked against it).
+--variant runs the whole script once per variant (and --rounds times over, variants in
+turn), each in its own process with the environment variables given (KAPI_* switches read at
+import), so that one run shows before and after side by side; "default" names no change.
 
 Defaults: 2^27 elements on a GPU, 2^22 on the CPU driver. Finishes in well under 2 minutes.
 """
@@ -34,10 +42,11 @@ import kapi
 RATIOS = plotting.Ratios()  # kapi's rows against each peer, for --json / --plot
 
 
-def line(name, sec, n, ref_sec=None, ref_name="", bw=None):
-    """bw: (bytes per element, the triad's bytes per second): the bandwidth and its ratio."""
+def line(name, sec, n, ref_sec=None, ref_name="", bw=None, record=True):
+    """bw: (bytes per element, the triad's bytes per second): the bandwidth and its ratio.
+    record=False: the ratio is printed only (not one against a peer for --json)."""
     ratio = f"   {ref_sec / sec:6.2f} x {ref_name}" if ref_sec else ""
-    mine = not name.startswith(("cupy", "np"))
+    mine = record and not name.startswith(("cupy", "np"))
     if ref_sec and mine:
         RATIOS.add(name, "CuPy" if ref_name.startswith("cupy") else "NumPy", ref_sec / sec)
     if bw:
@@ -91,36 +100,60 @@ class Triad:
         )
 
 
-def sort_rows(dev, hk, nh, n, cp, time_k, time_c, time_h):
-    """Sort and argsort of uint32 beside CuPy (if cp) and NumPy (on the CPU device, NumPy's
-    time over kapi's: "x np.sort")."""
+def stable_order(h, idx):
+    """Whether idx is np.argsort(h, kind="stable") for h without NaNs (the one permutation
+    that orders h, equal keys by index), checked in O(n) rather than by argsorting again."""
+    n = h.size
+    if (
+        idx.dtype != np.int64
+        or idx.shape != (n,)
+        or idx.min(initial=0) < 0
+        or idx.max(initial=0) >= n
+    ):
+        return False
+    if not np.all(np.bincount(idx, minlength=n) == 1):
+        return False
+    s = h[idx]
+    up, eq = s[1:] > s[:-1], s[1:] == s[:-1]
+    return bool(np.all(up | (eq & (idx[1:] > idx[:-1]))))
+
+
+def sort_rows(dev, hk, nh, n, cp, time_k, time_c, time_h, np_argsort=True):
+    """Sort and argsort of hk's dtype beside CuPy (if cp) and NumPy (on the CPU device,
+    NumPy's time over kapi's: "x np.sort"; argsort also over np.sort's and kapi.sort's)."""
     k = kapi.asarray(hk, device=dev)
     if not np.array_equal(kapi.sort(k).asnumpy(), np.sort(hk)):
         raise SystemExit("kapi.sort differs from np.sort")
-    if not np.array_equal(kapi.argsort(k[:nh]).asnumpy(), np.argsort(hk[:nh], kind="stable")):
-        raise SystemExit("kapi.argsort differs from np.argsort")
-    print("sort of uint32 (random, 32 bits: 4 radix passes)")
+    if not stable_order(hk[:nh], kapi.argsort(k[:nh]).asnumpy()):
+        raise SystemExit("kapi.argsort differs from np.argsort(kind='stable')")
+    what = "random, 32 bits" if hk.dtype.kind == "u" else "uniform [0, 1)"
+    tag = "" if hk.dtype.kind == "u" else f" {hk.dtype}"
+    print(f"sort of {hk.dtype} ({what}: 4 radix passes)")
     t_sort = time_k(lambda: kapi.sort(k))
     c_sort = None
     if cp is not None:
         ck = cp.asarray(hk)
         c_sort = time_c(lambda: cp.sort(ck))
-    line("kapi.sort", t_sort, n, c_sort, "cupy.sort")
+    line(f"kapi.sort{tag}", t_sort, n, c_sort, "cupy.sort")
     if c_sort:
         line("cupy.sort", c_sort, n)
-    t = time_h(lambda: np.sort(hk[:nh]))
-    line("np.sort (host)", t, nh)
+    t_np = time_h(lambda: np.sort(hk[:nh]))
+    line("np.sort (host)", t_np, nh)
     if nh == n and cp is None:
-        line("kapi.sort", t_sort, n, t, "np.sort")
+        line(f"kapi.sort{tag}", t_sort, n, t_np, "np.sort")
     t_arg = time_k(lambda: kapi.argsort(k))
     c_arg = time_c(lambda: cp.argsort(ck)) if cp is not None else None
-    line("kapi.argsort", t_arg, n, c_arg, "cupy.argsort")
+    line(f"kapi.argsort{tag}", t_arg, n, c_arg, "cupy.argsort")
     if c_arg:
         line("cupy.argsort", c_arg, n)
-    t = time_h(lambda: np.argsort(hk[:nh], kind="stable"))
-    line("np.argsort(kind='stable') (host)", t, nh)
+    if np_argsort:
+        t = time_h(lambda: np.argsort(hk[:nh], kind="stable"))
+        line("np.argsort(kind='stable') (host)", t, nh)
     if nh == n and cp is None:
-        line("kapi.argsort", t_arg, n, t, "np.argsort")
+        if np_argsort:
+            line(f"kapi.argsort{tag}", t_arg, n, t, "np.argsort")
+        line(f"kapi.argsort{tag}", t_arg, n, t_np, "np.sort", record=False)
+        line(f"kapi.argsort{tag}", t_arg, n, t_sort, "kapi.sort", record=False)
 
 
 def main():
@@ -130,16 +163,60 @@ def main():
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--no-sort", action="store_true", help="leave out sort and argsort")
     ap.add_argument("--only", default=None, help="sections to run: sort,cumsum,reduce,random")
+    ap.add_argument("--batches", type=int, default=None, help="timed batches (median taken)")
+    ap.add_argument("--sort-dtypes", default="uint32", help="the sort section's key dtypes")
+    ap.add_argument("--no-np-argsort", action="store_true", help="np.argsort left untimed")
+    ap.add_argument("--variant", action="append", default=[], help="NAME:VAR=VALUE[+VAR=VALUE]")
+    ap.add_argument("--rounds", type=int, default=1, help="times over the variants")
     plotting.add_args(ap)
     args = ap.parse_args()
+    if args.variant:
+        return run_variants(args)
     try:
         run(args)
     finally:
         RATIOS.write(args, f"kapi's primitives against their peers ({args.device or 'default'})")
 
 
+def run_variants(args):
+    """This script once per variant and round, each in a process of its own (the switches
+    are read at import), its output labelled with the variant."""
+    import os
+    import subprocess
+    import sys
+
+    argv, skip = [], False
+    for a in sys.argv[1:]:  # the command line without --variant / --rounds / --json / --plot
+        if skip:
+            skip = False
+            continue
+        if a in ("--variant", "--rounds", "--json", "--plot"):
+            skip = True
+            continue
+        if a.startswith(("--variant=", "--rounds=", "--json=", "--plot=")):
+            continue
+        argv.append(a)
+    bad = 0
+    for r in range(args.rounds):
+        for v in args.variant:
+            name, _, sets = v.partition(":")
+            env = dict(os.environ)
+            for kv in filter(None, sets.split("+")):
+                key, eq, val = kv.partition("=")
+                if not eq:
+                    raise SystemExit(f"--variant {v!r}: {kv!r} is not VAR=VALUE")
+                env[key] = val
+            print(f"=== variant {name} ({sets or 'no change'}), round {r + 1}", flush=True)
+            rc = subprocess.call([sys.executable, __file__, *argv], env=env)
+            bad += rc != 0
+    if bad:
+        raise SystemExit(f"{bad} variant run(s) failed")
+
+
 def run(args):
     only = set(args.only.split(",")) if args.only else {"sort", "cumsum", "reduce", "random"}
+    if "argsort" in only:
+        only.add("sort")
     if args.no_sort:
         only.discard("sort")
     dev = kapi.Device(args.device) if args.device else kapi.default_device()
@@ -151,7 +228,7 @@ def run(args):
     # as the triad is timed
     reps = args.reps or (5 if dev.is_gpu else 3)
     warm_s = 0.0 if dev.is_gpu else 0.05
-    batches = 5 if dev.is_gpu else 3
+    batches = args.batches or (5 if dev.is_gpu else 3)
     sync = dev.default_queue.wait
     rng = np.random.default_rng(0)
     hk = rng.integers(0, 2**32, n, dtype=np.uint32)
@@ -183,11 +260,15 @@ def run(args):
         return median_batch(fn, csync, reps, batches)
 
     def time_h(fn):
-        return median_batch(fn, lambda: None, 1, 3)
+        return median_batch(fn, lambda: None, 1, max(3, args.batches or 3))
 
-    # sort / argsort of uint32
+    # sort / argsort of uint32 (and float32: --sort-dtypes)
     if "sort" in only:
-        sort_rows(dev, hk, nh, n, cp, time_k, time_c, time_h)
+        for sdt in args.sort_dtypes.split(","):
+            if sdt not in ("uint32", "float32"):
+                raise SystemExit(f"--sort-dtypes takes uint32 and float32, not {sdt!r}")
+            keys = hk if sdt == "uint32" else hf
+            sort_rows(dev, keys, nh, n, cp, time_k, time_c, time_h, not args.no_np_argsort)
 
     # cumsum and reduce of float32
     tri = Triad(dev, n) if cpu else None

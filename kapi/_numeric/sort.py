@@ -37,7 +37,14 @@ def _sorted_flat(x: Array, want_values: bool, want_indices: bool, descending=Fal
     k, v, vary, hist = _keys(x, want_indices, descending, want_indices and dt.kind == "f")
     in_place = _keys_in_place(x, want_indices, descending)  # k is x's memory
     k, v = _radix_passes(
-        k, v, vary, dt.itemsize * 8, keep_input=in_place, hist=hist, fresh=want_indices
+        k,
+        v,
+        vary,
+        dt.itemsize * 8,
+        keep_input=in_place,
+        hist=hist,
+        fresh=want_indices,
+        keys_out=want_values,
     )
     vals = None
     if want_values and in_place:
@@ -93,7 +100,9 @@ def _sort_rows(x2: Array, want_values: bool, descending: bool) -> Array:
         flat = _as_dtype(flat, np.dtype(np.uint8))
     k, v, vary, hist = _keys(flat, True, descending, dt.kind == "f")
     in_place = _keys_in_place(flat, True, descending)  # k is flat's memory
-    k, v = _radix_passes(k, v, vary, dt.itemsize * 8, keep_input=in_place, hist=hist, fresh=True)
+    _, v = _radix_passes(
+        k, v, vary, dt.itemsize * 8, keep_input=in_place, hist=hist, fresh=True, keys_out=False
+    )
     rk = Array._allocate((flat.size,), np.dtype(np.uint64), flat.sycl_queue, flat.usm_type)
     call_kernel(_kernel(_ROWKEY_SRC, "_rowkey"), Range(flat.size), v, rk, np.int64(m))
     rk, v = _radix_passes(rk, v, (1 << (rows - 1).bit_length()) - 1, 64)

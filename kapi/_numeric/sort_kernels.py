@@ -751,6 +751,34 @@ def _hist_serial(item, k, hist, n, B, T, shift, MASK):
         hist[d * T + t] = cnt[d] + cnt[256 + d] + cnt[512 + d] + cnt[768 + d]
 """
 
+# _HIST_SERIAL_SRC that also ORs its block's keys and their complements into vo[2t], vo[2t+1]
+# (sort_radix.py, CPU_FUSED_VARY): the bits in which the keys differ come with the top byte's
+# counts from one read of the keys, where two reductions read them twice more.
+_HIST_VARY_SRC = (
+    _HIST_SERIAL_SRC.replace(
+        "def _hist_serial(item, k, hist, n, B, T, shift, MASK):",
+        "def _hist_vary(item, k, hist, vo, n, B, T, shift, MASK, ALL):",
+    )
+    .replace(
+        "    while i + 4 <= end:\n",
+        "    ones = np.uint64(0)\n    zeros = np.uint64(0)\n    while i + 4 <= end:\n",
+    )
+    .replace(
+        "        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n        cnt[256",
+        "        a0 = k[i]\n        a1 = k[i + 1]\n        a2 = k[i + 2]\n        a3 = k[i + 3]\n"
+        "        ones = ones | np.uint64(a0 | a1 | a2 | a3)\n"
+        "        zeros = zeros | np.uint64((a0 ^ ALL) | (a1 ^ ALL) | (a2 ^ ALL) | (a3 ^ ALL))\n"
+        "        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n        cnt[256",
+    )
+    .replace(
+        "    while i < end:\n        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n",
+        "    while i < end:\n        ones = ones | np.uint64(k[i])\n"
+        "        zeros = zeros | np.uint64(k[i] ^ ALL)\n"
+        "        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n",
+    )
+    + "    vo[2 * t] = ones\n    vo[2 * t + 1] = zeros\n"
+)
+
 _SCATTER_SERIAL_SRC = """
 def _scatter_serial(item, k, v, k2, v2, offs, n, B, T, shift, MASK):
     t = item.get_global_id(0)
@@ -769,6 +797,111 @@ def _scatter_serial(item, k, v, k2, v2, offs, n, B, T, shift, MASK):
         i += 1
 """
 
+
+# The CPU argsort's MSD pass (sort_radix.py, CPU_PACK): as _scatter_serial, but each key goes
+# out with its index as one 64-bit word, the key in the high half and the index i (< 2^32) in
+# the low (no index array to read: the indices are made here), so that the buckets' passes
+# move one word per element.
+_SCATTER_PACK_SRC = """
+def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(256, np.int64)
+    for d in range(256):
+        off[d] = offs[d * T + t]
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    while i < end:
+        kk = k[i]
+        d = np.int64((kk >> shift) & MASK)
+        dst = off[d]
+        off[d] = dst + 1
+        w[dst & 0x7FFFFFFFFFFFFFFF] = (np.uint64(kk) << np.uint64(32)) | np.uint64(i)
+        i += 1
+"""
+
+# _SCATTER_PACK_SRC with write-combining (sort_radix.py, CPU_WC): each digit's words gather in
+# a private buffer of a cache line (8 words) and go out when the digit's next place starts a
+# line, so the stores to the 256 digits' places come a whole line at a time rather than one
+# word each, interleaved over 256 lines. WCWORD: the word of key kk at i (_WC_PACK: packed
+# from a key; _WC_MOVE: a word as it is; _WC_INDEX: a word's index, the LSD passes' last).
+_SCATTER_PACK_WC_SRC = """
+def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(256, np.int64)
+    fill = K.PrivateArray(256, np.int64)
+    buf = K.PrivateArray(2048, np.uint64)
+    for d in range(256):
+        off[d] = offs[d * T + t] & 0x7FFFFFFFFFFFFFFF
+        fill[d] = 0
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    while i < end:
+        kk = k[i]
+        d = np.int64((kk >> shift) & MASK)
+        f = fill[d]
+        buf[d * 8 + f] = WCWORD
+        f += 1
+        o = off[d]
+        if ((o + f) & 7) == 0:
+            if f == 8:
+                b0 = d * 8
+                w[o] = buf[b0]
+                w[o + 1] = buf[b0 + 1]
+                w[o + 2] = buf[b0 + 2]
+                w[o + 3] = buf[b0 + 3]
+                w[o + 4] = buf[b0 + 4]
+                w[o + 5] = buf[b0 + 5]
+                w[o + 6] = buf[b0 + 6]
+                w[o + 7] = buf[b0 + 7]
+            else:
+                for j in range(f):
+                    w[o + j] = buf[d * 8 + j]
+            off[d] = o + f
+            f = 0
+        fill[d] = f & 7
+        i += 1
+    for d in range(256):
+        o = off[d]
+        for j in range(fill[d]):
+            w[o + j] = buf[d * 8 + j]
+"""
+# The CPU argsort's wide first digit (sort_radix.py, CPU_WIDE): the top varying digit of WIDE
+# bits (NB = 2^WIDE buckets) where a byte's 256 buckets do not balance. Its count (one counter
+# per digit per block) and its scatter, as _HIST_SERIAL_SRC and _SCATTER_PACK_SRC (WIDEWORD:
+# _WC_PACK, a packed word, or _WC_MOVE, the key alone for a sort).
+_HIST_WIDE_SRC = """
+def _hist_wide(item, k, hist, n, B, T, low, MASK):
+    t = item.get_global_id(0)
+    cnt = K.PrivateArray(NB, np.int64, fill_zeros=True)
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    while i < end:
+        cnt[np.int64((k[i] >> low) & MASK)] += 1
+        i += 1
+    for d in range(NB):
+        hist[d * T + t] = cnt[d]
+"""
+
+_SCATTER_WIDE_SRC = """
+def _scatter_wide(item, k, w, offs, n, B, T, low, MASK):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(NB, np.int64)
+    for d in range(NB):
+        off[d] = offs[d * T + t]
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    while i < end:
+        kk = k[i]
+        d = np.int64((kk >> low) & MASK)
+        dst = off[d]
+        off[d] = dst + 1
+        w[dst & 0x7FFFFFFFFFFFFFFF] = WIDEWORD
+        i += 1
+"""
+
+_WC_PACK = "(np.uint64(kk) << np.uint64(32)) | np.uint64(i)"
+_WC_MOVE = "kk"
+_WC_INDEX = "kk & np.uint64(0xFFFFFFFF)"
 
 # Narrow indices in the onesweep pass (KAPI_SORT_NARROW, read at import): the pass runs only
 # below _OS_MAX_N (2^30) keys, so every place it computes (a key's place in the input, in the

@@ -39,7 +39,10 @@ scan; `_scatter_serial`): no barriers, which the CPU runs best, and at least fou
 core, which the driver's threads balance. (Its scatter kind is named "serial" for the order
 within a block; the blocks run on every core.) Passes over digits in which no two keys
 differ are skipped (the OR and AND of all keys tell which bits vary), so small integer ranges
-cost fewer passes.
+cost fewer passes. From CPU_MSD_MIN keys the top varying digit goes first and each of its
+buckets is sorted by the other digits in one work-item (`_msd_sort`). Argsorts of keys of up
+to 32 bits carry each key and its index as one uint64 word from the first pass to the last
+(`_msd_packed`, `_lsd_packed`; CPU_PACK), so no index array is written before the passes.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ from .sort_kernels import (
     _DSCAN_SRC,
     _HIST_SERIAL_SRC,
     _HIST_SRC,
+    _HIST_VARY_SRC,
+    _HIST_WIDE_SRC,
     _KEY_BODY,
     _KEY_BODY_MAP,
     _KEYS_MAP_SRC,
@@ -65,10 +70,16 @@ from .sort_kernels import (
     _OSCLEAR_SRC,
     _RANK_NEXT,
     _RANK_SCAN,
+    _SCATTER_PACK_SRC,
+    _SCATTER_PACK_WC_SRC,
     _SCATTER_SERIAL_SRC,
     _SCATTER_SRC,
+    _SCATTER_WIDE_SRC,
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
+    _WC_INDEX,
+    _WC_MOVE,
+    _WC_PACK,
     _dedent4,
     _hist_parts,
     _keys_bodies,
@@ -347,14 +358,22 @@ def _os_items_values() -> int:
 
 
 def _radix_passes(
-    k: Array, v: Array | None, bits_vary, nbits: int, keep_input=False, hist=None, fresh=False
+    k: Array,
+    v: Array | None,
+    bits_vary,
+    nbits: int,
+    keep_input=False,
+    hist=None,
+    fresh=False,
+    keys_out=True,
 ):
     """Sorts keys k (unsigned, 1-D) stably, with values v (int64) when given, by every byte
     in which bits_vary (an int, or a function giving it) has a bit set. Returns the sorted
     (k, v); the inputs are clobbered, except k with keep_input (the result is then a new
     array, never k itself). hist: the keys' digit counts (`_keys`), used by the "onesweep"
     kind (counted here when None). fresh: v is `_keys`' index array, left unwritten where
-    _iota_first says so (the first pass then makes the indices)."""
+    _iota_first or _cpu_pack says so (the first pass then makes the indices). keys_out=False:
+    the sorted keys are not wanted (argsort), and may be returned as None."""
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
     withv = v is not None
@@ -372,15 +391,31 @@ def _radix_passes(
     k2 = Array._allocate((n,), k.dtype, q, ut)
     v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
     v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
-    if callable(bits_vary):  # a wait for the device: after the host's setup above
+    top_table = None  # the top byte's counts (CPU_FUSED_VARY), for the MSD pass
+    fuse = kind == "serial" and CPU_MSD and CPU_FUSED_VARY and n >= CPU_MSD_MIN and nbits >= 16
+    if callable(bits_vary) and fuse:
+        top_table, bits_vary = _serial_hist_vary(k, k.dtype.type(nbits - 8))
+    elif callable(bits_vary):  # a wait for the device: after the host's setup above
         bits_vary = bits_vary()
     shifts = [sh for sh in range(0, nbits, 8) if (bits_vary >> sh) & (RADIX - 1)]
-    per = (k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes on average
+    if not shifts or shifts[-1] != nbits - 8:
+        top_table = None  # (the top byte does not vary: the MSD pass counts another)
+    pack = fresh and _cpu_pack(k.device, n, withv, k.dtype.itemsize)  # v: unwritten
+    per = (8 if pack else k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes
     msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
     if msd and per <= CPU_MSD_BUCKET_BYTES:
-        done = _msd_sort(k, v, k2, v2, shifts, withv, keep_input)
+        done = _msd_sort(
+            k, v, k2, v2, shifts, withv, keep_input, pack, keys_out, bits_vary, top_table
+        )
+        wide = CPU_WIDE and n >= CPU_WIDE_MIN and k.dtype.itemsize <= 4
+        if done is None and wide and (pack or not withv):
+            done = _msd_wide(k, v, k2, v2, bits_vary, keys_out, pack, keep_input)
         if done is not None:
             return done
+    if pack and len(shifts) >= 2:  # the LSD passes, packed as well
+        return _lsd_packed(k, v, k2, v2, shifts, keys_out)
+    if pack:  # one pass or none: the indices first
+        _fill_iota(v, None)
     iota = fresh and _iota_first(k.device, n, withv)
     vplan = _value_plan(v, v2, len(shifts)) if kind == "onesweep" and withv else None
     src = k
@@ -760,6 +795,39 @@ def _serial_hist(k, sh):
     return offs.reshape(RADIX * T), T, B
 
 
+# On kapi's CPU device, from CPU_MSD_MIN keys, the bits in which the keys differ come from the
+# MSD pass's count of the top byte (_HIST_VARY_SRC: each block also ORs its keys and their
+# complements), one read of the keys where kapi.reduce's OR and AND read them twice more and
+# waited for each (KAPI_SORT_CPU_FUSED_VARY=1, read at import; off by default: no gain on the
+# 2-core dev box, 2^24 uint32 argsort 300 against 302 ms; on the 16 Xeon cores, one process,
+# sort 18.5 against 20.5 ms and argsort 29.9 against 32.0: to be repeated before it is on).
+CPU_FUSED_VARY = os.environ.get("KAPI_SORT_CPU_FUSED_VARY", "0") == "1"
+
+
+def _serial_hist_vary(k, sh):
+    """_serial_hist of the byte at sh with the bits in which the keys differ: (table, vary)."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    n = k.size
+    T, B = P.cpu_blocks(k, n)
+    q, ut = k.sycl_queue, k.usm_type
+    hist = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
+    offs = Array._allocate((1, RADIX * T), np.dtype(np.int64), q, ut)
+    vo = Array._allocate((2 * T,), np.dtype(np.uint64), q, ut)
+    allb = k.dtype.type(np.iinfo(k.dtype).max)
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    kern = _kernel(_HIST_VARY_SRC, "_hist_vary")
+    call_kernel(kern, NdRange(T, 1), k, hist.reshape(RADIX * T), vo, *sizes, sh,
+                k.dtype.type(RADIX - 1), allb)  # fmt: skip
+    _, add = P.resolve_op("add", "sort")
+    _scan_rows(hist, offs, add, "add", True, 0)
+    ones_zeros = vo.asnumpy().reshape(T, 2)
+    ones = int(np.bitwise_or.reduce(ones_zeros[:, 0]))
+    zeros = int(np.bitwise_or.reduce(ones_zeros[:, 1]))
+    return (offs.reshape(RADIX * T), T, B), ones & zeros
+
+
 def _serial_scatter(k, v, k2, v2, sh, withv, table):
     from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange
@@ -829,17 +897,154 @@ def _bucket_src(passes: int, withv: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The CPU argsort of keys of at most 32 bits (n < 2^32; KAPI_SORT_CPU_PACK, read at import; on
+# by default): the MSD pass writes each key and its index as one uint64 word (key high, index
+# low: _SCATTER_PACK_SRC), so `_keys` writes no index array and the MSD pass reads none, and
+# the buckets' passes (_bucket_pack_src) move one 8-byte word per element where the key and
+# its int64 index were 12 bytes in two arrays (a bucket's two buffers of 2^16 elements: 1 MiB
+# rather than 1.5). The last pass writes the index alone (and the key, where asked) into the
+# result. 0: the keys and int64 indices in separate arrays, as before.
+CPU_PACK = os.environ.get("KAPI_SORT_CPU_PACK", "1") != "0"
+
+
+def _cpu_pack(dev, n: int, withv: bool, itemsize: int) -> bool:
+    """Whether an argsort of n keys of itemsize bytes packs keys and indices on dev's serial
+    kind (then `_keys` leaves the indices unwritten: the packed MSD pass, or `_fill_iota`
+    where that does not run, makes them)."""
+    return (
+        CPU_PACK
+        and withv
+        and itemsize <= 4
+        and n < (1 << 32)
+        and _pass_kind(dev, n, True) == "serial"
+    )
+
+
+# The CPU sort's buckets (keys alone) by _bucket_pack_src's kernel (KAPI_SORT_CPU_BUCKET_COUNT_ONCE,
+# read at import; on by default): one read of a bucket counts every digit position, and the
+# digits' shifts are constants in the source (where _bucket_lsd reads the bucket once per
+# digit to count it, and shifts by arguments, each shift checked against the key's width).
+# 0: _bucket_lsd, as before.
+CPU_BUCKET_COUNT_ONCE = os.environ.get("KAPI_SORT_CPU_BUCKET_COUNT_ONCE", "1") != "0"
+
+
+# KAPI_SORT_CPU_WC=1 (read at import; off by default): the packed argsort's passes over all
+# keys (the MSD pass; the LSD passes but a last one that writes keys too) gather each
+# digit's words a cache line at a time in private buffers before writing them
+# (_SCATTER_PACK_WC_SRC). On the 2-core EPYC dev box it lost (2^24 keys: uint32 argsort 238
+# -> 262 ms, float32 643 -> 1083 ms); it is here to be measured on many cores
+# (bench/argsort2.sh).
+CPU_WC = os.environ.get("KAPI_SORT_CPU_WC", "0") == "1"
+
+
+def _pack_first_kernel():
+    """The packed argsort's first pass (keys to words), by CPU_WC."""
+    if CPU_WC:
+        return _kernel(_SCATTER_PACK_WC_SRC, "_scatter_pack", WCWORD=_WC_PACK)
+    return _kernel(_SCATTER_PACK_SRC, "_scatter_pack")
+
+
+# The packed argsort's buckets sort their keys' remaining bits by digits of up to
+# CPU_BUCKET_BITS bits (KAPI_SORT_CPU_BUCKET_BITS, read at import; 8 by default: by bytes,
+# three passes for the 24 bits below a uint32's top byte; 12: two passes of 12 bits, their
+# 4,096 counters in a core's L1).
+CPU_BUCKET_BITS = int(os.environ.get("KAPI_SORT_CPU_BUCKET_BITS", "8"))
+if CPU_BUCKET_BITS not in range(8, 14):
+    raise ValueError(f"KAPI_SORT_CPU_BUCKET_BITS must be 8 to 13, not {CPU_BUCKET_BITS}")
+
+
+def _bucket_digits(rest: tuple, top: int, vary: int) -> tuple:
+    """The buckets' digits for the packed argsort: rest (the varying byte shifts below the
+    first digit, which starts at bit top) as they are with CPU_BUCKET_BITS 8, else the bits
+    from the lowest varying one up to top split into as few digits of at most
+    CPU_BUCKET_BITS bits as they need, of equal width, as (shift, bits)."""
+    if CPU_BUCKET_BITS == 8 or not rest:
+        return tuple(rest)
+    lo = (vary & -vary).bit_length() - 1
+    span = top - lo
+    parts = -(-span // CPU_BUCKET_BITS)
+    if parts >= len(rest):
+        return tuple(rest)
+    wd = -(-span // parts)
+    return tuple((min(lo + p * wd, top - wd), wd) for p in range(parts))
+
+
+@functools.cache
+def _bucket_pack_src(shifts: tuple, keys_out: str | None, base: int = 32, nb: int = 256) -> str:
+    """The kernel sorting each MSD bucket of packed words (key << 32 | index) by the key's
+    digits at `shifts` (ascending, constants in the source), alternating between a and b (a
+    first: the MSD pass's output); one read of the bucket counts every digit position. The
+    last pass writes the index alone (the result's int64 memory seen as uint64) and, with
+    keys_out (the key dtype's NumPy name), the key into kout. A shift may be (shift, bits)
+    for a digit of other than 8 bits (_bucket_digits). base=0: the words are keys
+    alone (a sort: CPU_BUCKET_COUNT_ONCE), which the last pass writes as they are. nb: the
+    buckets (work-items), 2^CPU_WIDE for _msd_wide's."""
+    m63 = "0x7FFFFFFFFFFFFFFF"
+    digits = [(s, 8) if isinstance(s, int) else s for s in shifts]  # (shift, bits)
+    at = [0]
+    for _, wd in digits:
+        at.append(at[-1] + (1 << wd))  # each digit's counters in cnt
+    lines = [
+        "def _bucket_pack(item, a, b, kout, offs, n, T):",
+        "    d = item.get_global_id(0)",
+        f"    lo = offs[d * T] & {m63}",
+        f"    hi = (offs[(d + 1) * T] if d < {nb - 1} else n) & {m63}",
+        f"    cnt = K.PrivateArray({at[-1]}, np.int64, fill_zeros=True)",
+        "    i = lo",
+        "    while i < hi:",
+        "        w = a[i]",
+    ]
+
+    def digit(p):
+        sh, wd = digits[p]
+        return f"np.int64((w >> np.uint64({base + sh})) & np.uint64({(1 << wd) - 1}))"
+
+    for p in range(len(digits)):
+        lines.append(f"        cnt[{at[p]} + {digit(p)}] += 1")
+    lines += ["        i += 1"]
+    for p, (_, wd) in enumerate(digits):
+        lines += [
+            "    s = lo",
+            f"    for q in range({1 << wd}):",
+            f"        c = cnt[{at[p]} + q]",
+            f"        cnt[{at[p]} + q] = s",
+            "        s += c",
+        ]
+    for p in range(len(digits)):
+        src, dst = ("a", "b") if p % 2 == 0 else ("b", "a")
+        last = p == len(digits) - 1
+        lines += [
+            "    i = lo",
+            "    while i < hi:",
+            f"        w = {src}[i]",
+            f"        q = {at[p]} + {digit(p)}",
+            f"        o = cnt[q] & {m63}",
+            "        cnt[q] = o + 1",
+        ]
+        if not last or not base:
+            lines.append(f"        {dst}[o] = w")
+        else:
+            lines.append(f"        {dst}[o] = w & np.uint64(0xFFFFFFFF)")
+            if keys_out:
+                lines.append(f"        kout[o] = np.{keys_out}(w >> np.uint64(32))")
+        lines.append("        i += 1")
+    return "\n".join(lines) + "\n"
+
+
 def _msd_cores(device) -> int:
     """The cores the buckets must balance over (a function: the tests fix it, so that their
     keys take the same scheme on a 2-core and a 32-core machine)."""
     return max(1, device.max_compute_units)
 
 
-def _msd_sort(k, v, k2, v2, shifts, withv, keep_input):
+def _msd_sort(
+    k, v, k2, v2, shifts, withv, keep_input, pack=False, keys_out=True, vary=0, table=None
+):
     """The MSD-then-buckets scheme (CPU_MSD) over the varying byte shifts (ascending, two or
     more), with _radix_passes' buffers (v, v2: a placeholder without values): the sorted
     (k, v) as _radix_passes returns them, or None (nothing written) when the top digit's
-    buckets do not balance."""
+    buckets do not balance. pack: keys and indices as one word (CPU_PACK; v unwritten), the
+    keys returned only with keys_out (else None)."""
     from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange
 
@@ -847,16 +1052,22 @@ def _msd_sort(k, v, k2, v2, shifts, withv, keep_input):
     q, ut = k.sycl_queue, k.usm_type
     a, va = k2, v2
     top = k.dtype.type(shifts[-1])
-    table = _serial_hist(k, top)
+    table = table or _serial_hist(k, top)
     offs, T, _ = table
     starts = offs.asnumpy()[::T]  # each bucket's first place (the device is the host's CPU)
     largest = int(np.diff(np.append(starts, n)).max())
     if largest > n // (2 * _msd_cores(k.device)):
         return None  # unbalanced: the LSD passes
+    if pack:
+        return _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary)
     _serial_scatter(k, v, a, va, top, withv, table)
     b = Array._allocate((n,), k.dtype, q, ut) if keep_input else k
     vb = v
     rest = shifts[:-1]
+    if not withv and CPU_BUCKET_COUNT_ONCE:
+        kern = _kernel(_bucket_pack_src(tuple(rest), None, 0), "_bucket_pack")
+        call_kernel(kern, NdRange(RADIX, 1), a, b, a, offs, np.int64(n), np.int64(T))
+        return b if len(rest) % 2 else a, None
     kern = _kernel(_bucket_src(len(rest), withv), "_bucket_lsd")
     call_kernel(
         kern, NdRange(RADIX, 1), a, b, va, vb, offs, np.int64(n), np.int64(T),
@@ -867,11 +1078,157 @@ def _msd_sort(k, v, k2, v2, shifts, withv, keep_input):
     return a, (va if withv else None)
 
 
+def _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary):
+    """_msd_sort's packed form: the MSD pass writes words (key << 32 | index) into the one of
+    v2 and v (both n int64, seen as uint64) that leaves the buckets' last pass writing v;
+    v gets the indices, k2 the sorted keys with keys_out."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    n = k.size
+    offs, T, B = table
+    u64 = np.dtype(np.uint64)
+    out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
+    digits = _bucket_digits(tuple(shifts[:-1]), int(shifts[-1]), vary)
+    a, b = (out, scratch) if len(digits) % 2 == 0 else (scratch, out)
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    top, mask = k.dtype.type(shifts[-1]), k.dtype.type(RADIX - 1)
+    scat = _pack_first_kernel()
+    call_kernel(scat, NdRange(T, 1), k, a, offs, *sizes, top, mask)
+    kout = k2 if keys_out else Array._allocate((1,), k.dtype, k.sycl_queue, k.usm_type)
+    src = _bucket_pack_src(digits, k.dtype.name if keys_out else None)
+    kern = _kernel(src, "_bucket_pack")
+    call_kernel(kern, NdRange(RADIX, 1), a, b, kout, offs, np.int64(n), np.int64(T))
+    return (k2 if keys_out else None), v
+
+
+# Sorts and packed argsorts of keys of up to 32 bits whose top varying byte does not balance
+# (floats: few exponents, most keys in a few of its buckets) take a wider first digit,
+# CPU_WIDE bits ending at the top varying bit (KAPI_SORT_CPU_WIDE, read at import: 9 to 14;
+# 0, the default: none, the LSD passes), where its 2^CPU_WIDE buckets balance: uniform [0, 1)
+# float32 put half the keys in one exponent, which 12 bits split by 5 mantissa bits into 32
+# buckets of 1/64. Off by default: 2^24 uniform float32 on the 2-core dev box, sort 216 ->
+# 158 ms and argsort 1.4x faster with 12, but on the GPU machine's 16 Xeon cores (their 4,096
+# streams each in the first pass) sort 37.7-44.4 ms against 35.6-38.8 without and argsort
+# 54.2-58.7 against 53.1-54.7 (bench/RESULTS.md, argsort2).
+# From CPU_WIDE_MIN keys only (1,024 per bucket on average): below it, with buckets of a few
+# hundred keys, the 2-core dev box ran 2^20 float32 no faster than the LSD passes.
+CPU_WIDE = int(os.environ.get("KAPI_SORT_CPU_WIDE", "0"))
+CPU_WIDE_MIN = 1 << 22
+if CPU_WIDE not in (0, 9, 10, 11, 12, 13, 14):
+    raise ValueError(f"KAPI_SORT_CPU_WIDE must be 0 or 9..14, not {CPU_WIDE}")
+
+
+def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False):
+    """The packed MSD scheme (_msd_packed) by a first digit of CPU_WIDE bits ending at the top
+    varying bit of the keys k (of at most 32 bits; vary: the bits in which they differ), then
+    each of its 2^CPU_WIDE buckets by the bytes below it: _radix_passes' (k, v), or None
+    (nothing written) when its buckets do not balance either. pack=False: a sort of the keys
+    alone (k2 and k, or a new array with keep_input, its buffers; v unused)."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    wide = CPU_WIDE
+    low = vary.bit_length() - wide
+    # the bytes below the wide digit in which keys differ (the one at `low`'s byte may hold
+    # some of the wide digit's bits: constant within a bucket, so harmless)
+    rest = tuple(
+        sh for sh in range(0, max(low, 0), 8) if (vary >> sh) & ((1 << min(8, low - sh)) - 1)
+    )
+    if low < 8 or not rest:
+        return None  # (few bits below the digit: the LSD passes are as good)
+    nb = 1 << wide
+    cores = _msd_cores(k.device)
+    T, B = P.cpu_blocks(k, n, max(4096, n // max(64, 4 * cores)))
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    hist = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
+    offs = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
+    kt = k.dtype.type
+    nbs = str(nb)
+    hk = _kernel(_HIST_WIDE_SRC, "_hist_wide", NB=nbs)
+    call_kernel(hk, NdRange(T, 1), k, hist.reshape(nb * T), *sizes, kt(low), kt(nb - 1))
+    _, add = P.resolve_op("add", "sort")
+    _scan_rows(hist, offs, add, "add", True, 0)
+    offs = offs.reshape(nb * T)
+    starts = offs.asnumpy()[::T]
+    if int(np.diff(np.append(starts, n)).max()) > n // (2 * cores):
+        return None
+    if not pack:  # keys alone: k2 first, then k (unless it must stay)
+        a = k2
+        b = Array._allocate((n,), k.dtype, q, ut) if keep_input else k
+        sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_MOVE)
+        call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1))
+        kern = _kernel(_bucket_pack_src(rest, None, 0, nb), "_bucket_pack")
+        call_kernel(kern, NdRange(nb, 1), a, b, a, offs, np.int64(n), np.int64(T))
+        return (b if len(rest) % 2 else a), None
+    u64 = np.dtype(np.uint64)
+    out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
+    digits = _bucket_digits(rest, low, vary)
+    a, b = (out, scratch) if len(digits) % 2 == 0 else (scratch, out)
+    sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_PACK)
+    call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1))
+    kout = k2 if keys_out else Array._allocate((1,), k.dtype, q, ut)
+    src = _bucket_pack_src(digits, k.dtype.name if keys_out else None, 32, nb)
+    kern = _kernel(src, "_bucket_pack")
+    call_kernel(kern, NdRange(nb, 1), a, b, kout, offs, np.int64(n), np.int64(T))
+    return (k2 if keys_out else None), v
+
+
+def _lsd_packed(k, v, k2, v2, shifts, keys_out):
+    """The LSD passes of the packed argsort (CPU_PACK, two passes or more; v unwritten): the
+    first writes words (key << 32 | index), the others move words, the last writing the
+    indices into v (and the keys into k2, with keys_out); v and v2 (n int64 each, seen as
+    uint64) alternate so that the last pass ends in v. Returns _radix_passes' (k, v)."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    u64 = np.dtype(np.uint64)
+    out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
+    w, w2 = (out, scratch) if len(shifts) % 2 else (scratch, out)
+    offs, T, B = _serial_hist(k, k.dtype.type(shifts[0]))
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    scat = _pack_first_kernel()
+    call_kernel(
+        scat, NdRange(T, 1), k, w, offs, *sizes, k.dtype.type(shifts[0]), k.dtype.type(RADIX - 1)
+    )
+    none = Array._allocate((1,), u64, q, ut)
+    kout = k2 if keys_out else Array._allocate((1,), k.dtype, q, ut)
+    for i, sh in enumerate(shifts[1:], 1):
+        wsh = np.uint64(32 + sh)
+        table = _serial_hist(w, wsh)
+        last = i == len(shifts) - 1
+        if CPU_WC and not (last and keys_out):  # words out a cache line at a time
+            offs, T, B = table
+            kern = _kernel(
+                _SCATTER_PACK_WC_SRC, "_scatter_pack", WCWORD=_WC_INDEX if last else _WC_MOVE
+            )
+            call_kernel(kern, NdRange(T, 1), w, w2, offs, *sizes, wsh, np.uint64(RADIX - 1))
+        elif not last:
+            _serial_scatter(w, none, w2, none, wsh, False, table)
+        else:
+            offs, T, B = table  # the indices (and keys) out of the words
+            kern = _kernel(
+                _SCATTER_SERIAL_SRC.replace("k2[dst] = kk", "k2[dst] = kk & np.uint64(0xFFFFFFFF)"),
+                "_scatter_serial",
+                VCOPY=f"v2[dst] = np.{k.dtype.name}(kk >> np.uint64(32))" if keys_out else "pass",
+            )
+            call_kernel(
+                kern, NdRange(T, 1), w, none, w2, kout, offs, *sizes, wsh, np.uint64(RADIX - 1)
+            )
+        w, w2 = w2, w
+    return (k2 if keys_out else None), v
+
+
 # Argsort of unsigned keys, ascending (KAPI_SORT_ARGSORT_IN_PLACE, read at import; on by
 # default): as sort's, the keys are x's own memory, which the passes leave alone
 # (keep_input), so `_keys` only counts them (and writes the indices, unless the first pass
-# makes them): 4 bytes per key less written. Not on kapi's CPU device, whose serial kind
-# reads the keys' varying bits from a copy.
+# makes them): 4 bytes per key less written. On kapi's CPU device only where its passes pack
+# keys and indices (_cpu_pack: then `_keys` writes nothing at all); before that, its keys
+# pass wrote the indices anyway, and the keys' copy came with them.
 ARGSORT_IN_PLACE = os.environ.get("KAPI_SORT_ARGSORT_IN_PLACE", "1") != "0"
 
 
@@ -891,7 +1248,10 @@ def _keys_in_place(x: Array, withv: bool, descending: bool) -> bool:
         return False
     if not withv:
         return True
-    return ARGSORT_IN_PLACE and _pass_kind(x.device, x.size, True) != "serial"
+    if not ARGSORT_IN_PLACE:
+        return False
+    serial = _pass_kind(x.device, x.size, True) == "serial"
+    return not serial or _cpu_pack(x.device, x.size, True, x.dtype.itemsize)
 
 
 def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
@@ -917,8 +1277,9 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
     kind = _pass_kind(x.device, n, withv)
     iota = _iota_first(x.device, n, withv)  # the first pass makes the indices
     serial = kind == "serial"
+    pack = serial and _cpu_pack(x.device, n, withv, udt.itemsize)  # no indices written here
     if serial and not write:
-        return k, None, lambda: _vary(k), None
+        return k, (v if withv else None), lambda: _vary(k), None
     npos = udt.itemsize if kind == "onesweep" else 0
     hist, hargs = None, ()
     if serial:
@@ -934,7 +1295,7 @@ def _keys(x: Array, withv: bool, descending: bool, canon_zero: bool):
             hargs = (K.LocalAccessor(npos * RADIX * _hist_parts(npos)[3], np.uint32), hist)
     sign, absm, inf, allb = _key_consts(dt)
     mode, flags = np.int32(_mode(dt)), (np.int32(canon_zero), np.int32(descending))
-    consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv and not iota))
+    consts = (sign, absm, inf, allb, np.int32(write), np.int32(withv and not iota and not pack))
     k_arg = k if write else Array._allocate((1,), udt, q, ut)
     x_u = _as_dtype(x, udt)
     args = (x_u, k_arg, v, vo, np.int64(n), mode, *flags, *consts, *hargs)

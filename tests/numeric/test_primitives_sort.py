@@ -107,9 +107,9 @@ def test_sort_finds_the_bits_that_vary(dev, monkeypatch, dtype, hi):
     seen = []
     passes = _sort._radix_passes
 
-    def record(k, v, bits_vary, nbits, keep_input=False, hist=None, fresh=False):
+    def record(k, v, bits_vary, nbits, keep_input=False, hist=None, fresh=False, **kw):
         seen.append(bits_vary() if callable(bits_vary) else bits_vary)
-        return passes(k, v, seen[-1], nbits, keep_input, hist, fresh)
+        return passes(k, v, seen[-1], nbits, keep_input, hist, fresh, **kw)
 
     monkeypatch.setattr(_sort, "_radix_passes", record)
     dt = np.dtype(dtype)
@@ -1037,6 +1037,284 @@ def test_cpu_msd_then_buckets(dev, monkeypatch, dtype, vary_bytes):
     used.clear()
     np.testing.assert_array_equal(kapi.argsort(skew).asnumpy(), np.argsort(sk, kind="stable"))
     assert used == [None]  # unbalanced: the LSD passes
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "int32", "float32", "uint64", "float64"])
+def test_cpu_sort_buckets_count_once(dev, monkeypatch, dtype):
+    """kapi's CPU sort counts each bucket's digits in one read, shifts by constants
+    (_bucket_pack_src on keys alone): the same as np.sort and as the kernel that counts per
+    digit (KAPI_SORT_CPU_BUCKET_COUNT_ONCE=0), descending too; the kernel ran."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    n = 100_003
+    dt = np.dtype(dtype)
+    u = np.random.default_rng(5).integers(0, 1 << (8 * dt.itemsize), n, dtype=np.uint64)
+    h = u.astype(f"u{dt.itemsize}").view(dt)
+    if dt.kind == "f":
+        h = np.where(np.isnan(h), 0, h).astype(dt)
+    a = kapi.asarray(h, device=dev)
+    srcs = []
+    orig = _radix._bucket_pack_src
+    monkeypatch.setattr(_radix, "_bucket_pack_src", lambda *x: srcs.append(x) or orig(*x))
+    got = kapi.sort(a).asnumpy()
+    np.testing.assert_array_equal(got, np.sort(h))
+    np.testing.assert_array_equal(kapi.sort(a, descending=True).asnumpy(), np.sort(h)[::-1])
+    assert len(srcs) == 2 and all(x[2] == 0 for x in srcs)  # keys alone
+    monkeypatch.setattr(_radix, "CPU_BUCKET_COUNT_ONCE", False)
+    np.testing.assert_array_equal(kapi.sort(a).asnumpy(), got)
+    assert len(srcs) == 2
+
+
+def _stable_order(h, descending=False):
+    """NumPy's stable argsort of h, descending (equal keys still in index order) too."""
+    if not descending:
+        return np.argsort(h, kind="stable")
+    o = np.argsort(h[::-1], kind="stable")[::-1]  # (NaNs first), ties in index order
+    return (h.size - 1 - o).astype(np.int64)
+
+
+def _packed_runs(monkeypatch):
+    """The calls of the CPU argsort's packed MSD scheme from here on (a list, one per call)."""
+    from kapi._numeric import sort_radix as _radix
+
+    runs = []
+    orig = _radix._msd_packed
+    monkeypatch.setattr(_radix, "_msd_packed", lambda *a: runs.append(1) or orig(*a))
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)  # the same scheme on any host
+    return runs
+
+
+@pytest.mark.parametrize("dtype", ["uint32", "int32", "float32", "uint16", "int16", "float16"])
+@pytest.mark.parametrize("n", [(1 << 16) - 1, 1 << 16, (1 << 16) + 1, 300_007])
+@pytest.mark.parametrize("descending", [False, True])
+def test_cpu_packed_argsort(dev, monkeypatch, dtype, n, descending):
+    """kapi's CPU device argsorts keys of up to 32 bits by the top digit first, each key
+    going out with its index as one 64-bit word, then each bucket's words by the other
+    digits (_msd_packed), from 2^16 keys where the buckets balance (the LSD passes where
+    not): stable across buckets and blocks (repeats that span the top digit's
+    buckets), NaNs last, -0.0 and 0.0 equal, int64 indices; the same indices as the keys
+    and int64 indices in two arrays (KAPI_SORT_CPU_PACK=0), and with the first pass's
+    stores gathered by cache line or not (KAPI_SORT_CPU_WC); an unsigned input (read in
+    place) left as it was."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    runs = _packed_runs(monkeypatch)
+    h = _keys(dtype, n, seed=n)
+    h[n // 3 :: 11] = h[n // 2]  # a key repeated from the first block to the last
+    h0 = h.copy()
+    a = kapi.asarray(h, device=dev)
+    got = kapi.argsort(a, descending=descending)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got.asnumpy(), _stable_order(h, descending))
+    np.testing.assert_array_equal(a.asnumpy(), h0)
+    ran = len(runs)
+    if h.dtype.kind in "iu":  # (the floats' few exponents may skew the top digit)
+        assert ran == (n >= 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_WC", not _radix.CPU_WC)  # the other first pass
+    np.testing.assert_array_equal(kapi.argsort(a, descending=descending).asnumpy(), got.asnumpy())
+    assert len(runs) == 2 * ran
+    monkeypatch.setattr(_radix, "CPU_PACK", False)
+    np.testing.assert_array_equal(kapi.argsort(a, descending=descending).asnumpy(), got.asnumpy())
+    assert len(runs) == 2 * ran
+
+
+@pytest.mark.parametrize("vary_bytes", [2, 3, 4])
+def test_cpu_packed_buffers_and_keys(dev, monkeypatch, vary_bytes):
+    """The packed scheme's words end in the result after an odd or even number of bucket
+    passes (keys varying in 2, 3 or 4 bytes); topk (keys written from the words, beside the
+    indices) and a 2-D argsort along either axis agree with NumPy; keys that do not take
+    the scheme (all equal, a single varying byte: the indices written first, then the
+    passes; skewed to one bucket: the LSD passes on words, topk's keys written from them)
+    still give the stable order."""
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    runs = _packed_runs(monkeypatch)
+    n = 200_003
+    rng = np.random.default_rng(vary_bytes)
+    h = rng.integers(0, 1 << (8 * vary_bytes), n, dtype=np.uint64).astype(np.uint32)
+    h[::9] = h[7]  # ties in one bucket, in every block
+    a = kapi.asarray(h, device=dev)
+    np.testing.assert_array_equal(kapi.argsort(a).asnumpy(), np.argsort(h, kind="stable"))
+    f = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    f = np.where(np.isnan(f), 0, f).astype(np.float32)  # every exponent: balanced buckets
+    v, i = kapi.topk(kapi.asarray(f, device=dev), 1000)
+    want = _stable_order(f, True)[:1000]
+    np.testing.assert_array_equal(i.asnumpy(), want)
+    np.testing.assert_array_equal(v.asnumpy(), f[want])
+    assert len(runs) == 2
+    m = h.reshape(-1, 1)[: 1000 * 200].reshape(1000, 200).astype(np.int32) - (1 << 20)
+    b = kapi.asarray(m, device=dev)
+    for axis in (0, 1, None):
+        want = np.argsort(m, axis=axis, kind="stable")
+        np.testing.assert_array_equal(kapi.argsort(b, axis=axis).asnumpy(), want)
+    runs.clear()
+    for keys in (
+        np.full(n, 7, np.uint32),  # no varying digit
+        np.arange(n, dtype=np.uint32) % 200,  # one varying digit
+        np.where(np.arange(n) % 10 == 0, f.view(np.uint32), f.view(np.uint32) & 0xFFFFFF),
+    ):
+        k = kapi.asarray(keys, device=dev)  # (the last: nine in ten in bucket 0)
+        np.testing.assert_array_equal(kapi.argsort(k).asnumpy(), np.argsort(keys, kind="stable"))
+        np.testing.assert_array_equal(
+            kapi.argsort(k, descending=True).asnumpy(), _stable_order(keys, True)
+        )
+    u = rng.random(n, dtype=np.float32)  # few exponents: the LSD passes, packed too
+    u[::5] = u[3]
+    v, i = kapi.topk(kapi.asarray(u, device=dev), 5000)  # keys written from the words
+    want = _stable_order(u, True)[:5000]
+    np.testing.assert_array_equal(i.asnumpy(), want)
+    np.testing.assert_array_equal(v.asnumpy(), u[want])
+    assert runs == []
+
+
+@pytest.mark.parametrize("wide", [12, 9])
+def test_cpu_packed_wide_first_digit(dev, monkeypatch, wide):
+    """Packed argsort keys whose top varying byte does not balance (uniform [0, 1) floats:
+    half the keys in one exponent) go first by a wider digit ending at their top varying bit
+    (_msd_wide, KAPI_SORT_CPU_WIDE bits), then each of its 2^wide buckets by the bytes below:
+    the stable order (repeats across buckets and blocks), descending and topk's keys too, the
+    same as the LSD passes on words (KAPI_SORT_CPU_WIDE=0); keys that leave the wide digit
+    unbalanced as well (most of them equal) take those LSD passes."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_WIDE", wide)
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    runs = []
+    orig = _radix._msd_wide
+    monkeypatch.setattr(_radix, "_msd_wide", lambda *a: runs.append(orig(*a)) or runs[-1])
+    n = 200_003
+    rng = np.random.default_rng(wide)
+    u = rng.random(n, dtype=np.float32)
+    u[::13] = u[4]
+    u[7::29] = 0.0
+    u[8::29] = -0.0  # equal to 0.0 for argsort: index order
+    x = kapi.asarray(u, device=dev)
+    got = kapi.argsort(x).asnumpy()
+    np.testing.assert_array_equal(got, np.argsort(u, kind="stable"))
+    np.testing.assert_array_equal(
+        kapi.argsort(x, descending=True).asnumpy(), _stable_order(u, True)
+    )
+    v, i = kapi.topk(x, 3000)
+    want = _stable_order(u, True)[:3000]
+    np.testing.assert_array_equal(i.asnumpy(), want)
+    np.testing.assert_array_equal(v.asnumpy(), u[want])
+    assert len(runs) == 3 and all(r is not None for r in runs)
+    monkeypatch.setattr(_radix, "CPU_WIDE", 0)
+    np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+    assert len(runs) == 3
+    monkeypatch.setattr(_radix, "CPU_WIDE", wide)
+    most = np.where(np.arange(n) % 5 == 0, u, np.float32(0.25))  # four in five equal
+    y = kapi.asarray(most, device=dev)
+    np.testing.assert_array_equal(kapi.argsort(y).asnumpy(), np.argsort(most, kind="stable"))
+    assert runs[-1] is None  # unbalanced: the LSD passes on words
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint32"])
+def test_cpu_sort_wide_first_digit(dev, monkeypatch, dtype):
+    """A sort (keys alone) whose top varying byte does not balance goes by the wide first
+    digit too (_msd_wide without values): the same as np.sort and as the LSD passes
+    (KAPI_SORT_CPU_WIDE=0), descending too; an unsigned input (sorted where it is, the
+    buckets' second buffer a new array) stays as it was."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_WIDE", 12)
+    runs = []
+    orig = _radix._msd_wide
+    monkeypatch.setattr(_radix, "_msd_wide", lambda *a: runs.append(orig(*a)) or runs[-1])
+    n = 150_001
+    u = np.random.default_rng(9).random(n, dtype=np.float32)
+    u[::11] = u[2]
+    h = u if dtype == "float32" else u.view(np.uint32) >> 1  # few exponents: skewed
+    h0 = h.copy()
+    x = kapi.asarray(h, device=dev)
+    got = kapi.sort(x).asnumpy()
+    np.testing.assert_array_equal(got, np.sort(h))
+    np.testing.assert_array_equal(kapi.sort(x, descending=True).asnumpy(), np.sort(h)[::-1])
+    np.testing.assert_array_equal(x.asnumpy(), h0)
+    assert len(runs) == 2 and all(r is not None for r in runs)
+    monkeypatch.setattr(_radix, "CPU_WIDE", 0)
+    np.testing.assert_array_equal(kapi.sort(x).asnumpy(), got)
+    assert len(runs) == 2
+
+
+@pytest.mark.parametrize("bits", [12, 10, 13])
+def test_cpu_packed_bucket_digit_bits(dev, monkeypatch, bits):
+    """The packed argsort's buckets by digits of up to KAPI_SORT_CPU_BUCKET_BITS bits (fewer
+    passes, of equal width, overlapping where the bits do not divide evenly): the same
+    indices as by bytes, for keys varying in 32, 24 (signed) and
+    some middle bits, after the byte first digit and the wide one, topk's keys too."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_WIDE", 12)
+    n = 100_003
+    rng = np.random.default_rng(bits)
+    for h in (
+        rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32),
+        (rng.integers(0, 1 << 24, n) - (1 << 23)).astype(np.int32),
+        (rng.integers(0, 1 << 20, n) * 8).astype(np.uint32),  # the low 3 bits never vary
+        rng.random(n, dtype=np.float32),  # the wide first digit
+    ):
+        h[::13] = h[6]
+        x = kapi.asarray(h, device=dev)
+        monkeypatch.setattr(_radix, "CPU_BUCKET_BITS", bits)
+        got = kapi.argsort(x).asnumpy()
+        np.testing.assert_array_equal(got, np.argsort(h, kind="stable"))
+        v, i = kapi.topk(x, 100)
+        want = _stable_order(h, True)[:100]
+        np.testing.assert_array_equal(i.asnumpy(), want)
+        np.testing.assert_array_equal(v.asnumpy(), h[want])
+        monkeypatch.setattr(_radix, "CPU_BUCKET_BITS", 8)
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+    # 24 bits: two digits of 12 (by 12 or 13 bits), or the three bytes (by 10: as many)
+    monkeypatch.setattr(_radix, "CPU_BUCKET_BITS", bits)
+    want = (0, 8, 16) if bits == 10 else ((0, 12), (12, 12))
+    assert _radix._bucket_digits((0, 8, 16), 24, (1 << 32) - 1) == want
+    assert _radix._bucket_digits((0, 8, 16), 18, (1 << 30) - 1) == ((0, 9), (9, 9))
+
+
+@pytest.mark.parametrize("dtype", ["uint32", "int16", "float32", "uint64"])
+def test_cpu_fused_vary_and_top_count(dev, monkeypatch, dtype):
+    """With KAPI_SORT_CPU_FUSED_VARY=1 the MSD pass's count of the top byte also finds the bits
+    in which the keys differ (no reductions): sort and argsort as NumPy's and as without it,
+    for keys whose top byte varies and keys whose top byte never does (their count is then
+    of another byte)."""
+    from kapi._numeric import sort_radix as _radix
+
+    if dev.device_type != "cpu":
+        pytest.skip("the CPU device's scheme")
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    n = 90_001
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(11)
+    for bits in (8 * dt.itemsize, 8 * dt.itemsize - 8):  # the top byte varies, or not
+        u = rng.integers(0, 1 << min(bits, 63), n, dtype=np.uint64)
+        h = u.astype(f"u{dt.itemsize}").view(dt)
+        if dt.kind == "f":
+            h = np.where(np.isnan(h), 0, h).astype(dt)
+        h[::7] = h[3]
+        x = kapi.asarray(h, device=dev)
+        monkeypatch.setattr(_radix, "CPU_FUSED_VARY", True)
+        got = kapi.argsort(x).asnumpy()
+        np.testing.assert_array_equal(got, np.argsort(h, kind="stable"))
+        np.testing.assert_array_equal(kapi.sort(x).asnumpy(), np.sort(h))
+        monkeypatch.setattr(_radix, "CPU_FUSED_VARY", False)
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
 
 
 @pytest.mark.parametrize("value", ["24", "12", "3", "x"])
