@@ -3,6 +3,7 @@
 
 import inspect
 import json
+import math
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 
 import kapi
 from kapi import _native
+from kapi import kernel_api as K
 
 
 def devices_or_skip():
@@ -114,3 +116,37 @@ def fake_cuda_run(code: str, **env) -> dict:
     )
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+# Kernels that several test files build (host-IR listings, settings that must change no result)
+
+
+@kapi.kernel
+def scan(nditem, a, out, slm):
+    # Hillis-Steele inclusive scan per group; `v` is live across both barriers of each step.
+    lid = nditem.get_local_id(0)
+    gid = nditem.get_global_id(0)
+    v = a[gid]
+    slm[lid] = v
+    K.group_barrier(nditem.get_group())
+    d = 1
+    while d < nditem.get_local_range(0):
+        if lid >= d:
+            v += slm[lid - d]
+        K.group_barrier(nditem.get_group())
+        slm[lid] = v
+        K.group_barrier(nditem.get_group())
+        d *= 2
+    out[gid] = v
+
+
+@kapi.kernel
+def pairwise(item, data, dist):
+    # a loop over the row per work-item: data[i, k] steps by data.shape[1] along dimension 0
+    i = item.get_id(0)
+    j = item.get_id(1)
+    d = data.dtype.type(0.0)
+    for k in range(data.shape[1]):
+        t = data[i, k] - data[j, k]
+        d += t * t
+    dist[j, i] = math.sqrt(d)

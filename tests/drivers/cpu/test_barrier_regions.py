@@ -10,7 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip
+from kapi_testing import devices_or_skip, scan
 
 import kapi
 from kapi import kernel_api as kapi_api
@@ -81,25 +81,6 @@ def test_tree_reduction_many_groups(dev, wg):
     slm = kapi_api.LocalAccessor((wg,), np.float64)
     kapi.call_kernel(tree_reduce, kapi.NdRange((n,), (wg,)), a, out, slm)
     np.testing.assert_array_equal(out.asnumpy(), h.reshape(-1, wg).sum(axis=1))
-
-
-@kapi.kernel
-def scan(nditem, a, out, slm):
-    # Hillis-Steele inclusive scan per group; `v` is live across both barriers of each step.
-    lid = nditem.get_local_id(0)
-    gid = nditem.get_global_id(0)
-    v = a[gid]
-    slm[lid] = v
-    kapi_api.group_barrier(nditem.get_group())
-    d = 1
-    while d < nditem.get_local_range(0):
-        if lid >= d:
-            v += slm[lid - d]
-        kapi_api.group_barrier(nditem.get_group())
-        slm[lid] = v
-        kapi_api.group_barrier(nditem.get_group())
-        d *= 2
-    out[gid] = v
 
 
 def check_local_scan(dev, wg, groups, period):

@@ -7,29 +7,16 @@ KAPI_HOST_VERSION_STRIDES=1 versions on every integer argument, as before. Resul
 checked against NumPy for extents of 1 (where the old vector version ran) and above, the
 listings for the versioning itself (compiler/src/finalise/host/finalise_host_strides.c)."""
 
-import math
 import re
 
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip, host_listing
+from kapi_testing import devices_or_skip, host_listing, pairwise
 
 import kapi
 
 CPU = [d for d in devices_or_skip() if ":cpu:" in d.filter_string]
 pytestmark = pytest.mark.skipif(not CPU, reason="no CPU device")
-
-
-@kapi.kernel
-def pairwise(item, data, dist):
-    # a loop over the row per work-item: data[i, k] steps by data.shape[1] along dimension 0
-    i = item.get_id(0)
-    j = item.get_id(1)
-    d = data.dtype.type(0.0)
-    for k in range(data.shape[1]):
-        t = data[i, k] - data[j, k]
-        d += t * t
-    dist[j, i] = math.sqrt(d)
 
 
 @kapi.kernel
