@@ -149,22 +149,27 @@ def test_empty_raises(dev, scheme):
             getattr(e, op)()
 
 
-def test_bad_scheme_switch_is_refused():
+def import_reduce_with(var, value):
+    """Imports kapi._numeric.reduce in a fresh process with var=value; its CompletedProcess."""
     import subprocess
     import sys
     from pathlib import Path
 
     env = {
         "PYTHONPATH": str(Path(kapi.__file__).parents[1]),
-        "KAPI_REDUCE_ARG": "fast",
+        var: value,
         "PATH": "/usr/bin:/bin",
     }
-    r = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", "import kapi._numeric.reduce"],
         env=env,
         capture_output=True,
         text=True,
     )
+
+
+def test_bad_scheme_switch_is_refused():
+    r = import_reduce_with("KAPI_REDUCE_ARG", "fast")
     assert r.returncode != 0
     assert "KAPI_REDUCE_ARG must be 'blocks', 'pairs' or 'keys', not 'fast'" in r.stderr
 
@@ -357,20 +362,6 @@ def test_cpu_settings_switch_the_kernels(cpu_settings):
 
 
 def test_bad_cpu_switch_is_refused():
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    env = {
-        "PYTHONPATH": str(Path(kapi.__file__).parents[1]),
-        "KAPI_REDUCE_CPU": "fast",
-        "PATH": "/usr/bin:/bin",
-    }
-    r = subprocess.run(
-        [sys.executable, "-c", "import kapi._numeric.reduce"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    r = import_reduce_with("KAPI_REDUCE_CPU", "fast")
     assert r.returncode != 0
     assert "KAPI_REDUCE_CPU must be 'lanes' or 'before', not 'fast'" in r.stderr
