@@ -802,22 +802,12 @@ def _scatter_serial(item, k, v, k2, v2, offs, n, B, T, shift, MASK):
 # out with its index as one 64-bit word, the key in the high half and the index i (< 2^32) in
 # the low (no index array to read: the indices are made here), so that the buckets' passes
 # move one word per element.
-_SCATTER_PACK_SRC = """
-def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
-    t = item.get_global_id(0)
-    off = K.PrivateArray(256, np.int64)
-    for d in range(256):
-        off[d] = offs[d * T + t]
-    i = t * (B & 0x7FFFFFFFFFFFFFFF)
-    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
-    while i < end:
-        kk = k[i]
-        d = np.int64((kk >> shift) & MASK)
-        dst = off[d]
-        off[d] = dst + 1
-        w[dst & 0x7FFFFFFFFFFFFFFF] = (np.uint64(kk) << np.uint64(32)) | np.uint64(i)
-        i += 1
-"""
+_SCATTER_PACK_SRC = _SCATTER_SERIAL_SRC.replace(
+    "_scatter_serial(item, k, v, k2, v2, offs,", "_scatter_pack(item, k, w, offs,"
+).replace(
+    "        k2[dst] = kk\n        VCOPY\n",
+    "        w[dst & 0x7FFFFFFFFFFFFFFF] = (np.uint64(kk) << np.uint64(32)) | np.uint64(i)\n",
+)
 
 # _SCATTER_PACK_SRC with write-combining (sort_radix.py, CPU_WC): each digit's words gather in
 # a private buffer of a cache line (8 words) and go out when the digit's next place starts a
