@@ -12,9 +12,10 @@ flight while a chunk is scanned, and phase 1 of the named operations (all commut
 plain reduction of each segment (four strided accumulators per work-item, no barriers).
 An exclusive scan writes each inclusive value one place to the right and the identity first.
 On kapi's CPU device each work-item scans contiguous blocks sequentially instead (no
-barriers): for the named operations, phase 1 folds sub-blocks with several accumulators and
-phase 3 scans four sub-blocks in lockstep (four independent chains; _SCAN_LOCK_SRC); a device
-function's scan keeps one block and one chain per work-item, in order.
+barriers): for the named operations, phase 1 folds blocks with several accumulators and
+phase 3 scans each block a vector tile at a time (_vec_source; or, KAPI_SCAN_CPU=lock, four
+sub-blocks in lockstep, _SCAN_LOCK_SRC); a device function's scan keeps one block and one
+chain per work-item, in order.
 """
 
 from __future__ import annotations
@@ -445,13 +446,123 @@ def _scan_lockstep(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
         )  # fmt: skip
 
 
+# kapi's CPU device, the named operations, "vec" scheme (KAPI_SCAN_CPU, read at import; the
+# default): each work-item folds its block (_FOLD_WIDE_SRC), the blocks' totals are scanned
+# exclusively, and each work-item then scans its block a tile of V elements at a time: the
+# tile's own scan by log2(V) steps of V independent operations each (Kogge-Stone, written out
+# so that the SLP vectoriser makes each step one vector operation on a shuffled copy), then
+# the carry from the tiles before folded into every element at once. Lanes without a partner
+# take Z, the operation's exact identity (float add: -0.0, which leaves every value as it is),
+# passed as an argument so that InstCombine cannot drop those lanes' operations and the steps
+# stay uniform for the vectoriser. KAPI_SCAN_CPU_TILES tiles a step (2 by default) share one
+# operation on the carry's chain. The lockstep scheme ("lock") ran one element per 3-4 cycles
+# on a core, its four chains bound by the operation's latency; "vec" runs a 2^20 float32
+# scan 2x faster on one core (bench/RESULTS.md).
+SCAN_CPU = os.environ.get("KAPI_SCAN_CPU", "vec")
+if SCAN_CPU not in ("vec", "lock"):
+    raise ValueError(f"KAPI_SCAN_CPU must be 'vec' or 'lock', not {SCAN_CPU!r}")
+SCAN_VEC_TILES = int(os.environ.get("KAPI_SCAN_CPU_TILES", "2"))
+if SCAN_VEC_TILES not in (1, 2, 4):
+    raise ValueError(f"KAPI_SCAN_CPU_TILES must be 1, 2 or 4, not {SCAN_VEC_TILES}")
+
+
+def _vec_lanes(dt: np.dtype) -> int:
+    """A tile's elements: one 64-byte vector of them, 4 to 16."""
+    return max(4, min(16, 64 // max(1, dt.itemsize)))
+
+
+def _lane_identity(key: str, dt: np.dtype):
+    """Z of the vec scheme: key's identity exact for every value (float add's is -0.0)."""
+    if key == "add" and dt.kind == "f":
+        return dt.type(-0.0)
+    return named_identity(key, dt)
+
+
+def _vec_source(v: int, excl: bool, u: int) -> str:
+    """The vec scheme's kernel for tiles of v elements (a power of two), u tiles a step,
+    inclusive or exclusive (out[i] the fold of the elements before i; the first, pre's
+    identity). The tiles' totals are folded among themselves before the carry: the carry's
+    chain is one operation a step."""
+    lines = [
+        "def _scan_vec(item, x, out, pre, n, B, Z):",
+        "    row = item.get_global_id(0)",
+        "    w = item.get_global_id(1)",
+        "    nn = n & 0x7FFFFFFFFFFFFFFF",
+        "    i = w * (B & 0x7FFFFFFFFFFFFFFF)",
+        "    e = min(nn, i + (B & 0x7FFFFFFFFFFFFFFF))",
+        "    c = pre[row, w]",
+        f"    while i + {u * v} <= e:",
+    ]
+    tiles = []
+    for j in range(u):
+        lines += [f"        t{j}_{k} = x[row, i + {j * v + k}]" for k in range(v)]
+        names = [f"t{j}_{k}" for k in range(v)]
+        d, level = 1, 0
+        while d < v:
+            level += 1
+            new = [f"s{j}_{level}_{k}" for k in range(v)]
+            for k in range(v):
+                left = names[k - d] if k >= d else "Z"
+                lines.append(f"        {new[k]} = OP({left}, {names[k]})")
+            names, d = new, d * 2
+        tiles.append(names)
+    # the carry into each tile: c folded with the totals of the tiles before it in this step
+    carry = ["c"]
+    for j in range(1, u):
+        q = tiles[0][-1] if j == 1 else f"OP(q{j - 1}, {tiles[j - 1][-1]})"
+        lines.append(f"        q{j} = {q}")
+        lines.append(f"        c{j} = OP(c, q{j})")
+        carry.append(f"c{j}")
+    for j in range(u):
+        names = tiles[j]
+        for k in range(v):
+            at = names[k - 1] if excl and k else ("Z" if excl else names[k])
+            lines.append(f"        out[row, i + {j * v + k}] = OP({carry[j]}, {at})")
+    total = tiles[0][-1] if u == 1 else f"OP(q{u - 1}, {tiles[u - 1][-1]})"
+    lines += [f"        c = OP(c, {total})", f"        i += {u * v}", "    while i < e:"]
+    if excl:
+        lines += ["        out[row, i] = c", "        c = OP(c, x[row, i])"]
+    else:
+        lines += ["        c = OP(c, x[row, i])", "        out[row, i] = c"]
+    lines.append("        i += 1")
+    return "\n".join(lines) + "\n"
+
+
+def _scan_vec(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
+    from .replay import launch as call_kernel  # recorded while a plan is traced
+
+    rows, n = x2.shape
+    dt = x2.dtype
+    v = _vec_lanes(dt)
+    _, B = cpu_blocks(x2, n, 4096)
+    B = -(-B // v) * v  # whole tiles: each block starts where a tile would
+    T = -(-n // B)
+    q, ut = x2.sycl_queue, x2.usm_type
+    env = {"OP": fn}
+    sums = Array._allocate((rows, T), dt, q, ut)
+    pre = Array._allocate((rows, T), dt, q, ut)
+    kf = kernel_of(fold_wide_source(wide_unroll(key, dt)), "_fold_wide", env, key)
+    kv = kernel_of(_vec_source(v, excl, SCAN_VEC_TILES), "_scan_vec", env, key)
+    for r0 in range(0, rows, _MAX_ROWS):
+        r1 = min(rows, r0 + _MAX_ROWS)
+        call_kernel(kf, cpu_range(r1 - r0, T), x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(B))
+    _scan_rows(sums, pre, fn, key, True, ident)
+    z = _lane_identity(key, dt)
+    for r0 in range(0, rows, _MAX_ROWS):
+        r1 = min(rows, r0 + _MAX_ROWS)
+        call_kernel(
+            kv, cpu_range(r1 - r0, T), x2[r0:r1], out[r0:r1], pre[r0:r1], np.int64(n),
+            np.int64(B), z,
+        )  # fmt: skip
+
+
 SCAN = None  # "subgroup" (GPUs), "group" or "serial" (kapi's CPU device); None: by device
 
 
 def _scan_serial(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     rows, n = x2.shape
     if isinstance(key, str) and named_identity(key, x2.dtype) is not None and n >= 4096:
-        _scan_lockstep(x2, out, fn, key, excl, ident)
+        (_scan_vec if SCAN_CPU == "vec" else _scan_lockstep)(x2, out, fn, key, excl, ident)
         return
     _scan_serial_inorder(x2, out, fn, key, excl, ident)
 

@@ -289,12 +289,21 @@ def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
 LOCK_SIZES = [4095, 4096, 4097, 5000, 64 * 1024 - 1, 300_001, (1 << 21) + 17]
 
 
+# (the lockstep scheme, no longer the default, at two of the sizes)
+CPU_SCAN_CASES = [(n, "vec") for n in LOCK_SIZES] + [(n, "lock") for n in (4097, 300_001)]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", LOCK_SIZES)
-def test_scan_cpu_lockstep_sub_blocks(dev, dtype, n):
-    """The named operations' scan on kapi's CPU device (from 4096 elements): sub-blocks
-    folded, their totals scanned, then scanned 4 at a time in lockstep; sizes leave the last
-    work-item with fewer or shorter sub-blocks. Every dtype, inclusive and exclusive."""
+@pytest.mark.parametrize("n, scheme", CPU_SCAN_CASES)
+def test_scan_cpu_lockstep_sub_blocks(dev, monkeypatch, dtype, n, scheme):
+    """The named operations' scan on kapi's CPU device (from 4096 elements), both schemes:
+    "vec" (blocks folded, their totals scanned, each block scanned by vector tiles) and
+    "lock" (sub-blocks scanned 4 at a time in lockstep); sizes leave the last work-item with
+    fewer or shorter blocks and a tail of single elements. Every dtype, inclusive and
+    exclusive; NaN propagating through max."""
+    from kapi._numeric import scan as _scan
+
+    monkeypatch.setattr(_scan, "SCAN_CPU", scheme)
     h = _data(dtype, n, seed=n)
     a = kapi.asarray(h, device=dev)
     tol = 1e-3 if h.dtype == np.float32 else None  # float32 cumsum: NumPy sums in order too
@@ -307,6 +316,31 @@ def test_scan_cpu_lockstep_sub_blocks(dev, dtype, n):
         h[n // 3] = np.nan
         got = kapi.scan(kapi.asarray(h, device=dev), "max").asnumpy()
         np.testing.assert_array_equal(got, np.maximum.accumulate(h))
+
+
+@pytest.mark.parametrize("tiles", [1, 2, 4])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "int64"])
+def test_scan_cpu_vec_tiles(dev, monkeypatch, dtype, tiles):
+    """The vec scheme with 1, 2 or 4 tiles a step: blocks whose length leaves every tail from
+    0 to a step minus one element (n from 4096 by 1 up to a step past it), each element's
+    inclusive and exclusive value as NumPy's (integers exactly), min and max too."""
+    from kapi._numeric import scan as _scan
+
+    if dev.device_type != "cpu":
+        pytest.skip("the vec scheme is kapi's CPU device's (GPUs scan by sub-groups)")
+    monkeypatch.setattr(_scan, "SCAN_VEC_TILES", tiles)
+    step = tiles * _scan._vec_lanes(np.dtype(dtype))
+    for n in range(4096, 4096 + step + 2, max(1, step // 8)):
+        h = _data(dtype, n, seed=n + tiles)  # (cumsum of int8 scans int64, as NumPy's)
+        a = kapi.asarray(h, device=dev)
+        tol = {"float32": 1e-4, "float64": 1e-12}.get(dtype)  # (a tree's rounding)
+        _same(kapi.cumsum(a), np.cumsum(h), rtol=tol, atol=tol and 10 * tol * n**0.5)
+        ex = kapi.scan(a, "add", inclusive=False).asnumpy()
+        assert ex[0] == 0
+        want = np.cumsum(h).astype(ex.dtype)[:-1]  # (int8 wraps in its own dtype here)
+        np.testing.assert_allclose(ex[1:], want, rtol=tol or 0, atol=tol and 10 * tol * n**0.5 or 0)
+        for op in ("max", "min"):
+            _same(kapi.scan(a, op), UFUNC[op].accumulate(h))
 
 
 def test_scan_cpu_lockstep_rows(dev):
