@@ -464,6 +464,9 @@ if SCAN_CPU not in ("vec", "lock"):
 SCAN_VEC_TILES = int(os.environ.get("KAPI_SCAN_CPU_TILES", "2"))
 if SCAN_VEC_TILES not in (1, 2, 4):
     raise ValueError(f"KAPI_SCAN_CPU_TILES must be 1, 2 or 4, not {SCAN_VEC_TILES}")
+SCAN_VEC_STREAMS = int(os.environ.get("KAPI_SCAN_CPU_STREAMS", "1"))
+if SCAN_VEC_STREAMS not in (1, 2, 4):
+    raise ValueError(f"KAPI_SCAN_CPU_STREAMS must be 1, 2 or 4, not {SCAN_VEC_STREAMS}")
 
 
 def _vec_lanes(dt: np.dtype) -> int:
@@ -478,53 +481,119 @@ def _lane_identity(key: str, dt: np.dtype):
     return named_identity(key, dt)
 
 
-def _vec_source(v: int, excl: bool, u: int) -> str:
+def _vec_step(v: int, excl: bool, u: int, blocks, pad: str) -> list[str]:
+    """One step of the vec scheme over each block k of `blocks` (its place i{k}, carry c{k}):
+    u tiles of v elements scanned (Kogge-Stone), the tiles' totals folded among themselves,
+    each tile written with its carry, the carry advanced by one operation."""
+    lines = []
+    for b in blocks:
+        tiles = []
+        for j in range(u):
+            lines += [f"{pad}t{b}_{j}_{k} = x[row, i{b} + {j * v + k}]" for k in range(v)]
+            names = [f"t{b}_{j}_{k}" for k in range(v)]
+            d, level = 1, 0
+            while d < v:
+                level += 1
+                new = [f"s{b}_{j}_{level}_{k}" for k in range(v)]
+                for k in range(v):
+                    left = names[k - d] if k >= d else "Z"
+                    lines.append(f"{pad}{new[k]} = OP({left}, {names[k]})")
+                names, d = new, d * 2
+            tiles.append(names)
+        # the carry into each tile: c folded with the totals of the tiles before it
+        carry = [f"c{b}"]
+        for j in range(1, u):
+            q = tiles[0][-1] if j == 1 else f"OP(q{b}_{j - 1}, {tiles[j - 1][-1]})"
+            lines.append(f"{pad}q{b}_{j} = {q}")
+            lines.append(f"{pad}c{b}_{j} = OP(c{b}, q{b}_{j})")
+            carry.append(f"c{b}_{j}")
+        for j in range(u):
+            names = tiles[j]
+            for k in range(v):
+                at = names[k - 1] if excl and k else ("Z" if excl else names[k])
+                lines.append(f"{pad}out[row, i{b} + {j * v + k}] = OP({carry[j]}, {at})")
+        total = tiles[0][-1] if u == 1 else f"OP(q{b}_{u - 1}, {tiles[u - 1][-1]})"
+        lines += [f"{pad}c{b} = OP(c{b}, {total})", f"{pad}i{b} += {u * v}"]
+    return lines
+
+
+def _vec_source(v: int, excl: bool, u: int, streams: int = 1) -> str:
     """The vec scheme's kernel for tiles of v elements (a power of two), u tiles a step,
     inclusive or exclusive (out[i] the fold of the elements before i; the first, pre's
-    identity). The tiles' totals are folded among themselves before the carry: the carry's
-    chain is one operation a step."""
+    identity). Each work-item scans `streams` consecutive blocks, a step of each in turn
+    while all have one (several read and write streams a core: more misses in flight),
+    then what each has left on its own. Blocks past the row's end are empty."""
+    m = "0x7FFFFFFFFFFFFFFF"
     lines = [
-        "def _scan_vec(item, x, out, pre, n, B, Z):",
+        "def _scan_vec(item, x, out, pre, n, B, TB, Z):",
         "    row = item.get_global_id(0)",
-        "    w = item.get_global_id(1)",
-        "    nn = n & 0x7FFFFFFFFFFFFFFF",
-        "    i = w * (B & 0x7FFFFFFFFFFFFFFF)",
-        "    e = min(nn, i + (B & 0x7FFFFFFFFFFFFFFF))",
-        "    c = pre[row, w]",
-        f"    while i + {u * v} <= e:",
+        f"    w = item.get_global_id(1) * {streams}",
+        f"    nn = n & {m}",
+        f"    BB = B & {m}",
     ]
-    tiles = []
-    for j in range(u):
-        lines += [f"        t{j}_{k} = x[row, i + {j * v + k}]" for k in range(v)]
-        names = [f"t{j}_{k}" for k in range(v)]
-        d, level = 1, 0
-        while d < v:
-            level += 1
-            new = [f"s{j}_{level}_{k}" for k in range(v)]
-            for k in range(v):
-                left = names[k - d] if k >= d else "Z"
-                lines.append(f"        {new[k]} = OP({left}, {names[k]})")
-            names, d = new, d * 2
-        tiles.append(names)
-    # the carry into each tile: c folded with the totals of the tiles before it in this step
-    carry = ["c"]
-    for j in range(1, u):
-        q = tiles[0][-1] if j == 1 else f"OP(q{j - 1}, {tiles[j - 1][-1]})"
-        lines.append(f"        q{j} = {q}")
-        lines.append(f"        c{j} = OP(c, q{j})")
-        carry.append(f"c{j}")
-    for j in range(u):
-        names = tiles[j]
-        for k in range(v):
-            at = names[k - 1] if excl and k else ("Z" if excl else names[k])
-            lines.append(f"        out[row, i + {j * v + k}] = OP({carry[j]}, {at})")
-    total = tiles[0][-1] if u == 1 else f"OP(q{u - 1}, {tiles[u - 1][-1]})"
-    lines += [f"        c = OP(c, {total})", f"        i += {u * v}", "    while i < e:"]
-    if excl:
-        lines += ["        out[row, i] = c", "        c = OP(c, x[row, i])"]
-    else:
-        lines += ["        c = OP(c, x[row, i])", "        out[row, i] = c"]
-    lines.append("        i += 1")
+    for b in range(streams):
+        lines += [
+            f"    i{b} = min(nn, (w + {b}) * BB)",
+            f"    e{b} = min(nn, i{b} + BB)",
+            f"    c{b} = pre[row, min(w + {b}, TB - 1)]",
+        ]
+    step = u * v
+    if streams > 1:  # the last block is the shortest: the others have a step where it has
+        lines.append(f"    while i{streams - 1} + {step} <= e{streams - 1}:")
+        lines += _vec_step(v, excl, u, range(streams), " " * 8)
+    for b in range(streams):
+        lines.append(f"    while i{b} + {step} <= e{b}:")
+        lines += _vec_step(v, excl, u, [b], " " * 8)
+        lines.append(f"    while i{b} < e{b}:")
+        if excl:
+            lines += [f"        out[row, i{b}] = c{b}", f"        c{b} = OP(c{b}, x[row, i{b}])"]
+        else:
+            lines += [f"        c{b} = OP(c{b}, x[row, i{b}])", f"        out[row, i{b}] = c{b}"]
+        lines.append(f"        i{b} += 1")
+    return "\n".join(lines) + "\n"
+
+
+def _fold_blocks_source(u: int, streams: int) -> str:
+    """The vec scheme's first pass when a work-item scans several blocks: it folds the same
+    `streams` blocks, u accumulators each (from Z, the exact identity), a step of each in
+    turn while all have one, and writes each block's total (blocks past the row's end have
+    none)."""
+    m = "0x7FFFFFFFFFFFFFFF"
+    lines = [
+        "def _fold_blocks(item, x, sums, n, B, TB, Z):",
+        "    row = item.get_global_id(0)",
+        f"    w = item.get_global_id(1) * {streams}",
+        f"    nn = n & {m}",
+        f"    BB = B & {m}",
+    ]
+    for b in range(streams):
+        lines += [f"    i{b} = min(nn, (w + {b}) * BB)", f"    e{b} = min(nn, i{b} + BB)"]
+        lines += [f"    a{b}_{k} = Z" for k in range(u)]
+
+    def step(blocks):
+        out = []
+        for b in blocks:
+            out += [f"        a{b}_{k} = OP(a{b}_{k}, x[row, i{b} + {k}])" for k in range(u)]
+            out.append(f"        i{b} += {u}")
+        return out
+
+    lines.append(f"    while i{streams - 1} + {u} <= e{streams - 1}:")
+    lines += step(range(streams))
+    for b in range(streams):
+        lines.append(f"    while i{b} + {u} <= e{b}:")
+        lines += step([b])
+        names = [f"a{b}_{k}" for k in range(u)]
+        while len(names) > 1:  # the upper half into the lower, as the vector's halves
+            h = len(names) // 2
+            names = [f"OP({names[k]}, {names[k + h]})" for k in range(h)]
+        lines += [
+            f"    acc{b} = {names[0]}",
+            f"    while i{b} < e{b}:",
+            f"        acc{b} = OP(acc{b}, x[row, i{b}])",
+            f"        i{b} += 1",
+            f"    if w + {b} < TB:",
+            f"        sums[row, w + {b}] = acc{b}",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -541,18 +610,20 @@ def _scan_vec(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     env = {"OP": fn}
     sums = Array._allocate((rows, T), dt, q, ut)
     pre = Array._allocate((rows, T), dt, q, ut)
-    kf = kernel_of(fold_wide_source(wide_unroll(key, dt)), "_fold_wide", env, key)
-    kv = kernel_of(_vec_source(v, excl, SCAN_VEC_TILES), "_scan_vec", env, key)
+    S = SCAN_VEC_STREAMS
+    z = _lane_identity(key, dt)
+    kf = kernel_of(_fold_blocks_source(wide_unroll(key, dt), S), "_fold_blocks", env, key)
+    fold_args = (np.int64(n), np.int64(B), np.int64(T), z)
+    kv = kernel_of(_vec_source(v, excl, SCAN_VEC_TILES, S), "_scan_vec", env, key)
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
-        call_kernel(kf, cpu_range(r1 - r0, T), x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(B))
+        call_kernel(kf, cpu_range(r1 - r0, -(-T // S)), x2[r0:r1], sums[r0:r1], *fold_args)
     _scan_rows(sums, pre, fn, key, True, ident)
-    z = _lane_identity(key, dt)
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
         call_kernel(
-            kv, cpu_range(r1 - r0, T), x2[r0:r1], out[r0:r1], pre[r0:r1], np.int64(n),
-            np.int64(B), z,
+            kv, cpu_range(r1 - r0, -(-T // S)), x2[r0:r1], out[r0:r1], pre[r0:r1], np.int64(n),
+            np.int64(B), np.int64(T), z,
         )  # fmt: skip
 
 

@@ -318,19 +318,21 @@ def test_scan_cpu_lockstep_sub_blocks(dev, monkeypatch, dtype, n, scheme):
         np.testing.assert_array_equal(got, np.maximum.accumulate(h))
 
 
-@pytest.mark.parametrize("tiles", [1, 2, 4])
+@pytest.mark.parametrize("tiles, streams", [(1, 1), (2, 1), (4, 1), (2, 2), (1, 4)])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "int64"])
-def test_scan_cpu_vec_tiles(dev, monkeypatch, dtype, tiles):
-    """The vec scheme with 1, 2 or 4 tiles a step: blocks whose length leaves every tail from
-    0 to a step minus one element (n from 4096 by 1 up to a step past it), each element's
+def test_scan_cpu_vec_tiles(dev, monkeypatch, dtype, tiles, streams):
+    """The vec scheme with 1, 2 or 4 tiles a step and 1, 2 or 4 blocks a work-item: blocks
+    whose length leaves tails from 0 to a step (n from 4096 up to a step past it), and 73
+    blocks (n = 300,001: work-items with empty blocks past the row's end); each element's
     inclusive and exclusive value as NumPy's (integers exactly), min and max too."""
     from kapi._numeric import scan as _scan
 
     if dev.device_type != "cpu":
         pytest.skip("the vec scheme is kapi's CPU device's (GPUs scan by sub-groups)")
     monkeypatch.setattr(_scan, "SCAN_VEC_TILES", tiles)
+    monkeypatch.setattr(_scan, "SCAN_VEC_STREAMS", streams)
     step = tiles * _scan._vec_lanes(np.dtype(dtype))
-    for n in range(4096, 4096 + step + 2, max(1, step // 8)):
+    for n in [*range(4096, 4096 + step + 2, max(1, step // 4)), 300_001]:
         h = _data(dtype, n, seed=n + tiles)  # (cumsum of int8 scans int64, as NumPy's)
         a = kapi.asarray(h, device=dev)
         tol = {"float32": 1e-4, "float64": 1e-12}.get(dtype)  # (a tree's rounding)
