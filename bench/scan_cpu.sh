@@ -3,10 +3,9 @@
 # triad in the same process (bench/primitives.py: every result checked against NumPy), each
 # scheme of the CPU scan in its own process, in turn, ROUNDS times (default 2):
 # - "lock": four sub-blocks a work-item scanned element by element in lockstep (before);
-# - "vec": each block scanned by vector tiles, one block a work-item (the default);
-# - "vec-s2", "vec-s4": two or four blocks a work-item side by side (KAPI_SCAN_CPU_STREAMS);
-# - "tiled-K": stretches of a block of K KiB per core, each folded then scanned from the core's
-#   cache (KAPI_SCAN_CPU=tiled, KAPI_SCAN_CPU_TILE_KIB=K).
+# - "vec-s1": each block scanned by vector tiles, one block a work-item;
+# - "vec": two blocks a work-item side by side (the default), "vec-s4" four
+#   (KAPI_SCAN_CPU_STREAMS).
 #   run(command="bash bench/scan_cpu.sh", carry=["kapi/_lib", ".carry/debs"])
 # VARIANTS replaces the list (NAME:VAR=VALUE+VAR=VALUE ...); LOG2N (default 24).
 set -uo pipefail
@@ -15,7 +14,7 @@ cd "$(dirname "$0")/.."
 export KAPI_DRIVERS=cpu
 echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 args=()
-for v in ${VARIANTS:-vec: vec-s2:KAPI_SCAN_CPU_STREAMS=2 tiled-512:KAPI_SCAN_CPU=tiled tiled-1024:KAPI_SCAN_CPU=tiled+KAPI_SCAN_CPU_TILE_KIB=1024 tiled-256:KAPI_SCAN_CPU=tiled+KAPI_SCAN_CPU_TILE_KIB=256}; do
+for v in ${VARIANTS:-lock:KAPI_SCAN_CPU=lock vec-s1:KAPI_SCAN_CPU_STREAMS=1 vec: vec-s4:KAPI_SCAN_CPU_STREAMS=4}; do
   args+=(--variant "$v")
 done
 timeout 150 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only cumsum \

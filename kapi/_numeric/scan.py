@@ -447,24 +447,29 @@ def _scan_lockstep(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
 
 
 # kapi's CPU device, the named operations, "vec" scheme (KAPI_SCAN_CPU, read at import; the
-# default): each work-item folds its block (_FOLD_WIDE_SRC), the blocks' totals are scanned
-# exclusively, and each work-item then scans its block a tile of V elements at a time: the
-# tile's own scan by log2(V) steps of V independent operations each (Kogge-Stone, written out
-# so that the SLP vectoriser makes each step one vector operation on a shuffled copy), then
-# the carry from the tiles before folded into every element at once. Lanes without a partner
-# take Z, the operation's exact identity (float add: -0.0, which leaves every value as it is),
-# passed as an argument so that InstCombine cannot drop those lanes' operations and the steps
-# stay uniform for the vectoriser. KAPI_SCAN_CPU_TILES tiles a step (2 by default) share one
-# operation on the carry's chain. The lockstep scheme ("lock") ran one element per 3-4 cycles
-# on a core, its four chains bound by the operation's latency; "vec" runs a 2^20 float32
-# scan 2x faster on one core (bench/RESULTS.md).
+# default): each work-item folds its blocks (_fold_blocks_source), the blocks' totals are
+# scanned exclusively, and each work-item then scans its blocks a tile of V elements at a
+# time: the tile's own scan by log2(V) steps of V independent operations each (Kogge-Stone,
+# written out so that the SLP vectoriser makes each step one vector operation on a shuffled
+# copy), then the carry from the tiles before folded into every element at once. Lanes
+# without a partner take Z, the operation's exact identity (float add: -0.0, which leaves
+# every value as it is), passed as an argument so that InstCombine cannot drop those lanes'
+# operations and the steps stay uniform for the vectoriser. KAPI_SCAN_CPU_TILES tiles a step
+# (2 by default) share one operation on the carry's chain; KAPI_SCAN_CPU_STREAMS blocks (2 by
+# default) a work-item folds and scans side by side, so that a core has two read streams
+# (and two write streams) in flight. The lockstep scheme ("lock") ran one element per 3-4
+# cycles on a core, its four chains bound by the operation's latency. On the GPU machine's
+# 16 Xeon cores, cumsum of 2^24 float32: lock 1.86-2.56 ms, vec with one stream 1.55-1.81,
+# with two 1.25-1.68 (bench/scan_cpu.sh, bench/RESULTS.md). A tiled form (stretches of a
+# block per core, each folded and then scanned from that core's L2 in a second launch, to
+# read x once) lost there: 1.84-2.41 ms.
 SCAN_CPU = os.environ.get("KAPI_SCAN_CPU", "vec")
-if SCAN_CPU not in ("vec", "lock", "tiled"):
-    raise ValueError(f"KAPI_SCAN_CPU must be 'vec', 'tiled' or 'lock', not {SCAN_CPU!r}")
+if SCAN_CPU not in ("vec", "lock"):
+    raise ValueError(f"KAPI_SCAN_CPU must be 'vec' or 'lock', not {SCAN_CPU!r}")
 SCAN_VEC_TILES = int(os.environ.get("KAPI_SCAN_CPU_TILES", "2"))
 if SCAN_VEC_TILES not in (1, 2, 4):
     raise ValueError(f"KAPI_SCAN_CPU_TILES must be 1, 2 or 4, not {SCAN_VEC_TILES}")
-SCAN_VEC_STREAMS = int(os.environ.get("KAPI_SCAN_CPU_STREAMS", "1"))
+SCAN_VEC_STREAMS = int(os.environ.get("KAPI_SCAN_CPU_STREAMS", "2"))
 if SCAN_VEC_STREAMS not in (1, 2, 4):
     raise ValueError(f"KAPI_SCAN_CPU_STREAMS must be 1, 2 or 4, not {SCAN_VEC_STREAMS}")
 
@@ -517,36 +522,25 @@ def _vec_step(v: int, excl: bool, u: int, blocks, pad: str) -> list[str]:
     return lines
 
 
-def _vec_source(v: int, excl: bool, u: int, streams: int = 1, tiled: bool = False) -> str:
+def _vec_source(v: int, excl: bool, u: int, streams: int = 1) -> str:
     """The vec scheme's kernel for tiles of v elements (a power of two), u tiles a step,
     inclusive or exclusive (out[i] the fold of the elements before i; the first, pre's
     identity). Each work-item scans `streams` consecutive blocks, a step of each in turn
     while all have one (several read and write streams a core: more misses in flight),
-    then what each has left on its own. Blocks past the row's end are empty.
-    tiled (one stream): the kernel of one stretch of _scan_tiled, `_scan_tiled(item, x, out,
-    sums, carry, n, B, TB, Z, ident, cin, first)`: a block's carry is the stretch's carry in
-    (carry[row, cin], or ident for the first stretch) folded with the totals of the blocks
-    before it (sums), and the last block leaves the carry out in carry[row, 1 - cin]."""
+    then what each has left on its own. Blocks past the row's end are empty."""
     m = "0x7FFFFFFFFFFFFFFF"
-    head = "_scan_tiled(item, x, out, sums, carry, n, B, TB, Z, ident, cin, first)"
     lines = [
-        f"def {head if tiled else '_scan_vec(item, x, out, pre, n, B, TB, Z)'}:",
+        "def _scan_vec(item, x, out, pre, n, B, TB, Z):",
         "    row = item.get_global_id(0)",
         f"    w = item.get_global_id(1) * {streams}",
         f"    nn = n & {m}",
         f"    BB = B & {m}",
     ]
     for b in range(streams):
-        lines += [f"    i{b} = min(nn, (w + {b}) * BB)", f"    e{b} = min(nn, i{b} + BB)"]
-        if not tiled:
-            lines.append(f"    c{b} = pre[row, min(w + {b}, TB - 1)]")
-    if tiled:
         lines += [
-            "    c0 = ident if first != 0 else carry[row, cin]",
-            "    k = 0",
-            "    while k < w:",
-            "        c0 = OP(c0, sums[row, k])",
-            "        k += 1",
+            f"    i{b} = min(nn, (w + {b}) * BB)",
+            f"    e{b} = min(nn, i{b} + BB)",
+            f"    c{b} = pre[row, min(w + {b}, TB - 1)]",
         ]
     step = u * v
     if streams > 1:  # the last block is the shortest: the others have a step where it has
@@ -561,8 +555,6 @@ def _vec_source(v: int, excl: bool, u: int, streams: int = 1, tiled: bool = Fals
         else:
             lines += [f"        c{b} = OP(c{b}, x[row, i{b}])", f"        out[row, i{b}] = c{b}"]
         lines.append(f"        i{b} += 1")
-    if tiled:
-        lines += ["    if w == TB - 1:", "        carry[row, 1 - cin] = c0"]
     return "\n".join(lines) + "\n"
 
 
@@ -640,55 +632,13 @@ def _scan_vec(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
         )  # fmt: skip
 
 
-# kapi's CPU device, a row of at least SCAN_TILED_MIN elements by the named operations, "tiled"
-# scheme (KAPI_SCAN_CPU=tiled): the row in stretches of one block per participant of the
-# driver's pool (max_compute_units) of SCAN_TILE_BYTES each; per stretch, each work-item folds
-# its block (its own work-group: the pool hands group i to the same thread in both launches,
-# so the block is still in that core's L2 for the second), then scans it with the vec
-# scheme's tiles from the carry of the stretches and blocks before it. x is read from memory
-# once instead of twice; two launches a stretch.
-SCAN_TILE_BYTES = int(os.environ.get("KAPI_SCAN_CPU_TILE_KIB", "512")) * 1024
-SCAN_TILED_MIN = 1 << 20
-
-
-def _scan_tiled(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
-    from .replay import launch as call_kernel  # recorded while a plan is traced
-
-    rows, n = x2.shape
-    dt = x2.dtype
-    v = _vec_lanes(dt)
-    P = max(1, x2.device.max_compute_units)
-    B = max(v, SCAN_TILE_BYTES // dt.itemsize // v * v)
-    q, ut = x2.sycl_queue, x2.usm_type
-    env = {"OP": fn}
-    sums = Array._allocate((rows, P), dt, q, ut)
-    carry = Array._allocate((rows, 2), dt, q, ut)
-    z = _lane_identity(key, dt)
-    kf = kernel_of(_fold_blocks_source(wide_unroll(key, dt), 1), "_fold_blocks", env, key)
-    src = _vec_source(v, excl, SCAN_VEC_TILES, 1, tiled=True)
-    kt = kernel_of(src, "_scan_tiled", env, key)
-    for k, s0 in enumerate(range(0, n, P * B)):
-        s1 = min(n, s0 + P * B)
-        T = -(-(s1 - s0) // B)
-        xs, os_ = x2[:, s0:s1], out[:, s0:s1]
-        ns, nb = np.int64(s1 - s0), np.int64(B)
-        call_kernel(kf, cpu_range(rows, T), xs, sums, ns, nb, np.int64(T), z)
-        call_kernel(
-            kt, cpu_range(rows, T), xs, os_, sums, carry, ns, nb, np.int64(T), z,
-            dt.type(ident), np.int32(k % 2), np.int32(k == 0),
-        )  # fmt: skip
-
-
 SCAN = None  # "subgroup" (GPUs), "group" or "serial" (kapi's CPU device); None: by device
 
 
 def _scan_serial(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     rows, n = x2.shape
     if isinstance(key, str) and named_identity(key, x2.dtype) is not None and n >= 4096:
-        if SCAN_CPU == "tiled" and rows <= _MAX_ROWS and n >= SCAN_TILED_MIN:
-            _scan_tiled(x2, out, fn, key, excl, ident)
-        else:
-            (_scan_lockstep if SCAN_CPU == "lock" else _scan_vec)(x2, out, fn, key, excl, ident)
+        (_scan_vec if SCAN_CPU == "vec" else _scan_lockstep)(x2, out, fn, key, excl, ident)
         return
     _scan_serial_inorder(x2, out, fn, key, excl, ident)
 

@@ -289,28 +289,21 @@ def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
 LOCK_SIZES = [4095, 4096, 4097, 5000, 64 * 1024 - 1, 300_001, (1 << 21) + 17]
 
 
-# (the lockstep scheme, no longer the default, at two of the sizes; the tiled scheme with
-# stretches of 4 KiB blocks, from 4096 elements)
-CPU_SCAN_CASES = [(n, "vec") for n in LOCK_SIZES]
-CPU_SCAN_CASES += [(n, "lock") for n in (4097, 300_001)]
-CPU_SCAN_CASES += [(n, "tiled") for n in (4096, 5000, 300_001)]
+# (the lockstep scheme, no longer the default, at two of the sizes)
+CPU_SCAN_CASES = [(n, "vec") for n in LOCK_SIZES] + [(n, "lock") for n in (4097, 300_001)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, scheme", CPU_SCAN_CASES)
 def test_scan_cpu_lockstep_sub_blocks(dev, monkeypatch, dtype, n, scheme):
-    """The named operations' scan on kapi's CPU device (from 4096 elements), every scheme:
-    "vec" (blocks folded, their totals scanned, each block scanned by vector tiles), "lock"
-    (sub-blocks scanned 4 at a time in lockstep) and "tiled" (stretches of a block per
-    participant, folded then scanned from the carry of those before; here 4 KiB blocks, so
-    that a row has from 1 to 150 stretches); sizes leave the last work-item with fewer or
-    shorter blocks and a tail of single elements. Every dtype, inclusive and exclusive; NaN
-    propagating through max."""
+    """The named operations' scan on kapi's CPU device (from 4096 elements), both schemes:
+    "vec" (blocks folded, their totals scanned, blocks scanned by vector tiles, two a
+    work-item) and "lock" (sub-blocks scanned 4 at a time in lockstep); sizes leave the last
+    work-item with fewer or shorter blocks and a tail of single elements. Every dtype,
+    inclusive and exclusive; NaN propagating through max."""
     from kapi._numeric import scan as _scan
 
     monkeypatch.setattr(_scan, "SCAN_CPU", scheme)
-    monkeypatch.setattr(_scan, "SCAN_TILED_MIN", 4096)
-    monkeypatch.setattr(_scan, "SCAN_TILE_BYTES", 4096)
     h = _data(dtype, n, seed=n)
     a = kapi.asarray(h, device=dev)
     tol = 1e-3 if h.dtype == np.float32 else None  # float32 cumsum: NumPy sums in order too
