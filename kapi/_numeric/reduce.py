@@ -92,6 +92,20 @@ _ARG_BLOCK_UNROLLS = CPU_SETTINGS[CPU_SCHEME]["_ARG_BLOCK_UNROLLS"]
 # index) and the group's first work-item searches the group's earliest one only (a search per
 # group instead of per work-item; bench/argred.py's cpudefer variant)
 _CPU_ARG_DEFER = False
+# The CPU driver's first pass: each work-item reads its chunk as _CPU_STREAMS equal parts in
+# the same loop iteration (the accumulators split among them), so that a core has that many
+# sequential read streams in flight instead of one (the L2 streamer follows each; one stream
+# kept too few misses in flight: a reduction read 12-14 GB/s per core where the triad's three
+# streams moved more). KAPI_REDUCE_CPU_STREAMS (1, 2 or 4); read at import.
+# _CPU_CHUNK_ROUND: a work-item's chunk is ceil(n / work-items) rounded up to a whole number
+# of the loop's steps (before: n // work-items + 1, which starts every chunk off a page's
+# start and leaves each a tail for the element loop).
+_CPU_STREAMS_CHOICES = ("1", "2", "4")
+_s = os.environ.get("KAPI_REDUCE_CPU_STREAMS", "1")
+if _s not in _CPU_STREAMS_CHOICES:
+    raise ValueError(f"KAPI_REDUCE_CPU_STREAMS must be 1, 2 or 4, not {_s!r}")
+_CPU_STREAMS = int(_s)
+_CPU_CHUNK_ROUND = _CPU_STREAMS > 1
 _MAX_GROUPS = 1024  # the CPU driver's cap
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _GPU_MAX_GROUPS = 4096  # GPUs: the column kernel's work-items, in groups of _WG, at most
@@ -230,6 +244,27 @@ def _block_fold(fold: str, conv, u: int, blk: int) -> list[str]:
     return lines
 
 
+def _block_fold_streams(fold: str, conv, u: int, streams: int, blk: int) -> list[str]:
+    """The body lines that fold the block of blk elements at j + s * h of each stream s into
+    its own u accumulators b{s * u}..b{s * u + u - 1}: streams sequential reads advancing
+    together (_CPU_STREAMS), each stream's lanes a contiguous vector of its own (a vector
+    spanning two streams' loads would be a gather)."""
+
+    def at(s, k, base):
+        return f"{base} + {k}" if s == 0 else f"{base} + {s} * h + {k}"
+
+    lines = [
+        f"        b{s * u + k} = {conv(at(s, k, 'j'))}" for s in range(streams) for k in range(u)
+    ]
+    lines += [f"        q = j + {u}", f"        while q < j + {blk}:"]
+    for s in range(streams):
+        for k in range(u):
+            b = f"b{s * u + k}"
+            lines.append(f"            {b} = {fold.format(a=b, v=conv(at(s, k, 'q')))}")
+    lines.append(f"            q += {u}")
+    return lines
+
+
 def _block_arg(op: str, is_float: bool, conv, u: int) -> list[str]:
     """The chunked arg-reduction's block loop (see _ARG_BLOCK_UNROLLS): u accumulators fold a
     block by value (min/max, NaN winning), then a block whose extreme beats acc (ties keep the
@@ -324,7 +359,9 @@ def _block_arg_once(op: str, is_float: bool, conv, u: int) -> list[str]:
     return lines
 
 
-def _block_arg_lanes(op: str, is_float: bool, conv, u: int, defer: bool = False) -> list[str]:
+def _block_arg_lanes(
+    op: str, is_float: bool, conv, u: int, defer: bool = False, streams: int = 1
+) -> list[str]:
     """The chunked arg-reduction's block loop, "lanes" scheme (the CPU driver's default): u
     accumulators b0.. fold a block by value (min/max, NaN winning), then each lane k keeps,
     without a branch or a fold across lanes, its running extreme r_k and the start s_k of the
@@ -333,26 +370,45 @@ def _block_arg_lanes(op: str, is_float: bool, conv, u: int, defer: bool = False)
     as it widens the block's fold. At the end the extreme is the fold of the r_k, the block
     holding its first occurrence the smallest s_k of the lanes holding it (a lane that never
     improved holds the identity from the chunk's first block on), and that one block is
-    searched for the first element equal to it (or the first NaN)."""
+    searched for the first element equal to it (or the first NaN).
+    streams > 1 (_CPU_STREAMS): the chunk's whole blocks are read as that many equal parts at
+    j, j + h, ..., each with u lanes of its own, a block of each in the same iteration; a
+    lane's s_k is the start of its own part's block (the blocks are disjoint, so the smallest
+    start of the lanes holding the extreme is still the block of its first occurrence), and
+    the elements after the parts go to the element loop."""
     blk = u * _ARG_BLOCK_UNROLLS
     fold = _OPS["min" if op == "argmin" else "max"][1]
     cmp = "<" if op == "argmin" else ">"
     keep = ">=" if op == "argmin" else "<="  # b keeps r (false for a NaN b or r)
+    lanes = u * streams
     lines = ["    j0 = j"]
-    lines += [f"    r{k} = ident" for k in range(u)]
-    lines += [f"    s{k} = j" for k in range(u)]
-    lines.append(f"    while j + {blk} <= end:")
-    lines += _block_fold(fold, conv, u, blk)
-    for k in range(u):
+    lines += [f"    r{k} = ident" for k in range(lanes)]
+    lines += [f"    s{k} = j" for k in range(lanes)]
+    if streams == 1:
+        lines.append(f"    while j + {blk} <= end:")
+        lines += _block_fold(fold, conv, u, blk)
+    else:
+        lines += [
+            # each part's length: whole blocks (h & MAX: a value known non-negative)
+            f"    h = (max(end - j, 0) // {streams * blk} * {blk}) & 0x7FFFFFFFFFFFFFFF",
+            "    e = j + h",
+            "    while j < e:",
+        ]
+        lines += _block_fold_streams(fold, conv, u, streams, blk)
+    for k in range(lanes):
         better = f"not (b{k} {keep} r{k}) and r{k} == r{k}" if is_float else f"b{k} {cmp} r{k}"
+        start = "j" if k < u else f"j + {k // u} * h"
         lines += [
             f"        t{k} = {better}",
             f"        r{k} = b{k} if t{k} else r{k}",
-            f"        s{k} = j if t{k} else s{k}",
+            f"        s{k} = {start} if t{k} else s{k}",
         ]
-    lines += [f"        j += {blk}", "    if j > j0:"]
-    lines.append(f"        acc = {_tree(fold, [f'r{k}' for k in range(u)])}")
-    starts = [f"(s{k} if {_equal(is_float, f'r{k}', 'acc')} else end)" for k in range(u)]
+    lines.append(f"        j += {blk}")
+    if streams > 1:
+        lines.append(f"    j += {streams - 1} * h")
+    lines.append("    if j > j0:")
+    lines.append(f"        acc = {_tree(fold, [f'r{k}' for k in range(lanes)])}")
+    starts = [f"(s{k} if {_equal(is_float, f'r{k}', 'acc')} else end)" for k in range(lanes)]
     # (& MAX: a value pyfront knows is non-negative, so that the search's loads need no
     # wrap-around and stay contiguous vectors)
     lines.append(f"        accb = {_tree('min({a}, {v})', starts)} & 0x7FFFFFFFFFFFFFFF")
@@ -466,8 +522,18 @@ def _source(
 
     blk = unroll * _ARG_BLOCK_UNROLLS
     # the CPU lanes scheme's search once per group (_CPU_ARG_DEFER; `big` is then 2 * n + 2)
-    defer = arg and chunked and first_pass and scheme == "blocks" and CPU_ARG == "lanes"
-    defer = defer and _CPU_ARG_DEFER
+    lanes = arg and chunked and first_pass and scheme == "blocks" and CPU_ARG == "lanes"
+    defer = lanes and _CPU_ARG_DEFER
+    # several read streams per work-item (_CPU_STREAMS): the CPU driver's first pass, for
+    # the value folds and the lanes scheme (not the deferred search)
+    streams = 1
+    # (argmin/argmax at most 2: each stream has lanes of its own, and 4 x 32 lanes took
+    # LLVM 50 s to compile on the dev box)
+    if chunked and first_pass and (not arg or (lanes and not defer)):
+        streams = min(_CPU_STREAMS, 2) if arg else _CPU_STREAMS
+    # the chunk: a whole number of the loop's steps (of blocks for the blocks scheme)
+    step_len = blk if arg and first_pass and scheme == "blocks" else unroll
+    rounded = (arg and first_pass and scheme == "blocks") or _CPU_CHUNK_ROUND
     lines = [
         f"def _reduce(it, x, xi, out, outi, n, ident, big{params}):",
         "    row = it.get_global_id(0)",
@@ -481,11 +547,11 @@ def _source(
             # n & MAX: n (never negative) as a value pyfront knows is non-negative, so that
             # the indices below need no wrap-around and the loads stay contiguous vectors
             "    chunk = (n & 0x7FFFFFFFFFFFFFFF) // T + 1"
-            if not (arg and first_pass and scheme == "blocks")
-            # a whole number of blocks (_block_arg_once): no element loop after them
+            if not rounded
+            # a whole number of blocks (_block_arg_once) or steps: no element loop after them
             # (T - 1 & MAX: T - 1 as a value known non-negative, as n above)
             else f"    chunk = (((n & 0x7FFFFFFFFFFFFFFF) + (T - 1 & 0x7FFFFFFFFFFFFFFF)) // T"
-            f" + {blk - 1}) // {blk} * {blk}",
+            f" + {step_len - 1}) // {step_len} * {step_len}",
             "    j = (g.get_group_id(1) * L + lid) * chunk",
             "    end = min(n, j + chunk)",
             "    step = 1",
@@ -510,6 +576,23 @@ def _source(
         # each load of a single chain) and vectors the CPU driver's vectoriser can widen
         u = unroll
         lines += [f"    a{k} = ident" for k in range(1, u)]
+        if streams > 1:
+            # streams equal parts read in one loop, u contiguous elements of each per step
+            # folded into the same u accumulators (a vector load per part; accumulators split
+            # among the parts made the vectoriser gather across them); each part's length a
+            # whole number of steps (h & MAX: a value known non-negative); the < streams * u
+            # elements after the parts go to the loops below
+            lines += [
+                f"    h = (max(end - j, 0) // {streams * u} * {u}) & 0x7FFFFFFFFFFFFFFF",
+                "    e = j + h",
+                "    while j < e:",
+            ]
+            for s_ in range(streams):
+                for k in range(u):
+                    a = "acc" if k == 0 else f"a{k}"
+                    at = f"j + {k}" if s_ == 0 else f"j + {s_} * h + {k}"
+                    lines.append(f"        {a} = {fold.format(a=a, v=conv(at))}")
+            lines += [f"        j += {u}", f"    j += {streams - 1} * h"]
         if chunked:
             lines.append(f"    while j + {u} <= end:")
         else:
@@ -533,7 +616,7 @@ def _source(
             ]
         lines.append(f"    acc = {names[0]}")
     elif chunked and first_pass and scheme == "blocks" and CPU_ARG == "lanes":
-        lines += _block_arg_lanes(op, is_float, conv, unroll, defer)
+        lines += _block_arg_lanes(op, is_float, conv, unroll, defer, streams)
     elif chunked and first_pass and scheme == "blocks":
         lines += _block_arg_once(op, is_float, conv, unroll)
     elif chunked and first_pass:
