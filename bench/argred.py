@@ -26,7 +26,8 @@ sources and recorded plans, so the next call generates and records its kernels a
   cpuround   CPU driver: lanes, every chunk a whole number of the loop's steps (ceil(n / T)
              rounded up; n // T + 1 before), one read stream (_CPU_CHUNK_ROUND)
   cpusN      CPU driver: cpuround with N read streams per work-item (_CPU_STREAMS = N;
-             KAPI_REDUCE_CPU_STREAMS); cpusNgM: also M work-groups per core
+             KAPI_REDUCE_CPU_STREAMS) but argmin/argmax; cpusNgM: also M work-groups per core
+  cpuas2     CPU driver: cpus2 with argmin/argmax in 2 streams too (_CPU_ARG_STREAMS)
 
 Every result is checked against NumPy (NaN, ties and -0.0 cases on a small array too, for
 each variant) before it is timed; a variant that fails is reported (FAILED) and left out.
@@ -64,6 +65,7 @@ DEFAULTS = {
     "_ARG_BLOCK_UNROLLS": R._ARG_BLOCK_UNROLLS,
     "_CPU_STREAMS": R._CPU_STREAMS,
     "_CPU_CHUNK_ROUND": R._CPU_CHUNK_ROUND,
+    "_CPU_ARG_STREAMS": R._CPU_ARG_STREAMS,
 }
 CPU_BEFORE = R.CPU_SETTINGS["before"]  # the CPU driver's settings before (KAPI_REDUCE_CPU)
 CPU_NOW = R.CPU_SETTINGS["lanes"]
@@ -99,6 +101,9 @@ def use(variant: str) -> None:
     elif variant == "cpuround":
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
         attrs.update(_CPU_STREAMS=1, _CPU_CHUNK_ROUND=True)
+    elif variant == "cpuas2":  # argmin/argmax with 2 streams too (the others 2)
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(_CPU_STREAMS=2, _CPU_ARG_STREAMS=2, _CPU_CHUNK_ROUND=True)
     elif variant.startswith("cpus"):  # cpus2: 2 read streams per work-item; cpus2g8: 8 groups
         s_, _, g = variant[4:].partition("g")
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)

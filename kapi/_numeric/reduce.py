@@ -106,6 +106,10 @@ if _s not in _CPU_STREAMS_CHOICES:
     raise ValueError(f"KAPI_REDUCE_CPU_STREAMS must be 1, 2 or 4, not {_s!r}")
 _CPU_STREAMS = int(_s)
 _CPU_CHUNK_ROUND = _CPU_STREAMS > 1
+# argmin/argmax's streams (_block_arg_lanes): 1 (the default) or 2, each stream with lanes of
+# its own. Not on: the vectoriser made the two streams' 64 float32 lanes one <64 x float>
+# gather (20x slower on the dev box), and 4 x 32 lanes took LLVM 50 s to compile.
+_CPU_ARG_STREAMS = 1
 _MAX_GROUPS = 1024  # the CPU driver's cap
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _GPU_MAX_GROUPS = 4096  # GPUs: the column kernel's work-items, in groups of _WG, at most
@@ -527,10 +531,8 @@ def _source(
     # several read streams per work-item (_CPU_STREAMS): the CPU driver's first pass, for
     # the value folds and the lanes scheme (not the deferred search)
     streams = 1
-    # (argmin/argmax at most 2: each stream has lanes of its own, and 4 x 32 lanes took
-    # LLVM 50 s to compile on the dev box)
     if chunked and first_pass and (not arg or (lanes and not defer)):
-        streams = min(_CPU_STREAMS, 2) if arg else _CPU_STREAMS
+        streams = _CPU_ARG_STREAMS if arg else _CPU_STREAMS
     # the chunk: a whole number of the loop's steps (of blocks for the blocks scheme)
     step_len = blk if arg and first_pass and scheme == "blocks" else unroll
     rounded = (arg and first_pass and scheme == "blocks") or _CPU_CHUNK_ROUND

@@ -29,6 +29,7 @@ def streams(request, monkeypatch):
         pytest.skip("no CPU device")
     monkeypatch.setattr(_reduce, "_CPU_STREAMS", request.param)
     monkeypatch.setattr(_reduce, "_CPU_CHUNK_ROUND", request.param > 1)
+    monkeypatch.setattr(_reduce, "_CPU_ARG_STREAMS", min(request.param, 2))
     monkeypatch.setattr(_reduce, "ARG_SCHEME", "blocks")
     _reduce._src_for.cache_clear()
     _replay.clear_plans()
@@ -140,6 +141,7 @@ def test_streams_give_the_same_answers(monkeypatch):
     for s in (1, 2, 4):
         monkeypatch.setattr(_reduce, "_CPU_STREAMS", s)
         monkeypatch.setattr(_reduce, "_CPU_CHUNK_ROUND", s > 1)
+        monkeypatch.setattr(_reduce, "_CPU_ARG_STREAMS", min(s, 2))
         _reduce._src_for.cache_clear()
         _replay.clear_plans()
         for op in ("argmax", "argmin", "min", "max", "sum", "any", "all"):
