@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The CPU device's reductions of 2^24 float32 on every core of the GPU machine (16 Xeon cores)
 # with several read streams per work-item (KAPI_REDUCE_CPU_STREAMS), beside the triad, in
-# about 100-150 s (most of it compiling the variants on a fresh host):
+# about 150 s, 225 s at most (much of it compiling the variants on a fresh host):
 #   1. bench/argred.py, the variants in one process, alternating, each checked against NumPy
 #      first (NaN, ties, -0.0 cases too), beside the triad (its best sample is the
 #      denominator): cpulanes1 = the settings before (one stream, chunks n // T + 1),
 #      cpuround = one stream, chunks a whole number of the loop's steps, cpus2 / cpus4 = 2 / 4
-#      read streams per work-item (VARIANTS to choose; cpusNgM: also M groups per core);
+#      read streams per work-item but argmin/argmax (VARIANTS to choose; cpusNgM: also M
+#      groups per core); then cpuas2 (argmin/argmax in 2 streams too) beside cpulanes1;
 #   2. the same at 2^16 (LOG2N_SMALL): the per-call cost that is not reading memory;
 #   3. bench/primitives.py's reduce rows (the issue's figures), once per stream setting
 #      (PRIM="1 2 4": --variant streamsN:KAPI_REDUCE_CPU_STREAMS=N, a process each, in turn);
@@ -23,6 +24,10 @@ echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//
 step argred timeout 100 python3 bench/argred.py --device cpu --log2n "${LOG2N:-24}" \
   --rounds "${ROUNDS:-7}" --variants "${VARIANTS:-cpulanes1,cpuround,cpus2,cpus4}" 2>&1 | tee "$OUT/reduce3_cpu.log"
 
+# argmin/argmax in 2 streams too (cpuas2: 64 lanes, slower to compile), beside one stream
+step argred-arg timeout 60 python3 bench/argred.py --device cpu --log2n "${LOG2N:-24}" \
+  --rounds "${ROUNDS:-7}" --variants "${VARIANTS_ARG:-cpulanes1,cpuas2}" 2>&1 | tee "$OUT/reduce3_arg.log"
+
 step small timeout 20 python3 bench/argred.py --device cpu --log2n "${LOG2N_SMALL:-16}" \
   --rounds 5 --variants "${VARIANTS_SMALL:-cpulanes1,cpus2}" 2>&1 | tee "$OUT/reduce3_small.log"
 
@@ -35,5 +40,6 @@ step primitives timeout 45 python3 bench/primitives.py --device cpu --log2n "${L
   tests/numeric/test_reduce_streams.py tests/numeric/test_arg_reductions.py tests/numeric/test_reduce_schemes.py 2>&1 | tail -5
 
 echo "== summary"
-grep -h -E 'triad|^[xk]|kapi (cpu)|FAILED' "$OUT/reduce3_cpu.log" "$OUT/reduce3_small.log" 2>/dev/null
+grep -h -E 'triad|^[xk]|kapi (cpu)|FAILED' "$OUT/reduce3_cpu.log" "$OUT/reduce3_arg.log" \
+  "$OUT/reduce3_small.log" 2>/dev/null
 grep -h -E '^== |x triad|triad' "$OUT/reduce3_primitives.log" 2>/dev/null | grep -v '^== exit'

@@ -250,22 +250,19 @@ def _block_fold(fold: str, conv, u: int, blk: int) -> list[str]:
 
 def _block_fold_streams(fold: str, conv, u: int, streams: int, blk: int) -> list[str]:
     """The body lines that fold the block of blk elements at j + s * h of each stream s into
-    its own u accumulators b{s * u}..b{s * u + u - 1}: streams sequential reads advancing
-    together (_CPU_STREAMS), each stream's lanes a contiguous vector of its own (a vector
-    spanning two streams' loads would be a gather)."""
-
-    def at(s, k, base):
-        return f"{base} + {k}" if s == 0 else f"{base} + {s} * h + {k}"
-
-    lines = [
-        f"        b{s * u + k} = {conv(at(s, k, 'j'))}" for s in range(streams) for k in range(u)
-    ]
-    lines += [f"        q = j + {u}", f"        while q < j + {blk}:"]
+    its own u accumulators b{s * u}..b{s * u + u - 1}, one stream's block after the other's
+    (streams sequential reads advancing together, _CPU_STREAMS): each stream's block its own
+    loop, so that the vectoriser makes each stream's lanes contiguous vectors (in one loop it
+    made the streams' lanes one vector, loaded by a gather)."""
+    lines = []
     for s in range(streams):
+        off = "" if s == 0 else f" + {s} * h"
+        lines += [f"        b{s * u + k} = {conv(f'j{off} + {k}')}" for k in range(u)]
+        lines += [f"        q = j + {u}", f"        while q < j + {blk}:"]
         for k in range(u):
             b = f"b{s * u + k}"
-            lines.append(f"            {b} = {fold.format(a=b, v=conv(at(s, k, 'q')))}")
-    lines.append(f"            q += {u}")
+            lines.append(f"            {b} = {fold.format(a=b, v=conv(f'q{off} + {k}'))}")
+        lines.append(f"            q += {u}")
     return lines
 
 
