@@ -93,15 +93,18 @@ _ARG_BLOCK_UNROLLS = CPU_SETTINGS[CPU_SCHEME]["_ARG_BLOCK_UNROLLS"]
 # group instead of per work-item; bench/argred.py's cpudefer variant)
 _CPU_ARG_DEFER = False
 # The CPU driver's first pass: each work-item reads its chunk as _CPU_STREAMS equal parts in
-# the same loop iteration (the accumulators split among them), so that a core has that many
-# sequential read streams in flight instead of one (the L2 streamer follows each; one stream
-# kept too few misses in flight: a reduction read 12-14 GB/s per core where the triad's three
-# streams moved more). KAPI_REDUCE_CPU_STREAMS (1, 2 or 4); read at import.
+# the same loop iteration (u contiguous elements of each per step), so that a core has that
+# many sequential read streams in flight instead of one (the L2 streamer follows each; one
+# stream kept too few misses in flight: a reduction read 12-14 GB/s per core where the
+# triad's three streams moved more). On the 16 Xeon cores, 2^24 float32 in one process
+# (bench/reduce3.sh, bench/RESULTS.md): x.sum() 0.447 -> 0.330 ms, x.min() 0.364 -> 0.331,
+# kapi.reduce("max") 0.386 -> 0.343 with 2; 4 no better. KAPI_REDUCE_CPU_STREAMS (1, 2 (the
+# default) or 4); read at import.
 # _CPU_CHUNK_ROUND: a work-item's chunk is ceil(n / work-items) rounded up to a whole number
 # of the loop's steps (before: n // work-items + 1, which starts every chunk off a page's
 # start and leaves each a tail for the element loop).
 _CPU_STREAMS_CHOICES = ("1", "2", "4")
-_s = os.environ.get("KAPI_REDUCE_CPU_STREAMS", "1")
+_s = os.environ.get("KAPI_REDUCE_CPU_STREAMS", "2")
 if _s not in _CPU_STREAMS_CHOICES:
     raise ValueError(f"KAPI_REDUCE_CPU_STREAMS must be 1, 2 or 4, not {_s!r}")
 _CPU_STREAMS = int(_s)
