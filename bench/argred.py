@@ -30,6 +30,8 @@ sources and recorded plans, so the next call generates and records its kernels a
   cpusN      CPU driver: cpuround with N read streams per work-item (_CPU_STREAMS = N;
              KAPI_REDUCE_CPU_STREAMS) but argmin/argmax; cpusNgM: also M work-groups per core
   cpuas2     CPU driver: cpus2 with argmin/argmax in 2 streams too (_CPU_ARG_STREAMS)
+  cpuone     CPU driver: the defaults in one launch, the last work-group folding the groups'
+             partials (_CPU_ONE_LAUNCH) instead of a second launch
 
 Every result is checked against NumPy (NaN, ties and -0.0 cases on a small array too, for
 each variant) before it is timed; a variant that fails is reported (FAILED) and left out.
@@ -68,6 +70,7 @@ DEFAULTS = {
     "_CPU_STREAMS": R._CPU_STREAMS,
     "_CPU_CHUNK_ROUND": R._CPU_CHUNK_ROUND,
     "_CPU_ARG_STREAMS": R._CPU_ARG_STREAMS,
+    "_CPU_ONE_LAUNCH": R._CPU_ONE_LAUNCH,
 }
 CPU_BEFORE = R.CPU_SETTINGS["before"]  # the CPU driver's settings before (KAPI_REDUCE_CPU)
 CPU_NOW = R.CPU_SETTINGS["lanes"]
@@ -103,6 +106,9 @@ def use(variant: str) -> None:
     elif variant == "cpuround":
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
         attrs.update(_CPU_STREAMS=1, _CPU_CHUNK_ROUND=True)
+    elif variant == "cpuone":  # the defaults, the partials folded by the last group
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(_CPU_ONE_LAUNCH=True)
     elif variant == "cpuas2":  # argmin/argmax with 2 streams too (the others 2)
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
         attrs.update(_CPU_STREAMS=2, _CPU_ARG_STREAMS=2, _CPU_CHUNK_ROUND=True)

@@ -113,6 +113,10 @@ _CPU_CHUNK_ROUND = _CPU_STREAMS > 1
 # its own. Not on: the vectoriser made the two streams' 64 float32 lanes one <64 x float>
 # gather (20x slower on the dev box), and 4 x 32 lanes took LLVM 50 s to compile.
 _CPU_ARG_STREAMS = 1
+# The CPU driver's reductions in one launch: the last work-group to finish folds the groups'
+# partials (an atomic count per row) instead of a second launch (off: an experiment against
+# the per-call cost; bench/argred.py's cpuone variant)
+_CPU_ONE_LAUNCH = False
 _MAX_GROUPS = 1024  # the CPU driver's cap
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _GPU_MAX_GROUPS = 4096  # GPUs: the column kernel's work-items, in groups of _WG, at most
@@ -499,23 +503,27 @@ def _source(
     fused=None,
     unroll=_UNROLL,
     scheme: str = "pairs",
+    one: bool = False,
 ) -> str:
     """The kernel reducing x (rows, n) into partials (rows, groups); chunked: each work-item
     folds a contiguous chunk (the CPU driver), else a strided part (GPUs). fused: (expression
     over leaves l0, l1, ..., which of them are arrays): the elements are that expression of
     the extra parameters e0, e1, ... (arrays seen as (rows, n), or scalars) instead of x.
     unroll: the accumulators of the loop (the chunked scheme's arg-reductions' blocks too).
-    scheme: the first pass of arg-reductions, "blocks" or "pairs" (see ARG_SCHEME)."""
+    scheme: the first pass of arg-reductions, "blocks" or "pairs" (see ARG_SCHEME).
+    one: the last group to finish folds the partials into res[row, 0] (resi) itself (the
+    count of finished groups in cnt[row], an atomic; put back to 0 for the next launch),
+    instead of a second launch (_CPU_ONE_LAUNCH)."""
     gop, fold = _OPS[op]
     arg = fold is None
-    params = ""
+    params = ", cnt, res, resi" if one else ""
     if fused is None:
 
         def load(j):
             return f"x[row, {j}]"
     else:
         expr, is_array = fused
-        params = "".join(f", e{k}" for k in range(len(is_array)))
+        params += "".join(f", e{k}" for k in range(len(is_array)))
 
         def load(j):
             def leaf(m):
@@ -673,6 +681,24 @@ def _source(
         lines.append("            i = acci")
     if arg:
         lines.append("        outi[row, g.get_group_id(1)] = i")
+    if one:
+        # (acq_rel: this group's partial is written before its count; the last group reads
+        # the others' after it); partials in group order, ties keep the smallest index
+        lines += [
+            "        G = g.get_group_range(1)",
+            "        c = K.AtomicRef(cnt, row, memory_order=K.MemoryOrder.ACQ_REL)",
+            "        if c.fetch_add(np.int32(1)) == G - 1:",
+            "            acc = out[row, 0]",
+        ]
+        if arg:
+            lines.append("            acci = outi[row, 0]")
+        lines += ["            k = 1", "            while k < G:"]
+        lines.append("                v = out[row, k]")
+        lines += _fold_step(op, is_float, "outi[row, k]", "                ")
+        lines += ["                k += 1", "            res[row, 0] = acc"]
+        if arg:
+            lines.append("            resi[row, 0] = acci")
+        lines.append("            cnt[row] = 0")
     return "\n".join(lines) + "\n"
 
 
@@ -916,9 +942,9 @@ def _kernel(src: str, name: str = "_reduce"):
 
 
 @functools.lru_cache(maxsize=1024)
-def _src_for(op, dt, first_pass, chunked=False, fused=None, scheme="pairs"):
+def _src_for(op, dt, first_pass, chunked=False, fused=None, scheme="pairs", one=False):
     u = _cpu_unroll(op, np.dtype(np.int32) if op in ("any", "all") else dt) if chunked else _UNROLL
-    src = _source(op, dt.kind == "f", first_pass, chunked, fused, u, scheme)
+    src = _source(op, dt.kind == "f", first_pass, chunked, fused, u, scheme, one)
     return src.replace("ACC(", f"np.{dt.type.__name__}(")
 
 
@@ -1043,6 +1069,26 @@ def _dummy(q, ut: str) -> Array:
     return d
 
 
+def _counts(q, ut: str) -> Array:
+    """The (_MAX_ROWS,) int32 counts of finished groups for one-launch reductions (zero
+    between launches: each launch's last group puts its rows' back): one per queue and USM
+    kind, which a plan passes as it is."""
+    key = (q, ut, "counts")
+    d = _DUMMIES.get(key)
+    if d is None:
+        # made outside the trace of the call that first needs it (a host copy is what a
+        # plan cannot repeat: that call's key would keep the general path)
+        t = getattr(_replay._TLS, "trace", None)
+        _replay._TLS.trace = None
+        try:
+            d = Array._allocate((_MAX_ROWS,), np.dtype(np.int32), q, ut)
+            d._assign(np.zeros(_MAX_ROWS, np.int32))
+        finally:
+            _replay._TLS.trace = t
+        d = _DUMMIES[key] = _replay.constant(d)
+    return d
+
+
 def _done(events) -> None:
     """After a synchronous launch that followed them: the (complete) events release their
     arguments."""
@@ -1050,9 +1096,10 @@ def _done(events) -> None:
         ev.wait()
 
 
-def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events=None):
+def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events=None, one=None):
     """One pass: x2 (rows, n) into partials (rows, groups). fused: (expression, leaves as
-    (rows, n) views or scalars), read instead of x2's elements (x2 is then one of the views)."""
+    (rows, n) views or scalars), read instead of x2's elements (x2 is then one of the views).
+    one: (cnt, res, resi): the last group folds the partials into res (resi) too (_source)."""
     call_kernel = _call(events)
     from .._kernel.ranges import NdRange
 
@@ -1071,7 +1118,7 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
         shape = (expr, tuple(isinstance(v, Array) for v in leaves))
     # ("keys" reaches here for what it does not take: "blocks" then)
     scheme = "pairs" if not arg or ARG_SCHEME == "pairs" else "blocks"
-    src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme)
+    src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme, one is not None)
     # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
@@ -1086,6 +1133,7 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
                 np.int64(n),
                 _identity(op, acc_dt),
                 np.int64(_first_big(n, arg, cpu, scheme) if xi is None else np.iinfo(np.int64).max),
+                *((one[0], one[1][r0:r1], one[2][r0:r1] if arg else one[2]) if one else ()),
                 *(v[r0:r1] if isinstance(v, Array) else v for v in leaves),
             )
     return out, outi
@@ -1191,6 +1239,14 @@ def _reduce(op: str, x: Array, axis=None, keepdims: bool = False) -> Array:
         events = [] if groups > 1 else None
         vals, idxs = None, _arg_keys(base_op, x2, groups, events)
         _done(events)
+    elif _CPU_ONE_LAUNCH and groups > 1 and _chunked(x) and not _CPU_ARG_DEFER:
+        # one launch: the last group to finish folds the partials (_source's `one`)
+        q, ut = x2.sycl_queue, x2.usm_type
+        val_dt = np.dtype(np.int32) if base_op in ("any", "all") else acc_dt
+        vals = Array._allocate((rows, 1), val_dt, q, ut)
+        arg = base_op.startswith("arg")
+        idxs = Array._allocate((rows, 1), np.dtype(np.int64), q, ut) if arg else _dummy(q, ut)
+        _launch(base_op, x2, None, groups, acc_dt, fused, None, (_counts(q, ut), vals, idxs))
     else:
         events = [] if groups > 1 else None
         vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused, events)

@@ -210,3 +210,62 @@ def test_bad_streams_switch_is_refused():
     r = import_reduce_with("KAPI_REDUCE_CPU_STREAMS", "3")
     assert r.returncode != 0
     assert "KAPI_REDUCE_CPU_STREAMS must be 1, 2 or 4, not '3'" in r.stderr
+
+
+@pytest.fixture
+def one_launch(monkeypatch):
+    """The reductions in one launch (_CPU_ONE_LAUNCH: the last work-group to finish folds the
+    partials), with a group per core."""
+    if not CPU_DEVICES:
+        pytest.skip("no CPU device")
+    monkeypatch.setattr(_reduce, "_CPU_ONE_LAUNCH", True)
+    monkeypatch.setattr(_reduce, "ARG_SCHEME", "blocks")
+    _reduce._src_for.cache_clear()
+    _replay.clear_plans()
+    yield
+    _reduce._src_for.cache_clear()
+    _replay.clear_plans()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "bool"])
+def test_one_launch_against_numpy(one_launch, dtype):
+    """Every op, three calls each (the recorded plan replayed: the counts go back to 0), on
+    a row of several groups' partials with ties and NaN across groups, rows of a 2-D array
+    along both axes, and a lazy expression read inside the reduction."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(7)
+    n = 3 * 65536 + 17
+    if dt == np.bool_:
+        h = rng.random(n) < 0.5
+    elif dt.kind == "f":
+        h = rng.uniform(-1, 1, n).astype(dt)
+        h[[70001, 190000]] = 5  # a tie across groups: the first wins
+        h[[100, 150000]] = -5
+    else:
+        h = rng.integers(0, 100, n).astype(dt)
+    dev = CPU_DEVICES[0]
+    cases = [("row", h)]
+    if dt.kind == "f":
+        g = h.copy()
+        g[[150001, 120000]] = np.nan
+        cases.append(("NaN", g))
+    for what, a in cases:
+        x = kapi.asarray(a, device=dev)
+        for _ in range(3):
+            for op in ("argmax", "argmin", "max", "min", "any", "all", "sum"):
+                got, want = getattr(x, op)().asnumpy(), getattr(a, op)()
+                if op == "sum" and dt.kind == "f":
+                    np.testing.assert_allclose(got, want, rtol=1e-4, err_msg=what)
+                else:
+                    np.testing.assert_array_equal(got, want, err_msg=f"{op} {what}")
+    h2 = h[: 6 * 32768].reshape(6, 32768)
+    x2 = kapi.asarray(h2, device=dev)
+    for op in ("argmax", "max", "sum"):
+        for axis in (0, 1):
+            got, want = getattr(x2, op)(axis=axis).asnumpy(), getattr(h2, op)(axis=axis)
+            np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=f"{op} {axis}")
+    if dt.kind == "f":
+        x = kapi.asarray(h, device=dev)
+        np.testing.assert_allclose(float((x * 2).sum()), float((h * 2).sum()), rtol=1e-4)
+    counts = _reduce._counts(dev.default_queue, x.usm_type).asnumpy()
+    assert not counts.any()
