@@ -11,8 +11,9 @@ the device; a reduction over outer axes of a GPU array (rows across memory, `x.s
 instead runs the column kernel, a work-item per (row, part) reading the array in place, with
 no transposed copy. On the CPU driver,
 which runs a group's work-items one after another on one thread, each work-item folds one
-contiguous chunk with 4 accumulators (a strided part would sweep the whole row once per
-work-item, and one accumulator is a serial chain the vectoriser cannot widen). A second
+contiguous chunk with several accumulators (a strided part would sweep the whole row once per
+work-item, and one accumulator is a serial chain the vectoriser cannot widen), read as
+_CPU_STREAMS equal parts at once (more of a core's reads in flight). A second
 launch (one group per row) folds the partials. argmin/argmax fold values as min/max do and
 find the index once per block (the CPU driver: the first block holding the work-item's
 extreme is searched at the end) or per step (GPUs: the step's loads are kept), see
