@@ -23,6 +23,15 @@ sources and recorded plans, so the next call generates and records its kernels a
   cpuagN     CPU driver: N work-groups per core for argmin/argmax only
   cpudefer   CPU driver: lanes, each work-item giving its block and the group's first
              work-item searching the earliest one (_CPU_ARG_DEFER)
+  cpulanes1  CPU driver: the lanes settings with one read stream and chunks of n // T + 1 (the
+             settings before KAPI_REDUCE_CPU_STREAMS=2)
+  cpuround   CPU driver: lanes, every chunk a whole number of the loop's steps (ceil(n / T)
+             rounded up; n // T + 1 before), one read stream (_CPU_CHUNK_ROUND)
+  cpusN      CPU driver: cpuround with N read streams per work-item (_CPU_STREAMS = N;
+             KAPI_REDUCE_CPU_STREAMS) but argmin/argmax; cpusNgM: also M work-groups per core
+  cpuas2     CPU driver: cpus2 with argmin/argmax in 2 streams too (_CPU_ARG_STREAMS)
+  cpuone     CPU driver: the defaults in one launch, the last work-group folding the groups'
+             partials (_CPU_ONE_LAUNCH) instead of a second launch
 
 Every result is checked against NumPy (NaN, ties and -0.0 cases on a small array too, for
 each variant) before it is timed; a variant that fails is reported (FAILED) and left out.
@@ -58,6 +67,10 @@ DEFAULTS = {
     "_CPU_MAX_ACC": R._CPU_MAX_ACC,
     "_CPU_FSUM_ACC": R._CPU_FSUM_ACC,
     "_ARG_BLOCK_UNROLLS": R._ARG_BLOCK_UNROLLS,
+    "_CPU_STREAMS": R._CPU_STREAMS,
+    "_CPU_CHUNK_ROUND": R._CPU_CHUNK_ROUND,
+    "_CPU_ARG_STREAMS": R._CPU_ARG_STREAMS,
+    "_CPU_ONE_LAUNCH": R._CPU_ONE_LAUNCH,
 }
 CPU_BEFORE = R.CPU_SETTINGS["before"]  # the CPU driver's settings before (KAPI_REDUCE_CPU)
 CPU_NOW = R.CPU_SETTINGS["lanes"]
@@ -74,6 +87,7 @@ def use(variant: str) -> None:
         attrs.update(ARG_SCHEME="blocks")
     elif variant == "cpubefore":
         attrs.update(ARG_SCHEME="blocks", **CPU_BEFORE)
+        attrs.update(_CPU_STREAMS=1, _CPU_CHUNK_ROUND=False)
     elif variant == "cpublock":
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
         attrs.update(CPU_ARG="block", _ARG_BLOCK_UNROLLS=8)
@@ -86,6 +100,24 @@ def use(variant: str) -> None:
     elif variant == "cpudefer":  # CPU driver: lanes, the block searched once per group
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
         attrs.update(_CPU_ARG_DEFER=True)
+    elif variant == "cpulanes1":  # the lanes settings with one stream, chunks as before
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(_CPU_STREAMS=1, _CPU_CHUNK_ROUND=False)
+    elif variant == "cpuround":
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(_CPU_STREAMS=1, _CPU_CHUNK_ROUND=True)
+    elif variant == "cpuone":  # the defaults, the partials folded by the last group
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(_CPU_ONE_LAUNCH=True)
+    elif variant == "cpuas2":  # argmin/argmax with 2 streams too (the others 2)
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(_CPU_STREAMS=2, _CPU_ARG_STREAMS=2, _CPU_CHUNK_ROUND=True)
+    elif variant.startswith("cpus"):  # cpus2: 2 read streams per work-item; cpus2g8: 8 groups
+        s_, _, g = variant[4:].partition("g")
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(_CPU_STREAMS=int(s_), _CPU_CHUNK_ROUND=True)
+        if g:
+            attrs.update(_CPU_GROUPS_PER_UNIT=int(g), _CPU_ARG_GROUPS_PER_UNIT=int(g))
     elif variant.startswith("cpuag"):  # cpuag2: argmin/argmax with 2 work-groups per core (4)
         attrs.update(ARG_SCHEME="blocks", _CPU_ARG_GROUPS_PER_UNIT=int(variant[5:]))
     elif variant.startswith("cpug"):  # cpug16: CPU driver, 16 work-groups per core (4)
@@ -135,6 +167,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--variants", default=None, help="comma-separated (see the docstring)")
     ap.add_argument(
+        "--no-check-small",
+        action="store_true",
+        help="skip the corner-case arrays' checks (the timed rows are still checked)",
+    )
+    ap.add_argument(
         "--cpu-time",
         action="store_true",
         help="the calling thread's CPU time (with KAPI_CPU_THREADS=1: a loaded machine's "
@@ -179,20 +216,23 @@ def main():
         "x.argmax()": (lambda: x.argmax(), "argmax"),
         "x.argmin()": (lambda: x.argmin(), "argmin"),
         "x.max()": (lambda: x.max(), "max"),
+        "x.min()": (lambda: x.min(), "min"),
         'kapi.reduce("max")': (lambda: kapi.reduce("max", x), "max"),
         "x.sum()": (lambda: x.sum(), "sum"),
         'kapi.reduce("add")': (lambda: kapi.reduce("add", x), "sum"),
     }
     want = {"argmax": int(h.argmax()), "argmin": int(h.argmin()), "max": float(h.max())}
+    want["min"] = float(h.min())
     want["sum"] = float(h.sum(dtype=np.float64))
     failed = []
     for v in variants:
         use(v)
         try:
-            check_small(dev, v)
+            if not args.no_check_small:
+                check_small(dev, v)
             for name, (fn, op) in rows.items():
                 got = fn()
-                got = float(got) if op in ("max", "sum") else int(got)
+                got = float(got) if op in ("max", "min", "sum") else int(got)
                 if got != want[op] and not (op == "sum" and np.isclose(got, want[op], 1e-5)):
                     raise SystemExit(f"{v}: {name} gives {got}, NumPy {want[op]}")
         except (Exception, SystemExit) as e:  # the other variants are still timed

@@ -150,3 +150,21 @@ def pairwise(item, data, dist):
         t = data[i, k] - data[j, k]
         d += t * t
     dist[j, i] = math.sqrt(d)
+
+
+def import_reduce_with(var, value):
+    """Imports kapi._numeric.reduce in a fresh process with var=value (a switch read at
+    import); its CompletedProcess."""
+    from pathlib import Path
+
+    env = {
+        "PYTHONPATH": str(Path(kapi.__file__).parents[1]),
+        var: value,
+        "PATH": "/usr/bin:/bin",
+    }
+    return subprocess.run(
+        [sys.executable, "-c", "import kapi._numeric.reduce"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )

@@ -11,8 +11,9 @@ the device; a reduction over outer axes of a GPU array (rows across memory, `x.s
 instead runs the column kernel, a work-item per (row, part) reading the array in place, with
 no transposed copy. On the CPU driver,
 which runs a group's work-items one after another on one thread, each work-item folds one
-contiguous chunk with 4 accumulators (a strided part would sweep the whole row once per
-work-item, and one accumulator is a serial chain the vectoriser cannot widen). A second
+contiguous chunk with several accumulators (a strided part would sweep the whole row once per
+work-item, and one accumulator is a serial chain the vectoriser cannot widen), read as
+_CPU_STREAMS equal parts at once (more of a core's reads in flight). A second
 launch (one group per row) folds the partials. argmin/argmax fold values as min/max do and
 find the index once per block (the CPU driver: the first block holding the work-item's
 extreme is searched at the end) or per step (GPUs: the step's loads are kept), see
@@ -92,6 +93,31 @@ _ARG_BLOCK_UNROLLS = CPU_SETTINGS[CPU_SCHEME]["_ARG_BLOCK_UNROLLS"]
 # index) and the group's first work-item searches the group's earliest one only (a search per
 # group instead of per work-item; bench/argred.py's cpudefer variant)
 _CPU_ARG_DEFER = False
+# The CPU driver's first pass: each work-item reads its chunk as _CPU_STREAMS equal parts in
+# the same loop iteration (u contiguous elements of each per step), so that a core has that
+# many sequential read streams in flight instead of one (the L2 streamer follows each; one
+# stream kept too few misses in flight: a reduction read 12-14 GB/s per core where the
+# triad's three streams moved more). On the 16 Xeon cores, 2^24 float32 in one process
+# (bench/reduce3.sh, bench/RESULTS.md): x.sum() 0.447 -> 0.330 ms, x.min() 0.364 -> 0.331,
+# kapi.reduce("max") 0.386 -> 0.343 with 2; 4 no better. KAPI_REDUCE_CPU_STREAMS (1, 2 (the
+# default) or 4); read at import.
+# _CPU_CHUNK_ROUND: a work-item's chunk is ceil(n / work-items) rounded up to a whole number
+# of the loop's steps (before: n // work-items + 1, which starts every chunk off a page's
+# start and leaves each a tail for the element loop).
+_CPU_STREAMS_CHOICES = ("1", "2", "4")
+_s = os.environ.get("KAPI_REDUCE_CPU_STREAMS", "2")
+if _s not in _CPU_STREAMS_CHOICES:
+    raise ValueError(f"KAPI_REDUCE_CPU_STREAMS must be 1, 2 or 4, not {_s!r}")
+_CPU_STREAMS = int(_s)
+_CPU_CHUNK_ROUND = _CPU_STREAMS > 1
+# argmin/argmax's streams (_block_arg_lanes): 1 (the default) or 2, each stream with lanes of
+# its own. Not on: the vectoriser made the two streams' 64 float32 lanes one <64 x float>
+# gather (20x slower on the dev box), and 4 x 32 lanes took LLVM 50 s to compile.
+_CPU_ARG_STREAMS = 1
+# The CPU driver's reductions in one launch: the last work-group to finish folds the groups'
+# partials (an atomic count per row) instead of a second launch (off: an experiment against
+# the per-call cost; bench/argred.py's cpuone variant)
+_CPU_ONE_LAUNCH = False
 _MAX_GROUPS = 1024  # the CPU driver's cap
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _GPU_MAX_GROUPS = 4096  # GPUs: the column kernel's work-items, in groups of _WG, at most
@@ -230,6 +256,24 @@ def _block_fold(fold: str, conv, u: int, blk: int) -> list[str]:
     return lines
 
 
+def _block_fold_streams(fold: str, conv, u: int, streams: int, blk: int) -> list[str]:
+    """The body lines that fold the block of blk elements at j + s * h of each stream s into
+    its own u accumulators b{s * u}..b{s * u + u - 1}, one stream's block after the other's
+    (streams sequential reads advancing together, _CPU_STREAMS): each stream's block its own
+    loop, so that the vectoriser makes each stream's lanes contiguous vectors (in one loop it
+    made the streams' lanes one vector, loaded by a gather)."""
+    lines = []
+    for s in range(streams):
+        off = "" if s == 0 else f" + {s} * h"
+        lines += [f"        b{s * u + k} = {conv(f'j{off} + {k}')}" for k in range(u)]
+        lines += [f"        q = j + {u}", f"        while q < j + {blk}:"]
+        for k in range(u):
+            b = f"b{s * u + k}"
+            lines.append(f"            {b} = {fold.format(a=b, v=conv(f'q{off} + {k}'))}")
+        lines.append(f"            q += {u}")
+    return lines
+
+
 def _block_arg(op: str, is_float: bool, conv, u: int) -> list[str]:
     """The chunked arg-reduction's block loop (see _ARG_BLOCK_UNROLLS): u accumulators fold a
     block by value (min/max, NaN winning), then a block whose extreme beats acc (ties keep the
@@ -324,7 +368,9 @@ def _block_arg_once(op: str, is_float: bool, conv, u: int) -> list[str]:
     return lines
 
 
-def _block_arg_lanes(op: str, is_float: bool, conv, u: int, defer: bool = False) -> list[str]:
+def _block_arg_lanes(
+    op: str, is_float: bool, conv, u: int, defer: bool = False, streams: int = 1
+) -> list[str]:
     """The chunked arg-reduction's block loop, "lanes" scheme (the CPU driver's default): u
     accumulators b0.. fold a block by value (min/max, NaN winning), then each lane k keeps,
     without a branch or a fold across lanes, its running extreme r_k and the start s_k of the
@@ -333,26 +379,45 @@ def _block_arg_lanes(op: str, is_float: bool, conv, u: int, defer: bool = False)
     as it widens the block's fold. At the end the extreme is the fold of the r_k, the block
     holding its first occurrence the smallest s_k of the lanes holding it (a lane that never
     improved holds the identity from the chunk's first block on), and that one block is
-    searched for the first element equal to it (or the first NaN)."""
+    searched for the first element equal to it (or the first NaN).
+    streams > 1 (_CPU_STREAMS): the chunk's whole blocks are read as that many equal parts at
+    j, j + h, ..., each with u lanes of its own, a block of each in the same iteration; a
+    lane's s_k is the start of its own part's block (the blocks are disjoint, so the smallest
+    start of the lanes holding the extreme is still the block of its first occurrence), and
+    the elements after the parts go to the element loop."""
     blk = u * _ARG_BLOCK_UNROLLS
     fold = _OPS["min" if op == "argmin" else "max"][1]
     cmp = "<" if op == "argmin" else ">"
     keep = ">=" if op == "argmin" else "<="  # b keeps r (false for a NaN b or r)
+    lanes = u * streams
     lines = ["    j0 = j"]
-    lines += [f"    r{k} = ident" for k in range(u)]
-    lines += [f"    s{k} = j" for k in range(u)]
-    lines.append(f"    while j + {blk} <= end:")
-    lines += _block_fold(fold, conv, u, blk)
-    for k in range(u):
+    lines += [f"    r{k} = ident" for k in range(lanes)]
+    lines += [f"    s{k} = j" for k in range(lanes)]
+    if streams == 1:
+        lines.append(f"    while j + {blk} <= end:")
+        lines += _block_fold(fold, conv, u, blk)
+    else:
+        lines += [
+            # each part's length: whole blocks (h & MAX: a value known non-negative)
+            f"    h = (max(end - j, 0) // {streams * blk} * {blk}) & 0x7FFFFFFFFFFFFFFF",
+            "    e = j + h",
+            "    while j < e:",
+        ]
+        lines += _block_fold_streams(fold, conv, u, streams, blk)
+    for k in range(lanes):
         better = f"not (b{k} {keep} r{k}) and r{k} == r{k}" if is_float else f"b{k} {cmp} r{k}"
+        start = "j" if k < u else f"j + {k // u} * h"
         lines += [
             f"        t{k} = {better}",
             f"        r{k} = b{k} if t{k} else r{k}",
-            f"        s{k} = j if t{k} else s{k}",
+            f"        s{k} = {start} if t{k} else s{k}",
         ]
-    lines += [f"        j += {blk}", "    if j > j0:"]
-    lines.append(f"        acc = {_tree(fold, [f'r{k}' for k in range(u)])}")
-    starts = [f"(s{k} if {_equal(is_float, f'r{k}', 'acc')} else end)" for k in range(u)]
+    lines.append(f"        j += {blk}")
+    if streams > 1:
+        lines.append(f"    j += {streams - 1} * h")
+    lines.append("    if j > j0:")
+    lines.append(f"        acc = {_tree(fold, [f'r{k}' for k in range(lanes)])}")
+    starts = [f"(s{k} if {_equal(is_float, f'r{k}', 'acc')} else end)" for k in range(lanes)]
     # (& MAX: a value pyfront knows is non-negative, so that the search's loads need no
     # wrap-around and stay contiguous vectors)
     lines.append(f"        accb = {_tree('min({a}, {v})', starts)} & 0x7FFFFFFFFFFFFFFF")
@@ -439,23 +504,27 @@ def _source(
     fused=None,
     unroll=_UNROLL,
     scheme: str = "pairs",
+    one: bool = False,
 ) -> str:
     """The kernel reducing x (rows, n) into partials (rows, groups); chunked: each work-item
     folds a contiguous chunk (the CPU driver), else a strided part (GPUs). fused: (expression
     over leaves l0, l1, ..., which of them are arrays): the elements are that expression of
     the extra parameters e0, e1, ... (arrays seen as (rows, n), or scalars) instead of x.
     unroll: the accumulators of the loop (the chunked scheme's arg-reductions' blocks too).
-    scheme: the first pass of arg-reductions, "blocks" or "pairs" (see ARG_SCHEME)."""
+    scheme: the first pass of arg-reductions, "blocks" or "pairs" (see ARG_SCHEME).
+    one: the last group to finish folds the partials into res[row, 0] (resi) itself (the
+    count of finished groups in cnt[row], an atomic; put back to 0 for the next launch),
+    instead of a second launch (_CPU_ONE_LAUNCH)."""
     gop, fold = _OPS[op]
     arg = fold is None
-    params = ""
+    params = ", cnt, res, resi" if one else ""
     if fused is None:
 
         def load(j):
             return f"x[row, {j}]"
     else:
         expr, is_array = fused
-        params = "".join(f", e{k}" for k in range(len(is_array)))
+        params += "".join(f", e{k}" for k in range(len(is_array)))
 
         def load(j):
             def leaf(m):
@@ -466,8 +535,16 @@ def _source(
 
     blk = unroll * _ARG_BLOCK_UNROLLS
     # the CPU lanes scheme's search once per group (_CPU_ARG_DEFER; `big` is then 2 * n + 2)
-    defer = arg and chunked and first_pass and scheme == "blocks" and CPU_ARG == "lanes"
-    defer = defer and _CPU_ARG_DEFER
+    lanes = arg and chunked and first_pass and scheme == "blocks" and CPU_ARG == "lanes"
+    defer = lanes and _CPU_ARG_DEFER
+    # several read streams per work-item (_CPU_STREAMS): the CPU driver's first pass, for
+    # the value folds and the lanes scheme (not the deferred search)
+    streams = 1
+    if chunked and first_pass and (not arg or (lanes and not defer)):
+        streams = _CPU_ARG_STREAMS if arg else _CPU_STREAMS
+    # the chunk: a whole number of the loop's steps (of blocks for the blocks scheme)
+    step_len = blk if arg and first_pass and scheme == "blocks" else unroll
+    rounded = (arg and first_pass and scheme == "blocks") or _CPU_CHUNK_ROUND
     lines = [
         f"def _reduce(it, x, xi, out, outi, n, ident, big{params}):",
         "    row = it.get_global_id(0)",
@@ -481,11 +558,11 @@ def _source(
             # n & MAX: n (never negative) as a value pyfront knows is non-negative, so that
             # the indices below need no wrap-around and the loads stay contiguous vectors
             "    chunk = (n & 0x7FFFFFFFFFFFFFFF) // T + 1"
-            if not (arg and first_pass and scheme == "blocks")
-            # a whole number of blocks (_block_arg_once): no element loop after them
+            if not rounded
+            # a whole number of blocks (_block_arg_once) or steps: no element loop after them
             # (T - 1 & MAX: T - 1 as a value known non-negative, as n above)
             else f"    chunk = (((n & 0x7FFFFFFFFFFFFFFF) + (T - 1 & 0x7FFFFFFFFFFFFFFF)) // T"
-            f" + {blk - 1}) // {blk} * {blk}",
+            f" + {step_len - 1}) // {step_len} * {step_len}",
             "    j = (g.get_group_id(1) * L + lid) * chunk",
             "    end = min(n, j + chunk)",
             "    step = 1",
@@ -510,6 +587,23 @@ def _source(
         # each load of a single chain) and vectors the CPU driver's vectoriser can widen
         u = unroll
         lines += [f"    a{k} = ident" for k in range(1, u)]
+        if streams > 1:
+            # streams equal parts read in one loop, u contiguous elements of each per step
+            # folded into the same u accumulators (a vector load per part; accumulators split
+            # among the parts made the vectoriser gather across them); each part's length a
+            # whole number of steps (h & MAX: a value known non-negative); the < streams * u
+            # elements after the parts go to the loops below
+            lines += [
+                f"    h = (max(end - j, 0) // {streams * u} * {u}) & 0x7FFFFFFFFFFFFFFF",
+                "    e = j + h",
+                "    while j < e:",
+            ]
+            for s_ in range(streams):
+                for k in range(u):
+                    a = "acc" if k == 0 else f"a{k}"
+                    at = f"j + {k}" if s_ == 0 else f"j + {s_} * h + {k}"
+                    lines.append(f"        {a} = {fold.format(a=a, v=conv(at))}")
+            lines += [f"        j += {u}", f"    j += {streams - 1} * h"]
         if chunked:
             lines.append(f"    while j + {u} <= end:")
         else:
@@ -533,7 +627,7 @@ def _source(
             ]
         lines.append(f"    acc = {names[0]}")
     elif chunked and first_pass and scheme == "blocks" and CPU_ARG == "lanes":
-        lines += _block_arg_lanes(op, is_float, conv, unroll, defer)
+        lines += _block_arg_lanes(op, is_float, conv, unroll, defer, streams)
     elif chunked and first_pass and scheme == "blocks":
         lines += _block_arg_once(op, is_float, conv, unroll)
     elif chunked and first_pass:
@@ -588,6 +682,24 @@ def _source(
         lines.append("            i = acci")
     if arg:
         lines.append("        outi[row, g.get_group_id(1)] = i")
+    if one:
+        # (acq_rel: this group's partial is written before its count; the last group reads
+        # the others' after it); partials in group order, ties keep the smallest index
+        lines += [
+            "        G = g.get_group_range(1)",
+            "        c = K.AtomicRef(cnt, row, memory_order=K.MemoryOrder.ACQ_REL)",
+            "        if c.fetch_add(np.int32(1)) == G - 1:",
+            "            acc = out[row, 0]",
+        ]
+        if arg:
+            lines.append("            acci = outi[row, 0]")
+        lines += ["            k = 1", "            while k < G:"]
+        lines.append("                v = out[row, k]")
+        lines += _fold_step(op, is_float, "outi[row, k]", "                ")
+        lines += ["                k += 1", "            res[row, 0] = acc"]
+        if arg:
+            lines.append("            resi[row, 0] = acci")
+        lines.append("            cnt[row] = 0")
     return "\n".join(lines) + "\n"
 
 
@@ -831,9 +943,9 @@ def _kernel(src: str, name: str = "_reduce"):
 
 
 @functools.lru_cache(maxsize=1024)
-def _src_for(op, dt, first_pass, chunked=False, fused=None, scheme="pairs"):
+def _src_for(op, dt, first_pass, chunked=False, fused=None, scheme="pairs", one=False):
     u = _cpu_unroll(op, np.dtype(np.int32) if op in ("any", "all") else dt) if chunked else _UNROLL
-    src = _source(op, dt.kind == "f", first_pass, chunked, fused, u, scheme)
+    src = _source(op, dt.kind == "f", first_pass, chunked, fused, u, scheme, one)
     return src.replace("ACC(", f"np.{dt.type.__name__}(")
 
 
@@ -958,6 +1070,26 @@ def _dummy(q, ut: str) -> Array:
     return d
 
 
+def _counts(q, ut: str) -> Array:
+    """The (_MAX_ROWS,) int32 counts of finished groups for one-launch reductions (zero
+    between launches: each launch's last group puts its rows' back): one per queue and USM
+    kind, which a plan passes as it is."""
+    key = (q, ut, "counts")
+    d = _DUMMIES.get(key)
+    if d is None:
+        # made outside the trace of the call that first needs it (a host copy is what a
+        # plan cannot repeat: that call's key would keep the general path)
+        t = getattr(_replay._TLS, "trace", None)
+        _replay._TLS.trace = None
+        try:
+            d = Array._allocate((_MAX_ROWS,), np.dtype(np.int32), q, ut)
+            d._assign(np.zeros(_MAX_ROWS, np.int32))
+        finally:
+            _replay._TLS.trace = t
+        d = _DUMMIES[key] = _replay.constant(d)
+    return d
+
+
 def _done(events) -> None:
     """After a synchronous launch that followed them: the (complete) events release their
     arguments."""
@@ -965,9 +1097,10 @@ def _done(events) -> None:
         ev.wait()
 
 
-def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events=None):
+def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events=None, one=None):
     """One pass: x2 (rows, n) into partials (rows, groups). fused: (expression, leaves as
-    (rows, n) views or scalars), read instead of x2's elements (x2 is then one of the views)."""
+    (rows, n) views or scalars), read instead of x2's elements (x2 is then one of the views).
+    one: (cnt, res, resi): the last group folds the partials into res (resi) too (_source)."""
     call_kernel = _call(events)
     from .._kernel.ranges import NdRange
 
@@ -986,7 +1119,7 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
         shape = (expr, tuple(isinstance(v, Array) for v in leaves))
     # ("keys" reaches here for what it does not take: "blocks" then)
     scheme = "pairs" if not arg or ARG_SCHEME == "pairs" else "blocks"
-    src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme)
+    src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme, one is not None)
     # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
@@ -1001,6 +1134,7 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
                 np.int64(n),
                 _identity(op, acc_dt),
                 np.int64(_first_big(n, arg, cpu, scheme) if xi is None else np.iinfo(np.int64).max),
+                *((one[0], one[1][r0:r1], one[2][r0:r1] if arg else one[2]) if one else ()),
                 *(v[r0:r1] if isinstance(v, Array) else v for v in leaves),
             )
     return out, outi
@@ -1106,6 +1240,14 @@ def _reduce(op: str, x: Array, axis=None, keepdims: bool = False) -> Array:
         events = [] if groups > 1 else None
         vals, idxs = None, _arg_keys(base_op, x2, groups, events)
         _done(events)
+    elif _CPU_ONE_LAUNCH and groups > 1 and _chunked(x) and not _CPU_ARG_DEFER:
+        # one launch: the last group to finish folds the partials (_source's `one`)
+        q, ut = x2.sycl_queue, x2.usm_type
+        val_dt = np.dtype(np.int32) if base_op in ("any", "all") else acc_dt
+        vals = Array._allocate((rows, 1), val_dt, q, ut)
+        arg = base_op.startswith("arg")
+        idxs = Array._allocate((rows, 1), np.dtype(np.int64), q, ut) if arg else _dummy(q, ut)
+        _launch(base_op, x2, None, groups, acc_dt, fused, None, (_counts(q, ut), vals, idxs))
     else:
         events = [] if groups > 1 else None
         vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused, events)

@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip
+from kapi_testing import devices_or_skip, import_reduce_with
 
 import kapi
 from kapi._numeric import reduce as _reduce
@@ -147,25 +147,6 @@ def test_empty_raises(dev, scheme):
     for op in ("argmax", "argmin"):
         with pytest.raises(ValueError, match=f"attempt to get {op} of an empty sequence"):
             getattr(e, op)()
-
-
-def import_reduce_with(var, value):
-    """Imports kapi._numeric.reduce in a fresh process with var=value; its CompletedProcess."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    env = {
-        "PYTHONPATH": str(Path(kapi.__file__).parents[1]),
-        var: value,
-        "PATH": "/usr/bin:/bin",
-    }
-    return subprocess.run(
-        [sys.executable, "-c", "import kapi._numeric.reduce"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
 
 
 def test_bad_scheme_switch_is_refused():

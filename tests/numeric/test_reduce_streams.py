@@ -1,0 +1,271 @@
+"""The CPU driver's reductions reading each work-item's chunk as several streams
+(KAPI_REDUCE_CPU_STREAMS, kapi/_numeric/reduce.py `_CPU_STREAMS`): every op against NumPy and
+against the one-stream kernels, with NaN, ties and extremes planted in each stream, in the
+elements after the streams and at sizes that are no multiple of the streams' steps; the
+stream kernels load contiguous vectors; a bad switch value is refused."""
+
+import re
+
+import numpy as np
+import pytest
+from kapi_testing import devices_or_skip, import_reduce_with
+
+import kapi
+from kapi._numeric import reduce as _reduce
+from kapi._numeric import replay as _replay
+
+CPU_DEVICES = [d for d in devices_or_skip() if d.device_type == "cpu"]
+
+# One work-group per row (64 work-items) at N elements: float32 and int32 argmax chunks of
+# 2304 (9 blocks of 256), each work-item's two streams [0, 1024) and [1024, 2048) of its
+# chunk, then the elements loop; float64 (blocks of 128): chunks of 2176, the same streams;
+# float32 max with 2 streams: chunks of 2080, streams of 1024; with 4: of 512.
+N = 64 * 2048 + 777
+
+
+@pytest.fixture(params=[1, 2, 4], ids=["streams1", "streams2", "streams4"])
+def streams(request, monkeypatch):
+    if not CPU_DEVICES:
+        pytest.skip("no CPU device")
+    monkeypatch.setattr(_reduce, "_CPU_STREAMS", request.param)
+    monkeypatch.setattr(_reduce, "_CPU_CHUNK_ROUND", request.param > 1)
+    monkeypatch.setattr(_reduce, "_CPU_ARG_STREAMS", min(request.param, 2))
+    monkeypatch.setattr(_reduce, "ARG_SCHEME", "blocks")
+    _reduce._src_for.cache_clear()
+    _replay.clear_plans()
+    yield request.param
+    _reduce._src_for.cache_clear()
+    _replay.clear_plans()
+
+
+@pytest.fixture(params=[False, True], ids=["groups", "one-group"])
+def one_group(request, monkeypatch):
+    """one-group: a work-group per row, so that the planted positions below fall in known
+    streams of the first work-items' chunks."""
+    if request.param:
+        monkeypatch.setattr(_reduce, "_MAX_GROUPS", 1)
+    return request.param
+
+
+def _arg_cases(dt):
+    """(what, array) with the answer in one stream and a tie or NaN in another: a tie in the
+    second stream's first block and the first stream's fourth (the first stream's is the
+    first occurrence though the second stream reached it in an earlier step), NaN in one
+    stream only and in both, extremes in the elements after the streams and in the second
+    work-item's chunk, ties everywhere, all equal."""
+    rng = np.random.default_rng(dt.itemsize)
+    fl = dt.kind == "f"
+    if fl:
+        base = rng.uniform(-1, 1, N).astype(dt)
+        hi, lo = dt.type(3), dt.type(-3)
+    else:
+        base = rng.integers(10, 20, N).astype(dt)
+        hi, lo = dt.type(50), dt.type(1)
+    out = []
+    for ps in ([1027, 900], [1024, 1023], [1030, 5], [2100, 2200], [2304 + 1500, 2304 + 7]):
+        h = base.copy()
+        h[ps] = hi
+        h[[p + 11 for p in ps]] = lo
+        out.append((f"extremes at {ps}", h))
+    if fl:
+        for ps in ([1030], [1030, 1000], [2050], [5, 1500]):
+            h = base.copy()
+            h[ps] = np.nan
+            h[700] = hi  # a larger number before, in the first stream
+            out.append((f"NaN at {ps}", h))
+        out.append(("all -inf", np.full(N, -np.inf, dt)))
+    out.append(("ties", rng.integers(0, 3, N).astype(dt)))
+    out.append(("all equal", np.full(N, 1, dt)))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8"])
+def test_arg_streams_against_numpy(streams, one_group, dtype):
+    dt = np.dtype(dtype)
+    for what, h in _arg_cases(dt):
+        x = kapi.asarray(h, device=CPU_DEVICES[0])
+        for op in ("argmax", "argmin"):
+            got, want = int(getattr(x, op)()), int(getattr(h, op)())
+            assert got == want, (streams, op, what, dtype, got, want)
+
+
+OPS = ("sum", "prod", "min", "max", "any", "all")
+
+
+def _check_ops(h, x, what):
+    for op in OPS:
+        if op == "prod" and h.dtype.kind in "iub":
+            continue  # overflows
+        with np.errstate(all="ignore"):
+            want = getattr(h, op)()
+        got = getattr(x, op)().asnumpy()
+        if op in ("sum", "prod") and h.dtype.kind == "f":
+            np.testing.assert_allclose(got, want, rtol=1e-4, err_msg=f"{op} {what}")
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"{op} {what}")
+
+
+@pytest.mark.parametrize("n", [1, 5, 63, 64 * 128 + 1, N])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8", "bool"])
+def test_value_streams_against_numpy(streams, one_group, dtype, n):
+    """sum, prod, min, max, any, all; a NaN in one stream only (the second, third or fourth of
+    the first work-item's chunk, or after them) makes min and max NaN."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(n)
+    if dt == np.bool_:
+        h = rng.random(n) < 0.999
+    elif dt.kind == "f":
+        h = (1 + rng.uniform(-1, 1, n) * 1e-3).astype(dt)
+    else:
+        h = rng.integers(0, 100, n).astype(dt)
+    x = kapi.asarray(h, device=CPU_DEVICES[0])
+    _check_ops(h, x, f"{dtype} n={n}")
+    if dt.kind == "f" and n == N:
+        for p in (600, 1030, 1600, 2060, 2080 + 5):
+            g = h.copy()
+            g[p] = np.nan
+            _check_ops(g, kapi.asarray(g, device=CPU_DEVICES[0]), f"NaN at {p}")
+
+
+def test_streams_give_the_same_answers(monkeypatch):
+    """Every op's answer with 2 and 4 streams is the one-stream kernels' (argmin/argmax, min,
+    max, any, all exactly), on rows of a 2-D array along both axes with keepdims."""
+    if not CPU_DEVICES:
+        pytest.skip("no CPU device")
+    rng = np.random.default_rng(5)
+    h = rng.integers(0, 50, (3, 40001)).astype(np.float32)
+    h[1, 30001] = np.nan
+    x = kapi.asarray(h, device=CPU_DEVICES[0])
+    monkeypatch.setattr(_reduce, "ARG_SCHEME", "blocks")
+    res = {}
+    for s in (1, 2, 4):
+        monkeypatch.setattr(_reduce, "_CPU_STREAMS", s)
+        monkeypatch.setattr(_reduce, "_CPU_CHUNK_ROUND", s > 1)
+        monkeypatch.setattr(_reduce, "_CPU_ARG_STREAMS", min(s, 2))
+        _reduce._src_for.cache_clear()
+        _replay.clear_plans()
+        for op in ("argmax", "argmin", "min", "max", "sum", "any", "all"):
+            for axis, keepdims in ((1, False), (1, True), (None, False)):
+                res[s, op, axis, keepdims] = getattr(x, op)(axis=axis, keepdims=keepdims).asnumpy()
+    _reduce._src_for.cache_clear()
+    _replay.clear_plans()
+    for (s, op, axis, keepdims), got in res.items():
+        one = res[1, op, axis, keepdims]
+        want = getattr(h, op)(axis=axis, keepdims=keepdims)
+        if op == "sum":
+            np.testing.assert_allclose(got, one, rtol=1e-5)
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+        else:
+            np.testing.assert_array_equal(got, one, err_msg=f"{s} {op} {axis}")
+            np.testing.assert_array_equal(got, want, err_msg=f"{s} {op} {axis}")
+
+
+def test_streams_switch_the_kernels(streams):
+    src = _reduce._src_for("max", np.dtype(np.float32), True, True)
+    assert ("j + 1 * h + 0" in src) == (streams > 1)
+    assert ("j + 3 * h + 0" in src) == (streams == 4)
+    src = _reduce._src_for("argmax", np.dtype(np.float32), True, True, None, "blocks")
+    assert ("j + 1 * h + 0" in src) == (streams > 1)
+    assert "j + 2 * h" not in src  # argmin/argmax: at most 2
+    # the second pass (partials) reads one stream
+    assert "* h" not in _reduce._src_for("max", np.dtype(np.float32), False, True)
+
+
+def test_stream_kernels_load_vectors():
+    """With 2 streams max's and argmax's first pass load each stream as contiguous vectors (a
+    vector across the streams' lanes was a gather: 6x (max) to 20x (argmax) slower on the
+    dev box)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if not CPU_DEVICES:
+        pytest.skip("no CPU device")
+    for op in ("max", "argmax"):
+        code = (
+            "import numpy as np, kapi\n"
+            "from kapi._numeric import reduce as R\n"
+            "R._CPU_ARG_STREAMS = 2\n"
+            "x = kapi.asarray(np.arange(1 << 16, dtype=np.float32), device='cpu')\n"
+            f"assert int(x.{op}()) == 65535\n"
+        )
+        env = dict(
+            os.environ,
+            KAPI_DUMP="host",
+            KAPI_CACHE="0",
+            KAPI_REDUCE_ARG="blocks",
+            KAPI_REDUCE_CPU_STREAMS="2",
+            PYTHONPATH=str(Path(kapi.__file__).parents[1]),
+        )
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        first = r.stderr.split("define i32 @_reduce")[1].split("\ndefine ")[0]
+        loads = re.findall(r"load <(16|32) x float>, <\1 x float> addrspace\(1\)\*", first)
+        assert len(loads) >= 2, op
+        assert not re.search(r"masked\.gather\.v(32|64)f32\.v\1p1f32", first), op
+
+
+def test_bad_streams_switch_is_refused():
+    r = import_reduce_with("KAPI_REDUCE_CPU_STREAMS", "3")
+    assert r.returncode != 0
+    assert "KAPI_REDUCE_CPU_STREAMS must be 1, 2 or 4, not '3'" in r.stderr
+
+
+@pytest.fixture
+def one_launch(monkeypatch):
+    """The reductions in one launch (_CPU_ONE_LAUNCH: the last work-group to finish folds the
+    partials), with a group per core."""
+    if not CPU_DEVICES:
+        pytest.skip("no CPU device")
+    monkeypatch.setattr(_reduce, "_CPU_ONE_LAUNCH", True)
+    monkeypatch.setattr(_reduce, "ARG_SCHEME", "blocks")
+    _reduce._src_for.cache_clear()
+    _replay.clear_plans()
+    yield
+    _reduce._src_for.cache_clear()
+    _replay.clear_plans()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "bool"])
+def test_one_launch_against_numpy(one_launch, dtype):
+    """Every op, three calls each (the recorded plan replayed: the counts go back to 0), on
+    a row of several groups' partials with ties and NaN across groups, rows of a 2-D array
+    along both axes, and a lazy expression read inside the reduction."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(7)
+    n = 3 * 65536 + 17
+    if dt == np.bool_:
+        h = rng.random(n) < 0.5
+    elif dt.kind == "f":
+        h = rng.uniform(-1, 1, n).astype(dt)
+        h[[70001, 190000]] = 5  # a tie across groups: the first wins
+        h[[100, 150000]] = -5
+    else:
+        h = rng.integers(0, 100, n).astype(dt)
+    dev = CPU_DEVICES[0]
+    cases = [("row", h)]
+    if dt.kind == "f":
+        g = h.copy()
+        g[[150001, 120000]] = np.nan
+        cases.append(("NaN", g))
+    for what, a in cases:
+        x = kapi.asarray(a, device=dev)
+        for _ in range(3):
+            for op in ("argmax", "argmin", "max", "min", "any", "all", "sum"):
+                got, want = getattr(x, op)().asnumpy(), getattr(a, op)()
+                if op == "sum" and dt.kind == "f":
+                    np.testing.assert_allclose(got, want, rtol=1e-4, err_msg=what)
+                else:
+                    np.testing.assert_array_equal(got, want, err_msg=f"{op} {what}")
+    h2 = h[: 6 * 32768].reshape(6, 32768)
+    x2 = kapi.asarray(h2, device=dev)
+    for op in ("argmax", "max", "sum"):
+        for axis in (0, 1):
+            got, want = getattr(x2, op)(axis=axis).asnumpy(), getattr(h2, op)(axis=axis)
+            np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=f"{op} {axis}")
+    if dt.kind == "f":
+        x = kapi.asarray(h, device=dev)
+        np.testing.assert_allclose(float((x * 2).sum()), float((h * 2).sum()), rtol=1e-4)
+    counts = _reduce._counts(dev.default_queue, x.usm_type).asnumpy()
+    assert not counts.any()
