@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# kapi.argsort (and kapi.sort) of 2^24 uint32 and float32 keys on the GPU machine's CPU (kapi's
+# CPU device, every core) beside np.sort in the same process, every result checked against
+# NumPy (np.sort; argsort: the stable order), each variant in its own process, in turn (ROUNDS
+# times):
+# - "before": today's defaults;
+# - "scr1": the buckets' passes through a scratch region per worker, reused from bucket to
+#   bucket (KAPI_SORT_CPU_SCRATCH=1: the last pass writes the result directly);
+# - "scr2": the same, the last pass into the scratch then one sequential copy out
+#   (KAPI_SORT_CPU_SCRATCH=2);
+# - "w10", "w10scr1": the packed argsort first by a 10-bit digit (KAPI_SORT_CPU_ARGSORT_WIDE=10:
+#   1,024 buckets of 128 KiB of words for 2^24 keys), without and with the scratch;
+# - "w9scr1": by a 9-bit digit, with the scratch;
+# - "fused": the bits that vary from the top byte's count (KAPI_SORT_CPU_FUSED_VARY=1);
+# - "scr1fused": scr1 and fused.
+# VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before and VARIANTS.
+# TESTS=1 first runs the sort tests on the CPU device over 14 pytest-xdist workers (defaults,
+# then with KAPI_SORT_CPU_SCRATCH=1); PHASES=1 then times each kernel of the sorts
+# (bench/sort_phases.py: this host has no perf) for before, scr1 and w10scr1.
+# Setup as bench/cpu_primitives_run.sh:
+#   run(command="bash bench/argsort3.sh", carry=["kapi/_lib", ".carry/debs"])
+# LOG2N (default 24) and ROUNDS (default 1) change the sizes and repeats.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. bench/device_env.sh
+export KAPI_DRIVERS=cpu
+echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(git rev-parse --short HEAD 2>/dev/null)"
+if [ "${TESTS:-0}" = 1 ]; then
+  python3 -m pytest -q -n 14 -p no:cacheprovider -p no:faulthandler \
+    tests/numeric/test_primitives_sort.py tests/numeric/test_sort_cpu_scratch.py 2>&1 | tail -5 |
+    tee "$OUT/argsort3_tests.log"
+  KAPI_SORT_CPU_SCRATCH=1 python3 -m pytest -q -n 14 -p no:cacheprovider -p no:faulthandler \
+    tests/numeric/test_primitives_sort.py 2>&1 | tail -5 | sed 's/^/scr1: /' |
+    tee -a "$OUT/argsort3_tests.log"
+fi
+if [ "${FEW:-0}" = 1 ]; then
+  base=(--variant before:)
+else
+  base=(--variant before: --variant scr1:KAPI_SORT_CPU_SCRATCH=1
+    --variant scr2:KAPI_SORT_CPU_SCRATCH=2 --variant w10:KAPI_SORT_CPU_ARGSORT_WIDE=10
+    --variant w10scr1:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_SCRATCH=1
+    --variant w9scr1:KAPI_SORT_CPU_ARGSORT_WIDE=9+KAPI_SORT_CPU_SCRATCH=1
+    --variant fused:KAPI_SORT_CPU_FUSED_VARY=1
+    --variant scr1fused:KAPI_SORT_CPU_SCRATCH=1+KAPI_SORT_CPU_FUSED_VARY=1)
+fi
+# shellcheck disable=SC2086
+python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
+  --sort-dtypes uint32,float32 --batches 7 --no-np-argsort --rounds "${ROUNDS:-1}" \
+  "${base[@]}" ${VARIANTS:-} 2>&1 | tee "$OUT/argsort3.log"
+if [ "${PHASES:-0}" = 1 ]; then
+  for v in before: scr1:KAPI_SORT_CPU_SCRATCH=1 \
+    w10scr1:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_SCRATCH=1; do
+    name=${v%%:*}
+    sets=${v#*:}
+    env ${sets//+/ } python3 bench/sort_phases.py --log2n "${LOG2N:-24}" 2>&1 |
+      sed "s/^/$name: /" | tee -a "$OUT/argsort3_phases.log"
+  done
+fi
