@@ -12,7 +12,9 @@
 #   1,024 buckets of 128 KiB of words for 2^24 keys), without and with the scratch;
 # - "w9scr1": by a 9-bit digit, with the scratch;
 # - "fused": the bits that vary from the top byte's count (KAPI_SORT_CPU_FUSED_VARY=1);
-# - "scr1fused": scr1 and fused.
+# - "scr1fused": scr1 and fused;
+# - "w10b11scr1", "w11b11scr1": a 10- or 11-bit first digit, then the buckets by two digits of
+#   11 bits instead of three bytes (KAPI_SORT_CPU_BUCKET_BITS=11), with the scratch.
 # VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before and VARIANTS.
 # TESTS=1 first runs the sort tests on the CPU device over 14 pytest-xdist workers (defaults,
 # then with KAPI_SORT_CPU_SCRATCH=1); PHASES=1 then times each kernel of the sorts
@@ -41,7 +43,9 @@ else
     --variant w10scr1:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_SCRATCH=1
     --variant w9scr1:KAPI_SORT_CPU_ARGSORT_WIDE=9+KAPI_SORT_CPU_SCRATCH=1
     --variant fused:KAPI_SORT_CPU_FUSED_VARY=1
-    --variant scr1fused:KAPI_SORT_CPU_SCRATCH=1+KAPI_SORT_CPU_FUSED_VARY=1)
+    --variant scr1fused:KAPI_SORT_CPU_SCRATCH=1+KAPI_SORT_CPU_FUSED_VARY=1
+    --variant w10b11scr1:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_BUCKET_BITS=11+KAPI_SORT_CPU_SCRATCH=1
+    --variant w11b11scr1:KAPI_SORT_CPU_ARGSORT_WIDE=11+KAPI_SORT_CPU_BUCKET_BITS=11+KAPI_SORT_CPU_SCRATCH=1)
 fi
 # shellcheck disable=SC2086
 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
