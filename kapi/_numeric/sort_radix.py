@@ -1064,6 +1064,8 @@ def _bucket_scratch_src(shifts: tuple, keys_out: str | None, base: int, nb: int,
     for _, wd in digits:
         at.append(at[-1] + (1 << wd))
     P_ = len(digits)
+    if P_ == 1:
+        mode = 1  # (one pass: straight into the result)
     lines = [
         "def _bucket_scr(item, a, out, kout, s, tick, order, offs, n, T, SB):",
         "    g = item.get_global_id(0)",
@@ -1129,14 +1131,14 @@ def _bucket_scratch_src(shifts: tuple, keys_out: str | None, base: int, nb: int,
         lines += [
             "        j = 0",
             "        while j < m:",
-            f"            w = s[{fb} + j]",
+            f"            y = s[{fb} + j]",
         ]
         if base:
-            lines.append("            out[lo + j] = w & np.uint64(0xFFFFFFFF)")
+            lines.append("            out[lo + j] = y & np.uint64(0xFFFFFFFF)")
             if keys_out:
-                lines.append(f"            kout[lo + j] = np.{keys_out}(w >> np.uint64(32))")
+                lines.append(f"            kout[lo + j] = np.{keys_out}(y >> np.uint64(32))")
         else:
-            lines.append("            out[lo + j] = w")
+            lines.append("            out[lo + j] = y")
         lines.append("            j += 1")
     lines.append("        t = np.int64(K.AtomicRef(tick, 0).fetch_add(np.int64(1)))")
     return "\n".join(lines) + "\n"
@@ -1170,7 +1172,10 @@ def _bucket_scratch(plan, a, out, kout, offs, n, T, src_args, nb) -> None:
     tick[...] = 0
     order = Array._allocate((nb,), np.dtype(np.int64), q, ut)
     order[...] = order_h
-    kern = _kernel(_bucket_scratch_src(*src_args, nb, CPU_SCRATCH), "_bucket_scr")
+    # (mode 2's copy loop over keys of 1 or 2 bytes fails SPIR-V validation, an OpVariable
+    # outside the first block: such keys take mode 1)
+    mode = CPU_SCRATCH if a.dtype.itemsize >= 4 else 1
+    kern = _kernel(_bucket_scratch_src(*src_args, nb, mode), "_bucket_scr")
     call_kernel(
         kern, NdRange(groups, 1), a, out, kout, scr, tick, order, offs, np.int64(n),
         np.int64(T), np.int64(sb),
