@@ -8,17 +8,17 @@
 #   bucket (KAPI_SORT_CPU_SCRATCH=1: the last pass writes the result directly);
 # - "scr2": the same, the last pass into the scratch then one sequential copy out
 #   (KAPI_SORT_CPU_SCRATCH=2);
-# - "w10", "w10scr1": the packed argsort first by a 10-bit digit (KAPI_SORT_CPU_ARGSORT_WIDE=10:
-#   1,024 buckets of 128 KiB of words for 2^24 keys), without and with the scratch;
+# - "w10", "w10scr1", "w10scr2": the packed argsort first by a 10-bit digit
+#   (KAPI_SORT_CPU_ARGSORT_WIDE=10: 1,024 buckets of 128 KiB of words for 2^24 keys), without
+#   and with the scratch;
 # - "w9scr1": by a 9-bit digit, with the scratch;
 # - "fused": the bits that vary from the top byte's count (KAPI_SORT_CPU_FUSED_VARY=1);
-# - "scr1fused": scr1 and fused;
-# - "w10b11scr1", "w11b11scr1": a 10- or 11-bit first digit, then the buckets by two digits of
+# - "w10b11scr1", "w11b11scr2": a 10- or 11-bit first digit, then the buckets by two digits of
 #   11 bits instead of three bytes (KAPI_SORT_CPU_BUCKET_BITS=11), with the scratch.
 # VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before and VARIANTS.
 # TESTS=1 first runs the sort tests on the CPU device over 14 pytest-xdist workers (defaults,
 # then with KAPI_SORT_CPU_SCRATCH=1); PHASES=1 then times each kernel of the sorts
-# (bench/sort_phases.py: this host has no perf) for before, scr1 and w10scr1.
+# (bench/sort_phases.py: this host has no perf) for before, scr1, scr2 and w10scr2.
 # Setup as bench/cpu_primitives_run.sh:
 #   run(command="bash bench/argsort3.sh", carry=["kapi/_lib", ".carry/debs"])
 # LOG2N (default 24) and ROUNDS (default 1) change the sizes and repeats.
@@ -43,17 +43,17 @@ else
     --variant w10scr1:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_SCRATCH=1
     --variant w9scr1:KAPI_SORT_CPU_ARGSORT_WIDE=9+KAPI_SORT_CPU_SCRATCH=1
     --variant fused:KAPI_SORT_CPU_FUSED_VARY=1
-    --variant scr1fused:KAPI_SORT_CPU_SCRATCH=1+KAPI_SORT_CPU_FUSED_VARY=1
+    --variant w10scr2:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_SCRATCH=2
     --variant w10b11scr1:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_BUCKET_BITS=11+KAPI_SORT_CPU_SCRATCH=1
-    --variant w11b11scr1:KAPI_SORT_CPU_ARGSORT_WIDE=11+KAPI_SORT_CPU_BUCKET_BITS=11+KAPI_SORT_CPU_SCRATCH=1)
+    --variant w11b11scr2:KAPI_SORT_CPU_ARGSORT_WIDE=11+KAPI_SORT_CPU_BUCKET_BITS=11+KAPI_SORT_CPU_SCRATCH=2)
 fi
 # shellcheck disable=SC2086
 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
   --sort-dtypes uint32,float32 --batches 7 --no-np-argsort --rounds "${ROUNDS:-1}" \
   "${base[@]}" ${VARIANTS:-} 2>&1 | tee "$OUT/argsort3.log"
 if [ "${PHASES:-0}" = 1 ]; then
-  for v in before: scr1:KAPI_SORT_CPU_SCRATCH=1 \
-    w10scr1:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_SCRATCH=1; do
+  for v in before: scr1:KAPI_SORT_CPU_SCRATCH=1 scr2:KAPI_SORT_CPU_SCRATCH=2 \
+    w10scr2:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_SCRATCH=2; do
     name=${v%%:*}
     sets=${v#*:}
     env ${sets//+/ } python3 bench/sort_phases.py --log2n "${LOG2N:-24}" 2>&1 |
