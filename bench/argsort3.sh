@@ -18,7 +18,8 @@
 # VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before and VARIANTS.
 # TESTS=1 first runs the sort tests on the CPU device over 14 pytest-xdist workers (defaults,
 # then with KAPI_SORT_CPU_SCRATCH=1); PHASES=1 then times each kernel of the sorts
-# (bench/sort_phases.py: this host has no perf) for before, scr1, scr2 and w10scr2.
+# (bench/sort_phases.py: this host has no perf) for before, scr1, scr2, w10scr2 and, to
+# tell one core's cost from the cores' contention, before on one thread (t1).
 # Setup as bench/cpu_primitives_run.sh:
 #   run(command="bash bench/argsort3.sh", carry=["kapi/_lib", ".carry/debs"])
 # LOG2N (default 24) and ROUNDS (default 1) change the sizes and repeats.
@@ -53,7 +54,7 @@ python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,args
   "${base[@]}" ${VARIANTS:-} 2>&1 | tee "$OUT/argsort3.log"
 if [ "${PHASES:-0}" = 1 ]; then
   for v in before: scr1:KAPI_SORT_CPU_SCRATCH=1 scr2:KAPI_SORT_CPU_SCRATCH=2 \
-    w10scr2:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_SCRATCH=2; do
+    w10scr2:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_SCRATCH=2 t1:KAPI_CPU_THREADS=1; do
     name=${v%%:*}
     sets=${v#*:}
     env ${sets//+/ } python3 bench/sort_phases.py --log2n "${LOG2N:-24}" 2>&1 |
