@@ -1144,13 +1144,12 @@ def _bucket_scratch_src(shifts: tuple, keys_out: str | None, base: int, nb: int,
     return "\n".join(lines) + "\n"
 
 
-def _scratch_plan(offs, T: int, n: int, nb: int):
+def _scratch_plan(starts, n: int):
     """The scratch regions' words (a multiple of 8) and the buckets' order, largest first, for
-    _bucket_scratch; None where CPU_SCRATCH is off or the largest bucket does not fit
-    CPU_SCRATCH_BYTES."""
+    _bucket_scratch, from the buckets' first places (starts, on the host) in n keys; None
+    where CPU_SCRATCH is off or the largest bucket does not fit CPU_SCRATCH_BYTES."""
     if not CPU_SCRATCH:
         return None
-    starts = offs.asnumpy()[::T] & 0x7FFFFFFFFFFFFFFF
     sizes = np.diff(np.append(starts, n))
     sb = -(-int(sizes.max()) // 8) * 8 + 8  # whole cache lines, one spare
     if sb * 8 > CPU_SCRATCH_BYTES:
@@ -1210,13 +1209,13 @@ def _msd_sort(
     if largest > n // (2 * _msd_cores(k.device)):
         return None  # unbalanced: the LSD passes
     if pack:
-        return _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary)
+        return _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary, starts)
     _serial_scatter(k, v, a, va, top, withv, table)
     b = Array._allocate((n,), k.dtype, q, ut) if keep_input else k
     vb = v
     rest = shifts[:-1]
     if not withv and CPU_BUCKET_COUNT_ONCE:
-        plan = _scratch_plan(offs, T, n, RADIX)
+        plan = _scratch_plan(starts, n)
         if plan is not None:
             _bucket_scratch(plan, a, b, a, offs, n, T, (tuple(rest), None, 0), RADIX)
             return b, None
@@ -1233,10 +1232,11 @@ def _msd_sort(
     return a, (va if withv else None)
 
 
-def _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary):
+def _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary, starts):
     """_msd_sort's packed form: the MSD pass writes words (key << 32 | index) into the one of
     v2 and v (both n int64, seen as uint64) that leaves the buckets' last pass writing v;
-    v gets the indices, k2 the sorted keys with keys_out."""
+    v gets the indices, k2 the sorted keys with keys_out; starts: each bucket's first place
+    (host)."""
     from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange
 
@@ -1245,7 +1245,7 @@ def _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary):
     u64 = np.dtype(np.uint64)
     out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
     digits = _bucket_digits(tuple(shifts[:-1]), int(shifts[-1]), vary)
-    plan = _scratch_plan(offs, T, n, RADIX)
+    plan = _scratch_plan(starts, n)
     a, b = (out, scratch) if len(digits) % 2 == 0 and plan is None else (scratch, out)
     sizes = (np.int64(n), np.int64(B), np.int64(T))
     top, mask = k.dtype.type(shifts[-1]), k.dtype.type(RADIX - 1)
@@ -1316,7 +1316,7 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
     starts = offs.asnumpy()[::T]
     if int(np.diff(np.append(starts, n)).max()) > n // (2 * cores):
         return None
-    plan = _scratch_plan(offs, T, n, nb)
+    plan = _scratch_plan(starts, n)
     if not pack:  # keys alone: k2 first, then k (unless it must stay)
         a = k2
         b = Array._allocate((n,), k.dtype, q, ut) if keep_input else k
