@@ -13,6 +13,7 @@
 #   and with the scratch;
 # - "w9scr1": by a 9-bit digit, with the scratch;
 # - "fused": the bits that vary from the top byte's count (KAPI_SORT_CPU_FUSED_VARY=1);
+# - "scr2fused": scr2 and fused;
 # - "w10b11scr1", "w11b11scr2": a 10- or 11-bit first digit, then the buckets by two digits of
 #   11 bits instead of three bytes (KAPI_SORT_CPU_BUCKET_BITS=11), with the scratch.
 # VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before and VARIANTS.
@@ -44,6 +45,7 @@ else
     --variant w10scr1:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_SCRATCH=1
     --variant w9scr1:KAPI_SORT_CPU_ARGSORT_WIDE=9+KAPI_SORT_CPU_SCRATCH=1
     --variant fused:KAPI_SORT_CPU_FUSED_VARY=1
+    --variant scr2fused:KAPI_SORT_CPU_SCRATCH=2+KAPI_SORT_CPU_FUSED_VARY=1
     --variant w10scr2:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_SCRATCH=2
     --variant w10b11scr1:KAPI_SORT_CPU_ARGSORT_WIDE=10+KAPI_SORT_CPU_BUCKET_BITS=11+KAPI_SORT_CPU_SCRATCH=1
     --variant w11b11scr2:KAPI_SORT_CPU_ARGSORT_WIDE=11+KAPI_SORT_CPU_BUCKET_BITS=11+KAPI_SORT_CPU_SCRATCH=2)
