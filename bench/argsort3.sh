@@ -17,9 +17,9 @@
 # - "w10b11scr1", "w11b11scr2": a 10- or 11-bit first digit, then the buckets by two digits of
 #   11 bits instead of three bytes (KAPI_SORT_CPU_BUCKET_BITS=11), with the scratch.
 # VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before and VARIANTS.
-# TESTS=1 first runs the sort tests on the CPU device over 14 pytest-xdist workers (defaults,
-# then with KAPI_SORT_CPU_SCRATCH=1); PHASES=1 then times each kernel of the sorts
-# (bench/sort_phases.py: this host has no perf) for before, scr1, scr2, w10scr2 and, to
+# TESTS=1 first runs the CPU device's sort tests (tests/numeric/test_sort_cpu_scratch.py and
+# test_primitives_sort.py's CPU schemes; TESTS_K="" for all) over 14 pytest-xdist workers;
+# PHASES=1 then times each kernel of the sorts (bench/sort_phases.py: this host has no perf) for before, scr1, scr2, w10scr2 and, to
 # tell one core's cost from the cores' contention, before on one thread (t1).
 # Setup as bench/cpu_primitives_run.sh:
 #   run(command="bash bench/argsort3.sh", carry=["kapi/_lib", ".carry/debs"])
@@ -31,11 +31,9 @@ export KAPI_DRIVERS=cpu
 echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(git rev-parse --short HEAD 2>/dev/null)"
 if [ "${TESTS:-0}" = 1 ]; then
   python3 -m pytest -q -n 14 -p no:cacheprovider -p no:faulthandler \
-    tests/numeric/test_primitives_sort.py tests/numeric/test_sort_cpu_scratch.py 2>&1 | tail -5 |
+    tests/numeric/test_sort_cpu_scratch.py tests/numeric/test_primitives_sort.py \
+    -k "${TESTS_K-cpu or msd or packed or wide or fused or bucket}" 2>&1 | tail -5 |
     tee "$OUT/argsort3_tests.log"
-  KAPI_SORT_CPU_SCRATCH=1 python3 -m pytest -q -n 14 -p no:cacheprovider -p no:faulthandler \
-    tests/numeric/test_primitives_sort.py 2>&1 | tail -5 | sed 's/^/scr1: /' |
-    tee -a "$OUT/argsort3_tests.log"
 fi
 if [ "${FEW:-0}" = 1 ]; then
   base=(--variant before:)
