@@ -40,9 +40,12 @@ core, which the driver's threads balance. (Its scatter kind is named "serial" fo
 within a block; the blocks run on every core.) Passes over digits in which no two keys
 differ are skipped (the OR and AND of all keys tell which bits vary), so small integer ranges
 cost fewer passes. From CPU_MSD_MIN keys the top varying digit goes first and each of its
-buckets is sorted by the other digits in one work-item (`_msd_sort`). Argsorts of keys of up
+buckets is sorted by the other digits (`_msd_sort`): by one worker per core, which takes
+buckets in turn and moves each through scratch regions of its own that stay in its cache
+(`_bucket_scratch`; CPU_SCRATCH), or by one work-item per bucket. Argsorts of keys of up
 to 32 bits carry each key and its index as one uint64 word from the first pass to the last
-(`_msd_packed`, `_lsd_packed`; CPU_PACK), so no index array is written before the passes.
+(`_msd_packed`, `_lsd_packed`; CPU_PACK), so no index array is written before the passes;
+from CPU_WIDE_MIN keys their first digit is 10 bits wide (`_msd_wide`; CPU_ARGSORT_WIDE).
 """
 
 from __future__ import annotations
@@ -403,7 +406,8 @@ def _radix_passes(
     pack = fresh and _cpu_pack(k.device, n, withv, k.dtype.itemsize)  # v: unwritten
     per = (8 if pack else k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes
     msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
-    if msd and pack and CPU_ARGSORT_WIDE and n >= CPU_WIDE_MIN and k.dtype.itemsize <= 4:
+    wide_ok = n >= CPU_WIDE_MIN and (8 * n) >> CPU_ARGSORT_WIDE <= CPU_MSD_BUCKET_BYTES
+    if msd and pack and CPU_ARGSORT_WIDE and wide_ok and k.dtype.itemsize <= 4:
         done = _msd_wide(k, v, k2, v2, bits_vary, keys_out, True, keep_input, CPU_ARGSORT_WIDE)
         if done is not None:
             return done
@@ -1043,9 +1047,13 @@ def _bucket_pack_src(shifts: tuple, keys_out: str | None, base: int = 32, nb: in
 # output and written once into the result, where the buckets' kernel (_bucket_pack_src)
 # ping-pongs them between two arrays of n words (each bucket's region in both coming from, and
 # going back to, memory). 1: the last pass writes the result's places directly; 2: the last
-# pass writes into the scratch too, then one sequential copy into the result. 0: off. Only
-# where a region of the largest bucket fits CPU_SCRATCH_BYTES (else the buckets' kernel).
-CPU_SCRATCH = int(os.environ.get("KAPI_SORT_CPU_SCRATCH", "0"))
+# pass writes into the scratch too, then one sequential copy into the result (the default);
+# 0: off. Only where a region of the largest bucket fits CPU_SCRATCH_BYTES (else the buckets'
+# kernel). On the GPU machine's 16 Xeon cores (bench/RESULTS.md, argsort3, call 1), 2^24
+# uint32: argsort 31.4 ms with 2, 41.0 with 1, 36.3 without; sort 21.7, 28.9 and 26.2 ms. The
+# Xeon's cores are slow at L2 misses (one thread: 4 ns per key per pass of the buckets' kernel
+# over words, where a Zen 4 core takes 1).
+CPU_SCRATCH = int(os.environ.get("KAPI_SORT_CPU_SCRATCH", "2"))
 if CPU_SCRATCH not in (0, 1, 2):
     raise ValueError(f"KAPI_SORT_CPU_SCRATCH must be 0, 1 or 2, not {CPU_SCRATCH}")
 CPU_SCRATCH_BYTES = 1 << 22
@@ -1350,8 +1358,11 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
 # import: 9 to 14; 0, the default: by the top byte): 2^CPU_ARGSORT_WIDE buckets of fewer keys
 # (2^24 keys by 10 bits: 2^14 per bucket, 128 KiB of words, where a byte's buckets are 512 KiB)
 # whose passes stay in a core's L2, for 2^CPU_ARGSORT_WIDE write streams in the first pass.
-# From CPU_WIDE_MIN keys.
-CPU_ARGSORT_WIDE = int(os.environ.get("KAPI_SORT_CPU_ARGSORT_WIDE", "0"))
+# From CPU_WIDE_MIN keys, up to buckets of CPU_MSD_BUCKET_BYTES on average (2^27 keys by 10
+# bits). 10 by default: on the 16 Xeon cores (bench/RESULTS.md, argsort3, call 1), with the
+# scratch (CPU_SCRATCH=2), 2^24 uint32 argsort 28.5 ms against 31.4 by the top byte, uniform
+# [0, 1) float32 35.4 ms against 53.2 (its top byte's buckets do not balance: the LSD passes).
+CPU_ARGSORT_WIDE = int(os.environ.get("KAPI_SORT_CPU_ARGSORT_WIDE", "10"))
 if CPU_ARGSORT_WIDE not in (0, 9, 10, 11, 12, 13, 14):
     raise ValueError(f"KAPI_SORT_CPU_ARGSORT_WIDE must be 0 or 9..14, not {CPU_ARGSORT_WIDE}")
 
