@@ -165,6 +165,30 @@ def test_cpu_argsort_wide_first_digit(cpu, monkeypatch, wide, bits, scratch):
             assert len(runs) > before and runs[-1] is not None
 
 
+def test_cpu_argsort_wide_digit_limits(cpu, monkeypatch):
+    """The argsort's wide first digit only from CPU_WIDE_MIN keys and up to buckets of
+    CPU_MSD_BUCKET_BYTES on average: outside them the top byte first, the same indices."""
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 10)
+    runs = []
+    orig = _radix._msd_wide
+    monkeypatch.setattr(_radix, "_msd_wide", lambda *a: runs.append(orig(*a)) or runs[-1])
+    n = 100_003
+    h = np.random.default_rng(8).integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    x = kapi.asarray(h, device=cpu)
+    want = np.argsort(h, kind="stable")
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", n + 1)  # too few keys
+    np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), want)
+    assert runs == []
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_MSD_BUCKET_BYTES", (8 * n >> 10) - 1)  # buckets too large
+    np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), want)
+    assert runs == []
+    monkeypatch.setattr(_radix, "CPU_MSD_BUCKET_BYTES", 8 * n >> 10)
+    np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), want)
+    assert len(runs) == 1 and runs[0] is not None
+
+
 @pytest.mark.parametrize(
     "var,value,match",
     [
