@@ -9,8 +9,7 @@
 # - "after": the defaults (the buckets through a scratch region per worker, the last pass
 #   into it then copied out: KAPI_SORT_CPU_SCRATCH=2; the packed argsort of 2^22 keys or more
 #   first by a 10-bit digit: KAPI_SORT_CPU_ARGSORT_WIDE=10);
-# - "after+w11b11": the argsort's first digit of 11 bits, its buckets by two 11-bit digits
-#   (KAPI_SORT_CPU_BUCKET_BITS=11);
+# - "after+w9": the argsort's first digit of 9 bits (512 buckets of 256 KiB of words);
 # - "after+b11": the buckets by two 11-bit digits after the 10-bit first digit;
 # - "after+fused": the bits that vary from the top byte's count (KAPI_SORT_CPU_FUSED_VARY=1);
 # CALL1=1: the first device call's variants instead (before; scr1 and scr2: the scratch, the
@@ -43,7 +42,7 @@ elif [ "${CALL1:-0}" = 1 ]; then
     --variant w10scr1:KAPI_SORT_CPU_SCRATCH=1 --variant w10scr2:)
 else
   base=(--variant "before:$B0" --variant after: --variant after+b11:KAPI_SORT_CPU_BUCKET_BITS=11
-    --variant after+w11b11:KAPI_SORT_CPU_ARGSORT_WIDE=11+KAPI_SORT_CPU_BUCKET_BITS=11
+    --variant after+w9:KAPI_SORT_CPU_ARGSORT_WIDE=9
     --variant after+fused:KAPI_SORT_CPU_FUSED_VARY=1 --variant "before:$B0" --variant after:)
 fi
 # shellcheck disable=SC2086
