@@ -14,7 +14,7 @@
 # - "after+fused": the bits that vary from the top byte's count (KAPI_SORT_CPU_FUSED_VARY=1);
 # CALL1=1: the first device call's variants instead (before; scr1 and scr2: the scratch, the
 # top byte first; w10: the 10-bit digit without the scratch; w10scr1; w10scr2 = after).
-# VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before and VARIANTS.
+# VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before, after and VARIANTS.
 # TESTS=1 first runs the CPU device's sort tests (tests/numeric/test_sort_cpu_scratch.py and
 # test_primitives_sort.py's CPU schemes; TESTS_K="" for all) over 14 pytest-xdist workers;
 # PHASES=1 then times each kernel of the sorts (bench/sort_phases.py: this host has no perf)

@@ -1361,7 +1361,9 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
 # From CPU_WIDE_MIN keys, up to buckets of CPU_MSD_BUCKET_BYTES on average (2^27 keys by 10
 # bits). 10 by default: on the 16 Xeon cores (bench/RESULTS.md, argsort3, call 1), with the
 # scratch (CPU_SCRATCH=2), 2^24 uint32 argsort 28.5 ms against 31.4 by the top byte, uniform
-# [0, 1) float32 35.4 ms against 53.2 (its top byte's buckets do not balance: the LSD passes).
+# [0, 1) float32 35.4 ms against 53.2 (its top byte's buckets do not balance: the LSD passes);
+# call 2, against both off: uint32 27.9-29.0 ms against 35.4-36.8, float32 36.9-37.4 against
+# 52.6-53.3. 9 bits tie on uint32 but leave those floats unbalanced on 16 cores.
 CPU_ARGSORT_WIDE = int(os.environ.get("KAPI_SORT_CPU_ARGSORT_WIDE", "10"))
 if CPU_ARGSORT_WIDE not in (0, 9, 10, 11, 12, 13, 14):
     raise ValueError(f"KAPI_SORT_CPU_ARGSORT_WIDE must be 0 or 9..14, not {CPU_ARGSORT_WIDE}")
