@@ -40,9 +40,12 @@ core, which the driver's threads balance. (Its scatter kind is named "serial" fo
 within a block; the blocks run on every core.) Passes over digits in which no two keys
 differ are skipped (the OR and AND of all keys tell which bits vary), so small integer ranges
 cost fewer passes. From CPU_MSD_MIN keys the top varying digit goes first and each of its
-buckets is sorted by the other digits in one work-item (`_msd_sort`). Argsorts of keys of up
+buckets is sorted by the other digits (`_msd_sort`): by one worker per core, which takes
+buckets in turn and moves each through scratch regions of its own that stay in its cache
+(`_bucket_scratch`; CPU_SCRATCH), or by one work-item per bucket. Argsorts of keys of up
 to 32 bits carry each key and its index as one uint64 word from the first pass to the last
-(`_msd_packed`, `_lsd_packed`; CPU_PACK), so no index array is written before the passes.
+(`_msd_packed`, `_lsd_packed`; CPU_PACK), so no index array is written before the passes;
+from CPU_WIDE_MIN keys their first digit is 10 bits wide (`_msd_wide`; CPU_ARGSORT_WIDE).
 """
 
 from __future__ import annotations
@@ -403,6 +406,11 @@ def _radix_passes(
     pack = fresh and _cpu_pack(k.device, n, withv, k.dtype.itemsize)  # v: unwritten
     per = (8 if pack else k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes
     msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
+    wide_ok = n >= CPU_WIDE_MIN and (8 * n) >> CPU_ARGSORT_WIDE <= CPU_MSD_BUCKET_BYTES
+    if msd and pack and CPU_ARGSORT_WIDE and wide_ok and k.dtype.itemsize <= 4:
+        done = _msd_wide(k, v, k2, v2, bits_vary, keys_out, True, keep_input, CPU_ARGSORT_WIDE)
+        if done is not None:
+            return done
     if msd and per <= CPU_MSD_BUCKET_BYTES:
         done = _msd_sort(
             k, v, k2, v2, shifts, withv, keep_input, pack, keys_out, bits_vary, top_table
@@ -1031,6 +1039,156 @@ def _bucket_pack_src(shifts: tuple, keys_out: str | None, base: int = 32, nb: in
     return "\n".join(lines) + "\n"
 
 
+# The buckets' passes through a scratch region per worker (KAPI_SORT_CPU_SCRATCH, read at
+# import): as many work-items as the device has compute units each take buckets by a ticket
+# (an atomic counter over the buckets, largest first) and move each bucket's words between two
+# regions of their own (X and Y, as large as the largest bucket), reused from bucket to bucket
+# so that they stay in the core's L2: the bucket's words are read once from the MSD pass's
+# output and written once into the result, where the buckets' kernel (_bucket_pack_src)
+# ping-pongs them between two arrays of n words (each bucket's region in both coming from, and
+# going back to, memory). 1: the last pass writes the result's places directly; 2: the last
+# pass writes into the scratch too, then one sequential copy into the result (the default);
+# 0: off. Only where a region of the largest bucket fits CPU_SCRATCH_BYTES (else the buckets'
+# kernel). On the GPU machine's 16 Xeon cores (bench/RESULTS.md, argsort3, call 1), 2^24
+# uint32: argsort 31.4 ms with 2, 41.0 with 1, 36.3 without; sort 21.7, 28.9 and 26.2 ms. The
+# Xeon's cores are slow at L2 misses (one thread: 4 ns per key per pass of the buckets' kernel
+# over words, where a Zen 4 core takes 1).
+CPU_SCRATCH = int(os.environ.get("KAPI_SORT_CPU_SCRATCH", "2"))
+if CPU_SCRATCH not in (0, 1, 2):
+    raise ValueError(f"KAPI_SORT_CPU_SCRATCH must be 0, 1 or 2, not {CPU_SCRATCH}")
+CPU_SCRATCH_BYTES = 1 << 22
+
+
+@functools.cache
+def _bucket_scratch_src(shifts: tuple, keys_out: str | None, base: int, nb: int, mode: int) -> str:
+    """_bucket_pack_src's passes by persistent work-items (CPU_SCRATCH): work-item g takes
+    bucket order[t] for each ticket t it draws from tick[0] (until nb), counts its digits in
+    one read, then moves its words from a (the MSD pass's output) through its scratch regions
+    s[g * 2 * SB ...] (X) and s[g * 2 * SB + SB ...] (Y), the last pass writing the result
+    (mode 1) or X/Y then copying them out in order (mode 2)."""
+    m63 = "0x7FFFFFFFFFFFFFFF"
+    digits = [(s_, 8) if isinstance(s_, int) else s_ for s_ in shifts]
+    at = [0]
+    for _, wd in digits:
+        at.append(at[-1] + (1 << wd))
+    P_ = len(digits)
+    if P_ == 1:
+        mode = 1  # (one pass: straight into the result)
+    lines = [
+        "def _bucket_scr(item, a, out, kout, s, tick, order, offs, n, T, SB):",
+        "    g = item.get_global_id(0)",
+        "    x0 = g * 2 * (SB & 0x7FFFFFFFFFFFFFFF)",
+        "    y0 = x0 + (SB & 0x7FFFFFFFFFFFFFFF)",
+        f"    cnt = K.PrivateArray({at[-1]}, np.int64)",
+        "    t = np.int64(K.AtomicRef(tick, 0).fetch_add(np.int64(1)))",
+        f"    while t < {nb}:",
+        "        d = order[t]",
+        f"        lo = offs[d * T] & {m63}",
+        f"        hi = (offs[(d + 1) * T] if d < {nb - 1} else n) & {m63}",
+        "        m = hi - lo",
+        f"        for q in range({at[-1]}):",
+        "            cnt[q] = 0",
+        "        i = lo",
+        "        while i < hi:",
+        "            w = a[i]",
+    ]
+
+    def digit(p):
+        sh, wd = digits[p]
+        return f"np.int64((w >> np.uint64({base + sh})) & np.uint64({(1 << wd) - 1}))"
+
+    for p in range(P_):
+        lines.append(f"            cnt[{at[p]} + {digit(p)}] += 1")
+    lines.append("            i += 1")
+    # pass p reads from: a at lo (p == 0), else X (p odd) / Y (p even); writes X (p even) /
+    # Y (p odd), or the result at lo (the last pass, mode 1)
+    for p, (_, wd) in enumerate(digits):
+        last = p == P_ - 1
+        start = "lo" if (last and mode == 1) else ("x0" if p % 2 == 0 else "y0")
+        lines += [
+            f"        c0 = {start}",
+            f"        for q in range({1 << wd}):",
+            f"            c = cnt[{at[p]} + q]",
+            f"            cnt[{at[p]} + q] = c0",
+            "            c0 += c",
+        ]
+    for p in range(P_):
+        last = p == P_ - 1
+        if p == 0:
+            src, sb = "a", "lo"
+        else:
+            src, sb = "s", ("x0" if p % 2 == 1 else "y0")
+        dst = "out" if (last and mode == 1) else "s"
+        lines += [
+            f"        i = {sb}",
+            f"        while i < {sb} + m:",
+            f"            w = {src}[i]",
+            f"            q = {at[p]} + {digit(p)}",
+            f"            o = cnt[q] & {m63}",
+            "            cnt[q] = o + 1",
+        ]
+        if last and mode == 1 and base:
+            lines.append(f"            {dst}[o] = w & np.uint64(0xFFFFFFFF)")
+            if keys_out:
+                lines.append(f"            kout[o] = np.{keys_out}(w >> np.uint64(32))")
+        else:
+            lines.append(f"            {dst}[o] = w")
+        lines.append("            i += 1")
+    if mode == 2:
+        fb = "x0" if (P_ - 1) % 2 == 0 else "y0"
+        lines += [
+            "        j = 0",
+            "        while j < m:",
+            f"            y = s[{fb} + j]",
+        ]
+        if base:
+            lines.append("            out[lo + j] = y & np.uint64(0xFFFFFFFF)")
+            if keys_out:
+                lines.append(f"            kout[lo + j] = np.{keys_out}(y >> np.uint64(32))")
+        else:
+            lines.append("            out[lo + j] = y")
+        lines.append("            j += 1")
+    lines.append("        t = np.int64(K.AtomicRef(tick, 0).fetch_add(np.int64(1)))")
+    return "\n".join(lines) + "\n"
+
+
+def _scratch_plan(starts, n: int):
+    """The scratch regions' words (a multiple of 8) and the buckets' order, largest first, for
+    _bucket_scratch, from the buckets' first places (starts, on the host) in n keys; None
+    where CPU_SCRATCH is off or the largest bucket does not fit CPU_SCRATCH_BYTES."""
+    if not CPU_SCRATCH:
+        return None
+    sizes = np.diff(np.append(starts, n))
+    sb = -(-int(sizes.max()) // 8) * 8 + 8  # whole cache lines, one spare
+    if sb * 8 > CPU_SCRATCH_BYTES:
+        return None
+    return sb, np.argsort(-sizes, kind="stable").astype(np.int64)
+
+
+def _bucket_scratch(plan, a, out, kout, offs, n, T, src_args, nb) -> None:
+    """The buckets' passes by _bucket_scratch_src (CPU_SCRATCH) from a (the MSD pass's output)
+    into out (and kout): plan from _scratch_plan; src_args: (shifts, keys_out, base)."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    sb, order_h = plan
+    q, ut = a.sycl_queue, a.usm_type
+    groups = max(1, min(nb, _msd_cores(a.device)))
+    scr = Array._allocate((groups * 2 * sb,), a.dtype, q, ut)
+    tick = Array._allocate((1,), np.dtype(np.int64), q, ut)
+    tick[...] = 0
+    order = Array._allocate((nb,), np.dtype(np.int64), q, ut)
+    order[...] = order_h
+    # (mode 2's copy loop over keys of 1 or 2 bytes fails SPIR-V validation, an OpVariable
+    # outside the first block: such keys take mode 1)
+    mode = CPU_SCRATCH if a.dtype.itemsize >= 4 else 1
+    kern = _kernel(_bucket_scratch_src(*src_args, nb, mode), "_bucket_scr")
+    call_kernel(
+        kern, NdRange(groups, 1), a, out, kout, scr, tick, order, offs, np.int64(n),
+        np.int64(T), np.int64(sb),
+    )  # fmt: skip
+
+
 def _msd_cores(device) -> int:
     """The cores the buckets must balance over (a function: the tests fix it, so that their
     keys take the same scheme on a 2-core and a 32-core machine)."""
@@ -1059,12 +1217,16 @@ def _msd_sort(
     if largest > n // (2 * _msd_cores(k.device)):
         return None  # unbalanced: the LSD passes
     if pack:
-        return _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary)
+        return _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary, starts)
     _serial_scatter(k, v, a, va, top, withv, table)
     b = Array._allocate((n,), k.dtype, q, ut) if keep_input else k
     vb = v
     rest = shifts[:-1]
     if not withv and CPU_BUCKET_COUNT_ONCE:
+        plan = _scratch_plan(starts, n)
+        if plan is not None:
+            _bucket_scratch(plan, a, b, a, offs, n, T, (tuple(rest), None, 0), RADIX)
+            return b, None
         kern = _kernel(_bucket_pack_src(tuple(rest), None, 0), "_bucket_pack")
         call_kernel(kern, NdRange(RADIX, 1), a, b, a, offs, np.int64(n), np.int64(T))
         return b if len(rest) % 2 else a, None
@@ -1078,10 +1240,11 @@ def _msd_sort(
     return a, (va if withv else None)
 
 
-def _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary):
+def _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary, starts):
     """_msd_sort's packed form: the MSD pass writes words (key << 32 | index) into the one of
     v2 and v (both n int64, seen as uint64) that leaves the buckets' last pass writing v;
-    v gets the indices, k2 the sorted keys with keys_out."""
+    v gets the indices, k2 the sorted keys with keys_out; starts: each bucket's first place
+    (host)."""
     from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange
 
@@ -1090,13 +1253,18 @@ def _msd_packed(k, v, k2, v2, shifts, table, keys_out, vary):
     u64 = np.dtype(np.uint64)
     out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
     digits = _bucket_digits(tuple(shifts[:-1]), int(shifts[-1]), vary)
-    a, b = (out, scratch) if len(digits) % 2 == 0 else (scratch, out)
+    plan = _scratch_plan(starts, n)
+    a, b = (out, scratch) if len(digits) % 2 == 0 and plan is None else (scratch, out)
     sizes = (np.int64(n), np.int64(B), np.int64(T))
     top, mask = k.dtype.type(shifts[-1]), k.dtype.type(RADIX - 1)
     scat = _pack_first_kernel()
     call_kernel(scat, NdRange(T, 1), k, a, offs, *sizes, top, mask)
     kout = k2 if keys_out else Array._allocate((1,), k.dtype, k.sycl_queue, k.usm_type)
-    src = _bucket_pack_src(digits, k.dtype.name if keys_out else None)
+    kname = k.dtype.name if keys_out else None
+    if plan is not None:
+        _bucket_scratch(plan, a, b, kout, offs, n, T, (digits, kname, 32), RADIX)
+        return (k2 if keys_out else None), v
+    src = _bucket_pack_src(digits, kname)
     kern = _kernel(src, "_bucket_pack")
     call_kernel(kern, NdRange(RADIX, 1), a, b, kout, offs, np.int64(n), np.int64(T))
     return (k2 if keys_out else None), v
@@ -1119,18 +1287,19 @@ if CPU_WIDE not in (0, 9, 10, 11, 12, 13, 14):
     raise ValueError(f"KAPI_SORT_CPU_WIDE must be 0 or 9..14, not {CPU_WIDE}")
 
 
-def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False):
+def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wide=0):
     """The packed MSD scheme (_msd_packed) by a first digit of CPU_WIDE bits ending at the top
     varying bit of the keys k (of at most 32 bits; vary: the bits in which they differ), then
     each of its 2^CPU_WIDE buckets by the bytes below it: _radix_passes' (k, v), or None
     (nothing written) when its buckets do not balance either. pack=False: a sort of the keys
-    alone (k2 and k, or a new array with keep_input, its buffers; v unused)."""
+    alone (k2 and k, or a new array with keep_input, its buffers; v unused). wide: the
+    digit's bits (0: CPU_WIDE)."""
     from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange
 
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
-    wide = CPU_WIDE
+    wide = wide or CPU_WIDE
     low = vary.bit_length() - wide
     # the bytes below the wide digit in which keys differ (the one at `low`'s byte may hold
     # some of the wide digit's bits: constant within a bucket, so harmless)
@@ -1155,25 +1324,49 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False):
     starts = offs.asnumpy()[::T]
     if int(np.diff(np.append(starts, n)).max()) > n // (2 * cores):
         return None
+    plan = _scratch_plan(starts, n)
     if not pack:  # keys alone: k2 first, then k (unless it must stay)
         a = k2
         b = Array._allocate((n,), k.dtype, q, ut) if keep_input else k
         sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_MOVE)
         call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1))
+        if plan is not None:
+            _bucket_scratch(plan, a, b, a, offs, n, T, (rest, None, 0), nb)
+            return b, None
         kern = _kernel(_bucket_pack_src(rest, None, 0, nb), "_bucket_pack")
         call_kernel(kern, NdRange(nb, 1), a, b, a, offs, np.int64(n), np.int64(T))
         return (b if len(rest) % 2 else a), None
     u64 = np.dtype(np.uint64)
     out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
     digits = _bucket_digits(rest, low, vary)
-    a, b = (out, scratch) if len(digits) % 2 == 0 else (scratch, out)
+    a, b = (out, scratch) if len(digits) % 2 == 0 and plan is None else (scratch, out)
     sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_PACK)
     call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1))
     kout = k2 if keys_out else Array._allocate((1,), k.dtype, q, ut)
-    src = _bucket_pack_src(digits, k.dtype.name if keys_out else None, 32, nb)
+    kname = k.dtype.name if keys_out else None
+    if plan is not None:
+        _bucket_scratch(plan, a, b, kout, offs, n, T, (digits, kname, 32), nb)
+        return (k2 if keys_out else None), v
+    src = _bucket_pack_src(digits, kname, 32, nb)
     kern = _kernel(src, "_bucket_pack")
     call_kernel(kern, NdRange(nb, 1), a, b, kout, offs, np.int64(n), np.int64(T))
     return (k2 if keys_out else None), v
+
+
+# The packed argsort (CPU_PACK) by a first digit of CPU_ARGSORT_WIDE bits ending at the top
+# varying bit even where the top byte's buckets balance (KAPI_SORT_CPU_ARGSORT_WIDE, read at
+# import: 9 to 14; 0, the default: by the top byte): 2^CPU_ARGSORT_WIDE buckets of fewer keys
+# (2^24 keys by 10 bits: 2^14 per bucket, 128 KiB of words, where a byte's buckets are 512 KiB)
+# whose passes stay in a core's L2, for 2^CPU_ARGSORT_WIDE write streams in the first pass.
+# From CPU_WIDE_MIN keys, up to buckets of CPU_MSD_BUCKET_BYTES on average (2^27 keys by 10
+# bits). 10 by default: on the 16 Xeon cores (bench/RESULTS.md, argsort3, call 1), with the
+# scratch (CPU_SCRATCH=2), 2^24 uint32 argsort 28.5 ms against 31.4 by the top byte, uniform
+# [0, 1) float32 35.4 ms against 53.2 (its top byte's buckets do not balance: the LSD passes);
+# call 2, against both off: uint32 27.9-29.0 ms against 35.4-36.8, float32 36.9-37.4 against
+# 52.6-53.3. 9 bits tie on uint32 but leave those floats unbalanced on 16 cores.
+CPU_ARGSORT_WIDE = int(os.environ.get("KAPI_SORT_CPU_ARGSORT_WIDE", "10"))
+if CPU_ARGSORT_WIDE not in (0, 9, 10, 11, 12, 13, 14):
+    raise ValueError(f"KAPI_SORT_CPU_ARGSORT_WIDE must be 0 or 9..14, not {CPU_ARGSORT_WIDE}")
 
 
 def _lsd_packed(k, v, k2, v2, shifts, keys_out):

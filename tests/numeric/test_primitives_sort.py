@@ -1043,12 +1043,14 @@ def test_cpu_msd_then_buckets(dev, monkeypatch, dtype, vary_bytes):
 def test_cpu_sort_buckets_count_once(dev, monkeypatch, dtype):
     """kapi's CPU sort counts each bucket's digits in one read, shifts by constants
     (_bucket_pack_src on keys alone): the same as np.sort and as the kernel that counts per
-    digit (KAPI_SORT_CPU_BUCKET_COUNT_ONCE=0), descending too; the kernel ran."""
+    digit (KAPI_SORT_CPU_BUCKET_COUNT_ONCE=0), descending too; the kernel ran (without the
+    scratch, KAPI_SORT_CPU_SCRATCH=0, whose kernel is another)."""
     from kapi._numeric import sort_radix as _radix
 
     if dev.device_type != "cpu":
         pytest.skip("the CPU device's scheme")
     monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_SCRATCH", 0)
     n = 100_003
     dt = np.dtype(dtype)
     u = np.random.default_rng(5).integers(0, 1 << (8 * dt.itemsize), n, dtype=np.uint64)
@@ -1187,6 +1189,7 @@ def test_cpu_packed_wide_first_digit(dev, monkeypatch, wide):
     monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
     monkeypatch.setattr(_radix, "CPU_WIDE", wide)
     monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 0)  # (the wide digit only where unbalanced)
     runs = []
     orig = _radix._msd_wide
     monkeypatch.setattr(_radix, "_msd_wide", lambda *a: runs.append(orig(*a)) or runs[-1])

@@ -1,0 +1,208 @@
+"""kapi's CPU sort and argsort with the buckets' passes through a scratch region per worker
+(KAPI_SORT_CPU_SCRATCH) and the packed argsort by a wide first digit (KAPI_SORT_CPU_ARGSORT_WIDE):
+the same results as NumPy and as the passes without them, and the fallback where the largest
+bucket does not fit the scratch."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from kapi_testing import needs_cpu_device
+
+import kapi
+from kapi._numeric import sort_radix as _radix
+
+
+@pytest.fixture
+def cpu():
+    needs_cpu_device()
+    return kapi.Device("cpu")
+
+
+def _stable_desc(h):
+    """NumPy's stable argsort of h, descending (equal keys still in index order)."""
+    o = np.argsort(h[::-1], kind="stable")[::-1]
+    return (h.size - 1 - o).astype(np.int64)
+
+
+def _scratch_runs(monkeypatch):
+    """The scratch kernel's launches, recorded (its number of buckets each)."""
+    runs = []
+    orig = _radix._bucket_scratch
+
+    def rec(plan, *a):
+        runs.append(a[-1])
+        return orig(plan, *a)
+
+    monkeypatch.setattr(_radix, "_bucket_scratch", rec)
+    return runs
+
+
+def _check(x, h, argsort_only=False):
+    """kapi's argsort (ascending, descending), topk and sort of x against NumPy's on h."""
+    got = kapi.argsort(x).asnumpy()
+    np.testing.assert_array_equal(got, np.argsort(h, kind="stable"))
+    np.testing.assert_array_equal(kapi.argsort(x, descending=True).asnumpy(), _stable_desc(h))
+    v, i = kapi.topk(x, 500)
+    want = _stable_desc(h)[:500]
+    np.testing.assert_array_equal(i.asnumpy(), want)
+    np.testing.assert_array_equal(v.asnumpy(), h[want])
+    if not argsort_only:
+        np.testing.assert_array_equal(kapi.sort(x).asnumpy(), np.sort(h))
+        np.testing.assert_array_equal(kapi.sort(x, descending=True).asnumpy(), np.sort(h)[::-1])
+    return got
+
+
+@pytest.mark.parametrize("mode", [1, 2])
+@pytest.mark.parametrize("dtype", ["uint32", "int32", "float32", "uint16", "uint64"])
+def test_cpu_scratch_buckets_as_numpy_and_as_without(cpu, monkeypatch, mode, dtype):
+    """The buckets by persistent workers through their scratch regions (the last pass into the
+    result, or into the scratch then copied out): sort, argsort, descending and topk as
+    NumPy's and identical to the buckets' kernel without the scratch, with repeated keys
+    across buckets, n a multiple of nothing, 3 workers (buckets drawn unevenly), keys
+    varying in 2, 3 or 4 bytes (one, two or three passes per bucket); an unsigned input
+    stays as it was."""
+    monkeypatch.setattr(_radix, "CPU_MSD_MIN", 1 << 10)
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 3)
+    monkeypatch.setattr(_radix, "CPU_SCRATCH", mode)
+    runs = _scratch_runs(monkeypatch)
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(mode * 7 + dt.itemsize)
+    n = 90_011
+    for nbytes in sorted({2, 3, 4} & set(range(2, dt.itemsize + 1))) or [dt.itemsize]:
+        u = rng.integers(0, 1 << (8 * nbytes), n, dtype=np.uint64)
+        u[rng.integers(0, n, n // 5)] = u[:9].repeat(n // 45 + 1)[: n // 5]
+        h = u.astype(f"u{dt.itemsize}").view(dt)
+        if dt.kind == "f":
+            h = np.where(np.isnan(h), 0, h).astype(dt)
+            h[5::31] = -0.0
+            h[6::31] = 0.0
+        h0 = h.copy()
+        x = kapi.asarray(h, device=cpu)
+        before = len(runs)
+        got = _check(x, h)
+        np.testing.assert_array_equal(x.asnumpy(), h0)
+        assert len(runs) > before  # the scratch path ran
+        monkeypatch.setattr(_radix, "CPU_SCRATCH", 0)
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+        np.testing.assert_array_equal(kapi.sort(x).asnumpy(), np.sort(h))
+        monkeypatch.setattr(_radix, "CPU_SCRATCH", mode)
+
+
+def test_cpu_scratch_limit_and_fallback(cpu, monkeypatch):
+    """A largest bucket whose region fits CPU_SCRATCH_BYTES exactly takes the scratch; one
+    word less, and it takes the buckets' kernel: the same results either way."""
+    monkeypatch.setattr(_radix, "CPU_MSD_MIN", 1 << 10)
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_SCRATCH", 1)
+    runs = _scratch_runs(monkeypatch)
+    n = 50_001
+    h = np.random.default_rng(3).integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    h[::17] = h[1]
+    largest = int(np.bincount(h >> 24, minlength=256).max())
+    words = -(-largest // 8) * 8 + 8
+    x = kapi.asarray(h, device=cpu)
+    monkeypatch.setattr(_radix, "CPU_SCRATCH_BYTES", words * 8)
+    got = _check(x, h)
+    assert runs and len(runs) == 5  # argsort x 2, topk, sort x 2
+    monkeypatch.setattr(_radix, "CPU_SCRATCH_BYTES", words * 8 - 8)
+    np.testing.assert_array_equal(_check(x, h), got)
+    assert len(runs) == 5  # the fallback: no scratch
+
+
+def test_cpu_scratch_small_and_empty_buckets(cpu, monkeypatch):
+    """Many empty and one-key buckets (2,000 keys over the top byte's 256 values, keys
+    varying in the top byte and one bit below it) and skewed keys (most equal: the LSD
+    passes, no scratch) sort as NumPy."""
+    monkeypatch.setattr(_radix, "CPU_MSD_MIN", 1 << 10)
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_SCRATCH", 2)
+    runs = _scratch_runs(monkeypatch)
+    rng = np.random.default_rng(5)
+    n = 2_003
+    h = (rng.integers(0, 200, n, dtype=np.uint32) << np.uint32(24)) | (
+        rng.integers(0, 2, n, dtype=np.uint32) << np.uint32(3)
+    )
+    _check(kapi.asarray(h, device=cpu), h)
+    assert runs
+    ran = len(runs)
+    skew = np.where(np.arange(40_000) % 7 == 0, rng.integers(0, 1 << 32, 40_000), 12345)
+    skew = skew.astype(np.uint32)
+    _check(kapi.asarray(skew, device=cpu), skew)
+    assert len(runs) == ran  # unbalanced: the LSD passes
+
+
+@pytest.mark.parametrize("wide,bits,scratch", [(10, 8, 0), (10, 8, 1), (11, 11, 2), (9, 11, 1)])
+def test_cpu_argsort_wide_first_digit(cpu, monkeypatch, wide, bits, scratch):
+    """The packed argsort first by a digit of KAPI_SORT_CPU_ARGSORT_WIDE bits where the top
+    byte balances too, its buckets by bytes or by two digits of 11 bits, with and without the
+    scratch: the same indices (and topk's keys) as NumPy and as by the top byte; keys that
+    leave the wide digit unbalanced take the byte path."""
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", wide)
+    monkeypatch.setattr(_radix, "CPU_BUCKET_BITS", bits)
+    monkeypatch.setattr(_radix, "CPU_SCRATCH", scratch)
+    runs = []
+    orig = _radix._msd_wide
+    monkeypatch.setattr(_radix, "_msd_wide", lambda *a: runs.append(orig(*a)) or runs[-1])
+    rng = np.random.default_rng(wide + bits)
+    n = 150_007
+    for h in (
+        rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32),
+        (rng.integers(0, 1 << 28, n) - (1 << 27)).astype(np.int32),
+        rng.standard_normal(n).astype(np.float32),
+    ):
+        h[::13] = h[4]
+        x = kapi.asarray(h, device=cpu)
+        before = len(runs)
+        got = _check(x, h, argsort_only=True)
+        monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 0)
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+        monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", wide)
+        if h.dtype != np.float32:  # (normal floats: few exponents, unbalanced either way)
+            assert len(runs) > before and runs[-1] is not None
+
+
+def test_cpu_argsort_wide_digit_limits(cpu, monkeypatch):
+    """The argsort's wide first digit only from CPU_WIDE_MIN keys and up to buckets of
+    CPU_MSD_BUCKET_BYTES on average: outside them the top byte first, the same indices."""
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 10)
+    runs = []
+    orig = _radix._msd_wide
+    monkeypatch.setattr(_radix, "_msd_wide", lambda *a: runs.append(orig(*a)) or runs[-1])
+    n = 100_003
+    h = np.random.default_rng(8).integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    x = kapi.asarray(h, device=cpu)
+    want = np.argsort(h, kind="stable")
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", n + 1)  # too few keys
+    np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), want)
+    assert runs == []
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_MSD_BUCKET_BYTES", (8 * n >> 10) - 1)  # buckets too large
+    np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), want)
+    assert runs == []
+    monkeypatch.setattr(_radix, "CPU_MSD_BUCKET_BYTES", 8 * n >> 10)
+    np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), want)
+    assert len(runs) == 1 and runs[0] is not None
+
+
+@pytest.mark.parametrize(
+    "var,value,match",
+    [
+        ("KAPI_SORT_CPU_SCRATCH", "3", "must be 0, 1 or 2"),
+        ("KAPI_SORT_CPU_ARGSORT_WIDE", "8", "must be 0 or 9..14"),
+    ],
+)
+def test_cpu_scratch_switches_refuse_other_values(var, value, match):
+    """The switches read at import refuse values they do not take, naming the choices."""
+    r = subprocess.run(
+        [sys.executable, "-c", "import kapi._numeric.sort_radix"],
+        env={**__import__("os").environ, var: value},
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode != 0
+    assert "ValueError" in r.stderr and match in r.stderr
