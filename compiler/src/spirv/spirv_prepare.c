@@ -459,7 +459,28 @@ static void split_repeated_edges(LLVMBuilderRef b, LLVMValueRef fn) {
   }
 }
 
+/* SPIR-V wants a function's OpVariables first in its first block, and the translator emits
+ * each alloca where it stands. The loop vectoriser's runtime alias checks put ptrtoints of the
+ * arguments at the top of the entry block, before a private array's alloca (a kernel filling
+ * a private array, scattering uint16 values and then copying them: spirv-val refused it).
+ * The entry block's constant-size allocas move to its top, in their order. */
+static void hoist_entry_allocas(LLVMBuilderRef b, LLVMValueRef fn) {
+  if (!LLVMCountBasicBlocks(fn)) return;
+  LLVMValueRef at = LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(fn));
+  while (at && LLVMGetInstructionOpcode(at) == LLVMAlloca)
+    at = LLVMGetNextInstruction(at);
+  for (LLVMValueRef inst = at, next; inst; inst = next) {
+    next = LLVMGetNextInstruction(inst);
+    if (LLVMGetInstructionOpcode(inst) != LLVMAlloca || !LLVMIsConstant(LLVMGetOperand(inst, 0)))
+      continue;
+    LLVMInstructionRemoveFromParent(inst);
+    LLVMPositionBuilderBefore(b, at);
+    LLVMInsertIntoBuilder(b, inst);
+  }
+}
+
 static kc_status_t prepare_function(LLVMBuilderRef b, LLVMValueRef fn, char **err) {
+  hoist_entry_allocas(b, fn);
   split_repeated_edges(b, fn);
   legalise_bool_bitcasts(b, fn);
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
