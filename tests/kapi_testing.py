@@ -152,6 +152,23 @@ def pairwise(item, data, dist):
     dist[j, i] = math.sqrt(d)
 
 
+def host_ir_of(code: str, **env) -> str:
+    """The CPU driver's host IR (KAPI_DUMP=host, the disk cache off) of the kernels that
+    `code` builds, run in a fresh process with env added (switches read at import)."""
+    from pathlib import Path
+
+    env = dict(
+        os.environ,
+        KAPI_DUMP="host",
+        KAPI_CACHE="0",
+        PYTHONPATH=str(Path(kapi.__file__).parents[1]),
+        **env,
+    )
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stderr
+
+
 def import_reduce_with(var, value):
     """Imports kapi._numeric.reduce in a fresh process with var=value (a switch read at
     import); its CompletedProcess."""

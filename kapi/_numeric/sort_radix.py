@@ -978,6 +978,13 @@ def _bucket_digits(rest: tuple, top: int, vary: int) -> tuple:
 
 
 @functools.cache
+def _digit_of_word(digit: tuple, base: int) -> str:
+    """The source of digit (shift, bits) of the packed word w (the key from bit base) as an
+    int64: the buckets' kernels' counter index."""
+    sh, wd = digit
+    return f"np.int64((w >> np.uint64({base + sh})) & np.uint64({(1 << wd) - 1}))"
+
+
 def _bucket_pack_src(shifts: tuple, keys_out: str | None, base: int = 32, nb: int = 256) -> str:
     """The kernel sorting each MSD bucket of packed words (key << 32 | index) by the key's
     digits at `shifts` (ascending, constants in the source), alternating between a and b (a
@@ -1004,8 +1011,7 @@ def _bucket_pack_src(shifts: tuple, keys_out: str | None, base: int = 32, nb: in
     ]
 
     def digit(p):
-        sh, wd = digits[p]
-        return f"np.int64((w >> np.uint64({base + sh})) & np.uint64({(1 << wd) - 1}))"
+        return _digit_of_word(digits[p], base)
 
     for p in range(len(digits)):
         lines.append(f"        cnt[{at[p]} + {digit(p)}] += 1")
@@ -1094,8 +1100,7 @@ def _bucket_scratch_src(shifts: tuple, keys_out: str | None, base: int, nb: int,
     ]
 
     def digit(p):
-        sh, wd = digits[p]
-        return f"np.int64((w >> np.uint64({base + sh})) & np.uint64({(1 << wd) - 1}))"
+        return _digit_of_word(digits[p], base)
 
     for p in range(P_):
         lines.append(f"            cnt[{at[p]} + {digit(p)}] += 1")

@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip, import_reduce_with
+from kapi_testing import devices_or_skip, host_ir_of, import_reduce_with
 
 import kapi
 from kapi._numeric import reduce as _reduce
@@ -159,11 +159,6 @@ def test_cpu_blocks_load_vectors():
     """The CPU driver's argmax kernel (blocks scheme) folds its blocks with contiguous vector
     loads, as max does (no gathers: its indices need no wrap-around), which is what makes
     it run near max's speed."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     if not any(d.device_type == "cpu" for d in DEVICES):
         pytest.skip("no CPU device")
     code = (
@@ -171,16 +166,8 @@ def test_cpu_blocks_load_vectors():
         "x = kapi.asarray(np.arange(1 << 16, dtype=np.float32), device='cpu')\n"
         "assert int(x.argmax()) == 65535\n"
     )
-    env = dict(
-        os.environ,
-        KAPI_DUMP="host",
-        KAPI_CACHE="0",
-        KAPI_REDUCE_ARG="blocks",
-        PYTHONPATH=str(Path(kapi.__file__).parents[1]),
-    )
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    first = r.stderr.split("define i32 @_reduce")[1]  # the first pass (compiled first)
+    ir = host_ir_of(code, KAPI_REDUCE_ARG="blocks")
+    first = ir.split("define i32 @_reduce")[1]  # the first pass (compiled first)
     # (32 accumulators: <32 x float>, two vectors of 16 on AVX-512)
     assert re.search(r"load <(16|32) x float>, <\1 x float> addrspace\(1\)\*", first)
 

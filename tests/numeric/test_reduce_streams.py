@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip, import_reduce_with
+from kapi_testing import devices_or_skip, host_ir_of, import_reduce_with
 
 import kapi
 from kapi._numeric import reduce as _reduce
@@ -175,11 +175,6 @@ def test_stream_kernels_load_vectors():
     """With 2 streams max's and argmax's first pass load each stream as contiguous vectors (a
     vector across the streams' lanes was a gather: 6x (max) to 20x (argmax) slower on the
     dev box)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     if not CPU_DEVICES:
         pytest.skip("no CPU device")
     for op in ("max", "argmax"):
@@ -190,17 +185,8 @@ def test_stream_kernels_load_vectors():
             "x = kapi.asarray(np.arange(1 << 16, dtype=np.float32), device='cpu')\n"
             f"assert int(x.{op}()) == 65535\n"
         )
-        env = dict(
-            os.environ,
-            KAPI_DUMP="host",
-            KAPI_CACHE="0",
-            KAPI_REDUCE_ARG="blocks",
-            KAPI_REDUCE_CPU_STREAMS="2",
-            PYTHONPATH=str(Path(kapi.__file__).parents[1]),
-        )
-        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        first = r.stderr.split("define i32 @_reduce")[1].split("\ndefine ")[0]
+        ir = host_ir_of(code, KAPI_REDUCE_ARG="blocks", KAPI_REDUCE_CPU_STREAMS="2")
+        first = ir.split("define i32 @_reduce")[1].split("\ndefine ")[0]
         loads = re.findall(r"load <(16|32) x float>, <\1 x float> addrspace\(1\)\*", first)
         assert len(loads) >= 2, op
         assert not re.search(r"masked\.gather\.v(32|64)f32\.v\1p1f32", first), op
