@@ -464,8 +464,9 @@ def _scan_lockstep(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
 # block per core, each folded and then scanned from that core's L2 in a second launch, to
 # read x once) lost there: 1.84-2.41 ms.
 SCAN_CPU = os.environ.get("KAPI_SCAN_CPU", "vec")
-if SCAN_CPU not in ("vec", "lock"):
-    raise ValueError(f"KAPI_SCAN_CPU must be 'vec' or 'lock', not {SCAN_CPU!r}")
+if SCAN_CPU not in ("chain", "vec", "lock"):
+    raise ValueError(f"KAPI_SCAN_CPU must be 'chain', 'vec' or 'lock', not {SCAN_CPU!r}")
+SCAN_CHAIN_BYTES = int(os.environ.get("KAPI_SCAN_CPU_CHUNK", str(1 << 18)))
 SCAN_VEC_TILES = int(os.environ.get("KAPI_SCAN_CPU_TILES", "2"))
 if SCAN_VEC_TILES not in (1, 2, 4):
     raise ValueError(f"KAPI_SCAN_CPU_TILES must be 1, 2 or 4, not {SCAN_VEC_TILES}")
@@ -525,9 +526,8 @@ def _vec_step(v: int, excl: bool, u: int, blocks, pad: str) -> list[str]:
 def _vec_source(v: int, excl: bool, u: int, streams: int = 1) -> str:
     """The vec scheme's kernel for tiles of v elements (a power of two), u tiles a step,
     inclusive or exclusive (out[i] the fold of the elements before i; the first, pre's
-    identity). Each work-item scans `streams` consecutive blocks, a step of each in turn
-    while all have one (several read and write streams a core: more misses in flight),
-    then what each has left on its own. Blocks past the row's end are empty."""
+    identity). Each work-item scans `streams` consecutive blocks (_vec_blocks). Blocks past
+    the row's end are empty."""
     m = "0x7FFFFFFFFFFFFFFF"
     lines = [
         "def _scan_vec(item, x, out, pre, n, B, TB, Z):",
@@ -542,27 +542,35 @@ def _vec_source(v: int, excl: bool, u: int, streams: int = 1) -> str:
             f"    e{b} = min(nn, i{b} + BB)",
             f"    c{b} = pre[row, min(w + {b}, TB - 1)]",
         ]
+    return "\n".join(lines + _vec_blocks(v, excl, u, streams, "    ")) + "\n"
+
+
+def _vec_blocks(v: int, excl: bool, u: int, streams: int, pad: str) -> list[str]:
+    """Scans blocks 0..streams-1 (block b from i{b} to e{b}, its carry in c{b}): a step of
+    each in turn while all have one (several read and write streams a core: more misses in
+    flight), then what each has left on its own, tiles first, then element by element."""
+    lines = []
     step = u * v
+    inner = pad + "    "
     if streams > 1:  # the last block is the shortest: the others have a step where it has
-        lines.append(f"    while i{streams - 1} + {step} <= e{streams - 1}:")
-        lines += _vec_step(v, excl, u, range(streams), " " * 8)
+        lines.append(f"{pad}while i{streams - 1} + {step} <= e{streams - 1}:")
+        lines += _vec_step(v, excl, u, range(streams), inner)
     for b in range(streams):
-        lines.append(f"    while i{b} + {step} <= e{b}:")
-        lines += _vec_step(v, excl, u, [b], " " * 8)
-        lines.append(f"    while i{b} < e{b}:")
+        lines.append(f"{pad}while i{b} + {step} <= e{b}:")
+        lines += _vec_step(v, excl, u, [b], inner)
+        lines.append(f"{pad}while i{b} < e{b}:")
         if excl:
-            lines += [f"        out[row, i{b}] = c{b}", f"        c{b} = OP(c{b}, x[row, i{b}])"]
+            lines += [f"{inner}out[row, i{b}] = c{b}", f"{inner}c{b} = OP(c{b}, x[row, i{b}])"]
         else:
-            lines += [f"        c{b} = OP(c{b}, x[row, i{b}])", f"        out[row, i{b}] = c{b}"]
-        lines.append(f"        i{b} += 1")
-    return "\n".join(lines) + "\n"
+            lines += [f"{inner}c{b} = OP(c{b}, x[row, i{b}])", f"{inner}out[row, i{b}] = c{b}"]
+        lines.append(f"{inner}i{b} += 1")
+    return lines
 
 
 def _fold_blocks_source(u: int, streams: int) -> str:
     """The vec scheme's first pass when a work-item scans several blocks: it folds the same
-    `streams` blocks, u accumulators each (from Z, the exact identity), a step of each in
-    turn while all have one, and writes each block's total (blocks past the row's end have
-    none)."""
+    `streams` blocks (_fold_blocks) and writes each block's total (blocks past the row's end
+    have none)."""
     m = "0x7FFFFFFFFFFFFFFF"
     lines = [
         "def _fold_blocks(item, x, sums, n, B, TB, Z):",
@@ -573,33 +581,143 @@ def _fold_blocks_source(u: int, streams: int) -> str:
     ]
     for b in range(streams):
         lines += [f"    i{b} = min(nn, (w + {b}) * BB)", f"    e{b} = min(nn, i{b} + BB)"]
-        lines += [f"    a{b}_{k} = Z" for k in range(u)]
+    lines += _fold_blocks(u, streams, "    ")
+    for b in range(streams):
+        lines += [f"    if w + {b} < TB:", f"        sums[row, w + {b}] = acc{b}"]
+    return "\n".join(lines) + "\n"
+
+
+def _fold_blocks(u: int, streams: int, pad: str) -> list[str]:
+    """Folds blocks 0..streams-1 (block b from i{b} to e{b}, leaving i{b} alone) into acc{b},
+    u accumulators each (from Z, the exact identity), a step of each in turn while all have
+    one."""
+    inner = pad + "    "
+    lines = []
+    for b in range(streams):
+        lines.append(f"{pad}j{b} = i{b}")
+        lines += [f"{pad}a{b}_{k} = Z" for k in range(u)]
 
     def step(blocks):
         out = []
         for b in blocks:
-            out += [f"        a{b}_{k} = OP(a{b}_{k}, x[row, i{b} + {k}])" for k in range(u)]
-            out.append(f"        i{b} += {u}")
+            out += [f"{inner}a{b}_{k} = OP(a{b}_{k}, x[row, j{b} + {k}])" for k in range(u)]
+            out.append(f"{inner}j{b} += {u}")
         return out
 
-    lines.append(f"    while i{streams - 1} + {u} <= e{streams - 1}:")
+    lines.append(f"{pad}while j{streams - 1} + {u} <= e{streams - 1}:")
     lines += step(range(streams))
     for b in range(streams):
-        lines.append(f"    while i{b} + {u} <= e{b}:")
+        lines.append(f"{pad}while j{b} + {u} <= e{b}:")
         lines += step([b])
         names = [f"a{b}_{k}" for k in range(u)]
         while len(names) > 1:  # the upper half into the lower, as the vector's halves
             h = len(names) // 2
             names = [f"OP({names[k]}, {names[k + h]})" for k in range(h)]
         lines += [
-            f"    acc{b} = {names[0]}",
-            f"    while i{b} < e{b}:",
-            f"        acc{b} = OP(acc{b}, x[row, i{b}])",
-            f"        i{b} += 1",
-            f"    if w + {b} < TB:",
-            f"        sums[row, w + {b}] = acc{b}",
+            f"{pad}acc{b} = {names[0]}",
+            f"{pad}while j{b} < e{b}:",
+            f"{inner}acc{b} = OP(acc{b}, x[row, j{b}])",
+            f"{inner}j{b} += 1",
         ]
+    return lines
+
+
+def _chain_source(v: int, excl: bool, u: int, uf: int, streams: int) -> str:
+    """The chain scheme's kernel (one launch): each work-item takes chunks by ticket (st[TOT],
+    int32), folds its chunk's `streams` blocks (uf accumulators each), publishes the chunk's
+    total (agg[t], then st[t] = 1), looks back over the chunks before it in its row for the
+    fold of all before it (adding totals until a chunk with an inclusive value: st = 2, in
+    inc), publishes its own inclusive value (st[t] = 2), and then scans its blocks (_vec_blocks,
+    u tiles of v a step) from that carry, while the chunk is still in its core's cache.
+    Chunks of a row's first place take pre0 (the scan's identity) as their carry."""
+    m = "0x7FFFFFFFFFFFFFFF"
+    rel = "memory_order=K.MemoryOrder.RELEASE"
+    acq = "memory_order=K.MemoryOrder.ACQUIRE"
+    p = " " * 8
+    lines = [
+        "def _scan_chain(item, x, out, st, agg, inc, n, C, TC, TOT, Z, pre0):",
+        f"    nn = n & {m}",
+        f"    CC = C & {m}",
+        f"    BB = CC // {streams}",
+        "    t = np.int64(K.AtomicRef(st, TOT).fetch_add(np.int32(1)))",
+        "    while t < TOT:",
+        "        row = t // TC",
+        "        ch = t - row * TC",
+    ]
+    for b in range(streams):
+        lines += [
+            f"{p}i{b} = min(nn, (ch * CC + {b} * BB) & {m})",
+            f"{p}e{b} = min(nn, i{b} + BB)",
+        ]
+    lines += _fold_blocks(uf, streams, p)
+    tot = "acc0"
+    for b in range(1, streams):
+        tot = f"OP({tot}, acc{b})"
+    lines += [
+        f"{p}a = {tot}",
+        f"{p}c0 = pre0",
+        f"{p}if ch == 0:",
+        f"{p}    inc[t] = a",
+        f"{p}    K.AtomicRef(st, t, {rel}).store(np.int32(2))",
+        f"{p}else:",
+        f"{p}    agg[t] = a",
+        f"{p}    K.AtomicRef(st, t, {rel}).store(np.int32(1))",
+        f"{p}    P = Z",
+        f"{p}    j = t - 1",
+        f"{p}    f = np.int32(1)",
+        f"{p}    while f == 1:",
+        f"{p}        f = K.AtomicRef(st, j, {acq}).load()",
+        f"{p}        while f == 0:",
+        f"{p}            f = K.AtomicRef(st, j, {acq}).load()",
+        f"{p}        if f == 2:",
+        f"{p}            P = OP(inc[j], P)",
+        f"{p}        else:",
+        f"{p}            P = OP(agg[j], P)",
+        f"{p}            j -= 1",
+        f"{p}    inc[t] = OP(P, a)",
+        f"{p}    K.AtomicRef(st, t, {rel}).store(np.int32(2))",
+        f"{p}    c0 = P",
+    ]
+    for b in range(1, streams):
+        lines.append(f"{p}c{b} = OP(c{b - 1}, acc{b - 1})")
+    lines += _vec_blocks(v, excl, u, streams, p)
+    lines.append("        t = np.int64(K.AtomicRef(st, TOT).fetch_add(np.int32(1)))")
     return "\n".join(lines) + "\n"
+
+
+_CLEAR_SRC = """
+def _scan_clear(item, st):
+    st[item.get_id(0)] = np.int32(0)
+"""
+
+
+def _scan_chain(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
+    from .._kernel.ranges import NdRange, Range
+    from .replay import launch as call_kernel  # recorded while a plan is traced
+
+    rows, n = x2.shape
+    dt = x2.dtype
+    v = _vec_lanes(dt)
+    S = SCAN_VEC_STREAMS
+    step = S * SCAN_VEC_TILES * v  # a chunk is whole steps of every block
+    cores = max(1, x2.device.max_compute_units)
+    C = min(SCAN_CHAIN_BYTES // dt.itemsize, -(-n // (4 * cores)))
+    C = max(step, -(-C // step) * step)
+    TC = -(-n // C)
+    tot = rows * TC
+    q, ut = x2.sycl_queue, x2.usm_type
+    st = Array._allocate((tot + 1,), np.dtype(np.int32), q, ut)
+    agg = Array._allocate((tot,), dt, q, ut)
+    inc = Array._allocate((tot,), dt, q, ut)
+    env = {"OP": fn}
+    src = _chain_source(v, excl, SCAN_VEC_TILES, wide_unroll(key, dt), S)
+    kc = kernel_of(src, "_scan_chain", env, key)
+    call_kernel(kernel_of(_CLEAR_SRC, "_scan_clear", {}), Range(tot + 1), st)
+    z = _lane_identity(key, dt)
+    call_kernel(
+        kc, NdRange(min(cores, tot), 1), x2, out, st, agg, inc, np.int64(n), np.int64(C),
+        np.int64(TC), np.int64(tot), z, dt.type(ident),
+    )  # fmt: skip
 
 
 def _scan_vec(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
@@ -632,13 +750,14 @@ def _scan_vec(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
         )  # fmt: skip
 
 
+_CPU_SCANS = {"chain": _scan_chain, "vec": _scan_vec, "lock": _scan_lockstep}
 SCAN = None  # "subgroup" (GPUs), "group" or "serial" (kapi's CPU device); None: by device
 
 
 def _scan_serial(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     rows, n = x2.shape
     if isinstance(key, str) and named_identity(key, x2.dtype) is not None and n >= 4096:
-        (_scan_vec if SCAN_CPU == "vec" else _scan_lockstep)(x2, out, fn, key, excl, ident)
+        _CPU_SCANS[SCAN_CPU](x2, out, fn, key, excl, ident)
         return
     _scan_serial_inorder(x2, out, fn, key, excl, ident)
 
