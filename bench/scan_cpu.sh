@@ -4,19 +4,34 @@
 # scheme of the CPU scan in its own process, in turn, ROUNDS times (default 2):
 # - "lock": four sub-blocks a work-item scanned element by element in lockstep (before);
 # - "vec-s1": each block scanned by vector tiles, one block a work-item;
-# - "vec": two blocks a work-item side by side (the default), "vec-s4" four
-#   (KAPI_SCAN_CPU_STREAMS).
+# - "vec": two blocks a work-item side by side, "vec-s4" four (KAPI_SCAN_CPU_STREAMS);
+# - "chain": one launch, chunks of 256 KiB by ticket, each folded, its carry found by look-back,
+#   then scanned while in the core's cache (KAPI_SCAN_CPU=chain, KAPI_SCAN_CPU_PIPE=0);
+#   "chain-c128", "-c512": chunks of that many KiB (KAPI_SCAN_CPU_CHUNK); "chain-s4": four
+#   blocks a chunk; "pipe": the next chunk folded while this one is scanned
+#   (KAPI_SCAN_CPU_PIPE=1), "pipe-s4", "pipe-c128", "pipe-c512" as above.
+# CHAIN=1 runs vec and the chain variants (the default list: lock and the vec variants).
 #   run(command="bash bench/scan_cpu.sh", carry=["kapi/_lib", ".carry/debs"])
-# VARIANTS replaces the list (NAME:VAR=VALUE+VAR=VALUE ...); LOG2N (default 24).
+# VARIANTS replaces the list (NAME:VAR=VALUE+VAR=VALUE ...); LOG2N (default 24); T: the time
+# limit in seconds (default 150).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
 export KAPI_DRIVERS=cpu
 echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 args=()
-for v in ${VARIANTS:-lock:KAPI_SCAN_CPU=lock vec-s1:KAPI_SCAN_CPU_STREAMS=1 vec: vec-s4:KAPI_SCAN_CPU_STREAMS=4}; do
+list="lock:KAPI_SCAN_CPU=lock vec-s1:KAPI_SCAN_CPU=vec+KAPI_SCAN_CPU_STREAMS=1 vec:KAPI_SCAN_CPU=vec"
+list+=" vec-s4:KAPI_SCAN_CPU=vec+KAPI_SCAN_CPU_STREAMS=4"
+if [ "${CHAIN:-0}" = 1 ]; then
+  c=KAPI_SCAN_CPU=chain+KAPI_SCAN_CPU_PIPE=0
+  d=KAPI_SCAN_CPU=chain+KAPI_SCAN_CPU_PIPE=1
+  list="vec:KAPI_SCAN_CPU=vec chain:$c chain-s4:$c+KAPI_SCAN_CPU_STREAMS=4"
+  list+=" chain-c512:$c+KAPI_SCAN_CPU_CHUNK=524288 pipe:$d pipe-s4:$d+KAPI_SCAN_CPU_STREAMS=4"
+  list+=" pipe-c128:$d+KAPI_SCAN_CPU_CHUNK=131072 pipe-c512:$d+KAPI_SCAN_CPU_CHUNK=524288"
+fi
+for v in ${VARIANTS:-$list}; do
   args+=(--variant "$v")
 done
-timeout 150 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only cumsum \
+timeout "${T:-150}" python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only cumsum \
   --rounds "${ROUNDS:-2}" "${args[@]}" 2>&1 | grep -E "===|kapi.cumsum|triad|differs|Error" |
   tee "$OUT/scan_cpu.log"

@@ -289,18 +289,20 @@ def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
 LOCK_SIZES = [4095, 4096, 4097, 5000, 64 * 1024 - 1, 300_001, (1 << 21) + 17]
 
 
-# (the lockstep scheme, no longer the default, at two of the sizes)
-CPU_SCAN_CASES = [(n, "vec") for n in LOCK_SIZES] + [(n, "lock") for n in (4097, 300_001)]
+# (the vec scheme at two of the sizes, the lockstep scheme at one: neither is the default)
+CPU_SCAN_CASES = [(n, "chain") for n in LOCK_SIZES]
+CPU_SCAN_CASES += [(n, "vec") for n in (4097, 300_001)] + [(300_001, "lock")]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, scheme", CPU_SCAN_CASES)
 def test_scan_cpu_lockstep_sub_blocks(dev, monkeypatch, dtype, n, scheme):
-    """The named operations' scan on kapi's CPU device (from 4096 elements), both schemes:
-    "vec" (blocks folded, their totals scanned, blocks scanned by vector tiles, two a
-    work-item) and "lock" (sub-blocks scanned 4 at a time in lockstep); sizes leave the last
-    work-item with fewer or shorter blocks and a tail of single elements. Every dtype,
-    inclusive and exclusive; NaN propagating through max."""
+    """The named operations' scan on kapi's CPU device (from 4096 elements), each scheme:
+    "chain" (one launch: chunks by ticket, folded, their carries by look-back, scanned by
+    vector tiles), "vec" (blocks folded, their totals scanned, blocks scanned by vector
+    tiles, two a work-item) and "lock" (sub-blocks scanned 4 at a time in lockstep); sizes
+    leave the last work-item with fewer or shorter blocks and a tail of single elements.
+    Every dtype, inclusive and exclusive; NaN propagating through max."""
     from kapi._numeric import scan as _scan
 
     monkeypatch.setattr(_scan, "SCAN_CPU", scheme)
@@ -321,14 +323,15 @@ def test_scan_cpu_lockstep_sub_blocks(dev, monkeypatch, dtype, n, scheme):
 @pytest.mark.parametrize("tiles, streams", [(1, 1), (2, 1), (4, 1), (2, 2), (1, 4)])
 @pytest.mark.parametrize("dtype", ["float32", "int8", "int64"])
 def test_scan_cpu_vec_tiles(dev, monkeypatch, dtype, tiles, streams):
-    """The vec scheme with 1, 2 or 4 tiles a step and 1, 2 or 4 blocks a work-item: blocks
-    whose length leaves tails from 0 to a step (n from 4096 up to a step past it), and 73
-    blocks (n = 300,001: work-items with empty blocks past the row's end); each element's
+    """The chain scheme (the default) with 1, 2 or 4 tiles a step and 1, 2 or 4 blocks a
+    chunk: blocks whose length leaves tails from 0 to a step (n from 4096 up to a step past
+    it), and n = 300,001 (a short last chunk, its later blocks empty); each element's
     inclusive and exclusive value as NumPy's (integers exactly), min and max too."""
     from kapi._numeric import scan as _scan
 
     if dev.device_type != "cpu":
-        pytest.skip("the vec scheme is kapi's CPU device's (GPUs scan by sub-groups)")
+        pytest.skip("the chain scheme is kapi's CPU device's (GPUs scan by sub-groups)")
+    monkeypatch.setattr(_scan, "SCAN_CPU", "chain")
     monkeypatch.setattr(_scan, "SCAN_VEC_TILES", tiles)
     monkeypatch.setattr(_scan, "SCAN_VEC_STREAMS", streams)
     step = tiles * _scan._vec_lanes(np.dtype(dtype))
@@ -345,8 +348,15 @@ def test_scan_cpu_vec_tiles(dev, monkeypatch, dtype, tiles, streams):
             _same(kapi.scan(a, op), UFUNC[op].accumulate(h))
 
 
-def test_scan_cpu_lockstep_rows(dev):
-    """Several rows (an axis): each row's sub-blocks and carries are its own."""
+@pytest.mark.parametrize("chunk", [None, 64])
+def test_scan_cpu_lockstep_rows(dev, monkeypatch, chunk):
+    """Several rows (an axis): each row's sub-blocks and carries are its own. With chunks of
+    64 bytes (chunk), the chain scheme's chunks are one step each: hundreds a row, looking
+    back over many chunks, the tickets running across the rows."""
+    from kapi._numeric import scan as _scan
+
+    if chunk:
+        monkeypatch.setattr(_scan, "SCAN_CHAIN_BYTES", chunk)
     h = _data("int64", (5, 9001), seed=3)
     a = kapi.asarray(h, device=dev)
     _same(kapi.cumsum(a, axis=1), np.cumsum(h, axis=1))
@@ -355,6 +365,36 @@ def test_scan_cpu_lockstep_rows(dev):
         kapi.scan(a, "min", axis=1, inclusive=False)[:, 1:],
         np.minimum.accumulate(h, axis=1)[:, :-1],
     )
+
+
+def test_scan_cpu_chain_threads(dev, monkeypatch):
+    """The chain scheme's work-items wait for each other's chunks (a look-back): scans from
+    four host threads at once, each with hundreds of chunks, all finish with the right
+    values (none waits on a chunk of another launch)."""
+    import threading
+
+    from kapi._numeric import scan as _scan
+
+    if dev.device_type != "cpu":
+        pytest.skip("the chain scheme is kapi's CPU device's (GPUs scan by sub-groups)")
+    monkeypatch.setattr(_scan, "SCAN_CPU", "chain")
+    monkeypatch.setattr(_scan, "SCAN_CHAIN_BYTES", 1024)
+    hs = [_data("int64", 100_003 + 7 * k, seed=k) for k in range(4)]
+    got = [None] * 4
+
+    def work(k):
+        a = kapi.asarray(hs[k], device=dev)
+        got[k] = [kapi.cumsum(a).asnumpy() for _ in range(3)]
+
+    ts = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in ts), "a chained scan did not finish"
+    for k in range(4):
+        for r in got[k]:
+            np.testing.assert_array_equal(r, np.cumsum(hs[k]))
 
 
 @pytest.mark.parametrize("groups", [3, 4096])
