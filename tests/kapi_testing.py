@@ -169,9 +169,9 @@ def host_ir_of(code: str, **env) -> str:
     return r.stderr
 
 
-def import_reduce_with(var, value):
-    """Imports kapi._numeric.reduce in a fresh process with var=value (a switch read at
-    import); its CompletedProcess."""
+def import_reduce_with(var, value, module="kapi._numeric.reduce"):
+    """Imports module (kapi._numeric.reduce) in a fresh process with var=value (a switch read
+    at import); its CompletedProcess."""
     from pathlib import Path
 
     env = {
@@ -180,7 +180,7 @@ def import_reduce_with(var, value):
         "PATH": "/usr/bin:/bin",
     }
     return subprocess.run(
-        [sys.executable, "-c", "import kapi._numeric.reduce"],
+        [sys.executable, "-c", f"import {module}"],
         env=env,
         capture_output=True,
         text=True,

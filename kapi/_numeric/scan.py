@@ -467,7 +467,14 @@ SCAN_CPU = os.environ.get("KAPI_SCAN_CPU", "chain")
 if SCAN_CPU not in ("chain", "vec", "lock"):
     raise ValueError(f"KAPI_SCAN_CPU must be 'chain', 'vec' or 'lock', not {SCAN_CPU!r}")
 SCAN_CHAIN_BYTES = int(os.environ.get("KAPI_SCAN_CPU_CHUNK", str(1 << 18)))
-SCAN_CHAIN_PIPE = os.environ.get("KAPI_SCAN_CPU_PIPE", "0") == "1"
+if SCAN_CHAIN_BYTES < 1:
+    raise ValueError(
+        f"KAPI_SCAN_CPU_CHUNK must be a positive number of bytes, not {SCAN_CHAIN_BYTES}"
+    )
+_pipe = os.environ.get("KAPI_SCAN_CPU_PIPE", "0")
+if _pipe not in ("0", "1"):
+    raise ValueError(f"KAPI_SCAN_CPU_PIPE must be 0 or 1, not {_pipe!r}")
+SCAN_CHAIN_PIPE = _pipe == "1"
 SCAN_VEC_TILES = int(os.environ.get("KAPI_SCAN_CPU_TILES", "2"))
 if SCAN_VEC_TILES not in (1, 2, 4):
     raise ValueError(f"KAPI_SCAN_CPU_TILES must be 1, 2 or 4, not {SCAN_VEC_TILES}")

@@ -3,7 +3,7 @@ reductions and accumulations (np.<ufunc>.reduce / .accumulate, np.cumsum)."""
 
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip
+from kapi_testing import devices_or_skip, import_reduce_with
 
 import kapi
 
@@ -365,6 +365,20 @@ def test_scan_cpu_lockstep_rows(dev, monkeypatch, chunk):
         kapi.scan(a, "min", axis=1, inclusive=False)[:, 1:],
         np.minimum.accumulate(h, axis=1)[:, :-1],
     )
+
+
+@pytest.mark.parametrize(
+    "var, value, says",
+    [
+        ("KAPI_SCAN_CPU", "tree", "KAPI_SCAN_CPU must be 'chain', 'vec' or 'lock', not 'tree'"),
+        ("KAPI_SCAN_CPU_CHUNK", "0", "KAPI_SCAN_CPU_CHUNK must be a positive number of bytes"),
+        ("KAPI_SCAN_CPU_PIPE", "yes", "KAPI_SCAN_CPU_PIPE must be 0 or 1, not 'yes'"),
+    ],
+)
+def test_bad_scan_switch_is_refused(var, value, says):
+    r = import_reduce_with(var, value, "kapi._numeric.scan")
+    assert r.returncode != 0
+    assert says in r.stderr
 
 
 def test_scan_cpu_chain_threads(dev, monkeypatch):
