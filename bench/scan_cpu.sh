@@ -6,10 +6,8 @@
 # - "vec-s1": each block scanned by vector tiles, one block a work-item;
 # - "vec": two blocks a work-item side by side, "vec-s4" four (KAPI_SCAN_CPU_STREAMS);
 # - "chain": one launch, chunks of 256 KiB by ticket, each folded, its carry found by look-back,
-#   then scanned while in the core's cache (KAPI_SCAN_CPU=chain, KAPI_SCAN_CPU_PIPE=0);
-#   "chain-c128", "-c512": chunks of that many KiB (KAPI_SCAN_CPU_CHUNK); "chain-s4": four
-#   blocks a chunk; "pipe": the next chunk folded while this one is scanned
-#   (KAPI_SCAN_CPU_PIPE=1), "pipe-s4", "pipe-c128", "pipe-c512" as above.
+#   then scanned while in the core's cache (KAPI_SCAN_CPU=chain); "chain-c128", "-c512": chunks
+#   of that many KiB (KAPI_SCAN_CPU_CHUNK); "chain-s1", "-s4": blocks a chunk.
 # CHAIN=1 runs vec and the chain variants (the default list: lock and the vec variants).
 #   run(command="bash bench/scan_cpu.sh", carry=["kapi/_lib", ".carry/debs"])
 # VARIANTS replaces the list (NAME:VAR=VALUE+VAR=VALUE ...); LOG2N (default 24); T: the time
@@ -23,11 +21,10 @@ args=()
 list="lock:KAPI_SCAN_CPU=lock vec-s1:KAPI_SCAN_CPU=vec+KAPI_SCAN_CPU_STREAMS=1 vec:KAPI_SCAN_CPU=vec"
 list+=" vec-s4:KAPI_SCAN_CPU=vec+KAPI_SCAN_CPU_STREAMS=4"
 if [ "${CHAIN:-0}" = 1 ]; then
-  c=KAPI_SCAN_CPU=chain+KAPI_SCAN_CPU_PIPE=0
-  d=KAPI_SCAN_CPU=chain+KAPI_SCAN_CPU_PIPE=1
-  list="vec:KAPI_SCAN_CPU=vec chain:$c chain-s4:$c+KAPI_SCAN_CPU_STREAMS=4"
-  list+=" chain-c512:$c+KAPI_SCAN_CPU_CHUNK=524288 pipe:$d pipe-s4:$d+KAPI_SCAN_CPU_STREAMS=4"
-  list+=" pipe-c128:$d+KAPI_SCAN_CPU_CHUNK=131072 pipe-c512:$d+KAPI_SCAN_CPU_CHUNK=524288"
+  c=KAPI_SCAN_CPU=chain
+  list="vec:KAPI_SCAN_CPU=vec chain:$c chain-s1:$c+KAPI_SCAN_CPU_STREAMS=1"
+  list+=" chain-s4:$c+KAPI_SCAN_CPU_STREAMS=4 chain-c128:$c+KAPI_SCAN_CPU_CHUNK=131072"
+  list+=" chain-c512:$c+KAPI_SCAN_CPU_CHUNK=524288"
 fi
 for v in ${VARIANTS:-$list}; do
   args+=(--variant "$v")

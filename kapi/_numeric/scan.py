@@ -471,10 +471,6 @@ if SCAN_CHAIN_BYTES < 1:
     raise ValueError(
         f"KAPI_SCAN_CPU_CHUNK must be a positive number of bytes, not {SCAN_CHAIN_BYTES}"
     )
-_pipe = os.environ.get("KAPI_SCAN_CPU_PIPE", "0")
-if _pipe not in ("0", "1"):
-    raise ValueError(f"KAPI_SCAN_CPU_PIPE must be 0 or 1, not {_pipe!r}")
-SCAN_CHAIN_PIPE = _pipe == "1"
 SCAN_VEC_TILES = int(os.environ.get("KAPI_SCAN_CPU_TILES", "2"))
 if SCAN_VEC_TILES not in (1, 2, 4):
     raise ValueError(f"KAPI_SCAN_CPU_TILES must be 1, 2 or 4, not {SCAN_VEC_TILES}")
@@ -595,73 +591,69 @@ def _fold_blocks_source(u: int, streams: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fold_blocks(u: int, streams: int, pad: str, lo: str = "i", hi: str = "e", row: str = "row"):
-    """Folds blocks 0..streams-1 (block b from {lo}{b} to {hi}{b}) into acc{b}, u
-    accumulators each (from Z, the exact identity), a step of each in turn while all have
-    one (_fold_init, then _fold_loops)."""
-    return _fold_init(u, streams, pad, lo) + _fold_loops(u, streams, pad, hi, row)
-
-
-def _fold_init(u: int, streams: int, pad: str, lo: str) -> list[str]:
-    """The fold's running places j{b} (from {lo}{b}) and accumulators a{b}_k (from Z)."""
-    lines = []
-    for b in range(streams):
-        lines.append(f"{pad}j{b} = {lo}{b}")
-        lines += [f"{pad}a{b}_{k} = Z" for k in range(u)]
-    return lines
-
-
-def _fold_step(u: int, blocks, pad: str, row: str, times: int = 1) -> list[str]:
-    """`times` steps of u elements of each block in `blocks`, into its u accumulators."""
-    lines = []
-    for b in blocks:
-        for s in range(times):
-            lines += [
-                f"{pad}a{b}_{k} = OP(a{b}_{k}, x[{row}, j{b} + {s * u + k}])" for k in range(u)
-            ]
-        lines.append(f"{pad}j{b} += {u * times}")
-    return lines
-
-
-def _fold_loops(u: int, streams: int, pad: str, hi: str, row: str) -> list[str]:
-    """The rest of the fold from j{b} to {hi}{b}: steps of all blocks while the last (the
-    shortest) has one, then each block's own steps, its accumulators combined into acc{b}
-    and its last elements one by one."""
+def _fold_blocks(u: int, streams: int, pad: str) -> list[str]:
+    """Folds blocks 0..streams-1 (block b from i{b} to e{b}, leaving i{b} alone) into acc{b},
+    u accumulators each (from Z, the exact identity), a step of each in turn while all have
+    one."""
     inner = pad + "    "
-    lines = [f"{pad}while j{streams - 1} + {u} <= {hi}{streams - 1}:"]
-    lines += _fold_step(u, range(streams), inner, row)
+    lines = []
     for b in range(streams):
-        lines.append(f"{pad}while j{b} + {u} <= {hi}{b}:")
-        lines += _fold_step(u, [b], inner, row)
+        lines.append(f"{pad}j{b} = i{b}")
+        lines += [f"{pad}a{b}_{k} = Z" for k in range(u)]
+
+    def step(blocks):
+        out = []
+        for b in blocks:
+            out += [f"{inner}a{b}_{k} = OP(a{b}_{k}, x[row, j{b} + {k}])" for k in range(u)]
+            out.append(f"{inner}j{b} += {u}")
+        return out
+
+    lines.append(f"{pad}while j{streams - 1} + {u} <= e{streams - 1}:")
+    lines += step(range(streams))
+    for b in range(streams):
+        lines.append(f"{pad}while j{b} + {u} <= e{b}:")
+        lines += step([b])
         names = [f"a{b}_{k}" for k in range(u)]
         while len(names) > 1:  # the upper half into the lower, as the vector's halves
             h = len(names) // 2
             names = [f"OP({names[k]}, {names[k + h]})" for k in range(h)]
         lines += [
             f"{pad}acc{b} = {names[0]}",
-            f"{pad}while j{b} < {hi}{b}:",
-            f"{inner}acc{b} = OP(acc{b}, x[{row}, j{b}])",
+            f"{pad}while j{b} < e{b}:",
+            f"{inner}acc{b} = OP(acc{b}, x[row, j{b}])",
             f"{inner}j{b} += 1",
         ]
     return lines
 
 
-_M63 = "0x7FFFFFFFFFFFFFFF"
+def _chain_source(v: int, excl: bool, u: int, streams: int) -> str:
+    """The chain scheme's kernel (one launch): each work-item takes chunks by ticket (st[TOT],
+    int32), folds its chunk's `streams` blocks (v accumulators each: one vector), publishes
+    the chunk's total and finds its carry (_chain_carry), then scans its blocks (_vec_blocks,
+    u tiles of v a step) from that carry, while the chunk is still in its core's cache."""
+    m = "0x7FFFFFFFFFFFFFFF"
+    p = " " * 8
+    ticket = "np.int64(K.AtomicRef(st, TOT).fetch_add(np.int32(1)))"
+    lines = [
+        "def _scan_chain(item, x, out, st, agg, inc, n, C, TC, TOT, Z, pre0):",
+        f"    nn = n & {m}",
+        f"    CC = C & {m}",
+        f"    BB = CC // {streams}",
+        f"    t = {ticket}",
+        "    while t < TOT:",
+        f"{p}row = t // TC",
+        f"{p}ch = t - row * TC",
+    ]
+    for b in range(streams):  # (masked: the vectoriser needs places it knows are >= 0)
+        lines += [f"{p}i{b} = min(nn, (ch * CC + {b} * BB) & {m})", f"{p}e{b} = min(nn, i{b} + BB)"]
+    lines += _fold_blocks(v, streams, p)
+    lines += _chain_carry(streams, p)
+    lines += _vec_blocks(v, excl, u, streams, p)
+    lines.append(f"{p}t = {ticket}")
+    return "\n".join(lines) + "\n"
 
 
-def _chunk_blocks(streams: int, pad: str, lo: str, hi: str, ch: str) -> list[str]:
-    """The bounds {lo}{b}, {hi}{b} of chunk ch's blocks (CC elements a chunk, BB a block,
-    cut at the row's end nn)."""
-    lines = []
-    for b in range(streams):
-        lines += [
-            f"{pad}{lo}{b} = min(nn, ({ch} * CC + {b} * BB) & {_M63})",
-            f"{pad}{hi}{b} = min(nn, {lo}{b} + BB)",
-        ]
-    return lines
-
-
-def _chain_publish(streams: int, pad: str, t: str, ch: str) -> list[str]:
+def _chain_carry(streams: int, p: str) -> list[str]:
     """Chunk t (place ch in its row), its blocks' totals in acc{b}: publishes its total
     (agg[t], then st[t] = 1), looks back over the chunks before it in its row for the fold
     of all before it (adding totals until a chunk with an inclusive value: st = 2, in inc),
@@ -672,18 +664,17 @@ def _chain_publish(streams: int, pad: str, t: str, ch: str) -> list[str]:
     tot = "acc0"
     for b in range(1, streams):
         tot = f"OP({tot}, acc{b})"
-    p = pad
     lines = [
         f"{p}a = {tot}",
         f"{p}c0 = pre0",
-        f"{p}if {ch} == 0:",
-        f"{p}    inc[{t}] = a",
-        f"{p}    K.AtomicRef(st, {t}, {rel}).store(np.int32(2))",
+        f"{p}if ch == 0:",
+        f"{p}    inc[t] = a",
+        f"{p}    K.AtomicRef(st, t, {rel}).store(np.int32(2))",
         f"{p}else:",
-        f"{p}    agg[{t}] = a",
-        f"{p}    K.AtomicRef(st, {t}, {rel}).store(np.int32(1))",
+        f"{p}    agg[t] = a",
+        f"{p}    K.AtomicRef(st, t, {rel}).store(np.int32(1))",
         f"{p}    P = Z",
-        f"{p}    j = {t} - 1",
+        f"{p}    j = t - 1",
         f"{p}    f = np.int32(1)",
         f"{p}    while f == 1:",
         f"{p}        f = K.AtomicRef(st, j, {acq}).load()",
@@ -694,73 +685,13 @@ def _chain_publish(streams: int, pad: str, t: str, ch: str) -> list[str]:
         f"{p}        else:",
         f"{p}            P = OP(agg[j], P)",
         f"{p}            j -= 1",
-        f"{p}    inc[{t}] = OP(P, a)",
-        f"{p}    K.AtomicRef(st, {t}, {rel}).store(np.int32(2))",
+        f"{p}    inc[t] = OP(P, a)",
+        f"{p}    K.AtomicRef(st, t, {rel}).store(np.int32(2))",
         f"{p}    c0 = P",
     ]
     for b in range(1, streams):
         lines.append(f"{p}c{b} = OP(c{b - 1}, acc{b - 1})")
     return lines
-
-
-_CHAIN_HEAD = [
-    "def _scan_chain(item, x, out, st, agg, inc, n, C, TC, TOT, Z, pre0):",
-    f"    nn = n & {_M63}",
-    f"    CC = C & {_M63}",
-    "    BB = CC // STREAMS",
-    "    t = np.int64(K.AtomicRef(st, TOT).fetch_add(np.int32(1)))",
-]
-_TICKET = "np.int64(K.AtomicRef(st, TOT).fetch_add(np.int32(1)))"
-
-
-def _chain_source(v: int, excl: bool, u: int, uf: int, streams: int) -> str:
-    """The chain scheme's kernel (one launch): each work-item takes chunks by ticket (st[TOT],
-    int32), folds its chunk's `streams` blocks (uf accumulators each), publishes its total
-    and finds its carry (_chain_publish), then scans its blocks (_vec_blocks, u tiles of v a
-    step) from that carry, while the chunk is still in its core's cache."""
-    p = " " * 8
-    lines = [ln.replace("STREAMS", str(streams)) for ln in _CHAIN_HEAD]
-    lines += ["    while t < TOT:", f"{p}row = t // TC", f"{p}ch = t - row * TC"]
-    lines += _chunk_blocks(streams, p, "i", "e", "ch")
-    lines += _fold_blocks(uf, streams, p)
-    lines += _chain_publish(streams, p, "t", "ch")
-    lines += _vec_blocks(v, excl, u, streams, p)
-    lines.append(f"{p}t = {_TICKET}")
-    return "\n".join(lines) + "\n"
-
-
-def _chain_pipe_source(v: int, excl: bool, u: int, streams: int) -> str:
-    """The chain scheme's kernel, pipelined (SCAN_CHAIN_PIPE): as _chain_source, but a
-    work-item takes its next chunk's ticket before it scans its current chunk and folds the
-    next chunk's blocks in the same loop as it scans the current one's (v accumulators a
-    block, u tiles a step), so that a core has the next chunk's reads from memory in flight
-    while it writes the current one's values (the fold never waits: only the look-back
-    does, after both)."""
-    p = " " * 8
-    q = p + "    "
-    step = u * v
-    lines = [ln.replace("STREAMS", str(streams)) for ln in _CHAIN_HEAD]
-    lines += ["    if t < TOT:", f"{p}row = t // TC", f"{p}ch = t - row * TC"]
-    lines += _chunk_blocks(streams, p, "f", "g", "ch")
-    lines += _fold_blocks(v, streams, p, "f", "g")
-    lines += _chain_publish(streams, p, "t", "ch")
-    lines += ["    while t < TOT:"]
-    lines += [f"{p}i{b} = f{b}\n{p}e{b} = g{b}" for b in range(streams)]
-    lines += [f"{p}tn = {_TICKET}", f"{p}rn = tn // TC", f"{p}cn = tn - rn * TC"]
-    lines += _chunk_blocks(streams, p, "f", "g", "cn")
-    lines.append(f"{p}if tn >= TOT:")
-    lines += [f"{q}g{b} = f{b}" for b in range(streams)]
-    lines += _fold_init(v, streams, p, "f")
-    last = streams - 1
-    lines.append(f"{p}while i{last} + {step} <= e{last} and j{last} + {step} <= g{last}:")
-    lines += _vec_step(v, excl, u, range(streams), q)
-    lines += _fold_step(v, range(streams), q, "rn", u)
-    lines += _vec_blocks(v, excl, u, streams, p)
-    lines += _fold_loops(v, streams, p, "g", "rn")
-    lines.append(f"{p}if tn < TOT:")
-    lines += _chain_publish(streams, q, "tn", "cn")
-    lines += [f"{p}t = tn", f"{p}row = rn"]
-    return "\n".join(lines) + "\n"
 
 
 _CLEAR_SRC = """
@@ -791,10 +722,7 @@ def _scan_chain(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     agg = Array._allocate((tot,), dt, q, ut)
     inc = Array._allocate((tot,), dt, q, ut)
     env = {"OP": fn}
-    if SCAN_CHAIN_PIPE:
-        src = _chain_pipe_source(v, excl, SCAN_VEC_TILES, S)
-    else:
-        src = _chain_source(v, excl, SCAN_VEC_TILES, wide_unroll(key, dt), S)
+    src = _chain_source(v, excl, SCAN_VEC_TILES, S)
     kc = kernel_of(src, "_scan_chain", env, key)
     call_kernel(kernel_of(_CLEAR_SRC, "_scan_clear", {}), Range(tot + 1), st)
     z = _lane_identity(key, dt)

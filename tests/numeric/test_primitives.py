@@ -372,7 +372,6 @@ def test_scan_cpu_lockstep_rows(dev, monkeypatch, chunk):
     [
         ("KAPI_SCAN_CPU", "tree", "KAPI_SCAN_CPU must be 'chain', 'vec' or 'lock', not 'tree'"),
         ("KAPI_SCAN_CPU_CHUNK", "0", "KAPI_SCAN_CPU_CHUNK must be a positive number of bytes"),
-        ("KAPI_SCAN_CPU_PIPE", "yes", "KAPI_SCAN_CPU_PIPE must be 0 or 1, not 'yes'"),
     ],
 )
 def test_bad_scan_switch_is_refused(var, value, says):
