@@ -2,13 +2,12 @@
 # kapi.cumsum of 2^24 float32 on the GPU machine's 16 Xeon cores (kapi's CPU device) beside the
 # triad in the same process (bench/primitives.py: every result checked against NumPy), each
 # scheme of the CPU scan in its own process, in turn, ROUNDS times (default 2):
-# - "lock": four sub-blocks a work-item scanned element by element in lockstep (before);
-# - "vec-s1": each block scanned by vector tiles, one block a work-item;
-# - "vec": two blocks a work-item side by side, "vec-s4" four (KAPI_SCAN_CPU_STREAMS);
-# - "chain": one launch, chunks of 256 KiB by ticket, each folded, its carry found by look-back,
-#   then scanned while in the core's cache (KAPI_SCAN_CPU=chain); "chain-c128", "-c512": chunks
-#   of that many KiB (KAPI_SCAN_CPU_CHUNK); "chain-s1", "-s4": blocks a chunk.
-# CHAIN=1 runs vec and the chain variants (the default list: lock and the vec variants).
+# - "vec": two launches, blocks folded, then scanned by vector tiles, two blocks a work-item side
+#   by side (KAPI_SCAN_CPU=vec);
+# - "chain" (the default): one launch, chunks of 256 KiB by ticket, each folded, its carry found
+#   by look-back, then scanned while in the core's cache; "chain-c128", "-c512": chunks of that
+#   many KiB (KAPI_SCAN_CPU_CHUNK); "chain-s1", "-s4": one or four blocks a chunk
+#   (KAPI_SCAN_CPU_STREAMS).
 #   run(command="bash bench/scan_cpu.sh", carry=["kapi/_lib", ".carry/debs"])
 # VARIANTS replaces the list (NAME:VAR=VALUE+VAR=VALUE ...); LOG2N (default 24); T: the time
 # limit in seconds (default 150).
@@ -18,14 +17,10 @@ cd "$(dirname "$0")/.."
 export KAPI_DRIVERS=cpu
 echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 args=()
-list="lock:KAPI_SCAN_CPU=lock vec-s1:KAPI_SCAN_CPU=vec+KAPI_SCAN_CPU_STREAMS=1 vec:KAPI_SCAN_CPU=vec"
-list+=" vec-s4:KAPI_SCAN_CPU=vec+KAPI_SCAN_CPU_STREAMS=4"
-if [ "${CHAIN:-0}" = 1 ]; then
-  c=KAPI_SCAN_CPU=chain
-  list="vec:KAPI_SCAN_CPU=vec chain:$c chain-s1:$c+KAPI_SCAN_CPU_STREAMS=1"
-  list+=" chain-s4:$c+KAPI_SCAN_CPU_STREAMS=4 chain-c128:$c+KAPI_SCAN_CPU_CHUNK=131072"
-  list+=" chain-c512:$c+KAPI_SCAN_CPU_CHUNK=524288"
-fi
+c=KAPI_SCAN_CPU=chain
+list="vec:KAPI_SCAN_CPU=vec chain:$c chain-s1:$c+KAPI_SCAN_CPU_STREAMS=1"
+list+=" chain-s4:$c+KAPI_SCAN_CPU_STREAMS=4 chain-c128:$c+KAPI_SCAN_CPU_CHUNK=131072"
+list+=" chain-c512:$c+KAPI_SCAN_CPU_CHUNK=524288"
 for v in ${VARIANTS:-$list}; do
   args+=(--variant "$v")
 done

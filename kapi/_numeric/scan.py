@@ -13,9 +13,10 @@ plain reduction of each segment (four strided accumulators per work-item, no bar
 An exclusive scan writes each inclusive value one place to the right and the identity first.
 On kapi's CPU device each work-item scans contiguous blocks sequentially instead (no
 barriers): for the named operations, phase 1 folds blocks with several accumulators and
-phase 3 scans each block a vector tile at a time (_vec_source; or, KAPI_SCAN_CPU=lock, four
-sub-blocks in lockstep, _SCAN_LOCK_SRC); a device function's scan keeps one block and one
-chain per work-item, in order.
+phase 3 scans each block a vector tile at a time (_vec_source; by default both phases in one
+launch, each chunk scanned right after it is folded, its carry found by look-back:
+_chain_source); a device function's scan keeps one block and one chain per work-item, in
+order.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from .primitives import (
     check_array,
     cpu_blocks,
     cpu_range,
-    fold_wide_source,
     from_rows,
     kernel_of,
     named_identity,
@@ -359,113 +359,37 @@ def _scan_serial_apply(item, x, out, pre, n, B, ident, EXCL):
         out[row, 0] = ident
 """
 
-# kapi's CPU device, the named operations (commutative, with an identity): the row is cut into
-# sub-blocks of S elements; phase 1 folds each (_FOLD_WIDE_SRC: several accumulators, at
-# reduction speed), the sub-blocks' totals are scanned exclusively, and each work-item then
-# scans LOCK consecutive sub-blocks in lockstep, one element of each per step: LOCK independent
-# chains (one chain is bound by the operation's latency, 4 cycles a float add), each from its
-# sub-block's carry. Sub-blocks past the row's end have no elements (the last work-item's
-# tails are shorter: its later chains stop first).
-SCAN_LOCK = 4
-_SCAN_LOCK_SRC = """
-def _scan_lock(item, x, out, pre, n, S, TB, ident, EXCL):
-    row = item.get_global_id(0)
-    w = item.get_global_id(1)
-    nn = n & 0x7FFFFFFFFFFFFFFF
-    SS = S & 0x7FFFFFFFFFFFFFFF
-    b = w * LOCK
-HEAD
-    m = 0
-    while m < l{last}:
-STEP
-        m += 1
-TAILS
-    if EXCL != 0 and w == 0:
-        out[row, 0] = ident
-"""
-
-
-def _lock_source(u: int) -> str:
-    head, step, tails = [], [], []
-    for k in range(u):
-        head += [
-            f"    s{k} = (b + {k}) * SS",
-            f"    c{k} = pre[row, min(b + {k}, TB - 1)]",
-            f"    l{k} = max(0, min(nn, s{k} + SS) - s{k})",
-        ]
-
-    def body(k, pad):
-        return [
-            f"{pad}c{k} = OP(c{k}, x[row, s{k} + m])",
-            f"{pad}if EXCL == 0:",
-            f"{pad}    out[row, s{k} + m] = c{k}",
-            f"{pad}elif s{k} + m + 1 < nn:",
-            f"{pad}    out[row, s{k} + m + 1] = c{k}",
-        ]
-
-    for k in range(u):
-        step += body(k, " " * 8)
-    for k in range(u - 1):
-        tails += [f"    m = l{u - 1}", f"    while m < l{k}:"] + body(k, " " * 8)
-        tails.append("        m += 1")
-    src = _SCAN_LOCK_SRC.replace("HEAD", "\n".join(head)).replace("STEP", "\n".join(step))
-    src = src.replace("TAILS", "\n".join(tails)).replace("{last}", str(u - 1))
-    return src.replace("LOCK", str(u))
-
-
-def _scan_lockstep(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
-    from .replay import launch as call_kernel  # recorded while a plan is traced
-
-    rows, n = x2.shape
-    u = SCAN_LOCK
-    W, _ = cpu_blocks(x2, n, 4096)
-    S = -(-n // (W * u))
-    # an odd number of cache lines apart: the 2 * LOCK streams of a work-item at a power of
-    # two apart fell in the same L1 sets (LOCK 8 ran several times slower than 4)
-    isz = x2.dtype.itemsize
-    lines = -(-S * isz // 64)
-    S = (lines + 1 - lines % 2) * 64 // isz
-    TB = -(-n // S)  # sub-blocks with elements
-    W = -(-TB // u)
-    q, ut = x2.sycl_queue, x2.usm_type
-    dt = x2.dtype
-    env = {"OP": fn}
-    sums = Array._allocate((rows, TB), dt, q, ut)
-    pre = Array._allocate((rows, TB), dt, q, ut)
-    kf = kernel_of(fold_wide_source(wide_unroll(key, dt)), "_fold_wide", env, key)
-    kl = kernel_of(_lock_source(u), "_scan_lock", env, key)
-    for r0 in range(0, rows, _MAX_ROWS):
-        r1 = min(rows, r0 + _MAX_ROWS)
-        call_kernel(kf, cpu_range(r1 - r0, TB), x2[r0:r1], sums[r0:r1], np.int64(n), np.int64(S))
-    _scan_rows(sums, pre, fn, key, True, ident)
-    for r0 in range(0, rows, _MAX_ROWS):
-        r1 = min(rows, r0 + _MAX_ROWS)
-        call_kernel(
-            kl, cpu_range(r1 - r0, W), x2[r0:r1], out[r0:r1], pre[r0:r1], np.int64(n),
-            np.int64(S), np.int64(TB), dt.type(ident), np.int32(excl),
-        )  # fmt: skip
-
-
-# kapi's CPU device, the named operations, "vec" scheme (KAPI_SCAN_CPU, read at import; the
-# default): each work-item folds its blocks (_fold_blocks_source), the blocks' totals are
-# scanned exclusively, and each work-item then scans its blocks a tile of V elements at a
-# time: the tile's own scan by log2(V) steps of V independent operations each (Kogge-Stone,
-# written out so that the SLP vectoriser makes each step one vector operation on a shuffled
-# copy), then the carry from the tiles before folded into every element at once. Lanes
-# without a partner take Z, the operation's exact identity (float add: -0.0, which leaves
-# every value as it is), passed as an argument so that InstCombine cannot drop those lanes'
-# operations and the steps stay uniform for the vectoriser. KAPI_SCAN_CPU_TILES tiles a step
-# (2 by default) share one operation on the carry's chain; KAPI_SCAN_CPU_STREAMS blocks (2 by
-# default) a work-item folds and scans side by side, so that a core has two read streams
-# (and two write streams) in flight. The lockstep scheme ("lock") ran one element per 3-4
-# cycles on a core, its four chains bound by the operation's latency. On the GPU machine's
-# 16 Xeon cores, cumsum of 2^24 float32: lock 1.86-2.56 ms, vec with one stream 1.55-1.81,
-# with two 1.25-1.68 (bench/scan_cpu.sh, bench/RESULTS.md). A tiled form (stretches of a
-# block per core, each folded and then scanned from that core's L2 in a second launch, to
-# read x once) lost there: 1.84-2.41 ms.
+# kapi's CPU device, the named operations (commutative, with an identity; KAPI_SCAN_CPU, read
+# at import). Both schemes scan a block a tile of V elements (one vector) at a time: the
+# tile's own scan by log2(V) steps of V independent operations each (Kogge-Stone, written out
+# so that the SLP vectoriser makes each step one vector operation on a shuffled copy), then
+# the carry from the tiles before folded into every element at once. Lanes without a partner
+# take Z, the operation's exact identity (float add: -0.0, which leaves every value as it
+# is), passed as an argument so that InstCombine cannot drop those lanes' operations and the
+# steps stay uniform for the vectoriser. KAPI_SCAN_CPU_TILES tiles a step (2 by default) share
+# one operation on the carry's chain; KAPI_SCAN_CPU_STREAMS blocks (2 by default) are folded
+# and scanned side by side, so that a core has two read streams (and two write streams) in
+# flight.
+# - "chain" (the default, _scan_chain): one launch of a work-item per core, each taking
+#   chunks of a row (KAPI_SCAN_CPU_CHUNK bytes at most, 256 KiB) by an atomic ticket: it folds
+#   the chunk's blocks, publishes the chunk's total and finds the fold of the chunks before it
+#   by looking back over their published totals (decoupled look-back), then scans the chunk
+#   while it is still in its core's cache. x is read from memory once and written once.
+#   Work-items wait for one another, which kapi's CPU device allows here: a work-group, once
+#   started, runs to its end on one pool thread, a ticket goes only to a running one, and the
+#   chunk it waits for has a smaller ticket (its holder waits only on smaller ones still).
+# - "vec" (_scan_vec): two launches: every work-item folds its blocks, the blocks' totals are
+#   scanned, then every work-item scans its blocks (x read twice from memory).
+# cumsum of 2^24 float32: on the dev box's 2 Zen 4 cores vec 5.3-5.5 ms, chain 3.9; on the GPU
+# machine's 16 Xeon cores vec 1.19-1.81 ms, chain 1.11-1.96 over noisy processes
+# (bench/scan_cpu.sh, bench/RESULTS.md), where each core's own rate of misses is the limit.
+# Before both, four sub-blocks a work-item were scanned element by element in lockstep (one
+# element per 3-4 cycles, four chains bound by the operation's latency: 1.86-2.56 ms there),
+# and a tiled form (a block per core folded, then scanned from that core's L2 in a second
+# launch) lost: 1.84-2.41 ms.
 SCAN_CPU = os.environ.get("KAPI_SCAN_CPU", "chain")
-if SCAN_CPU not in ("chain", "vec", "lock"):
-    raise ValueError(f"KAPI_SCAN_CPU must be 'chain', 'vec' or 'lock', not {SCAN_CPU!r}")
+if SCAN_CPU not in ("chain", "vec"):
+    raise ValueError(f"KAPI_SCAN_CPU must be 'chain' or 'vec', not {SCAN_CPU!r}")
 SCAN_CHAIN_BYTES = int(os.environ.get("KAPI_SCAN_CPU_CHUNK", str(1 << 18)))
 if SCAN_CHAIN_BYTES < 1:
     raise ValueError(
@@ -762,7 +686,7 @@ def _scan_vec(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
         )  # fmt: skip
 
 
-_CPU_SCANS = {"chain": _scan_chain, "vec": _scan_vec, "lock": _scan_lockstep}
+_CPU_SCANS = {"chain": _scan_chain, "vec": _scan_vec}
 SCAN = None  # "subgroup" (GPUs), "group" or "serial" (kapi's CPU device); None: by device
 
 
