@@ -56,10 +56,11 @@ test-c:
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # pytest-xdist spreads the tests over the cores (kernel compiles are most of their time); the
-# workers share the disk cache. PYTEST_JOBS=0 runs them in this process.
+# workers share the disk cache. PYTEST_JOBS=0 runs them in this process. The 30 slowest tests
+# are listed at the end, to keep the suite's time in view.
 PYTEST_JOBS ?= $(JOBS)
 test-py:
-	$(PY) -m pytest -q -n $(PYTEST_JOBS) tests
+	$(PY) -m pytest -q -n $(PYTEST_JOBS) --durations=30 tests
 
 # The MPI samples with two ranks (mpi4py and MPICH's mpiexec come from requirements.txt): a heat
 # stencil with halo exchange and distributed reductions, each checked against one NumPy process.
