@@ -395,6 +395,10 @@ if SCAN_CHAIN_BYTES < 1:
     raise ValueError(
         f"KAPI_SCAN_CPU_CHUNK must be a positive number of bytes, not {SCAN_CHAIN_BYTES}"
     )
+_ahead = os.environ.get("KAPI_SCAN_CPU_AHEAD", "0")
+if _ahead not in ("0", "1"):
+    raise ValueError(f"KAPI_SCAN_CPU_AHEAD must be 0 or 1, not {_ahead!r}")
+SCAN_CHAIN_AHEAD = _ahead == "1"
 SCAN_VEC_TILES = int(os.environ.get("KAPI_SCAN_CPU_TILES", "2"))
 if SCAN_VEC_TILES not in (1, 2, 4):
     raise ValueError(f"KAPI_SCAN_CPU_TILES must be 1, 2 or 4, not {SCAN_VEC_TILES}")
@@ -515,37 +519,63 @@ def _fold_blocks_source(u: int, streams: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fold_blocks(u: int, streams: int, pad: str) -> list[str]:
-    """Folds blocks 0..streams-1 (block b from i{b} to e{b}, leaving i{b} alone) into acc{b},
-    u accumulators each (from Z, the exact identity), a step of each in turn while all have
-    one."""
+def _fold_blocks(u: int, streams: int, pad: str, row="row", lo="i", hi="e", acc="acc"):
+    """Folds blocks 0..streams-1 of row `row` (block b from {lo}{b} to {hi}{b}, leaving
+    {lo}{b} alone) into {acc}{b}, u accumulators each (from Z, the exact identity), a step of
+    each in turn while all have one."""
     inner = pad + "    "
     lines = []
     for b in range(streams):
-        lines.append(f"{pad}j{b} = i{b}")
+        lines.append(f"{pad}j{b} = {lo}{b}")
         lines += [f"{pad}a{b}_{k} = Z" for k in range(u)]
 
     def step(blocks):
         out = []
         for b in blocks:
-            out += [f"{inner}a{b}_{k} = OP(a{b}_{k}, x[row, j{b} + {k}])" for k in range(u)]
+            out += [f"{inner}a{b}_{k} = OP(a{b}_{k}, x[{row}, j{b} + {k}])" for k in range(u)]
             out.append(f"{inner}j{b} += {u}")
         return out
 
-    lines.append(f"{pad}while j{streams - 1} + {u} <= e{streams - 1}:")
+    lines.append(f"{pad}while j{streams - 1} + {u} <= {hi}{streams - 1}:")
     lines += step(range(streams))
     for b in range(streams):
-        lines.append(f"{pad}while j{b} + {u} <= e{b}:")
+        lines.append(f"{pad}while j{b} + {u} <= {hi}{b}:")
         lines += step([b])
         names = [f"a{b}_{k}" for k in range(u)]
         while len(names) > 1:  # the upper half into the lower, as the vector's halves
             h = len(names) // 2
             names = [f"OP({names[k]}, {names[k + h]})" for k in range(h)]
         lines += [
-            f"{pad}acc{b} = {names[0]}",
-            f"{pad}while j{b} < e{b}:",
-            f"{inner}acc{b} = OP(acc{b}, x[row, j{b}])",
+            f"{pad}{acc}{b} = {names[0]}",
+            f"{pad}while j{b} < {hi}{b}:",
+            f"{inner}{acc}{b} = OP({acc}{b}, x[{row}, j{b}])",
             f"{inner}j{b} += 1",
+        ]
+    return lines
+
+
+_M63 = "0x7FFFFFFFFFFFFFFF"
+_TICKET = "np.int64(K.AtomicRef(st, TOT).fetch_add(np.int32(1)))"
+
+
+def _chain_head(streams: int) -> list[str]:
+    return [
+        "def _scan_chain(item, x, out, st, agg, inc, n, C, TC, TOT, Z, pre0):",
+        f"    nn = n & {_M63}",
+        f"    CC = C & {_M63}",
+        f"    BB = CC // {streams}",
+        f"    t = {_TICKET}",
+    ]
+
+
+def _chunk(streams: int, p: str, t: str, row: str, ch: str, lo: str, hi: str) -> list[str]:
+    """Chunk t's row, place in its row (ch) and blocks' bounds {lo}{b}, {hi}{b} (masked:
+    the vectoriser needs places it knows are >= 0)."""
+    lines = [f"{p}{row} = {t} // TC", f"{p}{ch} = {t} - {row} * TC"]
+    for b in range(streams):
+        lines += [
+            f"{p}{lo}{b} = min(nn, ({ch} * CC + {b} * BB) & {_M63})",
+            f"{p}{hi}{b} = min(nn, {lo}{b} + BB)",
         ]
     return lines
 
@@ -553,52 +583,83 @@ def _fold_blocks(u: int, streams: int, pad: str) -> list[str]:
 def _chain_source(v: int, excl: bool, u: int, streams: int) -> str:
     """The chain scheme's kernel (one launch): each work-item takes chunks by ticket (st[TOT],
     int32), folds its chunk's `streams` blocks (v accumulators each: one vector), publishes
-    the chunk's total and finds its carry (_chain_carry), then scans its blocks (_vec_blocks,
-    u tiles of v a step) from that carry, while the chunk is still in its core's cache."""
-    m = "0x7FFFFFFFFFFFFFFF"
+    the chunk's total (_chain_publish) and finds its carry (_chain_carry), then scans its
+    blocks (_vec_blocks, u tiles of v a step) from that carry, while the chunk is still in
+    its core's cache."""
     p = " " * 8
-    ticket = "np.int64(K.AtomicRef(st, TOT).fetch_add(np.int32(1)))"
-    lines = [
-        "def _scan_chain(item, x, out, st, agg, inc, n, C, TC, TOT, Z, pre0):",
-        f"    nn = n & {m}",
-        f"    CC = C & {m}",
-        f"    BB = CC // {streams}",
-        f"    t = {ticket}",
-        "    while t < TOT:",
-        f"{p}row = t // TC",
-        f"{p}ch = t - row * TC",
-    ]
-    for b in range(streams):  # (masked: the vectoriser needs places it knows are >= 0)
-        lines += [f"{p}i{b} = min(nn, (ch * CC + {b} * BB) & {m})", f"{p}e{b} = min(nn, i{b} + BB)"]
+    lines = _chain_head(streams) + ["    while t < TOT:"]
+    lines += _chunk(streams, p, "t", "row", "ch", "i", "e")
     lines += _fold_blocks(v, streams, p)
-    lines += _chain_carry(streams, p)
+    lines += _chain_publish(streams, p, "t", "ch", "acc")
+    lines += _chain_carry(streams, p, "t", "ch", "acc")
     lines += _vec_blocks(v, excl, u, streams, p)
-    lines.append(f"{p}t = {ticket}")
+    lines.append(f"{p}t = {_TICKET}")
     return "\n".join(lines) + "\n"
 
 
-def _chain_carry(streams: int, p: str) -> list[str]:
-    """Chunk t (place ch in its row), its blocks' totals in acc{b}: publishes its total
-    (agg[t], then st[t] = 1), looks back over the chunks before it in its row for the fold
-    of all before it (adding totals until a chunk with an inclusive value: st = 2, in inc),
-    publishes its own inclusive value (st[t] = 2) and sets the blocks' carries c{b}. A
-    row's first chunk takes pre0 (the scan's identity) as its carry."""
+def _chain_ahead_source(v: int, excl: bool, u: int, streams: int) -> str:
+    """The chain scheme's kernel folding a chunk ahead (SCAN_CHAIN_AHEAD): a work-item folds
+    and publishes its next chunk's total before it looks back for its current chunk's carry
+    and scans it, so that the chunks before the current one have had a fold's time to
+    publish theirs (with the look-back right after the fold, each chunk waited for the
+    slowest fold of the chunks just before it, on other cores)."""
+    p = " " * 8
+    q = p + "    "
+    lines = _chain_head(streams) + ["    rc = np.int64(0)", "    cc = np.int64(0)"]
+    for b in range(streams):
+        lines += [f"    ic{b} = np.int64(0)", f"    ec{b} = np.int64(0)", f"    s{b} = Z"]
+    lines.append("    if t < TOT:")
+    lines += _chunk(streams, p, "t", "rc", "cc", "ic", "ec")
+    lines += _fold_blocks(v, streams, p, "rc", "ic", "ec", "s")
+    lines += _chain_publish(streams, p, "t", "cc", "s")
+    lines += ["    while t < TOT:", f"{p}tn = {_TICKET}", f"{p}rn = rc", f"{p}cn = cc"]
+    lines += [f"{p}in{b} = ic{b}\n{p}en{b} = ec{b}\n{p}n{b} = s{b}" for b in range(streams)]
+    lines.append(f"{p}if tn < TOT:")
+    lines += _chunk(streams, q, "tn", "rn", "cn", "in", "en")
+    lines += _fold_blocks(v, streams, q, "rn", "in", "en", "n")
+    lines += _chain_publish(streams, q, "tn", "cn", "n")
+    lines += _chain_carry(streams, p, "t", "cc", "s")
+    lines += [f"{p}row = rc"] + [f"{p}i{b} = ic{b}\n{p}e{b} = ec{b}" for b in range(streams)]
+    lines += _vec_blocks(v, excl, u, streams, p)
+    lines += [f"{p}t = tn", f"{p}rc = rn", f"{p}cc = cn"]
+    lines += [f"{p}ic{b} = in{b}\n{p}ec{b} = en{b}\n{p}s{b} = n{b}" for b in range(streams)]
+    return "\n".join(lines) + "\n"
+
+
+def _total(streams: int, acc: str) -> str:
+    tot = f"{acc}0"
+    for b in range(1, streams):
+        tot = f"OP({tot}, {acc}{b})"
+    return tot
+
+
+def _chain_publish(streams: int, p: str, t: str, ch: str, acc: str) -> list[str]:
+    """Publishes chunk t's total (its blocks' in {acc}{b}): agg[t], then st[t] = 1; a
+    row's first chunk (ch == 0) publishes it as its inclusive value (inc[t], st[t] = 2)."""
+    rel = "memory_order=K.MemoryOrder.RELEASE"
+    return [
+        f"{p}if {ch} == 0:",
+        f"{p}    inc[{t}] = {_total(streams, acc)}",
+        f"{p}    K.AtomicRef(st, {t}, {rel}).store(np.int32(2))",
+        f"{p}else:",
+        f"{p}    agg[{t}] = {_total(streams, acc)}",
+        f"{p}    K.AtomicRef(st, {t}, {rel}).store(np.int32(1))",
+    ]
+
+
+def _chain_carry(streams: int, p: str, t: str, ch: str, acc: str) -> list[str]:
+    """The carries c{b} of chunk t's blocks (their totals in {acc}{b}): a row's first chunk
+    starts from pre0 (the scan's identity); any other looks back over the chunks before it
+    in its row for the fold of all before it (adding totals until a chunk with an inclusive
+    value: st = 2, in inc; waiting while a chunk has published nothing) and publishes its
+    own inclusive value (inc[t], st[t] = 2)."""
     rel = "memory_order=K.MemoryOrder.RELEASE"
     acq = "memory_order=K.MemoryOrder.ACQUIRE"
-    tot = "acc0"
-    for b in range(1, streams):
-        tot = f"OP({tot}, acc{b})"
     lines = [
-        f"{p}a = {tot}",
         f"{p}c0 = pre0",
-        f"{p}if ch == 0:",
-        f"{p}    inc[t] = a",
-        f"{p}    K.AtomicRef(st, t, {rel}).store(np.int32(2))",
-        f"{p}else:",
-        f"{p}    agg[t] = a",
-        f"{p}    K.AtomicRef(st, t, {rel}).store(np.int32(1))",
+        f"{p}if {ch} != 0:",
         f"{p}    P = Z",
-        f"{p}    j = t - 1",
+        f"{p}    j = {t} - 1",
         f"{p}    f = np.int32(1)",
         f"{p}    while f == 1:",
         f"{p}        f = K.AtomicRef(st, j, {acq}).load()",
@@ -609,12 +670,12 @@ def _chain_carry(streams: int, p: str) -> list[str]:
         f"{p}        else:",
         f"{p}            P = OP(agg[j], P)",
         f"{p}            j -= 1",
-        f"{p}    inc[t] = OP(P, a)",
-        f"{p}    K.AtomicRef(st, t, {rel}).store(np.int32(2))",
+        f"{p}    inc[{t}] = OP(P, {_total(streams, acc)})",
+        f"{p}    K.AtomicRef(st, {t}, {rel}).store(np.int32(2))",
         f"{p}    c0 = P",
     ]
     for b in range(1, streams):
-        lines.append(f"{p}c{b} = OP(c{b - 1}, acc{b - 1})")
+        lines.append(f"{p}c{b} = OP(c{b - 1}, {acc}{b - 1})")
     return lines
 
 
@@ -646,7 +707,7 @@ def _scan_chain(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     agg = Array._allocate((tot,), dt, q, ut)
     inc = Array._allocate((tot,), dt, q, ut)
     env = {"OP": fn}
-    src = _chain_source(v, excl, SCAN_VEC_TILES, S)
+    src = (_chain_ahead_source if SCAN_CHAIN_AHEAD else _chain_source)(v, excl, SCAN_VEC_TILES, S)
     kc = kernel_of(src, "_scan_chain", env, key)
     call_kernel(kernel_of(_CLEAR_SRC, "_scan_clear", {}), Range(tot + 1), st)
     z = _lane_identity(key, dt)
