@@ -5,7 +5,6 @@
 #include <llvm-c/Error.h>
 #include <llvm-c/Support.h>
 #include <llvm-c/Transforms/PassBuilder.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,16 +43,6 @@ __attribute__((constructor)) static void set_llvm_options(void) {
   const char *t = getenv("KAPI_LLVM_TIME_PASSES");
   if (t && *t && strcmp(t, "0") != 0) {
     const char *more[] = {"kapi", "-time-passes"};
-    LLVMParseCommandLineOptions(2, more, "kapi compiler");
-  }
-  /* KAPI_HOST_SWPF=N (an experiment, off): the CPU driver's pipeline adds LLVM's loop data
-   * prefetch pass (finalise_host_jit.c), prefetching each strided load of an innermost loop
-   * about N instructions' worth of iterations ahead. */
-  const char *d = getenv("KAPI_HOST_SWPF");
-  if (d && atoi(d) > 0) {
-    char dist[48];
-    snprintf(dist, sizeof dist, "-prefetch-distance=%d", atoi(d));
-    const char *more[] = {"kapi", dist};
     LLVMParseCommandLineOptions(2, more, "kapi compiler");
   }
 }

@@ -437,20 +437,9 @@ static const char *unroll_options(void) {
   return ";no-runtime";
 }
 
-/* KAPI_HOST_SWPF=N (an experiment, off; compiler/src/optimise.c sets the distance): LLVM's loop
- * data prefetch pass after the unroller, for cores whose own prefetchers keep too few misses in
- * flight. */
-static const char *prefetch_pass(void) {
-  const char *d = getenv("KAPI_HOST_SWPF");
-  return d && atoi(d) > 0 ? ">,loop-data-prefetch" : "";
-}
-
 int kc_hf_jit_o3(kc_hf_jit_t *j, LLVMModuleRef m, char **log) {
   const char *u = unroll_options();
-  const char *pf = prefetch_pass();
-  /* (O3_TAIL starts by closing the unroller's options: the pass goes after that) */
-  char *p =
-      *pf ? kc_msg("%s%s%s%s", O3_HEAD, u, pf, O3_TAIL + 1) : kc_msg("%s%s%s", O3_HEAD, u, O3_TAIL);
+  char *p = kc_msg("%s%s%s", O3_HEAD, u, O3_TAIL);
   if (!p) return *log = kc_msg("out of memory"), 0;
   int ok = kc_hf_jit_passes(j, m, p, log);
   free(p);
