@@ -21,6 +21,7 @@ order.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -455,6 +456,7 @@ def _vec_step(v: int, excl: bool, u: int, blocks, pad: str) -> list[str]:
     return lines
 
 
+@functools.cache  # (the sources depend on these settings alone, not on the shape)
 def _vec_source(v: int, excl: bool, u: int, streams: int = 1) -> str:
     """The vec scheme's kernel for tiles of v elements (a power of two), u tiles a step,
     inclusive or exclusive (out[i] the fold of the elements before i; the first, pre's
@@ -499,6 +501,7 @@ def _vec_blocks(v: int, excl: bool, u: int, streams: int, pad: str) -> list[str]
     return lines
 
 
+@functools.cache
 def _fold_blocks_source(u: int, streams: int) -> str:
     """The vec scheme's first pass when a work-item scans several blocks: it folds the same
     `streams` blocks (_fold_blocks) and writes each block's total (blocks past the row's end
@@ -580,6 +583,7 @@ def _chunk(streams: int, p: str, t: str, row: str, ch: str, lo: str, hi: str) ->
     return lines
 
 
+@functools.cache
 def _chain_source(v: int, excl: bool, u: int, streams: int) -> str:
     """The chain scheme's kernel (one launch): each work-item takes chunks by ticket (st[TOT],
     int32), folds its chunk's `streams` blocks (v accumulators each: one vector), publishes
@@ -597,6 +601,7 @@ def _chain_source(v: int, excl: bool, u: int, streams: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+@functools.cache
 def _chain_ahead_source(v: int, excl: bool, u: int, streams: int) -> str:
     """The chain scheme's kernel folding a chunk ahead (SCAN_CHAIN_AHEAD): a work-item folds
     and publishes its next chunk's total before it looks back for its current chunk's carry
