@@ -289,13 +289,18 @@ def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
 CPU_SCAN_SIZES = [4095, 4096, 4097, 5000, 64 * 1024 - 1, 300_001, (1 << 21) + 17]
 
 
-# (the vec scheme and the chain folding ahead, not the default, at two of the sizes)
-CPU_SCAN_CASES = [(n, "chain") for n in CPU_SCAN_SIZES]
-CPU_SCAN_CASES += [(n, s) for n in (4097, 300_001) for s in ("vec", "ahead")]
+# (the vec scheme and the chain folding ahead, not the default, at two of the sizes and for
+# four dtypes: 4- and 8-byte lanes, float and integer, a narrow input summed in 64 bits)
+CPU_SCAN_CASES = [(n, "chain", dt) for n in CPU_SCAN_SIZES for dt in DTYPES]
+CPU_SCAN_CASES += [
+    (n, s, dt)
+    for n in (4097, 300_001)
+    for s in ("vec", "ahead")
+    for dt in ("float32", "float64", "int32", "uint8")
+]
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n, scheme", CPU_SCAN_CASES)
+@pytest.mark.parametrize("n, scheme, dtype", CPU_SCAN_CASES)
 def test_scan_cpu_blocks(dev, monkeypatch, dtype, n, scheme):
     """The named operations' scan on kapi's CPU device (from 4096 elements), each scheme:
     "chain" (one launch: chunks by ticket, folded, their carries by look-back, scanned by
