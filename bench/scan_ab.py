@@ -5,12 +5,11 @@ rotated each round; the result is every scheme's median over the rounds, its rat
 median and to the best triad sample, and its ratio to the first scheme within each round
 (median over the rounds). Every scheme's result is checked against NumPy first.
 
-    PYTHONPATH=$PWD python bench/scan_ab.py [--log2n 24] [--rounds 11] [--schemes vec,chain,ahead]
+    PYTHONPATH=$PWD python bench/scan_ab.py [--log2n 24] [--rounds 11] [--schemes vec,chain]
 
 Schemes: "vec" (two launches: blocks folded, then scanned), "chain" (one launch, a chunk's
-carry found by look-back right after its fold), "ahead" (the chain folding a core's next
-chunk before it looks back for the current one's carry); a suffix "-sN" sets the blocks a
-chunk (KAPI_SCAN_CPU_STREAMS) and "-cK" the chunk's KiB (KAPI_SCAN_CPU_CHUNK). The scan
+carry found by look-back right after its fold); a suffix "-sN" sets the blocks a chunk
+(KAPI_SCAN_CPU_STREAMS) and "-cK" the chunk's KiB (KAPI_SCAN_CPU_CHUNK). The scan
 module's switches are set in this process between the timings (its plans cleared each time).
 """
 
@@ -30,7 +29,6 @@ from kapi._numeric import scan as _scan
 
 DEFAULTS = {
     "SCAN_CPU": _scan.SCAN_CPU,
-    "SCAN_CHAIN_AHEAD": _scan.SCAN_CHAIN_AHEAD,
     "SCAN_VEC_STREAMS": _scan.SCAN_VEC_STREAMS,
     "SCAN_CHAIN_BYTES": _scan.SCAN_CHAIN_BYTES,
 }
@@ -38,10 +36,9 @@ DEFAULTS = {
 
 def settings(name: str) -> dict:
     base, *mods = name.split("-")
-    if base not in ("vec", "chain", "ahead"):
+    if base not in ("vec", "chain"):
         raise SystemExit(f"unknown scheme {name!r}")
-    s = dict(DEFAULTS, SCAN_CPU="vec" if base == "vec" else "chain")
-    s["SCAN_CHAIN_AHEAD"] = base == "ahead"
+    s = dict(DEFAULTS, SCAN_CPU=base)
     for m in mods:
         if m[0] == "s":
             s["SCAN_VEC_STREAMS"] = int(m[1:])
@@ -62,7 +59,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--log2n", type=int, default=24)
     ap.add_argument("--rounds", type=int, default=11)
-    ap.add_argument("--schemes", default="vec,chain,ahead")
+    ap.add_argument("--schemes", default="vec,chain,chain-s4")
     args = ap.parse_args()
     names = args.schemes.split(",")
     n = 1 << args.log2n

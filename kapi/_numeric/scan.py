@@ -396,10 +396,6 @@ if SCAN_CHAIN_BYTES < 1:
     raise ValueError(
         f"KAPI_SCAN_CPU_CHUNK must be a positive number of bytes, not {SCAN_CHAIN_BYTES}"
     )
-_ahead = os.environ.get("KAPI_SCAN_CPU_AHEAD", "0")
-if _ahead not in ("0", "1"):
-    raise ValueError(f"KAPI_SCAN_CPU_AHEAD must be 0 or 1, not {_ahead!r}")
-SCAN_CHAIN_AHEAD = _ahead == "1"
 SCAN_VEC_TILES = int(os.environ.get("KAPI_SCAN_CPU_TILES", "2"))
 if SCAN_VEC_TILES not in (1, 2, 4):
     raise ValueError(f"KAPI_SCAN_CPU_TILES must be 1, 2 or 4, not {SCAN_VEC_TILES}")
@@ -601,36 +597,6 @@ def _chain_source(v: int, excl: bool, u: int, streams: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@functools.cache
-def _chain_ahead_source(v: int, excl: bool, u: int, streams: int) -> str:
-    """The chain scheme's kernel folding a chunk ahead (SCAN_CHAIN_AHEAD): a work-item folds
-    and publishes its next chunk's total before it looks back for its current chunk's carry
-    and scans it, so that the chunks before the current one have had a fold's time to
-    publish theirs (with the look-back right after the fold, each chunk waited for the
-    slowest fold of the chunks just before it, on other cores)."""
-    p = " " * 8
-    q = p + "    "
-    lines = _chain_head(streams) + ["    rc = np.int64(0)", "    cc = np.int64(0)"]
-    for b in range(streams):
-        lines += [f"    ic{b} = np.int64(0)", f"    ec{b} = np.int64(0)", f"    s{b} = Z"]
-    lines.append("    if t < TOT:")
-    lines += _chunk(streams, p, "t", "rc", "cc", "ic", "ec")
-    lines += _fold_blocks(v, streams, p, "rc", "ic", "ec", "s")
-    lines += _chain_publish(streams, p, "t", "cc", "s")
-    lines += ["    while t < TOT:", f"{p}tn = {_TICKET}", f"{p}rn = rc", f"{p}cn = cc"]
-    lines += [f"{p}in{b} = ic{b}\n{p}en{b} = ec{b}\n{p}n{b} = s{b}" for b in range(streams)]
-    lines.append(f"{p}if tn < TOT:")
-    lines += _chunk(streams, q, "tn", "rn", "cn", "in", "en")
-    lines += _fold_blocks(v, streams, q, "rn", "in", "en", "n")
-    lines += _chain_publish(streams, q, "tn", "cn", "n")
-    lines += _chain_carry(streams, p, "t", "cc", "s")
-    lines += [f"{p}row = rc"] + [f"{p}i{b} = ic{b}\n{p}e{b} = ec{b}" for b in range(streams)]
-    lines += _vec_blocks(v, excl, u, streams, p)
-    lines += [f"{p}t = tn", f"{p}rc = rn", f"{p}cc = cn"]
-    lines += [f"{p}ic{b} = in{b}\n{p}ec{b} = en{b}\n{p}s{b} = n{b}" for b in range(streams)]
-    return "\n".join(lines) + "\n"
-
-
 def _total(streams: int, acc: str) -> str:
     tot = f"{acc}0"
     for b in range(1, streams):
@@ -712,7 +678,7 @@ def _scan_chain(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     agg = Array._allocate((tot,), dt, q, ut)
     inc = Array._allocate((tot,), dt, q, ut)
     env = {"OP": fn}
-    src = (_chain_ahead_source if SCAN_CHAIN_AHEAD else _chain_source)(v, excl, SCAN_VEC_TILES, S)
+    src = _chain_source(v, excl, SCAN_VEC_TILES, S)
     kc = kernel_of(src, "_scan_chain", env, key)
     call_kernel(kernel_of(_CLEAR_SRC, "_scan_clear", {}), Range(tot + 1), st)
     z = _lane_identity(key, dt)

@@ -289,30 +289,28 @@ def test_scan_sizes_and_exclusive(dev, monkeypatch, kind, n):
 CPU_SCAN_SIZES = [4095, 4096, 4097, 5000, 64 * 1024 - 1, 300_001, (1 << 21) + 17]
 
 
-# (the vec scheme and the chain folding ahead, not the default, at two of the sizes and for
-# four dtypes: 4- and 8-byte lanes, float and integer, a narrow input summed in 64 bits)
+# (the vec scheme, not the default, at two of the sizes and for four dtypes: 4- and 8-byte
+# lanes, float and integer, a narrow input summed in 64 bits)
 CPU_SCAN_CASES = [(n, "chain", dt) for n in CPU_SCAN_SIZES for dt in DTYPES]
 CPU_SCAN_CASES += [
     (n, s, dt)
     for n in (4097, 300_001)
-    for s in ("vec", "ahead")
+    for s in ("vec",)
     for dt in ("float32", "float64", "int32", "uint8")
 ]
 
 
 @pytest.mark.parametrize("n, scheme, dtype", CPU_SCAN_CASES)
 def test_scan_cpu_blocks(dev, monkeypatch, dtype, n, scheme):
-    """The named operations' scan on kapi's CPU device (from 4096 elements), each scheme:
+    """The named operations' scan on kapi's CPU device (from 4096 elements), both schemes:
     "chain" (one launch: chunks by ticket, folded, their carries by look-back, scanned by
-    vector tiles), "ahead" (the same, each work-item folding its next chunk before it looks
-    back for the current one's carry) and "vec" (blocks folded, their totals scanned, blocks
-    scanned by vector tiles, two a work-item); sizes leave the last work-item with fewer or
-    shorter blocks and a tail of single elements. Every dtype, inclusive and exclusive; NaN
-    propagating through max."""
+    vector tiles) and "vec" (blocks folded, their totals scanned, blocks scanned by vector
+    tiles, two a work-item); sizes leave the last work-item with fewer or shorter blocks and
+    a tail of single elements. Every dtype, inclusive and exclusive; NaN propagating
+    through max."""
     from kapi._numeric import scan as _scan
 
-    monkeypatch.setattr(_scan, "SCAN_CPU", "vec" if scheme == "vec" else "chain")
-    monkeypatch.setattr(_scan, "SCAN_CHAIN_AHEAD", scheme == "ahead")
+    monkeypatch.setattr(_scan, "SCAN_CPU", scheme)
     h = _data(dtype, n, seed=n)
     a = kapi.asarray(h, device=dev)
     tol = 1e-3 if h.dtype == np.float32 else None  # float32 cumsum: NumPy sums in order too
@@ -381,7 +379,6 @@ def test_scan_cpu_rows(dev, monkeypatch, chunk):
     [
         ("KAPI_SCAN_CPU", "lock", "KAPI_SCAN_CPU must be 'chain' or 'vec', not 'lock'"),
         ("KAPI_SCAN_CPU_CHUNK", "0", "KAPI_SCAN_CPU_CHUNK must be a positive number of bytes"),
-        ("KAPI_SCAN_CPU_AHEAD", "2", "KAPI_SCAN_CPU_AHEAD must be 0 or 1, not '2'"),
     ],
 )
 def test_bad_scan_switch_is_refused(var, value, says):
@@ -390,11 +387,10 @@ def test_bad_scan_switch_is_refused(var, value, says):
     assert says in r.stderr
 
 
-@pytest.mark.parametrize("ahead", [False, True])
-def test_scan_cpu_chain_threads(dev, monkeypatch, ahead):
+def test_scan_cpu_chain_threads(dev, monkeypatch):
     """The chain scheme's work-items wait for each other's chunks (a look-back): scans from
     four host threads at once, each with hundreds of chunks, all finish with the right
-    values (none waits on a chunk of another launch), with and without folding ahead."""
+    values (none waits on a chunk of another launch)."""
     import threading
 
     from kapi._numeric import scan as _scan
@@ -402,7 +398,6 @@ def test_scan_cpu_chain_threads(dev, monkeypatch, ahead):
     if dev.device_type != "cpu":
         pytest.skip("the chain scheme is kapi's CPU device's (GPUs scan by sub-groups)")
     monkeypatch.setattr(_scan, "SCAN_CPU", "chain")
-    monkeypatch.setattr(_scan, "SCAN_CHAIN_AHEAD", ahead)
     monkeypatch.setattr(_scan, "SCAN_CHAIN_BYTES", 1024)
     hs = [_data("int64", 100_003 + 7 * k, seed=k) for k in range(4)]
     got = [None] * 4
