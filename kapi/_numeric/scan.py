@@ -382,9 +382,10 @@ def _scan_serial_apply(item, x, out, pre, n, B, ident, EXCL):
 # - "vec" (_scan_vec): two launches: every work-item folds its blocks, the blocks' totals are
 #   scanned, then every work-item scans its blocks (x read twice from memory).
 # cumsum of 2^24 float32: on the dev box's 2 Zen 4 cores vec 5.3-5.5 ms, chain 3.9; on the GPU
-# machine's 16 Xeon cores vec 1.19-1.81 ms, chain 1.11-1.96 over noisy processes
-# (bench/scan_cpu.sh, bench/RESULTS.md), where each core's own rate of misses is the limit.
-# Before both, four sub-blocks a work-item were scanned element by element in lockstep (one
+# machine's 16 Xeon cores, in one process (bench/scan_ab.py, bench/RESULTS.md), vec 1.21 ms,
+# chain 0.97 (1.23x), where each core's own rate of misses is the limit. Four blocks a chunk
+# were 8% faster there and triple the kernel's build; folding the next chunk before the
+# look-back, or in the same loop as the scan, gained nothing. Before both, four sub-blocks a work-item were scanned element by element in lockstep (one
 # element per 3-4 cycles, four chains bound by the operation's latency: 1.86-2.56 ms there),
 # and a tiled form (a block per core folded, then scanned from that core's L2 in a second
 # launch) lost: 1.84-2.41 ms.
