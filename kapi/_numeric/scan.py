@@ -20,6 +20,7 @@ chain per work-item, in order.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -522,6 +523,7 @@ def _vec_step(v: int, excl: bool, u: int, blocks, pad: str) -> list[str]:
     return lines
 
 
+@functools.cache  # (one source per shape: a scan's call builds none)
 def _vec_source(v: int, excl: bool, u: int, streams: int = 1) -> str:
     """The vec scheme's kernel for tiles of v elements (a power of two), u tiles a step,
     inclusive or exclusive (out[i] the fold of the elements before i; the first, pre's
@@ -558,6 +560,7 @@ def _vec_source(v: int, excl: bool, u: int, streams: int = 1) -> str:
     return "\n".join(lines) + "\n"
 
 
+@functools.cache
 def _fold_blocks_source(u: int, streams: int) -> str:
     """The vec scheme's first pass when a work-item scans several blocks: it folds the same
     `streams` blocks, u accumulators each (from Z, the exact identity), a step of each in

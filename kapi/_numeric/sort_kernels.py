@@ -872,6 +872,29 @@ def _hist_wide(item, k, hist, n, B, T, low, MASK):
         hist[d * T + t] = cnt[d]
 """
 
+# _HIST_WIDE_SRC that also ORs its block's keys and their complements into vo[2t], vo[2t+1]
+# (sort_radix.py, CPU_VARY_WIDE): the bits in which the keys differ come with the wide digit's
+# counts from one read of the keys, where two reductions read them twice more.
+_HIST_WIDE_VARY_SRC = """
+def _hist_wide_vary(item, k, hist, vo, n, B, T, low, MASK, ALL):
+    t = item.get_global_id(0)
+    cnt = K.PrivateArray(NB, np.int64, fill_zeros=True)
+    ones = ALL ^ ALL
+    alls = ALL
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    while i < end:
+        kk = k[i]
+        ones = ones | kk
+        alls = alls & kk
+        cnt[np.int64((kk >> low) & MASK)] += 1
+        i += 1
+    for d in range(NB):
+        hist[d * T + t] = cnt[d]
+    vo[2 * t] = np.uint64(ones)
+    vo[2 * t + 1] = np.uint64(alls ^ ALL)
+"""
+
 _SCATTER_WIDE_SRC = """
 def _scatter_wide(item, k, w, offs, n, B, T, low, MASK):
     t = item.get_global_id(0)
@@ -887,6 +910,67 @@ def _scatter_wide(item, k, w, offs, n, B, T, low, MASK):
         off[d] = dst + 1
         w[dst & 0x7FFFFFFFFFFFFFFF] = WIDEWORD
         i += 1
+"""
+
+# _SCATTER_WIDE_SRC by sweeps (sort_radix.py, CPU_WIDE_SWEEPS): each work-item takes its block
+# CHUNK keys at a time and goes over each chunk SWEEPS times, sweep s writing only the keys
+# whose digit is in the s-th of SWEEPS equal ranges (digit >> HS == s), so that a sweep
+# writes NB / SWEEPS streams at once (512 lines for 1,024 digits by two sweeps: they stay in a
+# 48 KiB L1, where 1,024 lines do not) and reads its chunk again from the core's cache. The
+# keys of the other ranges store their word into the work-item's own line past the n words
+# (w[n + 8t]), not a branch: their digits are random.
+_SCATTER_WIDE_SWEEP_SRC = """
+def _scatter_wide_sw(item, k, w, offs, n, B, T, low, MASK):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(NB, np.int64)
+    for d in range(NB):
+        off[d] = offs[d * T + t] & 0x7FFFFFFFFFFFFFFF
+    nn = n & 0x7FFFFFFFFFFFFFFF
+    trash = nn + t * 8
+    i0 = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(nn, i0 + (B & 0x7FFFFFFFFFFFFFFF))
+    while i0 < end:
+        e = min(end, i0 + CHUNK)
+        s = 0
+        while s < SWEEPS:
+            i = i0
+            while i < e:
+                kk = k[i]
+                d = np.int64((kk >> low) & MASK)
+                hit = np.int64((d >> HS) == s)
+                o = off[d]
+                w[o if hit else trash] = WIDEWORD
+                off[d] = o + hit
+                i += 1
+            s += 1
+        i0 = e
+"""
+
+# _SCATTER_WIDE_SRC that reads, as a word goes to the first place of a cache line, the word
+# AHEAD places further on in the same digit's run (sort_radix.py, CPU_WIDE_TOUCH): the line
+# its later words go to comes into the core's cache by a load, which does not wait as a store
+# does, before they are written (XORed into sink[t], so that the load stays; its other
+# words read the place just written).
+_SCATTER_WIDE_TOUCH_SRC = """
+def _scatter_wide_t(item, k, w, offs, n, B, T, low, MASK, sink):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(NB, np.int64)
+    for d in range(NB):
+        off[d] = offs[d * T + t] & 0x7FFFFFFFFFFFFFFF
+    nn = n & 0x7FFFFFFFFFFFFFFF
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(nn, i + (B & 0x7FFFFFFFFFFFFFFF))
+    acc = np.uint64(0)
+    while i < end:
+        kk = k[i]
+        d = np.int64((kk >> low) & MASK)
+        dst = off[d]
+        off[d] = dst + 1
+        w[dst] = WIDEWORD
+        tp = dst + np.int64((dst & 7) == 0) * AHEAD
+        acc = acc ^ w[min(tp, nn - 1)]
+        i += 1
+    sink[t] = acc
 """
 
 _WC_PACK = "(np.uint64(kk) << np.uint64(32)) | np.uint64(i)"

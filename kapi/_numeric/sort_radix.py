@@ -64,6 +64,7 @@ from .sort_kernels import (
     _HIST_SRC,
     _HIST_VARY_SRC,
     _HIST_WIDE_SRC,
+    _HIST_WIDE_VARY_SRC,
     _KEY_BODY,
     _KEY_BODY_MAP,
     _KEYS_MAP_SRC,
@@ -78,6 +79,8 @@ from .sort_kernels import (
     _SCATTER_SERIAL_SRC,
     _SCATTER_SRC,
     _SCATTER_WIDE_SRC,
+    _SCATTER_WIDE_SWEEP_SRC,
+    _SCATTER_WIDE_TOUCH_SRC,
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
     _WC_INDEX,
@@ -395,20 +398,28 @@ def _radix_passes(
     v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
     v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
     top_table = None  # the top byte's counts (CPU_FUSED_VARY), for the MSD pass
+    wide_table = None  # the wide digit's counts (CPU_VARY_WIDE), for _msd_wide
+    pack = fresh and _cpu_pack(k.device, n, withv, k.dtype.itemsize)  # v: unwritten
+    wide_ok = n >= CPU_WIDE_MIN and (8 * n) >> CPU_ARGSORT_WIDE <= CPU_MSD_BUCKET_BYTES
+    wide_first = (
+        kind == "serial" and CPU_MSD and pack and CPU_ARGSORT_WIDE and wide_ok
+    ) and k.dtype.itemsize <= 4
     fuse = kind == "serial" and CPU_MSD and CPU_FUSED_VARY and n >= CPU_MSD_MIN and nbits >= 16
-    if callable(bits_vary) and fuse:
+    if callable(bits_vary) and wide_first and CPU_VARY_WIDE:
+        bits_vary, wide_table = _wide_vary(k)
+    elif callable(bits_vary) and fuse:
         top_table, bits_vary = _serial_hist_vary(k, k.dtype.type(nbits - 8))
     elif callable(bits_vary):  # a wait for the device: after the host's setup above
         bits_vary = bits_vary()
     shifts = [sh for sh in range(0, nbits, 8) if (bits_vary >> sh) & (RADIX - 1)]
     if not shifts or shifts[-1] != nbits - 8:
         top_table = None  # (the top byte does not vary: the MSD pass counts another)
-    pack = fresh and _cpu_pack(k.device, n, withv, k.dtype.itemsize)  # v: unwritten
     per = (8 if pack else k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes
     msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
-    wide_ok = n >= CPU_WIDE_MIN and (8 * n) >> CPU_ARGSORT_WIDE <= CPU_MSD_BUCKET_BYTES
-    if msd and pack and CPU_ARGSORT_WIDE and wide_ok and k.dtype.itemsize <= 4:
-        done = _msd_wide(k, v, k2, v2, bits_vary, keys_out, True, keep_input, CPU_ARGSORT_WIDE)
+    if msd and wide_first:
+        done = _msd_wide(
+            k, v, k2, v2, bits_vary, keys_out, True, keep_input, CPU_ARGSORT_WIDE, wide_table
+        )
         if done is not None:
             return done
     if msd and per <= CPU_MSD_BUCKET_BYTES:
@@ -1184,9 +1195,9 @@ def _bucket_scratch(plan, a, out, kout, offs, n, T, src_args, nb) -> None:
     tick[...] = 0
     order = Array._allocate((nb,), np.dtype(np.int64), q, ut)
     order[...] = order_h
-    # (mode 2's copy loop over keys of 1 or 2 bytes fails SPIR-V validation, an OpVariable
-    # outside the first block: such keys take mode 1)
-    mode = CPU_SCRATCH if a.dtype.itemsize >= 4 else 1
+    # (keys of 1 or 2 bytes alone have one pass left in their buckets, which always writes
+    # the result: mode 1 whatever CPU_SCRATCH says)
+    mode = CPU_SCRATCH
     kern = _kernel(_bucket_scratch_src(*src_args, nb, mode), "_bucket_scr")
     call_kernel(
         kern, NdRange(groups, 1), a, out, kout, scr, tick, order, offs, np.int64(n),
@@ -1292,13 +1303,14 @@ if CPU_WIDE not in (0, 9, 10, 11, 12, 13, 14):
     raise ValueError(f"KAPI_SORT_CPU_WIDE must be 0 or 9..14, not {CPU_WIDE}")
 
 
-def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wide=0):
+def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wide=0, counted=None):
     """The packed MSD scheme (_msd_packed) by a first digit of CPU_WIDE bits ending at the top
     varying bit of the keys k (of at most 32 bits; vary: the bits in which they differ), then
     each of its 2^CPU_WIDE buckets by the bytes below it: _radix_passes' (k, v), or None
     (nothing written) when its buckets do not balance either. pack=False: a sort of the keys
     alone (k2 and k, or a new array with keep_input, its buffers; v unused). wide: the
-    digit's bits (0: CPU_WIDE)."""
+    digit's bits (0: CPU_WIDE). counted: _wide_vary's table of this digit, or None (it is
+    counted here)."""
     from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange
 
@@ -1315,18 +1327,22 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
         return None  # (few bits below the digit: the LSD passes are as good)
     nb = 1 << wide
     cores = _msd_cores(k.device)
-    T, B = P.cpu_blocks(k, n, max(4096, n // max(64, 4 * cores)))
-    sizes = (np.int64(n), np.int64(B), np.int64(T))
-    hist = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
-    offs = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
     kt = k.dtype.type
     nbs = str(nb)
-    hk = _kernel(_HIST_WIDE_SRC, "_hist_wide", NB=nbs)
-    call_kernel(hk, NdRange(T, 1), k, hist.reshape(nb * T), *sizes, kt(low), kt(nb - 1))
-    _, add = P.resolve_op("add", "sort")
-    _scan_rows(hist, offs, add, "add", True, 0)
-    offs = offs.reshape(nb * T)
-    starts = offs.asnumpy()[::T]
+    if counted is not None and counted[0] == (low, wide):
+        _, offs, T, B = counted
+    else:
+        T, B = _wide_blocks(k, n)
+        hist = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
+        offs = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
+        hk = _kernel(_HIST_WIDE_SRC, "_hist_wide", NB=nbs)
+        sizes = (np.int64(n), np.int64(B), np.int64(T))
+        call_kernel(hk, NdRange(T, 1), k, hist.reshape(nb * T), *sizes, kt(low), kt(nb - 1))
+        _, add = P.resolve_op("add", "sort")
+        _scan_rows(hist, offs, add, "add", True, 0)
+        offs = offs.reshape(nb * T)
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    starts = np.array(offs._host_view()[::T])  # (the device is the host's CPU)
     if int(np.diff(np.append(starts, n)).max()) > n // (2 * cores):
         return None
     plan = _scratch_plan(starts, n)
@@ -1345,8 +1361,20 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
     out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
     digits = _bucket_digits(rest, low, vary)
     a, b = (out, scratch) if len(digits) % 2 == 0 and plan is None else (scratch, out)
-    sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_PACK)
-    call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1))
+    sweeps = CPU_WIDE_SWEEPS if a is scratch else 1
+    extra = ()
+    if sweeps > 1:  # (into n words and a line per block for the other sweeps' words)
+        a = Array._allocate((n + 8 * T,), u64, q, ut)
+        hs = str(wide - sweeps.bit_length() + 1)
+        sk = _kernel(_SCATTER_WIDE_SWEEP_SRC, "_scatter_wide_sw", NB=nbs, WIDEWORD=_WC_PACK,
+                     SWEEPS=str(sweeps), HS=hs, CHUNK=str(CPU_WIDE_CHUNK))  # fmt: skip
+    elif CPU_WIDE_TOUCH:
+        extra = (Array._allocate((T,), u64, q, ut),)  # (the loads' XOR: a sink)
+        sk = _kernel(_SCATTER_WIDE_TOUCH_SRC, "_scatter_wide_t", NB=nbs, WIDEWORD=_WC_PACK,
+                     AHEAD=str(8 * CPU_WIDE_TOUCH))  # fmt: skip
+    else:
+        sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_PACK)
+    call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1), *extra)
     kout = k2 if keys_out else Array._allocate((1,), k.dtype, q, ut)
     kname = k.dtype.name if keys_out else None
     if plan is not None:
@@ -1372,6 +1400,79 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
 CPU_ARGSORT_WIDE = int(os.environ.get("KAPI_SORT_CPU_ARGSORT_WIDE", "10"))
 if CPU_ARGSORT_WIDE not in (0, 9, 10, 11, 12, 13, 14):
     raise ValueError(f"KAPI_SORT_CPU_ARGSORT_WIDE must be 0 or 9..14, not {CPU_ARGSORT_WIDE}")
+
+
+# The packed argsort's pass by the wide digit in sweeps (KAPI_SORT_CPU_WIDE_SWEEPS, read at
+# import: 1, the default, one sweep; 2 or 4): each work-item goes over its block CPU_WIDE_CHUNK
+# keys at a time, each chunk SWEEPS times, sweep s writing only the keys whose digit is in
+# the s-th of SWEEPS ranges (_SCATTER_WIDE_SWEEP_SRC): 2^CPU_ARGSORT_WIDE / SWEEPS write
+# streams at once, which a core's L1 holds (1,024 lines of 64 bytes do not fit a Xeon's 48 KiB
+# or a Zen 4's 32 KiB), for reading each chunk SWEEPS times from its cache.
+CPU_WIDE_SWEEPS = int(os.environ.get("KAPI_SORT_CPU_WIDE_SWEEPS", "1"))
+if CPU_WIDE_SWEEPS not in (1, 2, 4, 8):
+    raise ValueError(f"KAPI_SORT_CPU_WIDE_SWEEPS must be 1, 2, 4 or 8, not {CPU_WIDE_SWEEPS}")
+CPU_WIDE_CHUNK = int(os.environ.get("KAPI_SORT_CPU_WIDE_CHUNK", str(1 << 13)))
+# KAPI_SORT_CPU_WIDE_TOUCH=L (read at import; 0, the default: off; 1 to 4): that pass (in one
+# sweep) also loads, as each digit's words reach a cache line's first place, the place L lines
+# further on in its run (_SCATTER_WIDE_TOUCH_SRC): the 1,024 runs' next lines, which no
+# prefetcher follows, come from memory by loads, many at once, where each store that found
+# its line missing waited for it.
+CPU_WIDE_TOUCH = int(os.environ.get("KAPI_SORT_CPU_WIDE_TOUCH", "0"))
+if CPU_WIDE_TOUCH not in range(5):
+    raise ValueError(f"KAPI_SORT_CPU_WIDE_TOUCH must be 0 to 4, not {CPU_WIDE_TOUCH}")
+
+
+# The packed argsort by the wide first digit (CPU_ARGSORT_WIDE) finds the bits in which the
+# keys differ in the same read of the keys that counts that digit (_HIST_WIDE_VARY_SRC), where
+# kapi.reduce's OR and AND read them twice more (each waited for) before the count
+# (KAPI_SORT_CPU_VARY_WIDE, read at import; 0: the reductions, as before). The digit ends at
+# the top varying bit, which the count cannot know before it: it takes the top varying bit of
+# the last such argsort's keys of the same width (the width's top bit at first) and, where the
+# keys' own differs, is counted again at the right place (one read of the keys, as the
+# reductions' two were).
+CPU_VARY_WIDE = os.environ.get("KAPI_SORT_CPU_VARY_WIDE", "1") != "0"
+_WIDE_TOP: dict = {}  # key bits -> the bit length of the last packed wide argsort's vary
+
+
+def _wide_blocks(k: Array, n: int) -> tuple[int, int]:
+    """(T, B): the wide digit's blocks over n keys (its count and scatter)."""
+    cores = _msd_cores(k.device)
+    return P.cpu_blocks(k, n, max(4096, n // max(64, 4 * cores)))
+
+
+def _wide_vary(k: Array):
+    """(vary, counted) of the keys k from one read (CPU_VARY_WIDE): the bits in
+    which they differ and, for _msd_wide, ((low, wide), offs, T, B), the scanned table of the
+    CPU_ARGSORT_WIDE-bit digit from bit low, where low is that digit's place for these keys
+    (else None: it ended elsewhere than guessed)."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    wide = CPU_ARGSORT_WIDE
+    nbits = 8 * k.dtype.itemsize
+    top = _WIDE_TOP.get(nbits, nbits)
+    low = top - wide
+    nb = 1 << wide
+    T, B = _wide_blocks(k, n)
+    hist = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
+    vo = Array._allocate((2 * T,), np.dtype(np.uint64), q, ut)
+    kt = k.dtype.type
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    kern = _kernel(_HIST_WIDE_VARY_SRC, "_hist_wide_vary", NB=str(nb))
+    call_kernel(kern, NdRange(T, 1), k, hist.reshape(nb * T), vo, *sizes, kt(low), kt(nb - 1),
+                kt(np.iinfo(k.dtype).max))  # fmt: skip
+    oz = vo._host_view().reshape(T, 2)
+    vary = int(np.bitwise_or.reduce(oz[:, 0])) & int(np.bitwise_or.reduce(oz[:, 1]))
+    got = max(vary.bit_length(), wide)
+    _WIDE_TOP[nbits] = got
+    if got != top:
+        return vary, None
+    offs = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
+    _, add = P.resolve_op("add", "sort")
+    _scan_rows(hist, offs, add, "add", True, 0)
+    return vary, ((low, wide), offs.reshape(nb * T), T, B)
 
 
 def _lsd_packed(k, v, k2, v2, shifts, keys_out):

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# kapi.argsort (and kapi.sort) of 2^24 uint32 and float32 keys on the GPU machine's CPU (kapi's
+# CPU device, every core) beside np.sort in the same process, every result checked against
+# NumPy (np.sort; argsort: the stable order), each variant in its own process, in turn:
+# - "before": the bits in which the keys differ by kapi.reduce's OR and AND, as before this
+#   branch (KAPI_SORT_CPU_VARY_WIDE=0);
+# - "after": the defaults (the packed argsort's wide digit counted in the same read that finds
+#   the bits that vary: KAPI_SORT_CPU_VARY_WIDE=1);
+# - "after+sw2", "after+sw4": the wide digit's pass in 2 or 4 sweeps per chunk of 8,192 keys
+#   (KAPI_SORT_CPU_WIDE_SWEEPS: 512 or 256 write streams at once instead of 1,024);
+# - "after+t1", "after+t2": that pass loading 1 or 2 lines ahead in each digit's run as its
+#   words reach a new line (KAPI_SORT_CPU_WIDE_TOUCH);
+# then before and after again, and before and after at 2^20 keys (the fixed cost per call).
+# VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before, after and
+# VARIANTS (2^24).
+# TESTS=1 first runs the CPU device's sort tests (tests/numeric/test_sort_cpu_scratch.py and
+# test_primitives_sort.py's CPU schemes; TESTS_K="" for all) over 14 pytest-xdist workers;
+# PHASES=1 then times each kernel of the sorts (bench/sort_phases.py: this host has no perf;
+# "reduce": kapi.reduce's calls, "other": the host) for before, after, after+sw2, after+t1.
+# Setup as bench/cpu_primitives_run.sh:
+#   run(command="TESTS=1 PHASES=1 bash bench/argsort4.sh", carry=["kapi/_lib", ".carry/debs"])
+# LOG2N (default 24) and ROUNDS (default 1) change the sizes and repeats.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit
+. bench/device_env.sh
+export KAPI_DRIVERS=cpu
+echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(git rev-parse --short HEAD 2>/dev/null)"
+SECONDS=0
+if [ "${TESTS:-0}" = 1 ]; then
+  python3 -m pytest -q -n 14 -p no:cacheprovider -p no:faulthandler \
+    tests/numeric/test_sort_cpu_scratch.py tests/numeric/test_primitives_sort.py \
+    -k "${TESTS_K-msd or packed or wide or fused or bucket or scratch or test_cpu_}" 2>&1 | tail -5 |
+    tee "$OUT/argsort4_tests.log"
+  echo "== tests done at ${SECONDS}s"
+fi
+B0=KAPI_SORT_CPU_VARY_WIDE=0
+if [ "${FEW:-0}" = 1 ]; then
+  base=(--variant "before:$B0" --variant after:)
+else
+  base=(--variant "before:$B0" --variant after: --variant after+sw2:KAPI_SORT_CPU_WIDE_SWEEPS=2
+    --variant after+sw4:KAPI_SORT_CPU_WIDE_SWEEPS=4 --variant after+t1:KAPI_SORT_CPU_WIDE_TOUCH=1
+    --variant after+t2:KAPI_SORT_CPU_WIDE_TOUCH=2 --variant "before:$B0" --variant after:)
+fi
+# shellcheck disable=SC2086
+python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
+  --sort-dtypes uint32,float32 --batches 7 --no-np-argsort --rounds "${ROUNDS:-1}" \
+  "${base[@]}" ${VARIANTS:-} 2>&1 | tee "$OUT/argsort4.log"
+echo "== 2^${LOG2N:-24} done at ${SECONDS}s"
+if [ "${FEW:-0}" != 1 ]; then
+  python3 bench/primitives.py --device cpu --log2n 20 --only sort,argsort \
+    --sort-dtypes uint32 --batches 15 --no-np-argsort --rounds 2 \
+    --variant "before:$B0" --variant after: 2>&1 | tee "$OUT/argsort4_2e20.log"
+  echo "== 2^20 done at ${SECONDS}s"
+fi
+if [ "${PHASES:-0}" = 1 ]; then
+  for v in "before:$B0" after: after+sw2:KAPI_SORT_CPU_WIDE_SWEEPS=2 after+t1:KAPI_SORT_CPU_WIDE_TOUCH=1; do
+    name=${v%%:*}
+    sets=${v#*:}
+    # shellcheck disable=SC2086
+    env ${sets//+/ } python3 bench/sort_phases.py --log2n "${LOG2N:-24}" --repeat 7 2>&1 |
+      sed "s/^/$name: /" | tee -a "$OUT/argsort4_phases.log"
+  done
+  echo "== phases done at ${SECONDS}s"
+fi
