@@ -2,15 +2,18 @@
 # kapi.argsort (and kapi.sort) of 2^24 uint32 and float32 keys on the GPU machine's CPU (kapi's
 # CPU device, every core) beside np.sort in the same process, every result checked against
 # NumPy (np.sort; argsort: the stable order), each variant in its own process, in turn:
-# - "before": the bits in which the keys differ by kapi.reduce's OR and AND, as before this
-#   branch (KAPI_SORT_CPU_VARY_WIDE=0);
+# - "before": the bits in which the keys differ by kapi.reduce's OR and AND, and the wide
+#   digit's table by kapi's scan, as before this branch (KAPI_SORT_CPU_VARY_WIDE=0,
+#   KAPI_SORT_CPU_HOST_SCAN=0);
 # - "after": the defaults (the packed argsort's wide digit counted in the same read that finds
-#   the bits that vary: KAPI_SORT_CPU_VARY_WIDE=1);
-# - "after+sw2", "after+sw4": the wide digit's pass in 2 or 4 sweeps per chunk of 8,192 keys
-#   (KAPI_SORT_CPU_WIDE_SWEEPS: 512 or 256 write streams at once instead of 1,024);
+#   the bits that vary, its table scanned by the host);
+# - "after+sw2": the wide digit's pass in 2 sweeps per chunk of 8,192 keys
+#   (KAPI_SORT_CPU_WIDE_SWEEPS=2: 512 write streams at once instead of 1,024);
 # - "after+t1", "after+t2": that pass loading 1 or 2 lines ahead in each digit's run as its
 #   words reach a new line (KAPI_SORT_CPU_WIDE_TOUCH);
-# then before and after again, and before and after at 2^20 keys (the fixed cost per call).
+# - "after-hscan": the wide digit's table scanned by kapi's scan kernels, not the host
+#   (KAPI_SORT_CPU_HOST_SCAN=0);
+# then before and after again; last, before and after at 2^20 keys (the fixed cost per call).
 # VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before, after and
 # VARIANTS (2^24).
 # TESTS=1 first runs the CPU device's sort tests (tests/numeric/test_sort_cpu_scratch.py and
@@ -33,32 +36,32 @@ if [ "${TESTS:-0}" = 1 ]; then
     tee "$OUT/argsort4_tests.log"
   echo "== tests done at ${SECONDS}s"
 fi
-B0=KAPI_SORT_CPU_VARY_WIDE=0
+B0=KAPI_SORT_CPU_VARY_WIDE=0+KAPI_SORT_CPU_HOST_SCAN=0
 if [ "${FEW:-0}" = 1 ]; then
   base=(--variant "before:$B0" --variant after:)
 else
   base=(--variant "before:$B0" --variant after: --variant after+sw2:KAPI_SORT_CPU_WIDE_SWEEPS=2
-    --variant after+sw4:KAPI_SORT_CPU_WIDE_SWEEPS=4 --variant after+t1:KAPI_SORT_CPU_WIDE_TOUCH=1
-    --variant after+t2:KAPI_SORT_CPU_WIDE_TOUCH=2 --variant "before:$B0" --variant after:)
+    --variant after+t1:KAPI_SORT_CPU_WIDE_TOUCH=1 --variant after+t2:KAPI_SORT_CPU_WIDE_TOUCH=2
+    --variant after-hscan:KAPI_SORT_CPU_HOST_SCAN=0 --variant "before:$B0" --variant after:)
 fi
 # shellcheck disable=SC2086
 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
   --sort-dtypes uint32,float32 --batches 7 --no-np-argsort --rounds "${ROUNDS:-1}" \
   "${base[@]}" ${VARIANTS:-} 2>&1 | tee "$OUT/argsort4.log"
 echo "== 2^${LOG2N:-24} done at ${SECONDS}s"
-if [ "${FEW:-0}" != 1 ]; then
-  python3 bench/primitives.py --device cpu --log2n 20 --only sort,argsort \
-    --sort-dtypes uint32 --batches 15 --no-np-argsort --rounds 2 \
-    --variant "before:$B0" --variant after: 2>&1 | tee "$OUT/argsort4_2e20.log"
-  echo "== 2^20 done at ${SECONDS}s"
-fi
 if [ "${PHASES:-0}" = 1 ]; then
   for v in "before:$B0" after: after+sw2:KAPI_SORT_CPU_WIDE_SWEEPS=2 after+t1:KAPI_SORT_CPU_WIDE_TOUCH=1; do
     name=${v%%:*}
     sets=${v#*:}
     # shellcheck disable=SC2086
-    env ${sets//+/ } python3 bench/sort_phases.py --log2n "${LOG2N:-24}" --repeat 7 2>&1 |
+    env ${sets//+/ } python3 bench/sort_phases.py --log2n "${LOG2N:-24}" --repeat 5 2>&1 |
       sed "s/^/$name: /" | tee -a "$OUT/argsort4_phases.log"
   done
   echo "== phases done at ${SECONDS}s"
+fi
+if [ "${FEW:-0}" != 1 ]; then
+  python3 bench/primitives.py --device cpu --log2n 20 --only sort,argsort \
+    --sort-dtypes uint32 --batches 15 --no-np-argsort --rounds 1 \
+    --variant "before:$B0" --variant after: 2>&1 | tee "$OUT/argsort4_2e20.log"
+  echo "== 2^20 done at ${SECONDS}s"
 fi

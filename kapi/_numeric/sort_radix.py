@@ -1338,9 +1338,7 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
         hk = _kernel(_HIST_WIDE_SRC, "_hist_wide", NB=nbs)
         sizes = (np.int64(n), np.int64(B), np.int64(T))
         call_kernel(hk, NdRange(T, 1), k, hist.reshape(nb * T), *sizes, kt(low), kt(nb - 1))
-        _, add = P.resolve_op("add", "sort")
-        _scan_rows(hist, offs, add, "add", True, 0)
-        offs = offs.reshape(nb * T)
+        offs = _wide_scan(hist, offs)
     sizes = (np.int64(n), np.int64(B), np.int64(T))
     starts = np.array(offs._host_view()[::T])  # (the device is the host's CPU)
     if int(np.diff(np.append(starts, n)).max()) > n // (2 * cores):
@@ -1470,9 +1468,27 @@ def _wide_vary(k: Array):
     if got != top:
         return vary, None
     offs = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
-    _, add = P.resolve_op("add", "sort")
-    _scan_rows(hist, offs, add, "add", True, 0)
-    return vary, ((low, wide), offs.reshape(nb * T), T, B)
+    return vary, ((low, wide), _wide_scan(hist, offs), T, B)
+
+
+# The wide digit's table (1,024 digits x 64 blocks for 2^24 keys) scanned by the host, which
+# reads its bucket starts anyway, where kapi's scan took three launches
+# (KAPI_SORT_CPU_HOST_SCAN, read at import; 0: the scan's kernels, as before).
+CPU_HOST_SCAN = os.environ.get("KAPI_SORT_CPU_HOST_SCAN", "1") != "0"
+
+
+def _wide_scan(hist: Array, offs: Array) -> Array:
+    """The exclusive scan of hist (1, m) into offs (1, m), returned as offs (m,): by the host
+    (CPU_HOST_SCAN, where the memory is the host's) or by kapi's scan."""
+    m = hist.size
+    if CPU_HOST_SCAN and hist._host_ok and offs._host_ok:
+        h, o = hist._host_view().reshape(m), offs._host_view().reshape(m)
+        o[0] = 0
+        np.cumsum(h[:-1], out=o[1:])
+    else:
+        _, add = P.resolve_op("add", "sort")
+        _scan_rows(hist, offs, add, "add", True, 0)
+    return offs.reshape(m)
 
 
 def _lsd_packed(k, v, k2, v2, shifts, keys_out):
