@@ -7,19 +7,20 @@
 #   KAPI_SORT_CPU_HOST_SCAN=0);
 # - "after": the defaults (the packed argsort's wide digit counted in the same read that finds
 #   the bits that vary, its table scanned by the host);
-# - "after+sw2": the wide digit's pass in 2 sweeps per chunk of 8,192 keys
-#   (KAPI_SORT_CPU_WIDE_SWEEPS=2: 512 write streams at once instead of 1,024);
-# - "after+t1", "after+t2": that pass loading 1 or 2 lines ahead in each digit's run as its
-#   words reach a new line (KAPI_SORT_CPU_WIDE_TOUCH);
-# - "after-hscan": the wide digit's table scanned by kapi's scan kernels, not the host
-#   (KAPI_SORT_CPU_HOST_SCAN=0);
-# then before and after again; last, before and after at 2^20 keys (the fixed cost per call).
+# - "after+sw2", "after+sw4": the wide digit's pass in 2 or 4 sweeps per chunk of 65,536 keys
+#   (KAPI_SORT_CPU_WIDE_SWEEPS: 512 or 256 write streams at once instead of 1,024, which a
+#   Xeon core's 48 KiB L1 holds);
+# - "after+sp4": that pass in two steps per chunk of 16,384 keys, into 4 regions of the block's
+#   own first, then each region to its 256 digits (KAPI_SORT_CPU_WIDE_SPLIT=4);
+# - "after+t1": that pass loading one line ahead in each digit's run as its words reach a new
+#   line (KAPI_SORT_CPU_WIDE_TOUCH=1);
+# then after again; last, before and after at 2^20 keys (the fixed cost per call).
 # VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before, after and
 # VARIANTS (2^24).
 # TESTS=1 first runs the CPU device's sort tests (tests/numeric/test_sort_cpu_scratch.py and
 # test_primitives_sort.py's CPU schemes; TESTS_K="" for all) over 14 pytest-xdist workers;
 # PHASES=1 then times each kernel of the sorts (bench/sort_phases.py: this host has no perf;
-# "reduce": kapi.reduce's calls, "other": the host) for before, after, after+sw2, after+t1.
+# "reduce": kapi.reduce's calls, "other": the host) for before, after, after+sw4, after+sp4.
 # Setup as bench/cpu_primitives_run.sh:
 #   run(command="TESTS=1 PHASES=1 bash bench/argsort4.sh", carry=["kapi/_lib", ".carry/debs"])
 # LOG2N (default 24) and ROUNDS (default 1) change the sizes and repeats.
@@ -41,8 +42,8 @@ if [ "${FEW:-0}" = 1 ]; then
   base=(--variant "before:$B0" --variant after:)
 else
   base=(--variant "before:$B0" --variant after: --variant after+sw2:KAPI_SORT_CPU_WIDE_SWEEPS=2
-    --variant after+t1:KAPI_SORT_CPU_WIDE_TOUCH=1 --variant after+t2:KAPI_SORT_CPU_WIDE_TOUCH=2
-    --variant after-hscan:KAPI_SORT_CPU_HOST_SCAN=0 --variant "before:$B0" --variant after:)
+    --variant after+sw4:KAPI_SORT_CPU_WIDE_SWEEPS=4 --variant after+sp4:KAPI_SORT_CPU_WIDE_SPLIT=4
+    --variant after+t1:KAPI_SORT_CPU_WIDE_TOUCH=1 --variant after:)
 fi
 # shellcheck disable=SC2086
 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
@@ -50,7 +51,8 @@ python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,args
   "${base[@]}" ${VARIANTS:-} 2>&1 | tee "$OUT/argsort4.log"
 echo "== 2^${LOG2N:-24} done at ${SECONDS}s"
 if [ "${PHASES:-0}" = 1 ]; then
-  for v in "before:$B0" after: after+sw2:KAPI_SORT_CPU_WIDE_SWEEPS=2 after+t1:KAPI_SORT_CPU_WIDE_TOUCH=1; do
+  for v in "before:$B0" after: after+sw4:KAPI_SORT_CPU_WIDE_SWEEPS=4 \
+    after+sp4:KAPI_SORT_CPU_WIDE_SPLIT=4; do
     name=${v%%:*}
     sets=${v#*:}
     # shellcheck disable=SC2086

@@ -973,6 +973,48 @@ def _scatter_wide_t(item, k, w, offs, n, B, T, low, MASK, sink):
     sink[t] = acc
 """
 
+# _SCATTER_WIDE_SRC in two steps per chunk of CHUNK keys (sort_radix.py, CPU_WIDE_SPLIT): the
+# chunk's words first go, in order, into SPLIT regions of the work-item's own part of loc (by
+# the top log2(SPLIT) bits of the digit: SPLIT write streams), then each region's words to
+# their digits' places (NB / SPLIT write streams at once, which a core's L1 holds, where NB
+# do not).
+_SCATTER_WIDE_SPLIT_SRC = """
+def _scatter_wide_split(item, k, w, offs, n, B, T, low, MASK, loc):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(NB, np.int64)
+    cur = K.PrivateArray(SPLIT, np.int64)
+    for d in range(NB):
+        off[d] = offs[d * T + t] & 0x7FFFFFFFFFFFFFFF
+    nn = n & 0x7FFFFFFFFFFFFFFF
+    base = t * (SPLIT * CHUNK)
+    i0 = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(nn, i0 + (B & 0x7FFFFFFFFFFFFFFF))
+    rsh = low + HS
+    while i0 < end:
+        e = min(end, i0 + CHUNK)
+        for s in range(SPLIT):
+            cur[s] = base + s * CHUNK
+        i = i0
+        while i < e:
+            kk = k[i]
+            r = np.int64((kk >> rsh) & (SPLIT - 1))
+            c = cur[r]
+            loc[c] = WIDEWORD
+            cur[r] = c + 1
+            i += 1
+        for s in range(SPLIT):
+            j = base + s * CHUNK
+            je = cur[s]
+            while j < je:
+                x = loc[j]
+                d = np.int64((x >> np.uint64(WSH + low)) & np.uint64(MASK))
+                o = off[d]
+                off[d] = o + 1
+                w[o] = x
+                j += 1
+        i0 = e
+"""
+
 _WC_PACK = "(np.uint64(kk) << np.uint64(32)) | np.uint64(i)"
 _WC_MOVE = "kk"
 _WC_INDEX = "kk & np.uint64(0xFFFFFFFF)"

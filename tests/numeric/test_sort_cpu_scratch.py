@@ -196,6 +196,7 @@ def test_cpu_argsort_wide_digit_limits(cpu, monkeypatch):
         ("KAPI_SORT_CPU_ARGSORT_WIDE", "8", "must be 0 or 9..14"),
         ("KAPI_SORT_CPU_WIDE_SWEEPS", "3", "must be 1, 2, 4 or 8"),
         ("KAPI_SORT_CPU_WIDE_TOUCH", "5", "must be 0 to 4"),
+        ("KAPI_SORT_CPU_WIDE_SPLIT", "3", "must be 0, 2, 4 or 8"),
     ],
 )
 def test_cpu_scratch_switches_refuse_other_values(var, value, match):
@@ -254,8 +255,9 @@ def test_cpu_argsort_wide_digit_by_sweeps(cpu, monkeypatch):
     blocks end mid-chunk) in four sweeps, each writing a quarter of the digits and parking the
     others' words past the n words: the same indices as NumPy and as in one sweep, for keys
     with runs of equal ones and for floats; and as in one sweep loading two lines ahead in each
-    digit's run (KAPI_SORT_CPU_WIDE_TOUCH=2), and with the digit's table scanned by kapi's scan
-    rather than the host (KAPI_SORT_CPU_HOST_SCAN=0)."""
+    digit's run (KAPI_SORT_CPU_WIDE_TOUCH=2), in two steps per chunk of 1,000 keys (four regions
+    first: KAPI_SORT_CPU_WIDE_SPLIT=4), and with the digit's table scanned by kapi's scan rather
+    than the host (KAPI_SORT_CPU_HOST_SCAN=0)."""
     monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
     monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
     monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 10)
@@ -284,6 +286,11 @@ def test_cpu_argsort_wide_digit_by_sweeps(cpu, monkeypatch):
         np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
         assert "_scatter_wide_t" in built
         monkeypatch.setattr(_radix, "CPU_WIDE_TOUCH", 0)
+        monkeypatch.setattr(_radix, "CPU_WIDE_SPLIT", 4)  # (in two steps per chunk)
+        monkeypatch.setattr(_radix, "CPU_WIDE_SPLIT_CHUNK", 1000)
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+        assert "_scatter_wide_split" in built
+        monkeypatch.setattr(_radix, "CPU_WIDE_SPLIT", 0)
         monkeypatch.setattr(_radix, "CPU_HOST_SCAN", False)  # the table by kapi's scan
         np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
         monkeypatch.setattr(_radix, "CPU_HOST_SCAN", True)
