@@ -10,17 +10,21 @@
 # - "after+sw2", "after+sw4": the wide digit's pass in 2 or 4 sweeps per chunk of 65,536 keys
 #   (KAPI_SORT_CPU_WIDE_SWEEPS: 512 or 256 write streams at once instead of 1,024, which a
 #   Xeon core's 48 KiB L1 holds);
-# - "after+sp4": that pass in two steps per chunk of 16,384 keys, into 4 regions of the block's
+# - "after+sp4": that pass in two steps per chunk of 32,768 keys, into 4 regions of the block's
 #   own first, then each region to its 256 digits (KAPI_SORT_CPU_WIDE_SPLIT=4);
-# - "after+t1": that pass loading one line ahead in each digit's run as its words reach a new
-#   line (KAPI_SORT_CPU_WIDE_TOUCH=1);
-# then after again; last, before and after at 2^20 keys (the fixed cost per call).
+# - "after+w12b10": a first digit of 12 bits (4,096 buckets of 4,096 keys for 2^24: 32 KiB
+#   of words) and the buckets by two digits of 10 bits (KAPI_SORT_CPU_ARGSORT_WIDE=12,
+#   KAPI_SORT_CPU_BUCKET_BITS=10); "after+w12b10sp16": with that pass in two steps, 16
+#   regions then 256 digits each (KAPI_SORT_CPU_WIDE_SPLIT=16);
+# (KAPI_SORT_CPU_WIDE_TOUCH=1, loads one line ahead in each digit's run: VARIANTS.)
+# CALL2=1 instead: before, after (twice) and the 2^20 keys' before and after (the fixed cost
+# per call).
 # VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before, after and
 # VARIANTS (2^24).
 # TESTS=1 first runs the CPU device's sort tests (tests/numeric/test_sort_cpu_scratch.py and
 # test_primitives_sort.py's CPU schemes; TESTS_K="" for all) over 14 pytest-xdist workers;
 # PHASES=1 then times each kernel of the sorts (bench/sort_phases.py: this host has no perf;
-# "reduce": kapi.reduce's calls, "other": the host) for before, after, after+sw4, after+sp4.
+# "reduce": kapi.reduce's calls, "other": the host) for before, after, after+w12b10.
 # Setup as bench/cpu_primitives_run.sh:
 #   run(command="TESTS=1 PHASES=1 bash bench/argsort4.sh", carry=["kapi/_lib", ".carry/debs"])
 # LOG2N (default 24) and ROUNDS (default 1) change the sizes and repeats.
@@ -38,12 +42,16 @@ if [ "${TESTS:-0}" = 1 ]; then
   echo "== tests done at ${SECONDS}s"
 fi
 B0=KAPI_SORT_CPU_VARY_WIDE=0+KAPI_SORT_CPU_HOST_SCAN=0
+W12=KAPI_SORT_CPU_ARGSORT_WIDE=12+KAPI_SORT_CPU_BUCKET_BITS=10
 if [ "${FEW:-0}" = 1 ]; then
   base=(--variant "before:$B0" --variant after:)
+elif [ "${CALL2:-0}" = 1 ]; then
+  base=(--variant "before:$B0" --variant after: --variant "before:$B0" --variant after:)
 else
   base=(--variant "before:$B0" --variant after: --variant after+sw2:KAPI_SORT_CPU_WIDE_SWEEPS=2
     --variant after+sw4:KAPI_SORT_CPU_WIDE_SWEEPS=4 --variant after+sp4:KAPI_SORT_CPU_WIDE_SPLIT=4
-    --variant after+t1:KAPI_SORT_CPU_WIDE_TOUCH=1 --variant after:)
+    --variant "after+w12b10:$W12"
+    --variant "after+w12b10sp16:$W12+KAPI_SORT_CPU_WIDE_SPLIT=16")
 fi
 # shellcheck disable=SC2086
 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
@@ -51,8 +59,7 @@ python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,args
   "${base[@]}" ${VARIANTS:-} 2>&1 | tee "$OUT/argsort4.log"
 echo "== 2^${LOG2N:-24} done at ${SECONDS}s"
 if [ "${PHASES:-0}" = 1 ]; then
-  for v in "before:$B0" after: after+sw4:KAPI_SORT_CPU_WIDE_SWEEPS=4 \
-    after+sp4:KAPI_SORT_CPU_WIDE_SPLIT=4; do
+  for v in "before:$B0" after: "after+w12b10:$W12"; do
     name=${v%%:*}
     sets=${v#*:}
     # shellcheck disable=SC2086
@@ -61,7 +68,7 @@ if [ "${PHASES:-0}" = 1 ]; then
   done
   echo "== phases done at ${SECONDS}s"
 fi
-if [ "${FEW:-0}" != 1 ]; then
+if [ "${CALL2:-0}" = 1 ]; then
   python3 bench/primitives.py --device cpu --log2n 20 --only sort,argsort \
     --sort-dtypes uint32 --batches 15 --no-np-argsort --rounds 1 \
     --variant "before:$B0" --variant after: 2>&1 | tee "$OUT/argsort4_2e20.log"

@@ -862,14 +862,14 @@ def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
 _HIST_WIDE_SRC = """
 def _hist_wide(item, k, hist, n, B, T, low, MASK):
     t = item.get_global_id(0)
-    cnt = K.PrivateArray(NB, np.int64, fill_zeros=True)
+    cnt = K.PrivateArray(NB, np.int32, fill_zeros=True)
     i = t * (B & 0x7FFFFFFFFFFFFFFF)
     end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
     while i < end:
-        cnt[np.int64((k[i] >> low) & MASK)] += 1
+        cnt[np.int64((k[i] >> low) & MASK)] += np.int32(1)
         i += 1
     for d in range(NB):
-        hist[d * T + t] = cnt[d]
+        hist[d * T + t] = np.int64(cnt[d])
 """
 
 # _HIST_WIDE_SRC that also ORs its block's keys and their complements into vo[2t], vo[2t+1]
@@ -878,7 +878,7 @@ def _hist_wide(item, k, hist, n, B, T, low, MASK):
 _HIST_WIDE_VARY_SRC = """
 def _hist_wide_vary(item, k, hist, vo, n, B, T, low, MASK, ALL):
     t = item.get_global_id(0)
-    cnt = K.PrivateArray(NB, np.int64, fill_zeros=True)
+    cnt = K.PrivateArray(NB, np.int32, fill_zeros=True)
     ones = ALL ^ ALL
     alls = ALL
     i = t * (B & 0x7FFFFFFFFFFFFFFF)
@@ -887,10 +887,10 @@ def _hist_wide_vary(item, k, hist, vo, n, B, T, low, MASK, ALL):
         kk = k[i]
         ones = ones | kk
         alls = alls & kk
-        cnt[np.int64((kk >> low) & MASK)] += 1
+        cnt[np.int64((kk >> low) & MASK)] += np.int32(1)
         i += 1
     for d in range(NB):
-        hist[d * T + t] = cnt[d]
+        hist[d * T + t] = np.int64(cnt[d])
     vo[2 * t] = np.uint64(ones)
     vo[2 * t + 1] = np.uint64(alls ^ ALL)
 """
@@ -974,10 +974,10 @@ def _scatter_wide_t(item, k, w, offs, n, B, T, low, MASK, sink):
 """
 
 # _SCATTER_WIDE_SRC in two steps per chunk of CHUNK keys (sort_radix.py, CPU_WIDE_SPLIT): the
-# chunk's words first go, in order, into SPLIT regions of the work-item's own part of loc (by
-# the top log2(SPLIT) bits of the digit: SPLIT write streams), then each region's words to
-# their digits' places (NB / SPLIT write streams at once, which a core's L1 holds, where NB
-# do not).
+# chunk's words first go, in order, into SPLIT regions of the work-item's own CHUNK words of
+# loc (by the top log2(SPLIT) bits of the digit, counted first: SPLIT write streams), then each
+# region's words to their digits' places (NB / SPLIT write streams at once, which a core's L1
+# holds, where NB do not).
 _SCATTER_WIDE_SPLIT_SRC = """
 def _scatter_wide_split(item, k, w, offs, n, B, T, low, MASK, loc):
     t = item.get_global_id(0)
@@ -985,15 +985,26 @@ def _scatter_wide_split(item, k, w, offs, n, B, T, low, MASK, loc):
     cur = K.PrivateArray(SPLIT, np.int64)
     for d in range(NB):
         off[d] = offs[d * T + t] & 0x7FFFFFFFFFFFFFFF
+    fst = K.PrivateArray(SPLIT, np.int64)
     nn = n & 0x7FFFFFFFFFFFFFFF
-    base = t * (SPLIT * CHUNK)
+    base = t * CHUNK
     i0 = t * (B & 0x7FFFFFFFFFFFFFFF)
     end = min(nn, i0 + (B & 0x7FFFFFFFFFFFFFFF))
     rsh = low + HS
     while i0 < end:
         e = min(end, i0 + CHUNK)
         for s in range(SPLIT):
-            cur[s] = base + s * CHUNK
+            cur[s] = 0
+        i = i0
+        while i < e:
+            cur[np.int64((k[i] >> rsh) & (SPLIT - 1))] += 1
+            i += 1
+        c0 = base
+        for s in range(SPLIT):
+            c = cur[s]
+            cur[s] = c0
+            fst[s] = c0
+            c0 += c
         i = i0
         while i < e:
             kk = k[i]
@@ -1003,7 +1014,7 @@ def _scatter_wide_split(item, k, w, offs, n, B, T, low, MASK, loc):
             cur[r] = c + 1
             i += 1
         for s in range(SPLIT):
-            j = base + s * CHUNK
+            j = fst[s]
             je = cur[s]
             while j < je:
                 x = loc[j]

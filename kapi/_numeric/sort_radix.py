@@ -1370,7 +1370,7 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
     elif CPU_WIDE_SPLIT:
         hs = str(wide - CPU_WIDE_SPLIT.bit_length() + 1)
         c = CPU_WIDE_SPLIT_CHUNK
-        extra = (Array._allocate((T * CPU_WIDE_SPLIT * c,), u64, q, ut),)  # (each block's part)
+        extra = (Array._allocate((T * c,), u64, q, ut),)  # (each block's part)
         sk = _kernel(_SCATTER_WIDE_SPLIT_SRC, "_scatter_wide_split", NB=nbs, WIDEWORD=_WC_PACK,
                      SPLIT=str(CPU_WIDE_SPLIT), HS=hs, CHUNK=str(c), WSH="32")  # fmt: skip
     elif CPU_WIDE_TOUCH:
@@ -1422,13 +1422,13 @@ if CPU_WIDE_SWEEPS not in (1, 2, 4, 8):
 CPU_WIDE_CHUNK = int(os.environ.get("KAPI_SORT_CPU_WIDE_CHUNK", str(1 << 16)))
 # KAPI_SORT_CPU_WIDE_SPLIT=S (read at import; 0, the default: off; 2, 4 or 8): that pass (in
 # one sweep) in two steps per chunk of CPU_WIDE_SPLIT_CHUNK keys (_SCATTER_WIDE_SPLIT_SRC):
-# the chunk's words into S regions of the block's own (S streams: by the digit's top bits),
-# then each region to its digits' places (2^CPU_ARGSORT_WIDE / S streams at once), where the
-# sweeps read every key S times.
+# the chunk's words into S regions of the block's own (S streams: by the digit's top bits,
+# counted first), then each region to its digits' places (2^CPU_ARGSORT_WIDE / S streams at
+# once), where the sweeps read every key S times.
 CPU_WIDE_SPLIT = int(os.environ.get("KAPI_SORT_CPU_WIDE_SPLIT", "0"))
-if CPU_WIDE_SPLIT not in (0, 2, 4, 8):
-    raise ValueError(f"KAPI_SORT_CPU_WIDE_SPLIT must be 0, 2, 4 or 8, not {CPU_WIDE_SPLIT}")
-CPU_WIDE_SPLIT_CHUNK = int(os.environ.get("KAPI_SORT_CPU_WIDE_SPLIT_CHUNK", str(1 << 14)))
+if CPU_WIDE_SPLIT not in (0, 2, 4, 8, 16):
+    raise ValueError(f"KAPI_SORT_CPU_WIDE_SPLIT must be 0, 2, 4, 8 or 16, not {CPU_WIDE_SPLIT}")
+CPU_WIDE_SPLIT_CHUNK = int(os.environ.get("KAPI_SORT_CPU_WIDE_SPLIT_CHUNK", str(1 << 15)))
 # KAPI_SORT_CPU_WIDE_TOUCH=L (read at import; 0, the default: off; 1 to 4): that pass (in one
 # sweep) also loads, as each digit's words reach a cache line's first place, the place L lines
 # further on in its run (_SCATTER_WIDE_TOUCH_SRC): the 1,024 runs' next lines, which no

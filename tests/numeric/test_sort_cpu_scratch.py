@@ -196,7 +196,7 @@ def test_cpu_argsort_wide_digit_limits(cpu, monkeypatch):
         ("KAPI_SORT_CPU_ARGSORT_WIDE", "8", "must be 0 or 9..14"),
         ("KAPI_SORT_CPU_WIDE_SWEEPS", "3", "must be 1, 2, 4 or 8"),
         ("KAPI_SORT_CPU_WIDE_TOUCH", "5", "must be 0 to 4"),
-        ("KAPI_SORT_CPU_WIDE_SPLIT", "3", "must be 0, 2, 4 or 8"),
+        ("KAPI_SORT_CPU_WIDE_SPLIT", "3", "must be 0, 2, 4, 8 or 16"),
     ],
 )
 def test_cpu_scratch_switches_refuse_other_values(var, value, match):
