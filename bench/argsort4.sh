@@ -7,15 +7,18 @@
 #   KAPI_SORT_CPU_HOST_SCAN=0);
 # - "after": the defaults (the packed argsort's wide digit counted in the same read that finds
 #   the bits that vary, its table scanned by the host);
-# - "after+sw2", "after+sw4": the wide digit's pass in 2 or 4 sweeps per chunk of 65,536 keys
-#   (KAPI_SORT_CPU_WIDE_SWEEPS: 512 or 256 write streams at once instead of 1,024, which a
-#   Xeon core's 48 KiB L1 holds);
+# - "after+sw2": the wide digit's pass in 2 sweeps per chunk of 65,536 keys
+#   (KAPI_SORT_CPU_WIDE_SWEEPS=2: 512 write streams at once instead of 1,024, which a Xeon
+#   core's 48 KiB L1 holds);
 # - "after+sp4": that pass in two steps per chunk of 32,768 keys, into 4 regions of the block's
 #   own first, then each region to its 256 digits (KAPI_SORT_CPU_WIDE_SPLIT=4);
 # - "after+w12b10": a first digit of 12 bits (4,096 buckets of 4,096 keys for 2^24: 32 KiB
 #   of words) and the buckets by two digits of 10 bits (KAPI_SORT_CPU_ARGSORT_WIDE=12,
 #   KAPI_SORT_CPU_BUCKET_BITS=10); "after+w12b10sp16": with that pass in two steps, 16
 #   regions then 256 digits each (KAPI_SORT_CPU_WIDE_SPLIT=16);
+# - "after+fused": the sorts (and argsorts below 2^22 keys) count their top varying byte in
+#   the read that finds the bits that vary (KAPI_SORT_CPU_FUSED_VARY=1, the byte placed where
+#   the last such keys had it);
 # (KAPI_SORT_CPU_WIDE_TOUCH=1, loads one line ahead in each digit's run: VARIANTS.)
 # CALL2=1 instead: before, after (twice) and the 2^20 keys' before and after (the fixed cost
 # per call).
@@ -49,7 +52,7 @@ elif [ "${CALL2:-0}" = 1 ]; then
   base=(--variant "before:$B0" --variant after: --variant "before:$B0" --variant after:)
 else
   base=(--variant "before:$B0" --variant after: --variant after+sw2:KAPI_SORT_CPU_WIDE_SWEEPS=2
-    --variant after+sw4:KAPI_SORT_CPU_WIDE_SWEEPS=4 --variant after+sp4:KAPI_SORT_CPU_WIDE_SPLIT=4
+    --variant after+sp4:KAPI_SORT_CPU_WIDE_SPLIT=4 --variant after+fused:KAPI_SORT_CPU_FUSED_VARY=1
     --variant "after+w12b10:$W12"
     --variant "after+w12b10sp16:$W12+KAPI_SORT_CPU_WIDE_SPLIT=16")
 fi

@@ -761,22 +761,22 @@ _HIST_VARY_SRC = (
     )
     .replace(
         "    while i + 4 <= end:\n",
-        "    ones = np.uint64(0)\n    zeros = np.uint64(0)\n    while i + 4 <= end:\n",
+        "    ones = ALL ^ ALL\n    alls = ALL\n    while i + 4 <= end:\n",
     )
     .replace(
         "        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n        cnt[256",
         "        a0 = k[i]\n        a1 = k[i + 1]\n        a2 = k[i + 2]\n        a3 = k[i + 3]\n"
-        "        ones = ones | np.uint64(a0 | a1 | a2 | a3)\n"
-        "        zeros = zeros | np.uint64((a0 ^ ALL) | (a1 ^ ALL) | (a2 ^ ALL) | (a3 ^ ALL))\n"
+        "        ones = ones | (a0 | a1) | (a2 | a3)\n"
+        "        alls = alls & (a0 & a1) & (a2 & a3)\n"
         "        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n        cnt[256",
     )
     .replace(
         "    while i < end:\n        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n",
-        "    while i < end:\n        ones = ones | np.uint64(k[i])\n"
-        "        zeros = zeros | np.uint64(k[i] ^ ALL)\n"
+        "    while i < end:\n        ones = ones | k[i]\n"
+        "        alls = alls & k[i]\n"
         "        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n",
     )
-    + "    vo[2 * t] = ones\n    vo[2 * t + 1] = zeros\n"
+    + "    vo[2 * t] = np.uint64(ones)\n    vo[2 * t + 1] = np.uint64(alls ^ ALL)\n"
 )
 
 _SCATTER_SERIAL_SRC = """

@@ -408,13 +408,16 @@ def _radix_passes(
     fuse = kind == "serial" and CPU_MSD and CPU_FUSED_VARY and n >= CPU_MSD_MIN and nbits >= 16
     if callable(bits_vary) and wide_first and CPU_VARY_WIDE:
         bits_vary, wide_table = _wide_vary(k)
-    elif callable(bits_vary) and fuse:
-        top_table, bits_vary = _serial_hist_vary(k, k.dtype.type(nbits - 8))
+    elif callable(bits_vary) and fuse:  # (the byte the last such keys had varying on top)
+        top = _BYTE_TOP.get(nbits, nbits - 8)
+        top_table, bits_vary = _serial_hist_vary(k, k.dtype.type(top))
     elif callable(bits_vary):  # a wait for the device: after the host's setup above
         bits_vary = bits_vary()
     shifts = [sh for sh in range(0, nbits, 8) if (bits_vary >> sh) & (RADIX - 1)]
-    if not shifts or shifts[-1] != nbits - 8:
-        top_table = None  # (the top byte does not vary: the MSD pass counts another)
+    if top_table is not None:
+        _BYTE_TOP[nbits] = shifts[-1] if shifts else 0
+        if not shifts or shifts[-1] != top:
+            top_table = None  # (another byte varies on top: the MSD pass counts it)
     per = (8 if pack else k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes
     msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
     if msd and wide_first:
@@ -816,12 +819,16 @@ def _serial_hist(k, sh):
 
 
 # On kapi's CPU device, from CPU_MSD_MIN keys, the bits in which the keys differ come from the
-# MSD pass's count of the top byte (_HIST_VARY_SRC: each block also ORs its keys and their
-# complements), one read of the keys where kapi.reduce's OR and AND read them twice more and
-# waited for each (KAPI_SORT_CPU_FUSED_VARY=1, read at import; off by default: no gain on the
-# 2-core dev box, 2^24 uint32 argsort 300 against 302 ms; on the 16 Xeon cores, one process,
-# sort 18.5 against 20.5 ms and argsort 29.9 against 32.0: to be repeated before it is on).
+# MSD pass's count of the top byte (_HIST_VARY_SRC: each block also ORs and ANDs its keys),
+# one read of the keys where kapi.reduce's OR and AND read them twice more and waited for each
+# (KAPI_SORT_CPU_FUSED_VARY=1, read at import; off by default: no gain on the 2-core dev box,
+# 2^24 uint32 argsort 300 against 302 ms; on the 16 Xeon cores, one process, sort 18.5 against
+# 20.5 ms and argsort 29.9 against 32.0; with the argsort's wide digit, 30.0 against 27.9-29.0,
+# its top byte's count unused: that digit counts itself, see CPU_VARY_WIDE). The byte counted
+# is the one that varied on top in the last such keys of the same width (_BYTE_TOP: floats in
+# [0, 1) have a constant top byte), counted again where these keys' differs.
 CPU_FUSED_VARY = os.environ.get("KAPI_SORT_CPU_FUSED_VARY", "0") == "1"
+_BYTE_TOP: dict = {}  # key bits -> the top varying byte's shift of the last fused count's keys
 
 
 def _serial_hist_vary(k, sh):

@@ -295,3 +295,22 @@ def test_cpu_argsort_wide_digit_by_sweeps(cpu, monkeypatch):
         np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
         monkeypatch.setattr(_radix, "CPU_HOST_SCAN", True)
         built.clear()
+
+
+def test_cpu_fused_vary_counts_the_last_top_byte(cpu, monkeypatch):
+    """KAPI_SORT_CPU_FUSED_VARY counts the byte that varied on top in the last such keys of the
+    same width: keys varying in their low three bytes are counted again once (the top byte
+    guessed), then taken from the fused count; the same results as NumPy each time."""
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_FUSED_VARY", True)
+    monkeypatch.setattr(_radix, "_BYTE_TOP", {})
+    counts = []
+    orig = _radix._serial_hist
+    monkeypatch.setattr(_radix, "_serial_hist", lambda k, sh: counts.append(int(sh)) or orig(k, sh))
+    h = np.random.default_rng(41).integers(0, 1 << 24, 70_001, dtype=np.uint64).astype(np.uint32)
+    x = kapi.asarray(h, device=cpu)
+    for again in (True, False, False):
+        counts.clear()
+        np.testing.assert_array_equal(kapi.sort(x).asnumpy(), np.sort(h))
+        assert counts == ([16] if again else [])
+    assert _radix._BYTE_TOP == {32: 16}
