@@ -1348,7 +1348,7 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
         call_kernel(hk, NdRange(T, 1), k, hist.reshape(nb * T), *sizes, kt(low), kt(nb - 1))
         offs = _wide_scan(hist, offs)
     sizes = (np.int64(n), np.int64(B), np.int64(T))
-    starts = np.array(offs._host_view()[::T])  # (the device is the host's CPU)
+    starts = np.array(_on_host(offs)[::T])
     if int(np.diff(np.append(starts, n)).max()) > n // (2 * cores):
         return None
     plan = _scratch_plan(starts, n)
@@ -1458,6 +1458,12 @@ CPU_VARY_WIDE = os.environ.get("KAPI_SORT_CPU_VARY_WIDE", "1") != "0"
 _WIDE_TOP: dict = {}  # key bits -> the bit length of the last packed wide argsort's vary
 
 
+def _on_host(x: Array) -> np.ndarray:
+    """x's memory as NumPy sees it, with no copy where the host can address it (kapi's CPU
+    device), after the queue's work."""
+    return x._host_view() if x._host_ok else x.asnumpy()
+
+
 def _wide_blocks(k: Array, n: int) -> tuple[int, int]:
     """(T, B): the wide digit's blocks over n keys (its count and scatter)."""
     cores = _msd_cores(k.device)
@@ -1487,7 +1493,7 @@ def _wide_vary(k: Array):
     kern = _kernel(_HIST_WIDE_VARY_SRC, "_hist_wide_vary", NB=str(nb))
     call_kernel(kern, NdRange(T, 1), k, hist.reshape(nb * T), vo, *sizes, kt(low), kt(nb - 1),
                 kt(np.iinfo(k.dtype).max))  # fmt: skip
-    oz = vo._host_view().reshape(T, 2)
+    oz = _on_host(vo).reshape(T, 2)
     vary = int(np.bitwise_or.reduce(oz[:, 0])) & int(np.bitwise_or.reduce(oz[:, 1]))
     got = max(vary.bit_length(), wide)
     _WIDE_TOP[nbits] = got
