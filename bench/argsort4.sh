@@ -14,12 +14,12 @@
 #   own first, then each region to its 256 digits (KAPI_SORT_CPU_WIDE_SPLIT=4);
 # - "after+w12b10": a first digit of 12 bits (4,096 buckets of 4,096 keys for 2^24: 32 KiB
 #   of words) and the buckets by two digits of 10 bits (KAPI_SORT_CPU_ARGSORT_WIDE=12,
-#   KAPI_SORT_CPU_BUCKET_BITS=10); "after+w12b10sp16": with that pass in two steps, 16
-#   regions then 256 digits each (KAPI_SORT_CPU_WIDE_SPLIT=16);
+#   KAPI_SORT_CPU_BUCKET_BITS=10);
 # - "after+fused": the sorts (and argsorts below 2^22 keys) count their top varying byte in
 #   the read that finds the bits that vary (KAPI_SORT_CPU_FUSED_VARY=1, the byte placed where
 #   the last such keys had it);
-# (KAPI_SORT_CPU_WIDE_TOUCH=1, loads one line ahead in each digit's run: VARIANTS.)
+# (VARIANTS for others: KAPI_SORT_CPU_WIDE_TOUCH=1 loads one line ahead in each digit's run;
+# with the 12-bit digit, KAPI_SORT_CPU_WIDE_SPLIT=16 splits its pass into 16 regions first.)
 # CALL2=1 instead: before, after (twice) and the 2^20 keys' before and after (the fixed cost
 # per call).
 # VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before, after and
@@ -53,8 +53,7 @@ elif [ "${CALL2:-0}" = 1 ]; then
 else
   base=(--variant "before:$B0" --variant after: --variant after+sw2:KAPI_SORT_CPU_WIDE_SWEEPS=2
     --variant after+sp4:KAPI_SORT_CPU_WIDE_SPLIT=4 --variant after+fused:KAPI_SORT_CPU_FUSED_VARY=1
-    --variant "after+w12b10:$W12"
-    --variant "after+w12b10sp16:$W12+KAPI_SORT_CPU_WIDE_SPLIT=16")
+    --variant "after+w12b10:$W12")
 fi
 # shellcheck disable=SC2086
 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" --only sort,argsort \
