@@ -45,7 +45,8 @@ buckets in turn and moves each through scratch regions of its own that stay in i
 (`_bucket_scratch`; CPU_SCRATCH), or by one work-item per bucket. Argsorts of keys of up
 to 32 bits carry each key and its index as one uint64 word from the first pass to the last
 (`_msd_packed`, `_lsd_packed`; CPU_PACK), so no index array is written before the passes;
-from CPU_WIDE_MIN keys their first digit is 10 bits wide (`_msd_wide`; CPU_ARGSORT_WIDE).
+from CPU_WIDE_MIN keys their first digit is 10 bits wide (`_msd_wide`; CPU_ARGSORT_WIDE), 12
+from CPU_WIDE_BIG_MIN (CPU_ARGSORT_WIDE_BIG).
 """
 
 from __future__ import annotations
@@ -401,13 +402,14 @@ def _radix_passes(
     top_table = None  # the top byte's counts (CPU_FUSED_VARY), for the MSD pass
     wide_table = None  # the wide digit's counts (CPU_VARY_WIDE), for _msd_wide
     pack = fresh and _cpu_pack(k.device, n, withv, k.dtype.itemsize)  # v: unwritten
-    wide_ok = n >= CPU_WIDE_MIN and (8 * n) >> CPU_ARGSORT_WIDE <= CPU_MSD_BUCKET_BYTES
+    wide = _argsort_wide(n)
+    wide_ok = n >= CPU_WIDE_MIN and (8 * n) >> wide <= CPU_MSD_BUCKET_BYTES
     wide_first = (
-        kind == "serial" and CPU_MSD and pack and CPU_ARGSORT_WIDE and wide_ok
+        kind == "serial" and CPU_MSD and pack and wide and wide_ok
     ) and k.dtype.itemsize <= 4
     fuse = kind == "serial" and CPU_MSD and CPU_FUSED_VARY and n >= CPU_MSD_MIN and nbits >= 16
     if callable(bits_vary) and wide_first and CPU_VARY_WIDE:
-        bits_vary, wide_table = _wide_vary(k)
+        bits_vary, wide_table = _wide_vary(k, wide)
     elif callable(bits_vary) and fuse:  # (the byte the last such keys had varying on top)
         top = _BYTE_TOP.get(nbits, nbits - 8)
         top_table, bits_vary = _serial_hist_vary(k, k.dtype.type(top))
@@ -421,9 +423,7 @@ def _radix_passes(
     per = (8 if pack else k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes
     msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
     if msd and wide_first:
-        done = _msd_wide(
-            k, v, k2, v2, bits_vary, keys_out, True, keep_input, CPU_ARGSORT_WIDE, wide_table
-        )
+        done = _msd_wide(k, v, k2, v2, bits_vary, keys_out, True, keep_input, wide, wide_table)
         if done is not None:
             return done
     if msd and per <= CPU_MSD_BUCKET_BYTES:
@@ -980,16 +980,17 @@ if CPU_BUCKET_BITS not in range(8, 14):
     raise ValueError(f"KAPI_SORT_CPU_BUCKET_BITS must be 8 to 13, not {CPU_BUCKET_BITS}")
 
 
-def _bucket_digits(rest: tuple, top: int, vary: int) -> tuple:
+def _bucket_digits(rest: tuple, top: int, vary: int, bits: int = 0) -> tuple:
     """The buckets' digits for the packed argsort: rest (the varying byte shifts below the
-    first digit, which starts at bit top) as they are with CPU_BUCKET_BITS 8, else the bits
-    from the lowest varying one up to top split into as few digits of at most
-    CPU_BUCKET_BITS bits as they need, of equal width, as (shift, bits)."""
-    if CPU_BUCKET_BITS == 8 or not rest:
+    first digit, which starts at bit top) as they are with bits (0: CPU_BUCKET_BITS) 8, else
+    the bits from the lowest varying one up to top split into as few digits of at most
+    that many bits as they need, of equal width, as (shift, bits)."""
+    bits = bits or CPU_BUCKET_BITS
+    if bits == 8 or not rest:
         return tuple(rest)
     lo = (vary & -vary).bit_length() - 1
     span = top - lo
-    parts = -(-span // CPU_BUCKET_BITS)
+    parts = -(-span // bits)
     if parts >= len(rest):
         return tuple(rest)
     wd = -(-span // parts)
@@ -1365,7 +1366,8 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
         return (b if len(rest) % 2 else a), None
     u64 = np.dtype(np.uint64)
     out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
-    digits = _bucket_digits(rest, low, vary)
+    big = wide == CPU_ARGSORT_WIDE_BIG and n >= CPU_WIDE_BIG_MIN  # (its buckets' digits)
+    digits = _bucket_digits(rest, low, vary, CPU_BUCKET_BITS_BIG if big else 0)
     a, b = (out, scratch) if len(digits) % 2 == 0 and plan is None else (scratch, out)
     sweeps = CPU_WIDE_SWEEPS if a is scratch else 1
     extra = ()
@@ -1412,6 +1414,27 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
 CPU_ARGSORT_WIDE = int(os.environ.get("KAPI_SORT_CPU_ARGSORT_WIDE", "10"))
 if CPU_ARGSORT_WIDE not in (0, 9, 10, 11, 12, 13, 14):
     raise ValueError(f"KAPI_SORT_CPU_ARGSORT_WIDE must be 0 or 9..14, not {CPU_ARGSORT_WIDE}")
+# From CPU_WIDE_BIG_MIN keys that first digit is CPU_ARGSORT_WIDE_BIG bits wide instead
+# (KAPI_SORT_CPU_ARGSORT_WIDE_BIG, read at import: 0, none, or 9..14; 12 by default), and the
+# buckets go by digits of up to CPU_BUCKET_BITS_BIG bits where that digit is wider than 10:
+# 2^24 keys by 12 bits are 4,096 buckets of 4,096 keys (32 KiB of words, a core's L1) sorted
+# by two 10-bit digits. On the 16 Xeon cores (bench/RESULTS.md, argsort4, call 1), 2^24
+# uniform [0, 1) float32 argsort 25.2-25.8 ms against 29.8-34.0 by 10 bits (its skewed buckets
+# finer), uint32 21.4-24.3 against 22.6-23.9.
+CPU_ARGSORT_WIDE_BIG = int(os.environ.get("KAPI_SORT_CPU_ARGSORT_WIDE_BIG", "12"))
+if CPU_ARGSORT_WIDE_BIG not in (0, 9, 10, 11, 12, 13, 14):
+    raise ValueError(
+        f"KAPI_SORT_CPU_ARGSORT_WIDE_BIG must be 0 or 9..14, not {CPU_ARGSORT_WIDE_BIG}"
+    )
+CPU_WIDE_BIG_MIN = 1 << 24
+CPU_BUCKET_BITS_BIG = 10
+
+
+def _argsort_wide(n: int) -> int:
+    """The packed argsort's first digit's bits for n keys (0: none)."""
+    if CPU_ARGSORT_WIDE and CPU_ARGSORT_WIDE_BIG and n >= CPU_WIDE_BIG_MIN:
+        return CPU_ARGSORT_WIDE_BIG
+    return CPU_ARGSORT_WIDE
 
 
 # The packed argsort's pass by the wide digit in sweeps (KAPI_SORT_CPU_WIDE_SWEEPS, read at
@@ -1470,17 +1493,16 @@ def _wide_blocks(k: Array, n: int) -> tuple[int, int]:
     return P.cpu_blocks(k, n, max(4096, n // max(64, 4 * cores)))
 
 
-def _wide_vary(k: Array):
+def _wide_vary(k: Array, wide: int):
     """(vary, counted) of the keys k from one read (CPU_VARY_WIDE): the bits in
     which they differ and, for _msd_wide, ((low, wide), offs, T, B), the scanned table of the
-    CPU_ARGSORT_WIDE-bit digit from bit low, where low is that digit's place for these keys
-    (else None: it ended elsewhere than guessed)."""
+    wide-bit digit from bit low, where low is that digit's place for these keys (else None:
+    it ended elsewhere than guessed)."""
     from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange
 
     n = k.size
     q, ut = k.sycl_queue, k.usm_type
-    wide = CPU_ARGSORT_WIDE
     nbits = 8 * k.dtype.itemsize
     top = _WIDE_TOP.get(nbits, nbits)
     low = top - wide

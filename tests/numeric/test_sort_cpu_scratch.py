@@ -197,6 +197,7 @@ def test_cpu_argsort_wide_digit_limits(cpu, monkeypatch):
         ("KAPI_SORT_CPU_WIDE_SWEEPS", "3", "must be 1, 2, 4 or 8"),
         ("KAPI_SORT_CPU_WIDE_TOUCH", "5", "must be 0 to 4"),
         ("KAPI_SORT_CPU_WIDE_SPLIT", "3", "must be 0, 2, 4, 8 or 16"),
+        ("KAPI_SORT_CPU_ARGSORT_WIDE_BIG", "8", "must be 0 or 9..14"),
     ],
 )
 def test_cpu_scratch_switches_refuse_other_values(var, value, match):
@@ -314,3 +315,44 @@ def test_cpu_fused_vary_counts_the_last_top_byte(cpu, monkeypatch):
         np.testing.assert_array_equal(kapi.sort(x).asnumpy(), np.sort(h))
         assert counts == ([16] if again else [])
     assert _radix._BYTE_TOP == {32: 16}
+
+
+def test_cpu_argsort_big_first_digit(cpu, monkeypatch):
+    """From CPU_WIDE_BIG_MIN keys the packed argsort's first digit is CPU_ARGSORT_WIDE_BIG (12)
+    bits and its buckets go by digits of up to 10 bits (two passes for the 20 bits below it):
+    the same indices (and topk's keys) as NumPy and as by the 10-bit digit, for uint32, int32
+    and [0, 1) float32 keys; below that size, the 10-bit digit."""
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_WIDE_BIG_MIN", 1 << 17)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 10)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE_BIG", 12)
+    bits = []
+    orig = _radix._bucket_scratch
+    monkeypatch.setattr(
+        _radix, "_bucket_scratch", lambda plan, *a: bits.append((a[-1], a[-2][0])) or orig(plan, *a)
+    )
+    rng = np.random.default_rng(51)
+    n = 150_007
+    for h in (
+        rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32),
+        (rng.integers(0, 1 << 30, n) - (1 << 29)).astype(np.int32),
+        rng.random(n, dtype=np.float32),
+    ):
+        h[::9] = h[5]
+        x = kapi.asarray(h, device=cpu)
+        bits.clear()
+        got = _check(x, h, argsort_only=True)
+        nb, digits = bits[0]
+        assert nb == 4096 and len(digits) == 2  # (two passes: 10-bit digits, or two bytes)
+        monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE_BIG", 0)
+        bits.clear()
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+        assert bits[0][0] == 1024
+        monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE_BIG", 12)
+    small = h[: (1 << 17) - 1]
+    bits.clear()
+    np.testing.assert_array_equal(
+        kapi.argsort(kapi.asarray(small, device=cpu)).asnumpy(), np.argsort(small, kind="stable")
+    )
+    assert bits[0][0] == 1024
