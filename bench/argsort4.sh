@@ -5,14 +5,15 @@
 # - "before": the bits in which the keys differ by kapi.reduce's OR and AND, the wide digit's
 #   table by kapi's scan, and 10 bits for the argsort's first digit at every size, as before
 #   this branch (KAPI_SORT_CPU_VARY_WIDE=0, KAPI_SORT_CPU_HOST_SCAN=0,
-#   KAPI_SORT_CPU_ARGSORT_WIDE_BIG=0);
+#   KAPI_SORT_CPU_ARGSORT_WIDE_BIG=0, KAPI_SORT_CPU_FUSED_VARY=0);
 # - "after": the defaults (the packed argsort's wide digit counted in the same read that finds
 #   the bits that vary, its table scanned by the host; from 2^24 keys a 12-bit first digit and
 #   the buckets by two 10-bit digits);
 # - "after-big": the 10-bit first digit at 2^24 too (KAPI_SORT_CPU_ARGSORT_WIDE_BIG=0);
 # - "after-hscan": the wide digit's table scanned by kapi's scan (KAPI_SORT_CPU_HOST_SCAN=0);
 # - "after+fused": the sorts count their top varying byte in the read that finds the bits that
-#   vary (KAPI_SORT_CPU_FUSED_VARY=1, the byte placed where the last such keys had it);
+#   vary (KAPI_SORT_CPU_FUSED_VARY=1, the byte placed where the last such keys had it; on by
+#   default since call 2, so that "after" has it now);
 # then before and after again; last, before, after and after+fused at 2^20 keys (the fixed
 # cost per call: below 2^22 keys the argsort goes by the top byte).
 # CALL1=1: the first device call's variants instead (before, after, the wide pass by 2 sweeps
@@ -41,7 +42,7 @@ if [ "${TESTS:-0}" = 1 ]; then
     tee "$OUT/argsort4_tests.log"
   echo "== tests done at ${SECONDS}s"
 fi
-B0=KAPI_SORT_CPU_VARY_WIDE=0+KAPI_SORT_CPU_HOST_SCAN=0+KAPI_SORT_CPU_ARGSORT_WIDE_BIG=0
+B0=KAPI_SORT_CPU_VARY_WIDE=0+KAPI_SORT_CPU_HOST_SCAN=0+KAPI_SORT_CPU_ARGSORT_WIDE_BIG=0+KAPI_SORT_CPU_FUSED_VARY=0
 W12=KAPI_SORT_CPU_ARGSORT_WIDE=12+KAPI_SORT_CPU_BUCKET_BITS=10+KAPI_SORT_CPU_ARGSORT_WIDE_BIG=0
 if [ "${FEW:-0}" = 1 ]; then
   base=(--variant "before:$B0" --variant after:)

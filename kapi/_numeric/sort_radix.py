@@ -821,13 +821,15 @@ def _serial_hist(k, sh):
 # On kapi's CPU device, from CPU_MSD_MIN keys, the bits in which the keys differ come from the
 # MSD pass's count of the top byte (_HIST_VARY_SRC: each block also ORs and ANDs its keys),
 # one read of the keys where kapi.reduce's OR and AND read them twice more and waited for each
-# (KAPI_SORT_CPU_FUSED_VARY=1, read at import; off by default: no gain on the 2-core dev box,
+# (KAPI_SORT_CPU_FUSED_VARY, read at import; before argsort4 off: no gain on the 2-core dev box,
 # 2^24 uint32 argsort 300 against 302 ms; on the 16 Xeon cores, one process, sort 18.5 against
 # 20.5 ms and argsort 29.9 against 32.0; with the argsort's wide digit, 30.0 against 27.9-29.0,
 # its top byte's count unused: that digit counts itself, see CPU_VARY_WIDE). The byte counted
 # is the one that varied on top in the last such keys of the same width (_BYTE_TOP: floats in
 # [0, 1) have a constant top byte), counted again where these keys' differs.
-CPU_FUSED_VARY = os.environ.get("KAPI_SORT_CPU_FUSED_VARY", "0") == "1"
+# On by default since argsort4's call 2 (16 Xeon cores, 2^20 uint32: sort 2.23 against
+# 2.44-2.72 ms, argsort 2.42 against 2.73-2.76; 2^24 sort no slower); 0 turns it off.
+CPU_FUSED_VARY = os.environ.get("KAPI_SORT_CPU_FUSED_VARY", "1") != "0"
 _BYTE_TOP: dict = {}  # key bits -> the top varying byte's shift of the last fused count's keys
 
 
@@ -1418,9 +1420,9 @@ if CPU_ARGSORT_WIDE not in (0, 9, 10, 11, 12, 13, 14):
 # (KAPI_SORT_CPU_ARGSORT_WIDE_BIG, read at import: 0, none, or 9..14; 12 by default), and the
 # buckets go by digits of up to CPU_BUCKET_BITS_BIG bits where that digit is wider than 10:
 # 2^24 keys by 12 bits are 4,096 buckets of 4,096 keys (32 KiB of words, a core's L1) sorted
-# by two 10-bit digits. On the 16 Xeon cores (bench/RESULTS.md, argsort4, call 1), 2^24
-# uniform [0, 1) float32 argsort 25.2-25.8 ms against 29.8-34.0 by 10 bits (its skewed buckets
-# finer), uint32 21.4-24.3 against 22.6-23.9.
+# by two 10-bit digits. On the 16 Xeon cores (bench/RESULTS.md, argsort4, calls 1 and 2), 2^24
+# uniform [0, 1) float32 argsort 25.2-25.8 / 29.7-32.2 ms against 29.8-34.0 / 36.9-40.3 by 10
+# bits (its skewed buckets finer), uint32 a tie (21.4 / 28.8-28.9 against 22.6-23.9 / 27.7).
 CPU_ARGSORT_WIDE_BIG = int(os.environ.get("KAPI_SORT_CPU_ARGSORT_WIDE_BIG", "12"))
 if CPU_ARGSORT_WIDE_BIG not in (0, 9, 10, 11, 12, 13, 14):
     raise ValueError(
@@ -1525,17 +1527,20 @@ def _wide_vary(k: Array, wide: int):
     return vary, ((low, wide), _wide_scan(hist, offs), T, B)
 
 
-# The wide digit's table (1,024 digits x 64 blocks for 2^24 keys) scanned by the host, which
-# reads its bucket starts anyway, where kapi's scan took three launches
-# (KAPI_SORT_CPU_HOST_SCAN, read at import; 0: the scan's kernels, as before).
+# The wide digit's table (1,024 digits x 64 blocks for 2^22-2^24 keys) scanned by the host,
+# which reads its bucket starts anyway, where kapi's scan took three launches
+# (KAPI_SORT_CPU_HOST_SCAN, read at import; 0: the scan's kernels, as before), up to
+# CPU_HOST_SCAN_MAX entries: the 12-bit digit's 4,096 x 64 took the host 1.1 ms more than the
+# 10-bit digit's on the 16 Xeon cores (argsort4, call 2), and kapi's scan 0.8 ms less in all.
 CPU_HOST_SCAN = os.environ.get("KAPI_SORT_CPU_HOST_SCAN", "1") != "0"
+CPU_HOST_SCAN_MAX = 1 << 17
 
 
 def _wide_scan(hist: Array, offs: Array) -> Array:
     """The exclusive scan of hist (1, m) into offs (1, m), returned as offs (m,): by the host
     (CPU_HOST_SCAN, where the memory is the host's) or by kapi's scan."""
     m = hist.size
-    if CPU_HOST_SCAN and hist._host_ok and offs._host_ok:
+    if CPU_HOST_SCAN and m <= CPU_HOST_SCAN_MAX and hist._host_ok and offs._host_ok:
         h, o = hist._host_view().reshape(m), offs._host_view().reshape(m)
         o[0] = 0
         np.cumsum(h[:-1], out=o[1:])

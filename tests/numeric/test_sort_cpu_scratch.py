@@ -222,6 +222,7 @@ def test_cpu_argsort_wide_vary_one_read(cpu, monkeypatch):
     monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
     monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 10)
     monkeypatch.setattr(_radix, "_WIDE_TOP", {})
+    monkeypatch.setattr(_radix, "CPU_FUSED_VARY", False)  # (else the top byte's count)
     reduced, used = [], []
     orig_vary, orig_wide = _radix._vary, _radix._msd_wide
     monkeypatch.setattr(_radix, "_vary", lambda k: reduced.append(1) or orig_vary(k))
