@@ -1,7 +1,8 @@
 """Where kapi.sort / kapi.argsort of 2^N keys spend their time on kapi's CPU device: every
 kernel the sort launches through compiled_call_kernel (which waits for it) timed by name, the
-rest (reductions, scans' own launches, the host) as "other"; medians over repeats, each
-result checked against NumPy first. For machines without perf (the GPU machine's Xeon):
+reductions (kapi.reduce, waited for) as "reduce", the rest (the host, the scans' launches of
+their own) as "other"; medians over repeats, each result checked against NumPy first. For
+machines without perf (the GPU machine's Xeon):
 
     KAPI_DRIVERS=cpu python3 bench/sort_phases.py [--log2n 24] [--repeat 7]
 """
@@ -44,6 +45,18 @@ def main():
         return r
 
     _launch.compiled_call_kernel = timed  # sort_radix imports it at each call
+    # the reductions (the bits that vary) by name too: sort_radix calls P.reduce
+    from kapi._numeric import primitives as _prims
+
+    orig_reduce = _prims.reduce
+
+    def timed_reduce(*a, **kw):
+        t0 = time.perf_counter()
+        r = orig_reduce(*a, **kw)
+        spent["reduce"] += time.perf_counter() - t0
+        return r
+
+    _prims.reduce = timed_reduce
     print(f"device: {dev.name}, {dev.max_compute_units} compute units; n = 2^{args.log2n}")
     for dt, h in keys.items():
         x = kapi.asarray(h, device=dev)

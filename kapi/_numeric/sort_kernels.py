@@ -761,22 +761,22 @@ _HIST_VARY_SRC = (
     )
     .replace(
         "    while i + 4 <= end:\n",
-        "    ones = np.uint64(0)\n    zeros = np.uint64(0)\n    while i + 4 <= end:\n",
+        "    ones = ALL ^ ALL\n    alls = ALL\n    while i + 4 <= end:\n",
     )
     .replace(
         "        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n        cnt[256",
         "        a0 = k[i]\n        a1 = k[i + 1]\n        a2 = k[i + 2]\n        a3 = k[i + 3]\n"
-        "        ones = ones | np.uint64(a0 | a1 | a2 | a3)\n"
-        "        zeros = zeros | np.uint64((a0 ^ ALL) | (a1 ^ ALL) | (a2 ^ ALL) | (a3 ^ ALL))\n"
+        "        ones = ones | (a0 | a1) | (a2 | a3)\n"
+        "        alls = alls & (a0 & a1) & (a2 & a3)\n"
         "        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n        cnt[256",
     )
     .replace(
         "    while i < end:\n        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n",
-        "    while i < end:\n        ones = ones | np.uint64(k[i])\n"
-        "        zeros = zeros | np.uint64(k[i] ^ ALL)\n"
+        "    while i < end:\n        ones = ones | k[i]\n"
+        "        alls = alls & k[i]\n"
         "        cnt[np.int64((k[i] >> shift) & MASK)] += 1\n",
     )
-    + "    vo[2 * t] = ones\n    vo[2 * t + 1] = zeros\n"
+    + "    vo[2 * t] = np.uint64(ones)\n    vo[2 * t + 1] = np.uint64(alls ^ ALL)\n"
 )
 
 _SCATTER_SERIAL_SRC = """
@@ -862,14 +862,37 @@ def _scatter_pack(item, k, w, offs, n, B, T, shift, MASK):
 _HIST_WIDE_SRC = """
 def _hist_wide(item, k, hist, n, B, T, low, MASK):
     t = item.get_global_id(0)
-    cnt = K.PrivateArray(NB, np.int64, fill_zeros=True)
+    cnt = K.PrivateArray(NB, np.int32, fill_zeros=True)
     i = t * (B & 0x7FFFFFFFFFFFFFFF)
     end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
     while i < end:
-        cnt[np.int64((k[i] >> low) & MASK)] += 1
+        cnt[np.int64((k[i] >> low) & MASK)] += np.int32(1)
         i += 1
     for d in range(NB):
-        hist[d * T + t] = cnt[d]
+        hist[d * T + t] = np.int64(cnt[d])
+"""
+
+# _HIST_WIDE_SRC that also ORs its block's keys and their complements into vo[2t], vo[2t+1]
+# (sort_radix.py, CPU_VARY_WIDE): the bits in which the keys differ come with the wide digit's
+# counts from one read of the keys, where two reductions read them twice more.
+_HIST_WIDE_VARY_SRC = """
+def _hist_wide_vary(item, k, hist, vo, n, B, T, low, MASK, ALL):
+    t = item.get_global_id(0)
+    cnt = K.PrivateArray(NB, np.int32, fill_zeros=True)
+    ones = ALL ^ ALL
+    alls = ALL
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    while i < end:
+        kk = k[i]
+        ones = ones | kk
+        alls = alls & kk
+        cnt[np.int64((kk >> low) & MASK)] += np.int32(1)
+        i += 1
+    for d in range(NB):
+        hist[d * T + t] = np.int64(cnt[d])
+    vo[2 * t] = np.uint64(ones)
+    vo[2 * t + 1] = np.uint64(alls ^ ALL)
 """
 
 _SCATTER_WIDE_SRC = """
@@ -887,6 +910,120 @@ def _scatter_wide(item, k, w, offs, n, B, T, low, MASK):
         off[d] = dst + 1
         w[dst & 0x7FFFFFFFFFFFFFFF] = WIDEWORD
         i += 1
+"""
+
+# _SCATTER_WIDE_SRC by sweeps (sort_radix.py, CPU_WIDE_SWEEPS): each work-item takes its block
+# CHUNK keys at a time and goes over each chunk SWEEPS times, sweep s writing only the keys
+# whose digit is in the s-th of SWEEPS equal ranges (digit >> HS == s), so that a sweep
+# writes NB / SWEEPS streams at once (512 lines for 1,024 digits by two sweeps: they stay in a
+# 48 KiB L1, where 1,024 lines do not) and reads its chunk again from the core's cache. The
+# keys of the other ranges store their word into the work-item's own line past the n words
+# (w[n + 8t]), not a branch: their digits are random.
+_SCATTER_WIDE_SWEEP_SRC = """
+def _scatter_wide_sw(item, k, w, offs, n, B, T, low, MASK):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(NB, np.int64)
+    for d in range(NB):
+        off[d] = offs[d * T + t] & 0x7FFFFFFFFFFFFFFF
+    nn = n & 0x7FFFFFFFFFFFFFFF
+    trash = nn + t * 8
+    i0 = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(nn, i0 + (B & 0x7FFFFFFFFFFFFFFF))
+    while i0 < end:
+        e = min(end, i0 + CHUNK)
+        s = 0
+        while s < SWEEPS:
+            i = i0
+            while i < e:
+                kk = k[i]
+                d = np.int64((kk >> low) & MASK)
+                hit = np.int64((d >> HS) == s)
+                o = off[d]
+                w[o if hit else trash] = WIDEWORD
+                off[d] = o + hit
+                i += 1
+            s += 1
+        i0 = e
+"""
+
+# _SCATTER_WIDE_SRC that reads, as a word goes to the first place of a cache line, the word
+# AHEAD places further on in the same digit's run (sort_radix.py, CPU_WIDE_TOUCH): the line
+# its later words go to comes into the core's cache by a load, which does not wait as a store
+# does, before they are written (XORed into sink[t], so that the load stays; its other
+# words read the place just written).
+_SCATTER_WIDE_TOUCH_SRC = """
+def _scatter_wide_t(item, k, w, offs, n, B, T, low, MASK, sink):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(NB, np.int64)
+    for d in range(NB):
+        off[d] = offs[d * T + t] & 0x7FFFFFFFFFFFFFFF
+    nn = n & 0x7FFFFFFFFFFFFFFF
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(nn, i + (B & 0x7FFFFFFFFFFFFFFF))
+    acc = np.uint64(0)
+    while i < end:
+        kk = k[i]
+        d = np.int64((kk >> low) & MASK)
+        dst = off[d]
+        off[d] = dst + 1
+        w[dst] = WIDEWORD
+        tp = dst + np.int64((dst & 7) == 0) * AHEAD
+        acc = acc ^ w[min(tp, nn - 1)]
+        i += 1
+    sink[t] = acc
+"""
+
+# _SCATTER_WIDE_SRC in two steps per chunk of CHUNK keys (sort_radix.py, CPU_WIDE_SPLIT): the
+# chunk's words first go, in order, into SPLIT regions of the work-item's own CHUNK words of
+# loc (by the top log2(SPLIT) bits of the digit, counted first: SPLIT write streams), then each
+# region's words to their digits' places (NB / SPLIT write streams at once, which a core's L1
+# holds, where NB do not).
+_SCATTER_WIDE_SPLIT_SRC = """
+def _scatter_wide_split(item, k, w, offs, n, B, T, low, MASK, loc):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(NB, np.int64)
+    cur = K.PrivateArray(SPLIT, np.int64)
+    for d in range(NB):
+        off[d] = offs[d * T + t] & 0x7FFFFFFFFFFFFFFF
+    fst = K.PrivateArray(SPLIT, np.int64)
+    nn = n & 0x7FFFFFFFFFFFFFFF
+    base = t * CHUNK
+    i0 = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(nn, i0 + (B & 0x7FFFFFFFFFFFFFFF))
+    rsh = low + HS
+    while i0 < end:
+        e = min(end, i0 + CHUNK)
+        for s in range(SPLIT):
+            cur[s] = 0
+        i = i0
+        while i < e:
+            cur[np.int64((k[i] >> rsh) & (SPLIT - 1))] += 1
+            i += 1
+        c0 = base
+        for s in range(SPLIT):
+            c = cur[s]
+            cur[s] = c0
+            fst[s] = c0
+            c0 += c
+        i = i0
+        while i < e:
+            kk = k[i]
+            r = np.int64((kk >> rsh) & (SPLIT - 1))
+            c = cur[r]
+            loc[c] = WIDEWORD
+            cur[r] = c + 1
+            i += 1
+        for s in range(SPLIT):
+            j = fst[s]
+            je = cur[s]
+            while j < je:
+                x = loc[j]
+                d = np.int64((x >> np.uint64(WSH + low)) & np.uint64(MASK))
+                o = off[d]
+                off[d] = o + 1
+                w[o] = x
+                j += 1
+        i0 = e
 """
 
 _WC_PACK = "(np.uint64(kk) << np.uint64(32)) | np.uint64(i)"

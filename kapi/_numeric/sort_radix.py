@@ -45,7 +45,8 @@ buckets in turn and moves each through scratch regions of its own that stay in i
 (`_bucket_scratch`; CPU_SCRATCH), or by one work-item per bucket. Argsorts of keys of up
 to 32 bits carry each key and its index as one uint64 word from the first pass to the last
 (`_msd_packed`, `_lsd_packed`; CPU_PACK), so no index array is written before the passes;
-from CPU_WIDE_MIN keys their first digit is 10 bits wide (`_msd_wide`; CPU_ARGSORT_WIDE).
+from CPU_WIDE_MIN keys their first digit is 10 bits wide (`_msd_wide`; CPU_ARGSORT_WIDE), 12
+from CPU_WIDE_BIG_MIN (CPU_ARGSORT_WIDE_BIG).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from .sort_kernels import (
     _HIST_SRC,
     _HIST_VARY_SRC,
     _HIST_WIDE_SRC,
+    _HIST_WIDE_VARY_SRC,
     _KEY_BODY,
     _KEY_BODY_MAP,
     _KEYS_MAP_SRC,
@@ -77,7 +79,10 @@ from .sort_kernels import (
     _SCATTER_PACK_WC_SRC,
     _SCATTER_SERIAL_SRC,
     _SCATTER_SRC,
+    _SCATTER_WIDE_SPLIT_SRC,
     _SCATTER_WIDE_SRC,
+    _SCATTER_WIDE_SWEEP_SRC,
+    _SCATTER_WIDE_TOUCH_SRC,
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
     _WC_INDEX,
@@ -395,20 +400,30 @@ def _radix_passes(
     v = v if withv else Array._allocate((1,), np.dtype(np.int64), q, ut)
     v2 = Array._allocate((n,), np.dtype(np.int64), q, ut) if withv else v
     top_table = None  # the top byte's counts (CPU_FUSED_VARY), for the MSD pass
+    wide_table = None  # the wide digit's counts (CPU_VARY_WIDE), for _msd_wide
+    pack = fresh and _cpu_pack(k.device, n, withv, k.dtype.itemsize)  # v: unwritten
+    wide = _argsort_wide(n)
+    wide_ok = n >= CPU_WIDE_MIN and (8 * n) >> wide <= CPU_MSD_BUCKET_BYTES
+    wide_first = (
+        kind == "serial" and CPU_MSD and pack and wide and wide_ok
+    ) and k.dtype.itemsize <= 4
     fuse = kind == "serial" and CPU_MSD and CPU_FUSED_VARY and n >= CPU_MSD_MIN and nbits >= 16
-    if callable(bits_vary) and fuse:
-        top_table, bits_vary = _serial_hist_vary(k, k.dtype.type(nbits - 8))
+    if callable(bits_vary) and wide_first and CPU_VARY_WIDE:
+        bits_vary, wide_table = _wide_vary(k, wide)
+    elif callable(bits_vary) and fuse:  # (the byte the last such keys had varying on top)
+        top = _BYTE_TOP.get(nbits, nbits - 8)
+        top_table, bits_vary = _serial_hist_vary(k, k.dtype.type(top))
     elif callable(bits_vary):  # a wait for the device: after the host's setup above
         bits_vary = bits_vary()
     shifts = [sh for sh in range(0, nbits, 8) if (bits_vary >> sh) & (RADIX - 1)]
-    if not shifts or shifts[-1] != nbits - 8:
-        top_table = None  # (the top byte does not vary: the MSD pass counts another)
-    pack = fresh and _cpu_pack(k.device, n, withv, k.dtype.itemsize)  # v: unwritten
+    if top_table is not None:
+        _BYTE_TOP[nbits] = shifts[-1] if shifts else 0
+        if not shifts or shifts[-1] != top:
+            top_table = None  # (another byte varies on top: the MSD pass counts it)
     per = (8 if pack else k.dtype.itemsize + 8 * withv) * n // RADIX  # a bucket's bytes
     msd = kind == "serial" and CPU_MSD and len(shifts) >= 2 and n >= CPU_MSD_MIN
-    wide_ok = n >= CPU_WIDE_MIN and (8 * n) >> CPU_ARGSORT_WIDE <= CPU_MSD_BUCKET_BYTES
-    if msd and pack and CPU_ARGSORT_WIDE and wide_ok and k.dtype.itemsize <= 4:
-        done = _msd_wide(k, v, k2, v2, bits_vary, keys_out, True, keep_input, CPU_ARGSORT_WIDE)
+    if msd and wide_first:
+        done = _msd_wide(k, v, k2, v2, bits_vary, keys_out, True, keep_input, wide, wide_table)
         if done is not None:
             return done
     if msd and per <= CPU_MSD_BUCKET_BYTES:
@@ -804,12 +819,18 @@ def _serial_hist(k, sh):
 
 
 # On kapi's CPU device, from CPU_MSD_MIN keys, the bits in which the keys differ come from the
-# MSD pass's count of the top byte (_HIST_VARY_SRC: each block also ORs its keys and their
-# complements), one read of the keys where kapi.reduce's OR and AND read them twice more and
-# waited for each (KAPI_SORT_CPU_FUSED_VARY=1, read at import; off by default: no gain on the
-# 2-core dev box, 2^24 uint32 argsort 300 against 302 ms; on the 16 Xeon cores, one process,
-# sort 18.5 against 20.5 ms and argsort 29.9 against 32.0: to be repeated before it is on).
-CPU_FUSED_VARY = os.environ.get("KAPI_SORT_CPU_FUSED_VARY", "0") == "1"
+# MSD pass's count of the top byte (_HIST_VARY_SRC: each block also ORs and ANDs its keys),
+# one read of the keys where kapi.reduce's OR and AND read them twice more and waited for each
+# (KAPI_SORT_CPU_FUSED_VARY, read at import; before argsort4 off: no gain on the 2-core dev box,
+# 2^24 uint32 argsort 300 against 302 ms; on the 16 Xeon cores, one process, sort 18.5 against
+# 20.5 ms and argsort 29.9 against 32.0; with the argsort's wide digit, 30.0 against 27.9-29.0,
+# its top byte's count unused: that digit counts itself, see CPU_VARY_WIDE). The byte counted
+# is the one that varied on top in the last such keys of the same width (_BYTE_TOP: floats in
+# [0, 1) have a constant top byte), counted again where these keys' differs.
+# On by default since argsort4's call 2 (16 Xeon cores, 2^20 uint32: sort 2.23 against
+# 2.44-2.72 ms, argsort 2.42 against 2.73-2.76; 2^24 sort no slower); 0 turns it off.
+CPU_FUSED_VARY = os.environ.get("KAPI_SORT_CPU_FUSED_VARY", "1") != "0"
+_BYTE_TOP: dict = {}  # key bits -> the top varying byte's shift of the last fused count's keys
 
 
 def _serial_hist_vary(k, sh):
@@ -961,16 +982,17 @@ if CPU_BUCKET_BITS not in range(8, 14):
     raise ValueError(f"KAPI_SORT_CPU_BUCKET_BITS must be 8 to 13, not {CPU_BUCKET_BITS}")
 
 
-def _bucket_digits(rest: tuple, top: int, vary: int) -> tuple:
+def _bucket_digits(rest: tuple, top: int, vary: int, bits: int = 0) -> tuple:
     """The buckets' digits for the packed argsort: rest (the varying byte shifts below the
-    first digit, which starts at bit top) as they are with CPU_BUCKET_BITS 8, else the bits
-    from the lowest varying one up to top split into as few digits of at most
-    CPU_BUCKET_BITS bits as they need, of equal width, as (shift, bits)."""
-    if CPU_BUCKET_BITS == 8 or not rest:
+    first digit, which starts at bit top) as they are with bits (0: CPU_BUCKET_BITS) 8, else
+    the bits from the lowest varying one up to top split into as few digits of at most
+    that many bits as they need, of equal width, as (shift, bits)."""
+    bits = bits or CPU_BUCKET_BITS
+    if bits == 8 or not rest:
         return tuple(rest)
     lo = (vary & -vary).bit_length() - 1
     span = top - lo
-    parts = -(-span // CPU_BUCKET_BITS)
+    parts = -(-span // bits)
     if parts >= len(rest):
         return tuple(rest)
     wd = -(-span // parts)
@@ -1184,9 +1206,9 @@ def _bucket_scratch(plan, a, out, kout, offs, n, T, src_args, nb) -> None:
     tick[...] = 0
     order = Array._allocate((nb,), np.dtype(np.int64), q, ut)
     order[...] = order_h
-    # (mode 2's copy loop over keys of 1 or 2 bytes fails SPIR-V validation, an OpVariable
-    # outside the first block: such keys take mode 1)
-    mode = CPU_SCRATCH if a.dtype.itemsize >= 4 else 1
+    # (keys of 1 or 2 bytes alone have one pass left in their buckets, which always writes
+    # the result: mode 1 whatever CPU_SCRATCH says)
+    mode = CPU_SCRATCH
     kern = _kernel(_bucket_scratch_src(*src_args, nb, mode), "_bucket_scr")
     call_kernel(
         kern, NdRange(groups, 1), a, out, kout, scr, tick, order, offs, np.int64(n),
@@ -1292,13 +1314,14 @@ if CPU_WIDE not in (0, 9, 10, 11, 12, 13, 14):
     raise ValueError(f"KAPI_SORT_CPU_WIDE must be 0 or 9..14, not {CPU_WIDE}")
 
 
-def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wide=0):
+def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wide=0, counted=None):
     """The packed MSD scheme (_msd_packed) by a first digit of CPU_WIDE bits ending at the top
     varying bit of the keys k (of at most 32 bits; vary: the bits in which they differ), then
     each of its 2^CPU_WIDE buckets by the bytes below it: _radix_passes' (k, v), or None
     (nothing written) when its buckets do not balance either. pack=False: a sort of the keys
     alone (k2 and k, or a new array with keep_input, its buffers; v unused). wide: the
-    digit's bits (0: CPU_WIDE)."""
+    digit's bits (0: CPU_WIDE). counted: _wide_vary's table of this digit, or None (it is
+    counted here)."""
     from .._kernel.launch import compiled_call_kernel as call_kernel
     from .._kernel.ranges import NdRange
 
@@ -1315,18 +1338,20 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
         return None  # (few bits below the digit: the LSD passes are as good)
     nb = 1 << wide
     cores = _msd_cores(k.device)
-    T, B = P.cpu_blocks(k, n, max(4096, n // max(64, 4 * cores)))
-    sizes = (np.int64(n), np.int64(B), np.int64(T))
-    hist = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
-    offs = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
     kt = k.dtype.type
     nbs = str(nb)
-    hk = _kernel(_HIST_WIDE_SRC, "_hist_wide", NB=nbs)
-    call_kernel(hk, NdRange(T, 1), k, hist.reshape(nb * T), *sizes, kt(low), kt(nb - 1))
-    _, add = P.resolve_op("add", "sort")
-    _scan_rows(hist, offs, add, "add", True, 0)
-    offs = offs.reshape(nb * T)
-    starts = offs.asnumpy()[::T]
+    if counted is not None and counted[0] == (low, wide):
+        _, offs, T, B = counted
+    else:
+        T, B = _wide_blocks(k, n)
+        hist = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
+        offs = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
+        hk = _kernel(_HIST_WIDE_SRC, "_hist_wide", NB=nbs)
+        sizes = (np.int64(n), np.int64(B), np.int64(T))
+        call_kernel(hk, NdRange(T, 1), k, hist.reshape(nb * T), *sizes, kt(low), kt(nb - 1))
+        offs = _wide_scan(hist, offs)
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    starts = np.array(_on_host(offs)[::T])
     if int(np.diff(np.append(starts, n)).max()) > n // (2 * cores):
         return None
     plan = _scratch_plan(starts, n)
@@ -1343,10 +1368,29 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
         return (b if len(rest) % 2 else a), None
     u64 = np.dtype(np.uint64)
     out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
-    digits = _bucket_digits(rest, low, vary)
+    big = wide == CPU_ARGSORT_WIDE_BIG and n >= CPU_WIDE_BIG_MIN  # (its buckets' digits)
+    digits = _bucket_digits(rest, low, vary, CPU_BUCKET_BITS_BIG if big else 0)
     a, b = (out, scratch) if len(digits) % 2 == 0 and plan is None else (scratch, out)
-    sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_PACK)
-    call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1))
+    sweeps = CPU_WIDE_SWEEPS if a is scratch else 1
+    extra = ()
+    if sweeps > 1:  # (into n words and a line per block for the other sweeps' words)
+        a = Array._allocate((n + 8 * T,), u64, q, ut)
+        hs = str(wide - sweeps.bit_length() + 1)
+        sk = _kernel(_SCATTER_WIDE_SWEEP_SRC, "_scatter_wide_sw", NB=nbs, WIDEWORD=_WC_PACK,
+                     SWEEPS=str(sweeps), HS=hs, CHUNK=str(CPU_WIDE_CHUNK))  # fmt: skip
+    elif CPU_WIDE_SPLIT:
+        hs = str(wide - CPU_WIDE_SPLIT.bit_length() + 1)
+        c = CPU_WIDE_SPLIT_CHUNK
+        extra = (Array._allocate((T * c,), u64, q, ut),)  # (each block's part)
+        sk = _kernel(_SCATTER_WIDE_SPLIT_SRC, "_scatter_wide_split", NB=nbs, WIDEWORD=_WC_PACK,
+                     SPLIT=str(CPU_WIDE_SPLIT), HS=hs, CHUNK=str(c), WSH="32")  # fmt: skip
+    elif CPU_WIDE_TOUCH:
+        extra = (Array._allocate((T,), u64, q, ut),)  # (the loads' XOR: a sink)
+        sk = _kernel(_SCATTER_WIDE_TOUCH_SRC, "_scatter_wide_t", NB=nbs, WIDEWORD=_WC_PACK,
+                     AHEAD=str(8 * CPU_WIDE_TOUCH))  # fmt: skip
+    else:
+        sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_PACK)
+    call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1), *extra)
     kout = k2 if keys_out else Array._allocate((1,), k.dtype, q, ut)
     kname = k.dtype.name if keys_out else None
     if plan is not None:
@@ -1372,6 +1416,138 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
 CPU_ARGSORT_WIDE = int(os.environ.get("KAPI_SORT_CPU_ARGSORT_WIDE", "10"))
 if CPU_ARGSORT_WIDE not in (0, 9, 10, 11, 12, 13, 14):
     raise ValueError(f"KAPI_SORT_CPU_ARGSORT_WIDE must be 0 or 9..14, not {CPU_ARGSORT_WIDE}")
+# From CPU_WIDE_BIG_MIN keys that first digit is CPU_ARGSORT_WIDE_BIG bits wide instead
+# (KAPI_SORT_CPU_ARGSORT_WIDE_BIG, read at import: 0, none, or 9..14; 12 by default), and the
+# buckets go by digits of up to CPU_BUCKET_BITS_BIG bits where that digit is wider than 10:
+# 2^24 keys by 12 bits are 4,096 buckets of 4,096 keys (32 KiB of words, a core's L1) sorted
+# by two 10-bit digits. On the 16 Xeon cores (bench/RESULTS.md, argsort4, calls 1 and 2), 2^24
+# uniform [0, 1) float32 argsort 25.2-25.8 / 29.7-32.2 ms against 29.8-34.0 / 36.9-40.3 by 10
+# bits (its skewed buckets finer), uint32 a tie (21.4 / 28.8-28.9 against 22.6-23.9 / 27.7).
+CPU_ARGSORT_WIDE_BIG = int(os.environ.get("KAPI_SORT_CPU_ARGSORT_WIDE_BIG", "12"))
+if CPU_ARGSORT_WIDE_BIG not in (0, 9, 10, 11, 12, 13, 14):
+    raise ValueError(
+        f"KAPI_SORT_CPU_ARGSORT_WIDE_BIG must be 0 or 9..14, not {CPU_ARGSORT_WIDE_BIG}"
+    )
+CPU_WIDE_BIG_MIN = 1 << 24
+CPU_BUCKET_BITS_BIG = 10
+
+
+def _argsort_wide(n: int) -> int:
+    """The packed argsort's first digit's bits for n keys (0: none)."""
+    if CPU_ARGSORT_WIDE and CPU_ARGSORT_WIDE_BIG and n >= CPU_WIDE_BIG_MIN:
+        return CPU_ARGSORT_WIDE_BIG
+    return CPU_ARGSORT_WIDE
+
+
+# The packed argsort's pass by the wide digit in sweeps (KAPI_SORT_CPU_WIDE_SWEEPS, read at
+# import: 1, the default, one sweep; 2 or 4): each work-item goes over its block CPU_WIDE_CHUNK
+# keys at a time, each chunk SWEEPS times, sweep s writing only the keys whose digit is in
+# the s-th of SWEEPS ranges (_SCATTER_WIDE_SWEEP_SRC): 2^CPU_ARGSORT_WIDE / SWEEPS write
+# streams at once, which a core's L1 holds (1,024 lines of 64 bytes do not fit a Xeon's 48 KiB
+# or a Zen 4's 32 KiB), for reading each chunk SWEEPS times from its cache.
+CPU_WIDE_SWEEPS = int(os.environ.get("KAPI_SORT_CPU_WIDE_SWEEPS", "1"))
+if CPU_WIDE_SWEEPS not in (1, 2, 4, 8):
+    raise ValueError(f"KAPI_SORT_CPU_WIDE_SWEEPS must be 1, 2, 4 or 8, not {CPU_WIDE_SWEEPS}")
+# (chunks of 2^16 keys: a sweep gives each of the 512 digits of its range 64 words, 8 lines,
+# so that a line is rarely left half written to the next sweep, which evicts it from L1; the
+# chunk's 256 KiB of keys are read again from L2)
+CPU_WIDE_CHUNK = int(os.environ.get("KAPI_SORT_CPU_WIDE_CHUNK", str(1 << 16)))
+# KAPI_SORT_CPU_WIDE_SPLIT=S (read at import; 0, the default: off; 2, 4 or 8): that pass (in
+# one sweep) in two steps per chunk of CPU_WIDE_SPLIT_CHUNK keys (_SCATTER_WIDE_SPLIT_SRC):
+# the chunk's words into S regions of the block's own (S streams: by the digit's top bits,
+# counted first), then each region to its digits' places (2^CPU_ARGSORT_WIDE / S streams at
+# once), where the sweeps read every key S times.
+CPU_WIDE_SPLIT = int(os.environ.get("KAPI_SORT_CPU_WIDE_SPLIT", "0"))
+if CPU_WIDE_SPLIT not in (0, 2, 4, 8, 16):
+    raise ValueError(f"KAPI_SORT_CPU_WIDE_SPLIT must be 0, 2, 4, 8 or 16, not {CPU_WIDE_SPLIT}")
+CPU_WIDE_SPLIT_CHUNK = int(os.environ.get("KAPI_SORT_CPU_WIDE_SPLIT_CHUNK", str(1 << 15)))
+# KAPI_SORT_CPU_WIDE_TOUCH=L (read at import; 0, the default: off; 1 to 4): that pass (in one
+# sweep) also loads, as each digit's words reach a cache line's first place, the place L lines
+# further on in its run (_SCATTER_WIDE_TOUCH_SRC): the 1,024 runs' next lines, which no
+# prefetcher follows, come from memory by loads, many at once, where each store that found
+# its line missing waited for it.
+CPU_WIDE_TOUCH = int(os.environ.get("KAPI_SORT_CPU_WIDE_TOUCH", "0"))
+if CPU_WIDE_TOUCH not in range(5):
+    raise ValueError(f"KAPI_SORT_CPU_WIDE_TOUCH must be 0 to 4, not {CPU_WIDE_TOUCH}")
+
+
+# The packed argsort by the wide first digit (CPU_ARGSORT_WIDE) finds the bits in which the
+# keys differ in the same read of the keys that counts that digit (_HIST_WIDE_VARY_SRC), where
+# kapi.reduce's OR and AND read them twice more (each waited for) before the count
+# (KAPI_SORT_CPU_VARY_WIDE, read at import; 0: the reductions, as before). The digit ends at
+# the top varying bit, which the count cannot know before it: it takes the top varying bit of
+# the last such argsort's keys of the same width (the width's top bit at first) and, where the
+# keys' own differs, is counted again at the right place (one read of the keys, as the
+# reductions' two were).
+CPU_VARY_WIDE = os.environ.get("KAPI_SORT_CPU_VARY_WIDE", "1") != "0"
+_WIDE_TOP: dict = {}  # key bits -> the bit length of the last packed wide argsort's vary
+
+
+def _on_host(x: Array) -> np.ndarray:
+    """x's memory as NumPy sees it, with no copy where the host can address it (kapi's CPU
+    device), after the queue's work."""
+    return x._host_view() if x._host_ok else x.asnumpy()
+
+
+def _wide_blocks(k: Array, n: int) -> tuple[int, int]:
+    """(T, B): the wide digit's blocks over n keys (its count and scatter)."""
+    cores = _msd_cores(k.device)
+    return P.cpu_blocks(k, n, max(4096, n // max(64, 4 * cores)))
+
+
+def _wide_vary(k: Array, wide: int):
+    """(vary, counted) of the keys k from one read (CPU_VARY_WIDE): the bits in
+    which they differ and, for _msd_wide, ((low, wide), offs, T, B), the scanned table of the
+    wide-bit digit from bit low, where low is that digit's place for these keys (else None:
+    it ended elsewhere than guessed)."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    n = k.size
+    q, ut = k.sycl_queue, k.usm_type
+    nbits = 8 * k.dtype.itemsize
+    top = _WIDE_TOP.get(nbits, nbits)
+    low = top - wide
+    nb = 1 << wide
+    T, B = _wide_blocks(k, n)
+    hist = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
+    vo = Array._allocate((2 * T,), np.dtype(np.uint64), q, ut)
+    kt = k.dtype.type
+    sizes = (np.int64(n), np.int64(B), np.int64(T))
+    kern = _kernel(_HIST_WIDE_VARY_SRC, "_hist_wide_vary", NB=str(nb))
+    call_kernel(kern, NdRange(T, 1), k, hist.reshape(nb * T), vo, *sizes, kt(low), kt(nb - 1),
+                kt(np.iinfo(k.dtype).max))  # fmt: skip
+    oz = _on_host(vo).reshape(T, 2)
+    vary = int(np.bitwise_or.reduce(oz[:, 0])) & int(np.bitwise_or.reduce(oz[:, 1]))
+    got = max(vary.bit_length(), wide)
+    _WIDE_TOP[nbits] = got
+    if got != top:
+        return vary, None
+    offs = Array._allocate((1, nb * T), np.dtype(np.int64), q, ut)
+    return vary, ((low, wide), _wide_scan(hist, offs), T, B)
+
+
+# The wide digit's table (1,024 digits x 64 blocks for 2^22-2^24 keys) scanned by the host,
+# which reads its bucket starts anyway, where kapi's scan took three launches
+# (KAPI_SORT_CPU_HOST_SCAN, read at import; 0: the scan's kernels, as before), up to
+# CPU_HOST_SCAN_MAX entries: the 12-bit digit's 4,096 x 64 took the host 1.1 ms more than the
+# 10-bit digit's on the 16 Xeon cores (argsort4, call 2), and kapi's scan 0.8 ms less in all.
+CPU_HOST_SCAN = os.environ.get("KAPI_SORT_CPU_HOST_SCAN", "1") != "0"
+CPU_HOST_SCAN_MAX = 1 << 17
+
+
+def _wide_scan(hist: Array, offs: Array) -> Array:
+    """The exclusive scan of hist (1, m) into offs (1, m), returned as offs (m,): by the host
+    (CPU_HOST_SCAN, where the memory is the host's) or by kapi's scan."""
+    m = hist.size
+    if CPU_HOST_SCAN and m <= CPU_HOST_SCAN_MAX and hist._host_ok and offs._host_ok:
+        h, o = hist._host_view().reshape(m), offs._host_view().reshape(m)
+        o[0] = 0
+        np.cumsum(h[:-1], out=o[1:])
+    else:
+        _, add = P.resolve_op("add", "sort")
+        _scan_rows(hist, offs, add, "add", True, 0)
+    return offs.reshape(m)
 
 
 def _lsd_packed(k, v, k2, v2, shifts, keys_out):

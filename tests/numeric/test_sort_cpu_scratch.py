@@ -194,6 +194,10 @@ def test_cpu_argsort_wide_digit_limits(cpu, monkeypatch):
     [
         ("KAPI_SORT_CPU_SCRATCH", "3", "must be 0, 1 or 2"),
         ("KAPI_SORT_CPU_ARGSORT_WIDE", "8", "must be 0 or 9..14"),
+        ("KAPI_SORT_CPU_WIDE_SWEEPS", "3", "must be 1, 2, 4 or 8"),
+        ("KAPI_SORT_CPU_WIDE_TOUCH", "5", "must be 0 to 4"),
+        ("KAPI_SORT_CPU_WIDE_SPLIT", "3", "must be 0, 2, 4, 8 or 16"),
+        ("KAPI_SORT_CPU_ARGSORT_WIDE_BIG", "8", "must be 0 or 9..14"),
     ],
 )
 def test_cpu_scratch_switches_refuse_other_values(var, value, match):
@@ -206,3 +210,150 @@ def test_cpu_scratch_switches_refuse_other_values(var, value, match):
     )
     assert r.returncode != 0
     assert "ValueError" in r.stderr and match in r.stderr
+
+
+def test_cpu_argsort_wide_vary_one_read(cpu, monkeypatch):
+    """KAPI_SORT_CPU_VARY_WIDE: the wide digit's count finds the bits in which the keys differ
+    (no reductions), its digit placed by the last keys' top varying bit: keys whose top bit
+    is the guessed one take that count; keys whose top varying bit is lower (the guess
+    wrong) are counted again at their own; keys that follow them with the top bit varying
+    again too. The same indices as NumPy and as with the reductions, each time."""
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 10)
+    monkeypatch.setattr(_radix, "_WIDE_TOP", {})
+    monkeypatch.setattr(_radix, "CPU_FUSED_VARY", False)  # (else the top byte's count)
+    reduced, used = [], []
+    orig_vary, orig_wide = _radix._vary, _radix._msd_wide
+    monkeypatch.setattr(_radix, "_vary", lambda k: reduced.append(1) or orig_vary(k))
+
+    def wide(*a):
+        used.append(a[-1] is not None)
+        return orig_wide(*a)
+
+    monkeypatch.setattr(_radix, "_msd_wide", wide)
+    rng = np.random.default_rng(21)
+    n = 120_007
+    full = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    low = (rng.integers(0, 1 << 27, n) + (1 << 26)).astype(np.uint32)  # top varying bit 26
+    flt = rng.random(n, dtype=np.float32)
+    cases = [(full, True), (low, False), (low, True), (flt, False), (full, False)]
+    for h, guessed in cases:
+        h[::11] = h[2]
+        x = kapi.asarray(h, device=cpu)
+        monkeypatch.setattr(_radix, "CPU_VARY_WIDE", True)
+        before = len(used)
+        got = kapi.argsort(x).asnumpy()
+        np.testing.assert_array_equal(got, np.argsort(h, kind="stable"))
+        assert used[before:] == [guessed] and not reduced
+        monkeypatch.setattr(_radix, "CPU_VARY_WIDE", False)
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+        assert reduced and used[-1] is False
+        reduced.clear()
+
+
+def test_cpu_argsort_wide_digit_by_sweeps(cpu, monkeypatch):
+    """KAPI_SORT_CPU_WIDE_SWEEPS: the wide digit's pass over chunks (here of 1,000 keys: the
+    blocks end mid-chunk) in four sweeps, each writing a quarter of the digits and parking the
+    others' words past the n words: the same indices as NumPy and as in one sweep, for keys
+    with runs of equal ones and for floats; and as in one sweep loading two lines ahead in each
+    digit's run (KAPI_SORT_CPU_WIDE_TOUCH=2), in two steps per chunk of 1,000 keys (four regions
+    first: KAPI_SORT_CPU_WIDE_SPLIT=4), and with the digit's table scanned by kapi's scan rather
+    than the host (KAPI_SORT_CPU_HOST_SCAN=0)."""
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 10)
+    monkeypatch.setattr(_radix, "CPU_WIDE_CHUNK", 1000)
+    built = []
+    orig = _radix._kernel
+    monkeypatch.setattr(
+        _radix,
+        "_kernel",
+        lambda src, entry, *a, **kw: built.append(entry) or orig(src, entry, *a, **kw),
+    )
+    rng = np.random.default_rng(31)
+    n = 130_003
+    u = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    u[1000:3000] = u[7]
+    for h in (u, rng.random(n, dtype=np.float32)):
+        x = kapi.asarray(h, device=cpu)
+        monkeypatch.setattr(_radix, "CPU_WIDE_SWEEPS", 4)
+        got = _check(x, h, argsort_only=True)
+        assert built.count("_scatter_wide_sw") == 3 and "_scatter_wide" not in built
+        built.clear()
+        monkeypatch.setattr(_radix, "CPU_WIDE_SWEEPS", 1)
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+        assert "_scatter_wide" in built and "_scatter_wide_sw" not in built
+        monkeypatch.setattr(_radix, "CPU_WIDE_TOUCH", 2)  # (one sweep, with the loads ahead)
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+        assert "_scatter_wide_t" in built
+        monkeypatch.setattr(_radix, "CPU_WIDE_TOUCH", 0)
+        monkeypatch.setattr(_radix, "CPU_WIDE_SPLIT", 4)  # (in two steps per chunk)
+        monkeypatch.setattr(_radix, "CPU_WIDE_SPLIT_CHUNK", 1000)
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+        assert "_scatter_wide_split" in built
+        monkeypatch.setattr(_radix, "CPU_WIDE_SPLIT", 0)
+        monkeypatch.setattr(_radix, "CPU_HOST_SCAN", False)  # the table by kapi's scan
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+        monkeypatch.setattr(_radix, "CPU_HOST_SCAN", True)
+        built.clear()
+
+
+def test_cpu_fused_vary_counts_the_last_top_byte(cpu, monkeypatch):
+    """KAPI_SORT_CPU_FUSED_VARY counts the byte that varied on top in the last such keys of the
+    same width: keys varying in their low three bytes are counted again once (the top byte
+    guessed), then taken from the fused count; the same results as NumPy each time."""
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_FUSED_VARY", True)
+    monkeypatch.setattr(_radix, "_BYTE_TOP", {})
+    counts = []
+    orig = _radix._serial_hist
+    monkeypatch.setattr(_radix, "_serial_hist", lambda k, sh: counts.append(int(sh)) or orig(k, sh))
+    h = np.random.default_rng(41).integers(0, 1 << 24, 70_001, dtype=np.uint64).astype(np.uint32)
+    x = kapi.asarray(h, device=cpu)
+    for again in (True, False, False):
+        counts.clear()
+        np.testing.assert_array_equal(kapi.sort(x).asnumpy(), np.sort(h))
+        assert counts == ([16] if again else [])
+    assert _radix._BYTE_TOP == {32: 16}
+
+
+def test_cpu_argsort_big_first_digit(cpu, monkeypatch):
+    """From CPU_WIDE_BIG_MIN keys the packed argsort's first digit is CPU_ARGSORT_WIDE_BIG (12)
+    bits and its buckets go by digits of up to 10 bits (two passes for the 20 bits below it):
+    the same indices (and topk's keys) as NumPy and as by the 10-bit digit, for uint32, int32
+    and [0, 1) float32 keys; below that size, the 10-bit digit."""
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_WIDE_BIG_MIN", 1 << 17)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 10)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE_BIG", 12)
+    bits = []
+    orig = _radix._bucket_scratch
+    monkeypatch.setattr(
+        _radix, "_bucket_scratch", lambda plan, *a: bits.append((a[-1], a[-2][0])) or orig(plan, *a)
+    )
+    rng = np.random.default_rng(51)
+    n = 150_007
+    for h in (
+        rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32),
+        (rng.integers(0, 1 << 30, n) - (1 << 29)).astype(np.int32),
+        rng.random(n, dtype=np.float32),
+    ):
+        h[::9] = h[5]
+        x = kapi.asarray(h, device=cpu)
+        bits.clear()
+        got = _check(x, h, argsort_only=True)
+        nb, digits = bits[0]
+        assert nb == 4096 and len(digits) == 2  # (two passes: 10-bit digits, or two bytes)
+        monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE_BIG", 0)
+        bits.clear()
+        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
+        assert bits[0][0] == 1024
+        monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE_BIG", 12)
+    small = h[: (1 << 17) - 1]
+    bits.clear()
+    np.testing.assert_array_equal(
+        kapi.argsort(kapi.asarray(small, device=cpu)).asnumpy(), np.argsort(small, kind="stable")
+    )
+    assert bits[0][0] == 1024
