@@ -16,10 +16,9 @@
 #   default since call 2, so that "after" has it now);
 # then before and after again; last, before, after and after+fused at 2^20 keys (the fixed
 # cost per call: below 2^22 keys the argsort goes by the top byte).
-# CALL1=1: the first device call's variants instead (before, after, the wide pass by 2 sweeps
-# (KAPI_SORT_CPU_WIDE_SWEEPS=2) or by 4 regions first (KAPI_SORT_CPU_WIDE_SPLIT=4), the 12-bit
-# first digit (then a switch of its own: KAPI_SORT_CPU_ARGSORT_WIDE=12 and
-# KAPI_SORT_CPU_BUCKET_BITS=10) and after+fused).
+# CALL1=1: the first device call's variants that still exist (before, after, the 12-bit first
+# digit as it was then: KAPI_SORT_CPU_ARGSORT_WIDE=12 and KAPI_SORT_CPU_BUCKET_BITS=10, and
+# after+fused; the wide pass by sweeps or by regions first lost and is gone).
 # VARIANTS adds others ("--variant NAME:VAR=VAL+VAR=VAL"); FEW=1 runs only before, after and
 # VARIANTS (2^24).
 # TESTS=1 first runs the CPU device's sort tests (tests/numeric/test_sort_cpu_scratch.py and
@@ -48,8 +47,6 @@ if [ "${FEW:-0}" = 1 ]; then
   base=(--variant "before:$B0" --variant after:)
 elif [ "${CALL1:-0}" = 1 ]; then
   base=(--variant "before:$B0" --variant after:KAPI_SORT_CPU_ARGSORT_WIDE_BIG=0
-    --variant after+sw2:KAPI_SORT_CPU_WIDE_SWEEPS=2+KAPI_SORT_CPU_ARGSORT_WIDE_BIG=0
-    --variant after+sp4:KAPI_SORT_CPU_WIDE_SPLIT=4+KAPI_SORT_CPU_ARGSORT_WIDE_BIG=0
     --variant "after+w12b10:$W12"
     --variant after+fused:KAPI_SORT_CPU_FUSED_VARY=1+KAPI_SORT_CPU_ARGSORT_WIDE_BIG=0)
 else

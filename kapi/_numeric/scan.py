@@ -385,10 +385,10 @@ def _scan_serial_apply(item, x, out, pre, n, B, ident, EXCL):
 # machine's 16 Xeon cores, in one process (bench/scan_ab.py, bench/RESULTS.md), vec 1.21 ms,
 # chain 0.97 (1.23x), where each core's own rate of misses is the limit. Four blocks a chunk
 # were 8% faster there and triple the kernel's build; folding the next chunk before the
-# look-back, or in the same loop as the scan, gained nothing. Before both, four sub-blocks a work-item were scanned element by element in lockstep (one
-# element per 3-4 cycles, four chains bound by the operation's latency: 1.86-2.56 ms there),
-# and a tiled form (a block per core folded, then scanned from that core's L2 in a second
-# launch) lost: 1.84-2.41 ms.
+# look-back, or in the same loop as the scan, gained nothing. Before both, four sub-blocks a
+# work-item were scanned element by element in lockstep (one element per 3-4 cycles, four
+# chains bound by the operation's latency: 1.86-2.56 ms there), and a tiled form (a block per
+# core folded, then scanned from that core's L2 in a second launch) lost: 1.84-2.41 ms.
 SCAN_CPU = os.environ.get("KAPI_SCAN_CPU", "chain")
 if SCAN_CPU not in ("chain", "vec"):
     raise ValueError(f"KAPI_SCAN_CPU must be 'chain' or 'vec', not {SCAN_CPU!r}")

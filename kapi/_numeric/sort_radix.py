@@ -79,10 +79,7 @@ from .sort_kernels import (
     _SCATTER_PACK_WC_SRC,
     _SCATTER_SERIAL_SRC,
     _SCATTER_SRC,
-    _SCATTER_WIDE_SPLIT_SRC,
     _SCATTER_WIDE_SRC,
-    _SCATTER_WIDE_SWEEP_SRC,
-    _SCATTER_WIDE_TOUCH_SRC,
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
     _WC_INDEX,
@@ -1371,26 +1368,8 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
     big = wide == CPU_ARGSORT_WIDE_BIG and n >= CPU_WIDE_BIG_MIN  # (its buckets' digits)
     digits = _bucket_digits(rest, low, vary, CPU_BUCKET_BITS_BIG if big else 0)
     a, b = (out, scratch) if len(digits) % 2 == 0 and plan is None else (scratch, out)
-    sweeps = CPU_WIDE_SWEEPS if a is scratch else 1
-    extra = ()
-    if sweeps > 1:  # (into n words and a line per block for the other sweeps' words)
-        a = Array._allocate((n + 8 * T,), u64, q, ut)
-        hs = str(wide - sweeps.bit_length() + 1)
-        sk = _kernel(_SCATTER_WIDE_SWEEP_SRC, "_scatter_wide_sw", NB=nbs, WIDEWORD=_WC_PACK,
-                     SWEEPS=str(sweeps), HS=hs, CHUNK=str(CPU_WIDE_CHUNK))  # fmt: skip
-    elif CPU_WIDE_SPLIT:
-        hs = str(wide - CPU_WIDE_SPLIT.bit_length() + 1)
-        c = CPU_WIDE_SPLIT_CHUNK
-        extra = (Array._allocate((T * c,), u64, q, ut),)  # (each block's part)
-        sk = _kernel(_SCATTER_WIDE_SPLIT_SRC, "_scatter_wide_split", NB=nbs, WIDEWORD=_WC_PACK,
-                     SPLIT=str(CPU_WIDE_SPLIT), HS=hs, CHUNK=str(c), WSH="32")  # fmt: skip
-    elif CPU_WIDE_TOUCH:
-        extra = (Array._allocate((T,), u64, q, ut),)  # (the loads' XOR: a sink)
-        sk = _kernel(_SCATTER_WIDE_TOUCH_SRC, "_scatter_wide_t", NB=nbs, WIDEWORD=_WC_PACK,
-                     AHEAD=str(8 * CPU_WIDE_TOUCH))  # fmt: skip
-    else:
-        sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_PACK)
-    call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1), *extra)
+    sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_PACK)
+    call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1))
     kout = k2 if keys_out else Array._allocate((1,), k.dtype, q, ut)
     kname = k.dtype.name if keys_out else None
     if plan is not None:
@@ -1439,36 +1418,11 @@ def _argsort_wide(n: int) -> int:
     return CPU_ARGSORT_WIDE
 
 
-# The packed argsort's pass by the wide digit in sweeps (KAPI_SORT_CPU_WIDE_SWEEPS, read at
-# import: 1, the default, one sweep; 2 or 4): each work-item goes over its block CPU_WIDE_CHUNK
-# keys at a time, each chunk SWEEPS times, sweep s writing only the keys whose digit is in
-# the s-th of SWEEPS ranges (_SCATTER_WIDE_SWEEP_SRC): 2^CPU_ARGSORT_WIDE / SWEEPS write
-# streams at once, which a core's L1 holds (1,024 lines of 64 bytes do not fit a Xeon's 48 KiB
-# or a Zen 4's 32 KiB), for reading each chunk SWEEPS times from its cache.
-CPU_WIDE_SWEEPS = int(os.environ.get("KAPI_SORT_CPU_WIDE_SWEEPS", "1"))
-if CPU_WIDE_SWEEPS not in (1, 2, 4, 8):
-    raise ValueError(f"KAPI_SORT_CPU_WIDE_SWEEPS must be 1, 2, 4 or 8, not {CPU_WIDE_SWEEPS}")
-# (chunks of 2^16 keys: a sweep gives each of the 512 digits of its range 64 words, 8 lines,
-# so that a line is rarely left half written to the next sweep, which evicts it from L1; the
-# chunk's 256 KiB of keys are read again from L2)
-CPU_WIDE_CHUNK = int(os.environ.get("KAPI_SORT_CPU_WIDE_CHUNK", str(1 << 16)))
-# KAPI_SORT_CPU_WIDE_SPLIT=S (read at import; 0, the default: off; 2, 4 or 8): that pass (in
-# one sweep) in two steps per chunk of CPU_WIDE_SPLIT_CHUNK keys (_SCATTER_WIDE_SPLIT_SRC):
-# the chunk's words into S regions of the block's own (S streams: by the digit's top bits,
-# counted first), then each region to its digits' places (2^CPU_ARGSORT_WIDE / S streams at
-# once), where the sweeps read every key S times.
-CPU_WIDE_SPLIT = int(os.environ.get("KAPI_SORT_CPU_WIDE_SPLIT", "0"))
-if CPU_WIDE_SPLIT not in (0, 2, 4, 8, 16):
-    raise ValueError(f"KAPI_SORT_CPU_WIDE_SPLIT must be 0, 2, 4, 8 or 16, not {CPU_WIDE_SPLIT}")
-CPU_WIDE_SPLIT_CHUNK = int(os.environ.get("KAPI_SORT_CPU_WIDE_SPLIT_CHUNK", str(1 << 15)))
-# KAPI_SORT_CPU_WIDE_TOUCH=L (read at import; 0, the default: off; 1 to 4): that pass (in one
-# sweep) also loads, as each digit's words reach a cache line's first place, the place L lines
-# further on in its run (_SCATTER_WIDE_TOUCH_SRC): the 1,024 runs' next lines, which no
-# prefetcher follows, come from memory by loads, many at once, where each store that found
-# its line missing waited for it.
-CPU_WIDE_TOUCH = int(os.environ.get("KAPI_SORT_CPU_WIDE_TOUCH", "0"))
-if CPU_WIDE_TOUCH not in range(5):
-    raise ValueError(f"KAPI_SORT_CPU_WIDE_TOUCH must be 0 to 4, not {CPU_WIDE_TOUCH}")
+# Tried for the packed argsort's pass by the wide digit and dropped (bench/RESULTS.md,
+# argsort4): sweeps over chunks writing a range of digits each (two sweeps 24.9 ms against
+# 22.6 for 2^24 uint32 on the 16 Xeon cores, four 39.4), the chunk into 4 or 16 regions of
+# its own first, then each region to its digits (22.6 and 23.4 ms: no gain), and loads one
+# line ahead in each digit's run.
 
 
 # The packed argsort by the wide first digit (CPU_ARGSORT_WIDE) finds the bits in which the

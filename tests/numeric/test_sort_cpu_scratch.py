@@ -194,9 +194,6 @@ def test_cpu_argsort_wide_digit_limits(cpu, monkeypatch):
     [
         ("KAPI_SORT_CPU_SCRATCH", "3", "must be 0, 1 or 2"),
         ("KAPI_SORT_CPU_ARGSORT_WIDE", "8", "must be 0 or 9..14"),
-        ("KAPI_SORT_CPU_WIDE_SWEEPS", "3", "must be 1, 2, 4 or 8"),
-        ("KAPI_SORT_CPU_WIDE_TOUCH", "5", "must be 0 to 4"),
-        ("KAPI_SORT_CPU_WIDE_SPLIT", "3", "must be 0, 2, 4, 8 or 16"),
         ("KAPI_SORT_CPU_ARGSORT_WIDE_BIG", "8", "must be 0 or 9..14"),
     ],
 )
@@ -252,51 +249,23 @@ def test_cpu_argsort_wide_vary_one_read(cpu, monkeypatch):
         reduced.clear()
 
 
-def test_cpu_argsort_wide_digit_by_sweeps(cpu, monkeypatch):
-    """KAPI_SORT_CPU_WIDE_SWEEPS: the wide digit's pass over chunks (here of 1,000 keys: the
-    blocks end mid-chunk) in four sweeps, each writing a quarter of the digits and parking the
-    others' words past the n words: the same indices as NumPy and as in one sweep, for keys
-    with runs of equal ones and for floats; and as in one sweep loading two lines ahead in each
-    digit's run (KAPI_SORT_CPU_WIDE_TOUCH=2), in two steps per chunk of 1,000 keys (four regions
-    first: KAPI_SORT_CPU_WIDE_SPLIT=4), and with the digit's table scanned by kapi's scan rather
-    than the host (KAPI_SORT_CPU_HOST_SCAN=0)."""
+def test_cpu_argsort_wide_table_by_host_or_scan(cpu, monkeypatch):
+    """KAPI_SORT_CPU_HOST_SCAN: the wide digit's table of counts per block scanned by the host
+    (which reads the buckets' starts from it anyway) or by kapi's scan: the same indices as
+    NumPy either way, for keys with runs of equal ones and for floats."""
     monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
     monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
     monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 10)
-    monkeypatch.setattr(_radix, "CPU_WIDE_CHUNK", 1000)
-    built = []
-    orig = _radix._kernel
-    monkeypatch.setattr(
-        _radix,
-        "_kernel",
-        lambda src, entry, *a, **kw: built.append(entry) or orig(src, entry, *a, **kw),
-    )
     rng = np.random.default_rng(31)
     n = 130_003
     u = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
     u[1000:3000] = u[7]
     for h in (u, rng.random(n, dtype=np.float32)):
         x = kapi.asarray(h, device=cpu)
-        monkeypatch.setattr(_radix, "CPU_WIDE_SWEEPS", 4)
+        monkeypatch.setattr(_radix, "CPU_HOST_SCAN", True)
         got = _check(x, h, argsort_only=True)
-        assert built.count("_scatter_wide_sw") == 3 and "_scatter_wide" not in built
-        built.clear()
-        monkeypatch.setattr(_radix, "CPU_WIDE_SWEEPS", 1)
-        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
-        assert "_scatter_wide" in built and "_scatter_wide_sw" not in built
-        monkeypatch.setattr(_radix, "CPU_WIDE_TOUCH", 2)  # (one sweep, with the loads ahead)
-        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
-        assert "_scatter_wide_t" in built
-        monkeypatch.setattr(_radix, "CPU_WIDE_TOUCH", 0)
-        monkeypatch.setattr(_radix, "CPU_WIDE_SPLIT", 4)  # (in two steps per chunk)
-        monkeypatch.setattr(_radix, "CPU_WIDE_SPLIT_CHUNK", 1000)
-        np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
-        assert "_scatter_wide_split" in built
-        monkeypatch.setattr(_radix, "CPU_WIDE_SPLIT", 0)
         monkeypatch.setattr(_radix, "CPU_HOST_SCAN", False)  # the table by kapi's scan
         np.testing.assert_array_equal(kapi.argsort(x).asnumpy(), got)
-        monkeypatch.setattr(_radix, "CPU_HOST_SCAN", True)
-        built.clear()
 
 
 def test_cpu_fused_vary_counts_the_last_top_byte(cpu, monkeypatch):
