@@ -519,63 +519,37 @@ def _fold_blocks_source(u: int, streams: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fold_blocks(u: int, streams: int, pad: str, row="row", lo="i", hi="e", acc="acc"):
-    """Folds blocks 0..streams-1 of row `row` (block b from {lo}{b} to {hi}{b}, leaving
-    {lo}{b} alone) into {acc}{b}, u accumulators each (from Z, the exact identity), a step of
-    each in turn while all have one."""
+def _fold_blocks(u: int, streams: int, pad: str) -> list[str]:
+    """Folds blocks 0..streams-1 (block b from i{b} to e{b}, leaving i{b} alone) into acc{b},
+    u accumulators each (from Z, the exact identity), a step of each in turn while all have
+    one."""
     inner = pad + "    "
     lines = []
     for b in range(streams):
-        lines.append(f"{pad}j{b} = {lo}{b}")
+        lines.append(f"{pad}j{b} = i{b}")
         lines += [f"{pad}a{b}_{k} = Z" for k in range(u)]
 
     def step(blocks):
         out = []
         for b in blocks:
-            out += [f"{inner}a{b}_{k} = OP(a{b}_{k}, x[{row}, j{b} + {k}])" for k in range(u)]
+            out += [f"{inner}a{b}_{k} = OP(a{b}_{k}, x[row, j{b} + {k}])" for k in range(u)]
             out.append(f"{inner}j{b} += {u}")
         return out
 
-    lines.append(f"{pad}while j{streams - 1} + {u} <= {hi}{streams - 1}:")
+    lines.append(f"{pad}while j{streams - 1} + {u} <= e{streams - 1}:")
     lines += step(range(streams))
     for b in range(streams):
-        lines.append(f"{pad}while j{b} + {u} <= {hi}{b}:")
+        lines.append(f"{pad}while j{b} + {u} <= e{b}:")
         lines += step([b])
         names = [f"a{b}_{k}" for k in range(u)]
         while len(names) > 1:  # the upper half into the lower, as the vector's halves
             h = len(names) // 2
             names = [f"OP({names[k]}, {names[k + h]})" for k in range(h)]
         lines += [
-            f"{pad}{acc}{b} = {names[0]}",
-            f"{pad}while j{b} < {hi}{b}:",
-            f"{inner}{acc}{b} = OP({acc}{b}, x[{row}, j{b}])",
+            f"{pad}acc{b} = {names[0]}",
+            f"{pad}while j{b} < e{b}:",
+            f"{inner}acc{b} = OP(acc{b}, x[row, j{b}])",
             f"{inner}j{b} += 1",
-        ]
-    return lines
-
-
-_M63 = "0x7FFFFFFFFFFFFFFF"
-_TICKET = "np.int64(K.AtomicRef(st, TOT).fetch_add(np.int32(1)))"
-
-
-def _chain_head(streams: int) -> list[str]:
-    return [
-        "def _scan_chain(item, x, out, st, agg, inc, n, C, TC, TOT, Z, pre0):",
-        f"    nn = n & {_M63}",
-        f"    CC = C & {_M63}",
-        f"    BB = CC // {streams}",
-        f"    t = {_TICKET}",
-    ]
-
-
-def _chunk(streams: int, p: str, t: str, row: str, ch: str, lo: str, hi: str) -> list[str]:
-    """Chunk t's row, place in its row (ch) and blocks' bounds {lo}{b}, {hi}{b} (masked:
-    the vectoriser needs places it knows are >= 0)."""
-    lines = [f"{p}{row} = {t} // TC", f"{p}{ch} = {t} - {row} * TC"]
-    for b in range(streams):
-        lines += [
-            f"{p}{lo}{b} = min(nn, ({ch} * CC + {b} * BB) & {_M63})",
-            f"{p}{hi}{b} = min(nn, {lo}{b} + BB)",
         ]
     return lines
 
@@ -584,54 +558,53 @@ def _chunk(streams: int, p: str, t: str, row: str, ch: str, lo: str, hi: str) ->
 def _chain_source(v: int, excl: bool, u: int, streams: int) -> str:
     """The chain scheme's kernel (one launch): each work-item takes chunks by ticket (st[TOT],
     int32), folds its chunk's `streams` blocks (v accumulators each: one vector), publishes
-    the chunk's total (_chain_publish) and finds its carry (_chain_carry), then scans its
-    blocks (_vec_blocks, u tiles of v a step) from that carry, while the chunk is still in
-    its core's cache."""
+    its total and finds its carry (_chain_carry), then scans its blocks (_vec_blocks, u tiles
+    of v a step) from that carry, while the chunk is still in its core's cache."""
+    m = "0x7FFFFFFFFFFFFFFF"
     p = " " * 8
-    lines = _chain_head(streams) + ["    while t < TOT:"]
-    lines += _chunk(streams, p, "t", "row", "ch", "i", "e")
+    ticket = "np.int64(K.AtomicRef(st, TOT).fetch_add(np.int32(1)))"
+    lines = [
+        "def _scan_chain(item, x, out, st, agg, inc, n, C, TC, TOT, Z, pre0):",
+        f"    nn = n & {m}",
+        f"    CC = C & {m}",
+        f"    BB = CC // {streams}",
+        f"    t = {ticket}",
+        "    while t < TOT:",
+        f"{p}row = t // TC",
+        f"{p}ch = t - row * TC",
+    ]
+    for b in range(streams):  # (masked: the vectoriser needs places it knows are >= 0)
+        lines += [f"{p}i{b} = min(nn, (ch * CC + {b} * BB) & {m})", f"{p}e{b} = min(nn, i{b} + BB)"]
     lines += _fold_blocks(v, streams, p)
-    lines += _chain_publish(streams, p, "t", "ch", "acc")
-    lines += _chain_carry(streams, p, "t", "ch", "acc")
+    lines += _chain_carry(streams, p)
     lines += _vec_blocks(v, excl, u, streams, p)
-    lines.append(f"{p}t = {_TICKET}")
+    lines.append(f"{p}t = {ticket}")
     return "\n".join(lines) + "\n"
 
 
-def _total(streams: int, acc: str) -> str:
-    tot = f"{acc}0"
-    for b in range(1, streams):
-        tot = f"OP({tot}, {acc}{b})"
-    return tot
-
-
-def _chain_publish(streams: int, p: str, t: str, ch: str, acc: str) -> list[str]:
-    """Publishes chunk t's total (its blocks' in {acc}{b}): agg[t], then st[t] = 1; a
-    row's first chunk (ch == 0) publishes it as its inclusive value (inc[t], st[t] = 2)."""
-    rel = "memory_order=K.MemoryOrder.RELEASE"
-    return [
-        f"{p}if {ch} == 0:",
-        f"{p}    inc[{t}] = {_total(streams, acc)}",
-        f"{p}    K.AtomicRef(st, {t}, {rel}).store(np.int32(2))",
-        f"{p}else:",
-        f"{p}    agg[{t}] = {_total(streams, acc)}",
-        f"{p}    K.AtomicRef(st, {t}, {rel}).store(np.int32(1))",
-    ]
-
-
-def _chain_carry(streams: int, p: str, t: str, ch: str, acc: str) -> list[str]:
-    """The carries c{b} of chunk t's blocks (their totals in {acc}{b}): a row's first chunk
-    starts from pre0 (the scan's identity); any other looks back over the chunks before it
-    in its row for the fold of all before it (adding totals until a chunk with an inclusive
-    value: st = 2, in inc; waiting while a chunk has published nothing) and publishes its
-    own inclusive value (inc[t], st[t] = 2)."""
+def _chain_carry(streams: int, p: str) -> list[str]:
+    """Chunk t (place ch in its row), its blocks' totals in acc{b}: publishes its total
+    (agg[t], then st[t] = 1; a row's first chunk as its inclusive value: inc[t], st[t] = 2)
+    and sets its blocks' carries c{b}. A row's first chunk starts from pre0 (the scan's
+    identity); any other looks back over the chunks before it in its row for the fold of all
+    before it (adding totals until a chunk with an inclusive value, waiting while a chunk has
+    published nothing) and publishes its own inclusive value (inc[t], st[t] = 2)."""
     rel = "memory_order=K.MemoryOrder.RELEASE"
     acq = "memory_order=K.MemoryOrder.ACQUIRE"
+    tot = "acc0"
+    for b in range(1, streams):
+        tot = f"OP({tot}, acc{b})"
     lines = [
+        f"{p}if ch == 0:",
+        f"{p}    inc[t] = {tot}",
+        f"{p}    K.AtomicRef(st, t, {rel}).store(np.int32(2))",
+        f"{p}else:",
+        f"{p}    agg[t] = {tot}",
+        f"{p}    K.AtomicRef(st, t, {rel}).store(np.int32(1))",
         f"{p}c0 = pre0",
-        f"{p}if {ch} != 0:",
+        f"{p}if ch != 0:",
         f"{p}    P = Z",
-        f"{p}    j = {t} - 1",
+        f"{p}    j = t - 1",
         f"{p}    f = np.int32(1)",
         f"{p}    while f == 1:",
         f"{p}        f = K.AtomicRef(st, j, {acq}).load()",
@@ -642,12 +615,12 @@ def _chain_carry(streams: int, p: str, t: str, ch: str, acc: str) -> list[str]:
         f"{p}        else:",
         f"{p}            P = OP(agg[j], P)",
         f"{p}            j -= 1",
-        f"{p}    inc[{t}] = OP(P, {_total(streams, acc)})",
-        f"{p}    K.AtomicRef(st, {t}, {rel}).store(np.int32(2))",
+        f"{p}    inc[t] = OP(P, {tot})",
+        f"{p}    K.AtomicRef(st, t, {rel}).store(np.int32(2))",
         f"{p}    c0 = P",
     ]
     for b in range(1, streams):
-        lines.append(f"{p}c{b} = OP(c{b - 1}, {acc}{b - 1})")
+        lines.append(f"{p}c{b} = OP(c{b - 1}, acc{b - 1})")
     return lines
 
 
