@@ -9,7 +9,8 @@ median and to the best triad sample, and its ratio to the first scheme within ea
 
 Schemes: "vec" (two launches: blocks folded, then scanned), "chain" (one launch, a chunk's
 carry found by look-back right after its fold); a suffix "-sN" sets the blocks a chunk
-(KAPI_SCAN_CPU_STREAMS) and "-cK" the chunk's KiB (KAPI_SCAN_CPU_CHUNK). The scan
+(KAPI_SCAN_CPU_STREAMS), "-cK" the chunk's KiB (KAPI_SCAN_CPU_CHUNK), "-nt" / "-t" streaming
+stores on / off (KAPI_SCAN_CPU_STREAMING; without either, "auto": by the output's size). The scan
 module's switches are set in this process between the timings (its plans cleared each time).
 """
 
@@ -31,6 +32,7 @@ DEFAULTS = {
     "SCAN_CPU": _scan.SCAN_CPU,
     "SCAN_VEC_STREAMS": _scan.SCAN_VEC_STREAMS,
     "SCAN_CHAIN_BYTES": _scan.SCAN_CHAIN_BYTES,
+    "SCAN_STREAMING": _scan.SCAN_STREAMING,
 }
 
 
@@ -44,6 +46,8 @@ def settings(name: str) -> dict:
             s["SCAN_VEC_STREAMS"] = int(m[1:])
         elif m[0] == "c":
             s["SCAN_CHAIN_BYTES"] = int(m[1:]) * 1024
+        elif m in ("nt", "t"):
+            s["SCAN_STREAMING"] = "1" if m == "nt" else "0"
         else:
             raise SystemExit(f"unknown suffix {m!r} in {name!r}")
     return s

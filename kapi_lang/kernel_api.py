@@ -54,6 +54,8 @@ __all__ += [
 ]
 # Integer builtins (SYCL's names; kapi's own, numba-dpex 0.23 has none).
 __all__ += ["popcount"]
+# Memory hints (kapi's own).
+__all__ += ["store_nontemporal"]
 
 
 class MemoryOrder(IntEnum):
@@ -448,6 +450,16 @@ def popcount(x):
     dt = x.dtype if isinstance(x, np.integer) else np.dtype(np.int64)
     bits = int(x) & ((1 << (8 * dt.itemsize)) - 1)
     return dt.type(bin(bits).count("1"))
+
+
+def store_nontemporal(array, index, value):
+    """array[index] = value, with a hint that the element will not be read again soon (a
+    streaming store: on CPUs it goes to memory without reading its cache line first and without
+    taking a place in the caches; a GPU treats it as a plain store, or as a cache hint). For
+    large outputs written once, in whole cache lines. It orders like an ordinary store: other
+    work-items see it after a release (AtomicRef with RELEASE or stronger order, or
+    atomic_fence) or when the kernel has ended."""
+    array[index] = value
 
 
 def atomic_fence(memory_order, memory_scope):

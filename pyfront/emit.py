@@ -755,13 +755,17 @@ class FunctionEmitter(
             isinstance(ity, types.BaseTuple) and any(isinstance(t, types.SliceType) for t in ity)
         ):
             raise self.unsupported("slicing", "array slicing is not supported in kernels")
-        idx = self.array_indices(arr, self.get(idxvar), ity)
+        self.store_element(arr, self.get(idxvar), ity, self.get(valvar))
+
+    def store_element(self, arr, index, ity, val, op="astore"):
+        """arr[index] = val by KIR's `op`: astore, or astore_nt (store_nontemporal)."""
+        idx = self.array_indices(arr, index, ity)
         if is_complex(arr.ty.dtype):
-            return self.complex_astore(arr, idx, self.get(valvar))
+            return self.complex_astore(arr, idx, val, op)
         if getattr(arr.ty, "storage", None) == "bf16":
-            return self.bf16_astore(arr, idx, self.get(valvar))
-        v = self.scalar(self.get(valvar), arr.ty.dtype)
-        self.b.emit(f"astore {arr.ref} {v} {' '.join(idx)}", self.line)
+            return self.bf16_astore(arr, idx, val, op)
+        v = self.scalar(val, arr.ty.dtype)
+        self.b.emit(f"{op} {arr.ref} {v} {' '.join(idx)}", self.line)
 
     def getattr(self, val, var, attr, target):
         tty = self.typemap[target.name]

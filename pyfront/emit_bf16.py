@@ -21,7 +21,7 @@ class Bf16Emitter:
         s = self.b.op(f"shl u32 {w} {self.scalar(V.Const(16, types.uint32))}", self.line)
         return V.Scalar(self.b.op(f"bitcast f32 {s}", self.line), types.float32)
 
-    def bf16_astore(self, arr, idx, val):
+    def bf16_astore(self, arr, idx, val, op="astore"):
         """Store a float32 rounded to the nearest bfloat16, ties to even (as ml_dtypes does);
         NaN stays a (quiet) NaN of the same sign."""
         f = self.scalar(val, types.float32)
@@ -36,4 +36,4 @@ class Bf16Emitter:
         nan = self.b.op(f"math bool isnan {f}", self.line)
         r = self.b.op(f"select u32 {nan} {quiet} {hi}", self.line)
         h = self.b.op(f"cast u16 {r}", self.line)
-        self.b.emit(f"astore {arr.ref} {h} {' '.join(idx)}", self.line)
+        self.b.emit(f"{op} {arr.ref} {h} {' '.join(idx)}", self.line)

@@ -120,7 +120,7 @@ class CallEmitter(UfuncEmitter):
         if isinstance(fval, V.Bound):
             return self.method_call(fval, args, kws, sig)
         pyf0 = fval.value if isinstance(fval, V.Static) else None
-        if device_pyfunc(pyf0) is None:
+        if device_pyfunc(pyf0) is None and pyf0 is not K.store_nontemporal:  # (stores parts)
             z = self.complex_call(pyf0, fnty, args, sig)  # emit_complex.py
             if z is not None:
                 return z
@@ -426,6 +426,11 @@ class CallEmitter(UfuncEmitter):
         x = self.bind_values(K.popcount, args, kws)["x"]
         return self.unary_op("popcount", x, _unlit(sig.return_type))
 
+    def _store_nontemporal(self, args, kws, sig):
+        b = self.bind_values(K.store_nontemporal, args, kws)
+        self.store_element(b["array"], b["index"], sig.args[1], b["value"], op="astore_nt")
+        return V.Static(None)
+
     def _atomic_fence(self, args, kws, sig):
         b = self.bind_values(K.atomic_fence, args, kws)
         order = self.enum_const(b["memory_order"], ORDERS, "atomic_fence memory_order")
@@ -657,6 +662,7 @@ _BUILTINS = {
     K.group_barrier: CallEmitter._group_barrier,
     K.atomic_fence: CallEmitter._atomic_fence,
     K.popcount: CallEmitter._popcount,
+    K.store_nontemporal: CallEmitter._store_nontemporal,
     K.AtomicRef: CallEmitter._atomic_ref,
     K.PrivateArray: CallEmitter._private_array,
 }

@@ -162,11 +162,11 @@ class ComplexEmitter:
         im = self.b.op(f"aload {k} {arr.ref}.im {ix}", self.line)
         return self._mk(re, im, arr.ty.dtype)
 
-    def complex_astore(self, arr, idx, val):
+    def complex_astore(self, arr, idx, val, op="astore"):
         re, im, _ = self._parts(val, arr.ty.dtype)
         ix = " ".join(idx)
-        self.b.emit(f"astore {arr.ref} {re} {ix}", self.line)
-        self.b.emit(f"astore {arr.ref}.im {im} {ix}", self.line)
+        self.b.emit(f"{op} {arr.ref} {re} {ix}", self.line)
+        self.b.emit(f"{op} {arr.ref}.im {im} {ix}", self.line)
 
     # ---- operators ------------------------------------------------------------------------
 

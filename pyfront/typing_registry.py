@@ -240,6 +240,23 @@ class Popcount(nb.AbstractTemplate):
         return nb.signature(x, x)
 
 
+@_global(K.store_nontemporal)
+class StoreNontemporal(nb.AbstractTemplate):
+    def generic(self, args, kws):
+        what = "store_nontemporal(array, index, value)"
+        b = bind(K.store_nontemporal, args, kws)
+        arr = b["array"]
+        if not isinstance(arr, KArray):
+            _fail(f"{what}: array must be an array, not {arr}")
+        if not arr.mutable:
+            _fail(f"{what}: the array is read-only")
+        _check_index(arr, b["index"], what)
+        val = types.unliteral(b["value"])
+        if not _is_scalar(val) or self.context.can_convert(val, arr.dtype) is None:
+            _fail(f"{what}: cannot store {val} in an array of {arr.dtype}")
+        return _sig_of(types.none, b)
+
+
 # ---- AtomicRef --------------------------------------------------------------------------------
 
 

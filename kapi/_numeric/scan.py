@@ -403,6 +403,23 @@ if SCAN_VEC_TILES not in (1, 2, 4):
 SCAN_VEC_STREAMS = int(os.environ.get("KAPI_SCAN_CPU_STREAMS", "2"))
 if SCAN_VEC_STREAMS not in (1, 2, 4):
     raise ValueError(f"KAPI_SCAN_CPU_STREAMS must be 1, 2 or 4, not {SCAN_VEC_STREAMS}")
+SCAN_STREAMING = os.environ.get("KAPI_SCAN_CPU_STREAMING", "auto")
+if SCAN_STREAMING not in ("auto", "0", "1"):
+    raise ValueError(f"KAPI_SCAN_CPU_STREAMING must be 'auto', '0' or '1', not {SCAN_STREAMING!r}")
+# "auto": streaming stores for outputs of at least this many bytes, and at least 1 MiB a core
+_STREAMING_MIN_BYTES = 8 << 20
+
+
+def _streaming(out_bytes: int, cores: int) -> bool:
+    """Whether the scan writes its output by streaming stores (store_nontemporal): they skip
+    the read of each line before it is written (12 bytes of traffic an element become 8) but
+    leave the output out of the caches, so they pay only for outputs larger than the cores'
+    own caches. cumsum of float32, chain scheme: on 16 Xeon cores 1.13x at 2^22, 1.54x at
+    2^24, 1.32x at 2^26; on the dev box's 2 Zen 4 cores 0.86-0.93x at 2^18-2^20, 1.05x at
+    2^21, 1.08-1.10x at 2^22-2^24 (bench/scan_ab.py, bench/RESULTS.md)."""
+    if SCAN_STREAMING != "auto":
+        return SCAN_STREAMING == "1"
+    return out_bytes >= max(_STREAMING_MIN_BYTES, cores << 20)
 
 
 def _vec_lanes(dt: np.dtype) -> int:
@@ -417,10 +434,11 @@ def _lane_identity(key: str, dt: np.dtype):
     return named_identity(key, dt)
 
 
-def _vec_step(v: int, excl: bool, u: int, blocks, pad: str) -> list[str]:
+def _vec_step(v: int, excl: bool, u: int, blocks, pad: str, nt: bool) -> list[str]:
     """One step of the vec scheme over each block k of `blocks` (its place i{k}, carry c{k}):
     u tiles of v elements scanned (Kogge-Stone), the tiles' totals folded among themselves,
-    each tile written with its carry, the carry advanced by one operation."""
+    each tile written with its carry (by streaming stores with nt), the carry advanced by one
+    operation."""
     lines = []
     for b in blocks:
         tiles = []
@@ -447,14 +465,18 @@ def _vec_step(v: int, excl: bool, u: int, blocks, pad: str) -> list[str]:
             names = tiles[j]
             for k in range(v):
                 at = names[k - 1] if excl and k else ("Z" if excl else names[k])
-                lines.append(f"{pad}out[row, i{b} + {j * v + k}] = OP({carry[j]}, {at})")
+                place, value = f"row, i{b} + {j * v + k}", f"OP({carry[j]}, {at})"
+                if nt:
+                    lines.append(f"{pad}K.store_nontemporal(out, ({place}), {value})")
+                else:
+                    lines.append(f"{pad}out[{place}] = {value}")
         total = tiles[0][-1] if u == 1 else f"OP(q{b}_{u - 1}, {tiles[u - 1][-1]})"
         lines += [f"{pad}c{b} = OP(c{b}, {total})", f"{pad}i{b} += {u * v}"]
     return lines
 
 
 @functools.cache  # (the sources depend on these settings alone, not on the shape)
-def _vec_source(v: int, excl: bool, u: int, streams: int = 1) -> str:
+def _vec_source(v: int, excl: bool, u: int, streams: int = 1, nt: bool = False) -> str:
     """The vec scheme's kernel for tiles of v elements (a power of two), u tiles a step,
     inclusive or exclusive (out[i] the fold of the elements before i; the first, pre's
     identity). Each work-item scans `streams` consecutive blocks (_vec_blocks). Blocks past
@@ -473,10 +495,10 @@ def _vec_source(v: int, excl: bool, u: int, streams: int = 1) -> str:
             f"    e{b} = min(nn, i{b} + BB)",
             f"    c{b} = pre[row, min(w + {b}, TB - 1)]",
         ]
-    return "\n".join(lines + _vec_blocks(v, excl, u, streams, "    ")) + "\n"
+    return "\n".join(lines + _vec_blocks(v, excl, u, streams, "    ", nt)) + "\n"
 
 
-def _vec_blocks(v: int, excl: bool, u: int, streams: int, pad: str) -> list[str]:
+def _vec_blocks(v: int, excl: bool, u: int, streams: int, pad: str, nt: bool) -> list[str]:
     """Scans blocks 0..streams-1 (block b from i{b} to e{b}, its carry in c{b}): a step of
     each in turn while all have one (several read and write streams a core: more misses in
     flight), then what each has left on its own, tiles first, then element by element."""
@@ -485,10 +507,10 @@ def _vec_blocks(v: int, excl: bool, u: int, streams: int, pad: str) -> list[str]
     inner = pad + "    "
     if streams > 1:  # the last block is the shortest: the others have a step where it has
         lines.append(f"{pad}while i{streams - 1} + {step} <= e{streams - 1}:")
-        lines += _vec_step(v, excl, u, range(streams), inner)
+        lines += _vec_step(v, excl, u, range(streams), inner, nt)
     for b in range(streams):
         lines.append(f"{pad}while i{b} + {step} <= e{b}:")
-        lines += _vec_step(v, excl, u, [b], inner)
+        lines += _vec_step(v, excl, u, [b], inner, nt)
         lines.append(f"{pad}while i{b} < e{b}:")
         if excl:
             lines += [f"{inner}out[row, i{b}] = c{b}", f"{inner}c{b} = OP(c{b}, x[row, i{b}])"]
@@ -555,7 +577,7 @@ def _fold_blocks(u: int, streams: int, pad: str) -> list[str]:
 
 
 @functools.cache
-def _chain_source(v: int, excl: bool, u: int, streams: int) -> str:
+def _chain_source(v: int, excl: bool, u: int, streams: int, nt: bool = False) -> str:
     """The chain scheme's kernel (one launch): each work-item takes chunks by ticket (st[TOT],
     int32), folds its chunk's `streams` blocks (v accumulators each: one vector), publishes
     its total and finds its carry (_chain_carry), then scans its blocks (_vec_blocks, u tiles
@@ -577,7 +599,7 @@ def _chain_source(v: int, excl: bool, u: int, streams: int) -> str:
         lines += [f"{p}i{b} = min(nn, (ch * CC + {b} * BB) & {m})", f"{p}e{b} = min(nn, i{b} + BB)"]
     lines += _fold_blocks(v, streams, p)
     lines += _chain_carry(streams, p)
-    lines += _vec_blocks(v, excl, u, streams, p)
+    lines += _vec_blocks(v, excl, u, streams, p, nt)
     lines.append(f"{p}t = {ticket}")
     return "\n".join(lines) + "\n"
 
@@ -652,7 +674,8 @@ def _scan_chain(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     agg = Array._allocate((tot,), dt, q, ut)
     inc = Array._allocate((tot,), dt, q, ut)
     env = {"OP": fn}
-    src = _chain_source(v, excl, SCAN_VEC_TILES, S)
+    nt = _streaming(out.size * dt.itemsize, cores)
+    src = _chain_source(v, excl, SCAN_VEC_TILES, S, nt)
     kc = kernel_of(src, "_scan_chain", env, key)
     call_kernel(kernel_of(_CLEAR_SRC, "_scan_clear", {}), Range(tot + 1), st)
     z = _lane_identity(key, dt)
@@ -679,7 +702,8 @@ def _scan_vec(x2: Array, out: Array, fn, key, excl: bool, ident) -> None:
     z = _lane_identity(key, dt)
     kf = kernel_of(_fold_blocks_source(wide_unroll(key, dt), S), "_fold_blocks", env, key)
     fold_args = (np.int64(n), np.int64(B), np.int64(T), z)
-    kv = kernel_of(_vec_source(v, excl, SCAN_VEC_TILES, S), "_scan_vec", env, key)
+    nt = _streaming(out.size * dt.itemsize, max(1, x2.device.max_compute_units))
+    kv = kernel_of(_vec_source(v, excl, SCAN_VEC_TILES, S, nt), "_scan_vec", env, key)
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
         call_kernel(kf, cpu_range(r1 - r0, -(-T // S)), x2[r0:r1], sums[r0:r1], *fold_args)

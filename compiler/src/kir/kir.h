@@ -120,6 +120,7 @@ int kir_scalar_kind(const char *name);
   X(MATH, "math", "Tm*")                         \
   X(ALOAD, "aload", "Tv*")                       \
   X(ASTORE, "astore", "vv*")                     \
+  X(ASTORE_NT, "astore_nt", "vv*")               \
   X(DIM, "dim", "Tvd")                           \
   X(STRIDE, "stride", "Tvd")                     \
   X(WRAPIDX, "wrapidx", "Tvdv")                  \

@@ -76,11 +76,11 @@ static int check_dim_literal(const vctx_t *c, kir_type_t a, int64_t d) {
 
 static int check_aload_astore(const vctx_t *c) {
   kir_type_t a;
-  int store = c->in->op == KIR_OP_ASTORE;
+  int store = c->in->op == KIR_OP_ASTORE || c->in->op == KIR_OP_ASTORE_NT;
   if (check_array(c, 0, &a)) return -1;
   if (!store && type_ok(c, c->in->type.kind == a.elem, "the array's element type")) return -1;
   if (store && (c->in->nargs < 2 || arg_is(c, 1, scalar(a.elem)))) {
-    if (c->in->nargs < 2) FAIL("astore needs a value operand");
+    if (c->in->nargs < 2) FAIL("%s needs a value operand", opname(c));
     return -1;
   }
   return check_indices(c, store ? 2 : 1, a.ndim);
@@ -313,6 +313,7 @@ int kir_verify_inst(const kir_module_t *m, const kir_func_t *f, const kir_inst_t
     return check_math(c);
   case KIR_OP_ALOAD:
   case KIR_OP_ASTORE:
+  case KIR_OP_ASTORE_NT:
     return check_aload_astore(c);
   case KIR_OP_DIM:
   case KIR_OP_STRIDE:

@@ -146,6 +146,7 @@ static int lower_inst(kc_lower_t *L, const kir_inst_t *in) {
     return kc_lower_math(L, in);
   case KIR_OP_ALOAD:
   case KIR_OP_ASTORE:
+  case KIR_OP_ASTORE_NT:
   case KIR_OP_DIM:
   case KIR_OP_STRIDE:
   case KIR_OP_WRAPIDX:

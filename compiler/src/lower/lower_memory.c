@@ -139,10 +139,20 @@ static int lower_aload(kc_lower_t *L, const kir_inst_t *in) {
   return 0;
 }
 
+/* astore_nt: LLVM's !nontemporal, which the translator carries as SPIR-V's Nontemporal
+ * memory operand; on local or private memory, where it means nothing, a plain store. */
+static void mark_nontemporal(kc_lower_t *L, LLVMValueRef store) {
+  LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(L->i32, 1, 0));
+  unsigned kind = LLVMGetMDKindIDInContext(L->ctx, "nontemporal", 11);
+  LLVMSetMetadata(store, kind, LLVMMetadataAsValue(L->ctx, LLVMMDNodeInContext2(L->ctx, &one, 1)));
+}
+
 static int lower_astore(kc_lower_t *L, const kir_inst_t *in) {
   LLVMValueRef v = kc_arg(L, in, 1);
-  if (kc_arg_type(L, in, 0).elem == KIR_BOOL) v = LLVMBuildZExt(L->b, v, L->i8, "");
-  LLVMBuildStore(L->b, v, kc_element_ptr(L, in, 2));
+  kir_type_t t = kc_arg_type(L, in, 0);
+  if (t.elem == KIR_BOOL) v = LLVMBuildZExt(L->b, v, L->i8, "");
+  LLVMValueRef st = LLVMBuildStore(L->b, v, kc_element_ptr(L, in, 2));
+  if (in->op == KIR_OP_ASTORE_NT && t.space == KIR_GLOBAL) mark_nontemporal(L, st);
   return 0;
 }
 
@@ -153,6 +163,7 @@ int kc_lower_array_op(kc_lower_t *L, const kir_inst_t *in) {
   case KIR_OP_ALOAD:
     return lower_aload(L, in);
   case KIR_OP_ASTORE:
+  case KIR_OP_ASTORE_NT:
     return lower_astore(L, in);
   case KIR_OP_DIM:
     kc_set_result(L, in, a->ext[d]);

@@ -322,9 +322,17 @@ static bool take(cpu_pool_t *pool, cpu_block_t *b, uint64_t *first, uint64_t *la
   return true;
 }
 
+/* Kernels' streaming stores (MOVNT*, from store_nontemporal) are weakly ordered: each thread
+ * fences after its last group, so that they are visible before the launch is seen to end. */
+static inline void order_streaming_stores(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_sfence();
+#endif
+}
+
 /* A participant's share: chunks of its home block, then of the others, until none are left. */
-static void participate(cpu_pool_t *pool, cpu_scratch_t *s, uint32_t home, poll_t *poll,
-                        uint64_t *ran) {
+static void participate_groups(cpu_pool_t *pool, cpu_scratch_t *s, uint32_t home, poll_t *poll,
+                               uint64_t *ran) {
   const cpu_launch_t *l = pool->launch;
   void *const *args;
   if (!scratch_args(s, l, &args)) {
@@ -345,6 +353,12 @@ static void participate(cpu_pool_t *pool, cpu_scratch_t *s, uint32_t home, poll_
       }
     }
   }
+}
+
+static void participate(cpu_pool_t *pool, cpu_scratch_t *s, uint32_t home, poll_t *poll,
+                        uint64_t *ran) {
+  participate_groups(pool, s, home, poll, ran);
+  order_streaming_stores();
 }
 
 /* True when some block still has groups nobody took. */

@@ -220,6 +220,7 @@ static kc_status_t lower(work_t *w, char **log) {
   kc_hf_jit_prepare(w->jit, m);
   if (!kc_hf_lower_printf(m, log) || !kc_hf_lower_math(m, log) || !kc_hf_lower_atomics(m, log))
     return KC_ERR_UNSUPPORTED;
+  kc_hf_mark_nontemporal(m);
   if (!kc_hf_lower_sub_groups(m, log)) return KC_ERR_UNSUPPORTED;
   if (!kc_hf_vec_keep(m, log)) return KC_ERR_OUT_OF_MEMORY;
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
@@ -250,6 +251,8 @@ static kc_status_t lower(work_t *w, char **log) {
     if (!LLVMIsDeclaration(f)) windows += kc_hf_window_gathers(f);
   if (windows && !verify(m, "after the gathers' windows", log)) return KC_ERR_LLVM;
   stage_time("windows");
+  if (kc_hf_restore_nontemporal(m) && !kc_hf_jit_passes(w->jit, m, "always-inline,globaldce", log))
+    return KC_ERR_LLVM;
   kc_hf_vec_release(m);
   if (!check_locals_gone(m, log) || !check_frames(m, w->ks, w->n, log)) return KC_ERR_UNSUPPORTED;
   w->ir = LLVMPrintModuleToString(m);

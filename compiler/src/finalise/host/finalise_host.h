@@ -142,6 +142,15 @@ LLVMValueRef kc_hf_exp_log(LLVMModuleRef m, LLVMBuilderRef b, const char *what, 
  * loads and stores, with the requested ordering (scope is strengthened to system). */
 int kc_hf_lower_atomics(LLVMModuleRef m, char **log);
 
+/* finalise_host_nontemporal.c: kc_hf_mark_nontemporal (after kc_hf_lower_atomics, before
+ * optimisation): non-temporal stores marked so that the vectorisers widen them, and in a module
+ * with any, an SFENCE before every releasing atomic operation or fence; returns how many
+ * stores. kc_hf_restore_nontemporal (after vectorisation): the marked stores non-temporal
+ * again, vector ones that may be under-aligned through an always-inline helper that tests the
+ * address; returns how many calls of it (run always-inline then). */
+unsigned kc_hf_mark_nontemporal(LLVMModuleRef m);
+unsigned kc_hf_restore_nontemporal(LLVMModuleRef m);
+
 /* finalise_host_subgroup.c: rewrites sub-group shuffles and OpGroup* builtins for sub-groups
  * of one work-item. */
 int kc_hf_lower_sub_groups(LLVMModuleRef m, char **log);
