@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
 # Streaming (non-temporal) stores on the GPU machine's 16 Xeon cores: what C threads get from
-# them (bench/membw.c, built here as a static binary and carried in .carry/bin), then the CPU
-# scan with and without them in one process (bench/scan_ab.py), at sizes below, near and
-# above the caches (that host: 2 MiB of L2 per core, 300 MiB of L3 shared with other guests).
+# them (bench/membw.c, built here as a static binary and carried in .carry/bin), the CPU scan
+# with and without them in one process (bench/scan_ab.py) at sizes below, near and above the
+# caches (that host: 2 MiB of L2 a core, 300 MiB of L3 shared with other guests), the issue's
+# own bench (bench/primitives.py), and the tests that use them, on the CPU and the GPU.
 #   gcc -O3 -march=x86-64-v3 -static -pthread bench/membw.c -o .carry/bin/membw
-#   run(command="bash bench/streaming.sh", carry=["kapi/_lib", ".carry/debs", ".carry/bin"])
+#   pip download pytest-xdist execnet -d .whl --no-deps
+#   run(command="bash bench/streaming.sh", carry=["kapi/_lib", ".carry/debs", ".carry/bin", ".whl"])
+# ONLY="membw scan primitives tests" picks steps (bench/device_env.sh's `step`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
-export KAPI_DRIVERS=cpu
+device_wheels .whl/pytest_xdist*.whl .whl/execnet*.whl
 for a in ${MEMBW:-"24 9" "26 5"}; do
-  step "membw $a" timeout 60 .carry/bin/membw $a 2>&1 | tee -a "$OUT/membw.log"
+  step membw env KAPI_DRIVERS=cpu timeout 60 .carry/bin/membw $a 2>&1 | tee -a "$OUT/membw.log"
 done
-cd bench
 for n in ${SIZES:-22 24 26}; do
-  step "scan 2^$n" timeout 150 python3 scan_ab.py --log2n "$n" --rounds "${ROUNDS:-9}" \
-    --schemes "${SCHEMES:-chain-t,chain-nt}" 2>&1 | tee -a "$OUT/scan.log"
+  step scan env KAPI_DRIVERS=cpu timeout 150 python3 bench/scan_ab.py --log2n "$n" \
+    --rounds "${ROUNDS:-9}" --schemes "${SCHEMES:-chain-t,chain-nt}" 2>&1 | tee -a "$OUT/scan.log"
 done
+step primitives env KAPI_DRIVERS=cpu timeout 300 python3 bench/primitives.py --device cpu \
+  --log2n 24 --only cumsum,reduce --rounds 2 --variant streaming:KAPI_SCAN_CPU_STREAMING=auto \
+  --variant plain:KAPI_SCAN_CPU_STREAMING=0 2>&1 | tee "$OUT/primitives.log"
+step tests timeout 400 python3 -m pytest -q -p no:cacheprovider -n 8 -rfEs \
+  tests/language/test_store_nontemporal.py tests/numeric/test_primitives.py -k "scan or nontemporal" \
+  2>&1 | tee "$OUT/tests.log" | tail -25

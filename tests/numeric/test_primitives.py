@@ -374,11 +374,57 @@ def test_scan_cpu_rows(dev, monkeypatch, chunk):
     )
 
 
+@pytest.mark.parametrize("scheme", ["chain", "vec"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint8", "int16"])
+def test_scan_cpu_streaming_stores(dev, monkeypatch, dtype, scheme):
+    """The CPU scan writing its output by streaming stores (store_nontemporal, forced on):
+    the same values, 1-D (rows start 64-byte aligned: streaming vector stores) and rows of an
+    odd length (most rows start unaligned: the plain stores of the host's address test), with
+    hundreds of chunks and look-backs (the chain's totals published with release after the
+    chunk's streaming stores)."""
+    from kapi._numeric import scan as _scan
+
+    if dev.device_type != "cpu":
+        pytest.skip("streaming stores are the CPU scan's (GPUs scan by sub-groups)")
+    monkeypatch.setattr(_scan, "SCAN_CPU", scheme)
+    monkeypatch.setattr(_scan, "SCAN_STREAMING", "1")
+    monkeypatch.setattr(_scan, "SCAN_CHAIN_BYTES", 2048)
+    for shape in [(300_001,), (7, 40_003)]:
+        h = _data(dtype, shape, seed=len(shape))
+        a = kapi.asarray(h, device=dev)
+        tol = {"float32": 1e-4, "float64": 1e-12}.get(dtype)
+        n = shape[-1]
+        axis = len(shape) - 1
+        _same(kapi.cumsum(a, axis=axis), np.cumsum(h, axis=axis), rtol=tol,
+              atol=tol and 10 * tol * n**0.5)  # fmt: skip
+        _same(kapi.scan(a, "max", axis=axis), np.maximum.accumulate(h, axis=axis))
+        ex = kapi.scan(a, "min", axis=axis, inclusive=False).asnumpy()
+        np.testing.assert_array_equal(ex[..., 1:], np.minimum.accumulate(h, axis=axis)[..., :-1])
+
+
+def test_scan_cpu_streaming_by_size(monkeypatch):
+    """auto: streaming stores for outputs of at least 8 MiB and 1 MiB a core."""
+    from kapi._numeric import scan as _scan
+
+    monkeypatch.setattr(_scan, "SCAN_STREAMING", "auto")
+    assert _scan._streaming(8 << 20, 2) and not _scan._streaming((8 << 20) - 1, 2)
+    assert not _scan._streaming(16 << 20, 32) and _scan._streaming(32 << 20, 32)
+    monkeypatch.setattr(_scan, "SCAN_STREAMING", "0")
+    assert not _scan._streaming(1 << 40, 1)
+    monkeypatch.setattr(_scan, "SCAN_STREAMING", "1")
+    assert _scan._streaming(4, 16)
+
+
 @pytest.mark.parametrize(
     "var, value, says",
     [
         ("KAPI_SCAN_CPU", "lock", "KAPI_SCAN_CPU must be 'chain' or 'vec', not 'lock'"),
         ("KAPI_SCAN_CPU_CHUNK", "0", "KAPI_SCAN_CPU_CHUNK must be a positive number of bytes"),
+        (
+            "KAPI_SCAN_CPU_STREAMING",
+            "yes",
+            "KAPI_SCAN_CPU_STREAMING must be 'auto', '0' or '1', not 'yes'",
+        ),
     ],
 )
 def test_bad_scan_switch_is_refused(var, value, says):
