@@ -21,8 +21,8 @@
  * vector store that may be under-aligned a call of an inlined helper that tests the address:
  * aligned (kapi's allocations are 64-byte aligned), one streaming store; else an ordinary
  * store (a view at an odd offset). Left to LLVM, such a store is split into 8-byte MOVNTIs,
- * each after an extract: sixteen instructions for 64 bytes, which made a scan 18% slower in
- * cache.
+ * each after an extract: sixteen instructions for 64 bytes (a scan of 2^24 float32 on a
+ * Zen 4 ran at 0.94x its plain stores' speed with them, 1.08x with aligned ones).
  */
 #include "finalise/host/finalise_host.h"
 
