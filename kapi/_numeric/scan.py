@@ -28,6 +28,7 @@ import numpy as np
 
 from .._memory.array import Array
 from . import replay as _replay
+from . import streaming as _streaming_rule
 from .primitives import (
     _MAX_ROWS,
     _PER_ITEM,
@@ -408,23 +409,15 @@ if SCAN_VEC_TILES not in (1, 2, 4):
 SCAN_VEC_STREAMS = int(os.environ.get("KAPI_SCAN_CPU_STREAMS", "2"))
 if SCAN_VEC_STREAMS not in (1, 2, 4):
     raise ValueError(f"KAPI_SCAN_CPU_STREAMS must be 1, 2 or 4, not {SCAN_VEC_STREAMS}")
-SCAN_STREAMING = os.environ.get("KAPI_SCAN_CPU_STREAMING", "auto")
-if SCAN_STREAMING not in ("auto", "0", "1"):
-    raise ValueError(f"KAPI_SCAN_CPU_STREAMING must be 'auto', '0' or '1', not {SCAN_STREAMING!r}")
-# "auto": streaming stores for outputs of at least this many bytes, and at least 1 MiB a core
-_STREAMING_MIN_BYTES = 8 << 20
+# streaming stores for the output: "auto" (by its size, kapi/_numeric/streaming.py), "1", "0"
+SCAN_STREAMING = _streaming_rule.parse(
+    "KAPI_SCAN_CPU_STREAMING", os.environ.get("KAPI_SCAN_CPU_STREAMING", "auto")
+)
 
 
 def _streaming(out_bytes: int, cores: int) -> bool:
-    """Whether the scan writes its output by streaming stores (store_nontemporal): they skip
-    the read of each line before it is written (12 bytes of traffic an element become 8) but
-    leave the output out of the caches, so they pay only for outputs larger than the cores'
-    own caches. cumsum of float32, chain scheme: on 16 Xeon cores 1.13x at 2^22, 1.54x at
-    2^24, 1.32x at 2^26; on the dev box's 2 Zen 4 cores 0.86-0.93x at 2^18-2^20, 1.05x at
-    2^21, 1.08-1.10x at 2^22-2^24 (bench/scan_ab.py, bench/RESULTS.md)."""
-    if SCAN_STREAMING != "auto":
-        return SCAN_STREAMING == "1"
-    return out_bytes >= max(_STREAMING_MIN_BYTES, cores << 20)
+    """Whether the scan writes its output tiles by streaming stores (store_nontemporal)."""
+    return _streaming_rule.pays(SCAN_STREAMING, out_bytes, cores)
 
 
 def _vec_lanes(dt: np.dtype) -> int:
