@@ -153,6 +153,12 @@ typedef struct kc_host_kernel {
    * between barriers for every group of the batch before the next region, which spreads the
    * per-region cost over the batch. */
   uint32_t batches;
+  /* A second entry for launches that write more than the caches keep (NULL: none): the kernel
+   * with its stores to the arrays it only writes as streaming stores, which skip the read of
+   * each line before it is written and leave the caches alone; streaming_bytes: those stores'
+   * bytes a work-item (0 with no such entry). */
+  kc_host_group_fn run_streaming;
+  uint32_t streaming_bytes;
 } kc_host_kernel_t;
 
 typedef struct kc_host_module kc_host_module_t;

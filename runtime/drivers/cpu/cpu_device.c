@@ -78,6 +78,8 @@ static void read_caches(cpu_device_t *d) {
     long v = sysconf(names[i]);
     d->cache_size[i] = v > 0 ? (uint64_t)v : sysfs_cache(i + 1);
   }
+  uint64_t l3 = sysfs_cache(3);
+  d->l3_shared = l3 ? l3 : d->cache_size[2];
 }
 
 static void read_identity(cpu_device_t *d) {

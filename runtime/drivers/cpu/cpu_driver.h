@@ -37,6 +37,9 @@ typedef struct cpu_device {
   bool has_fma;
   uint64_t mem_total;     /* bytes of physical memory (/proc/meminfo MemTotal) */
   uint64_t cache_size[3]; /* L1d, L2, L3 bytes, 0 if unknown */
+  /* L3 bytes that CPU 0 shares as Linux lists them (sysfs; glibc's sysconf may give the whole
+   * socket's: 320 MiB on an EPYC whose cores share 32 MiB), else cache_size[2] */
+  uint64_t l3_shared;
   char name[ZE_MAX_DEVICE_NAME];
   uint32_t vendor_id;
   pthread_mutex_t pool_lock; /* guards pool creation */
@@ -117,6 +120,9 @@ typedef struct cpu_kernel {
   _Atomic uint32_t cost; /* cpu_launch_t.cost of launches from this kernel */
   bool pool_legacy;      /* KAPI_CPU_POOL=0 when the kernel was created (cpu_launch_t.legacy) */
   uint8_t pool_wide;     /* cpu_launch_t.wide, from KAPI_CPU_WIDE when the kernel was created */
+  /* bytes a launch must store to the arrays the kernel only writes for its streaming entry
+   * (kc_host_kernel_t.run_streaming) to run instead; 0: never (cpu_kernel.c) */
+  uint64_t stream_min;
 } cpu_kernel_t;
 
 /* ---- launches (cpu_launch.c) and the pool (cpu_pool.c) ---- */

@@ -47,6 +47,20 @@ static bool kernel_layout(cpu_kernel_t *k) {
   return true;
 }
 
+/* cpu_kernel_t.stream_min: KAPI_CPU_STREAMING (read when the kernel is created) "0" never, "1"
+ * always, else (auto) when the launch stores at least the larger of 8 MiB, 1 MiB a core and the
+ * L3 that CPU 0 shares: an output the caches would keep stays there for whatever reads it
+ * next (kapi/_numeric/streaming.py has the same rule for kapi's own elementwise kernels). */
+static uint64_t streaming_min(const kc_host_kernel_t *hk, const cpu_device_t *dev) {
+  if (!hk->run_streaming) return 0;
+  const char *v = getenv("KAPI_CPU_STREAMING");
+  if (v && !strcmp(v, "0")) return 0;
+  if (v && !strcmp(v, "1")) return 1;
+  uint64_t min = (uint64_t)8 << 20, per_core = (uint64_t)dev->cores << 20;
+  if (per_core > min) min = per_core;
+  return dev->l3_shared > min ? dev->l3_shared : min;
+}
+
 ze_result_t cpu_kernel_create(ze_module_handle_t hmod, const ze_kernel_desc_t *desc,
                               ze_kernel_handle_t *out) {
   ZED_CHECK(hmod, ZED_KIND_MODULE);
@@ -64,6 +78,7 @@ ze_result_t cpu_kernel_create(ze_module_handle_t hmod, const ze_kernel_desc_t *d
   k->pool_legacy = scheme && strcmp(scheme, "0") == 0;
   const char *wide = getenv("KAPI_CPU_WIDE");
   if (wide && wide[0] >= '0' && wide[0] <= '2' && !wide[1]) k->pool_wide = 1 + (wide[0] - '0');
+  k->stream_min = streaming_min(hk, &mod->ctx->driver->device);
   if (!kernel_layout(k)) {
     kernel_free(k);
     return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;

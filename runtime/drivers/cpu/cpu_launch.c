@@ -51,8 +51,12 @@ ze_result_t cpu_launch_prepare(const cpu_kernel_t *k, const ze_group_count_t *co
       __builtin_mul_overflow(groups, count->groupCountZ, &groups) ||
       __builtin_mul_overflow(groups, group_items, &items))
     return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  /* the streaming entry when the launch stores enough (overflowing: far more than enough) */
+  uint64_t stored;
+  bool streams = k->stream_min && (__builtin_mul_overflow(items, k->k->streaming_bytes, &stored) ||
+                                   stored >= k->stream_min);
   *out = (cpu_launch_t){
-      .run = k->k->run,
+      .run = streams ? k->k->run_streaming : k->k->run,
       .group_count = {count->groupCountX, count->groupCountY, count->groupCountZ},
       .local_size = {k->group_size[0], k->group_size[1], k->group_size[2]},
       .args = k->args,

@@ -226,6 +226,7 @@ static kc_status_t lower(work_t *w, char **log) {
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
   if (!kc_hf_layout_locals(m, td, &w->locals, log)) return KC_ERR_UNSUPPORTED;
   if (!kc_hf_collect_kernels(m, td, &w->ks, &w->n, log)) return KC_ERR_UNSUPPORTED;
+  kc_hf_find_streams(m, w->ks, w->n);
   if (!kc_hf_make_entries(m, w->ks, w->n, &w->locals, log)) return KC_ERR_OUT_OF_MEMORY;
   to_c_calling_convention(m); /* after kernels were found by their SPIR_KERNEL convention */
   if (!verify(m, "after entry generation", log)) return KC_ERR_LLVM;
@@ -251,11 +252,30 @@ static kc_status_t lower(work_t *w, char **log) {
     if (!LLVMIsDeclaration(f)) windows += kc_hf_window_gathers(f);
   if (windows && !verify(m, "after the gathers' windows", log)) return KC_ERR_LLVM;
   stage_time("windows");
+  kc_hf_make_streams(m, w->ks, w->n);
   if (kc_hf_restore_nontemporal(m) && !kc_hf_jit_passes(w->jit, m, "always-inline,globaldce", log))
     return KC_ERR_LLVM;
   kc_hf_vec_release(m);
   if (!check_locals_gone(m, log) || !check_frames(m, w->ks, w->n, log)) return KC_ERR_UNSUPPORTED;
   w->ir = LLVMPrintModuleToString(m);
+  return KC_OK;
+}
+
+/* k's entry NAME.SUFFIX, looked up in the JIT (linking the object on the first lookup). */
+static kc_host_group_fn entry(kc_hf_jit_t *jit, const char *name, const char *suffix, char **log) {
+  char *sym = kc_msg("%s.%s", name, suffix);
+  void *addr = NULL;
+  int ok = sym && kc_hf_jit_lookup(jit, sym, &addr, log);
+  free(sym);
+  return ok ? (kc_host_group_fn)addr : NULL;
+}
+
+/* Sets k's run (and run_streaming where k has streaming bytes) from the JIT. */
+static kc_status_t lookup_entries(kc_hf_jit_t *jit, kc_host_kernel_t *k, char **log) {
+  k->run = entry(jit, k->name, "kapi.run", log);
+  if (!k->run) return KC_ERR_TARGET;
+  if (k->streaming_bytes && !(k->run_streaming = entry(jit, k->name, "kapi.stream", log)))
+    return KC_ERR_TARGET;
   return KC_OK;
 }
 
@@ -267,15 +287,15 @@ static kc_status_t publish(work_t *w, kc_host_module_t *mod, char **log) {
   for (uint32_t i = 0; i < w->n; i++) {
     kc_hf_kernel_t *k = &w->ks[i];
     kc_host_kernel_t *out = &mod->kernels[i];
-    char *run = kc_msg("%s.kapi.run", k->name);
-    void *addr = NULL;
-    int ok = run && kc_hf_jit_lookup(&mod->jit, run, &addr, log);
-    free(run);
-    if (!ok) return KC_ERR_TARGET;
     out->name = k->name, k->name = NULL;
+    out->streaming_bytes = k->stream_bytes;
+    kc_status_t st = lookup_entries(&mod->jit, out, log);
+    if (st != KC_OK) {
+      k->name = (char *)out->name, out->name = NULL;
+      return st;
+    }
     out->args = k->args, k->args = NULL;
     out->num_args = k->num_args;
-    out->run = (kc_host_group_fn)addr;
     out->uses_barrier = (uint32_t)k->uses_barrier;
     out->spins = (uint32_t)k->spins;
     out->batches = k->scheme == KC_HF_REGIONS && k->batches;
@@ -442,12 +462,8 @@ static kc_status_t load(load_t *l) {
   if (!kc_hf_jit_create(&mod->jit, &l->msg)) return KC_ERR_TARGET;
   if (!kc_hf_jit_add_object(&mod->jit, obj, obj_len, &l->msg)) return KC_ERR_TARGET;
   for (uint32_t i = 0; i < n; i++) {
-    char *run = kc_msg("%s.kapi.run", ks[i].name);
-    void *addr = NULL;
-    int ok = run && kc_hf_jit_lookup(&mod->jit, run, &addr, &l->msg);
-    free(run);
-    if (!ok) return KC_ERR_TARGET;
-    ks[i].run = (kc_host_group_fn)addr;
+    kc_status_t st = lookup_entries(&mod->jit, &ks[i], &l->msg);
+    if (st != KC_OK) return st;
   }
   mod->native = malloc(l->len);
   if (mod->native) memcpy(mod->native, l->blob, l->len), mod->native_len = l->len;

@@ -78,6 +78,9 @@ typedef struct kc_hf_kernel {
    * more cache: the scan in bench/cpu_barrier.py ran slower batched) */
   int batches;
   uint64_t local_size; /* bytes of the group's __local buffer (run allocates it) */
+  /* bytes a work-item stores to arrays the kernel only writes (kc_hf_find_streams): 0, or its
+   * streaming entry NAME.kapi.stream exists (kc_hf_make_streams) */
+  uint32_t stream_bytes;
 } kc_hf_kernel_t;
 
 /* Per-group layout of the module's addrspace(3) globals (OpenCL `__local` variables). */
@@ -150,6 +153,22 @@ int kc_hf_lower_atomics(LLVMModuleRef m, char **log);
  * address; returns how many calls of it (run always-inline then). */
 unsigned kc_hf_mark_nontemporal(LLVMModuleRef m);
 unsigned kc_hf_restore_nontemporal(LLVMModuleRef m);
+/* One store marked as kc_hf_mark_nontemporal marks them (its alias scopes replaced). */
+void kc_hf_mark_store_nontemporal(LLVMValueRef store);
+
+/* finalise_host_streams.c: streaming entries. kc_hf_find_streams (after kc_hf_collect_kernels,
+ * before entry generation): in a loop-scheme kernel whose global arrays are some of them only
+ * stored to, each work-item's stores outside loops, those stores marked, and the kernel's
+ * stream_bytes set (their bytes a work-item). kc_hf_make_streams (after vectorisation, before
+ * kc_hf_restore_nontemporal): each such kernel's run copied into NAME.kapi.stream, with the
+ * marked stores non-temporal; the marks dropped elsewhere. Returns how many copies. */
+void kc_hf_find_streams(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n);
+/* finalise_host_entry.c: 1 when a kernel's body is long floating-point work (what gets its
+ * work-item loop interleaved: INTERLEAVE_MIN_WORK operations, a libm call counting 16), or
+ * cannot be counted. */
+int kc_hf_heavy_body(LLVMValueRef kernel);
+int kc_hf_streams_on(void); /* KAPI_HOST_STREAMS, not 0 */
+unsigned kc_hf_make_streams(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n);
 
 /* finalise_host_subgroup.c: rewrites sub-group shuffles and OpGroup* builtins for sub-groups
  * of one work-item. */

@@ -382,6 +382,11 @@ static int has_loop(LLVMValueRef f, int depth) {
  * the first call for a 15-30% faster kernel; black-scholes has 125-191 (40-140 ms more). */
 #define INTERLEAVE_MIN_WORK 48
 #define INTERLEAVE_MAX_SIZE 512
+
+int kc_hf_heavy_body(LLVMValueRef kernel) {
+  int size = 0, work = fp_work(kernel, 0, &size);
+  return work < 0 || work >= INTERLEAVE_MIN_WORK;
+}
 static unsigned interleave_count(LLVMValueRef kernel, int *work, int *size) {
   const char *v = getenv("KAPI_HOST_INTERLEAVE");
   char *end = NULL;

@@ -18,8 +18,9 @@
 #define NATIVE_MAGIC "KAPIHOST"
 /* 2: kernels record whether they spin (fiber scheme); 3: and whether they take batches of groups
  * (kc_host_kernel_t.batches); 4: objects without jump tables or unwind tables (see
- * no_cross_section_offsets: older ones may crash when linked, so they are refused) */
-#define NATIVE_VERSION 4u
+ * no_cross_section_offsets: older ones may crash when linked, so they are refused); 5: and
+ * their streaming entries' bytes a work-item (kc_host_kernel_t.streaming_bytes) */
+#define NATIVE_VERSION 5u
 #define MAX_KERNELS 4096u
 #define MAX_ARGS 4096u
 
@@ -111,6 +112,7 @@ void *kc_hf_native_pack(const kc_host_kernel_t *ks, uint32_t n, const void *obj,
     kc_blob_put_u32(&o, k->spins);
     kc_blob_put(&o, k->required_local_size, 12);
     kc_blob_put_u32(&o, k->batches);
+    kc_blob_put_u32(&o, k->streaming_bytes);
   }
   kc_blob_put(&o, &len64, 8);
   kc_blob_put(&o, obj, len);
@@ -130,7 +132,8 @@ static int get_kernel(kc_blob_in_t *in, kc_host_kernel_t *k) {
   ok = ok && kc_blob_get_args(in, MAX_ARGS, &args, &k->num_args);
   k->args = args;
   return ok && kc_blob_get_u32(in, &k->uses_barrier) && kc_blob_get_u32(in, &k->spins) &&
-         kc_blob_get(in, k->required_local_size, 12) && kc_blob_get_u32(in, &k->batches);
+         kc_blob_get(in, k->required_local_size, 12) && kc_blob_get_u32(in, &k->batches) &&
+         kc_blob_get_u32(in, &k->streaming_bytes);
 }
 
 void kc_hf_native_kernels_free(kc_host_kernel_t *ks, uint32_t n) {

@@ -87,18 +87,22 @@ static void fence_releases(LLVMModuleRef m) {
   LLVMDisposeBuilder(b);
 }
 
+void kc_hf_mark_store_nontemporal(LLVMValueRef store) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(store));
+  LLVMMetadataRef mark = marker(c);
+  /* (our lowering gives stores no scopes of their own to keep) */
+  LLVMSetMetadata(store, scope_kind(c), LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &mark, 1)));
+}
+
 unsigned kc_hf_mark_nontemporal(LLVMModuleRef m) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   unsigned kind = nontemporal_kind(c), n = 0;
-  LLVMMetadataRef mark = marker(c);
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
       for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
         if (LLVMIsAStoreInst(i) && LLVMGetMetadata(i, kind)) {
           LLVMSetMetadata(i, kind, NULL);
-          /* (our lowering gives stores no scopes of their own to keep) */
-          LLVMSetMetadata(i, scope_kind(c),
-                          LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &mark, 1)));
+          kc_hf_mark_store_nontemporal(i);
           n++;
         }
   if (n) fence_releases(m);

@@ -99,10 +99,9 @@ kc_status_t kc_nvptx_narrow(LLVMModuleRef mod);
  * load-store vectoriser widen an access (finalise_nvptx_align.c). */
 kc_status_t kc_nvptx_align_entries(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                                    kc_nvptx_kernel_list_t *ks);
-/* A copy of fn named name in fn's module (LLVM's CloneFunction; finalise_nvptx_clone.cpp). */
-LLVMValueRef kc_nvptx_clone_function(LLVMValueRef fn, const char *name);
 /* fn's loads and stores take the alignment their addresses are known to have, up to max;
- * returns how many global ones are now aligned to at least twice their size. */
+ * returns how many global ones are now aligned to at least twice their size
+ * (finalise_nvptx_raise.cpp). */
 unsigned kc_nvptx_raise_alignments(LLVMValueRef fn, unsigned max);
 
 /* ptx with each 64-bit rotate by a register taking its amount modulo 64 (LLVM 15 prints it

@@ -11,6 +11,7 @@
  * the kernel's place when every pointer it declares aligned is (cuda_module.c), else the kernel.
  * KAPI_CUDA_ALIGNED=0 (read per finalisation) makes none, to compare.
  */
+#include "finalise/finalise_clone.h"
 #include "finalise/nvptx/finalise_nvptx.h"
 
 #include <llvm-c/Error.h>
@@ -97,7 +98,7 @@ kc_status_t kc_nvptx_align_entries(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     if (!mask) continue;
     char *name = kc_msg("%s__kapi_aligned", k->name);
     if (!name) return KC_ERR_OUT_OF_MEMORY;
-    LLVMValueRef copy = kc_nvptx_clone_function(fn, name);
+    LLVMValueRef copy = kc_clone_function(fn, name);
     free(name);
     for (unsigned a = 0, n = LLVMCountParams(copy); a < n; ++a)
       if (mask >> a & 1)

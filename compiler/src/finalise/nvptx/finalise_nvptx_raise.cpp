@@ -1,21 +1,12 @@
-/* NVPTX finaliser: what finalise_nvptx_align.c needs of LLVM beyond its C API: cloning a
- * function, and raising its memory accesses' alignments to what their addresses show. */
+/* NVPTX finaliser: what finalise_nvptx_align.c needs of LLVM beyond its C API: raising a
+ * function's memory accesses' alignments to what their addresses show. (Cloning a function,
+ * which both finalisers need, is finalise_clone.cpp's.) */
 #include <llvm-c/Core.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
-#include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/Transforms/Utils/Local.h>
-#include <llvm/Transforms/Utils/ValueMapper.h>
-
-extern "C" LLVMValueRef kc_nvptx_clone_function(LLVMValueRef fn, const char *name) {
-  llvm::Function *f = llvm::unwrap<llvm::Function>(fn);
-  llvm::ValueToValueMapTy map;
-  llvm::Function *copy = llvm::CloneFunction(f, map);
-  copy->setName(name);
-  return llvm::wrap(copy);
-}
 
 /* Each load and store of fn gets the alignment its address is known to have (argument
  * alignments, constant offsets, index multiples: LLVM's known bits), up to max bytes.
