@@ -7,9 +7,10 @@
 #   gcc -O3 -march=x86-64-v3 -static -pthread bench/membw.c -o .carry/bin/membw
 #   pip download pytest-xdist execnet -d .whl --no-deps
 #   run(command="bash bench/streaming.sh", carry=["kapi/_lib", ".carry/debs", ".carry/bin", ".whl"])
-# ONLY="membw scan elementwise peer primitives tests" picks steps (bench/device_env.sh's
-# `step`); the elementwise kernels' streaming stores by bench/elementwise_ab.py, the reductions
-# beside Numba's parallel ones by bench/reduce_peer.py.
+# ONLY="membw scan elementwise triad peer primitives tests" picks steps (bench/device_env.sh's
+# `step`); the elementwise kernels' streaming stores by bench/elementwise_ab.py, the CPU
+# driver's streaming entries by bench/triad_streaming.py, the reductions beside Numba's
+# parallel ones by bench/reduce_peer.py.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
@@ -25,12 +26,16 @@ for n in ${EW_SIZES:-22 23 24 26}; do
   step elementwise env KAPI_DRIVERS=cpu timeout 120 python3 bench/elementwise_ab.py --log2n "$n" \
     --rounds "${ROUNDS:-9}" 2>&1 | tee -a "$OUT/elementwise.log"
 done
+for n in ${TRIAD_SIZES:-24 26}; do
+  step triad env KAPI_DRIVERS=cpu timeout 120 python3 bench/triad_streaming.py --log2n "$n" \
+    --rounds "${ROUNDS:-9}" 2>&1 | tee -a "$OUT/triad.log"
+done
 step peer env KAPI_DRIVERS=cpu timeout 150 python3 bench/reduce_peer.py --log2n 24 \
   --rounds "${ROUNDS:-9}" 2>&1 | tee "$OUT/peer.log"
 step primitives env KAPI_DRIVERS=cpu timeout 300 python3 bench/primitives.py --device cpu \
   --log2n 24 --only cumsum,reduce --rounds 2 --variant streaming:KAPI_SCAN_CPU_STREAMING=auto \
   --variant plain:KAPI_SCAN_CPU_STREAMING=0 2>&1 | tee "$OUT/primitives.log"
-step tests timeout 400 python3 -m pytest -q -p no:cacheprovider -n 8 -rfEs \
-  tests/language/test_store_nontemporal.py tests/numeric/test_elementwise_streaming.py \
-  tests/numeric/test_primitives.py -k "${TESTS_K-scan or nontemporal or stream}" \
+step tests timeout "${TESTS_TIMEOUT:-400}" python3 -m pytest -q -p no:cacheprovider -n 12 -rfEs \
+  ${TESTS:-tests/language/test_store_nontemporal.py tests/numeric/test_elementwise_streaming.py \
+  tests/numeric/test_primitives.py} -k "${TESTS_K-scan or nontemporal or stream}" \
   2>&1 | tee "$OUT/tests.log" | tail -25
