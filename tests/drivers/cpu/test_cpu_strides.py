@@ -109,8 +109,9 @@ def try_call(*args):
 data = np.random.default_rng(1).random((64, 3)).astype(np.float32)
 try_call(T.pairwise, kapi.Range(64, 64), data, np.zeros((64, 64), np.float32))
 try_call(T.row_sums, kapi.Range(64), data, np.zeros(64, np.float32))
-base = kapi.asarray(np.ones((64, 65), np.float32))
-try_call(T.scaled, kapi.Range(64, 64), base[:, 1:], kapi.asarray(np.zeros((64, 64), np.float32)))
+base = kapi.asarray(np.ones((64, 65), np.float32), device="cpu")  # (not a GPU the host has)
+out = kapi.asarray(np.zeros((64, 64), np.float32), device="cpu")
+try_call(T.scaled, kapi.Range(64, 64), base[:, 1:], out)
 """
 
 
