@@ -322,6 +322,10 @@ void *kc_host_scratch(uint64_t bytes);
 /* LLVM helpers shared by the phases. */
 LLVMValueRef kc_hf_intrinsic(LLVMModuleRef m, const char *name, LLVMTypeRef *types, size_t n);
 LLVMValueRef kc_hf_call(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef *args, unsigned n);
+/* finalise_host_util.c: the alias scope `scope` of domain `domain`, both named by strings
+ * (uniqued: the same node each time in a context). The finaliser marks stores with scopes that
+ * no access is declared not to alias, which alias analysis ignores and the vectorisers keep. */
+LLVMMetadataRef kc_hf_alias_scope(LLVMContextRef c, const char *domain, const char *scope);
 /* Calls to declared functions whose base name starts with prefix, in module order. */
 LLVMValueRef *kc_hf_find_calls(LLVMModuleRef m, LLVMValueRef only_in, const char *prefix,
                                size_t *count);

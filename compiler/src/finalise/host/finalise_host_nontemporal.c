@@ -26,7 +26,6 @@
  */
 #include "finalise/host/finalise_host.h"
 
-#include <string.h>
 
 static int releases(LLVMValueRef i) {
   LLVMAtomicOrdering o;
@@ -48,13 +47,9 @@ static unsigned scope_kind(LLVMContextRef c) {
   return LLVMGetMDKindIDInContext(c, "alias.scope", 11);
 }
 
-/* The alias scope that marks non-temporal stores through optimisation (uniqued: the same node
- * each time it is asked for in a context). */
+/* The alias scope that marks non-temporal stores through optimisation. */
 static LLVMMetadataRef marker(LLVMContextRef c) {
-  LLVMMetadataRef dom_name = LLVMMDStringInContext2(c, "kapi.nontemporal", 16);
-  LLVMMetadataRef domain = LLVMMDNodeInContext2(c, &dom_name, 1);
-  LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(c, "kapi.nontemporal.stores", 23), domain};
-  return LLVMMDNodeInContext2(c, ops, 2);
+  return kc_hf_alias_scope(c, "kapi.nontemporal", "kapi.nontemporal.stores");
 }
 
 /* Whether store i carries the marker in its alias scope list. */
@@ -71,18 +66,14 @@ static int marked(LLVMContextRef c, LLVMValueRef i, LLVMValueRef mark) {
 }
 
 static void fence_releases(LLVMModuleRef m) {
-  LLVMContextRef ctx = LLVMGetModuleContext(m);
-  const char *name = "llvm.x86.sse.sfence";
-  LLVMValueRef sfence =
-      LLVMGetIntrinsicDeclaration(m, LLVMLookupIntrinsicID(name, strlen(name)), NULL, 0);
-  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), NULL, 0, 0);
-  LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+  LLVMValueRef sfence = kc_hf_intrinsic(m, "llvm.x86.sse.sfence", NULL, 0);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
       for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
         if (releases(i)) {
           LLVMPositionBuilderBefore(b, i);
-          LLVMBuildCall2(b, fty, sfence, NULL, 0, "");
+          kc_hf_call(b, sfence, NULL, 0);
         }
   LLVMDisposeBuilder(b);
 }

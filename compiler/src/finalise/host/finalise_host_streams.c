@@ -41,10 +41,7 @@ static unsigned scope_kind(LLVMContextRef c) {
 
 /* The alias scope list that marks a candidate store (uniqued: the same node each time). */
 static LLVMValueRef candidate(LLVMContextRef c) {
-  LLVMMetadataRef dom_name = LLVMMDStringInContext2(c, "kapi.stream", 11);
-  LLVMMetadataRef domain = LLVMMDNodeInContext2(c, &dom_name, 1);
-  LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(c, "kapi.stream.stores", 18), domain};
-  LLVMMetadataRef scope = LLVMMDNodeInContext2(c, ops, 2);
+  LLVMMetadataRef scope = kc_hf_alias_scope(c, "kapi.stream", "kapi.stream.stores");
   return LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &scope, 1));
 }
 

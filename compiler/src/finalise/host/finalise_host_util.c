@@ -100,3 +100,10 @@ int kc_hf_rewrite_calls(LLVMModuleRef m, const char *prefix, kc_hf_lower_call_fn
   free(calls);
   return ok;
 }
+
+LLVMMetadataRef kc_hf_alias_scope(LLVMContextRef c, const char *domain, const char *scope) {
+  LLVMMetadataRef dom_name = LLVMMDStringInContext2(c, domain, strlen(domain));
+  LLVMMetadataRef dom = LLVMMDNodeInContext2(c, &dom_name, 1);
+  LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(c, scope, strlen(scope)), dom};
+  return LLVMMDNodeInContext2(c, ops, 2);
+}
