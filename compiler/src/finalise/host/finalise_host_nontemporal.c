@@ -26,7 +26,6 @@
  */
 #include "finalise/host/finalise_host.h"
 
-
 static int releases(LLVMValueRef i) {
   LLVMAtomicOrdering o;
   if (LLVMIsAFenceInst(i) || LLVMIsAAtomicRMWInst(i) || LLVMIsAStoreInst(i))
