@@ -39,10 +39,36 @@ static unsigned scope_kind(LLVMContextRef c) {
   return LLVMGetMDKindIDInContext(c, "alias.scope", 11);
 }
 
-/* The alias scope list that marks a candidate store (uniqued: the same node each time). */
+/* The alias scope that marks a candidate store (uniqued: the same node each time). */
+static LLVMMetadataRef candidate_scope(LLVMContextRef c) {
+  return kc_hf_alias_scope(c, "kapi.stream", "kapi.stream.stores");
+}
+
+/* The scope list that find_in gives candidate stores. */
 static LLVMValueRef candidate(LLVMContextRef c) {
-  LLVMMetadataRef scope = kc_hf_alias_scope(c, "kapi.stream", "kapi.stream.stores");
+  LLVMMetadataRef scope = candidate_scope(c);
   return LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &scope, 1));
+}
+
+enum { MAX_SCOPES = 16 };
+
+/* Whether store i's alias scope list holds the candidate scope; the list without it into
+ * rest[*nrest]. (Optimisation may have added scopes of its own: the loop vectoriser's runtime
+ * alias checks do.) */
+static int is_candidate(LLVMValueRef i, LLVMValueRef scope, LLVMValueRef *rest, unsigned *nrest) {
+  LLVMValueRef list = LLVMGetMetadata(i, scope_kind(LLVMGetTypeContext(LLVMTypeOf(i))));
+  unsigned n = list ? LLVMGetMDNodeNumOperands(list) : 0;
+  LLVMValueRef ops[MAX_SCOPES];
+  if (!n || n > MAX_SCOPES) return 0;
+  LLVMGetMDNodeOperands(list, ops);
+  int found = 0;
+  *nrest = 0;
+  for (unsigned k = 0; k < n; k++)
+    if (ops[k] == scope)
+      found = 1;
+    else
+      rest[(*nrest)++] = ops[k];
+  return found;
 }
 
 static int is_atomic(LLVMValueRef i) {
@@ -118,24 +144,30 @@ void kc_hf_find_streams(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n) {
       ks[i].stream_bytes = find_in(ks[i].kernel, td);
 }
 
-/* Marked stores of f: made non-temporal (to_nt) or left plain, their marks dropped; returns
- * how many there were. */
-static unsigned convert(LLVMValueRef f, LLVMValueRef mark, int to_nt) {
-  unsigned scopes = scope_kind(LLVMGetModuleContext(LLVMGetGlobalParent(f))), n = 0;
+/* Marked stores of f: the vector ones made non-temporal (to_nt), the rest left plain, their
+ * marks dropped; returns how many vector stores were made non-temporal. Only vector stores:
+ * the vectorisers made them of neighbouring work-items' elements, so they write whole lines; a
+ * scalar one may be a scatter (`out[perm[i]] = v`), whose streaming stores would each write a
+ * part of a line to memory, or the vector loop's last few elements. */
+static unsigned convert(LLVMValueRef f, int to_nt) {
+  LLVMContextRef c = LLVMGetModuleContext(LLVMGetGlobalParent(f));
+  LLVMValueRef scope = LLVMMetadataAsValue(c, candidate_scope(c)), rest[MAX_SCOPES];
+  unsigned kind = scope_kind(c), n = 0, nrest;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
-      if (!LLVMIsAStoreInst(i) || LLVMGetMetadata(i, scopes) != mark) continue;
-      if (to_nt)
-        kc_hf_mark_store_nontemporal(i);
-      else
-        LLVMSetMetadata(i, scopes, NULL);
-      n++;
+      if (!LLVMIsAStoreInst(i) || !is_candidate(i, scope, rest, &nrest)) continue;
+      int vector = LLVMGetTypeKind(LLVMTypeOf(LLVMGetOperand(i, 0))) == LLVMVectorTypeKind;
+      if (to_nt && vector) {
+        kc_hf_mark_store_nontemporal(i); /* (its list replaced: less alias information, late) */
+        n++;
+      } else {
+        LLVMSetMetadata(i, kind, nrest ? LLVMMDNodeInContext(c, rest, nrest) : NULL);
+      }
     }
   return n;
 }
 
 unsigned kc_hf_make_streams(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n) {
-  LLVMValueRef mark = candidate(LLVMGetModuleContext(m));
   unsigned made = 0;
   for (uint32_t i = 0; i < n; i++) {
     kc_hf_kernel_t *k = &ks[i];
@@ -143,7 +175,7 @@ unsigned kc_hf_make_streams(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n) {
     char *name = kc_msg("%s.kapi.stream", k->name);
     LLVMValueRef copy = name ? kc_clone_function(k->run, name) : NULL;
     free(name);
-    if (!copy || !convert(copy, mark, 1)) { /* (optimisation left nothing to stream) */
+    if (!copy || !convert(copy, 1)) { /* (nothing vectorised: nothing to stream) */
       if (copy) LLVMDeleteFunction(copy);
       k->stream_bytes = 0;
       continue;
@@ -151,6 +183,6 @@ unsigned kc_hf_make_streams(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n) {
     made++;
   }
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
-    convert(f, mark, 0); /* the kernels' own runs, and any mark left elsewhere */
+    convert(f, 0); /* the kernels' own runs, and any mark left elsewhere */
   return made;
 }
