@@ -1,8 +1,9 @@
 /* Host finaliser: streaming entries. A kernel that writes some of its global arrays without
  * ever reading them, each work-item storing outside any loop (an elementwise kernel such as
  * the triad `a[i] = b[i] + s * c[i]`), gets a second entry, NAME.kapi.stream: the same code
- * with those stores as streaming stores (as store_nontemporal's: no read of each line before it
- * is written; 16 bytes of traffic an element of the triad become 12). The CPU driver launches
+ * with those stores, where the vectorisers made vector stores of them, as streaming stores (as
+ * store_nontemporal's: no read of each line before it is written; 16 bytes of traffic an
+ * element of the triad become 12). The CPU driver launches
  * it in the kernel's place when the launch writes more than the caches would keep
  * (kc_host_kernel_t.streaming_bytes times the work-items; cpu_launch.c): below that, plain stores
  * leave the output in the caches for whatever reads it next.
