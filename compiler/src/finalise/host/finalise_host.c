@@ -288,19 +288,16 @@ static kc_status_t publish(work_t *w, kc_host_module_t *mod, char **log) {
     kc_hf_kernel_t *k = &w->ks[i];
     kc_host_kernel_t *out = &mod->kernels[i];
     out->name = k->name, k->name = NULL;
-    out->streaming_bytes = k->stream_bytes;
-    kc_status_t st = lookup_entries(&mod->jit, out, log);
-    if (st != KC_OK) {
-      k->name = (char *)out->name, out->name = NULL;
-      return st;
-    }
     out->args = k->args, k->args = NULL;
+    mod->count = i + 1; /* (the module owns them now: destroy frees them) */
     out->num_args = k->num_args;
     out->uses_barrier = (uint32_t)k->uses_barrier;
     out->spins = (uint32_t)k->spins;
     out->batches = k->scheme == KC_HF_REGIONS && k->batches;
     memcpy(out->required_local_size, k->reqd, sizeof k->reqd);
-    mod->count = i + 1;
+    out->streaming_bytes = k->stream_bytes;
+    kc_status_t st = lookup_entries(&mod->jit, out, log);
+    if (st != KC_OK) return st;
   }
   return KC_OK;
 }

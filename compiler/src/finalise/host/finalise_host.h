@@ -326,6 +326,13 @@ LLVMValueRef kc_hf_call(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef *args, u
  * (uniqued: the same node each time in a context). The finaliser marks stores with scopes that
  * no access is declared not to alias, which alias analysis ignores and the vectorisers keep. */
 LLVMMetadataRef kc_hf_alias_scope(LLVMContextRef c, const char *domain, const char *scope);
+/* The "alias.scope" metadata kind. kc_hf_has_scope: whether instruction i's alias scope list
+ * (of at most KC_HF_MAX_SCOPES) holds scope (as a value); with rest, the list's other scopes
+ * go into rest[*nrest]. Optimisation may have added scopes of its own to a list: the loop
+ * vectoriser's runtime alias checks do. */
+#define KC_HF_MAX_SCOPES 16
+unsigned kc_hf_scope_kind(LLVMContextRef c);
+int kc_hf_has_scope(LLVMValueRef i, LLVMValueRef scope, LLVMValueRef *rest, unsigned *nrest);
 /* Calls to declared functions whose base name starts with prefix, in module order. */
 LLVMValueRef *kc_hf_find_calls(LLVMModuleRef m, LLVMValueRef only_in, const char *prefix,
                                size_t *count);

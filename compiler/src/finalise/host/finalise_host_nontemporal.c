@@ -42,26 +42,9 @@ static unsigned nontemporal_kind(LLVMContextRef c) {
   return LLVMGetMDKindIDInContext(c, "nontemporal", 11);
 }
 
-static unsigned scope_kind(LLVMContextRef c) {
-  return LLVMGetMDKindIDInContext(c, "alias.scope", 11);
-}
-
 /* The alias scope that marks non-temporal stores through optimisation. */
 static LLVMMetadataRef marker(LLVMContextRef c) {
   return kc_hf_alias_scope(c, "kapi.nontemporal", "kapi.nontemporal.stores");
-}
-
-/* Whether store i carries the marker in its alias scope list. */
-static int marked(LLVMContextRef c, LLVMValueRef i, LLVMValueRef mark) {
-  LLVMValueRef list = LLVMGetMetadata(i, scope_kind(c));
-  if (!list) return 0;
-  unsigned n = LLVMGetMDNodeNumOperands(list);
-  LLVMValueRef ops[16];
-  if (n > 16) return 0;
-  LLVMGetMDNodeOperands(list, ops);
-  for (unsigned k = 0; k < n; k++)
-    if (ops[k] == mark) return 1;
-  return 0;
 }
 
 static void fence_releases(LLVMModuleRef m) {
@@ -81,7 +64,8 @@ void kc_hf_mark_store_nontemporal(LLVMValueRef store) {
   LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(store));
   LLVMMetadataRef mark = marker(c);
   /* (our lowering gives stores no scopes of their own to keep) */
-  LLVMSetMetadata(store, scope_kind(c), LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &mark, 1)));
+  LLVMSetMetadata(store, kc_hf_scope_kind(c),
+                  LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &mark, 1)));
 }
 
 unsigned kc_hf_mark_nontemporal(LLVMModuleRef m) {
@@ -175,7 +159,7 @@ static unsigned needs_alignment(LLVMValueRef i, LLVMTargetDataRef td) {
 
 /* Store i, marked: non-temporal again, through the helper where it may be under-aligned. */
 static int restore(nt_helpers_t *hs, LLVMBuilderRef b, LLVMValueRef i, LLVMTargetDataRef td) {
-  LLVMSetMetadata(i, scope_kind(hs->ctx), NULL);
+  LLVMSetMetadata(i, kc_hf_scope_kind(hs->ctx), NULL);
   unsigned need = needs_alignment(i, td);
   nt_helper_t *h = NULL;
   if (need) {
@@ -204,7 +188,8 @@ unsigned kc_hf_restore_nontemporal(LLVMModuleRef m) {
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
       for (LLVMValueRef i = LLVMGetFirstInstruction(bb), next; i; i = next) {
         next = LLVMGetNextInstruction(i);
-        if (LLVMIsAStoreInst(i) && marked(hs.ctx, i, mark)) calls += restore(&hs, b, i, td);
+        if (LLVMIsAStoreInst(i) && kc_hf_has_scope(i, mark, NULL, NULL))
+          calls += restore(&hs, b, i, td);
       }
   }
   LLVMDisposeBuilder(b);

@@ -36,10 +36,6 @@ int kc_hf_streams_on(void) {
   return !(v && !strcmp(v, "0"));
 }
 
-static unsigned scope_kind(LLVMContextRef c) {
-  return LLVMGetMDKindIDInContext(c, "alias.scope", 11);
-}
-
 /* The alias scope that marks a candidate store (uniqued: the same node each time). */
 static LLVMMetadataRef candidate_scope(LLVMContextRef c) {
   return kc_hf_alias_scope(c, "kapi.stream", "kapi.stream.stores");
@@ -51,27 +47,6 @@ static LLVMValueRef candidate(LLVMContextRef c) {
   return LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &scope, 1));
 }
 
-enum { MAX_SCOPES = 16 };
-
-/* Whether store i's alias scope list holds the candidate scope; the list without it into
- * rest[*nrest]. (Optimisation may have added scopes of its own: the loop vectoriser's runtime
- * alias checks do.) */
-static int is_candidate(LLVMValueRef i, LLVMValueRef scope, LLVMValueRef *rest, unsigned *nrest) {
-  LLVMValueRef list = LLVMGetMetadata(i, scope_kind(LLVMGetTypeContext(LLVMTypeOf(i))));
-  unsigned n = list ? LLVMGetMDNodeNumOperands(list) : 0;
-  LLVMValueRef ops[MAX_SCOPES];
-  if (!n || n > MAX_SCOPES) return 0;
-  LLVMGetMDNodeOperands(list, ops);
-  int found = 0;
-  *nrest = 0;
-  for (unsigned k = 0; k < n; k++)
-    if (ops[k] == scope)
-      found = 1;
-    else
-      rest[(*nrest)++] = ops[k];
-  return found;
-}
-
 static int is_atomic(LLVMValueRef i) {
   if (LLVMIsAFenceInst(i) || LLVMIsAAtomicRMWInst(i) || LLVMIsAAtomicCmpXchgInst(i)) return 1;
   return (LLVMIsALoadInst(i) || LLVMIsAStoreInst(i)) &&
@@ -81,7 +56,7 @@ static int is_atomic(LLVMValueRef i) {
 /* 1 when the module orders memory itself (atomics, fences) or already has streaming stores
  * (store_nontemporal's, marked with alias scopes): no streaming entries then. */
 static int orders_memory(LLVMModuleRef m) {
-  unsigned scopes = scope_kind(LLVMGetModuleContext(m));
+  unsigned scopes = kc_hf_scope_kind(LLVMGetModuleContext(m));
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
       for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
@@ -131,9 +106,10 @@ static uint32_t find_in(LLVMValueRef f, LLVMTargetDataRef td) {
     bytes += LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(s.stores[k], 0)));
   }
   if (!bytes || bytes > UINT32_MAX) return 0;
-  LLVMValueRef mark = candidate(LLVMGetModuleContext(LLVMGetGlobalParent(f)));
+  LLVMContextRef c = LLVMGetModuleContext(LLVMGetGlobalParent(f));
+  LLVMValueRef mark = candidate(c);
   for (unsigned k = 0; k < s.n; k++)
-    LLVMSetMetadata(s.stores[k], scope_kind(LLVMGetModuleContext(LLVMGetGlobalParent(f))), mark);
+    LLVMSetMetadata(s.stores[k], kc_hf_scope_kind(c), mark);
   return (uint32_t)bytes;
 }
 
@@ -152,11 +128,11 @@ void kc_hf_find_streams(LLVMModuleRef m, kc_hf_kernel_t *ks, uint32_t n) {
  * part of a line to memory, or the vector loop's last few elements. */
 static unsigned convert(LLVMValueRef f, int to_nt) {
   LLVMContextRef c = LLVMGetModuleContext(LLVMGetGlobalParent(f));
-  LLVMValueRef scope = LLVMMetadataAsValue(c, candidate_scope(c)), rest[MAX_SCOPES];
-  unsigned kind = scope_kind(c), n = 0, nrest;
+  LLVMValueRef scope = LLVMMetadataAsValue(c, candidate_scope(c)), rest[KC_HF_MAX_SCOPES];
+  unsigned kind = kc_hf_scope_kind(c), n = 0, nrest;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
-      if (!LLVMIsAStoreInst(i) || !is_candidate(i, scope, rest, &nrest)) continue;
+      if (!LLVMIsAStoreInst(i) || !kc_hf_has_scope(i, scope, rest, &nrest)) continue;
       int vector = LLVMGetTypeKind(LLVMTypeOf(LLVMGetOperand(i, 0))) == LLVMVectorTypeKind;
       if (to_nt && vector) {
         kc_hf_mark_store_nontemporal(i); /* (its list replaced: less alias information, late) */

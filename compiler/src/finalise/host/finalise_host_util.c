@@ -107,3 +107,24 @@ LLVMMetadataRef kc_hf_alias_scope(LLVMContextRef c, const char *domain, const ch
   LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(c, scope, strlen(scope)), dom};
   return LLVMMDNodeInContext2(c, ops, 2);
 }
+
+unsigned kc_hf_scope_kind(LLVMContextRef c) {
+  return LLVMGetMDKindIDInContext(c, "alias.scope", 11);
+}
+
+int kc_hf_has_scope(LLVMValueRef i, LLVMValueRef scope, LLVMValueRef *rest, unsigned *nrest) {
+  LLVMValueRef list = LLVMGetMetadata(i, kc_hf_scope_kind(LLVMGetTypeContext(LLVMTypeOf(i))));
+  unsigned n = list ? LLVMGetMDNodeNumOperands(list) : 0;
+  LLVMValueRef ops[KC_HF_MAX_SCOPES];
+  if (!n || n > KC_HF_MAX_SCOPES) return 0;
+  LLVMGetMDNodeOperands(list, ops);
+  int found = 0;
+  unsigned kept = 0;
+  for (unsigned k = 0; k < n; k++)
+    if (ops[k] == scope)
+      found = 1;
+    else if (rest)
+      rest[kept++] = ops[k];
+  if (nrest) *nrest = kept;
+  return found;
+}
