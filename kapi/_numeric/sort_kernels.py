@@ -912,6 +912,57 @@ def _scatter_wide(item, k, w, offs, n, B, T, low, MASK):
         i += 1
 """
 
+# _SCATTER_WIDE_SRC through write-combining buffers (sort_radix.py, CPU_WIDE_WC): each
+# digit's words gather in buf, a cache line (8 words) per digit in the work-item's part of a
+# global scratch (NB lines, in its core's L2), and a line goes out when it is full: by
+# streaming stores where the whole line is the work-item's (it starts at or after the digit's
+# first place, so no other work-item writes into it), by plain stores where the line began
+# before (the neighbouring block wrote its head). The 2^WIDE stores a key might go to were
+# each a store into one of 2^WIDE open lines, every line read from memory before it was
+# written and a TLB entry per digit; here a key's store stays in the core's cache and the
+# output is written a line at a time, without being read. The words left in the buffers at
+# the end go out by plain stores.
+_SCATTER_WIDE_WC_SRC = """
+def _scatter_wide_wc(item, k, w, offs, buf, n, B, T, low, MASK):
+    t = item.get_global_id(0)
+    off = K.PrivateArray(NB, np.int64)
+    first = K.PrivateArray(NB, np.int64)
+    for d in range(NB):
+        o = offs[d * T + t] & 0x7FFFFFFFFFFFFFFF
+        off[d] = o
+        first[d] = o
+    lines = t * (NB * 8)
+    i = t * (B & 0x7FFFFFFFFFFFFFFF)
+    end = min(n & 0x7FFFFFFFFFFFFFFF, i + (B & 0x7FFFFFFFFFFFFFFF))
+    while i < end:
+        kk = k[i]
+        d = np.int64((kk >> low) & MASK)
+        o = off[d]
+        line = (lines + d * 8) & 0x7FFFFFFFFFFFFFFF
+        buf[line + (o & 7)] = WIDEWORD
+        off[d] = o + 1
+        if (o & 7) == 7:
+            s = (o - 7) & 0x7FFFFFFFFFFFFFFF
+            if s >= first[d]:
+                LINE_OUT
+            else:
+                for j in range(first[d] & 7, 8):
+                    w[s + j] = buf[line + j]
+        i += 1
+    for d in range(NB):
+        o = off[d]
+        s = max(o & 0x7FFFFFFFFFFFFFF8, first[d])
+        for q in range(s, o):
+            w[q] = buf[lines + d * 8 + (q & 7)]
+"""
+
+# (the line's 8 words loaded, then stored: one vector load and store each, where a load and
+# a store in turn stayed 8 of each, buf and w possibly the same memory)
+_SCATTER_WIDE_WC_SRC = _SCATTER_WIDE_WC_SRC.replace(
+    "LINE_OUT\n",
+    "".join(f"{'' if j == 0 else ' ' * 16}b{j} = buf[line + {j}]\n" for j in range(8))
+    + "".join(f"{' ' * 16}K.store_nontemporal(w, s + {j}, b{j})\n" for j in range(8)),
+)
 _WC_PACK = "(np.uint64(kk) << np.uint64(32)) | np.uint64(i)"
 _WC_MOVE = "kk"
 _WC_INDEX = "kk & np.uint64(0xFFFFFFFF)"

@@ -58,6 +58,7 @@ import numpy as np
 
 from .._memory.array import Array
 from . import primitives as P
+from . import streaming as _streaming
 from .scan import _scan_rows
 from .sort_kernels import (
     _DSCAN_SRC,
@@ -80,6 +81,7 @@ from .sort_kernels import (
     _SCATTER_SERIAL_SRC,
     _SCATTER_SRC,
     _SCATTER_WIDE_SRC,
+    _SCATTER_WIDE_WC_SRC,
     _SPLIT_GROUP,
     _SPLIT_SUBGROUP,
     _WC_INDEX,
@@ -1085,12 +1087,15 @@ CPU_SCRATCH_BYTES = 1 << 22
 
 
 @functools.cache
-def _bucket_scratch_src(shifts: tuple, keys_out: str | None, base: int, nb: int, mode: int) -> str:
+def _bucket_scratch_src(
+    shifts: tuple, keys_out: str | None, base: int, nb: int, mode: int, nt: int = 0
+) -> str:
     """_bucket_pack_src's passes by persistent work-items (CPU_SCRATCH): work-item g takes
     bucket order[t] for each ticket t it draws from tick[0] (until nb), counts its digits in
     one read, then moves its words from a (the MSD pass's output) through its scratch regions
     s[g * 2 * SB ...] (X) and s[g * 2 * SB + SB ...] (Y), the last pass writing the result
-    (mode 1) or X/Y then copying them out in order (mode 2)."""
+    (mode 1) or X/Y then copying them out in order (mode 2; nt: the result's elements a cache
+    line, its whole lines then written by streaming stores; 0: none)."""
     m63 = "0x7FFFFFFFFFFFFFFF"
     digits = [(s_, 8) if isinstance(s_, int) else s_ for s_ in shifts]
     at = [0]
@@ -1160,20 +1165,47 @@ def _bucket_scratch_src(shifts: tuple, keys_out: str | None, base: int, nb: int,
         lines.append("            i += 1")
     if mode == 2:
         fb = "x0" if (P_ - 1) % 2 == 0 else "y0"
-        lines += [
-            "        j = 0",
-            "        while j < m:",
-            f"            y = s[{fb} + j]",
-        ]
-        if base:
-            lines.append("            out[lo + j] = y & np.uint64(0xFFFFFFFF)")
-            if keys_out:
-                lines.append(f"            kout[lo + j] = np.{keys_out}(y >> np.uint64(32))")
-        else:
-            lines.append("            out[lo + j] = y")
-        lines.append("            j += 1")
+
+        def copy(bound, store):
+            out = [f"        while j < {bound}:", f"            y = s[{fb} + j]"]
+            if base:
+                out.append(store("y & np.uint64(0xFFFFFFFF)"))
+                if keys_out:
+                    out.append(f"            kout[lo + j] = np.{keys_out}(y >> np.uint64(32))")
+            else:
+                out.append(store("y"))
+            return out + ["            j += 1"]
+
+        lines.append("        j = 0")
+        if nt:
+            # the words before the first whole line of the bucket's places by plain stores, the
+            # whole lines by streaming stores (vector stores, aligned), the rest plain
+            lines += [
+                f"        h = min(({nt} - (lo & {nt - 1})) & {nt - 1}, m)",
+                f"        e = (h + (m - h) // {nt} * {nt}) & {m63}",
+            ]
+            lines += copy("h", lambda v: f"            out[lo + j] = {v}")
+            lines += copy(
+                "e", lambda v: f"            K.store_nontemporal(out, (lo + j) & {m63}, {v})"
+            )
+        lines += copy("m", lambda v: f"            out[lo + j] = {v}")
     lines.append("        t = np.int64(K.AtomicRef(tick, 0).fetch_add(np.int64(1)))")
     return "\n".join(lines) + "\n"
+
+
+# The buckets' copy into the result (CPU_SCRATCH 2) by streaming stores (KAPI_SORT_CPU_STREAMING,
+# read at import: "auto", results of streaming.pays' size; "1" always; "0" never). Argsort of
+# 2^24 keys on the 16 Xeon cores (bench/sort_ab.py): 1.03-1.05x alone, 1.35x uint32 and 1.20x
+# float32 with the write-combining pass above (1.27x and 1.17x without); on the 2-core dev
+# box 0.98-1.02x.
+CPU_STREAMING = _streaming.parse(
+    "KAPI_SORT_CPU_STREAMING", os.environ.get("KAPI_SORT_CPU_STREAMING", "auto")
+)
+
+
+def _streams_result(out: Array, n: int, device) -> bool:
+    """Whether the buckets' copy writes the n-element result out by streaming stores."""
+    return _streaming.pays(CPU_STREAMING, n * out.dtype.itemsize, _msd_cores(device))
 
 
 def _scratch_plan(starts, n: int):
@@ -1206,7 +1238,8 @@ def _bucket_scratch(plan, a, out, kout, offs, n, T, src_args, nb) -> None:
     # (keys of 1 or 2 bytes alone have one pass left in their buckets, which always writes
     # the result: mode 1 whatever CPU_SCRATCH says)
     mode = CPU_SCRATCH
-    kern = _kernel(_bucket_scratch_src(*src_args, nb, mode), "_bucket_scr")
+    nt = 64 // out.dtype.itemsize if _streams_result(out, n, a.device) else 0
+    kern = _kernel(_bucket_scratch_src(*src_args, nb, mode, nt), "_bucket_scr")
     call_kernel(
         kern, NdRange(groups, 1), a, out, kout, scr, tick, order, offs, np.int64(n),
         np.int64(T), np.int64(sb),
@@ -1368,8 +1401,7 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
     big = wide == CPU_ARGSORT_WIDE_BIG and n >= CPU_WIDE_BIG_MIN  # (its buckets' digits)
     digits = _bucket_digits(rest, low, vary, CPU_BUCKET_BITS_BIG if big else 0)
     a, b = (out, scratch) if len(digits) % 2 == 0 and plan is None else (scratch, out)
-    sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=nbs, WIDEWORD=_WC_PACK)
-    call_kernel(sk, NdRange(T, 1), k, a, offs, *sizes, kt(low), kt(nb - 1))
+    _scatter_wide_words(k, a, offs, sizes, kt(low), kt(nb - 1), T, nb)
     kout = k2 if keys_out else Array._allocate((1,), k.dtype, q, ut)
     kname = k.dtype.name if keys_out else None
     if plan is not None:
@@ -1379,6 +1411,39 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
     kern = _kernel(src, "_bucket_pack")
     call_kernel(kern, NdRange(nb, 1), a, b, kout, offs, np.int64(n), np.int64(T))
     return (k2 if keys_out else None), v
+
+
+# The packed argsort's pass by the wide digit through write-combining buffers
+# (_SCATTER_WIDE_WC_SRC; KAPI_SORT_CPU_WIDE_WC, read at import: "auto", on devices of at least
+# CPU_WIDE_WC_CORES cores; "1" always; "0" never: each key stored to its place). Argsort of
+# 2^24 keys, one process (bench/sort_ab.py, bench/RESULTS.md): on the GPU machine's 16 Xeon
+# cores uint32 1.27x and uniform float32 1.17x (1.32x and 1.11x at 2^25), where the 4,096
+# places a key may go to were each an open line read from memory before being written; on
+# the 2-core EPYC dev box, whose two cores do not fill its memory's bandwidth, 0.96x and
+# 0.69x (the buffers' extra work per key). The lines written plainly instead of by streaming
+# stores: 0.92-1.05x on the 16 cores, so the buffers pay by the reads they save.
+CPU_WIDE_WC = _streaming.parse(
+    "KAPI_SORT_CPU_WIDE_WC", os.environ.get("KAPI_SORT_CPU_WIDE_WC", "auto")
+)
+CPU_WIDE_WC_CORES = 8
+
+
+def _scatter_wide_words(k, w, offs, sizes, low, mask, T: int, nb: int) -> None:
+    """The packed argsort's pass by the wide digit: each key of k, packed with its index, to
+    its place in w (offs: each digit's first place per block; sizes: n, B, T)."""
+    from .._kernel.launch import compiled_call_kernel as call_kernel
+    from .._kernel.ranges import NdRange
+
+    wc = CPU_WIDE_WC == "1" or (CPU_WIDE_WC == "auto" and _msd_cores(k.device) >= CPU_WIDE_WC_CORES)
+    if not wc:
+        sk = _kernel(_SCATTER_WIDE_SRC, "_scatter_wide", NB=str(nb), WIDEWORD=_WC_PACK)
+        call_kernel(sk, NdRange(T, 1), k, w, offs, *sizes, low, mask)
+        return
+    # (the buffers: a line per digit per block, from the memory pool, so the pages are
+    # touched once per process)
+    buf = Array._allocate((T * nb * 8,), np.dtype(np.uint64), k.sycl_queue, k.usm_type)
+    sk = _kernel(_SCATTER_WIDE_WC_SRC, "_scatter_wide_wc", NB=str(nb), WIDEWORD=_WC_PACK)
+    call_kernel(sk, NdRange(T, 1), k, w, offs, buf, *sizes, low, mask)
 
 
 # The packed argsort (CPU_PACK) by a first digit of CPU_ARGSORT_WIDE bits ending at the top

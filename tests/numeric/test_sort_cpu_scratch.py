@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from kapi_testing import needs_cpu_device
+from kapi_testing import host_ir_of, needs_cpu_device
 
 import kapi
 from kapi._numeric import sort_radix as _radix
@@ -195,6 +195,8 @@ def test_cpu_argsort_wide_digit_limits(cpu, monkeypatch):
         ("KAPI_SORT_CPU_SCRATCH", "3", "must be 0, 1 or 2"),
         ("KAPI_SORT_CPU_ARGSORT_WIDE", "8", "must be 0 or 9..14"),
         ("KAPI_SORT_CPU_ARGSORT_WIDE_BIG", "8", "must be 0 or 9..14"),
+        ("KAPI_SORT_CPU_WIDE_WC", "nt", "must be 'auto', '0' or '1'"),
+        ("KAPI_SORT_CPU_STREAMING", "2", "must be 'auto', '0' or '1'"),
     ],
 )
 def test_cpu_scratch_switches_refuse_other_values(var, value, match):
@@ -326,3 +328,99 @@ def test_cpu_argsort_big_first_digit(cpu, monkeypatch):
         kapi.argsort(kapi.asarray(small, device=cpu)).asnumpy(), np.argsort(small, kind="stable")
     )
     assert bits[0][0] == 1024
+
+
+def _entries(monkeypatch):
+    """The sort kernels' entries built or looked up, in order."""
+    seen = []
+    orig = _radix._kernel
+    monkeypatch.setattr(_radix, "_kernel", lambda src, entry, *a, **k: (
+        seen.append(entry) or orig(src, entry, *a, **k)
+    ))  # fmt: skip
+    return seen
+
+
+@pytest.mark.parametrize("cores", [2, 13])
+def test_cpu_argsort_wide_pass_write_combining(cpu, monkeypatch, cores):
+    """The argsort's pass by the wide digit through per-digit line buffers
+    (KAPI_SORT_CPU_WIDE_WC): the same indices as NumPy and as the pass without them, with each
+    digit's run of a block starting and ending anywhere in a line (lines shared with the
+    neighbouring blocks go out by plain stores, whole ones by streaming stores), digits with
+    one key or none, runs shorter than a line and repeated keys; "auto" from
+    CPU_WIDE_WC_CORES cores."""
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: cores)
+    monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 10)
+    seen = _entries(monkeypatch)
+    rng = np.random.default_rng(cores)
+    n = 200_003
+    full = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    full[::50] = full[3]  # (a bucket of 4,000: within n // (2 * cores))
+    sparse = full.copy()  # digits 0..5 of the top ten bits: runs of a few keys per block
+    sparse[rng.integers(0, n, 600)] = rng.integers(0, 6 << 22, 600, dtype=np.uint32)
+    flt = rng.random(n, dtype=np.float32)
+    for h in (full, sparse, flt):
+        x = kapi.asarray(h, device=cpu)
+        want = np.argsort(h, kind="stable")
+        got = {}
+        for wc in ("1", "0", "auto"):
+            monkeypatch.setattr(_radix, "CPU_WIDE_WC", wc)
+            seen.clear()
+            got[wc] = kapi.argsort(x).asnumpy()
+            np.testing.assert_array_equal(got[wc], want, err_msg=wc)
+            buffered = "_scatter_wide_wc" in seen
+            assert buffered == (wc == "1" or (wc == "auto" and cores >= 8)), (wc, seen)
+            assert buffered != ("_scatter_wide" in seen)
+
+
+def test_cpu_argsort_result_by_streaming_stores(cpu, monkeypatch):
+    """The buckets' copy into the sort's and argsort's results (KAPI_SORT_CPU_STREAMING): the
+    whole lines of each bucket's places by streaming stores, the elements before and after
+    them plain, for buckets starting anywhere in a line and buckets shorter than a line, keys
+    of 4 and 8 bytes (16 and 8 to a line) and packed words (8); "auto" by the result's size
+    (streaming.pays)."""
+    monkeypatch.setattr(_radix, "CPU_MSD_MIN", 1 << 10)
+    monkeypatch.setattr(_radix, "_msd_cores", lambda device: 2)
+    monkeypatch.setattr(_radix, "CPU_SCRATCH", 2)
+    srcs = []
+    orig = _radix._bucket_scratch_src
+    monkeypatch.setattr(_radix, "_bucket_scratch_src", lambda *a: srcs.append(orig(*a)) or srcs[-1])
+    rng = np.random.default_rng(17)
+    for n, dt in ((70_001, np.uint32), (3_001, np.uint32), (50_003, np.uint64)):
+        h = rng.integers(0, np.iinfo(dt).max, n, dtype=np.uint64).astype(dt)
+        h[::5] = h[1]
+        x = kapi.asarray(h, device=cpu)
+        for setting in ("1", "0", "auto"):
+            monkeypatch.setattr(_radix, "CPU_STREAMING", setting)
+            srcs.clear()
+            _check(x, h)
+            streamed = any("K.store_nontemporal(out" in src for src in srcs)
+            assert streamed == (setting == "1"), (n, setting)  # (auto: results of 8 MiB up)
+
+
+def test_cpu_argsort_write_combining_stores_whole_lines():
+    """The buffered pass writes a full line as whole vector streaming stores (the line's words
+    loaded, then stored: in turn they stayed eight scalar stores), and the buckets' copy into
+    the result streams vectors: in the CPU driver's host code."""
+    needs_cpu_device()
+    ir = host_ir_of(
+        "import numpy as np, kapi\n"
+        "from kapi._numeric import sort_radix as R\n"
+        "R.CPU_WIDE_MIN = 1 << 16\n"
+        "R.CPU_ARGSORT_WIDE = 10\n"
+        "R.CPU_SCRATCH = 2\n"
+        "h = np.random.default_rng(1).integers(0, 1 << 32, 200_003).astype(np.uint32)\n"
+        "x = kapi.asarray(h, device='cpu')\n"
+        "assert (kapi.argsort(x).asnumpy() == np.argsort(h, kind='stable')).all()\n",
+        KAPI_SORT_CPU_WIDE_WC="1",
+        KAPI_SORT_CPU_STREAMING="1",
+    )
+    for entry in ("_scatter_wide_wc", "_bucket_scr"):
+        body = ir[ir.index(f"@{entry}.kapi.run(") :]
+        body = body[: body.index("\n}\n")]
+        vec_nt = [ln for ln in body.splitlines() if "store <" in ln and "!nontemporal" in ln]
+        assert vec_nt, entry
+    # (the copy's loop after its vector loop streams scalars; the buffered pass has none)
+    body = ir[ir.index("@_scatter_wide_wc.kapi.run(") :]
+    body = body[: body.index("\n}\n")]
+    assert not [ln for ln in body.splitlines() if "store i64" in ln and "!nontemporal" in ln]

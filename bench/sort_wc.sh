@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The CPU argsort's pass by the wide digit through write-combining buffers (KAPI_SORT_CPU_WIDE_WC)
+# and the buckets' copy into the result by streaming stores (KAPI_SORT_CPU_STREAMING), each on
+# and off, in one process per size on the GPU machine's 16 Xeon cores (bench/sort_ab.py, with
+# np.sort in the same rounds), then the sort tests there.
+#   run(command="bash bench/sort_wc.sh", carry=["kapi/_lib", ".carry/debs", ".whl"])
+# ONLY="ab ab25 sort tests" picks steps; ROUNDS.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. bench/device_env.sh
+device_wheels .whl/pytest_xdist*.whl .whl/execnet*.whl
+# (call 1, 2026-11-29, also had "wc-plain", the full lines written by plain stores: removed
+# after it lost, bench/RESULTS.md)
+S=(--setting "base:CPU_WIDE_WC='0'+CPU_STREAMING='0'"
+   --setting "wc:CPU_WIDE_WC='1'+CPU_STREAMING='0'"
+   --setting "copy-nt:CPU_WIDE_WC='0'+CPU_STREAMING='1'"
+   --setting "default:CPU_WIDE_WC='auto'+CPU_STREAMING='auto'")
+step ab env KAPI_DRIVERS=cpu timeout 200 python3 bench/sort_ab.py --log2n 24 \
+  --rounds "${ROUNDS:-9}" "${S[@]}" 2>&1 | tee -a "$OUT/sort_ab.log"
+# 2^25 keys: uniform float32's largest buckets by a 12-bit digit outgrow the scratch (4 MiB);
+# by 13 bits they do not
+step ab25 env KAPI_DRIVERS=cpu timeout 200 python3 bench/sort_ab.py --log2n 25 --rounds 5 \
+  --setting "base:CPU_WIDE_WC='0'+CPU_STREAMING='0'" \
+  --setting "default:CPU_WIDE_WC='auto'+CPU_STREAMING='auto'" \
+  --setting "wide13:CPU_ARGSORT_WIDE_BIG=13" 2>&1 | tee -a "$OUT/sort_ab.log"
+# kapi.sort: the buckets' copy by streaming stores alone (the buffered pass is argsort's)
+step sort env KAPI_DRIVERS=cpu timeout 200 python3 bench/sort_ab.py --op sort --log2n 24 \
+  --rounds "${ROUNDS:-9}" --setting "plain:CPU_STREAMING='0'" --setting "copy-nt:CPU_STREAMING='1'" \
+  2>&1 | tee -a "$OUT/sort_ab.log"
+step tests timeout "${TESTS_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -n 12 -rfEs \
+  ${TESTS:-tests/numeric/test_sort_cpu_scratch.py tests/numeric/test_primitives_sort.py} \
+  2>&1 | tee "$OUT/tests.log" | tail -15
