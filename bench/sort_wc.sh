@@ -17,12 +17,12 @@ S=(--setting "base:CPU_WIDE_WC='0'+CPU_STREAMING='0'"
    --setting "default:CPU_WIDE_WC='auto'+CPU_STREAMING='auto'")
 step ab env KAPI_DRIVERS=cpu timeout 200 python3 bench/sort_ab.py --log2n 24 \
   --rounds "${ROUNDS:-9}" "${S[@]}" 2>&1 | tee -a "$OUT/sort_ab.log"
-# 2^25 keys: uniform float32's largest buckets by a 12-bit digit outgrow the scratch (4 MiB);
-# by 13 bits they do not
+# 2^25 keys: uniform float32's largest buckets by a 12-bit digit (fixed12) outgrow the scratch
+# (4 MiB); by 13 bits (the default: a bit more per doubling) they do not
 step ab25 env KAPI_DRIVERS=cpu timeout 200 python3 bench/sort_ab.py --log2n 25 --rounds 5 \
   --setting "base:CPU_WIDE_WC='0'+CPU_STREAMING='0'" \
   --setting "default:CPU_WIDE_WC='auto'+CPU_STREAMING='auto'" \
-  --setting "wide13:CPU_ARGSORT_WIDE_BIG=13" 2>&1 | tee -a "$OUT/sort_ab.log"
+  --setting "fixed12:CPU_WIDE_BIG_SCALE=False" 2>&1 | tee -a "$OUT/sort_ab.log"
 # kapi.sort: the buckets' copy by streaming stores alone (the buffered pass is argsort's)
 step sort env KAPI_DRIVERS=cpu timeout 200 python3 bench/sort_ab.py --op sort --log2n 24 \
   --rounds "${ROUNDS:-9}" --setting "plain:CPU_STREAMING='0'" --setting "copy-nt:CPU_STREAMING='1'" \

@@ -1398,7 +1398,7 @@ def _msd_wide(k, v, k2, v2, vary: int, keys_out, pack=True, keep_input=False, wi
         return (b if len(rest) % 2 else a), None
     u64 = np.dtype(np.uint64)
     out, scratch = _as_dtype(v, u64), _as_dtype(v2, u64)
-    big = wide == CPU_ARGSORT_WIDE_BIG and n >= CPU_WIDE_BIG_MIN  # (its buckets' digits)
+    big = wide >= CPU_ARGSORT_WIDE_BIG and n >= CPU_WIDE_BIG_MIN  # (its buckets' digits)
     digits = _bucket_digits(rest, low, vary, CPU_BUCKET_BITS_BIG if big else 0)
     a, b = (out, scratch) if len(digits) % 2 == 0 and plan is None else (scratch, out)
     _scatter_wide_words(k, a, offs, sizes, kt(low), kt(nb - 1), T, nb)
@@ -1474,12 +1474,20 @@ if CPU_ARGSORT_WIDE_BIG not in (0, 9, 10, 11, 12, 13, 14):
     )
 CPU_WIDE_BIG_MIN = 1 << 24
 CPU_BUCKET_BITS_BIG = 10
+# From twice CPU_WIDE_BIG_MIN keys on, the digit widens by a bit each time the keys double (up
+# to 14 bits), so that its buckets keep their size (CPU_WIDE_BIG_SCALE; False: the same digit
+# at every size). 2^25 uniform [0, 1) float32 by 12 bits put 2^19 keys (4 MiB of words) in
+# each of the 32 buckets of [0.5, 1): larger than the scratch (CPU_SCRATCH_BYTES), so the
+# buckets took the kernel without it; on the 16 Xeon cores 302-326 ms against 25-29 ms for
+# 2^24 keys (bench/RESULTS.md, eighteenth session).
+CPU_WIDE_BIG_SCALE = True
 
 
 def _argsort_wide(n: int) -> int:
     """The packed argsort's first digit's bits for n keys (0: none)."""
     if CPU_ARGSORT_WIDE and CPU_ARGSORT_WIDE_BIG and n >= CPU_WIDE_BIG_MIN:
-        return CPU_ARGSORT_WIDE_BIG
+        more = (n // CPU_WIDE_BIG_MIN).bit_length() - 1 if CPU_WIDE_BIG_SCALE else 0
+        return min(14, CPU_ARGSORT_WIDE_BIG + more)
     return CPU_ARGSORT_WIDE
 
 

@@ -340,17 +340,17 @@ def _entries(monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("cores", [2, 13])
-def test_cpu_argsort_wide_pass_write_combining(cpu, monkeypatch, cores):
+@pytest.mark.parametrize("cores, wide", [(2, 10), (13, 10), (13, 13)])
+def test_cpu_argsort_wide_pass_write_combining(cpu, monkeypatch, cores, wide):
     """The argsort's pass by the wide digit through per-digit line buffers
     (KAPI_SORT_CPU_WIDE_WC): the same indices as NumPy and as the pass without them, with each
     digit's run of a block starting and ending anywhere in a line (lines shared with the
     neighbouring blocks go out by plain stores, whole ones by streaming stores), digits with
     one key or none, runs shorter than a line and repeated keys; "auto" from
-    CPU_WIDE_WC_CORES cores."""
+    CPU_WIDE_WC_CORES cores; digits of 10 and 13 bits (1,024 and 8,192 lines a block)."""
     monkeypatch.setattr(_radix, "_msd_cores", lambda device: cores)
     monkeypatch.setattr(_radix, "CPU_WIDE_MIN", 1 << 16)
-    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 10)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", wide)
     seen = _entries(monkeypatch)
     rng = np.random.default_rng(cores)
     n = 200_003
@@ -424,3 +424,15 @@ def test_cpu_argsort_write_combining_stores_whole_lines():
     body = ir[ir.index("@_scatter_wide_wc.kapi.run(") :]
     body = body[: body.index("\n}\n")]
     assert not [ln for ln in body.splitlines() if "store i64" in ln and "!nontemporal" in ln]
+
+
+def test_cpu_argsort_wide_digit_grows_with_the_keys(monkeypatch):
+    """From twice CPU_WIDE_BIG_MIN keys the big digit widens a bit per doubling (its buckets
+    keep their size), up to 14 bits; CPU_WIDE_BIG_SCALE off: the same digit at every size."""
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE", 10)
+    monkeypatch.setattr(_radix, "CPU_ARGSORT_WIDE_BIG", 12)
+    big = _radix.CPU_WIDE_BIG_MIN
+    sizes = (big - 1, big, 2 * big - 1, 2 * big, 3 * big, 4 * big, 64 * big)
+    assert [_radix._argsort_wide(n) for n in sizes] == [10, 12, 12, 13, 13, 14, 14]
+    monkeypatch.setattr(_radix, "CPU_WIDE_BIG_SCALE", False)
+    assert [_radix._argsort_wide(n) for n in sizes] == [10, 12, 12, 12, 12, 12, 12]
