@@ -8,7 +8,7 @@
 #   pip download pytest-xdist execnet -d .whl --no-deps
 #   run(command="bash bench/streaming.sh", carry=["kapi/_lib", ".carry/debs", ".carry/bin", ".whl"])
 # ONLY="membw scan elementwise triad peer primitives tests" picks steps (bench/device_env.sh's
-# `step`); the elementwise kernels' streaming stores by bench/elementwise_ab.py, the CPU
+# `step`); the elementwise kernels' streaming entries by bench/elementwise_ab.py, the CPU
 # driver's streaming entries by bench/triad_streaming.py, the reductions beside Numba's
 # parallel ones by bench/reduce_peer.py.
 set -uo pipefail

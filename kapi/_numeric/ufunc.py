@@ -13,7 +13,6 @@ silent copy.
 from __future__ import annotations
 
 import numbers
-import os
 
 import numpy as np
 
@@ -24,18 +23,9 @@ from .._memory.array import Array, _span
 from .._memory.dtypes import DTYPE_TO_KIR
 from . import lazy as _lazy
 from . import replay as _replay
-from . import streaming as _streaming_rule
 
 _KERNELS: dict[str, object] = {}  # kernel source -> KernelDispatcher
 _IDX = "ijk"
-# The CPU device's elementwise kernels write outputs whose last dimension is contiguous by
-# streaming stores (store_nontemporal): "auto" (outputs of at least the last-level cache's
-# size, kapi/_numeric/streaming.py), "1" or "0" (KAPI_ELEMENTWISE_CPU_STREAMING, read at
-# import). `a + b` of 2^24 float32 1.29x, of 2^26 1.26x on 16 Xeon cores; 1.27x of 2^23 on 2
-# Zen 4 cores (bench/elementwise_ab.py).
-STREAMING = _streaming_rule.parse(
-    "KAPI_ELEMENTWISE_CPU_STREAMING", os.environ.get("KAPI_ELEMENTWISE_CPU_STREAMING", "auto")
-)
 
 
 def supported_ufuncs() -> frozenset[str]:
@@ -215,10 +205,11 @@ def _kernel_for(source: str, env: dict | None = None, cache: dict | None = None)
     return k
 
 
-def kernel_source(expr: str, leaves, ndim: int, defs=(), streaming: bool = False) -> str:
+def kernel_source(expr: str, leaves, ndim: int, defs=()) -> str:
     """The kernel computing expr (which names leaves l0, l1, ...) into out[idx]; leaves: an
     Array (read at idx), a scalar, or None for a leaf that defs (lines `lN = ...`) compute.
-    streaming: out written by streaming stores."""
+    (On the CPU device a large result is written by streaming stores: the kernel only writes
+    out, so the CPU driver builds it a streaming entry, KAPI_HOST_STREAMS.)"""
     idx = ", ".join(_IDX[:ndim])
     params = "".join(f", a{n}" for n, x in enumerate(leaves) if x is not None)
     lines = [f"def _elementwise(item, out{params}):"]
@@ -227,20 +218,8 @@ def kernel_source(expr: str, leaves, ndim: int, defs=(), streaming: bool = False
         if x is not None:
             lines.append(f"    l{n} = a{n}[{idx}]" if isinstance(x, Array) else f"    l{n} = a{n}")
     lines += [f"    {d}" for d in defs]
-    if streaming:
-        lines.append(f"    K.store_nontemporal(out, ({idx},), {expr})")
-    else:
-        lines.append(f"    out[{idx}] = {expr}")
+    lines.append(f"    out[{idx}] = {expr}")
     return "\n".join(lines) + "\n"
-
-
-def _streams(out: Array, cstrides) -> bool:
-    """Whether out is written by streaming stores: on the CPU device, its last dimension
-    contiguous, by STREAMING and its size."""
-    if out.device.device_type != "cpu" or cstrides[0][-1] != 1:
-        return False
-    cores = max(1, out.device.max_compute_units)
-    return _streaming_rule.pays(STREAMING, out.nbytes, cores, read_next=True)
 
 
 LAUNCHES = 0  # elementwise kernels launched (tests count them to check fusion)
@@ -339,7 +318,7 @@ def _plan_launch(expr, leaves, defs, out, what, env, cache):
         i = a.itemsize
         bst = tuple(s * i for s in st)
         specs.append((cshape, bst, _desc_parts(a.dtype, cshape, bst), 0))
-    src = kernel_source(expr, leaves, len(cshape), defs, _streams(out, cstrides))
+    src = kernel_source(expr, leaves, len(cshape), defs)
     return _kernel_for(src, env, cache), Range(*cshape), tuple(specs), ()
 
 
