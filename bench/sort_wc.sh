@@ -4,7 +4,7 @@
 # and off, in one process per size on the GPU machine's 16 Xeon cores (bench/sort_ab.py, with
 # np.sort in the same rounds), then the sort tests there.
 #   run(command="bash bench/sort_wc.sh", carry=["kapi/_lib", ".carry/debs", ".whl"])
-# ONLY="ab ab25 sort tests" picks steps; ROUNDS.
+# ONLY="ab ab25 big sort tests" picks steps; ROUNDS, BIG_SIZES.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
@@ -23,6 +23,13 @@ step ab25 env KAPI_DRIVERS=cpu timeout 200 python3 bench/sort_ab.py --log2n 25 -
   --setting "base:CPU_WIDE_WC='0'+CPU_STREAMING='0'" \
   --setting "default:CPU_WIDE_WC='auto'+CPU_STREAMING='auto'" \
   --setting "fixed12:CPU_WIDE_BIG_SCALE=False" 2>&1 | tee -a "$OUT/sort_ab.log"
+# 2^26 and 2^27 keys: digits of 14 bits (16,384 lines of buffer a block: 1 MiB), buffers on
+# and off
+for n in ${BIG_SIZES:-26 27}; do
+  step big env KAPI_DRIVERS=cpu timeout 200 python3 bench/sort_ab.py --log2n "$n" --rounds 3 \
+    --setting "default:CPU_WIDE_WC='auto'" --setting "no-wc:CPU_WIDE_WC='0'" \
+    2>&1 | tee -a "$OUT/sort_ab.log"
+done
 # kapi.sort: the buckets' copy by streaming stores alone (the buffered pass is argsort's)
 step sort env KAPI_DRIVERS=cpu timeout 200 python3 bench/sort_ab.py --op sort --log2n 24 \
   --rounds "${ROUNDS:-9}" --setting "plain:CPU_STREAMING='0'" --setting "copy-nt:CPU_STREAMING='1'" \
