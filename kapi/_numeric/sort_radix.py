@@ -1083,7 +1083,12 @@ def _bucket_pack_src(shifts: tuple, keys_out: str | None, base: int = 32, nb: in
 CPU_SCRATCH = int(os.environ.get("KAPI_SORT_CPU_SCRATCH", "2"))
 if CPU_SCRATCH not in (0, 1, 2):
     raise ValueError(f"KAPI_SORT_CPU_SCRATCH must be 0, 1 or 2, not {CPU_SCRATCH}")
-CPU_SCRATCH_BYTES = 1 << 22
+# The largest region the scratch takes: 8 MiB. With 4 MiB, uniform float32's largest buckets
+# (half the keys lie in [0.5, 1)) outgrew it at 2^27 keys by the widest digit (14 bits: 2^19
+# keys, 4 MiB and a line of words), and the argsort took 1,421 ms on the 16 Xeon cores against
+# 241 ms with 8 MiB (bench/RESULTS.md, eighteenth session); 2^25 of them by a 12-bit digit
+# 370 against 69 ms there, 378 against 274 on the 2-core dev box.
+CPU_SCRATCH_BYTES = 8 << 20
 
 
 @functools.cache
@@ -1477,9 +1482,9 @@ CPU_BUCKET_BITS_BIG = 10
 # From twice CPU_WIDE_BIG_MIN keys on, the digit widens by a bit each time the keys double (up
 # to 14 bits), so that its buckets keep their size (CPU_WIDE_BIG_SCALE; False: the same digit
 # at every size). 2^25 uniform [0, 1) float32 by 12 bits put 2^19 keys (4 MiB of words) in
-# each of the 32 buckets of [0.5, 1): larger than the scratch (CPU_SCRATCH_BYTES), so the
-# buckets took the kernel without it; on the 16 Xeon cores 302-326 ms against 25-29 ms for
-# 2^24 keys (bench/RESULTS.md, eighteenth session).
+# each of the 32 buckets of [0.5, 1); on the 16 Xeon cores that argsort took 55-56 ms by 13
+# bits, against 276 ms by 12 with the scratch then at 4 MiB (the buckets' kernel without it)
+# and 69 ms by 12 with it at 8 MiB (bench/RESULTS.md, eighteenth session).
 CPU_WIDE_BIG_SCALE = True
 
 
