@@ -18,10 +18,9 @@ from kapi_testing import needs_cpu_device
 import kapi
 from kapi._numeric import streaming as _streaming
 
-CASES = textwrap.dedent(
+# The cases' inputs, in the subprocess and here alike.
+HOST = textwrap.dedent(
     """
-    import sys, numpy as np, kapi
-
     def host(dtype, shape, seed):
         rng = np.random.default_rng(seed)
         if np.dtype(dtype) == np.bool_:
@@ -29,7 +28,17 @@ CASES = textwrap.dedent(
         if np.dtype(dtype).kind == "c":
             return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
         return (rng.standard_normal(shape) * 20).astype(dtype)
+    """
+)
+_NS: dict = {"np": np}
+exec(HOST, _NS)  # noqa: S102 - the test's own source
+host = _NS["host"]
 
+CASES = (
+    "import sys, numpy as np, kapi\n"
+    + HOST
+    + textwrap.dedent(
+        """
     out = {}
     np.seterr(all="ignore")
     for dtype in ("float32", "float64", "int8", "int64", "float16", "complex64"):
@@ -58,6 +67,7 @@ CASES = textwrap.dedent(
     out["transposed"] = t.asnumpy()
     np.savez(sys.argv[1], **out)
     """
+    )
 )
 
 
@@ -79,14 +89,6 @@ def _run(tmp_path, setting: str, dump: bool = False):
 
 def _want(key):
     """NumPy's answer for a case of CASES."""
-    rng = np.random.default_rng
-
-    def host(dtype, shape, seed):
-        r = rng(seed)
-        if np.dtype(dtype).kind == "c":
-            return (r.standard_normal(shape) + 1j * r.standard_normal(shape)).astype(dtype)
-        return (r.standard_normal(shape) * 20).astype(dtype)
-
     with np.errstate(all="ignore"):
         if key in ("less", "and"):
             h, g = host("float32", 5003, 3), host("float32", 5003, 4)
