@@ -18,6 +18,12 @@
 #   primitives: bench/primitives.py's reduce rows (the figures), the default
 #             (PRIM="1 2": also KAPI_REDUCE_CPU_STREAMS=1, a process each, in turn);
 #   pytest:   with PYTEST=1, the reduction tests on the CPU device.
+#   big:      the same reduce rows and the one-process comparison at LOG2N_BIG (default 27:
+#             512 MiB an array, the triad's 1.5 GiB well past the 300 MiB L3, where STREAM's
+#             rule of arrays at least 4x the last-level cache holds and the triad measures
+#             memory, not the L3), beside membw's C triad and reads at the same size
+#             (.carry/bin/membw, carried: gcc -O3 -march=x86-64-v3 -static -pthread
+#             bench/membw.c -o .carry/bin/membw).
 # From the checkout (the .deb files as for bench/gpu_run.sh):
 #   run(command="bash bench/reduce3.sh", carry=["kapi/_lib", ".carry/debs"])
 # Logs go to $OUT (or ./gpu-out elsewhere). LOG2N (default 24), ROUNDS (7).
@@ -42,10 +48,17 @@ for v in ${PRIM:-2}; do prim+=(--variant "streams$v:KAPI_REDUCE_CPU_STREAMS=$v")
 step primitives timeout 30 python3 bench/primitives.py --device cpu --log2n "${LOG2N:-24}" \
   --only reduce "${prim[@]}" 2>&1 | tee "$OUT/reduce3_primitives.log"
 
+B=${LOG2N_BIG:-27}
+step big-primitives timeout 90 python3 bench/primitives.py --device cpu --log2n "$B" \
+  --only reduce 2>&1 | tee "$OUT/reduce3_big_primitives.log"
+step big-argred timeout 150 "${A[@]}" --log2n "$B" --no-check-small --variants cpus2,cpuone \
+  2>&1 | tee "$OUT/reduce3_big.log"
+[ -x .carry/bin/membw ] && step big-membw timeout 90 .carry/bin/membw "$B" 5 2>&1 | tee "$OUT/reduce3_membw.log"
+
 [ "${PYTEST:-0}" = 1 ] && step pytest timeout 120 python3 -m pytest -q -n 14 -p no:cacheprovider -p no:faulthandler \
   tests/numeric/test_reduce_streams.py tests/numeric/test_arg_reductions.py tests/numeric/test_reduce_schemes.py 2>&1 | tail -5
 
 echo "== summary"
 grep -h -E 'triad|^[xk]|kapi (cpu)|FAILED' "$OUT/reduce3_cpu.log" "$OUT/reduce3_one.log" \
-  "$OUT/reduce3_small.log" "$OUT/reduce3_arg.log" 2>/dev/null
-grep -h -E '^== |x triad|triad' "$OUT/reduce3_primitives.log" 2>/dev/null | grep -v '^== exit'
+  "$OUT/reduce3_small.log" "$OUT/reduce3_arg.log" "$OUT/reduce3_big.log" 2>/dev/null
+grep -h -E '^== |x triad|triad' "$OUT/reduce3_primitives.log" "$OUT/reduce3_big_primitives.log" 2>/dev/null | grep -v '^== exit'
