@@ -12,8 +12,8 @@ sources and recorded plans, so the next call generates and records its kernels a
              accumulators (16 of float32) for min/max/argmin/argmax, 4 for float sums,
              argmin/argmax folding each block's accumulators into one value (_block_arg_once)
   cpulanes   CPU driver: the settings now (the default): 128 bytes of accumulators (32 of
-             float32), 16 for float sums, argmin/argmax keeping each lane's extreme and block
-             (_block_arg_lanes)
+             float32), as many (at least 16) for float sums, argmin/argmax keeping each
+             lane's extreme and block (_block_arg_lanes)
   cpublock   CPU driver: the accumulators now, argmin/argmax as before (_block_arg_once)
   keys       GPUs: one int64 key per element (ordered value bits, index), folded by max
   groupsN    GPUs: max and argmax with at most N work-groups per row (default 1024; 4096
@@ -30,8 +30,17 @@ sources and recorded plans, so the next call generates and records its kernels a
   cpusN      CPU driver: cpuround with N read streams per work-item (_CPU_STREAMS = N;
              KAPI_REDUCE_CPU_STREAMS) but argmin/argmax; cpusNgM: also M work-groups per core
   cpuas2     CPU driver: cpus2 with argmin/argmax in 2 streams too (_CPU_ARG_STREAMS)
+  cpufsN     CPU driver: the defaults with N accumulators for float sums and products
+             (_CPU_FSUM_ACC alone; by default 128 bytes' worth, at least 16: 32 of float32)
   cpuone     CPU driver: the defaults in one launch, the last work-group folding the groups'
-             partials (_CPU_ONE_LAUNCH) instead of a second launch
+             partials (_CPU_ONE_LAUNCH, the default now) instead of a second launch;
+             cpuoneN: with N read streams
+  cputwo     CPU driver: the defaults before one launch, the auto stream count and float sums
+             by bytes: a second launch folds the partials, two read streams, 16 accumulators
+             for float sums (cputwoN: N streams)
+
+Every variant but cputwo runs in one launch (the default since the nineteenth session's
+measurements; the earlier rows of bench/RESULTS.md ran two).
 
 Every result is checked against NumPy (NaN, ties and -0.0 cases on a small array too, for
 each variant) before it is timed; a variant that fails is reported (FAILED) and left out.
@@ -66,6 +75,7 @@ DEFAULTS = {
     "_CPU_UNROLL_BYTES": R._CPU_UNROLL_BYTES,
     "_CPU_MAX_ACC": R._CPU_MAX_ACC,
     "_CPU_FSUM_ACC": R._CPU_FSUM_ACC,
+    "_CPU_FSUM_BY_BYTES": R._CPU_FSUM_BY_BYTES,
     "_ARG_BLOCK_UNROLLS": R._ARG_BLOCK_UNROLLS,
     "_CPU_STREAMS": R._CPU_STREAMS,
     "_CPU_CHUNK_ROUND": R._CPU_CHUNK_ROUND,
@@ -106,12 +116,23 @@ def use(variant: str) -> None:
     elif variant == "cpuround":
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
         attrs.update(_CPU_STREAMS=1, _CPU_CHUNK_ROUND=True)
-    elif variant == "cpuone":  # the defaults, the partials folded by the last group
+    elif variant.startswith("cputwo"):  # the partials' second launch, 2 (or N) streams
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(
+            _CPU_ONE_LAUNCH=False, _CPU_STREAMS=int(variant[6:] or 2), _CPU_CHUNK_ROUND=True
+        )
+        attrs.update(_CPU_FSUM_BY_BYTES=False)
+    elif variant.startswith("cpuone"):  # the defaults, the partials folded by the last group
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
         attrs.update(_CPU_ONE_LAUNCH=True)
+        if variant[6:]:  # cpuone4: with 4 read streams
+            attrs.update(_CPU_STREAMS=int(variant[6:]), _CPU_CHUNK_ROUND=True)
     elif variant == "cpuas2":  # argmin/argmax with 2 streams too (the others 2)
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
         attrs.update(_CPU_STREAMS=2, _CPU_ARG_STREAMS=2, _CPU_CHUNK_ROUND=True)
+    elif variant.startswith("cpufs"):  # cpufs32: float sums with 32 accumulators (16)
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(_CPU_FSUM_ACC=int(variant[5:]), _CPU_FSUM_BY_BYTES=False)
     elif variant.startswith("cpus"):  # cpus2: 2 read streams per work-item; cpus2g8: 8 groups
         s_, _, g = variant[4:].partition("g")
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)

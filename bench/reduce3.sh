@@ -5,8 +5,8 @@
 # kernels (argmin/argmax in 2 streams, 64 lanes, take LLVM about twice as long as one
 # stream's; the second call of the fifteenth session ran out of 70 s compiling cpulanes1,
 # cpus2, cpuas2 and cpuone together). About 4 minutes in all; ONLY="argred" etc. picks steps.
-#   argred:   bench/argred.py, cpulanes1 (before: one stream, chunks n // T + 1) and cpus2 (the
-#             default now: 2 streams for all but argmin/argmax) in one process, alternating,
+#   argred:   bench/argred.py, cputwo (before: two launches, two streams) and cpulanes (the
+#             default now: one launch, streams by size) in one process, alternating,
 #             each checked against NumPy first (NaN, ties, -0.0 cases too), beside the triad
 #             (its best sample is the denominator); VARIANTS to choose (cpuround = one
 #             stream, chunks a whole number of the loop's steps; cpusN = N streams;
@@ -34,7 +34,7 @@ export KAPI_DRIVERS=cpu
 echo "== $(date -u +%FT%TZ) $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(git log --oneline -1 2>/dev/null)"
 A=(python3 bench/argred.py --device cpu --rounds "${ROUNDS:-7}")
 
-step argred timeout 90 "${A[@]}" --log2n "${LOG2N:-24}" --variants "${VARIANTS:-cpulanes1,cpus2}" \
+step argred timeout 90 "${A[@]}" --log2n "${LOG2N:-24}" --variants "${VARIANTS:-cputwo,cpulanes}" \
   2>&1 | tee "$OUT/reduce3_cpu.log"
 
 step one timeout 60 "${A[@]}" --log2n "${LOG2N:-24}" --variants cpus2,cpuone 2>&1 | tee "$OUT/reduce3_one.log"
@@ -51,7 +51,7 @@ step primitives timeout 30 python3 bench/primitives.py --device cpu --log2n "${L
 B=${LOG2N_BIG:-27}
 step big-primitives timeout 90 python3 bench/primitives.py --device cpu --log2n "$B" \
   --only reduce 2>&1 | tee "$OUT/reduce3_big_primitives.log"
-step big-argred timeout 150 "${A[@]}" --log2n "$B" --no-check-small --variants cpus2,cpuone \
+step big-argred timeout 150 "${A[@]}" --log2n "$B" --no-check-small --variants "${VARIANTS:-cputwo,cpulanes}" \
   2>&1 | tee "$OUT/reduce3_big.log"
 [ -x .carry/bin/membw ] && step big-membw timeout 90 .carry/bin/membw "$B" 5 2>&1 | tee "$OUT/reduce3_membw.log"
 

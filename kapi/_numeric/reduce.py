@@ -13,8 +13,9 @@ no transposed copy. On the CPU driver,
 which runs a group's work-items one after another on one thread, each work-item folds one
 contiguous chunk with several accumulators (a strided part would sweep the whole row once per
 work-item, and one accumulator is a serial chain the vectoriser cannot widen), read as
-_CPU_STREAMS equal parts at once (more of a core's reads in flight). A second
-launch (one group per row) folds the partials. argmin/argmax fold values as min/max do and
+two or four equal parts at once (_cpu_streams: more of a core's reads in flight); the last
+group to finish folds the groups' partials (one launch). On GPUs a second launch (one group per
+row) folds the partials. argmin/argmax fold values as min/max do and
 find the index once per block (the CPU driver: the first block holding the work-item's
 extreme is searched at the end) or per step (GPUs: the step's loads are kept), see
 ARG_SCHEME; the group first finds the extreme value, then the smallest index holding it
@@ -45,12 +46,13 @@ _CPU_GROUPS_PER_UNIT = 4  # groups per compute unit, to balance the driver's thr
 # are a trade against balance; bench/argred.py's cpuagN variants compare them)
 _CPU_ARG_GROUPS_PER_UNIT = 4
 _UNROLL = 4  # independent accumulators of a work-item's loop (GPUs)
-# The CPU driver's chunked loop: 128 bytes of accumulators for min, max, argmin, argmax and
-# integer sums (32 of 4 bytes, 16 of 8; at most _CPU_MAX_ACC), which the vectoriser widens
-# into two independent vector chains (a compare and a select per element: one chain is
-# latency-bound), and _CPU_FSUM_ACC for float sums and products (one chain of <4 x float> was
-# latency-bound). On one core of the 2-core box, 2^20 float32 in cache (CPU time): max 174 ->
-# 132 us, argmax 207 -> 151 us, sum 239 -> 177 us (bench/RESULTS.md, fourteenth session).
+# The CPU driver's chunked loop: 128 bytes of accumulators (32 of 4 bytes, 16 of 8; at most
+# _CPU_MAX_ACC), which the vectoriser widens into two independent vector chains (a compare
+# and a select per element: one chain is latency-bound), and at least _CPU_FSUM_ACC for float
+# sums and products (one chain of <4 x float> was latency-bound; _CPU_FSUM_BY_BYTES: the 128
+# bytes' count where that is more, else _CPU_FSUM_ACC alone). On one core of the 2-core box,
+# 2^20 float32 in cache (CPU time): max 174 -> 132 us, argmax 207 -> 151 us, sum 239 -> 177 us
+# (bench/RESULTS.md, fourteenth session).
 # KAPI_REDUCE_CPU=before: the settings before (64 bytes, at most 16, float sums 4, argmin and
 # argmax by _block_arg_once); read at import, bench/argred.py switches them in one process.
 CPU_SETTINGS = {
@@ -58,6 +60,7 @@ CPU_SETTINGS = {
         _CPU_UNROLL_BYTES=128,
         _CPU_MAX_ACC=32,
         _CPU_FSUM_ACC=16,
+        _CPU_FSUM_BY_BYTES=True,
         CPU_ARG="lanes",
         _ARG_BLOCK_UNROLLS=8,
         _CPU_HALVES=True,
@@ -66,6 +69,7 @@ CPU_SETTINGS = {
         _CPU_UNROLL_BYTES=64,
         _CPU_MAX_ACC=16,
         _CPU_FSUM_ACC=4,
+        _CPU_FSUM_BY_BYTES=False,
         CPU_ARG="block",
         _ARG_BLOCK_UNROLLS=16,
         _CPU_HALVES=False,
@@ -78,6 +82,7 @@ _CPU_UNROLL_BYTES = CPU_SETTINGS[CPU_SCHEME]["_CPU_UNROLL_BYTES"]
 _CPU_MAX_ACC = CPU_SETTINGS[CPU_SCHEME]["_CPU_MAX_ACC"]
 _CPU_FSUM_ACC = CPU_SETTINGS[CPU_SCHEME]["_CPU_FSUM_ACC"]
 _CPU_HALVES = CPU_SETTINGS[CPU_SCHEME]["_CPU_HALVES"]
+_CPU_FSUM_BY_BYTES = CPU_SETTINGS[CPU_SCHEME]["_CPU_FSUM_BY_BYTES"]
 # Chunked argmin/argmax: each block of _ARG_BLOCK_UNROLLS * accumulators elements is folded
 # by value alone (vectorised, as min/max); "lanes" (CPU_ARG, the default): each accumulator
 # lane keeps its extreme and the start of the block where it first reached it, with no fold
@@ -99,25 +104,33 @@ _CPU_ARG_DEFER = False
 # stream kept too few misses in flight: a reduction read 12-14 GB/s per core where the
 # triad's three streams moved more). On the 16 Xeon cores, 2^24 float32 in one process
 # (bench/reduce3.sh, bench/RESULTS.md): x.sum() 0.447 -> 0.330 ms, x.min() 0.364 -> 0.331,
-# kapi.reduce("max") 0.386 -> 0.343 with 2; 4 no better. KAPI_REDUCE_CPU_STREAMS (1, 2 (the
-# default) or 4); read at import.
+# kapi.reduce("max") 0.386 -> 0.343 with 2; 4 no better there. KAPI_REDUCE_CPU_STREAMS
+# (auto, 1, 2 or 4); read at import.
+# "auto" (the default, _CPU_STREAMS = None): four streams once each of the four parts of a
+# work-item's chunk spans at least _CPU_STREAM_PART_BYTES (a page: the L2 streamer follows a
+# stream within a page), else two. Rows past the L3 gain most: 2^27 float32 on the 16 Xeon
+# cores, x.sum() 5.36 -> 4.28 ms and x.max() 4.40 -> 4.16 ms in one process; 2^24 (every
+# chunk 16 KiB) no slower; small rows keep two (four cost 10% more instructions in cache).
 # _CPU_CHUNK_ROUND: a work-item's chunk is ceil(n / work-items) rounded up to a whole number
 # of the loop's steps (before: n // work-items + 1, which starts every chunk off a page's
 # start and leaves each a tail for the element loop).
-_CPU_STREAMS_CHOICES = ("1", "2", "4")
-_s = os.environ.get("KAPI_REDUCE_CPU_STREAMS", "2")
+_CPU_STREAMS_CHOICES = ("auto", "1", "2", "4")
+_s = os.environ.get("KAPI_REDUCE_CPU_STREAMS", "auto")
 if _s not in _CPU_STREAMS_CHOICES:
-    raise ValueError(f"KAPI_REDUCE_CPU_STREAMS must be 1, 2 or 4, not {_s!r}")
-_CPU_STREAMS = int(_s)
-_CPU_CHUNK_ROUND = _CPU_STREAMS > 1
+    raise ValueError(f"KAPI_REDUCE_CPU_STREAMS must be auto, 1, 2 or 4, not {_s!r}")
+_CPU_STREAMS = None if _s == "auto" else int(_s)
+_CPU_STREAM_PART_BYTES = 4096
+_CPU_CHUNK_ROUND = _CPU_STREAMS != 1
 # argmin/argmax's streams (_block_arg_lanes): 1 (the default) or 2, each stream with lanes of
 # its own. Not on: the vectoriser made the two streams' 64 float32 lanes one <64 x float>
 # gather (20x slower on the dev box), and 4 x 32 lanes took LLVM 50 s to compile.
 _CPU_ARG_STREAMS = 1
 # The CPU driver's reductions in one launch: the last work-group to finish folds the groups'
-# partials (an atomic count per row) instead of a second launch (off: an experiment against
-# the per-call cost; bench/argred.py's cpuone variant)
-_CPU_ONE_LAUNCH = False
+# partials (an atomic count per row) instead of a second launch. 2^24 float32 on the 16 Xeon
+# cores, one process (bench/argred.py): every op 5-12% faster than two launches (x.sum()
+# 0.311 -> 0.276 ms); one kernel to compile per op and dtype instead of two. False: the second
+# launch, as GPUs do (bench/argred.py's cputwo variant).
+_CPU_ONE_LAUNCH = True
 _MAX_GROUPS = 1024  # the CPU driver's cap
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _GPU_MAX_GROUPS = 4096  # GPUs: the column kernel's work-items, in groups of _WG, at most
@@ -242,9 +255,13 @@ def _unrolled(op, is_float, first_pass, conv, *, arg, step, bound, row, pad) -> 
 
 def _cpu_unroll(op: str, acc_dt: np.dtype) -> int:
     """Accumulators of the chunked (CPU driver) loop for op in this accumulator dtype."""
+    by_bytes = max(_UNROLL, min(_CPU_MAX_ACC, _CPU_UNROLL_BYTES // acc_dt.itemsize))
     if op in ("sum", "prod") and acc_dt.kind == "f":
-        return _CPU_FSUM_ACC
-    return max(_UNROLL, min(_CPU_MAX_ACC, _CPU_UNROLL_BYTES // acc_dt.itemsize))
+        # at least _CPU_FSUM_ACC (a shorter chain of float adds was latency-bound), else as
+        # the others: float32 sums 32, two lines of each stream a step (16, one line: 1.02-1.13x
+        # slower on the 16 Xeon cores, 2^24 and 2^27 in one process)
+        return max(_CPU_FSUM_ACC, by_bytes) if _CPU_FSUM_BY_BYTES else _CPU_FSUM_ACC
+    return by_bytes
 
 
 def _block_fold(fold: str, conv, u: int, blk: int) -> list[str]:
@@ -505,6 +522,7 @@ def _source(
     unroll=_UNROLL,
     scheme: str = "pairs",
     one: bool = False,
+    streams: int = 2,
 ) -> str:
     """The kernel reducing x (rows, n) into partials (rows, groups); chunked: each work-item
     folds a contiguous chunk (the CPU driver), else a strided part (GPUs). fused: (expression
@@ -514,7 +532,8 @@ def _source(
     scheme: the first pass of arg-reductions, "blocks" or "pairs" (see ARG_SCHEME).
     one: the last group to finish folds the partials into res[row, 0] (resi) itself (the
     count of finished groups in cnt[row], an atomic; put back to 0 for the next launch),
-    instead of a second launch (_CPU_ONE_LAUNCH)."""
+    instead of a second launch (_CPU_ONE_LAUNCH). streams: the value folds' read streams
+    on the CPU driver's first pass (_cpu_streams)."""
     gop, fold = _OPS[op]
     arg = fold is None
     params = ", cnt, res, resi" if one else ""
@@ -539,9 +558,9 @@ def _source(
     defer = lanes and _CPU_ARG_DEFER
     # several read streams per work-item (_CPU_STREAMS): the CPU driver's first pass, for
     # the value folds and the lanes scheme (not the deferred search)
-    streams = 1
+    value_streams, streams = streams, 1
     if chunked and first_pass and (not arg or (lanes and not defer)):
-        streams = _CPU_ARG_STREAMS if arg else _CPU_STREAMS
+        streams = _CPU_ARG_STREAMS if arg else value_streams
     # the chunk: a whole number of the loop's steps (of blocks for the blocks scheme)
     step_len = blk if arg and first_pass and scheme == "blocks" else unroll
     rounded = (arg and first_pass and scheme == "blocks") or _CPU_CHUNK_ROUND
@@ -943,9 +962,9 @@ def _kernel(src: str, name: str = "_reduce"):
 
 
 @functools.lru_cache(maxsize=1024)
-def _src_for(op, dt, first_pass, chunked=False, fused=None, scheme="pairs", one=False):
+def _src_for(op, dt, first_pass, chunked=False, fused=None, scheme="pairs", one=False, streams=2):
     u = _cpu_unroll(op, np.dtype(np.int32) if op in ("any", "all") else dt) if chunked else _UNROLL
-    src = _source(op, dt.kind == "f", first_pass, chunked, fused, u, scheme, one)
+    src = _source(op, dt.kind == "f", first_pass, chunked, fused, u, scheme, one, streams)
     return src.replace("ACC(", f"np.{dt.type.__name__}(")
 
 
@@ -1048,6 +1067,16 @@ def _groups(x: Array, n: int, rows: int = 1, op: str = "") -> int:
     return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
 
 
+def _cpu_streams(n: int, items: int, itemsize: int) -> int:
+    """The read streams of the CPU driver's first pass over rows of n elements of itemsize
+    bytes shared by `items` work-items (KAPI_REDUCE_CPU_STREAMS, or auto: four once each
+    quarter of a chunk spans _CPU_STREAM_PART_BYTES, else two)."""
+    if _CPU_STREAMS is not None:
+        return _CPU_STREAMS
+    chunk = -(-n // max(1, items)) * itemsize
+    return 4 if chunk >= 4 * _CPU_STREAM_PART_BYTES else 2
+
+
 def _call(events):
     """call_kernel, or (events: a list, when a later launch on the same in-order queue waits)
     call_kernel_async, whose Event goes into events and keeps the arguments alive until the
@@ -1119,7 +1148,8 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
         shape = (expr, tuple(isinstance(v, Array) for v in leaves))
     # ("keys" reaches here for what it does not take: "blocks" then)
     scheme = "pairs" if not arg or ARG_SCHEME == "pairs" else "blocks"
-    src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme, one is not None)
+    streams = _cpu_streams(n, groups * wg, x2.dtype.itemsize) if cpu and xi is None else 2
+    src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme, one is not None, streams)
     # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)

@@ -199,10 +199,12 @@ def test_streams_give_the_same_answers(monkeypatch):
 
 
 def test_streams_switch_the_kernels(streams):
-    src = _reduce._src_for("max", np.dtype(np.float32), True, True)
+    s = _reduce._cpu_streams(1 << 30, 64, 4)  # the switch, whatever the size
+    assert s == streams
+    src = _reduce._src_for("max", np.dtype(np.float32), True, True, None, "pairs", False, s)
     assert ("j + 1 * h + 0" in src) == (streams > 1)
     assert ("j + 3 * h + 0" in src) == (streams == 4)
-    src = _reduce._src_for("argmax", np.dtype(np.float32), True, True, None, "blocks")
+    src = _reduce._src_for("argmax", np.dtype(np.float32), True, True, None, "blocks", False, s)
     assert ("j + 1 * h + 0" in src) == (streams > 1)
     assert "j + 2 * h" not in src  # argmin/argmax: at most 2
     # the second pass (partials) reads one stream
@@ -233,25 +235,80 @@ def test_stream_kernels_load_vectors():
 def test_bad_streams_switch_is_refused():
     r = import_reduce_with("KAPI_REDUCE_CPU_STREAMS", "3")
     assert r.returncode != 0
-    assert "KAPI_REDUCE_CPU_STREAMS must be 1, 2 or 4, not '3'" in r.stderr
+    assert "KAPI_REDUCE_CPU_STREAMS must be auto, 1, 2 or 4, not '3'" in r.stderr
+
+
+def test_auto_streams_by_chunk(monkeypatch):
+    """auto (the default): four streams once each quarter of a work-item's chunk spans a
+    page, else two; forced counts whatever the size."""
+    monkeypatch.setattr(_reduce, "_CPU_STREAMS", None)
+    page = _reduce._CPU_STREAM_PART_BYTES
+    assert _reduce._cpu_streams(4096 * 4 * page // 4, 4096, 4) == 4  # chunks of 4 pages
+    assert _reduce._cpu_streams(4096 * 4 * page // 4 - 4096, 4096, 4) == 2
+    assert _reduce._cpu_streams(1 << 24, 4096, 4) == 4  # 2^24 float32 on 16 cores
+    assert _reduce._cpu_streams(1 << 22, 4096, 4) == 2
+    assert _reduce._cpu_streams(1 << 23, 4096, 8) == 4  # float64: bytes count
+    assert _reduce._cpu_streams(1 << 23, 4096, 2) == 2
+    assert _reduce._cpu_streams(100, 0, 4) == 2
+    monkeypatch.setattr(_reduce, "_CPU_STREAMS", 1)
+    assert _reduce._cpu_streams(1 << 30, 64, 4) == 1
+
+
+def test_auto_streams_pick_four_for_large_rows(monkeypatch):
+    """With auto, a row large enough for four pages a chunk reads four streams (the kernel
+    launched says so) and a small one two, and both give NumPy's answers."""
+    if not CPU_DEVICES:
+        pytest.skip("no CPU device")
+    dev = CPU_DEVICES[0]
+    monkeypatch.setattr(_reduce, "_CPU_STREAMS", None)
+    monkeypatch.setattr(_reduce, "_CPU_CHUNK_ROUND", True)
+    _reduce._src_for.cache_clear()
+    _replay.clear_plans()
+    srcs = []
+    kernel = _reduce._kernel
+    monkeypatch.setattr(_reduce, "_kernel", lambda src, *a: srcs.append(src) or kernel(src, *a))
+    items = _reduce._groups(kapi.empty(1, device=dev), 1 << 30) * _reduce._CPU_WG
+    big = items * 4 * _reduce._CPU_STREAM_PART_BYTES // 4 + 77  # float32: four pages a chunk
+    rng = np.random.default_rng(11)
+    for n, want_streams in ((big, 4), (items * 256 + 5, 2)):
+        h = rng.integers(-1000, 1000, n).astype(np.float32)
+        h[n - 3] = 5000  # in the last chunk's elements after the streams
+        x = kapi.asarray(h, device=dev)
+        for op in ("max", "sum", "min"):
+            srcs.clear()
+            got = getattr(x, op)().asnumpy()
+            np.testing.assert_array_equal(got, getattr(h, op)(), err_msg=f"{op} {n}")
+            first = [s for s in srcs if "* h +" in s]
+            assert len(first) == 1, (op, n)
+            assert ("j + 3 * h + 0" in first[0]) == (want_streams == 4), (op, n)
+            assert "j + 1 * h + 0" in first[0]
+    _reduce._src_for.cache_clear()
+    _replay.clear_plans()
 
 
 @pytest.fixture
-def one_launch(monkeypatch):
-    """The reductions in one launch (_CPU_ONE_LAUNCH: the last work-group to finish folds the
-    partials), with a group per core."""
+def one_launch(request, monkeypatch):
+    """The reductions in one launch (_CPU_ONE_LAUNCH, the default: the last work-group to
+    finish folds the partials) or in two (the partials' second launch, as GPUs do), with a
+    group per core."""
     if not CPU_DEVICES:
         pytest.skip("no CPU device")
-    monkeypatch.setattr(_reduce, "_CPU_ONE_LAUNCH", True)
+    monkeypatch.setattr(_reduce, "_CPU_ONE_LAUNCH", request.param)
     monkeypatch.setattr(_reduce, "ARG_SCHEME", "blocks")
     _reduce._src_for.cache_clear()
     _replay.clear_plans()
-    yield
+    yield request.param
     _reduce._src_for.cache_clear()
     _replay.clear_plans()
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
+# (two launches: float32 and int32 cover the second pass's folds)
+@pytest.mark.parametrize(
+    "one_launch, dtype",
+    [(True, "float32"), (True, "int32"), (True, "bool"), (False, "float32"), (False, "int32")],
+    ids=["one-float32", "one-int32", "one-bool", "two-float32", "two-int32"],
+    indirect=["one_launch"],
+)
 def test_one_launch_against_numpy(one_launch, dtype):
     """Every op, three calls each (the recorded plan replayed: the counts go back to 0), on
     a row of several groups' partials with ties and NaN across groups, rows of a 2-D array
