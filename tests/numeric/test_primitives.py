@@ -307,10 +307,13 @@ def test_scan_cpu_blocks(dev, monkeypatch, dtype, n, scheme):
     vector tiles) and "vec" (blocks folded, their totals scanned, blocks scanned by vector
     tiles, two a work-item); sizes leave the last work-item with fewer or shorter blocks and
     a tail of single elements. Every dtype, inclusive and exclusive; NaN propagating
-    through max."""
+    through max. Plain stores at every size (the largest would stream: the streaming
+    kernels' own test is test_scan_cpu_streaming_stores, and each dtype's streaming kernels
+    here cost 15-20 s of compiles on 2 cores)."""
     from kapi._numeric import scan as _scan
 
     monkeypatch.setattr(_scan, "SCAN_CPU", scheme)
+    monkeypatch.setattr(_scan, "SCAN_STREAMING", "0")
     h = _data(dtype, n, seed=n)
     a = kapi.asarray(h, device=dev)
     tol = 1e-3 if h.dtype == np.float32 else None  # float32 cumsum: NumPy sums in order too
