@@ -258,7 +258,7 @@ def _cpu_unroll(op: str, acc_dt: np.dtype) -> int:
     by_bytes = max(_UNROLL, min(_CPU_MAX_ACC, _CPU_UNROLL_BYTES // acc_dt.itemsize))
     if op in ("sum", "prod") and acc_dt.kind == "f":
         # at least _CPU_FSUM_ACC (a shorter chain of float adds was latency-bound), else as
-        # the others: float32 sums 32, two lines of each stream a step (16, one line: 1.02-1.13x
+        # the others: float32 sums 32, two lines of each stream a step (16, one line: 1.02-1.07x
         # slower on the 16 Xeon cores, 2^24 and 2^27 in one process)
         return max(_CPU_FSUM_ACC, by_bytes) if _CPU_FSUM_BY_BYTES else _CPU_FSUM_ACC
     return by_bytes
