@@ -127,7 +127,7 @@ _CPU_CHUNK_ROUND = _CPU_STREAMS != 1
 _CPU_ARG_STREAMS = 1
 # The CPU driver's reductions in one launch: the last work-group to finish folds the groups'
 # partials (an atomic count per row) instead of a second launch. 2^24 float32 on the 16 Xeon
-# cores, one process (bench/argred.py): every op 5-12% faster than two launches (x.sum()
+# cores, one process (bench/argred.py): every op 6-16% faster than two launches (x.sum()
 # 0.311 -> 0.276 ms); one kernel to compile per op and dtype instead of two. False: the second
 # launch, as GPUs do (bench/argred.py's cputwo variant).
 _CPU_ONE_LAUNCH = True
@@ -556,11 +556,13 @@ def _source(
     # the CPU lanes scheme's search once per group (_CPU_ARG_DEFER; `big` is then 2 * n + 2)
     lanes = arg and chunked and first_pass and scheme == "blocks" and CPU_ARG == "lanes"
     defer = lanes and _CPU_ARG_DEFER
-    # several read streams per work-item (_CPU_STREAMS): the CPU driver's first pass, for
-    # the value folds and the lanes scheme (not the deferred search)
-    value_streams, streams = streams, 1
-    if chunked and first_pass and (not arg or (lanes and not defer)):
-        streams = _CPU_ARG_STREAMS if arg else value_streams
+    # several read streams per work-item (the value folds' from _cpu_streams, argmin's and
+    # argmax's _CPU_ARG_STREAMS): the CPU driver's first pass, for the value folds and the
+    # lanes scheme (not the deferred search); one elsewhere
+    if not (chunked and first_pass and (not arg or (lanes and not defer))):
+        streams = 1
+    elif arg:
+        streams = _CPU_ARG_STREAMS
     # the chunk: a whole number of the loop's steps (of blocks for the blocks scheme)
     step_len = blk if arg and first_pass and scheme == "blocks" else unroll
     rounded = (arg and first_pass and scheme == "blocks") or _CPU_CHUNK_ROUND

@@ -243,8 +243,8 @@ def test_auto_streams_by_chunk(monkeypatch):
     page, else two; forced counts whatever the size."""
     monkeypatch.setattr(_reduce, "_CPU_STREAMS", None)
     page = _reduce._CPU_STREAM_PART_BYTES
-    assert _reduce._cpu_streams(4096 * 4 * page // 4, 4096, 4) == 4  # chunks of 4 pages
-    assert _reduce._cpu_streams(4096 * 4 * page // 4 - 4096, 4096, 4) == 2
+    assert _reduce._cpu_streams(4096 * page, 4096, 4) == 4  # float32 chunks of 4 pages
+    assert _reduce._cpu_streams(4096 * page - 4096, 4096, 4) == 2
     assert _reduce._cpu_streams(1 << 24, 4096, 4) == 4  # 2^24 float32 on 16 cores
     assert _reduce._cpu_streams(1 << 22, 4096, 4) == 2
     assert _reduce._cpu_streams(1 << 23, 4096, 8) == 4  # float64: bytes count
@@ -268,7 +268,7 @@ def test_auto_streams_pick_four_for_large_rows(monkeypatch):
     kernel = _reduce._kernel
     monkeypatch.setattr(_reduce, "_kernel", lambda src, *a: srcs.append(src) or kernel(src, *a))
     items = _reduce._groups(kapi.empty(1, device=dev), 1 << 30) * _reduce._CPU_WG
-    big = items * 4 * _reduce._CPU_STREAM_PART_BYTES // 4 + 77  # float32: four pages a chunk
+    big = items * _reduce._CPU_STREAM_PART_BYTES + 77  # float32: four pages a chunk
     rng = np.random.default_rng(11)
     for n, want_streams in ((big, 4), (items * 256 + 5, 2)):
         h = rng.integers(-1000, 1000, n).astype(np.float32)
