@@ -109,21 +109,33 @@ def _elf_build_id(data: bytes) -> bytes | None:
     return None
 
 
+def _package_sources(folder: str) -> list[str]:
+    """The .py files of a package folder and its subpackages, in a fixed order."""
+    files = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        files += [os.path.join(root, n) for n in sorted(names) if n.endswith(".py")]
+    return files
+
+
+def _source_name(path: str) -> str:
+    """What a source is hashed under: its path from its top package's folder (kapi/_kernel/x.py),
+    so that kapi/_kernel/x.py and kapi/_numeric/x.py differ and a tree elsewhere with the same
+    files gives the same token."""
+    parts = os.path.normpath(path).split(os.sep)
+    tops = [i for i, p in enumerate(parts) if p in ("kapi", "pyfront", "numba")]
+    return "/".join(parts[tops[-1] :]) if tops else os.path.basename(path)
+
+
 def _sources(here: str) -> list[str]:
+    """kapi's sources (here: the package's folder, its subpackages included) and pyfront's
+    (they produce the KIR), and Numba's version file."""
     import importlib.util
 
-    files = []
-    folders = [here]
+    files = _package_sources(here)
     spec = importlib.util.find_spec("pyfront")
     if spec and spec.origin:
-        folders.append(os.path.dirname(spec.origin))
-    for folder in folders:
-        try:
-            files += [
-                os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.endswith(".py")
-            ]
-        except OSError:
-            pass
+        files += _package_sources(os.path.dirname(spec.origin))
     spec = importlib.util.find_spec("numba")
     if spec and spec.origin:
         files.append(os.path.join(os.path.dirname(spec.origin), "_version.py"))
@@ -138,12 +150,18 @@ def _libraries(here: str) -> list[str]:
         return []
 
 
+def _inputs() -> tuple[list[str], list[str]]:
+    """The files the environment token reads: sources, and native libraries."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the kapi package
+    return _sources(here), _libraries(here)
+
+
 def _content_token(sources: list[str], libraries: list[str]) -> bytes:
     h = _sha256()
     for path in sources:
         try:
             with open(path, "rb") as f:
-                h.update(os.path.basename(path).encode() + b"\0" + f.read())
+                h.update(_source_name(path).encode() + b"\0" + f.read())
         except OSError:
             h.update(f"{path}: missing".encode())
     for path in libraries:
@@ -168,8 +186,7 @@ def environment_token() -> bytes:
     under a digest of the files' sizes and times."""
     from .. import __version__
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    sources, libraries = _sources(here), _libraries(here)
+    sources, libraries = _inputs()
     st = _sha256()
     for path in sources + libraries:
         try:

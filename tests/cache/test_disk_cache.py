@@ -83,6 +83,40 @@ def compiled(kernel, sig=SIG):
     return kernel.compile(sig[1], sig[0])
 
 
+def test_environment_key_reads_every_source_and_native_library(monkeypatch):
+    # the key's environment part reads kapi's sources in every subpackage, pyfront's, and the
+    # build id of every native library in kapi/_lib: a rebuilt compiler or driver misses
+    sources, libraries = _cache._inputs()
+    names = {_cache._source_name(p) for p in sources}
+    assert {
+        "kapi/__init__.py",
+        "kapi/_cache/store.py",
+        "kapi/_kernel/dispatcher.py",
+        "kapi/_numeric/reduce.py",
+        "pyfront/__init__.py",
+    } <= names, sorted(names)
+    built = sorted(
+        os.path.join(ROOT, "kapi", "_lib", n)
+        for n in os.listdir(os.path.join(ROOT, "kapi", "_lib"))
+        if n.endswith(".so")
+    )
+    assert [os.path.realpath(p) for p in libraries] == [os.path.realpath(p) for p in built]
+    assert any(os.path.basename(p).startswith("libkapi_compiler") for p in libraries)
+    token = _cache._content_token(sources, libraries)
+    real = _cache._elf_build_id
+
+    def other_compiler(head):
+        bid = real(head)
+        return bid[::-1] if bid and real(head) == compiler_id else bid
+
+    compiler = next(p for p in libraries if "libkapi_compiler" in p)
+    with open(compiler, "rb") as f:
+        compiler_id = real(f.read(1 << 16))
+    assert compiler_id
+    monkeypatch.setattr(_cache, "_elf_build_id", other_compiler)
+    assert _cache._content_token(sources, libraries) != token
+
+
 def test_hit_skips_front_end_and_runs(cache_dir, front, dev):
     ck1 = compiled(build(SCALE_SRC, ns={"SCALE": 2.0}))
     assert front == ["k"] and len(entries(cache_dir)) == 1
