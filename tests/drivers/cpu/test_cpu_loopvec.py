@@ -572,6 +572,37 @@ def test_a_divergent_loop_keeps_its_count_once_per_chunk():
     assert r.stdout.split()[0] == "True"
 
 
+def test_a_divergent_loops_dead_values_are_saved_whole():
+    # escape's z is live across the loop's header and nowhere else: a work-item that leaves
+    # the loop never reads it again, so each round stores the vector it computed for all 16
+    # lanes instead of selecting the leaving lanes' old ones (KAPI_HOST_FREE_SAVES=0: as
+    # before). The values used after the loop (count_from's z, counts_apart's counts) keep
+    # their selects: test_counts_of_a_divergent_loop fails if they lose them.
+    free = re.compile(r'"kapi-free-saves"="(\d+)"')
+    blend = re.compile(r"select <16 x i1> %[\w.]+, <16 x float>")
+    env = {"KAPI_DUMP": "host", "KAPI_HOST_CPU": "skylake-avx512"}
+    found = {}
+    for setting in ("1", "0"):
+        r = run_script(
+            DUMP.replace("kapi.call_kernel", "T.try_call"), dict(env, KAPI_HOST_FREE_SAVES=setting)
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
+        run = run_function(r.stderr, "escape")
+        attrs = [a for a in attributes(r.stderr) if free.search(a)]
+        assert len(attrs) == 2, attributes(r.stderr)
+        # escape's run comes second in the listing (matvec_cols, a uniform loop, has none)
+        found[setting] = [int(free.search(a).group(1)) for a in attrs], len(blend.findall(run))
+    # one store per vector of the chunk (four of 16 work-items), none with a select
+    assert found["1"] == ([0, 4], 0), found
+    assert found["0"] == ([0, 0], 4), found
+    r = run_script(VARIANTS, {"KAPI_HOST_FREE_SAVES": "0"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split()[0] == "True"
+    default = run_script(VARIANTS, {})
+    assert default.returncode == 0, default.stderr[-3000:]
+    assert default.stdout == r.stdout
+
+
 def try_call(*args):
     """kapi.call_kernel, where a module built for a CPU this host is not may fail to run."""
     try:

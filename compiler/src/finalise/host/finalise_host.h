@@ -50,6 +50,12 @@ typedef struct kc_hf_kernel {
   /* per region state of a loopvec kernel (NULL: none): 1 where work-items may return different
    * next states (a divergent loop's header), and run takes the smallest */
   unsigned char *min_states;
+  /* byte ranges [lo, hi) (pairs, nfree of them) of a full chunk's slots, in run's frame, of
+   * values live only across a divergent loop's header barrier: a work-item not in the mask of
+   * their save no longer needs them (kc_hf_unmask_slots stores them whole) */
+  uint64_t *free_saves;
+  unsigned nfree;
+  uint64_t frame_bytes; /* bytes of those slots in run's frame (0: none there) */
   kc_hf_scheme_t scheme;
   uint32_t num_args;
   kc_host_arg_t *args;

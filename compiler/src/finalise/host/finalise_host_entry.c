@@ -186,6 +186,7 @@ void kc_hf_kernels_free(kc_hf_kernel_t *ks, uint32_t n) {
   if (!ks) return;
   for (uint32_t i = 0; i < n; i++) {
     free(ks[i].min_states);
+    free(ks[i].free_saves);
     free(ks[i].name);
     free(ks[i].args);
     free(ks[i].arg_types);
@@ -963,6 +964,7 @@ static int make_chunk_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
     LLVMBuilderRef eb = LLVMCreateBuilderInContext(c); /* in the entry block, for SROA */
     LLVMPositionBuilderBefore(eb, LLVMGetFirstInstruction(entry));
     framed = LLVMBuildAlloca(eb, LLVMArrayType(i8, (unsigned)(rec * wn)), "kapi.slots");
+    k->frame_bytes = rec * wn;
     LLVMSetAlignment(framed, 64);
     LLVMDisposeBuilder(eb);
     framed = LLVMBuildBitCast(b, framed, i8p, "");

@@ -252,6 +252,7 @@ typedef struct {
   LLVMBuilderRef b;
   LLVMBuilderRef at_entry; /* before the entry block's terminator */
   uint64_t rec;            /* bytes of per-work-item storage so far */
+  uint64_t last_slot;      /* where slot() put its last slot in it */
   uint64_t urec;           /* bytes of one copy of the group's uniform values so far */
   uint64_t brec;           /* bytes of one copy of the batch's uniform values so far */
   /* alias.scope / noalias lists telling the copies apart (ucur and bcur read, unext and bnext
@@ -281,6 +282,7 @@ static LLVMValueRef slot(split_t *s, uint64_t bytes, unsigned align, LLVMTypeRef
   if (align < 1) align = 1;
   bytes = (bytes + align - 1) / align * align;
   s->rec = (s->rec + align - 1) / align * align;
+  s->last_slot = s->rec;
   LLVMTypeRef i64 = LLVMInt64TypeInContext(s->c);
   LLVMBuilderRef b = s->at_entry;
   LLVMValueRef off = LLVMBuildMul(b, s->k->nwi, LLVMConstInt(i64, s->rec, 0), "");
@@ -1570,6 +1572,50 @@ static int active_uniform(split_t *s, const live_t *l, char *varying, const word
   return ok;
 }
 
+/* KAPI_HOST_FREE_SAVES=0 keeps every save of a divergent loop's values masked (to compare). */
+static int free_saves_on(void) {
+  const char *v = getenv("KAPI_HOST_FREE_SAVES");
+  return !v || strcmp(v, "0") != 0;
+}
+
+/* The slots, as byte ranges of a full chunk's (kc_hf_kernel_t.free_saves), of the values that
+ * are live across a divergent loop's header barrier and no other barrier (mandelbrot's z),
+ * in a loop with no other barrier. Such a value is saved at that barrier only, and read only
+ * where a work-item resumes there. While the loop's rounds run, every work-item of the chunk
+ * is either at the header or gone to the exit barrier, where the value is dead; it is next
+ * read after the work-item enters the loop again, which saves it anew (the loop's entries are
+ * uniform: all enter together). So the lanes a round's save leaves out (those leaving the
+ * loop, those gone before, a chunk's missing work-items) may be given whatever the save
+ * computed for them: the save needs no select with the slot's old lanes, which the value
+ * would otherwise go through on every iteration. soff and sbytes: each value's own slot. */
+static int find_free_saves(split_t *s, const live_t *l, const word_t *live, LLVMValueRef *bars,
+                           size_t nbar, const uint64_t *soff, const uint64_t *sbytes) {
+  kc_hf_kernel_t *k = s->k;
+  for (size_t i = 0; i < s->ndiv; i++) {
+    const divloop_t *d = &s->div[i];
+    int alone = 1; /* no other barrier in the loop */
+    for (size_t b = 0; b < nbar && alone; b++) {
+      LLVMBasicBlockRef bb = LLVMGetInstructionParent(bars[b]);
+      for (size_t j = 0; j < d->nblocks && alone; j++)
+        alone = b == d->kh || d->blocks[j] != bb;
+    }
+    for (size_t v = 0; alone && v < l->nv; v++) {
+      if (!sbytes[v] || !bit_get(live + d->kh * l->words, (uint32_t)v)) continue;
+      int only = 1;
+      for (size_t b = 0; b < nbar && only; b++)
+        only = b == d->kh || !bit_get(live + b * l->words, (uint32_t)v);
+      if (!only) continue;
+      uint64_t *r = realloc(k->free_saves, (k->nfree + 1) * 2 * sizeof *r);
+      if (!r) return 0;
+      k->free_saves = r;
+      r[2 * k->nfree] = (uint64_t)k->chunk * soff[v];
+      r[2 * k->nfree + 1] = (uint64_t)k->chunk * (soff[v] + sbytes[v]);
+      k->nfree++;
+    }
+  }
+  return 1;
+}
+
 static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allocas,
                  size_t nalloca) {
   live_t l = {.fn = s->k->body, .entry = LLVMGetEntryBasicBlock(s->k->body)};
@@ -1577,6 +1623,7 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   LLVMValueRef *spills = NULL, *slots = NULL, *stores = NULL, *memo = NULL;
   LLVMBasicBlockRef *resume = NULL;
   char *varying = NULL, *bvarying = NULL, *kind = NULL;
+  uint64_t *soff = NULL, *sbytes = NULL; /* per value, its own per-work-item slot */
   pmap_t spill_of = {0};
   int ok = live_index(&l);
   if (ok) {
@@ -1589,7 +1636,10 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     memo = calloc(l.nv + 1, sizeof *memo);
     resume = calloc(nbar + 1, sizeof *resume);
     kind = calloc(l.nv + 1, 1);
-    ok = live && spills && slots && stores && memo && resume && kind && pmap_init(&spill_of, l.nv);
+    soff = calloc(l.nv + 1, sizeof *soff);
+    sbytes = calloc(l.nv + 1, sizeof *sbytes);
+    ok = live && spills && slots && stores && memo && resume && kind && soff && sbytes &&
+         pmap_init(&spill_of, l.nv);
   }
   if (!ok) {
     s->log = kc_msg("out of memory");
@@ -1666,8 +1716,10 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     if (recompute[v]) continue;
     stype[v] = t;
     if (varying[v]) {
-      if (!LLVMIsAPHINode(l.vals[v]) || !slot_share_on() || s->k->loopvec || s->ndiv)
+      if (!LLVMIsAPHINode(l.vals[v]) || !slot_share_on() || s->k->loopvec || s->ndiv) {
         slots[v] = stores[v] = slot(s, bytes, align, LLVMPointerType(t, 0));
+        soff[v] = s->last_slot, sbytes[v] = s->rec - s->last_slot;
+      }
       /* else the phi's slot once every other value has one, below */
     } else if (!bvarying[v] && s->k->lockstep && !(s->step && s->step[v])) {
       kind[v] = SLOT_BATCH;
@@ -1715,6 +1767,11 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
         set_scopes(s, LLVMBuildStore(s->b, first, stores[v]), SCOPE_NEXT);
       }
     }
+  }
+  if (s->ndiv && free_saves_on() && !find_free_saves(s, &l, live, bars, nbar, soff, sbytes)) {
+    s->log = kc_msg("out of memory");
+    ok = 0;
+    goto out;
   }
   if (s->rec > KC_HF_FIBER_PRIVATE) {
     s->log = kc_msg("kernel %s needs %llu bytes of private (per work-item) memory; the host CPU "
@@ -1770,6 +1827,7 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
   }
 out:
   free(live), free(spills), free(slots), free(stores), free(memo), free(resume), free(varying);
+  free(soff), free(sbytes);
   free(bvarying), free(kind);
   pmap_free(&spill_of);
   live_free(&l);
@@ -2180,17 +2238,82 @@ static unsigned any_of_two(LLVMValueRef fn, LLVMBuilderRef b) {
   return count;
 }
 
+/* The masked stores into run's frame (their offsets there, and where each ends): what a free
+ * save must be the only one of at its place. */
+typedef struct {
+  LLVMValueRef *at;
+  uint64_t *off, *end;
+  size_t n;
+} frame_stores_t;
+
+static void frame_stores_free(frame_stores_t *f) {
+  free(f->at), free(f->off), free(f->end);
+}
+
+/* Returns 0 when out of memory. */
+static int frame_stores(LLVMValueRef fn, LLVMTargetDataRef td, frame_stores_t *f) {
+  size_t cap = 0;
+  *f = (frame_stores_t){0};
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+      LLVMValueRef a = NULL;
+      uint64_t off = 0;
+      if (strncmp(callee_name(i), "llvm.masked.store.", 18) ||
+          !frame_offset(LLVMGetOperand(i, 1), &a, &off))
+        continue;
+      if (f->n == cap) {
+        cap = cap ? 2 * cap : 64;
+        LLVMValueRef *at = realloc(f->at, cap * sizeof *at);
+        if (at) f->at = at;
+        uint64_t *o = at ? realloc(f->off, cap * sizeof *o) : NULL;
+        if (o) f->off = o;
+        uint64_t *e = o ? realloc(f->end, cap * sizeof *e) : NULL;
+        if (e) f->end = e;
+        if (!e) return 0;
+      }
+      f->at[f->n] = i, f->off[f->n] = off;
+      f->end[f->n++] = off + LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(i, 0)));
+    }
+  return 1;
+}
+
+/* Whether the masked store i, of `bytes` at offset off of the chunk's slots in run's frame
+ * (alloca a), lies in one of k's free_saves and is the function's only masked store there. */
+static int free_save(const kc_hf_kernel_t *k, const frame_stores_t *f, LLVMValueRef a, uint64_t off,
+                     uint64_t bytes, LLVMValueRef i) {
+  /* the chunk's slots as make_chunk_run allocated them (LLVM numbers a repeated name, and
+   * names a slice SROA cuts from it NAME.sroa.N) */
+  size_t len = 0;
+  const char *name = LLVMGetValueName2(a, &len);
+  if (len < 10 || strncmp(name, "kapi.slots", 10) || strspn(name + 10, "0123456789") != len - 10)
+    return 0;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(LLVMGetTypeContext(LLVMTypeOf(a)));
+  if (!k->frame_bytes || LLVMGetAllocatedType(a) != LLVMArrayType(i8, (unsigned)k->frame_bytes))
+    return 0;
+  int in = 0;
+  for (unsigned r = 0; r < k->nfree && !in; r++)
+    in = off >= k->free_saves[2 * r] && off + bytes <= k->free_saves[2 * r + 1];
+  for (size_t j = 0; in && j < f->n; j++)
+    in = f->at[j] == i || f->end[j] <= off || f->off[j] >= off + bytes;
+  return in;
+}
+
 /* Masked loads and stores of whole vectors inside a slot array in run's frame (a full chunk's,
  * make_chunk_run) become plain ones, a store of `select(mask, value, old)`: the lanes the mask
  * leaves out are the thread's own and nobody else's, so rewriting them with what they held is
  * no change, and plain accesses at constant offsets are what SROA turns into registers (a
- * divergent loop's values then go round its rounds as vector phis, not through memory). */
+ * divergent loop's values then go round its rounds as vector phis, not through memory). A
+ * store to a value's slot in free_saves, the only one there, needs no select (find_free_saves):
+ * the lanes it leaves out no longer hold anything. */
 unsigned kc_hf_unmask_slots(kc_hf_kernel_t *k) {
   LLVMValueRef fn = k->run;
   LLVMModuleRef m = LLVMGetGlobalParent(fn);
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
   unsigned count = 0;
+  frame_stores_t f = {0};
+  int frees = k->nfree && frame_stores(fn, td, &f); /* out of memory: none */
+  unsigned nfree = 0;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
       LLVMValueRef next = LLVMGetNextInstruction(i);
@@ -2217,18 +2340,30 @@ unsigned kc_hf_unmask_slots(kc_hf_kernel_t *k) {
       }
       unsigned align = (unsigned)LLVMConstIntGetZExtValue(al);
       LLVMPositionBuilderBefore(b, i);
-      LLVMValueRef old = LLVMBuildLoad2(b, vt, ptr, "kapi.slotv");
-      LLVMSetAlignment(old, align);
-      if (store) {
-        LLVMValueRef v = LLVMBuildSelect(b, mask, LLVMGetOperand(i, 0), old, "");
-        LLVMSetAlignment(LLVMBuildStore(b, v, ptr), align);
+      if (store && frees && free_save(k, &f, a, off, LLVMStoreSizeOfType(td, vt), i)) {
+        LLVMSetAlignment(LLVMBuildStore(b, LLVMGetOperand(i, 0), ptr), align);
+        nfree++;
       } else {
-        LLVMReplaceAllUsesWith(i, LLVMBuildSelect(b, mask, old, LLVMGetOperand(i, 3), ""));
+        LLVMValueRef old = LLVMBuildLoad2(b, vt, ptr, "kapi.slotv");
+        LLVMSetAlignment(old, align);
+        if (store) {
+          LLVMValueRef v = LLVMBuildSelect(b, mask, LLVMGetOperand(i, 0), old, "");
+          LLVMSetAlignment(LLVMBuildStore(b, v, ptr), align);
+        } else {
+          LLVMReplaceAllUsesWith(i, LLVMBuildSelect(b, mask, old, LLVMGetOperand(i, 3), ""));
+        }
       }
       LLVMInstructionEraseFromParent(i);
       count++;
       i = next;
     }
+  frame_stores_free(&f);
+  char n32[24]; /* for KAPI_DUMP=host */
+  snprintf(n32, sizeof n32, "%u", nfree);
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMAddAttributeAtIndex(
+      fn, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(c, "kapi-free-saves", 15, n32, (unsigned)strlen(n32)));
   if (count) count += any_of_two(fn, b);
   LLVMDisposeBuilder(b);
   return count;
