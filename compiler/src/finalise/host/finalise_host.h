@@ -245,6 +245,9 @@ unsigned kc_hf_loopvec_chunk(int divergent);
 /* Lanes the chunk machine's work-item loops are vectorised with (KAPI_HOST_LOOPVEC_WIDTH;
  * 0: the vectoriser's own choice), for a kernel with a divergent loop or without. */
 unsigned kc_hf_loopvec_width(int divergent);
+/* The row length for which a barrier kernel that is not batched gets region loops of that
+ * constant count (KAPI_HOST_LOOPVEC_WIDTH too; 0: none). */
+unsigned kc_hf_vector_row_width(void);
 int kc_hf_region_nopeel(void);
 int kc_hf_region_memcpy(void);
 int kc_hf_region_vector_rows(void);

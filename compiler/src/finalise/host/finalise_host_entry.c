@@ -1061,7 +1061,7 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
    * whose x loop counts that constant: one vector iteration, without the vectoriser's checks
    * of the count and its epilogue loops, which cost a short region as much as its work
    * (batched kernels excepted: their flat nests already serve short rows). */
-  unsigned xw = k->batches ? 0u : kc_hf_loopvec_width(1);
+  unsigned xw = k->batches ? 0u : kc_hf_vector_row_width();
   char xs[16];
   snprintf(xs, sizeof xs, "%u", xw); /* for KAPI_DUMP=host */
   LLVMAddAttributeAtIndex(

@@ -1105,18 +1105,35 @@ static int candidate_walk(LLVMValueRef f, LLVMTargetDataRef td, int depth, uint6
   return 1;
 }
 
-/* KAPI_HOST_LOOPVEC_WIDTH: unset, for a kernel with a divergent loop one 512-bit vector of
- * 32-bit lanes where the target has AVX-512 (the vectoriser sizes its vectors by the widest
- * type in the loop: a 64-bit loop counter would halve every float operation's lanes), else
- * the vectoriser's choice; `0`, the vectoriser's choice; a power of two from 2 to 64, that
- * many lanes. */
-unsigned kc_hf_loopvec_width(int divergent) {
+/* KAPI_HOST_LOOPVEC_WIDTH: a power of two from 2 to 64, that many lanes; `0` (or `1`), the
+ * vectoriser's choice; -1 when unset (or not such a number). */
+static long loopvec_width_setting(void) {
   const char *v = getenv("KAPI_HOST_LOOPVEC_WIDTH");
   char *end = NULL;
   long n = v && *v ? strtol(v, &end, 10) : -1;
-  if (n < 0 || (end && *end) || n > 64 || (n & (n - 1)))
-    return divergent && strstr(kc_hf_target_features(), "+avx512f") ? 16u : 0u;
-  return n == 1 ? 0u : (unsigned)n;
+  if (n < 0 || (end && *end) || n > 64 || (n & (n - 1))) return -1;
+  return n == 1 ? 0 : n;
+}
+
+/* Unset, for a kernel with a divergent loop one vector register of 32-bit lanes: 16 where the
+ * target has AVX-512, 8 where it has AVX2 (the vectoriser sizes its vectors by the widest type
+ * in the loop: a 64-bit loop counter would halve every float operation's lanes, and on AVX2
+ * it then chose 4, whose loop it did not unroll into constant slot offsets: mandelbrot's
+ * values went round its rounds through memory, 3.3 times as slow as with 8), else the
+ * vectoriser's choice. */
+unsigned kc_hf_loopvec_width(int divergent) {
+  long n = loopvec_width_setting();
+  if (n >= 0) return (unsigned)n;
+  if (!divergent) return 0;
+  const char *f = kc_hf_target_features();
+  return strstr(f, "+avx512f") ? 16u : strstr(f, "+avx2") ? 8u : 0u;
+}
+
+/* Unset: 16 where the target has AVX-512 (a 16x16 tile's row), else none. */
+unsigned kc_hf_vector_row_width(void) {
+  long n = loopvec_width_setting();
+  if (n >= 0) return (unsigned)n;
+  return strstr(kc_hf_target_features(), "+avx512f") ? 16u : 0u;
 }
 
 /* Whether the work-item loops of barrier kernels that are not batched are marked not to unroll
