@@ -1057,9 +1057,9 @@ int kc_hf_make_region_run(LLVMModuleRef m, kc_hf_kernel_t *k, uint32_t nstates, 
   LLVMBasicBlockRef sloop = LLVMAppendBasicBlockInContext(c, fn, "state");
   LLVMPositionBuilderAtEnd(b, entry);
   nest_t t = {.b = b, .c = c, .fn = fn, .wi = k->body, .g = g, .k = k};
-  /* Groups whose rows are one vector (16 floats on AVX-512, as a 16x16 tile's) also get nests
-   * whose x loop counts that constant: one vector iteration, without the vectoriser's checks
-   * of the count and its epilogue loops, which cost a short region as much as its work
+  /* Groups whose rows are 16 work-items (a 16x16 tile's: one vector of AVX-512, two of AVX2) also
+   * get nests whose x loop counts that constant: one vector iteration, without the vectoriser's
+   * checks of the count and its epilogue loops, which cost a short region as much as its work
    * (batched kernels excepted: their flat nests already serve short rows). */
   unsigned xw = k->batches ? 0u : kc_hf_vector_row_width();
   char xs[16];

@@ -1129,11 +1129,12 @@ unsigned kc_hf_loopvec_width(int divergent) {
   return strstr(f, "+avx512f") ? 16u : strstr(f, "+avx2") ? 8u : 0u;
 }
 
-/* Unset: 16 where the target has AVX-512 (a 16x16 tile's row), else none. */
+/* Unset: 16 where the target has AVX2 or AVX-512 (a 16x16 tile's row: one vector of AVX-512,
+ * two of AVX2), else none. */
 unsigned kc_hf_vector_row_width(void) {
   long n = loopvec_width_setting();
   if (n >= 0) return (unsigned)n;
-  return strstr(kc_hf_target_features(), "+avx512f") ? 16u : 0u;
+  return strstr(kc_hf_target_features(), "+avx2") ? 16u : 0u;
 }
 
 /* Whether the work-item loops of barrier kernels that are not batched are marked not to unroll
