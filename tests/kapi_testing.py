@@ -62,8 +62,15 @@ def host_listing(test_file: str, script: str, env: dict, cpu="skylake-avx512") -
         timeout=300,
         env=e,
     )
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.returncode == 0 or refused(r.stderr), r.stderr[-3000:]
     return r.stderr
+
+
+def refused(stderr: str) -> bool:
+    """Whether a script failed only because its KAPI_HOST_CPU has instructions this host lacks:
+    the driver built the module and printed its listing (KAPI_DUMP=host), then refused to run
+    it. On an AVX2 machine every listing made for a fixed AVX-512 target ends so."""
+    return "it cannot run here" in stderr and "kapi cpu driver: host LLVM IR" in stderr
 
 
 def line_of(fn, text):
@@ -165,7 +172,7 @@ def host_ir_of(code: str, **env) -> str:
         **env,
     )
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 0 or refused(r.stderr), r.stderr
     return r.stderr
 
 

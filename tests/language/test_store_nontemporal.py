@@ -202,7 +202,12 @@ x = kapi.asarray(np.ones(4096, np.float32), device="cpu")
 for kern in (published, plain, streamed):
     y = kapi.empty(4096, dtype=np.float32, device="cpu")
     f = kapi.asarray(np.zeros(1, np.int32), device="cpu")
-    kapi.call_kernel(kern, kapi.Range(4096), x, y, *((f,) if kern is not streamed else ()))
+    try:
+        kapi.call_kernel(kern, kapi.Range(4096), x, y, *((f,) if kern is not streamed else ()))
+    except kapi.KapiError as e:  # built for a CPU this one is not: only the listing matters
+        if "cannot run here" not in str(e):
+            raise
+        continue
     assert (y.asnumpy() == 2).all() and (kern is streamed or f.asnumpy()[0] == 1)
 """
 

@@ -55,7 +55,11 @@ static ze_result_t finalise(const ze_module_desc_t *desc, kc_host_module_t **hos
   }
   kc_free(kc_log);
   if (native && s == KC_ERR_INVALID_ARGUMENT) return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
-  if (s == KC_OK) dump_host_ir(*host);
+  if (*host) dump_host_ir(*host);
+  if (s != KC_OK) { /* built for a CPU this one is not: shown, never run */
+    kc_host_module_destroy(*host);
+    *host = NULL;
+  }
   return status_to_result(s);
 }
 

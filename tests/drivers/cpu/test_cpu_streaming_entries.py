@@ -148,6 +148,15 @@ def test_which_kernels_get_streaming_entries():
         n = 4096
         dev = kapi.Device("cpu")
         f = lambda: kapi.ones(n, dtype=np.float32, device=dev)
+
+        def call(*args, real=kapi.call_kernel):
+            try:
+                real(*args)
+            except kapi.KapiError as e:  # built for a CPU this one is not: the listing matters
+                if "cannot run here" not in str(e):
+                    raise
+
+        kapi.call_kernel = call
         kapi.call_kernel(triad, kapi.Range(n), f(), f(), f(), np.float32(3))
         lo, flags = kapi.zeros(n, dtype=np.int32, device=dev), kapi.zeros(n, dtype=bool, device=dev)
         kapi.call_kernel(two_outputs, kapi.Range(n), f(), lo, flags)

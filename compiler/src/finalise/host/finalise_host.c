@@ -25,6 +25,7 @@ struct kc_host_module {
   char *ir;
   void *native; /* kc_host_module_native's binary, or NULL */
   size_t native_len;
+  int refused; /* built for a CPU this one is not (kc_hf_target_runnable): not to run */
 };
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -340,7 +341,7 @@ static kc_status_t finalise(const void *spirv, size_t nbytes, kc_host_module_t *
     mod->native = kc_hf_native_pack(mod->kernels, mod->count, obj, obj_len, &mod->native_len);
   /* Built and linked for a CPU (KAPI_HOST_CPU) with instructions this one lacks: a launch would
    * die of SIGILL, so the module is an error, whose message says it got this far. */
-  if (st == KC_OK && !kc_hf_target_runnable(log)) st = KC_ERR_TARGET;
+  if (st == KC_OK && !kc_hf_target_runnable(log)) st = KC_ERR_TARGET, mod->refused = 1;
   free(obj);
   LLVMOrcDisposeThreadSafeContext(tsc);
   mod->ir = w.ir ? strdup(w.ir) : NULL;
@@ -386,12 +387,13 @@ kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t 
   } else {
     free(fatal);
   }
-  if (st != KC_OK) {
-    kc_host_module_destroy(g.mod);
-    if (!g.msg) g.msg = kc_msg("%s", st == KC_ERR_OUT_OF_MEMORY ? "out of memory" : "failed");
+  if (st == KC_OK || (st == KC_ERR_TARGET && g.mod && g.mod->refused)) {
+    *out = g.mod; /* a refused one for its IR (compiler.h) */
   } else {
-    *out = g.mod;
+    kc_host_module_destroy(g.mod);
   }
+  if (st != KC_OK && !g.msg)
+    g.msg = kc_msg("%s", st == KC_ERR_OUT_OF_MEMORY ? "out of memory" : "failed");
   if (log)
     *log = g.msg;
   else
