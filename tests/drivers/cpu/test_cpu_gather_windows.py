@@ -125,6 +125,12 @@ def run(env):
         {"KAPI_HOST_WINDOW_GATHERS": "0"},
         # AVX2: LLVM builds these vectors from scalar loads there (no gathers to rewrite)
         {"KAPI_HOST_WINDOW_GATHERS": "16", "KAPI_HOST_CPU": "haswell"},
+        # ...unless told gathers are cheap: windows, and code generation scalarises the rest
+        {
+            "KAPI_HOST_WINDOW_GATHERS": "4",
+            "KAPI_HOST_CPU": "haswell",
+            "KAPI_HOST_AVX2_GATHERS": "1",
+        },
     ],
 )
 def test_every_spacing_to_sixteen_and_off(env):
@@ -153,6 +159,18 @@ def gather_blocks(ir):
         elif "call <" in line and "@llvm.masked.gather" in line:
             out.append(label)
     return out
+
+
+def test_avx2_gathers_get_windows_only_when_asked():
+    # AVX2 (no AVX-512): the vectoriser reads rows from scalar loads by default; with
+    # KAPI_HOST_AVX2_GATHERS=1 it gathers, and the gathers get their windows
+    plain = listing({"KAPI_HOST_CPU": "haswell"})
+    assert "@llvm.masked.gather" not in plain and "kapi.window" not in plain
+    cheap = listing({"KAPI_HOST_CPU": "haswell", "KAPI_HOST_AVX2_GATHERS": "1"})
+    assert "switch i64" in cheap and "i64 3, label %kapi.window" in cheap
+    assert gather_blocks(cheap) and all(
+        x.startswith("kapi.window.gather") for x in gather_blocks(cheap)
+    )
 
 
 def test_listing_switches_on_the_spacing():

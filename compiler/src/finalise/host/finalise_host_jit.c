@@ -159,22 +159,42 @@ int kc_hf_target_runnable(char **log) {
   return 0;
 }
 
-static LLVMTargetMachineRef host_machine(char **log) {
+/* The target machine for the CPU, with `more` features after its own ("" for none). */
+static LLVMTargetMachineRef host_machine(const char *more, char **log) {
   const char *e = target_error();
   if (e) return *log = kc_msg("%s", e), NULL;
   char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+  char *features = kc_msg("%s%s%s", target.features, *target.features && *more ? "," : "", more);
   LLVMTargetRef t;
   LLVMTargetMachineRef tm = NULL;
-  if (LLVMGetTargetFromTriple(triple, &t, &err)) {
+  if (!features) {
+    *log = kc_msg("out of memory");
+  } else if (LLVMGetTargetFromTriple(triple, &t, &err)) {
     *log = kc_msg("no LLVM target for the host (%s): %s", triple, err ? err : "");
   } else {
-    tm = LLVMCreateTargetMachine(t, triple, target.cpu, target.features, LLVMCodeGenLevelAggressive,
+    tm = LLVMCreateTargetMachine(t, triple, target.cpu, features, LLVMCodeGenLevelAggressive,
                                  LLVMRelocPIC, LLVMCodeModelJITDefault);
     if (!tm) *log = kc_msg("cannot create a target machine for %s (%s)", triple, target.cpu);
   }
+  free(features);
   LLVMDisposeMessage(err);
   LLVMDisposeMessage(triple);
   return tm;
+}
+
+/* Whether the optimisation pipeline sees gathers as cheap on a CPU with AVX2 but not AVX-512
+ * (KAPI_HOST_AVX2_GATHERS=1; off by default). LLVM 15 calls them slow there but on CPUs it
+ * tunes as fast-gather, so the vectoriser reads `data[i, k]` across work-items from scalar
+ * loads, which finalise_host_gathers.c cannot turn into window loads; with the gathers, it
+ * does. Code generation keeps the CPU's own view: a gather left over (another spacing, or a
+ * gather of indices) is scalarised there. Measured on a Zen 4 held to AVX2 (bench/RESULTS.md):
+ * rows of 3 to 8 elements 1.2-1.9x as fast, of 16 1.28x as slow (vectorised with scalar loads
+ * where the work-items' loops were better left scalar), hence not the default. */
+int kc_hf_cheap_gathers(void) {
+  const char *v = getenv("KAPI_HOST_AVX2_GATHERS");
+  if (!v || strcmp(v, "1") != 0) return 0;
+  const char *f = kc_hf_target_features();
+  return strstr(f, "+avx2") && !strstr(f, "+avx512f");
 }
 
 /* ---- Symbols ------------------------------------------------------------------------- */
@@ -310,10 +330,15 @@ static int perf_wanted(void) {
 
 int kc_hf_jit_create(kc_hf_jit_t *j, char **log) {
   memset(j, 0, sizeof *j);
-  LLVMTargetMachineRef for_jit = host_machine(log);
+  LLVMTargetMachineRef for_jit = host_machine("", log);
   if (!for_jit) return 0;
-  j->tm = host_machine(log);
-  if (!j->tm) return LLVMDisposeTargetMachine(for_jit), 0;
+  j->tm = host_machine("", log);
+  j->opt_tm = j->tm ? host_machine(kc_hf_cheap_gathers() ? "+fast-gather" : "", log) : NULL;
+  if (!j->opt_tm) {
+    if (j->tm) LLVMDisposeTargetMachine(j->tm);
+    j->tm = NULL;
+    return LLVMDisposeTargetMachine(for_jit), 0;
+  }
   LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
   LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
       builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(for_jit));
@@ -350,6 +375,7 @@ void kc_hf_jit_dispose(kc_hf_jit_t *j) {
     if (e) LLVMConsumeError(e);
   }
   if (j->tm) LLVMDisposeTargetMachine(j->tm);
+  if (j->opt_tm) LLVMDisposeTargetMachine(j->opt_tm);
   free(j->session_error);
   free(j->diagnostic);
   memset(j, 0, sizeof *j);
@@ -366,7 +392,7 @@ int kc_hf_jit_passes(kc_hf_jit_t *j, LLVMModuleRef m, const char *passes, char *
   LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
   LLVMPassBuilderOptionsSetLoopUnrolling(o, 1);
   LLVMPassBuilderOptionsSetLoopInterleaving(o, 1);
-  LLVMErrorRef e = LLVMRunPasses(m, passes, j->tm, o);
+  LLVMErrorRef e = LLVMRunPasses(m, passes, j->opt_tm, o);
   LLVMDisposePassBuilderOptions(o);
   if (e) *log = take_error(e, "LLVM passes failed");
   return !e;

@@ -10,9 +10,10 @@
 
 typedef struct kc_hf_jit {
   LLVMOrcLLJITRef jit;
-  LLVMTargetMachineRef tm; /* the host, for the optimisation pipeline */
-  char *session_error;     /* first error ORC reported asynchronously, if any */
-  char *diagnostic;        /* first error LLVM reported through the context's handler */
+  LLVMTargetMachineRef tm;     /* the host, for code generation */
+  LLVMTargetMachineRef opt_tm; /* ...and for the optimisation pipeline (kc_hf_cheap_gathers) */
+  char *session_error;         /* first error ORC reported asynchronously, if any */
+  char *diagnostic;            /* first error LLVM reported through the context's handler */
 } kc_hf_jit_t;
 
 /* Routes ctx's diagnostics into j (errors kept for the log, warnings dropped): the library
@@ -20,6 +21,8 @@ typedef struct kc_hf_jit {
 void kc_hf_jit_capture_diagnostics(kc_hf_jit_t *j, LLVMContextRef ctx);
 /* A JIT for the host CPU with the fiber runtime and libm visible. */
 int kc_hf_jit_create(kc_hf_jit_t *j, char **log);
+/* 1 when the optimisation pipeline treats gathers as cheap (AVX2 without AVX-512). */
+int kc_hf_cheap_gathers(void);
 void kc_hf_jit_dispose(kc_hf_jit_t *j);
 /* Sets the module's triple and data layout to the JIT's. */
 void kc_hf_jit_prepare(kc_hf_jit_t *j, LLVMModuleRef m);
