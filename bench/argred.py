@@ -30,6 +30,7 @@ sources and recorded plans, so the next call generates and records its kernels a
   cpusN      CPU driver: cpuround with N read streams per work-item (_CPU_STREAMS = N;
              KAPI_REDUCE_CPU_STREAMS) but argmin/argmax; cpusNgM: also M work-groups per core
   cpuas2     CPU driver: cpus2 with argmin/argmax in 2 streams too (_CPU_ARG_STREAMS)
+  cpuargs2   CPU driver: the defaults with argmin/argmax in 2 streams (_CPU_ARG_STREAMS = 2)
   cpufsN     CPU driver: the defaults with N accumulators for float sums and products
              (_CPU_FSUM_ACC alone; by default 128 bytes' worth, at least 16: 32 of float32)
   cpuone     CPU driver: the defaults in one launch, the last work-group folding the groups'
@@ -130,6 +131,9 @@ def use(variant: str) -> None:
     elif variant == "cpuas2":  # argmin/argmax with 2 streams too (the others 2)
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
         attrs.update(_CPU_STREAMS=2, _CPU_ARG_STREAMS=2, _CPU_CHUNK_ROUND=True)
+    elif variant == "cpuargs2":  # the defaults, argmin/argmax in 2 streams (the rest as is)
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(_CPU_ARG_STREAMS=2)
     elif variant.startswith("cpufs"):  # cpufs32: float sums with 32 accumulators (16)
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
         attrs.update(_CPU_FSUM_ACC=int(variant[5:]), _CPU_FSUM_BY_BYTES=False)
@@ -188,6 +192,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--variants", default=None, help="comma-separated (see the docstring)")
     ap.add_argument(
+        "--rows", default=None, help="comma-separated ops of the rows to time (argmax,sum,...)"
+    )
+    ap.add_argument(
         "--no-check-small",
         action="store_true",
         help="skip the corner-case arrays' checks (the timed rows are still checked)",
@@ -242,6 +249,9 @@ def main():
         "x.sum()": (lambda: x.sum(), "sum"),
         'kapi.reduce("add")': (lambda: kapi.reduce("add", x), "sum"),
     }
+    if args.rows:
+        keep = set(args.rows.split(","))
+        rows = {name: r for name, r in rows.items() if r[1] in keep}
     want = {"argmax": int(h.argmax()), "argmin": int(h.argmin()), "max": float(h.max())}
     want["min"] = float(h.min())
     want["sum"] = float(h.sum(dtype=np.float64))
