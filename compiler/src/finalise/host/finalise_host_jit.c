@@ -187,9 +187,9 @@ static LLVMTargetMachineRef host_machine(const char *more, char **log) {
  * tunes as fast-gather, so the vectoriser reads `data[i, k]` across work-items from scalar
  * loads, which finalise_host_gathers.c cannot turn into window loads; with the gathers, it
  * does. Code generation keeps the CPU's own view: a gather left over (another spacing, or a
- * gather of indices) is scalarised there. Measured on a Zen 4 held to AVX2 (bench/RESULTS.md):
- * rows of 3 to 8 elements 1.2-1.9x as fast, of 16 1.28x as slow (vectorised with scalar loads
- * where the work-items' loops were better left scalar), hence not the default. */
+ * gather of indices) is scalarised there. Measured on a Zen 4 held to AVX2 (bench/gather_rows.py):
+ * rows of 3 and 8 elements 1.25-1.6x as fast, of 16 0.74x (vectorised with scalar loads where
+ * the work-items' loops were better left scalar), hence not the default. */
 int kc_hf_cheap_gathers(void) {
   const char *v = getenv("KAPI_HOST_AVX2_GATHERS");
   if (!v || strcmp(v, "1") != 0) return 0;

@@ -1,0 +1,78 @@
+"""Rows read across work-items (`s += x[i, k]` for k < D, work-item i) on the CPU device, with
+KAPI_HOST_AVX2_GATHERS off and on, for several row lengths D: what the setting gains where the
+gathers' windows apply (D in KAPI_HOST_WINDOW_GATHERS: 1, 2, 3, 4 and 8 by default) and loses
+where they do not. Each setting is a renamed copy of the kernel built under it (the setting is
+read when a kernel is built), timed in turn with the other, sample by sample; medians.
+
+    KAPI_HOST_CPU=haswell python bench/gather_rows.py [--rows 3,5,8,16,64] [--log2n 20]
+        [--repeat 101] [--windows 8]
+
+--windows sets KAPI_HOST_WINDOW_GATHERS for both settings (default: the driver's own set).
+Without KAPI_HOST_CPU the host's CPU decides; the setting only acts on AVX2 without AVX-512.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("KAPI_CACHE", "0")
+
+import numpy as np  # noqa: E402
+
+import kapi  # noqa: E402
+
+
+def row_sum(item, x, out):
+    i = item.get_id(0)
+    s = x.dtype.type(0)
+    for k in range(x.shape[1]):
+        s += x[i, k]
+    out[i] = s
+
+
+def built(setting):
+    name = f"row_sum_{setting}"
+    code = row_sum.__code__.replace(co_name=name, co_qualname=name)
+    return kapi.kernel(types.FunctionType(code, row_sum.__globals__, name))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", default="3,5,8,16,64")
+    ap.add_argument("--log2n", type=int, default=20, help="elements of x in all (2^N)")
+    ap.add_argument("--repeat", type=int, default=101)
+    ap.add_argument("--windows", default=None)
+    args = ap.parse_args()
+    if args.windows:
+        os.environ["KAPI_HOST_WINDOW_GATHERS"] = args.windows
+    dev = kapi.Device("cpu")
+    print(f"{dev.name}; KAPI_HOST_CPU={os.environ.get('KAPI_HOST_CPU', 'host')}; medians ms")
+    print(f"{'D':>4} {'off ms':>9} {'on ms':>9} {'on/off speed':>13}")
+    for d in (int(v) for v in args.rows.split(",")):
+        rows = (1 << args.log2n) // d
+        h = np.random.default_rng(d).random((rows, d), dtype=np.float32)
+        x, want = kapi.asarray(h, device=dev), h.sum(1)
+        runs = {}
+        for setting in ("0", "1"):
+            os.environ["KAPI_HOST_AVX2_GATHERS"] = setting
+            k, out = built(setting), kapi.zeros(rows, dtype=np.float32, device=dev)
+            kapi.call_kernel(k, kapi.Range(rows), x, out)  # built now, under the setting
+            if not np.allclose(out.asnumpy(), want, rtol=1e-4):
+                raise SystemExit(f"D={d}, KAPI_HOST_AVX2_GATHERS={setting}: wrong sums")
+            runs[setting] = (k, out, [])
+        for rep in range(args.repeat):
+            for setting in ("0", "1") if rep % 2 else ("1", "0"):
+                k, out, t = runs[setting]
+                t0 = time.perf_counter()
+                kapi.call_kernel(k, kapi.Range(rows), x, out)
+                t.append(time.perf_counter() - t0)
+        off, on = (statistics.median(runs[s][2]) * 1e3 for s in ("0", "1"))
+        print(f"{d:>4} {off:>9.3f} {on:>9.3f} {off / on:>12.2f}x")
+
+
+if __name__ == "__main__":
+    main()
