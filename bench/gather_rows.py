@@ -18,26 +18,21 @@ import sys
 import time
 import types
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
 os.environ.setdefault("KAPI_CACHE", "0")
 
 import numpy as np  # noqa: E402
+from kernels import row_sums  # noqa: E402
 
 import kapi  # noqa: E402
 
 
-def row_sum(item, x, out):
-    i = item.get_id(0)
-    s = x.dtype.type(0)
-    for k in range(x.shape[1]):
-        s += x[i, k]
-    out[i] = s
-
-
 def built(setting):
-    name = f"row_sum_{setting}"
-    code = row_sum.__code__.replace(co_name=name, co_qualname=name)
-    return kapi.kernel(types.FunctionType(code, row_sum.__globals__, name))
+    name = f"row_sums_{setting}"
+    code = row_sums.__code__.replace(co_name=name, co_qualname=name)
+    return kapi.kernel(types.FunctionType(code, row_sums.__globals__, name))
 
 
 def main():
