@@ -169,10 +169,10 @@ typedef struct kc_host_module kc_host_module_t;
  * SPIR-V), KC_ERR_UNSUPPORTED (a builtin or construct the host cannot run, e.g. recursion),
  * KC_ERR_TARGET (code generation, unresolved symbols), KC_ERR_LLVM (an LLVM fatal error; the
  * call's LLVM state is leaked, the process lives). Kernels may call only libm (and libmvec,
- * which is loaded for vectorised math unless KAPI_HOST_NO_LIBMVEC is set). */
-/* KC_ERR_TARGET also for a module built and linked for a CPU (KAPI_HOST_CPU) with instructions
- * this one lacks: *out then still holds it, for kc_host_module_llvm_ir only (its kernels must
- * not run), and the caller destroys it; after any other failure *out is NULL. */
+ * which is loaded for vectorised math unless KAPI_HOST_NO_LIBMVEC is set). KC_ERR_TARGET also
+ * for a module built and linked for a CPU (KAPI_HOST_CPU) with instructions this one lacks:
+ * *out then still holds it, for kc_host_module_llvm_ir only (its kernels must not run), and the
+ * caller destroys it; after any other failure *out is NULL. */
 kc_status_t kc_host_finalise(const void *spirv, size_t nbytes, kc_host_module_t **out, char **log);
 void kc_host_module_destroy(kc_host_module_t *mod);
 uint32_t kc_host_module_kernel_count(const kc_host_module_t *mod);

@@ -333,7 +333,8 @@ int kc_hf_jit_create(kc_hf_jit_t *j, char **log) {
   LLVMTargetMachineRef for_jit = host_machine("", log);
   if (!for_jit) return 0;
   j->tm = host_machine("", log);
-  j->opt_tm = j->tm ? host_machine(kc_hf_cheap_gathers() ? "+fast-gather" : "", log) : NULL;
+  /* the optimiser's own machine only where it differs from code generation's */
+  j->opt_tm = j->tm && kc_hf_cheap_gathers() ? host_machine("+fast-gather", log) : j->tm;
   if (!j->opt_tm) {
     if (j->tm) LLVMDisposeTargetMachine(j->tm);
     j->tm = NULL;
@@ -374,8 +375,8 @@ void kc_hf_jit_dispose(kc_hf_jit_t *j) {
     LLVMErrorRef e = LLVMOrcDisposeLLJIT(j->jit);
     if (e) LLVMConsumeError(e);
   }
+  if (j->opt_tm && j->opt_tm != j->tm) LLVMDisposeTargetMachine(j->opt_tm);
   if (j->tm) LLVMDisposeTargetMachine(j->tm);
-  if (j->opt_tm) LLVMDisposeTargetMachine(j->opt_tm);
   free(j->session_error);
   free(j->diagnostic);
   memset(j, 0, sizeof *j);

@@ -11,7 +11,8 @@
 typedef struct kc_hf_jit {
   LLVMOrcLLJITRef jit;
   LLVMTargetMachineRef tm;     /* the host, for code generation */
-  LLVMTargetMachineRef opt_tm; /* ...and for the optimisation pipeline (kc_hf_cheap_gathers) */
+  LLVMTargetMachineRef opt_tm; /* for the optimisation pipeline: tm, or (kc_hf_cheap_gathers)
+                                  its own */
   char *session_error;         /* first error ORC reported asynchronously, if any */
   char *diagnostic;            /* first error LLVM reported through the context's handler */
 } kc_hf_jit_t;

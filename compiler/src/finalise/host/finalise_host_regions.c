@@ -2268,22 +2268,19 @@ static unsigned any_of_two(LLVMValueRef fn, LLVMBuilderRef b) {
   return count;
 }
 
-/* The masked stores into run's frame (their offsets there, and where each ends): what a free
- * save must be the only one of at its place. */
+/* A masked store into run's frame: where it starts and ends there. A free save must be the
+ * only one at its place. */
 typedef struct {
-  LLVMValueRef *at;
-  uint64_t *off, *end;
-  size_t n;
-} frame_stores_t;
+  LLVMValueRef at;
+  uint64_t off, end;
+} frame_store_t;
 
-static void frame_stores_free(frame_stores_t *f) {
-  free(f->at), free(f->off), free(f->end);
-}
-
-/* Returns 0 when out of memory. */
-static int frame_stores(LLVMValueRef fn, LLVMTargetDataRef td, frame_stores_t *f) {
+/* The function's masked stores into run's frame (*n of them, malloc'd); NULL when out of memory
+ * or none. */
+static frame_store_t *frame_stores(LLVMValueRef fn, LLVMTargetDataRef td, size_t *n) {
+  frame_store_t *f = NULL;
   size_t cap = 0;
-  *f = (frame_stores_t){0};
+  *n = 0;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
       LLVMValueRef a = NULL;
@@ -2291,26 +2288,23 @@ static int frame_stores(LLVMValueRef fn, LLVMTargetDataRef td, frame_stores_t *f
       if (strncmp(callee_name(i), "llvm.masked.store.", 18) ||
           !frame_offset(LLVMGetOperand(i, 1), &a, &off))
         continue;
-      if (f->n == cap) {
+      if (*n == cap) {
         cap = cap ? 2 * cap : 64;
-        LLVMValueRef *at = realloc(f->at, cap * sizeof *at);
-        if (at) f->at = at;
-        uint64_t *o = at ? realloc(f->off, cap * sizeof *o) : NULL;
-        if (o) f->off = o;
-        uint64_t *e = o ? realloc(f->end, cap * sizeof *e) : NULL;
-        if (e) f->end = e;
-        if (!e) return 0;
+        frame_store_t *more = realloc(f, cap * sizeof *f);
+        if (!more) return free(f), *n = 0, NULL;
+        f = more;
       }
-      f->at[f->n] = i, f->off[f->n] = off;
-      f->end[f->n++] = off + LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(i, 0)));
+      uint64_t bytes = LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(i, 0)));
+      f[(*n)++] = (frame_store_t){i, off, off + bytes};
     }
-  return 1;
+  return f;
 }
 
 /* Whether the masked store i, of `bytes` at offset off of the chunk's slots in run's frame
- * (alloca a), lies in one of k's free_saves and is the function's only masked store there. */
-static int free_save(const kc_hf_kernel_t *k, const frame_stores_t *f, LLVMValueRef a, uint64_t off,
-                     uint64_t bytes, LLVMValueRef i) {
+ * (alloca a), lies in one of k's free_saves and is the function's only masked store there (of
+ * the n in f). */
+static int free_save(const kc_hf_kernel_t *k, const frame_store_t *f, size_t n, LLVMValueRef a,
+                     uint64_t off, uint64_t bytes, LLVMValueRef i) {
   /* the chunk's slots as make_chunk_run allocated them (LLVM numbers a repeated name, and
    * names a slice SROA cuts from it NAME.sroa.N) */
   size_t len = 0;
@@ -2323,8 +2317,8 @@ static int free_save(const kc_hf_kernel_t *k, const frame_stores_t *f, LLVMValue
   int in = 0;
   for (unsigned r = 0; r < k->nfree && !in; r++)
     in = off >= k->free_saves[2 * r] && off + bytes <= k->free_saves[2 * r + 1];
-  for (size_t j = 0; in && j < f->n; j++)
-    in = f->at[j] == i || f->end[j] <= off || f->off[j] >= off + bytes;
+  for (size_t j = 0; in && j < n; j++)
+    in = f[j].at == i || f[j].end <= off || f[j].off >= off + bytes;
   return in;
 }
 
@@ -2341,8 +2335,8 @@ unsigned kc_hf_unmask_slots(kc_hf_kernel_t *k) {
   LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
   unsigned count = 0;
-  frame_stores_t f = {0};
-  int frees = k->nfree && frame_stores(fn, td, &f); /* out of memory: none */
+  size_t nstores = 0; /* out of memory: no free saves */
+  frame_store_t *stores = k->nfree ? frame_stores(fn, td, &nstores) : NULL;
   unsigned nfree = 0;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
@@ -2370,7 +2364,8 @@ unsigned kc_hf_unmask_slots(kc_hf_kernel_t *k) {
       }
       unsigned align = (unsigned)LLVMConstIntGetZExtValue(al);
       LLVMPositionBuilderBefore(b, i);
-      if (store && frees && free_save(k, &f, a, off, LLVMStoreSizeOfType(td, vt), i)) {
+      if (store && stores &&
+          free_save(k, stores, nstores, a, off, LLVMStoreSizeOfType(td, vt), i)) {
         LLVMSetAlignment(LLVMBuildStore(b, LLVMGetOperand(i, 0), ptr), align);
         nfree++;
       } else {
@@ -2387,7 +2382,7 @@ unsigned kc_hf_unmask_slots(kc_hf_kernel_t *k) {
       count++;
       i = next;
     }
-  frame_stores_free(&f);
+  free(stores);
   char n32[24]; /* for KAPI_DUMP=host */
   snprintf(n32, sizeof n32, "%u", nfree);
   LLVMContextRef c = LLVMGetModuleContext(m);
