@@ -1,14 +1,17 @@
-"""Rows read across work-items (`s += x[i, k]` for k < D, work-item i) on the CPU device, with
-KAPI_HOST_AVX2_GATHERS off and on, for several row lengths D: what the setting gains where the
-gathers' windows apply (D in KAPI_HOST_WINDOW_GATHERS: 1, 2, 3, 4 and 8 by default) and loses
-where they do not. Each setting is a renamed copy of the kernel built under it (the setting is
-read when a kernel is built), timed in turn with the other, sample by sample; medians.
+"""Rows read across work-items (`s += x[i, k]` for k < D, work-item i) on the CPU device under two
+values of one build setting, for several row lengths D. By default the setting is
+KAPI_HOST_SCALAR_GATHERS (0: a spacing without a window gathers; unset: scalar loads); the
+windows are KAPI_HOST_WINDOW_GATHERS's. Each value is a renamed copy of the kernel built under it
+(the settings are read when a kernel is built), timed in turn with the other, sample by sample;
+medians.
 
-    KAPI_HOST_CPU=haswell python bench/gather_rows.py [--rows 3,5,8,16,64] [--log2n 20]
-        [--repeat 101] [--windows 8]
+    [KAPI_HOST_CPU=haswell] python bench/gather_rows.py [--rows 3,5,8,16,64] [--log2n 20]
+        [--repeat 101] [--windows 8] [--compare VAR=A,B] [--dtype float32]
 
---windows sets KAPI_HOST_WINDOW_GATHERS for both settings (default: the driver's own set).
-Without KAPI_HOST_CPU the host's CPU decides; the setting only acts on AVX2 without AVX-512.
+--windows sets KAPI_HOST_WINDOW_GATHERS for both values (default: the driver's own set);
+--compare names the setting and its two values (`-` for unset), e.g.
+KAPI_HOST_AVX2_GATHERS=0,- or KAPI_HOST_WINDOW_GATHERS=2,8. Without KAPI_HOST_CPU the host's
+CPU decides.
 """
 
 import argparse
@@ -41,23 +44,32 @@ def main():
     ap.add_argument("--log2n", type=int, default=20, help="elements of x in all (2^N)")
     ap.add_argument("--repeat", type=int, default=101)
     ap.add_argument("--windows", default=None)
+    ap.add_argument("--compare", default="KAPI_HOST_SCALAR_GATHERS=0,-")
+    ap.add_argument("--dtype", default="float32")
     args = ap.parse_args()
+    var, values = args.compare.split("=", 1)
+    a, b = values.split(",")
+    dt = np.dtype(args.dtype)
     if args.windows:
         os.environ["KAPI_HOST_WINDOW_GATHERS"] = args.windows
     dev = kapi.Device("cpu")
-    print(f"{dev.name}; KAPI_HOST_CPU={os.environ.get('KAPI_HOST_CPU', 'host')}; medians ms")
-    print(f"{'D':>4} {'off ms':>9} {'on ms':>9} {'on/off speed':>13}")
+    print(f"{dev.name}; KAPI_HOST_CPU={os.environ.get('KAPI_HOST_CPU', 'host')}; {dt}; medians ms")
+    print(f"{var}: {a} -> {b}")
+    print(f"{'D':>4} {a + ' ms':>9} {b + ' ms':>9} {'speed':>8}")
     for d in (int(v) for v in args.rows.split(",")):
         rows = (1 << args.log2n) // d
-        h = np.random.default_rng(d).random((rows, d), dtype=np.float32)
+        h = np.random.default_rng(d).random((rows, d)).astype(dt)
         x, want = kapi.asarray(h, device=dev), h.sum(1)
         runs = {}
-        for setting in ("0", "1"):
-            os.environ["KAPI_HOST_AVX2_GATHERS"] = setting
-            k, out = built(setting), kapi.zeros(rows, dtype=np.float32, device=dev)
+        for setting, value in (("0", a), ("1", b)):
+            if value == "-":
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+            k, out = built(setting), kapi.zeros(rows, dtype=dt, device=dev)
             kapi.call_kernel(k, kapi.Range(rows), x, out)  # built now, under the setting
             if not np.allclose(out.asnumpy(), want, rtol=1e-4):
-                raise SystemExit(f"D={d}, KAPI_HOST_AVX2_GATHERS={setting}: wrong sums")
+                raise SystemExit(f"D={d}, {var}={value}: wrong sums")
             runs[setting] = (k, out, [])
         for rep in range(args.repeat):
             for setting in ("0", "1") if rep % 2 else ("1", "0"):
@@ -66,7 +78,7 @@ def main():
                 kapi.call_kernel(k, kapi.Range(rows), x, out)
                 t.append(time.perf_counter() - t0)
         off, on = (statistics.median(runs[s][2]) * 1e3 for s in ("0", "1"))
-        print(f"{d:>4} {off:>9.3f} {on:>9.3f} {off / on:>12.2f}x")
+        print(f"{d:>4} {off:>9.3f} {on:>9.3f} {off / on:>7.2f}x")
 
 
 if __name__ == "__main__":

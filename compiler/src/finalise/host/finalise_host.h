@@ -200,10 +200,11 @@ int kc_hf_version_all_strides(void);
 /* finalise_host_gathers.c: every all-lanes gather in fn whose addresses are lane 0's plus
  * lane * S (proved from the index's instructions) switches on S to plain vector loads of the
  * window and shuffles, for S in kc_hf_window_spacings() (a bit per spacing; from
- * KAPI_HOST_WINDOW_GATHERS, default 1, 2, 3, 4 and 8; `0`: none), and gathers for any other S.
- * Returns how many it rewrote. */
+ * KAPI_HOST_WINDOW_GATHERS, by default by the element's size and the CPU; `0`: none), and to
+ * scalar loads for any other S (KAPI_HOST_SCALAR_GATHERS=0: the gather). Returns how many it
+ * rewrote. */
 unsigned kc_hf_window_gathers(LLVMValueRef fn);
-unsigned kc_hf_window_spacings(void);
+unsigned kc_hf_window_spacings(unsigned elem_bytes);
 
 /* finalise_host_locals.c: layout of __local globals, and their rewrite into per-group buffers. */
 int kc_hf_layout_locals(LLVMModuleRef m, LLVMTargetDataRef td, kc_hf_locals_t *out, char **log);

@@ -1,14 +1,16 @@
 /* Gathers of evenly spaced lanes read as plain loads. After the loop vectoriser, `data[i, k]`
  * of a C-contiguous array (`i` the work-item) is a gather whose addresses are
  * `base + (x + lane) * S + c`: lane l reads element l * S of a window that starts at lane 0's
- * address. On AMD's Zen 4 a 16-lane gather costs more than the 16 scalar loads it replaces;
- * for a small spacing S the window is S whole-vector loads, and lane l's element is picked out
- * of them by a chain of S - 1 two-input shuffles (vpermt2ps). S is a kernel argument (an
- * extent, handed over times an opaque 1 so that the vectoriser does not version the loop on it
- * being 1: finalise_host_strides.c), so the choice is made at run time: a switch on S
- * (loop-invariant, so the branch predicts) to one window per spacing of a set (1, 2, 3, 4 and
- * 8: a row of coordinates, colours, ...), and the gather itself for any other. The index
- * vectors then only feed the gather, so they move into its block, off the windows' path.
+ * address. For a small spacing S the window is S whole-vector loads, and lane l's element is
+ * picked out of them by a chain of S - 1 two-input shuffles (vpermt2ps). For any other S the
+ * lanes are scalar loads, each address one add from the last: on AMD's Zen 4 a 16-lane gather
+ * costs more than the 16 scalar loads it replaces (rows of 16 floats 2.3x as fast without
+ * it), on a Sapphire Rapids-class Xeon they are level, and where code generation scalarises
+ * gathers (AVX2: kc_hf_cheap_gathers) it would extract each address from a vector. S is a
+ * kernel argument (an extent, handed over times an opaque 1 so that the vectoriser does not
+ * version the loop on it being 1: finalise_host_strides.c), so the choice is made at run
+ * time: a switch on S (loop-invariant, so the branch predicts) to one window per spacing of a
+ * set (window_default: rows of coordinates, colours, ...), and the scalar loads for any other.
  *
  * The address form is proved from the index's instructions, not tested per vector: lanes that
  * step by one (a constant <c, c+1, ...>, or the vectoriser's induction phi of such constants
@@ -23,19 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_SPACINGS "1,2,3,4,8"
-/* With KAPI_HOST_AVX2_GATHERS=1 (kc_hf_cheap_gathers) every spacing to 8: a row of 5 to 7
- * elements without its window was 0.6x the scalar loads (bench/gather_rows.py), with it 1.1-1.3x.
- */
-#define CHEAP_GATHER_SPACINGS "8"
 #define MAX_SPACING 16
 #define MAX_DEPTH 12
 
 /* Bit s set: spacing s (1 to MAX_SPACING) gets a window. KAPI_HOST_WINDOW_GATHERS: `0`, none;
- * one number N, 1 to N; a list (separated by `,`, `+` or spaces), those spacings. */
-unsigned kc_hf_window_spacings(void) {
-  const char *v = getenv("KAPI_HOST_WINDOW_GATHERS");
-  if (!v || !*v) v = kc_hf_cheap_gathers() ? CHEAP_GATHER_SPACINGS : DEFAULT_SPACINGS;
+ * one number N, 1 to N; a list (separated by `,`, `+` or spaces), those spacings. Unset:
+ * kc_hf_window_default(), by the element's size. */
+static unsigned parse_spacings(const char *v) {
   unsigned set = 0, count = 0;
   long last = 0;
   for (const char *p = v; *p;) {
@@ -53,6 +49,34 @@ unsigned kc_hf_window_spacings(void) {
       set |= 1u << n;
   }
   return set;
+}
+
+static unsigned spacings_to(unsigned n) {
+  return ((2u << n) - 1) & ~1u;
+}
+
+/* The windows that beat scalar loads (bench/gather_rows.py --compare KAPI_HOST_WINDOW_GATHERS,
+ * 2^22 elements, a Zen 4 and a Sapphire Rapids-class Xeon, AVX-512 and AVX2): for 4-byte
+ * elements spacings to 4 everywhere (a row of 3 floats 1.3x as fast as from scalar loads) and
+ * to 8 on Intel's cores, whose two-input shuffles are cheap (5 to 8: 1.05-1.25x there, but
+ * 0.6-0.9x on Zen 4, which splits a 512-bit shuffle in two); for 8-byte elements, whose vectors
+ * hold half as many lanes, only 1 and 2 (3 to 8 were 0.75-0.93x on both). */
+static unsigned window_default(unsigned elem_bytes) {
+  if (elem_bytes >= 8) return spacings_to(2);
+  return spacings_to(__builtin_cpu_is("intel") ? 8 : 4);
+}
+
+/* The spacings that get a window for elements of elem_bytes; 0 when the windows are off. */
+unsigned kc_hf_window_spacings(unsigned elem_bytes) {
+  const char *v = getenv("KAPI_HOST_WINDOW_GATHERS");
+  return v && *v ? parse_spacings(v) : window_default(elem_bytes);
+}
+
+/* KAPI_HOST_SCALAR_GATHERS: `0` keeps the gathers of spacings without a window; unset, they
+ * become scalar loads (strided()). Read per kernel built, for comparisons. */
+static int scalar_gathers(void) {
+  const char *v = getenv("KAPI_HOST_SCALAR_GATHERS");
+  return !(v && !strcmp(v, "0"));
 }
 
 static int opcode_is(LLVMValueRef v, LLVMOpcode op) {
@@ -305,8 +329,62 @@ static LLVMValueRef window(LLVMBuilderRef b, LLVMTypeRef vt, LLVMValueRef p, uns
   return acc;
 }
 
-/* One gather: 1 when it became a switch on its spacing. */
-static int rewrite(LLVMValueRef g, unsigned set, LLVMBuilderRef b) {
+/* The gather's lanes as scalar loads, lane l at p + l * s (s the spacing, a scalar): where code
+ * generation would scalarise the gather anyway (kc_hf_cheap_gathers), each lane's address is
+ * then one add from the last instead of an element of a vector of addresses to extract. */
+static LLVMValueRef strided(LLVMBuilderRef b, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef s,
+                            unsigned align) {
+  LLVMTypeRef et = LLVMGetElementType(vt);
+  unsigned n = LLVMGetVectorSize(vt);
+  LLVMContextRef c = LLVMGetTypeContext(vt);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+  LLVMValueRef acc = LLVMGetUndef(vt), q = p;
+  for (unsigned l = 0; l < n; l++) {
+    if (l) q = LLVMBuildGEP2(b, et, q, &s, 1, "kapi.strided");
+    LLVMValueRef ld = LLVMBuildLoad2(b, et, q, "");
+    LLVMSetAlignment(ld, align);
+    acc = LLVMBuildInsertElement(b, acc, ld, LLVMConstInt(i32, l, 0), "");
+  }
+  return acc;
+}
+
+/* Deletes v when nothing uses it and it is pure arithmetic, and then its operands that are left
+ * unused so. A value is in the list at most once, and is erased only once its last user is. */
+static void erase_dead(LLVMValueRef v) {
+  LLVMValueRef work[64];
+  unsigned n = 0;
+  work[n++] = v;
+  while (n) {
+    v = work[--n];
+    if (!LLVMIsAInstruction(v) || LLVMGetFirstUse(v) || !pure_value(v)) continue;
+    unsigned no = (unsigned)LLVMGetNumOperands(v);
+    for (unsigned k = 0; k < no; k++) {
+      LLVMValueRef op = LLVMGetOperand(v, k);
+      int listed = !LLVMIsAInstruction(op) || n == sizeof work / sizeof *work;
+      for (unsigned w = 0; w < n && !listed; w++)
+        listed = work[w] == op;
+      if (!listed) work[n++] = op;
+    }
+    LLVMInstructionEraseFromParent(v);
+  }
+}
+
+static unsigned elem_bytes(LLVMTypeRef t) {
+  switch (LLVMGetTypeKind(t)) {
+  case LLVMHalfTypeKind:
+  case LLVMBFloatTypeKind:
+    return 2;
+  case LLVMFloatTypeKind:
+    return 4;
+  case LLVMIntegerTypeKind:
+    return (LLVMGetIntTypeWidth(t) + 7) / 8;
+  default: /* double, pointers */
+    return 8;
+  }
+}
+
+/* One gather: 1 when it became a switch on its spacing, or (scalar) scalar loads. */
+static int rewrite(LLVMValueRef g, int scalar, LLVMBuilderRef b) {
   /* llvm.masked.gather(<N x T*> ptrs, i32 align, <N x i1> mask, <N x T> passthru) */
   LLVMValueRef ptrs = LLVMGetOperand(g, 0), mask = LLVMGetOperand(g, 2);
   LLVMTypeRef vt = LLVMTypeOf(g);
@@ -320,6 +398,8 @@ static int rewrite(LLVMValueRef g, unsigned set, LLVMBuilderRef b) {
       LLVMGetGEPSourceElementType(ptrs) != LLVMGetElementType(vt) ||
       LLVMGetTypeKind(LLVMTypeOf(idx)) != LLVMVectorTypeKind || !affine(idx, &stride, &shift, 0))
     return 0;
+  unsigned set = kc_hf_window_spacings(elem_bytes(LLVMGetElementType(vt)));
+  if (!set) return 0; /* the windows are off: every gather stays */
   LLVMContextRef c = LLVMGetTypeContext(vt);
   unsigned align = (unsigned)LLVMConstIntGetZExtValue(LLVMGetOperand(g, 1));
   LLVMTypeRef it = LLVMGetElementType(LLVMTypeOf(idx));
@@ -331,7 +411,17 @@ static int rewrite(LLVMValueRef g, unsigned set, LLVMBuilderRef b) {
   int constant = !stride || k;
   if (constant) {
     long long sp = shift ? 1ll << shift : k ? LLVMConstIntGetSExtValue(k) : 1;
-    if (sp < 1 || sp > MAX_SPACING || !(set & (1u << sp))) return 0;
+    if (sp < 1 || sp > MAX_SPACING || !(set & (1u << sp))) {
+      if (!scalar) return 0;
+      LLVMPositionBuilderBefore(b, g);
+      LLVMValueRef i0 = lane0(b, idx, 0);
+      LLVMValueRef p0 = LLVMBuildGEP2(b, LLVMGetElementType(vt), base, &i0, 1, "kapi.strided");
+      LLVMValueRef v = strided(b, vt, p0, LLVMConstInt(it, (unsigned long long)sp, 1), align);
+      LLVMReplaceAllUsesWith(g, v);
+      LLVMInstructionEraseFromParent(g);
+      erase_dead(ptrs);
+      return 1;
+    }
     set = 1u << sp;
   }
   LLVMBasicBlockRef bb = LLVMGetInstructionParent(g);
@@ -346,13 +436,15 @@ static int rewrite(LLVMValueRef g, unsigned set, LLVMBuilderRef b) {
   LLVMValueRef got[MAX_SPACING + 2];
   LLVMBasicBlockRef from[MAX_SPACING + 2];
   unsigned nin = 0;
+  LLVMValueRef spacing = NULL;
   if (constant) {
     for (unsigned s = 1; s <= MAX_SPACING; s++)
       if (set & (1u << s)) fast[s] = LLVMAppendBasicBlockInContext(c, fn, "kapi.window");
     for (unsigned s = 1; s <= MAX_SPACING; s++)
       if (set & (1u << s)) LLVMBuildBr(b, fast[s]);
   } else {
-    LLVMValueRef sw = LLVMBuildSwitch(b, lane0(b, stride, 0), slow, MAX_SPACING);
+    spacing = lane0(b, stride, 0);
+    LLVMValueRef sw = LLVMBuildSwitch(b, spacing, slow, MAX_SPACING);
     for (unsigned s = 1; s <= MAX_SPACING; s++)
       if (set & (1u << s)) {
         fast[s] = LLVMAppendBasicBlockInContext(c, fn, "kapi.window");
@@ -367,7 +459,11 @@ static int rewrite(LLVMValueRef g, unsigned set, LLVMBuilderRef b) {
     LLVMBuildBr(b, bb);
   }
   LLVMPositionBuilderAtEnd(b, slow);
-  if (!constant) {
+  if (!constant && scalar) {
+    got[nin] = strided(b, vt, p0, spacing, align);
+    LLVMBuildBr(b, bb);
+    from[nin++] = slow;
+  } else if (!constant) {
     LLVMInstructionRemoveFromParent(g);
     LLVMInsertIntoBuilder(b, g);
     LLVMBuildBr(b, bb);
@@ -377,10 +473,11 @@ static int rewrite(LLVMValueRef g, unsigned set, LLVMBuilderRef b) {
   LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(bb));
   LLVMValueRef phi = LLVMBuildPhi(b, vt, "kapi.gathered");
   LLVMAddIncoming(phi, got, from, nin);
-  if (constant) {
+  if (constant || scalar) {
     LLVMReplaceAllUsesWith(g, phi);
     LLVMInstructionEraseFromParent(g);
-    LLVMDeleteBasicBlock(slow);
+    if (constant) LLVMDeleteBasicBlock(slow);
+    erase_dead(ptrs);
   } else {
     /* the phi's own operand is the gather: replace the other uses only */
     for (LLVMUseRef u = LLVMGetFirstUse(g); u;) {
@@ -399,8 +496,6 @@ static int rewrite(LLVMValueRef g, unsigned set, LLVMBuilderRef b) {
 }
 
 unsigned kc_hf_window_gathers(LLVMValueRef fn) {
-  unsigned set = kc_hf_window_spacings();
-  if (!set) return 0;
   LLVMValueRef found[1024];
   unsigned n = 0;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
@@ -417,8 +512,9 @@ unsigned kc_hf_window_gathers(LLVMValueRef fn) {
   unsigned count = 0;
   /* the last first: a block's head then holds only the index arithmetic of the gathers not yet
    * rewritten, and each one's can move into its own gather's block */
+  int scalar = scalar_gathers();
   for (unsigned i = n; i-- > 0;)
-    count += (unsigned)rewrite(found[i], set, b);
+    count += (unsigned)rewrite(found[i], scalar, b);
   LLVMDisposeBuilder(b);
   return count;
 }

@@ -22,7 +22,8 @@ typedef struct kc_hf_jit {
 void kc_hf_jit_capture_diagnostics(kc_hf_jit_t *j, LLVMContextRef ctx);
 /* A JIT for the host CPU with the fiber runtime and libm visible. */
 int kc_hf_jit_create(kc_hf_jit_t *j, char **log);
-/* 1 when the optimisation pipeline treats gathers as cheap (AVX2 without AVX-512). */
+/* 1 when the optimisation pipeline treats gathers as cheap (AVX2 without AVX-512, unless
+ * KAPI_HOST_AVX2_GATHERS=0). */
 int kc_hf_cheap_gathers(void);
 void kc_hf_jit_dispose(kc_hf_jit_t *j);
 /* Sets the module's triple and data layout to the JIT's. */
