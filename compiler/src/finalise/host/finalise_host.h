@@ -204,6 +204,9 @@ int kc_hf_version_all_strides(void);
  * scalar loads for any other S (KAPI_HOST_SCALAR_GATHERS=0: the gather). Returns how many it
  * rewrote. */
 unsigned kc_hf_window_gathers(LLVMValueRef fn);
+/* 1 when a function of m loads a double from global memory: on AVX2 such a module's optimiser
+ * keeps LLVM's own view of gathers (kc_hf_cheap_gathers). */
+int kc_hf_reads_doubles(LLVMModuleRef m);
 unsigned kc_hf_window_spacings(unsigned elem_bytes);
 
 /* finalise_host_locals.c: layout of __local globals, and their rewrite into per-group buffers. */

@@ -518,3 +518,17 @@ unsigned kc_hf_window_gathers(LLVMValueRef fn) {
   LLVMDisposeBuilder(b);
   return count;
 }
+
+/* Rows of doubles hold 4 lanes a vector on AVX2: with gathers called cheap the vectoriser
+ * interleaves four of them a step, each with its switch, and rows of 3 to 8 doubles ran at
+ * 0.8-0.9x the scalar loads LLVM builds itself (a pairwise distance of float64 points 0.83x;
+ * bench/gather_rows.py --dtype float64, a Zen 4 and a Xeon held to AVX2). */
+int kc_hf_reads_doubles(LLVMModuleRef m) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+        if (LLVMIsALoadInst(i) && LLVMGetTypeKind(LLVMTypeOf(i)) == LLVMDoubleTypeKind &&
+            LLVMGetPointerAddressSpace(LLVMTypeOf(LLVMGetOperand(i, 0))) == 1)
+          return 1;
+  return 0;
+}

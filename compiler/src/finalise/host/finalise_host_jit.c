@@ -387,16 +387,20 @@ void kc_hf_jit_prepare(kc_hf_jit_t *j, LLVMModuleRef m) {
   LLVMSetDataLayout(m, LLVMOrcLLJITGetDataLayoutStr(j->jit));
 }
 
-int kc_hf_jit_passes(kc_hf_jit_t *j, LLVMModuleRef m, const char *passes, char **log) {
+static int run_passes(LLVMTargetMachineRef tm, LLVMModuleRef m, const char *passes, char **log) {
   LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(o, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
   LLVMPassBuilderOptionsSetLoopUnrolling(o, 1);
   LLVMPassBuilderOptionsSetLoopInterleaving(o, 1);
-  LLVMErrorRef e = LLVMRunPasses(m, passes, j->opt_tm, o);
+  LLVMErrorRef e = LLVMRunPasses(m, passes, tm, o);
   LLVMDisposePassBuilderOptions(o);
   if (e) *log = take_error(e, "LLVM passes failed");
   return !e;
+}
+
+int kc_hf_jit_passes(kc_hf_jit_t *j, LLVMModuleRef m, const char *passes, char **log) {
+  return run_passes(j->tm, m, passes, log);
 }
 
 /* ---- The optimisation pipeline ------------------------------------------------------- */
@@ -464,11 +468,11 @@ static const char *unroll_options(void) {
   return ";no-runtime";
 }
 
-int kc_hf_jit_o3(kc_hf_jit_t *j, LLVMModuleRef m, char **log) {
+int kc_hf_jit_o3(kc_hf_jit_t *j, LLVMModuleRef m, int cheap_gathers, char **log) {
   const char *u = unroll_options();
   char *p = kc_msg("%s%s%s", O3_HEAD, u, O3_TAIL);
   if (!p) return *log = kc_msg("out of memory"), 0;
-  int ok = kc_hf_jit_passes(j, m, p, log);
+  int ok = run_passes(cheap_gathers ? j->opt_tm : j->tm, m, p, log);
   free(p);
   return ok;
 }

@@ -11,8 +11,8 @@
 typedef struct kc_hf_jit {
   LLVMOrcLLJITRef jit;
   LLVMTargetMachineRef tm;     /* the host, for code generation */
-  LLVMTargetMachineRef opt_tm; /* for the optimisation pipeline: tm, or (kc_hf_cheap_gathers)
-                                  its own */
+  LLVMTargetMachineRef opt_tm; /* for the O3 pipeline of a module whose gathers may be cheap:
+                                  tm, or (kc_hf_cheap_gathers) its own */
   char *session_error;         /* first error ORC reported asynchronously, if any */
   char *diagnostic;            /* first error LLVM reported through the context's handler */
 } kc_hf_jit_t;
@@ -30,8 +30,9 @@ void kc_hf_jit_dispose(kc_hf_jit_t *j);
 void kc_hf_jit_prepare(kc_hf_jit_t *j, LLVMModuleRef m);
 /* Runs a new-pass-manager pipeline ("default<O3>") with the host target machine. */
 int kc_hf_jit_passes(kc_hf_jit_t *j, LLVMModuleRef m, const char *passes, char **log);
-/* The O3 pipeline, with the late loop unrolling KAPI_HOST_UNROLL asks for. */
-int kc_hf_jit_o3(kc_hf_jit_t *j, LLVMModuleRef m, char **log);
+/* The O3 pipeline, with the late loop unrolling KAPI_HOST_UNROLL asks for; with opt_tm when
+ * cheap_gathers (and kc_hf_cheap_gathers() made one), else with tm. */
+int kc_hf_jit_o3(kc_hf_jit_t *j, LLVMModuleRef m, int cheap_gathers, char **log);
 /* Takes ownership of tsm. */
 int kc_hf_jit_add(kc_hf_jit_t *j, LLVMOrcThreadSafeModuleRef tsm, char **log);
 /* Compiles on first use; unresolved symbols come back here as an error. */
