@@ -49,12 +49,14 @@ def run_elementwise(kern, x, dev, scalar=False):
 def host_listing(test_file: str, script: str, env: dict, cpu="skylake-avx512") -> str:
     """The CPU driver's host IR (KAPI_DUMP=host, on stderr) of what `script` compiles, run in a
     subprocess that can import the test module beside `test_file`; for a fixed AVX-512 target
-    unless env names one, so the listing does not depend on this machine's CPU (one without
+    unless env names one, so the listing depends neither on this machine's CPU nor on a
+    KAPI_HOST_CPU the suite runs under (one without
     AVX-512 may refuse to run the module: the listing is printed before)."""
     here = os.path.dirname(os.path.abspath(test_file))
     path = os.pathsep.join([here, *[p for p in sys.path if p]])
-    e = dict(os.environ, PYTHONPATH=path, KAPI_CACHE="0", KAPI_DUMP="host", **env)
-    e.setdefault("KAPI_HOST_CPU", cpu)
+    # the target is the listing's, not the run's: a suite run with KAPI_HOST_CPU set keeps it
+    e = {**os.environ, "PYTHONPATH": path, "KAPI_CACHE": "0", "KAPI_DUMP": "host"}
+    e.update({"KAPI_HOST_CPU": cpu, **env})
     r = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script)],
         capture_output=True,
