@@ -16,7 +16,8 @@
 #   membw:              C threads' read and triad at 2^24 float32 (the reductions' ceiling in
 #                       the L3; .carry/bin/membw as bench/reduce3.sh says);
 #   pytest:             with PYTEST=1, the CPU driver's tests and the language tests;
-#   pytest-haswell:     with PYTEST=1, the same held to AVX2.
+#   pytest-haswell, pytest-x86-64-v2: with PYTEST=1, the same held to AVX2, and to SSE4.2 (no
+#                       FMA).
 # From the checkout (the .deb files as for bench/gpu_run.sh):
 #   run(command="bash bench/gather_rows.sh", carry=["kapi/_lib", ".carry/debs", ".carry/bin"])
 # Logs go to $OUT (or ./gpu-out elsewhere). REPEAT (41), LOG2N (22: 2^22 elements in all, in
@@ -56,5 +57,7 @@ step kernels-avx2 env KAPI_HOST_CPU=haswell timeout 120 "${K[@]}" \
 
 [ "${PYTEST:-0}" = 1 ] && step pytest timeout 300 python3 -m pytest -q -n 14 -p no:cacheprovider \
   -p no:faulthandler tests/drivers/cpu tests/language 2>&1 | tail -5
-[ "${PYTEST:-0}" = 1 ] && step pytest-haswell env KAPI_HOST_CPU=haswell timeout 300 python3 -m pytest -q \
-  -n 14 -p no:cacheprovider -p no:faulthandler tests/drivers/cpu tests/language 2>&1 | tail -5
+for cpu in haswell x86-64-v2; do
+  [ "${PYTEST:-0}" = 1 ] && step "pytest-$cpu" env KAPI_HOST_CPU=$cpu timeout 300 python3 -m pytest -q \
+    -n 14 -p no:cacheprovider -p no:faulthandler tests/drivers/cpu tests/language 2>&1 | tail -5
+done

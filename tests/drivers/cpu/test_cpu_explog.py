@@ -129,3 +129,45 @@ def test_no_libm_calls_left_in_the_host_code():
     assert r.returncode == 0, r.stderr
     calls = [ln for ln in r.stderr.splitlines() if "call " in ln and ("exp" in ln or "log" in ln)]
     assert "kapi-scheme" in r.stderr and not calls, calls[:3]
+
+
+# The float formulas were fitted for fused multiply-adds: each kind of x86-64 CPU the host JIT
+# may target (SSE4.2 only has no FMA; AVX2; AVX-512) must keep their bounds. Every float32 check
+# of exp, log, erf and erfc (ours and, for erf, KAPI_HOST_ERF=ir) runs in a process whose JIT
+# targets it; a target this CPU cannot run is only built, and skipped.
+TARGETS = ["x86-64-v2", "haswell", "skylake-avx512"]
+ON_TARGET = textwrap.dedent(
+    """
+    import kapi
+    import test_cpu_erf as E
+    import test_cpu_explog as X
+    try:
+        for name in ("exp", "log"):
+            X.test_float32_every_997th_bit_pattern(name)
+        for name in ("erf", "erfc"):
+            E.test_float32_every_997th_bit_pattern(name)
+    except kapi.KernelCompileError as e:
+        assert "cannot run here" in str(e) and "not found" not in str(e), str(e)
+        print("built only: " + str(e).splitlines()[-1])
+    else:
+        print("ok")
+    """
+)
+
+
+@pytest.mark.parametrize("erf", ["default", "ir"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_float32_bounds_on_each_target(target, erf):
+    env = dict(os.environ, KAPI_HOST_CPU=target, KAPI_CACHE="0")
+    if erf == "ir":
+        env["KAPI_HOST_ERF"] = "ir"
+    here = os.path.dirname(os.path.abspath(__file__))
+    env["PYTHONPATH"] = os.pathsep.join([here, *[p for p in sys.path if p]])
+    r = subprocess.run(
+        [sys.executable, "-c", ON_TARGET], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stdout + r.stderr[-5000:]
+    out = r.stdout.strip().splitlines()[-1]
+    if out.startswith("built only"):
+        pytest.skip(f"{out} (run on a CPU with those instructions)")
+    assert out == "ok", r.stdout

@@ -30,7 +30,7 @@
 
 /* Bit s set: spacing s (1 to MAX_SPACING) gets a window. KAPI_HOST_WINDOW_GATHERS: `0`, none;
  * one number N, 1 to N; a list (separated by `,`, `+` or spaces), those spacings. Unset:
- * kc_hf_window_default(), by the element's size. */
+ * window_default(), by the element's size. */
 static unsigned parse_spacings(const char *v) {
   unsigned set = 0, count = 0;
   long last = 0;
@@ -329,9 +329,8 @@ static LLVMValueRef window(LLVMBuilderRef b, LLVMTypeRef vt, LLVMValueRef p, uns
   return acc;
 }
 
-/* The gather's lanes as scalar loads, lane l at p + l * s (s the spacing, a scalar): where code
- * generation would scalarise the gather anyway (kc_hf_cheap_gathers), each lane's address is
- * then one add from the last instead of an element of a vector of addresses to extract. */
+/* The gather's lanes as scalar loads, lane l at p + l * s (s the spacing, a scalar): each lane's
+ * address one add from the last, where a scalarised gather extracts it from a vector. */
 static LLVMValueRef strided(LLVMBuilderRef b, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef s,
                             unsigned align) {
   LLVMTypeRef et = LLVMGetElementType(vt);
