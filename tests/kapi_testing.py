@@ -68,6 +68,24 @@ def host_listing(test_file: str, script: str, env: dict, cpu="skylake-avx512") -
     return r.stderr
 
 
+def check_on_target(test_file: str, script: str, target: str, path=None, **env) -> None:
+    """Runs `script` in a process whose host JIT targets `target` (KAPI_HOST_CPU), able to import
+    the test modules beside `test_file` (then `path`, else this process's sys.path). The script
+    prints "ok", or "built only: why" when this CPU cannot run the target's code: the test is
+    then skipped with that reason."""
+    e = dict(os.environ, KAPI_HOST_CPU=target, KAPI_CACHE="0", **env)
+    rest = path if path is not None else os.pathsep.join(p for p in sys.path if p)
+    e["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.abspath(test_file)), rest])
+    r = subprocess.run(
+        [sys.executable, "-c", script], env=e, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stdout + r.stderr[-5000:]
+    out = r.stdout.strip().splitlines()[-1]
+    if out.startswith("built only"):
+        pytest.skip(f"{out} (run on a CPU with those instructions)")
+    assert out == "ok", r.stdout
+
+
 def refused(stderr: str) -> bool:
     """Whether a script failed only because its KAPI_HOST_CPU has instructions this host lacks:
     the driver built the module and printed its listing (KAPI_DUMP=host), then refused to run

@@ -11,7 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip, run_elementwise
+from kapi_testing import check_on_target, devices_or_skip, run_elementwise
 
 import kapi
 
@@ -158,16 +158,4 @@ ON_TARGET = textwrap.dedent(
 @pytest.mark.parametrize("erf", ["default", "ir"])
 @pytest.mark.parametrize("target", TARGETS)
 def test_float32_bounds_on_each_target(target, erf):
-    env = dict(os.environ, KAPI_HOST_CPU=target, KAPI_CACHE="0")
-    if erf == "ir":
-        env["KAPI_HOST_ERF"] = "ir"
-    here = os.path.dirname(os.path.abspath(__file__))
-    env["PYTHONPATH"] = os.pathsep.join([here, *[p for p in sys.path if p]])
-    r = subprocess.run(
-        [sys.executable, "-c", ON_TARGET], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert r.returncode == 0, r.stdout + r.stderr[-5000:]
-    out = r.stdout.strip().splitlines()[-1]
-    if out.startswith("built only"):
-        pytest.skip(f"{out} (run on a CPU with those instructions)")
-    assert out == "ok", r.stdout
+    check_on_target(__file__, ON_TARGET, target, **({"KAPI_HOST_ERF": "ir"} if erf == "ir" else {}))

@@ -15,7 +15,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from kapi_testing import devices_or_skip
+from kapi_testing import check_on_target, devices_or_skip
 
 import kapi
 
@@ -284,15 +284,4 @@ ON_TARGET = textwrap.dedent(
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_math_on_each_target(target):
-    env = dict(os.environ, KAPI_HOST_CPU=target, KAPI_CACHE="0")
-    env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(os.path.abspath(__file__)), _python_path()]
-    )
-    r = subprocess.run(
-        [sys.executable, "-c", ON_TARGET], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert r.returncode == 0, r.stdout + r.stderr[-5000:]
-    out = r.stdout.strip().splitlines()[-1]
-    if out.startswith("built only"):
-        pytest.skip(f"{out} (run on a CPU with those instructions)")
-    assert out == "ok", r.stdout
+    check_on_target(__file__, ON_TARGET, target, path=_python_path())
