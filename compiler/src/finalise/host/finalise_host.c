@@ -241,7 +241,8 @@ static kc_status_t lower(work_t *w, char **log) {
   kc_status_t st = split_regions(w, log);
   if (st != KC_OK) return st;
   stage_time("regions");
-  if (!kc_hf_jit_o3(w->jit, m, !kc_hf_reads_doubles(m), log)) return KC_ERR_LLVM;
+  if (!kc_hf_jit_o3(w->jit, m, kc_hf_cheap_gathers() && !kc_hf_reads_doubles(m), log))
+    return KC_ERR_LLVM;
   stage_time("O3");
   unsigned unmasked = 0;
   for (uint32_t i = 0; i < w->n; i++)

@@ -22,6 +22,7 @@ typedef struct {
   LLVMModuleRef m;
   LLVMBuilderRef b;
   LLVMTypeRef d, i64, i32, f; /* double, i64, i32, float: scalars or the argument's width */
+  int fma;                    /* the target fuses a multiply and an add (mad) */
 } em_t;
 
 static LLVMTypeRef like(LLVMTypeRef scalar, LLVMTypeRef shape) {
@@ -64,8 +65,7 @@ static LLVMValueRef ic(em_t *e, int64_t v) {
  * for fused steps: with two roundings a step, exp reached 1.18 ulp and erf 5.03. */
 static LLVMValueRef mad(em_t *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
   LLVMTypeRef t = LLVMTypeOf(a);
-  LLVMTypeRef st = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
-  if (LLVMGetTypeKind(st) == LLVMFloatTypeKind && !strstr(kc_hf_target_features(), "+fma")) {
+  if (!e->fma && t == e->f) {
     LLVMValueRef ad = LLVMBuildFPExt(e->b, a, e->d, ""), bd = LLVMBuildFPExt(e->b, b, e->d, "");
     LLVMValueRef cd = LLVMBuildFPExt(e->b, c, e->d, "");
     return LLVMBuildFPTrunc(e->b, LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, ad, bd, ""), cd, ""), t,
@@ -479,7 +479,8 @@ LLVMValueRef kc_hf_exp_log(LLVMModuleRef m, LLVMBuilderRef b, const char *what, 
             like(LLVMDoubleTypeInContext(c), ty),
             like(LLVMInt64TypeInContext(c), ty),
             like(LLVMInt32TypeInContext(c), ty),
-            like(LLVMFloatTypeInContext(c), ty)};
+            like(LLVMFloatTypeInContext(c), ty),
+            strstr(kc_hf_target_features(), "+fma") != NULL};
   if (is_erf || is_erfc) return erf_any(&e, x, is_erfc);
   if (k == LLVMFloatTypeKind) return is_exp ? exp_float(&e, x) : log_float(&e, x);
   return is_exp ? exp_double(&e, x, 13) : log_double(&e, x);

@@ -20,7 +20,6 @@
  * same bits. The cost is compile time (every gather gets its windows: a pairwise distance's
  * kernel builds in about 0.2 s more). KAPI_HOST_WINDOW_GATHERS sets the spacings (`0`: off). */
 #include "finalise/host/finalise_host.h"
-#include "finalise/host/finalise_host_jit.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -368,6 +367,21 @@ static void erase_dead(LLVMValueRef v) {
   }
 }
 
+/* The address of the gather's lane 0 (element type et, base + idx), built at b. */
+static LLVMValueRef lane0_address(LLVMBuilderRef b, LLVMTypeRef et, LLVMValueRef base,
+                                  LLVMValueRef idx, const char *name) {
+  LLVMValueRef i0 = lane0(b, idx, 0);
+  return LLVMBuildGEP2(b, et, base, &i0, 1, name);
+}
+
+/* v takes the gather's place; the gather goes, and the address arithmetic only it used. */
+static void retire(LLVMValueRef g, LLVMValueRef v) {
+  LLVMValueRef ptrs = LLVMGetOperand(g, 0);
+  LLVMReplaceAllUsesWith(g, v);
+  LLVMInstructionEraseFromParent(g);
+  erase_dead(ptrs);
+}
+
 static unsigned elem_bytes(LLVMTypeRef t) {
   switch (LLVMGetTypeKind(t)) {
   case LLVMHalfTypeKind:
@@ -413,12 +427,8 @@ static int rewrite(LLVMValueRef g, int scalar, LLVMBuilderRef b) {
     if (sp < 1 || sp > MAX_SPACING || !(set & (1u << sp))) {
       if (!scalar) return 0;
       LLVMPositionBuilderBefore(b, g);
-      LLVMValueRef i0 = lane0(b, idx, 0);
-      LLVMValueRef p0 = LLVMBuildGEP2(b, LLVMGetElementType(vt), base, &i0, 1, "kapi.strided");
-      LLVMValueRef v = strided(b, vt, p0, LLVMConstInt(it, (unsigned long long)sp, 1), align);
-      LLVMReplaceAllUsesWith(g, v);
-      LLVMInstructionEraseFromParent(g);
-      erase_dead(ptrs);
+      LLVMValueRef p0 = lane0_address(b, LLVMGetElementType(vt), base, idx, "kapi.strided");
+      retire(g, strided(b, vt, p0, LLVMConstInt(it, (unsigned long long)sp, 1), align));
       return 1;
     }
     set = 1u << sp;
@@ -428,8 +438,7 @@ static int rewrite(LLVMValueRef g, int scalar, LLVMBuilderRef b) {
   LLVMBasicBlockRef head = split_head(bb, g, b);
   /* head: lane 0's address, then the switch */
   LLVMPositionBuilderAtEnd(b, head);
-  LLVMValueRef i0 = lane0(b, idx, 0);
-  LLVMValueRef p0 = LLVMBuildGEP2(b, LLVMGetElementType(vt), base, &i0, 1, "kapi.window.at");
+  LLVMValueRef p0 = lane0_address(b, LLVMGetElementType(vt), base, idx, "kapi.window.at");
   LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(c, fn, "kapi.window.gather");
   LLVMBasicBlockRef fast[MAX_SPACING + 1];
   LLVMValueRef got[MAX_SPACING + 2];
@@ -473,10 +482,8 @@ static int rewrite(LLVMValueRef g, int scalar, LLVMBuilderRef b) {
   LLVMValueRef phi = LLVMBuildPhi(b, vt, "kapi.gathered");
   LLVMAddIncoming(phi, got, from, nin);
   if (constant || scalar) {
-    LLVMReplaceAllUsesWith(g, phi);
-    LLVMInstructionEraseFromParent(g);
+    retire(g, phi);
     if (constant) LLVMDeleteBasicBlock(slow);
-    erase_dead(ptrs);
   } else {
     /* the phi's own operand is the gather: replace the other uses only */
     for (LLVMUseRef u = LLVMGetFirstUse(g); u;) {
