@@ -29,6 +29,10 @@ sources and recorded plans, so the next call generates and records its kernels a
              rounded up; n // T + 1 before), one read stream (_CPU_CHUNK_ROUND)
   cpusN      CPU driver: cpuround with N read streams per work-item (_CPU_STREAMS = N;
              KAPI_REDUCE_CPU_STREAMS) but argmin/argmax; cpusNgM: also M work-groups per core
+  cpuwWgG    CPU driver: the defaults with W work-items a group (64) and G groups per core (4):
+             cpuw16g16 (the default since the twenty-second session; cpuw64g4 before) keeps
+             each work-item's chunk (and its streams) but hands the cores pieces a quarter
+             the size, so the launch's last piece ends sooner
   cpuas2     CPU driver: cpus2 with argmin/argmax in 2 streams too (_CPU_ARG_STREAMS)
   cpuargs2   CPU driver: the defaults with argmin/argmax in 2 streams (_CPU_ARG_STREAMS = 2)
   cpufsN     CPU driver: the defaults with N accumulators for float sums and products
@@ -70,6 +74,7 @@ DEFAULTS = {
     "_UNROLL": R._UNROLL,
     "_GPU_ROW_GROUPS": R._GPU_ROW_GROUPS,
     "_CPU_GROUPS_PER_UNIT": R._CPU_GROUPS_PER_UNIT,
+    "_CPU_WG": R._CPU_WG,
     "_CPU_ARG_GROUPS_PER_UNIT": R._CPU_ARG_GROUPS_PER_UNIT,
     "_CPU_ARG_DEFER": R._CPU_ARG_DEFER,
     "CPU_ARG": R.CPU_ARG,
@@ -137,6 +142,10 @@ def use(variant: str) -> None:
     elif variant.startswith("cpufs"):  # cpufs32: float sums with 32 accumulators (16)
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
         attrs.update(_CPU_FSUM_ACC=int(variant[5:]), _CPU_FSUM_BY_BYTES=False)
+    elif variant.startswith("cpuw"):  # cpuw16g16: 16 work-items a group, 16 groups per core
+        w, _, g = variant[4:].partition("g")
+        attrs.update(ARG_SCHEME="blocks", **CPU_NOW)
+        attrs.update(_CPU_WG=int(w), _CPU_GROUPS_PER_UNIT=int(g), _CPU_ARG_GROUPS_PER_UNIT=int(g))
     elif variant.startswith("cpus"):  # cpus2: 2 read streams per work-item; cpus2g8: 8 groups
         s_, _, g = variant[4:].partition("g")
         attrs.update(ARG_SCHEME="blocks", **CPU_NOW)

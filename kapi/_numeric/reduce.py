@@ -38,13 +38,19 @@ from . import ufunc as _ufunc
 
 _WG = 256  # work-items per group
 _PER_ITEM = 16  # elements a work-item folds before another group is worth launching
-_CPU_WG = 64  # the CPU driver: work-items per group (each a contiguous chunk)
+# The CPU driver: work-items per group (each a contiguous chunk), and groups per compute unit.
+# 16 and 16 (64 and 4 before: the same work-items, the same chunks) hand the driver's threads
+# pieces a quarter the size, so a launch's last piece ends sooner: on the 16 Xeon cores every
+# reduction of 2^24 float32 1.03-1.17x faster in three processes, both orders, and 2^27
+# 1.03-1.11x (bench/reduce_tail.sh, bench/axis_reduce.sh); the pool's launcher had waited
+# 46 us of a 265 us x.sum() for the workers after its own share.
+_CPU_WG = 16
 _CPU_PER_ITEM = 256  # elements a CPU work-item folds before another group is worth it
-_CPU_GROUPS_PER_UNIT = 4  # groups per compute unit, to balance the driver's threads
+_CPU_GROUPS_PER_UNIT = 16  # groups per compute unit, to balance the driver's threads
 # argmin/argmax: their groups per compute unit (each work-item's end, a fold of its lanes, a
 # search of one block and a third group reduction, costs more than max's: fewer, longer chunks
 # are a trade against balance; bench/argred.py's cpuagN variants compare them)
-_CPU_ARG_GROUPS_PER_UNIT = 4
+_CPU_ARG_GROUPS_PER_UNIT = 16
 _UNROLL = 4  # independent accumulators of a work-item's loop (GPUs)
 # The CPU driver's chunked loop: 128 bytes of accumulators (32 of 4 bytes, 16 of 8; at most
 # _CPU_MAX_ACC), which the vectoriser widens into two independent vector chains (a compare
@@ -131,7 +137,23 @@ _CPU_ARG_STREAMS = 1
 # 0.311 -> 0.276 ms); one kernel to compile per op and dtype instead of two. False: the second
 # launch, as GPUs do (bench/argred.py's cputwo variant).
 _CPU_ONE_LAUNCH = True
-_MAX_GROUPS = 1024  # the CPU driver's cap
+_MAX_GROUPS = 4096  # the CPU driver's cap (16 work-items each)
+# Reductions of many rows on the CPU driver (bench/axis_reduce.py's variants switch these):
+# _CPU_ROWS_SHARE: the rows together get as many work-items as one long row (_groups; False:
+# each row as many as one long row, at least a group of _CPU_WG, as before);
+# _CPU_SHORT_CAP: a work-item's chunk shorter than its accumulators gets as many as fit
+# (_launch; False: the accumulators by dtype alone);
+# _CPU_COLS: rows across memory read in place by the CPU column kernel (_reduce_cols_cpu;
+# False: reduced from a transposed copy, as before).
+_CPU_ROWS_SHARE = True
+_CPU_SHORT_CAP = True
+_CPU_COLS = True
+# The CPU column kernel (_reduce_cols_cpu): rows a work-group (lanes of the driver's vectors;
+# 2048 x 2048 float32 on the dev box: 293 us with 256, 688 with 64, 2527 with 16), groups a
+# compute unit to aim for, and the fewest elements a part folds when n is split for them
+_CPU_COLS_WG = 256
+_CPU_COLS_GROUPS_PER_UNIT = 4
+_CPU_COLS_SPAN = 64
 _GPU_GROUPS_PER_UNIT = 32  # GPUs: groups (of all rows) per compute unit
 _GPU_MAX_GROUPS = 4096  # GPUs: the column kernel's work-items, in groups of _WG, at most
 # GPUs: the row kernel's groups of all rows together, at most. About one wave of resident
@@ -950,6 +972,97 @@ def _reduce_cols(op: str, x2: Array, acc_dt: np.dtype):
     return vals, idxs
 
 
+def _cols_source_cpu(op: str, is_float: bool, first_pass: bool) -> str:
+    """The CPU driver's kernel for rows that lie across memory (`x.sum(axis=0)` of a C array):
+    x (rows, n) with neighbouring rows neighbouring in memory; work-item r of work-group
+    (_, p) folds the elements [p * span, (p + 1) * span) of row r into out[p, r] in one plain
+    loop. The driver runs a group's work-items (dimension 0, the fastest-varying) as a
+    vector's lanes, so each step loads neighbouring elements (a vector load), and part p
+    reads one contiguous block of memory. No transposed copy is made. What keeps the loop
+    vectorised: its bounds come from the group id (known uniform over the group; with
+    it.get_id(1) the loads became gathers, 30x slower), no guard on r (the rows come in whole
+    groups, _launch_cols_cpu), and one accumulator (unrolled, as the GPU column kernel is,
+    the loads became gathers too)."""
+    lines = [
+        "def _reduce_cols_cpu(it, x, xi, out, outi, n, ident, big, span):",
+        "    r = it.get_global_id(0)",
+        "    j = it.get_group().get_group_id(1) * span",
+        "    end = min(n, j + span)",
+        "    acc = ident",
+    ]
+    arg = _OPS[op][1] is None
+    if arg:
+        lines.append("    acci = big")
+    conv = "np.int32(x[r, j] != 0)" if op in ("any", "all") else "ACC(x[r, j])"
+    lines += ["    while j < end:", f"        v = {conv}"]
+    lines += _fold_step(op, is_float, "j" if first_pass else "xi[r, j]", "        ")
+    p = "it.get_group().get_group_id(1)"
+    lines += ["        j += 1", f"    out[{p}, r] = acc"]
+    if arg:
+        lines.append(f"    outi[{p}, r] = acci")
+    return "\n".join(lines) + "\n"
+
+
+def _launch_cols_cpu(op, x2: Array, xi, parts: int, acc_dt: np.dtype, events=None):
+    """One pass of the CPU column kernel: x2 (rows, n) into partials (parts, rows). The rows
+    in groups of _CPU_COLS_WG (fewer if there are fewer), and those left over (fewer than a
+    group) as one more launch of a group each."""
+    from .._kernel.ranges import NdRange
+
+    call_kernel = _call(events)
+    rows, n = x2.shape
+    q, ut = x2.sycl_queue, x2.usm_type
+    val_dt = np.dtype(np.int32) if op in ("any", "all") else acc_dt
+    arg = op.startswith("arg")
+    out = Array._allocate((parts, rows), val_dt, q, ut)
+    outi = Array._allocate((parts, rows), np.dtype(np.int64), q, ut) if arg else _dummy(q, ut)
+    src = _cols_source_cpu(op, acc_dt.kind == "f", xi is None)
+    k = _kernel(src.replace("ACC(", f"np.{acc_dt.type.__name__}("), "_reduce_cols_cpu")
+    wg = min(_CPU_COLS_WG, 1 << (rows.bit_length() - 1))
+    whole = rows // wg * wg
+    for r0, r1, w in ((0, whole, wg), (whole, rows, rows - whole)):
+        if r1 == r0:
+            continue
+        with _lazy.internal():
+            call_kernel(
+                k,
+                NdRange((r1 - r0, parts), (w, 1)),
+                x2[r0:r1],
+                xi[r0:r1] if xi is not None else outi,
+                out[:, r0:r1],
+                outi[:, r0:r1] if arg else outi,
+                np.int64(n),
+                _identity(op, acc_dt),
+                np.int64(n if xi is None else np.iinfo(np.int64).max),
+                np.int64(-(-n // parts)),
+            )
+    return out, outi
+
+
+def _reduce_cols_cpu(op: str, x2: Array, acc_dt: np.dtype):
+    """x2 (rows, n), rows neighbouring in memory, reduced along n on the CPU driver: (values,
+    indices) as _reduce_cols gives them. Few rows split n into parts (a contiguous block of
+    memory each) so that every core has some groups; the partials (parts, rows) are then
+    folded by the same kernel, one part."""
+    rows, n = x2.shape
+    units = max(1, x2.device.max_compute_units)
+    groups = -(-rows // _CPU_COLS_WG)
+    parts = max(1, min(-(-units * _CPU_COLS_GROUPS_PER_UNIT // groups), n // _CPU_COLS_SPAN))
+    events = [] if parts > 1 else None
+    vals, idxs = _launch_cols_cpu(op, x2, None, parts, acc_dt, events)
+    if parts > 1:
+        second = op
+        if op in ("any", "all"):
+            second = "max" if op == "any" else "min"
+        xi = idxs.T if op.startswith("arg") else None
+        dt = acc_dt if second == op else vals.dtype
+        vals, idxs2 = _launch_cols_cpu(second, vals.T, xi, 1, dt)
+        _done(events)
+        if xi is not None:
+            idxs = idxs2
+    return vals.reshape(rows, 1), idxs.reshape(rows, 1) if op.startswith("arg") else idxs
+
+
 def _kernel(src: str, name: str = "_reduce"):
     k = _KERNELS.get(src)
     if k is None:
@@ -964,8 +1077,13 @@ def _kernel(src: str, name: str = "_reduce"):
 
 
 @functools.lru_cache(maxsize=1024)
-def _src_for(op, dt, first_pass, chunked=False, fused=None, scheme="pairs", one=False, streams=2):
+def _src_for(
+    op, dt, first_pass, chunked=False, fused=None, scheme="pairs", one=False, streams=2, cap=0
+):
+    """cap: at most this many accumulators on the CPU driver (0: no cap)."""
     u = _cpu_unroll(op, np.dtype(np.int32) if op in ("any", "all") else dt) if chunked else _UNROLL
+    if chunked and cap:
+        u = max(_UNROLL, min(u, cap))
     src = _source(op, dt.kind == "f", first_pass, chunked, fused, u, scheme, one, streams)
     return src.replace("ACC(", f"np.{dt.type.__name__}(")
 
@@ -1053,20 +1171,30 @@ def _chunked(x: Array) -> bool:
     return x.device.device_type == "cpu"
 
 
-def _groups(x: Array, n: int, rows: int = 1, op: str = "") -> int:
-    """Work-groups per row: enough to fill the device, none with too little to fold."""
+def _groups(x: Array, n: int, rows: int = 1, op: str = "") -> tuple[int, int]:
+    """(work-groups per row, work-items per group): enough to fill the device, none with too
+    little to fold."""
     units = max(1, x.device.max_compute_units)
     if _chunked(x):
         per_unit = _CPU_ARG_GROUPS_PER_UNIT if op.startswith("arg") else _CPU_GROUPS_PER_UNIT
-        cap = min(_MAX_GROUPS, per_unit * units)
-        return max(1, min(cap, -(-n // (_CPU_WG * _CPU_PER_ITEM))))
+        # the work-items of all rows together as many as one long row's, each folding at
+        # least _CPU_PER_ITEM elements: many short rows get a work-item each (a group of
+        # _CPU_WG per row gave a row of 16 elements 64 work-items and a group reduction)
+        items = per_unit * units * _CPU_WG
+        if not _CPU_ROWS_SHARE:  # before: every row as one long row
+            cap = min(_MAX_GROUPS, items // _CPU_WG)
+            return max(1, min(cap, -(-n // (_CPU_WG * _CPU_PER_ITEM)))), _CPU_WG
+        t = max(1, min(-(-items // rows), -(-n // _CPU_PER_ITEM)))
+        if t < _CPU_WG:
+            return 1, 1 << (t.bit_length() - 1)
+        return min(_MAX_GROUPS, t // _CPU_WG), _CPU_WG
     # the groups of all rows together fill the device (about one wave of resident groups,
     # _GPU_ROW_GROUPS), and each work-item folds at least _PER_ITEM elements: 2^27 elements
     # on the H200 give 512 elements per work-item
     # (CUDA reports its SMs' warp slots as compute units, 64 per SM: the total is capped as
     # kapi/_numeric/sort_radix.py caps it, which also keeps every grid dimension under CUDA's 65535)
     cap = max(1, min(_GPU_ROW_GROUPS, _GPU_GROUPS_PER_UNIT * units) // max(1, rows))
-    return max(1, min(cap, -(-n // (_WG * _PER_ITEM))))
+    return max(1, min(cap, -(-n // (_WG * _PER_ITEM)))), _WG
 
 
 def _cpu_streams(n: int, items: int, itemsize: int) -> int:
@@ -1128,8 +1256,11 @@ def _done(events) -> None:
         ev.wait()
 
 
-def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events=None, one=None):
-    """One pass: x2 (rows, n) into partials (rows, groups). fused: (expression, leaves as
+def _launch(
+    op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events=None, one=None, wg=None
+):
+    """One pass: x2 (rows, n) into partials (rows, groups), wg work-items a group (by default
+    _CPU_WG on the CPU driver, _WG on GPUs). fused: (expression, leaves as
     (rows, n) views or scalars), read instead of x2's elements (x2 is then one of the views).
     one: (cnt, res, resi): the last group folds the partials into res (resi) too (_source)."""
     call_kernel = _call(events)
@@ -1142,7 +1273,7 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
     arg = op.startswith("arg")
     outi = Array._allocate((rows, groups), np.dtype(np.int64), q, ut) if arg else _dummy(q, ut)
     cpu = _chunked(x2)
-    wg = _CPU_WG if cpu else _WG
+    wg = wg or (_CPU_WG if cpu else _WG)
     leaves = ()
     shape = None
     if fused is not None:
@@ -1151,7 +1282,10 @@ def _launch(op, x2: Array, xi, groups: int, acc_dt: np.dtype, fused=None, events
     # ("keys" reaches here for what it does not take: "blocks" then)
     scheme = "pairs" if not arg or ARG_SCHEME == "pairs" else "blocks"
     streams = _cpu_streams(n, groups * wg, x2.dtype.itemsize) if cpu and xi is None else 2
-    src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme, one is not None, streams)
+    # a work-item's chunk shorter than its accumulators: as many as fit (a row of 16 float32
+    # with 32 went element by element)
+    cap = 1 << (max(1, -(-n // (groups * wg))).bit_length() - 1) if cpu and _CPU_SHORT_CAP else 0
+    src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme, one is not None, streams, cap)
     # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
     for r0 in range(0, rows, _MAX_ROWS):
         r1 = min(rows, r0 + _MAX_ROWS)
@@ -1234,7 +1368,7 @@ def _reduce(op: str, x: Array, axis=None, keepdims: bool = False) -> Array:
     if op == "mean" and dt.kind in "iub":
         acc_dt = np.dtype(np.float64)
     fused = cols = None
-    if not _chunked(x) and x.ndim > 1:
+    if x.ndim > 1 and (_CPU_COLS or not _chunked(x)):
         cols = _cols_view(x, axes)  # rows across memory: the column kernel, no copy
     if cols is not None:
         x2 = cols
@@ -1254,13 +1388,13 @@ def _reduce(op: str, x: Array, axis=None, keepdims: bool = False) -> Array:
             x2, kept = _as_rows(x, axes)
         rows = x2.shape[0]
     base_op = "sum" if op == "mean" else op
-    groups = _groups(x, n, rows, op)
+    groups, wg = _groups(x, n, rows, op)
     if rows * n == 0:
         res = Array._allocate((rows, 1), acc_dt, x.sycl_queue, x.usm_type)
         res.fill(_identity(base_op, acc_dt) if base_op in ("sum", "prod", "any", "all") else 0)
         vals, idxs = res, None
     elif cols is not None:
-        vals, idxs = _reduce_cols(base_op, x2, acc_dt)
+        vals, idxs = (_reduce_cols_cpu if _chunked(x) else _reduce_cols)(base_op, x2, acc_dt)
     elif (
         ARG_SCHEME == "keys"
         and base_op.startswith("arg")
@@ -1279,10 +1413,11 @@ def _reduce(op: str, x: Array, axis=None, keepdims: bool = False) -> Array:
         vals = Array._allocate((rows, 1), val_dt, q, ut)
         arg = base_op.startswith("arg")
         idxs = Array._allocate((rows, 1), np.dtype(np.int64), q, ut) if arg else _dummy(q, ut)
-        _launch(base_op, x2, None, groups, acc_dt, fused, None, (_counts(q, ut), vals, idxs))
+        one = (_counts(q, ut), vals, idxs)
+        _launch(base_op, x2, None, groups, acc_dt, fused, None, one, wg)
     else:
         events = [] if groups > 1 else None
-        vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused, events)
+        vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused, events, wg=wg)
         if groups > 1:
             second = "sum" if base_op == "sum" else base_op
             if base_op in ("any", "all"):

@@ -178,19 +178,21 @@ CASES = [
     ((5, 6, 7), (0, 1)),
     ((4, 9, 700), 0),
     ((300, 2000), 0),  # GPUs: the partials folded by the column kernel too
+    ((9, 512), 0),  # the CPU driver: rows in whole groups of 256, none left over
+    ((3, 4, 600), (0, 1)),  # and 600 = two groups and 88 left over
 ]
 
 
 @pytest.mark.parametrize("shape,axis", CASES)
 def test_reductions_across_memory(dev, scheme, monkeypatch, shape, axis):
-    """Reductions over an outer axis (rows across memory): on GPUs the column kernel reads
-    the array in place (neighbouring work-items, neighbouring rows; parts folded by a second
-    launch), on the CPU driver a contiguous copy is reduced; both as NumPy."""
+    """Reductions over an outer axis (rows across memory) read the array in place, by a
+    column kernel (neighbouring work-items, neighbouring rows; parts folded by a second
+    launch): on GPUs strided parts, on the CPU driver contiguous blocks of rows, its rows in
+    whole groups and those left over in a launch of their own; both as NumPy."""
     launches = []
-    real = _reduce._launch_cols
-    monkeypatch.setattr(
-        _reduce, "_launch_cols", lambda *a, **k: launches.append(a[3]) or real(*a, **k)
-    )
+    name = "_launch_cols" if scheme == "strided" else "_launch_cols_cpu"
+    real = getattr(_reduce, name)
+    monkeypatch.setattr(_reduce, name, lambda *a, **k: launches.append(a[3]) or real(*a, **k))
     rng = np.random.default_rng(len(shape) * 100 + shape[0])
     h = rng.uniform(-1, 1, shape)
     h.flat[17] = np.nan
@@ -219,10 +221,7 @@ def test_reductions_across_memory(dev, scheme, monkeypatch, shape, axis):
     np.testing.assert_allclose(
         kapi.asarray(f, device=dev).sum(axis=axis).asnumpy(), h.sum(axis=axis)
     )
-    if scheme == "strided":
-        assert launches  # the column kernel ran
-    else:
-        assert launches == []
+    assert launches  # the column kernel ran (no transposed copy)
 
 
 def test_gpu_group_count_stays_within_cuda_grid_limits():
@@ -234,7 +233,8 @@ def test_gpu_group_count_stays_within_cuda_grid_limits():
 
     gpu = SimpleNamespace(device=SimpleNamespace(max_compute_units=8448, device_type="gpu"))
     for rows in (1, 3, 1000):
-        g = _reduce._groups(gpu, 1 << 28, rows)
+        g, wg = _reduce._groups(gpu, 1 << 28, rows)
+        assert wg == _reduce._WG
         assert 1 <= g * rows <= max(rows, _reduce._GPU_ROW_GROUPS) and g <= 65535
 
 
@@ -281,3 +281,61 @@ def test_chunked_extremes_nan_and_infinities(dev, dt, n):
         x = kapi.asarray(h, device=dev)
         assert int(x.argmax()) == 0 and int(x.argmin()) == 0
         assert float(x.max()) == v == float(x.min())
+
+
+@pytest.mark.parametrize("rows", [2, 5, 256, 300])
+def test_cpu_columns_in_parts(dev, monkeypatch, rows):
+    """The CPU column kernel splits a long reduced axis into contiguous parts (few columns:
+    every core gets some) and folds the partials with a second launch: ties and NaN across
+    parts keep NumPy's first occurrence, -0.0 and 0.0 as NumPy, integers exactly."""
+    monkeypatch.setattr(_reduce, "_chunked", lambda x: True)
+    parts = []
+    real = _reduce._launch_cols_cpu
+    monkeypatch.setattr(
+        _reduce, "_launch_cols_cpu", lambda *a, **k: parts.append(a[3]) or real(*a, **k)
+    )
+    n = 20000
+    h = np.random.default_rng(rows).uniform(-1, 1, (n, rows))
+    h[n - 7, :] = 3.0  # a tie across parts: row 11 (below) comes first
+    h[11, :] = 3.0
+    h[n // 2, 0] = np.nan  # NaN in a middle part wins max and argmax (and the later tie)
+    h[n - 3, -1] = -5.0
+    h[7, -1] = -5.0
+    x = kapi.asarray(h, device=dev)
+    np.testing.assert_array_equal(x.argmax(axis=0).asnumpy(), h.argmax(axis=0))
+    np.testing.assert_array_equal(x.argmin(axis=0).asnumpy(), h.argmin(axis=0))
+    np.testing.assert_array_equal(x.max(axis=0).asnumpy(), h.max(axis=0))
+    np.testing.assert_array_equal(x.min(axis=0).asnumpy(), h.min(axis=0))
+    np.testing.assert_allclose(x.sum(axis=0).asnumpy(), h.sum(axis=0), rtol=1e-10, atol=1e-9)
+    assert parts[0] > 1 and parts[-1] == 1  # split, then the partials' pass
+    i = np.nan_to_num(h * 50).astype(np.int8)
+    np.testing.assert_array_equal(kapi.asarray(i, device=dev).sum(axis=0).asnumpy(), i.sum(0))
+    z = np.zeros((n, rows), np.float32)
+    z[: n // 2] = -0.0
+    np.testing.assert_array_equal(
+        np.signbit(kapi.asarray(z, device=dev).max(axis=0).asnumpy()), np.signbit(z.max(0))
+    )
+
+
+@pytest.mark.parametrize("shape", [(5000, 16), (70000, 3), (300, 700), (3, 100000)])
+def test_cpu_short_rows_a_work_item_each(dev, monkeypatch, shape):
+    """The CPU driver gives the rows of a reduction together as many work-items as one long
+    row gets: many short rows a work-item each (no group reduction), long rows a group or
+    more; rows past a grid dimension's 65535 in several launches. All as NumPy."""
+    monkeypatch.setattr(_reduce, "_chunked", lambda x: True)
+    rows, n = shape
+    h = np.random.default_rng(n).uniform(-1, 1, shape).astype(np.float32)
+    h[:, n // 2] = h[:, n - 1] = 2.0  # ties: the first wins
+    h[rows // 2, n - 1] = np.nan
+    x = kapi.asarray(h, device=dev)
+    np.testing.assert_array_equal(x.argmax(axis=1).asnumpy(), h.argmax(axis=1))
+    np.testing.assert_array_equal(x.max(axis=1).asnumpy(), h.max(axis=1))
+    np.testing.assert_array_equal(x.argmin(axis=1).asnumpy(), h.argmin(axis=1))
+    np.testing.assert_allclose(x.sum(axis=1).asnumpy(), h.sum(axis=1), rtol=1e-4, atol=1e-3)
+    b = h > 0.99
+    np.testing.assert_array_equal(kapi.asarray(b, device=dev).any(axis=1).asnumpy(), b.any(1))
+    groups, wg = _reduce._groups(x, n, rows)
+    items = groups * wg * rows
+    one_row = _reduce._groups(x, 1 << 30)
+    assert items < one_row[0] * one_row[1] + rows  # the rows together: one long row's
+    assert wg * _reduce._CPU_PER_ITEM <= max(n, _reduce._CPU_PER_ITEM)  # each folds enough

@@ -267,7 +267,8 @@ def test_auto_streams_pick_four_for_large_rows(monkeypatch):
     srcs = []
     kernel = _reduce._kernel
     monkeypatch.setattr(_reduce, "_kernel", lambda src, *a: srcs.append(src) or kernel(src, *a))
-    items = _reduce._groups(kapi.empty(1, device=dev), 1 << 30) * _reduce._CPU_WG
+    groups, wg = _reduce._groups(kapi.empty(1, device=dev), 1 << 30)
+    items = groups * wg
     big = items * _reduce._CPU_STREAM_PART_BYTES + 77  # float32: four pages a chunk
     rng = np.random.default_rng(11)
     for n, want_streams in ((big, 4), (items * 256 + 5, 2)):
