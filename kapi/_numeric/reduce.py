@@ -905,17 +905,31 @@ def _cols_view(x: Array, axes):
     return _ufunc._strided_view(x, (rows, n), (rs, cs))
 
 
+def _col_partials(op: str, x2: Array, parts: int, acc_dt: np.dtype):
+    """A column kernel's partials (parts, rows) of x2 (rows, n), and their indices for the
+    arg-reductions (else the unused index array)."""
+    rows = x2.shape[0]
+    q, ut = x2.sycl_queue, x2.usm_type
+    val_dt = np.dtype(np.int32) if op in ("any", "all") else acc_dt
+    out = Array._allocate((parts, rows), val_dt, q, ut)
+    arg = op.startswith("arg")
+    return out, (
+        Array._allocate((parts, rows), np.dtype(np.int64), q, ut) if arg else _dummy(q, ut)
+    )
+
+
+def _second_op(op: str) -> str:
+    """The op that folds op's partials (any/all's are int32 counts)."""
+    return {"any": "max", "all": "min"}.get(op, op)
+
+
 def _launch_cols(op, x2: Array, xi, parts: int, acc_dt: np.dtype, events=None):
     """One pass of the column kernel: x2 (rows, n) into partials (parts, rows)."""
     from .._kernel.ranges import NdRange
 
     call_kernel = _call(events)
     rows, n = x2.shape
-    q, ut = x2.sycl_queue, x2.usm_type
-    val_dt = np.dtype(np.int32) if op in ("any", "all") else acc_dt
-    arg = op.startswith("arg")
-    out = Array._allocate((parts, rows), val_dt, q, ut)
-    outi = Array._allocate((parts, rows), np.dtype(np.int64), q, ut) if arg else _dummy(q, ut)
+    out, outi = _col_partials(op, x2, parts, acc_dt)
     src = _cols_source(op, acc_dt.kind == "f", xi is None)
     src = src.replace("ACC(", f"np.{acc_dt.type.__name__}(")
     wg = min(_WG, 1 << (rows - 1).bit_length())  # rows per group, then parts per group
@@ -952,9 +966,7 @@ def _reduce_cols(op: str, x2: Array, acc_dt: np.dtype):
     events = [] if parts > 1 else None
     vals, idxs = _launch_cols(op, x2, None, parts, acc_dt, events)
     if parts > 1:
-        second = op
-        if op in ("any", "all"):
-            second = "max" if op == "any" else "min"
+        second = _second_op(op)
         xi = idxs.T if op.startswith("arg") else None
         dt = acc_dt if second == op else vals.dtype
         if rows >= _COLS_SECOND_ROWS and parts <= _COLS_SECOND_PARTS:
@@ -1011,11 +1023,8 @@ def _launch_cols_cpu(op, x2: Array, xi, parts: int, acc_dt: np.dtype, events=Non
 
     call_kernel = _call(events)
     rows, n = x2.shape
-    q, ut = x2.sycl_queue, x2.usm_type
-    val_dt = np.dtype(np.int32) if op in ("any", "all") else acc_dt
     arg = op.startswith("arg")
-    out = Array._allocate((parts, rows), val_dt, q, ut)
-    outi = Array._allocate((parts, rows), np.dtype(np.int64), q, ut) if arg else _dummy(q, ut)
+    out, outi = _col_partials(op, x2, parts, acc_dt)
     src = _cols_source_cpu(op, acc_dt.kind == "f", xi is None)
     k = _kernel(src.replace("ACC(", f"np.{acc_dt.type.__name__}("), "_reduce_cols_cpu")
     wg = min(_CPU_COLS_WG, 1 << (rows.bit_length() - 1))
@@ -1051,9 +1060,7 @@ def _reduce_cols_cpu(op: str, x2: Array, acc_dt: np.dtype):
     events = [] if parts > 1 else None
     vals, idxs = _launch_cols_cpu(op, x2, None, parts, acc_dt, events)
     if parts > 1:
-        second = op
-        if op in ("any", "all"):
-            second = "max" if op == "any" else "min"
+        second = _second_op(op)
         xi = idxs.T if op.startswith("arg") else None
         dt = acc_dt if second == op else vals.dtype
         vals, idxs2 = _launch_cols_cpu(second, vals.T, xi, 1, dt)
@@ -1419,9 +1426,7 @@ def _reduce(op: str, x: Array, axis=None, keepdims: bool = False) -> Array:
         events = [] if groups > 1 else None
         vals, idxs = _launch(base_op, x2, None, groups, acc_dt, fused, events, wg=wg)
         if groups > 1:
-            second = "sum" if base_op == "sum" else base_op
-            if base_op in ("any", "all"):
-                second = "max" if base_op == "any" else "min"
+            second = _second_op(base_op)
             xi = idxs if base_op.startswith("arg") else None
             vals, idxs2 = _launch_second(second, vals, xi, acc_dt if second == base_op else None)
             _done(events)
