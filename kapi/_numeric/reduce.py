@@ -998,7 +998,8 @@ def _cols_source_cpu(op: str, is_float: bool, first_pass: bool) -> str:
     lines = [
         "def _reduce_cols_cpu(it, x, xi, out, outi, n, ident, big, span):",
         "    r = it.get_global_id(0)",
-        "    j = it.get_group().get_group_id(1) * span",
+        "    p = it.get_group().get_group_id(1)",
+        "    j = p * span",
         "    end = min(n, j + span)",
         "    acc = ident",
     ]
@@ -1008,10 +1009,9 @@ def _cols_source_cpu(op: str, is_float: bool, first_pass: bool) -> str:
     conv = "np.int32(x[r, j] != 0)" if op in ("any", "all") else "ACC(x[r, j])"
     lines += ["    while j < end:", f"        v = {conv}"]
     lines += _fold_step(op, is_float, "j" if first_pass else "xi[r, j]", "        ")
-    p = "it.get_group().get_group_id(1)"
-    lines += ["        j += 1", f"    out[{p}, r] = acc"]
+    lines += ["        j += 1", "    out[p, r] = acc"]
     if arg:
-        lines.append(f"    outi[{p}, r] = acci")
+        lines.append("    outi[p, r] = acci")
     return "\n".join(lines) + "\n"
 
 
@@ -1290,8 +1290,10 @@ def _launch(
     scheme = "pairs" if not arg or ARG_SCHEME == "pairs" else "blocks"
     streams = _cpu_streams(n, groups * wg, x2.dtype.itemsize) if cpu and xi is None else 2
     # a work-item's chunk shorter than its accumulators: as many as fit (a row of 16 float32
-    # with 32 went element by element)
-    cap = 1 << (max(1, -(-n // (groups * wg))).bit_length() - 1) if cpu and _CPU_SHORT_CAP else 0
+    # with 32 went element by element); longer ones no cap, one source for them all
+    chunk = max(1, -(-n // (groups * wg)))
+    short = cpu and _CPU_SHORT_CAP and chunk < max(_CPU_MAX_ACC, _CPU_FSUM_ACC)
+    cap = 1 << (chunk.bit_length() - 1) if short else 0
     src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme, one is not None, streams, cap)
     # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
     for r0 in range(0, rows, _MAX_ROWS):
