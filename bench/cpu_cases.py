@@ -129,6 +129,26 @@ def cases(scale, only):
                 unit="GB/s",
             )
         )
+    for rows, cols in ((2048, 2048), (1 << 16, 256)):
+        name = f"colsum-f32-{rows}x{cols}"
+        if want(name) or want("colsum-f32"):
+            a = rng.random((rows, cols), dtype=np.float32)
+            parts = 4  # the 2-core dev box: 8 groups of 256 columns at most, 4 parts each
+            span = -(-rows // parts)
+            out.append(
+                Case(
+                    name,
+                    f"{rows}x{cols}, axis=0",
+                    kernels.column_sums,
+                    kapi.NdRange((cols, parts), (256, 1)),
+                    [a, np.zeros((parts, cols), np.float32), span],
+                    [1],
+                    rtol=1e-4,
+                    atol=1e-3,
+                    work=4 * rows * cols,
+                    unit="GB/s",
+                )
+            )
     if want("matmul-f32"):
         n, tile = 512, cpu_barrier.TILE
         a = rng.random((n, n), dtype=np.float32)

@@ -30,6 +30,20 @@ def row_sums(item, a, out):
     out[i] = s
 
 
+def column_sums(nd, a, out, span):
+    # kapi's CPU column reduction (x.sum(axis=0) of a C array, kapi/_numeric/reduce.py): the
+    # work-items of a group are neighbouring columns, group (_, p) sums rows [p * span, ...)
+    r = nd.get_global_id(0)
+    p = nd.get_group().get_group_id(1)
+    j = p * span
+    end = min(a.shape[0], j + span)
+    s = a.dtype.type(0.0)
+    while j < end:
+        s += a[j, r]
+        j += 1
+    out[p, r] = s
+
+
 def black_scholes(item, price, strike, t, rate, vol, call, put):
     # dpbench's black-scholes; constants in the arrays' type, so float32 stays float32
     f = price.dtype.type
