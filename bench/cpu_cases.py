@@ -149,6 +149,41 @@ def cases(scale, only):
                     unit="GB/s",
                 )
             )
+    if want("rowblocks-f32"):
+        rows, cols, parts = int(4096 * sc), 2048, 64
+        a = rng.random((rows, cols), dtype=np.float32)
+        span = -(-rows // parts)
+        out.append(
+            Case(
+                "rowblocks-f32",
+                f"{rows}x{cols}, {parts} blocks",
+                kernels.row_blocks,
+                kapi.Range(cols, parts),
+                [a, np.zeros((parts, cols), np.float32), span],
+                [1],
+                rtol=1e-4,
+                atol=1e-3,
+                work=4 * rows * cols,
+                unit="GB/s",
+            )
+        )
+    if want("prefixrows-f32"):
+        rows, cols = int(512 * sc), 2048
+        a = rng.random((rows, cols), dtype=np.float32)
+        out.append(
+            Case(
+                "prefixrows-f32",
+                f"{rows}x{cols}",
+                kernels.prefix_rows,
+                kapi.Range(cols, rows),
+                [a, np.zeros((rows, cols), np.float32)],
+                [1],
+                rtol=1e-4,
+                atol=1e-3,
+                work=cols * rows * (rows + 1) // 2,
+                unit="GFLOP/s",
+            )
+        )
     if want("matmul-f32"):
         n, tile = 512, cpu_barrier.TILE
         a = rng.random((n, n), dtype=np.float32)

@@ -44,6 +44,30 @@ def column_sums(nd, a, out, span):
     out[p, r] = s
 
 
+def row_blocks(item, a, out, span):
+    # per column, the sum of block p of rows, p dimension 1's id: a 2-D Range kernel whose
+    # loop bounds come from get_id(1) (the same loop for a run of work-items along dimension 0)
+    c = item.get_id(0)
+    p = item.get_id(1)
+    j = p * span
+    end = min(a.shape[0], j + span)
+    s = a.dtype.type(0.0)
+    for r in range(j, end):
+        s += a[r, c]
+    out[p, c] = s
+
+
+def prefix_rows(item, a, out):
+    # out[r, c] = a[0, c] + ... + a[r, c], each work-item its own sum: a triangular loop whose
+    # trip count is dimension 1's id
+    c = item.get_id(0)
+    r = item.get_id(1)
+    s = a.dtype.type(0.0)
+    for k in range(r + 1):
+        s += a[k, c]
+    out[r, c] = s
+
+
 def black_scholes(item, price, strike, t, rate, vol, call, put):
     # dpbench's black-scholes; constants in the arrays' type, so float32 stays float32
     f = price.dtype.type

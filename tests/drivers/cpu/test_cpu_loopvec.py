@@ -124,6 +124,80 @@ def rows_2d(item, a, out):
 
 
 @kapi.kernel
+def row_blocks(item, x, out, span):
+    # a column's sum over block p of rows: the loop's bounds come from dimension 1's id, the
+    # same for every work-item of a chunk (a run along dimension 0)
+    c = item.get_global_id(0)
+    p = item.get_global_id(1)
+    lo = p * span
+    hi = min(lo + span, x.shape[0])
+    s = x.dtype.type(0)
+    for r in range(lo, hi):
+        s += x[r, c]
+    out[p, c] = s
+
+
+@kapi.kernel
+def row_blocks_range(item, x, out, span):
+    # the same over a Range, whose groups (the driver's choice) may span rows of dimension 1
+    c = item.get_id(0)
+    p = item.get_id(1)
+    lo = p * span
+    hi = min(lo + span, x.shape[0])
+    s = x.dtype.type(0)
+    for r in range(lo, hi):
+        s += x[r, c]
+    out[p, c] = s
+
+
+@kapi.kernel
+def ids_1_and_2(item, x, out):
+    # bounds and a branch from dimensions 1 and 2, and a loop that differs along dimension 0
+    # nested in them
+    i = item.get_global_id(0)
+    j = item.get_global_id(1)
+    k = item.get_global_id(2)
+    s = x.dtype.type(0)
+    for a in range(j + 1):
+        for b in range(k, 2 * k + 1):
+            s += x[a, i] * (b + 1)
+        n = 0
+        while n < (i + a) % 4:
+            s += x.dtype.type(0.5)
+            n += 1
+    if j % 2 == 0:
+        s = -s
+    out[k, j, i] = s
+
+
+@kapi.kernel
+def block_fold(item, x, out, span):
+    # each work-item sums its own block of a row, dimension 1 picking the block (as kapi's CPU
+    # folds and scans do): the loop reads one element further each iteration
+    row = item.get_global_id(0)
+    t = item.get_global_id(1)
+    i = t * span
+    end = min(x.shape[1], i + span)
+    s = x.dtype.type(0)
+    while i < end:
+        s += x[row, i]
+        i += 1
+    out[row, t] = s
+
+
+def ids_1_and_2_ref(x, shape):
+    n0, n1, n2 = shape
+    out = np.zeros((n2, n1, n0), np.float64)
+    for k in range(n2):
+        for j in range(n1):
+            for i in range(n0):
+                s = sum(x[a, i] * sum(b + 1 for b in range(k, 2 * k + 1)) for a in range(j + 1))
+                s += 0.5 * sum((i + a) % 4 for a in range(j + 1))
+                out[k, j, i] = -s if j % 2 == 0 else s
+    return out
+
+
+@kapi.kernel
 def private_in_loop(item, a, out):
     i = item.get_global_id(0)
     p = K.PrivateArray(8, np.float32, fill_zeros=True)
@@ -423,6 +497,60 @@ def test_two_dimensional_range(rng):
     np.testing.assert_allclose(out, (a.sum(1)[None, :] * np.arange(1, n1 + 1)[:, None]), rtol=1e-5)
 
 
+ROW_RANGES = [K.NdRange((64, 9), (32, 1)), K.NdRange((40, 6), (20, 3)), K.NdRange((33, 4), (11, 2))]
+
+
+@pytest.mark.parametrize("rng", ROW_RANGES, ids=str)
+def test_loop_bounds_from_dimension_1(rng):
+    # rows of dimension 1 in one group each or several to a group, and groups no multiple of
+    # a vector; a last block shorter than the others
+    n0, n1 = rng.global_range
+    x = np.random.default_rng(3).random((7 * n1 - 3, n0)).astype(np.float32)
+    out = np.zeros((n1, n0), np.float32)
+    call(row_blocks, rng, x, out, 7)
+    ref = np.stack([x[p * 7 : p * 7 + 7].sum(0) for p in range(n1)])
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(300, 17), (1000, 64), (5, 300)], ids=str)
+def test_loop_bounds_from_dimension_1_over_a_range(shape):
+    n0, n1 = shape
+    x = np.random.default_rng(4).random((5 * n1, n0)).astype(np.float32)
+    out = kapi.zeros((n1, n0), dtype="f4", device=CPU[0])
+    call(row_blocks_range, K.Range(n0, n1), kapi.asarray(x, device=CPU[0]), out, 5)
+    np.testing.assert_allclose(out.asnumpy(), x.reshape(n1, 5, n0).sum(1), rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "rng",
+    [K.NdRange((1, 37), (1, 1)), K.NdRange((6, 10), (2, 5)), K.NdRange((70, 3), (35, 1))],
+    ids=str,
+)
+def test_blocks_of_a_row_per_dimension_1(rng):
+    rows, blocks = rng.global_range
+    x = np.random.default_rng(6).random((rows, 9 * blocks - 4)).astype(np.float32)
+    out = np.zeros((rows, blocks), np.float32)
+    call(block_fold, rng, x, out, 9)
+    ref = np.stack([x[:, t * 9 : t * 9 + 9].sum(1) for t in range(blocks)], axis=1)
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "rng",
+    [
+        K.NdRange((24, 5, 3), (8, 5, 3)),
+        K.NdRange((20, 4, 6), (20, 2, 3)),
+        K.NdRange((9, 3, 2), (3, 1, 1)),
+    ],
+    ids=str,
+)
+def test_loop_bounds_and_branches_from_dimensions_1_and_2(rng):
+    x = np.random.default_rng(5).random((rng.global_range[1], rng.global_range[0]))
+    out = np.zeros(tuple(reversed(rng.global_range)), np.float64)
+    call(ids_1_and_2, rng, x, out)
+    np.testing.assert_allclose(out, ids_1_and_2_ref(x, rng.global_range), rtol=1e-12)
+
+
 def test_atomics_guards_and_barriers_in_loop_kernels():
     gen = np.random.default_rng(11)
     data = gen.integers(0, 16, 400).astype(np.int32)
@@ -608,6 +736,55 @@ def test_a_divergent_loops_dead_values_are_saved_whole():
     default = run_script(VARIANTS, {})
     assert default.returncode == 0, default.stderr[-3000:]
     assert default.stdout == r.stdout
+
+
+ROWS = """
+import numpy as np, kapi
+import test_cpu_loopvec as T
+from kapi import kernel_api as K
+x = np.random.default_rng(2).random((40, 64)).astype(np.float32)
+out = np.zeros((8, 64), np.float32)
+T.try_call(T.row_blocks, K.NdRange((64, 8), (32, 2)), x, out, 5)
+r = K.NdRange((24, 5, 3), (8, 5, 3))
+y = np.random.default_rng(5).random((5, 24))
+o3 = np.zeros((3, 5, 24))
+T.try_call(T.ids_1_and_2, r, y, o3)
+z = np.random.default_rng(6).random((4, 300)).astype(np.float32)
+o2 = np.zeros((4, 10), np.float32)
+T.try_call(T.block_fold, K.NdRange((4, 10), (1, 1)), z, o2, 30)
+print(repr(out.tobytes().hex()), repr(o3.tobytes().hex()), repr(o2.tobytes().hex()))
+"""
+
+
+def test_bounds_from_dimension_1_make_a_uniform_loop():
+    # A chunk is a run along dimension 0 with the other ids fixed, so a loop whose bounds come
+    # from get_global_id(1) is the same loop for every work-item of a chunk: it runs as a
+    # region (one work-item loop per iteration, vectorised across work-items, its loads plain
+    # vector loads). Taken as varying (KAPI_HOST_LOOPVEC_ROWS=0, as before) such loops were
+    # not split at all: each work-item ran its own loop down a column, and a 2-D Range kernel
+    # summing blocks of rows per column ran 8-38x slower.
+    found = re.compile(r'"kapi-(loop-regions|divergent-loops)"="(\d+)"')
+    env = {"KAPI_DUMP": "host", "KAPI_HOST_CPU": "x86-64-v2"}
+    counts, outs = {}, {}
+    for setting in ("1", "0"):
+        r = run_script(ROWS, dict(env, KAPI_HOST_LOOPVEC_ROWS=setting))
+        assert r.returncode == 0, r.stderr[-3000:]
+        counts[setting] = [dict(found.findall(a)) for a in attributes(r.stderr)]
+        outs[setting] = r.stdout
+        if setting == "1":
+            assert "<4 x float>" in run_function(r.stderr, "row_blocks")
+    # row_blocks: its one loop; ids_1_and_2: the two loops on dimensions 1 and 2 (the loop on
+    # dimension 0's id inside them differs between work-items and stays whole); block_fold:
+    # none, as its loop reads along itself (split, each iteration would be a round of the
+    # state machine for a chunk of one work-item: kapi's scans with a device function ran 2-3.6
+    # times as slow so)
+    assert counts["1"] == [
+        {"loop-regions": "1", "divergent-loops": "0"},
+        {"loop-regions": "2", "divergent-loops": "0"},
+        {"loop-regions": "0", "divergent-loops": "0"},
+    ], counts
+    assert [c["loop-regions"] for c in counts["0"][:2]] == ["0", "0"], counts
+    assert outs["1"] == outs["0"]
 
 
 def try_call(*args):

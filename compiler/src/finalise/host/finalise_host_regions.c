@@ -487,6 +487,7 @@ typedef struct {
   const live_t *l;
   const kc_hf_kernel_t *k;
   int batch;        /* 1: between the groups of a batch (batch_divergence) */
+  int ids;          /* how many local ids vary: 1 (dimension 0's) or 3 (varying_ids) */
   char *vary;       /* per tracked value */
   char *entry_vary; /* per entry-block instruction, by pmap `eidx` */
   pmap_t eidx;
@@ -511,9 +512,21 @@ static int batch_param(const kc_hf_kernel_t *k, LLVMValueRef op) {
   return 0;
 }
 
+/* Which local ids differ between the work-items that run a region together: all three in a
+ * group's loop nest, but only dimension 0's in a loopvec kernel, whose chunks are runs along x
+ * with y and z fixed (make_chunk_run). There a loop bound or a row index taken from get_id(1)
+ * is the same in every lane: its loop runs as a uniform one, and its loads stay plain vector
+ * loads rather than a divergent loop's gathers (a 2-D Range kernel summing blocks of rows per
+ * column ran 30x slower with them). KAPI_HOST_LOOPVEC_ROWS=0: all three, as before. */
+static int varying_ids(const kc_hf_kernel_t *k) {
+  if (!k->loopvec) return 3;
+  const char *v = getenv("KAPI_HOST_LOOPVEC_ROWS");
+  return v && *v == '0' ? 3 : 1;
+}
+
 static int operand_varies(const diverge_t *d, LLVMValueRef op) {
   if (LLVMIsAArgument(op)) {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < d->ids; i++)
       if (op == d->k->local_id[i]) return 1;
     return d->batch && batch_param(d->k, op);
   }
@@ -635,10 +648,11 @@ static const char *exited_loop(const diverge_t *d, size_t b) {
  * barriers in the same order: no barrier and no return lies on a path that a varying branch
  * chooses (before the paths meet again). */
 static char *divergence_in(const live_t *l, const kc_hf_kernel_t *k, int batch, int *lockstep,
-                           char **inside, char **loops, size_t nloops) {
+                           char **inside, char **loops, size_t nloops, int ids) {
   diverge_t d = {.l = l,
                  .k = k,
                  .batch = batch,
+                 .ids = ids,
                  .bw = (l->nb + WBITS - 1) / WBITS,
                  .loops = loops,
                  .nloops = nloops};
@@ -691,7 +705,7 @@ static char *divergence_in(const live_t *l, const kc_hf_kernel_t *k, int batch, 
 
 static char *divergence(const live_t *l, const kc_hf_kernel_t *k, int batch, int *lockstep,
                         char **inside) {
-  return divergence_in(l, k, batch, lockstep, inside, NULL, 0);
+  return divergence_in(l, k, batch, lockstep, inside, NULL, 0, varying_ids(k));
 }
 
 /* ---- Rematerialisation ------------------------------------------------------------------ */
@@ -1387,13 +1401,83 @@ static LLVMValueRef add_barrier(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef 
   return kc_hf_call(b, f, NULL, 0);
 }
 
+/* Whether `next` is iv + 1: that add, or a phi (of paths that join in the loop) of such adds. */
+static int plus_one(LLVMValueRef iv, LLVMValueRef next, int depth) {
+  if (depth > 4 || !LLVMIsAInstruction(next)) return 0;
+  if (LLVMIsAPHINode(next)) {
+    for (unsigned i = 0; i < LLVMCountIncoming(next); i++)
+      if (!plus_one(iv, LLVMGetIncomingValue(next, i), depth + 1)) return 0;
+    return 1;
+  }
+  if (LLVMGetInstructionOpcode(next) != LLVMAdd) return 0;
+  LLVMValueRef a = LLVMGetOperand(next, 0), c = LLVMGetOperand(next, 1);
+  if (c == iv) c = a, a = iv;
+  return a == iv && LLVMIsAConstantInt(c) && LLVMConstIntGetSExtValue(c) == 1;
+}
+
+/* Whether index value v moves by one element per iteration of the loop headed by block h: a
+ * phi of h that its latches step by 1, plus anything (through adds and integer casts). */
+static int steps_by_one(const loops_t *L, const char *in, LLVMBasicBlockRef h, LLVMValueRef v,
+                        int depth) {
+  if (depth > 6 || !LLVMIsAInstruction(v)) return 0;
+  if (LLVMIsAPHINode(v)) {
+    if (LLVMGetInstructionParent(v) != h) return 0;
+    int steps = 0;
+    for (unsigned i = 0; i < LLVMCountIncoming(v); i++) {
+      uint32_t from = pmap_get(&L->l.bidx, LLVMGetIncomingBlock(v, i));
+      if (from == UINT32_MAX || !in[from]) continue; /* the value entering the loop */
+      if (!plus_one(v, LLVMGetIncomingValue(v, i), 0)) return 0;
+      steps = 1;
+    }
+    return steps;
+  }
+  switch (LLVMGetInstructionOpcode(v)) {
+  case LLVMSExt:
+  case LLVMZExt:
+  case LLVMTrunc:
+    return steps_by_one(L, in, h, LLVMGetOperand(v, 0), depth + 1);
+  case LLVMAdd:
+    return steps_by_one(L, in, h, LLVMGetOperand(v, 0), depth + 1) ||
+           steps_by_one(L, in, h, LLVMGetOperand(v, 1), depth + 1);
+  default:
+    return 0;
+  }
+}
+
+/* Whether the loop headed by block h (its blocks set in `in`) already runs well as each
+ * work-item's own loop: it holds vector operations (the SPIR-V's optimiser widened it along its
+ * own iterations, which a work-item loop around it cannot widen again), or it reads or writes
+ * memory one element further each iteration. Such a loop is split only where the work-items of
+ * a chunk differ in its trip count anyway. Where it is uniform only because a chunk's
+ * work-items share dimensions 1 and 2 (a block of a row per get_id(1), as kapi's CPU folds and
+ * scans launch with one row per group), splitting it would give each iteration a state
+ * dispatch for a chunk of one work-item, or gathers across rows: kapi.reduce of a device
+ * function ran 4.6 times as slow. */
+static int runs_along_itself(const loops_t *L, size_t h, const char *in) {
+  LLVMBasicBlockRef hb = L->l.blocks[h];
+  for (size_t b = 0; b < L->l.nb; b++) {
+    if (!in[b]) continue;
+    for (LLVMValueRef i = LLVMGetFirstInstruction(L->l.blocks[b]); i;
+         i = LLVMGetNextInstruction(i)) {
+      if (LLVMGetTypeKind(LLVMTypeOf(i)) == LLVMVectorTypeKind) return 1;
+      LLVMValueRef p = LLVMIsALoadInst(i)    ? LLVMGetOperand(i, 0)
+                       : LLVMIsAStoreInst(i) ? LLVMGetOperand(i, 1)
+                                             : NULL;
+      if (p && LLVMIsAGetElementPtrInst(p) && LLVMGetNumOperands(p) == 2 &&
+          steps_by_one(L, in, hb, LLVMGetOperand(p, 1), 0))
+        return 1;
+    }
+  }
+  return 0;
+}
+
 /* Adds the barriers of the loops to split (kc_hf_loop_regions in finalise_host.h); the
  * divergent ones go to *div (malloc'd, *ndiv of them). Returns how many loops, -1 when out of
  * memory. */
 static int loop_regions(LLVMModuleRef m, kc_hf_kernel_t *k, divloop_t **div, size_t *ndiv) {
   loops_t L = {.l = {.fn = k->body, .entry = LLVMGetEntryBasicBlock(k->body)}};
   int count = -1;
-  char *vary = NULL, *in = NULL;
+  char *vary = NULL, *in = NULL, *rows_inside = NULL;
   uint32_t *stack = NULL;
   size_t *heads = NULL, *exits = NULL, nh = 0, nd = 0;
   char **ins = NULL; /* per split loop: its blocks (divergent ones only) */
@@ -1405,6 +1489,9 @@ static int loop_regions(LLVMModuleRef m, kc_hf_kernel_t *k, divloop_t **div, siz
   L.dom = calloc(L.l.nb * L.bw + 1, sizeof(word_t));
   vary = divergence(&L.l, k, 0, NULL, &L.inside);
   L.vary = vary;
+  /* the blocks a varying branch chooses when dimensions 1 and 2 vary too: a loop reached
+   * only so is uniform only within a chunk (runs_along_itself) */
+  if (varying_ids(k) < 3) free(divergence_in(&L.l, k, 0, NULL, &rows_inside, NULL, 0, 3));
   in = calloc(L.l.nb + 1, 1);
   stack = calloc(L.l.nb + 1, sizeof *stack);
   heads = calloc(L.l.nb + 1, sizeof *heads);
@@ -1418,6 +1505,8 @@ static int loop_regions(LLVMModuleRef m, kc_hf_kernel_t *k, divloop_t **div, siz
   for (size_t h = 1; h < L.l.nb; h++) {
     size_t ex = SIZE_MAX;
     int how = loop_splittable(&L, h, stack, in, &ex);
+    if (how == LOOP_UNIFORM && rows_inside && rows_inside[h] && runs_along_itself(&L, h, in))
+      how = LOOP_NO;
     if (how == LOOP_DIVERGENT && !(ins[nh] = malloc(L.l.nb))) goto out;
     if (how == LOOP_DIVERGENT) memcpy(ins[nh], in, L.l.nb);
     if (how != LOOP_NO) heads[nh] = h, exits[nh++] = how == LOOP_DIVERGENT ? ex : SIZE_MAX;
@@ -1456,7 +1545,7 @@ out:
     free(ins[i]);
   free(ins);
   free(vary), free(in), free(stack), free(heads), free(exits), free(L.dom), free(L.inside);
-  free(L.pred), free(L.pred_at);
+  free(L.pred), free(L.pred_at), free(rows_inside);
   live_free(&L.l);
   return count;
 }
@@ -1568,7 +1657,7 @@ static int active_uniform(split_t *s, const live_t *l, char *varying, const word
         kh[i] = SIZE_MAX - 1; /* another barrier in it */
     }
   }
-  char *avary = ok ? divergence_in(l, s->k, 0, NULL, NULL, mem, s->ndiv) : NULL;
+  char *avary = ok ? divergence_in(l, s->k, 0, NULL, NULL, mem, s->ndiv, varying_ids(s->k)) : NULL;
   ok = ok && avary;
   for (size_t v = 0; ok && v < l->nv; v++) {
     if (!varying[v] || avary[v] || !LLVMIsAPHINode(l->vals[v])) continue;
@@ -1913,11 +2002,15 @@ int kc_hf_split_regions(LLVMModuleRef m, kc_hf_kernel_t *k, char **log) {
       k->run, LLVMAttributeFunctionIndex,
       LLVMCreateStringAttribute(s.c, "kapi-batches", 12, yes, (unsigned)strlen(yes)));
   char n32[24];
-  if (k->loopvec) { /* for KAPI_DUMP=host: how many loops run as regions */
+  if (k->loopvec) { /* for KAPI_DUMP=host: how many loops run as regions, how many divergent */
     snprintf(n32, sizeof n32, "%d", looped);
     LLVMAddAttributeAtIndex(
         k->run, LLVMAttributeFunctionIndex,
         LLVMCreateStringAttribute(s.c, "kapi-loop-regions", 17, n32, (unsigned)strlen(n32)));
+    snprintf(n32, sizeof n32, "%zu", ndiv);
+    LLVMAddAttributeAtIndex(
+        k->run, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(s.c, "kapi-divergent-loops", 20, n32, (unsigned)strlen(n32)));
   }
   snprintf(n32, sizeof n32, "%u", s.nnarrow);
   LLVMAddAttributeAtIndex(

@@ -1,0 +1,193 @@
+"""Kernels whose loops take their bounds from dimension 1's id, on the CPU device, with the
+driver's settings now and before, in alternating processes, beside NumPy.
+
+The CPU driver runs a barrier-free kernel's loops as regions (one work-item loop per iteration,
+vectorised across the work-items of a chunk, a run along dimension 0). A loop whose bounds come
+from get_id(1) used to count as differing between work-items: such loops were not split at all
+(each work-item walked its own column) or, where they could be, went round as divergent loops.
+Now dimensions 1 and 2 count as the same within a chunk, and such a loop is split unless it
+reads along itself (KAPI_HOST_LOOPVEC_ROWS=0: as before). Cases:
+
+  row blocks     a 2-D Range kernel: each work-item sums block p = get_id(1) of its column
+  prefix rows    out[r, c] = a[0, c] + ... + a[r, c], the trip count get_id(1) + 1
+  pairwise       the README's pairwise distance, Range(n, n) (uniform loop; j = get_id(1))
+  cumsum ...     kapi's own CPU scans that launch one block of a row per get_id(1)
+  scan devfunc   kapi.scan with a device function (the in-order serial scan)
+  reduce devfunc kapi.reduce with a device function (its fold reads along its loop: unchanged)
+
+Each process times every case (median of --repeat calls after a warm-up, results checked
+against NumPy first); --procs processes per setting alternate, and the table gives the median
+over processes, before / now (> 1: faster now) and NumPy / now.
+
+    python3 bench/dim1_loops.py [--procs 3] [--repeat 15] [--json F] [--plot P]
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+SETTINGS = {"now": {}, "before": {"KAPI_HOST_LOOPVEC_ROWS": "0"}}
+
+
+def one_process(repeat):
+    import numpy as np
+    from timing import median_time
+
+    import kapi
+
+    @kapi.device_func
+    def bigger(a, b):
+        return a if a > b else b
+
+    def row_blocks(item, a, out, span):
+        c = item.get_id(0)
+        p = item.get_id(1)
+        j = p * span
+        end = min(a.shape[0], j + span)
+        s = a.dtype.type(0.0)
+        for r in range(j, end):
+            s += a[r, c]
+        out[p, c] = s
+
+    def prefix_rows(item, a, out):
+        c = item.get_id(0)
+        r = item.get_id(1)
+        s = a.dtype.type(0.0)
+        for k in range(r + 1):
+            s += a[k, c]
+        out[r, c] = s
+
+    def pairwise(item, data, dist):
+        i = item.get_id(0)
+        j = item.get_id(1)
+        d = data.dtype.type(0.0)
+        for k in range(data.shape[1]):
+            t = data[i, k] - data[j, k]
+            d += t * t
+        dist[j, i] = math.sqrt(d)
+
+    rng = np.random.default_rng(1)
+    dev = "cpu"
+    cases = []
+
+    def kernel_case(name, fn, space, args, out_i, ref, numpy_fn):
+        k = kapi.kernel(fn)
+        dargs = [kapi.asarray(a, device=dev) if isinstance(a, np.ndarray) else a for a in args]
+
+        def run():
+            kapi.call_kernel(k, space, *dargs)
+
+        run()
+        np.testing.assert_allclose(dargs[out_i].asnumpy(), ref, rtol=2e-4, atol=1e-3)
+        cases.append((name, run, numpy_fn))
+
+    a = rng.random((4096, 2048), dtype=np.float32)
+    kernel_case(
+        "row blocks 4096x2048/64",
+        row_blocks,
+        kapi.Range(2048, 64),
+        [a, np.zeros((64, 2048), np.float32), 64],
+        1,
+        a.reshape(64, 64, 2048).sum(1),
+        lambda: a.reshape(64, 64, 2048).sum(1),
+    )
+    b = rng.random((512, 2048), dtype=np.float32)
+    kernel_case(
+        "prefix rows 512x2048",
+        prefix_rows,
+        kapi.Range(2048, 512),
+        [b, np.zeros((512, 2048), np.float32)],
+        1,
+        np.cumsum(b, axis=0),
+        lambda: np.cumsum(b, axis=0),
+    )
+    d = rng.random((2048, 3), dtype=np.float32)
+    ref = np.sqrt(((d[:, None, :] - d[None, :, :]) ** 2).sum(-1))
+    kernel_case(
+        "pairwise 2048x3",
+        pairwise,
+        kapi.Range(2048, 2048),
+        [d, np.zeros((2048, 2048), np.float32)],
+        1,
+        ref,
+        lambda: np.sqrt(((d[:, None, :] - d[None, :, :]) ** 2).sum(-1)),
+    )
+
+    def lib_case(name, kapi_fn, numpy_fn):
+        got = kapi_fn().asnumpy()
+        np.testing.assert_allclose(got, numpy_fn(), rtol=2e-4, atol=1e-3)
+        cases.append((name, lambda: kapi_fn().asnumpy(), numpy_fn))
+
+    x = rng.random(1 << 22, dtype=np.float32)
+    xs = rng.random(3000, dtype=np.float32)
+    m = rng.random((3000, 700), dtype=np.float32)
+    kx, kxs, km = (kapi.asarray(v, device=dev) for v in (x, xs, m))
+    lib_case("cumsum 3000", lambda: kapi.cumsum(kxs), lambda: np.cumsum(xs))
+    lib_case("cumsum (3000,700) axis=1", lambda: kapi.cumsum(km, axis=1), lambda: np.cumsum(m, 1))
+    lib_case(
+        "scan devfunc (3000,700) axis=1",
+        lambda: kapi.scan(km, bigger, axis=1),
+        lambda: np.maximum.accumulate(m, 1),
+    )
+    lib_case("scan devfunc 2^22", lambda: kapi.scan(kx, bigger), lambda: np.maximum.accumulate(x))
+    lib_case("reduce devfunc 2^22", lambda: kapi.reduce(bigger, kx), lambda: np.asarray(np.max(x)))
+    out = {}
+    for name, run, numpy_fn in cases:
+        out[name] = {"kapi": median_time(run, repeat), "numpy": median_time(numpy_fn, repeat)}
+    print(json.dumps(out))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--procs", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--child", action="store_true")
+    from plotting import add_args, write_results
+
+    add_args(ap)
+    args = ap.parse_args()
+    if args.child:
+        one_process(args.repeat)
+        return
+    runs = {s: [] for s in SETTINGS}
+    for i in range(args.procs):
+        order = list(SETTINGS) if i % 2 == 0 else list(reversed(SETTINGS))
+        for s in order:
+            env = dict(os.environ, KAPI_CACHE="0", **SETTINGS[s])
+            r = subprocess.run(
+                [sys.executable, __file__, "--child", "--repeat", str(args.repeat)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            if r.returncode != 0:
+                sys.exit(f"{s}: {r.stderr[-3000:]}")
+            runs[s].append(json.loads(r.stdout.strip().splitlines()[-1]))
+    print(f"{args.procs} processes per setting, medians; ratios > 1: kapi now faster")
+    print(
+        f"{'case':34} {'now ms':>9} {'before ms':>10} {'before/now':>10} {'NumPy ms':>9} "
+        f"{'NumPy/now':>9}"
+    )
+    rows = []
+    for name in runs["now"][0]:
+        now = statistics.median(r[name]["kapi"] for r in runs["now"])
+        before = statistics.median(r[name]["kapi"] for r in runs["before"])
+        npy = statistics.median(r[name]["numpy"] for r in runs["now"] + runs["before"])
+        print(
+            f"{name:34} {now * 1e3:9.3f} {before * 1e3:10.3f} {before / now:9.2f}x "
+            f"{npy * 1e3:9.3f} {npy / now:8.2f}x"
+        )
+        rows.append((name, {"kapi before": before / now, "NumPy": npy / now}))
+    write_results(
+        rows, args.json, args.plot, "CPU device: loops bounded by get_id(1), now vs before"
+    )
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    main()
