@@ -147,6 +147,22 @@ def histogram_numba(data, bins, chunks):
         bins[b] = acc
 
 
+@numba.njit(parallel=True)
+def column_sums_numba(a, out, span):
+    # block p of rows summed per column, the blocks and 256 columns at a time in parallel, the
+    # inner loop along a row (the order that vectorises)
+    cols = a.shape[1]
+    nb = (cols + 255) // 256
+    for t in prange(out.shape[0] * nb):
+        p, c0 = t // nb, (t % nb) * 256
+        c1 = min(cols, c0 + 256)
+        for c in range(c0, c1):
+            out[p, c] = 0
+        for r in range(p * span, min(a.shape[0], (p + 1) * span)):
+            for c in range(c0, c1):
+                out[p, c] += a[r, c]
+
+
 BARRIER_PEERS = {  # kernels with local memory, barriers or atomics: (Numba peer, its arguments)
     "matmul-f32": lambda case, a: (cpu_barrier.matmul_numba, a[:3]),
     "tree-reduce-f32": lambda case, a: (group_sums_numba, [*a[:2], case.space.local_range[0]]),
@@ -154,6 +170,8 @@ BARRIER_PEERS = {  # kernels with local memory, barriers or atomics: (Numba peer
     "histogram-i32": lambda case, a: (histogram_numba, [*a, 8 * numba.get_num_threads()]),
     "histogram-local-i32": lambda case, a: (histogram_numba, [*a[:2], 8 * numba.get_num_threads()]),
 }
+for _rows, _cols in ((2048, 2048), (1 << 16, 256)):  # NdRange kernels without barriers
+    BARRIER_PEERS[f"colsum-f32-{_rows}x{_cols}"] = lambda case, a: (column_sums_numba, a)
 
 
 def numba_peer(case):

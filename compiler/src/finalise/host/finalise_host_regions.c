@@ -1733,6 +1733,25 @@ static int find_free_saves(split_t *s, const live_t *l, const word_t *live, LLVM
   return 1;
 }
 
+/* Values the same in every work-item of a chunk that are live across a divergent loop's
+ * barriers (its header's or its exit's) get per-work-item slots all the same: the loop's rounds
+ * run under a mask, so one copy per chunk is read and written each round by a masked gather
+ * and scatter of one address (mandelbrot's `ci` from get_id(1), uniform once dimension 1 is:
+ * 7 times as slow), where per-work-item copies in the frame become vector registers
+ * (kc_hf_unmask_slots). A divergent loop's counts (active_uniform's steps) keep their own
+ * scheme. Marking a value varying is always sound. */
+static void per_lane_across_rounds(split_t *s, const live_t *l, char *varying, const word_t *live,
+                                   LLVMValueRef *bars, size_t nbar) {
+  for (size_t k = 0; k < nbar; k++) {
+    int in_rounds = 0;
+    for (size_t i = 0; i < s->ndiv && !in_rounds; i++)
+      in_rounds = bars[k] == s->div[i].bh || bars[k] == s->div[i].bx;
+    if (!in_rounds) continue;
+    for (size_t v = 0; v < l->nv; v++)
+      if (bit_get(live + k * l->words, (uint32_t)v) && !(s->step && s->step[v])) varying[v] = 1;
+  }
+}
+
 static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allocas,
                  size_t nalloca) {
   live_t l = {.fn = s->k->body, .entry = LLVMGetEntryBasicBlock(s->k->body)};
@@ -1795,6 +1814,7 @@ static int split(split_t *s, LLVMValueRef *bars, size_t nbar, LLVMValueRef *allo
     ok = 0;
     goto out;
   }
+  if (s->ndiv) per_lane_across_rounds(s, &l, varying, live, bars, nbar);
   s->narrow = calloc(l.nv + 1, 1);
   if (!s->narrow || !narrow_saves(s, &l, all, recompute)) {
     free(recompute);
