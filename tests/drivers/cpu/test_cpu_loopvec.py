@@ -855,6 +855,10 @@ def test_values_the_same_for_a_chunk_stay_in_registers_across_rounds():
     run = run_function(r.stderr, "escape_2d")
     assert "phi <16 x float>" in run
     assert "masked.gather" not in run and "masked.scatter" not in run, run[:3000]
+    # one copy per chunk (KAPI_HOST_ROUND_UNIFORMS=0, as before): the masked gather and scatter
+    old = run_script(ROUNDS, dict(env, KAPI_HOST_ROUND_UNIFORMS="0"))
+    assert old.returncode == 0, old.stderr[-3000:]
+    assert "masked.scatter" in run_function(old.stderr, "escape_2d")
 
 
 def try_call(*args):

@@ -1739,9 +1739,12 @@ static int find_free_saves(split_t *s, const live_t *l, const word_t *live, LLVM
  * and scatter of one address (mandelbrot's `ci` from get_id(1), uniform once dimension 1 is:
  * 7 times as slow), where per-work-item copies in the frame become vector registers
  * (kc_hf_unmask_slots). A divergent loop's counts (active_uniform's steps) keep their own
- * scheme. Marking a value varying is always sound. */
+ * scheme. Marking a value varying is always sound. KAPI_HOST_ROUND_UNIFORMS=0: one copy per
+ * chunk, as before. */
 static void per_lane_across_rounds(split_t *s, const live_t *l, char *varying, const word_t *live,
                                    LLVMValueRef *bars, size_t nbar) {
+  const char *v = getenv("KAPI_HOST_ROUND_UNIFORMS"); /* `0`: one copy per chunk, as before */
+  if (v && *v == '0') return;
   for (size_t k = 0; k < nbar; k++) {
     int in_rounds = 0;
     for (size_t i = 0; i < s->ndiv && !in_rounds; i++)
