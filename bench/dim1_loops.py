@@ -31,7 +31,6 @@ over processes, each setting's time over now's (> 1: faster now) and NumPy / now
 
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -45,6 +44,7 @@ SETTINGS = {
 
 
 def one_process(repeat):
+    import kernels
     import numpy as np
     from timing import median_time
 
@@ -53,33 +53,6 @@ def one_process(repeat):
     @kapi.device_func
     def bigger(a, b):
         return a if a > b else b
-
-    def row_blocks(item, a, out, span):
-        c = item.get_id(0)
-        p = item.get_id(1)
-        j = p * span
-        end = min(a.shape[0], j + span)
-        s = a.dtype.type(0.0)
-        for r in range(j, end):
-            s += a[r, c]
-        out[p, c] = s
-
-    def prefix_rows(item, a, out):
-        c = item.get_id(0)
-        r = item.get_id(1)
-        s = a.dtype.type(0.0)
-        for k in range(r + 1):
-            s += a[k, c]
-        out[r, c] = s
-
-    def pairwise(item, data, dist):
-        i = item.get_id(0)
-        j = item.get_id(1)
-        d = data.dtype.type(0.0)
-        for k in range(data.shape[1]):
-            t = data[i, k] - data[j, k]
-            d += t * t
-        dist[j, i] = math.sqrt(d)
 
     rng = np.random.default_rng(1)
     dev = "cpu"
@@ -103,7 +76,7 @@ def one_process(repeat):
     a = rng.random((4096, 2048), dtype=np.float32)
     kernel_case(
         "row blocks 4096x2048/64",
-        row_blocks,
+        kernels.row_blocks,
         kapi.Range(2048, 64),
         [a, np.zeros((64, 2048), np.float32), 64],
         1,
@@ -113,7 +86,7 @@ def one_process(repeat):
     b = rng.random((512, 2048), dtype=np.float32)
     kernel_case(
         "prefix rows 512x2048",
-        prefix_rows,
+        kernels.prefix_rows,
         kapi.Range(2048, 512),
         [b, np.zeros((512, 2048), np.float32)],
         1,
@@ -124,27 +97,13 @@ def one_process(repeat):
     ref = np.sqrt(((d[:, None, :] - d[None, :, :]) ** 2).sum(-1))
     kernel_case(
         "pairwise 2048x3",
-        pairwise,
+        kernels.pairwise_distance,
         kapi.Range(2048, 2048),
         [d, np.zeros((2048, 2048), np.float32)],
         1,
         ref,
         lambda: np.sqrt(((d[:, None, :] - d[None, :, :]) ** 2).sum(-1)),
     )
-
-    def mandelbrot(item, out, x0, y0, step, ci_arg, maxit):
-        # ci from get_id(1): the same for a chunk, and live across the divergent loop's rounds
-        cr = x0 + step * np.float32(item.get_id(0))
-        ci = y0 + step * np.float32(item.get_id(1))
-        zr = np.float32(0.0)
-        zi = np.float32(0.0)
-        n = 0
-        while n < maxit and zr * zr + zi * zi <= np.float32(4.0):
-            t = zr * zr - zi * zi + cr
-            zi = np.float32(2.0) * zr * zi + ci
-            zr = t
-            n += 1
-        out[item.get_id(1), item.get_id(0)] = np.float32(n)
 
     def mandelbrot_line(item, out, x0, y0, step, ci_arg, maxit):
         # ci from the arguments alone (one line of the plane, every row alike): the same for
@@ -180,12 +139,12 @@ def one_process(repeat):
 
     f32 = np.float32
     for label, fn, ci_arg in (
-        ("ci from get_id(1)", mandelbrot, 0.0),
+        ("ci from get_id(1)", kernels.mandelbrot, 0.0),  # bench/kernels.py's: ci from get_id(1)
         ("ci from the arguments", mandelbrot_line, 100.0),
     ):
         margs = [np.zeros((1024, 1024), np.float32), f32(-2.0), f32(-1.5), f32(3 / 1024)]
-        margs += [f32(ci_arg), 256]
-        ref = mandel_ref(*margs[1:], 1024)
+        margs += [f32(ci_arg), 256] if ci_arg else [256]
+        ref = mandel_ref(*margs[1:4], ci_arg, 256, 1024)
         kernel_case(f"mandelbrot 1024^2, {label}", fn, kapi.Range(1024, 1024), margs, 0,
                     ref, None)  # fmt: skip
 
