@@ -515,9 +515,10 @@ static int batch_param(const kc_hf_kernel_t *k, LLVMValueRef op) {
 /* Which local ids differ between the work-items that run a region together: all three in a
  * group's loop nest, but only dimension 0's in a loopvec kernel, whose chunks are runs along x
  * with y and z fixed (make_chunk_run). There a loop bound or a row index taken from get_id(1)
- * is the same in every lane: its loop runs as a uniform one, and its loads stay plain vector
- * loads rather than a divergent loop's gathers (a 2-D Range kernel summing blocks of rows per
- * column ran 30x slower with them). KAPI_HOST_LOOPVEC_ROWS=0: all three, as before. */
+ * is the same in every lane, and its loop is split as a uniform one. Seeded varying, such a
+ * loop was not split at all and each work-item walked its own column (a 2-D Range kernel
+ * summing blocks of rows per column, 7.7x slower; a triangle's range(r + 1), 38x).
+ * KAPI_HOST_LOOPVEC_ROWS=0: all three, as before. */
 static int varying_ids(const kc_hf_kernel_t *k) {
   if (!k->loopvec) return 3;
   const char *v = getenv("KAPI_HOST_LOOPVEC_ROWS");
@@ -1401,35 +1402,51 @@ static LLVMValueRef add_barrier(LLVMModuleRef m, LLVMBuilderRef b, LLVMValueRef 
   return kc_hf_call(b, f, NULL, 0);
 }
 
-/* Whether `next` is iv + 1: that add, or a phi (of paths that join in the loop) of such adds. */
-static int plus_one(LLVMValueRef iv, LLVMValueRef next, int depth) {
-  if (depth > 4 || !LLVMIsAInstruction(next)) return 0;
-  if (LLVMIsAPHINode(next)) {
-    for (unsigned i = 0; i < LLVMCountIncoming(next); i++)
-      if (!plus_one(iv, LLVMGetIncomingValue(next, i), depth + 1)) return 0;
-    return 1;
+/* C where v is `p + C`, C an integer constant, or with phis > 0 a phi (paths joining in the
+ * loop, up to `phis` deep) of such values with one C; NULL otherwise. */
+static LLVMValueRef added_constant(LLVMValueRef p, LLVMValueRef v, int phis) {
+  if (!LLVMIsAInstruction(v)) return NULL;
+  if (LLVMIsAPHINode(v)) {
+    LLVMValueRef c = NULL;
+    for (unsigned k = 0; phis > 0 && k < LLVMCountIncoming(v); k++) {
+      LLVMValueRef ck = added_constant(p, LLVMGetIncomingValue(v, k), phis - 1);
+      if (!ck || (c && ck != c)) return NULL;
+      c = ck;
+    }
+    return c;
   }
-  if (LLVMGetInstructionOpcode(next) != LLVMAdd) return 0;
-  LLVMValueRef a = LLVMGetOperand(next, 0), c = LLVMGetOperand(next, 1);
-  if (c == iv) c = a, a = iv;
-  return a == iv && LLVMIsAConstantInt(c) && LLVMConstIntGetSExtValue(c) == 1;
+  if (LLVMGetInstructionOpcode(v) != LLVMAdd) return NULL;
+  LLVMValueRef a = LLVMGetOperand(v, 0), c = LLVMGetOperand(v, 1);
+  if (a != p) a = c, c = LLVMGetOperand(v, 0);
+  return a == p && LLVMIsAConstantInt(c) ? c : NULL;
+}
+
+/* The step of header phi p of the loop whose blocks are set in `in` when p is a count: every
+ * value it takes from inside the loop is `p + C`, one integer constant C (looking through
+ * `phis` levels of phis: added_constant); NULL otherwise. */
+static LLVMValueRef induction_step(const live_t *l, const char *in, LLVMValueRef p, int phis) {
+  LLVMValueRef step = NULL;
+  if (LLVMGetTypeKind(LLVMTypeOf(p)) != LLVMIntegerTypeKind) return NULL;
+  for (unsigned k = 0; k < LLVMCountIncoming(p); k++) {
+    uint32_t b = pmap_get(&l->bidx, LLVMGetIncomingBlock(p, k));
+    if (b == UINT32_MAX || !in[b]) continue;
+    LLVMValueRef c = added_constant(p, LLVMGetIncomingValue(p, k), phis);
+    if (!c || (step && c != step)) return NULL;
+    step = c;
+  }
+  return step;
 }
 
 /* Whether index value v moves by one element per iteration of the loop headed by block h: a
- * phi of h that its latches step by 1, plus anything (through adds and integer casts). */
+ * phi of h that its latches step by 1 (induction_step, through the phis where the loop's paths
+ * join), plus anything (through adds and integer casts). */
 static int steps_by_one(const loops_t *L, const char *in, LLVMBasicBlockRef h, LLVMValueRef v,
                         int depth) {
   if (depth > 6 || !LLVMIsAInstruction(v)) return 0;
   if (LLVMIsAPHINode(v)) {
     if (LLVMGetInstructionParent(v) != h) return 0;
-    int steps = 0;
-    for (unsigned i = 0; i < LLVMCountIncoming(v); i++) {
-      uint32_t from = pmap_get(&L->l.bidx, LLVMGetIncomingBlock(v, i));
-      if (from == UINT32_MAX || !in[from]) continue; /* the value entering the loop */
-      if (!plus_one(v, LLVMGetIncomingValue(v, i), 0)) return 0;
-      steps = 1;
-    }
-    return steps;
+    LLVMValueRef step = induction_step(&L->l, in, v, 4);
+    return step && LLVMConstIntGetSExtValue(step) == 1;
   }
   switch (LLVMGetInstructionOpcode(v)) {
   case LLVMSExt:
@@ -1602,24 +1619,6 @@ static int active_uniform_on(void) {
   return !v || strcmp(v, "0") != 0;
 }
 
-/* The step of header phi p of the loop whose blocks are set in `in` when p is a count: every
- * value it takes from inside the loop is `p + C`, one integer constant C; NULL otherwise. */
-static LLVMValueRef induction_step(const live_t *l, const char *in, LLVMValueRef p) {
-  LLVMValueRef step = NULL;
-  if (LLVMGetTypeKind(LLVMTypeOf(p)) != LLVMIntegerTypeKind) return NULL;
-  for (unsigned k = 0; k < LLVMCountIncoming(p); k++) {
-    uint32_t b = pmap_get(&l->bidx, LLVMGetIncomingBlock(p, k));
-    if (b == UINT32_MAX || !in[b]) continue;
-    LLVMValueRef v = LLVMGetIncomingValue(p, k);
-    if (!LLVMIsAInstruction(v) || LLVMGetInstructionOpcode(v) != LLVMAdd) return NULL;
-    LLVMValueRef a = LLVMGetOperand(v, 0), c = LLVMGetOperand(v, 1);
-    if (a != p) a = c, c = LLVMGetOperand(v, 0);
-    if (a != p || !LLVMIsAConstantInt(c) || (step && c != step)) return NULL;
-    step = c;
-  }
-  return step;
-}
-
 /* A divergent loop's counts that every work-item still in it shares: a count that starts the
  * same in every work-item and steps by the same constant in each, while work-items only leave.
  * The divergence analysis calls it varying (the loop's exits make its header's phis differ
@@ -1669,7 +1668,7 @@ static int active_uniform(split_t *s, const live_t *l, char *varying, const word
     int only = 1;
     for (size_t k = 0; k < nbar && only; k++)
       if (k != kh[in] && bit_get(live + k * l->words, (uint32_t)v)) only = 0;
-    LLVMValueRef step = only ? induction_step(l, mem[in], l->vals[v]) : NULL;
+    LLVMValueRef step = only ? induction_step(l, mem[in], l->vals[v], 0) : NULL;
     if (step) varying[v] = 0, s->step[v] = step, s->step_loop[v] = in;
     if (step) s->step_state[v] = (uint32_t)kh[in] + 1;
   }
@@ -1737,7 +1736,7 @@ static int find_free_saves(split_t *s, const live_t *l, const word_t *live, LLVM
  * barriers (its header's or its exit's) get per-work-item slots all the same: the loop's rounds
  * run under a mask, so one copy per chunk is read and written each round by a masked gather
  * and scatter of one address (mandelbrot's `ci` from get_id(1), uniform once dimension 1 is:
- * 7 times as slow), where per-work-item copies in the frame become vector registers
+ * 5.7 times as slow), where per-work-item copies in the frame become vector registers
  * (kc_hf_unmask_slots). A divergent loop's counts (active_uniform's steps) keep their own
  * scheme. Marking a value varying is always sound. KAPI_HOST_ROUND_UNIFORMS=0: one copy per
  * chunk, as before. */
