@@ -5,8 +5,9 @@
 #   numba:  bench/numba_cpu.py (kapi beside Numba's parallel CPU target, the peer there: Intel's
 #           OpenCL runtime cannot be carried) with a `before` column: the row-block and
 #           prefix-row kernels, and that no other kernel moves;
-#   dim1:   bench/dim1_loops.py (the same kernels and kapi's own scans and folds, now and before
-#           in alternating processes, beside NumPy);
+#   dim1:   bench/dim1_loops.py (the same kernels, two mandelbrots and kapi's own scans and
+#           folds, now, before and with KAPI_HOST_ROUND_UNIFORMS=0 alone, in alternating
+#           processes, beside NumPy);
 #   pytest-haswell: the loop tests with KAPI_HOST_CPU=haswell (AVX2 code on this CPU).
 #   run(command="bash bench/dim1_loops.sh", carry=["kapi/_lib", ".carry/debs", ".whl"])
 # Logs go to $OUT (or ./gpu-out elsewhere). REPEAT (15), PROCS (3).
