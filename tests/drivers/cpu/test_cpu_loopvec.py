@@ -123,18 +123,23 @@ def rows_2d(item, a, out):
     out[j, i] = s
 
 
-@kapi.kernel
-def row_blocks(item, x, out, span):
-    # a column's sum over block p of rows: the loop's bounds come from dimension 1's id, the
+@kapi.device_func
+def block_sum(x, c, p, span):
+    # column c's sum over block p of rows: the loop's bounds come from dimension 1's id, the
     # same for every work-item of a chunk (a run along dimension 0)
-    c = item.get_global_id(0)
-    p = item.get_global_id(1)
     lo = p * span
     hi = min(lo + span, x.shape[0])
     s = x.dtype.type(0)
     for r in range(lo, hi):
         s += x[r, c]
-    out[p, c] = s
+    return s
+
+
+@kapi.kernel
+def row_blocks(item, x, out, span):
+    c = item.get_global_id(0)
+    p = item.get_global_id(1)
+    out[p, c] = block_sum(x, c, p, span)
 
 
 @kapi.kernel
@@ -142,12 +147,7 @@ def row_blocks_range(item, x, out, span):
     # the same over a Range, whose groups (the driver's choice) may span rows of dimension 1
     c = item.get_id(0)
     p = item.get_id(1)
-    lo = p * span
-    hi = min(lo + span, x.shape[0])
-    s = x.dtype.type(0)
-    for r in range(lo, hi):
-        s += x[r, c]
-    out[p, c] = s
+    out[p, c] = block_sum(x, c, p, span)
 
 
 @kapi.kernel
