@@ -12,13 +12,17 @@ between calls; each call's plan is recorded again):
           work-items, 4 a core), the accumulators by dtype alone, rows across memory reduced
           from a transposed copy
   rows    `now` without the column kernel (what the rows' changes alone give)
+  nosolo  `now` with a group of one work-item a row where each row is one work-item's, and
+          its group reductions (_CPU_SOLO off: as before the solo rows)
+  soloR   `now` with R rows a work-group where each row is one work-item's (_CPU_SOLO_ROWS;
+          the default is 64): solo16, solo32, solo128
 
 Every result is checked against NumPy before it is timed. Times: the median over rounds of the
 median of batches (kapi: launches back to back and one wait, as bench/argred.py); the rounds
 alternate the variants and NumPy, so that other load moves them alike.
 
     python3 bench/axis_reduce.py [--rounds 5] [--variants now,before] [--quick]
-        [--json F --plot bench/plots/axis_reduce_cpu.png]
+        [--shapes 1048576x16,65536x256] [--json F --plot bench/plots/axis_reduce_cpu.png]
 """
 
 import argparse
@@ -35,12 +39,16 @@ from kapi._numeric import replay as _replay
 
 NOW = dict(_CPU_WG=R._CPU_WG, _CPU_GROUPS_PER_UNIT=R._CPU_GROUPS_PER_UNIT)
 NOW.update(_CPU_ARG_GROUPS_PER_UNIT=R._CPU_ARG_GROUPS_PER_UNIT)
-BEFORE = dict(_CPU_WG=64, _CPU_GROUPS_PER_UNIT=4, _CPU_ARG_GROUPS_PER_UNIT=4)
+NOW.update(_CPU_SOLO=R._CPU_SOLO, _CPU_SOLO_ROWS=R._CPU_SOLO_ROWS)
+BEFORE = dict(_CPU_WG=64, _CPU_GROUPS_PER_UNIT=4, _CPU_ARG_GROUPS_PER_UNIT=4, _CPU_SOLO=False)
 VARIANTS = {
     "now": dict(NOW, _CPU_ROWS_SHARE=True, _CPU_SHORT_CAP=True, _CPU_COLS=True),
     "before": dict(BEFORE, _CPU_ROWS_SHARE=False, _CPU_SHORT_CAP=False, _CPU_COLS=False),
     "rows": dict(NOW, _CPU_ROWS_SHARE=True, _CPU_SHORT_CAP=True, _CPU_COLS=False),
+    "nosolo": dict(NOW, _CPU_ROWS_SHARE=True, _CPU_SHORT_CAP=True, _CPU_COLS=True, _CPU_SOLO=False),
 }
+for _r in (16, 32, 128):
+    VARIANTS[f"solo{_r}"] = dict(VARIANTS["now"], _CPU_SOLO_ROWS=_r)
 
 # (shape, axis): rows along memory first, then across memory
 CASES = [
@@ -78,6 +86,7 @@ def main():
     ap.add_argument("--variants", default="now,before")
     ap.add_argument("--ops", default="sum,max,argmax")
     ap.add_argument("--quick", action="store_true", help="three small cases (a smoke run)")
+    ap.add_argument("--shapes", default="", help="only these shapes (comma-separated RxC)")
     add_args(ap)
     args = ap.parse_args()
     dev = kapi.Device(args.device)
@@ -87,7 +96,10 @@ def main():
     print(f"device: {dev.name}, {dev.max_compute_units} compute units; float32")
     rng = np.random.default_rng(0)
     cases = []
+    only = set(args.shapes.split(",")) if args.shapes else None
     for shape, axis in QUICK if args.quick else CASES:
+        if only and "x".join(map(str, shape)) not in only:
+            continue
         h = rng.random(shape, dtype=np.float32)
         for op in ops:
             if op.startswith("arg") and not isinstance(axis, int):

@@ -148,6 +148,14 @@ _MAX_GROUPS = 4096  # the CPU driver's cap (16 work-items each)
 _CPU_ROWS_SHARE = True
 _CPU_SHORT_CAP = True
 _CPU_COLS = True
+# Rows a work-item each (_groups gives groups of one work-item, one group a row): a source
+# without group collectives, up to _CPU_SOLO_ROWS rows a work-group, as long as each compute
+# unit gets _CPU_GROUPS_PER_UNIT groups (False: a group of one work-item a row, its group
+# reductions and their barriers, as before). A (1048576, 16) float32 array's max(axis=1) on
+# the dev box: 24.3 -> 4.1 ms (its NaN flag's reduction kept each work-item's accumulator
+# across a barrier, so the driver could not batch the groups of one work-item)
+_CPU_SOLO = True
+_CPU_SOLO_ROWS = 64
 # The CPU column kernel (_reduce_cols_cpu): rows a work-group (lanes of the driver's vectors;
 # 2048 x 2048 float32 on the dev box: 293 us with 256, 688 with 64, 2527 with 16), groups a
 # compute unit to aim for, and the fewest elements a part folds when n is split for them
@@ -467,22 +475,54 @@ def _block_arg_lanes(
     return lines
 
 
-def _block_search(op: str, is_float: bool, conv, u: int, blk: int) -> list[str]:
+def _arg_tail(op: str, is_float: bool, conv, u: int) -> list[str]:
+    """The elements after the lanes scheme's whole blocks (a short row's all): folded by value
+    into u accumulators, as min/max fold, and only if their extreme beats the blocks' (or
+    there were no blocks), searched for its first index. Element by element, with a branch
+    each, a (1048576, 16) float32 array's argmax(axis=1) took 22.8 ms on the dev box."""
+    fold = _OPS["min" if op == "argmin" else "max"][1]
+    lines = ["    if j < end:", "        t = j"]
+    lines += [f"        c{k} = ident" for k in range(u)]
+    lines.append(f"        while t + {u} <= end:")
+    lines += [f"            c{k} = {fold.format(a=f'c{k}', v=conv(f't + {k}'))}" for k in range(u)]
+    lines += [f"            t += {u}", f"        m = {_tree(fold, [f'c{k}' for k in range(u)])}"]
+    lines += ["        while t < end:", f"            m = {fold.format(a='m', v=conv('t'))}"]
+    lines += [
+        "            t += 1",
+        f"        if {_better(op, is_float, 'm', 'acc', 'acci == big')}:",
+    ]
+    lines += ["            acc = m", "            accb = j"]
+    lines += ["    " + ln for ln in _block_search(op, is_float, conv, u, 0, "end")]
+    return lines
+
+
+def _block_search(op: str, is_float: bool, conv, u: int, blk: int, qe: str = "") -> list[str]:
     """Lines (inside an `if`, 8 spaces deep) setting acci to the first index of the block at
-    accb whose element is acc (for a NaN acc: the first NaN)."""
+    accb (blk elements; qe: the block ends there instead) whose element is acc (for a NaN
+    acc: the first NaN)."""
     lines = ["        q = accb"]
 
     def search(pad, hit):
-        # u elements at a time (bitwise |, no branches: one vector compare), then one by one
+        # u elements at a time (bitwise |, no branches: one vector compare); in the u that
+        # hold it, its place as the smallest of (k if element k is it else u), a vector select
+        # and minimum (one by one, the loop's exit branch was mispredicted once a row: a
+        # (1048576, 16) float32 array's argmax(axis=1) took 16.6 ms on the dev box); the
+        # elements after the last whole u one by one
         any_hit = " | ".join(f"({hit(conv(f'q + {k}'))})" for k in range(u))
+        at = _tree(
+            "min({a}, {v})", [f"({k} if {hit(conv(f'q + {k}'))} else {u})" for k in range(u)]
+        )
         return [
             f"{pad}while q + {u} <= qe and not ({any_hit}):",
             f"{pad}    q += {u}",
-            f"{pad}while q < qe and not ({hit(conv('q'))}):",
-            f"{pad}    q += 1",
+            f"{pad}if q + {u} <= qe:",
+            f"{pad}    q += {at}",
+            f"{pad}else:",
+            f"{pad}    while q < qe and not ({hit(conv('q'))}):",
+            f"{pad}        q += 1",
         ]
 
-    lines.append(f"        qe = accb + {blk}")
+    lines.append(f"        qe = {qe or f'accb + {blk}'}")
     if is_float:
         lines.append("        if acc == acc:")
         lines += search("            ", lambda v: f"{v} == acc")
@@ -545,6 +585,7 @@ def _source(
     scheme: str = "pairs",
     one: bool = False,
     streams: int = 2,
+    solo: bool = False,
 ) -> str:
     """The kernel reducing x (rows, n) into partials (rows, groups); chunked: each work-item
     folds a contiguous chunk (the CPU driver), else a strided part (GPUs). fused: (expression
@@ -555,7 +596,8 @@ def _source(
     one: the last group to finish folds the partials into res[row, 0] (resi) itself (the
     count of finished groups in cnt[row], an atomic; put back to 0 for the next launch),
     instead of a second launch (_CPU_ONE_LAUNCH). streams: the value folds' read streams
-    on the CPU driver's first pass (_cpu_streams)."""
+    on the CPU driver's first pass (_cpu_streams). solo: every group's one row is a
+    work-item's alone (_CPU_SOLO): its fold is the row's, written without group collectives."""
     gop, fold = _OPS[op]
     arg = fold is None
     params = ", cnt, res, resi" if one else ""
@@ -577,7 +619,7 @@ def _source(
     blk = unroll * _ARG_BLOCK_UNROLLS
     # the CPU lanes scheme's search once per group (_CPU_ARG_DEFER; `big` is then 2 * n + 2)
     lanes = arg and chunked and first_pass and scheme == "blocks" and CPU_ARG == "lanes"
-    defer = lanes and _CPU_ARG_DEFER
+    defer = lanes and _CPU_ARG_DEFER and not solo  # (solo: no group to search once)
     # several read streams per work-item (the value folds' from _cpu_streams, argmin's and
     # argmax's _CPU_ARG_STREAMS): the CPU driver's first pass, for the value folds and the
     # lanes scheme (not the deferred search); one elsewhere
@@ -689,11 +731,19 @@ def _source(
             row="row",
             pad="    ",
         )
-    lines += ["    while j < end:", f"        v = {conv('j')}"]
-    # (defer: an index found element by element is encoded odd, a block even)
-    idx = ("2 * j + 1" if defer else "j") if first_pass else "xi[row, j]"
-    lines += _fold_step(op, is_float, idx, "        ")
-    lines.append("        j += step")
+    if lanes and not defer:
+        lines += _arg_tail(op, is_float, conv, unroll)
+    else:
+        lines += ["    while j < end:", f"        v = {conv('j')}"]
+        # (defer: an index found element by element is encoded odd, a block even)
+        idx = ("2 * j + 1" if defer else "j") if first_pass else "xi[row, j]"
+        lines += _fold_step(op, is_float, idx, "        ")
+        lines.append("        j += step")
+    if solo:
+        lines.append("    out[row, 0] = acc")
+        if arg:
+            lines.append("    outi[row, 0] = acci")
+        return "\n".join(lines) + "\n"
     red = f"K.reduce_over_group(g, acc, K.GroupOp.{gop})"
     if is_float and op in ("min", "max", "argmin", "argmax"):
         lines += [
@@ -1085,13 +1135,22 @@ def _kernel(src: str, name: str = "_reduce"):
 
 @functools.lru_cache(maxsize=1024)
 def _src_for(
-    op, dt, first_pass, chunked=False, fused=None, scheme="pairs", one=False, streams=2, cap=0
+    op,
+    dt,
+    first_pass,
+    chunked=False,
+    fused=None,
+    scheme="pairs",
+    one=False,
+    streams=2,
+    cap=0,
+    solo=False,
 ):
     """cap: at most this many accumulators on the CPU driver (0: no cap)."""
     u = _cpu_unroll(op, np.dtype(np.int32) if op in ("any", "all") else dt) if chunked else _UNROLL
     if chunked and cap:
         u = max(_UNROLL, min(u, cap))
-    src = _source(op, dt.kind == "f", first_pass, chunked, fused, u, scheme, one, streams)
+    src = _source(op, dt.kind == "f", first_pass, chunked, fused, u, scheme, one, streams, solo)
     return src.replace("ACC(", f"np.{dt.type.__name__}(")
 
 
@@ -1294,25 +1353,42 @@ def _launch(
     chunk = max(1, -(-n // (groups * wg)))
     short = cpu and _CPU_SHORT_CAP and chunk < max(_CPU_MAX_ACC, _CPU_FSUM_ACC)
     cap = 1 << (chunk.bit_length() - 1) if short else 0
-    src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme, one is not None, streams, cap)
-    # rows in chunks: a grid dimension other than CUDA's x holds at most 65535 groups
-    for r0 in range(0, rows, _MAX_ROWS):
-        r1 = min(rows, r0 + _MAX_ROWS)
+    solo = cpu and _CPU_SOLO and groups == 1 and wg == 1 and one is None and xi is None
+    src = _src_for(op, acc_dt, xi is None, cpu, shape, scheme, one is not None, streams, cap, solo)
+    for r0, r1, rg in _row_blocks(rows, solo, x2.device.max_compute_units if solo else 1):
         with _lazy.internal():  # reads its inputs only: lazy expressions over them may wait
             call_kernel(
                 _kernel(src),
-                NdRange((r1 - r0, groups * wg), (1, wg)),
+                NdRange((r1 - r0, groups * wg), (rg, wg)),
                 x2[r0:r1],
                 xi[r0:r1] if xi is not None else outi,  # unused on the first pass
                 out[r0:r1],
                 outi[r0:r1] if arg else outi,
                 np.int64(n),
                 _identity(op, acc_dt),
-                np.int64(_first_big(n, arg, cpu, scheme) if xi is None else np.iinfo(np.int64).max),
+                np.int64(_first_big(n, arg, cpu and not solo, scheme) if xi is None else _I64_MAX),
                 *((one[0], one[1][r0:r1], one[2][r0:r1] if arg else one[2]) if one else ()),
                 *(v[r0:r1] if isinstance(v, Array) else v for v in leaves),
             )
     return out, outi
+
+
+def _row_blocks(rows: int, solo: bool, units: int):
+    """The launches of a pass over rows: (first row, end, rows a group). Rows in chunks: a
+    grid dimension other than CUDA's x holds at most 65535 groups. solo (the CPU driver, a
+    row a work-item): groups of a power of two rows, at most _CPU_SOLO_ROWS, at least
+    _CPU_GROUPS_PER_UNIT groups a compute unit when there are rows enough, then the rows
+    left over in one group."""
+    if not solo:
+        return [(r0, min(rows, r0 + _MAX_ROWS), 1) for r0 in range(0, rows, _MAX_ROWS)]
+    fit = max(1, rows // (max(1, units) * _CPU_GROUPS_PER_UNIT))
+    rg = min(_CPU_SOLO_ROWS, 1 << (fit.bit_length() - 1))
+    bulk = rows - rows % rg
+    out = [(0, bulk, rg)] if bulk else []
+    return out + ([(bulk, rows, rows - bulk)] if rows > bulk else [])
+
+
+_I64_MAX = np.iinfo(np.int64).max
 
 
 def _first_big(n: int, arg: bool, cpu: bool, scheme: str) -> int:

@@ -11,6 +11,7 @@ from kapi_testing import devices_or_skip
 
 import kapi
 from kapi._numeric import reduce as _reduce
+from kapi._numeric import replay as _replay
 
 DEVICES = devices_or_skip()
 ids = [d.filter_string for d in DEVICES]
@@ -339,3 +340,56 @@ def test_cpu_short_rows_a_work_item_each(dev, monkeypatch, shape):
     one_row = _reduce._groups(x, 1 << 30)
     assert items < one_row[0] * one_row[1] + rows  # the rows together: one long row's
     assert wg * _reduce._CPU_PER_ITEM <= max(n, _reduce._CPU_PER_ITEM)  # each folds enough
+
+
+@pytest.mark.parametrize("solo", [True, False], ids=["solo", "groups-of-one"])
+@pytest.mark.parametrize("shape", [(4099, 1), (4099, 16), (5000, 37), (4161, 300)])
+def test_cpu_rows_a_work_item_alone(dev, monkeypatch, solo, shape):
+    """Rows a work-item each on the CPU driver: solo (groups of several rows, no group
+    collectives, the rows left over in a last group of their own) and, switched off, a group
+    of one work-item a row with its group reductions; both as NumPy. argmax/argmin's elements
+    after whole blocks (all of a short row's) are folded by value and searched: the extreme
+    there, tied with a block's, NaN there and in a block; -0.0; int8 at its identity; bools;
+    a lazy expression read inside the reduction."""
+    monkeypatch.setattr(_reduce, "_chunked", lambda x: True)
+    monkeypatch.setattr(_reduce, "_CPU_GROUPS_PER_UNIT", 1)  # rows enough on any machine
+    monkeypatch.setattr(_reduce, "_CPU_ARG_GROUPS_PER_UNIT", 1)
+    monkeypatch.setattr(_reduce, "_CPU_SOLO", solo)
+    _replay.clear_plans()
+    srcs = []
+    real = _reduce._kernel
+    monkeypatch.setattr(_reduce, "_kernel", lambda src, *a: srcs.append(src) or real(src, *a))
+    rows, n = shape
+    rng = np.random.default_rng(n)
+    h = rng.uniform(-1, 1, shape)
+    h[0, n - 1] = 5.0  # the extreme in the tail
+    h[1, [min(3, n - 1), n - 1]] = 5.0  # a tie: the first wins
+    h[2, n - 1] = np.nan  # NaN in the tail
+    h[3, [0, n - 1]] = np.nan  # NaN first, and again in the tail
+    h[4, :] = -0.0
+    h[4, n // 2] = 0.0
+    h[rows - 1, n - 1] = -7.0  # the last row: in the group of the rows left over
+    for dt in (np.float64, np.float32):
+        a = h.astype(dt)
+        x = kapi.asarray(a, device=dev)
+        for op in ("argmax", "argmin", "max", "min"):
+            got = getattr(x, op)(axis=1).asnumpy()
+            np.testing.assert_array_equal(got, getattr(a, op)(axis=1), err_msg=f"{dt} {op}")
+        assert np.array_equal(np.signbit(x.max(axis=1).asnumpy()), np.signbit(a.max(axis=1)))
+        np.testing.assert_allclose(x.sum(axis=1).asnumpy(), a.sum(axis=1), rtol=1e-4, atol=1e-4)
+        lazy = (x * 2 - 1).max(axis=1).asnumpy()
+        np.testing.assert_array_equal(lazy, (a * 2 - 1).max(axis=1))
+    i = np.full(shape, -128, np.int8)  # every element the identity of max
+    i[::3, n // 2] = 5
+    xi = kapi.asarray(i, device=dev)
+    np.testing.assert_array_equal(xi.argmax(axis=1).asnumpy(), i.argmax(axis=1))
+    np.testing.assert_array_equal(xi.max(axis=1).asnumpy(), i.max(axis=1))
+    np.testing.assert_array_equal(xi.sum(axis=1).asnumpy(), i.sum(axis=1))
+    b = h > 0.9
+    xb = kapi.asarray(b, device=dev)
+    np.testing.assert_array_equal(xb.any(axis=1).asnumpy(), b.any(axis=1))
+    np.testing.assert_array_equal(xb.argmax(axis=1).asnumpy(), b.argmax(axis=1))
+    assert _reduce._groups(x, n, rows) == (1, 1)  # the case this test is about
+    collectives = [s for s in srcs if "reduce_over_group" in s]
+    assert (not collectives) == solo, len(collectives)
+    assert len(_reduce._row_blocks(rows, True, dev.max_compute_units)) == 2  # rows left over
