@@ -16,6 +16,8 @@ between calls; each call's plan is recorded again):
           its group reductions (_CPU_SOLO off: as before the solo rows)
   soloR   `now` with R rows a work-group where each row is one work-item's (_CPU_SOLO_ROWS;
           the default is 64): solo16, solo32, solo128
+  colsel  `now` with the column kernel's argmin/argmax element by element (_CPU_COLS_ARG_BLOCK
+          0: as before its blocks)
 
 Every result is checked against NumPy before it is timed. Times: the median over rounds of the
 median of batches (kapi: launches back to back and one wait, as bench/argred.py); the rounds
@@ -40,13 +42,16 @@ from kapi._numeric import replay as _replay
 NOW = dict(_CPU_WG=R._CPU_WG, _CPU_GROUPS_PER_UNIT=R._CPU_GROUPS_PER_UNIT)
 NOW.update(_CPU_ARG_GROUPS_PER_UNIT=R._CPU_ARG_GROUPS_PER_UNIT)
 NOW.update(_CPU_SOLO=R._CPU_SOLO, _CPU_SOLO_ROWS=R._CPU_SOLO_ROWS)
+NOW.update(_CPU_COLS_ARG_BLOCK=R._CPU_COLS_ARG_BLOCK)
 BEFORE = dict(_CPU_WG=64, _CPU_GROUPS_PER_UNIT=4, _CPU_ARG_GROUPS_PER_UNIT=4, _CPU_SOLO=False)
+BEFORE.update(_CPU_COLS_ARG_BLOCK=0)
 VARIANTS = {
     "now": dict(NOW, _CPU_ROWS_SHARE=True, _CPU_SHORT_CAP=True, _CPU_COLS=True),
     "before": dict(BEFORE, _CPU_ROWS_SHARE=False, _CPU_SHORT_CAP=False, _CPU_COLS=False),
     "rows": dict(NOW, _CPU_ROWS_SHARE=True, _CPU_SHORT_CAP=True, _CPU_COLS=False),
     "nosolo": dict(NOW, _CPU_ROWS_SHARE=True, _CPU_SHORT_CAP=True, _CPU_COLS=True, _CPU_SOLO=False),
 }
+VARIANTS["colsel"] = dict(VARIANTS["now"], _CPU_COLS_ARG_BLOCK=0)
 for _r in (16, 32, 128):
     VARIANTS[f"solo{_r}"] = dict(VARIANTS["now"], _CPU_SOLO_ROWS=_r)
 
@@ -60,6 +65,11 @@ CASES = [
     ((2048, 2048), 0),
     ((4096, 4096), 0),
     ((16, 1 << 20), 0),
+    ((32, 1 << 19), 0),
+    ((64, 1 << 18), 0),
+    ((128, 1 << 17), 0),
+    ((256, 1 << 16), 0),
+    ((512, 1 << 15), 0),
     ((256, 256, 64), (0, 1)),
 ]
 QUICK = [((65536, 256), 1), ((2048, 2048), 0), ((16, 1 << 18), 0)]

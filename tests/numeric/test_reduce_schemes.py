@@ -393,3 +393,39 @@ def test_cpu_rows_a_work_item_alone(dev, monkeypatch, solo, shape):
     collectives = [s for s in srcs if "reduce_over_group" in s]
     assert (not collectives) == solo, len(collectives)
     assert len(_reduce._row_blocks(rows, True, dev.max_compute_units)) == 2  # rows left over
+
+
+@pytest.mark.parametrize("block", [8, 0], ids=["blocks", "elements"])
+@pytest.mark.parametrize("shape", [(7, 300), (8, 16), (1003, 40), (20000, 3)])
+def test_cpu_column_arg_blocks(dev, monkeypatch, block, shape):
+    """The CPU column kernel's argmin/argmax in blocks of 8 (folded by value, the index
+    searched in the block that first held the extreme) and element by element: the extreme in
+    a later block tied with an earlier one, in the elements after the last whole block, NaN
+    there and in a block, a column all -inf (the identity), int8 at its identity; as NumPy."""
+    monkeypatch.setattr(_reduce, "_chunked", lambda x: True)
+    monkeypatch.setattr(_reduce, "_CPU_COLS_ARG_BLOCK", block)
+    monkeypatch.setattr(_reduce, "_CPU_COLS_ARG_MIN", 1)
+    _replay.clear_plans()
+    srcs = []
+    real = _reduce._kernel
+    monkeypatch.setattr(_reduce, "_kernel", lambda src, *a: srcs.append(src) or real(src, *a))
+    n, cols = shape  # reduced along axis 0: n elements a column
+    h = np.random.default_rng(n).uniform(-1, 1, shape)
+    h[[min(9, n - 1), n - 1], 0] = 4.0  # a tie: the first wins
+    h[n - 1, 1] = 6.0  # the extreme last (after the whole blocks when n % 8)
+    h[[n // 2, n - 1], 2] = np.nan  # NaN first in a block, again at the end
+    h[:, 3 % cols] = -np.inf if cols > 3 else h[:, 3 % cols]
+    h[n - 1, cols - 1] = -9.0
+    for dt in (np.float64, np.float32):
+        a = h.astype(dt)
+        x = kapi.asarray(a, device=dev)
+        for op in ("argmax", "argmin"):
+            got = getattr(x, op)(axis=0).asnumpy()
+            np.testing.assert_array_equal(got, getattr(a, op)(axis=0), err_msg=f"{dt} {op}")
+    i = np.full(shape, -128, np.int8)
+    i[n // 2 :: 5, ::2] = 7
+    xi = kapi.asarray(i, device=dev)
+    np.testing.assert_array_equal(xi.argmax(axis=0).asnumpy(), i.argmax(axis=0))
+    np.testing.assert_array_equal(xi.argmin(axis=0).asnumpy(), i.argmin(axis=0))
+    blocked = [s for s in srcs if "_reduce_cols_cpu" in s and "accb" in s]
+    assert bool(blocked) == bool(block)
