@@ -16,6 +16,7 @@ between calls; each call's plan is recorded again):
           its group reductions (_CPU_SOLO off: as before the solo rows)
   soloR   `now` with R rows a work-group where each row is one work-item's (_CPU_SOLO_ROWS;
           the default is 64): solo16, solo32, solo128
+  prev    `now` with both of the two above as before (nosolo and colsel together)
   colsel  `now` with the column kernel's argmin/argmax element by element (_CPU_COLS_ARG_BLOCK
           0: as before its blocks)
 
@@ -52,6 +53,7 @@ VARIANTS = {
     "nosolo": dict(NOW, _CPU_ROWS_SHARE=True, _CPU_SHORT_CAP=True, _CPU_COLS=True, _CPU_SOLO=False),
 }
 VARIANTS["colsel"] = dict(VARIANTS["now"], _CPU_COLS_ARG_BLOCK=0)
+VARIANTS["prev"] = dict(VARIANTS["colsel"], _CPU_SOLO=False)
 for _r in (16, 32, 128):
     VARIANTS[f"solo{_r}"] = dict(VARIANTS["now"], _CPU_SOLO_ROWS=_r)
 
