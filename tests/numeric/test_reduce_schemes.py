@@ -392,7 +392,8 @@ def test_cpu_rows_a_work_item_alone(dev, monkeypatch, solo, shape):
     assert _reduce._groups(x, n, rows) == (1, 1)  # the case this test is about
     collectives = [s for s in srcs if "reduce_over_group" in s]
     assert (not collectives) == solo, len(collectives)
-    assert len(_reduce._row_blocks(rows, True, dev.max_compute_units)) == 2  # rows left over
+    if dev.device_type == "cpu":  # (a GPU's thousands of units: a row a group, none left)
+        assert len(_reduce._row_blocks(rows, True, dev.max_compute_units)) == 2  # rows left over
 
 
 @pytest.mark.parametrize("block", [8, 0], ids=["blocks", "elements"])
