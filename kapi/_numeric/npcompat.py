@@ -12,6 +12,7 @@ import numpy as np
 
 from .._memory.array import Array
 from . import array_api as xp
+from . import histogram as _histogram
 from . import ufunc as _ufunc
 from .array_api import _core as C
 from .array_api import fourier as _fft
@@ -404,6 +405,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         ftype = np.result_type(a.dtype, np.float16) if a.dtype.kind == "f" else np.float64
+        scale = n / (hi - lo)  # the counts' estimate of a value's bin (else a search)
+        equal = (lo, scale) if np.isfinite(scale) and scale > 0 and np.isfinite(lo) else None
         edges = xp.linspace(lo, hi, n + 1, dtype=np.dtype(np.float64), device=q)
         edges = xp.astype(edges, ftype) if ftype != np.float64 else edges
     else:
@@ -411,6 +414,13 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         if edges.ndim != 1 or edges.shape[0] < 2:
             raise ValueError("kapi.histogram: bins must be an integer or a 1-d array of edges")
         n = edges.shape[0] - 1
+        equal = None
+    common = _histogram.supported(a, edges) if weights is None else None
+    if common is not None:  # counts without sorting (histogram.py)
+        hist = _histogram.counts(a, edges, common, equal)
+        if density:
+            hist = _density(hist, edges)
+        return hist, edges
     # bin of each value: the last edge below or at it (the right edge closes the last bin);
     # values outside get bin n and are not counted
     idx = xp.searchsorted(edges, a, side="right") - 1
@@ -429,9 +439,13 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         sums = xp.cumulative_sum(xp.take(w, order), include_initial=True)
         hist = C.concrete(xp.take(sums, bounds[1:]) - xp.take(sums, bounds[:-1]))
     if density:
-        widths = xp.astype(edges[1:] - edges[:-1], np.dtype(np.float64))
-        hist = C.concrete(hist / widths / S.sum(hist))
+        hist = _density(hist, edges)
     return hist, edges
+
+
+def _density(hist, edges):
+    widths = xp.astype(edges[1:] - edges[:-1], np.dtype(np.float64))
+    return C.concrete(hist / widths / S.sum(hist))
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):

@@ -65,3 +65,63 @@ def test_histogram_edges_and_errors(dev):
     h, e = np.histogram(kapi.asarray(np.array([2.0, 2.0]), device=dev), 2)
     np.testing.assert_array_equal(e.asnumpy(), [1.5, 2.0, 2.5])
     np.testing.assert_array_equal(h.asnumpy(), [0, 2])
+
+
+@pytest.mark.parametrize("scheme", ["chunks", "groups"])
+@pytest.mark.parametrize("n", [0, 1, 1000, 100003])
+def test_histogram_counts_without_sorting(dev, monkeypatch, scheme, n):
+    """The counts kernels (a chunk a work-item on the CPU driver, a tile a work-group with
+    local atomics on GPUs; both forced on every device) against NumPy: equal bins (the bin
+    estimated, then moved to agree with the edges) and given edges (a binary search), values
+    on every edge, outside the range, NaN and infinities, integers, bools and unsigned bytes
+    compared in float64, one bin and many; no argsort (the general path's) is called."""
+    from kapi._numeric import array_api as xp
+    from kapi._numeric import histogram as H
+
+    monkeypatch.setattr(H, "_per_chunk", lambda a: scheme == "chunks")
+    monkeypatch.setattr(H, "_CPU_MIN_CHUNK", 64)  # several chunks at these sizes
+
+    def no_sort(*a, **k):
+        raise AssertionError("argsort called")
+
+    monkeypatch.setattr(xp, "argsort", no_sort)
+    rng = np.random.default_rng(n)
+    base = rng.normal(0.5, 0.4, n)
+    edges = np.array([-0.5, 0.0, 0.1, 0.1, 0.5, 0.55, 1.0, 2.0])
+    if n >= 8:
+        base[:8] = edges  # every edge, the last one closing the last bin
+    for dt in (np.float64, np.float32, np.int32, np.uint8, np.bool_):
+        h = base.astype(dt) if np.dtype(dt).kind == "f" else (base * 4).astype(dt)
+        if np.dtype(dt).kind == "f" and n > 20:
+            h[10:13] = [np.nan, np.inf, -np.inf]
+        x = kapi.asarray(h, device=dev)
+        cases = [
+            {"bins": 1, "range": (0.0, 1.0)},
+            {"bins": 7, "range": (-0.25, 1.5)},
+            {"bins": 1000, "range": (0.0, 1.0)},
+            {"bins": edges},
+            {"bins": edges[:2]},
+            {"bins": np.linspace(-1, 2, 1001)},
+        ]
+        if np.isfinite(h).all() and n:
+            cases.append({"bins": 13})  # the data's own range
+        for kw in cases:
+            ours = dict(kw)
+            if not isinstance(kw["bins"], int):
+                ours["bins"] = kapi.asarray(kw["bins"], device=dev)
+            got, _ = kapi.histogram(x, **ours)
+            want, _ = np.histogram(h.astype(np.uint8) if dt == np.bool_ else h, **kw)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got.asnumpy(), want, err_msg=f"{dt} {kw}")
+    ints = np.arange(-3, 20, dtype=np.int64)  # integer edges, float data: float64 compares
+    got, _ = kapi.histogram(kapi.asarray(base, device=dev), bins=kapi.asarray(ints, device=dev))
+    np.testing.assert_array_equal(got.asnumpy(), np.histogram(base, bins=ints)[0])
+    # float32 values on float32 equal-bin edges, many rounded below k / bins: the estimate
+    # falls a bin short and the edges move it up (or down)
+    for lo, hi in ((0.0, 1.0), (0.7, 3.3)):
+        e32 = np.histogram(np.zeros(1, np.float32), bins=999, range=(lo, hi))[1]
+        v = np.concatenate(
+            [e32, np.nextafter(e32, np.float32(-9)), np.nextafter(e32, np.float32(9))]
+        )
+        got, _ = kapi.histogram(kapi.asarray(v, device=dev), bins=999, range=(lo, hi))
+        np.testing.assert_array_equal(got.asnumpy(), np.histogram(v, bins=999, range=(lo, hi))[0])

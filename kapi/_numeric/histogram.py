@@ -1,0 +1,158 @@
+"""Histogram counts without sorting: a value's bin is the last edge at or below it (the right
+edge closes the last bin; values outside the edges, and NaN, are not counted).
+
+- Equal bins (`bins` a number): the bin estimated from the value, as NumPy does, then moved by
+  at most one to agree with the edges; given edges: a binary search over them, its steps
+  unrolled (every work-item the same: selects, no loop).
+- The CPU driver: a work-item per contiguous chunk of the data counts into its own row of
+  int32 counts (no atomics, no barriers), and the rows are summed by the column reduction.
+- GPUs: each work-group counts a tile of the data into its own histogram in local memory (an
+  atomic add a value), then adds the bins it reached to the result with atomics.
+
+This replaced an argsort of the whole array for every histogram (2^22 float32, 10 bins: 91 ms
+against NumPy's 27 on the dev box)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._memory.array import Array
+from .primitives import kernel_of
+
+_WG = 256  # GPUs: work-items a group
+_MAX_BINS = 8192  # GPUs: local counts (int32) a group holds, 32 KiB
+_GROUPS_PER_UNIT = 4
+_PER_ITEM = 64  # GPUs: elements a work-item counts before another group is worth it
+_CPU_ITEMS_PER_UNIT = 4  # the CPU driver: chunks a compute unit
+_CPU_MIN_CHUNK = 1 << 14  # the CPU driver: elements a chunk counts at least
+
+# v, the value in the compared dtype, between edges[0] and edges[nb]: its bin k
+_BIN_SEARCH_STEP = """\
+t = (k + {s} < nb) & (edges[min(k + {s}, nb)] <= v)
+k = k + {s} if t else k
+"""
+_BIN_EQUAL = """\
+k = min(max(np.int64((np.float64(v) - lo) * scale), np.int64(0)), nb - 1)
+k = k - 1 if v < edges[k] and k > 0 else k
+k = k + 1 if k < nb - 1 and v >= edges[k + 1] else k
+"""
+
+_CPU_SRC = """
+def _hist_rows(item, a, edges, part, n, nb, chunk, lo, scale):
+    w = item.get_id(1)
+    i = w * chunk
+    end = min(n, i + chunk)
+    first = edges[0]
+    last = edges[nb]
+    one = np.int32(1)
+    while i < end:
+        v = E(a[i])
+        if v >= first and v <= last:
+            k = np.int64(0)
+BIN
+            part[w, k] += one
+        i += 1
+"""
+
+_GPU_SRC = """
+def _hist_groups(it, a, edges, hist, n, nb, tile, lo, scale, cnt):
+    g = it.get_group()
+    lid = it.get_local_id(0)
+    L = it.get_local_range(0)
+    for b in range(lid, nb, L):
+        cnt[b] = np.int32(0)
+    K.group_barrier(g)
+    first = edges[0]
+    last = edges[nb]
+    one = np.int32(1)
+    start = g.get_group_id(0) * tile
+    for r in range(0, tile, L):
+        i = start + r + lid
+        if i < n and r + lid < tile:
+            v = E(a[i])
+            if v >= first and v <= last:
+                k = np.int64(0)
+BIN
+                K.AtomicRef(cnt, k, address_space=K.AddressSpace.LOCAL).fetch_add(one)
+    K.group_barrier(g)
+    for b in range(lid, nb, L):
+        c = cnt[b]
+        if c != 0:
+            K.AtomicRef(hist, b).fetch_add(np.int64(c))
+"""
+
+
+def supported(a: Array, edges: Array) -> np.dtype | None:
+    """The dtype values and edges are compared in, or None (the caller's general path):
+    numbers of 32 or 64 bits; on GPUs at most _MAX_BINS bins."""
+    if a.dtype.kind not in "biuf":
+        return None
+    if not _per_chunk(a) and edges.shape[0] - 1 > _MAX_BINS:
+        return None
+    common = np.result_type(a.dtype, edges.dtype)
+    if common.kind not in "iuf" or common.itemsize < 4:
+        return None
+    return common
+
+
+def _per_chunk(a: Array) -> bool:
+    """Whether a's device counts a chunk per work-item (the CPU driver) rather than a tile per
+    work-group in local memory (GPUs)."""
+    return a.device.device_type == "cpu"
+
+
+def _bin_lines(nb: int, equal: bool, pad: str) -> str:
+    if equal:
+        body = _BIN_EQUAL
+    else:
+        body, s = "", 1 << ((nb - 1).bit_length() - 1) if nb > 1 else 0
+        while s > 0:
+            body += _BIN_SEARCH_STEP.format(s=s)
+            s //= 2
+    return "".join(pad + ln + "\n" for ln in body.splitlines())
+
+
+def counts(a: Array, edges: Array, common: np.dtype, equal: tuple[float, float] | None) -> Array:
+    """int64 counts of the 1-d array a in the bins between the 1-d edges (non-decreasing),
+    both on one queue, compared in `common` (supported()). equal: (first edge, bins / (last
+    edge - first edge)) when the edges are NumPy's equal bins, for the estimate."""
+    from .._kernel.ranges import NdRange, Range
+    from . import array_api as xp
+    from .replay import launch as call_kernel
+
+    q = a.sycl_queue
+    nb = edges.shape[0] - 1
+    if edges.dtype != common:
+        edges = xp.astype(edges, common)
+    n = a.shape[0]
+    lo, scale = equal if equal is not None else (0.0, 0.0)
+    cpu = _per_chunk(a)
+    units = max(1, a.device.max_compute_units)
+    name = "_hist_rows" if cpu else "_hist_groups"
+    src = (_CPU_SRC if cpu else _GPU_SRC).replace("E(", f"np.{common.type.__name__}(")
+    src = src.replace("BIN\n", _bin_lines(nb, equal is not None, " " * (12 if cpu else 16)))
+    k = kernel_of(src, name, {}, ("histogram", common.str))
+    if cpu:
+        items = max(1, min(units * _CPU_ITEMS_PER_UNIT, -(-n // _CPU_MIN_CHUNK)))
+        items = max(items, -(-n // (1 << 30)))  # a row's int32 counts cannot overflow
+        chunk = max(1, -(-n // items))
+        part = xp.zeros((items, nb), dtype=np.dtype(np.int32), device=q)
+        if n:
+            call_kernel(
+                k, Range(1, items), a, edges, part, np.int64(n), np.int64(nb), np.int64(chunk),
+                np.float64(lo), np.float64(scale),
+            )  # fmt: skip
+        return xp.sum(part, axis=0, dtype=np.dtype(np.int64))
+    from kapi_lang import kernel_api as K
+
+    hist = xp.zeros(nb, dtype=np.dtype(np.int64), device=q)
+    if n == 0:
+        return hist
+    groups = max(1, min(-(-n // (_WG * _PER_ITEM)), units * _GROUPS_PER_UNIT))
+    groups = max(groups, -(-n // (1 << 30)))  # a group's int32 counts cannot overflow
+    tile = -(-n // groups)
+    call_kernel(
+        k, NdRange((groups * _WG,), (_WG,)), a, edges, hist, np.int64(n), np.int64(nb),
+        np.int64(tile), np.float64(lo), np.float64(scale), K.LocalAccessor(nb, np.int32),
+    )  # fmt: skip
+    return hist
