@@ -24,7 +24,9 @@ _MAX_BINS = 8192  # GPUs: local counts (int32) a group holds, 32 KiB
 _GROUPS_PER_UNIT = 4
 _PER_ITEM = 64  # GPUs: elements a work-item counts before another group is worth it
 _CPU_ITEMS_PER_UNIT = 4  # the CPU driver: chunks a compute unit
+_CPU_ROWS = 4  # the CPU driver: rows of counts a chunk, values a step (_CPU_STEP)
 _CPU_MIN_CHUNK = 1 << 14  # the CPU driver: elements a chunk counts at least
+COUNTS = True  # False: every histogram by the general path, sorting (bench/histogram.py)
 
 # v, the value in the compared dtype, between edges[0] and edges[nb]: its bin k
 _BIN_SEARCH_STEP = """\
@@ -45,13 +47,21 @@ def _hist_rows(item, a, edges, part, n, nb, chunk, lo, scale):
     first = edges[0]
     last = edges[nb]
     one = np.int32(1)
+    while i + ROWS <= end:
+STEPS
+        i += ROWS
     while i < end:
-        v = E(a[i])
-        if v >= first and v <= last:
-            k = np.int64(0)
-BIN
-            part[w, k] += one
+STEP0
         i += 1
+"""
+# one value of _CPU_SRC's loop: u, its row among the work-item's ROWS (ROWS values a step, each
+# counted in a row of its own: consecutive values in one bin no longer wait for each other's
+# count in memory)
+_CPU_STEP = """v = E(a[i + {u}])
+if v >= first and v <= last:
+    k = np.int64(0)
+BIN
+    part[w * ROWS + {u}, k] += one
 """
 
 _GPU_SRC = """
@@ -85,7 +95,7 @@ BIN
 def supported(a: Array, edges: Array) -> np.dtype | None:
     """The dtype values and edges are compared in, or None (the caller's general path):
     numbers of 32 or 64 bits; on GPUs at most _MAX_BINS bins."""
-    if a.dtype.kind not in "biuf":
+    if not COUNTS or a.dtype.kind not in "biuf":
         return None
     if not _per_chunk(a) and edges.shape[0] - 1 > _MAX_BINS:
         return None
@@ -112,6 +122,15 @@ def _bin_lines(nb: int, equal: bool, pad: str) -> str:
     return "".join(pad + ln + "\n" for ln in body.splitlines())
 
 
+def _cpu_steps(rows: int, nb: int, equal: bool, pad: int) -> str:
+    """rows of _CPU_STEP (values i, i + 1, ... into rows of their own), indented by pad."""
+    out = ""
+    for u in range(rows):
+        step = _CPU_STEP.format(u=u).replace("BIN\n", _bin_lines(nb, equal, "    "))
+        out += "".join(" " * pad + ln + "\n" for ln in step.splitlines())
+    return out
+
+
 def counts(a: Array, edges: Array, common: np.dtype, equal: tuple[float, float] | None) -> Array:
     """int64 counts of the 1-d array a in the bins between the 1-d edges (non-decreasing),
     both on one queue, compared in `common` (supported()). equal: (first edge, bins / (last
@@ -129,14 +148,19 @@ def counts(a: Array, edges: Array, common: np.dtype, equal: tuple[float, float] 
     cpu = _per_chunk(a)
     units = max(1, a.device.max_compute_units)
     name = "_hist_rows" if cpu else "_hist_groups"
-    src = (_CPU_SRC if cpu else _GPU_SRC).replace("E(", f"np.{common.type.__name__}(")
-    src = src.replace("BIN\n", _bin_lines(nb, equal is not None, " " * (12 if cpu else 16)))
+    if cpu:
+        src = _CPU_SRC.replace("STEPS\n", _cpu_steps(_CPU_ROWS, nb, equal is not None, 8))
+        src = src.replace("STEP0\n", _cpu_steps(1, nb, equal is not None, 8))
+        src = src.replace("ROWS", str(_CPU_ROWS))
+    else:
+        src = _GPU_SRC.replace("BIN\n", _bin_lines(nb, equal is not None, " " * 16))
+    src = src.replace("E(", f"np.{common.type.__name__}(")
     k = kernel_of(src, name, {}, ("histogram", common.str))
     if cpu:
         items = max(1, min(units * _CPU_ITEMS_PER_UNIT, -(-n // _CPU_MIN_CHUNK)))
         items = max(items, -(-n // (1 << 30)))  # a row's int32 counts cannot overflow
         chunk = max(1, -(-n // items))
-        part = xp.zeros((items, nb), dtype=np.dtype(np.int32), device=q)
+        part = xp.zeros((items * _CPU_ROWS, nb), dtype=np.dtype(np.int32), device=q)
         if n:
             call_kernel(
                 k, Range(1, items), a, edges, part, np.int64(n), np.int64(nb), np.int64(chunk),

@@ -1,0 +1,125 @@
+"""kapi.histogram beside NumPy's (the CPU device) or CuPy's (a GPU) on the same data, and
+beside kapi's general path (it sorts the data; what every histogram took before the counts
+kernels) in the same process.
+
+float32 normal data; equal bins over a given range (10, 100, 1000 bins) and 101 given edges
+spaced unevenly (a binary search per value). Every result is checked against the peer's
+before it is timed. Times: the median over rounds of the median of batches (kapi and CuPy:
+calls back to back and one wait); the rounds alternate kapi, its sorting path and the peer.
+
+    python3 bench/histogram.py [--device cpu|gpu] [--log2n 24] [--rounds 5]
+        [--json F --plot bench/plots/histogram_cpu.png]
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+from plotting import Ratios, add_args
+from timing import median_batch
+
+import kapi
+from kapi._numeric import histogram as H
+from kapi._numeric import replay as _replay
+
+
+def cases(rng):
+    edges = np.sort(rng.uniform(-4, 4, 101))
+    edges[0], edges[-1] = -4.0, 4.0
+    return [
+        ("10 bins", {"bins": 10, "range": (-4.0, 4.0)}),
+        ("100 bins", {"bins": 100, "range": (-4.0, 4.0)}),
+        ("1000 bins", {"bins": 1000, "range": (-4.0, 4.0)}),
+        ("100 given edges", {"bins": edges}),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--log2n", type=int, default=24)
+    ap.add_argument("--rounds", type=int, default=5)
+    add_args(ap)
+    args = ap.parse_args()
+    dev = kapi.Device(args.device)
+    sync = dev.default_queue.wait
+    n = 1 << args.log2n
+    rng = np.random.default_rng(0)
+    h = rng.standard_normal(n).astype(np.float32)
+    x = kapi.asarray(h, device=dev)
+    gpu = dev.device_type != "cpu"
+    if gpu:
+        import cupy as cp
+
+        peer_name = "CuPy"
+        hp = cp.asarray(h)
+
+        def peer(kw):
+            b = kw["bins"]
+            b = cp.asarray(b) if isinstance(b, np.ndarray) else b
+            return cp.histogram(hp, bins=b, range=kw.get("range"))[0]
+
+        peer_sync = cp.cuda.Device().synchronize
+        to_host = cp.asnumpy
+    else:
+        peer_name = "NumPy"
+
+        def peer(kw):
+            return np.histogram(h, **kw)[0]
+
+        def peer_sync():
+            return None
+
+        def to_host(a):
+            return a
+
+    print(f"device: {dev.name}, {dev.max_compute_units} compute units; n = 2^{args.log2n}")
+    todo = []
+    for name, kw in cases(rng):
+        ours = dict(kw)
+        if isinstance(kw["bins"], np.ndarray):
+            ours["bins"] = kapi.asarray(kw["bins"], device=dev)
+        want = to_host(peer(kw))
+        for counts in (True, False):
+            H.COUNTS = counts
+            _replay.clear_plans()
+            got = kapi.histogram(x, **ours)[0].asnumpy()
+            if not np.array_equal(got, want):
+                raise SystemExit(f"{name} (counts={counts}) differs from {peer_name}")
+        todo.append((name, kw, ours))
+    H.COUNTS = True
+    print(f"checked against {peer_name}")
+    times = {}
+    for _ in range(args.rounds):
+        for name, kw, ours in todo:
+            for counts in (True, False):
+                H.COUNTS = counts
+
+                def f(ours=ours):
+                    return kapi.histogram(x, **ours)
+
+                times.setdefault((name, counts), []).append(median_batch(f, sync, 2, 3))
+            H.COUNTS = True
+            times.setdefault((name, "peer"), []).append(
+                median_batch(lambda kw=kw: peer(kw), peer_sync, 2, 3)
+            )
+    ratios = Ratios()
+    med = statistics.median
+    print(
+        f"ms, median of {args.rounds} rounds; x {peer_name}: its time / kapi's (> 1: kapi faster)"
+    )
+    for name, _kw, _ours in todo:
+        tp, tk, ts = (med(times[name, v]) for v in ("peer", True, False))
+        print(
+            f"  {name:18s} {peer_name} {tp * 1e3:8.3f}  kapi {tk * 1e3:8.3f} ({tp / tk:6.2f}x)"
+            f"  kapi sorting {ts * 1e3:8.3f} ({tp / ts:6.2f}x)  sorting / kapi {ts / tk:6.2f}x"
+        )
+        ratios.add(name, f"{peer_name} / kapi", tp / tk)
+        ratios.add(name, f"{peer_name} / kapi sorting", tp / ts)
+    title = f"kapi.histogram on {dev.name}, 2^{args.log2n} float32 ({time.strftime('%F')})"
+    ratios.write(args, title)
+
+
+if __name__ == "__main__":
+    main()
