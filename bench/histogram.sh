@@ -13,4 +13,5 @@ step cpu timeout 200 python3 bench/histogram.py --device cpu --log2n 24 --rounds
 step gpu timeout 150 python3 bench/histogram.py --device gpu --log2n 27 --rounds "${ROUNDS:-5}" \
   --json "$OUT/histogram_gpu.json" 2>&1 | tee "$OUT/histogram_gpu.log"
 step pytest timeout 240 python3 -m pytest -q -n 15 -p no:cacheprovider \
-  tests/numeric/test_histogram.py tests/numeric/test_reduce_schemes.py 2>&1 | tail -8
+  tests/numeric/test_histogram.py tests/numeric/test_array_api.py \
+  tests/numeric/test_reduce_schemes.py 2>&1 | tail -8

@@ -527,3 +527,27 @@ def test_library_kernels_are_built_per_source_and_constants(dev):
     out = xp.zeros(2, dtype=xp.int64, device=dev)
     C.launch(k4, 2, out)
     same(out, np.array([4, 4]))
+
+
+def test_linspace_as_numpy_to_the_bit(dev):
+    """linspace computes NumPy's i * step + start (start + (stop - start) * (i / div) rounded
+    otherwise: integer points came out a bit off on the GPU); one point is start."""
+    dts = (np.float32, np.float64) if dev.has_aspect_fp64 else (np.float32,)
+    cases = [(-5, 8, 14, True), (0.1, 0.7, 101, True), (1e-3, 7.3, 1001, False)]
+    cases += [(3, 3, 5, True), (0, 1, 1, True), (0, 1, 1, False), (1, -1, 7, True)]
+    for a, b, n, ep in cases:
+        for dt in dts:
+            got = xp.linspace(a, b, n, dtype=dt, endpoint=ep, device=dev).asnumpy()
+            np.testing.assert_array_equal(got, np.linspace(a, b, n, dtype=dt, endpoint=ep))
+
+
+def test_take_of_more_than_65535_indices(dev):
+    """A 1-d take runs its indices in dimension 0 of its range (CUDA holds 65535 work-groups
+    in dimensions 1 and 2: 100003 indices there failed to launch)."""
+    h = np.arange(100003, dtype=np.float32) * 0.5
+    i = np.random.default_rng(0).permutation(100003)
+    got = xp.take(A(h, dev), A(i, dev)).asnumpy()
+    np.testing.assert_array_equal(got, h[i])
+    h2 = h[:1000].reshape(10, 100)
+    np.testing.assert_array_equal(xp.take(A(h2, dev), A(i[:7] % 100, dev), axis=1).asnumpy(),
+                                  h2[:, i[:7] % 100])  # fmt: skip

@@ -354,6 +354,7 @@ def test_cpu_rows_a_work_item_alone(dev, monkeypatch, solo, shape):
     monkeypatch.setattr(_reduce, "_chunked", lambda x: True)
     monkeypatch.setattr(_reduce, "_CPU_GROUPS_PER_UNIT", 1)  # rows enough on any machine
     monkeypatch.setattr(_reduce, "_CPU_ARG_GROUPS_PER_UNIT", 1)
+    monkeypatch.setattr(_reduce, "_CPU_PER_ITEM", 1 << 20)  # and long rows a work-item too
     monkeypatch.setattr(_reduce, "_CPU_SOLO", solo)
     _replay.clear_plans()
     srcs = []

@@ -176,6 +176,8 @@ def _linspace(item, out, start, stop, step, div, N, END):
     i = item.get_id(0)
     if END != 0 and i == N - 1:
         out[i] = stop
+    elif step != 0:
+        out[i] = i * step + start
     elif div > 0:
         out[i] = start + (stop - start) * (i / div)
     else:
@@ -189,10 +191,13 @@ def _linspace(item, out, start, stop, step, div, N, END):
         out,
         wide.type(start),
         wide.type(stop),
-        wide.type(0),
+        # NumPy's i * step + start (start + (stop - start) * (i / div) rounded otherwise: a
+        # histogram's integer edges came out a bit off on the GPU); step 0 as NumPy: i / div
+        # times (stop - start)
+        (wide.type(stop) - wide.type(start)) / div if div > 0 else wide.type(0),
         np.float64(div),
         np.int64(num),
-        np.int32(bool(endpoint)),
+        np.int32(bool(endpoint) and num > 1),  # NumPy: one point is start
     )
     return out
 

@@ -21,6 +21,14 @@ def _gather(item, x, idx, out, N):
     out[p, j, q] = x[p, k, q]
 """
 
+# one axis alone (a 1-d take): its Range in dimension 0, which holds 2^31 - 1 work-groups on
+# CUDA where dimensions 1 and 2 hold 65535 (_GATHER's Range(1, m, 1) failed from there on)
+_GATHER_1D = """
+def _gather_1d(item, x, idx, out, N):
+    j = item.get_id(0)
+    out[j] = x[idx[j] % N]
+"""
+
 _GATHER_ROWS = """
 def _gather_rows(item, x, idx, out, N):
     b = item.get_id(0)
@@ -54,7 +62,10 @@ def _gather3(x3: Array, idx: Array, n: int) -> Array:
     pre, _, post = x3.shape
     m = idx.shape[0]
     out = C.allocate((pre, m, post), x3.dtype, x3)
-    if out.size:
+    if out.size and pre == 1 and post == 1:
+        o1 = out.reshape((m,))
+        launch(C.kernel(_GATHER_1D, "_gather_1d"), Range(m), x3.reshape((n,)), idx, o1, np.int64(n))
+    elif out.size:
         launch(C.kernel(_GATHER, "_gather"), Range(pre, m, post), x3, idx, out, np.int64(n))
     return out
 
