@@ -7,7 +7,7 @@ spaced unevenly (a binary search per value). Every result is checked against the
 before it is timed. Times: the median over rounds of the median of batches (kapi and CuPy:
 calls back to back and one wait); the rounds alternate kapi, its sorting path and the peer.
 
-    python3 bench/histogram.py [--device cpu|gpu] [--log2n 24] [--rounds 5]
+    python3 bench/histogram.py [--device cpu|gpu] [--log2n 24] [--rounds 5] [--cpu-rows R]
         [--json F --plot bench/plots/histogram_cpu.png]
 """
 
@@ -40,8 +40,11 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--log2n", type=int, default=24)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--cpu-rows", type=int, default=0, help="the CPU kernel's rows (_CPU_ROWS)")
     add_args(ap)
     args = ap.parse_args()
+    if args.cpu_rows:
+        H._CPU_ROWS = args.cpu_rows
     dev = kapi.Device(args.device)
     sync = dev.default_queue.wait
     n = 1 << args.log2n
@@ -74,7 +77,8 @@ def main():
         def to_host(a):
             return a
 
-    print(f"device: {dev.name}, {dev.max_compute_units} compute units; n = 2^{args.log2n}")
+    print(f"device: {dev.name}, {dev.max_compute_units} compute units; n = 2^{args.log2n}", end="")
+    print(f"; CPU rows of counts a chunk: {H._CPU_ROWS}")
     todo = []
     for name, kw in cases(rng):
         ours = dict(kw)
