@@ -40,11 +40,11 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--log2n", type=int, default=24)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--cpu-rows", type=int, default=0, help="the CPU kernel's rows (_CPU_ROWS)")
+    ap.add_argument("--cpu-rows", type=int, default=0, help="the CPU kernel's rows (both kinds)")
     add_args(ap)
     args = ap.parse_args()
     if args.cpu_rows:
-        H._CPU_ROWS = args.cpu_rows
+        H._CPU_ROWS_EQUAL = H._CPU_ROWS_SEARCH = args.cpu_rows
     dev = kapi.Device(args.device)
     sync = dev.default_queue.wait
     n = 1 << args.log2n
@@ -78,7 +78,7 @@ def main():
             return a
 
     print(f"device: {dev.name}, {dev.max_compute_units} compute units; n = 2^{args.log2n}", end="")
-    print(f"; CPU rows of counts a chunk: {H._CPU_ROWS}")
+    print(f"; CPU rows of counts a chunk: {H._CPU_ROWS_EQUAL}, search {H._CPU_ROWS_SEARCH}")
     todo = []
     for name, kw in cases(rng):
         ours = dict(kw)

@@ -24,9 +24,12 @@ _MAX_BINS = 8192  # GPUs: local counts (int32) a group holds, 32 KiB
 _GROUPS_PER_UNIT = 4
 _PER_ITEM = 64  # GPUs: elements a work-item counts before another group is worth it
 _CPU_ITEMS_PER_UNIT = 4  # the CPU driver: chunks a compute unit
-# The CPU driver: rows of counts a chunk, values a step (_CPU_STEP). 2^22 float32 on the dev
-# box, 10 bins: 12.4 ms with 1, 15.0 with 4 (NumPy 26.2)
-_CPU_ROWS = 1
+# The CPU driver: rows of counts a chunk, values a step (_CPU_STEP), for equal bins and for a
+# search of given edges (the search's chains of loads overlap across a step's values). 2^24
+# float32 on the 16 Xeon cores, 1 / 4 rows: 10 bins 11.8-13.2 / 12.9-13.7 ms, 100 given edges
+# 44.8-46.6 / 26.7-27.8 (NumPy 87-117); 2^22 on the dev box: 9.2 / 11.5, 69.6 / 48.4
+_CPU_ROWS_EQUAL = 1
+_CPU_ROWS_SEARCH = 4
 _CPU_MIN_CHUNK = 1 << 14  # the CPU driver: elements a chunk counts at least
 COUNTS = True  # False: every histogram by the general path, sorting (bench/histogram.py)
 
@@ -150,10 +153,11 @@ def counts(a: Array, edges: Array, common: np.dtype, equal: tuple[float, float] 
     cpu = _per_chunk(a)
     units = max(1, a.device.max_compute_units)
     name = "_hist_rows" if cpu else "_hist_groups"
+    rows = _CPU_ROWS_EQUAL if equal is not None else _CPU_ROWS_SEARCH
     if cpu:
-        src = _CPU_SRC.replace("STEPS\n", _cpu_steps(_CPU_ROWS, nb, equal is not None, 8))
+        src = _CPU_SRC.replace("STEPS\n", _cpu_steps(rows, nb, equal is not None, 8))
         src = src.replace("STEP0\n", _cpu_steps(1, nb, equal is not None, 8))
-        src = src.replace("ROWS", str(_CPU_ROWS))
+        src = src.replace("ROWS", str(rows))
     else:
         src = _GPU_SRC.replace("BIN\n", _bin_lines(nb, equal is not None, " " * 16))
     src = src.replace("E(", f"np.{common.type.__name__}(")
@@ -162,7 +166,7 @@ def counts(a: Array, edges: Array, common: np.dtype, equal: tuple[float, float] 
         items = max(1, min(units * _CPU_ITEMS_PER_UNIT, -(-n // _CPU_MIN_CHUNK)))
         items = max(items, -(-n // (1 << 30)))  # a row's int32 counts cannot overflow
         chunk = max(1, -(-n // items))
-        part = xp.zeros((items * _CPU_ROWS, nb), dtype=np.dtype(np.int32), device=q)
+        part = xp.zeros((items * rows, nb), dtype=np.dtype(np.int32), device=q)
         if n:
             call_kernel(
                 k, Range(1, items), a, edges, part, np.int64(n), np.int64(nb), np.int64(chunk),
