@@ -4,8 +4,9 @@ edge closes the last bin; values outside the edges, and NaN, are not counted).
 - Equal bins (`bins` a number): the bin estimated from the value, as NumPy does, then moved by
   at most one to agree with the edges; given edges: a binary search over them, its steps
   unrolled (every work-item the same: selects, no loop).
-- The CPU driver: a work-item per contiguous chunk of the data counts into its own row of
-  int32 counts (no atomics, no barriers), and the rows are summed by the column reduction.
+- The CPU driver: a work-item per contiguous chunk of the data counts into rows of int32
+  counts of its own (no atomics, no barriers), and the rows are summed by the column
+  reduction.
 - GPUs: each work-group counts a tile of the data into its own histogram in local memory (an
   atomic add a value), then adds the bins it reached to the result with atomics.
 

@@ -178,6 +178,7 @@ _GPU_MAX_GROUPS = 4096  # GPUs: the column kernel's work-items, in groups of _WG
 # (CuPy 0.135 / 0.140 ms, bench/argred.py in one process; bench/RESULTS.md)
 _GPU_ROW_GROUPS = 1024
 _MAX_ROWS = 65535
+_I64_MAX = np.iinfo(np.int64).max  # the index no element has, after the first pass
 # The GPU run compares shapes by these (bench/RESULTS.md): KAPI_REDUCE_ARG_UNROLL=1 folds
 # argmin/argmax with four (value, index) pairs per work-item (off by default: on the H100 it
 # took 0.98 ms for 2^28 f32 against one pair's 0.57 ms); KAPI_REDUCE_COLS_UNROLL=0 the column
@@ -1003,7 +1004,7 @@ def _launch_cols(op, x2: Array, xi, parts: int, acc_dt: np.dtype, events=None):
             outi,
             np.int64(n),
             _identity(op, acc_dt),
-            np.int64(n if xi is None else np.iinfo(np.int64).max),
+            np.int64(n if xi is None else _I64_MAX),
         )
     return out, outi
 
@@ -1132,7 +1133,7 @@ def _launch_cols_cpu(op, x2: Array, xi, parts: int, acc_dt: np.dtype, events=Non
                 outi[:, r0:r1] if arg else outi,
                 np.int64(n),
                 _identity(op, acc_dt),
-                np.int64(n if xi is None else np.iinfo(np.int64).max),
+                np.int64(n if xi is None else _I64_MAX),
                 np.int64(span),
             )
     return out, outi
@@ -1426,9 +1427,6 @@ def _row_blocks(rows: int, solo: bool, units: int):
     bulk = rows - rows % rg
     out = [(0, bulk, rg)] if bulk else []
     return out + ([(bulk, rows, rows - bulk)] if rows > bulk else [])
-
-
-_I64_MAX = np.iinfo(np.int64).max
 
 
 def _first_big(n: int, arg: bool, cpu: bool, scheme: str) -> int:
