@@ -15,6 +15,8 @@ against NumPy's 27 on the dev box)."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._memory.array import Array
@@ -137,6 +139,18 @@ def _cpu_steps(rows: int, nb: int, equal: bool, pad: int) -> str:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _source(cpu: bool, rows: int, nb: int, equal: bool, common: np.dtype) -> str:
+    """The counts kernel's source (built once per shape of call, not per call)."""
+    if cpu:
+        src = _CPU_SRC.replace("STEPS\n", _cpu_steps(rows, nb, equal, 8))
+        src = src.replace("STEP0\n", _cpu_steps(1, nb, equal, 8))
+        src = src.replace("ROWS", str(rows))
+    else:
+        src = _GPU_SRC.replace("BIN\n", _bin_lines(nb, equal, " " * 16))
+    return src.replace("E(", f"np.{common.type.__name__}(")
+
+
 def counts(a: Array, edges: Array, common: np.dtype, equal: tuple[float, float] | None) -> Array:
     """int64 counts of the 1-d array a in the bins between the 1-d edges (non-decreasing),
     both on one queue, compared in `common` (supported()). equal: (first edge, bins / (last
@@ -153,16 +167,9 @@ def counts(a: Array, edges: Array, common: np.dtype, equal: tuple[float, float] 
     lo, scale = equal if equal is not None else (0.0, 0.0)
     cpu = _per_chunk(a)
     units = max(1, a.device.max_compute_units)
-    name = "_hist_rows" if cpu else "_hist_groups"
     rows = _CPU_ROWS_EQUAL if equal is not None else _CPU_ROWS_SEARCH
-    if cpu:
-        src = _CPU_SRC.replace("STEPS\n", _cpu_steps(rows, nb, equal is not None, 8))
-        src = src.replace("STEP0\n", _cpu_steps(1, nb, equal is not None, 8))
-        src = src.replace("ROWS", str(rows))
-    else:
-        src = _GPU_SRC.replace("BIN\n", _bin_lines(nb, equal is not None, " " * 16))
-    src = src.replace("E(", f"np.{common.type.__name__}(")
-    k = kernel_of(src, name, {}, ("histogram", common.str))
+    src = _source(cpu, rows, nb, equal is not None, common)
+    k = kernel_of(src, "_hist_rows" if cpu else "_hist_groups", {}, ("histogram", common.str))
     if cpu:
         items = max(1, min(units * _CPU_ITEMS_PER_UNIT, -(-n // _CPU_MIN_CHUNK)))
         items = max(items, -(-n // (1 << 30)))  # a row's int32 counts cannot overflow
