@@ -32,7 +32,9 @@ static kr_status_t check_local(kr_kernel_t *k, uint32_t ndim, const size_t *glob
                      k->name, local[d], d, dev->name, dev->max_group_size[d]);
     if (global[d] / local[d] > dev->max_group_count[d])
       return kr_fail(err, KR_ERR_INVALID_ARGUMENT,
-                     "kernel '%s': %zu work-groups in dimension %u exceed device '%s' limit %u",
+                     "kernel '%s': %zu work-groups in dimension %u exceed device '%s' limit %u; "
+                     "put the largest extent first in the Range, or give an NdRange whose local "
+                     "size makes fewer groups",
                      k->name, global[d] / local[d], d, dev->name, dev->max_group_count[d]);
     if (req[0] && local[d] != req[d])
       return kr_fail(err, KR_ERR_INVALID_ARGUMENT,
@@ -48,7 +50,16 @@ static kr_status_t check_local(kr_kernel_t *k, uint32_t ndim, const size_t *glob
   return KR_OK;
 }
 
-/* The driver's suggestion, when it divides the global size in every dimension. */
+/* Whether local leaves no dimension with more work-groups than the device launches. */
+static bool counts_fit(const kr_device_info_t *dev, uint32_t ndim, const size_t *g,
+                       const size_t *local) {
+  for (uint32_t d = 0; d < ndim; d++)
+    if (g[d] / local[d] > dev->max_group_count[d]) return false;
+  return true;
+}
+
+/* The driver's suggestion, when it divides the global size in every dimension and fits the
+ * device's group counts. */
 static bool suggested(kr_kernel_t *k, uint32_t ndim, const size_t *g, size_t *local) {
   uint32_t s[3] = {1, 1, 1};
   uint32_t gg[3] = {1, 1, 1};
@@ -63,16 +74,39 @@ static bool suggested(kr_kernel_t *k, uint32_t ndim, const size_t *g, size_t *lo
   }
   for (uint32_t d = ndim; d < 3; d++)
     if (s[d] != 1) return false;
-  return true;
+  return counts_fit(&k->mod->dev->info, ndim, g, local);
+}
+
+/* Smallest divisor of g up to cap that leaves at most max_count work-groups; 0 if none. */
+static size_t least_divisor(size_t g, size_t max_count, size_t cap) {
+  if (!max_count || g <= max_count) return 1;
+  for (size_t d = (g + max_count - 1) / max_count; d <= cap && d <= g; d++)
+    if (g % d == 0) return d;
+  return 0;
 }
 
 /* Fills dimension 0 first (the fastest-varying), each with the largest divisor of its global
- * size that fits what is left of the work-group budget. */
+ * size that fits what is left of the work-group budget. A dimension whose global size has more
+ * work-groups of one than the device launches (CUDA's dimensions 1 and 2 hold 65535) gets the
+ * least divisor that fits first, so that the dimensions before it cannot spend its share of the
+ * budget; when even those do not fit together, check_local names the limit. */
 static void divisors(const kr_device_info_t *dev, uint32_t ndim, const size_t *g, size_t *local) {
-  size_t budget = dev->max_work_group_size ? dev->max_work_group_size : 1;
-  if (dev->type == KR_DEVICE_GPU && budget > 256) budget = 256; /* occupancy over size */
+  size_t most = dev->max_work_group_size ? dev->max_work_group_size : 1;
+  size_t budget = dev->type == KR_DEVICE_GPU && most > 256 ? 256 : most; /* occupancy first */
+  size_t need[3] = {1, 1, 1}, after[4] = {1, 1, 1, 1};
+  bool reserve = true;
+  for (uint32_t d = 0; d < ndim; d++) {
+    size_t cap = dev->max_group_size[d] < most ? dev->max_group_size[d] : most;
+    need[d] = least_divisor(g[d], dev->max_group_count[d], cap);
+    if (!need[d]) need[d] = 1, reserve = false;
+  }
+  for (uint32_t d = ndim; d-- > 0;)
+    after[d] = after[d + 1] * need[d];
+  if (after[0] > budget && after[0] <= most) budget = after[0]; /* launchable over occupancy */
+  reserve = reserve && after[0] <= budget;
   for (uint32_t d = 0; d < ndim; d++) {
     size_t limit = dev->max_group_size[d] < budget ? dev->max_group_size[d] : budget;
+    if (reserve && limit > budget / after[d + 1]) limit = budget / after[d + 1];
     local[d] = best_divisor(g[d], limit ? limit : 1);
     budget /= local[d];
   }

@@ -551,3 +551,24 @@ def test_take_of_more_than_65535_indices(dev):
     h2 = h[:1000].reshape(10, 100)
     np.testing.assert_array_equal(xp.take(A(h2, dev), A(i[:7] % 100, dev), axis=1).asnumpy(),
                                   h2[:, i[:7] % 100])  # fmt: skip
+
+
+def test_gathers_and_scatters_past_65535_in_an_inner_dimension(dev):
+    """take along either axis, take_along_axis and x[idx] = v with 100003 (a prime: no local
+    size divides it into 65535 groups) in the index space's dimension 1 or 2 run flat in
+    dimension 0, and give NumPy's result."""
+    rng = np.random.default_rng(1)
+    big = 100003
+    h = rng.standard_normal((3, 11)).astype(np.float32)
+    i = rng.integers(-11, 11, big)
+    np.testing.assert_array_equal(xp.take(A(h, dev), A(i, dev), axis=1).asnumpy(), h[:, i])
+    np.testing.assert_array_equal(xp.take(A(h.T, dev), A(i, dev), axis=0).asnumpy(), h.T[i])
+    rows = rng.integers(0, 11, (3, big))
+    got = xp.take_along_axis(A(h, dev), A(rows, dev), axis=1).asnumpy()
+    np.testing.assert_array_equal(got, np.take_along_axis(h, rows, axis=1))
+    wide = np.zeros((4, big), dtype=np.float32)
+    v = rng.standard_normal((2, big)).astype(np.float32)
+    x = A(wide, dev)
+    x[A(np.array([2, -4]), dev)] = A(v, dev)
+    wide[np.array([2, -4])] = v
+    np.testing.assert_array_equal(x.asnumpy(), wide)

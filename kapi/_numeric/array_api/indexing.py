@@ -29,6 +29,21 @@ def _gather_1d(item, x, idx, out, N):
     out[j] = x[idx[j] % N]
 """
 
+# Index spaces whose dimension 1 or 2 is longer than CUDA launches there (65535 groups, of up to
+# 256 work-items that must divide it) run flat, in dimension 0, with the position divided out.
+_FLAT_PAST = 65535
+
+_GATHER_FLAT = """
+def _gather_flat(item, x, idx, out, N, M, POST):
+    t = item.get_id(0)
+    r = t // POST
+    q = t - r * POST
+    p = r // M
+    j = r - p * M
+    k = idx[j] % N
+    out[p, j, q] = x[p, k, q]
+"""
+
 _GATHER_ROWS = """
 def _gather_rows(item, x, idx, out, N):
     b = item.get_id(0)
@@ -37,10 +52,28 @@ def _gather_rows(item, x, idx, out, N):
     out[b, j] = x[b, k]
 """
 
+_GATHER_ROWS_FLAT = """
+def _gather_rows_flat(item, x, idx, out, N, M):
+    t = item.get_id(0)
+    b = t // M
+    j = t - b * M
+    k = idx[b, j] % N
+    out[b, j] = x[b, k]
+"""
+
 _SCATTER = """
 def _scatter(item, x, idx, v, N):
     j = item.get_id(0)
     q = item.get_id(1)
+    k = idx[j] % N
+    x[k, q] = v[j, q]
+"""
+
+_SCATTER_FLAT = """
+def _scatter_flat(item, x, idx, v, N, POST):
+    t = item.get_id(0)
+    j = t // POST
+    q = t - j * POST
     k = idx[j] % N
     x[k, q] = v[j, q]
 """
@@ -65,6 +98,9 @@ def _gather3(x3: Array, idx: Array, n: int) -> Array:
     if out.size and pre == 1 and post == 1:
         o1 = out.reshape((m,))
         launch(C.kernel(_GATHER_1D, "_gather_1d"), Range(m), x3.reshape((n,)), idx, o1, np.int64(n))
+    elif out.size and max(m, post) > _FLAT_PAST:
+        launch(C.kernel(_GATHER_FLAT, "_gather_flat"), Range(out.size), x3, idx, out, np.int64(n),
+               np.int64(m), np.int64(post))  # fmt: skip
     elif out.size:
         launch(C.kernel(_GATHER, "_gather"), Range(pre, m, post), x3, idx, out, np.int64(n))
     return out
@@ -113,14 +149,12 @@ def take_along_axis(x, indices, /, *, axis=-1):
         from ..._kernel.ranges import Range
         from ..replay import launch
 
-        launch(
-            C.kernel(_GATHER_ROWS, "_gather_rows"),
-            Range(b, m),
-            xb.reshape((b, n)),
-            ib.reshape((b, m)),
-            out,
-            np.int64(n),
-        )
+        args = (xb.reshape((b, n)), ib.reshape((b, m)), out, np.int64(n))
+        if m > _FLAT_PAST:
+            launch(C.kernel(_GATHER_ROWS_FLAT, "_gather_rows_flat"), Range(b * m), *args,
+                   np.int64(m))  # fmt: skip
+        else:
+            launch(C.kernel(_GATHER_ROWS, "_gather_rows"), Range(b, m), *args)
     return moveaxis(out.reshape(batch + (m,)), -1, ax)
 
 
@@ -291,7 +325,11 @@ def setitem(x: Array, key, value) -> None:
         from ..._kernel.ranges import Range
         from ..replay import launch
 
-        launch(C.kernel(_SCATTER, "_scatter"), Range(pos.shape[0], post), t2, pos, v2,
-               np.int64(n_lead))  # fmt: skip
+        if post > _FLAT_PAST:
+            launch(C.kernel(_SCATTER_FLAT, "_scatter_flat"), Range(v2.size), t2, pos, v2,
+                   np.int64(n_lead), np.int64(post))  # fmt: skip
+        else:
+            launch(C.kernel(_SCATTER, "_scatter"), Range(pos.shape[0], post), t2, pos, v2,
+                   np.int64(n_lead))  # fmt: skip
     if target is not x:
         C.copy_into(x, target)

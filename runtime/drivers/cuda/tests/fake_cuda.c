@@ -5,7 +5,8 @@
  * while its context is current, device memory is freed only in its own context, peer access is
  * enabled once per pair. A broken rule is an error result, as CUDA gives, and is counted.
  * Kernels cannot run here: cuModuleLoadDataEx fails, unless KAPI_FAKE_CUDA_KERNELS=1, where
- * modules load, functions exist and a launch does nothing but occupy its stream for
+ * modules load, functions exist and a launch (its geometry checked against CUDA's limits and
+ * kept for fake_cuda_last_geometry) does nothing but occupy its stream for
  * KAPI_FAKE_CUDA_KERNEL_NS nanoseconds of "device time" (0): queries, synchronisations and
  * events then follow that timeline, as a busy GPU's would (bench/launch_c.c measures the
  * runtime's own host cost per launch this way). fake_cuda_calls counts the calls of each kind.
@@ -485,6 +486,7 @@ static int the_module;
 static struct fake_function { char name[160]; } functions[MAX_FUNCTIONS];
 static int nfunctions;
 static char last_launch[160];
+static unsigned last_grid[3], last_block[3];
 
 static int is_function(const void *f) { /* under lock */
   const struct fake_function *p = f;
@@ -523,13 +525,28 @@ API CUresult cuFuncSetAttribute(void *f, int attr, int v) {
   return OK;
 }
 
+/* CUDA's launch limits, as cuDeviceGetAttribute reports them above: a geometry past them is
+ * CUDA_ERROR_INVALID_VALUE, as a real GPU answers. */
+static int geometry_ok(const unsigned grid[3], const unsigned block[3]) {
+  static const unsigned max_grid[3] = {2147483647u, 65535, 65535}, max_block[3] = {1024, 1024, 64};
+  for (int d = 0; d < 3; d++)
+    if (!grid[d] || !block[d] || grid[d] > max_grid[d] || block[d] > max_block[d]) return 0;
+  return (uint64_t)block[0] * block[1] * block[2] <= 1024;
+}
+
 API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned shared, fake_stream *s, void **args,
                             void **extra) {
-  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)args, (void)extra;
+  (void)shared, (void)args, (void)extra;
+  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  if (!geometry_ok(grid, block)) return INVALID_VALUE;
   pthread_mutex_lock(&lock);
   int known = is_function(f); /* without kernels no function exists */
-  if (known) strcpy(last_launch, ((struct fake_function *)f)->name);
+  if (known) {
+    strcpy(last_launch, ((struct fake_function *)f)->name);
+    memcpy(last_grid, grid, sizeof grid);
+    memcpy(last_block, block, sizeof block);
+  }
   pthread_mutex_unlock(&lock);
   if (!known) return INVALID_HANDLE;
   if (stream_ok(s)) return INVALID_HANDLE;
@@ -545,6 +562,14 @@ API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
 API void fake_cuda_last_launch(char *out, size_t n) {
   pthread_mutex_lock(&lock);
   snprintf(out, n, "%s", last_launch);
+  pthread_mutex_unlock(&lock);
+}
+
+/* The grid and block of the last launch: geometry[0..2] the grid, [3..5] the block. */
+API void fake_cuda_last_geometry(unsigned geometry[6]) {
+  pthread_mutex_lock(&lock);
+  memcpy(geometry, last_grid, sizeof last_grid);
+  memcpy(geometry + 3, last_block, sizeof last_block);
   pthread_mutex_unlock(&lock);
 }
 

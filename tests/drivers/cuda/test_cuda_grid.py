@@ -1,0 +1,53 @@
+"""Range launches on CUDA, whose grid holds 2^31 - 1 blocks in x but 65535 in y and z: the
+runtime picks local sizes that keep every dimension's group count launchable, and says which
+limit a launch past every choice exceeds. On the fake libcuda (runtime/drivers/cuda/tests),
+which checks each launch's geometry as CUDA does and keeps the last one; the kernels do not
+run there, so the results of the array functions are checked on every device by
+tests/numeric/test_array_api.py."""
+
+from kapi_testing import fake_cuda_run
+
+_CODE = """
+from kapi import kernel_api
+import kapi.array_api as xp
+@kapi.kernel
+def fill(item, out):
+    out[item.get_id(1), item.get_id(0)] = 1.0
+out = {}
+for shape in [(256, 100000), (3, 200000), (1, 70000), (256, 65536 * 2), (100003, 256),
+              (256, 100003)]:
+    x = kapi.zeros(shape[::-1], dtype=np.float32, device='cuda:gpu:0')
+    try:
+        kapi.call_kernel(fill, kernel_api.Range(*shape), x)
+        kapi.Queue('cuda:gpu:0').wait()
+        g = (ctypes.c_uint * 6)()
+        fake.fake_cuda_last_geometry(g)
+        out[str(shape)] = list(g)
+    except kapi.DeviceError as e:
+        out[str(shape)] = str(e)
+h = kapi.zeros((3, 11), dtype=np.float32, device='cuda:gpu:0')
+i = kapi.zeros(100003, dtype=np.int64, device='cuda:gpu:0')
+xp.take(h, i, axis=1)
+xp.take(h.T, i, axis=0)
+xp.take_along_axis(h, kapi.zeros((3, 100003), dtype=np.int64, device='cuda:gpu:0'), axis=1)
+w = kapi.zeros((4, 100003), dtype=np.float32, device='cuda:gpu:0')
+w[kapi.zeros(2, dtype=np.int64, device='cuda:gpu:0')] = kapi.ones((2, 100003),
+    dtype=np.float32, device='cuda:gpu:0')
+kapi.Queue('cuda:gpu:0').wait()
+out['arrays'] = stats()['broken']
+print(json.dumps(out))
+"""
+
+
+def test_range_group_counts_fit_cuda_grid_limits():
+    out = fake_cuda_run(_CODE, KAPI_FAKE_CUDA_KERNELS="1", KAPI_CACHE="0")
+    assert out.pop("arrays") == 0  # the gathers and the scatter launched, flat
+    refused = out.pop("(256, 100003)")
+    assert "100003 work-groups in dimension 1" in refused and "limit 65535" in refused, refused
+    assert "largest extent first" in refused
+    for shape, geometry in out.items():
+        grid, block = geometry[:3], geometry[3:]
+        glob = [int(n) for n in shape.strip("()").split(",")] + [1]
+        assert [g * b for g, b in zip(grid, block, strict=True)] == glob, (shape, geometry)
+        assert grid[1] <= 65535 and grid[2] <= 65535, (shape, geometry)
+        assert block[0] * block[1] * block[2] <= 1024, (shape, geometry)
