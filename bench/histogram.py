@@ -3,12 +3,14 @@ beside kapi's general path (it sorts the data; what every histogram took before 
 kernels) in the same process.
 
 float32 normal data; equal bins over a given range (10, 100, 1000 bins) and 101 given edges
-spaced unevenly (a binary search per value). Every result is checked against the peer's
-before it is timed. Times: the median over rounds of the median of batches (kapi and CuPy:
-calls back to back and one wait); the rounds alternate kapi, its sorting path and the peer.
+spaced unevenly (a binary search per value); with --weights, float32 weights (each value
+adds its own). Every result is checked before it is timed: against the peer's, or with
+weights against NumPy's float64 sums. Times: the median over rounds of the median of batches
+(kapi and CuPy: calls back to back and one wait); the rounds alternate kapi, its sorting path
+and the peer.
 
     python3 bench/histogram.py [--device cpu|gpu] [--log2n 24] [--rounds 5] [--cpu-rows R]
-        [--json F --plot bench/plots/histogram_cpu.png]
+        [--weights] [--json F --plot bench/plots/histogram_cpu.png]
 """
 
 import argparse
@@ -41,6 +43,7 @@ def main():
     ap.add_argument("--log2n", type=int, default=24)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cpu-rows", type=int, default=0, help="the CPU kernel's rows (both kinds)")
+    ap.add_argument("--weights", action="store_true", help="float32 weights, uniform in [0, 1)")
     add_args(ap)
     args = ap.parse_args()
     if args.cpu_rows:
@@ -51,17 +54,20 @@ def main():
     rng = np.random.default_rng(0)
     h = rng.standard_normal(n).astype(np.float32)
     x = kapi.asarray(h, device=dev)
+    w = rng.random(n).astype(np.float32) if args.weights else None
+    wx = kapi.asarray(w, device=dev) if args.weights else None
     gpu = dev.device_type != "cpu"
     if gpu:
         import cupy as cp
 
         peer_name = "CuPy"
         hp = cp.asarray(h)
+        wp = cp.asarray(w) if args.weights else None
 
         def peer(kw):
             b = kw["bins"]
             b = cp.asarray(b) if isinstance(b, np.ndarray) else b
-            return cp.histogram(hp, bins=b, range=kw.get("range"))[0]
+            return cp.histogram(hp, bins=b, range=kw.get("range"), weights=wp)[0]
 
         peer_sync = cp.cuda.Device().synchronize
         to_host = cp.asnumpy
@@ -69,7 +75,7 @@ def main():
         peer_name = "NumPy"
 
         def peer(kw):
-            return np.histogram(h, **kw)[0]
+            return np.histogram(h, weights=w, **kw)[0]
 
         def peer_sync():
             return None
@@ -78,18 +84,22 @@ def main():
             return a
 
     print(f"device: {dev.name}, {dev.max_compute_units} compute units; n = 2^{args.log2n}", end="")
-    print(f"; CPU rows of counts a chunk: {H._CPU_ROWS_EQUAL}, search {H._CPU_ROWS_SEARCH}")
+    print(f"; CPU rows of counts a chunk: {H._CPU_ROWS_EQUAL}, search {H._CPU_ROWS_SEARCH}", end="")
+    print("; float32 weights" if args.weights else "")
     todo = []
     for name, kw in cases(rng):
-        ours = dict(kw)
+        ours = dict(kw, weights=wx)
         if isinstance(kw["bins"], np.ndarray):
             ours["bins"] = kapi.asarray(kw["bins"], device=dev)
         want = to_host(peer(kw))
+        if args.weights:  # float64 sums: NumPy's given edges subtract float32 running sums
+            want = np.histogram(h, weights=w.astype(np.float64), **kw)[0]
         for counts in (True, False):
             H.COUNTS = counts
             _replay.clear_plans()
             got = kapi.histogram(x, **ours)[0].asnumpy()
-            if not np.array_equal(got, want):
+            same = np.allclose(got, want, rtol=1e-4) if args.weights else np.array_equal(got, want)
+            if not same:
                 raise SystemExit(f"{name} (counts={counts}) differs from {peer_name}")
         todo.append((name, kw, ours))
     H.COUNTS = True
@@ -121,7 +131,8 @@ def main():
         )
         ratios.add(name, f"{peer_name} / kapi", tp / tk)
         ratios.add(name, f"{peer_name} / kapi sorting", tp / ts)
-    title = f"kapi.histogram on {dev.name}, 2^{args.log2n} float32 ({time.strftime('%F')})"
+    what = "float32, weighted" if args.weights else "float32"
+    title = f"kapi.histogram on {dev.name}, 2^{args.log2n} {what} ({time.strftime('%F')})"
     ratios.write(args, title)
 
 

@@ -125,3 +125,55 @@ def test_histogram_counts_without_sorting(dev, monkeypatch, scheme, n):
         )
         got, _ = kapi.histogram(kapi.asarray(v, device=dev), bins=999, range=(lo, hi))
         np.testing.assert_array_equal(got.asnumpy(), np.histogram(v, bins=999, range=(lo, hi))[0])
+
+
+@pytest.mark.parametrize("scheme", ["chunks", "groups"])
+@pytest.mark.parametrize("n", [0, 1, 1000, 100003])
+def test_histogram_sums_of_weights_without_sorting(dev, monkeypatch, scheme, n):
+    """Weights go through the counts kernels too (both schemes forced on every device), each
+    value adding its weight: float, integer and boolean weights, equal bins and given edges,
+    values on every edge, outside and NaN; NumPy's result and its dtype (the weights'), and no
+    argsort."""
+    from kapi._numeric import array_api as xp
+    from kapi._numeric import histogram as H
+
+    monkeypatch.setattr(H, "_per_chunk", lambda a: scheme == "chunks")
+    monkeypatch.setattr(H, "_CPU_MIN_CHUNK", 64)
+
+    def no_sort(*a, **k):
+        raise AssertionError("argsort called")
+
+    monkeypatch.setattr(xp, "argsort", no_sort)
+    rng = np.random.default_rng(n)
+    h = rng.normal(0.5, 0.4, n).astype(np.float32)
+    edges = np.array([-0.5, 0.0, 0.1, 0.1, 0.5, 0.55, 1.0, 2.0], dtype=np.float32)
+    if n >= 8:
+        h[:8] = edges
+    if n > 20:
+        h[10] = np.nan
+    x = kapi.asarray(h, device=dev)
+    wtypes = [np.float32, np.int32, np.int64, np.uint8, np.bool_]
+    if dev.has_aspect_fp64:
+        wtypes.append(np.float64)
+    for wt in wtypes:
+        w = (rng.random(n) * 5 - (2 if np.dtype(wt).kind == "i" else 0)).astype(wt)
+        kw_all = [{"bins": 7, "range": (-0.25, 1.5)}, {"bins": 1000, "range": (0.0, 1.0)}]
+        if wt != np.bool_:  # NumPy's search path cannot subtract booleans
+            kw_all += [{"bins": edges}, {"bins": np.linspace(-1, 2, 101)}]
+        for kw in kw_all:
+            ours = dict(kw, weights=kapi.asarray(w, device=dev))
+            if not isinstance(kw["bins"], int):
+                ours["bins"] = kapi.asarray(kw["bins"], device=dev)
+            got, _ = kapi.histogram(x, **ours)
+            want, _ = np.histogram(h, weights=w, **kw)
+            assert got.dtype == want.dtype, (wt, kw)
+            msg = f"{wt} {kw}"
+            if np.dtype(wt).kind == "f":
+                # against float64 sums (NumPy's given edges subtract float32 running sums);
+                # GPUs add float32 weights in float32, as CuPy does
+                want = np.histogram(h, weights=w.astype(np.float64), **kw)[0]
+                rtol = 2e-5 if wt == np.float32 else 1e-12
+                atol = 8 * np.finfo(np.float64).eps * float(w.sum())  # NumPy's running sums
+                np.testing.assert_allclose(got.asnumpy(), want, rtol=rtol, atol=atol, err_msg=msg)
+            else:
+                np.testing.assert_array_equal(got.asnumpy(), want, err_msg=msg)
