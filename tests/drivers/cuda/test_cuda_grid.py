@@ -2,10 +2,17 @@
 runtime picks local sizes that keep every dimension's group count launchable, and says which
 limit a launch past every choice exceeds. On the fake libcuda (runtime/drivers/cuda/tests),
 which checks each launch's geometry as CUDA does and keeps the last one; the kernels do not
-run there, so the results of the array functions are checked on every device by
-tests/numeric/test_array_api.py."""
+run there, so on a GPU the same launches run and their results are checked (and the array
+functions' on every device by tests/numeric/test_array_api.py)."""
 
-from kapi_testing import fake_cuda_run
+import numpy as np
+import pytest
+from kapi_testing import devices_or_skip, fake_cuda_run
+
+import kapi
+from kapi import kernel_api
+
+CUDA = [d for d in devices_or_skip() if d.backend == "cuda"]
 
 _CODE = """
 from kapi import kernel_api
@@ -51,3 +58,21 @@ def test_range_group_counts_fit_cuda_grid_limits():
         assert [g * b for g, b in zip(grid, block, strict=True)] == glob, (shape, geometry)
         assert grid[1] <= 65535 and grid[2] <= 65535, (shape, geometry)
         assert block[0] * block[1] * block[2] <= 1024, (shape, geometry)
+
+
+@kapi.kernel
+def _mark(item, out):
+    out[item.get_id(1), item.get_id(0)] = item.get_id(1) * 1000 + item.get_id(0)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (runs on the GPU machine)")
+def test_range_past_65535_groups_in_dimension_1_runs_on_a_gpu():
+    dev = CUDA[0]
+    for shape in [(256, 100000), (3, 200000)]:
+        out = kapi.zeros(shape[::-1], dtype=np.int64, device=dev)
+        kapi.call_kernel(_mark, kernel_api.Range(*shape), out)
+        j, i = np.indices(shape[::-1])
+        np.testing.assert_array_equal(out.asnumpy(), j * 1000 + i, err_msg=str(shape))
+    with pytest.raises(kapi.DeviceError, match="limit 65535"):
+        kapi.call_kernel(_mark, kernel_api.Range(256, 100003), kapi.zeros((100003, 256),
+                         dtype=np.int64, device=dev))  # fmt: skip
