@@ -42,6 +42,28 @@ w[kapi.zeros(2, dtype=np.int64, device='cuda:gpu:0')] = kapi.ones((2, 100003),
     dtype=np.float32, device='cuda:gpu:0')
 kapi.Queue('cuda:gpu:0').wait()
 out['arrays'] = stats()['broken']
+refused = []
+P = 100003
+for shape in [(3, P), (P, 3), (P, 257), (2, 3, P)]:
+    a = kapi.zeros(shape, dtype=np.float32, device='cuda:gpu:0')
+    ops = {'T': lambda: xp.asarray(xp.permute_dims(a, tuple(reversed(range(a.ndim)))),
+                                   copy=True),
+           'column': lambda: a - a[..., :1], 'row': lambda: a * a[:1],
+           'mask': lambda: a[a > 0]}
+    for ax in range(len(shape)):
+        ops[f'sum{ax}'] = lambda ax=ax: xp.sum(a, axis=ax)
+        ops[f'argmax{ax}'] = lambda ax=ax: xp.argmax(a, axis=ax)
+        ops[f'cumsum{ax}'] = lambda ax=ax: xp.cumulative_sum(a, axis=ax)
+        ops[f'sort{ax}'] = lambda ax=ax: xp.sort(a, axis=ax)
+        ops[f'roll{ax}'] = lambda ax=ax: xp.roll(a, 1, axis=ax)
+        ops[f'concat{ax}'] = lambda ax=ax: xp.concat([a, a], axis=ax)
+    for name, f in ops.items():
+        try:
+            _ = f()._ptr  # computed (not left pending)
+            kapi.Queue('cuda:gpu:0').wait()
+        except kapi.DeviceError as e:
+            refused.append(f'{shape} {name}: {e}')
+out['refused'] = refused
 print(json.dumps(out))
 """
 
@@ -49,6 +71,9 @@ print(json.dumps(out))
 def test_range_group_counts_fit_cuda_grid_limits():
     out = fake_cuda_run(_CODE, KAPI_FAKE_CUDA_KERNELS="1", KAPI_CACHE="0")
     assert out.pop("arrays") == 0  # the gathers and the scatter launched, flat
+    # kapi's own launches (elementwise copies and broadcasts, reductions, scans, sorts) keep
+    # a prime extent past 65535 out of dimensions 1 and 2
+    assert out.pop("refused") == []
     refused = out.pop("(256, 100003)")
     assert "100003 work-groups in dimension 1" in refused and "limit 65535" in refused, refused
     assert "largest extent first" in refused
