@@ -9,7 +9,7 @@ Every result is checked against NumPy first. Times: the median over rounds of th
 batches (kapi and CuPy: calls back to back and one wait); the rounds alternate the settings.
 
     python3 bench/elementwise_layout.py [--device cpu|gpu] [--rounds 5] [--variants before,now]
-        [--json F --plot bench/plots/elementwise_layout_cpu.png]
+        [--tall 20,24] [--json F --plot bench/plots/elementwise_layout_cpu.png]
 """
 
 import argparse
@@ -26,7 +26,18 @@ from kapi._numeric import ufunc
 _SETTINGS = {"before": 1 << 62, "now": ufunc.INNER_FIRST}
 
 
-def cases(rng, big):
+def _empty(like, shape):
+    """An empty float32 array of shape in like's library and on its device."""
+    if isinstance(like, np.ndarray):
+        return np.empty(shape, np.float32)
+    if isinstance(like, kapi.Array):
+        return kapi.empty(shape, dtype=np.float32, device=like.device)
+    import cupy as cp
+
+    return cp.empty(shape, cp.float32)
+
+
+def cases(rng, big, tall_log2=()):
     """(name, host operands, kapi operands from them, the operation on either)."""
     n = 4096 if big else 2048
     sq = rng.random((n, n), dtype=np.float32)
@@ -48,6 +59,15 @@ def cases(rng, big):
             lambda a, m=m: (a[:, :m], a[0, :m]),
             lambda x, r: x + r,
         )
+    for k in tall_log2:  # the same broadcast at other sizes, into a new array and into out=
+        t3 = rng.random((1 << k, 4), dtype=np.float32)
+        add(f"(2^{k}, 3) + (3,)", [t3], lambda a: (a[:, :3], a[0, :3]), lambda x, r: x + r)
+        add(
+            f"(2^{k}, 3) + (3,), out=",
+            [t3],
+            lambda a: (a[:, :3], a[0, :3], _empty(a, (a.shape[0], 3))),
+            lambda x, r, o: np.add(x, r, out=o),
+        )
     add("(256, 256, 64)[..., :32] * 2", [cube], lambda a: (a[..., :32],), lambda x: x * 2)
     add(
         "(256, 256, 64) - mean over axis 2",
@@ -63,6 +83,7 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--variants", default="before,now")
+    ap.add_argument("--tall", default="", help="log2 sizes of (N, 3) + (3,) cases, e.g. 20,24")
     add_args(ap)
     args = ap.parse_args()
     dev = kapi.Device(args.device)
@@ -90,7 +111,8 @@ def main():
 
     todo = []
     rng = np.random.default_rng(0)
-    for name, arrays, views, op in cases(rng, True):
+    tall = [int(k) for k in args.tall.split(",") if k]
+    for name, arrays, views, op in cases(rng, True, tall):
         hv = views(*arrays)
         kv = views(*(kapi.asarray(h, device=dev) for h in arrays))
         pv = views(*(to_peer(h) for h in arrays))

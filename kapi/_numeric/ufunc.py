@@ -32,8 +32,9 @@ _IDX = "ijk"
 # (vector loads and stores on the CPU device, coalesced ones on GPUs). With the first axis in
 # dimension 0 instead, as before, `x - x[:, :1]` of a (4096, 4096) float32 array took 155 ms on
 # 2 Zen 4 cores (NumPy 13 ms; now 3.6 ms), and a (2^20, 3) array plus a row 16.6 ms (now 7.9):
-# bench/elementwise_layout.py. A launch whose dimension 1 or 2 the device might not launch
-# (_launchable) is an N-d one (_plan_nd) instead.
+# bench/elementwise_layout.py. Past the device's group count in dimension 1 (CUDA's 65535),
+# a 2-d launch gives each work-item several rows; any other launch the device might not
+# launch (_launchable) is an N-d one (_plan_nd) instead.
 INNER_FIRST = int(os.environ.get("KAPI_ELEMENTWISE_INNER_FIRST", "2"))
 
 
@@ -214,23 +215,34 @@ def _kernel_for(source: str, env: dict | None = None, cache: dict | None = None)
     return k
 
 
-def kernel_source(expr: str, leaves, ndim: int, defs=(), inner_first: bool = False) -> str:
+def kernel_source(
+    expr: str, leaves, ndim: int, defs=(), inner_first: bool = False, fold: bool = False
+) -> str:
     """The kernel computing expr (which names leaves l0, l1, ...) into out[idx]; leaves: an
     Array (read at idx), a scalar, or None for a leaf that defs (lines `lN = ...`) compute.
     inner_first: the index space's dimension 0 is the last axis (its Range the shape
-    reversed), else the first. (On the CPU device a large result is written by streaming
-    stores: the kernel only writes out, so the CPU driver builds it a streaming entry,
-    KAPI_HOST_STREAMS.)"""
+    reversed), else the first. fold (2 dimensions, inner_first): a work-item of dimension 1
+    takes every row its range's length apart of the R (one more parameter), for a row count
+    past the device's groups.
+    (On the CPU device a large result is written by streaming stores: the kernel only writes
+    out, so the CPU driver builds it a streaming entry, KAPI_HOST_STREAMS.)"""
     idx = ", ".join(_IDX[:ndim])
     params = "".join(f", a{n}" for n, x in enumerate(leaves) if x is not None)
-    lines = [f"def _elementwise(item, out{params}):"]
+    lines = [f"def _elementwise(item, out{params}{', R' if fold else ''}):"]
     dims = [ndim - 1 - d for d in range(ndim)] if inner_first else list(range(ndim))
-    lines += [f"    {_IDX[d]} = item.get_id({dims[d]})" for d in range(ndim)]
+    body = []
     for n, x in enumerate(leaves):
         if x is not None:
-            lines.append(f"    l{n} = a{n}[{idx}]" if isinstance(x, Array) else f"    l{n} = a{n}")
-    lines += [f"    {d}" for d in defs]
-    lines.append(f"    out[{idx}] = {expr}")
+            body.append(f"l{n} = a{n}[{idx}]" if isinstance(x, Array) else f"l{n} = a{n}")
+    body += list(defs)
+    body.append(f"out[{idx}] = {expr}")
+    if fold:  # rows a range's length apart: neighbouring work-items on neighbouring rows
+        lines += ["    j = item.get_id(0)"]
+        lines.append("    for i in range(item.get_id(1), R, item.get_range(1)):")
+        lines += [f"        {b}" for b in body]
+    else:
+        lines += [f"    {_IDX[d]} = item.get_id({dims[d]})" for d in range(ndim)]
+        lines += [f"    {b}" for b in body]
     return "\n".join(lines) + "\n"
 
 
@@ -325,21 +337,33 @@ def _plan_launch(expr, leaves, defs, out, what, env, cache):
     cshape, cstrides = _collapse(shape, strides)
     inner_first = len(cshape) > 1 and cshape[-1] >= INNER_FIRST
     dims = tuple(reversed(cshape)) if inner_first else cshape
-    if len(cshape) > 3 or not _launchable(out.sycl_queue.device, dims):
+    counts = _group_counts(out.sycl_queue.device)
+    fold = len(cshape) == 2 and inner_first and dims[1] > counts[1]
+    extra = ()
+    if fold:
+        # rows at once: the most the count allows, in 64s (a row count with no divisor up to a
+        # work-group's size gave GPU work-groups of one row: 3 work-items for (2^24, 3))
+        dims, extra = (dims[0], counts[1] // 64 * 64 or counts[1]), (np.int64(cshape[0]),)
+    if len(cshape) > 3 or not _launchable(counts, dims):
         return _plan_nd(expr, leaves, defs, out, arrays, cshape, cstrides, env, cache)
     specs = []
     for a, st in zip([out, *arrays], cstrides, strict=True):
         i = a.itemsize
         bst = tuple(s * i for s in st)
         specs.append((cshape, bst, _desc_parts(a.dtype, cshape, bst), 0))
-    src = kernel_source(expr, leaves, len(cshape), defs, inner_first)
-    return _kernel_for(src, env, cache), Range(*dims), tuple(specs), ()
+    src = kernel_source(expr, leaves, len(cshape), defs, inner_first, fold)
+    return _kernel_for(src, env, cache), Range(*dims), tuple(specs), extra
 
 
-def _launchable(device, dims) -> bool:
-    """Whether a Range of dims launches on device whatever work-group size the runtime picks
-    (CUDA's dimensions 1 and 2 hold 65535 work-groups: a prime extent past that cannot)."""
-    counts = device.info["max_group_count"]
+def _group_counts(device) -> tuple:
+    """The work-groups device launches in each dimension at most."""
+    return device.info["max_group_count"]
+
+
+def _launchable(counts, dims) -> bool:
+    """Whether a Range of dims launches on a device of max_group_count counts whatever
+    work-group size the runtime picks (CUDA's dimensions 1 and 2 hold 65535 work-groups: a
+    prime extent past that cannot)."""
     return all(n <= c for n, c in zip(dims[1:], counts[1:], strict=False))
 
 

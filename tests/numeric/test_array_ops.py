@@ -499,3 +499,36 @@ def test_reductions_in_row_chunks(dev, monkeypatch):
     x = kapi.asarray(a, device=dev)
     for op in ("sum", "argmax", "any", "min"):
         _check_reduction(getattr(x, op)(axis=1), getattr(a, op)(axis=1))
+
+
+@pytest.mark.parametrize("counts", [None, (2**32 - 1, 1000, 1000)], ids=["device", "1000"])
+def test_elementwise_layouts_of_two_and_three_dimensions(dev, monkeypatch, counts):
+    """Operands that do not merge into one dimension (slices, broadcast rows and columns, a
+    transposed operand, short and long last axes, 2-d and 3-d) against NumPy: the last axis in
+    dimension 0 of the index space, rows a range apart a work-item where dimension 1 holds fewer
+    groups than rows (counts: a device of 1000 groups there, as CUDA's 65535 for larger
+    arrays), and the N-d kernel for a 3-d one past it."""
+    from kapi._numeric import ufunc
+
+    if counts is not None:
+        monkeypatch.setattr(ufunc, "_group_counts", lambda device: counts)
+    monkeypatch.setattr(ufunc, "_LAUNCH_PLANS", {})
+    monkeypatch.setattr(ufunc, "_KERNELS", {})
+    rng = np.random.default_rng(5)
+    h = rng.random((2003, 37), dtype=np.float32)
+    c = rng.random((3, 1001, 9), dtype=np.float32)
+    a, k = kapi.asarray(h, device=dev), kapi.asarray(c, device=dev)
+    cases = [
+        (lambda x: x[:, :20] + 1, h),
+        (lambda x: x[:, :3] * x[0, :3], h),
+        (lambda x: x - x[:, :1], h),
+        (lambda x: x[:, ::3] / x[:1, ::3], h),
+        (lambda x: x[:37] + x[:37].T, h),
+        (lambda x: x[:, :, :5] - x[:, :, 5:6], c),
+        (lambda x: x[:, :1000:7, ::2] * 2, c),
+    ]
+    for n, (f, host) in enumerate(cases):
+        got = f(a if host is h else k).asnumpy()
+        np.testing.assert_allclose(got, f(host), rtol=1e-6, err_msg=f"case {n}")
+    folded = [src for src in ufunc._KERNELS if "item.get_range(1)):" in src]
+    assert bool(folded) == (counts is not None)  # 2003 rows past 1000 groups: folded
