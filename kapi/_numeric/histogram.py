@@ -108,12 +108,13 @@ BIN
 
 def supported(a: Array, edges: Array, weights: Array | None = None) -> np.dtype | None:
     """The dtype values and edges are compared in, or None (the caller's general path):
-    numbers of 32 or 64 bits; weights (if any) of a's shape, booleans, integers or float32 /
-    float64; on GPUs at most _MAX_BINS bins of int32 counts (half as many of 8-byte sums)."""
+    numbers of 32 or 64 bits; weights (if any; a's shape, which the caller checks)
+    booleans, integers or float32 / float64; on GPUs at most _MAX_BINS bins of int32 counts
+    (half as many of 8-byte sums)."""
     if not COUNTS or a.dtype.kind not in "biuf":
         return None
     if weights is not None:
-        if weights.shape != a.shape or weights.dtype.kind not in "biuf":
+        if weights.dtype.kind not in "biuf":
             return None
         if weights.dtype.kind == "f" and weights.dtype.itemsize < 4:
             return None
@@ -134,6 +135,11 @@ def _gpu_sums(wtype: np.dtype) -> np.dtype:
 def _cpu_sums(wtype: np.dtype) -> np.dtype:
     """What the CPU driver's rows add weights of wtype in: float64 for floats, else int64."""
     return np.dtype(np.float64) if wtype.kind == "f" else np.dtype(np.int64)
+
+
+def _result(acc: np.dtype | None) -> np.dtype:
+    """The result's dtype: int64 counts (acc None), else the sums' own."""
+    return np.dtype(np.int64) if acc is None else acc
 
 
 def _per_chunk(a: Array) -> bool:
@@ -177,7 +183,7 @@ def _source(
     src = re.sub(r"ADD\(([^)]*)\)", "one" if acc is None else r"ACC(wts[\1])", src)
     local = np.dtype(np.int32) if acc is None else acc
     src = src.replace("ACC(", f"np.{local.type.__name__}(")
-    src = src.replace("SUM(", f"np.{(acc or np.dtype(np.int64)).type.__name__}(")
+    src = src.replace("SUM(", f"np.{_result(acc).type.__name__}(")
     return src.replace("E(", f"np.{common.type.__name__}(")
 
 
@@ -229,10 +235,10 @@ def _run(a, weights, edges, common, equal) -> Array:
                 k, Range(1, items), a, wts, edges, part, np.int64(n), np.int64(nb),
                 np.int64(chunk), np.float64(lo), np.float64(scale),
             )  # fmt: skip
-        return xp.sum(part, axis=0, dtype=acc or np.dtype(np.int64))
+        return xp.sum(part, axis=0, dtype=_result(acc))
     from kapi_lang import kernel_api as K
 
-    hist = xp.zeros(nb, dtype=acc or np.dtype(np.int64), device=q)
+    hist = xp.zeros(nb, dtype=_result(acc), device=q)
     if n == 0:
         return hist
     groups = max(1, min(-(-n // (_WG * _PER_ITEM)), units * _GROUPS_PER_UNIT))

@@ -381,7 +381,7 @@ def searchsorted(a, v, side="left", sorter=None):
     return xp.searchsorted(_arr(a, "searchsorted"), v, side=side, sorter=sorter)
 
 
-def _weighed(hist: Array, w: Array) -> Array:
+def _in_weights_type(hist: Array, w: Array) -> Array:
     """Sums of weights in NumPy's result type, the weights' own."""
     return hist if hist.dtype == w.dtype else xp.astype(hist, w.dtype)
 
@@ -431,7 +431,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         if w is None:
             hist = _histogram.counts(a, edges, common, equal)
         else:
-            hist = _weighed(_histogram.sums(a, w, edges, common, equal), w)
+            hist = _in_weights_type(_histogram.sums(a, w, edges, common, equal), w)
         if density:
             hist = _density(hist, edges)
         return hist, edges
@@ -451,7 +451,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         # of a bin at 2^22 values)
         wide = {"f": C.default_float(q), "c": C.default_complex(q)}.get(w.dtype.kind)
         sums = xp.cumulative_sum(xp.take(w, order), include_initial=True, dtype=wide)
-        hist = _weighed(C.concrete(xp.take(sums, bounds[1:]) - xp.take(sums, bounds[:-1])), w)
+        per_bin = C.concrete(xp.take(sums, bounds[1:]) - xp.take(sums, bounds[:-1]))
+        hist = _in_weights_type(per_bin, w)
     if density:
         hist = _density(hist, edges)
     return hist, edges

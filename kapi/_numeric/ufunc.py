@@ -360,6 +360,12 @@ def _group_counts(device) -> tuple:
     return device.info["max_group_count"]
 
 
+def fits(device, dims) -> bool:
+    """Whether a Range of dims launches on device whatever work-group size the runtime picks
+    (kapi's other generated kernels ask this too)."""
+    return _launchable(_group_counts(device), dims)
+
+
 def _launchable(counts, dims) -> bool:
     """Whether a Range of dims launches on a device of max_group_count counts whatever
     work-group size the runtime picks (CUDA's dimensions 1 and 2 hold 65535 work-groups: a

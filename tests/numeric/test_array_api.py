@@ -553,10 +553,16 @@ def test_take_of_more_than_65535_indices(dev):
                                   h2[:, i[:7] % 100])  # fmt: skip
 
 
-def test_gathers_and_scatters_past_65535_in_an_inner_dimension(dev):
+@pytest.mark.parametrize("counts", [None, (2**32 - 1, 65535, 65535)], ids=["device", "cuda"])
+def test_gathers_and_scatters_past_65535_in_an_inner_dimension(dev, monkeypatch, counts):
     """take along either axis, take_along_axis and x[idx] = v with 100003 (a prime: no local
     size divides it into 65535 groups) in the index space's dimension 1 or 2 run flat in
-    dimension 0, and give NumPy's result."""
+    dimension 0 where the device might not launch them (counts: CUDA's, on every device), and
+    give NumPy's result either way."""
+    from kapi._numeric import ufunc
+
+    if counts is not None:
+        monkeypatch.setattr(ufunc, "_group_counts", lambda device: counts)
     rng = np.random.default_rng(1)
     big = 100003
     h = rng.standard_normal((3, 11)).astype(np.float32)

@@ -29,9 +29,8 @@ def _gather_1d(item, x, idx, out, N):
     out[j] = x[idx[j] % N]
 """
 
-# Index spaces whose dimension 1 or 2 is longer than CUDA launches there (65535 groups, of up to
-# 256 work-items that must divide it) run flat, in dimension 0, with the position divided out.
-_FLAT_PAST = 65535
+# Index spaces whose dimension 1 or 2 the device might not launch (CUDA holds 65535 groups
+# there: ufunc.fits) run flat, in dimension 0, with the position divided out.
 
 _GATHER_FLAT = """
 def _gather_flat(item, x, idx, out, N, M, POST):
@@ -98,7 +97,7 @@ def _gather3(x3: Array, idx: Array, n: int) -> Array:
     if out.size and pre == 1 and post == 1:
         o1 = out.reshape((m,))
         launch(C.kernel(_GATHER_1D, "_gather_1d"), Range(m), x3.reshape((n,)), idx, o1, np.int64(n))
-    elif out.size and max(m, post) > _FLAT_PAST:
+    elif out.size and not _ufunc.fits(out.device, (pre, m, post)):
         launch(C.kernel(_GATHER_FLAT, "_gather_flat"), Range(out.size), x3, idx, out, np.int64(n),
                np.int64(m), np.int64(post))  # fmt: skip
     elif out.size:
@@ -150,7 +149,7 @@ def take_along_axis(x, indices, /, *, axis=-1):
         from ..replay import launch
 
         args = (xb.reshape((b, n)), ib.reshape((b, m)), out, np.int64(n))
-        if m > _FLAT_PAST:
+        if not _ufunc.fits(out.device, (b, m)):
             launch(C.kernel(_GATHER_ROWS_FLAT, "_gather_rows_flat"), Range(b * m), *args,
                    np.int64(m))  # fmt: skip
         else:
@@ -325,7 +324,7 @@ def setitem(x: Array, key, value) -> None:
         from ..._kernel.ranges import Range
         from ..replay import launch
 
-        if post > _FLAT_PAST:
+        if not _ufunc.fits(v2.device, (pos.shape[0], post)):
             launch(C.kernel(_SCATTER_FLAT, "_scatter_flat"), Range(v2.size), t2, pos, v2,
                    np.int64(n_lead), np.int64(post))  # fmt: skip
         else:
